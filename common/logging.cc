@@ -1,0 +1,93 @@
+#include "common/logging.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace ddp {
+namespace {
+
+LogLevel LevelFromEnvironment() {
+  const char* env = std::getenv("DDP_LOG_LEVEL");
+  LogLevel level = LogLevel::kInfo;
+  if (env != nullptr) ParseLogLevel(env, &level);
+  return level;
+}
+
+std::atomic<int>& MinLevelStorage() {
+  static std::atomic<int> level{static_cast<int>(LevelFromEnvironment())};
+  return level;
+}
+
+char LevelLetter(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return 'D';
+    case LogLevel::kInfo:
+      return 'I';
+    case LogLevel::kWarning:
+      return 'W';
+    case LogLevel::kError:
+      return 'E';
+    case LogLevel::kFatal:
+      return 'F';
+  }
+  return '?';
+}
+
+const char* BaseName(const char* path) {
+  // Keep the path from the repository root: drop Bazel's execroot prefixes if any.
+  const char* slash = std::strrchr(path, '/');
+  if (slash == nullptr) return path;
+  const char* previous = slash;
+  while (previous > path && *(previous - 1) != '/') --previous;
+  return previous;
+}
+
+}  // namespace
+
+void SetMinLogLevel(LogLevel level) { MinLevelStorage().store(static_cast<int>(level)); }
+
+LogLevel MinLogLevel() { return static_cast<LogLevel>(MinLevelStorage().load()); }
+
+bool ParseLogLevel(const std::string& text, LogLevel* level) {
+  const std::string lower = absl::AsciiStrToLower(text);
+  if (lower == "debug") {
+    *level = LogLevel::kDebug;
+  } else if (lower == "info") {
+    *level = LogLevel::kInfo;
+  } else if (lower == "warning" || lower == "warn") {
+    *level = LogLevel::kWarning;
+  } else if (lower == "error") {
+    *level = LogLevel::kError;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+LogMessage::LogMessage(LogLevel level, const char* file, int line) : level_(level) {
+  stream_ << absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()) << ' '
+          << LevelLetter(level) << ' ' << BaseName(file) << ':' << line << "] ";
+}
+
+LogMessage::~LogMessage() {
+  stream_ << '\n';
+  const std::string text = stream_.str();
+  // One write(2) per line keeps lines from different threads whole.
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = ::write(STDERR_FILENO, text.data() + written, text.size() - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  if (level_ == LogLevel::kFatal) std::abort();
+}
+
+}  // namespace ddp
