@@ -1,0 +1,63 @@
+// Runs the KvBackend conformance suite against both implementations.
+
+#include "coordinator/storage/kv_backend_conformance.h"
+
+#include <stdlib.h>
+
+#include <memory>
+#include <string>
+
+#include "coordinator/storage/memory_kv_backend.h"
+#include "coordinator/storage/sqlite_kv_backend.h"
+
+namespace ddp::kv {
+namespace {
+
+// Volatile: Reopen keeps the same object (there is nothing to reopen from).
+class InMemoryFactory {
+ public:
+  absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
+    return std::unique_ptr<KvBackend>(std::make_unique<InMemoryKvBackend>());
+  }
+  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(
+      std::unique_ptr<KvBackend> backend) {
+    return backend;
+  }
+};
+
+// Durable: each test gets its own directory under TEST_TMPDIR; Reopen destroys
+// the backend (closing the file) and opens the file again.
+class SqliteFactory {
+ public:
+  SqliteFactory() {
+    const char* root = getenv("TEST_TMPDIR");
+    std::string pattern =
+        std::string(root != nullptr ? root : "/tmp") + "/kvconfXXXXXX";
+    const char* dir = mkdtemp(pattern.data());
+    EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << pattern;
+    path_ = pattern + "/kv.db";
+  }
+  absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
+    SqliteKvBackendOptions options;
+    options.compaction_chunk_events = 2;  // exercise chunked compaction
+    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
+        SqliteKvBackend::Open(path_, options);
+    if (!backend.ok()) return backend.status();
+    return std::unique_ptr<KvBackend>(std::move(backend).value());
+  }
+  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(
+      std::unique_ptr<KvBackend> backend) {
+    backend.reset();
+    return Open();
+  }
+
+ private:
+  std::string path_;
+};
+
+INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, KvBackendConformanceTest,
+                               InMemoryFactory);
+INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, KvBackendConformanceTest, SqliteFactory);
+
+}  // namespace
+}  // namespace ddp::kv

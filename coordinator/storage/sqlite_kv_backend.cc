@@ -1,0 +1,465 @@
+#include "coordinator/storage/sqlite_kv_backend.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_format.h"
+#include "coordinator/storage/write_batch_checks.h"
+
+// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
+#define KV_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    absl::Status kv_status_ = (expr);        \
+    if (!kv_status_.ok()) return kv_status_; \
+  } while (false)
+
+namespace ddp::kv {
+namespace {
+
+using storage::SqliteDatabase;
+using storage::SqliteStatement;
+using storage::SqliteTransaction;
+
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE kv_meta (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  revision INTEGER NOT NULL,
+  compacted_revision INTEGER NOT NULL,
+  next_lease_id INTEGER NOT NULL);
+INSERT INTO kv_meta (id, revision, compacted_revision, next_lease_id) VALUES (1, 0, 0, 1);
+CREATE TABLE kv_keys (
+  ns BLOB NOT NULL,
+  key BLOB NOT NULL,
+  value BLOB NOT NULL,
+  create_revision INTEGER NOT NULL,
+  mod_revision INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  lease INTEGER NOT NULL,
+  PRIMARY KEY (ns, key)) WITHOUT ROWID;
+CREATE TABLE kv_events (
+  id INTEGER PRIMARY KEY,
+  revision INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  type INTEGER NOT NULL,
+  ns BLOB NOT NULL,
+  key BLOB NOT NULL,
+  value BLOB NOT NULL,
+  create_revision INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  lease INTEGER NOT NULL);
+CREATE INDEX kv_events_by_ns_revision ON kv_events (ns, revision, seq);
+CREATE TABLE kv_leases (
+  id INTEGER PRIMARY KEY,
+  ttl_ms INTEGER NOT NULL);
+)sql";
+
+constexpr char kUpsertKey[] =
+    "INSERT OR REPLACE INTO kv_keys (ns, key, value, create_revision, "
+    "mod_revision, "
+    "version, lease) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+constexpr char kDeleteKey[] = "DELETE FROM kv_keys WHERE ns = ?1 AND key = ?2";
+constexpr char kInsertEvent[] =
+    "INSERT INTO kv_events (revision, seq, type, ns, key, value, "
+    "create_revision, "
+    "version, lease) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+constexpr char kUpsertLease[] =
+    "INSERT OR REPLACE INTO kv_leases (id, ttl_ms) VALUES (?1, ?2)";
+constexpr char kDeleteLease[] = "DELETE FROM kv_leases WHERE id = ?1";
+constexpr char kUpdateMeta[] =
+    "UPDATE kv_meta SET revision = ?1, next_lease_id = ?2, compacted_revision "
+    "= ?3 "
+    "WHERE id = 1";
+constexpr char kSelectMeta[] =
+    "SELECT revision, compacted_revision, next_lease_id, (SELECT COUNT(*) FROM "
+    "kv_meta) "
+    "FROM kv_meta WHERE id = 1";
+// Events are inserted in revision order, so the rows with the smallest ids are
+// the oldest: look at the first chunk only and delete the compacted ones among
+// them.
+constexpr char kDeleteCompactedChunk[] =
+    "DELETE FROM kv_events WHERE id IN (SELECT id FROM kv_events ORDER BY id "
+    "LIMIT ?2) "
+    "AND revision <= ?1";
+// ?4 NULL: no upper bound (the prefix is empty or all 0xFF bytes).
+constexpr char kSelectEvents[] =
+    "SELECT type, key, value, create_revision, revision, version, lease FROM "
+    "kv_events "
+    "WHERE ns = ?1 AND revision >= ?2 AND key >= ?3 AND (?4 IS NULL OR key < "
+    "?4) "
+    "ORDER BY revision, seq LIMIT ?5";
+
+// The smallest byte string greater than every string that starts with `prefix`,
+// or false when there is none (empty prefix, or only 0xFF bytes).
+bool PrefixUpperBound(const std::string& prefix, std::string* bound) {
+  std::string result = prefix;
+  while (!result.empty() && static_cast<unsigned char>(result.back()) == 0xFF) {
+    result.pop_back();
+  }
+  if (result.empty()) return false;
+  result.back() =
+      static_cast<char>(static_cast<unsigned char>(result.back()) + 1);
+  *bound = std::move(result);
+  return true;
+}
+
+}  // namespace
+
+std::vector<storage::SqliteMigration> SqliteKvBackend::SchemaMigrations() {
+  return {{1, kSchemaV1}};
+}
+
+SqliteKvBackend::SqliteKvBackend(SqliteKvBackendOptions options,
+                                 std::unique_ptr<SqliteDatabase> write_db,
+                                 std::unique_ptr<SqliteDatabase> read_db)
+    : options_(options),
+      path_(write_db->path()),
+      write_db_(std::move(write_db)),
+      read_db_(std::move(read_db)) {}
+
+absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
+    const std::string& db_path, SqliteKvBackendOptions options) {
+  if (options.compaction_chunk_events < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SqliteKvBackendOptions.compaction_chunk_events is %d; "
+                        "it must be at least 1",
+                        options.compaction_chunk_events));
+  }
+  storage::SqliteDatabaseOptions db_options;
+  db_options.busy_timeout = options.busy_timeout;
+  absl::StatusOr<std::unique_ptr<SqliteDatabase>> write_db =
+      SqliteDatabase::Open(db_path, db_options);
+  if (!write_db.ok()) return write_db.status();
+  KV_RETURN_IF_ERROR((*write_db)->Migrate(SchemaMigrations()));
+  db_options.create_if_missing = false;
+  absl::StatusOr<std::unique_ptr<SqliteDatabase>> read_db =
+      SqliteDatabase::Open(db_path, db_options);
+  if (!read_db.ok()) return read_db.status();
+
+  std::unique_ptr<SqliteKvBackend> backend(new SqliteKvBackend(
+      options, std::move(write_db).value(), std::move(read_db).value()));
+  {
+    absl::MutexLock lock(&backend->write_mu_);
+    absl::StatusOr<Meta> meta = backend->ReadMetaLocked();
+    if (!meta.ok()) return meta.status();
+    backend->meta_ = *meta;
+  }
+  KV_RETURN_IF_ERROR(backend->DeleteAllCompacted());
+  return backend;
+}
+
+absl::Status SqliteKvBackend::DataLoss(absl::string_view what) const {
+  return absl::DataLossError(absl::StrFormat(
+      "KV database %s is inconsistent: %s. It was damaged or edited by hand: "
+      "restore it "
+      "from a backup, or move it away to start with an empty store",
+      path_, what));
+}
+
+absl::StatusOr<SqliteKvBackend::Meta> SqliteKvBackend::ReadMetaLocked() {
+  absl::StatusOr<SqliteStatement*> select =
+      write_db_->PrepareCached(kSelectMeta);
+  if (!select.ok()) return select.status();
+  absl::StatusOr<bool> row = (*select)->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return DataLoss("the kv_meta row is missing");
+  Meta meta;
+  meta.revision = (*select)->ColumnInt64(0);
+  meta.compacted_revision = (*select)->ColumnInt64(1);
+  meta.next_lease_id = (*select)->ColumnInt64(2);
+  const int64_t rows = (*select)->ColumnInt64(3);
+  (*select)->Reset();
+  if (rows != 1)
+    return DataLoss(absl::StrFormat("kv_meta has %d rows, expected 1", rows));
+  if (meta.revision < 0) {
+    return DataLoss(
+        absl::StrFormat("the revision is negative (%d)", meta.revision));
+  }
+  if (meta.compacted_revision < 0 || meta.compacted_revision > meta.revision) {
+    return DataLoss(
+        absl::StrFormat("the compacted revision %d is outside [0, revision %d]",
+                        meta.compacted_revision, meta.revision));
+  }
+  if (meta.next_lease_id < 1) {
+    return DataLoss(absl::StrFormat(
+        "next_lease_id is %d; it must be at least 1", meta.next_lease_id));
+  }
+  return meta;
+}
+
+absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
+  absl::MutexLock lock(&write_mu_);
+  absl::StatusOr<Meta> meta = ReadMetaLocked();
+  if (!meta.ok()) return meta.status();
+  PersistedKvState state;
+  state.revision = meta->revision;
+  state.compacted_revision = meta->compacted_revision;
+  state.next_lease_id = meta->next_lease_id;
+
+  absl::StatusOr<int64_t> max_event_revision =
+      write_db_->QueryInt64("SELECT IFNULL(MAX(revision), 0) FROM kv_events");
+  if (!max_event_revision.ok()) return max_event_revision.status();
+  if (*max_event_revision > state.revision) {
+    return DataLoss(absl::StrFormat(
+        "an event has revision %d, after the store's revision %d",
+        *max_event_revision, state.revision));
+  }
+
+  absl::StatusOr<SqliteStatement> keys = write_db_->Prepare(
+      "SELECT ns, key, value, create_revision, mod_revision, version, lease "
+      "FROM kv_keys");
+  if (!keys.ok()) return keys.status();
+  while (true) {
+    absl::StatusOr<bool> row = keys->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    KeyValue kv;
+    kv.ns = keys->ColumnBlob(0);
+    kv.key = keys->ColumnBlob(1);
+    kv.value = keys->ColumnBlob(2);
+    kv.create_revision = keys->ColumnInt64(3);
+    kv.mod_revision = keys->ColumnInt64(4);
+    kv.version = keys->ColumnInt64(5);
+    kv.lease = keys->ColumnInt64(6);
+    if (kv.mod_revision < 1 || kv.mod_revision > state.revision ||
+        kv.create_revision < 1 || kv.create_revision > kv.mod_revision) {
+      return DataLoss(
+          absl::StrFormat("key '%s' in namespace '%s' has create_revision %d "
+                          "and mod_revision %d; "
+                          "expected 1 <= create <= mod <= revision %d",
+                          absl::CHexEscape(kv.key.substr(0, 64)),
+                          absl::CHexEscape(kv.ns.substr(0, 64)),
+                          kv.create_revision, kv.mod_revision, state.revision));
+    }
+    state.keys.push_back(std::move(kv));
+  }
+
+  absl::StatusOr<SqliteStatement> leases =
+      write_db_->Prepare("SELECT id, ttl_ms FROM kv_leases ORDER BY id");
+  if (!leases.ok()) return leases.status();
+  while (true) {
+    absl::StatusOr<bool> row = leases->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    LeaseRecord lease;
+    lease.id = leases->ColumnInt64(0);
+    lease.ttl_ms = leases->ColumnInt64(1);
+    if (lease.id < 1)
+      return DataLoss(absl::StrFormat("a lease has id %d", lease.id));
+    state.leases.push_back(lease);
+  }
+  meta_ = *meta;
+  return state;
+}
+
+absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) {
+  absl::MutexLock lock(&write_mu_);
+  KV_RETURN_IF_ERROR(CheckWriteBatch(batch, meta_.revision));
+  absl::StatusOr<SqliteTransaction> transaction =
+      SqliteTransaction::Begin(*write_db_);
+  if (!transaction.ok()) return transaction.status();
+  KV_RETURN_IF_ERROR(ApplyBatchLocked(batch));
+  KV_RETURN_IF_ERROR(transaction->Commit());
+  meta_.revision = batch.revision;
+  if (batch.next_lease_id != 0) meta_.next_lease_id = batch.next_lease_id;
+  return absl::OkStatus();
+}
+
+absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
+  SqliteDatabase& db = *write_db_;
+  absl::StatusOr<SqliteStatement*> upsert = db.PrepareCached(kUpsertKey);
+  if (!upsert.ok()) return upsert.status();
+  for (const KeyValue& kv : batch.upserts) {
+    SqliteStatement& s = **upsert;
+    KV_RETURN_IF_ERROR(s.BindBlob(1, kv.ns));
+    KV_RETURN_IF_ERROR(s.BindBlob(2, kv.key));
+    KV_RETURN_IF_ERROR(s.BindBlob(3, kv.value));
+    KV_RETURN_IF_ERROR(s.BindInt64(4, kv.create_revision));
+    KV_RETURN_IF_ERROR(s.BindInt64(5, kv.mod_revision));
+    KV_RETURN_IF_ERROR(s.BindInt64(6, kv.version));
+    KV_RETURN_IF_ERROR(s.BindInt64(7, kv.lease));
+    KV_RETURN_IF_ERROR(s.Run());
+  }
+  absl::StatusOr<SqliteStatement*> remove = db.PrepareCached(kDeleteKey);
+  if (!remove.ok()) return remove.status();
+  for (const auto& [ns, key] : batch.deletes) {
+    KV_RETURN_IF_ERROR((*remove)->BindBlob(1, ns));
+    KV_RETURN_IF_ERROR((*remove)->BindBlob(2, key));
+    KV_RETURN_IF_ERROR((*remove)->Run());
+  }
+  absl::StatusOr<SqliteStatement*> insert_event =
+      db.PrepareCached(kInsertEvent);
+  if (!insert_event.ok()) return insert_event.status();
+  int64_t seq = 0;
+  for (size_t i = 0; i < batch.events.size(); ++i) {
+    const Event& event = batch.events[i];
+    seq = (i > 0 && batch.events[i - 1].revision() == event.revision())
+              ? seq + 1
+              : 0;
+    SqliteStatement& s = **insert_event;
+    KV_RETURN_IF_ERROR(s.BindInt64(1, event.revision()));
+    KV_RETURN_IF_ERROR(s.BindInt64(2, seq));
+    KV_RETURN_IF_ERROR(s.BindInt64(3, static_cast<int64_t>(event.type)));
+    KV_RETURN_IF_ERROR(s.BindBlob(4, event.kv.ns));
+    KV_RETURN_IF_ERROR(s.BindBlob(5, event.kv.key));
+    KV_RETURN_IF_ERROR(s.BindBlob(6, event.kv.value));
+    KV_RETURN_IF_ERROR(s.BindInt64(7, event.kv.create_revision));
+    KV_RETURN_IF_ERROR(s.BindInt64(8, event.kv.version));
+    KV_RETURN_IF_ERROR(s.BindInt64(9, event.kv.lease));
+    KV_RETURN_IF_ERROR(s.Run());
+  }
+  absl::StatusOr<SqliteStatement*> grant = db.PrepareCached(kUpsertLease);
+  if (!grant.ok()) return grant.status();
+  for (const LeaseRecord& lease : batch.lease_grants) {
+    KV_RETURN_IF_ERROR((*grant)->BindInt64(1, lease.id));
+    KV_RETURN_IF_ERROR((*grant)->BindInt64(2, lease.ttl_ms));
+    KV_RETURN_IF_ERROR((*grant)->Run());
+  }
+  absl::StatusOr<SqliteStatement*> revoke = db.PrepareCached(kDeleteLease);
+  if (!revoke.ok()) return revoke.status();
+  for (LeaseId id : batch.lease_revokes) {
+    KV_RETURN_IF_ERROR((*revoke)->BindInt64(1, id));
+    KV_RETURN_IF_ERROR((*revoke)->Run());
+  }
+  absl::StatusOr<SqliteStatement*> update_meta = db.PrepareCached(kUpdateMeta);
+  if (!update_meta.ok()) return update_meta.status();
+  KV_RETURN_IF_ERROR((*update_meta)->BindInt64(1, batch.revision));
+  KV_RETURN_IF_ERROR((*update_meta)
+                         ->BindInt64(2, batch.next_lease_id != 0
+                                            ? batch.next_lease_id
+                                            : meta_.next_lease_id));
+  KV_RETURN_IF_ERROR((*update_meta)->BindInt64(3, meta_.compacted_revision));
+  KV_RETURN_IF_ERROR((*update_meta)->Run());
+  if (db.ChangedRows() != 1) return DataLoss("the kv_meta row is missing");
+  return absl::OkStatus();
+}
+
+absl::Status SqliteKvBackend::Compact(Revision revision) {
+  {
+    absl::MutexLock lock(&write_mu_);
+    KV_RETURN_IF_ERROR(CheckCompactRevision(revision, meta_.revision));
+    if (revision <= meta_.compacted_revision) return absl::OkStatus();
+    // Record the new compacted revision first: from then on readers get
+    // OUT_OF_RANGE for the old history, so deleting it in several transactions
+    // is invisible.
+    absl::StatusOr<SqliteTransaction> transaction =
+        SqliteTransaction::Begin(*write_db_);
+    if (!transaction.ok()) return transaction.status();
+    absl::StatusOr<SqliteStatement*> update = write_db_->PrepareCached(
+        "UPDATE kv_meta SET compacted_revision = ?1 WHERE id = 1");
+    if (!update.ok()) return update.status();
+    KV_RETURN_IF_ERROR((*update)->BindInt64(1, revision));
+    KV_RETURN_IF_ERROR((*update)->Run());
+    KV_RETURN_IF_ERROR(transaction->Commit());
+    meta_.compacted_revision = revision;
+  }
+  return DeleteAllCompacted();
+}
+
+absl::Status SqliteKvBackend::DeleteAllCompacted() {
+  bool done = false;
+  while (!done) KV_RETURN_IF_ERROR(DeleteCompactedChunk(&done));
+  return absl::OkStatus();
+}
+
+absl::Status SqliteKvBackend::DeleteCompactedChunk(bool* done) {
+  // The lock is taken per chunk so that commits interleave with a long
+  // compaction.
+  absl::MutexLock lock(&write_mu_);
+  absl::StatusOr<SqliteTransaction> transaction =
+      SqliteTransaction::Begin(*write_db_);
+  if (!transaction.ok()) return transaction.status();
+  absl::StatusOr<SqliteStatement*> remove =
+      write_db_->PrepareCached(kDeleteCompactedChunk);
+  if (!remove.ok()) return remove.status();
+  KV_RETURN_IF_ERROR((*remove)->BindInt64(1, meta_.compacted_revision));
+  KV_RETURN_IF_ERROR((*remove)->BindInt64(2, options_.compaction_chunk_events));
+  KV_RETURN_IF_ERROR((*remove)->Run());
+  const int64_t deleted = write_db_->ChangedRows();
+  KV_RETURN_IF_ERROR(transaction->Commit());
+  *done = deleted < options_.compaction_chunk_events;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(
+    const std::string& ns, const std::string& prefix, Revision from_revision,
+    size_t max_events) {
+  absl::MutexLock lock(&read_mu_);
+  std::vector<Event> events;
+  // One read transaction: the compacted revision and the events come from one
+  // snapshot, so a concurrent Compact cannot leave holes in what is returned.
+  absl::StatusOr<SqliteStatement*> begin = read_db_->PrepareCached("BEGIN");
+  if (!begin.ok()) return begin.status();
+  KV_RETURN_IF_ERROR((*begin)->Run());
+  absl::Status status =
+      ReadEventsLocked(ns, prefix, from_revision, max_events, &events);
+  absl::StatusOr<SqliteStatement*> end = read_db_->PrepareCached("COMMIT");
+  absl::Status end_status = end.ok() ? (*end)->Run() : end.status();
+  if (!end_status.ok() && !read_db_->InAutocommit()) {
+    read_db_->Execute("ROLLBACK").IgnoreError();
+  }
+  if (!status.ok()) return status;
+  if (!end_status.ok()) return end_status;
+  return events;
+}
+
+absl::Status SqliteKvBackend::ReadEventsLocked(const std::string& ns,
+                                               const std::string& prefix,
+                                               Revision from_revision,
+                                               size_t max_events,
+                                               std::vector<Event>* out) {
+  absl::StatusOr<int64_t> compacted = read_db_->QueryInt64(
+      "SELECT compacted_revision FROM kv_meta WHERE id = 1");
+  if (!compacted.ok()) return compacted.status();
+  KV_RETURN_IF_ERROR(CheckReadFrom(from_revision, *compacted));
+  if (max_events == 0) return absl::OkStatus();
+
+  absl::StatusOr<SqliteStatement*> select =
+      read_db_->PrepareCached(kSelectEvents);
+  if (!select.ok()) return select.status();
+  SqliteStatement& s = **select;
+  KV_RETURN_IF_ERROR(s.BindBlob(1, ns));
+  KV_RETURN_IF_ERROR(s.BindInt64(2, from_revision));
+  KV_RETURN_IF_ERROR(s.BindBlob(3, prefix));
+  std::string upper;
+  if (PrefixUpperBound(prefix, &upper)) {
+    KV_RETURN_IF_ERROR(s.BindBlob(4, upper));
+  } else {
+    KV_RETURN_IF_ERROR(s.BindNull(4));
+  }
+  const uint64_t limit =
+      std::min<uint64_t>(max_events, std::numeric_limits<int64_t>::max());
+  KV_RETURN_IF_ERROR(s.BindInt64(5, static_cast<int64_t>(limit)));
+  while (true) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) {
+      s.Reset();
+      return row.status();
+    }
+    if (!*row) break;
+    Event event;
+    const int64_t type = s.ColumnInt64(0);
+    if (type != static_cast<int64_t>(EventType::kPut) &&
+        type != static_cast<int64_t>(EventType::kDelete)) {
+      s.Reset();
+      return DataLoss(absl::StrFormat("an event has unknown type %d", type));
+    }
+    event.type = static_cast<EventType>(type);
+    event.kv.ns = ns;
+    event.kv.key = s.ColumnBlob(1);
+    event.kv.value = s.ColumnBlob(2);
+    event.kv.create_revision = s.ColumnInt64(3);
+    event.kv.mod_revision = s.ColumnInt64(4);
+    event.kv.version = s.ColumnInt64(5);
+    event.kv.lease = s.ColumnInt64(6);
+    out->push_back(std::move(event));
+  }
+  s.Reset();
+  return absl::OkStatus();
+}
+
+}  // namespace ddp::kv
+
+#undef KV_RETURN_IF_ERROR
