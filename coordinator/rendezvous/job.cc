@@ -1,0 +1,285 @@
+// Job: construction, restore, status, fencing, events and the persistence
+// delta. Membership inputs live in job_membership.cc, generation handling in
+// job_generation.cc, scheduler operations in job_scheduler_ops.cc, timeouts in
+// job_timers.cc.
+
+#include "coordinator/rendezvous/job.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ddp::rendezvous {
+
+Job::Job(std::string job_id, const JobSettings& settings,
+         const RendezvousLimits& limits, const Clock& clock, Outbox* outbox)
+    : id_(std::move(job_id)),
+      settings_(settings),
+      limits_(limits),
+      clock_(&clock),
+      outbox_(outbox) {
+  Emit(JobEventType::kJobCreated, "",
+       absl::StrCat("job created: nodes ", settings_.min_nodes, ":",
+                    settings_.max_nodes, ", max_restarts ",
+                    settings_.max_restarts));
+  OpenRendezvous(/*after_restart=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<Job>> Job::Restore(
+    const JobSnapshot& snapshot, const RendezvousLimits& limits,
+    const Clock& clock, Outbox* outbox) {
+  const JobRecord& r = snapshot.job;
+  absl::Status status = ValidateJobSettings(r.settings, limits);
+  if (!status.ok()) {
+    return absl::DataLossError(absl::StrCat("stored job '", Capped(r.job_id),
+                                            "': ", status.message()));
+  }
+  // Private constructor path: build with the stored settings, then overwrite.
+  Outbox discard;
+  std::unique_ptr<Job> job(
+      new Job(r.job_id, r.settings, limits, clock, &discard));
+  job->set_outbox(outbox);
+  job->events_.clear();
+  job->state_ = r.state;
+  job->generation_ = r.generation;
+  job->restart_count_ = r.restart_count;
+  job->root_cause_ = r.root_cause;
+  job->finish_message_ = r.finish_message;
+  job->failures_ = r.failures;
+  job->excluded_.insert(r.excluded_nodes.begin(), r.excluded_nodes.end());
+  job->master_ = r.master;
+  job->last_event_index_ = r.last_event_index;
+  job->next_join_seq_ = r.next_join_seq;
+  const absl::Time now = clock.Now();
+  bool has_members = job->state_ == JobState::kStarting ||
+                     job->state_ == JobState::kRunning ||
+                     job->state_ == JobState::kRestarting;
+  int max_rank = -1;
+  const int node_count = static_cast<int>(snapshot.nodes.size());
+  for (const NodeRecord& record : snapshot.nodes) {
+    if (record.group_rank < -1 || record.group_rank >= node_count ||
+        record.incarnation == 0 || record.nproc < 1 ||
+        record.nproc > limits.max_nproc_per_node ||
+        !ValidateId(record.node_id, "node id", limits).ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "stored node '", Capped(record.node_id), "' of job '",
+          Capped(r.job_id), "' is inconsistent (group rank ", record.group_rank,
+          ", incarnation ", record.incarnation, ", nproc ", record.nproc, ")"));
+    }
+    Node node;
+    node.record = record;
+    node.connected = false;
+    node.last_heartbeat = now;
+    max_rank = std::max(max_rank, record.group_rank);
+    job->next_join_seq_ = std::max(job->next_join_seq_, record.join_seq + 1);
+    job->nodes_.emplace(record.node_id, std::move(node));
+  }
+  if (has_members) {
+    job->members_.assign(max_rank + 1, "");
+    for (auto& [id, node] : job->nodes_) {
+      int rank = node.record.group_rank;
+      if (rank < 0) continue;
+      if (!job->members_[rank].empty()) {
+        return absl::DataLossError(
+            absl::StrCat("stored job '", Capped(r.job_id),
+                         "' has two nodes with group rank ", rank));
+      }
+      job->members_[rank] = id;
+      ++job->live_members_;
+    }
+    job->world_size_ = r.world_size;
+  }
+  switch (job->state_) {
+    case JobState::kWaiting:
+      job->OpenRendezvous(/*after_restart=*/false);
+      break;
+    case JobState::kStarting:
+      job->master_deadline_ = now + r.settings.shutdown_timeout;
+      break;
+    case JobState::kRestarting:
+      // Confirmations were not stored: ask again on resume.
+      for (auto& [id, node] : job->nodes_) {
+        node.stop_pending = job->IsMember(node);
+      }
+      job->pending_stops_ = job->live_members_;
+      job->stop_deadline_ = now + r.settings.shutdown_timeout;
+      break;
+    default:
+      break;
+  }
+  job->job_dirty_ = false;
+  job->counters_dirty_ = false;
+  job->dirty_nodes_.clear();
+  job->removed_nodes_.clear();
+  return job;
+}
+
+bool Job::IsMember(const Node& node) const {
+  int rank = node.record.group_rank;
+  return (state_ == JobState::kStarting || state_ == JobState::kRunning ||
+          state_ == JobState::kRestarting) &&
+         rank >= 0 && rank < static_cast<int>(members_.size()) &&
+         members_[rank] == node.record.node_id;
+}
+
+Job::Node* Job::FindNode(const std::string& node_id) {
+  auto it = nodes_.find(node_id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+absl::Status Job::Fence(const NodeRef& ref, bool exact_generation, Node** out) {
+  if (excluded_.contains(ref.node_id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", Capped(ref.node_id), "' was excluded from job '",
+                     id_, "'; it cannot rejoin"));
+  }
+  Node* node = FindNode(ref.node_id);
+  if (node == nullptr) {
+    return absl::AbortedError(absl::StrCat(
+        "node '", Capped(ref.node_id), "' is not registered in job '", id_,
+        "' (lost, left or declared dead); stop its workers and register "
+        "again"));
+  }
+  if (node->record.incarnation != ref.incarnation) {
+    return absl::AbortedError(absl::StrCat(
+        "incarnation ", ref.incarnation, " of node '", Capped(ref.node_id),
+        "' was replaced by incarnation ", node->record.incarnation,
+        "; this agent is fenced: stop its workers and exit"));
+  }
+  bool stale = exact_generation ? ref.generation != generation_
+                                : ref.generation > generation_;
+  if (ref.generation < 0 || stale) {
+    return absl::AbortedError(absl::StrCat(
+        "generation ", ref.generation, " from node '", Capped(ref.node_id),
+        "' is stale: job '", id_, "' is at generation ", generation_,
+        "; stop the old workers and wait for the new assignment"));
+  }
+  *out = node;
+  return absl::OkStatus();
+}
+
+void Job::Emit(JobEventType type, const std::string& node_id,
+               const std::string& message, std::optional<FailureInfo> failure) {
+  JobEvent event;
+  event.job_id = id_;
+  event.index = ++last_event_index_;
+  event.time = clock_->Now();
+  event.type = type;
+  event.node_id = node_id;
+  event.generation = generation_;
+  event.message = message;
+  event.failure = std::move(failure);
+  events_.push_back(event);
+  while (static_cast<int>(events_.size()) > limits_.max_retained_events) {
+    events_.pop_front();
+  }
+  outbox_->events.push_back(std::move(event));
+  counters_dirty_ = true;  // last_event_index must survive a restart
+}
+
+void Job::Send(const Node& node, MessageBody body) {
+  OutboundMessage message;
+  message.job_id = id_;
+  message.node_id = node.record.node_id;
+  message.incarnation = node.record.incarnation;
+  message.body = std::move(body);
+  outbox_->messages.push_back(std::move(message));
+}
+
+void Job::MarkNodeDirty(const std::string& node_id) {
+  dirty_nodes_.insert(node_id);
+}
+
+JobRecord Job::MakeRecord() const {
+  JobRecord r;
+  r.job_id = id_;
+  r.settings = settings_;
+  r.state = state_;
+  r.generation = generation_;
+  r.restart_count = restart_count_;
+  r.root_cause = root_cause_;
+  r.finish_message = finish_message_;
+  r.failures = failures_;
+  r.excluded_nodes.assign(excluded_.begin(), excluded_.end());
+  std::sort(r.excluded_nodes.begin(), r.excluded_nodes.end());
+  r.master = master_;
+  r.world_size = world_size_;
+  r.last_event_index = last_event_index_;
+  r.next_join_seq = next_join_seq_;
+  return r;
+}
+
+JobChanges Job::TakeChanges() {
+  JobChanges changes;
+  changes.job_id = id_;
+  if (job_dirty_) changes.job = MakeRecord();
+  if (counters_dirty_ || job_dirty_) {
+    changes.counters = JobCounters{last_event_index_, next_join_seq_};
+  }
+  changes.removed_nodes = std::move(removed_nodes_);
+  removed_nodes_.clear();
+  for (const std::string& node_id : dirty_nodes_) {
+    auto it = nodes_.find(node_id);
+    if (it != nodes_.end()) changes.upserted_nodes.push_back(it->second.record);
+  }
+  dirty_nodes_.clear();
+  job_dirty_ = false;
+  counters_dirty_ = false;
+  return changes;
+}
+
+JobStatus Job::Status(bool include_nodes) const {
+  JobStatus s;
+  s.job_id = id_;
+  s.settings = settings_;
+  s.state = state_;
+  s.generation = generation_;
+  s.restart_count = restart_count_;
+  s.registered_nodes = static_cast<int>(nodes_.size());
+  s.member_nodes = live_members_;
+  s.world_size = world_size_;
+  s.root_cause = root_cause_;
+  s.finish_message = finish_message_;
+  s.failures = failures_;
+  if (include_nodes) {
+    for (const auto& [id, node] : nodes_) {
+      NodeStatus n;
+      n.node_id = id;
+      n.incarnation = node.record.incarnation;
+      n.nproc = node.record.nproc;
+      n.group_rank = IsMember(node) ? node.record.group_rank : -1;
+      n.address = node.record.address;
+      n.connected = node.connected;
+      n.last_heartbeat = node.last_heartbeat;
+      s.nodes.push_back(std::move(n));
+    }
+    std::sort(s.nodes.begin(), s.nodes.end(),
+              [](const NodeStatus& a, const NodeStatus& b) {
+                return a.node_id < b.node_id;
+              });
+  }
+  return s;
+}
+
+absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index,
+                                                       int limit) const {
+  std::vector<JobEvent> out;
+  if (events_.empty()) return out;
+  int64_t first = events_.front().index;
+  if (after_index + 1 < first) {
+    return absl::OutOfRangeError(
+        absl::StrCat("events after index ", after_index, " of job '", id_,
+                     "' were dropped; the oldest retained is ", first,
+                     "; read the job status and watch from there"));
+  }
+  size_t start =
+      after_index < first ? 0 : static_cast<size_t>(after_index + 1 - first);
+  for (size_t i = start;
+       i < events_.size() && static_cast<int>(out.size()) < limit; ++i) {
+    out.push_back(events_[i]);
+  }
+  return out;
+}
+
+}  // namespace ddp::rendezvous

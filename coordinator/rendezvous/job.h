@@ -1,0 +1,282 @@
+#ifndef DDP_COORDINATOR_RENDEZVOUS_JOB_H_
+#define DDP_COORDINATOR_RENDEZVOUS_JOB_H_
+
+// One training job's rendezvous and lifecycle state machine. Plain C++: driven
+// by inputs (registrations, heartbeats, worker exits, stop confirmations,
+// master info, stream closes, leaves, scheduler operations, Tick), it appends
+// the messages to send and the job events to an Outbox, and records what must
+// be persisted (TakeChanges). All time comes from the injected Clock, all
+// timeouts from JobSettings.
+//
+// clang-format off
+//
+//              CreateJob / first Register
+//                         |
+//                         v
+//     +-------------> WAITING ---- join timeout ----------------> FAILED
+//     |                   |  closes: max nodes at once; min nodes
+//     |                   |  after the last call (at once when
+//     |                   |  reopened after a restart with >= min)
+//     |  member lost      v
+//     +-------------- STARTING   rank table fixed; RequestMasterInfo
+//     |                   |      to group rank 0
+//     |                   |  MasterInfo -> Assignment to every member
+//     |                   v
+//     |               RUNNING ---- all workers exited 0 ----> SUCCEEDED
+//     |                   |
+//     |                   |  worker failure (budget left), agent
+//     |                   |  restarted, member lost / left / excluded,
+//     |                   |  arrival below max, UpdateJob
+//     |                   v  (worker failure, budget spent --> FAILED)
+//     +-------------- RESTARTING stop barrier: every member confirmed
+//       all stopped              WorkersStopped or was declared dead
+//       or declared dead         after the shutdown timeout
+//
+// clang-format on
+//
+//   Any non-terminal state --CancelJob--> CANCELLED. Terminal: SUCCEEDED,
+//   FAILED, CANCELLED (every node gets JobFinished).
+//
+// Membership: every registered node is a candidate of the next rendezvous. At
+// close, at most max_nodes become members (previous members first, then join
+// order); the rest are hot spares that fill the next generation after a member
+// leaves. Losing a member (no heartbeat for heartbeat_timeout, Leave,
+// ExcludeNode, declared dead) restarts without it; when fewer than min_nodes
+// remain the reopened rendezvous waits for nodes up to the join timeout. A node
+// that arrives while RUNNING below max_nodes triggers a restart that includes
+// it.
+//
+// Restart budget: only worker failures (and an agent re-registering with a new
+// incarnation while its workers ran) spend max_restarts; membership changes do
+// not. When a failure finds the budget spent the job fails; its root cause is
+// the first failure of that (final) generation, as torchrun reports it. The
+// full history is in Status().failures.
+//
+// Fencing: every input after Register carries (job, node, incarnation,
+// generation). An unknown node or an old incarnation gets ABORTED (stop the
+// workers, register again). WorkerExited, WorkersStopped and MasterInfo must
+// name the current generation; Heartbeat any generation up to it. A second
+// registration with a new incarnation always wins over a live older one: the
+// older is fenced. If the node was a member with running workers, that counts
+// as a failure of the node (restart). Registering again with the same
+// incarnation resumes the session (after a stream break or a coordinator
+// restart) and re-sends what the node is waiting for.
+//
+// Thread-safety: not thread-safe; JobRegistry serializes all calls.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/rendezvous/job_settings.h"
+#include "coordinator/rendezvous/job_state_store.h"
+#include "coordinator/rendezvous/job_types.h"
+
+namespace ddp::rendezvous {
+
+// A node as the dashboard and the scheduler API show it.
+struct NodeStatus {
+  std::string node_id;
+  Incarnation incarnation = 0;
+  int nproc = 0;
+  int group_rank = -1;  // -1: spare / waiting
+  std::string address;
+  bool connected = false;
+  absl::Time last_heartbeat;
+};
+
+struct JobStatus {
+  std::string job_id;
+  JobSettings settings;
+  JobState state = JobState::kWaiting;
+  Generation generation = 0;
+  int restart_count = 0;
+  int registered_nodes = 0;
+  int member_nodes = 0;  // members of the current generation still registered
+  int64_t world_size = 0;
+  std::optional<FailureInfo> root_cause;
+  std::string finish_message;
+  std::vector<FailureInfo> failures;
+  std::vector<NodeStatus> nodes;  // only when asked for
+};
+
+class Job {
+ public:
+  // A new job in WAITING; appends kJobCreated. `settings` must be valid.
+  Job(std::string job_id, const JobSettings& settings,
+      const RendezvousLimits& limits, const Clock& clock, Outbox* outbox);
+  // Rebuilds a job from storage. Nodes start disconnected with a fresh
+  // heartbeat deadline: those that resume (Register, same incarnation) within
+  // heartbeat_timeout keep their generation; the others are lost.
+  static absl::StatusOr<std::unique_ptr<Job>> Restore(
+      const JobSnapshot& snapshot, const RendezvousLimits& limits,
+      const Clock& clock, Outbox* outbox);
+
+  // Where messages and events go from now on (the registry's outbox).
+  void set_outbox(Outbox* outbox) { outbox_ = outbox; }
+
+  const std::string& id() const { return id_; }
+  JobState state() const { return state_; }
+  Generation generation() const { return generation_; }
+  int restart_count() const { return restart_count_; }
+  const JobSettings& settings() const { return settings_; }
+  int registered_nodes() const { return static_cast<int>(nodes_.size()); }
+  JobStatus Status(bool include_nodes) const;
+  // Events with index > after_index still retained, oldest first, at most
+  // `limit`. Possible errors: OUT_OF_RANGE when events after `after_index` were
+  // dropped.
+  absl::StatusOr<std::vector<JobEvent>> EventsSince(int64_t after_index,
+                                                    int limit) const;
+
+  // ---- Agent inputs (job_membership.cc) ----
+  // Possible errors: INVALID_ARGUMENT (bad id, incarnation 0, nproc or
+  // requested rank out of range, address too long, bad settings),
+  // FAILED_PRECONDITION (settings contradict the job's; node excluded; job
+  // finished and node unknown; same incarnation with a different nproc),
+  // RESOURCE_EXHAUSTED (max_nodes plus the spare limit already registered).
+  absl::StatusOr<RegisterResult> Register(const RegisterRequest& request);
+  // Possible errors: ABORTED (fenced), FAILED_PRECONDITION (excluded).
+  absl::Status Heartbeat(const NodeRef& ref);
+  // The session's stream broke; the node has heartbeat_timeout to resume.
+  absl::Status StreamClosed(const NodeRef& ref);
+  // The agent leaves for good (it is removed at once).
+  absl::Status Leave(const NodeRef& ref);
+
+  // ---- Generation inputs (job_generation.cc) ----
+  // Possible errors: ABORTED (fenced or stale generation), INVALID_ARGUMENT
+  // (local rank outside the node's process count), FAILED_PRECONDITION (no
+  // workers of this generation run yet).
+  absl::Status WorkerExited(const NodeRef& ref, const WorkerExit& exit);
+  // Possible errors: ABORTED, FAILED_PRECONDITION (no stop was requested).
+  absl::Status WorkersStopped(const NodeRef& ref);
+  // Possible errors: ABORTED, FAILED_PRECONDITION (node is not group rank 0 or
+  // no master info is awaited), INVALID_ARGUMENT (port, id length, address).
+  absl::Status ReportMasterInfo(const NodeRef& ref, const MasterInfo& info);
+
+  // ---- Scheduler operations (job_scheduler_ops.cc) ----
+  // Changes min/max nodes; restarts when the membership must change.
+  // Possible errors: INVALID_ARGUMENT, FAILED_PRECONDITION (job finished).
+  absl::Status Update(int min_nodes, int max_nodes);
+  // Possible errors: FAILED_PRECONDITION (job finished).
+  absl::Status Cancel(const std::string& reason);
+  // The node is dismissed and may not rejoin; a restart follows if it was a
+  // member. Possible errors: INVALID_ARGUMENT, FAILED_PRECONDITION (job
+  // finished), RESOURCE_EXHAUSTED (exclusion list full).
+  absl::Status ExcludeNode(const std::string& node_id,
+                           const std::string& reason);
+
+  // Fires due timeouts (heartbeats, last call, join, master info, stop
+  // barrier). Amortized O(1) when nothing is due (job_timers.cc).
+  void Tick();
+
+  // Persistence delta since the last call (empty when nothing changed).
+  JobChanges TakeChanges();
+  bool HasChanges() const {
+    return job_dirty_ || counters_dirty_ || !dirty_nodes_.empty() ||
+           !removed_nodes_.empty();
+  }
+
+ private:
+  struct Node {
+    NodeRecord record;
+    bool connected = true;
+    absl::Time last_heartbeat;
+    // Current-generation state.
+    bool stop_pending = false;
+    bool succeeded = false;
+    int exited_ok = 0;
+    std::vector<bool> exited;  // by local rank, allocated on first exit report
+  };
+
+  // job.cc
+  Node* FindNode(const std::string& node_id);
+  absl::Status Fence(const NodeRef& ref, bool exact_generation, Node** node);
+  void Emit(JobEventType type, const std::string& node_id,
+            const std::string& message,
+            std::optional<FailureInfo> failure = std::nullopt);
+  void Send(const Node& node, MessageBody body);
+  void MarkJobDirty() { job_dirty_ = true; }
+  void MarkNodeDirty(const std::string& node_id);
+  JobRecord MakeRecord() const;
+  bool IsMember(const Node& node) const;
+  int LiveMemberCount() const { return live_members_; }
+
+  // job_membership.cc
+  absl::Status ValidateRegister(const RegisterRequest& request) const;
+  absl::StatusOr<RegisterResult> Resume(Node& node,
+                                        const RegisterRequest& request);
+  void ReplaceIncarnation(Node& node, const RegisterRequest& request);
+  void AddNode(const RegisterRequest& request, int nproc);
+  // Removes a node for good (lost, left, excluded, declared dead).
+  void RemoveNode(const std::string& node_id, const std::string& reason);
+  void ResendPending(const Node& node);
+
+  // job_generation.cc
+  void OpenRendezvous(bool after_restart);
+  void MaybeCloseRendezvous();
+  void CloseRendezvous();
+  void PushAssignments();
+  void BeginRestart(const std::string& reason);
+  void MaybeFinishStopBarrier();
+  void HandleFailure(const FailureInfo& failure);
+  void Finish(JobState state, std::optional<FailureInfo> root_cause,
+              const std::string& message);
+  void RecordFailure(const FailureInfo& failure);
+
+  // job_timers.cc
+  void CheckLiveness(absl::Time now);
+
+  std::string id_;
+  JobSettings settings_;
+  RendezvousLimits limits_;
+  const Clock* clock_;
+  Outbox* outbox_;
+
+  JobState state_ = JobState::kWaiting;
+  Generation generation_ = 0;
+  int restart_count_ = 0;
+  std::optional<FailureInfo> root_cause_;
+  std::string finish_message_;
+  std::vector<FailureInfo> failures_;
+  std::optional<FailureInfo> generation_first_failure_;
+  absl::flat_hash_set<std::string> excluded_;
+  MasterInfo master_;
+  uint64_t next_join_seq_ = 1;
+
+  absl::flat_hash_map<std::string, Node> nodes_;
+  // Current generation: node id by group rank ("" once removed).
+  std::vector<std::string> members_;
+  int64_t world_size_ = 0;
+  int live_members_ = 0;
+  int succeeded_members_ = 0;
+  int pending_stops_ = 0;
+
+  // Timers of the current state.
+  absl::Time join_deadline_ = absl::InfiniteFuture();
+  std::optional<absl::Time> min_reached_at_;
+  bool reopened_after_restart_ = false;
+  absl::Time master_deadline_ = absl::InfiniteFuture();
+  absl::Time stop_deadline_ = absl::InfiniteFuture();
+  absl::Time next_liveness_check_ = absl::InfinitePast();
+
+  // Events (bounded) and persistence delta.
+  std::deque<JobEvent> events_;
+  int64_t last_event_index_ = 0;
+  bool job_dirty_ = true;
+  bool counters_dirty_ = true;
+  absl::flat_hash_set<std::string> dirty_nodes_;
+  std::vector<std::string> removed_nodes_;
+};
+
+}  // namespace ddp::rendezvous
+
+#endif  // DDP_COORDINATOR_RENDEZVOUS_JOB_H_

@@ -1,0 +1,187 @@
+// Worker failures, the restart budget, the stop barrier and restarts racing
+// with joins and reports.
+
+#include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/job_test_util.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rendezvous {
+namespace {
+
+using testing::JobHarness;
+using testing::MessagesOf;
+using testing::Settings;
+
+void StartRunning(JobHarness& h, const std::vector<std::string>& nodes) {
+  for (const std::string& n : nodes) ASSERT_TRUE(h.Register(n).ok());
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  ASSERT_EQ(h.job().state(), JobState::kRunning);
+}
+
+WorkerExit Crash(int local_rank, int code, const std::string& message,
+                 absl::Time time = absl::UnixEpoch()) {
+  return WorkerExit{local_rank, code, 0, message, time};
+}
+
+TEST(JobFailure, WorkerFailureWithBudget_RestartsEveryNode) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/1));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Crash(1, 3, "oom")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_EQ(h.job().restart_count(), 1);
+  EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "a").size(), 1u);
+  EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "b").size(), 1u);
+  EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "a")[0].generation, 1);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kWorkerFailed), 1);
+  auto failures = h.job().Status(false).failures;
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].global_rank, 3);  // b: offset 2 + local rank 1
+}
+
+TEST(JobFailure, StopBarrier_WaitsForEveryConfirmation) {
+  JobHarness h(Settings(3, 3));
+  StartRunning(h, {"a", "b", "c"});
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "")).ok());
+  h.ClearOutbox();
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());  // duplicate harmless
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_TRUE(MessagesOf<RequestMasterInfo>(h.outbox()).empty());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("c")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kStarting);
+  EXPECT_EQ(h.job().generation(), 2);
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("c")->generation, 2);
+  EXPECT_EQ(h.LastAssignment("c")->restart_count, 1);
+}
+
+TEST(JobFailure, StopBarrier_SilentNodeDeclaredDeadAfterShutdownTimeout) {
+  JobHarness h(Settings(2, 3));
+  StartRunning(h, {"a", "b", "c"});
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "")).ok());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
+  // c keeps heartbeating but never confirms.
+  for (int i = 0; i < 19; ++i) {
+    h.clock().Advance(absl::Milliseconds(500));
+    for (const char* n : {"a", "b", "c"}) (void)h.job().Heartbeat(h.Ref(n));
+    h.job().Tick();
+  }
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.clock().Advance(absl::Milliseconds(500));
+  h.job().Tick();
+  EXPECT_EQ(h.job().state(), JobState::kStarting);
+  EXPECT_EQ(h.job().registered_nodes(), 2);
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("c")).code(), absl::StatusCode::kAborted);
+}
+
+TEST(JobFailure, TwoFailuresAtOnce_OneRestart) {
+  JobHarness h(Settings(2, 2, 5));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "first")).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Crash(0, 1, "second")).ok());
+  EXPECT_EQ(h.job().restart_count(), 1);
+  EXPECT_EQ(h.job().Status(false).failures.size(), 2u);  // both in history
+  h.ConfirmStops();
+  // A late report of generation 1 while the rendezvous is open: history only.
+  EXPECT_EQ(h.job().state(), JobState::kStarting);
+  EXPECT_EQ(h.job().restart_count(), 1);
+}
+
+TEST(JobFailure, LateFailureDuringRendezvous_NoSecondRestart) {
+  JobHarness h(Settings(2, 3, 5));
+  StartRunning(h, {"a", "b", "c"});
+  ASSERT_TRUE(h.job().Leave(h.Ref("c")).ok());
+  h.ClearOutbox();
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
+  ASSERT_TRUE(h.job().Leave(h.Ref("b")).ok());  // below min: rendezvous waits
+  ASSERT_EQ(h.job().state(), JobState::kWaiting);
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(1, 9, "late")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kWaiting);
+  EXPECT_EQ(h.job().restart_count(), 0);
+}
+
+TEST(JobFailure, FailureWhileStarting_FailedPrecondition) {
+  JobHarness h(Settings(2, 2));
+  ASSERT_TRUE(h.Register("a").ok());
+  ASSERT_TRUE(h.Register("b").ok());
+  ASSERT_EQ(h.job().state(), JobState::kStarting);
+  EXPECT_EQ(h.job().WorkerExited(h.Ref("b"), Crash(0, 1, "")).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/1));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "gen1")).ok());
+  h.ConfirmStops();
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  ASSERT_EQ(h.job().generation(), 2);
+  h.ClearOutbox();
+  const absl::Time when = absl::FromUnixSeconds(1'800'000'000);
+  ASSERT_TRUE(
+      h.job().WorkerExited(h.Ref("b"), Crash(1, 139, "segfault", when)).ok());
+  EXPECT_EQ(h.job().state(), JobState::kFailed);
+  // A second failure after the end changes nothing.
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "after")).ok());
+  auto finished = MessagesOf<JobFinished>(h.outbox(), "a");
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_TRUE(finished[0].root_cause.has_value());
+  const FailureInfo& cause = *finished[0].root_cause;
+  EXPECT_EQ(cause.node_id, "b");
+  EXPECT_EQ(cause.local_rank, 1);
+  EXPECT_EQ(cause.global_rank, 3);
+  EXPECT_EQ(cause.exit_code, 139);
+  EXPECT_EQ(cause.message, "segfault");
+  EXPECT_EQ(cause.time, when);
+  EXPECT_EQ(cause.generation, 2);
+  EXPECT_NE(finished[0].message.find("max_restarts=1"), std::string::npos);
+  EXPECT_EQ(h.job().Status(false).root_cause->node_id, "b");
+}
+
+TEST(JobFailure, NoBudget_SignalIsRootCause) {
+  JobHarness h(Settings(1, 1, 0));
+  StartRunning(h, {"a"});
+  ASSERT_TRUE(
+      h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 0, 9, "killed", {}}).ok());
+  EXPECT_EQ(h.job().state(), JobState::kFailed);
+  EXPECT_EQ(h.job().Status(false).root_cause->signal, 9);
+}
+
+TEST(JobFailure, JoinDuringRestart_IncludedInNextGeneration) {
+  JobHarness h(Settings(2, 3));
+  StartRunning(h, {"a", "b", "c"});
+  ASSERT_TRUE(h.job().Leave(h.Ref("c")).ok());
+  ASSERT_EQ(h.job().state(), JobState::kRestarting);
+  auto r = h.Register("d");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->role, NodeRole::kWaiting);
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.ConfirmStops();
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("d")->group_rank, 2);
+  EXPECT_EQ(h.LastAssignment("a")->group_rank, 0);
+  EXPECT_EQ(h.LastAssignment("b")->group_rank, 1);
+}
+
+TEST(JobFailure, WorkersStoppedWithoutStopRequest_FailedPrecondition) {
+  JobHarness h(Settings(1, 1));
+  StartRunning(h, {"a"});
+  EXPECT_EQ(h.job().WorkersStopped(h.Ref("a")).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(JobFailure, ErrorMessage_TruncatedToLimit) {
+  RendezvousLimits limits;
+  limits.max_message_length = 10;
+  JobHarness h(Settings(1, 1, 0), limits);
+  StartRunning(h, {"a"});
+  ASSERT_TRUE(h.job()
+                  .WorkerExited(h.Ref("a"), Crash(0, 1, std::string(5000, 'e')))
+                  .ok());
+  EXPECT_EQ(h.job().Status(false).root_cause->message.size(), 10u);
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous

@@ -1,0 +1,311 @@
+// Job: opening and closing rendezvous rounds, master info and assignments,
+// worker exits, the restart stop barrier, failures and the end of the job.
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/rank_table.h"
+
+namespace ddp::rendezvous {
+
+void Job::OpenRendezvous(bool after_restart) {
+  const absl::Time now = clock_->Now();
+  state_ = JobState::kWaiting;
+  members_.clear();
+  live_members_ = 0;
+  succeeded_members_ = 0;
+  pending_stops_ = 0;
+  master_deadline_ = absl::InfiniteFuture();
+  stop_deadline_ = absl::InfiniteFuture();
+  join_deadline_ = now + settings_.join_timeout;
+  min_reached_at_.reset();
+  MarkJobDirty();
+  // After a restart that kept min_nodes, the new generation forms at once (no
+  // last call): the nodes are all there and waiting would only delay training.
+  if (after_restart && static_cast<int>(nodes_.size()) >= settings_.min_nodes) {
+    CloseRendezvous();
+    return;
+  }
+  MaybeCloseRendezvous();
+}
+
+void Job::MaybeCloseRendezvous() {
+  if (state_ != JobState::kWaiting) return;
+  const int n = static_cast<int>(nodes_.size());
+  if (n >= settings_.max_nodes) {
+    CloseRendezvous();
+    return;
+  }
+  if (n >= settings_.min_nodes && !min_reached_at_) {
+    min_reached_at_ = clock_->Now();
+    if (settings_.last_call_timeout == absl::ZeroDuration()) CloseRendezvous();
+  }
+}
+
+void Job::CloseRendezvous() {
+  // Candidates: previous members by previous rank, then everyone else by join
+  // order.
+  std::vector<Node*> candidates;
+  candidates.reserve(nodes_.size());
+  for (auto& [id, node] : nodes_) candidates.push_back(&node);
+  std::sort(candidates.begin(), candidates.end(), [](Node* a, Node* b) {
+    int ra = a->record.group_rank, rb = b->record.group_rank;
+    if ((ra >= 0) != (rb >= 0)) return ra >= 0;
+    if (ra >= 0 && ra != rb) return ra < rb;
+    return a->record.join_seq < b->record.join_seq;
+  });
+  const size_t n =
+      std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes));
+  std::vector<RankMember> rank_members(n);
+  for (size_t i = 0; i < n; ++i) {
+    const NodeRecord& r = candidates[i]->record;
+    rank_members[i] =
+        RankMember{r.node_id, r.nproc, r.requested_rank, r.group_rank};
+  }
+  absl::StatusOr<RankTable> table = ComputeRankTable(rank_members);
+  if (!table.ok()) {  // Inputs are validated on entry; this is a bug.
+    FailureInfo failure;
+    failure.message = absl::StrCat("internal error computing the rank table: ",
+                                   table.status().message());
+    failure.time = clock_->Now();
+    Finish(JobState::kFailed, failure, failure.message);
+    return;
+  }
+  for (const std::string& node_id : table->ignored_requests) {
+    DDP_LOG(WARNING) << "job " << id_ << ": rank request of node " << node_id
+                     << " is out of range or contested; ignored";
+  }
+  ++generation_;
+  members_.assign(n, "");
+  for (const RankEntry& e : table->entries) {
+    Node& node = nodes_[e.node_id];
+    if (node.record.group_rank != e.group_rank ||
+        node.record.global_rank_offset != e.global_rank_offset) {
+      node.record.group_rank = e.group_rank;
+      node.record.global_rank_offset = e.global_rank_offset;
+      MarkNodeDirty(e.node_id);
+    }
+    members_[e.group_rank] = e.node_id;
+  }
+  for (size_t i = n; i < candidates.size(); ++i) {  // hot spares
+    Node* spare = candidates[i];
+    if (spare->record.group_rank != -1) {
+      spare->record.group_rank = -1;
+      MarkNodeDirty(spare->record.node_id);
+    }
+  }
+  for (auto& [id, node] : nodes_) {
+    node.stop_pending = false;
+    node.succeeded = false;
+    node.exited_ok = 0;
+    node.exited.clear();
+  }
+  world_size_ = table->world_size;
+  live_members_ = static_cast<int>(n);
+  succeeded_members_ = 0;
+  master_ = MasterInfo{};
+  generation_first_failure_.reset();
+  state_ = JobState::kStarting;
+  min_reached_at_.reset();
+  join_deadline_ = absl::InfiniteFuture();
+  master_deadline_ = clock_->Now() + settings_.shutdown_timeout;
+  MarkJobDirty();
+  Send(nodes_[members_[0]], RequestMasterInfo{generation_});
+}
+
+absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
+  Node* node = nullptr;
+  absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
+  if (!status.ok()) return status;
+  if (!IsMember(*node) || node->record.group_rank != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", ref.node_id, "' is not group rank 0 of generation ",
+        generation_, " of job '", id_, "'; only rank 0 supplies master info"));
+  }
+  if (info.master_port < 1 || info.master_port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "master port ", info.master_port, " is outside [1, 65535]"));
+  }
+  if (info.nccl_unique_id.size() != kNcclUniqueIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "NCCL unique id is ", info.nccl_unique_id.size(), " bytes; it must be ",
+        kNcclUniqueIdBytes, " (ncclUniqueId)"));
+  }
+  if (static_cast<int>(info.master_addr.size()) > limits_.max_address_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "master address '", Capped(info.master_addr), "' is longer than ",
+        limits_.max_address_length, " bytes"));
+  }
+  MasterInfo effective = info;
+  if (effective.master_addr.empty())
+    effective.master_addr = node->record.address;
+  if (effective.master_addr.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", ref.node_id, "' gave no master address and registered none"));
+  }
+  if (state_ == JobState::kRunning) return absl::OkStatus();  // duplicate
+  if (state_ != JobState::kStarting) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' is ", JobStateName(state_),
+                     ", not waiting for master info"));
+  }
+  master_ = std::move(effective);
+  PushAssignments();
+  return absl::OkStatus();
+}
+
+void Job::PushAssignments() {
+  state_ = JobState::kRunning;
+  master_deadline_ = absl::InfiniteFuture();
+  MarkJobDirty();
+  for (const std::string& node_id : members_) {
+    if (!node_id.empty()) ResendPending(nodes_[node_id]);
+  }
+  Emit(JobEventType::kGenerationOpened, members_[0],
+       absl::StrCat("generation ", generation_, ": ", live_members_,
+                    " nodes, world size ", world_size_, ", restart ",
+                    restart_count_, " of ", settings_.max_restarts));
+}
+
+absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
+  Node* node = nullptr;
+  absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
+  if (!status.ok()) return status;
+  if (exit.local_rank < 0 || exit.local_rank >= node->record.nproc) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local rank ", exit.local_rank, " of node '", ref.node_id,
+                     "' is outside [0, ", node->record.nproc, ")"));
+  }
+  if (IsTerminal(state_)) return absl::OkStatus();
+  if (generation_ == 0 || state_ == JobState::kStarting ||
+      (state_ == JobState::kRunning && !IsMember(*node))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", ref.node_id, "' runs no workers of generation ", generation_,
+        " of job '", id_, "' (", JobStateName(state_), ")"));
+  }
+  FailureInfo failure;
+  if (!exit.ok()) {
+    failure.node_id = ref.node_id;
+    failure.generation = generation_;
+    failure.local_rank = exit.local_rank;
+    failure.global_rank = node->record.global_rank_offset + exit.local_rank;
+    failure.exit_code = exit.exit_code;
+    failure.signal = exit.signal;
+    failure.message = exit.error_message.substr(
+        0, static_cast<size_t>(limits_.max_message_length));
+    failure.time = exit.time;
+  }
+  if (state_ != JobState::kRunning) {
+    // A late report of the generation being torn down: history only.
+    if (!exit.ok()) RecordFailure(failure);
+    return absl::OkStatus();
+  }
+  if (!exit.ok()) {
+    HandleFailure(failure);
+    return absl::OkStatus();
+  }
+  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
+  if (node->exited[exit.local_rank]) return absl::OkStatus();
+  node->exited[exit.local_rank] = true;
+  if (++node->exited_ok == node->record.nproc && !node->succeeded) {
+    node->succeeded = true;
+    if (++succeeded_members_ == static_cast<int>(members_.size())) {
+      Finish(JobState::kSucceeded, std::nullopt,
+             absl::StrCat("every worker of generation ", generation_,
+                          " exited 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Job::RecordFailure(const FailureInfo& failure) {
+  failures_.push_back(failure);
+  if (static_cast<int>(failures_.size()) > limits_.max_retained_failures) {
+    failures_.erase(failures_.begin());
+  }
+  MarkJobDirty();
+  Emit(JobEventType::kWorkerFailed, failure.node_id, failure.message, failure);
+}
+
+void Job::HandleFailure(const FailureInfo& failure) {
+  RecordFailure(failure);
+  if (!generation_first_failure_) generation_first_failure_ = failure;
+  std::string what =
+      failure.local_rank >= 0
+          ? absl::StrCat("worker ", failure.local_rank, " (rank ",
+                         failure.global_rank, ") on node '", failure.node_id,
+                         "' failed: ",
+                         failure.signal != 0
+                             ? absl::StrCat("signal ", failure.signal)
+                             : absl::StrCat("exit code ", failure.exit_code))
+          : failure.message;
+  if (restart_count_ < settings_.max_restarts) {
+    ++restart_count_;
+    BeginRestart(absl::StrCat(what, "; restart ", restart_count_, " of ",
+                              settings_.max_restarts));
+    return;
+  }
+  Finish(JobState::kFailed, generation_first_failure_,
+         absl::StrCat(what, "; the restart budget (max_restarts=",
+                      settings_.max_restarts, ") is spent"));
+}
+
+void Job::BeginRestart(const std::string& reason) {
+  state_ = JobState::kRestarting;
+  master_deadline_ = absl::InfiniteFuture();
+  stop_deadline_ = clock_->Now() + settings_.shutdown_timeout;
+  pending_stops_ = 0;
+  MarkJobDirty();
+  Emit(JobEventType::kRestarting, "", reason);
+  for (const std::string& node_id : members_) {
+    if (node_id.empty()) continue;
+    Node& node = nodes_[node_id];
+    node.stop_pending = true;
+    ++pending_stops_;
+    Send(node, StopWorkers{generation_, reason});
+  }
+  MaybeFinishStopBarrier();
+}
+
+absl::Status Job::WorkersStopped(const NodeRef& ref) {
+  Node* node = nullptr;
+  absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
+  if (!status.ok()) return status;
+  if (state_ == JobState::kRunning || state_ == JobState::kStarting) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no stop of generation ", generation_,
+                     " was requested from node '", ref.node_id, "'"));
+  }
+  if (state_ == JobState::kRestarting && node->stop_pending) {
+    node->stop_pending = false;
+    --pending_stops_;
+    MaybeFinishStopBarrier();
+  }
+  return absl::OkStatus();  // duplicates and late confirmations are harmless
+}
+
+void Job::MaybeFinishStopBarrier() {
+  if (state_ == JobState::kRestarting && pending_stops_ == 0) {
+    OpenRendezvous(/*after_restart=*/true);
+  }
+}
+
+void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
+                 const std::string& message) {
+  state_ = state;
+  root_cause_ = std::move(root_cause);
+  finish_message_ = message;
+  join_deadline_ = master_deadline_ = stop_deadline_ = absl::InfiniteFuture();
+  min_reached_at_.reset();
+  MarkJobDirty();
+  for (const auto& [id, node] : nodes_) {
+    Send(node, JobFinished{state_, root_cause_, finish_message_});
+  }
+  Emit(JobEventType::kJobFinished, "",
+       absl::StrCat(JobStateName(state_), ": ", message), root_cause_);
+}
+
+}  // namespace ddp::rendezvous

@@ -1,0 +1,294 @@
+// Job: registration, resume, incarnation replacement, heartbeats, stream
+// closes, leaves and node removal.
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/rendezvous/job.h"
+
+namespace ddp::rendezvous {
+
+absl::Status Job::ValidateRegister(const RegisterRequest& request) const {
+  absl::Status status = ValidateId(request.node_id, "node id", limits_);
+  if (!status.ok()) return status;
+  if (request.incarnation == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", request.node_id,
+                     "' registered with incarnation 0; use a fresh non-zero "
+                     "random number per agent start"));
+  }
+  if (request.nproc < 0 || request.nproc > limits_.max_nproc_per_node) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", request.node_id, "' asks for nproc=", request.nproc,
+        "; it must be in [1, ", limits_.max_nproc_per_node,
+        "] (0 = the job's nproc_per_node)"));
+  }
+  if (request.requested_rank < -1 ||
+      request.requested_rank >= settings_.max_nodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", request.node_id, "' requests group rank ",
+                     request.requested_rank, "; job '", id_, "' has at most ",
+                     settings_.max_nodes, " nodes (ranks 0..",
+                     settings_.max_nodes - 1, ", -1 = none)"));
+  }
+  if (static_cast<int>(request.address.size()) > limits_.max_address_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "address '", Capped(request.address), "' of node '", request.node_id,
+        "' is longer than ", limits_.max_address_length, " bytes"));
+  }
+  if (request.settings) {
+    status = ValidateJobSettings(*request.settings, limits_);
+    if (!status.ok()) return status;
+    status = CheckCompatibleSettings(id_, settings_, request.node_id,
+                                     *request.settings);
+    if (!status.ok()) return status;
+  }
+  if (excluded_.contains(request.node_id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", request.node_id, "' was excluded from job '",
+                     id_, "'; it cannot rejoin"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
+  absl::Status status = ValidateRegister(request);
+  if (!status.ok()) return status;
+  const int nproc =
+      request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  Node* node = FindNode(request.node_id);
+  if (node != nullptr && node->record.incarnation == request.incarnation) {
+    if (node->record.nproc != nproc ||
+        node->record.requested_rank != request.requested_rank) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node '", request.node_id, "' resumed incarnation ",
+          request.incarnation, " with nproc=", nproc, " rank request ",
+          request.requested_rank, " but registered with nproc=",
+          node->record.nproc, " rank request ", node->record.requested_rank,
+          "; an agent that changes its flags must use a new incarnation"));
+    }
+    return Resume(*node, request);
+  }
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_),
+                     "); use a new job id"));
+  }
+  if (node != nullptr) {
+    ReplaceIncarnation(*node, request);
+  } else {
+    int limit = settings_.max_nodes + limits_.max_spare_nodes;
+    if (static_cast<int>(nodes_.size()) >= limit) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("job '", id_, "' already has ", nodes_.size(),
+                       " registered nodes, the limit (max_nodes + spares) is ",
+                       limit, "; node '", request.node_id, "' cannot join"));
+    }
+    AddNode(request, nproc);
+  }
+  node = FindNode(request.node_id);
+  RegisterResult result;
+  result.settings = settings_;
+  result.state = state_;
+  result.generation = generation_;
+  result.role = node != nullptr && IsMember(*node) ? NodeRole::kMember
+                                                   : NodeRole::kWaiting;
+  return result;
+}
+
+absl::StatusOr<RegisterResult> Job::Resume(Node& node,
+                                           const RegisterRequest& request) {
+  node.connected = true;
+  node.last_heartbeat = clock_->Now();
+  if (node.record.address != request.address) {
+    node.record.address = request.address;
+    MarkNodeDirty(node.record.node_id);
+  }
+  ResendPending(node);
+  RegisterResult result;
+  result.settings = settings_;
+  result.state = state_;
+  result.generation = generation_;
+  result.role = IsMember(node) ? NodeRole::kMember : NodeRole::kWaiting;
+  result.resumed = true;
+  return result;
+}
+
+void Job::ResendPending(const Node& node) {
+  const bool member = IsMember(node);
+  if (IsTerminal(state_)) {
+    Send(node, JobFinished{state_, root_cause_, finish_message_});
+  } else if (state_ == JobState::kStarting && member &&
+             node.record.group_rank == 0) {
+    Send(node, RequestMasterInfo{generation_});
+  } else if (state_ == JobState::kRunning && member) {
+    Assignment a;
+    a.generation = generation_;
+    a.restart_count = restart_count_;
+    a.max_restarts = settings_.max_restarts;
+    a.group_rank = node.record.group_rank;
+    a.group_world_size = static_cast<int>(members_.size());
+    a.global_rank_offset = node.record.global_rank_offset;
+    a.local_world_size = node.record.nproc;
+    a.world_size = world_size_;
+    a.master_addr = master_.master_addr;
+    a.master_port = master_.master_port;
+    a.nccl_unique_id = master_.nccl_unique_id;
+    Send(node, std::move(a));
+  } else if (state_ == JobState::kRestarting && node.stop_pending) {
+    Send(node, StopWorkers{generation_, "resent after the session resumed"});
+  }
+}
+
+void Job::AddNode(const RegisterRequest& request, int nproc) {
+  const absl::Time now = clock_->Now();
+  Node node;
+  node.record.node_id = request.node_id;
+  node.record.incarnation = request.incarnation;
+  node.record.nproc = nproc;
+  node.record.requested_rank = request.requested_rank;
+  node.record.address = request.address;
+  node.record.join_seq = next_join_seq_++;
+  counters_dirty_ = true;
+  node.last_heartbeat = now;
+  next_liveness_check_ =
+      std::min(next_liveness_check_, now + settings_.heartbeat_timeout);
+  nodes_.emplace(request.node_id, std::move(node));
+  MarkNodeDirty(request.node_id);
+  Emit(JobEventType::kNodeJoined, request.node_id,
+       absl::StrCat("nproc ", nproc, ", incarnation ", request.incarnation));
+  switch (state_) {
+    case JobState::kWaiting:
+      MaybeCloseRendezvous();
+      break;
+    case JobState::kStarting:
+      // No worker started yet: reform at once with the newcomer.
+      if (live_members_ < settings_.max_nodes) OpenRendezvous(true);
+      break;
+    case JobState::kRunning:
+      if (live_members_ < settings_.max_nodes) {
+        BeginRestart(absl::StrCat("node '", request.node_id,
+                                  "' joined below max_nodes"));
+      }
+      break;
+    default:  // kRestarting: it is a candidate of the next rendezvous.
+      break;
+  }
+}
+
+void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
+  const Incarnation old_incarnation = node.record.incarnation;
+  const bool member = IsMember(node);
+  const int nproc =
+      request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  const bool nproc_changed = node.record.nproc != nproc;
+  node.record.incarnation = request.incarnation;
+  node.record.nproc = nproc;
+  node.record.requested_rank = request.requested_rank;
+  node.record.address = request.address;
+  node.connected = true;
+  node.last_heartbeat = clock_->Now();
+  MarkNodeDirty(node.record.node_id);
+  const std::string node_id = node.record.node_id;
+  Emit(JobEventType::kNodeJoined, node_id,
+       absl::StrCat("incarnation ", request.incarnation, " replaced ",
+                    old_incarnation,
+                    " (agent restarted); the old one is "
+                    "fenced"));
+  if (!member) return;
+  switch (state_) {
+    case JobState::kStarting:
+      if (nproc_changed) {
+        OpenRendezvous(true);
+      } else if (node.record.group_rank == 0) {
+        Send(node, RequestMasterInfo{generation_});
+      }
+      break;
+    case JobState::kRunning:
+      if (!node.succeeded) {
+        FailureInfo failure;
+        failure.node_id = node_id;
+        failure.generation = generation_;
+        failure.message = absl::StrCat(
+            "agent of node '", node_id, "' restarted (incarnation ",
+            old_incarnation, " -> ", request.incarnation,
+            "); its workers of generation ", generation_, " are gone");
+        failure.time = clock_->Now();
+        HandleFailure(failure);
+      }
+      break;
+    case JobState::kRestarting:
+      if (node.stop_pending) {
+        Send(node, StopWorkers{generation_, "agent restarted during a stop"});
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+absl::Status Job::Heartbeat(const NodeRef& ref) {
+  Node* node = nullptr;
+  absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
+  if (!status.ok()) return status;
+  node->last_heartbeat = clock_->Now();
+  node->connected = true;
+  return absl::OkStatus();
+}
+
+absl::Status Job::StreamClosed(const NodeRef& ref) {
+  Node* node = nullptr;
+  absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
+  if (!status.ok()) return status;
+  node->connected = false;
+  return absl::OkStatus();
+}
+
+absl::Status Job::Leave(const NodeRef& ref) {
+  Node* node = nullptr;
+  absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
+  if (!status.ok()) return status;
+  RemoveNode(ref.node_id, "left the job");
+  return absl::OkStatus();
+}
+
+void Job::RemoveNode(const std::string& node_id, const std::string& reason) {
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return;
+  const bool member = IsMember(it->second);
+  const bool stop_pending = it->second.stop_pending;
+  const bool succeeded = it->second.succeeded;
+  if (member) {
+    members_[it->second.record.group_rank].clear();
+    --live_members_;
+  }
+  nodes_.erase(it);
+  dirty_nodes_.erase(node_id);
+  removed_nodes_.push_back(node_id);
+  Emit(JobEventType::kNodeLost, node_id, reason);
+  switch (state_) {
+    case JobState::kWaiting:
+      if (static_cast<int>(nodes_.size()) < settings_.min_nodes) {
+        min_reached_at_.reset();
+      }
+      break;
+    case JobState::kStarting:
+      if (member) OpenRendezvous(true);
+      break;
+    case JobState::kRunning:
+      if (member && !succeeded) {
+        BeginRestart(absl::StrCat("node '", node_id, "' ", reason));
+      }
+      break;
+    case JobState::kRestarting:
+      if (stop_pending) {
+        --pending_stops_;
+        MaybeFinishStopBarrier();
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace ddp::rendezvous

@@ -1,0 +1,275 @@
+// Registration, fencing, node loss, spares, arrivals and scheduler operations.
+
+#include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/job_test_util.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rendezvous {
+namespace {
+
+using testing::JobHarness;
+using testing::MessagesOf;
+using testing::Settings;
+
+// Brings a job with the given nodes to RUNNING at generation 1.
+void StartRunning(JobHarness& h, const std::vector<std::string>& nodes) {
+  for (const std::string& n : nodes) ASSERT_TRUE(h.Register(n).ok());
+  ASSERT_EQ(h.job().state(), JobState::kStarting);
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  ASSERT_EQ(h.job().state(), JobState::kRunning);
+}
+
+void HeartbeatAll(JobHarness& h, const std::vector<std::string>& nodes,
+                  absl::Duration total) {
+  for (absl::Duration t; t < total; t += absl::Milliseconds(500)) {
+    h.clock().Advance(absl::Milliseconds(500));
+    for (const std::string& n : nodes) (void)h.job().Heartbeat(h.Ref(n));
+    h.job().Tick();
+  }
+}
+
+TEST(JobMembership, BadRegistration_InvalidArgument) {
+  JobHarness h(Settings(1, 2));
+  EXPECT_EQ(h.Register("bad id").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.Register("a", 5000).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.Register("a", 1, 2).status().code(),  // rank 2 with max 2
+            absl::StatusCode::kInvalidArgument);
+  RegisterRequest r;
+  r.job_id = "job1";
+  r.node_id = "a";
+  r.incarnation = 0;
+  EXPECT_EQ(h.job().Register(r).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.job().registered_nodes(), 0);
+}
+
+TEST(JobMembership, ContradictingSettings_FailedPrecondition) {
+  JobHarness h(Settings(2, 4));
+  RegisterRequest r;
+  r.job_id = "job1";
+  r.node_id = "a";
+  r.incarnation = 5;
+  r.settings = Settings(2, 8);
+  auto result = h.job().Register(r);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(result.status().message().find("max_nodes=8"), std::string::npos);
+  EXPECT_NE(result.status().message().find("max_nodes=4"), std::string::npos);
+  r.settings = Settings(2, 4);
+  r.settings->nproc_per_node = 7;  // own process count is fine
+  EXPECT_TRUE(h.job().Register(r).ok());
+}
+
+TEST(JobMembership, StaleGeneration_Aborted) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  NodeRef stale = h.Ref("a");
+  stale.generation = 0;
+  EXPECT_EQ(h.job().WorkerExited(stale, WorkerExit{0, 1, 0, "", {}}).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(h.job().WorkersStopped(stale).code(), absl::StatusCode::kAborted);
+  NodeRef future = h.Ref("a");
+  future.generation = 9;
+  EXPECT_EQ(h.job().Heartbeat(future).code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(
+      h.job().Heartbeat(stale).ok());  // liveness only needs incarnation
+  EXPECT_EQ(h.job().restart_count(), 0);
+  EXPECT_EQ(h.job().state(), JobState::kRunning);
+}
+
+TEST(JobMembership, UnknownNode_Aborted) {
+  JobHarness h(Settings(1, 2));
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("ghost")).code(),
+            absl::StatusCode::kAborted);
+}
+
+TEST(JobMembership, NewIncarnationOfMember_FencesOldAndRestarts) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.Register("b", 0, -1, /*version=*/2).ok());
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("b", 1)).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_EQ(h.job().restart_count(), 1);  // counts as a failure of the node
+  auto stops = MessagesOf<StopWorkers>(h.outbox(), "b");
+  ASSERT_EQ(stops.size(), 1u);
+  h.ConfirmStops();
+  EXPECT_EQ(h.job().state(), JobState::kStarting);
+  EXPECT_EQ(h.job().generation(), 2);
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("b")->group_rank, 1);  // sticky
+  EXPECT_EQ(h.LastAssignment("b")->restart_count, 1);
+}
+
+TEST(JobMembership, SameIncarnationRegistersAgain_ResumesWithoutRestart) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().StreamClosed(h.Ref("b")).ok());
+  h.clock().Advance(absl::Seconds(2));
+  h.ClearOutbox();
+  auto r = h.Register("b");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->resumed);
+  EXPECT_EQ(r->generation, 1);
+  EXPECT_EQ(h.job().state(), JobState::kRunning);
+  ASSERT_TRUE(h.LastAssignment("b").has_value());  // re-sent, same generation
+  EXPECT_EQ(h.LastAssignment("b")->generation, 1);
+}
+
+TEST(JobMembership, StreamClosedNotResumed_NodeLostAndRestartWithoutIt) {
+  JobHarness h(Settings(2, 3));
+  StartRunning(h, {"a", "b", "c"});
+  ASSERT_TRUE(h.job().StreamClosed(h.Ref("c")).ok());
+  HeartbeatAll(h, {"a", "b"}, absl::Seconds(3));
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_EQ(h.job().registered_nodes(), 2);
+  EXPECT_EQ(h.job().restart_count(), 0);  // membership change: free
+  h.ConfirmStops();
+  EXPECT_EQ(h.job().state(), JobState::kStarting);  // min remains: at once
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("a")->group_world_size, 2);
+  EXPECT_EQ(h.LastAssignment("a")->group_rank, 0);
+  EXPECT_EQ(h.LastAssignment("b")->group_rank, 1);
+}
+
+TEST(JobMembership, MemberLostWithSpare_SparePromoted) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.Register("spare").ok());
+  HeartbeatAll(h, {"b", "spare"}, absl::Seconds(3));  // a goes silent
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.ConfirmStops();
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.job().generation(), 2);
+  ASSERT_TRUE(h.LastAssignment("spare").has_value());
+  EXPECT_EQ(h.LastAssignment("spare")->group_rank, 0);  // fills the hole
+  EXPECT_EQ(h.LastAssignment("b")->group_rank, 1);      // sticky
+}
+
+TEST(JobMembership, BelowMinAfterLoss_WaitsForNodes) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  HeartbeatAll(h, {"a"}, absl::Seconds(3));
+  h.ConfirmStops();
+  EXPECT_EQ(h.job().state(), JobState::kWaiting);
+  ASSERT_TRUE(h.Register("c").ok());  // max reached: closes at once
+  EXPECT_EQ(h.job().state(), JobState::kStarting);
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("a")->group_rank, 0);
+  EXPECT_EQ(h.LastAssignment("c")->group_rank, 1);
+}
+
+TEST(JobMembership, BelowMinAfterLoss_FailsAfterJoinTimeout) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  HeartbeatAll(h, {"a"}, absl::Seconds(3));
+  h.ConfirmStops();
+  ASSERT_EQ(h.job().state(), JobState::kWaiting);
+  HeartbeatAll(h, {"a"}, absl::Seconds(60));
+  EXPECT_EQ(h.job().state(), JobState::kFailed);
+}
+
+TEST(JobMembership, ArrivalWhileRunningBelowMax_NewGenerationIncludesIt) {
+  JobHarness h(Settings(1, 3));
+  ASSERT_TRUE(h.Register("a").ok());
+  HeartbeatAll(h, {"a"}, absl::Seconds(5));  // last call
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  ASSERT_EQ(h.job().state(), JobState::kRunning);
+  ASSERT_TRUE(h.Register("b").ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.ConfirmStops();
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.job().generation(), 2);
+  EXPECT_EQ(h.LastAssignment("b")->group_rank, 1);
+  EXPECT_EQ(h.LastAssignment("a")->restart_count, 0);
+}
+
+TEST(JobMembership, Leave_RemovesAtOnceAndRestarts) {
+  JobHarness h(Settings(1, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().Leave(h.Ref("a")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.ConfirmStops();
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("b")->group_rank,
+            0);  // rank 0 moved: its node left
+}
+
+TEST(JobMembership, ExcludeNode_DismissedRestartedAndCannotRejoin) {
+  JobHarness h(Settings(1, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().ExcludeNode("b", "bad GPU").ok());
+  auto dismissed = MessagesOf<NodeDismissed>(h.outbox(), "b");
+  ASSERT_EQ(dismissed.size(), 1u);
+  EXPECT_NE(dismissed[0].reason.find("bad GPU"), std::string::npos);
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.ConfirmStops();
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("a")->group_world_size, 1);
+  EXPECT_EQ(h.Register("b", 0, -1, 2).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("b")).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(JobMembership, UpdateJobShrink_RestartsAndKeepsLowRanks) {
+  JobHarness h(Settings(1, 3));
+  StartRunning(h, {"a", "b", "c"});
+  ASSERT_TRUE(h.job().Update(1, 2).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.ConfirmStops();
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("a")->group_world_size, 2);
+  EXPECT_EQ(h.job().Status(true).nodes.size(), 3u);  // c is now a spare
+  EXPECT_EQ(h.job().Status(false).member_nodes, 2);
+}
+
+TEST(JobMembership, UpdateJobGrowWithSpare_RestartsIncludingSpare) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.Register("c").ok());
+  EXPECT_EQ(h.job().state(), JobState::kRunning);
+  ASSERT_TRUE(h.job().Update(2, 3).ok());
+  h.ConfirmStops();
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("c")->group_rank, 2);
+}
+
+TEST(JobMembership, UpdateJobNoMembershipChange_NoRestart) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().Update(1, 4).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRunning);
+  EXPECT_EQ(h.job().Update(3, 2).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(JobMembership, Cancel_EveryNodeGetsJobFinished) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.Register("spare").ok());
+  ASSERT_TRUE(h.job().Cancel("user asked").ok());
+  EXPECT_EQ(h.job().state(), JobState::kCancelled);
+  for (const char* n : {"a", "b", "spare"}) {
+    auto f = MessagesOf<JobFinished>(h.outbox(), n);
+    ASSERT_EQ(f.size(), 1u) << n;
+    EXPECT_EQ(f[0].state, JobState::kCancelled);
+  }
+  EXPECT_EQ(h.job().Cancel("again").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.Register("late").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(JobMembership, TooManyNodes_ResourceExhausted) {
+  RendezvousLimits limits;
+  limits.max_spare_nodes = 1;
+  JobHarness h(Settings(1, 1), limits);
+  ASSERT_TRUE(h.Register("a").ok());
+  ASSERT_TRUE(h.Register("b").ok());
+  EXPECT_EQ(h.Register("c").status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous

@@ -1,0 +1,306 @@
+#include "coordinator/rendezvous/job_registry.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+namespace ddp::rendezvous {
+namespace {
+
+void AppendOutbox(Outbox& from, Outbox& to) {
+  for (auto& m : from.messages) to.messages.push_back(std::move(m));
+  for (auto& e : from.events) to.events.push_back(std::move(e));
+  from.messages.clear();
+  from.events.clear();
+}
+
+}  // namespace
+
+JobRegistry::JobRegistry(const Clock& clock, JobStateStore* store,
+                         JobRegistryOptions options)
+    : clock_(clock), store_(store), options_(std::move(options)) {}
+
+absl::Status JobRegistry::Restore() {
+  if (store_ == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::vector<JobSnapshot>> snapshots = store_->LoadAll();
+  if (!snapshots.ok()) return snapshots.status();
+  absl::MutexLock lock(&mu_);
+  if (!jobs_.empty()) {
+    return absl::FailedPreconditionError(
+        "Restore must run before any job is created");
+  }
+  for (const JobSnapshot& snapshot : *snapshots) {
+    absl::StatusOr<std::unique_ptr<Job>> job =
+        Job::Restore(snapshot, options_.limits, clock_, &outbox_);
+    if (!job.ok()) return job.status();
+    std::string id = (*job)->id();
+    jobs_.emplace(std::move(id), std::move(*job));
+  }
+  DDP_LOG(INFO) << "restored " << jobs_.size() << " jobs";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Job*> JobRegistry::FindJobLocked(
+    const std::string& job_id) const {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("job '", Capped(job_id),
+                     "' does not exist; create it or register "
+                     "with settings"));
+  }
+  return it->second.get();
+}
+
+absl::Status JobRegistry::FlushLocked(Job& job) {
+  if (!job.HasChanges() && unflushed_.empty()) return absl::OkStatus();
+  JobChanges changes = job.TakeChanges();
+  if (store_ == nullptr) return absl::OkStatus();
+  auto it = unflushed_.find(job.id());
+  if (it != unflushed_.end()) {
+    it->second.Merge(std::move(changes));
+    changes = std::move(it->second);
+    unflushed_.erase(it);
+  }
+  if (changes.empty()) return absl::OkStatus();
+  absl::Status status = store_->Apply(changes);
+  if (status.ok()) return status;
+  unflushed_.emplace(job.id(), std::move(changes));
+  return absl::UnavailableError(absl::StrCat(
+      "the change to job '", job.id(), "' is not durable yet (storage: ",
+      status.message(), "); it will be retried, retry the call"));
+}
+
+absl::Status JobRegistry::RunLocked(
+    const std::string& job_id, const std::function<absl::Status(Job&)>& op) {
+  absl::StatusOr<Job*> job = FindJobLocked(job_id);
+  if (!job.ok()) return job.status();
+  absl::Status status = op(**job);
+  absl::Status flushed = FlushLocked(**job);
+  return status.ok() ? flushed : status;
+}
+
+absl::Status JobRegistry::Run(const std::string& job_id,
+                              const std::function<absl::Status(Job&)>& op) {
+  bool notify = false;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    bool was_empty = outbox_.empty();
+    status = RunLocked(job_id, op);
+    notify = was_empty && !outbox_.empty();
+  }
+  if (notify && options_.on_outbox) options_.on_outbox();
+  return status;
+}
+
+absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
+                                                 const JobSettings& settings) {
+  absl::Status status = ValidateId(job_id, "job id", options_.limits);
+  if (!status.ok()) return status;
+  status = ValidateJobSettings(settings, options_.limits);
+  if (!status.ok()) return status;
+  bool notify = false;
+  absl::StatusOr<JobStatus> result;
+  {
+    absl::MutexLock lock(&mu_);
+    if (jobs_.count(job_id) > 0) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("job '", job_id, "' already exists"));
+    }
+    if (static_cast<int>(jobs_.size()) >= options_.max_jobs) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the coordinator holds ", jobs_.size(),
+                       " jobs, the limit; remove "
+                       "finished jobs first"));
+    }
+    bool was_empty = outbox_.empty();
+    auto job = std::make_unique<Job>(job_id, settings, options_.limits, clock_,
+                                     &outbox_);
+    Job& ref = *job;
+    jobs_.emplace(job_id, std::move(job));
+    status = FlushLocked(ref);
+    result = ref.Status(false);
+    notify = was_empty && !outbox_.empty();
+  }
+  if (notify && options_.on_outbox) options_.on_outbox();
+  if (!status.ok()) return status;
+  return result;
+}
+
+absl::StatusOr<RegisterResult> JobRegistry::Register(
+    const RegisterRequest& request) {
+  absl::Status status = ValidateId(request.job_id, "job id", options_.limits);
+  if (!status.ok()) return status;
+  bool notify = false;
+  absl::StatusOr<RegisterResult> result;
+  {
+    absl::MutexLock lock(&mu_);
+    bool was_empty = outbox_.empty();
+    auto it = jobs_.find(request.job_id);
+    if (it != jobs_.end()) {
+      result = it->second->Register(request);
+      status = FlushLocked(*it->second);
+    } else {
+      if (!request.settings) {
+        return absl::NotFoundError(absl::StrCat(
+            "job '", request.job_id, "' does not exist and node '",
+            Capped(request.node_id), "' sent no settings to create it"));
+      }
+      status = ValidateJobSettings(*request.settings, options_.limits);
+      if (!status.ok()) return status;
+      if (static_cast<int>(jobs_.size()) >= options_.max_jobs) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the coordinator holds ", jobs_.size(),
+            " jobs, the limit; cannot create job '", request.job_id, "'"));
+      }
+      // Build the job aside so that a rejected first registration leaves
+      // nothing.
+      Outbox scratch;
+      auto job = std::make_unique<Job>(request.job_id, *request.settings,
+                                       options_.limits, clock_, &scratch);
+      result = job->Register(request);
+      if (!result.ok()) return result.status();
+      result->created_job = true;
+      job->set_outbox(&outbox_);
+      AppendOutbox(scratch, outbox_);
+      Job& ref = *job;
+      jobs_.emplace(request.job_id, std::move(job));
+      status = FlushLocked(ref);
+    }
+    notify = was_empty && !outbox_.empty();
+  }
+  if (notify && options_.on_outbox) options_.on_outbox();
+  if (!result.ok()) return result;
+  if (!status.ok()) return status;
+  return result;
+}
+
+absl::Status JobRegistry::UpdateJob(const std::string& job_id, int min_nodes,
+                                    int max_nodes) {
+  return Run(job_id,
+             [&](Job& job) { return job.Update(min_nodes, max_nodes); });
+}
+
+absl::Status JobRegistry::CancelJob(const std::string& job_id,
+                                    const std::string& reason) {
+  return Run(job_id, [&](Job& job) { return job.Cancel(reason); });
+}
+
+absl::Status JobRegistry::ExcludeNode(const std::string& job_id,
+                                      const std::string& node_id,
+                                      const std::string& reason) {
+  return Run(job_id,
+             [&](Job& job) { return job.ExcludeNode(node_id, reason); });
+}
+
+absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Job*> job = FindJobLocked(job_id);
+  if (!job.ok()) return job.status();
+  if (!IsTerminal((*job)->state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", job_id, "' is ", JobStateName((*job)->state()),
+                     "; cancel it before removing it"));
+  }
+  jobs_.erase(job_id);
+  unflushed_.erase(job_id);
+  if (store_ == nullptr) return absl::OkStatus();
+  JobChanges changes;
+  changes.job_id = job_id;
+  changes.job_removed = true;
+  absl::Status status = store_->Apply(changes);
+  if (!status.ok()) {
+    unflushed_.emplace(job_id, std::move(changes));
+    return absl::UnavailableError(absl::StrCat(
+        "job '", job_id, "' removed from memory but not from storage (",
+        status.message(), "); it will be retried"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id,
+                                              bool include_nodes) const {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Job*> job = FindJobLocked(job_id);
+  if (!job.ok()) return job.status();
+  return (*job)->Status(include_nodes);
+}
+
+std::vector<JobStatus> JobRegistry::ListJobs() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobStatus> out;
+  out.reserve(jobs_.size());
+  for (const auto& [id, job] : jobs_) out.push_back(job->Status(false));
+  return out;
+}
+
+absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(
+    const std::string& job_id, int64_t after_index, int limit) const {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Job*> job = FindJobLocked(job_id);
+  if (!job.ok()) return job.status();
+  return (*job)->EventsSince(after_index, limit);
+}
+
+absl::Status JobRegistry::Heartbeat(const NodeRef& ref) {
+  return Run(ref.job_id, [&](Job& job) { return job.Heartbeat(ref); });
+}
+
+absl::Status JobRegistry::WorkerExited(const NodeRef& ref,
+                                       const WorkerExit& exit) {
+  return Run(ref.job_id, [&](Job& job) { return job.WorkerExited(ref, exit); });
+}
+
+absl::Status JobRegistry::WorkersStopped(const NodeRef& ref) {
+  return Run(ref.job_id, [&](Job& job) { return job.WorkersStopped(ref); });
+}
+
+absl::Status JobRegistry::ReportMasterInfo(const NodeRef& ref,
+                                           const MasterInfo& info) {
+  return Run(ref.job_id,
+             [&](Job& job) { return job.ReportMasterInfo(ref, info); });
+}
+
+absl::Status JobRegistry::StreamClosed(const NodeRef& ref) {
+  return Run(ref.job_id, [&](Job& job) { return job.StreamClosed(ref); });
+}
+
+absl::Status JobRegistry::Leave(const NodeRef& ref) {
+  return Run(ref.job_id, [&](Job& job) { return job.Leave(ref); });
+}
+
+void JobRegistry::Tick() {
+  bool notify = false;
+  {
+    absl::MutexLock lock(&mu_);
+    bool was_empty = outbox_.empty();
+    for (auto& [id, job] : jobs_) {
+      job->Tick();
+      absl::Status status = FlushLocked(*job);
+      if (!status.ok()) DDP_LOG(WARNING) << status.message();
+    }
+    // Retry removals that did not reach the store.
+    for (auto it = unflushed_.begin(); it != unflushed_.end();) {
+      auto next = std::next(it);
+      if (store_ != nullptr && it->second.job_removed &&
+          store_->Apply(it->second).ok()) {
+        unflushed_.erase(it);
+      }
+      it = next;
+    }
+    notify = was_empty && !outbox_.empty();
+  }
+  if (notify && options_.on_outbox) options_.on_outbox();
+}
+
+Outbox JobRegistry::TakeOutbox() {
+  absl::MutexLock lock(&mu_);
+  Outbox out = std::move(outbox_);
+  outbox_.messages.clear();
+  outbox_.events.clear();
+  return out;
+}
+
+}  // namespace ddp::rendezvous

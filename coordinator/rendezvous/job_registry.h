@@ -1,0 +1,134 @@
+#ifndef DDP_COORDINATOR_RENDEZVOUS_JOB_REGISTRY_H_
+#define DDP_COORDINATOR_RENDEZVOUS_JOB_REGISTRY_H_
+
+// All jobs of the coordinator by id: the seam the gRPC session and scheduler
+// layers call. It serializes every input with one mutex, creates jobs (by the
+// scheduler, or implicitly by the first Register that carries settings),
+// persists each change through a JobStateStore before returning, and queues the
+// messages and events the jobs produce in one ordered outbox.
+//
+// Delivery: one dispatcher thread of the session layer calls TakeOutbox()
+// whenever the `on_outbox` callback fired (it is called after the lock is
+// released, so it may call back in) and routes each OutboundMessage to the
+// session of (job, node, incarnation); a message for another incarnation is
+// dropped. Order is preserved. A session layer that sees a second live Register
+// of a node with a new incarnation closes the older stream (the core has
+// already fenced it).
+//
+// Durability: a change that the store could not persist stays queued and is
+// retried on the next call or Tick; the call that made it returns UNAVAILABLE
+// (the in-memory state did change; retrying the call is safe: Register with the
+// same incarnation resumes, reports are idempotent or recorded in history).
+//
+// Messages are taken under the same mutex that persists, so a dispatcher never
+// sees a message whose state change was not yet offered to the store. The
+// outbox is unbounded: the dispatcher must drain it.
+//
+// Timeouts: the owner runs one background thread that calls Tick() at a
+// cadence well below the smallest heartbeat_interval (e.g. every 100 ms);
+// Tick is amortized O(1) per job when nothing is due.
+//
+// Thread-safety: thread-safe.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/job_state_store.h"
+
+namespace ddp::rendezvous {
+
+struct JobRegistryOptions {
+  int max_jobs = 1024;  // live and finished jobs held in memory
+  RendezvousLimits limits;
+  // Called (without the lock held) when the outbox went from empty to
+  // non-empty.
+  std::function<void()> on_outbox;
+};
+
+class JobRegistry {
+ public:
+  // `store` may be null (nothing persisted); otherwise it must outlive the
+  // registry.
+  JobRegistry(const Clock& clock, JobStateStore* store,
+              JobRegistryOptions options);
+
+  // Loads every stored job (call once, before serving).
+  // Possible errors: the store's; DATA_LOSS for an inconsistent job;
+  // FAILED_PRECONDITION when jobs are already loaded.
+  absl::Status Restore();
+
+  // ---- Scheduler API ----
+  // Possible errors: INVALID_ARGUMENT (id, settings), ALREADY_EXISTS,
+  // RESOURCE_EXHAUSTED (max_jobs), UNAVAILABLE (not persisted).
+  absl::StatusOr<JobStatus> CreateJob(const std::string& job_id,
+                                      const JobSettings& settings);
+  // Possible errors: NOT_FOUND, and Job::Update / Cancel / ExcludeNode's.
+  absl::Status UpdateJob(const std::string& job_id, int min_nodes,
+                         int max_nodes);
+  absl::Status CancelJob(const std::string& job_id, const std::string& reason);
+  absl::Status ExcludeNode(const std::string& job_id,
+                           const std::string& node_id,
+                           const std::string& reason);
+  // Forgets a finished job (memory and store).
+  // Possible errors: NOT_FOUND, FAILED_PRECONDITION (job not finished).
+  absl::Status RemoveJob(const std::string& job_id);
+  // Possible errors: NOT_FOUND.
+  absl::StatusOr<JobStatus> GetJob(const std::string& job_id,
+                                   bool include_nodes) const;
+  std::vector<JobStatus> ListJobs() const;
+  // Possible errors: NOT_FOUND, OUT_OF_RANGE (events dropped).
+  absl::StatusOr<std::vector<JobEvent>> EventsSince(const std::string& job_id,
+                                                    int64_t after_index,
+                                                    int limit) const;
+
+  // ---- Agent session API (see Job for each method's errors) ----
+  // Creates the job when it does not exist and the request carries settings
+  // (NOT_FOUND otherwise; RESOURCE_EXHAUSTED at max_jobs).
+  absl::StatusOr<RegisterResult> Register(const RegisterRequest& request);
+  absl::Status Heartbeat(const NodeRef& ref);
+  absl::Status WorkerExited(const NodeRef& ref, const WorkerExit& exit);
+  absl::Status WorkersStopped(const NodeRef& ref);
+  absl::Status ReportMasterInfo(const NodeRef& ref, const MasterInfo& info);
+  absl::Status StreamClosed(const NodeRef& ref);
+  absl::Status Leave(const NodeRef& ref);
+
+  // Fires due timeouts in every job; call every heartbeat_interval or so.
+  void Tick();
+
+  // Everything queued since the last call, in order.
+  Outbox TakeOutbox();
+
+ private:
+  absl::StatusOr<Job*> FindJobLocked(const std::string& job_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Persists the job's changes (and any earlier unpersisted ones).
+  absl::Status FlushLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `op` on the job, flushes, and reports the first error.
+  absl::Status RunLocked(const std::string& job_id,
+                         const std::function<absl::Status(Job&)>& op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Run(const std::string& job_id,
+                   const std::function<absl::Status(Job&)>& op);
+  void NotifyIfNeeded(bool was_empty);
+
+  const Clock& clock_;
+  JobStateStore* const store_;
+  const JobRegistryOptions options_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, JobChanges> unflushed_ ABSL_GUARDED_BY(mu_);
+  Outbox outbox_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ddp::rendezvous
+
+#endif  // DDP_COORDINATOR_RENDEZVOUS_JOB_REGISTRY_H_

@@ -1,0 +1,306 @@
+#include "coordinator/rendezvous/job_registry.h"
+
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/rendezvous/job_test_util.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rendezvous {
+namespace {
+
+using testing::MessagesOf;
+using testing::NcclId;
+using testing::Settings;
+
+RegisterRequest Req(const std::string& job, const std::string& node,
+                    Incarnation incarnation,
+                    std::optional<JobSettings> settings = std::nullopt) {
+  RegisterRequest r;
+  r.job_id = job;
+  r.node_id = node;
+  r.incarnation = incarnation;
+  r.address = node + ".host";
+  r.settings = settings;
+  return r;
+}
+
+NodeRef Ref(const std::string& job, const std::string& node,
+            Incarnation incarnation, Generation generation) {
+  return NodeRef{job, node, incarnation, generation};
+}
+
+TEST(JobRegistry, RegisterUnknownJobWithSettings_CreatesJobImplicitly) {
+  FakeClock clock;
+  JobRegistry registry(clock, nullptr, {});
+  auto r = registry.Register(Req("j", "a", 1, Settings(2, 2)));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->created_job);
+  auto second = registry.Register(Req("j", "b", 2, Settings(2, 2)));
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(second->created_job);
+  EXPECT_EQ(second->state, JobState::kStarting);
+  auto bad = registry.Register(Req("j", "c", 3, Settings(1, 2)));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(bad.status().message().find("min_nodes=1"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("min_nodes=2"), std::string::npos);
+}
+
+TEST(JobRegistry, RegisterUnknownJobWithoutSettings_NotFound) {
+  FakeClock clock;
+  JobRegistry registry(clock, nullptr, {});
+  EXPECT_EQ(registry.Register(Req("j", "a", 1)).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.Heartbeat(Ref("j", "a", 1, 0)).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(JobRegistry, RejectedFirstRegistration_LeavesNoJob) {
+  FakeClock clock;
+  JobRegistry registry(clock, nullptr, {});
+  EXPECT_EQ(registry.Register(Req("j", "bad node", 1, Settings(1, 1)))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(registry.ListJobs().empty());
+  EXPECT_TRUE(registry.TakeOutbox().empty());
+}
+
+TEST(JobRegistry, CreateJob_ValidatesAndLimits) {
+  FakeClock clock;
+  JobRegistryOptions options;
+  options.max_jobs = 1;
+  JobRegistry registry(clock, nullptr, options);
+  EXPECT_EQ(registry.CreateJob("j", Settings(3, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.CreateJob("bad id", Settings(1, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(registry.CreateJob("j", Settings(1, 2)).ok());
+  EXPECT_EQ(registry.CreateJob("j", Settings(1, 2)).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(registry.CreateJob("k", Settings(1, 2)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(
+      registry.Register(Req("k2", "a", 1, Settings(1, 1))).status().code(),
+      absl::StatusCode::kResourceExhausted);
+}
+
+TEST(JobRegistry, OutboxListener_CalledWhenOutboxFills) {
+  FakeClock clock;
+  std::atomic<int> calls{0};
+  JobRegistryOptions options;
+  options.on_outbox = [&] { ++calls; };
+  JobRegistry registry(clock, nullptr, options);
+  ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(1, 1))).ok());
+  EXPECT_EQ(calls.load(), 1);
+  Outbox out = registry.TakeOutbox();
+  auto requests = MessagesOf<RequestMasterInfo>(out, "a");
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(out.messages[0].incarnation, 1u);
+  ASSERT_TRUE(registry
+                  .ReportMasterInfo(Ref("j", "a", 1, 1),
+                                    MasterInfo{"", 29500, NcclId()})
+                  .ok());
+  EXPECT_EQ(calls.load(), 2);
+  out = registry.TakeOutbox();
+  ASSERT_EQ(MessagesOf<Assignment>(out, "a").size(), 1u);
+  EXPECT_EQ(MessagesOf<Assignment>(out, "a")[0].master_addr, "a.host");
+}
+
+TEST(JobRegistry, SchedulerOps_ReachTheJob) {
+  FakeClock clock;
+  JobRegistry registry(clock, nullptr, {});
+  ASSERT_TRUE(registry.CreateJob("j", Settings(1, 2)).ok());
+  EXPECT_EQ(registry.UpdateJob("nope", 1, 2).code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(registry.UpdateJob("j", 1, 3).ok());
+  EXPECT_EQ(registry.GetJob("j", false)->settings.max_nodes, 3);
+  EXPECT_EQ(registry.RemoveJob("j").code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(registry.ExcludeNode("j", "x", "flaky").ok());
+  ASSERT_TRUE(registry.CancelJob("j", "done").ok());
+  EXPECT_EQ(registry.GetJob("j", false)->state, JobState::kCancelled);
+  auto events = registry.EventsSince("j", 0, 100);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->back().type, JobEventType::kJobFinished);
+  ASSERT_TRUE(registry.RemoveJob("j").ok());
+  EXPECT_EQ(registry.GetJob("j", false).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(JobRegistry, Tick_FiresTimeoutsOfEveryJob) {
+  FakeClock clock;
+  JobRegistry registry(clock, nullptr, {});
+  ASSERT_TRUE(registry.Register(Req("j1", "a", 1, Settings(2, 2))).ok());
+  ASSERT_TRUE(registry.Register(Req("j2", "a", 1, Settings(2, 2))).ok());
+  clock.Advance(absl::Seconds(3));
+  registry.Tick();
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 0);
+  EXPECT_EQ(registry.GetJob("j2", false)->registered_nodes, 0);
+}
+
+TEST(JobRegistry, ConcurrentRegistrations_AllCounted) {
+  FakeClock clock;
+  JobRegistry registry(clock, nullptr, {});
+  ASSERT_TRUE(registry.CreateJob("j", Settings(1, 1024)).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        std::string id = absl::StrCat("n", t, "-", i);
+        if (!registry.Register(Req("j", id, 1)).ok()) ++failures;
+        if (!registry.Heartbeat(Ref("j", id, 1, 0)).ok()) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(registry.GetJob("j", false)->registered_nodes, 800);
+}
+
+TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  {
+    JobRegistry registry(clock, &store, {});
+    ASSERT_TRUE(registry.Register(Req("j", "a", 11, Settings(2, 3, 2))).ok());
+    ASSERT_TRUE(registry.Register(Req("j", "b", 22, Settings(2, 3, 2))).ok());
+    ASSERT_TRUE(registry.Register(Req("j", "c", 33, Settings(2, 3, 2))).ok());
+    ASSERT_TRUE(registry
+                    .ReportMasterInfo(Ref("j", "a", 11, 1),
+                                      MasterInfo{"", 29500, NcclId('q')})
+                    .ok());
+    ASSERT_TRUE(registry
+                    .WorkerExited(Ref("j", "b", 22, 1),
+                                  WorkerExit{0, 1, 0, "boom", clock.Now()})
+                    .ok());
+    for (auto [n, inc] : {std::pair{"a", 11}, {"b", 22}, {"c", 33}}) {
+      ASSERT_TRUE(registry.WorkersStopped(Ref("j", n, inc, 1)).ok());
+    }
+    ASSERT_TRUE(registry
+                    .ReportMasterInfo(Ref("j", "a", 11, 2),
+                                      MasterInfo{"", 29501, NcclId('r')})
+                    .ok());
+    ASSERT_EQ(registry.GetJob("j", false)->state, JobState::kRunning);
+  }
+  clock.Advance(absl::Seconds(30));  // the coordinator was down for a while
+  JobRegistry restarted(clock, &store, {});
+  ASSERT_TRUE(restarted.Restore().ok());
+  auto status = restarted.GetJob("j", true);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->state, JobState::kRunning);
+  EXPECT_EQ(status->generation, 2);
+  EXPECT_EQ(status->restart_count, 1);
+  ASSERT_EQ(status->failures.size(), 1u);
+  EXPECT_EQ(status->failures[0].message, "boom");
+  // a and b resume within the heartbeat timeout; c never comes back.
+  clock.Advance(absl::Seconds(1));
+  auto resumed = restarted.Register(Req("j", "a", 11, Settings(2, 3, 2)));
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_TRUE(resumed->resumed);
+  EXPECT_EQ(resumed->generation, 2);
+  ASSERT_TRUE(restarted.Register(Req("j", "b", 22)).ok());
+  Outbox out = restarted.TakeOutbox();
+  EXPECT_TRUE(MessagesOf<StopWorkers>(out).empty());
+  auto assignment = MessagesOf<Assignment>(out, "b");
+  ASSERT_EQ(assignment.size(), 1u);
+  EXPECT_EQ(assignment[0].generation, 2);
+  EXPECT_EQ(assignment[0].group_rank, 1);
+  EXPECT_EQ(assignment[0].master_port, 29501);
+  EXPECT_EQ(assignment[0].nccl_unique_id, NcclId('r'));
+  EXPECT_EQ(assignment[0].restart_count, 1);
+  for (int i = 0; i < 4; ++i) {
+    clock.Advance(absl::Milliseconds(500));
+    ASSERT_TRUE(restarted.Heartbeat(Ref("j", "a", 11, 2)).ok());
+    ASSERT_TRUE(restarted.Heartbeat(Ref("j", "b", 22, 2)).ok());
+    restarted.Tick();
+  }
+  // c missed the heartbeat timeout after the restart: lost, restart without it.
+  status = restarted.GetJob("j", false);
+  EXPECT_EQ(status->state, JobState::kRestarting);
+  EXPECT_EQ(status->registered_nodes, 2);
+  EXPECT_EQ(status->restart_count, 1);  // node loss is free
+  // Event numbering continues across the restart; older events are gone.
+  EXPECT_EQ(restarted.EventsSince("j", 0, 100).status().code(),
+            absl::StatusCode::kOutOfRange);
+  auto events = restarted.EventsSince("j", 8, 100);
+  ASSERT_TRUE(events.ok());
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->front().index, 9);  // 8 events before the restart
+}
+
+TEST(JobRegistry, StoreFails_UnavailableThenRetriedOnTick) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  JobRegistry registry(clock, &store, {});
+  ASSERT_TRUE(registry.CreateJob("j", Settings(1, 2)).ok());
+  store.FailWith(absl::UnavailableError("disk full"));
+  auto r = registry.Register(Req("j", "a", 1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("disk full"), std::string::npos);
+  store.FailWith(absl::OkStatus());
+  registry.Tick();
+  auto stored = store.LoadAll();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  ASSERT_EQ((*stored)[0].nodes.size(), 1u);
+  EXPECT_EQ((*stored)[0].nodes[0].node_id, "a");
+  // Retrying the call resumes the same incarnation.
+  auto retried = registry.Register(Req("j", "a", 1));
+  ASSERT_TRUE(retried.ok());
+  EXPECT_TRUE(retried->resumed);
+}
+
+TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  {
+    JobRegistry registry(clock, &store, {});
+    ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
+    ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
+    ASSERT_TRUE(registry
+                    .ReportMasterInfo(Ref("j", "a", 1, 1),
+                                      MasterInfo{"", 29500, NcclId()})
+                    .ok());
+    ASSERT_TRUE(registry
+                    .WorkerExited(Ref("j", "a", 1, 1),
+                                  WorkerExit{0, 1, 0, "x", clock.Now()})
+                    .ok());
+    ASSERT_TRUE(registry.WorkersStopped(Ref("j", "a", 1, 1)).ok());
+  }
+  JobRegistry restarted(clock, &store, {});
+  ASSERT_TRUE(restarted.Restore().ok());
+  EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kRestarting);
+  ASSERT_TRUE(restarted.Register(Req("j", "a", 1)).ok());
+  ASSERT_TRUE(restarted.Register(Req("j", "b", 2)).ok());
+  Outbox out = restarted.TakeOutbox();
+  EXPECT_EQ(MessagesOf<StopWorkers>(out, "a").size(), 1u);
+  EXPECT_EQ(MessagesOf<StopWorkers>(out, "b").size(), 1u);
+  ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "a", 1, 1)).ok());
+  ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "b", 2, 1)).ok());
+  EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kStarting);
+  EXPECT_EQ(restarted.GetJob("j", false)->generation, 2);
+}
+
+TEST(JobRegistry, RestoreCorruptNode_DataLoss) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  JobChanges c;
+  c.job_id = "j";
+  c.job = JobRecord{};
+  c.job->job_id = "j";
+  c.job->state = JobState::kRunning;
+  NodeRecord node;
+  node.node_id = "a";
+  node.incarnation = 1;
+  node.group_rank = 1000000000;
+  c.upserted_nodes = {node};
+  ASSERT_TRUE(store.Apply(c).ok());
+  JobRegistry registry(clock, &store, {});
+  EXPECT_EQ(registry.Restore().code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous

@@ -1,0 +1,89 @@
+// Job: scheduler operations (UpdateJob, CancelJob, ExcludeNode).
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/rendezvous/job.h"
+
+namespace ddp::rendezvous {
+
+absl::Status Job::Update(int min_nodes, int max_nodes) {
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_),
+                     "); it cannot be resized"));
+  }
+  JobSettings updated = settings_;
+  updated.min_nodes = min_nodes;
+  updated.max_nodes = max_nodes;
+  absl::Status status = ValidateJobSettings(updated, limits_);
+  if (!status.ok()) return status;
+  const JobSettings old = settings_;
+  settings_ = updated;
+  MarkJobDirty();
+  Emit(JobEventType::kJobUpdated, "",
+       absl::StrCat("nodes ", old.min_nodes, ":", old.max_nodes, " -> ",
+                    min_nodes, ":", max_nodes));
+  const int registered = static_cast<int>(nodes_.size());
+  // Membership must change when members exceed the new max, or when spares can
+  // now fill places below it.
+  const bool membership_changes =
+      live_members_ > max_nodes ||
+      (live_members_ < max_nodes && registered > live_members_);
+  switch (state_) {
+    case JobState::kWaiting:
+      if (registered < min_nodes) min_reached_at_.reset();
+      MaybeCloseRendezvous();
+      break;
+    case JobState::kStarting:
+      if (membership_changes) OpenRendezvous(/*after_restart=*/true);
+      break;
+    case JobState::kRunning:
+      if (membership_changes) {
+        BeginRestart(absl::StrCat("job resized to ", min_nodes, ":", max_nodes,
+                                  " nodes"));
+      }
+      break;
+    default:  // kRestarting: the next rendezvous uses the new sizes.
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Job::Cancel(const std::string& reason) {
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", id_, "' already finished (", JobStateName(state_), ")"));
+  }
+  Finish(JobState::kCancelled, std::nullopt,
+         absl::StrCat("cancelled: ",
+                      reason.substr(0, limits_.max_message_length)));
+  return absl::OkStatus();
+}
+
+absl::Status Job::ExcludeNode(const std::string& node_id,
+                              const std::string& reason) {
+  absl::Status status = ValidateId(node_id, "node id", limits_);
+  if (!status.ok()) return status;
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", id_, "' already finished (", JobStateName(state_), ")"));
+  }
+  if (excluded_.contains(node_id)) return absl::OkStatus();
+  if (static_cast<int>(excluded_.size()) >= limits_.max_excluded_nodes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("job '", id_, "' already excludes ", excluded_.size(),
+                     " nodes, the limit; cannot exclude '", node_id, "'"));
+  }
+  excluded_.insert(node_id);
+  MarkJobDirty();
+  const std::string why =
+      absl::StrCat("excluded by the scheduler: ",
+                   reason.substr(0, limits_.max_message_length));
+  Node* node = FindNode(node_id);
+  if (node != nullptr) {
+    Send(*node, NodeDismissed{why});
+    RemoveNode(node_id, why);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ddp::rendezvous

@@ -1,0 +1,103 @@
+#ifndef DDP_COORDINATOR_RENDEZVOUS_JOB_SETTINGS_H_
+#define DDP_COORDINATOR_RENDEZVOUS_JOB_SETTINGS_H_
+
+// Settings of one training job (torchrun's --nnodes, --nproc-per-node,
+// --max-restarts, rendezvous timeouts) and the hard limits every setting is
+// checked against.
+//
+// Thread-safety: plain values; the functions are pure.
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace ddp::rendezvous {
+
+// Hard limits of the coordinator. Every value coming from the network is
+// checked against these before any allocation proportional to it.
+struct RendezvousLimits {
+  int max_nodes = 16384;           // upper bound for JobSettings::max_nodes
+  int max_nproc_per_node = 1024;   // upper bound for any node's process count
+  int max_restarts = 100000;       // upper bound for JobSettings::max_restarts
+  int max_spare_nodes = 1024;      // registered nodes beyond max_nodes per job
+  int max_excluded_nodes = 16384;  // ExcludeNode entries per job
+  int max_retained_events = 8192;  // per job, for WatchJob catch-up
+  int max_retained_failures = 64;  // per job, failure history (newest kept)
+  int max_id_length = 253;         // job ids and node ids
+  int max_address_length = 255;    // node / master address
+  int max_message_length = 4096;   // error-file messages, reasons (truncated)
+  absl::Duration min_heartbeat_interval = absl::Milliseconds(10);
+  absl::Duration max_timeout = absl::Hours(24 * 7);
+};
+
+struct JobSettings {
+  int min_nodes = 1;
+  int max_nodes = 1;
+  // Process count of a node that registers without its own (0 = "use the
+  // job's"). Nodes may register different counts (heterogeneous jobs).
+  int nproc_per_node = 1;
+  // Job-wide budget of restarts caused by worker failures (membership changes
+  // are free).
+  int max_restarts = 3;
+  // A rendezvous that has not closed this long after it opened fails the job.
+  absl::Duration join_timeout = absl::Seconds(600);
+  // Once min_nodes have joined, the rendezvous waits this long for more, then
+  // closes.
+  absl::Duration last_call_timeout = absl::Seconds(30);
+  // Agents heartbeat this often; a node silent for heartbeat_timeout is lost.
+  absl::Duration heartbeat_interval = absl::Milliseconds(500);
+  absl::Duration heartbeat_timeout = absl::Seconds(3);
+  // Time an agent gets to confirm its workers stopped (stop barrier) or, on
+  // group rank 0, to answer with MASTER_PORT and the NCCL unique id; then it is
+  // declared dead.
+  absl::Duration shutdown_timeout = absl::Seconds(30);
+
+  friend bool operator==(const JobSettings& a, const JobSettings& b) {
+    return a.min_nodes == b.min_nodes && a.max_nodes == b.max_nodes &&
+           a.nproc_per_node == b.nproc_per_node &&
+           a.max_restarts == b.max_restarts &&
+           a.join_timeout == b.join_timeout &&
+           a.last_call_timeout == b.last_call_timeout &&
+           a.heartbeat_interval == b.heartbeat_interval &&
+           a.heartbeat_timeout == b.heartbeat_timeout &&
+           a.shutdown_timeout == b.shutdown_timeout;
+  }
+};
+
+// Checks every field against `limits`:
+//   1 <= min_nodes <= max_nodes <= limits.max_nodes
+//   1 <= nproc_per_node <= limits.max_nproc_per_node
+//   0 <= max_restarts <= limits.max_restarts
+//   0 < join_timeout <= limits.max_timeout
+//   0 <= last_call_timeout <= join_timeout
+//   limits.min_heartbeat_interval <= heartbeat_interval
+//   2 * heartbeat_interval <= heartbeat_timeout <= limits.max_timeout
+//   0 < shutdown_timeout <= limits.max_timeout
+// Possible errors: INVALID_ARGUMENT naming the field, its value and the limit.
+absl::Status ValidateJobSettings(const JobSettings& settings,
+                                 const RendezvousLimits& limits);
+
+// Whether a node that joins an existing job with its own flags agrees with the
+// job: min_nodes, max_nodes and max_restarts must be equal (process count and
+// timeouts may differ: a node's own process count is honoured, the job's
+// timeouts win). Possible errors: FAILED_PRECONDITION naming the field and both
+// values.
+absl::Status CheckCompatibleSettings(const std::string& job_id,
+                                     const JobSettings& job,
+                                     const std::string& node_id,
+                                     const JobSettings& node);
+
+// Checks a job id or node id: 1..limits.max_id_length characters of
+// [A-Za-z0-9._:-]. `what` names it in the message ("job id", "node id").
+// Possible errors: INVALID_ARGUMENT.
+absl::Status ValidateId(const std::string& id, const char* what,
+                        const RendezvousLimits& limits);
+
+// Shortens untrusted text for an error message: at most 64 characters, with a
+// "...(N bytes)" suffix when cut.
+std::string Capped(const std::string& text);
+
+}  // namespace ddp::rendezvous
+
+#endif  // DDP_COORDINATOR_RENDEZVOUS_JOB_SETTINGS_H_

@@ -1,0 +1,105 @@
+#include "coordinator/rendezvous/job_settings.h"
+
+#include "gtest/gtest.h"
+
+namespace ddp::rendezvous {
+namespace {
+
+TEST(ValidateJobSettings, Defaults_Ok) {
+  EXPECT_TRUE(ValidateJobSettings(JobSettings(), RendezvousLimits()).ok());
+}
+
+TEST(ValidateJobSettings, MaxBelowMin_InvalidArgumentNamesBoth) {
+  JobSettings s;
+  s.min_nodes = 4;
+  s.max_nodes = 2;
+  absl::Status status = ValidateJobSettings(s, RendezvousLimits());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("max_nodes=2"), std::string::npos);
+  EXPECT_NE(status.message().find("min_nodes=4"), std::string::npos);
+}
+
+TEST(ValidateJobSettings, OverLimits_InvalidArgumentNamesLimit) {
+  RendezvousLimits limits;
+  JobSettings s;
+  s.max_nodes = limits.max_nodes + 1;
+  absl::Status status = ValidateJobSettings(s, limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("16384"), std::string::npos);
+
+  s = JobSettings();
+  s.nproc_per_node = 0;
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(),
+            absl::StatusCode::kInvalidArgument);
+  s.nproc_per_node = limits.max_nproc_per_node + 1;
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(),
+            absl::StatusCode::kInvalidArgument);
+  s = JobSettings();
+  s.min_nodes = 0;
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(),
+            absl::StatusCode::kInvalidArgument);
+  s = JobSettings();
+  s.max_restarts = -1;
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateJobSettings, BadTimeouts_InvalidArgument) {
+  RendezvousLimits limits;
+  JobSettings s;
+  s.heartbeat_timeout = s.heartbeat_interval;  // needs >= 2x
+  absl::Status status = ValidateJobSettings(s, limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("heartbeat_timeout"), std::string::npos);
+  s = JobSettings();
+  s.heartbeat_interval = absl::Microseconds(1);
+  EXPECT_FALSE(ValidateJobSettings(s, limits).ok());
+  s = JobSettings();
+  s.join_timeout = absl::ZeroDuration();
+  EXPECT_FALSE(ValidateJobSettings(s, limits).ok());
+  s = JobSettings();
+  s.last_call_timeout = s.join_timeout + absl::Seconds(1);
+  EXPECT_FALSE(ValidateJobSettings(s, limits).ok());
+  s = JobSettings();
+  s.shutdown_timeout = absl::Hours(24 * 8);
+  EXPECT_FALSE(ValidateJobSettings(s, limits).ok());
+  s = JobSettings();
+  s.last_call_timeout = absl::ZeroDuration();
+  EXPECT_TRUE(ValidateJobSettings(s, limits).ok());
+}
+
+TEST(CheckCompatibleSettings, SameSizes_OkEvenWithOtherNproc) {
+  JobSettings job, node;
+  job.max_nodes = node.max_nodes = 4;
+  node.nproc_per_node = 8;
+  EXPECT_TRUE(CheckCompatibleSettings("j", job, "n", node).ok());
+}
+
+TEST(CheckCompatibleSettings, MaxNodesDiffer_FailedPreconditionNamesBoth) {
+  JobSettings job, node;
+  job.max_nodes = 4;
+  node.max_nodes = 8;
+  absl::Status status = CheckCompatibleSettings("j", job, "n", node);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("max_nodes=8"), std::string::npos);
+  EXPECT_NE(status.message().find("max_nodes=4"), std::string::npos);
+  node = job;
+  node.max_restarts = 9;
+  EXPECT_EQ(CheckCompatibleSettings("j", job, "n", node).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ValidateId, BadIds_InvalidArgument) {
+  RendezvousLimits limits;
+  EXPECT_TRUE(ValidateId("node-1.rack_2:a", "node id", limits).ok());
+  EXPECT_EQ(ValidateId("", "node id", limits).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateId("a b", "node id", limits).code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status status = ValidateId(std::string(300, 'a'), "job id", limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(status.message().size(), 200u);  // offending value is capped
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous

@@ -1,0 +1,99 @@
+#include "coordinator/rendezvous/job_state_store.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace ddp::rendezvous {
+
+void JobChanges::Merge(JobChanges later) {
+  if (later.job_removed) {
+    *this = std::move(later);
+    return;
+  }
+  if (later.job) job = std::move(later.job);
+  if (later.counters) counters = later.counters;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (size_t i = 0; i < upserted_nodes.size(); ++i) {
+    index[upserted_nodes[i].node_id] = i;
+  }
+  absl::flat_hash_map<std::string, bool> removed_later;
+  for (const std::string& id : later.removed_nodes) removed_later[id] = true;
+  std::vector<NodeRecord> kept;
+  for (NodeRecord& node : upserted_nodes) {
+    if (!removed_later.contains(node.node_id)) kept.push_back(std::move(node));
+  }
+  upserted_nodes = std::move(kept);
+  index.clear();
+  for (size_t i = 0; i < upserted_nodes.size(); ++i) {
+    index[upserted_nodes[i].node_id] = i;
+  }
+  for (const std::string& id : later.removed_nodes) removed_nodes.push_back(id);
+  for (NodeRecord& node : later.upserted_nodes) {
+    auto it = index.find(node.node_id);
+    if (it != index.end()) {
+      upserted_nodes[it->second] = std::move(node);
+    } else {
+      index[node.node_id] = upserted_nodes.size();
+      upserted_nodes.push_back(std::move(node));
+    }
+  }
+}
+
+absl::Status InMemoryJobStateStore::Apply(const JobChanges& changes) {
+  absl::MutexLock lock(&mu_);
+  if (!fail_with_.ok()) return fail_with_;
+  ++apply_count_;
+  if (changes.job_removed) {
+    jobs_.erase(changes.job_id);
+    return absl::OkStatus();
+  }
+  auto it = jobs_.find(changes.job_id);
+  if (it == jobs_.end()) {
+    if (!changes.job) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node changes for job '", changes.job_id, "' which has no record"));
+    }
+    it = jobs_.emplace(changes.job_id, StoredJob{}).first;
+  }
+  if (changes.job) it->second.job = *changes.job;
+  if (changes.counters) {
+    it->second.job.last_event_index = changes.counters->last_event_index;
+    it->second.job.next_join_seq = changes.counters->next_join_seq;
+  }
+  // Removals first: a batch that removes and re-adds a node ends with the node.
+  for (const std::string& id : changes.removed_nodes)
+    it->second.nodes.erase(id);
+  for (const NodeRecord& node : changes.upserted_nodes) {
+    it->second.nodes[node.node_id] = node;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<JobSnapshot>> InMemoryJobStateStore::LoadAll()
+    const {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobSnapshot> out;
+  for (const auto& [id, stored] : jobs_) {
+    JobSnapshot snapshot;
+    snapshot.job = stored.job;
+    for (const auto& [node_id, node] : stored.nodes) {
+      snapshot.nodes.push_back(node);
+    }
+    out.push_back(std::move(snapshot));
+  }
+  return out;
+}
+
+void InMemoryJobStateStore::FailWith(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  fail_with_ = std::move(status);
+}
+
+int InMemoryJobStateStore::apply_count() const {
+  absl::MutexLock lock(&mu_);
+  return apply_count_;
+}
+
+}  // namespace ddp::rendezvous

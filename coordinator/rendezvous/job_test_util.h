@@ -1,0 +1,147 @@
+#ifndef DDP_COORDINATOR_RENDEZVOUS_JOB_TEST_UTIL_H_
+#define DDP_COORDINATOR_RENDEZVOUS_JOB_TEST_UTIL_H_
+
+// Test helpers for the rendezvous core: a fake clock, an outbox and shorthands
+// that play the agents' side (register, answer master info, confirm stops).
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "coordinator/rendezvous/job.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rendezvous::testing {
+
+inline JobSettings Settings(int min_nodes, int max_nodes,
+                            int max_restarts = 3) {
+  JobSettings s;
+  s.min_nodes = min_nodes;
+  s.max_nodes = max_nodes;
+  s.nproc_per_node = 2;
+  s.max_restarts = max_restarts;
+  s.join_timeout = absl::Seconds(60);
+  s.last_call_timeout = absl::Seconds(5);
+  s.heartbeat_interval = absl::Milliseconds(500);
+  s.heartbeat_timeout = absl::Seconds(3);
+  s.shutdown_timeout = absl::Seconds(10);
+  return s;
+}
+
+inline std::string NcclId(char fill = 'x') {
+  return std::string(kNcclUniqueIdBytes, fill);
+}
+
+// Messages of type T in `outbox` addressed to `node_id` (any node when empty).
+template <typename T>
+std::vector<T> MessagesOf(const Outbox& outbox,
+                          const std::string& node_id = "") {
+  std::vector<T> out;
+  for (const OutboundMessage& m : outbox.messages) {
+    if (!node_id.empty() && m.node_id != node_id) continue;
+    if (const T* body = std::get_if<T>(&m.body)) out.push_back(*body);
+  }
+  return out;
+}
+
+inline int CountEvents(const Outbox& outbox, JobEventType type) {
+  int n = 0;
+  for (const JobEvent& e : outbox.events) n += e.type == type ? 1 : 0;
+  return n;
+}
+
+class JobHarness {
+ public:
+  explicit JobHarness(const JobSettings& settings,
+                      const RendezvousLimits& limits = RendezvousLimits())
+      : job_(std::make_unique<Job>("job1", settings, limits, clock_,
+                                   &outbox_)) {}
+
+  FakeClock& clock() { return clock_; }
+  Job& job() { return *job_; }
+  Outbox& outbox() { return outbox_; }
+  void ClearOutbox() { outbox_ = Outbox(); }
+  void Advance(absl::Duration d) {
+    clock_.Advance(d);
+    job_->Tick();
+  }
+
+  static Incarnation IncarnationOf(const std::string& node_id,
+                                   int version = 1) {
+    return std::hash<std::string>()(node_id) % 1000000 * 10 + version;
+  }
+
+  absl::StatusOr<RegisterResult> Register(const std::string& node_id,
+                                          int nproc = 0,
+                                          int requested_rank = -1,
+                                          int version = 1) {
+    RegisterRequest r;
+    r.job_id = "job1";
+    r.node_id = node_id;
+    r.incarnation = IncarnationOf(node_id, version);
+    r.nproc = nproc;
+    r.requested_rank = requested_rank;
+    r.address = absl::StrCat(node_id, ".example");
+    return job_->Register(r);
+  }
+
+  NodeRef Ref(const std::string& node_id, int version = 1) const {
+    return NodeRef{"job1", node_id, IncarnationOf(node_id, version),
+                   job_->generation()};
+  }
+
+  // The node holding group rank 0 answers the pending RequestMasterInfo.
+  absl::Status AnswerMasterInfo(int port = 29500) {
+    for (auto it = outbox_.messages.rbegin(); it != outbox_.messages.rend();
+         ++it) {
+      if (std::holds_alternative<RequestMasterInfo>(it->body)) {
+        NodeRef ref{"job1", it->node_id, it->incarnation,
+                    std::get<RequestMasterInfo>(it->body).generation};
+        return job_->ReportMasterInfo(ref, MasterInfo{"", port, NcclId()});
+      }
+    }
+    return absl::NotFoundError("no RequestMasterInfo in the outbox");
+  }
+
+  // Every member that was told to stop confirms.
+  void ConfirmStops() {
+    std::vector<OutboundMessage> stops;
+    for (const OutboundMessage& m : outbox_.messages) {
+      if (std::holds_alternative<StopWorkers>(m.body)) stops.push_back(m);
+    }
+    for (const OutboundMessage& m : stops) {
+      NodeRef ref{"job1", m.node_id, m.incarnation,
+                  std::get<StopWorkers>(m.body).generation};
+      (void)job_->WorkersStopped(ref);
+    }
+  }
+
+  // Reports exit 0 for every local rank of `node_id`.
+  absl::Status Succeed(const std::string& node_id, int nproc) {
+    for (int i = 0; i < nproc; ++i) {
+      absl::Status s = job_->WorkerExited(
+          Ref(node_id), WorkerExit{i, 0, 0, "", clock_.Now()});
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // Latest assignment sent to `node_id`.
+  std::optional<Assignment> LastAssignment(const std::string& node_id) const {
+    auto all = MessagesOf<Assignment>(outbox_, node_id);
+    if (all.empty()) return std::nullopt;
+    return all.back();
+  }
+
+ private:
+  FakeClock clock_;
+  Outbox outbox_;
+  std::unique_ptr<Job> job_;
+};
+
+}  // namespace ddp::rendezvous::testing
+
+#endif  // DDP_COORDINATOR_RENDEZVOUS_JOB_TEST_UTIL_H_

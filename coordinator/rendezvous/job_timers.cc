@@ -1,0 +1,83 @@
+// Job: timeouts. Tick is cheap when nothing is due: the heartbeat scan runs
+// only once the earliest heartbeat deadline seen by the previous scan has
+// passed (heartbeats only move deadlines later, new nodes lower the bound in
+// AddNode).
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/rendezvous/job.h"
+
+namespace ddp::rendezvous {
+
+void Job::CheckLiveness(absl::Time now) {
+  if (now < next_liveness_check_) return;
+  absl::Time earliest = absl::InfiniteFuture();
+  std::vector<std::string> lost;
+  for (const auto& [id, node] : nodes_) {
+    absl::Time deadline = node.last_heartbeat + settings_.heartbeat_timeout;
+    if (now >= deadline) {
+      lost.push_back(id);
+    } else if (deadline < earliest) {
+      earliest = deadline;
+    }
+  }
+  next_liveness_check_ = earliest;
+  for (const std::string& id : lost) {
+    if (IsTerminal(state_)) break;
+    RemoveNode(id,
+               absl::StrCat("lost: no heartbeat or resumed session for ",
+                            absl::FormatDuration(settings_.heartbeat_timeout)));
+  }
+}
+
+void Job::Tick() {
+  if (IsTerminal(state_)) return;
+  const absl::Time now = clock_->Now();
+  CheckLiveness(now);
+  switch (state_) {
+    case JobState::kWaiting:
+      if (min_reached_at_ &&
+          now >= *min_reached_at_ + settings_.last_call_timeout) {
+        CloseRendezvous();
+      } else if (now >= join_deadline_) {
+        FailureInfo failure;
+        failure.generation = generation_;
+        failure.time = now;
+        failure.message =
+            absl::StrCat("rendezvous timed out: ", nodes_.size(),
+                         " of min_nodes=", settings_.min_nodes,
+                         " nodes joined within the join timeout of ",
+                         absl::FormatDuration(settings_.join_timeout));
+        Finish(JobState::kFailed, failure, failure.message);
+      }
+      break;
+    case JobState::kStarting:
+      if (now >= master_deadline_) {
+        // Group rank 0 did not answer: declare it dead and form again.
+        RemoveNode(
+            members_[0],
+            absl::StrCat("declared dead: no master info within ",
+                         absl::FormatDuration(settings_.shutdown_timeout)));
+      }
+      break;
+    case JobState::kRestarting:
+      if (now >= stop_deadline_) {
+        std::vector<std::string> silent;
+        for (const std::string& id : members_) {
+          if (!id.empty() && nodes_[id].stop_pending) silent.push_back(id);
+        }
+        for (const std::string& id : silent) {
+          RemoveNode(id, absl::StrCat(
+                             "declared dead: workers not confirmed stopped "
+                             "within ",
+                             absl::FormatDuration(settings_.shutdown_timeout)));
+        }
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace ddp::rendezvous

@@ -1,0 +1,180 @@
+#ifndef DDP_COORDINATOR_RENDEZVOUS_JOB_TYPES_H_
+#define DDP_COORDINATOR_RENDEZVOUS_JOB_TYPES_H_
+
+// Plain value types of the rendezvous core: the inputs a session layer feeds
+// in, the messages the core wants delivered to agents (the outbox) and the job
+// events a WatchJob stream shows. No behaviour lives here.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "coordinator/rendezvous/job_settings.h"
+
+namespace ddp::rendezvous {
+
+using Generation = int64_t;    // job-wide, monotonic; 0 = no generation yet
+using Incarnation = uint64_t;  // new every time an agent starts; 0 is invalid
+inline constexpr int kNcclUniqueIdBytes = 128;
+
+// See job.h for the diagram.
+enum class JobState {
+  kWaiting = 0,   // rendezvous open, collecting nodes
+  kStarting = 1,  // rank table fixed, waiting for group rank 0's master info
+  kRunning = 2,   // assignment pushed; workers run
+  kRestarting =
+      3,  // stop barrier: waiting for every member to stop its workers
+  kSucceeded = 4,
+  kFailed = 5,
+  kCancelled = 6,
+};
+const char* JobStateName(JobState state);
+inline bool IsTerminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed ||
+         s == JobState::kCancelled;
+}
+
+// Header of every message a registered node sends (fencing).
+struct NodeRef {
+  std::string job_id;
+  std::string node_id;
+  Incarnation incarnation = 0;
+  Generation generation = 0;  // the last generation assigned to the node, or 0
+};
+
+// One worker failure, or the reason a job failed without one (node_id empty).
+struct FailureInfo {
+  std::string node_id;
+  Generation generation = 0;
+  int local_rank = -1;
+  int64_t global_rank = -1;
+  int exit_code = 0;    // process exit code, when it exited
+  int signal = 0;       // terminating signal, when it was killed
+  std::string message;  // from TORCHELASTIC_ERROR_FILE, or the coordinator's
+  absl::Time time;      // when the agent saw it
+};
+
+// ---- Inputs ----
+
+struct RegisterRequest {
+  std::string job_id;
+  std::string node_id;
+  Incarnation incarnation = 0;
+  int nproc = 0;            // 0: the job's nproc_per_node
+  int requested_rank = -1;  // --node-rank; -1: none
+  std::string address;      // how other nodes reach it (MASTER_ADDR default)
+  // The agent's own flags. Absent: join an existing job only (NOT_FOUND
+  // otherwise).
+  std::optional<JobSettings> settings;
+};
+
+enum class NodeRole { kMember = 0, kWaiting = 1 };
+
+struct RegisterResult {
+  JobSettings settings;  // the job's, which win over the agent's flags
+  JobState state = JobState::kWaiting;
+  Generation generation = 0;  // the job's current generation
+  NodeRole role = NodeRole::kWaiting;
+  bool created_job = false;  // this registration created the job
+  bool resumed = false;      // same incarnation came back: session resumed
+};
+
+struct WorkerExit {
+  int local_rank = 0;
+  int exit_code = 0;
+  int signal = 0;  // non-zero: killed by this signal
+  std::string error_message;
+  absl::Time time;
+  bool ok() const { return exit_code == 0 && signal == 0; }
+};
+
+struct MasterInfo {
+  std::string master_addr;  // empty: the node's registered address
+  int master_port = 0;
+  std::string nccl_unique_id;  // exactly kNcclUniqueIdBytes bytes
+};
+
+// ---- Outputs (the outbox) ----
+
+struct Assignment {
+  Generation generation = 0;
+  int restart_count = 0;
+  int max_restarts = 0;
+  int group_rank = 0;
+  int group_world_size = 0;
+  int64_t global_rank_offset = 0;  // RANK = offset + LOCAL_RANK
+  int local_world_size = 0;
+  int64_t world_size = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::string nccl_unique_id;
+};
+// Sent to group rank 0: pick a free port, call ncclGetUniqueId, answer
+// MasterInfo.
+struct RequestMasterInfo {
+  Generation generation = 0;
+};
+// Stop every worker of `generation` (SIGTERM, SIGKILL after the shutdown
+// timeout), then answer WorkersStopped.
+struct StopWorkers {
+  Generation generation = 0;
+  std::string reason;
+};
+// The job ended: stop the workers and exit (non-zero unless kSucceeded).
+struct JobFinished {
+  JobState state = JobState::kSucceeded;
+  std::optional<FailureInfo> root_cause;
+  std::string message;
+};
+// This node was excluded or declared dead: stop the workers and exit non-zero.
+struct NodeDismissed {
+  std::string reason;
+};
+
+using MessageBody = std::variant<Assignment, RequestMasterInfo, StopWorkers,
+                                 JobFinished, NodeDismissed>;
+
+struct OutboundMessage {
+  std::string job_id;
+  std::string node_id;
+  Incarnation incarnation = 0;  // deliver only to this incarnation's session
+  MessageBody body;
+};
+
+enum class JobEventType {
+  kJobCreated = 0,
+  kNodeJoined = 1,
+  kNodeLost = 2,  // heartbeat timeout, left, declared dead, excluded, replaced
+  kGenerationOpened = 3,
+  kWorkerFailed = 4,
+  kRestarting = 5,
+  kJobFinished = 6,
+  kJobUpdated = 7,
+};
+const char* JobEventTypeName(JobEventType type);
+
+struct JobEvent {
+  std::string job_id;
+  int64_t index =
+      0;  // per job, monotonic from 1, survives coordinator restarts
+  absl::Time time;
+  JobEventType type = JobEventType::kJobCreated;
+  std::string node_id;  // when about one node
+  Generation generation = 0;
+  std::string message;
+  std::optional<FailureInfo> failure;
+};
+
+// What the core wants done, in the order it happened.
+struct Outbox {
+  std::vector<OutboundMessage> messages;
+  std::vector<JobEvent> events;
+  bool empty() const { return messages.empty() && events.empty(); }
+};
+
+}  // namespace ddp::rendezvous
+
+#endif  // DDP_COORDINATOR_RENDEZVOUS_JOB_TYPES_H_
