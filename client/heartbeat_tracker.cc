@@ -1,0 +1,19 @@
+#include "client/heartbeat_tracker.h"
+
+namespace ddp::client {
+
+bool HeartbeatTracker::Observe(std::optional<absl::Time> mtime,
+                               absl::Time now) {
+  if (mtime && mtime != last_mtime_) {
+    last_mtime_ = mtime;
+    last_touch_ = now;
+  }
+  if (timeout_ <= absl::ZeroDuration() || !last_touch_) return false;
+  return now - *last_touch_ > timeout_;
+}
+
+absl::Duration HeartbeatTracker::SilentFor(absl::Time now) const {
+  return last_touch_ ? now - *last_touch_ : absl::ZeroDuration();
+}
+
+}  // namespace ddp::client

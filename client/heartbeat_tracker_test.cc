@@ -1,0 +1,62 @@
+#include "client/heartbeat_tracker.h"
+
+#include "common/clock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::client {
+namespace {
+
+const absl::Time kMtime = absl::FromUnixSeconds(1000);
+
+TEST(HeartbeatTrackerTest, Observe_NeverTouched_NeverHung) {
+  FakeClock clock;
+  HeartbeatTracker tracker(absl::Seconds(10));
+  EXPECT_FALSE(tracker.Observe(std::nullopt, clock.Now()));
+  clock.Advance(absl::Hours(5));
+  EXPECT_FALSE(tracker.Observe(std::nullopt, clock.Now()));
+  EXPECT_FALSE(tracker.touched());
+}
+
+TEST(HeartbeatTrackerTest, Observe_SilentPastTimeout_Hung) {
+  FakeClock clock;
+  HeartbeatTracker tracker(absl::Seconds(10));
+  EXPECT_FALSE(tracker.Observe(kMtime, clock.Now()));
+  clock.Advance(absl::Seconds(10));
+  EXPECT_FALSE(
+      tracker.Observe(kMtime, clock.Now()));  // exactly the timeout: not yet
+  clock.Advance(absl::Milliseconds(1));
+  EXPECT_TRUE(tracker.Observe(kMtime, clock.Now()));
+  EXPECT_EQ(tracker.SilentFor(clock.Now()),
+            absl::Seconds(10) + absl::Milliseconds(1));
+}
+
+TEST(HeartbeatTrackerTest, Observe_NewMtime_ResetsTheTimer) {
+  FakeClock clock;
+  HeartbeatTracker tracker(absl::Seconds(10));
+  tracker.Observe(kMtime, clock.Now());
+  clock.Advance(absl::Seconds(9));
+  EXPECT_FALSE(tracker.Observe(kMtime + absl::Seconds(1), clock.Now()));
+  clock.Advance(absl::Seconds(9));
+  EXPECT_FALSE(tracker.Observe(kMtime + absl::Seconds(1), clock.Now()));
+  clock.Advance(absl::Seconds(2));
+  EXPECT_TRUE(tracker.Observe(kMtime + absl::Seconds(1), clock.Now()));
+}
+
+TEST(HeartbeatTrackerTest, Observe_FileDeletedAfterTouch_StillCounted) {
+  FakeClock clock;
+  HeartbeatTracker tracker(absl::Seconds(1));
+  tracker.Observe(kMtime, clock.Now());
+  clock.Advance(absl::Seconds(2));
+  EXPECT_TRUE(tracker.Observe(std::nullopt, clock.Now()));
+}
+
+TEST(HeartbeatTrackerTest, Observe_ZeroTimeout_Disabled) {
+  FakeClock clock;
+  HeartbeatTracker tracker(absl::ZeroDuration());
+  tracker.Observe(kMtime, clock.Now());
+  clock.Advance(absl::Hours(1));
+  EXPECT_FALSE(tracker.Observe(kMtime, clock.Now()));
+}
+
+}  // namespace
+}  // namespace ddp::client

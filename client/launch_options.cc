@@ -1,0 +1,361 @@
+#include "client/launch_options.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "client/launch_flag_values.h"
+
+namespace ddp::client {
+namespace {
+
+using launch_flags::BadValue;
+using launch_flags::kMaxNodes;
+using launch_flags::kMaxProcsPerNode;
+using launch_flags::kMaxRestarts;
+using launch_flags::ParseBool;
+using launch_flags::ParseDuration;
+using launch_flags::ParseEndpoint;
+using launch_flags::ParseId;
+using launch_flags::ParseInt;
+using launch_flags::ParseNnodes;
+using launch_flags::ParseNonBlank;
+using launch_flags::ParseNproc;
+using launch_flags::ParseRankList;
+using launch_flags::ParseRdzvConf;
+using launch_flags::Shown;
+
+std::string RandomJobId() {
+  std::random_device device;
+  std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device());
+  return absl::StrCat("standalone-", absl::Hex(rng(), absl::kZeroPad16));
+}
+
+// One command-line flag: its spellings, whether it takes a value, and how it
+// applies.
+struct Flag {
+  std::vector<std::string>
+      names;  // canonical long spelling first ("--nproc-per-node")
+  bool takes_value;
+  std::string env;  // PET_ variable that supplies a default, or empty
+  std::function<absl::Status(const std::string& flag, const std::string& value,
+                             const HostInfo& host, LaunchOptions* o)>
+      apply;
+};
+
+const std::vector<Flag>& Flags() {
+  using V = const std::string&;
+  using H = const HostInfo&;
+  using O = LaunchOptions*;
+  static const auto* flags = new std::vector<Flag>{
+      {{"--nnodes"},
+       true,
+       "PET_NNODES",
+       [](V f, V v, H, O o) { return ParseNnodes(f, v, o); }},
+      {{"--nproc-per-node"},
+       true,
+       "PET_NPROC_PER_NODE",
+       [](V f, V v, H h, O o) { return ParseNproc(f, v, h, o); }},
+      {{"--max-restarts"},
+       true,
+       "PET_MAX_RESTARTS",
+       [](V f, V v, H, O o) {
+         return ParseInt(f, v, 0, kMaxRestarts, &o->max_restarts);
+       }},
+      {{"--monitor-interval"},
+       true,
+       "PET_MONITOR_INTERVAL",
+       [](V f, V v, H, O o) {
+         return ParseDuration(f, v, false, &o->monitor_interval);
+       }},
+      {{"--rdzv-id", "--job"},
+       true,
+       "PET_RDZV_ID",
+       [](V f, V v, H, O o) { return ParseId(f, v, &o->job_id); }},
+      {{"--rdzv-endpoint", "--coordinator"},
+       true,
+       "PET_RDZV_ENDPOINT",
+       [](V f, V v, H, O o) { return ParseEndpoint(f, v, &o->coordinator); }},
+      {{"--rdzv-conf"},
+       true,
+       "PET_RDZV_CONF",
+       [](V f, V v, H, O o) { return ParseRdzvConf(f, v, &o->rdzv_conf); }},
+      {{"--rdzv-backend"},
+       true,
+       "PET_RDZV_BACKEND",
+       [](V f, V v, H, O o) {
+         o->rdzv_backend = Shown(v);
+         o->notes.push_back(
+             absl::StrCat("--rdzv-backend=", Shown(v),
+                          " ignored: ddp-client always uses its coordinator"));
+         return absl::OkStatus();
+       }},
+      {{"--standalone"},
+       false,
+       "PET_STANDALONE",
+       [](V f, V v, H, O o) { return ParseBool(f, v, &o->standalone); }},
+      {{"--role"},
+       true,
+       "PET_ROLE",
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, 64, &o->role); }},
+      {{"--module", "-m"},
+       false,
+       "PET_MODULE",
+       [](V f, V v, H, O o) { return ParseBool(f, v, &o->module); }},
+      {{"--no-python"},
+       false,
+       "PET_NO_PYTHON",
+       [](V f, V v, H, O o) { return ParseBool(f, v, &o->no_python); }},
+      {{"--use-env"},
+       false,
+       "",
+       [](V f, V v, H, O o) { return ParseBool(f, v, &o->use_env); }},
+      {{"--log-dir"},
+       true,
+       "PET_LOG_DIR",
+       [](V f, V v, H, O o) {
+         return ParseNonBlank(f, v, PATH_MAX, &o->log_dir);
+       }},
+      {{"--redirects", "-r"},
+       true,
+       "PET_REDIRECTS",
+       [](V f, V v, H, O o) {
+         auto spec = StdSpec::Parse(v);
+         if (!spec.ok())
+           return absl::InvalidArgumentError(
+               absl::StrCat(f, ": ", spec.status().message()));
+         o->redirects = *spec;
+         return absl::OkStatus();
+       }},
+      {{"--tee", "-t"},
+       true,
+       "PET_TEE",
+       [](V f, V v, H, O o) {
+         auto spec = StdSpec::Parse(v);
+         if (!spec.ok())
+           return absl::InvalidArgumentError(
+               absl::StrCat(f, ": ", spec.status().message()));
+         o->tee = *spec;
+         return absl::OkStatus();
+       }},
+      {{"--local-ranks-filter"},
+       true,
+       "PET_LOCAL_RANKS_FILTER",
+       [](V f, V v, H, O o) {
+         return ParseRankList(f, v, &o->local_ranks_filter);
+       }},
+      {{"--local-addr"},
+       true,
+       "PET_LOCAL_ADDR",
+       [](V f, V v, H, O o) {
+         return ParseNonBlank(f, v, 255, &o->local_addr);
+       }},
+      {{"--node-rank"},
+       true,
+       "PET_NODE_RANK",
+       [](V f, V v, H, O o) {
+         int rank = 0;
+         absl::Status s = ParseInt(f, v, 0, kMaxNodes - 1, &rank);
+         if (s.ok()) o->node_rank = rank;
+         return s;
+       }},
+      {{"--node-id"},
+       true,
+       "",
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, 255, &o->node_id); }},
+      {{"--worker-heartbeat-timeout"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         return ParseDuration(f, v, true, &o->worker_heartbeat_timeout);
+       }},
+      {{"--shutdown-timeout"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         return ParseDuration(f, v, false, &o->shutdown_timeout);
+       }},
+      // torchrun flags that have no meaning with a coordinator: accepted,
+      // noted, ignored.
+      {{"--master-addr"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         o->notes.push_back(
+             absl::StrCat(f, " ignored: the coordinator picks MASTER_ADDR"));
+         return absl::OkStatus();
+       }},
+      {{"--master-port"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         o->notes.push_back(
+             absl::StrCat(f, " ignored: the coordinator picks MASTER_PORT"));
+         return absl::OkStatus();
+       }},
+      {{"--start-method"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         if (v != "spawn" && v != "fork" && v != "forkserver") {
+           return BadValue(f, v, "spawn, fork or forkserver");
+         }
+         o->notes.push_back(
+             absl::StrCat(f, " ignored: workers are always fork+exec'ed"));
+         return absl::OkStatus();
+       }},
+      {{"--help", "-h"},
+       false,
+       "",
+       [](V f, V v, H, O o) { return ParseBool(f, v, &o->help); }},
+  };
+  return *flags;
+}
+
+// "--nproc_per_node" -> "--nproc-per-node"; short flags unchanged.
+std::string NormalizeName(absl::string_view name) {
+  if (!absl::StartsWith(name, "--")) return std::string(name);
+  return absl::StrCat("--", absl::StrReplaceAll(name.substr(2), {{"_", "-"}}));
+}
+
+const Flag* FindFlag(const std::string& name) {
+  for (const Flag& flag : Flags()) {
+    for (const std::string& spelling : flag.names) {
+      if (spelling == name) return &flag;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<LaunchOptions> ParseLaunchOptions(
+    const std::vector<std::string>& args, const HostInfo& host) {
+  LaunchOptions o;
+  o.node_id = host.hostname.empty() ? "localhost" : host.hostname;
+  auto env = [&](const std::string& name) -> std::optional<std::string> {
+    return host.getenv ? host.getenv(name) : std::nullopt;
+  };
+  if (auto python = env("PYTHON_EXEC"); python && !python->empty())
+    o.python_exec = *python;
+  if (auto coord = env("DDP_COORDINATOR"); coord && !coord->empty()) {
+    absl::Status s = ParseEndpoint("$DDP_COORDINATOR", *coord, &o.coordinator);
+    if (!s.ok()) return s;
+  }
+  // Defaults from PET_* (torchrun's argparse `env` action), before the command
+  // line.
+  for (const Flag& flag : Flags()) {
+    if (flag.env.empty()) continue;
+    std::optional<std::string> value = env(flag.env);
+    if (!value) continue;
+    absl::Status s = flag.apply("$" + flag.env, *value, host, &o);
+    if (!s.ok()) return s;
+  }
+
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;  // the entry point
+    std::string name = arg;
+    std::optional<std::string> value;
+    if (const size_t eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else if (arg[1] != '-' && arg.size() > 2) {  // -r3, -t0:1
+      name = arg.substr(0, 2);
+      value = arg.substr(2);
+    }
+    name = NormalizeName(name);
+    const Flag* flag = FindFlag(name);
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag '", Shown(name),
+                       "'; run ddp-client --help for the list"));
+    }
+    if (flag->takes_value && !value) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
+      }
+      value = args[++i];
+    }
+    absl::Status s =
+        flag->apply(flag->names[0], value.value_or("true"), host, &o);
+    if (!s.ok()) return s;
+  }
+  if (o.help) return o;
+  if (i >= args.size()) {
+    return absl::InvalidArgumentError(
+        "missing ENTRYPOINT: usage is ddp-client [flags] "
+        "SCRIPT.py|EXECUTABLE|-m MODULE "
+        "[script args...]");
+  }
+  o.entrypoint = args[i];
+  o.script_args.assign(args.begin() + i + 1, args.end());
+
+  if (o.module && o.no_python) {
+    return absl::InvalidArgumentError(
+        "--module and --no-python cannot be used together: a module needs the "
+        "interpreter");
+  }
+  if (o.rdzv_conf.shutdown_timeout)
+    o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
+  if (o.standalone) {
+    o.job_id = RandomJobId();
+    o.notes.push_back(
+        absl::StrCat("--standalone: embedded coordinator, job id ", o.job_id,
+                     "; --rdzv-endpoint/--rdzv-id are ignored"));
+  }
+  return o;
+}
+
+HostInfo HostInfo::FromSystem() {
+  HostInfo host;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  host.cpu_count = cpus > 0 ? static_cast<int>(cpus) : 1;
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) == 0) host.hostname = name;
+  host.getenv = [](const std::string& var) -> std::optional<std::string> {
+    const char* value = std::getenv(var.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+  int gpus = 0;
+  if (DIR* dir = opendir("/proc/driver/nvidia/gpus")) {
+    while (dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] != '.') ++gpus;
+    }
+    closedir(dir);
+  }
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      visible != nullptr) {
+    int listed = 0;
+    for (absl::string_view item :
+         absl::StrSplit(visible, ',', absl::SkipWhitespace())) {
+      if (absl::StartsWith(item, "-"))
+        break;  // CUDA stops at the first invalid index
+      ++listed;
+    }
+    gpus = std::min(gpus, listed);
+  }
+  host.gpu_count = gpus;
+  return host;
+}
+
+}  // namespace ddp::client

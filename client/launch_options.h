@@ -1,0 +1,124 @@
+#ifndef DDP_CLIENT_LAUNCH_OPTIONS_H_
+#define DDP_CLIENT_LAUNCH_OPTIONS_H_
+
+// Command line of the node agent:
+//
+//   ddp-client [flags] ENTRYPOINT [script args...]
+//
+// Flags are torchrun's, spelled with '-' or '_' (`--nproc-per-node` ==
+// `--nproc_per_node`), as `--flag=value` or `--flag value` (short ones also
+// `-r3`). Everything from ENTRYPOINT on (or after a bare `--`) belongs to the
+// training script. Like torchrun's argparse `env` action, a value flag that is
+// not given is read from `PET_<NAME>` (e.g. PET_NNODES, PET_NPROC_PER_NODE)
+// when that variable is set; the command line wins. LaunchUsage() documents
+// every flag, its default and what it means here.
+//
+// Thread-safety: pure functions of their arguments.
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/std_streams.h"
+
+namespace ddp::client {
+
+// Facts about this machine that flag values depend on; injected so tests are
+// deterministic.
+struct HostInfo {
+  int gpu_count = 0;  // visible NVIDIA GPUs
+  int cpu_count = 1;  // online CPUs (os.cpu_count() in torchrun)
+  std::string hostname;
+  // Environment lookup; returns nullopt for an unset variable.
+  std::function<std::optional<std::string>(const std::string&)> getenv;
+
+  // GPUs from /proc/driver/nvidia/gpus (bounded by CUDA_VISIBLE_DEVICES when it
+  // is set), CPUs from sysconf, hostname from gethostname, the process
+  // environment.
+  static HostInfo FromSystem();
+};
+
+// --rdzv-conf key=value pairs. Durations accept seconds ("30", "0.5") or
+// "30s"/"2m".
+struct RendezvousConf {
+  std::optional<absl::Duration> join_timeout;  // also torchrun's `timeout`
+  std::optional<absl::Duration> last_call_timeout;
+  std::optional<absl::Duration> close_timeout;
+  std::optional<absl::Duration>
+      heartbeat_timeout;  // node heartbeat, coordinator side
+  std::optional<absl::Duration>
+      shutdown_timeout;  // also settable by --shutdown-timeout
+  // torchrun keys accepted for compatibility but meaningless here (e.g.
+  // is_host, read_timeout, keep_alive_interval, use_libuv): name -> value.
+  std::vector<std::pair<std::string, std::string>> ignored;
+};
+
+struct LaunchOptions {
+  // --nnodes N|MIN:MAX (torchrun default "1:1").
+  int min_nodes = 1;
+  int max_nodes = 1;
+  // --nproc-per-node N|auto|cpu|gpu (torchrun default "1"), resolved to a
+  // count.
+  int nproc_per_node = 1;
+  std::string nproc_per_node_spec = "1";
+  // --max-restarts (job-wide restart budget; torchrun default 0).
+  int max_restarts = 0;
+  // --monitor-interval seconds (torchrun default 0.1): period of the agent's
+  // worker checks (heartbeat files); exits are events and do not wait for it.
+  absl::Duration monitor_interval = absl::Milliseconds(100);
+  // --rdzv-id / --job (torchrun default "none"); a random id with --standalone.
+  std::string job_id = "none";
+  // --rdzv-endpoint / --coordinator host:port; default $DDP_COORDINATOR or
+  // localhost:29400.
+  std::string coordinator = "localhost:29400";
+  RendezvousConf rdzv_conf;
+  // --rdzv-backend: accepted (torchrun scripts pass it) and ignored.
+  std::string rdzv_backend;
+  // --standalone: embedded coordinator on this node; job id randomized,
+  // endpoint ignored.
+  bool standalone = false;
+  std::string role = "default";  // --role
+  bool module = false;           // -m / --module
+  bool no_python = false;        // --no-python
+  // --use-env (torch.distributed.launch). true (torchrun's behaviour, the
+  // default): the local rank is only in LOCAL_RANK. --use-env=false: also pass
+  // `--local_rank=N` to the script.
+  bool use_env = true;
+  std::string log_dir;  // --log-dir; empty = a fresh temporary directory
+  StdSpec redirects;    // -r / --redirects
+  StdSpec tee;          // -t / --tee
+  std::set<int>
+      local_ranks_filter;  // --local-ranks-filter; empty = every local rank
+  std::string local_addr;  // --local-addr; empty = look it up
+  std::optional<int> node_rank;  // --node-rank: requested group rank (a wish)
+  std::string node_id;           // --node-id; default hostname
+  absl::Duration worker_heartbeat_timeout =
+      absl::Minutes(5);  // 0 disables hang checks
+  absl::Duration shutdown_timeout = absl::Seconds(30);  // SIGTERM -> SIGKILL
+  std::string python_exec = "python3";                  // $PYTHON_EXEC
+  std::string entrypoint;
+  std::vector<std::string> script_args;
+  bool help = false;  // -h / --help given: print LaunchUsage() and exit 0
+  // Human-readable notes about accepted-but-ignored flags, for the agent to
+  // log.
+  std::vector<std::string> notes;
+};
+
+// Parses `args` (argv without argv[0]).
+// Possible errors: INVALID_ARGUMENT — unknown flag (named), missing or
+// malformed value (flag and value named, with the accepted form), MIN > MAX in
+// --nnodes, `gpu` without GPUs, unknown --rdzv-conf key, --module with
+// --no-python, missing ENTRYPOINT.
+absl::StatusOr<LaunchOptions> ParseLaunchOptions(
+    const std::vector<std::string>& args, const HostInfo& host);
+
+// The --help text: every flag, its spellings, default and meaning.
+std::string LaunchUsage();
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_LAUNCH_OPTIONS_H_

@@ -1,0 +1,328 @@
+#include "client/launch_options.h"
+
+#include <map>
+
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+
+namespace ddp::client {
+namespace {
+
+HostInfo TestHost(int gpus = 0, std::map<std::string, std::string> env = {}) {
+  HostInfo host;
+  host.gpu_count = gpus;
+  host.cpu_count = 8;
+  host.hostname = "host-a";
+  host.getenv = [env](const std::string& name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  return host;
+}
+
+std::vector<std::string> Args(const std::string& line) {
+  return absl::StrSplit(line, ' ', absl::SkipEmpty());
+}
+
+LaunchOptions ParseOk(const std::string& line,
+                      const HostInfo& host = TestHost()) {
+  auto parsed = ParseLaunchOptions(Args(line), host);
+  EXPECT_TRUE(parsed.ok()) << line << " -> " << parsed.status();
+  return parsed.ok() ? *parsed : LaunchOptions();
+}
+
+TEST(ParseLaunchOptionsTest, Parse_OnlyEntryPoint_TorchrunDefaults) {
+  LaunchOptions o = ParseOk("train.py");
+  EXPECT_EQ(o.min_nodes, 1);
+  EXPECT_EQ(o.max_nodes, 1);
+  EXPECT_EQ(o.nproc_per_node, 1);
+  EXPECT_EQ(o.max_restarts, 0);
+  EXPECT_EQ(o.monitor_interval, absl::Milliseconds(100));
+  EXPECT_EQ(o.job_id, "none");
+  EXPECT_EQ(o.coordinator, "localhost:29400");
+  EXPECT_EQ(o.role, "default");
+  EXPECT_EQ(o.node_id, "host-a");
+  EXPECT_TRUE(o.use_env);
+  EXPECT_FALSE(o.module || o.no_python || o.standalone || o.help);
+  EXPECT_EQ(o.redirects.ToString(), "0");
+  EXPECT_EQ(o.tee.ToString(), "0");
+  EXPECT_EQ(o.python_exec, "python3");
+  EXPECT_EQ(o.shutdown_timeout, absl::Seconds(30));
+  EXPECT_EQ(o.entrypoint, "train.py");
+  EXPECT_TRUE(o.script_args.empty());
+  EXPECT_FALSE(o.node_rank.has_value());
+}
+
+// Each row: a command line and a check of one parsed field.
+struct Row {
+  std::string line;
+  std::function<bool(const LaunchOptions&)> check;
+  std::string what;
+};
+
+TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
+  const std::vector<Row> rows = {
+      {"--nnodes 2 t.py",
+       [](auto& o) { return o.min_nodes == 2 && o.max_nodes == 2; }, "N"},
+      {"--nnodes=2:4 t.py",
+       [](auto& o) { return o.min_nodes == 2 && o.max_nodes == 4; }, "MIN:MAX"},
+      {"--nproc-per-node 4 t.py", [](auto& o) { return o.nproc_per_node == 4; },
+       "dash"},
+      {"--nproc_per_node=4 t.py", [](auto& o) { return o.nproc_per_node == 4; },
+       "underscore"},
+      {"--nproc-per-node cpu t.py",
+       [](auto& o) { return o.nproc_per_node == 8; }, "cpu"},
+      {"--nproc-per-node auto t.py",
+       [](auto& o) { return o.nproc_per_node == 8; },
+       "auto without GPUs = CPU count"},
+      {"--max-restarts 3 t.py", [](auto& o) { return o.max_restarts == 3; },
+       "restarts"},
+      {"--max_restarts=3 t.py", [](auto& o) { return o.max_restarts == 3; },
+       "restarts_"},
+      {"--monitor-interval 0.5 t.py",
+       [](auto& o) { return o.monitor_interval == absl::Milliseconds(500); },
+       "interval"},
+      {"--monitor_interval=2s t.py",
+       [](auto& o) { return o.monitor_interval == absl::Seconds(2); },
+       "interval dur"},
+      {"--rdzv-id abc t.py", [](auto& o) { return o.job_id == "abc"; },
+       "rdzv-id"},
+      {"--rdzv_id=abc t.py", [](auto& o) { return o.job_id == "abc"; },
+       "rdzv_id"},
+      {"--job abc t.py", [](auto& o) { return o.job_id == "abc"; }, "job"},
+      {"--rdzv-endpoint h:1 t.py",
+       [](auto& o) { return o.coordinator == "h:1"; }, "endpoint"},
+      {"--coordinator=[::1]:29400 t.py",
+       [](auto& o) { return o.coordinator == "[::1]:29400"; },
+       "coordinator ipv6"},
+      {"--rdzv-conf join_timeout=60,last_call_timeout=5s t.py",
+       [](auto& o) {
+         return o.rdzv_conf.join_timeout == absl::Seconds(60) &&
+                o.rdzv_conf.last_call_timeout == absl::Seconds(5);
+       },
+       "rdzv-conf"},
+      {"--rdzv_conf=timeout=10,is_host=1 t.py",
+       [](auto& o) {
+         return o.rdzv_conf.join_timeout == absl::Seconds(10) &&
+                o.rdzv_conf.ignored.size() == 1 &&
+                o.rdzv_conf.ignored[0].first == "is_host";
+       },
+       "timeout alias, ignored key"},
+      {"--rdzv-conf shutdown_timeout=7 t.py",
+       [](auto& o) { return o.shutdown_timeout == absl::Seconds(7); },
+       "conf shutdown"},
+      {"--rdzv-backend c10d t.py",
+       [](auto& o) { return o.rdzv_backend == "c10d" && o.notes.size() == 1; },
+       "backend"},
+      {"--standalone t.py",
+       [](auto& o) {
+         return o.standalone && o.job_id.rfind("standalone-", 0) == 0;
+       },
+       "standalone"},
+      {"--role trainer t.py", [](auto& o) { return o.role == "trainer"; },
+       "role"},
+      {"-m pkg.train",
+       [](auto& o) { return o.module && o.entrypoint == "pkg.train"; }, "-m"},
+      {"--module pkg.train", [](auto& o) { return o.module; }, "--module"},
+      {"--no-python ./run", [](auto& o) { return o.no_python; }, "no-python"},
+      {"--no_python ./run", [](auto& o) { return o.no_python; }, "no_python"},
+      {"--use-env t.py", [](auto& o) { return o.use_env; }, "use-env"},
+      {"--use_env=false t.py", [](auto& o) { return !o.use_env; },
+       "use_env=false"},
+      {"--log-dir /tmp/x t.py", [](auto& o) { return o.log_dir == "/tmp/x"; },
+       "log-dir"},
+      {"-r 3 t.py", [](auto& o) { return o.redirects.ForRank(5) == Std::kAll; },
+       "-r"},
+      {"-r3 t.py", [](auto& o) { return o.redirects.ForRank(0) == Std::kAll; },
+       "-r3"},
+      {"--redirects=0:1,1:2 t.py",
+       [](auto& o) {
+         return o.redirects.ForRank(0) == Std::kOut &&
+                o.redirects.ForRank(1) == Std::kErr;
+       },
+       "per rank"},
+      {"-t 2 t.py", [](auto& o) { return o.tee.ForRank(0) == Std::kErr; },
+       "-t"},
+      {"--tee=1 t.py", [](auto& o) { return o.tee.ForRank(0) == Std::kOut; },
+       "--tee"},
+      {"--local-ranks-filter 0,2 t.py",
+       [](auto& o) {
+         return o.local_ranks_filter == std::set<int>{0, 2};
+       },
+       "filter"},
+      {"--local_ranks_filter=1 t.py",
+       [](auto& o) { return o.local_ranks_filter == std::set<int>{1}; },
+       "filter_"},
+      {"--local-addr 10.0.0.5 t.py",
+       [](auto& o) { return o.local_addr == "10.0.0.5"; }, "addr"},
+      {"--node-rank 2 t.py", [](auto& o) { return o.node_rank == 2; },
+       "node-rank"},
+      {"--node_rank=0 t.py", [](auto& o) { return o.node_rank == 0; },
+       "node_rank"},
+      {"--node-id gpu-17 t.py", [](auto& o) { return o.node_id == "gpu-17"; },
+       "node-id"},
+      {"--worker-heartbeat-timeout 45 t.py",
+       [](auto& o) { return o.worker_heartbeat_timeout == absl::Seconds(45); },
+       "hb"},
+      {"--worker-heartbeat-timeout 0 t.py",
+       [](auto& o) {
+         return o.worker_heartbeat_timeout == absl::ZeroDuration();
+       },
+       "hb off"},
+      {"--shutdown-timeout 5 t.py",
+       [](auto& o) { return o.shutdown_timeout == absl::Seconds(5); },
+       "shutdown"},
+      {"--master-addr 1.2.3.4 --master_port 1234 --start-method spawn t.py",
+       [](auto& o) { return o.notes.size() == 3; }, "ignored torchrun flags"},
+      {"--help", [](auto& o) { return o.help; }, "help without entry point"},
+      {"-h", [](auto& o) { return o.help; }, "-h"},
+  };
+  for (const Row& row : rows) {
+    auto parsed = ParseLaunchOptions(Args(row.line), TestHost());
+    ASSERT_TRUE(parsed.ok())
+        << row.what << ": " << row.line << " -> " << parsed.status();
+    EXPECT_TRUE(row.check(*parsed)) << row.what << ": " << row.line;
+  }
+}
+
+TEST(ParseLaunchOptionsTest, Parse_FlagsAfterEntryPoint_BelongToScript) {
+  LaunchOptions o = ParseOk("--nnodes 2 train.py --nnodes 5 --lr 0.1 -m");
+  EXPECT_EQ(o.max_nodes, 2);
+  EXPECT_FALSE(o.module);
+  EXPECT_EQ(o.script_args,
+            (std::vector<std::string>{"--nnodes", "5", "--lr", "0.1", "-m"}));
+}
+
+TEST(ParseLaunchOptionsTest, Parse_DoubleDash_EndsFlags) {
+  LaunchOptions o = ParseOk("--nnodes 2 -- --weird-name.py a");
+  EXPECT_EQ(o.entrypoint, "--weird-name.py");
+  EXPECT_EQ(o.script_args, std::vector<std::string>{"a"});
+}
+
+TEST(ParseLaunchOptionsTest, Parse_GpuWithGpus_UsesGpuCount) {
+  EXPECT_EQ(ParseOk("--nproc-per-node gpu t.py", TestHost(4)).nproc_per_node,
+            4);
+  EXPECT_EQ(ParseOk("--nproc-per-node auto t.py", TestHost(2)).nproc_per_node,
+            2);
+}
+
+TEST(ParseLaunchOptionsTest, Parse_Environment_DefaultsAndCommandLineWins) {
+  HostInfo host = TestHost(0, {{"DDP_COORDINATOR", "coord:7000"},
+                               {"PYTHON_EXEC", "/usr/bin/python3"},
+                               {"PET_NNODES", "2:3"},
+                               {"PET_NPROC_PER_NODE", "2"}});
+  LaunchOptions o = ParseOk("--nproc-per-node 3 t.py", host);
+  EXPECT_EQ(o.coordinator, "coord:7000");
+  EXPECT_EQ(o.python_exec, "/usr/bin/python3");
+  EXPECT_EQ(o.min_nodes, 2);
+  EXPECT_EQ(o.max_nodes, 3);
+  EXPECT_EQ(o.nproc_per_node, 3);
+  EXPECT_EQ(ParseOk("--coordinator other:1 t.py", host).coordinator, "other:1");
+}
+
+struct BadRow {
+  std::string line;
+  std::string expected_in_message;
+};
+
+TEST(ParseLaunchOptionsTest, Parse_BadInput_InvalidArgumentWithClearMessage) {
+  const std::vector<BadRow> rows = {
+      {"--bogus t.py", "unknown flag '--bogus'"},
+      {"--nproc_per_nod=2 t.py", "unknown flag '--nproc-per-nod'"},
+      {"--nnodes 3:2 t.py", "MIN (3) is greater than MAX (2)"},
+      {"--nnodes 0 t.py", "1 <= MIN <= MAX"},
+      {"--nnodes 1:2:3 t.py", "N or MIN:MAX"},
+      {"--nnodes x t.py", "invalid value 'x' for --nnodes"},
+      {"--nproc-per-node gpu t.py", "no NVIDIA GPU"},
+      {"--nproc-per-node 0 t.py", "between 1 and"},
+      {"--nproc-per-node many t.py", "a number, auto, cpu or gpu"},
+      {"--max-restarts -1 t.py", "--max-restarts"},
+      {"--monitor-interval 0 t.py", "greater than 0"},
+      {"--monitor-interval soon t.py", "'soon'"},
+      {"--rdzv-id a/b t.py", "[A-Za-z0-9._-]"},
+      {"--rdzv-endpoint nohost t.py", "HOST:PORT"},
+      {"--rdzv-endpoint h:70000 t.py", "HOST:PORT"},
+      {"--rdzv-conf foo=1 t.py", "unknown --rdzv-conf key 'foo'"},
+      {"--rdzv-conf join_timeout t.py", "key=value"},
+      {"--rdzv-conf join_timeout=-3 t.py", "join_timeout"},
+      {"-r 4 t.py", "--redirects"},
+      {"--tee 0:9 t.py", "--tee"},
+      {"--local-ranks-filter a,b t.py", "comma-separated local ranks"},
+      {"--node-rank -1 t.py", "--node-rank"},
+      {"--start-method thread t.py", "spawn, fork or forkserver"},
+      {"--use-env=maybe t.py", "true or false"},
+      {"--nnodes", "--nnodes needs a value"},
+      {"--nnodes 2", "missing ENTRYPOINT"},
+      {"", "missing ENTRYPOINT"},
+      {"-m --no-python x", "cannot be used together"},
+  };
+  for (const BadRow& row : rows) {
+    auto parsed = ParseLaunchOptions(Args(row.line), TestHost());
+    ASSERT_FALSE(parsed.ok()) << row.line;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument)
+        << row.line;
+    EXPECT_NE(parsed.status().message().find(row.expected_in_message),
+              std::string::npos)
+        << row.line << " -> " << parsed.status();
+  }
+}
+
+TEST(ParseLaunchOptionsTest, Parse_BadEnvironmentValue_NamesTheVariable) {
+  auto parsed =
+      ParseLaunchOptions(Args("t.py"), TestHost(0, {{"PET_NNODES", "zz"}}));
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("$PET_NNODES"), std::string::npos)
+      << parsed.status();
+}
+
+TEST(ParseLaunchOptionsTest, Parse_HugeValue_MessageIsCapped) {
+  const std::string huge(100000, 'x');
+  auto parsed = ParseLaunchOptions({"--nnodes", huge, "t.py"}, TestHost());
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_LT(parsed.status().message().size(), 400u);
+}
+
+TEST(LaunchUsageTest, Usage_MentionsEveryFlag) {
+  const std::string usage = LaunchUsage();
+  for (const char* flag : {"--nnodes",
+                           "--nproc-per-node",
+                           "--max-restarts",
+                           "--monitor-interval",
+                           "--rdzv-id",
+                           "--job",
+                           "--rdzv-endpoint",
+                           "--coordinator",
+                           "--rdzv-conf",
+                           "--rdzv-backend",
+                           "--standalone",
+                           "--role",
+                           "--module",
+                           "--no-python",
+                           "--use-env",
+                           "--log-dir",
+                           "--redirects",
+                           "--tee",
+                           "--local-ranks-filter",
+                           "--local-addr",
+                           "--node-rank",
+                           "--node-id",
+                           "--worker-heartbeat-timeout",
+                           "--shutdown-timeout",
+                           "PYTHON_EXEC",
+                           "DDP_COORDINATOR",
+                           "--help"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(HostInfoTest, FromSystem_ReportsCpusAndHostname) {
+  HostInfo host = HostInfo::FromSystem();
+  EXPECT_GE(host.cpu_count, 1);
+  EXPECT_FALSE(host.hostname.empty());
+  EXPECT_GE(host.gpu_count, 0);
+  ASSERT_TRUE(host.getenv);
+}
+
+}  // namespace
+}  // namespace ddp::client

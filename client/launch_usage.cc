@@ -1,0 +1,82 @@
+// The --help text of ddp-client, kept apart from the parser so each file stays
+// readable.
+
+#include <string>
+
+#include "client/launch_options.h"
+
+namespace ddp::client {
+
+std::string LaunchUsage() {
+  return R"(usage: ddp-client [flags] ENTRYPOINT [script args...]
+
+Node agent of ddp-coordinator: joins a job at the coordinator, gets its ranks, MASTER_ADDR /
+MASTER_PORT and the NCCL unique id, then starts and supervises the local training workers.
+Flags follow torchrun: `-` and `_` are interchangeable (--nproc-per-node == --nproc_per_node),
+values go as --flag=value or --flag value. A value flag not given is read from PET_<NAME>
+(e.g. PET_NNODES) when set. Everything from ENTRYPOINT on (or after `--`) is the script's.
+
+Job and membership
+  --rdzv-id, --job ID             Job id shared by all nodes of the job ([A-Za-z0-9._-],
+                                  up to 128 chars). Default: none.
+  --rdzv-endpoint, --coordinator HOST:PORT
+                                  Coordinator address. Default: $DDP_COORDINATOR, else
+                                  localhost:29400.
+  --nnodes N|MIN:MAX              Nodes in the job; the rendezvous closes at MAX nodes, or
+                                  after the last-call timeout at MIN nodes. Default: 1:1.
+  --nproc-per-node N|auto|cpu|gpu Workers on this node. gpu = number of visible GPUs (an
+                                  error without GPUs); cpu = number of CPUs; auto = GPUs if
+                                  any, else CPUs (torchrun's rule). Default: 1.
+  --max-restarts N                Job-wide restart budget: group restarts before the job
+                                  fails. Default: 0.
+  --rdzv-conf K=V,...             Job timeouts, in seconds or like 30s: join_timeout (alias
+                                  timeout), last_call_timeout, close_timeout,
+                                  heartbeat_timeout, shutdown_timeout. torchrun's is_host,
+                                  read_timeout, keep_alive_*, use_libuv, rank, store_type
+                                  are accepted and ignored; other keys are errors.
+  --rdzv-backend NAME             Accepted for torchrun compatibility and ignored.
+  --standalone                    Single node: run the coordinator inside the agent; the
+                                  job id is random and --rdzv-endpoint/--rdzv-id are ignored.
+  --node-rank N                   Ask for this group rank (granted when free).
+  --node-id ID                    Stable id of this node. Default: the hostname.
+  --local-addr ADDR               Address other nodes reach this node at (MASTER_ADDR when
+                                  this node is group rank 0). Default: looked up.
+  --role NAME                     ROLE_NAME of the workers. Default: default.
+
+Workers
+  -m, --module                    ENTRYPOINT is a Python module (python -u -m MODULE).
+  --no-python                     Run ENTRYPOINT directly, never through Python.
+  --use-env[=true|false]          torch.distributed.launch compatibility. true (default, as
+                                  torchrun): the local rank is only in LOCAL_RANK. false:
+                                  also pass --local_rank=N to the script.
+  PYTHON_EXEC (environment)       Interpreter for Python entry points. Default: python3.
+  A `.py` ENTRYPOINT or -m runs as $PYTHON_EXEC -u ...; an executable file runs as it is;
+  anything else runs under Python, as torchrun does.
+  --monitor-interval SECONDS      Period of the worker checks (heartbeat files). Worker
+                                  exits are reported at once regardless. Default: 0.1.
+  --worker-heartbeat-timeout SECONDS
+                                  A worker that has touched $DDP_HEARTBEAT_FILE and then
+                                  not for this long counts as hung (a failure). 0 disables.
+                                  Default: 300.
+  --shutdown-timeout SECONDS      SIGTERM to each worker's process group, SIGKILL after
+                                  this long. Default: 30.
+
+Logs
+  --log-dir DIR                   Base directory; each run writes
+                                  DIR/<job>_<id>/attempt_<generation>/<local_rank>/
+                                  {stdout.log,stderr.log,error.json}. Default: a temporary
+                                  directory.
+  -r, --redirects SPEC            Streams written to the log files instead of the console:
+                                  0 none, 1 stdout, 2 stderr, 3 both, or per local rank
+                                  like 0:1,1:2. Default: 0.
+  -t, --tee SPEC                  Streams written to the log files and to the console
+                                  (same syntax). Default: 0.
+  --local-ranks-filter R,R,...    Console shows only these local ranks (files get all).
+  Console lines carry the worker's global rank: `[rank3]: ...`.
+
+Accepted and ignored (torchrun): --master-addr, --master-port, --start-method.
+  -h, --help                      This text.
+)";
+}
+
+}  // namespace ddp::client

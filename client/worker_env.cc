@@ -1,0 +1,67 @@
+#include "client/worker_env.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace ddp::client {
+
+EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c,
+                      int local_rank, const WorkerFiles& files,
+                      const EnvMap& base) {
+  EnvMap env = base;
+  const int rank = a.global_rank_offset + local_rank;
+  env["RANK"] = absl::StrCat(rank);
+  env["LOCAL_RANK"] = absl::StrCat(local_rank);
+  env["WORLD_SIZE"] = absl::StrCat(a.world_size);
+  env["LOCAL_WORLD_SIZE"] = absl::StrCat(c.local_world_size);
+  env["GROUP_RANK"] = absl::StrCat(a.group_rank);
+  env["GROUP_WORLD_SIZE"] = absl::StrCat(a.group_world_size);
+  env["ROLE_RANK"] = absl::StrCat(rank);
+  env["ROLE_WORLD_SIZE"] = absl::StrCat(a.world_size);
+  env["ROLE_NAME"] = c.role;
+  env["MASTER_ADDR"] = a.master_addr;
+  env["MASTER_PORT"] = absl::StrCat(a.master_port);
+  env["TORCHELASTIC_RESTART_COUNT"] = absl::StrCat(a.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = absl::StrCat(c.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = c.job_id;
+  env["TORCHELASTIC_ERROR_FILE"] = files.error_file;
+  // No agent-side store here: rank 0's init_process_group must create the
+  // TCPStore.
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING",
+              "1");  // torchrun's default, unless set
+  if (c.local_world_size > 1) env.emplace("OMP_NUM_THREADS", "1");
+  env["DDP_COORDINATOR"] = c.coordinator;
+  env["DDP_JOB"] = c.job_id;
+  env["DDP_GENERATION"] = absl::StrCat(a.generation);
+  env["DDP_HEARTBEAT_FILE"] = files.heartbeat_file;
+  if (a.nccl_unique_id.empty()) {
+    env.erase("DDP_NCCL_UNIQUE_ID");
+  } else {
+    env["DDP_NCCL_UNIQUE_ID"] = absl::BytesToHexString(a.nccl_unique_id);
+  }
+  return env;
+}
+
+EnvMap CurrentEnvironment() {
+  EnvMap env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string item(*entry);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    env.emplace(item.substr(0, eq), item.substr(eq + 1));
+  }
+  return env;
+}
+
+std::vector<std::string> ToEnvStrings(const EnvMap& env) {
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [key, value] : env)
+    out.push_back(absl::StrCat(key, "=", value));
+  return out;
+}
+
+}  // namespace ddp::client

@@ -1,0 +1,53 @@
+#ifndef DDP_CLIENT_WORKER_ENV_H_
+#define DDP_CLIENT_WORKER_ENV_H_
+
+// The environment of one worker: torchrun's contract plus this product's DDP_*
+// variables.
+//
+//   RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE
+//   ROLE_RANK ROLE_WORLD_SIZE ROLE_NAME MASTER_ADDR MASTER_PORT
+//   TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID
+//   TORCHELASTIC_ERROR_FILE TORCHELASTIC_USE_AGENT_STORE=False (rank 0 hosts
+//   the TCPStore at MASTER_ADDR:PORT) TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and
+//   OMP_NUM_THREADS=1 (more than one worker) unless set DDP_COORDINATOR DDP_JOB
+//   DDP_GENERATION DDP_HEARTBEAT_FILE DDP_NCCL_UNIQUE_ID (256 lowercase hex
+//   chars; absent when the assignment carries no id)
+//
+// One role per job, so ROLE_RANK == RANK and ROLE_WORLD_SIZE == WORLD_SIZE.
+// Thread-safety: pure functions.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/assignment.h"
+#include "client/worker_files.h"
+
+namespace ddp::client {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// What the worker environment needs besides the assignment (from
+// LaunchOptions).
+struct WorkerEnvContext {
+  std::string job_id;
+  std::string coordinator;
+  std::string role = "default";
+  int max_restarts = 0;
+  int local_world_size = 1;
+};
+
+// `base` (usually CurrentEnvironment()) overlaid with the worker's variables.
+EnvMap BuildWorkerEnv(const Assignment& assignment,
+                      const WorkerEnvContext& context, int local_rank,
+                      const WorkerFiles& files, const EnvMap& base);
+
+// This process's environment.
+EnvMap CurrentEnvironment();
+
+// {"K=V", ...} for execve.
+std::vector<std::string> ToEnvStrings(const EnvMap& env);
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_WORKER_ENV_H_

@@ -1,0 +1,149 @@
+#include "client/worker_process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ddp::client {
+namespace {
+
+// glibc 2.36's <sys/pidfd.h> lacks extern "C" guards, so call the system call
+// directly.
+int PidfdOpen(pid_t pid) {
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
+
+void CloseIfOpen(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+absl::Status ErrnoError(absl::string_view what) {
+  return absl::InternalError(absl::StrCat(what, " failed: ", strerror(errno)));
+}
+
+// Runs in the forked child: only async-signal-safe calls until exec.
+[[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write,
+                            int report_write, char* const argv[],
+                            char* const envp[]) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);  // the agent died before prctl took effect
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig)
+    sigaction(sig, &dfl, nullptr);  // fails for KILL/STOP
+  if (dup2(out_write, STDOUT_FILENO) < 0 ||
+      dup2(err_write, STDERR_FILENO) < 0) {
+    const int err = errno;
+    (void)!write(report_write, &err, sizeof(err));
+    _exit(127);
+  }
+  execvpe(argv[0], argv, envp);
+  const int err = errno;
+  (void)!write(report_write, &err, sizeof(err));
+  _exit(127);
+}
+
+}  // namespace
+
+absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
+                                          const std::vector<std::string>& env) {
+  if (argv.empty() || argv[0].empty()) {
+    return absl::InvalidArgumentError("worker command is empty");
+  }
+  // Everything the child needs is built before fork: allocation after it is not
+  // safe.
+  std::vector<char*> argv_ptrs, env_ptrs;
+  for (const std::string& a : argv)
+    argv_ptrs.push_back(const_cast<char*>(a.c_str()));
+  argv_ptrs.push_back(nullptr);
+  for (const std::string& e : env)
+    env_ptrs.push_back(const_cast<char*>(e.c_str()));
+  env_ptrs.push_back(nullptr);
+
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {out, err, report}) {
+      CloseIfOpen(p[0]);
+      CloseIfOpen(p[1]);
+    }
+  };
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+      pipe2(report, O_CLOEXEC) != 0) {
+    absl::Status status = ErrnoError("pipe2");
+    close_all();
+    return status;
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    absl::Status status = ErrnoError("fork");
+    close_all();
+    return status;
+  }
+  if (pid == 0) {
+    ExecChild(parent, out[1], err[1], report[1], argv_ptrs.data(),
+              env_ptrs.data());
+  }
+  setpgid(pid, pid);  // EACCES after exec is fine: the child did it itself
+  CloseIfOpen(out[1]);
+  CloseIfOpen(err[1]);
+  CloseIfOpen(report[1]);
+
+  SpawnedWorker worker;
+  worker.pid = pid;
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(report[0], &child_errno, sizeof(child_errno));  // EOF at exec
+  } while (n < 0 && errno == EINTR);
+  CloseIfOpen(report[0]);
+  if (n == static_cast<ssize_t>(sizeof(child_errno))) {
+    worker.exec_error =
+        absl::StrCat("cannot execute '", argv[0], "': ", strerror(child_errno));
+  }
+  worker.pidfd = PidfdOpen(pid);
+  if (worker.pidfd < 0) {
+    absl::Status status =
+        ErrnoError("pidfd_open (Linux 5.3 or later is required)");
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    close_all();
+    return status;
+  }
+  fcntl(worker.pidfd, F_SETFD, FD_CLOEXEC);
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  worker.stdout_fd = out[0];
+  worker.stderr_fd = err[0];
+  return worker;
+}
+
+bool ProcessGroupAlive(pid_t pgid) {
+  return pgid > 0 && (kill(-pgid, 0) == 0 || errno == EPERM);
+}
+
+void SignalProcessGroup(pid_t pgid, int signal) {
+  if (pgid > 0) kill(-pgid, signal);
+}
+
+std::string SignalName(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  if (abbrev == nullptr) return absl::StrCat("SIG", signal);
+  return absl::StrCat("SIG", abbrev);
+}
+
+}  // namespace ddp::client

@@ -1,0 +1,62 @@
+#ifndef DDP_CLIENT_WORKER_PROCESS_H_
+#define DDP_CLIENT_WORKER_PROCESS_H_
+
+// Starting one worker process (fork + exec) and the process-group signalling
+// around it.
+//
+// The child:
+//  - leads its own process group (setpgid(0, 0); the parent does it too, so
+//  there is no
+//    window where a signal to the group misses it), so SIGTERM/SIGKILL to the
+//    group also reach anything the worker starts;
+//  - has PR_SET_PDEATHSIG(SIGKILL): it dies when the thread that forked it
+//  dies. The agent
+//    must therefore fork from a thread that lives as long as the workers (the
+//    supervisor's monitor thread). If the parent died before prctl took effect,
+//    getppid() no longer matches and the child exits at once;
+//  - gets default signal dispositions and an empty signal mask (the agent may
+//  ignore
+//    SIGPIPE or block signals; exec does not reset those);
+//  - writes stdout/stderr into pipes the parent reads; stdin is inherited.
+// Exec failures (no such file, not executable) come back through a
+// close-on-exec pipe as errno text; the child then exits 127 and `exec_error`
+// says why.
+//
+// Thread-safety: SpawnWorker may be called from any thread (it only touches its
+// arguments); the returned file descriptors belong to the caller.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ddp::client {
+
+struct SpawnedWorker {
+  pid_t pid = -1;      // also the process group id
+  int pidfd = -1;      // readable when the process exits (pidfd_open)
+  int stdout_fd = -1;  // read ends, non-blocking, close-on-exec
+  int stderr_fd = -1;
+  std::string exec_error;  // non-empty when exec failed (the child exits 127)
+};
+
+// Possible errors: INVALID_ARGUMENT (empty argv), INTERNAL
+// (pipe/fork/pidfd_open failed; errno text named). On error nothing is left
+// running and no descriptor is leaked.
+absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
+                                          const std::vector<std::string>& env);
+
+// True while any process is in group `pgid` (kill(-pgid, 0)).
+bool ProcessGroupAlive(pid_t pgid);
+
+// Sends `signal` to group `pgid`; a group that is already gone is not an error.
+void SignalProcessGroup(pid_t pgid, int signal);
+
+// "SIGKILL", "SIGSEGV", ...; "SIG<n>" for numbers without a name.
+std::string SignalName(int signal);
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_WORKER_PROCESS_H_

@@ -1,0 +1,495 @@
+#include "client/worker_supervisor.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/heartbeat_tracker.h"
+#include "client/output_router.h"
+#include "client/worker_process.h"
+#include "common/logging.h"
+
+namespace ddp::client {
+namespace {
+
+constexpr uint64_t kWakeTag = ~uint64_t{0};
+constexpr uint64_t kTimerTag = ~uint64_t{0} - 1;
+enum FdKind : uint64_t { kPidfd = 0, kStdout = 1, kStderr = 2 };
+constexpr size_t kReadChunk = 64 << 10;
+// No event says "this process group is now empty": Stop() checks at this
+// period.
+constexpr absl::Duration kGroupPollPeriod = absl::Milliseconds(10);
+
+uint64_t Tag(size_t index, FdKind kind) {
+  return (uint64_t{index} << 2) | kind;
+}
+
+void CloseFd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+std::string WorkerExit::Describe() const {
+  switch (kind) {
+    case Kind::kExited:
+      return absl::StrCat("exit code ", exit_code);
+    case Kind::kSignaled:
+      return absl::StrCat("signal ", SignalName(signal));
+    case Kind::kHung:
+      return absl::StrCat("hang: no heartbeat for ",
+                          absl::FormatDuration(silent_for));
+  }
+  return "unknown";
+}
+
+struct WorkerSupervisor::Worker {
+  explicit Worker(WorkerSpec s, absl::Duration heartbeat_timeout)
+      : spec(std::move(s)), tracker(heartbeat_timeout) {}
+  WorkerSpec spec;
+  SpawnedWorker process;
+  std::unique_ptr<OutputRouter> out;
+  std::unique_ptr<OutputRouter> err;
+  HeartbeatTracker tracker;
+  bool exited = false;
+  bool hang_reported = false;
+};
+
+// Owns the descriptors and per-worker state; everything here runs on the
+// monitor thread except the constructor, Init() and Wake().
+class WorkerSupervisor::EventLoop {
+ public:
+  EventLoop(WorkerSupervisor* owner, std::vector<WorkerSpec> specs)
+      : owner_(owner) {
+    for (WorkerSpec& spec : specs) {
+      workers_.push_back(std::make_unique<Worker>(
+          std::move(spec), owner->options_.heartbeat_timeout));
+    }
+    buffer_.resize(kReadChunk);
+  }
+  ~EventLoop() {
+    for (auto& w : workers_) {
+      CloseFd(w->process.pidfd);
+      CloseFd(w->process.stdout_fd);
+      CloseFd(w->process.stderr_fd);
+    }
+    CloseFd(timer_fd_);
+    CloseFd(wake_fd_);
+    CloseFd(epoll_fd_);
+  }
+
+  absl::Status Init() {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) {
+      return absl::InternalError(
+          absl::StrCat("epoll/eventfd: ", strerror(errno)));
+    }
+    Watch(wake_fd_, kWakeTag);
+    const WorkerSupervisor::Options& o = owner_->options_;
+    if (o.heartbeat_timeout > absl::ZeroDuration()) {
+      timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+      if (timer_fd_ < 0)
+        return absl::InternalError(absl::StrCat("timerfd: ", strerror(errno)));
+      itimerspec period{};
+      period.it_interval = absl::ToTimespec(o.check_interval);
+      period.it_value = period.it_interval;
+      timerfd_settime(timer_fd_, 0, &period, nullptr);
+      Watch(timer_fd_, kTimerTag);
+    }
+    return absl::OkStatus();
+  }
+
+  void Wake() {
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+  }
+
+  void Run() {
+    pthread_setname_np(pthread_self(), "worker-monitor");
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      owner_->monitor_id_ = std::this_thread::get_id();
+    }
+    absl::Status spawned = SpawnAll();
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      owner_->spawn_result_ = spawned;
+    }
+    epoll_event events[64];
+    while (true) {
+      {
+        absl::MutexLock lock(&owner_->mu_);
+        if (owner_->quit_) break;
+      }
+      const int n = epoll_wait(epoll_fd_, events, 64, -1);
+      if (n < 0 && errno != EINTR) {
+        DDP_LOG(ERROR) << "epoll_wait failed: " << strerror(errno);
+        break;
+      }
+      for (int e = 0; e < n; ++e) Dispatch(events[e].data.u64);
+    }
+    for (size_t i = 0; i < workers_.size(); ++i) DrainPipes(i);
+  }
+
+ private:
+  void Watch(int fd, uint64_t tag) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = tag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
+  }
+  void Unwatch(int& fd) {
+    if (fd < 0) return;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    CloseFd(fd);
+  }
+
+  absl::Status SpawnAll() {
+    const WorkerSupervisor::Options& o = owner_->options_;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      Worker& w = *workers_[i];
+      const WorkerSpec& spec = w.spec;
+      if (absl::Status s = MakeDirectories(spec.files.dir); !s.ok()) return s;
+      unlink(
+          spec.files.error_file.c_str());  // stale files of a reused directory
+      unlink(spec.files.heartbeat_file.c_str());
+      const std::string prefix = absl::StrCat("[rank", spec.global_rank, "]: ");
+      const Std to_file = static_cast<Std>(static_cast<int>(spec.redirect) |
+                                           static_cast<int>(spec.tee));
+      auto make_router = [&](bool is_out) {
+        OutputRouter::Options r;
+        const bool redirected = is_out ? IncludesStdout(spec.redirect)
+                                       : IncludesStderr(spec.redirect);
+        if (is_out ? IncludesStdout(to_file) : IncludesStderr(to_file)) {
+          r.file_path = is_out ? spec.files.stdout_log : spec.files.stderr_log;
+        }
+        if (!redirected && spec.show_on_console) {
+          r.console_fd = is_out ? o.console_out_fd : o.console_err_fd;
+        }
+        r.prefix = prefix;
+        r.max_line_bytes = o.max_line_bytes;
+        return std::make_unique<OutputRouter>(std::move(r));
+      };
+      w.out = make_router(true);
+      w.err = make_router(false);
+      if (absl::Status s = w.out->Open(); !s.ok()) return s;
+      if (absl::Status s = w.err->Open(); !s.ok()) return s;
+
+      absl::StatusOr<SpawnedWorker> process =
+          SpawnWorker(spec.argv, ToEnvStrings(spec.env));
+      if (!process.ok()) return process.status();
+      w.process = *process;
+      {
+        absl::MutexLock lock(&owner_->mu_);
+        owner_->states_[i].pid = w.process.pid;
+        owner_->states_[i].running = true;
+      }
+      Watch(w.process.pidfd, Tag(i, kPidfd));
+      Watch(w.process.stdout_fd, Tag(i, kStdout));
+      Watch(w.process.stderr_fd, Tag(i, kStderr));
+    }
+    return absl::OkStatus();
+  }
+
+  void Dispatch(uint64_t tag) {
+    if (tag == kWakeTag) {
+      uint64_t count;
+      (void)!read(wake_fd_, &count, sizeof(count));
+      return;
+    }
+    if (tag == kTimerTag) {
+      uint64_t expirations;
+      (void)!read(timer_fd_, &expirations, sizeof(expirations));
+      CheckHeartbeats();
+      return;
+    }
+    const size_t index = tag >> 2;
+    if (index >= workers_.size()) return;
+    switch (static_cast<FdKind>(tag & 3)) {
+      case kPidfd:
+        HandleExit(index);
+        break;
+      case kStdout:
+        ReadPipe(workers_[index]->process.stdout_fd, *workers_[index]->out);
+        break;
+      case kStderr:
+        ReadPipe(workers_[index]->process.stderr_fd, *workers_[index]->err);
+        break;
+    }
+  }
+
+  // Reads what is available now; closes the pipe at EOF.
+  void ReadPipe(int& fd, OutputRouter& router) {
+    while (fd >= 0) {
+      const ssize_t n = read(fd, buffer_.data(), buffer_.size());
+      if (n > 0) {
+        router.Write(absl::string_view(buffer_.data(), static_cast<size_t>(n)));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      router.Flush();  // EOF (or an error): the stream is over
+      Unwatch(fd);
+    }
+  }
+
+  void DrainPipes(size_t index) {
+    Worker& w = *workers_[index];
+    ReadPipe(w.process.stdout_fd, *w.out);
+    ReadPipe(w.process.stderr_fd, *w.err);
+  }
+
+  void HandleExit(size_t index) {
+    Worker& w = *workers_[index];
+    int status = 0;
+    pid_t reaped;
+    do {
+      reaped = waitpid(w.process.pid, &status, WNOHANG);
+    } while (reaped < 0 && errno == EINTR);
+    if (reaped == 0) return;  // not yet (spurious wake-up)
+    Unwatch(w.process.pidfd);
+    DrainPipes(index);  // output written just before the exit comes first
+    w.exited = true;
+
+    WorkerExit exit;
+    exit.local_rank = w.spec.local_rank;
+    exit.global_rank = w.spec.global_rank;
+    exit.pid = w.process.pid;
+    exit.time = owner_->clock_.Now();
+    exit.error_file = w.spec.files.error_file;
+    if (reaped <
+        0) {  // someone else reaped it (waitpid(-1) elsewhere): report unknown
+      exit.exit_code = -1;
+    } else if (WIFSIGNALED(status)) {
+      exit.kind = WorkerExit::Kind::kSignaled;
+      exit.signal = WTERMSIG(status);
+    } else {
+      exit.exit_code = WEXITSTATUS(status);
+    }
+    absl::StatusOr<ErrorFileContent> error = ReadErrorFile(
+        w.spec.files.error_file, owner_->options_.error_file_limits);
+    if (error.ok()) {
+      exit.error = *error;
+    } else if (!w.process.exec_error.empty()) {
+      exit.error = ErrorFileContent{w.process.exec_error, "", ""};
+    }
+    owner_->RecordExit(index, std::move(exit));
+  }
+
+  void CheckHeartbeats() {
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      if (owner_->stopping_) return;
+    }
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      Worker& w = *workers_[i];
+      if (w.exited || w.hang_reported || w.process.pid <= 0) continue;
+      struct stat st;
+      std::optional<absl::Time> mtime;
+      if (stat(w.spec.files.heartbeat_file.c_str(), &st) == 0) {
+        mtime = absl::TimeFromTimespec(st.st_mtim);
+      }
+      const absl::Time now = owner_->clock_.Now();
+      if (!w.tracker.Observe(mtime, now)) continue;
+      w.hang_reported = true;
+      WorkerExit hang;
+      hang.kind = WorkerExit::Kind::kHung;
+      hang.local_rank = w.spec.local_rank;
+      hang.global_rank = w.spec.global_rank;
+      hang.pid = w.process.pid;
+      hang.time = now;
+      hang.silent_for = w.tracker.SilentFor(now);
+      hang.error_file = w.spec.files.error_file;
+      owner_->RecordHang(i, std::move(hang));
+    }
+  }
+
+  WorkerSupervisor* const owner_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<char> buffer_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  int timer_fd_ = -1;
+};
+
+WorkerSupervisor::WorkerSupervisor(Options options, const Clock& clock,
+                                   ExitCallback on_exit)
+    : options_(std::move(options)),
+      clock_(clock),
+      on_exit_(std::move(on_exit)) {}
+
+WorkerSupervisor::~WorkerSupervisor() {
+  absl::Status s = Stop(options_.destructor_stop_timeout);
+  if (!s.ok()) DDP_LOG(WARNING) << "stopping workers: " << s;
+}
+
+absl::Status WorkerSupervisor::Start(std::vector<WorkerSpec> specs) {
+  if (specs.empty()) return absl::InvalidArgumentError("no workers to start");
+  for (const WorkerSpec& spec : specs) {
+    if (spec.argv.empty() || spec.argv[0].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty command for local rank ", spec.local_rank));
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_)
+      return absl::FailedPreconditionError("Start() was already called");
+    started_ = true;
+    for (const WorkerSpec& spec : specs) {
+      WorkerState state;
+      state.local_rank = spec.local_rank;
+      state.global_rank = spec.global_rank;
+      states_.push_back(state);
+    }
+  }
+  loop_ = std::make_unique<EventLoop>(this, std::move(specs));
+  if (absl::Status s = loop_->Init(); !s.ok()) {
+    absl::MutexLock lock(&mu_);
+    spawn_result_ = s;  // no thread, nothing started
+    start_done_ = true;
+    return s;
+  }
+  monitor_ = std::thread([this] { loop_->Run(); });
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](std::optional<absl::Status>* r) { return r->has_value(); },
+      &spawn_result_));
+  start_done_ = true;
+  return *spawn_result_;
+}
+
+bool WorkerSupervisor::AllExitedLocked() const {
+  for (const WorkerState& state : states_) {
+    if (state.running) return false;
+  }
+  return true;
+}
+
+bool WorkerSupervisor::AwaitAllExited(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return self->AllExitedLocked();
+          },
+          this),
+      timeout);
+}
+
+std::vector<WorkerState> WorkerSupervisor::Workers() const {
+  absl::MutexLock lock(&mu_);
+  return states_;
+}
+
+void WorkerSupervisor::RecordExit(size_t index, WorkerExit exit) {
+  {
+    absl::MutexLock lock(&mu_);
+    exit.during_stop = stopping_;
+    states_[index].running = false;
+    states_[index].exit = exit;
+  }
+  if (on_exit_) on_exit_(exit);
+}
+
+void WorkerSupervisor::RecordHang(size_t index, WorkerExit hang) {
+  {
+    absl::MutexLock lock(&mu_);
+    states_[index].hung = true;
+  }
+  if (on_exit_) on_exit_(hang);
+}
+
+absl::Status WorkerSupervisor::Stop(absl::Duration timeout) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ && monitor_id_ == std::this_thread::get_id()) {
+      return absl::FailedPreconditionError(
+          "Stop() called from the ExitCallback (the monitor thread); call it "
+          "from another "
+          "thread");
+    }
+    if (!started_ || stopped_) return absl::OkStatus();
+    if (stopping_) {  // another thread is stopping: wait for it
+      mu_.Await(absl::Condition(&stopped_));
+      return absl::OkStatus();
+    }
+    stopping_ = true;
+  }
+  absl::Status status = StopOnce(timeout);
+  {
+    absl::MutexLock lock(&mu_);
+    quit_ = true;
+  }
+  if (monitor_.joinable()) {  // absent when Init() failed
+    loop_->Wake();
+    monitor_.join();
+  }
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+  return status;
+}
+
+absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout) {
+  std::vector<pid_t> groups;
+  {
+    absl::MutexLock lock(&mu_);
+    // Start() may still be spawning on another thread: wait so no worker is
+    // missed.
+    mu_.Await(absl::Condition(&start_done_));
+    for (const WorkerState& state : states_) {
+      if (state.pid > 0) groups.push_back(state.pid);
+    }
+  }
+  auto any_group_alive = [&] {
+    for (pid_t pgid : groups) {
+      if (ProcessGroupAlive(pgid)) return true;
+    }
+    return false;
+  };
+  auto await_all = [&](absl::Time deadline) {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithDeadline(
+          absl::Condition(
+              +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                return self->AllExitedLocked();
+              },
+              this),
+          deadline);
+    }
+    while (any_group_alive() && absl::Now() < deadline)
+      absl::SleepFor(kGroupPollPeriod);
+    absl::MutexLock lock(&mu_);
+    return AllExitedLocked() && !any_group_alive();
+  };
+
+  for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGTERM);
+  if (await_all(absl::Now() + timeout)) return absl::OkStatus();
+  DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout)
+                   << " after SIGTERM; sending SIGKILL";
+  for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGKILL);
+  if (await_all(absl::Now() + options_.kill_grace)) return absl::OkStatus();
+  std::vector<pid_t> alive;
+  for (pid_t pgid : groups) {
+    if (ProcessGroupAlive(pgid)) alive.push_back(pgid);
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "process groups still present ",
+      absl::FormatDuration(options_.kill_grace),
+      " after SIGKILL: ", absl::StrJoin(alive, ","),
+      " (zombies of orphaned grandchildren that init has not reaped?)"));
+}
+
+}  // namespace ddp::client

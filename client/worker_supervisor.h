@@ -1,0 +1,179 @@
+#ifndef DDP_CLIENT_WORKER_SUPERVISOR_H_
+#define DDP_CLIENT_WORKER_SUPERVISOR_H_
+
+// Runs the workers of ONE generation on this node: starts them, routes their
+// output, reports each exit (and each hang) the moment it happens, and stops
+// them as a group. A new generation gets a new WorkerSupervisor.
+//
+// Lifecycle:
+//
+//   constructed --Start()--> running --Stop()--> stopped
+//        |                      |  (workers exit on their own: still "running"
+//        |                      |   until Stop; AwaitAllExited() tells when all
+//        did)
+//        +------ destructor: Stop(options.destructor_stop_timeout) if needed
+//
+// Events (one named thread, "worker-monitor", runs an epoll loop over):
+//   - each worker's pidfd: readable when it exits -> waitpid (always reaped,
+//   never a zombie)
+//     -> its pipes drained -> its TORCHELASTIC_ERROR_FILE read -> ExitCallback;
+//   - each worker's stdout/stderr pipe -> OutputRouter (files per
+//   --redirects/--tee,
+//     console lines "[rank<R>]: ..." honoring --local-ranks-filter);
+//   - a timerfd every `check_interval` when hang detection is on:
+//   heartbeat-file mtimes ->
+//     HeartbeatTracker -> a hang is reported once through the ExitCallback
+//     (kind kHung; the process keeps running until the caller stops the group);
+//   - an eventfd that wakes the loop for shutdown.
+// Workers are forked from the monitor thread, because PR_SET_PDEATHSIG fires
+// when the forking *thread* ends: the workers die with that thread, i.e. with
+// the agent.
+//
+// Stop(timeout): SIGTERM to every worker's process group; when the leaders have
+// exited and the groups are empty, done; otherwise SIGKILL to the groups at the
+// deadline, then wait up to `kill_grace` for them to vanish. Returns once every
+// worker is reaped. Grandchildren are orphans reparented to init: they are
+// killed through their group, but the supervisor cannot reap them (no
+// subreaper, so as not to steal other children).
+//
+// Thread-safety: every public method is thread-safe. The ExitCallback runs on
+// the monitor thread, without internal locks held; it must not block long, and
+// must not call Stop() (that returns FAILED_PRECONDITION there): post the
+// decision to another thread.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/error_file.h"
+#include "client/std_streams.h"
+#include "client/worker_env.h"
+#include "client/worker_files.h"
+#include "common/clock.h"
+
+namespace ddp::client {
+
+struct WorkerSpec {
+  int local_rank = 0;
+  int global_rank = 0;
+  std::vector<std::string> argv;  // argv[0] is looked up on PATH
+  EnvMap env;                     // the complete environment
+  WorkerFiles files;  // directory created; stale error/heartbeat files removed
+  Std redirect = Std::kNone;    // streams to the log file only
+  Std tee = Std::kNone;         // streams to the log file and the console
+  bool show_on_console = true;  // false: filtered out by --local-ranks-filter
+};
+
+struct WorkerExit {
+  enum class Kind { kExited, kSignaled, kHung };
+  int local_rank = 0;
+  int global_rank = 0;
+  pid_t pid = -1;
+  Kind kind = Kind::kExited;
+  int exit_code = 0;          // kExited
+  int signal = 0;             // kSignaled
+  absl::Time time;            // when the supervisor saw it (Clock::Now())
+  absl::Duration silent_for;  // kHung: time since the last heartbeat
+  std::optional<ErrorFileContent>
+      error;  // from the error file, or the exec failure
+  std::string error_file;
+  bool during_stop = false;  // the exit followed a Stop() order
+
+  bool succeeded() const { return kind == Kind::kExited && exit_code == 0; }
+  // "exit code 3", "signal SIGKILL", "hang: no heartbeat for 30s".
+  std::string Describe() const;
+};
+
+// Per-worker view for heartbeats to the coordinator.
+struct WorkerState {
+  int local_rank = 0;
+  int global_rank = 0;
+  pid_t pid = -1;
+  bool running = false;
+  std::optional<WorkerExit> exit;  // set once it exited
+  bool hung = false;
+};
+
+class WorkerSupervisor {
+ public:
+  struct Options {
+    absl::Duration heartbeat_timeout =
+        absl::Minutes(5);  // zero disables hang detection
+    absl::Duration check_interval = absl::Milliseconds(100);
+    absl::Duration kill_grace =
+        absl::Seconds(5);  // after SIGKILL, for groups to vanish
+    absl::Duration destructor_stop_timeout = absl::Seconds(30);
+    int console_out_fd = 1;  // where console stdout lines go
+    int console_err_fd = 2;
+    size_t max_line_bytes = 64 << 10;
+    ErrorFileLimits error_file_limits;
+  };
+  using ExitCallback = std::function<void(const WorkerExit&)>;
+
+  WorkerSupervisor(Options options, const Clock& clock, ExitCallback on_exit);
+  ~WorkerSupervisor();
+  WorkerSupervisor(const WorkerSupervisor&) = delete;
+  WorkerSupervisor& operator=(const WorkerSupervisor&) = delete;
+
+  // Starts the monitor thread and every worker.
+  // Possible errors: FAILED_PRECONDITION (called twice), INVALID_ARGUMENT (no
+  // workers, empty argv), INTERNAL (directory, log file, pipe, fork or pidfd
+  // failure, named). After an error some workers may run: call Stop() (the
+  // destructor does).
+  absl::Status Start(std::vector<WorkerSpec> specs);
+
+  // Stops every worker (see above). Idempotent.
+  // Possible errors: FAILED_PRECONDITION (called from the ExitCallback),
+  // DEADLINE_EXCEEDED (a process group survived SIGKILL + kill_grace; pgids
+  // named).
+  absl::Status Stop(absl::Duration timeout);
+
+  // Blocks until every worker has exited or `timeout` passed; true when all
+  // exited (also when none was started).
+  bool AwaitAllExited(absl::Duration timeout);
+  std::vector<WorkerState> Workers() const;
+
+ private:
+  struct Worker;
+  class EventLoop;
+
+  // Called on the monitor thread: updates the state, then runs the callback
+  // unlocked.
+  void RecordExit(size_t index, WorkerExit exit);
+  void RecordHang(size_t index, WorkerExit hang);
+  absl::Status StopOnce(absl::Duration timeout);
+  bool AllExitedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Options options_;
+  const Clock& clock_;
+  const ExitCallback on_exit_;
+
+  mutable absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<WorkerState> states_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Status> spawn_result_
+      ABSL_GUARDED_BY(mu_);                 // set by the loop
+  bool quit_ ABSL_GUARDED_BY(mu_) = false;  // the loop exits once set
+  bool start_done_ ABSL_GUARDED_BY(mu_) =
+      false;                         // Start() finished (loop_, monitor_ set)
+  std::unique_ptr<EventLoop> loop_;  // set in Start, before the thread runs
+  std::thread monitor_;
+  std::thread::id monitor_id_ ABSL_GUARDED_BY(mu_);
+
+  friend class EventLoop;
+};
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_WORKER_SUPERVISOR_H_

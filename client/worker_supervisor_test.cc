@@ -1,0 +1,385 @@
+#include "client/worker_supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "client/worker_process.h"
+#include "common/clock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::client {
+namespace {
+
+// Loose upper bound for "promptly" with real processes on a loaded 2-core
+// machine.
+constexpr absl::Duration kPrompt = absl::Seconds(5);
+
+std::string TestDir(const std::string& name) {
+  return absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Polls for a file written by a worker script (there is no event for it).
+bool WaitForFile(const std::string& path, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  struct stat st;
+  while (stat(path.c_str(), &st) != 0 || st.st_size == 0) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+// A process is gone when /proc has no entry for it or it is a zombie.
+bool ProcessGone(pid_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() &&
+         line[paren + 2] == 'Z';
+}
+
+bool WaitGone(pid_t pid, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!ProcessGone(pid)) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+// Zombie children of this test process, from /proc/*/stat.
+int ZombieChildren() {
+  int zombies = 0;
+  DIR* proc = opendir("/proc");
+  while (dirent* entry = readdir(proc)) {
+    std::ifstream stat(absl::StrCat("/proc/", entry->d_name, "/stat"));
+    std::string line;
+    if (!stat || !std::getline(stat, line)) continue;
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(paren + 2));
+    char state;
+    int ppid;
+    rest >> state >> ppid;
+    if (ppid == getpid() && state == 'Z') ++zombies;
+  }
+  closedir(proc);
+  return zombies;
+}
+
+// Collects callback events.
+class Events {
+ public:
+  WorkerSupervisor::ExitCallback Callback() {
+    return [this](const WorkerExit& e) {
+      absl::MutexLock lock(&mu_);
+      events_.push_back(e);
+    };
+  }
+  // Waits for `n` events; returns them (fewer on timeout).
+  std::vector<WorkerExit> Await(size_t n, absl::Duration timeout = kPrompt) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return events_.size() >= n;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+    return events_;
+  }
+  const WorkerExit* ForRank(int local_rank) {
+    absl::MutexLock lock(&mu_);
+    for (const WorkerExit& e : events_) {
+      if (e.local_rank == local_rank) return &e;
+    }
+    return nullptr;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<WorkerExit> events_ ABSL_GUARDED_BY(mu_);
+};
+
+WorkerSpec Script(const std::string& run_dir, int local_rank,
+                  const std::string& script, int global_offset = 0) {
+  WorkerSpec spec;
+  spec.local_rank = local_rank;
+  spec.global_rank = global_offset + local_rank;
+  spec.argv = {"/bin/sh", "-c", script};
+  spec.files = WorkerFilesFor(run_dir, 0, local_rank);
+  spec.env = CurrentEnvironment();
+  spec.env["TORCHELASTIC_ERROR_FILE"] = spec.files.error_file;
+  spec.env["DDP_HEARTBEAT_FILE"] = spec.files.heartbeat_file;
+  return spec;
+}
+
+WorkerSupervisor::Options QuietOptions(int console_fd) {
+  WorkerSupervisor::Options o;
+  o.console_out_fd = console_fd;
+  o.console_err_fd = console_fd;
+  o.heartbeat_timeout = absl::ZeroDuration();
+  o.kill_grace = absl::Seconds(5);
+  return o;
+}
+
+class WorkerSupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    console_path_ = TestDir(absl::StrCat(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+        ".console"));
+    console_fd_ = open(console_path_.c_str(),
+                       O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    ASSERT_GE(console_fd_, 0);
+    run_dir_ = TestDir(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override { close(console_fd_); }
+  std::string Console() { return ReadFile(console_path_); }
+
+  std::string console_path_;
+  std::string run_dir_;
+  int console_fd_ = -1;
+};
+
+TEST_F(WorkerSupervisorTest, Start_ExitCodesAndSignals_ReportedPromptly) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                              events.Callback());
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(
+      supervisor
+          .Start({Script(run_dir_, 0, "exit 0"), Script(run_dir_, 1, "exit 3"),
+                  Script(run_dir_, 2, "kill -SEGV $$")})
+          .ok());
+  ASSERT_EQ(events.Await(3).size(), 3u);
+  EXPECT_LT(absl::Now() - start, kPrompt);
+  EXPECT_TRUE(events.ForRank(0)->succeeded());
+  EXPECT_EQ(events.ForRank(1)->kind, WorkerExit::Kind::kExited);
+  EXPECT_EQ(events.ForRank(1)->exit_code, 3);
+  EXPECT_EQ(events.ForRank(1)->Describe(), "exit code 3");
+  EXPECT_EQ(events.ForRank(2)->kind, WorkerExit::Kind::kSignaled);
+  EXPECT_EQ(events.ForRank(2)->signal, SIGSEGV);
+  EXPECT_FALSE(events.ForRank(2)->during_stop);
+  EXPECT_TRUE(supervisor.AwaitAllExited(absl::Seconds(1)));
+  for (const WorkerState& state : supervisor.Workers()) {
+    EXPECT_FALSE(state.running);
+    EXPECT_GT(state.pid, 0);
+    ASSERT_TRUE(state.exit.has_value());
+  }
+  EXPECT_EQ(ZombieChildren(), 0);
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(1)).ok());
+}
+
+TEST_F(WorkerSupervisorTest, Stop_WorkerIgnoresSigterm_EscalatesToSigkill) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                              events.Callback());
+  const std::string ready = run_dir_ + "/ready";
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "trap '' TERM; echo x > " + ready +
+                                     "; while true; do sleep 0.05; done")})
+                  .ok());
+  ASSERT_TRUE(WaitForFile(ready, kPrompt));
+  const absl::Time start = absl::Now();
+  EXPECT_TRUE(supervisor.Stop(absl::Milliseconds(300)).ok());
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(300));
+  EXPECT_LT(took, kPrompt);
+  ASSERT_EQ(events.Await(1).size(), 1u);
+  EXPECT_EQ(events.ForRank(0)->kind, WorkerExit::Kind::kSignaled);
+  EXPECT_EQ(events.ForRank(0)->signal, SIGKILL);
+  EXPECT_TRUE(events.ForRank(0)->during_stop);
+  EXPECT_EQ(ZombieChildren(), 0);
+}
+
+TEST_F(WorkerSupervisorTest, Stop_Grandchild_KilledWithTheGroup) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                              events.Callback());
+  const std::string pid_file = run_dir_ + "/grandchild.pid";
+  ASSERT_TRUE(
+      supervisor
+          .Start({Script(run_dir_, 0,
+                         "sleep 1000 & echo $! > " + pid_file + "; wait")})
+          .ok());
+  ASSERT_TRUE(WaitForFile(pid_file, kPrompt));
+  const pid_t grandchild = std::stoi(ReadFile(pid_file));
+  ASSERT_FALSE(ProcessGone(grandchild));
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+  EXPECT_TRUE(WaitGone(grandchild, kPrompt));
+  EXPECT_EQ(events.ForRank(0)->signal, SIGTERM);
+}
+
+TEST_F(WorkerSupervisorTest,
+       Output_RedirectTeeAndFilter_FilesAndRankPrefixedConsole) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                              events.Callback());
+  WorkerSpec teed =
+      Script(run_dir_, 0, "echo out0; echo err0 >&2", /*global_offset=*/4);
+  teed.tee = Std::kAll;
+  WorkerSpec redirected = Script(run_dir_, 1, "echo out1; echo err1 >&2", 4);
+  redirected.redirect = Std::kOut;
+  WorkerSpec filtered = Script(run_dir_, 2, "echo out2", 4);
+  filtered.show_on_console = false;
+  filtered.tee = Std::kOut;
+  ASSERT_TRUE(supervisor.Start({teed, redirected, filtered}).ok());
+  ASSERT_TRUE(supervisor.AwaitAllExited(kPrompt));
+  ASSERT_TRUE(supervisor.Stop(absl::Seconds(1)).ok());  // drains the pipes
+
+  const std::string console = Console();
+  EXPECT_NE(console.find("[rank4]: out0\n"), std::string::npos) << console;
+  EXPECT_NE(console.find("[rank4]: err0\n"), std::string::npos) << console;
+  EXPECT_EQ(console.find("out1"), std::string::npos) << console;  // redirected
+  EXPECT_NE(console.find("[rank5]: err1\n"), std::string::npos) << console;
+  EXPECT_EQ(console.find("out2"), std::string::npos) << console;  // filtered
+  EXPECT_EQ(ReadFile(teed.files.stdout_log), "out0\n");
+  EXPECT_EQ(ReadFile(teed.files.stderr_log), "err0\n");
+  EXPECT_EQ(ReadFile(redirected.files.stdout_log), "out1\n");
+  struct stat st;
+  EXPECT_NE(stat(redirected.files.stderr_log.c_str(), &st),
+            0);  // stderr not redirected
+  EXPECT_EQ(ReadFile(filtered.files.stdout_log),
+            "out2\n");  // files ignore the filter
+}
+
+TEST_F(WorkerSupervisorTest, Exit_ErrorFileWritten_MessageReported) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                              events.Callback());
+  const std::string script =
+      R"(printf '{"message": {"message": "RuntimeError: boom", "extraInfo": )"
+      R"({"py_callstack": "Traceback", "timestamp": "1"}}}' > "$TORCHELASTIC_ERROR_FILE"; exit 1)";
+  ASSERT_TRUE(supervisor.Start({Script(run_dir_, 0, script)}).ok());
+  ASSERT_EQ(events.Await(1).size(), 1u);
+  const WorkerExit* exit = events.ForRank(0);
+  EXPECT_EQ(exit->exit_code, 1);
+  ASSERT_TRUE(exit->error.has_value());
+  EXPECT_EQ(exit->error->message, "RuntimeError: boom");
+  EXPECT_EQ(exit->error->traceback, "Traceback");
+  EXPECT_EQ(exit->error_file, run_dir_ + "/attempt_0/0/error.json");
+}
+
+TEST_F(WorkerSupervisorTest, Exit_ProgramMissing_Exit127WithReason) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                              events.Callback());
+  WorkerSpec spec = Script(run_dir_, 0, "");
+  spec.argv = {"/no/such/trainer"};
+  ASSERT_TRUE(supervisor.Start({spec}).ok());
+  ASSERT_EQ(events.Await(1).size(), 1u);
+  EXPECT_EQ(events.ForRank(0)->exit_code, 127);
+  ASSERT_TRUE(events.ForRank(0)->error.has_value());
+  EXPECT_NE(events.ForRank(0)->error->message.find(
+                "cannot execute '/no/such/trainer'"),
+            std::string::npos);
+}
+
+TEST_F(WorkerSupervisorTest,
+       Hang_HeartbeatTouchedOnceThenSilent_ReportedAsHang) {
+  Events events;
+  WorkerSupervisor::Options options = QuietOptions(console_fd_);
+  options.heartbeat_timeout = absl::Milliseconds(300);
+  options.check_interval = absl::Milliseconds(50);
+  WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(
+      supervisor
+          .Start(
+              {Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
+               Script(run_dir_, 1, "sleep 1000")})  // never touches: not judged
+          .ok());
+  ASSERT_EQ(events.Await(1).size(), 1u);
+  const WorkerExit* hang = events.ForRank(0);
+  ASSERT_NE(hang, nullptr);
+  EXPECT_EQ(hang->kind, WorkerExit::Kind::kHung);
+  EXPECT_GT(hang->silent_for, absl::Milliseconds(300));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
+  EXPECT_EQ(events.ForRank(1), nullptr);
+  std::vector<WorkerState> states = supervisor.Workers();
+  EXPECT_TRUE(states[0].hung && states[0].running);
+  EXPECT_FALSE(states[1].hung);
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+  EXPECT_EQ(events.Await(3).size(),
+            3u);  // the hang, then both exits from the stop
+}
+
+TEST_F(WorkerSupervisorTest, Stop_FromCallback_FailedPrecondition) {
+  absl::Notification done;
+  absl::Status from_callback;
+  WorkerSupervisor* self = nullptr;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                              [&](const WorkerExit&) {
+                                from_callback = self->Stop(absl::Seconds(1));
+                                done.Notify();
+                              });
+  self = &supervisor;
+  ASSERT_TRUE(supervisor.Start({Script(run_dir_, 0, "exit 0")}).ok());
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kPrompt));
+  EXPECT_EQ(from_callback.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(1)).ok());
+}
+
+TEST_F(WorkerSupervisorTest, Start_Twice_FailedPrecondition) {
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                              nullptr);
+  ASSERT_TRUE(supervisor.Start({Script(run_dir_, 0, "exit 0")}).ok());
+  EXPECT_EQ(supervisor.Start({Script(run_dir_, 0, "exit 0")}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      WorkerSupervisor(QuietOptions(console_fd_), RealClock::Get(), nullptr)
+          .Start({})
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+// The agent is SIGKILLed: PR_SET_PDEATHSIG takes its workers with it.
+TEST_F(WorkerSupervisorTest, AgentKilled_WorkerDies) {
+  const std::string pid_file = run_dir_ + "/worker.pid";
+  ASSERT_TRUE(MakeDirectories(run_dir_).ok());
+  const pid_t agent = fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {  // the mini-agent
+    WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
+                                nullptr);
+    if (!supervisor
+             .Start({Script(run_dir_, 0,
+                            "echo $$ > " + pid_file + "; exec sleep 1000")})
+             .ok()) {
+      _exit(2);
+    }
+    pause();
+    _exit(0);
+  }
+  ASSERT_TRUE(WaitForFile(pid_file, kPrompt));
+  const pid_t worker = std::stoi(ReadFile(pid_file));
+  ASSERT_FALSE(ProcessGone(worker));
+  ASSERT_EQ(kill(agent, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(agent, &status, 0), agent);
+  EXPECT_TRUE(WaitGone(worker, kPrompt))
+      << "worker " << worker << " outlived its agent";
+}
+
+}  // namespace
+}  // namespace ddp::client
