@@ -1,0 +1,149 @@
+#ifndef DDP_COORDINATOR_KV_KV_OPS_H_
+#define DDP_COORDINATOR_KV_KV_OPS_H_
+
+// Requests and results of the KvStore operations (the plain C++ mirror of
+// proto/ddp/v1/kv.proto). No behaviour lives here.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/kv/kv_types.h"
+
+namespace ddp::kv {
+
+struct PutRequest {
+  enum class Condition { kNone, kExpectedModRevision, kAbsent };
+  std::string ns;
+  std::string key;
+  std::string value;
+  LeaseId lease =
+      0;  // 0: no lease (a put without lease detaches the key from its lease)
+  Condition condition = Condition::kNone;
+  Revision expected_mod_revision =
+      0;  // with kExpectedModRevision; 0 = must be absent
+  bool return_previous = false;
+};
+
+struct PutResult {
+  Revision revision = 0;
+  std::optional<KeyValue>
+      previous;  // set only with return_previous and an existing key
+};
+
+struct GetRequest {
+  std::string ns;
+  std::string key;
+};
+
+struct GetResult {
+  KeyValue kv;
+  Revision revision = 0;  // store revision at the time of the read
+};
+
+struct RangeRequest {
+  std::string ns;
+  std::string prefix;       // empty: the whole namespace
+  int64_t limit = 0;        // 0: KvLimits::default_range_limit
+  std::string start_after;  // continuation: keys strictly greater than this
+  bool keys_only = false;
+};
+
+struct RangeResult {
+  std::vector<KeyValue> kvs;
+  bool more = false;
+  std::string next_start_after;
+  Revision revision = 0;
+};
+
+struct DeleteRequest {
+  std::string ns;
+  std::string key;
+  bool prefix = false;  // delete every key starting with `key`
+};
+
+struct DeleteResult {
+  int64_t deleted = 0;
+  Revision revision =
+      0;  // of this write; the current revision when nothing was deleted
+};
+
+struct CompareAndSetRequest {
+  std::string ns;
+  std::string key;
+  std::string expected;  // a missing key matches an empty `expected`
+  std::string desired;
+};
+
+struct CompareAndSetResult {
+  std::string value;  // the value after the call
+  bool swapped = false;
+  Revision revision = 0;
+};
+
+struct AddRequest {
+  std::string ns;
+  std::string key;
+  int64_t delta = 0;
+};
+
+struct AddResult {
+  int64_t value = 0;
+  Revision revision = 0;
+};
+
+struct WaitRequest {
+  std::string ns;
+  std::vector<std::string> keys;
+  int64_t timeout_ms = 0;  // 0: KvLimits::default_wait_timeout
+};
+
+struct WaitResult {
+  Revision revision = 0;
+};
+
+struct WatchRequest {
+  std::string ns;
+  std::string prefix;
+  Revision start_revision = 0;  // 0: only changes after the current revision
+};
+
+// One message for a watcher: events in revision order, and the store revision.
+struct WatchBatch {
+  std::vector<Event> events;
+  Revision revision = 0;
+};
+
+struct LeaseGrantResult {
+  LeaseId lease = 0;
+  int64_t ttl_ms = 0;
+};
+
+struct LeaseKeepAliveResult {
+  LeaseId lease = 0;
+  int64_t ttl_ms = 0;
+};
+
+struct LeaseRevokeResult {
+  int64_t deleted = 0;
+  Revision revision = 0;
+};
+
+struct CompactResult {
+  // Highest revision whose history is gone (watches from it or below fail).
+  Revision compacted_revision = 0;
+};
+
+struct KvStoreStatus {
+  Revision revision = 0;
+  Revision compacted_revision = 0;
+  int64_t keys = 0;
+  int64_t leases = 0;
+  int64_t watchers = 0;
+  int64_t pending_waits = 0;
+};
+
+}  // namespace ddp::kv
+
+#endif  // DDP_COORDINATOR_KV_KV_OPS_H_

@@ -1,0 +1,393 @@
+#include "coordinator/kv/kv_store.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "coordinator/kv/kv_validation.h"
+
+namespace ddp::kv {
+namespace {
+
+// KvLimits::max_watchers is the one knob for the watcher count.
+WatchHubOptions HubOptions(const KvStoreOptions& options) {
+  WatchHubOptions hub = options.watch;
+  hub.max_watchers = options.limits.max_watchers;
+  return hub;
+}
+
+absl::Status ShuttingDown() {
+  return absl::UnavailableError(
+      "the coordinator is shutting down; retry against the new one");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(
+    std::unique_ptr<KvBackend> backend, const Clock& clock,
+    KvStoreOptions options) {
+  std::unique_ptr<KvStore> store(
+      new KvStore(std::move(backend), clock, std::move(options)));
+  absl::Status loaded = store->LoadState();
+  if (!loaded.ok()) return loaded;
+  store->committer_ = std::thread([s = store.get()] { s->CommitterLoop(); });
+  if (store->options_.tick_interval > absl::ZeroDuration()) {
+    store->ticker_ = std::thread([s = store.get()] { s->TickerLoop(); });
+  }
+  return store;
+}
+
+KvStore::KvStore(std::unique_ptr<KvBackend> backend, const Clock& clock,
+                 KvStoreOptions options)
+    : backend_(std::move(backend)),
+      clock_(clock),
+      options_(std::move(options)),
+      hub_(*backend_, HubOptions(options_)) {}
+
+KvStore::~KvStore() { Shutdown(); }
+
+absl::Status KvStore::LoadState() {
+  absl::StatusOr<PersistedKvState> state = backend_->Load();
+  if (!state.ok()) return state.status();
+  const absl::Time now = clock_.Now();
+  absl::MutexLock lock(&state_mu_);
+  for (const LeaseRecord& lease : state->leases)
+    leases_.Grant(lease.id, lease.ttl_ms, now);
+  for (KeyValue& kv : state->keys) {
+    if (kv.lease != 0) {
+      if (leases_.Contains(kv.lease)) {
+        leases_.AttachKey(kv.lease, kv.ns, kv.key);
+      } else {
+        DDP_LOG(WARNING) << "key '" << AbbreviateForMessage(kv.key)
+                         << "' in namespace '" << kv.ns
+                         << "' names missing lease " << kv.lease << "; kept";
+      }
+    }
+    keys_.Upsert(std::move(kv));
+  }
+  revision_ = state->revision;
+  compacted_revision_ = state->compacted_revision;
+  next_lease_id_ = state->next_lease_id;
+  hub_.SetPublishedRevision(revision_);
+  DDP_LOG(INFO) << "kv store loaded: revision " << revision_ << ", compacted "
+                << compacted_revision_ << ", " << keys_.size() << " keys, "
+                << leases_.size() << " leases";
+  return absl::OkStatus();
+}
+
+void KvStore::Shutdown() {
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  {
+    absl::MutexLock lock(&ticker_mu_);
+    ticker_stop_ = true;
+  }
+  if (ticker_.joinable()) ticker_.join();
+  {
+    absl::MutexLock lock(&queue_mu_);
+    stopping_ = true;
+  }
+  if (committer_.joinable()) committer_.join();  // commits what is queued first
+  hub_.CancelAll(
+      absl::UnavailableError("the coordinator is shutting down; watch again "
+                             "from the last revision seen + 1"));
+  WaitRegistry::Finished finished;
+  {
+    absl::MutexLock lock(&state_mu_);
+    waits_closed_ = true;
+    waits_.CancelAll(ShuttingDown(), &finished);
+  }
+  for (auto& [done, status] : finished) done(status);
+}
+
+void KvStore::Enqueue(PendingWrite write) {
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    if (stopping_) {
+      refused = ShuttingDown();
+    } else if (queue_.size() >= options_.max_pending_writes) {
+      refused = absl::UnavailableError(
+          absl::StrCat("the write queue is full (", options_.max_pending_writes,
+                       " writes); retry with backoff"));
+    } else {
+      queue_.push_back(std::move(write));
+      return;
+    }
+  }
+  write.done(refused);
+}
+
+void KvStore::CommitterLoop() {
+  std::vector<PendingWrite> batch;
+  while (true) {
+    batch.clear();
+    {
+      absl::MutexLock lock(&queue_mu_);
+      queue_mu_.Await(absl::Condition(this, &KvStore::HasWorkOrStopping));
+      if (queue_.empty()) return;  // stopping, and everything queued is done
+      if (queue_.size() <= options_.max_batch_writes) {
+        batch.swap(queue_);
+      } else {
+        auto end = queue_.begin() + options_.max_batch_writes;
+        batch.assign(std::make_move_iterator(queue_.begin()),
+                     std::make_move_iterator(end));
+        queue_.erase(queue_.begin(), end);
+      }
+    }
+    ProcessBatch(batch);
+  }
+}
+
+void KvStore::ProcessBatch(std::vector<PendingWrite>& batch) {
+  std::vector<absl::StatusOr<WriteOutcome>> results;
+  results.reserve(batch.size());
+  std::optional<WriteBatchBuilder> builder;
+  KvWriteBatch to_commit;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    builder.emplace(keys_, leases_, revision_, next_lease_id_,
+                    options_.limits.max_leases);
+    for (PendingWrite& write : batch) {
+      results.push_back(write.compact_to > 0 ? WriteOutcome{}
+                                             : builder->Apply(write.op));
+    }
+    if (!builder->empty()) to_commit = builder->Build();
+  }
+  std::vector<std::function<void()>> completions;
+  completions.reserve(batch.size());
+  absl::Status commit_status;
+  if (!builder->empty()) {
+    commit_status = backend_->Commit(to_commit);
+    if (commit_status.ok()) {
+      WaitRegistry::Finished finished;
+      {
+        absl::MutexLock lock(&state_mu_);
+        builder->ApplyTo(keys_, leases_, clock_.Now());
+        revision_ = builder->revision();
+        next_lease_id_ = builder->next_lease_id();
+        for (const Event& event : builder->events()) {
+          if (event.type == EventType::kPut)
+            waits_.OnKeyPut(event.kv.ns, event.kv.key, &finished);
+        }
+      }
+      hub_.Publish(builder->events(), builder->revision());
+      for (auto& [done, status] : finished) {
+        completions.push_back([done = std::move(done),
+                               status = std::move(status)] { done(status); });
+      }
+    } else {
+      DDP_LOG(ERROR) << "group commit of " << batch.size()
+                     << " writes failed: " << commit_status;
+      commit_status = absl::UnavailableError(absl::StrCat(
+          "storage commit failed (", commit_status.message(), "); retry"));
+    }
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    absl::StatusOr<WriteOutcome> result = std::move(results[i]);
+    if (batch[i].compact_to > 0) {
+      Revision compacted = 0;
+      absl::Status status = RunCompaction(batch[i].compact_to, &compacted);
+      WriteOutcome outcome;
+      outcome.revision = compacted;
+      result = status.ok() ? absl::StatusOr<WriteOutcome>(outcome) : status;
+    } else if (!commit_status.ok()) {
+      result = commit_status;
+    }
+    completions.push_back([done = std::move(batch[i].done),
+                           result = std::move(result)] { done(result); });
+  }
+  RunCompletions(completions);
+  MaybeRetainHistory();
+}
+
+void KvStore::RunCompletions(std::vector<std::function<void()>>& completions) {
+  // Inline on the committer: measured on 2 cores, a separate completer thread
+  // gave the same throughput but a worse p99 (one more runnable thread per
+  // core).
+  for (auto& completion : completions) completion();
+}
+
+absl::Status KvStore::RunCompaction(Revision compact_to, Revision* compacted) {
+  Revision current = 0, already = 0;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    current = revision_;
+    already = compacted_revision_;
+  }
+  if (compact_to > current + 1) {
+    return absl::OutOfRangeError(
+        absl::StrCat("cannot compact to revision ", compact_to,
+                     ": the current revision is ", current));
+  }
+  const Revision target = compact_to - 1;  // history below compact_to goes
+  if (target <= already) {
+    *compacted = already;
+    return absl::OkStatus();
+  }
+  absl::Status status = backend_->Compact(target);
+  if (!status.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("compaction failed (", status.message(), ")"));
+  }
+  absl::MutexLock lock(&state_mu_);
+  compacted_revision_ = target;
+  *compacted = target;
+  return absl::OkStatus();
+}
+
+void KvStore::MaybeRetainHistory() {
+  if (options_.history_revisions <= 0) return;
+  Revision current = 0, compacted = 0;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    current = revision_;
+    compacted = compacted_revision_;
+  }
+  // Compact in steps of a tenth of the retention, not after every batch.
+  const Revision slack = std::max<Revision>(1, options_.history_revisions / 10);
+  if (current - compacted < options_.history_revisions + slack) return;
+  Revision done = 0;
+  absl::Status status =
+      RunCompaction(current - options_.history_revisions + 1, &done);
+  if (!status.ok()) DDP_LOG(WARNING) << "history retention: " << status;
+}
+
+void KvStore::TickerLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&ticker_mu_);
+      if (ticker_mu_.AwaitWithTimeout(absl::Condition(&ticker_stop_),
+                                      options_.tick_interval)) {
+        return;
+      }
+    }
+    Tick();
+  }
+}
+
+void KvStore::Tick() {
+  const absl::Time now = clock_.Now();
+  std::vector<LeaseId> expired;
+  WaitRegistry::Finished finished;
+  {
+    absl::MutexLock lock(&state_mu_);
+    expired = leases_.CollectExpired(now);
+    waits_.Expire(now, &finished);
+  }
+  for (LeaseId id : expired) {
+    DDP_LOG(DEBUG) << "lease " << id << " expired; deleting its keys";
+    PendingWrite write;
+    write.op = LeaseRevokeOp{id, /*expired=*/true};
+    write.done = [this, id](absl::StatusOr<WriteOutcome> result) {
+      if (result.ok()) return;
+      DDP_LOG(WARNING) << "revoking expired lease " << id
+                       << " failed: " << result.status();
+      absl::MutexLock lock(&state_mu_);
+      leases_.ClearExpiring(id, clock_.Now());  // retried at a later tick
+    };
+    Enqueue(std::move(write));
+  }
+  for (auto& [done, status] : finished) done(status);
+}
+
+absl::StatusOr<GetResult> KvStore::Get(const GetRequest& request) const {
+  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok())
+    return s;
+  if (absl::Status s = ValidateKey(request.key, options_.limits); !s.ok())
+    return s;
+  absl::ReaderMutexLock lock(&state_mu_);
+  const KeyValue* kv = keys_.Find(request.ns, request.key);
+  if (kv == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("key '", AbbreviateForMessage(request.key),
+                     "' not found in namespace '", request.ns, "'"));
+  }
+  return GetResult{*kv, revision_};
+}
+
+absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {
+  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok())
+    return s;
+  if (absl::Status s = ValidatePrefix(request.prefix, options_.limits); !s.ok())
+    return s;
+  if (absl::Status s = ValidatePrefix(request.start_after, options_.limits);
+      !s.ok())
+    return s;
+  absl::StatusOr<size_t> limit =
+      ResolveRangeLimit(request.limit, options_.limits);
+  if (!limit.ok()) return limit.status();
+  RangeResult result;
+  absl::ReaderMutexLock lock(&state_mu_);
+  keys_.Scan(request.ns, request.prefix, request.start_after,
+             [&](const KeyValue& kv) {
+               if (result.kvs.size() == *limit) {
+                 result.more = true;
+                 return false;
+               }
+               result.kvs.push_back(kv);
+               if (request.keys_only) result.kvs.back().value.clear();
+               return true;
+             });
+  if (result.more) result.next_start_after = result.kvs.back().key;
+  result.revision = revision_;
+  return result;
+}
+
+absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease) {
+  if (absl::Status s = ValidateLeaseId(lease); !s.ok()) return s;
+  absl::MutexLock lock(&state_mu_);
+  absl::StatusOr<int64_t> ttl = leases_.KeepAlive(lease, clock_.Now());
+  if (!ttl.ok()) return ttl.status();
+  return LeaseKeepAliveResult{lease, *ttl};
+}
+
+KvStoreStatus KvStore::Status() const {
+  KvStoreStatus status;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    status.revision = revision_;
+    status.compacted_revision = compacted_revision_;
+    status.keys = static_cast<int64_t>(keys_.size());
+    status.leases = static_cast<int64_t>(leases_.size());
+    status.pending_waits = static_cast<int64_t>(waits_.size());
+  }
+  status.watchers = static_cast<int64_t>(hub_.size());
+  return status;
+}
+
+absl::StatusOr<WatchId> KvStore::Watch(const WatchRequest& request,
+                                       std::shared_ptr<WatchSink> sink) {
+  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok())
+    return s;
+  if (absl::Status s = ValidatePrefix(request.prefix, options_.limits); !s.ok())
+    return s;
+  if (request.start_revision < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start_revision ", request.start_revision,
+                     " is negative; give 0 or a revision"));
+  }
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    if (request.start_revision != 0 &&
+        request.start_revision <= compacted_revision_) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "cannot watch from revision ", request.start_revision,
+          ": history up to revision ", compacted_revision_,
+          " was compacted; Range, then watch from the Range's revision + 1"));
+    }
+  }
+  return hub_.Add(request, std::move(sink));
+}
+
+absl::Status KvStore::TakeWatchEvents(WatchId id, WatchBatch* batch) {
+  return hub_.Take(id, batch);
+}
+
+void KvStore::CancelWatch(WatchId id) { hub_.Remove(id); }
+
+}  // namespace ddp::kv

@@ -1,0 +1,200 @@
+#ifndef DDP_COORDINATOR_KV_KV_STORE_H_
+#define DDP_COORDINATOR_KV_KV_STORE_H_
+
+// The key-value store core: revisioned, namespaced keys with leases,
+// TCPStore-style compare-and-set / add / wait, and watches. Plain C++ (no
+// gRPC); the gRPC adapter and tests drive it directly.
+//
+// Writes are asynchronous and group-committed: every write is queued; one
+// committer thread takes all queued writes (up to max_batch_writes), evaluates
+// them in order against the committed state plus the earlier writes of the
+// batch, persists the batch with ONE KvBackend::Commit (one transaction, one
+// fsync), then publishes it (readable state, waits, watchers) and only then
+// runs the completion callbacks. Reads see only committed, published state, so
+// the store is linearizable: a write takes effect at publication, before its
+// reply.
+//
+// Lifecycle:
+//
+//   Open (Load) --> serving --Shutdown--> closed
+//                     | committer thread: batches, commits, replies
+//                     | ticker thread (tick_interval > 0): Tick()
+//
+// Shutdown refuses new calls with UNAVAILABLE, commits what is queued, stops
+// both threads, fails pending waits and cancels watchers with UNAVAILABLE.
+//
+// Possible errors (besides those of kv_validation.h, returned before anything
+// is queued):
+//   Put      NOT_FOUND unknown lease; FAILED_PRECONDITION condition failed.
+//   Get      NOT_FOUND missing key.
+//   Add      INVALID_ARGUMENT non-integer value; OUT_OF_RANGE overflow.
+//   Wait     DEADLINE_EXCEEDED; RESOURCE_EXHAUSTED too many pending waits.
+//   Watch    OUT_OF_RANGE start revision compacted; RESOURCE_EXHAUSTED too
+//            many watchers, or (later, from TakeWatchEvents) the watcher fell
+//            too far behind.
+//   Lease*   NOT_FOUND unknown or expired lease; RESOURCE_EXHAUSTED too many.
+//   Compact  INVALID_ARGUMENT revision <= 0; OUT_OF_RANGE revision beyond
+//            current + 1.
+//   Writes   UNAVAILABLE when shutting down, queue full, or commit failed.
+//
+// Thread-safety: thread-safe. Completion callbacks run on the committer thread
+// (in commit order), the ticker thread (wait timeouts) or, for invalid input,
+// the calling thread: they must be quick and must not call the synchronous
+// wrappers (deadlock).
+
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/kv/key_space.h"
+#include "coordinator/kv/kv_ops.h"
+#include "coordinator/kv/kv_types.h"
+#include "coordinator/kv/lease_table.h"
+#include "coordinator/kv/wait_registry.h"
+#include "coordinator/kv/watch_hub.h"
+#include "coordinator/kv/write_batch_builder.h"
+#include "coordinator/storage/kv_backend.h"
+
+namespace ddp::kv {
+
+struct KvStoreOptions {
+  KvLimits limits;
+  // Automatic retention: keep the history of the last N revisions (0: keep
+  // everything).
+  int64_t history_revisions = 100'000;
+  // How often the ticker thread expires leases and waits; zero: no ticker
+  // thread (tests call Tick() after advancing a FakeClock).
+  absl::Duration tick_interval = absl::Milliseconds(50);
+  // At most this many writes per group commit.
+  size_t max_batch_writes = 8192;
+  // Writes beyond this many queued are refused with UNAVAILABLE.
+  size_t max_pending_writes = 200'000;
+  // Queue bound and page size of watchers (max_watchers comes from limits).
+  WatchHubOptions watch;
+};
+
+template <typename T>
+using Callback = std::function<void(absl::StatusOr<T>)>;
+
+class KvStore {
+ public:
+  // Loads the backend's state (leases get a full TTL from now) and starts the
+  // threads. Errors: those of KvBackend::Load.
+  static absl::StatusOr<std::unique_ptr<KvStore>> Open(
+      std::unique_ptr<KvBackend> backend, const Clock& clock,
+      KvStoreOptions options);
+  ~KvStore();  // Shutdown()
+  KvStore(const KvStore&) = delete;
+  KvStore& operator=(const KvStore&) = delete;
+
+  void Shutdown();
+
+  // Asynchronous writes: `done` runs exactly once, after the write is durable
+  // (or failed); for invalid input it runs at once on the calling thread.
+  void PutAsync(PutRequest request, Callback<PutResult> done);
+  void DeleteAsync(DeleteRequest request, Callback<DeleteResult> done);
+  void CompareAndSetAsync(CompareAndSetRequest request,
+                          Callback<CompareAndSetResult> done);
+  void AddAsync(AddRequest request, Callback<AddResult> done);
+  void LeaseGrantAsync(int64_t ttl_ms, Callback<LeaseGrantResult> done);
+  void LeaseRevokeAsync(LeaseId lease, Callback<LeaseRevokeResult> done);
+  void CompactAsync(Revision revision, Callback<CompactResult> done);
+  // Runs `done` once all keys exist (possibly at once) or with
+  // DEADLINE_EXCEEDED.
+  void WaitAsync(WaitRequest request, Callback<WaitResult> done);
+
+  // Reads and lease keep-alive complete at once.
+  absl::StatusOr<GetResult> Get(const GetRequest& request) const;
+  absl::StatusOr<RangeResult> Range(const RangeRequest& request) const;
+  absl::StatusOr<LeaseKeepAliveResult> LeaseKeepAlive(LeaseId lease);
+  KvStoreStatus Status() const;
+
+  // Watches: register a sink, then pull with TakeWatchEvents (see watch_hub.h).
+  absl::StatusOr<WatchId> Watch(const WatchRequest& request,
+                                std::shared_ptr<WatchSink> sink);
+  absl::Status TakeWatchEvents(WatchId id, WatchBatch* batch);
+  void CancelWatch(WatchId id);
+
+  // Expires leases (their keys are deleted through a normal write) and waits
+  // whose deadline passed. Called by the ticker thread, or by tests after
+  // moving a FakeClock.
+  void Tick();
+
+  // Synchronous wrappers (tests, tools). Never call them from a completion
+  // callback.
+  absl::StatusOr<PutResult> Put(PutRequest request);
+  absl::StatusOr<DeleteResult> Delete(DeleteRequest request);
+  absl::StatusOr<CompareAndSetResult> CompareAndSet(
+      CompareAndSetRequest request);
+  absl::StatusOr<AddResult> Add(AddRequest request);
+  absl::StatusOr<LeaseGrantResult> LeaseGrant(int64_t ttl_ms);
+  absl::StatusOr<LeaseRevokeResult> LeaseRevoke(LeaseId lease);
+  absl::StatusOr<CompactResult> Compact(Revision revision);
+  absl::StatusOr<WaitResult> Wait(WaitRequest request);
+
+  const KvLimits& limits() const { return options_.limits; }
+
+ private:
+  struct PendingWrite {
+    WriteOp op;  // unused for compactions
+    Revision compact_to =
+        0;  // > 0: a compaction (runs after the batch's commit)
+    std::function<void(absl::StatusOr<WriteOutcome>)> done;
+  };
+
+  KvStore(std::unique_ptr<KvBackend> backend, const Clock& clock,
+          KvStoreOptions options);
+  absl::Status LoadState();
+  void Enqueue(PendingWrite write);
+  void CommitterLoop();
+  void TickerLoop();
+  // Runs the completion callbacks of a published batch, in order.
+  void RunCompletions(std::vector<std::function<void()>>& completions);
+  bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+    return stopping_ || !queue_.empty();
+  }
+  void ProcessBatch(std::vector<PendingWrite>& batch);
+  void MaybeRetainHistory();
+  absl::Status RunCompaction(Revision compact_to, Revision* compacted);
+
+  std::unique_ptr<KvBackend> backend_;
+  const Clock& clock_;
+  const KvStoreOptions options_;
+  WatchHub hub_;
+
+  // Readable, committed state. Written only by the committer (and
+  // Tick/KeepAlive for lease deadlines and waits).
+  mutable absl::Mutex state_mu_;
+  KeySpace keys_ ABSL_GUARDED_BY(state_mu_);
+  LeaseTable leases_ ABSL_GUARDED_BY(state_mu_);
+  WaitRegistry waits_ ABSL_GUARDED_BY(state_mu_);
+  Revision revision_ ABSL_GUARDED_BY(state_mu_) = 0;
+  Revision compacted_revision_ ABSL_GUARDED_BY(state_mu_) = 0;
+  LeaseId next_lease_id_ ABSL_GUARDED_BY(state_mu_) = 1;
+  bool waits_closed_ ABSL_GUARDED_BY(state_mu_) = false;
+
+  // The write queue.
+  absl::Mutex queue_mu_;
+  std::vector<PendingWrite> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+
+  absl::Mutex ticker_mu_;
+  bool ticker_stop_ ABSL_GUARDED_BY(ticker_mu_) = false;
+
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+
+  std::thread committer_;
+  std::thread ticker_;
+};
+
+}  // namespace ddp::kv
+
+#endif  // DDP_COORDINATOR_KV_KV_STORE_H_

@@ -1,0 +1,131 @@
+// Restart: close the store and reopen it on the same SQLite file. Keys,
+// revision, leases (with a fresh full TTL), lease ids and the watch history all
+// survive.
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "coordinator/kv/kv_store.h"
+#include "coordinator/kv/testing/watch_test_util.h"
+#include "coordinator/storage/sqlite_kv_backend.h"
+#include "gtest/gtest.h"
+
+namespace ddp::kv {
+namespace {
+
+class KvStoreRestartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* dir = std::getenv("TEST_TMPDIR");
+    path_ = std::string(dir ? dir : "/tmp") + "/" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+            ".db";
+    std::remove(path_.c_str());
+    Reopen();
+  }
+
+  void Reopen() {
+    store_.reset();  // closes the database
+    auto backend = SqliteKvBackend::Open(path_);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    KvStoreOptions options;
+    options.tick_interval = absl::ZeroDuration();
+    auto store = KvStore::Open(*std::move(backend), clock_, options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  FakeClock clock_;
+  std::string path_;
+  std::unique_ptr<KvStore> store_;
+};
+
+TEST_F(KvStoreRestartTest, Reopen_KeysAndRevision_Survive) {
+  ASSERT_TRUE(store_->Put({"job", "a", "1"}).ok());
+  ASSERT_TRUE(store_->Put({"job", "a", "2"}).ok());
+  ASSERT_TRUE(store_->Put({"job", "b", "x"}).ok());
+  ASSERT_TRUE(store_->Delete({"job", "b"}).ok());
+  Reopen();
+  EXPECT_EQ(store_->Status().revision, 4);
+  auto got = store_->Get({"job", "a"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->kv.value, "2");
+  EXPECT_EQ(got->kv.version, 2);
+  EXPECT_EQ(got->kv.create_revision, 1);
+  EXPECT_EQ(store_->Get({"job", "b"}).status().code(),
+            absl::StatusCode::kNotFound);
+  auto next = store_->Put({"job", "c", "y"});
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->revision, 5);
+}
+
+TEST_F(KvStoreRestartTest, Reopen_WatchFromOldRevision_ReplaysHistoryInOrder) {
+  ASSERT_TRUE(store_->Put({"job", "a", "1"}).ok());
+  ASSERT_TRUE(store_->Put({"job", "b", "2"}).ok());
+  ASSERT_TRUE(store_->Delete({"job", "a"}).ok());
+  Reopen();
+  auto id =
+      store_->Watch({"job", "", 2}, std::make_shared<testing::CountingSink>());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(store_->Put({"job", "c", "3"}).ok());
+  std::vector<Event> events;
+  ASSERT_TRUE(testing::Drain(*store_, *id, &events).ok());
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].kv.key, "b");
+  EXPECT_EQ(events[0].revision(), 2);
+  EXPECT_EQ(events[1].type, EventType::kDelete);
+  EXPECT_EQ(events[1].revision(), 3);
+  EXPECT_EQ(events[2].kv.key, "c");
+  EXPECT_EQ(events[2].revision(), 4);
+}
+
+TEST_F(KvStoreRestartTest, Reopen_Lease_SurvivesWithFullTtlAgain) {
+  auto lease = store_->LeaseGrant(1000);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(store_->Put({"job", "owned", "v", lease->lease}).ok());
+  clock_.Advance(absl::Milliseconds(900));
+  Reopen();  // the lease gets 1000 ms from now, not the 100 ms it had left
+  EXPECT_EQ(store_->Status().leases, 1);
+  clock_.Advance(absl::Milliseconds(999));
+  store_->Tick();
+  ASSERT_TRUE(store_->Put({"job", "sync", "1"}).ok());
+  EXPECT_TRUE(store_->Get({"job", "owned"}).ok());
+  clock_.Advance(absl::Milliseconds(1));
+  store_->Tick();
+  ASSERT_TRUE(store_->Put({"job", "sync", "2"}).ok());
+  EXPECT_EQ(store_->Get({"job", "owned"}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(KvStoreRestartTest, Reopen_LeaseIds_NotReused) {
+  auto first = store_->LeaseGrant(1000);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(store_->LeaseRevoke(first->lease).ok());
+  Reopen();
+  auto second = store_->LeaseGrant(1000);
+  ASSERT_TRUE(second.ok());
+  EXPECT_GT(second->lease, first->lease);
+  EXPECT_EQ(store_->Status().leases, 1);
+}
+
+TEST_F(KvStoreRestartTest, Reopen_CompactedHistory_StillOutOfRange) {
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(store_->Put({"job", "k", std::to_string(i)}).ok());
+  ASSERT_TRUE(store_->Compact(3).ok());
+  Reopen();
+  EXPECT_EQ(store_->Status().compacted_revision, 2);
+  EXPECT_EQ(
+      store_->Watch({"job", "", 2}, std::make_shared<testing::CountingSink>())
+          .status()
+          .code(),
+      absl::StatusCode::kOutOfRange);
+  EXPECT_TRUE(
+      store_->Watch({"job", "", 3}, std::make_shared<testing::CountingSink>())
+          .ok());
+}
+
+}  // namespace
+}  // namespace ddp::kv

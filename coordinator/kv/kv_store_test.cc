@@ -1,0 +1,95 @@
+// KvStore behaviour that needs a hand-made backend: group commit, commit
+// failures.
+
+#include "coordinator/kv/kv_store.h"
+
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "common/clock.h"
+#include "coordinator/kv/testing/fake_kv_backend.h"
+#include "gtest/gtest.h"
+
+namespace ddp::kv {
+namespace {
+
+class KvStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto backend = std::make_unique<testing::FakeKvBackend>();
+    backend_ = backend.get();
+    KvStoreOptions options;
+    options.tick_interval = absl::ZeroDuration();
+    auto store = KvStore::Open(std::move(backend), clock_, options);
+    ASSERT_TRUE(store.ok());
+    store_ = *std::move(store);
+  }
+
+  FakeClock clock_;
+  testing::FakeKvBackend* backend_ = nullptr;
+  std::unique_ptr<KvStore> store_;
+};
+
+TEST_F(KvStoreTest, PutAsync_ManyQueuedWrites_FewerCommitsThanWrites) {
+  constexpr int kWrites = 2000;
+  absl::Mutex mu;
+  int finished = 0;
+  absl::Notification all_done;
+  for (int i = 0; i < kWrites; ++i) {
+    store_->PutAsync({"job", "k" + std::to_string(i), "v"},
+                     [&](absl::StatusOr<PutResult> r) {
+                       EXPECT_TRUE(r.ok());
+                       bool last = false;
+                       {
+                         absl::MutexLock lock(&mu);
+                         last = ++finished == kWrites;
+                       }
+                       if (last) all_done.Notify();
+                     });
+  }
+  ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_LT(backend_->commits(), kWrites);
+  EXPECT_EQ(store_->Status().revision, kWrites);
+}
+
+TEST_F(KvStoreTest, Put_CommitFails_UnavailableAndStateUnchanged) {
+  ASSERT_TRUE(store_->Put({"job", "a", "1"}).ok());
+  backend_->FailNextCommits(1);
+  auto failed = store_->Put({"job", "a", "2"});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(store_->Get({"job", "a"})->kv.value, "1");
+  EXPECT_EQ(store_->Status().revision, 1);
+  auto retried = store_->Put({"job", "a", "2"});
+  ASSERT_TRUE(retried.ok());
+  EXPECT_EQ(retried->revision, 2);
+}
+
+TEST_F(KvStoreTest, LeaseExpiry_CommitFails_RetriedAtLaterTick) {
+  auto lease = store_->LeaseGrant(100);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(store_->Put({"job", "a", "1", lease->lease}).ok());
+  backend_->FailNextCommits(1);
+  clock_.Advance(absl::Milliseconds(100));
+  store_->Tick();
+  (void)store_->Put({"job", "sync", "x"});  // fails too if it shared the batch
+  EXPECT_TRUE(store_->Get({"job", "a"}).ok());
+  clock_.Advance(absl::Milliseconds(100));
+  store_->Tick();
+  ASSERT_TRUE(store_->Put({"job", "sync", "y"}).ok());
+  EXPECT_EQ(store_->Get({"job", "a"}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(KvStoreTest, Status_AfterWrites_CountsKeysLeasesWatchers) {
+  ASSERT_TRUE(store_->Put({"job", "a", "1"}).ok());
+  ASSERT_TRUE(store_->LeaseGrant(1000).ok());
+  const KvStoreStatus status = store_->Status();
+  EXPECT_EQ(status.revision, 2);
+  EXPECT_EQ(status.keys, 1);
+  EXPECT_EQ(status.leases, 1);
+  EXPECT_EQ(status.watchers, 0);
+}
+
+}  // namespace
+}  // namespace ddp::kv

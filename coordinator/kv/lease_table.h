@@ -1,0 +1,77 @@
+#ifndef DDP_COORDINATOR_KV_LEASE_TABLE_H_
+#define DDP_COORDINATOR_KV_LEASE_TABLE_H_
+
+// The committed leases of the key-value store: TTL, in-memory deadline and the
+// keys attached to each lease. Deadlines are never persisted: after a restart
+// every lease is granted a full TTL again.
+//
+// Lifecycle of a lease:
+//
+//   Grant --> live --(deadline passed: CollectExpired)--> expiring
+//              ^  \__ KeepAlive: new deadline               |  |
+//              |                                            |  Remove --> gone
+//              +------ ClearExpiring (revoke failed) -------+
+//
+// An expiring lease still exists (its keys are not yet deleted) but refuses
+// KeepAlive.
+//
+// Thread-safety: not thread-safe; the KvStore calls it under its state mutex.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/kv/kv_types.h"
+
+namespace ddp::kv {
+
+class LeaseTable {
+ public:
+  using KeyRef = std::pair<std::string, std::string>;  // (namespace, key)
+  using KeySet = absl::flat_hash_set<KeyRef>;
+
+  // Adds (or replaces) lease `id` expiring at now + ttl_ms.
+  void Grant(LeaseId id, int64_t ttl_ms, absl::Time now);
+  bool Contains(LeaseId id) const { return leases_.contains(id); }
+  // Moves the deadline to now + TTL and returns the TTL.
+  // Errors: NOT_FOUND if the lease does not exist or is expiring.
+  absl::StatusOr<int64_t> KeepAlive(LeaseId id, absl::Time now);
+  void Remove(LeaseId id);
+
+  void AttachKey(LeaseId id, const std::string& ns, const std::string& key);
+  void DetachKey(LeaseId id, const std::string& ns, const std::string& key);
+  // Keys attached to `id`; empty for an unknown lease.
+  const KeySet& Keys(LeaseId id) const;
+
+  // Marks every live lease whose deadline is <= now as expiring and returns
+  // them.
+  std::vector<LeaseId> CollectExpired(absl::Time now);
+  // Makes an expiring lease live again with a fresh deadline (its revoke
+  // failed).
+  void ClearExpiring(LeaseId id, absl::Time now);
+
+  size_t size() const { return leases_.size(); }
+
+ private:
+  struct Lease {
+    int64_t ttl_ms = 0;
+    absl::Time deadline;
+    bool expiring = false;
+    KeySet keys;
+  };
+
+  absl::flat_hash_map<LeaseId, Lease> leases_;
+  // Live (not expiring) leases by deadline.
+  absl::btree_set<std::pair<absl::Time, LeaseId>> by_deadline_;
+  const KeySet empty_;
+};
+
+}  // namespace ddp::kv
+
+#endif  // DDP_COORDINATOR_KV_LEASE_TABLE_H_

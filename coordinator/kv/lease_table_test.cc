@@ -1,0 +1,62 @@
+#include "coordinator/kv/lease_table.h"
+
+#include "gtest/gtest.h"
+
+namespace ddp::kv {
+namespace {
+
+const absl::Time kStart = absl::FromUnixSeconds(1000);
+
+TEST(LeaseTableTest, CollectExpired_PastDeadline_MarksExpiringOnce) {
+  LeaseTable table;
+  table.Grant(1, 100, kStart);
+  table.Grant(2, 500, kStart);
+  EXPECT_TRUE(table.CollectExpired(kStart + absl::Milliseconds(99)).empty());
+  EXPECT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)),
+            std::vector<LeaseId>{1});
+  EXPECT_TRUE(table.CollectExpired(kStart + absl::Milliseconds(200)).empty());
+  EXPECT_TRUE(table.Contains(1));  // until the revoke is committed
+  EXPECT_EQ(table.KeepAlive(1, kStart).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(LeaseTableTest, KeepAlive_Live_MovesDeadline) {
+  LeaseTable table;
+  table.Grant(1, 100, kStart);
+  auto ttl = table.KeepAlive(1, kStart + absl::Milliseconds(90));
+  ASSERT_TRUE(ttl.ok());
+  EXPECT_EQ(*ttl, 100);
+  EXPECT_TRUE(table.CollectExpired(kStart + absl::Milliseconds(189)).empty());
+  EXPECT_EQ(table.CollectExpired(kStart + absl::Milliseconds(190)).size(), 1u);
+}
+
+TEST(LeaseTableTest, ClearExpiring_AfterFailedRevoke_LiveAgain) {
+  LeaseTable table;
+  table.Grant(1, 100, kStart);
+  ASSERT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)).size(), 1u);
+  table.ClearExpiring(1, kStart + absl::Milliseconds(100));
+  EXPECT_TRUE(table.KeepAlive(1, kStart + absl::Milliseconds(100)).ok());
+}
+
+TEST(LeaseTableTest, AttachDetachRemove_TracksKeys) {
+  LeaseTable table;
+  table.Grant(7, 100, kStart);
+  table.AttachKey(7, "ns", "a");
+  table.AttachKey(7, "ns", "b");
+  table.DetachKey(7, "ns", "a");
+  EXPECT_EQ(table.Keys(7).size(), 1u);
+  EXPECT_TRUE(table.Keys(7).contains(LeaseTable::KeyRef("ns", "b")));
+  table.Remove(7);
+  EXPECT_FALSE(table.Contains(7));
+  EXPECT_TRUE(table.Keys(7).empty());
+  EXPECT_EQ(table.size(), 0u);
+}
+
+TEST(LeaseTableTest, KeepAlive_Unknown_NotFound) {
+  LeaseTable table;
+  EXPECT_EQ(table.KeepAlive(3, kStart).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ddp::kv

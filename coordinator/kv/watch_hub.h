@@ -1,0 +1,141 @@
+#ifndef DDP_COORDINATOR_KV_WATCH_HUB_H_
+#define DDP_COORDINATOR_KV_WATCH_HUB_H_
+
+// The watchers of the key-value store. Each watcher sees every event of its
+// namespace whose key starts with its prefix, from its start revision on, in
+// revision order, with no gap and no duplicate:
+//   * history (start revision .. the revision published when it registered) is
+//   read
+//     from the backend page by page ("catch-up");
+//   * later events are queued by Publish while catch-up goes on.
+//
+// Flow control is pull-based. The consumer calls Take until it returns an empty
+// batch; after that the hub calls WatchSink::OnReady once when new events (or a
+// cancellation) arrive, and the consumer calls Take again. Each watcher's queue
+// is bounded: a watcher that falls more than max_queued_events behind is
+// cancelled with RESOURCE_EXHAUSTED naming the revision to resume from.
+//
+// Watcher lifecycle:
+//
+//   Add --> catching-up --(history read)--> live --Remove--> gone
+//                 \                          /
+//                  +--> cancelled <---------+  overflow, compaction, CancelAll
+//                       (Take returns the error)
+//
+// Thread-safety: thread-safe. Publish is called by one thread (the committer),
+// in revision order. Take for one watcher must not run concurrently with
+// itself. OnReady is called without hub locks held, possibly concurrently with
+// Take; the sink is held by shared_ptr, so it may outlive Remove by one
+// in-flight OnReady call.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/kv/kv_ops.h"
+#include "coordinator/kv/kv_types.h"
+#include "coordinator/storage/kv_backend.h"
+
+namespace ddp::kv {
+
+using WatchId = int64_t;
+
+class WatchSink {
+ public:
+  virtual ~WatchSink() = default;
+  // New events or a cancellation are waiting: call WatchHub::Take. Must not
+  // block.
+  virtual void OnReady() = 0;
+};
+
+struct WatchHubOptions {
+  size_t max_watchers = 100'000;
+  // A watcher with more undelivered live events than this is cancelled.
+  size_t max_queued_events = 10'000;
+  // About this many events per Take: live events are cut only between
+  // revisions; history pages may split a revision that alone has more events
+  // than this.
+  size_t max_events_per_take = 1000;
+};
+
+class WatchHub {
+ public:
+  // `history` must outlive the hub; it is read concurrently with the committer.
+  WatchHub(KvBackend& history, WatchHubOptions options);
+
+  // The revision already published when the hub starts (after a restart).
+  void SetPublishedRevision(Revision revision);
+
+  // Registers a watcher. start_revision 0 means "after the current published
+  // revision". The caller has checked start_revision against the compacted
+  // revision. Errors: RESOURCE_EXHAUSTED over max_watchers; UNAVAILABLE after
+  // CancelAll.
+  absl::StatusOr<WatchId> Add(const WatchRequest& request,
+                              std::shared_ptr<WatchSink> sink);
+
+  // Next events for watcher `id` (possibly none). A non-OK status is final
+  // (cancelled: RESOURCE_EXHAUSTED, OUT_OF_RANGE, UNAVAILABLE; NOT_FOUND for an
+  // unknown id).
+  absl::Status Take(WatchId id, WatchBatch* batch);
+
+  // Unregisters. An OnReady already under way may still run (hence the
+  // shared_ptr).
+  void Remove(WatchId id);
+
+  // Delivers the events of one committed batch whose last revision is
+  // `revision`.
+  void Publish(const std::vector<Event>& events, Revision revision);
+
+  // Cancels every watcher with `status` and refuses new ones.
+  void CancelAll(const absl::Status& status);
+
+  size_t size() const;
+  Revision published_revision() const;
+
+ private:
+  struct Watcher {
+    std::string ns;
+    std::string prefix;
+    Revision start_revision = 0;  // events below it are skipped
+    std::shared_ptr<WatchSink> sink;
+    // Catch-up cursor: next history read starts at catchup_revision, skipping
+    // the first catchup_skip events of that revision (already delivered).
+    bool catching_up = false;
+    Revision catchup_revision = 0;
+    size_t catchup_skip = 0;
+    Revision catchup_end = 0;  // last revision served from history
+    std::deque<Event> queue;   // live events
+    bool armed = false;        // consumer is idle: notify on the next event
+    absl::Status status;       // non-OK: cancelled
+  };
+
+  absl::Status TakeHistory(WatchId id, WatchBatch* batch)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Cancels `w` and returns the sink to notify (null if none).
+  std::shared_ptr<WatchSink> CancelLocked(Watcher& w, absl::Status status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static bool Matches(const Watcher& w, const Event& event);
+
+  KvBackend& history_;
+  const WatchHubOptions options_;
+  mutable absl::Mutex mu_;
+  WatchId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  Revision published_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status closed_status_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<WatchId, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::flat_hash_set<WatchId>> by_namespace_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ddp::kv
+
+#endif  // DDP_COORDINATOR_KV_WATCH_HUB_H_

@@ -1,0 +1,279 @@
+#include "coordinator/kv/write_batch_builder.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "coordinator/kv/kv_validation.h"
+
+namespace ddp::kv {
+namespace {
+
+absl::Status LeaseNotFound(LeaseId id) {
+  return absl::NotFoundError(absl::StrCat(
+      "lease ", id,
+      " does not exist (expired or revoked); grant a new lease and retry"));
+}
+
+}  // namespace
+
+WriteBatchBuilder::WriteBatchBuilder(const KeySpace& keys,
+                                     const LeaseTable& leases,
+                                     Revision revision, LeaseId next_lease_id,
+                                     size_t max_leases)
+    : keys_(keys),
+      leases_(leases),
+      base_revision_(revision),
+      base_next_lease_id_(next_lease_id),
+      max_leases_(max_leases),
+      revision_(revision),
+      next_lease_id_(next_lease_id) {}
+
+const KeyValue* WriteBatchBuilder::Lookup(const std::string& ns,
+                                          const std::string& key) const {
+  auto it = overlay_.find(KeyRef(ns, key));
+  if (it != overlay_.end()) return it->second ? &*it->second : nullptr;
+  return keys_.Find(ns, key);
+}
+
+bool WriteBatchBuilder::LeaseExists(LeaseId id) const {
+  if (revoked_.contains(id)) return false;
+  return granted_.contains(id) || leases_.Contains(id);
+}
+
+void WriteBatchBuilder::SetKey(KeyValue kv) {
+  events_.push_back(Event{EventType::kPut, kv});
+  KeyRef ref(kv.ns, kv.key);
+  overlay_[std::move(ref)] = std::move(kv);
+}
+
+void WriteBatchBuilder::DeleteKey(const std::string& ns, const std::string& key,
+                                  Revision revision) {
+  Event event;
+  event.type = EventType::kDelete;
+  event.kv.ns = ns;
+  event.kv.key = key;
+  event.kv.mod_revision = revision;
+  events_.push_back(std::move(event));
+  overlay_[KeyRef(ns, key)] = std::nullopt;
+}
+
+Revision WriteBatchBuilder::WriteValue(const std::string& ns,
+                                       const std::string& key,
+                                       std::string value,
+                                       const KeyValue* current) {
+  const Revision revision = ++revision_;
+  KeyValue kv;
+  kv.ns = ns;
+  kv.key = key;
+  kv.value = std::move(value);
+  kv.create_revision = current ? current->create_revision : revision;
+  kv.mod_revision = revision;
+  kv.version = current ? current->version + 1 : 1;
+  kv.lease = current ? current->lease : 0;
+  SetKey(std::move(kv));
+  return revision;
+}
+
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::Apply(const WriteOp& op) {
+  return std::visit(
+      [this](const auto& request) -> absl::StatusOr<WriteOutcome> {
+        using T = std::decay_t<decltype(request)>;
+        if constexpr (std::is_same_v<T, PutRequest>) return ApplyPut(request);
+        if constexpr (std::is_same_v<T, DeleteRequest>)
+          return ApplyDelete(request);
+        if constexpr (std::is_same_v<T, CompareAndSetRequest>) {
+          return ApplyCompareAndSet(request);
+        }
+        if constexpr (std::is_same_v<T, AddRequest>) return ApplyAdd(request);
+        if constexpr (std::is_same_v<T, LeaseGrantOp>)
+          return ApplyLeaseGrant(request);
+        if constexpr (std::is_same_v<T, LeaseRevokeOp>)
+          return ApplyLeaseRevoke(request);
+      },
+      op);
+}
+
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyPut(const PutRequest& op) {
+  if (op.lease != 0 && !LeaseExists(op.lease)) return LeaseNotFound(op.lease);
+  const KeyValue* current = Lookup(op.ns, op.key);
+  if (op.condition == PutRequest::Condition::kAbsent && current != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("key '", AbbreviateForMessage(op.key), "' in namespace '",
+                     op.ns, "' already exists (mod_revision ",
+                     current->mod_revision, "); the put required absence"));
+  }
+  if (op.condition == PutRequest::Condition::kExpectedModRevision) {
+    const Revision actual = current ? current->mod_revision : 0;
+    if (actual != op.expected_mod_revision) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "key '", AbbreviateForMessage(op.key), "' in namespace '", op.ns,
+          "' has mod_revision ", actual, " (0 = absent), the put expected ",
+          op.expected_mod_revision, "; read it again and retry"));
+    }
+  }
+  WriteOutcome outcome;
+  if (op.return_previous && current != nullptr) outcome.previous = *current;
+  const Revision revision = ++revision_;
+  KeyValue kv;
+  kv.ns = op.ns;
+  kv.key = op.key;
+  kv.value = op.value;
+  kv.create_revision = current ? current->create_revision : revision;
+  kv.mod_revision = revision;
+  kv.version = current ? current->version + 1 : 1;
+  kv.lease = op.lease;
+  SetKey(std::move(kv));
+  outcome.revision = revision;
+  return outcome;
+}
+
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyDelete(
+    const DeleteRequest& op) {
+  std::vector<std::string> doomed;
+  if (!op.prefix) {
+    if (Lookup(op.ns, op.key) != nullptr) doomed.push_back(op.key);
+  } else {
+    keys_.Scan(op.ns, op.key, "", [&](const KeyValue& kv) {
+      if (!overlay_.contains(KeyRef(kv.ns, kv.key))) doomed.push_back(kv.key);
+      return true;
+    });
+    for (const auto& [ref, value] : overlay_) {
+      if (value && ref.first == op.ns && absl::StartsWith(ref.second, op.key)) {
+        doomed.push_back(ref.second);
+      }
+    }
+    std::sort(doomed.begin(), doomed.end());
+  }
+  WriteOutcome outcome;
+  if (doomed.empty()) {
+    outcome.revision = revision_;
+    return outcome;
+  }
+  const Revision revision = ++revision_;
+  for (const std::string& key : doomed) DeleteKey(op.ns, key, revision);
+  outcome.deleted = static_cast<int64_t>(doomed.size());
+  outcome.revision = revision;
+  return outcome;
+}
+
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyCompareAndSet(
+    const CompareAndSetRequest& op) {
+  const KeyValue* current = Lookup(op.ns, op.key);
+  const bool matches =
+      current ? current->value == op.expected : op.expected.empty();
+  WriteOutcome outcome;
+  if (!matches) {
+    outcome.value = current ? current->value : "";
+    outcome.revision = revision_;
+    return outcome;
+  }
+  outcome.revision = WriteValue(op.ns, op.key, op.desired, current);
+  outcome.value = op.desired;
+  outcome.swapped = true;
+  return outcome;
+}
+
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyAdd(const AddRequest& op) {
+  const KeyValue* current = Lookup(op.ns, op.key);
+  int64_t value = 0;
+  if (current != nullptr && !absl::SimpleAtoi(current->value, &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key '", AbbreviateForMessage(op.key), "' in namespace '",
+                     op.ns, "' holds '", AbbreviateForMessage(current->value),
+                     "', not a decimal int64; add needs an integer"));
+  }
+  int64_t sum = 0;
+  if (__builtin_add_overflow(value, op.delta, &sum)) {
+    return absl::OutOfRangeError(
+        absl::StrCat("add of ", op.delta, " to ", value, " for key '",
+                     AbbreviateForMessage(op.key), "' overflows int64"));
+  }
+  WriteOutcome outcome;
+  outcome.revision = WriteValue(op.ns, op.key, absl::StrCat(sum), current);
+  outcome.number = sum;
+  return outcome;
+}
+
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseGrant(
+    const LeaseGrantOp& op) {
+  if (leases_.size() + granted_.size() >= max_leases_ + revoked_.size()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("too many leases (limit ", max_leases_,
+                     "); revoke leases that are no longer used"));
+  }
+  WriteOutcome outcome;
+  outcome.lease = next_lease_id_++;
+  outcome.ttl_ms = op.ttl_ms;
+  granted_[outcome.lease] = op.ttl_ms;
+  outcome.revision = ++revision_;
+  return outcome;
+}
+
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseRevoke(
+    const LeaseRevokeOp& op) {
+  WriteOutcome outcome;
+  if (!LeaseExists(op.lease)) {
+    if (op.expired) {
+      outcome.revision = revision_;
+      return outcome;
+    }
+    return LeaseNotFound(op.lease);
+  }
+  std::vector<KeyRef> doomed;
+  for (const KeyRef& ref : leases_.Keys(op.lease)) {
+    const KeyValue* kv = Lookup(ref.first, ref.second);
+    if (kv != nullptr && kv->lease == op.lease && !overlay_.contains(ref))
+      doomed.push_back(ref);
+  }
+  for (const auto& [ref, value] : overlay_) {
+    if (value && value->lease == op.lease) doomed.push_back(ref);
+  }
+  std::sort(doomed.begin(), doomed.end());
+  const Revision revision = ++revision_;
+  for (const KeyRef& ref : doomed) DeleteKey(ref.first, ref.second, revision);
+  if (granted_.erase(op.lease) == 0) revoked_.insert(op.lease);
+  outcome.deleted = static_cast<int64_t>(doomed.size());
+  outcome.revision = revision;
+  return outcome;
+}
+
+KvWriteBatch WriteBatchBuilder::Build() const {
+  KvWriteBatch batch;
+  batch.revision = revision_;
+  for (const auto& [ref, value] : overlay_) {
+    if (value) {
+      batch.upserts.push_back(*value);
+    } else if (keys_.Find(ref.first, ref.second) != nullptr) {
+      batch.deletes.push_back(ref);
+    }
+  }
+  batch.events = events_;
+  for (const auto& [id, ttl_ms] : granted_)
+    batch.lease_grants.push_back({id, ttl_ms});
+  batch.lease_revokes.assign(revoked_.begin(), revoked_.end());
+  if (next_lease_id_ != base_next_lease_id_)
+    batch.next_lease_id = next_lease_id_;
+  return batch;
+}
+
+void WriteBatchBuilder::ApplyTo(KeySpace& keys, LeaseTable& leases,
+                                absl::Time now) const {
+  for (const auto& [id, ttl_ms] : granted_) leases.Grant(id, ttl_ms, now);
+  for (const auto& [ref, value] : overlay_) {
+    const KeyValue* old = keys.Find(ref.first, ref.second);
+    if (old != nullptr && old->lease != 0)
+      leases.DetachKey(old->lease, ref.first, ref.second);
+    if (value) {
+      if (value->lease != 0)
+        leases.AttachKey(value->lease, ref.first, ref.second);
+      keys.Upsert(*value);
+    } else {
+      keys.Erase(ref.first, ref.second);
+    }
+  }
+  for (LeaseId id : revoked_) leases.Remove(id);
+}
+
+}  // namespace ddp::kv

@@ -1,0 +1,122 @@
+#ifndef DDP_COORDINATOR_KV_WRITE_BATCH_BUILDER_H_
+#define DDP_COORDINATOR_KV_WRITE_BATCH_BUILDER_H_
+
+// Evaluates the writes of one group commit, in order, against the committed
+// state plus the earlier writes of the same batch (an overlay), and produces
+// the KvWriteBatch to persist. Nothing is changed until the batch is durable;
+// then ApplyTo moves the overlay into the committed state.
+//
+// Each successful write that changes something gets its own revision (one more
+// than the previous one); writes that fail or change nothing (delete of a
+// missing key, a CAS that does not swap) take no revision.
+//
+// Thread-safety: not thread-safe; used by the committer thread alone, which
+// holds the state mutex (shared) while evaluating and (exclusive) while
+// applying.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/kv/key_space.h"
+#include "coordinator/kv/kv_ops.h"
+#include "coordinator/kv/kv_types.h"
+#include "coordinator/kv/lease_table.h"
+#include "coordinator/storage/kv_backend.h"
+
+namespace ddp::kv {
+
+struct LeaseGrantOp {
+  int64_t ttl_ms = 0;
+};
+struct LeaseRevokeOp {
+  LeaseId lease = 0;
+  bool expired =
+      false;  // internal: issued by lease expiry; a missing lease is a no-op
+};
+
+// One queued write. Inputs are already validated (kv_validation).
+using WriteOp = std::variant<PutRequest, DeleteRequest, CompareAndSetRequest,
+                             AddRequest, LeaseGrantOp, LeaseRevokeOp>;
+
+// The result of one write; each operation fills the fields its reply needs.
+struct WriteOutcome {
+  Revision revision = 0;
+  std::optional<KeyValue> previous;  // Put with return_previous
+  int64_t deleted = 0;               // Delete, LeaseRevoke
+  std::string value;                 // CompareAndSet
+  bool swapped = false;              // CompareAndSet
+  int64_t number = 0;                // Add
+  LeaseId lease = 0;                 // LeaseGrant
+  int64_t ttl_ms = 0;                // LeaseGrant
+};
+
+class WriteBatchBuilder {
+ public:
+  // `keys` and `leases` are the committed state; they must not change while the
+  // builder is in use (only the committer changes them).
+  WriteBatchBuilder(const KeySpace& keys, const LeaseTable& leases,
+                    Revision revision, LeaseId next_lease_id,
+                    size_t max_leases);
+
+  // Errors (the write is skipped, the batch goes on): FAILED_PRECONDITION (put
+  // condition), NOT_FOUND (unknown lease), INVALID_ARGUMENT (Add on a
+  // non-integer), OUT_OF_RANGE (Add overflow), RESOURCE_EXHAUSTED (too many
+  // leases).
+  absl::StatusOr<WriteOutcome> Apply(const WriteOp& op);
+
+  // True when no write of the batch changed anything (nothing to commit).
+  bool empty() const { return revision_ == base_revision_; }
+  Revision revision() const { return revision_; }
+  LeaseId next_lease_id() const { return next_lease_id_; }
+  const std::vector<Event>& events() const { return events_; }
+
+  KvWriteBatch Build() const;
+  // Moves the batch into the committed state (after Commit returned OK).
+  void ApplyTo(KeySpace& keys, LeaseTable& leases, absl::Time now) const;
+
+ private:
+  using KeyRef = std::pair<std::string, std::string>;
+
+  const KeyValue* Lookup(const std::string& ns, const std::string& key) const;
+  bool LeaseExists(LeaseId id) const;
+  void SetKey(KeyValue kv);
+  void DeleteKey(const std::string& ns, const std::string& key,
+                 Revision revision);
+  // Writes `value` to (ns, key), keeping the existing create revision and
+  // lease.
+  Revision WriteValue(const std::string& ns, const std::string& key,
+                      std::string value, const KeyValue* current);
+
+  absl::StatusOr<WriteOutcome> ApplyPut(const PutRequest& op);
+  absl::StatusOr<WriteOutcome> ApplyDelete(const DeleteRequest& op);
+  absl::StatusOr<WriteOutcome> ApplyCompareAndSet(
+      const CompareAndSetRequest& op);
+  absl::StatusOr<WriteOutcome> ApplyAdd(const AddRequest& op);
+  absl::StatusOr<WriteOutcome> ApplyLeaseGrant(const LeaseGrantOp& op);
+  absl::StatusOr<WriteOutcome> ApplyLeaseRevoke(const LeaseRevokeOp& op);
+
+  const KeySpace& keys_;
+  const LeaseTable& leases_;
+  const Revision base_revision_;
+  const LeaseId base_next_lease_id_;
+  const size_t max_leases_;
+  Revision revision_;
+  LeaseId next_lease_id_;
+  // nullopt: deleted in this batch.
+  absl::flat_hash_map<KeyRef, std::optional<KeyValue>> overlay_;
+  absl::flat_hash_map<LeaseId, int64_t> granted_;  // lease -> ttl_ms
+  absl::flat_hash_set<LeaseId> revoked_;  // committed leases revoked here
+  std::vector<Event> events_;
+};
+
+}  // namespace ddp::kv
+
+#endif  // DDP_COORDINATOR_KV_WRITE_BATCH_BUILDER_H_

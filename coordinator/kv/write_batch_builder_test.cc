@@ -1,0 +1,91 @@
+#include "coordinator/kv/write_batch_builder.h"
+
+#include "gtest/gtest.h"
+
+namespace ddp::kv {
+namespace {
+
+const absl::Time kNow = absl::FromUnixSeconds(1000);
+
+class WriteBatchBuilderTest : public ::testing::Test {
+ protected:
+  KeySpace keys_;
+  LeaseTable leases_;
+};
+
+TEST_F(WriteBatchBuilderTest, Apply_LaterWritesSeeEarlierOnes_InOneBatch) {
+  WriteBatchBuilder builder(keys_, leases_, 10, 1, 100);
+  ASSERT_TRUE(builder.Apply(PutRequest{"ns", "a", "1"}).ok());
+  PutRequest conditional{"ns", "a", "2"};
+  conditional.condition = PutRequest::Condition::kExpectedModRevision;
+  conditional.expected_mod_revision = 11;
+  auto second = builder.Apply(conditional);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->revision, 12);
+  auto add = builder.Apply(AddRequest{"ns", "a", 3});
+  ASSERT_TRUE(add.ok());
+  EXPECT_EQ(add->number, 5);
+  const KvWriteBatch batch = builder.Build();
+  EXPECT_EQ(batch.revision, 13);
+  ASSERT_EQ(batch.upserts.size(), 1u);
+  EXPECT_EQ(batch.upserts[0].value, "5");
+  EXPECT_EQ(batch.upserts[0].version, 3);
+  EXPECT_EQ(batch.upserts[0].create_revision, 11);
+  EXPECT_EQ(batch.events.size(), 3u);
+}
+
+TEST_F(WriteBatchBuilderTest, Apply_FailedCondition_TakesNoRevision) {
+  WriteBatchBuilder builder(keys_, leases_, 0, 1, 100);
+  ASSERT_TRUE(builder.Apply(PutRequest{"ns", "a", "1"}).ok());
+  PutRequest absent{"ns", "a", "2"};
+  absent.condition = PutRequest::Condition::kAbsent;
+  EXPECT_EQ(builder.Apply(absent).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(builder.revision(), 1);
+}
+
+TEST_F(WriteBatchBuilderTest, LeaseGrantedAndUsedInBatch_RevokeDeletesKeys) {
+  WriteBatchBuilder builder(keys_, leases_, 0, 5, 100);
+  auto lease = builder.Apply(LeaseGrantOp{1000});
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(lease->lease, 5);
+  PutRequest put{"ns", "k", "v", lease->lease};
+  ASSERT_TRUE(builder.Apply(put).ok());
+  auto revoked = builder.Apply(LeaseRevokeOp{5, false});
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_EQ(revoked->deleted, 1);
+  EXPECT_EQ(builder.Apply(put).status().code(), absl::StatusCode::kNotFound);
+  const KvWriteBatch batch = builder.Build();
+  EXPECT_TRUE(batch.upserts.empty());
+  EXPECT_TRUE(batch.deletes.empty());  // never committed, nothing to delete
+  EXPECT_TRUE(batch.lease_grants.empty());
+  EXPECT_EQ(batch.next_lease_id, 6);
+}
+
+TEST_F(WriteBatchBuilderTest, ApplyTo_CommittedState_UpdatesKeysAndLeases) {
+  {
+    WriteBatchBuilder builder(keys_, leases_, 0, 1, 100);
+    ASSERT_TRUE(builder.Apply(LeaseGrantOp{1000}).ok());
+    ASSERT_TRUE(builder.Apply(PutRequest{"ns", "k", "v", 1}).ok());
+    builder.ApplyTo(keys_, leases_, kNow);
+  }
+  EXPECT_EQ(leases_.Keys(1).size(), 1u);
+  WriteBatchBuilder builder(keys_, leases_, 2, 2, 100);
+  auto deleted = builder.Apply(DeleteRequest{"ns", "", true});
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->deleted, 1);
+  EXPECT_EQ(builder.Build().deletes.size(), 1u);
+  builder.ApplyTo(keys_, leases_, kNow);
+  EXPECT_EQ(keys_.size(), 0u);
+  EXPECT_TRUE(leases_.Keys(1).empty());
+}
+
+TEST_F(WriteBatchBuilderTest, LeaseGrant_OverLimit_ResourceExhausted) {
+  WriteBatchBuilder builder(keys_, leases_, 0, 1, 1);
+  ASSERT_TRUE(builder.Apply(LeaseGrantOp{1000}).ok());
+  EXPECT_EQ(builder.Apply(LeaseGrantOp{1000}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace ddp::kv

@@ -1,0 +1,265 @@
+// The coordinator binary: parses flags, starts the CoordinatorServer, writes
+// the bound port to --port-file, and shuts down cleanly on SIGINT/SIGTERM.
+//
+// Exit codes: 0 clean shutdown; 1 runtime failure (data dir locked, cannot
+// listen, storage error); 2 bad flags.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/logging.h"
+#include "coordinator/server/coordinator_server.h"
+
+ABSL_FLAG(int, port, 29400,
+          "TCP port to serve gRPC on; 0 picks any free port (see --port-file)");
+ABSL_FLAG(std::string, bind, "0.0.0.0",
+          "Address to bind, e.g. 0.0.0.0, 127.0.0.1 or [::]");
+ABSL_FLAG(std::string, data_dir, "./ddp-coordinator-data",
+          "Directory of the durable state (coordinator.db) and its LOCK file; "
+          "created if "
+          "missing. Only one coordinator may use a directory at a time");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, write the bound port (one line) to this file once serving, "
+          "atomically "
+          "(temporary file + rename); tools and tests read it with --port 0");
+ABSL_FLAG(std::string, log_level, "info",
+          "Minimum log level: debug, info, warning, error");
+ABSL_FLAG(int64_t, max_key_bytes, 4096,
+          "Largest key in bytes (RESOURCE_EXHAUSTED above)");
+ABSL_FLAG(int64_t, max_value_bytes, 1 << 20,
+          "Largest value in bytes (RESOURCE_EXHAUSTED above)");
+ABSL_FLAG(
+    int64_t, history_revisions, 100000,
+    "Keep the watch history of the last N revisions; older ones are compacted "
+    "automatically (0 keeps everything)");
+ABSL_FLAG(int64_t, max_leases, 1000000, "Most leases alive at once");
+ABSL_FLAG(int64_t, max_watchers, 100000, "Most watch streams open at once");
+ABSL_FLAG(int64_t, max_wait_calls, 100000, "Most Wait calls pending at once");
+ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000,
+          "Timeout of a Wait that gives none");
+ABSL_FLAG(
+    int64_t, tick_interval_ms, 50,
+    "How often lease expiry and Wait deadlines are checked, in milliseconds");
+
+namespace {
+
+constexpr int kExitBadFlags = 2;
+constexpr int kExitFailure = 1;
+
+int BadFlag(const std::string& message) {
+  std::fprintf(stderr, "coordinator: %s (see --help)\n", message.c_str());
+  return kExitBadFlags;
+}
+
+// Builds the server options from the flags; returns a non-empty error on bad
+// values.
+std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
+  const int port = absl::GetFlag(FLAGS_port);
+  if (port < 0 || port > 65535)
+    return absl::StrCat("--port=", port, " must be 0..65535");
+  options->port = port;
+  options->bind_address = absl::GetFlag(FLAGS_bind);
+  if (options->bind_address.empty()) return "--bind must not be empty";
+  options->data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (options->data_dir.empty()) return "--data-dir must not be empty";
+  ddp::kv::KvLimits& limits = options->kv.limits;
+  const int64_t key_bytes = absl::GetFlag(FLAGS_max_key_bytes);
+  if (key_bytes < 1 || key_bytes > (1 << 20)) {
+    return absl::StrCat("--max-key-bytes=", key_bytes, " must be 1..1048576");
+  }
+  limits.max_key_bytes = key_bytes;
+  const int64_t value_bytes = absl::GetFlag(FLAGS_max_value_bytes);
+  if (value_bytes < 0 || value_bytes > (256 << 20)) {
+    return absl::StrCat("--max-value-bytes=", value_bytes,
+                        " must be 0..268435456");
+  }
+  limits.max_value_bytes = value_bytes;
+  const int64_t history = absl::GetFlag(FLAGS_history_revisions);
+  if (history < 0)
+    return absl::StrCat("--history-revisions=", history, " must be >= 0");
+  options->kv.history_revisions = history;
+  const int64_t leases = absl::GetFlag(FLAGS_max_leases);
+  if (leases < 1) return absl::StrCat("--max-leases=", leases, " must be >= 1");
+  limits.max_leases = leases;
+  const int64_t watchers = absl::GetFlag(FLAGS_max_watchers);
+  if (watchers < 1)
+    return absl::StrCat("--max-watchers=", watchers, " must be >= 1");
+  limits.max_watchers = watchers;
+  const int64_t waits = absl::GetFlag(FLAGS_max_wait_calls);
+  if (waits < 1)
+    return absl::StrCat("--max-wait-calls=", waits, " must be >= 1");
+  limits.max_pending_wait_calls = waits;
+  const int64_t wait_ms = absl::GetFlag(FLAGS_default_wait_timeout_ms);
+  if (wait_ms < 1 || absl::Milliseconds(wait_ms) > limits.max_wait_timeout) {
+    return absl::StrCat("--default-wait-timeout-ms=", wait_ms, " must be 1..",
+                        absl::ToInt64Milliseconds(limits.max_wait_timeout));
+  }
+  limits.default_wait_timeout = absl::Milliseconds(wait_ms);
+  const int64_t tick_ms = absl::GetFlag(FLAGS_tick_interval_ms);
+  if (tick_ms < 1 || tick_ms > 10000) {
+    return absl::StrCat("--tick-interval-ms=", tick_ms, " must be 1..10000");
+  }
+  options->kv.tick_interval = absl::Milliseconds(tick_ms);
+  return "";
+}
+
+bool WritePortFile(const std::string& path, int port) {
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << port << "\n";
+    out.close();
+    if (!out) return false;
+  }
+  return std::rename(temp.c_str(), path.c_str()) == 0;
+}
+
+// Accepts --data-dir as well as --data_dir: Abseil only knows the underscore
+// spelling.
+std::vector<char*> NormalizeFlagNames(int argc, char** argv,
+                                      std::vector<std::string>* storage) {
+  storage->reserve(argc);
+  std::vector<char*> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i > 0 && arg.rfind("--", 0) == 0 && arg != "--") {
+      const size_t end = arg.find('=');
+      for (size_t j = 2; j < std::min(end, arg.size()); ++j) {
+        if (arg[j] == '-') arg[j] = '_';
+      }
+    }
+    storage->push_back(std::move(arg));
+    out.push_back(storage->back().data());
+  }
+  return out;
+}
+
+// Abseil exits with status 1 on an unknown flag or a malformed value; this
+// check runs first so that every bad flag exits with 2 and a message naming it.
+std::string PrecheckFlags(const std::vector<char*>& args) {
+  static const char* const kBuiltin[] = {
+      "help",       "helpfull",        "helpshort", "helppackage",
+      "version",    "only_check_args", "flagfile",  "fromenv",
+      "tryfromenv", "undefok"};
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    arg = arg.substr(arg[1] == '-' ? 2 : 1);
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    if (std::find(std::begin(kBuiltin), std::end(kBuiltin), name) !=
+        std::end(kBuiltin)) {
+      continue;
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && name.rfind("no", 0) == 0) {
+      absl::CommandLineFlag* negated =
+          absl::FindCommandLineFlag(name.substr(2));
+      if (negated != nullptr && negated->IsOfType<bool>() &&
+          eq == std::string::npos)
+        continue;
+    }
+    if (flag == nullptr) return absl::StrCat("unknown flag --", name);
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (flag->IsOfType<bool>()) {
+      continue;
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return absl::StrCat("flag --", name, " needs a value");
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::StrCat("--", name, "=", value, ": ", error);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "The ddp-coordinator server: a durable, strongly consistent key-value "
+      "store and "
+      "coordination service for multi-node training.\n\n"
+      "  coordinator --port 29400 --data-dir /var/lib/ddp-coordinator\n"
+      "  coordinator --port 0 --port-file /tmp/port --data-dir /tmp/d   # "
+      "tests, tools\n\n"
+      "Flags may be spelled with '-' or '_'. Exit codes: 0 clean shutdown "
+      "(SIGINT/SIGTERM), "
+      "1 runtime failure (e.g. data dir locked), 2 bad flags.");
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "coordinator/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
+  std::vector<std::string> storage;
+  std::vector<char*> args = NormalizeFlagNames(argc, argv, &storage);
+  if (std::string error = PrecheckFlags(args); !error.empty())
+    return BadFlag(error);
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  if (positional.size() > 1) {
+    return BadFlag(absl::StrCat("unexpected argument '", positional[1], "'"));
+  }
+  ddp::LogLevel level;
+  if (!ddp::ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
+    return BadFlag(absl::StrCat("--log-level=", absl::GetFlag(FLAGS_log_level),
+                                " must be debug, info, warning or error"));
+  }
+  ddp::SetMinLogLevel(level);
+  // Debian's Abseil is built with deadlock detection on; it costs a graph
+  // update on every lock of every absl::Mutex (gRPC's included). Tests keep it
+  // on.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  ddp::server::CoordinatorServerOptions options;
+  if (std::string error = OptionsFromFlags(&options); !error.empty())
+    return BadFlag(error);
+
+  // Block the shutdown signals in every thread (threads inherit the mask); this
+  // thread takes them with sigwait, so no work happens in a signal handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = ddp::server::CoordinatorServer::Start(options);
+  if (!server.ok()) {
+    DDP_LOG(ERROR) << "cannot start: " << server.status();
+    return kExitFailure;
+  }
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty() && !WritePortFile(port_file, (*server)->port())) {
+    DDP_LOG(ERROR) << "cannot write --port-file " << port_file;
+    (*server)->Shutdown();
+    return kExitFailure;
+  }
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  DDP_LOG(INFO) << "received "
+                << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
+                << "; shutting down";
+  (*server)->Shutdown();
+  return 0;
+}

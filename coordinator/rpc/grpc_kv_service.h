@@ -1,0 +1,86 @@
+#ifndef DDP_COORDINATOR_RPC_GRPC_KV_SERVICE_H_
+#define DDP_COORDINATOR_RPC_GRPC_KV_SERVICE_H_
+
+// ddp.v1.KeyValueService over the KvStore core, with gRPC's callback API: no
+// thread is blocked per pending call. Unary calls return a reactor that the
+// core's completion callback finishes; Watch is a ServerWriteReactor with one
+// write in flight that pulls the next batch from the store when the previous
+// write completes (the per-watcher queue lives in the core and is bounded
+// there).
+//
+// Sizes and counts are checked before anything is copied out of a request; the
+// core checks everything again. Errors keep the core's code and message
+// (common/grpc_status).
+//
+// Thread-safety: thread-safe; `store` must outlive the service and the gRPC
+// server.
+
+#include <string>
+
+#include "coordinator/kv/kv_store.h"
+#include "ddp/v1/kv.grpc.pb.h"
+
+namespace ddp::rpc {
+
+struct GrpcKvServiceOptions {
+  std::string version = "ddp-coordinator 0.1.0";  // reported by Status
+  // Watch messages are cut at about this size (a single event may exceed it).
+  size_t watch_message_bytes = 1 << 20;
+};
+
+class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
+ public:
+  GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options);
+
+  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* context,
+                                const v1::PutRequest* request,
+                                v1::PutResponse* response) override;
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context,
+                                const v1::GetRequest* request,
+                                v1::GetResponse* response) override;
+  grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* context,
+                                  const v1::RangeRequest* request,
+                                  v1::RangeResponse* response) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
+                                   const v1::DeleteRequest* request,
+                                   v1::DeleteResponse* response) override;
+  grpc::ServerUnaryReactor* CompareAndSet(
+      grpc::CallbackServerContext* context,
+      const v1::CompareAndSetRequest* request,
+      v1::CompareAndSetResponse* response) override;
+  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context,
+                                const v1::AddRequest* request,
+                                v1::AddResponse* response) override;
+  grpc::ServerUnaryReactor* Wait(grpc::CallbackServerContext* context,
+                                 const v1::WaitRequest* request,
+                                 v1::WaitResponse* response) override;
+  grpc::ServerWriteReactor<v1::WatchResponse>* Watch(
+      grpc::CallbackServerContext* context,
+      const v1::WatchRequest* request) override;
+  grpc::ServerUnaryReactor* LeaseGrant(
+      grpc::CallbackServerContext* context,
+      const v1::LeaseGrantRequest* request,
+      v1::LeaseGrantResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseKeepAlive(
+      grpc::CallbackServerContext* context,
+      const v1::LeaseKeepAliveRequest* request,
+      v1::LeaseKeepAliveResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseRevoke(
+      grpc::CallbackServerContext* context,
+      const v1::LeaseRevokeRequest* request,
+      v1::LeaseRevokeResponse* response) override;
+  grpc::ServerUnaryReactor* Compact(grpc::CallbackServerContext* context,
+                                    const v1::CompactRequest* request,
+                                    v1::CompactResponse* response) override;
+  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* context,
+                                   const v1::StatusRequest* request,
+                                   v1::StatusResponse* response) override;
+
+ private:
+  kv::KvStore& store_;
+  const GrpcKvServiceOptions options_;
+};
+
+}  // namespace ddp::rpc
+
+#endif  // DDP_COORDINATOR_RPC_GRPC_KV_SERVICE_H_

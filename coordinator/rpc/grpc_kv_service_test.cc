@@ -1,0 +1,286 @@
+// GrpcKvService over real gRPC on a free port: every RPC, error codes, watch
+// streaming. The store runs on InMemoryKvBackend; durability is covered by
+// coordinator/server tests.
+
+#include "coordinator/rpc/grpc_kv_service.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/notification.h"
+#include "common/clock.h"
+#include "coordinator/storage/memory_kv_backend.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rpc {
+namespace {
+
+using ::testing::HasSubstr;
+
+class GrpcKvServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kv::KvStoreOptions options;
+    options.tick_interval = absl::ZeroDuration();
+    auto store = kv::KvStore::Open(std::make_unique<kv::InMemoryKvBackend>(),
+                                   clock_, options);
+    ASSERT_TRUE(store.ok());
+    store_ = *std::move(store);
+    service_ = std::make_unique<GrpcKvService>(*store_, GrpcKvServiceOptions{});
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port, 0);
+    stub_ = v1::KeyValueService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                            grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    store_->Shutdown();
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(2));
+  }
+
+  std::unique_ptr<grpc::ClientContext> Context() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(20));
+    return context;
+  }
+
+  grpc::Status Put(const std::string& key, const std::string& value,
+                   int64_t lease = 0, v1::PutResponse* response = nullptr) {
+    v1::PutRequest request;
+    request.set_namespace_("job");
+    request.set_key(key);
+    request.set_value(value);
+    request.set_lease(lease);
+    v1::PutResponse ignored;
+    return stub_->Put(Context().get(), request, response ? response : &ignored);
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<kv::KvStore> store_;
+  std::unique_ptr<GrpcKvService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::KeyValueService::Stub> stub_;
+};
+
+TEST_F(GrpcKvServiceTest, PutGetRangeDelete_RoundTrip_RevisionsAndFields) {
+  v1::PutResponse put;
+  ASSERT_TRUE(Put("a", "1", 0, &put).ok());
+  EXPECT_EQ(put.revision(), 1);
+  ASSERT_TRUE(Put("b", "2").ok());
+  v1::PutRequest conditional;
+  conditional.set_namespace_("job");
+  conditional.set_key("a");
+  conditional.set_value("3");
+  conditional.set_expected_mod_revision(1);
+  conditional.set_return_previous(true);
+  ASSERT_TRUE(stub_->Put(Context().get(), conditional, &put).ok());
+  EXPECT_TRUE(put.had_previous());
+  EXPECT_EQ(put.previous().value(), "1");
+
+  v1::GetRequest get;
+  get.set_namespace_("job");
+  get.set_key("a");
+  v1::GetResponse got;
+  ASSERT_TRUE(stub_->Get(Context().get(), get, &got).ok());
+  EXPECT_EQ(got.kv().value(), "3");
+  EXPECT_EQ(got.kv().version(), 2);
+  EXPECT_EQ(got.kv().create_revision(), 1);
+  EXPECT_EQ(got.revision(), 3);
+
+  v1::RangeRequest range;
+  range.set_namespace_("job");
+  range.set_limit(1);
+  v1::RangeResponse ranged;
+  ASSERT_TRUE(stub_->Range(Context().get(), range, &ranged).ok());
+  ASSERT_EQ(ranged.kvs_size(), 1);
+  EXPECT_EQ(ranged.kvs(0).key(), "a");
+  EXPECT_TRUE(ranged.more());
+  EXPECT_EQ(ranged.next_start_after(), "a");
+
+  v1::DeleteRequest del;
+  del.set_namespace_("job");
+  del.set_prefix(true);
+  v1::DeleteResponse deleted;
+  ASSERT_TRUE(stub_->Delete(Context().get(), del, &deleted).ok());
+  EXPECT_EQ(deleted.deleted(), 2);
+  EXPECT_EQ(deleted.revision(), 4);
+  EXPECT_EQ(stub_->Get(Context().get(), get, &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(GrpcKvServiceTest, CompareAndSetAddWait_TcpStoreSemantics) {
+  v1::CompareAndSetRequest cas;
+  cas.set_namespace_("job");
+  cas.set_key("k");
+  cas.set_desired("v1");
+  v1::CompareAndSetResponse cas_response;
+  ASSERT_TRUE(stub_->CompareAndSet(Context().get(), cas, &cas_response).ok());
+  EXPECT_TRUE(cas_response.swapped());
+  EXPECT_EQ(cas_response.value(), "v1");
+  v1::AddRequest add;
+  add.set_namespace_("job");
+  add.set_key("n");
+  add.set_delta(41);
+  v1::AddResponse added;
+  ASSERT_TRUE(stub_->Add(Context().get(), add, &added).ok());
+  add.set_delta(1);
+  ASSERT_TRUE(stub_->Add(Context().get(), add, &added).ok());
+  EXPECT_EQ(added.value(), 42);
+  v1::WaitRequest wait;
+  wait.set_namespace_("job");
+  wait.add_keys("k");
+  wait.add_keys("n");
+  v1::WaitResponse waited;
+  ASSERT_TRUE(stub_->Wait(Context().get(), wait, &waited).ok());
+  EXPECT_EQ(waited.revision(), 3);
+}
+
+TEST_F(GrpcKvServiceTest, Wait_MissingKeyAfterTimeout_DeadlineExceeded) {
+  v1::WaitRequest wait;
+  wait.set_namespace_("job");
+  wait.add_keys("never");
+  wait.set_timeout_ms(100);
+  v1::WaitResponse waited;
+  grpc::ClientContext context;
+  grpc::Status status;
+  absl::Notification done;
+  stub_->async()->Wait(&context, &wait, &waited, [&](grpc::Status s) {
+    status = s;
+    done.Notify();
+  });
+  while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(5))) {
+    clock_.Advance(absl::Milliseconds(50));
+    store_->Tick();
+  }
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("never"));
+}
+
+TEST_F(GrpcKvServiceTest, BadInput_MeaningfulCodes) {
+  EXPECT_EQ(Put(std::string(5000, 'k'), "v").error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  v1::PutRequest bad_ns;
+  bad_ns.set_namespace_("no spaces");
+  bad_ns.set_key("k");
+  v1::PutResponse put;
+  grpc::Status status = stub_->Put(Context().get(), bad_ns, &put);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("no spaces"));
+  EXPECT_EQ(Put("k", "v", 99).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::WaitRequest wait;
+  wait.set_namespace_("job");
+  v1::WaitResponse waited;
+  EXPECT_EQ(stub_->Wait(Context().get(), wait, &waited).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  v1::CompactRequest compact;
+  compact.set_revision(100);
+  v1::CompactResponse compacted;
+  EXPECT_EQ(stub_->Compact(Context().get(), compact, &compacted).error_code(),
+            grpc::StatusCode::OUT_OF_RANGE);
+}
+
+TEST_F(GrpcKvServiceTest, Leases_GrantKeepAliveRevoke_DeletesKeys) {
+  v1::LeaseGrantRequest grant;
+  grant.set_ttl_ms(5000);
+  v1::LeaseGrantResponse granted;
+  ASSERT_TRUE(stub_->LeaseGrant(Context().get(), grant, &granted).ok());
+  EXPECT_GT(granted.lease(), 0);
+  ASSERT_TRUE(Put("owned", "v", granted.lease()).ok());
+  v1::LeaseKeepAliveRequest keep;
+  keep.set_lease(granted.lease());
+  v1::LeaseKeepAliveResponse kept;
+  ASSERT_TRUE(stub_->LeaseKeepAlive(Context().get(), keep, &kept).ok());
+  EXPECT_EQ(kept.ttl_ms(), 5000);
+  v1::StatusResponse status;
+  ASSERT_TRUE(
+      stub_->Status(Context().get(), v1::StatusRequest(), &status).ok());
+  EXPECT_EQ(status.leases(), 1);
+  EXPECT_EQ(status.keys(), 1);
+  EXPECT_FALSE(status.version().empty());
+  v1::LeaseRevokeRequest revoke;
+  revoke.set_lease(granted.lease());
+  v1::LeaseRevokeResponse revoked;
+  ASSERT_TRUE(stub_->LeaseRevoke(Context().get(), revoke, &revoked).ok());
+  EXPECT_EQ(revoked.deleted(), 1);
+  EXPECT_EQ(stub_->LeaseKeepAlive(Context().get(), keep, &kept).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(GrpcKvServiceTest, Watch_Stream_CreatedMarkerHistoryAndLiveEvents) {
+  ASSERT_TRUE(Put("p/old", "0").ok());
+  v1::WatchRequest request;
+  request.set_namespace_("job");
+  request.set_prefix("p/");
+  request.set_start_revision(1);
+  auto context = Context();
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));  // history (or the created marker)
+  std::vector<v1::Event> events(response.events().begin(),
+                                response.events().end());
+  ASSERT_TRUE(Put("x", "ignored").ok());
+  ASSERT_TRUE(Put("p/new", "1").ok());
+  while (events.size() < 2 && reader->Read(&response)) {
+    events.insert(events.end(), response.events().begin(),
+                  response.events().end());
+  }
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kv().key(), "p/old");
+  EXPECT_EQ(events[1].kv().key(), "p/new");
+  EXPECT_EQ(events[1].kv().mod_revision(), 3);
+  context->TryCancel();
+  while (reader->Read(&response)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(GrpcKvServiceTest, Watch_CompactedRevision_OutOfRange) {
+  ASSERT_TRUE(Put("a", "1").ok());
+  ASSERT_TRUE(Put("a", "2").ok());
+  v1::CompactRequest compact;
+  compact.set_revision(2);
+  v1::CompactResponse compacted;
+  ASSERT_TRUE(stub_->Compact(Context().get(), compact, &compacted).ok());
+  EXPECT_EQ(compacted.compacted_revision(), 1);
+  v1::WatchRequest request;
+  request.set_namespace_("job");
+  request.set_start_revision(1);
+  auto context = Context();
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  EXPECT_FALSE(reader->Read(&response));
+  grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_THAT(status.error_message(), HasSubstr("compacted"));
+}
+
+TEST_F(GrpcKvServiceTest, Watch_StoreShutdown_StreamEndsUnavailable) {
+  v1::WatchRequest request;
+  request.set_namespace_("job");
+  auto context = Context();
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));  // created marker
+  EXPECT_EQ(response.events_size(), 0);
+  store_->Shutdown();
+  while (reader->Read(&response)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+}  // namespace
+}  // namespace ddp::rpc

@@ -1,0 +1,109 @@
+#include "coordinator/rpc/grpc_watch_reactor.h"
+
+#include <utility>
+
+#include "common/grpc_status.h"
+#include "coordinator/rpc/kv_proto_convert.h"
+
+namespace ddp::rpc {
+
+WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
+                           size_t max_message_bytes)
+    : store_(store),
+      max_message_bytes_(max_message_bytes),
+      sink_(std::make_shared<Sink>(this)) {
+  kv::WatchRequest watch;
+  watch.ns = request.namespace_();
+  watch.prefix = request.prefix();
+  watch.start_revision = request.start_revision();
+  // Locked before registering: a cancellation may call OnReady right away, and
+  // it must find id_ set.
+  absl::MutexLock lock(&sink_->mu);
+  absl::StatusOr<kv::WatchId> id = store_.Watch(watch, sink_);
+  if (!id.ok()) {
+    FinishLocked(ToGrpcStatus(id.status()));
+    return;
+  }
+  id_ = *id;
+  registered_ = true;
+  PumpLocked(/*force=*/true);
+}
+
+void WatchReactor::Sink::OnReady() {
+  absl::MutexLock lock(&mu);
+  if (reactor_ != nullptr) reactor_->PumpLocked(/*force=*/false);
+}
+
+void WatchReactor::PumpLocked(bool force) {
+  if (writing_ || finished_) return;
+  if (pending_.empty()) {
+    kv::WatchBatch batch;
+    absl::Status status = store_.TakeWatchEvents(id_, &batch);
+    if (!status.ok()) {
+      FinishLocked(ToGrpcStatus(status));
+      return;
+    }
+    revision_ = batch.revision;
+    for (kv::Event& event : batch.events) pending_.push_back(std::move(event));
+    if (pending_.empty() && !force)
+      return;  // idle: the store calls OnReady later
+  }
+  response_.Clear();
+  size_t bytes = 0;
+  while (!pending_.empty() &&
+         (response_.events_size() == 0 || bytes < max_message_bytes_)) {
+    const kv::Event& event = pending_.front();
+    bytes +=
+        event.kv.key.size() + event.kv.value.size() + event.kv.ns.size() + 64;
+    ToProto(event, response_.add_events());
+    pending_.pop_front();
+  }
+  response_.set_revision(revision_);
+  writing_ = true;
+  StartWrite(&response_);
+}
+
+void WatchReactor::FinishLocked(const grpc::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  if (writing_) {
+    // Finish after the write in flight completes.
+    finish_pending_ = true;
+    final_status_ = status;
+    return;
+  }
+  Finish(status);
+}
+
+void WatchReactor::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&sink_->mu);
+  writing_ = false;
+  if (finish_pending_) {
+    finish_pending_ = false;
+    Finish(final_status_);
+    return;
+  }
+  if (!ok) {
+    FinishLocked(
+        grpc::Status(grpc::StatusCode::CANCELLED, "watch stream broken"));
+    return;
+  }
+  PumpLocked(/*force=*/false);
+}
+
+void WatchReactor::OnCancel() {
+  absl::MutexLock lock(&sink_->mu);
+  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
+                            "watch cancelled by the client"));
+}
+
+void WatchReactor::OnDone() {
+  {
+    absl::MutexLock lock(&sink_->mu);
+    sink_->reactor_ = nullptr;
+  }
+  if (registered_) store_.CancelWatch(id_);
+  delete this;
+}
+
+}  // namespace ddp::rpc

@@ -1,0 +1,70 @@
+#ifndef DDP_COORDINATOR_RPC_GRPC_WATCH_REACTOR_H_
+#define DDP_COORDINATOR_RPC_GRPC_WATCH_REACTOR_H_
+
+// The server side of one Watch stream. One write is in flight at a time; when
+// it completes, the reactor pulls the next batch from the KvStore (whose
+// per-watcher queue is bounded), so a slow client never makes the server buffer
+// without limit.
+//
+// The first message carries no events: it says the watch is registered, with
+// the store revision at that moment. Events of one batch are split across
+// messages of about max_message_bytes.
+//
+// Lifecycle: created by GrpcKvService::Watch; deletes itself in OnDone after
+// Finish. Thread-safety: gRPC callbacks and the store's OnReady are serialized
+// by the sink's mutex. Lock order: sink mutex, then the store's watch hub (via
+// Watch/TakeWatchEvents); the hub never calls OnReady with its own lock held.
+
+#include <deque>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/kv/kv_store.h"
+#include "ddp/v1/kv.grpc.pb.h"
+
+namespace ddp::rpc {
+
+class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
+ public:
+  WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
+               size_t max_message_bytes);
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  // Held by the store's watch hub; forwards OnReady to the reactor while it
+  // lives.
+  class Sink : public kv::WatchSink {
+   public:
+    explicit Sink(WatchReactor* reactor) : reactor_(reactor) {}
+    void OnReady() override;
+    absl::Mutex mu;
+    WatchReactor* reactor_ ABSL_GUARDED_BY(mu);
+  };
+
+  // Sends the next message if none is in flight. `force`: send even without
+  // events.
+  void PumpLocked(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+  void FinishLocked(const grpc::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+
+  kv::KvStore& store_;
+  const size_t max_message_bytes_;
+  std::shared_ptr<Sink> sink_;
+  kv::WatchId id_ = 0;
+  bool registered_ = false;
+  bool writing_ ABSL_GUARDED_BY(sink_->mu) = false;
+  bool finished_ ABSL_GUARDED_BY(sink_->mu) = false;
+  bool finish_pending_ ABSL_GUARDED_BY(sink_->mu) = false;
+  grpc::Status final_status_ ABSL_GUARDED_BY(sink_->mu);
+  kv::Revision revision_ ABSL_GUARDED_BY(sink_->mu) = 0;
+  std::deque<kv::Event> pending_ ABSL_GUARDED_BY(sink_->mu);
+  v1::WatchResponse response_ ABSL_GUARDED_BY(sink_->mu);
+};
+
+}  // namespace ddp::rpc
+
+#endif  // DDP_COORDINATOR_RPC_GRPC_WATCH_REACTOR_H_

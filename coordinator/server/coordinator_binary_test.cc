@@ -1,0 +1,171 @@
+// The //coordinator:coordinator binary as a real process: --port 0 +
+// --port-file, "serving on" log line, clean exit 0 on SIGTERM/SIGINT with data
+// kept, exit 1 when the data dir is locked by another coordinator, exit 2 on
+// bad flags.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "ddp/v1/kv.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TestDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+std::string BinaryPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return std::string(srcdir ? srcdir : ".") +
+         "/ddp_coordinator/coordinator/coordinator";
+}
+
+// Starts the binary with `args`; its stderr goes to `log_path`.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, STDERR_FILENO);
+    std::vector<char*> argv;
+    std::string binary = BinaryPath();
+    argv.push_back(binary.data());
+    std::vector<std::string> copies = args;
+    for (std::string& arg : copies) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// The exit code, or -1 if it did not exit within the (loose) bound.
+int WaitExit(pid_t pid, absl::Duration bound = absl::Seconds(30)) {
+  const absl::Time deadline = absl::Now() + bound;
+  while (absl::Now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// Polls for the port file (written atomically once serving).
+int ReadPort(const std::string& path,
+             absl::Duration bound = absl::Seconds(30)) {
+  const absl::Time deadline = absl::Now() + bound;
+  while (absl::Now() < deadline) {
+    std::ifstream in(path);
+    int port = 0;
+    if (in >> port && port > 0) return port;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return 0;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int64_t PutAndGetRevision(int port, const std::string& value) {
+  auto stub = ddp::v1::KeyValueService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(20));
+  ddp::v1::PutRequest put;
+  put.set_namespace_("job");
+  put.set_key("k");
+  put.set_value(value);
+  ddp::v1::PutResponse response;
+  grpc::Status status = stub->Put(&context, put, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.revision();
+}
+
+TEST(CoordinatorBinaryTest,
+     PortZero_ServesThenSigtermExitsZeroAndRestartKeepsRevision) {
+  const std::string dir = TestDir();
+  const std::string port_file = dir + ".port";
+  const std::vector<std::string> args = {"--port",      "0",          "--bind",
+                                         "127.0.0.1",   "--data-dir", dir,
+                                         "--port-file", port_file};
+  pid_t pid = Spawn(args, dir + ".log1");
+  int port = ReadPort(port_file);
+  ASSERT_GT(port, 0) << ReadFile(dir + ".log1");
+  EXPECT_EQ(PutAndGetRevision(port, "a"), 1);
+  EXPECT_EQ(PutAndGetRevision(port, "b"), 2);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 0);
+  EXPECT_THAT(ReadFile(dir + ".log1"),
+              HasSubstr("serving on 127.0.0.1:" + std::to_string(port)));
+
+  std::remove(port_file.c_str());
+  pid = Spawn(args, dir + ".log2");
+  port = ReadPort(port_file);
+  ASSERT_GT(port, 0) << ReadFile(dir + ".log2");
+  EXPECT_EQ(PutAndGetRevision(port, "c"), 3);
+  kill(pid, SIGINT);
+  EXPECT_EQ(WaitExit(pid), 0);
+}
+
+TEST(CoordinatorBinaryTest, SecondInstance_SameDataDir_ExitsOneNamingDir) {
+  const std::string dir = TestDir();
+  pid_t first = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir,
+                       "--port-file=" + dir + ".port1"},
+                      dir + ".log1");
+  ASSERT_GT(ReadPort(dir + ".port1"), 0) << ReadFile(dir + ".log1");
+  pid_t second = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir,
+                        "--port-file=" + dir + ".port2"},
+                       dir + ".log2");
+  EXPECT_EQ(WaitExit(second), 1);
+  const std::string log = ReadFile(dir + ".log2");
+  EXPECT_THAT(log, HasSubstr(dir));
+  EXPECT_THAT(log, HasSubstr("pid " + std::to_string(first)));
+  kill(first, SIGTERM);
+  EXPECT_EQ(WaitExit(first), 0);
+}
+
+TEST(CoordinatorBinaryTest, BadFlags_ExitTwoWithMessage) {
+  const std::string dir = TestDir();
+  pid_t pid = Spawn({"--port=-5", "--data-dir=" + dir}, dir + ".log1");
+  EXPECT_EQ(WaitExit(pid), 2);
+  EXPECT_THAT(ReadFile(dir + ".log1"), HasSubstr("--port=-5"));
+  pid = Spawn({"--log-level=loud", "--data-dir=" + dir}, dir + ".log2");
+  EXPECT_EQ(WaitExit(pid), 2);
+  EXPECT_THAT(ReadFile(dir + ".log2"), HasSubstr("--log-level"));
+  pid = Spawn({"--max-key-bytes=0", "--data-dir=" + dir}, dir + ".log3");
+  EXPECT_EQ(WaitExit(pid), 2);
+  pid = Spawn({"--no-such-flag=1", "--data-dir=" + dir}, dir + ".log4");
+  EXPECT_EQ(WaitExit(pid), 2);
+  EXPECT_THAT(ReadFile(dir + ".log4"),
+              HasSubstr("unknown flag --no_such_flag"));
+  pid = Spawn({"--port", "abc", "--data-dir=" + dir}, dir + ".log5");
+  EXPECT_EQ(WaitExit(pid), 2);
+  EXPECT_THAT(ReadFile(dir + ".log5"), HasSubstr("--port=abc"));
+}
+
+}  // namespace

@@ -1,0 +1,108 @@
+#include "coordinator/server/coordinator_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "coordinator/storage/sqlite_kv_backend.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace ddp::server {
+namespace {
+
+// Room for the largest valid request (a Put of max key + max value, or a Wait
+// of max_keys_per_request maximal keys) plus protobuf framing.
+int MaxMessageBytes(const kv::KvLimits& limits) {
+  const size_t put = limits.max_key_bytes + limits.max_value_bytes;
+  const size_t wait = limits.max_keys_per_request * (limits.max_key_bytes + 8);
+  const size_t cas = limits.max_key_bytes + 2 * limits.max_value_bytes;
+  const size_t largest = std::max({put, wait, cas}) + 64 * 1024;
+  return static_cast<int>(std::min<size_t>(largest, 1ull << 30));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    CoordinatorServerOptions options) {
+  if (options.port < 0 || options.port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("port ", options.port,
+                     " is out of range; give 0 (any free port) to 65535"));
+  }
+  std::unique_ptr<CoordinatorServer> server(
+      new CoordinatorServer(std::move(options)));
+  const CoordinatorServerOptions& opts = server->options_;
+  const Clock& clock = opts.clock != nullptr ? *opts.clock : RealClock::Get();
+
+  absl::StatusOr<std::unique_ptr<DataDirLock>> lock =
+      DataDirLock::Acquire(opts.data_dir);
+  if (!lock.ok()) return lock.status();
+  server->lock_ = *std::move(lock);
+
+  const std::string db_path = opts.data_dir + "/coordinator.db";
+  auto backend = kv::SqliteKvBackend::Open(db_path);
+  if (!backend.ok()) {
+    return absl::Status(backend.status().code(),
+                        absl::StrCat("cannot open ", db_path, ": ",
+                                     backend.status().message()));
+  }
+  auto store = kv::KvStore::Open(*std::move(backend), clock, opts.kv);
+  if (!store.ok()) return store.status();
+  server->kv_store_ = *std::move(store);
+  server->kv_service_ = std::make_unique<rpc::GrpcKvService>(
+      *server->kv_store_, rpc::GrpcKvServiceOptions{});
+
+  grpc::ServerBuilder builder;
+  const std::string listen = absl::StrCat(opts.bind_address, ":", opts.port);
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.SetMaxReceiveMessageSize(MaxMessageBytes(opts.kv.limits));
+  builder.RegisterService(server->kv_service_.get());
+  // Services of later issues (jobs, rendezvous) register here.
+  server->grpc_server_ = builder.BuildAndStart();
+  if (server->grpc_server_ == nullptr || server->port_ == 0) {
+    server->kv_store_->Shutdown();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen,
+                     "; is the port in use or the address not local? Pick "
+                     "another --port or --bind"));
+  }
+  DDP_LOG(INFO) << "serving on " << server->address() << " (data dir "
+                << opts.data_dir << ")";
+  return server;
+}
+
+std::string CoordinatorServer::address() const {
+  return absl::StrCat(options_.bind_address, ":", port_);
+}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+
+void CoordinatorServer::Shutdown() {
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  if (grpc_server_ == nullptr)
+    return;  // Start failed half way; members clean up
+  DDP_LOG(INFO) << "shutting down " << address();
+  // The store first: it ends watch streams and pending waits (UNAVAILABLE), so
+  // the gRPC server has no long-lived call left to wait for.
+  kv_store_->Shutdown();
+  const auto deadline = std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(
+                            absl::ToInt64Milliseconds(options_.shutdown_grace));
+  grpc_server_->Shutdown(deadline);
+  grpc_server_->Wait();
+  grpc_server_.reset();
+  kv_service_.reset();
+  kv_store_.reset();  // closes the database
+  lock_.reset();
+  DDP_LOG(INFO) << "shutdown complete";
+}
+
+}  // namespace ddp::server

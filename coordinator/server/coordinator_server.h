@@ -1,0 +1,79 @@
+#ifndef DDP_COORDINATOR_SERVER_COORDINATOR_SERVER_H_
+#define DDP_COORDINATOR_SERVER_COORDINATOR_SERVER_H_
+
+// The composition root of the coordinator: wires, in dependency order,
+//   data dir lock -> SQLite (DATA_DIR/coordinator.db) -> KvStore
+//     -> gRPC services -> gRPC server,
+// and tears them down in reverse. New services (jobs, rendezvous) are added in
+// Start (build) and Shutdown (stop before the KvStore) alongside the KV
+// service.
+//
+// Lifecycle:  Start --> serving --Shutdown (or destructor)--> stopped
+//
+// Thread-safety: port()/address()/kv_store() any time while serving; Shutdown
+// is idempotent and may be called from any thread (not from an RPC handler).
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/kv/kv_store.h"
+#include "coordinator/rpc/grpc_kv_service.h"
+#include "coordinator/server/data_dir_lock.h"
+#include "grpcpp/server.h"
+
+namespace ddp::server {
+
+struct CoordinatorServerOptions {
+  std::string bind_address = "0.0.0.0";
+  int port = 29400;  // 0: any free port (see CoordinatorServer::port())
+  std::string data_dir = "./ddp-coordinator-data";
+  kv::KvStoreOptions kv;
+  // How long Shutdown lets in-flight unary calls finish before cancelling them.
+  absl::Duration shutdown_grace = absl::Seconds(2);
+  const Clock* clock = nullptr;  // null: the real clock
+};
+
+class CoordinatorServer {
+ public:
+  // Locks the data dir, opens the database, and starts serving.
+  // Errors: INVALID_ARGUMENT bad port; FAILED_PRECONDITION data dir locked by
+  // another coordinator (message names the dir and the holder's pid);
+  // UNAVAILABLE cannot listen or storage failure; DATA_LOSS corrupt database.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
+      CoordinatorServerOptions options);
+  ~CoordinatorServer();
+  CoordinatorServer(const CoordinatorServer&) = delete;
+  CoordinatorServer& operator=(const CoordinatorServer&) = delete;
+
+  // The bound port (the actual one when options.port was 0).
+  int port() const { return port_; }
+  // "host:port" as bound, e.g. "0.0.0.0:29400".
+  std::string address() const;
+  kv::KvStore& kv_store() { return *kv_store_; }
+
+  // Refuses new work, ends watch streams and waits with UNAVAILABLE, commits
+  // queued writes, stops the gRPC server and all threads, closes the database,
+  // unlocks.
+  void Shutdown();
+
+ private:
+  explicit CoordinatorServer(CoordinatorServerOptions options)
+      : options_(std::move(options)) {}
+
+  const CoordinatorServerOptions options_;
+  std::unique_ptr<DataDirLock> lock_;
+  std::unique_ptr<kv::KvStore> kv_store_;
+  std::unique_ptr<rpc::GrpcKvService> kv_service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int port_ = 0;
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+};
+
+}  // namespace ddp::server
+
+#endif  // DDP_COORDINATOR_SERVER_COORDINATOR_SERVER_H_

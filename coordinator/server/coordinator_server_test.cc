@@ -1,0 +1,127 @@
+// The composition root over real gRPC on port 0 with a real data dir: restart
+// keeps data and revision, a second server on the same data dir is refused,
+// shutdown ends watches.
+
+#include "coordinator/server/coordinator_server.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "ddp/v1/kv.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+
+namespace ddp::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CoordinatorServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* dir = std::getenv("TEST_TMPDIR");
+    options_.data_dir =
+        std::string(dir ? dir : "/tmp") + "/" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options_.bind_address = "127.0.0.1";
+    options_.port = 0;
+  }
+
+  std::unique_ptr<CoordinatorServer> MustStart() {
+    auto server = CoordinatorServer::Start(options_);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? *std::move(server) : nullptr;
+  }
+
+  static std::unique_ptr<v1::KeyValueService::Stub> Connect(
+      const CoordinatorServer& server) {
+    return v1::KeyValueService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                            grpc::InsecureChannelCredentials()));
+  }
+
+  static std::unique_ptr<grpc::ClientContext> Context() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(20));
+    return context;
+  }
+
+  CoordinatorServerOptions options_;
+};
+
+TEST_F(CoordinatorServerTest, Restart_SameDataDir_KeepsKeysAndRevision) {
+  {
+    auto server = MustStart();
+    ASSERT_NE(server, nullptr);
+    EXPECT_GT(server->port(), 0);
+    auto stub = Connect(*server);
+    v1::PutRequest put;
+    put.set_namespace_("job");
+    put.set_key("k");
+    for (const char* value : {"1", "2", "3"}) {
+      put.set_value(value);
+      v1::PutResponse response;
+      ASSERT_TRUE(stub->Put(Context().get(), put, &response).ok());
+    }
+    server->Shutdown();
+  }
+  auto server = MustStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = Connect(*server);
+  v1::GetRequest get;
+  get.set_namespace_("job");
+  get.set_key("k");
+  v1::GetResponse got;
+  ASSERT_TRUE(stub->Get(Context().get(), get, &got).ok());
+  EXPECT_EQ(got.kv().value(), "3");
+  EXPECT_EQ(got.kv().version(), 3);
+  EXPECT_EQ(got.revision(), 3);
+  v1::StatusResponse status;
+  ASSERT_TRUE(stub->Status(Context().get(), v1::StatusRequest(), &status).ok());
+  EXPECT_EQ(status.revision(), 3);
+  EXPECT_EQ(status.keys(), 1);
+}
+
+TEST_F(CoordinatorServerTest,
+       Start_DataDirInUse_FailedPreconditionNamingDirAndPid) {
+  auto first = MustStart();
+  ASSERT_NE(first, nullptr);
+  auto second = CoordinatorServer::Start(options_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr(options_.data_dir));
+  EXPECT_THAT(second.status().message(), HasSubstr(std::to_string(getpid())));
+  first->Shutdown();
+  EXPECT_NE(MustStart(), nullptr);  // the lock is released on shutdown
+}
+
+TEST_F(CoordinatorServerTest, Shutdown_OpenWatch_StreamEndsUnavailable) {
+  auto server = MustStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = Connect(*server);
+  v1::WatchRequest request;
+  request.set_namespace_("job");
+  auto context = Context();
+  auto reader = stub->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  server->Shutdown();
+  while (reader->Read(&response)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(CoordinatorServerTest, Start_BadPort_InvalidArgument) {
+  options_.port = 70000;
+  EXPECT_EQ(CoordinatorServer::Start(options_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ddp::server
