@@ -1,5 +1,7 @@
 #include "coordinator/storage/sqlite_kv_backend.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -7,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
+#include "common/logging.h"
 #include "coordinator/storage/write_batch_checks.h"
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
@@ -113,14 +116,56 @@ std::vector<storage::SqliteMigration> SqliteKvBackend::SchemaMigrations() {
 
 SqliteKvBackend::SqliteKvBackend(SqliteKvBackendOptions options,
                                  std::unique_ptr<SqliteDatabase> write_db,
-                                 std::unique_ptr<SqliteDatabase> read_db)
+                                 std::unique_ptr<SqliteDatabase> read_db,
+                                 std::unique_ptr<SqliteDatabase> checkpoint_db)
     : options_(options),
       path_(write_db->path()),
       write_db_(std::move(write_db)),
-      read_db_(std::move(read_db)) {}
+      read_db_(std::move(read_db)),
+      checkpoint_db_(std::move(checkpoint_db)) {
+  if (checkpoint_db_ != nullptr) {
+    checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  }
+}
+
+SqliteKvBackend::~SqliteKvBackend() {
+  {
+    absl::MutexLock lock(&checkpoint_mu_);
+    stopping_ = true;
+  }
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
+}
+
+void SqliteKvBackend::CheckpointLoop() {
+  pthread_setname_np(pthread_self(), "kv-checkpoint");
+  while (true) {
+    {
+      absl::MutexLock lock(&checkpoint_mu_);
+      const auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) {
+        return stopping_;
+      };
+      if (checkpoint_mu_.AwaitWithTimeout(absl::Condition(&stopping),
+                                          options_.checkpoint_interval)) {
+        return;
+      }
+    }
+    // PASSIVE: copies what it can without waiting for the writer or readers.
+    // A failure (e.g. busy) is harmless: the next round tries again.
+    const absl::Status status = checkpoint_db_->Execute("PRAGMA wal_checkpoint(PASSIVE)");
+    if (!status.ok() && !absl::IsUnavailable(status)) {
+      DDP_LOG(WARNING) << "WAL checkpoint of " << path_ << " failed: " << status;
+    }
+  }
+}
 
 absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
     const std::string& db_path, SqliteKvBackendOptions options) {
+  if (options.cache_size_kib < 0 || options.checkpoint_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SqliteKvBackendOptions: cache_size_kib (%d) and checkpoint_interval (%s) "
+        "must not be negative",
+        options.cache_size_kib, absl::FormatDuration(options.checkpoint_interval)));
+  }
   if (options.compaction_chunk_events < 1) {
     return absl::InvalidArgumentError(
         absl::StrFormat("SqliteKvBackendOptions.compaction_chunk_events is %d; "
@@ -133,13 +178,24 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
       SqliteDatabase::Open(db_path, db_options);
   if (!write_db.ok()) return write_db.status();
   KV_RETURN_IF_ERROR((*write_db)->Migrate(SchemaMigrations()));
+  KV_RETURN_IF_ERROR((*write_db)->Execute(
+      absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
   db_options.create_if_missing = false;
   absl::StatusOr<std::unique_ptr<SqliteDatabase>> read_db =
       SqliteDatabase::Open(db_path, db_options);
   if (!read_db.ok()) return read_db.status();
+  std::unique_ptr<SqliteDatabase> checkpoint_db;
+  if (options.checkpoint_interval > absl::ZeroDuration()) {
+    KV_RETURN_IF_ERROR((*write_db)->Execute("PRAGMA wal_autocheckpoint=0"));
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> opened =
+        SqliteDatabase::Open(db_path, db_options);
+    if (!opened.ok()) return opened.status();
+    checkpoint_db = std::move(opened).value();
+  }
 
-  std::unique_ptr<SqliteKvBackend> backend(new SqliteKvBackend(
-      options, std::move(write_db).value(), std::move(read_db).value()));
+  std::unique_ptr<SqliteKvBackend> backend(
+      new SqliteKvBackend(options, std::move(write_db).value(), std::move(read_db).value(),
+                          std::move(checkpoint_db)));
   {
     absl::MutexLock lock(&backend->write_mu_);
     absl::StatusOr<Meta> meta = backend->ReadMetaLocked();
