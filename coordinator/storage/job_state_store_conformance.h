@@ -1,0 +1,246 @@
+#ifndef DDP_COORDINATOR_STORAGE_JOB_STATE_STORE_CONFORMANCE_H_
+#define DDP_COORDINATOR_STORAGE_JOB_STATE_STORE_CONFORMANCE_H_
+
+// The contract of coordinator/rendezvous/job_state_store.h as one typed
+// GoogleTest suite. Every JobStateStore implementation instantiates it with a
+// factory type F:
+//
+//   struct F {
+//     F();  // fresh, empty storage for one test
+//     // Opens the storage (a new object each call for durable stores).
+//     absl::StatusOr<std::unique_ptr<ddp::rendezvous::JobStateStore>> Open();
+//     // Closes `store` and opens the same storage again. A durable store must
+//     // destroy it and reopen from disk; a volatile one returns it unchanged.
+//     absl::StatusOr<std::unique_ptr<ddp::rendezvous::JobStateStore>> Reopen(
+//         std::unique_ptr<ddp::rendezvous::JobStateStore> store);
+//   };
+//
+//   INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, JobStateStoreConformanceTest, F);
+//
+// Tests that check what was stored call Reopen() first, so a durable store
+// proves that the state survives close + open. The contract does not fix the
+// order of LoadAll's jobs and nodes, nor of a record's excluded nodes (a set):
+// MustLoad sorts all three before comparing.
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/rendezvous/job_state_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rendezvous {
+namespace conformance {
+
+// Every field as a tuple, so gtest compares and prints them.
+inline auto FieldsOf(const FailureInfo& f) {
+  return std::make_tuple(f.node_id, f.generation, f.local_rank, f.global_rank,
+                         f.exit_code, f.signal, f.message, f.time);
+}
+inline auto FieldsOf(const NodeRecord& n) {
+  return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank,
+                         n.address, n.group_rank, n.global_rank_offset,
+                         n.join_seq);
+}
+template <typename T>
+auto FieldsOf(const std::vector<T>& items) {
+  std::vector<decltype(FieldsOf(items.front()))> out;
+  for (const T& item : items) out.push_back(FieldsOf(item));
+  return out;
+}
+
+// Compares every field of two job records (EXPECT_*, so all differences show).
+inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
+  EXPECT_EQ(got.job_id, want.job_id);
+  EXPECT_EQ(got.settings.min_nodes, want.settings.min_nodes);
+  EXPECT_EQ(got.settings.max_nodes, want.settings.max_nodes);
+  EXPECT_EQ(got.settings.nproc_per_node, want.settings.nproc_per_node);
+  EXPECT_EQ(got.settings.max_restarts, want.settings.max_restarts);
+  EXPECT_EQ(got.settings.join_timeout, want.settings.join_timeout);
+  EXPECT_EQ(got.settings.last_call_timeout, want.settings.last_call_timeout);
+  EXPECT_EQ(got.settings.heartbeat_interval, want.settings.heartbeat_interval);
+  EXPECT_EQ(got.settings.heartbeat_timeout, want.settings.heartbeat_timeout);
+  EXPECT_EQ(got.settings.shutdown_timeout, want.settings.shutdown_timeout);
+  EXPECT_TRUE(got.settings == want.settings);
+  EXPECT_EQ(JobStateName(got.state), JobStateName(want.state));
+  EXPECT_EQ(got.generation, want.generation);
+  EXPECT_EQ(got.restart_count, want.restart_count);
+  ASSERT_EQ(got.root_cause.has_value(), want.root_cause.has_value());
+  if (want.root_cause) {
+    EXPECT_EQ(FieldsOf(*got.root_cause), FieldsOf(*want.root_cause));
+  }
+  EXPECT_EQ(got.finish_message, want.finish_message);
+  EXPECT_EQ(FieldsOf(got.failures), FieldsOf(want.failures));
+  std::vector<std::string> want_excluded = want.excluded_nodes;
+  std::sort(want_excluded.begin(), want_excluded.end());
+  EXPECT_EQ(got.excluded_nodes, want_excluded);
+  EXPECT_EQ(got.master.master_addr, want.master.master_addr);
+  EXPECT_EQ(got.master.master_port, want.master.master_port);
+  EXPECT_EQ(got.master.nccl_unique_id, want.master.nccl_unique_id);
+  EXPECT_EQ(got.world_size, want.world_size);
+  EXPECT_EQ(got.last_event_index, want.last_event_index);
+  EXPECT_EQ(got.next_join_seq, want.next_join_seq);
+}
+
+inline FailureInfo Failure(std::string node_id, Generation generation,
+                           int exit_code, std::string message) {
+  FailureInfo f;
+  f.node_id = std::move(node_id);
+  f.generation = generation;
+  f.local_rank = 1;
+  f.global_rank = generation * 8 + 1;
+  f.exit_code = exit_code;
+  f.signal = exit_code == 0 ? 9 : 0;
+  f.message = std::move(message);
+  f.time = absl::FromUnixMillis(1700000000000 + generation);
+  return f;
+}
+
+// A record with every field set to a non-default value.
+inline JobRecord FullRecord(const std::string& job_id) {
+  JobRecord r;
+  r.job_id = job_id;
+  r.settings.min_nodes = 2;
+  r.settings.max_nodes = 4096;
+  r.settings.nproc_per_node = 8;
+  r.settings.max_restarts = 17;
+  r.settings.join_timeout = absl::Milliseconds(600001);
+  r.settings.last_call_timeout = absl::Milliseconds(30002);
+  r.settings.heartbeat_interval = absl::Milliseconds(503);
+  r.settings.heartbeat_timeout = absl::Milliseconds(3004);
+  r.settings.shutdown_timeout = absl::Milliseconds(45005);
+  r.state = JobState::kRestarting;
+  r.generation = 5000000000;  // beyond 32 bits
+  r.restart_count = 6;
+  r.root_cause = Failure("node-7", 3, 137, std::string("oom\0killed", 10));
+  r.root_cause->time = absl::FromUnixNanos(1700000000123456789);
+  r.finish_message = "not finished";
+  r.failures = {Failure("node-3", 1, 1, "first"),
+                Failure("node-1", 2, 0, "second: killed"),
+                Failure("node-7", 3, 137, "third")};
+  r.excluded_nodes = {"bad-a", "bad-b", "bad-c"};
+  r.master.master_addr = "10.0.0.7";
+  r.master.master_port = 29500;
+  std::string id(kNcclUniqueIdBytes, '\0');
+  for (int i = 0; i < kNcclUniqueIdBytes; ++i) {
+    id[i] = static_cast<char>(i % 3 == 0 ? 0 : 255 - i);  // NULs and high bytes
+  }
+  r.master.nccl_unique_id = id;
+  r.world_size = 32768;
+  r.last_event_index = 123456789012;
+  r.next_join_seq = 4097;
+  return r;
+}
+
+inline NodeRecord Node(const std::string& node_id, int group_rank,
+                       Incarnation incarnation = 11) {
+  NodeRecord n;
+  n.node_id = node_id;
+  n.incarnation = incarnation;
+  n.nproc = 8;
+  n.requested_rank = -1;
+  n.address = node_id + ".cluster.local";
+  n.group_rank = group_rank;
+  n.global_rank_offset = group_rank < 0 ? 0 : int64_t{group_rank} * 8;
+  n.join_seq = static_cast<uint64_t>(group_rank + 2);
+  return n;
+}
+
+// A batch that creates (or replaces) `record` and upserts `nodes`.
+inline JobChanges CreateJob(const JobRecord& record,
+                            std::vector<NodeRecord> nodes = {}) {
+  JobChanges c;
+  c.job_id = record.job_id;
+  c.job = record;
+  c.upserted_nodes = std::move(nodes);
+  return c;
+}
+
+// A batch of node changes (and optional counters) to an existing job.
+inline JobChanges NodeChanges(const std::string& job_id,
+                              std::vector<NodeRecord> upserted,
+                              std::vector<std::string> removed = {}) {
+  JobChanges c;
+  c.job_id = job_id;
+  c.upserted_nodes = std::move(upserted);
+  c.removed_nodes = std::move(removed);
+  return c;
+}
+
+inline std::vector<std::string> NodeIds(const JobSnapshot& snapshot) {
+  std::vector<std::string> ids;
+  for (const NodeRecord& n : snapshot.nodes) ids.push_back(n.node_id);
+  return ids;
+}
+
+}  // namespace conformance
+
+template <typename Factory>
+class JobStateStoreConformanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<JobStateStore>> store = factory_.Open();
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(store).value();
+  }
+
+  // Closes and reopens the storage; durable stores must keep everything.
+  void Reopen() {
+    absl::StatusOr<std::unique_ptr<JobStateStore>> store =
+        factory_.Reopen(std::move(store_));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(store).value();
+  }
+
+  void MustApply(const JobChanges& changes) {
+    absl::Status status = store_->Apply(changes);
+    ASSERT_TRUE(status.ok()) << status;
+  }
+
+  // LoadAll with jobs, nodes and excluded nodes sorted by id.
+  std::vector<JobSnapshot> MustLoad() {
+    absl::StatusOr<std::vector<JobSnapshot>> all = store_->LoadAll();
+    EXPECT_TRUE(all.ok()) << all.status();
+    if (!all.ok()) return {};
+    std::sort(all->begin(), all->end(),
+              [](const JobSnapshot& a, const JobSnapshot& b) {
+                return a.job.job_id < b.job.job_id;
+              });
+    for (JobSnapshot& snapshot : *all) {
+      std::sort(snapshot.nodes.begin(), snapshot.nodes.end(),
+                [](const NodeRecord& a, const NodeRecord& b) {
+                  return a.node_id < b.node_id;
+                });
+      std::sort(snapshot.job.excluded_nodes.begin(),
+                snapshot.job.excluded_nodes.end());
+    }
+    return *std::move(all);
+  }
+
+  // Reopens, loads, and expects exactly one job; returns it.
+  JobSnapshot ReopenAndLoadOne() {
+    Reopen();
+    std::vector<JobSnapshot> all = MustLoad();
+    EXPECT_EQ(all.size(), 1u);
+    return all.empty() ? JobSnapshot{} : all[0];
+  }
+
+  Factory factory_;
+  std::unique_ptr<JobStateStore> store_;
+};
+
+TYPED_TEST_SUITE_P(JobStateStoreConformanceTest);
+
+#include "coordinator/storage/job_state_store_conformance_tests.inc"
+
+}  // namespace ddp::rendezvous
+
+#endif  // DDP_COORDINATOR_STORAGE_JOB_STATE_STORE_CONFORMANCE_H_

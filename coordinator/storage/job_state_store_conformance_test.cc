@@ -1,0 +1,63 @@
+// Runs the JobStateStore conformance suite against both implementations.
+
+#include "coordinator/storage/job_state_store_conformance.h"
+
+#include <stdlib.h>
+
+#include <memory>
+#include <string>
+
+#include "coordinator/rendezvous/job_state_store.h"
+#include "coordinator/storage/sqlite_job_state_store.h"
+
+namespace ddp::rendezvous {
+namespace {
+
+// Volatile: Reopen keeps the same object (there is nothing to reopen from).
+class InMemoryFactory {
+ public:
+  absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
+    return std::unique_ptr<JobStateStore>(
+        std::make_unique<InMemoryJobStateStore>());
+  }
+  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(
+      std::unique_ptr<JobStateStore> store) {
+    return store;
+  }
+};
+
+// Durable: each test gets its own directory under TEST_TMPDIR; Reopen destroys
+// the store (closing the file) and opens the file again.
+class SqliteFactory {
+ public:
+  SqliteFactory() {
+    const char* root = getenv("TEST_TMPDIR");
+    std::string pattern =
+        std::string(root != nullptr ? root : "/tmp") + "/jobconfXXXXXX";
+    const char* dir = mkdtemp(pattern.data());
+    EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << pattern;
+    path_ = pattern + "/jobs.db";
+  }
+  absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
+    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store =
+        SqliteJobStateStore::Open(path_);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<JobStateStore>(std::move(store).value());
+  }
+  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(
+      std::unique_ptr<JobStateStore> store) {
+    store.reset();
+    return Open();
+  }
+
+ private:
+  std::string path_;
+};
+
+INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, JobStateStoreConformanceTest,
+                               InMemoryFactory);
+INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, JobStateStoreConformanceTest,
+                               SqliteFactory);
+
+}  // namespace
+}  // namespace ddp::rendezvous
