@@ -1,0 +1,157 @@
+#include "coordinator/session/grpc_job_watch_reactor.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "coordinator/session/job_proto_convert.h"
+
+namespace ddp::session {
+
+JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous,
+                                 const v1::WatchJobRequest& request,
+                                 int catch_up_page)
+    : rendezvous_(rendezvous),
+      job_id_(request.job_id()),
+      catch_up_page_(catch_up_page > 0 ? catch_up_page : 1),
+      listener_(std::make_shared<Listener>(this)) {
+  absl::MutexLock lock(&listener_->mu);
+  absl::Status status = rendezvous::ValidateId(request.job_id(), "job id",
+                                               rendezvous_.options().limits);
+  if (status.ok() && request.from_index() < 0) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("from_index ", request.from_index(),
+                     " is negative; use 0 for new events only, or an index "
+                     ">= 1"));
+  }
+  if (!status.ok()) {
+    FinishLocked(ToGrpcStatus(status));
+    return;
+  }
+  // Subscribe before reading the job, so nothing happens unseen in between.
+  absl::StatusOr<JobWatchHub::WatchId> id =
+      rendezvous_.watch_hub().Watch(job_id_, listener_);
+  if (!id.ok()) {
+    FinishLocked(ToGrpcStatus(id.status()));
+    return;
+  }
+  watch_id_ = *id;
+  watching_ = true;
+  absl::StatusOr<rendezvous::JobStatus> job =
+      rendezvous_.registry().GetJob(job_id_, /*include_nodes=*/false);
+  if (!job.ok()) {
+    FinishLocked(ToGrpcStatus(job.status()));
+    return;
+  }
+  if (request.from_index() == 0) {
+    if (rendezvous::IsTerminal(job->state)) {
+      FinishLocked(grpc::Status::OK);  // nothing new will happen
+      return;
+    }
+  } else {
+    catching_up_ = true;
+    next_index_ = request.from_index();
+  }
+  PumpLocked();
+}
+
+void JobWatchReactor::Listener::OnReady() {
+  absl::MutexLock lock(&mu);
+  if (reactor_ != nullptr) reactor_->PumpLocked();
+}
+
+absl::Status JobWatchReactor::RefillLocked() {
+  if (catching_up_) {
+    absl::StatusOr<std::vector<rendezvous::JobEvent>> page =
+        rendezvous_.registry().EventsSince(job_id_, next_index_ - 1,
+                                           catch_up_page_);
+    if (!page.ok()) return page.status();
+    if (static_cast<int>(page->size()) < catch_up_page_) {
+      catching_up_ = false;
+      absl::StatusOr<rendezvous::JobStatus> job =
+          rendezvous_.registry().GetJob(job_id_, /*include_nodes=*/false);
+      if (!job.ok()) return job.status();
+      end_when_drained_ = rendezvous::IsTerminal(job->state);
+    }
+    for (rendezvous::JobEvent& e : *page) pending_.push_back(std::move(e));
+    if (!pending_.empty() || catching_up_) return absl::OkStatus();
+  }
+  std::vector<rendezvous::JobEvent> live;
+  absl::Status status = rendezvous_.watch_hub().Take(watch_id_, &live);
+  if (!status.ok()) return status;
+  for (rendezvous::JobEvent& e : live) {
+    if (e.index >= next_index_) pending_.push_back(std::move(e));
+  }
+  return absl::OkStatus();
+}
+
+void JobWatchReactor::PumpLocked() {
+  if (writing_ || finished_) return;
+  if (job_finished_sent_) {
+    FinishLocked(grpc::Status::OK);
+    return;
+  }
+  if (pending_.empty()) {
+    absl::Status status = RefillLocked();
+    if (!status.ok()) {
+      FinishLocked(ToGrpcStatus(status));
+      return;
+    }
+  }
+  if (pending_.empty()) {
+    if (end_when_drained_ && !catching_up_) FinishLocked(grpc::Status::OK);
+    return;  // idle: the hub calls OnReady when events arrive
+  }
+  rendezvous::JobEvent event = std::move(pending_.front());
+  pending_.pop_front();
+  next_index_ = event.index + 1;
+  job_finished_sent_ = event.type == rendezvous::JobEventType::kJobFinished;
+  outgoing_.Clear();
+  JobEventToProto(event, &outgoing_);
+  writing_ = true;
+  StartWrite(&outgoing_);
+}
+
+void JobWatchReactor::FinishLocked(const grpc::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  if (writing_) {
+    finish_pending_ = true;
+    final_status_ = status;
+    return;
+  }
+  Finish(status);
+}
+
+void JobWatchReactor::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&listener_->mu);
+  writing_ = false;
+  if (finish_pending_) {
+    finish_pending_ = false;
+    Finish(final_status_);
+    return;
+  }
+  if (!ok) {
+    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
+                              "watch stream broken while writing"));
+    return;
+  }
+  PumpLocked();
+}
+
+void JobWatchReactor::OnCancel() {
+  absl::MutexLock lock(&listener_->mu);
+  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
+                            "watch cancelled by the client"));
+}
+
+void JobWatchReactor::OnDone() {
+  {
+    absl::MutexLock lock(&listener_->mu);
+    listener_->reactor_ = nullptr;
+  }
+  if (watching_) rendezvous_.watch_hub().Cancel(watch_id_);
+  delete this;
+}
+
+}  // namespace ddp::session

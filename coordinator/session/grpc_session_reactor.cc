@@ -1,0 +1,305 @@
+#include "coordinator/session/grpc_session_reactor.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+#include "coordinator/session/job_proto_convert.h"
+
+namespace ddp::session {
+namespace {
+
+// Per-stream memory budget for the reused read buffer.
+constexpr size_t kMaxRetainedReadBytes = 16 * 1024;
+
+const char* BodyName(const v1::AgentMessage& message) {
+  switch (message.body_case()) {
+    case v1::AgentMessage::kRegister:
+      return "Register";
+    case v1::AgentMessage::kHeartbeat:
+      return "Heartbeat";
+    case v1::AgentMessage::kWorkerExited:
+      return "WorkerExited";
+    case v1::AgentMessage::kWorkersStopped:
+      return "WorkersStopped";
+    case v1::AgentMessage::kMasterInfo:
+      return "MasterInfo";
+    case v1::AgentMessage::kLeave:
+      return "Leave";
+    default:
+      return "an empty message";
+  }
+}
+
+}  // namespace
+
+SessionReactor::SessionReactor(RendezvousService& rendezvous,
+                               const GrpcSessionServiceOptions& options,
+                               std::atomic<int>* open_streams)
+    : rendezvous_(rendezvous),
+      options_(options),
+      open_streams_(open_streams),
+      sink_(std::make_shared<Sink>(this)) {
+  open_streams_->fetch_add(1);
+  StartRead(&incoming_);
+}
+
+// ---- Read side ----
+
+void SessionReactor::OnReadDone(bool ok) {
+  {
+    absl::MutexLock lock(&sink_->mu);
+    if (finished_) return;
+    if (!ok) {  // the agent closed its side, or the stream broke
+      FinishLocked(grpc::Status::OK);
+      return;
+    }
+  }
+  absl::Status status = Handle(incoming_);
+  // A large message (e.g. a long error text) would otherwise keep its buffers
+  // for the life of the stream.
+  if (incoming_.ByteSizeLong() > kMaxRetainedReadBytes) {
+    incoming_ = v1::AgentMessage();
+  }
+  absl::MutexLock lock(&sink_->mu);
+  if (!status.ok()) {
+    FinishLocked(ToGrpcStatus(status));
+  } else if (left_) {
+    FinishLocked(grpc::Status::OK);
+  } else if (!finished_) {
+    StartRead(&incoming_);
+  }
+}
+
+absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
+  if (message.body_case() == v1::AgentMessage::kRegister) {
+    return HandleRegister(message.register_());
+  }
+  if (!registered_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("register first: the first message of a session must be "
+                     "Register, got ",
+                     BodyName(message)));
+  }
+  const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
+  rendezvous::JobRegistry& registry = rendezvous_.registry();
+  switch (message.body_case()) {
+    case v1::AgentMessage::kHeartbeat: {
+      const v1::Heartbeat& m = message.heartbeat();
+      if (m.workers_size() > limits.max_nproc_per_node) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("heartbeat lists ", m.workers_size(),
+                         " workers; the limit is ", limits.max_nproc_per_node));
+      }
+      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
+      if (!ref.ok()) return ref.status();
+      return registry.Heartbeat(*ref);
+    }
+    case v1::AgentMessage::kWorkerExited: {
+      const v1::WorkerExited& m = message.worker_exited();
+      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
+      if (!ref.ok()) return ref.status();
+      absl::StatusOr<rendezvous::WorkerExit> exit =
+          WorkerExitFromProto(m, limits);
+      if (!exit.ok()) return exit.status();
+      return registry.WorkerExited(*ref, *exit);
+    }
+    case v1::AgentMessage::kWorkersStopped: {
+      absl::StatusOr<rendezvous::NodeRef> ref =
+          CheckHeader(message.workers_stopped().header());
+      if (!ref.ok()) return ref.status();
+      return registry.WorkersStopped(*ref);
+    }
+    case v1::AgentMessage::kMasterInfo: {
+      const v1::MasterInfo& m = message.master_info();
+      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
+      if (!ref.ok()) return ref.status();
+      absl::StatusOr<rendezvous::MasterInfo> info =
+          MasterInfoFromProto(m, limits);
+      if (!info.ok()) return info.status();
+      return registry.ReportMasterInfo(*ref, *info);
+    }
+    case v1::AgentMessage::kLeave: {
+      absl::StatusOr<rendezvous::NodeRef> ref =
+          CheckHeader(message.leave().header());
+      if (!ref.ok()) return ref.status();
+      absl::Status status = registry.Leave(*ref);
+      // UNAVAILABLE: removed in memory, not yet durable; the node is gone.
+      if (status.ok() || absl::IsUnavailable(status)) left_ = true;
+      DDP_LOG(INFO) << "node " << node_id_ << " left job " << job_id_ << ": "
+                    << rendezvous::Capped(message.leave().reason());
+      return status;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          "empty AgentMessage: set one of register, heartbeat, "
+          "worker_exited, workers_stopped, master_info, leave");
+  }
+}
+
+absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
+  if (registered_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", node_id_,
+                     "' already registered on this stream; open a new "
+                     "stream to register again"));
+  }
+  absl::StatusOr<rendezvous::RegisterRequest> request =
+      RegisterFromProto(message, rendezvous_.options().limits);
+  if (!request.ok()) return request.status();
+  {
+    absl::MutexLock lock(&sink_->mu);
+    awaiting_registered_ = true;
+  }
+  // Attached before the core sees the registration, so no message it produces
+  // can miss this stream.
+  SessionRouter& router = rendezvous_.router();
+  router.Attach(request->job_id, request->node_id, request->incarnation, sink_);
+  absl::StatusOr<rendezvous::RegisterResult> result =
+      rendezvous_.registry().Register(*request);
+  if (!result.ok()) {
+    router.Detach(request->job_id, request->node_id, sink_.get());
+    return result.status();
+  }
+  attached_ = true;
+  registered_ = true;
+  job_id_ = request->job_id;
+  node_id_ = request->node_id;
+  incarnation_ = request->incarnation;
+  for (const SessionRouter::SinkPtr& older :
+       router.Confirm(job_id_, node_id_, sink_.get())) {
+    older->Close(absl::AbortedError(absl::StrCat(
+        "node '", node_id_, "' of job '", job_id_,
+        "' was replaced by incarnation ", incarnation_,
+        result->resumed ? " (session resumed on a newer stream)" : "",
+        "; this stream is closed")));
+  }
+  v1::CoordinatorMessage reply;
+  RegisteredToProto(*result, reply.mutable_registered());
+  absl::MutexLock lock(&sink_->mu);
+  awaiting_registered_ = false;
+  if (!finished_) {
+    queue_.push_front(std::move(reply));
+    PumpLocked();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<rendezvous::NodeRef> SessionReactor::CheckHeader(
+    const v1::NodeHeader& header) const {
+  absl::StatusOr<rendezvous::NodeRef> ref =
+      NodeRefFromProto(header, rendezvous_.options().limits);
+  if (!ref.ok()) return ref.status();
+  if (ref->job_id != job_id_ || ref->node_id != node_id_ ||
+      ref->incarnation != incarnation_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header names job '", rendezvous::Capped(ref->job_id), "' node '",
+        rendezvous::Capped(ref->node_id), "' incarnation ", ref->incarnation,
+        " but this stream registered job '", job_id_, "' node '", node_id_,
+        "' incarnation ", incarnation_));
+  }
+  return ref;
+}
+
+// ---- Write side ----
+
+void SessionReactor::Sink::Deliver(const rendezvous::OutboundMessage& message) {
+  absl::MutexLock lock(&mu);
+  if (reactor_ == nullptr) return;
+  v1::CoordinatorMessage proto;
+  OutboundToProto(message.body, &proto);
+  reactor_->EnqueueLocked(std::move(proto));
+}
+
+void SessionReactor::Sink::Close(const absl::Status& status) {
+  absl::MutexLock lock(&mu);
+  if (reactor_ != nullptr) reactor_->FinishLocked(ToGrpcStatus(status));
+}
+
+void SessionReactor::EnqueueLocked(v1::CoordinatorMessage message) {
+  if (finished_) return;
+  if (static_cast<int>(queue_.size()) >= options_.max_queued_messages) {
+    FinishLocked(ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+        "the agent is not reading: ", queue_.size(),
+        " coordinator messages are queued, the limit; the stream is closed, "
+        "register again to resume"))));
+    return;
+  }
+  queue_.push_back(std::move(message));
+  PumpLocked();
+}
+
+void SessionReactor::PumpLocked() {
+  if (writing_ || finished_ || awaiting_registered_ || queue_.empty()) return;
+  outgoing_ = std::move(queue_.front());
+  queue_.pop_front();
+  writing_ = true;
+  StartWrite(&outgoing_);
+}
+
+void SessionReactor::FinishLocked(const grpc::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  queue_.clear();
+  if (writing_) {  // one operation of a kind at a time: finish after the write
+    finish_pending_ = true;
+    final_status_ = status;
+    return;
+  }
+  Finish(status);
+}
+
+void SessionReactor::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&sink_->mu);
+  writing_ = false;
+  if (finish_pending_) {
+    finish_pending_ = false;
+    Finish(final_status_);
+    return;
+  }
+  if (!ok) {
+    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
+                              "session stream broken while writing"));
+    return;
+  }
+  PumpLocked();
+}
+
+void SessionReactor::OnCancel() {
+  absl::MutexLock lock(&sink_->mu);
+  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
+                            "session cancelled by the agent"));
+}
+
+void SessionReactor::OnDone() {
+  {
+    absl::MutexLock lock(&sink_->mu);
+    sink_->reactor_ = nullptr;
+  }
+  const bool current =
+      attached_ && rendezvous_.router().Detach(job_id_, node_id_, sink_.get());
+  if (registered_ && !left_ && current) {
+    absl::Status status = rendezvous_.registry().StreamClosed(
+        rendezvous::NodeRef{job_id_, node_id_, incarnation_, 0});
+    if (!status.ok()) {
+      DDP_LOG(DEBUG) << "stream close of node " << node_id_ << ": "
+                     << status.message();
+    }
+  }
+  open_streams_->fetch_sub(1);
+  delete this;
+}
+
+// ---- Service ----
+
+GrpcSessionService::GrpcSessionService(RendezvousService& rendezvous,
+                                       GrpcSessionServiceOptions options)
+    : rendezvous_(rendezvous), options_(options) {}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
+GrpcSessionService::Session(grpc::CallbackServerContext* /*context*/) {
+  return new SessionReactor(rendezvous_, options_, &open_streams_);
+}
+
+}  // namespace ddp::session

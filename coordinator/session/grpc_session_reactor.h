@@ -1,0 +1,116 @@
+#ifndef DDP_COORDINATOR_SESSION_GRPC_SESSION_REACTOR_H_
+#define DDP_COORDINATOR_SESSION_GRPC_SESSION_REACTOR_H_
+
+// The server side of one agent's Session stream (session.proto).
+//
+//   open --Register ok--> registered --Leave--> finished OK
+//     |                      |
+//     | other message:       | refused message (ABORTED when fenced,
+//     | FAILED_PRECONDITION  | INVALID_ARGUMENT, ...): finished with it
+//     | "register first"     |
+//     +----------------------+-- stream broken / cancelled / agent closed,
+//                                replaced by a newer registration of the node
+//                                (ABORTED), agent not reading
+//                                (RESOURCE_EXHAUSTED): finished
+//
+// The first message must be Register; the reply is Registered, written before
+// any message the registration produced (those are held until it is queued).
+// Every later message carries a NodeHeader naming the stream's job, node and
+// incarnation; the core fences it. Any error ends the stream with that status:
+// the agent re-registers (same incarnation: the session resumes and the core
+// re-sends what the node waits for; after ABORTED: kill the workers, new
+// incarnation).
+//
+// Outbound messages come from the dispatcher through the SessionSink; at most
+// one Write is in flight and at most max_queued_messages wait, so an agent that
+// stops reading is disconnected rather than growing memory. When the stream
+// ends without a Leave the core learns it through StreamClosed (unless a newer
+// stream of the node already took over).
+//
+// Lifecycle: created by GrpcSessionService::Session, deletes itself in OnDone.
+// Thread-safety: write-side state is guarded by the sink's mutex; read-side
+// state (registration) is touched only by OnReadDone (one read in flight at a
+// time) and by OnDone, which gRPC runs after every other reaction. The mutex is
+// never held while calling the registry or the router.
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/session/grpc_session_service.h"
+#include "coordinator/session/rendezvous_service.h"
+#include "coordinator/session/session_router.h"
+#include "ddp/v1/session.grpc.pb.h"
+
+namespace ddp::session {
+
+class SessionReactor final
+    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+ public:
+  SessionReactor(RendezvousService& rendezvous,
+                 const GrpcSessionServiceOptions& options,
+                 std::atomic<int>* open_streams);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  // What the router holds; forwards to the reactor while it lives.
+  class Sink final : public SessionSink {
+   public:
+    explicit Sink(SessionReactor* reactor) : reactor_(reactor) {}
+    void Deliver(const rendezvous::OutboundMessage& message) override;
+    void Close(const absl::Status& status) override;
+
+    absl::Mutex mu;
+    SessionReactor* reactor_ ABSL_GUARDED_BY(mu);
+  };
+
+  // Read side.
+  absl::Status Handle(const v1::AgentMessage& message);
+  absl::Status HandleRegister(const v1::Register& message);
+  // The header as a core NodeRef, checked against the registration.
+  absl::StatusOr<rendezvous::NodeRef> CheckHeader(
+      const v1::NodeHeader& header) const;
+
+  // Write side.
+  void EnqueueLocked(v1::CoordinatorMessage message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+  void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+  void FinishLocked(const grpc::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+
+  RendezvousService& rendezvous_;
+  const GrpcSessionServiceOptions& options_;
+  std::atomic<int>* const open_streams_;
+  const std::shared_ptr<Sink> sink_;
+
+  // Read side (see thread-safety above).
+  v1::AgentMessage incoming_;
+  bool attached_ = false;  // in the router
+  bool registered_ = false;
+  bool left_ = false;
+  std::string job_id_;
+  std::string node_id_;
+  rendezvous::Incarnation incarnation_ = 0;
+
+  // Write side.
+  bool awaiting_registered_ ABSL_GUARDED_BY(sink_->mu) = false;
+  bool writing_ ABSL_GUARDED_BY(sink_->mu) = false;
+  bool finished_ ABSL_GUARDED_BY(sink_->mu) = false;
+  bool finish_pending_ ABSL_GUARDED_BY(sink_->mu) = false;
+  grpc::Status final_status_ ABSL_GUARDED_BY(sink_->mu);
+  std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(sink_->mu);
+  v1::CoordinatorMessage outgoing_ ABSL_GUARDED_BY(sink_->mu);
+};
+
+}  // namespace ddp::session
+
+#endif  // DDP_COORDINATOR_SESSION_GRPC_SESSION_REACTOR_H_

@@ -1,0 +1,43 @@
+#ifndef DDP_COORDINATOR_SESSION_GRPC_SESSION_SERVICE_H_
+#define DDP_COORDINATOR_SESSION_GRPC_SESSION_SERVICE_H_
+
+// ddp.v1.SessionService over the gRPC callback API: one SessionReactor per
+// agent stream (no thread per stream). See grpc_session_reactor.h for the
+// per-stream protocol.
+//
+// Thread-safety: thread-safe. The RendezvousService must outlive the service,
+// and the service must outlive the grpc::Server it is registered with.
+
+#include <atomic>
+
+#include "coordinator/session/rendezvous_service.h"
+#include "ddp/v1/session.grpc.pb.h"
+
+namespace ddp::session {
+
+struct GrpcSessionServiceOptions {
+  // Coordinator messages queued for one agent beyond the one being written; an
+  // agent that does not read is disconnected (RESOURCE_EXHAUSTED) instead.
+  int max_queued_messages = 64;
+};
+
+class GrpcSessionService final : public v1::SessionService::CallbackService {
+ public:
+  GrpcSessionService(RendezvousService& rendezvous,
+                     GrpcSessionServiceOptions options);
+
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Session(
+      grpc::CallbackServerContext* context) override;
+
+  // Streams whose reactor has not finished (OnDone) yet.
+  int open_streams() const { return open_streams_.load(); }
+
+ private:
+  RendezvousService& rendezvous_;
+  const GrpcSessionServiceOptions options_;
+  std::atomic<int> open_streams_{0};
+};
+
+}  // namespace ddp::session
+
+#endif  // DDP_COORDINATOR_SESSION_GRPC_SESSION_SERVICE_H_

@@ -1,0 +1,338 @@
+#include "coordinator/session/job_proto_convert.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace ddp::session {
+namespace {
+
+using rendezvous::JobEventType;
+using rendezvous::JobState;
+
+int64_t ToMs(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+
+int64_t ToUnixMs(absl::Time t) {
+  if (t == absl::Time() || t == absl::InfinitePast()) return 0;
+  return absl::ToUnixMillis(t);
+}
+
+absl::Status CheckLength(const std::string& value, size_t limit,
+                         const char* what) {
+  if (value.size() <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " '", rendezvous::Capped(value), "' is ", value.size(),
+                   " bytes; the limit is ", limit));
+}
+
+absl::Status CheckIds(const std::string& job_id, const std::string& node_id,
+                      const rendezvous::RendezvousLimits& limits) {
+  const size_t max_id = static_cast<size_t>(limits.max_id_length);
+  absl::Status status = CheckLength(job_id, max_id, "job id");
+  if (status.ok()) status = CheckLength(node_id, max_id, "node id");
+  return status;
+}
+
+}  // namespace
+
+rendezvous::JobSettings SettingsFromProto(const v1::JobSettings& proto) {
+  rendezvous::JobSettings s;
+  s.min_nodes = proto.min_nodes();
+  s.max_nodes = proto.max_nodes();
+  s.nproc_per_node = proto.nproc_per_node();
+  s.max_restarts = proto.max_restarts();
+  s.join_timeout = absl::Milliseconds(proto.join_timeout_ms());
+  s.last_call_timeout = absl::Milliseconds(proto.last_call_timeout_ms());
+  s.heartbeat_interval = absl::Milliseconds(proto.heartbeat_interval_ms());
+  s.heartbeat_timeout = absl::Milliseconds(proto.heartbeat_timeout_ms());
+  s.shutdown_timeout = absl::Milliseconds(proto.shutdown_timeout_ms());
+  return s;
+}
+
+void SettingsToProto(const rendezvous::JobSettings& s, v1::JobSettings* proto) {
+  proto->set_min_nodes(s.min_nodes);
+  proto->set_max_nodes(s.max_nodes);
+  proto->set_nproc_per_node(s.nproc_per_node);
+  proto->set_max_restarts(s.max_restarts);
+  proto->set_join_timeout_ms(ToMs(s.join_timeout));
+  proto->set_last_call_timeout_ms(ToMs(s.last_call_timeout));
+  proto->set_heartbeat_interval_ms(ToMs(s.heartbeat_interval));
+  proto->set_heartbeat_timeout_ms(ToMs(s.heartbeat_timeout));
+  proto->set_shutdown_timeout_ms(ToMs(s.shutdown_timeout));
+}
+
+v1::JobState JobStateToProto(JobState state) {
+  switch (state) {
+    case JobState::kWaiting:
+      return v1::WAITING;
+    case JobState::kStarting:
+      return v1::STARTING;
+    case JobState::kRunning:
+      return v1::RUNNING;
+    case JobState::kRestarting:
+      return v1::RESTARTING;
+    case JobState::kSucceeded:
+      return v1::SUCCEEDED;
+    case JobState::kFailed:
+      return v1::FAILED;
+    case JobState::kCancelled:
+      return v1::CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+absl::StatusOr<JobState> JobStateFromProto(v1::JobState state) {
+  switch (state) {
+    case v1::WAITING:
+      return JobState::kWaiting;
+    case v1::STARTING:
+      return JobState::kStarting;
+    case v1::RUNNING:
+      return JobState::kRunning;
+    case v1::RESTARTING:
+      return JobState::kRestarting;
+    case v1::SUCCEEDED:
+      return JobState::kSucceeded;
+    case v1::FAILED:
+      return JobState::kFailed;
+    case v1::CANCELLED:
+      return JobState::kCancelled;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("job state ", static_cast<int>(state),
+                       " is not a state; use WAITING..CANCELLED"));
+  }
+}
+
+void FailureToProto(const rendezvous::FailureInfo& f, v1::Failure* proto) {
+  proto->set_node_id(f.node_id);
+  proto->set_generation(f.generation);
+  proto->set_local_rank(f.local_rank);
+  proto->set_global_rank(f.global_rank);
+  proto->set_exit_code(f.exit_code);
+  proto->set_signal(f.signal);
+  proto->set_message(f.message);
+  proto->set_time_unix_ms(ToUnixMs(f.time));
+}
+
+v1::JobEvent::Type JobEventTypeToProto(JobEventType type) {
+  switch (type) {
+    case JobEventType::kJobCreated:
+      return v1::JobEvent::JOB_CREATED;
+    case JobEventType::kNodeJoined:
+      return v1::JobEvent::NODE_JOINED;
+    case JobEventType::kNodeLost:
+      return v1::JobEvent::NODE_LOST;
+    case JobEventType::kGenerationOpened:
+      return v1::JobEvent::GENERATION_OPENED;
+    case JobEventType::kWorkerFailed:
+      return v1::JobEvent::WORKER_FAILED;
+    case JobEventType::kRestarting:
+      return v1::JobEvent::RESTARTING;
+    case JobEventType::kJobFinished:
+      return v1::JobEvent::JOB_FINISHED;
+    case JobEventType::kJobUpdated:
+      return v1::JobEvent::JOB_UPDATED;
+  }
+  return v1::JobEvent::TYPE_UNSPECIFIED;
+}
+
+void JobEventToProto(const rendezvous::JobEvent& e, v1::JobEvent* proto) {
+  proto->set_job_id(e.job_id);
+  proto->set_index(e.index);
+  proto->set_time_unix_ms(ToUnixMs(e.time));
+  proto->set_type(JobEventTypeToProto(e.type));
+  proto->set_node_id(e.node_id);
+  proto->set_generation(e.generation);
+  proto->set_message(e.message);
+  if (e.failure) FailureToProto(*e.failure, proto->mutable_failure());
+}
+
+void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now,
+                      v1::Job* proto) {
+  proto->set_job_id(s.job_id);
+  SettingsToProto(s.settings, proto->mutable_settings());
+  proto->set_state(JobStateToProto(s.state));
+  proto->set_generation(s.generation);
+  proto->set_restart_count(s.restart_count);
+  std::vector<const rendezvous::NodeStatus*> members;
+  for (const rendezvous::NodeStatus& n : s.nodes) {
+    if (n.group_rank >= 0) members.push_back(&n);
+  }
+  std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
+    return a->group_rank < b->group_rank;
+  });
+  bool contiguous = true;
+  for (size_t i = 0; i < members.size(); ++i) {
+    contiguous = contiguous && members[i]->group_rank == static_cast<int>(i);
+  }
+  auto fill = [now](const rendezvous::NodeStatus& n, v1::Member* m) {
+    m->set_node_id(n.node_id);
+    m->set_incarnation(n.incarnation);
+    m->set_address(n.address);
+    m->set_nproc(n.nproc);
+    m->set_group_rank(n.group_rank);
+    m->set_heartbeat_age_ms(
+        n.last_heartbeat == absl::Time() ? -1 : ToMs(now - n.last_heartbeat));
+    m->set_connected(n.connected);
+  };
+  int64_t offset = 0;
+  for (const rendezvous::NodeStatus* n : members) {
+    v1::Member* m = proto->add_members();
+    fill(*n, m);
+    m->set_global_rank_offset(contiguous ? offset : -1);
+    offset += n->nproc;
+  }
+  for (const rendezvous::NodeStatus& n : s.nodes) {
+    if (n.group_rank < 0) fill(n, proto->add_spares());
+  }
+  for (const rendezvous::FailureInfo& f : s.failures) {
+    FailureToProto(f, proto->add_failures());
+  }
+  if (s.root_cause) FailureToProto(*s.root_cause, proto->mutable_root_cause());
+  proto->set_message(s.finish_message);
+}
+
+absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
+    const v1::Register& proto, const rendezvous::RendezvousLimits& limits) {
+  absl::Status status = CheckIds(proto.job_id(), proto.node_id(), limits);
+  if (status.ok()) {
+    status =
+        CheckLength(proto.address(),
+                    static_cast<size_t>(limits.max_address_length), "address");
+  }
+  if (status.ok()) status = CheckLength(proto.token(), kMaxTokenBytes, "token");
+  if (status.ok()) {
+    status = CheckLength(proto.agent_version(), kMaxAgentVersionBytes,
+                         "agent version");
+  }
+  if (!status.ok()) return status;
+  rendezvous::RegisterRequest r;
+  r.job_id = proto.job_id();
+  r.node_id = proto.node_id();
+  r.incarnation = proto.incarnation();
+  r.nproc = proto.nproc();
+  r.requested_rank = proto.requested_rank();
+  r.address = proto.address();
+  if (proto.has_settings()) r.settings = SettingsFromProto(proto.settings());
+  return r;
+}
+
+absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(
+    const v1::NodeHeader& proto, const rendezvous::RendezvousLimits& limits) {
+  absl::Status status = CheckIds(proto.job_id(), proto.node_id(), limits);
+  if (!status.ok()) return status;
+  if (proto.generation() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header generation ", proto.generation(), " is negative"));
+  }
+  return rendezvous::NodeRef{proto.job_id(), proto.node_id(),
+                             proto.incarnation(), proto.generation()};
+}
+
+absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
+    const v1::WorkerExited& proto, const rendezvous::RendezvousLimits& limits) {
+  rendezvous::WorkerExit exit;
+  exit.local_rank = proto.local_rank();
+  exit.exit_code = proto.exit_code();
+  exit.signal = proto.signal();
+  const size_t max_message = static_cast<size_t>(limits.max_message_length);
+  exit.error_message = proto.error_message().substr(0, max_message);
+  if (proto.hang()) {
+    exit.error_message =
+        absl::StrCat("hang: the worker stopped touching its heartbeat file",
+                     exit.error_message.empty() ? "" : "; ", exit.error_message)
+            .substr(0, max_message);
+    // A hung worker that the agent killed may report exit 0 / no signal; it is
+    // still a failure.
+    if (exit.ok()) exit.exit_code = 1;
+  }
+  exit.time = proto.time_unix_ms() > 0
+                  ? absl::FromUnixMillis(proto.time_unix_ms())
+                  : absl::Time();
+  return exit;
+}
+
+absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
+    const v1::MasterInfo& proto, const rendezvous::RendezvousLimits& limits) {
+  const size_t id_size = proto.nccl_unique_id().size();
+  if (id_size != 0 && id_size != rendezvous::kNcclUniqueIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "NCCL unique id is ", id_size, " bytes; it must be ",
+        rendezvous::kNcclUniqueIdBytes, " (ncclGetUniqueId) or empty"));
+  }
+  absl::Status status = CheckLength(
+      proto.master_addr(), static_cast<size_t>(limits.max_address_length),
+      "master address");
+  if (!status.ok()) return status;
+  rendezvous::MasterInfo info;
+  info.master_addr = proto.master_addr();
+  info.master_port = proto.master_port();
+  info.nccl_unique_id = proto.nccl_unique_id();
+  return info;
+}
+
+void RegisteredToProto(const rendezvous::RegisterResult& r,
+                       v1::Registered* proto) {
+  SettingsToProto(r.settings, proto->mutable_settings());
+  proto->set_state(JobStateToProto(r.state));
+  proto->set_generation(r.generation);
+  // The core says only "member of the current generation" or "waiting". A
+  // node waiting while the rendezvous is open is a candidate of the next
+  // generation (MEMBER); waiting in any other state means a spare.
+  const bool member = r.role == rendezvous::NodeRole::kMember ||
+                      r.state == rendezvous::JobState::kWaiting;
+  proto->set_role(member ? v1::MEMBER : v1::SPARE);
+  proto->set_created_job(r.created_job);
+  proto->set_resumed(r.resumed);
+}
+
+namespace {
+
+struct BodyToProto {
+  v1::CoordinatorMessage* proto;
+  void operator()(const rendezvous::Assignment& a) const {
+    v1::Assignment* m = proto->mutable_assignment();
+    m->set_generation(a.generation);
+    m->set_restart_count(a.restart_count);
+    m->set_max_restarts(a.max_restarts);
+    m->set_group_rank(a.group_rank);
+    m->set_group_world_size(a.group_world_size);
+    m->set_global_rank_offset(a.global_rank_offset);
+    m->set_local_world_size(a.local_world_size);
+    m->set_world_size(a.world_size);
+    m->set_master_addr(a.master_addr);
+    m->set_master_port(a.master_port);
+    m->set_nccl_unique_id(a.nccl_unique_id);
+  }
+  void operator()(const rendezvous::RequestMasterInfo& r) const {
+    proto->mutable_request_master_info()->set_generation(r.generation);
+  }
+  void operator()(const rendezvous::StopWorkers& s) const {
+    v1::StopWorkers* m = proto->mutable_stop_workers();
+    m->set_generation(s.generation);
+    m->set_reason(s.reason);
+  }
+  void operator()(const rendezvous::JobFinished& f) const {
+    v1::JobFinished* m = proto->mutable_job_finished();
+    m->set_state(JobStateToProto(f.state));
+    if (f.root_cause) FailureToProto(*f.root_cause, m->mutable_root_cause());
+    m->set_message(f.message);
+  }
+  void operator()(const rendezvous::NodeDismissed& d) const {
+    proto->mutable_node_dismissed()->set_reason(d.reason);
+  }
+};
+
+}  // namespace
+
+void OutboundToProto(const rendezvous::MessageBody& body,
+                     v1::CoordinatorMessage* proto) {
+  std::visit(BodyToProto{proto}, body);
+}
+
+}  // namespace ddp::session

@@ -1,0 +1,84 @@
+#ifndef DDP_COORDINATOR_SESSION_JOB_PROTO_CONVERT_H_
+#define DDP_COORDINATOR_SESSION_JOB_PROTO_CONVERT_H_
+
+// Conversions between the ddp.v1 wire messages (jobs.proto, session.proto) and
+// the rendezvous core's plain structs. Durations travel as milliseconds on the
+// wire and as absl::Duration in the core; times as Unix milliseconds.
+//
+// Every FromProto function checks the sizes of the strings and bytes it copies
+// against RendezvousLimits before copying them, so an oversized field never
+// reaches the core. Semantic checks (settings ranges, fencing) stay in the
+// core.
+//
+// Thread-safety: pure functions.
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/job_settings.h"
+#include "coordinator/rendezvous/job_types.h"
+#include "ddp/v1/jobs.pb.h"
+#include "ddp/v1/session.pb.h"
+
+namespace ddp::session {
+
+// ---- jobs.proto ----
+
+// Copies every field; validation (ValidateJobSettings) is the core's job.
+rendezvous::JobSettings SettingsFromProto(const v1::JobSettings& proto);
+void SettingsToProto(const rendezvous::JobSettings& settings,
+                     v1::JobSettings* proto);
+
+v1::JobState JobStateToProto(rendezvous::JobState state);
+// Possible errors: INVALID_ARGUMENT for JOB_STATE_UNSPECIFIED or an unknown
+// value.
+absl::StatusOr<rendezvous::JobState> JobStateFromProto(v1::JobState state);
+
+void FailureToProto(const rendezvous::FailureInfo& failure, v1::Failure* proto);
+v1::JobEvent::Type JobEventTypeToProto(rendezvous::JobEventType type);
+void JobEventToProto(const rendezvous::JobEvent& event, v1::JobEvent* proto);
+
+// `now` turns last heartbeat times into ages. Members (group rank >= 0) and
+// spares are split; members are listed by group rank. global_rank_offset is
+// the prefix sum of the members' process counts in group-rank order (the rank
+// table's rule) when the members form ranks 0..n-1 without a gap, -1
+// otherwise (a member left and the next generation is not formed yet).
+void JobStatusToProto(const rendezvous::JobStatus& status, absl::Time now,
+                      v1::Job* proto);
+
+// ---- session.proto: agent -> coordinator ----
+
+// Possible errors: INVALID_ARGUMENT when an id, the address, the token or the
+// agent version is longer than its limit (named in the message).
+absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
+    const v1::Register& proto, const rendezvous::RendezvousLimits& limits);
+// Possible errors: INVALID_ARGUMENT (id too long, negative generation).
+absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(
+    const v1::NodeHeader& proto, const rendezvous::RendezvousLimits& limits);
+// The error message is truncated to limits.max_message_length; a hang is
+// described in the message. Possible errors: none today (StatusOr for
+// symmetry with the checks of its siblings).
+absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
+    const v1::WorkerExited& proto, const rendezvous::RendezvousLimits& limits);
+// Possible errors: INVALID_ARGUMENT when the NCCL unique id is neither empty
+// nor 128 bytes, or the address is too long.
+absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
+    const v1::MasterInfo& proto, const rendezvous::RendezvousLimits& limits);
+
+// ---- session.proto: coordinator -> agent ----
+
+// role: MEMBER for a member of the current generation or a node waiting in an
+// open rendezvous (a candidate of the next one), SPARE otherwise.
+void RegisteredToProto(const rendezvous::RegisterResult& result,
+                       v1::Registered* proto);
+void OutboundToProto(const rendezvous::MessageBody& body,
+                     v1::CoordinatorMessage* proto);
+
+// Longest token / agent version accepted in Register.
+inline constexpr size_t kMaxTokenBytes = 1024;
+inline constexpr size_t kMaxAgentVersionBytes = 256;
+
+}  // namespace ddp::session
+
+#endif  // DDP_COORDINATOR_SESSION_JOB_PROTO_CONVERT_H_

@@ -1,0 +1,177 @@
+#include "coordinator/session/job_proto_convert.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::session {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SettingsFromProto, MillisecondsBecomeDurations_RoundTrip) {
+  v1::JobSettings proto;
+  proto.set_min_nodes(2);
+  proto.set_max_nodes(4);
+  proto.set_nproc_per_node(8);
+  proto.set_max_restarts(3);
+  proto.set_join_timeout_ms(600000);
+  proto.set_last_call_timeout_ms(30000);
+  proto.set_heartbeat_interval_ms(500);
+  proto.set_heartbeat_timeout_ms(3000);
+  proto.set_shutdown_timeout_ms(30000);
+  rendezvous::JobSettings s = SettingsFromProto(proto);
+  EXPECT_EQ(s.min_nodes, 2);
+  EXPECT_EQ(s.max_nodes, 4);
+  EXPECT_EQ(s.nproc_per_node, 8);
+  EXPECT_EQ(s.heartbeat_interval, absl::Milliseconds(500));
+  EXPECT_EQ(s.join_timeout, absl::Seconds(600));
+  v1::JobSettings back;
+  SettingsToProto(s, &back);
+  EXPECT_EQ(back.SerializeAsString(), proto.SerializeAsString());
+}
+
+TEST(JobStateFromProto, Unspecified_InvalidArgument) {
+  EXPECT_EQ(JobStateFromProto(v1::JOB_STATE_UNSPECIFIED).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*JobStateFromProto(v1::RESTARTING),
+            rendezvous::JobState::kRestarting);
+  EXPECT_EQ(JobStateToProto(rendezvous::JobState::kCancelled), v1::CANCELLED);
+}
+
+TEST(MasterInfoFromProto, NcclIdSizes_OnlyEmptyOr128Accepted) {
+  rendezvous::RendezvousLimits limits;
+  v1::MasterInfo proto;
+  proto.set_master_port(29500);
+  proto.set_nccl_unique_id(std::string(128, 'a'));
+  absl::StatusOr<rendezvous::MasterInfo> info =
+      MasterInfoFromProto(proto, limits);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->nccl_unique_id.size(), 128u);
+  EXPECT_EQ(info->master_port, 29500);
+
+  proto.set_nccl_unique_id("");
+  EXPECT_TRUE(MasterInfoFromProto(proto, limits).ok());
+
+  proto.set_nccl_unique_id(std::string(129, 'a'));
+  absl::Status status = MasterInfoFromProto(proto, limits).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("129 bytes"));
+
+  proto.set_nccl_unique_id("");
+  proto.set_master_addr(std::string(300, 'h'));
+  status = MasterInfoFromProto(proto, limits).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("the limit is 255"));
+}
+
+TEST(RegisterFromProto, OversizedFields_InvalidArgumentNamingTheField) {
+  rendezvous::RendezvousLimits limits;
+  v1::Register proto;
+  proto.set_job_id("job");
+  proto.set_node_id("node");
+  proto.set_incarnation(7);
+  proto.set_address("10.0.0.1");
+  absl::StatusOr<rendezvous::RegisterRequest> r =
+      RegisterFromProto(proto, limits);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->incarnation, 7u);
+  EXPECT_FALSE(r->settings.has_value());
+
+  proto.mutable_settings()->set_min_nodes(1);
+  r = RegisterFromProto(proto, limits);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->settings.has_value());
+
+  v1::Register long_job = proto;
+  long_job.set_job_id(std::string(254, 'j'));
+  EXPECT_THAT(RegisterFromProto(long_job, limits).status().message(),
+              HasSubstr("job id"));
+  v1::Register long_token = proto;
+  long_token.set_token(std::string(kMaxTokenBytes + 1, 't'));
+  EXPECT_THAT(RegisterFromProto(long_token, limits).status().message(),
+              HasSubstr("token"));
+}
+
+TEST(NodeRefFromProto, NegativeGeneration_InvalidArgument) {
+  v1::NodeHeader header;
+  header.set_job_id("j");
+  header.set_node_id("n");
+  header.set_incarnation(3);
+  header.set_generation(-1);
+  EXPECT_EQ(NodeRefFromProto(header, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  header.set_generation(4);
+  absl::StatusOr<rendezvous::NodeRef> ref = NodeRefFromProto(header, {});
+  ASSERT_TRUE(ref.ok());
+  EXPECT_EQ(ref->generation, 4);
+  EXPECT_EQ(ref->incarnation, 3u);
+}
+
+TEST(WorkerExitFromProto, HangWithExitZero_CountsAsFailure) {
+  rendezvous::RendezvousLimits limits;
+  limits.max_message_length = 100;
+  v1::WorkerExited proto;
+  proto.set_local_rank(2);
+  proto.set_hang(true);
+  proto.set_error_message(std::string(500, 'e'));
+  proto.set_time_unix_ms(1700000000000);
+  rendezvous::WorkerExit exit = *WorkerExitFromProto(proto, limits);
+  EXPECT_FALSE(exit.ok());
+  EXPECT_EQ(exit.local_rank, 2);
+  EXPECT_THAT(exit.error_message, HasSubstr("hang"));
+  EXPECT_EQ(exit.error_message.size(), 100u);
+  EXPECT_EQ(exit.time, absl::FromUnixMillis(1700000000000));
+}
+
+TEST(JobStatusToProto, MembersSortedWithOffsetsAndSparesSeparate) {
+  rendezvous::JobStatus s;
+  s.job_id = "j";
+  s.state = rendezvous::JobState::kRunning;
+  s.generation = 3;
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  s.nodes.push_back({"b", 2, 4, 1, "hb", true, now - absl::Milliseconds(20)});
+  s.nodes.push_back({"a", 1, 2, 0, "ha", true, now});
+  s.nodes.push_back({"c", 3, 8, -1, "hc", false, now});
+  rendezvous::FailureInfo f;
+  f.node_id = "b";
+  f.exit_code = 9;
+  s.root_cause = f;
+  v1::Job proto;
+  JobStatusToProto(s, now, &proto);
+  ASSERT_EQ(proto.members_size(), 2);
+  EXPECT_EQ(proto.members(0).node_id(), "a");
+  EXPECT_EQ(proto.members(1).node_id(), "b");
+  EXPECT_EQ(proto.members(1).global_rank_offset(), 2);
+  EXPECT_EQ(proto.members(1).heartbeat_age_ms(), 20);
+  ASSERT_EQ(proto.spares_size(), 1);
+  EXPECT_EQ(proto.spares(0).node_id(), "c");
+  EXPECT_EQ(proto.root_cause().exit_code(), 9);
+  EXPECT_EQ(proto.state(), v1::RUNNING);
+}
+
+TEST(OutboundToProto, EveryBodyKind_MapsToItsField) {
+  v1::CoordinatorMessage m;
+  rendezvous::Assignment a;
+  a.generation = 2;
+  a.group_rank = 1;
+  a.nccl_unique_id = std::string(128, 'z');
+  OutboundToProto(a, &m);
+  ASSERT_TRUE(m.has_assignment());
+  EXPECT_EQ(m.assignment().group_rank(), 1);
+  EXPECT_EQ(m.assignment().nccl_unique_id().size(), 128u);
+  OutboundToProto(rendezvous::StopWorkers{4, "restart"}, &m);
+  ASSERT_TRUE(m.has_stop_workers());
+  EXPECT_EQ(m.stop_workers().generation(), 4);
+  rendezvous::JobFinished finished;
+  finished.state = rendezvous::JobState::kFailed;
+  OutboundToProto(finished, &m);
+  EXPECT_EQ(m.job_finished().state(), v1::FAILED);
+  EXPECT_FALSE(m.job_finished().has_root_cause());
+  OutboundToProto(rendezvous::NodeDismissed{"bye"}, &m);
+  EXPECT_EQ(m.node_dismissed().reason(), "bye");
+  OutboundToProto(rendezvous::RequestMasterInfo{5}, &m);
+  EXPECT_EQ(m.request_master_info().generation(), 5);
+}
+
+}  // namespace
+}  // namespace ddp::session

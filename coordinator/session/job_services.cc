@@ -1,0 +1,36 @@
+#include "coordinator/session/job_services.h"
+
+#include <utility>
+
+namespace ddp::session {
+
+absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(
+    const Clock& clock, rendezvous::JobStateStore* store,
+    JobServicesOptions options) {
+  absl::StatusOr<std::unique_ptr<RendezvousService>> rendezvous =
+      RendezvousService::Create(clock, store, options.rendezvous);
+  if (!rendezvous.ok()) return rendezvous.status();
+  std::unique_ptr<JobServices> services(new JobServices());
+  services->rendezvous_ = std::move(*rendezvous);
+  services->session_service_ = std::make_unique<GrpcSessionService>(
+      *services->rendezvous_, options.session);
+  services->job_service_ =
+      std::make_unique<GrpcJobService>(*services->rendezvous_, options.jobs);
+  return services;
+}
+
+JobServices::~JobServices() { Shutdown(); }
+
+void JobServices::RegisterWith(grpc::ServerBuilder& builder) {
+  builder.RegisterService(session_service_.get());
+  builder.RegisterService(job_service_.get());
+}
+
+void JobServices::Shutdown() {
+  rendezvous_->router().CloseAll(absl::UnavailableError(
+      "the coordinator is shutting down; reconnect and register again with "
+      "the same incarnation to resume"));
+  rendezvous_->Shutdown();
+}
+
+}  // namespace ddp::session

@@ -1,0 +1,69 @@
+#ifndef DDP_COORDINATOR_SESSION_JOB_SERVICES_H_
+#define DDP_COORDINATOR_SESSION_JOB_SERVICES_H_
+
+// Everything the coordinator binary needs for jobs and agent sessions, in one
+// piece for its composition root: the RendezvousService (registry, ticker and
+// dispatcher threads) and the two gRPC services over it.
+//
+//   auto jobs = JobServices::Create(clock, store, options);   // restores jobs
+//   grpc::ServerBuilder builder; ... (*jobs)->RegisterWith(builder);
+//   server = builder.BuildAndStart();
+//   ...
+//   (*jobs)->Shutdown();   // closes sessions (UNAVAILABLE: agents resume
+//                          // later) and watches, stops the threads
+//   server->Shutdown();    // then the gRPC server
+//   jobs.reset();          // only after the server is destroyed or shut down
+//
+// Thread-safety: thread-safe; Shutdown is idempotent (the destructor runs it).
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "coordinator/rendezvous/job_state_store.h"
+#include "coordinator/session/grpc_job_service.h"
+#include "coordinator/session/grpc_session_service.h"
+#include "coordinator/session/rendezvous_service.h"
+#include "grpcpp/server_builder.h"
+
+namespace ddp::session {
+
+struct JobServicesOptions {
+  RendezvousServiceOptions rendezvous;
+  GrpcSessionServiceOptions session;
+  GrpcJobServiceOptions jobs;
+};
+
+class JobServices {
+ public:
+  // `clock` and `store` (nullable: nothing persisted) must outlive the object.
+  // Possible errors: RendezvousService::Create's.
+  static absl::StatusOr<std::unique_ptr<JobServices>> Create(
+      const Clock& clock, rendezvous::JobStateStore* store,
+      JobServicesOptions options);
+  ~JobServices();
+  JobServices(const JobServices&) = delete;
+  JobServices& operator=(const JobServices&) = delete;
+
+  // Adds SessionService and JobService to `builder` (before BuildAndStart).
+  void RegisterWith(grpc::ServerBuilder& builder);
+
+  // Ends every agent session with UNAVAILABLE and every watch, then stops the
+  // rendezvous threads. The services keep answering (with the core's state)
+  // until the gRPC server stops.
+  void Shutdown();
+
+  RendezvousService& rendezvous() { return *rendezvous_; }
+  GrpcSessionService& session_service() { return *session_service_; }
+
+ private:
+  JobServices() = default;
+
+  std::unique_ptr<RendezvousService> rendezvous_;
+  std::unique_ptr<GrpcSessionService> session_service_;
+  std::unique_ptr<GrpcJobService> job_service_;
+};
+
+}  // namespace ddp::session
+
+#endif  // DDP_COORDINATOR_SESSION_JOB_SERVICES_H_

@@ -1,0 +1,146 @@
+// RendezvousService with a fake clock: the ticker fires the core's timeouts,
+// the dispatcher routes messages to sessions and events to watchers.
+
+#include "coordinator/session/rendezvous_service.h"
+
+#include <memory>
+#include <vector>
+
+#include "common/clock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::session {
+namespace {
+
+constexpr absl::Duration kWait = absl::Seconds(10);
+
+class RecordingSink final : public SessionSink {
+ public:
+  void Deliver(const rendezvous::OutboundMessage& message) override {
+    absl::MutexLock lock(&mu);
+    messages.push_back(message);
+  }
+  void Close(const absl::Status&) override {}
+  bool WaitForCount(size_t n) {
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return messages.size() >= n;
+    };
+    absl::MutexLock lock(&mu);
+    return mu.AwaitWithTimeout(absl::Condition(&enough), kWait);
+  }
+  absl::Mutex mu;
+  std::vector<rendezvous::OutboundMessage> messages ABSL_GUARDED_BY(mu);
+};
+
+class ReadyListener final : public JobEventListener {
+ public:
+  void OnReady() override {
+    absl::MutexLock lock(&mu);
+    ready = true;
+  }
+  absl::Mutex mu;
+  bool ready ABSL_GUARDED_BY(mu) = false;
+};
+
+rendezvous::JobSettings Settings() {
+  rendezvous::JobSettings s;
+  s.min_nodes = 1;
+  s.max_nodes = 2;
+  s.last_call_timeout = absl::Seconds(5);
+  s.heartbeat_interval = absl::Seconds(1);
+  s.heartbeat_timeout = absl::Seconds(10);
+  return s;
+}
+
+std::unique_ptr<RendezvousService> Make(FakeClock& clock,
+                                        rendezvous::JobStateStore* store) {
+  RendezvousServiceOptions options;
+  options.tick_interval = absl::Milliseconds(5);
+  auto service = RendezvousService::Create(clock, store, options);
+  EXPECT_TRUE(service.ok()) << service.status();
+  return std::move(*service);
+}
+
+TEST(RendezvousService, LastCallTimeout_TickerClosesRendezvous_MessageRouted) {
+  FakeClock clock;
+  rendezvous::InMemoryJobStateStore store;
+  std::unique_ptr<RendezvousService> service = Make(clock, &store);
+  auto sink = std::make_shared<RecordingSink>();
+  service->router().Attach("job", "a", 9, sink);
+  rendezvous::RegisterRequest request;
+  request.job_id = "job";
+  request.node_id = "a";
+  request.incarnation = 9;
+  request.settings = Settings();
+  ASSERT_TRUE(service->registry().Register(request).ok());
+  // One node of 1:2: the rendezvous closes when the last call expires, which
+  // only the ticker can notice.
+  clock.Advance(absl::Seconds(6));
+  ASSERT_TRUE(sink->WaitForCount(1));
+  absl::MutexLock lock(&sink->mu);
+  const auto* request_info =
+      std::get_if<rendezvous::RequestMasterInfo>(&sink->messages[0].body);
+  ASSERT_NE(request_info, nullptr);
+  EXPECT_EQ(request_info->generation, 1);
+}
+
+TEST(RendezvousService, Events_PublishedToWatchers) {
+  FakeClock clock;
+  std::unique_ptr<RendezvousService> service = Make(clock, nullptr);
+  auto listener = std::make_shared<ReadyListener>();
+  JobWatchHub::WatchId id = *service->watch_hub().Watch("job", listener);
+  ASSERT_TRUE(service->registry().CreateJob("job", Settings()).ok());
+  {
+    absl::MutexLock lock(&listener->mu);
+    ASSERT_TRUE(listener->mu.AwaitWithTimeout(absl::Condition(&listener->ready),
+                                              kWait));
+  }
+  std::vector<rendezvous::JobEvent> events;
+  ASSERT_TRUE(service->watch_hub().Take(id, &events).ok());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, rendezvous::JobEventType::kJobCreated);
+  EXPECT_EQ(events[0].index, 1);
+}
+
+TEST(RendezvousService, MessageForOldIncarnation_Dropped) {
+  FakeClock clock;
+  std::unique_ptr<RendezvousService> service = Make(clock, nullptr);
+  auto sink = std::make_shared<RecordingSink>();
+  service->router().Attach("job", "a", 1, sink);
+  rendezvous::RegisterRequest request;
+  request.job_id = "job";
+  request.node_id = "a";
+  request.incarnation = 2;  // the sink is attached for incarnation 1
+  request.settings = Settings();
+  request.settings->max_nodes = 1;
+  ASSERT_TRUE(service->registry().Register(request).ok());
+  service->Shutdown();  // drains the outbox one last time
+  EXPECT_GE(service->router().dropped(), 1);
+  absl::MutexLock lock(&sink->mu);
+  EXPECT_TRUE(sink->messages.empty());
+}
+
+TEST(RendezvousService, Create_ZeroTickInterval_InvalidArgument) {
+  FakeClock clock;
+  RendezvousServiceOptions options;
+  options.tick_interval = absl::ZeroDuration();
+  EXPECT_EQ(RendezvousService::Create(clock, nullptr, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RendezvousService, Restart_RestoresJobsFromStore) {
+  FakeClock clock;
+  rendezvous::InMemoryJobStateStore store;
+  {
+    std::unique_ptr<RendezvousService> first = Make(clock, &store);
+    ASSERT_TRUE(first->registry().CreateJob("kept", Settings()).ok());
+  }
+  std::unique_ptr<RendezvousService> second = Make(clock, &store);
+  absl::StatusOr<rendezvous::JobStatus> job =
+      second->registry().GetJob("kept", false);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->settings, Settings());
+}
+
+}  // namespace
+}  // namespace ddp::session
