@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/storage/sqlite_job_state_store.h"
 #include "coordinator/storage/sqlite_kv_backend.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -29,16 +30,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     CoordinatorServerOptions options) {
   if (options.port < 0 || options.port > 65535) {
     return absl::InvalidArgumentError(
-        absl::StrCat("port ", options.port,
-                     " is out of range; give 0 (any free port) to 65535"));
+        absl::StrCat("port ", options.port, " is out of range; give 0 (any free port) to 65535"));
   }
-  std::unique_ptr<CoordinatorServer> server(
-      new CoordinatorServer(std::move(options)));
+  std::unique_ptr<CoordinatorServer> server(new CoordinatorServer(std::move(options)));
   const CoordinatorServerOptions& opts = server->options_;
   const Clock& clock = opts.clock != nullptr ? *opts.clock : RealClock::Get();
 
-  absl::StatusOr<std::unique_ptr<DataDirLock>> lock =
-      DataDirLock::Acquire(opts.data_dir);
+  absl::StatusOr<std::unique_ptr<DataDirLock>> lock = DataDirLock::Acquire(opts.data_dir);
   if (!lock.ok()) return lock.status();
   server->lock_ = *std::move(lock);
 
@@ -46,32 +44,47 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   auto backend = kv::SqliteKvBackend::Open(db_path);
   if (!backend.ok()) {
     return absl::Status(backend.status().code(),
-                        absl::StrCat("cannot open ", db_path, ": ",
-                                     backend.status().message()));
+                        absl::StrCat("cannot open ", db_path, ": ", backend.status().message()));
   }
   auto store = kv::KvStore::Open(*std::move(backend), clock, opts.kv);
   if (!store.ok()) return store.status();
   server->kv_store_ = *std::move(store);
-  server->kv_service_ = std::make_unique<rpc::GrpcKvService>(
-      *server->kv_store_, rpc::GrpcKvServiceOptions{});
+  server->kv_service_ =
+      std::make_unique<rpc::GrpcKvService>(*server->kv_store_, rpc::GrpcKvServiceOptions{});
+
+  const std::string jobs_path = opts.data_dir + "/jobs.db";
+  auto job_store = rendezvous::SqliteJobStateStore::Open(jobs_path);
+  if (!job_store.ok()) {
+    server->kv_store_->Shutdown();
+    return absl::Status(job_store.status().code(), absl::StrCat("cannot open ", jobs_path, ": ",
+                                                                job_store.status().message()));
+  }
+  server->job_store_ = *std::move(job_store);
+  auto job_services = session::JobServices::Create(clock, server->job_store_.get(), opts.jobs);
+  if (!job_services.ok()) {
+    server->kv_store_->Shutdown();
+    return absl::Status(job_services.status().code(),
+                        absl::StrCat("cannot restore the jobs of ", jobs_path, ": ",
+                                     job_services.status().message()));
+  }
+  server->job_services_ = *std::move(job_services);
 
   grpc::ServerBuilder builder;
   const std::string listen = absl::StrCat(opts.bind_address, ":", opts.port);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &server->port_);
   builder.SetMaxReceiveMessageSize(MaxMessageBytes(opts.kv.limits));
   builder.RegisterService(server->kv_service_.get());
-  // Services of later issues (jobs, rendezvous) register here.
+  server->job_services_->RegisterWith(builder);
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
+    server->job_services_->Shutdown();
     server->kv_store_->Shutdown();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", listen,
                      "; is the port in use or the address not local? Pick "
                      "another --port or --bind"));
   }
-  DDP_LOG(INFO) << "serving on " << server->address() << " (data dir "
-                << opts.data_dir << ")";
+  DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir << ")";
   return server;
 }
 
@@ -87,18 +100,21 @@ void CoordinatorServer::Shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
   }
-  if (grpc_server_ == nullptr)
-    return;  // Start failed half way; members clean up
+  if (grpc_server_ == nullptr) return;  // Start failed half way; members clean up
   DDP_LOG(INFO) << "shutting down " << address();
-  // The store first: it ends watch streams and pending waits (UNAVAILABLE), so
-  // the gRPC server has no long-lived call left to wait for.
+  // Sessions and stores first: they end agent streams, job watches, KV watch
+  // streams and pending waits (UNAVAILABLE), so the gRPC server has no
+  // long-lived call left to wait for.
+  job_services_->Shutdown();
   kv_store_->Shutdown();
-  const auto deadline = std::chrono::system_clock::now() +
-                        std::chrono::milliseconds(
-                            absl::ToInt64Milliseconds(options_.shutdown_grace));
+  const auto deadline =
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(absl::ToInt64Milliseconds(options_.shutdown_grace));
   grpc_server_->Shutdown(deadline);
   grpc_server_->Wait();
   grpc_server_.reset();
+  job_services_.reset();  // after the server: reactors may still reference it
+  job_store_.reset();
   kv_service_.reset();
   kv_store_.reset();  // closes the database
   lock_.reset();

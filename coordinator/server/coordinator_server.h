@@ -3,10 +3,11 @@
 
 // The composition root of the coordinator: wires, in dependency order,
 //   data dir lock -> SQLite (DATA_DIR/coordinator.db) -> KvStore
+//                 -> SQLite (DATA_DIR/jobs.db) -> JobServices (rendezvous
+//                    registry restored from it, session + job services)
 //     -> gRPC services -> gRPC server,
-// and tears them down in reverse. New services (jobs, rendezvous) are added in
-// Start (build) and Shutdown (stop before the KvStore) alongside the KV
-// service.
+// and tears them down in reverse: agent sessions end first (UNAVAILABLE, so
+// agents resume against the restarted coordinator), then the KV store.
 //
 // Lifecycle:  Start --> serving --Shutdown (or destructor)--> stopped
 //
@@ -21,8 +22,10 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/kv/kv_store.h"
+#include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/server/data_dir_lock.h"
+#include "coordinator/session/job_services.h"
 #include "grpcpp/server.h"
 
 namespace ddp::server {
@@ -32,6 +35,7 @@ struct CoordinatorServerOptions {
   int port = 29400;  // 0: any free port (see CoordinatorServer::port())
   std::string data_dir = "./ddp-coordinator-data";
   kv::KvStoreOptions kv;
+  session::JobServicesOptions jobs;
   // How long Shutdown lets in-flight unary calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(2);
   const Clock* clock = nullptr;  // null: the real clock
@@ -43,8 +47,7 @@ class CoordinatorServer {
   // Errors: INVALID_ARGUMENT bad port; FAILED_PRECONDITION data dir locked by
   // another coordinator (message names the dir and the holder's pid);
   // UNAVAILABLE cannot listen or storage failure; DATA_LOSS corrupt database.
-  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
-      CoordinatorServerOptions options);
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(CoordinatorServerOptions options);
   ~CoordinatorServer();
   CoordinatorServer(const CoordinatorServer&) = delete;
   CoordinatorServer& operator=(const CoordinatorServer&) = delete;
@@ -54,20 +57,22 @@ class CoordinatorServer {
   // "host:port" as bound, e.g. "0.0.0.0:29400".
   std::string address() const;
   kv::KvStore& kv_store() { return *kv_store_; }
+  session::JobServices& job_services() { return *job_services_; }
 
-  // Refuses new work, ends watch streams and waits with UNAVAILABLE, commits
-  // queued writes, stops the gRPC server and all threads, closes the database,
-  // unlocks.
+  // Ends agent sessions and job watches (UNAVAILABLE), refuses new work, ends
+  // watch streams and waits with UNAVAILABLE, commits queued writes, stops the gRPC server and all
+  // threads, closes the database, unlocks.
   void Shutdown();
 
  private:
-  explicit CoordinatorServer(CoordinatorServerOptions options)
-      : options_(std::move(options)) {}
+  explicit CoordinatorServer(CoordinatorServerOptions options) : options_(std::move(options)) {}
 
   const CoordinatorServerOptions options_;
   std::unique_ptr<DataDirLock> lock_;
   std::unique_ptr<kv::KvStore> kv_store_;
   std::unique_ptr<rpc::GrpcKvService> kv_service_;
+  std::unique_ptr<rendezvous::JobStateStore> job_store_;
+  std::unique_ptr<session::JobServices> job_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
   absl::Mutex shutdown_mu_;

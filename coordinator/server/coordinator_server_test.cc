@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
@@ -25,9 +26,8 @@ class CoordinatorServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* dir = std::getenv("TEST_TMPDIR");
-    options_.data_dir =
-        std::string(dir ? dir : "/tmp") + "/" +
-        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options_.data_dir = std::string(dir ? dir : "/tmp") + "/" +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name();
     options_.bind_address = "127.0.0.1";
     options_.port = 0;
   }
@@ -38,17 +38,14 @@ class CoordinatorServerTest : public ::testing::Test {
     return server.ok() ? *std::move(server) : nullptr;
   }
 
-  static std::unique_ptr<v1::KeyValueService::Stub> Connect(
-      const CoordinatorServer& server) {
-    return v1::KeyValueService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
-                            grpc::InsecureChannelCredentials()));
+  static std::unique_ptr<v1::KeyValueService::Stub> Connect(const CoordinatorServer& server) {
+    return v1::KeyValueService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
   }
 
   static std::unique_ptr<grpc::ClientContext> Context() {
     auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::seconds(20));
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     return context;
   }
 
@@ -88,8 +85,7 @@ TEST_F(CoordinatorServerTest, Restart_SameDataDir_KeepsKeysAndRevision) {
   EXPECT_EQ(status.keys(), 1);
 }
 
-TEST_F(CoordinatorServerTest,
-       Start_DataDirInUse_FailedPreconditionNamingDirAndPid) {
+TEST_F(CoordinatorServerTest, Start_DataDirInUse_FailedPreconditionNamingDirAndPid) {
   auto first = MustStart();
   ASSERT_NE(first, nullptr);
   auto second = CoordinatorServer::Start(options_);
@@ -119,8 +115,53 @@ TEST_F(CoordinatorServerTest, Shutdown_OpenWatch_StreamEndsUnavailable) {
 
 TEST_F(CoordinatorServerTest, Start_BadPort_InvalidArgument) {
   options_.port = 70000;
-  EXPECT_EQ(CoordinatorServer::Start(options_).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CoordinatorServer::Start(options_).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CoordinatorServerTest, JobService_CreatedJob_SurvivesRestart) {
+  {
+    auto server = MustStart();
+    ASSERT_NE(server, nullptr);
+    auto jobs = v1::JobService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server->port()), grpc::InsecureChannelCredentials()));
+    v1::CreateJobRequest request;
+    request.set_job_id("train-42");
+    request.mutable_settings()->set_min_nodes(2);
+    request.mutable_settings()->set_max_nodes(4);
+    request.mutable_settings()->set_nproc_per_node(8);
+    request.mutable_settings()->set_max_restarts(5);
+    v1::Job created;
+    const grpc::Status status = jobs->CreateJob(Context().get(), request, &created);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(created.state(), v1::WAITING);
+  }
+  auto server = MustStart();
+  ASSERT_NE(server, nullptr);
+  auto jobs = v1::JobService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(server->port()), grpc::InsecureChannelCredentials()));
+  v1::GetJobRequest get;
+  get.set_job_id("train-42");
+  v1::Job job;
+  const grpc::Status status = jobs->GetJob(Context().get(), get, &job);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(job.settings().min_nodes(), 2);
+  EXPECT_EQ(job.settings().max_nodes(), 4);
+  EXPECT_EQ(job.settings().nproc_per_node(), 8);
+  EXPECT_EQ(job.settings().max_restarts(), 5);
+  EXPECT_EQ(job.state(), v1::WAITING);
+}
+
+TEST_F(CoordinatorServerTest, JobService_UnknownJob_NotFound) {
+  auto server = MustStart();
+  ASSERT_NE(server, nullptr);
+  auto jobs = v1::JobService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(server->port()), grpc::InsecureChannelCredentials()));
+  v1::GetJobRequest get;
+  get.set_job_id("nope");
+  v1::Job job;
+  const grpc::Status status = jobs->GetJob(Context().get(), get, &job);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("nope"));
 }
 
 }  // namespace

@@ -40,16 +40,21 @@ absl::Status CheckIds(const std::string& job_id, const std::string& node_id,
 }  // namespace
 
 rendezvous::JobSettings SettingsFromProto(const v1::JobSettings& proto) {
+  // proto3 cannot tell "unset" from 0: an unset (zero) field takes the default
+  // of rendezvous::JobSettings, except max_restarts where 0 means "none".
   rendezvous::JobSettings s;
-  s.min_nodes = proto.min_nodes();
-  s.max_nodes = proto.max_nodes();
-  s.nproc_per_node = proto.nproc_per_node();
+  const auto or_default = [](int64_t ms, absl::Duration fallback) {
+    return ms == 0 ? fallback : absl::Milliseconds(ms);
+  };
+  if (proto.min_nodes() != 0) s.min_nodes = proto.min_nodes();
+  s.max_nodes = proto.max_nodes() != 0 ? proto.max_nodes() : s.min_nodes;
+  if (proto.nproc_per_node() != 0) s.nproc_per_node = proto.nproc_per_node();
   s.max_restarts = proto.max_restarts();
-  s.join_timeout = absl::Milliseconds(proto.join_timeout_ms());
-  s.last_call_timeout = absl::Milliseconds(proto.last_call_timeout_ms());
-  s.heartbeat_interval = absl::Milliseconds(proto.heartbeat_interval_ms());
-  s.heartbeat_timeout = absl::Milliseconds(proto.heartbeat_timeout_ms());
-  s.shutdown_timeout = absl::Milliseconds(proto.shutdown_timeout_ms());
+  s.join_timeout = or_default(proto.join_timeout_ms(), s.join_timeout);
+  s.last_call_timeout = or_default(proto.last_call_timeout_ms(), s.last_call_timeout);
+  s.heartbeat_interval = or_default(proto.heartbeat_interval_ms(), s.heartbeat_interval);
+  s.heartbeat_timeout = or_default(proto.heartbeat_timeout_ms(), s.heartbeat_timeout);
+  s.shutdown_timeout = or_default(proto.shutdown_timeout_ms(), s.shutdown_timeout);
   return s;
 }
 

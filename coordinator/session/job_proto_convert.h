@@ -25,7 +25,9 @@ namespace ddp::session {
 
 // ---- jobs.proto ----
 
-// Copies every field; validation (ValidateJobSettings) is the core's job.
+// Copies every field; an unset (zero) field takes JobSettings' default
+// (max_nodes: min_nodes; max_restarts stays 0). Validation
+// (ValidateJobSettings) is the core's job.
 rendezvous::JobSettings SettingsFromProto(const v1::JobSettings& proto);
 void SettingsToProto(const rendezvous::JobSettings& settings,
                      v1::JobSettings* proto);
