@@ -129,10 +129,12 @@ absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
     return absl::InvalidArgumentError(absl::StrCat(
         "master port ", info.master_port, " is outside [1, 65535]"));
   }
-  if (info.nccl_unique_id.size() != kNcclUniqueIdBytes) {
+  // Empty: NCCL is not installed on the rank-0 node; workers get no id.
+  if (!info.nccl_unique_id.empty() &&
+      info.nccl_unique_id.size() != kNcclUniqueIdBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "NCCL unique id is ", info.nccl_unique_id.size(), " bytes; it must be ",
-        kNcclUniqueIdBytes, " (ncclUniqueId)"));
+        kNcclUniqueIdBytes, " (ncclUniqueId) or empty (no NCCL on the node)"));
   }
   if (static_cast<int>(info.master_addr.size()) > limits_.max_address_length) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -110,6 +110,19 @@ TEST(JobRendezvous, BadMasterInfo_InvalidArgument) {
   EXPECT_EQ(h.job().state(), JobState::kStarting);
 }
 
+TEST(JobRendezvous, MasterInfoWithoutNcclId_AssignsWithEmptyId) {
+  // A rank-0 node without NCCL installed sends no id; the job still runs.
+  JobHarness h(Settings(2, 2));
+  ASSERT_TRUE(h.Register("a").ok());
+  ASSERT_TRUE(h.Register("b").ok());
+  ASSERT_TRUE(h.job().ReportMasterInfo(h.Ref("a"), MasterInfo{"", 29600, ""}).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRunning);
+  auto b = h.LastAssignment("b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->master_port, 29600);
+  EXPECT_TRUE(b->nccl_unique_id.empty());
+}
+
 TEST(JobRendezvous, RankZeroSilent_DeclaredDeadAndReformed) {
   JobHarness h(Settings(2, 3));
   ASSERT_TRUE(h.Register("a").ok());
