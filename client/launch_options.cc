@@ -188,6 +188,12 @@ const std::vector<Flag>& Flags() {
        [](V f, V v, H, O o) {
          return ParseDuration(f, v, false, &o->shutdown_timeout);
        }},
+      {{"--connect-timeout"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         return ParseDuration(f, v, false, &o->connect_timeout);
+       }},
       // torchrun flags that have no meaning with a coordinator: accepted,
       // noted, ignored.
       {{"--master-addr"},

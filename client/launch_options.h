@@ -99,7 +99,10 @@ struct LaunchOptions {
   absl::Duration worker_heartbeat_timeout =
       absl::Minutes(5);  // 0 disables hang checks
   absl::Duration shutdown_timeout = absl::Seconds(30);  // SIGTERM -> SIGKILL
-  std::string python_exec = "python3";                  // $PYTHON_EXEC
+  // --connect-timeout: how long the first registration retries an unreachable
+  // coordinator before the agent gives up (exit 2).
+  absl::Duration connect_timeout = absl::Seconds(60);
+  std::string python_exec = "python3";  // $PYTHON_EXEC
   std::string entrypoint;
   std::vector<std::string> script_args;
   bool help = false;  // -h / --help given: print LaunchUsage() and exit 0

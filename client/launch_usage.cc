@@ -42,6 +42,8 @@ Job and membership
   --local-addr ADDR               Address other nodes reach this node at (MASTER_ADDR when
                                   this node is group rank 0). Default: looked up.
   --role NAME                     ROLE_NAME of the workers. Default: default.
+  --connect-timeout SECONDS       Keep retrying an unreachable coordinator this long at
+                                  start, then exit 2. Default: 60.
 
 Workers
   -m, --module                    ENTRYPOINT is a Python module (python -u -m MODULE).
@@ -76,6 +78,15 @@ Logs
 
 Accepted and ignored (torchrun): --master-addr, --master-port, --start-method.
   -h, --help                      This text.
+
+Exit codes
+  0    the job succeeded (every worker of its last generation exited 0)
+  1    the job failed or was cancelled (root cause printed), or this node was
+       dismissed (excluded, declared dead)
+  2    bad flags, coordinator unreachable past --connect-timeout, or the
+       coordinator refused this node (contradicting flags, finished job, ...)
+  128+N  the agent was stopped by signal N (SIGINT 130, SIGTERM 143): workers
+       got SIGTERM, then SIGKILL after --shutdown-timeout, and the node left the job
 )";
 }
 

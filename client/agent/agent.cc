@@ -1,0 +1,480 @@
+#include "client/agent/agent.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/assignment.h"
+#include "client/free_port.h"
+#include "client/nccl_unique_id.h"
+#include "client/worker_command.h"
+#include "client/worker_failure.h"
+#include "client/worker_files.h"
+#include "common/logging.h"
+
+namespace ddp::client {
+namespace {
+
+constexpr size_t kMaxErrorMessageBytes = 4096;  // the coordinator's cap
+constexpr int kMaxLocalWorldSize = 4096;
+
+std::string Capped(const std::string& text, size_t limit) {
+  return text.size() <= limit ? text : text.substr(0, limit);
+}
+
+// Checks an Assignment from the network before it sizes anything.
+absl::Status ValidateAssignment(const v1::Assignment& a) {
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "assignment of generation ", a.generation(), " is invalid: ", what));
+  };
+  if (a.generation() <= 0) return bad("generation must be positive");
+  if (a.local_world_size() < 1 || a.local_world_size() > kMaxLocalWorldSize) {
+    return bad(absl::StrCat("local_world_size ", a.local_world_size(),
+                            " is outside [1, ", kMaxLocalWorldSize, "]"));
+  }
+  if (a.group_world_size() < 1 || a.group_rank() < 0 ||
+      a.group_rank() >= a.group_world_size()) {
+    return bad(absl::StrCat("group rank ", a.group_rank(), " of ",
+                            a.group_world_size()));
+  }
+  if (a.global_rank_offset() < 0 || a.world_size() > INT32_MAX ||
+      a.global_rank_offset() + a.local_world_size() > a.world_size()) {
+    return bad(absl::StrCat("ranks [", a.global_rank_offset(), ", +",
+                            a.local_world_size(), ") exceed world size ",
+                            a.world_size()));
+  }
+  if (a.master_port() < 1 || a.master_port() > 65535) {
+    return bad(absl::StrCat("master port ", a.master_port()));
+  }
+  if (a.master_addr().empty() || a.master_addr().size() > 255) {
+    return bad("master address empty or longer than 255 bytes");
+  }
+  if (!a.nccl_unique_id().empty() &&
+      a.nccl_unique_id().size() != kNcclUniqueIdBytes) {
+    return bad(absl::StrCat("NCCL unique id of ", a.nccl_unique_id().size(),
+                            " bytes (want ", kNcclUniqueIdBytes, " or 0)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+WorkerFailure FailureFromProto(const v1::Failure& failure) {
+  WorkerFailure f;
+  f.node = failure.node_id();
+  f.global_rank = static_cast<int>(failure.global_rank());
+  f.local_rank = failure.local_rank();
+  if (failure.hang()) {
+    f.kind = WorkerFailure::Kind::kHang;
+  } else if (failure.signal() != 0) {
+    f.kind = WorkerFailure::Kind::kSignal;
+    f.signal = failure.signal();
+  } else {
+    f.kind = WorkerFailure::Kind::kExitCode;
+    f.exit_code = failure.exit_code();
+  }
+  f.message = failure.message();
+  f.time = absl::FromUnixMillis(failure.time_unix_ms());
+  return f;
+}
+
+v1::AgentMessage WorkerExitedMessage(int64_t generation,
+                                     const WorkerExit& exit) {
+  v1::AgentMessage message;
+  v1::WorkerExited* m = message.mutable_worker_exited();
+  m->mutable_header()->set_generation(generation);
+  m->set_local_rank(exit.local_rank);
+  switch (exit.kind) {
+    case WorkerExit::Kind::kExited:
+      m->set_exit_code(exit.exit_code);
+      break;
+    case WorkerExit::Kind::kSignaled:  // torchrun reports -N
+      m->set_exit_code(-exit.signal);
+      m->set_signal(exit.signal);
+      break;
+    case WorkerExit::Kind::kHung:  // non-zero so it never reads as success
+      m->set_exit_code(-1);
+      m->set_hang(true);
+      break;
+  }
+  std::string text = exit.error ? exit.error->message : std::string();
+  if (text.empty() && !exit.succeeded()) text = exit.Describe();
+  m->set_error_message(Capped(text, kMaxErrorMessageBytes));
+  m->set_time_unix_ms(absl::ToUnixMillis(exit.time));
+  return message;
+}
+
+Agent::Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link)
+    : options_(std::move(options)),
+      clock_(clock),
+      link_(link),
+      shutdown_timeout_(options_.launch.shutdown_timeout) {}
+
+Agent::~Agent() { StopWorkers("the agent is shutting down"); }
+
+bool Agent::Post(Event event) {
+  absl::MutexLock lock(&mu_);
+  if (done_) return false;
+  queue_.push_back(std::move(event));
+  return true;
+}
+
+int Agent::Run() {
+  while (!exit_code_) {
+    Event event;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](std::deque<Event>* q) { return !q->empty(); }, &queue_));
+      event = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Handle(event);
+  }
+  StopWorkers("the agent is exiting");
+  std::deque<Event> rest;
+  {
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+    rest.swap(queue_);
+  }
+  for (Event& event : rest) {  // nobody will act on these: release waiters
+    if (auto* fenced = std::get_if<FencedEvent>(&event)) fenced->done->Notify();
+  }
+  return *exit_code_;
+}
+
+void Agent::RequestShutdown(int signal) { Post(SignalEvent{signal}); }
+
+void Agent::OnRegistered(const v1::Registered& registered, bool reconnected) {
+  Post(RegisteredEvent{registered, reconnected});
+}
+
+void Agent::OnCoordinatorMessage(const v1::CoordinatorMessage& message) {
+  Post(message);
+}
+
+void Agent::OnFenced(const absl::Status& status) {
+  absl::Notification done;
+  if (Post(FencedEvent{status, &done})) done.WaitForNotification();
+}
+
+void Agent::OnSessionFailed(const absl::Status& status) {
+  Post(SessionFailedEvent{status});
+}
+
+std::vector<v1::WorkerState> Agent::WorkerStates() {
+  std::shared_ptr<WorkerSupervisor> supervisor;
+  {
+    absl::MutexLock lock(&supervisor_mu_);
+    supervisor = supervisor_;
+  }
+  std::vector<v1::WorkerState> states;
+  if (!supervisor) return states;
+  for (const WorkerState& w : supervisor->Workers()) {
+    v1::WorkerState state;
+    state.set_local_rank(w.local_rank);
+    state.set_pid(w.pid);
+    state.set_heartbeat_age_ms(-1);  // the supervisor judges hangs itself
+    if (w.exit) {
+      state.set_state(w.exit->during_stop   ? v1::WORKER_STOPPED
+                      : w.exit->succeeded() ? v1::WORKER_SUCCEEDED
+                                            : v1::WORKER_FAILED);
+    } else if (w.hung) {
+      state.set_state(v1::WORKER_FAILED);
+    } else {
+      state.set_state(w.running ? v1::WORKER_RUNNING : v1::WORKER_STARTING);
+    }
+    states.push_back(std::move(state));
+  }
+  return states;
+}
+
+void Agent::Handle(Event& event) {
+  if (auto* e = std::get_if<RegisteredEvent>(&event)) {
+    HandleRegistered(*e);
+  } else if (auto* m = std::get_if<v1::CoordinatorMessage>(&event)) {
+    HandleMessage(*m);
+  } else if (auto* x = std::get_if<ExitEvent>(&event)) {
+    HandleExit(*x);
+  } else if (auto* f = std::get_if<FencedEvent>(&event)) {
+    StopWorkers(absl::StrCat("fenced: ", f->status.message()));
+    generation_ = 0;
+    exits_.clear();
+    master_answer_.reset();
+    link_->SetGeneration(0);
+    f->done->Notify();
+  } else if (auto* s = std::get_if<SessionFailedEvent>(&event)) {
+    DDP_LOG(ERROR) << "giving up: " << s->status;
+    StopWorkers("the session with the coordinator failed");
+    Finish(kExitCoordinatorError);
+  } else if (auto* sig = std::get_if<SignalEvent>(&event)) {
+    DDP_LOG(WARNING) << "received signal " << sig->signal
+                     << "; stopping the workers and leaving the job";
+    StopWorkers(absl::StrCat("signal ", sig->signal));
+    v1::AgentMessage leave;
+    leave.mutable_leave()->mutable_header()->set_generation(generation_);
+    leave.mutable_leave()->set_reason(
+        absl::StrCat("the agent received signal ", sig->signal));
+    link_->Send(std::move(leave));
+    Finish(kExitSignalBase + sig->signal);
+  }
+}
+
+void Agent::HandleRegistered(const RegisteredEvent& event) {
+  const v1::Registered& r = event.registered;
+  if (r.settings().shutdown_timeout_ms() > 0) {
+    shutdown_timeout_ = absl::Milliseconds(r.settings().shutdown_timeout_ms());
+  }
+  DDP_LOG(INFO) << "job " << options_.launch.job_id << ": "
+                << v1::JobState_Name(r.state()) << ", generation "
+                << r.generation() << ", role " << v1::NodeRole_Name(r.role())
+                << (r.created_job() ? " (this node created the job)" : "");
+  if (!event.reconnected) return;
+  if (r.resumed()) {
+    // Reports sent just before the break may have been lost; the coordinator
+    // takes repeats of a generation's exits in its stride. Only while that
+    // generation is still the job's: a report of an older one would be
+    // refused as stale (ABORTED, which fences this agent).
+    if (r.generation() == generation_) {
+      for (const WorkerExit& exit : exits_) ReportExit(exit);
+    }
+    return;
+  }
+  if (generation_ != 0) {
+    StopWorkers("the coordinator no longer knew this node when it came back");
+    generation_ = 0;
+    exits_.clear();
+    link_->SetGeneration(0);
+  }
+}
+
+void Agent::HandleMessage(const v1::CoordinatorMessage& message) {
+  switch (message.body_case()) {
+    case v1::CoordinatorMessage::kAssignment:
+      HandleAssignment(message.assignment());
+      break;
+    case v1::CoordinatorMessage::kRequestMasterInfo:
+      HandleRequestMasterInfo(message.request_master_info());
+      break;
+    case v1::CoordinatorMessage::kStopWorkers:
+      HandleStopWorkers(message.stop_workers());
+      break;
+    case v1::CoordinatorMessage::kJobFinished:
+      HandleJobFinished(message.job_finished());
+      break;
+    case v1::CoordinatorMessage::kNodeDismissed:
+      DDP_LOG(ERROR) << "the coordinator dismissed this node: "
+                     << message.node_dismissed().reason();
+      StopWorkers("node dismissed");
+      Finish(kExitJobFailed);
+      break;
+    case v1::CoordinatorMessage::kRegistered:  // only as a first answer
+    default:
+      DDP_LOG(WARNING) << "ignored unexpected message from the coordinator: "
+                       << Capped(message.ShortDebugString(), 200);
+      break;
+  }
+}
+
+void Agent::HandleAssignment(const v1::Assignment& assignment) {
+  if (assignment.generation() <= generation_) {
+    DDP_LOG(DEBUG) << "assignment of generation " << assignment.generation()
+                   << " ignored: generation " << generation_ << " is current";
+    return;
+  }
+  absl::Status valid = ValidateAssignment(assignment);
+  if (!valid.ok()) {
+    DDP_LOG(ERROR) << valid;
+    return;
+  }
+  StopWorkers(absl::StrCat("generation ", assignment.generation(), " starts"));
+  StartWorkers(assignment);
+}
+
+void Agent::StartWorkers(const v1::Assignment& p) {
+  generation_ = p.generation();
+  exits_.clear();
+  link_->SetGeneration(generation_);
+  Assignment a;
+  a.generation = p.generation();
+  a.restart_count = p.restart_count();
+  a.group_rank = p.group_rank();
+  a.group_world_size = p.group_world_size();
+  a.global_rank_offset = static_cast<int>(p.global_rank_offset());
+  a.world_size = static_cast<int>(p.world_size());
+  a.master_addr = p.master_addr();
+  a.master_port = p.master_port();
+  a.nccl_unique_id = p.nccl_unique_id();
+  const LaunchOptions& launch = options_.launch;
+  WorkerEnvContext context{launch.job_id, launch.coordinator, launch.role,
+                           p.max_restarts(), p.local_world_size()};
+  std::vector<WorkerSpec> specs;
+  for (int local_rank = 0; local_rank < p.local_world_size(); ++local_rank) {
+    WorkerSpec spec;
+    spec.local_rank = local_rank;
+    spec.global_rank = a.global_rank_offset + local_rank;
+    spec.argv = BuildWorkerArgv(launch, local_rank);
+    spec.files = WorkerFilesFor(options_.run_dir, a.generation, local_rank);
+    spec.env =
+        BuildWorkerEnv(a, context, local_rank, spec.files, options_.base_env);
+    spec.redirect = launch.redirects.ForRank(local_rank);
+    spec.tee = launch.tee.ForRank(local_rank);
+    spec.show_on_console = launch.local_ranks_filter.empty() ||
+                           launch.local_ranks_filter.count(local_rank) > 0;
+    specs.push_back(std::move(spec));
+  }
+  const int64_t generation = generation_;
+  auto supervisor = std::make_shared<WorkerSupervisor>(
+      options_.supervisor, clock_, [this, generation](const WorkerExit& exit) {
+        Post(ExitEvent{generation, exit});
+      });
+  {
+    absl::MutexLock lock(&supervisor_mu_);
+    supervisor_ = supervisor;
+  }
+  DDP_LOG(INFO) << "generation " << generation_ << ": starting "
+                << p.local_world_size() << " workers, ranks ["
+                << a.global_rank_offset << ", "
+                << a.global_rank_offset + p.local_world_size() << ") of "
+                << a.world_size << ", group rank " << a.group_rank << "/"
+                << a.group_world_size << ", master " << a.master_addr << ":"
+                << a.master_port << ", restart " << a.restart_count;
+  absl::Status started = supervisor->Start(std::move(specs));
+  if (!started.ok()) {
+    DDP_LOG(ERROR) << "cannot start the workers of generation " << generation_
+                   << ": " << started;
+    StopWorkers("start failed");
+    WorkerExit failure;
+    failure.kind = WorkerExit::Kind::kExited;
+    failure.exit_code = 1;
+    failure.time = clock_.Now();
+    failure.error = ErrorFileContent{std::string(started.message()), "", ""};
+    exits_.push_back(failure);
+    ReportExit(failure);
+  }
+}
+
+void Agent::HandleRequestMasterInfo(const v1::RequestMasterInfo& request) {
+  const int64_t g = request.generation();
+  if (!master_answer_ || master_answer_->first != g) {
+    absl::StatusOr<int> port =
+        options_.pick_port ? options_.pick_port() : PickFreePort();
+    if (!port.ok()) {
+      DDP_LOG(ERROR) << "no free MASTER_PORT for generation " << g << ": "
+                     << port.status();
+      return;  // the coordinator's timeout restarts the rendezvous
+    }
+    absl::StatusOr<std::string> id = options_.make_nccl_id
+                                         ? options_.make_nccl_id()
+                                         : GenerateNcclUniqueId();
+    if (!id.ok()) {
+      if (absl::IsNotFound(id.status())) {
+        DDP_LOG(INFO) << "no NCCL here (" << id.status() << "); sending no id";
+      } else {
+        DDP_LOG(WARNING) << "no NCCL unique id: " << id.status();
+      }
+      id = std::string();
+    }
+    v1::AgentMessage message;
+    v1::MasterInfo* info = message.mutable_master_info();
+    info->mutable_header()->set_generation(g);
+    info->set_master_addr(options_.master_addr);
+    info->set_master_port(*port);
+    info->set_nccl_unique_id(*id);
+    master_answer_ = std::make_pair(g, message.master_info());
+    DDP_LOG(INFO) << "generation " << g << ": this node is group rank 0; "
+                  << "MASTER_PORT " << *port << ", NCCL id "
+                  << (id->empty() ? "none" : "generated");
+  }
+  v1::AgentMessage message;
+  *message.mutable_master_info() = master_answer_->second;
+  link_->Send(std::move(message));
+}
+
+void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
+  DDP_LOG(INFO) << "stopping the workers of generation " << stop.generation()
+                << ": " << stop.reason();
+  StopWorkers(stop.reason());
+  exits_.clear();  // reported; the generation is over
+  v1::AgentMessage message;
+  message.mutable_workers_stopped()->mutable_header()->set_generation(
+      stop.generation());
+  link_->Send(std::move(message));
+}
+
+void Agent::HandleJobFinished(const v1::JobFinished& finished) {
+  StopWorkers("the job finished");
+  const std::string& job = options_.launch.job_id;
+  if (finished.state() == v1::SUCCEEDED) {
+    DDP_LOG(INFO) << "job " << job << " SUCCEEDED: " << finished.message();
+    Finish(kExitSucceeded);
+    return;
+  }
+  std::vector<WorkerFailure> failures;
+  const v1::Failure& root = finished.root_cause();
+  const bool has_root = !root.node_id().empty();
+  if (has_root) failures.push_back(FailureFromProto(root));
+  for (const WorkerExit& exit : exits_) {
+    if (exit.succeeded()) continue;
+    const bool is_root = has_root &&
+                         root.node_id() == options_.launch.node_id &&
+                         root.generation() == generation_ &&
+                         root.local_rank() == exit.local_rank;
+    if (!is_root)
+      failures.push_back(ToWorkerFailure(exit, options_.launch.node_id));
+  }
+  std::string text;
+  if (!failures.empty()) {
+    text = FormatFailureSummary(options_.launch.entrypoint, failures);
+  }
+  absl::StrAppend(&text, "job ", job, " ", v1::JobState_Name(finished.state()),
+                  ": ", finished.message(), "\n");
+  if (options_.print_summary) {
+    options_.print_summary(text);
+  } else {
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+  }
+  Finish(kExitJobFailed);
+}
+
+void Agent::HandleExit(const ExitEvent& event) {
+  const WorkerExit& exit = event.exit;
+  if (event.generation != generation_ || exit.during_stop) return;
+  if (exit.succeeded()) {
+    DDP_LOG(INFO) << "worker " << exit.local_rank << " (rank "
+                  << exit.global_rank << ") exited 0";
+  } else {
+    DDP_LOG(WARNING) << OneLineFailure(
+        ToWorkerFailure(exit, options_.launch.node_id));
+  }
+  exits_.push_back(exit);
+  ReportExit(exit);
+}
+
+void Agent::ReportExit(const WorkerExit& exit) {
+  link_->Send(WorkerExitedMessage(generation_, exit));
+}
+
+void Agent::StopWorkers(const std::string& why) {
+  std::shared_ptr<WorkerSupervisor> supervisor;
+  {
+    absl::MutexLock lock(&supervisor_mu_);
+    supervisor = supervisor_;
+  }
+  if (!supervisor) return;
+  absl::Status stopped = supervisor->Stop(shutdown_timeout_);
+  if (!stopped.ok()) {
+    DDP_LOG(ERROR) << "stopping the workers (" << why << "): " << stopped;
+  }
+  absl::MutexLock lock(&supervisor_mu_);
+  supervisor_.reset();
+}
+
+void Agent::Finish(int exit_code) { exit_code_ = exit_code; }
+
+}  // namespace ddp::client

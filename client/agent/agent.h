@@ -1,0 +1,170 @@
+#ifndef DDP_CLIENT_AGENT_AGENT_H_
+#define DDP_CLIENT_AGENT_AGENT_H_
+
+// The node agent's core: reacts to the coordinator's orders and to its
+// workers, one event at a time, on the thread that calls Run(). Plain C++ (no
+// gRPC): it talks through CoordinatorLink and hears through SessionEvents
+// (session_link.h), so tests drive it with a fake link and real workers.
+//
+//   event                          action
+//   Registered (reconnected)       resumed: re-report this generation's
+//                                  exits; not resumed: the coordinator forgot
+//                                  this node, stop its workers
+//   RequestMasterInfo(g)           MasterInfo{g, free port, NCCL id (empty
+//                                  without NCCL)}; the same answer if asked
+//                                  again for g
+//   Assignment(g)                  g == running generation: nothing (a resend)
+//                                  g newer: stop any older workers, start
+//                                  nproc workers with BuildWorkerEnv
+//   StopWorkers(g)                 stop (SIGTERM, SIGKILL after the shutdown
+//                                  timeout), then WorkersStopped{g}
+//   JobFinished                    stop; print the root-cause summary unless
+//                                  SUCCEEDED; exit kExitSucceeded or
+//                                  kExitJobFailed
+//   NodeDismissed                  stop; exit kExitJobFailed
+//   worker exit / hang (gen g)     WorkerExited{g} at once (zero exits too: the
+//                                  coordinator counts successes); not for
+//                                  exits caused by a stop
+//   fenced (ABORTED)               stop; generation 0 (the session registers a
+//                                  new incarnation)
+//   session failed                 stop; exit kExitCoordinatorError
+//   RequestShutdown(signal N)      stop; Leave; exit 128 + N
+//
+// Every worker is reaped before Run returns (no orphan, no zombie).
+//
+// Thread-safety: the SessionEvents methods and RequestShutdown may be called
+// from any thread (they queue an event); Run from one thread, once.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "client/agent/session_link.h"
+#include "client/launch_options.h"
+#include "client/root_cause.h"
+#include "client/worker_env.h"
+#include "client/worker_supervisor.h"
+#include "common/clock.h"
+
+namespace ddp::client {
+
+inline constexpr int kExitSucceeded = 0;
+inline constexpr int kExitJobFailed = 1;         // failed, cancelled, dismissed
+inline constexpr int kExitCoordinatorError = 2;  // unreachable or refused
+inline constexpr int kExitSignalBase = 128;      // + signal number
+
+struct AgentOptions {
+  LaunchOptions launch;  // entry point, flags (job id, role, redirects, ...)
+  std::string run_dir;   // MakeRunDirectory(); worker files go below it
+  EnvMap base_env;       // usually CurrentEnvironment()
+  WorkerSupervisor::Options supervisor;
+  // MASTER_ADDR this node offers as group rank 0; empty: its registered
+  // address.
+  std::string master_addr;
+  // Injected for tests; null: PickFreePort() and GenerateNcclUniqueId().
+  std::function<absl::StatusOr<int>()> pick_port;
+  std::function<absl::StatusOr<std::string>()> make_nccl_id;
+  // Where the failure summary goes; null: stderr.
+  std::function<void(const std::string&)> print_summary;
+};
+
+class Agent : public SessionEvents {
+ public:
+  // `link` must outlive the agent (set_link for two-phase wiring).
+  Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link);
+  ~Agent() override;  // stops any workers
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  void set_link(CoordinatorLink* link) { link_ = link; }
+
+  // Processes events until the job ends for this node; returns the exit code.
+  int Run();
+  // SIGINT/SIGTERM: stop the workers, Leave, exit 128 + signal.
+  void RequestShutdown(int signal);
+
+  // SessionEvents.
+  void OnRegistered(const v1::Registered& registered,
+                    bool reconnected) override;
+  void OnCoordinatorMessage(const v1::CoordinatorMessage& message) override;
+  void OnFenced(const absl::Status& status) override;
+  void OnSessionFailed(const absl::Status& status) override;
+  std::vector<v1::WorkerState> WorkerStates() override;
+
+ private:
+  struct RegisteredEvent {
+    v1::Registered registered;
+    bool reconnected;
+  };
+  struct ExitEvent {
+    int64_t generation;
+    WorkerExit exit;
+  };
+  struct FencedEvent {
+    absl::Status status;
+    absl::Notification* done;
+  };
+  struct SessionFailedEvent {
+    absl::Status status;
+  };
+  struct SignalEvent {
+    int signal;
+  };
+  using Event = std::variant<RegisteredEvent, v1::CoordinatorMessage, ExitEvent,
+                             FencedEvent, SessionFailedEvent, SignalEvent>;
+
+  // False (event dropped) once Run has returned.
+  bool Post(Event event);
+  void Handle(Event& event);
+  void HandleRegistered(const RegisteredEvent& event);
+  void HandleMessage(const v1::CoordinatorMessage& message);
+  void HandleAssignment(const v1::Assignment& assignment);
+  void HandleRequestMasterInfo(const v1::RequestMasterInfo& request);
+  void HandleStopWorkers(const v1::StopWorkers& stop);
+  void HandleJobFinished(const v1::JobFinished& finished);
+  void HandleExit(const ExitEvent& event);
+  void ReportExit(const WorkerExit& exit);
+  void StartWorkers(const v1::Assignment& assignment);
+  // Stops and releases the current workers (if any); blocks until reaped.
+  void StopWorkers(const std::string& why);
+  void Finish(int exit_code);
+
+  const AgentOptions options_;
+  const Clock& clock_;
+  CoordinatorLink* link_;
+
+  absl::Mutex mu_;
+  std::deque<Event> queue_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;  // Run returned
+
+  // The current workers; read by WorkerStates() on the heartbeat thread.
+  absl::Mutex supervisor_mu_;
+  std::shared_ptr<WorkerSupervisor> supervisor_ ABSL_GUARDED_BY(supervisor_mu_);
+
+  // Owned by the Run thread.
+  int64_t generation_ = 0;  // of the running (or last) workers
+  absl::Duration shutdown_timeout_;
+  std::vector<WorkerExit> exits_;  // of generation_, as reported
+  std::optional<std::pair<int64_t, v1::MasterInfo>> master_answer_;
+  std::optional<int> exit_code_;
+};
+
+// A JobFinished root cause as root_cause.h's record (global rank etc.).
+WorkerFailure FailureFromProto(const v1::Failure& failure);
+// The WorkerExited message of a supervisor event (header.generation set).
+v1::AgentMessage WorkerExitedMessage(int64_t generation,
+                                     const WorkerExit& exit);
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_AGENT_AGENT_H_

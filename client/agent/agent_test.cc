@@ -1,0 +1,403 @@
+// The agent core driven by a fake session, with real /bin/sh workers.
+
+#include "client/agent/agent.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "client/agent/session_link.h"
+#include "client/worker_files.h"
+#include "common/clock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::client {
+namespace {
+
+constexpr absl::Duration kWait = absl::Seconds(20);  // loose upper bound
+
+class FakeLink : public CoordinatorLink {
+ public:
+  void Send(v1::AgentMessage message) override {
+    absl::MutexLock lock(&mu_);
+    sent_.push_back(std::move(message));
+  }
+  void SetGeneration(int64_t generation) override {
+    absl::MutexLock lock(&mu_);
+    generation_ = generation;
+  }
+  // Waits until `count` messages of `body` were sent; returns them.
+  std::vector<v1::AgentMessage> WaitFor(v1::AgentMessage::BodyCase body,
+                                        size_t count) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return OfLocked(body).size() >= count;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), kWait);
+    return OfLocked(body);
+  }
+  std::vector<v1::AgentMessage> Of(v1::AgentMessage::BodyCase body) {
+    absl::MutexLock lock(&mu_);
+    return OfLocked(body);
+  }
+  int64_t generation() {
+    absl::MutexLock lock(&mu_);
+    return generation_;
+  }
+
+ private:
+  std::vector<v1::AgentMessage> OfLocked(v1::AgentMessage::BodyCase body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<v1::AgentMessage> out;
+    for (const auto& m : sent_) {
+      if (m.body_case() == body) out.push_back(m);
+    }
+    return out;
+  }
+  absl::Mutex mu_;
+  std::vector<v1::AgentMessage> sent_ ABSL_GUARDED_BY(mu_);
+  int64_t generation_ ABSL_GUARDED_BY(mu_) = -1;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  // Starts an agent whose workers run `/bin/sh -c script`.
+  void StartAgent(const std::string& script) {
+    dir_ = absl::StrCat(
+        getenv("TEST_TMPDIR"), "/",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_TRUE(MakeDirectories(dir_).ok());
+    AgentOptions options;
+    options.launch.job_id = "job1";
+    options.launch.node_id = "node-a";
+    options.launch.no_python = true;
+    options.launch.entrypoint = "/bin/sh";
+    options.launch.script_args = {"-c", script};
+    options.launch.shutdown_timeout = absl::Seconds(5);
+    options.run_dir = dir_;
+    options.base_env = CurrentEnvironment();
+    options.base_env["OUT"] = dir_;
+    options.supervisor.heartbeat_timeout = absl::ZeroDuration();
+    options.pick_port = [] { return 23456; };
+    options.make_nccl_id = [] { return std::string(128, 'n'); };
+    options.print_summary = [this](const std::string& text) {
+      absl::MutexLock lock(&mu_);
+      summary_ += text;
+    };
+    agent_ =
+        std::make_unique<Agent>(std::move(options), RealClock::Get(), &link_);
+    runner_ = std::thread([this] {
+      int code = agent_->Run();
+      absl::MutexLock lock(&mu_);
+      exit_code_ = code;
+    });
+  }
+
+  void TearDown() override {
+    if (runner_.joinable()) {
+      agent_->RequestShutdown(SIGTERM);
+      runner_.join();
+    }
+    agent_.reset();
+  }
+
+  // Waits for Run to return; its exit code.
+  int WaitForExit() {
+    runner_.join();
+    absl::MutexLock lock(&mu_);
+    return exit_code_.value_or(-1);
+  }
+
+  static v1::CoordinatorMessage AssignmentOf(int64_t generation, int nproc) {
+    v1::CoordinatorMessage m;
+    v1::Assignment* a = m.mutable_assignment();
+    a->set_generation(generation);
+    a->set_restart_count(2);
+    a->set_max_restarts(5);
+    a->set_group_rank(1);
+    a->set_group_world_size(2);
+    a->set_global_rank_offset(4);
+    a->set_local_world_size(nproc);
+    a->set_world_size(4 + nproc);
+    a->set_master_addr("10.0.0.1");
+    a->set_master_port(29500);
+    return m;
+  }
+
+  std::string summary() {
+    absl::MutexLock lock(&mu_);
+    return summary_;
+  }
+
+  FakeLink link_;
+  std::string dir_;
+  std::unique_ptr<Agent> agent_;
+  std::thread runner_;
+  absl::Mutex mu_;
+  std::optional<int> exit_code_ ABSL_GUARDED_BY(mu_);
+  std::string summary_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(AgentTest, Assignment_TwoWorkers_StartWithRanksAndReportZeroExits) {
+  StartAgent(
+      "echo $RANK $LOCAL_RANK $WORLD_SIZE $GROUP_RANK $MASTER_ADDR "
+      "$MASTER_PORT $TORCHELASTIC_RESTART_COUNT > $OUT/out_$LOCAL_RANK");
+  agent_->OnCoordinatorMessage(AssignmentOf(3, 2));
+  auto exits = link_.WaitFor(v1::AgentMessage::kWorkerExited, 2);
+  ASSERT_EQ(exits.size(), 2u);
+  for (const auto& m : exits) {
+    EXPECT_EQ(m.worker_exited().header().generation(), 3);
+    EXPECT_EQ(m.worker_exited().exit_code(), 0);
+    EXPECT_EQ(m.worker_exited().signal(), 0);
+  }
+  EXPECT_EQ(link_.generation(), 3);
+  EXPECT_EQ(ReadFile(dir_ + "/out_0"), "4 0 6 1 10.0.0.1 29500 2\n");
+  EXPECT_EQ(ReadFile(dir_ + "/out_1"), "5 1 6 1 10.0.0.1 29500 2\n");
+}
+
+TEST_F(AgentTest, WorkerExitsOne_WorkerExitedWithCodeOne) {
+  StartAgent("exit $((LOCAL_RANK + 1))");
+  agent_->OnCoordinatorMessage(AssignmentOf(1, 1));
+  auto exits = link_.WaitFor(v1::AgentMessage::kWorkerExited, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].worker_exited().local_rank(), 0);
+  EXPECT_EQ(exits[0].worker_exited().exit_code(), 1);
+  EXPECT_EQ(exits[0].worker_exited().header().generation(), 1);
+  EXPECT_FALSE(exits[0].worker_exited().error_message().empty());
+}
+
+TEST_F(AgentTest, StopWorkers_RunningWorkers_WorkersStoppedAfterTheyAreGone) {
+  StartAgent("echo $$ > $OUT/pid_$LOCAL_RANK; exec sleep 60");
+  agent_->OnCoordinatorMessage(AssignmentOf(2, 2));
+  auto states_ready = [&] {
+    for (const auto& s : agent_->WorkerStates()) {
+      if (s.state() != v1::WORKER_RUNNING) return false;
+    }
+    return agent_->WorkerStates().size() == 2;
+  };
+  absl::Time deadline = absl::Now() + kWait;
+  while (!states_ready() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(states_ready());
+  std::vector<int> pids;
+  for (const auto& s : agent_->WorkerStates()) pids.push_back(s.pid());
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop_workers()->set_generation(2);
+  stop.mutable_stop_workers()->set_reason("test restart");
+  agent_->OnCoordinatorMessage(stop);
+  auto stopped = link_.WaitFor(v1::AgentMessage::kWorkersStopped, 1);
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0].workers_stopped().header().generation(), 2);
+  for (int pid : pids) {
+    EXPECT_NE(kill(pid, 0), 0) << "worker " << pid << " still exists";
+  }
+  EXPECT_TRUE(agent_->WorkerStates().empty());
+  // Exits caused by the stop are not failures to report.
+  EXPECT_TRUE(link_.Of(v1::AgentMessage::kWorkerExited).empty());
+}
+
+TEST_F(AgentTest, JobFinishedFailed_ExitCodeOneAndSummaryPrinted) {
+  StartAgent("exit 3");
+  agent_->OnCoordinatorMessage(AssignmentOf(1, 1));
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkerExited, 1).size(), 1u);
+  v1::CoordinatorMessage finished;
+  v1::JobFinished* f = finished.mutable_job_finished();
+  f->set_state(v1::FAILED);
+  f->set_message("budget spent");
+  f->mutable_root_cause()->set_node_id("node-b");
+  f->mutable_root_cause()->set_global_rank(7);
+  f->mutable_root_cause()->set_local_rank(1);
+  f->mutable_root_cause()->set_signal(9);
+  f->mutable_root_cause()->set_message("oom");
+  f->mutable_root_cause()->set_time_unix_ms(1000);
+  agent_->OnCoordinatorMessage(finished);
+  EXPECT_EQ(WaitForExit(), kExitJobFailed);
+  const std::string text = summary();
+  EXPECT_NE(text.find("/bin/sh FAILED"), std::string::npos) << text;
+  EXPECT_NE(text.find("node-b"), std::string::npos) << text;
+  EXPECT_NE(text.find("exitcode  : -9"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("Root Cause (first observed failure):\n[0]:\n  time      : "
+                "1970-01-01_00:00:01\n  host      : node-b"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("node-a"), std::string::npos) << text;  // local failure
+  EXPECT_NE(text.find("job job1 FAILED: budget spent"), std::string::npos)
+      << text;
+}
+
+TEST_F(AgentTest, JobFinishedSucceeded_ExitCodeZeroNoSummary) {
+  StartAgent("exit 0");
+  agent_->OnCoordinatorMessage(AssignmentOf(1, 1));
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkerExited, 1).size(), 1u);
+  v1::CoordinatorMessage finished;
+  finished.mutable_job_finished()->set_state(v1::SUCCEEDED);
+  agent_->OnCoordinatorMessage(finished);
+  EXPECT_EQ(WaitForExit(), kExitSucceeded);
+  EXPECT_EQ(summary(), "");
+}
+
+TEST_F(AgentTest, RequestMasterInfo_AskedTwice_SamePortAndId) {
+  StartAgent("exit 0");
+  v1::CoordinatorMessage request;
+  request.mutable_request_master_info()->set_generation(4);
+  agent_->OnCoordinatorMessage(request);
+  agent_->OnCoordinatorMessage(request);
+  auto infos = link_.WaitFor(v1::AgentMessage::kMasterInfo, 2);
+  ASSERT_EQ(infos.size(), 2u);
+  for (const auto& m : infos) {
+    EXPECT_EQ(m.master_info().header().generation(), 4);
+    EXPECT_EQ(m.master_info().master_port(), 23456);
+    EXPECT_EQ(m.master_info().nccl_unique_id(), std::string(128, 'n'));
+  }
+}
+
+TEST_F(AgentTest, Signal_RunningWorkers_StoppedLeaveSentExit143) {
+  StartAgent("exec sleep 60");
+  agent_->OnCoordinatorMessage(AssignmentOf(5, 1));
+  agent_->RequestShutdown(SIGTERM);
+  EXPECT_EQ(WaitForExit(), 128 + SIGTERM);
+  auto leaves = link_.Of(v1::AgentMessage::kLeave);
+  ASSERT_EQ(leaves.size(), 1u);
+  EXPECT_EQ(leaves[0].leave().header().generation(), 5);
+  EXPECT_TRUE(agent_->WorkerStates().empty());
+}
+
+TEST_F(AgentTest, NodeDismissed_ExitCodeOne) {
+  StartAgent("exec sleep 60");
+  agent_->OnCoordinatorMessage(AssignmentOf(1, 1));
+  v1::CoordinatorMessage dismissed;
+  dismissed.mutable_node_dismissed()->set_reason("excluded by operator");
+  agent_->OnCoordinatorMessage(dismissed);
+  EXPECT_EQ(WaitForExit(), kExitJobFailed);
+}
+
+TEST_F(AgentTest, SessionFailed_ExitCodeTwo) {
+  StartAgent("exit 0");
+  agent_->OnSessionFailed(absl::UnavailableError("unreachable"));
+  EXPECT_EQ(WaitForExit(), kExitCoordinatorError);
+}
+
+TEST_F(AgentTest, ResumedSession_ExitsOfGenerationReportedAgain) {
+  StartAgent("exit 4");
+  agent_->OnCoordinatorMessage(AssignmentOf(2, 1));
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkerExited, 1).size(), 1u);
+  v1::Registered registered;
+  registered.set_resumed(true);
+  registered.set_generation(2);
+  agent_->OnRegistered(registered, /*reconnected=*/true);
+  auto exits = link_.WaitFor(v1::AgentMessage::kWorkerExited, 2);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[1].worker_exited().exit_code(), 4);
+  // Resumed while the job is at a newer generation: nothing re-reported.
+  registered.set_generation(3);
+  agent_->OnRegistered(registered, /*reconnected=*/true);
+  v1::CoordinatorMessage request;
+  request.mutable_request_master_info()->set_generation(3);
+  agent_->OnCoordinatorMessage(request);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kMasterInfo, 1).size(), 1u);
+  EXPECT_EQ(link_.Of(v1::AgentMessage::kWorkerExited).size(), 2u);
+  EXPECT_EQ(exits[1].worker_exited().header().generation(), 2);
+}
+
+TEST_F(AgentTest, DuplicateAssignment_SameGeneration_WorkersNotRestarted) {
+  StartAgent("echo x >> $OUT/starts; exec sleep 60");
+  agent_->OnCoordinatorMessage(AssignmentOf(3, 1));
+  agent_->OnCoordinatorMessage(AssignmentOf(3, 1));
+  // A request after both: once it is answered, both assignments were handled.
+  v1::CoordinatorMessage request;
+  request.mutable_request_master_info()->set_generation(3);
+  agent_->OnCoordinatorMessage(request);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kMasterInfo, 1).size(), 1u);
+  ASSERT_EQ(agent_->WorkerStates().size(), 1u);
+  absl::Time deadline = absl::Now() + kWait;
+  while (ReadFile(dir_ + "/starts").empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(ReadFile(dir_ + "/starts"), "x\n");
+}
+
+TEST_F(AgentTest, Fenced_WorkersStoppedBeforeReturnGenerationReset) {
+  StartAgent("exec sleep 60");
+  agent_->OnCoordinatorMessage(AssignmentOf(6, 2));
+  agent_->OnFenced(absl::AbortedError("replaced"));
+  EXPECT_TRUE(agent_->WorkerStates().empty());
+  EXPECT_EQ(link_.generation(), 0);
+  // A later assignment of any generation starts workers again.
+  agent_->OnCoordinatorMessage(AssignmentOf(1, 1));
+  absl::Time deadline = absl::Now() + kWait;
+  while (agent_->WorkerStates().empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(agent_->WorkerStates().size(), 1u);
+}
+
+TEST_F(AgentTest, ReconnectedNotResumed_WorkersStoppedGenerationReset) {
+  StartAgent("exec sleep 60");
+  agent_->OnCoordinatorMessage(AssignmentOf(4, 1));
+  v1::Registered registered;  // resumed=false: the coordinator forgot us
+  agent_->OnRegistered(registered, /*reconnected=*/true);
+  v1::CoordinatorMessage request;  // handled after the registration
+  request.mutable_request_master_info()->set_generation(1);
+  agent_->OnCoordinatorMessage(request);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kMasterInfo, 1).size(), 1u);
+  EXPECT_TRUE(agent_->WorkerStates().empty());
+  EXPECT_EQ(link_.generation(), 0);
+  EXPECT_TRUE(link_.Of(v1::AgentMessage::kWorkerExited).empty());
+}
+
+TEST_F(AgentTest, InvalidAssignment_Ignored) {
+  StartAgent("exit 0");
+  v1::CoordinatorMessage bad = AssignmentOf(2, 1);
+  bad.mutable_assignment()->set_local_world_size(100000);
+  agent_->OnCoordinatorMessage(bad);
+  v1::CoordinatorMessage bad_port = AssignmentOf(2, 1);
+  bad_port.mutable_assignment()->set_master_port(70000);
+  agent_->OnCoordinatorMessage(bad_port);
+  v1::CoordinatorMessage request;
+  request.mutable_request_master_info()->set_generation(2);
+  agent_->OnCoordinatorMessage(request);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kMasterInfo, 1).size(), 1u);
+  EXPECT_TRUE(agent_->WorkerStates().empty());
+  EXPECT_EQ(link_.generation(), -1);  // never set: nothing started
+}
+
+TEST(AgentMessages, WorkerExitedMessage_Signal_NegativeExitCodeAndSignal) {
+  WorkerExit exit;
+  exit.local_rank = 2;
+  exit.kind = WorkerExit::Kind::kSignaled;
+  exit.signal = 9;
+  exit.time = absl::FromUnixMillis(1234);
+  v1::AgentMessage m = WorkerExitedMessage(7, exit);
+  EXPECT_EQ(m.worker_exited().header().generation(), 7);
+  EXPECT_EQ(m.worker_exited().local_rank(), 2);
+  EXPECT_EQ(m.worker_exited().exit_code(), -9);
+  EXPECT_EQ(m.worker_exited().signal(), 9);
+  EXPECT_EQ(m.worker_exited().time_unix_ms(), 1234);
+}
+
+TEST(AgentMessages, WorkerExitedMessage_Hang_NonZeroCodeAndHangFlag) {
+  WorkerExit exit;
+  exit.kind = WorkerExit::Kind::kHung;
+  exit.silent_for = absl::Seconds(30);
+  v1::AgentMessage m = WorkerExitedMessage(1, exit);
+  EXPECT_TRUE(m.worker_exited().hang());
+  EXPECT_NE(m.worker_exited().exit_code(), 0);
+  EXPECT_FALSE(m.worker_exited().error_message().empty());
+}
+
+}  // namespace
+}  // namespace ddp::client

@@ -1,0 +1,139 @@
+#ifndef DDP_CLIENT_AGENT_GRPC_SESSION_CLIENT_H_
+#define DDP_CLIENT_AGENT_GRPC_SESSION_CLIENT_H_
+
+// The agent's side of SessionService.Session (ddp/v1/session.proto): one
+// bidirectional stream to the coordinator, kept alive across breaks.
+//
+//   Start --> connecting --Registered--> streaming --stream ends--+
+//                ^   |                                           |
+//                |   +-- refused for good / timed out --> failed |
+//                |                                               |
+//                +-- same incarnation (resume), backoff <--------+  (any
+//                status)
+//                +-- NEW incarnation, generation 0 <-------------+  (ABORTED,
+//                                                                    after
+//                                                     SessionEvents::OnFenced)
+//   Close (any state) --> closed
+//
+// Connecting retries with Backoff until `connect_timeout` (first registration
+// or after a fence) or `resume_timeout` (after a break) has passed since the
+// stream was lost, then reports OnSessionFailed with UNAVAILABLE naming the
+// address and the last error. A resume registers with the same incarnation and
+// the generation set by SetGeneration, so the coordinator keeps the node's
+// place and its running workers (Registered.resumed).
+//
+// Threads: "session-reader" (connect, register, read, deliver events; it also
+// runs the SessionEvents callbacks, in stream order) and "session-heartbeat"
+// (a Heartbeat with SessionEvents::WorkerStates every heartbeat interval of
+// the job, while registered). Send may be called from any thread.
+//
+// Thread-safety: thread-safe. SessionEvents callbacks must not call Close().
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/agent/backoff.h"
+#include "client/agent/session_link.h"
+#include "ddp/v1/session.grpc.pb.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+
+namespace ddp::client {
+
+struct SessionClientOptions {
+  std::string target;  // "host:port"
+  // job_id, node_id, nproc, requested_rank, address, settings, agent_version,
+  // token. incarnation and generation are filled by the client.
+  v1::Register registration;
+  absl::Duration connect_timeout = absl::Seconds(60);
+  absl::Duration resume_timeout = absl::Minutes(10);
+  // One attempt: wait for the TCP/HTTP2 connection, and then for Registered
+  // (checked at the heartbeat cadence), at most this long each.
+  absl::Duration attempt_timeout = absl::Seconds(5);
+  // Until Registered tells the job's.
+  absl::Duration default_heartbeat_interval = absl::Milliseconds(500);
+  BackoffOptions backoff{absl::Milliseconds(100), absl::Seconds(1), 2.0};
+  // A stream that lived this long resets the backoff: the next resume is
+  // immediate. Shorter-lived streams resume after a backoff delay.
+  absl::Duration stable_stream = absl::Seconds(5);
+  // Close: how long the coordinator gets to end the stream after WritesDone.
+  absl::Duration close_grace = absl::Seconds(1);
+};
+
+class GrpcSessionClient : public CoordinatorLink {
+ public:
+  // `events` must outlive the client. `incarnation` must be non-zero (see
+  // NewIncarnation).
+  GrpcSessionClient(SessionClientOptions options, SessionEvents* events,
+                    uint64_t incarnation);
+  ~GrpcSessionClient() override;  // Close()
+  GrpcSessionClient(const GrpcSessionClient&) = delete;
+  GrpcSessionClient& operator=(const GrpcSessionClient&) = delete;
+
+  // Starts both threads. Call once.
+  void Start();
+  // Half-closes the stream (after a final Leave, say), waits up to
+  // close_grace for the coordinator to end it, cancels it, joins the threads.
+  // Idempotent. Not from a SessionEvents callback.
+  void Close();
+
+  void Send(v1::AgentMessage message) override;
+  void SetGeneration(int64_t generation) override;
+
+  uint64_t incarnation() const;
+  // Registrations answered so far (resumes included); for tests and logs.
+  int registrations() const;
+
+  // A random non-zero 64-bit value.
+  static uint64_t NewIncarnation();
+
+ private:
+  using Stream =
+      grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>;
+
+  void ReaderLoop();
+  void HeartbeatLoop();
+  // One attempt: connect, send Register, wait for Registered. On success the
+  // stream is installed as the current one.
+  absl::Status ConnectAndRegister(absl::Time deadline,
+                                  v1::Registered* registered);
+  // Reads until the stream ends; returns its final status.
+  absl::Status ReadUntilEnd();
+  // Sleeps `delay` unless Close() comes first; false when closing.
+  bool SleepUnlessClosing(absl::Duration delay);
+  bool closing() const;
+
+  const SessionClientOptions options_;
+  SessionEvents* const events_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::SessionService::Stub> stub_;
+
+  mutable absl::Mutex mu_;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t incarnation_ ABSL_GUARDED_BY(mu_);
+  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  int registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
+  // The live stream; writes are serialized by write_mu_.
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // While waiting for Registered: when the attempt is given up.
+  absl::Time register_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+
+  absl::Mutex write_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  Stream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;
+  bool half_closed_ ABSL_GUARDED_BY(write_mu_) = false;  // Close() began
+
+  std::thread reader_;
+  std::thread heartbeat_;
+};
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_AGENT_GRPC_SESSION_CLIENT_H_

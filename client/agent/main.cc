@@ -1,0 +1,140 @@
+// ddp-client: the node agent. Composition root: parses the flags, wires the
+// Agent core to the gRPC session, routes SIGINT/SIGTERM to the agent, and
+// returns the agent's exit code (documented in --help: 0 success, 1 job
+// failed / node dismissed, 2 usage or coordinator errors, 128+N signal N).
+//
+// --standalone starts a private coordinator as a child process (see
+// standalone_coordinator.h) and joins it as the only node.
+
+#include <signal.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/agent/agent.h"
+#include "client/agent/grpc_session_client.h"
+#include "client/agent/registration.h"
+#include "client/agent/standalone_coordinator.h"
+#include "client/launch_options.h"
+#include "client/worker_env.h"
+#include "client/worker_files.h"
+#include "common/clock.h"
+#include "common/logging.h"
+
+namespace ddp::client {
+namespace {
+
+// Waits for SIGINT/SIGTERM (blocked in every thread) and hands them to the
+// agent; stops when `stop` is set.
+void SignalLoop(Agent* agent, const std::atomic<bool>* stop) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const timespec poll = {0, 100 * 1000 * 1000};
+  bool asked = false;
+  while (!stop->load()) {
+    const int sig = sigtimedwait(&set, nullptr, &poll);
+    if (sig <= 0) continue;
+    if (!asked) {
+      agent->RequestShutdown(sig);
+      asked = true;
+    } else {
+      DDP_LOG(WARNING) << "signal " << sig
+                       << " again: already stopping the workers";
+    }
+  }
+}
+
+int RunAgent(LaunchOptions launch) {
+  std::unique_ptr<StandaloneCoordinator> standalone;
+  if (launch.standalone) {
+    absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> started =
+        StandaloneCoordinator::Start({});
+    if (!started.ok()) {
+      DDP_LOG(ERROR) << started.status();
+      return kExitCoordinatorError;
+    }
+    standalone = std::move(*started);
+    launch.coordinator = standalone->address();
+    if (launch.local_addr.empty()) launch.local_addr = "127.0.0.1";
+  }
+  absl::StatusOr<std::string> run_dir =
+      MakeRunDirectory(launch.log_dir, launch.job_id);
+  if (!run_dir.ok()) {
+    DDP_LOG(ERROR) << run_dir.status();
+    return kExitJobFailed;
+  }
+  const std::string address =
+      launch.local_addr.empty() ? launch.node_id : launch.local_addr;
+  DDP_LOG(INFO) << "ddp-client: job " << launch.job_id << ", node "
+                << launch.node_id << " (" << address << "), coordinator "
+                << launch.coordinator << ", " << launch.nproc_per_node
+                << " workers, logs in " << *run_dir;
+
+  AgentOptions options;
+  options.launch = launch;
+  options.run_dir = *run_dir;
+  options.base_env = CurrentEnvironment();
+  options.supervisor.heartbeat_timeout = launch.worker_heartbeat_timeout;
+  options.supervisor.check_interval = launch.monitor_interval;
+  options.master_addr = launch.local_addr;
+  Agent agent(std::move(options), RealClock::Get(), nullptr);
+
+  SessionClientOptions session_options;
+  session_options.target = launch.coordinator;
+  session_options.registration = BuildRegistration(launch, address);
+  session_options.connect_timeout = launch.connect_timeout;
+  GrpcSessionClient session(std::move(session_options), &agent,
+                            GrpcSessionClient::NewIncarnation());
+  agent.set_link(&session);
+
+  std::atomic<bool> stop_signals{false};
+  std::thread signals(SignalLoop, &agent, &stop_signals);
+  session.Start();
+  const int code = agent.Run();
+  session.Close();
+  stop_signals = true;
+  signals.join();
+  if (standalone) standalone->Stop();
+  DDP_LOG(INFO) << "ddp-client exits with code " << code;
+  return code;
+}
+
+}  // namespace
+}  // namespace ddp::client
+
+int main(int argc, char** argv) {
+  using namespace ddp::client;
+  // Before any thread exists, so every thread inherits the mask and only the
+  // signal loop sees SIGINT/SIGTERM (workers reset their mask at exec).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  absl::StatusOr<LaunchOptions> launch =
+      ParseLaunchOptions(args, HostInfo::FromSystem());
+  if (!launch.ok()) {
+    const std::string message(launch.status().message());
+    std::fprintf(stderr, "ddp-client: %s%s\n", message.c_str(),
+                 message.find("--help") == std::string::npos
+                     ? " (run ddp-client --help for usage)"
+                     : "");
+    return kExitCoordinatorError;
+  }
+  if (launch->help) {
+    std::fputs(LaunchUsage().c_str(), stdout);
+    return kExitSucceeded;
+  }
+  for (const std::string& note : launch->notes) DDP_LOG(INFO) << note;
+  return RunAgent(*std::move(launch));
+}

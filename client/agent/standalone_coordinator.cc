@@ -1,0 +1,163 @@
+#include "client/agent/standalone_coordinator.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/logging.h"
+
+namespace ddp::client {
+namespace {
+
+bool IsExecutable(const std::string& path) {
+  return !path.empty() && access(path.c_str(), X_OK) == 0;
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  return remove(path);
+}
+
+// waitpid with a deadline; true when reaped.
+bool WaitFor(pid_t pid, absl::Duration timeout, int* status) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+std::string DescribeWait(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exit code ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
+  return "unknown status";
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FindCoordinatorBinary(const std::string& self_exe) {
+  const std::string dir = DirName(self_exe);
+  std::vector<std::string> tried = {dir + "/coordinator",
+                                    dir + "/../../coordinator/coordinator"};
+  for (const std::string& candidate : tried) {
+    if (IsExecutable(candidate)) return candidate;
+  }
+  const char* path = getenv("PATH");
+  for (absl::string_view entry :
+       absl::StrSplit(path != nullptr ? path : "", ':', absl::SkipEmpty())) {
+    std::string candidate = absl::StrCat(entry, "/coordinator");
+    if (IsExecutable(candidate)) return candidate;
+  }
+  tried.push_back("coordinator on PATH");
+  return absl::NotFoundError(
+      absl::StrCat("--standalone needs the coordinator binary; looked for ",
+                   absl::StrJoin(tried, ", ")));
+}
+
+absl::StatusOr<std::unique_ptr<StandaloneCoordinator>>
+StandaloneCoordinator::Start(const StandaloneCoordinatorOptions& options) {
+  std::string binary = options.binary;
+  if (binary.empty()) {
+    char self[4096] = {};
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    absl::StatusOr<std::string> found =
+        FindCoordinatorBinary(n > 0 ? std::string(self, n) : "");
+    if (!found.ok()) return found.status();
+    binary = *found;
+  }
+  const char* tmp = getenv("TMPDIR");
+  std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
+                                     "/ddp_standalone_XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("mkdtemp ", pattern, ": ", strerror(errno)));
+  }
+  const std::string port_file = pattern + "/port";
+  std::vector<std::string> args = {binary,    "--port",     "0",
+                                   "--bind",  "127.0.0.1",  "--port_file",
+                                   port_file, "--data_dir", pattern + "/data"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::unique_ptr<StandaloneCoordinator> child(
+      new StandaloneCoordinator(options, pattern, pid));
+  DDP_LOG(INFO) << "--standalone: started " << binary << " (pid " << pid
+                << ", data in " << pattern << ")";
+  const absl::Time deadline = absl::Now() + options.start_timeout;
+  while (absl::Now() < deadline) {
+    std::ifstream in(port_file);
+    std::string text;
+    int port = 0;
+    if (in && std::getline(in, text) &&
+        absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &port) && port > 0) {
+      child->address_ = absl::StrCat("127.0.0.1:", port);
+      return child;
+    }
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      child->pid_ = -1;
+      return absl::UnavailableError(
+          absl::StrCat("the standalone coordinator ", binary, " ended (",
+                       DescribeWait(status), ") before serving"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "the standalone coordinator ", binary, " wrote no port to ", port_file,
+      " within ", absl::FormatDuration(options.start_timeout)));
+}
+
+StandaloneCoordinator::~StandaloneCoordinator() { Stop(); }
+
+void StandaloneCoordinator::Stop() {
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    if (!WaitFor(pid_, options_.stop_timeout, &status)) {
+      DDP_LOG(WARNING) << "standalone coordinator (pid " << pid_
+                       << ") ignored SIGTERM; killing it";
+      kill(pid_, SIGKILL);
+      WaitFor(pid_, absl::Seconds(5), &status);
+    }
+    pid_ = -1;
+  }
+  if (!dir_.empty()) {
+    nftw(dir_.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+}
+
+}  // namespace ddp::client
