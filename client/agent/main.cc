@@ -70,8 +70,7 @@ int RunAgent(LaunchOptions launch) {
     DDP_LOG(ERROR) << run_dir.status();
     return kExitJobFailed;
   }
-  const std::string address =
-      launch.local_addr.empty() ? launch.node_id : launch.local_addr;
+  const std::string address = AdvertisedAddress(launch, HostInfo::FromSystem().hostname);
   DDP_LOG(INFO) << "ddp-client: job " << launch.job_id << ", node "
                 << launch.node_id << " (" << address << "), coordinator "
                 << launch.coordinator << ", " << launch.nproc_per_node

@@ -4,6 +4,12 @@
 
 namespace ddp::client {
 
+std::string AdvertisedAddress(const LaunchOptions& options, const std::string& hostname) {
+  if (!options.local_addr.empty()) return options.local_addr;
+  if (!hostname.empty()) return hostname;
+  return "127.0.0.1";
+}
+
 v1::Register BuildRegistration(const LaunchOptions& options,
                                const std::string& address,
                                const RegistrationDefaults& defaults) {

@@ -24,6 +24,11 @@ struct RegistrationDefaults {
   absl::Duration heartbeat_timeout = absl::Seconds(3);  // a dead node is seen within 3 s
 };
 
+// How other nodes reach this node (its MASTER_ADDR when it holds group rank 0):
+// --local-addr, else `hostname` (torchrun advertises the host's name too), else
+// 127.0.0.1. Never the node id: --node-id is a label that need not resolve.
+std::string AdvertisedAddress(const LaunchOptions& options, const std::string& hostname);
+
 // `address`: how other nodes reach this one (MASTER_ADDR when group rank 0).
 v1::Register BuildRegistration(const LaunchOptions& options,
                                const std::string& address,

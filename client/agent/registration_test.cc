@@ -76,5 +76,14 @@ TEST(ConnectTimeoutFlag, GivenOrDefault_Parsed) {
       ParseLaunchOptions({"--connect-timeout", "soon", "x.py"}, host).ok());
 }
 
+TEST(AdvertisedAddressTest, NodeIdIsNeverTheAddress) {
+  LaunchOptions options;
+  options.node_id = "node-a";  // a label that does not resolve
+  EXPECT_EQ(AdvertisedAddress(options, "trainer-17.example"), "trainer-17.example");
+  EXPECT_EQ(AdvertisedAddress(options, ""), "127.0.0.1");
+  options.local_addr = "10.1.2.3";
+  EXPECT_EQ(AdvertisedAddress(options, "trainer-17.example"), "10.1.2.3");
+}
+
 }  // namespace
 }  // namespace ddp::client

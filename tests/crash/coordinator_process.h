@@ -1,0 +1,69 @@
+#ifndef DDP_TESTS_CRASH_COORDINATOR_PROCESS_H_
+#define DDP_TESTS_CRASH_COORDINATOR_PROCESS_H_
+
+// A real //coordinator:coordinator process for integration tests and tools:
+// started with --port 0 --port-file on a given data dir, stopped with SIGTERM
+// or killed with SIGKILL (kill -9) and restarted on the same dir.
+//
+// Possible errors: Start returns UNAVAILABLE if the process exits or writes no
+// port file within `start_timeout` (its log tail is in the message),
+// FAILED_PRECONDITION if it is already running, INTERNAL if fork fails.
+// Thread-safety: not thread-safe; one owner thread drives it.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace ddp::testing {
+
+struct CoordinatorProcessOptions {
+  std::string binary;    // Path of the coordinator binary.
+  std::string data_dir;  // --data-dir; reused across restarts.
+  std::string work_dir;  // Port file and log live here.
+  std::vector<std::string> extra_args;
+  // Restart on the port the first start got (clients keep their address).
+  bool keep_port_across_restarts = true;
+  absl::Duration start_timeout = absl::Seconds(20);
+  absl::Duration stop_timeout = absl::Seconds(20);
+};
+
+// The coordinator binary inside a Bazel test's runfiles
+// ($TEST_SRCDIR/ddp_coordinator/coordinator/coordinator).
+std::string CoordinatorBinaryFromRunfiles();
+
+class CoordinatorProcess {
+ public:
+  explicit CoordinatorProcess(CoordinatorProcessOptions options);
+  ~CoordinatorProcess();  // Kills the process if it still runs.
+  CoordinatorProcess(const CoordinatorProcess&) = delete;
+  CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
+
+  // Starts the process and waits for its port file. The port may differ
+  // between restarts.
+  absl::Status Start();
+  // SIGKILL and reap. No-op if not running.
+  void Kill9();
+  // SIGTERM and wait for exit; returns the exit code (-1 if it had to be
+  // killed after stop_timeout or died by a signal).
+  int Terminate();
+
+  bool running() const { return pid_ > 0; }
+  int port() const { return port_; }
+  std::string address() const;  // "127.0.0.1:PORT".
+  std::string log_path() const;
+
+ private:
+  std::string PortFilePath() const;
+
+  CoordinatorProcessOptions options_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace ddp::testing
+
+#endif  // DDP_TESTS_CRASH_COORDINATOR_PROCESS_H_

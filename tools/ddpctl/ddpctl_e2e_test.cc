@@ -1,0 +1,144 @@
+// The real ddpctl binary against a real coordinator process (port 0).
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/crash/coordinator_process.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together.
+};
+
+std::string DdpctlPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return absl::StrCat(srcdir ? srcdir : ".",
+                      "/ddp_coordinator/tools/ddpctl/ddpctl");
+}
+
+Result RunDdpctl(const std::string& args) {
+  Result result;
+  const std::string command = absl::StrCat(DdpctlPath(), " ", args, " 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+    result.output.append(buffer, n);
+  }
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+class DdpctlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = std::getenv("TEST_TMPDIR");
+    process_ = std::make_unique<ddp::testing::CoordinatorProcess>(
+        ddp::testing::CoordinatorProcessOptions{
+            ddp::testing::CoordinatorBinaryFromRunfiles(), dir + "/data", dir});
+    ASSERT_TRUE(process_->Start().ok());
+    flags_ = absl::StrCat("--coordinator ", process_->address(),
+                          " --namespace e2e ");
+  }
+  Result Ctl(const std::string& args) { return RunDdpctl(flags_ + args); }
+
+  std::unique_ptr<ddp::testing::CoordinatorProcess> process_;
+  std::string flags_;
+};
+
+TEST_F(DdpctlTest, PutGetListDel_RoundTrip) {
+  Result put = Ctl("kv put alpha one");
+  EXPECT_EQ(put.exit_code, 0) << put.output;
+  EXPECT_THAT(put.output, StartsWith("OK (revision "));
+  EXPECT_EQ(Ctl("kv put beta two").exit_code, 0);
+  Result get = Ctl("kv get alpha");
+  EXPECT_EQ(get.exit_code, 0);
+  EXPECT_EQ(get.output, "one\n");
+  EXPECT_EQ(Ctl("kv list").output, "alpha = one\nbeta = two\n");
+  EXPECT_EQ(Ctl("kv list --keys-only --limit 1").output, "alpha\n");
+  Result json = Ctl("--json kv get beta");
+  EXPECT_THAT(json.output, HasSubstr(R"("key":"beta","value":"two")"));
+  EXPECT_THAT(Ctl("kv del alpha").output, StartsWith("deleted 1 "));
+  Result missing = Ctl("kv get alpha");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("NOT_FOUND"));
+}
+
+TEST_F(DdpctlTest, AddCasWait_BehaveLikeTcpStore) {
+  EXPECT_EQ(Ctl("kv add counter 5").output, "5\n");
+  EXPECT_EQ(Ctl("kv add counter -2").output, "3\n");
+  EXPECT_EQ(Ctl("kv cas slot '' mine").output, "mine (swapped)\n");
+  EXPECT_EQ(Ctl("kv cas slot other theirs").output, "mine (not swapped)\n");
+  EXPECT_THAT(Ctl("kv wait counter slot").output, StartsWith("all 2 keys"));
+  Result timeout = Ctl("--timeout 200ms kv wait never");
+  EXPECT_EQ(timeout.exit_code, 1) << timeout.output;
+  EXPECT_THAT(timeout.output, HasSubstr("DEADLINE_EXCEEDED"));
+}
+
+TEST_F(DdpctlTest, PutIfAbsentOnExistingKey_FailsPrecondition) {
+  EXPECT_EQ(Ctl("kv put k v").exit_code, 0);
+  Result again = Ctl("kv put k w --if-absent");
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.output, HasSubstr("FAILED_PRECONDITION"));
+}
+
+TEST_F(DdpctlTest, LeaseGrantKeepaliveRevoke_DeletesAttachedKey) {
+  Result grant = Ctl("--json lease grant 30s");
+  ASSERT_EQ(grant.exit_code, 0) << grant.output;
+  const size_t at = grant.output.find("\"lease\":");
+  ASSERT_NE(at, std::string::npos);
+  const std::string id =
+      std::to_string(std::strtoll(grant.output.c_str() + at + 8, nullptr, 10));
+  EXPECT_EQ(Ctl(absl::StrCat("kv put leased x --lease ", id)).exit_code, 0);
+  EXPECT_THAT(Ctl(absl::StrCat("lease keepalive ", id, " --once")).output,
+              HasSubstr("renewed"));
+  EXPECT_THAT(Ctl(absl::StrCat("lease revoke ", id)).output,
+              HasSubstr("1 keys deleted"));
+  EXPECT_EQ(Ctl("kv get leased").exit_code, 1);
+}
+
+TEST_F(DdpctlTest, WatchFromRevision_ReplaysHistoryUntilStopped) {
+  EXPECT_EQ(Ctl("kv put w1 a").exit_code, 0);
+  EXPECT_EQ(Ctl("kv put w2 b").exit_code, 0);
+  // `timeout -s INT` plays the user's Ctrl-C; ddpctl must then exit 0.
+  Result watch =
+      RunDdpctl(absl::StrCat("--coordinator ", process_->address(),
+                             " --namespace e2e kv watch w --from-revision 1"
+                             " & pid=$!; sleep 1; kill -INT $pid; wait $pid"));
+  EXPECT_EQ(watch.exit_code, 0) << watch.output;
+  EXPECT_THAT(watch.output, HasSubstr("PUT w1 = a (revision "));
+  EXPECT_THAT(watch.output, HasSubstr("PUT w2 = b (revision "));
+}
+
+TEST_F(DdpctlTest, BadUsage_ExitsTwo) {
+  Result bad = Ctl("kv add counter lots");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("DELTA='lots'"));
+  EXPECT_EQ(RunDdpctl("kv nothing").exit_code, 2);
+}
+
+TEST_F(DdpctlTest, CoordinatorDown_ExitsThreeNamingAddress) {
+  const std::string address = process_->address();
+  process_->Kill9();
+  Result down = RunDdpctl(
+      absl::StrCat("--coordinator ", address, " --timeout 2s kv get k"));
+  EXPECT_EQ(down.exit_code, 3) << down.output;
+  EXPECT_THAT(down.output, HasSubstr(absl::StrCat("coordinator at ", address,
+                                                  " is not answering")));
+}
+
+}  // namespace

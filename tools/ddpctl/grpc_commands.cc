@@ -1,0 +1,454 @@
+#include "tools/ddpctl/grpc_commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "ddp/v1/kv.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "tools/ddpctl/output.h"
+
+namespace ddp::ddpctl {
+namespace {
+
+// Margin given to a Wait call beyond its server-side timeout, so the server's
+// DEADLINE_EXCEEDED (with its message) arrives before the client's deadline.
+constexpr absl::Duration kWaitDeadlineMargin = absl::Seconds(5);
+
+const char* GrpcCodeName(grpc::StatusCode code) {
+  static constexpr const char* kNames[] = {"OK",
+                                           "CANCELLED",
+                                           "UNKNOWN",
+                                           "INVALID_ARGUMENT",
+                                           "DEADLINE_EXCEEDED",
+                                           "NOT_FOUND",
+                                           "ALREADY_EXISTS",
+                                           "PERMISSION_DENIED",
+                                           "RESOURCE_EXHAUSTED",
+                                           "FAILED_PRECONDITION",
+                                           "ABORTED",
+                                           "OUT_OF_RANGE",
+                                           "UNIMPLEMENTED",
+                                           "INTERNAL",
+                                           "UNAVAILABLE",
+                                           "DATA_LOSS",
+                                           "UNAUTHENTICATED"};
+  const int index = static_cast<int>(code);
+  if (index < 0 || index >= static_cast<int>(std::size(kNames))) {
+    return "UNKNOWN";
+  }
+  return kNames[index];
+}
+
+// Everything one command handler needs.
+struct CommandContext {
+  const Invocation& invocation;
+  v1::KeyValueService::Stub& stub;
+  absl::Notification& stop;
+  std::ostream& out;
+  bool json() const { return invocation.global.json; }
+  const std::string& ns() const { return invocation.global.name_space; }
+  const std::string& arg(size_t i) const { return invocation.args[i]; }
+  void SetDeadline(grpc::ClientContext& context,
+                   absl::Duration extra = absl::ZeroDuration()) const {
+    context.set_deadline(
+        absl::ToChronoTime(absl::Now() + invocation.global.timeout + extra));
+  }
+};
+
+// A handler returns the call's status; usage errors detected late are
+// INVALID_ARGUMENT with a "usage: " prefix (exit 2).
+using Handler = std::function<grpc::Status(CommandContext&)>;
+
+grpc::Status UsageError(const absl::Status& status) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("usage: ", status.message()));
+}
+
+grpc::Status KvPut(CommandContext& c) {
+  v1::PutRequest request;
+  request.set_namespace_(c.ns());
+  request.set_key(c.arg(0));
+  request.set_value(c.arg(1));
+  request.set_lease(c.invocation.FlagInt64("lease", 0));
+  if (c.invocation.HasFlag("if-absent") &&
+      c.invocation.FlagString("if-absent") == "true") {
+    request.set_if_absent(true);
+  }
+  if (c.invocation.HasFlag("expect-revision")) {
+    request.set_expected_mod_revision(
+        c.invocation.FlagInt64("expect-revision", 0));
+  }
+  const bool prev = c.invocation.FlagString("prev") == "true";
+  request.set_return_previous(prev);
+  v1::PutResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.stub.Put(&context, request, &response);
+  if (!status.ok()) return status;
+  if (c.json()) {
+    JsonObject object;
+    object.Int("revision", response.revision());
+    if (prev && response.had_previous()) {
+      object.Raw("previous", KeyValueJson(response.previous()));
+    }
+    c.out << object.Build() << "\n";
+  } else {
+    c.out << "OK (revision " << response.revision() << ")\n";
+    if (prev) {
+      c.out << "previous: "
+            << (response.had_previous()
+                    ? PrintableBytes(response.previous().value())
+                    : std::string("(none)"))
+            << "\n";
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvGet(CommandContext& c) {
+  v1::GetRequest request;
+  request.set_namespace_(c.ns());
+  request.set_key(c.arg(0));
+  v1::GetResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.stub.Get(&context, request, &response);
+  if (!status.ok()) return status;
+  if (c.json()) {
+    c.out << JsonObject()
+                 .Raw("kv", KeyValueJson(response.kv()))
+                 .Int("revision", response.revision())
+                 .Build()
+          << "\n";
+  } else {
+    c.out << PrintableBytes(response.kv().value()) << "\n";
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvList(CommandContext& c) {
+  const int64_t limit = c.invocation.FlagInt64("limit", 0);
+  if (limit < 0) {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--limit=", limit, " must be >= 0")));
+  }
+  const bool keys_only = c.invocation.FlagString("keys-only") == "true";
+  v1::RangeRequest request;
+  request.set_namespace_(c.ns());
+  if (!c.invocation.args.empty()) request.set_prefix(c.arg(0));
+  request.set_keys_only(keys_only);
+  std::string json_kvs;
+  int64_t printed = 0;
+  int64_t revision = 0;
+  // Pages until done or --limit keys were printed.
+  while (true) {
+    if (limit > 0) request.set_limit(limit - printed);
+    v1::RangeResponse response;
+    grpc::ClientContext context;
+    c.SetDeadline(context);
+    grpc::Status status = c.stub.Range(&context, request, &response);
+    if (!status.ok()) return status;
+    if (revision == 0) revision = response.revision();
+    for (const v1::KeyValue& kv : response.kvs()) {
+      if (c.json()) {
+        if (!json_kvs.empty()) json_kvs += ",";
+        json_kvs += KeyValueJson(kv, !keys_only);
+      } else {
+        c.out << KeyValueText(kv, !keys_only) << "\n";
+      }
+      ++printed;
+    }
+    if (!response.more() || (limit > 0 && printed >= limit) ||
+        response.kvs().empty()) {
+      break;
+    }
+    request.set_start_after(response.next_start_after());
+  }
+  if (c.json()) {
+    c.out << JsonObject()
+                 .Raw("kvs", absl::StrCat("[", json_kvs, "]"))
+                 .Int("revision", revision)
+                 .Build()
+          << "\n";
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvDel(CommandContext& c) {
+  v1::DeleteRequest request;
+  request.set_namespace_(c.ns());
+  request.set_key(c.arg(0));
+  request.set_prefix(c.invocation.FlagString("prefix") == "true");
+  v1::DeleteResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.stub.Delete(&context, request, &response);
+  if (!status.ok()) return status;
+  if (c.json()) {
+    c.out << JsonObject()
+                 .Int("deleted", response.deleted())
+                 .Int("revision", response.revision())
+                 .Build()
+          << "\n";
+  } else {
+    c.out << "deleted " << response.deleted() << " (revision "
+          << response.revision() << ")\n";
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvAdd(CommandContext& c) {
+  absl::StatusOr<int64_t> delta = ParseInt64(c.arg(1), "DELTA");
+  if (!delta.ok()) return UsageError(delta.status());
+  v1::AddRequest request;
+  request.set_namespace_(c.ns());
+  request.set_key(c.arg(0));
+  request.set_delta(*delta);
+  v1::AddResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.stub.Add(&context, request, &response);
+  if (!status.ok()) return status;
+  if (c.json()) {
+    c.out << JsonObject()
+                 .Int("value", response.value())
+                 .Int("revision", response.revision())
+                 .Build()
+          << "\n";
+  } else {
+    c.out << response.value() << "\n";
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvCas(CommandContext& c) {
+  v1::CompareAndSetRequest request;
+  request.set_namespace_(c.ns());
+  request.set_key(c.arg(0));
+  request.set_expected(c.arg(1));
+  request.set_desired(c.arg(2));
+  v1::CompareAndSetResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.stub.CompareAndSet(&context, request, &response);
+  if (!status.ok()) return status;
+  if (c.json()) {
+    c.out << JsonObject()
+                 .Bytes("value", response.value())
+                 .Bool("swapped", response.swapped())
+                 .Int("revision", response.revision())
+                 .Build()
+          << "\n";
+  } else {
+    c.out << PrintableBytes(response.value())
+          << (response.swapped() ? " (swapped)" : " (not swapped)") << "\n";
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvWait(CommandContext& c) {
+  v1::WaitRequest request;
+  request.set_namespace_(c.ns());
+  for (const std::string& key : c.invocation.args) request.add_keys(key);
+  request.set_timeout_ms(
+      absl::ToInt64Milliseconds(c.invocation.global.timeout));
+  v1::WaitResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context, kWaitDeadlineMargin);
+  grpc::Status status = c.stub.Wait(&context, request, &response);
+  if (!status.ok()) return status;
+  if (c.json()) {
+    c.out << JsonObject().Int("revision", response.revision()).Build() << "\n";
+  } else {
+    c.out << "all " << c.invocation.args.size() << " keys exist (revision "
+          << response.revision() << ")\n";
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvWatch(CommandContext& c) {
+  v1::WatchRequest request;
+  request.set_namespace_(c.ns());
+  if (!c.invocation.args.empty()) request.set_prefix(c.arg(0));
+  const int64_t from = c.invocation.FlagInt64("from-revision", 0);
+  if (from < 0) {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--from-revision=", from, " must be >= 0")));
+  }
+  request.set_start_revision(from);
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader =
+      c.stub.Watch(&context, request);
+  // Cancels the stream when the user presses Ctrl-C; Read() then returns
+  // false and Finish() reports CANCELLED, which is a clean exit here.
+  absl::Notification done;
+  std::thread canceller([&] {
+    while (!done.HasBeenNotified()) {
+      if (c.stop.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+        context.TryCancel();
+        return;
+      }
+    }
+  });
+  v1::WatchResponse response;
+  while (reader->Read(&response)) {
+    for (const v1::Event& event : response.events()) {
+      c.out << (c.json() ? EventJson(event) : EventText(event)) << "\n";
+    }
+    c.out.flush();
+  }
+  grpc::Status status = reader->Finish();
+  done.Notify();
+  canceller.join();
+  if (c.stop.HasBeenNotified()) return grpc::Status::OK;
+  return status;
+}
+
+grpc::Status LeaseGrant(CommandContext& c) {
+  absl::StatusOr<absl::Duration> ttl = ParsePositiveDuration(c.arg(0), "TTL");
+  if (!ttl.ok()) return UsageError(ttl.status());
+  v1::LeaseGrantRequest request;
+  request.set_ttl_ms(absl::ToInt64Milliseconds(*ttl));
+  v1::LeaseGrantResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.stub.LeaseGrant(&context, request, &response);
+  if (!status.ok()) return status;
+  if (c.json()) {
+    c.out << JsonObject()
+                 .Int("lease", response.lease())
+                 .Int("ttl_ms", response.ttl_ms())
+                 .Build()
+          << "\n";
+  } else {
+    c.out << "lease " << response.lease() << " granted, ttl "
+          << absl::FormatDuration(absl::Milliseconds(response.ttl_ms()))
+          << "\n";
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status LeaseKeepAlive(CommandContext& c) {
+  absl::StatusOr<int64_t> lease = ParseInt64(c.arg(0), "ID");
+  if (!lease.ok()) return UsageError(lease.status());
+  const bool once = c.invocation.FlagString("once") == "true";
+  v1::LeaseKeepAliveRequest request;
+  request.set_lease(*lease);
+  while (true) {
+    v1::LeaseKeepAliveResponse response;
+    grpc::ClientContext context;
+    c.SetDeadline(context);
+    grpc::Status status = c.stub.LeaseKeepAlive(&context, request, &response);
+    if (!status.ok()) return status;
+    if (c.json()) {
+      c.out << JsonObject()
+                   .Int("lease", response.lease())
+                   .Int("ttl_ms", response.ttl_ms())
+                   .Build()
+            << "\n";
+    } else {
+      c.out << "lease " << response.lease() << " renewed, ttl "
+            << absl::FormatDuration(absl::Milliseconds(response.ttl_ms()))
+            << "\n";
+    }
+    c.out.flush();
+    if (once) return grpc::Status::OK;
+    const absl::Duration period = std::max(
+        absl::Milliseconds(response.ttl_ms()) / 3, absl::Milliseconds(1));
+    if (c.stop.WaitForNotificationWithTimeout(period)) return grpc::Status::OK;
+  }
+}
+
+grpc::Status LeaseRevoke(CommandContext& c) {
+  absl::StatusOr<int64_t> lease = ParseInt64(c.arg(0), "ID");
+  if (!lease.ok()) return UsageError(lease.status());
+  v1::LeaseRevokeRequest request;
+  request.set_lease(*lease);
+  v1::LeaseRevokeResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.stub.LeaseRevoke(&context, request, &response);
+  if (!status.ok()) return status;
+  if (c.json()) {
+    c.out << JsonObject()
+                 .Int("deleted", response.deleted())
+                 .Int("revision", response.revision())
+                 .Build()
+          << "\n";
+  } else {
+    c.out << "lease " << *lease << " revoked, " << response.deleted()
+          << " keys deleted (revision " << response.revision() << ")\n";
+  }
+  return grpc::Status::OK;
+}
+
+const std::map<std::string, Handler>& Handlers() {
+  static const auto* handlers = new std::map<std::string, Handler>{
+      {"kv put", KvPut},
+      {"kv get", KvGet},
+      {"kv list", KvList},
+      {"kv del", KvDel},
+      {"kv add", KvAdd},
+      {"kv cas", KvCas},
+      {"kv wait", KvWait},
+      {"kv watch", KvWatch},
+      {"lease grant", LeaseGrant},
+      {"lease keepalive", LeaseKeepAlive},
+      {"lease revoke", LeaseRevoke},
+  };
+  return *handlers;
+}
+
+}  // namespace
+
+int RunInvocation(const Invocation& invocation, absl::Notification& stop,
+                  std::ostream& out, std::ostream& err) {
+  const std::string name =
+      absl::StrCat(invocation.command->group, " ", invocation.command->verb);
+  auto handler = Handlers().find(name);
+  if (handler == Handlers().end()) {
+    err << "ddpctl: " << name << " is not implemented in this build\n";
+    return kExitError;
+  }
+  const std::string& address = invocation.global.coordinator;
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  std::unique_ptr<v1::KeyValueService::Stub> stub =
+      v1::KeyValueService::NewStub(channel);
+  CommandContext context{invocation, *stub, stop, out};
+  grpc::Status status = handler->second(context);
+  out.flush();
+  if (status.ok()) return kExitOk;
+  const std::string message = status.error_message();
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT &&
+      message.rfind("usage: ", 0) == 0) {
+    err << "ddpctl: " << name << ": " << message.substr(7) << "\n";
+    return kExitUsage;
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    err << "ddpctl: coordinator at " << address
+        << " is not answering or is shutting down (UNAVAILABLE: " << message
+        << "); check --coordinator / $DDP_COORDINATOR and that it runs\n";
+    return kExitUnavailable;
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+      channel->GetState(false) != GRPC_CHANNEL_READY) {
+    err << "ddpctl: coordinator at " << address
+        << " is not answering (no connection within --timeout "
+        << absl::FormatDuration(invocation.global.timeout) << ")\n";
+    return kExitUnavailable;
+  }
+  err << "ddpctl: " << name << ": " << GrpcCodeName(status.error_code()) << ": "
+      << message << "\n";
+  return kExitError;
+}
+
+}  // namespace ddp::ddpctl
