@@ -301,7 +301,7 @@ TYPED_TEST(KvStoreKeysTest,
 }
 
 TYPED_TEST(KvStoreKeysTest, Put_BadNamespace_InvalidArgument) {
-  for (const std::string ns :
+  for (const std::string& ns :
        {std::string(""), std::string("a/b"), std::string(129, 'n')}) {
     auto put = this->store_->Put({ns, "k", "v"});
     EXPECT_EQ(put.status().code(), absl::StatusCode::kInvalidArgument) << ns;

@@ -242,6 +242,9 @@ JobStatus Job::Status(bool include_nodes) const {
   s.root_cause = root_cause_;
   s.finish_message = finish_message_;
   s.failures = failures_;
+  s.excluded_nodes.assign(excluded_.begin(), excluded_.end());
+  std::sort(s.excluded_nodes.begin(), s.excluded_nodes.end());
+  s.last_event_index = last_event_index_;
   if (include_nodes) {
     for (const auto& [id, node] : nodes_) {
       NodeStatus n;

@@ -106,7 +106,9 @@ struct JobStatus {
   std::optional<FailureInfo> root_cause;
   std::string finish_message;
   std::vector<FailureInfo> failures;
-  std::vector<NodeStatus> nodes;  // only when asked for
+  std::vector<std::string> excluded_nodes;  // sorted
+  int64_t last_event_index = 0;             // 0: no event yet
+  std::vector<NodeStatus> nodes;            // only when asked for
 };
 
 class Job {

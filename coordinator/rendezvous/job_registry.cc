@@ -72,27 +72,53 @@ absl::Status JobRegistry::FlushLocked(Job& job) {
       status.message(), "); it will be retried, retry the call"));
 }
 
+absl::Status JobRegistry::AfterChangeLocked(Job& job) {
+  if (!options_.write_behind || store_ == nullptr) return FlushLocked(job);
+  write_queue_.Add(job.TakeChanges());
+  write_queue_.Hold(outbox_);
+  return absl::OkStatus();
+}
+
+JobRegistry::Signals JobRegistry::SignalsLocked(bool outbox_was_empty,
+                                                bool had_pending) const {
+  return Signals{outbox_was_empty && !outbox_.empty(),
+                 !had_pending && write_queue_.has_pending()};
+}
+
+void JobRegistry::Fire(Signals signals) const {
+  if (signals.outbox && options_.on_outbox) options_.on_outbox();
+  if (signals.pending && options_.on_pending) options_.on_pending();
+}
+
 absl::Status JobRegistry::RunLocked(
     const std::string& job_id, const std::function<absl::Status(Job&)>& op) {
   absl::StatusOr<Job*> job = FindJobLocked(job_id);
   if (!job.ok()) return job.status();
   absl::Status status = op(**job);
-  absl::Status flushed = FlushLocked(**job);
+  absl::Status flushed = AfterChangeLocked(**job);
   return status.ok() ? flushed : status;
 }
 
 absl::Status JobRegistry::Run(const std::string& job_id,
                               const std::function<absl::Status(Job&)>& op) {
-  bool notify = false;
+  Signals signals;
   absl::Status status;
   {
     absl::MutexLock lock(&mu_);
     bool was_empty = outbox_.empty();
+    bool had_pending = write_queue_.has_pending();
     status = RunLocked(job_id, op);
-    notify = was_empty && !outbox_.empty();
+    signals = SignalsLocked(was_empty, had_pending);
   }
-  if (notify && options_.on_outbox) options_.on_outbox();
+  Fire(signals);
   return status;
+}
+
+absl::Status JobRegistry::AwaitOwnChanges(absl::Status status) {
+  if (!status.ok() || !options_.write_behind || store_ == nullptr) {
+    return status;
+  }
+  return AwaitDurable(DurabilityMark(), options_.write_timeout);
 }
 
 absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
@@ -101,7 +127,7 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
   if (!status.ok()) return status;
   status = ValidateJobSettings(settings, options_.limits);
   if (!status.ok()) return status;
-  bool notify = false;
+  Signals signals;
   absl::StatusOr<JobStatus> result;
   {
     absl::MutexLock lock(&mu_);
@@ -116,15 +142,17 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
                        "finished jobs first"));
     }
     bool was_empty = outbox_.empty();
+    bool had_pending = write_queue_.has_pending();
     auto job = std::make_unique<Job>(job_id, settings, options_.limits, clock_,
                                      &outbox_);
     Job& ref = *job;
     jobs_.emplace(job_id, std::move(job));
-    status = FlushLocked(ref);
+    status = AfterChangeLocked(ref);
     result = ref.Status(false);
-    notify = was_empty && !outbox_.empty();
+    signals = SignalsLocked(was_empty, had_pending);
   }
-  if (notify && options_.on_outbox) options_.on_outbox();
+  Fire(signals);
+  status = AwaitOwnChanges(status);
   if (!status.ok()) return status;
   return result;
 }
@@ -133,15 +161,16 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
     const RegisterRequest& request) {
   absl::Status status = ValidateId(request.job_id, "job id", options_.limits);
   if (!status.ok()) return status;
-  bool notify = false;
+  Signals signals;
   absl::StatusOr<RegisterResult> result;
   {
     absl::MutexLock lock(&mu_);
     bool was_empty = outbox_.empty();
+    bool had_pending = write_queue_.has_pending();
     auto it = jobs_.find(request.job_id);
     if (it != jobs_.end()) {
       result = it->second->Register(request);
-      status = FlushLocked(*it->second);
+      status = AfterChangeLocked(*it->second);
     } else {
       if (!request.settings) {
         return absl::NotFoundError(absl::StrCat(
@@ -167,11 +196,11 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
       AppendOutbox(scratch, outbox_);
       Job& ref = *job;
       jobs_.emplace(request.job_id, std::move(job));
-      status = FlushLocked(ref);
+      status = AfterChangeLocked(ref);
     }
-    notify = was_empty && !outbox_.empty();
+    signals = SignalsLocked(was_empty, had_pending);
   }
-  if (notify && options_.on_outbox) options_.on_outbox();
+  Fire(signals);
   if (!result.ok()) return result;
   if (!status.ok()) return status;
   return result;
@@ -179,45 +208,57 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
 
 absl::Status JobRegistry::UpdateJob(const std::string& job_id, int min_nodes,
                                     int max_nodes) {
-  return Run(job_id,
-             [&](Job& job) { return job.Update(min_nodes, max_nodes); });
+  return AwaitOwnChanges(Run(
+      job_id, [&](Job& job) { return job.Update(min_nodes, max_nodes); }));
 }
 
 absl::Status JobRegistry::CancelJob(const std::string& job_id,
                                     const std::string& reason) {
-  return Run(job_id, [&](Job& job) { return job.Cancel(reason); });
+  return AwaitOwnChanges(
+      Run(job_id, [&](Job& job) { return job.Cancel(reason); }));
 }
 
 absl::Status JobRegistry::ExcludeNode(const std::string& job_id,
                                       const std::string& node_id,
                                       const std::string& reason) {
-  return Run(job_id,
-             [&](Job& job) { return job.ExcludeNode(node_id, reason); });
+  return AwaitOwnChanges(Run(
+      job_id, [&](Job& job) { return job.ExcludeNode(node_id, reason); }));
 }
 
 absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<Job*> job = FindJobLocked(job_id);
-  if (!job.ok()) return job.status();
-  if (!IsTerminal((*job)->state())) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job '", job_id, "' is ", JobStateName((*job)->state()),
-                     "; cancel it before removing it"));
+  Signals signals;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Job*> job = FindJobLocked(job_id);
+    if (!job.ok()) return job.status();
+    if (!IsTerminal((*job)->state())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job '", job_id, "' is ", JobStateName((*job)->state()),
+                       "; cancel it before removing it"));
+    }
+    jobs_.erase(job_id);
+    unflushed_.erase(job_id);
+    if (store_ == nullptr) return absl::OkStatus();
+    JobChanges changes;
+    changes.job_id = job_id;
+    changes.job_removed = true;
+    if (options_.write_behind) {
+      bool had_pending = write_queue_.has_pending();
+      write_queue_.Add(std::move(changes));
+      signals = SignalsLocked(/*outbox_was_empty=*/false, had_pending);
+    } else {
+      absl::Status status = store_->Apply(changes);
+      if (!status.ok()) {
+        unflushed_.emplace(job_id, std::move(changes));
+        return absl::UnavailableError(absl::StrCat(
+            "job '", job_id, "' removed from memory but not from storage (",
+            status.message(), "); it will be retried"));
+      }
+      return absl::OkStatus();
+    }
   }
-  jobs_.erase(job_id);
-  unflushed_.erase(job_id);
-  if (store_ == nullptr) return absl::OkStatus();
-  JobChanges changes;
-  changes.job_id = job_id;
-  changes.job_removed = true;
-  absl::Status status = store_->Apply(changes);
-  if (!status.ok()) {
-    unflushed_.emplace(job_id, std::move(changes));
-    return absl::UnavailableError(absl::StrCat(
-        "job '", job_id, "' removed from memory but not from storage (",
-        status.message(), "); it will be retried"));
-  }
-  return absl::OkStatus();
+  Fire(signals);
+  return AwaitOwnChanges(absl::OkStatus());
 }
 
 absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id,
@@ -272,13 +313,14 @@ absl::Status JobRegistry::Leave(const NodeRef& ref) {
 }
 
 void JobRegistry::Tick() {
-  bool notify = false;
+  Signals signals;
   {
     absl::MutexLock lock(&mu_);
     bool was_empty = outbox_.empty();
+    bool had_pending = write_queue_.has_pending();
     for (auto& [id, job] : jobs_) {
       job->Tick();
-      absl::Status status = FlushLocked(*job);
+      absl::Status status = AfterChangeLocked(*job);
       if (!status.ok()) DDP_LOG(WARNING) << status.message();
     }
     // Retry removals that did not reach the store.
@@ -290,9 +332,9 @@ void JobRegistry::Tick() {
       }
       it = next;
     }
-    notify = was_empty && !outbox_.empty();
+    signals = SignalsLocked(was_empty, had_pending);
   }
-  if (notify && options_.on_outbox) options_.on_outbox();
+  Fire(signals);
 }
 
 Outbox JobRegistry::TakeOutbox() {
@@ -301,6 +343,71 @@ Outbox JobRegistry::TakeOutbox() {
   outbox_.messages.clear();
   outbox_.events.clear();
   return out;
+}
+
+absl::Status JobRegistry::PersistPending() {
+  absl::MutexLock persist_lock(&persist_mu_);
+  WriteBehindQueue::Batch batch;
+  {
+    absl::MutexLock lock(&mu_);
+    batch = write_queue_.TakeBatch();
+  }
+  if (batch.number == 0) return absl::OkStatus();
+  absl::Status status = store_->ApplyBatch(batch.changes);
+  std::vector<std::function<void()>> due;
+  Signals signals;
+  {
+    absl::MutexLock lock(&mu_);
+    bool was_empty = outbox_.empty();
+    if (status.ok()) {
+      due = write_queue_.Committed(outbox_);
+    } else {
+      write_queue_.Failed(std::move(batch));
+    }
+    signals = SignalsLocked(was_empty, /*had_pending=*/true);
+  }
+  Fire(signals);
+  for (std::function<void()>& fn : due) fn();
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "job changes are not durable yet (storage: ", status.message(),
+        "); they stay queued and are retried"));
+  }
+  return absl::OkStatus();
+}
+
+bool JobRegistry::HasPendingWrites() const {
+  absl::MutexLock lock(&mu_);
+  return write_queue_.has_pending();
+}
+
+uint64_t JobRegistry::DurabilityMark() const {
+  absl::MutexLock lock(&mu_);
+  return write_queue_.Mark();
+}
+
+void JobRegistry::WhenDurable(uint64_t mark, std::function<void()> fn) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (write_queue_.WhenDurable(mark, fn)) return;
+  }
+  fn();
+}
+
+absl::Status JobRegistry::AwaitDurable(uint64_t mark,
+                                       absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto durable = [this, mark]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return write_queue_.committed() >= mark;
+  };
+  if (mu_.AwaitWithTimeout(absl::Condition(&durable), timeout)) {
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "the change was made but is not durable after ",
+      absl::FormatDuration(timeout),
+      " (the job database is not accepting writes); it stays queued and is "
+      "retried: check the coordinator's log and disk"));
 }
 
 }  // namespace ddp::rendezvous

@@ -7,6 +7,14 @@
 
 namespace ddp::rendezvous {
 
+absl::Status JobStateStore::ApplyBatch(const std::vector<JobChanges>& batch) {
+  for (const JobChanges& changes : batch) {
+    absl::Status status = Apply(changes);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 void JobChanges::Merge(JobChanges later) {
   if (later.job_removed) {
     *this = std::move(later);
@@ -41,21 +49,19 @@ void JobChanges::Merge(JobChanges later) {
   }
 }
 
-absl::Status InMemoryJobStateStore::Apply(const JobChanges& changes) {
-  absl::MutexLock lock(&mu_);
-  if (!fail_with_.ok()) return fail_with_;
-  ++apply_count_;
+absl::Status InMemoryJobStateStore::ApplyTo(
+    const JobChanges& changes, std::map<std::string, StoredJob>& jobs) {
   if (changes.job_removed) {
-    jobs_.erase(changes.job_id);
+    jobs.erase(changes.job_id);
     return absl::OkStatus();
   }
-  auto it = jobs_.find(changes.job_id);
-  if (it == jobs_.end()) {
+  auto it = jobs.find(changes.job_id);
+  if (it == jobs.end()) {
     if (!changes.job) {
       return absl::InvalidArgumentError(absl::StrCat(
           "node changes for job '", changes.job_id, "' which has no record"));
     }
-    it = jobs_.emplace(changes.job_id, StoredJob{}).first;
+    it = jobs.emplace(changes.job_id, StoredJob{}).first;
   }
   if (changes.job) it->second.job = *changes.job;
   if (changes.counters) {
@@ -67,6 +73,38 @@ absl::Status InMemoryJobStateStore::Apply(const JobChanges& changes) {
     it->second.nodes.erase(id);
   for (const NodeRecord& node : changes.upserted_nodes) {
     it->second.nodes[node.node_id] = node;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryJobStateStore::Apply(const JobChanges& changes) {
+  return ApplyBatch({changes});
+}
+
+absl::Status InMemoryJobStateStore::ApplyBatch(
+    const std::vector<JobChanges>& batch) {
+  absl::MutexLock lock(&mu_);
+  if (!fail_with_.ok()) return fail_with_;
+  ++apply_count_;
+  // All or nothing: apply to a copy of the touched jobs, then commit.
+  std::map<std::string, StoredJob> touched;
+  for (const JobChanges& changes : batch) {
+    auto it = jobs_.find(changes.job_id);
+    if (it != jobs_.end()) touched.insert(*it);
+  }
+  std::map<std::string, bool> removed;
+  for (const JobChanges& changes : batch) {
+    absl::Status status = ApplyTo(changes, touched);
+    if (!status.ok()) return status;
+    removed[changes.job_id] = changes.job_removed;
+  }
+  for (const auto& [id, was_removed] : removed) {
+    auto it = touched.find(id);
+    if (it == touched.end()) {
+      jobs_.erase(id);
+    } else {
+      jobs_[id] = std::move(it->second);
+    }
   }
   return absl::OkStatus();
 }

@@ -90,6 +90,9 @@ class JobStateStore {
   // Possible errors: UNAVAILABLE (storage failed; the caller keeps the batch
   // and retries), INVALID_ARGUMENT (node changes for a job that has no record).
   virtual absl::Status Apply(const JobChanges& changes) = 0;
+  // Makes every batch durable in order, all or nothing (one transaction where
+  // the store has them). The default applies them one by one.
+  virtual absl::Status ApplyBatch(const std::vector<JobChanges>& batch);
   // Every stored job. Possible errors: UNAVAILABLE, DATA_LOSS.
   virtual absl::StatusOr<std::vector<JobSnapshot>> LoadAll() const = 0;
 };
@@ -98,6 +101,7 @@ class JobStateStore {
 class InMemoryJobStateStore final : public JobStateStore {
  public:
   absl::Status Apply(const JobChanges& changes) override;
+  absl::Status ApplyBatch(const std::vector<JobChanges>& batch) override;
   absl::StatusOr<std::vector<JobSnapshot>> LoadAll() const override;
 
   // Test hook: the next Apply calls fail with `status` until cleared
@@ -110,6 +114,9 @@ class InMemoryJobStateStore final : public JobStateStore {
     JobRecord job;
     std::map<std::string, NodeRecord> nodes;
   };
+  static absl::Status ApplyTo(const JobChanges& changes,
+                              std::map<std::string, StoredJob>& jobs);
+
   mutable absl::Mutex mu_;
   std::map<std::string, StoredJob> jobs_ ABSL_GUARDED_BY(mu_);
   absl::Status fail_with_ ABSL_GUARDED_BY(mu_);

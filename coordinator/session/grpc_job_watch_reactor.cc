@@ -48,6 +48,9 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous,
       FinishLocked(grpc::Status::OK);  // nothing new will happen
       return;
     }
+    // New events only: the hub may still deliver events that happened before
+    // the subscription (published after it), skip those.
+    next_index_ = job->last_event_index + 1;
   } else {
     catching_up_ = true;
     next_index_ = request.from_index();

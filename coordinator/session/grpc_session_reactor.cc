@@ -66,7 +66,7 @@ void SessionReactor::OnReadDone(bool ok) {
   if (!status.ok()) {
     FinishLocked(ToGrpcStatus(status));
   } else if (left_) {
-    FinishLocked(grpc::Status::OK);
+    // Finished once the departure is durable (see kLeave).
   } else if (!finished_) {
     StartRead(&incoming_);
   }
@@ -126,7 +126,15 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       if (!ref.ok()) return ref.status();
       absl::Status status = registry.Leave(*ref);
       // UNAVAILABLE: removed in memory, not yet durable; the node is gone.
-      if (status.ok() || absl::IsUnavailable(status)) left_ = true;
+      if (status.ok() || absl::IsUnavailable(status)) {
+        left_ = true;
+        // The stream ends (the agent's acknowledgement) once the departure
+        // is durable.
+        std::shared_ptr<Sink> sink = sink_;
+        registry.WhenDurable(registry.DurabilityMark(),
+                             [sink] { sink->Close(absl::OkStatus()); });
+        return absl::OkStatus();
+      }
       DDP_LOG(INFO) << "node " << node_id_ << " left job " << job_id_ << ": "
                     << rendezvous::Capped(message.leave().reason());
       return status;
@@ -175,14 +183,14 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
         result->resumed ? " (session resumed on a newer stream)" : "",
         "; this stream is closed")));
   }
-  v1::CoordinatorMessage reply;
-  RegisteredToProto(*result, reply.mutable_registered());
-  absl::MutexLock lock(&sink_->mu);
-  awaiting_registered_ = false;
-  if (!finished_) {
-    queue_.push_front(std::move(reply));
-    PumpLocked();
-  }
+  auto reply = std::make_shared<v1::CoordinatorMessage>();
+  RegisteredToProto(*result, reply->mutable_registered());
+  // Acknowledged only once the registration is durable (write-behind).
+  rendezvous::JobRegistry& registry = rendezvous_.registry();
+  std::shared_ptr<Sink> sink = sink_;
+  registry.WhenDurable(registry.DurabilityMark(), [sink, reply] {
+    sink->SendRegistered(std::move(*reply));
+  });
   return absl::OkStatus();
 }
 
@@ -210,6 +218,15 @@ void SessionReactor::Sink::Deliver(const rendezvous::OutboundMessage& message) {
   v1::CoordinatorMessage proto;
   OutboundToProto(message.body, &proto);
   reactor_->EnqueueLocked(std::move(proto));
+}
+
+void SessionReactor::Sink::SendRegistered(v1::CoordinatorMessage reply) {
+  absl::MutexLock lock(&mu);
+  if (reactor_ == nullptr) return;
+  reactor_->awaiting_registered_ = false;
+  if (reactor_->finished_) return;
+  reactor_->queue_.push_front(std::move(reply));
+  reactor_->PumpLocked();
 }
 
 void SessionReactor::Sink::Close(const absl::Status& status) {

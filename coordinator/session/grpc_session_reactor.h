@@ -68,6 +68,9 @@ class SessionReactor final
     explicit Sink(SessionReactor* reactor) : reactor_(reactor) {}
     void Deliver(const rendezvous::OutboundMessage& message) override;
     void Close(const absl::Status& status) override;
+    // The Registered reply, first on the stream, once the registration is
+    // durable; releases the messages queued behind it.
+    void SendRegistered(v1::CoordinatorMessage reply);
 
     absl::Mutex mu;
     SessionReactor* reactor_ ABSL_GUARDED_BY(mu);

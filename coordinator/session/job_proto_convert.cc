@@ -200,6 +200,10 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now,
   }
   if (s.root_cause) FailureToProto(*s.root_cause, proto->mutable_root_cause());
   proto->set_message(s.finish_message);
+  for (const std::string& node : s.excluded_nodes) {
+    proto->add_excluded_nodes(node);
+  }
+  proto->set_last_event_index(s.last_event_index);
 }
 
 absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(

@@ -35,11 +35,16 @@ absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
 RendezvousService::RendezvousService(const Clock& clock,
                                      rendezvous::JobStateStore* store,
                                      RendezvousServiceOptions options)
-    : clock_(clock), options_(std::move(options)), watch_hub_(options_.watch) {
+    : clock_(clock),
+      options_(std::move(options)),
+      watch_hub_(options_.watch),
+      write_behind_(store != nullptr) {
   rendezvous::JobRegistryOptions registry_options;
   registry_options.max_jobs = options_.max_jobs;
   registry_options.limits = options_.limits;
   registry_options.on_outbox = [this] { OnOutbox(); };
+  registry_options.write_behind = write_behind_;
+  registry_options.on_pending = [this] { OnPending(); };
   registry_ = std::make_unique<rendezvous::JobRegistry>(clock_, store,
                                                         registry_options);
 }
@@ -47,6 +52,7 @@ RendezvousService::RendezvousService(const Clock& clock,
 RendezvousService::~RendezvousService() { Shutdown(); }
 
 void RendezvousService::Start() {
+  if (write_behind_) writer_ = std::thread([this] { WriterLoop(); });
   ticker_ = std::thread([this] { TickerLoop(); });
   dispatcher_ = std::thread([this] { DispatchLoop(); });
 }
@@ -54,6 +60,41 @@ void RendezvousService::Start() {
 void RendezvousService::OnOutbox() {
   absl::MutexLock lock(&mu_);
   outbox_ready_ = true;
+}
+
+void RendezvousService::OnPending() {
+  absl::MutexLock lock(&mu_);
+  writes_pending_ = true;
+}
+
+void RendezvousService::WriterLoop() {
+  NameThisThread("rdzv-writer");
+  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || writes_pending_;
+  };
+  auto stopping = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  while (true) {
+    bool stop = false;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&wake));
+      stop = stopping_;
+      writes_pending_ = false;
+    }
+    // Changes that arrive while a batch is written form the next batch.
+    while (registry_->HasPendingWrites()) {
+      absl::Status status = registry_->PersistPending();
+      if (status.ok()) continue;
+      DDP_LOG(WARNING) << status.message();
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
+                               options_.write_retry_interval)) {
+        return;  // what is not durable was never acknowledged
+      }
+    }
+    if (stop) return;
+  }
 }
 
 void RendezvousService::TickerLoop() {
@@ -75,14 +116,14 @@ void RendezvousService::TickerLoop() {
 void RendezvousService::DispatchLoop() {
   NameThisThread("rdzv-dispatch");
   auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || outbox_ready_;
+    return dispatcher_stopping_ || outbox_ready_;
   };
   while (true) {
     bool stop = false;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(&wake));
-      stop = stopping_;
+      stop = dispatcher_stopping_;
       outbox_ready_ = false;
     }
     // Drain even when stopping: the last changes' messages go out.
@@ -113,7 +154,13 @@ void RendezvousService::Shutdown() {
     if (stopping_) return;  // another caller stops the threads
     stopping_ = true;
   }
+  // The writer first: its last batch releases held messages to the dispatcher.
+  if (writer_.joinable()) writer_.join();
   if (ticker_.joinable()) ticker_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    dispatcher_stopping_ = true;
+  }
   if (dispatcher_.joinable()) dispatcher_.join();
   watch_hub_.Shutdown();
 }

@@ -10,6 +10,10 @@
 //                  message through the SessionRouter (dropped when the
 //                  incarnation no longer matches) and publishes the job events
 //                  to the JobWatchHub (bounded queue per watcher).
+//   rdzv-writer    with a store: woken by on_pending, writes the registry's
+//                  queued changes in batches (JobRegistry "Write-behind"),
+//                  one transaction each; retries every retry_interval while
+//                  the store fails.
 //
 // Lifecycle:  Create (Restore + threads started) --> serving --Shutdown--> done
 //
@@ -39,6 +43,8 @@ struct RendezvousServiceOptions {
   int max_jobs = 1024;
   rendezvous::RendezvousLimits limits;
   JobWatchHubOptions watch;
+  // Pause between two tries to write job changes while the store fails.
+  absl::Duration write_retry_interval = absl::Milliseconds(200);
 };
 
 class RendezvousService {
@@ -69,6 +75,8 @@ class RendezvousService {
                     RendezvousServiceOptions options);
   void Start();
   void OnOutbox();
+  void OnPending();
+  void WriterLoop();
   void TickerLoop();
   void DispatchLoop();
   void Drain();
@@ -82,6 +90,10 @@ class RendezvousService {
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool outbox_ready_ ABSL_GUARDED_BY(mu_) = false;
+  bool writes_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool dispatcher_stopping_ ABSL_GUARDED_BY(mu_) = false;
+  const bool write_behind_;
+  std::thread writer_;
   std::thread ticker_;
   std::thread dispatcher_;
 };

@@ -208,7 +208,7 @@ absl::Status SqliteJobStateStore::DataLoss(absl::string_view what) const {
       path_, what));
 }
 
-absl::Status SqliteJobStateStore::Apply(const JobChanges& changes) {
+absl::Status SqliteJobStateStore::CheckJobId(const JobChanges& changes) {
   if (changes.job && !changes.job_removed &&
       changes.job->job_id != changes.job_id) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -216,12 +216,32 @@ absl::Status SqliteJobStateStore::Apply(const JobChanges& changes) {
         "name the same job",
         Printable(changes.job_id), Printable(changes.job->job_id)));
   }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStateStore::Apply(const JobChanges& changes) {
+  JOBS_RETURN_IF_ERROR(CheckJobId(changes));
   absl::MutexLock lock(&mu_);
   absl::StatusOr<SqliteTransaction> transaction =
       SqliteTransaction::Begin(*db_);
   if (!transaction.ok()) return transaction.status();
   // On error the transaction rolls back when it goes out of scope.
   JOBS_RETURN_IF_ERROR(ApplyLocked(changes));
+  return transaction->Commit();
+}
+
+absl::Status SqliteJobStateStore::ApplyBatch(
+    const std::vector<JobChanges>& batch) {
+  for (const JobChanges& changes : batch) {
+    JOBS_RETURN_IF_ERROR(CheckJobId(changes));
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<SqliteTransaction> transaction =
+      SqliteTransaction::Begin(*db_);
+  if (!transaction.ok()) return transaction.status();
+  for (const JobChanges& changes : batch) {
+    JOBS_RETURN_IF_ERROR(ApplyLocked(changes));
+  }
   return transaction->Commit();
 }
 

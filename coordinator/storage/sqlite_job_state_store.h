@@ -78,6 +78,9 @@ class SqliteJobStateStore final : public JobStateStore {
   // UNAVAILABLE (I/O error, disk full, locked; nothing applied: retry the
   // batch), DATA_LOSS (corruption detected), INTERNAL (a bug).
   absl::Status Apply(const JobChanges& changes) override;
+  // All of `batch` in one transaction (one fsync); errors as Apply's, and
+  // nothing is applied on error.
+  absl::Status ApplyBatch(const std::vector<JobChanges>& batch) override;
   // Every job (sorted by job id) with its nodes (sorted by node id).
   // Possible errors: DATA_LOSS (corrupt file, or rows that contradict each
   // other, e.g. nodes of a missing job or an unknown state number: the message
@@ -89,6 +92,7 @@ class SqliteJobStateStore final : public JobStateStore {
 
   absl::Status ApplyLocked(const JobChanges& changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static absl::Status CheckJobId(const JobChanges& changes);
   absl::Status DeleteJobLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> JobExistsLocked(const std::string& job_id)

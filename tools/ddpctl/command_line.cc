@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace ddp::ddpctl {
 namespace {
@@ -64,7 +65,8 @@ absl::Status CheckFlagValue(const FlagSpec& flag, const std::string& value) {
 
 std::string FlagUsage(const FlagSpec& flag) {
   if (flag.kind == FlagKind::kBool) return absl::StrCat("--", flag.name);
-  return absl::StrCat("--", flag.name, " ", flag.value_name);
+  return absl::StrCat("--", flag.name, " ", flag.value_name,
+                      flag.repeated ? " ..." : "");
 }
 
 std::string UsageLine(const CommandSpec& command) {
@@ -141,13 +143,41 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(const std::string& text,
   return duration;
 }
 
+absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text,
+                                         const std::string& what) {
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  int32_t min = 0;
+  int32_t max = 0;
+  bool parsed = false;
+  if (parts.size() == 1) {
+    parsed = absl::SimpleAtoi(parts[0], &min);
+    max = min;
+  } else if (parts.size() == 2) {
+    parsed =
+        absl::SimpleAtoi(parts[0], &min) && absl::SimpleAtoi(parts[1], &max);
+  }
+  if (!parsed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, "=", Echo(text), " is not N or MIN:MAX (e.g. 2 or 2:4)"));
+  }
+  if (min < 1 || max < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "=", Echo(text), " needs 1 <= MIN <= MAX"));
+  }
+  return NodeRange{min, max};
+}
+
+std::vector<std::string> SplitFlagValues(const std::string& joined) {
+  return absl::StrSplit(joined, ',', absl::SkipEmpty());
+}
+
 absl::StatusOr<Invocation> ParseCommandLine(
     const std::vector<std::string>& argv,
     const std::string& default_coordinator) {
   Invocation invocation;
   invocation.global.coordinator = default_coordinator;
   std::vector<std::string> words;  // Group, verb, then positional arguments.
-  std::vector<std::pair<std::string, std::string>> command_flags;
+  std::vector<std::pair<const FlagSpec*, std::string>> command_flags;
   bool help = false;
   bool flags_done = false;
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -202,7 +232,7 @@ absl::StatusOr<Invocation> ParseCommandLine(
       return status;
     }
     if (!global) {
-      command_flags.emplace_back(name, value);
+      command_flags.emplace_back(spec, value);
     } else if (name == "coordinator") {
       invocation.global.coordinator = value;
     } else if (name == "json") {
@@ -269,7 +299,12 @@ absl::StatusOr<Invocation> ParseCommandLine(
                      Echo(invocation.args[command.args.size()]),
                      "; usage: ", UsageLine(command)));
   }
-  for (auto& [flag, value] : command_flags) invocation.flags[flag] = value;
+  for (auto& [flag, value] : command_flags) {
+    std::string& stored = invocation.flags[flag->name];
+    stored = flag->repeated && !stored.empty()
+                 ? absl::StrCat(stored, ",", value)
+                 : value;
+  }
   return invocation;
 }
 

@@ -40,6 +40,9 @@ struct FlagSpec {
   FlagKind kind = FlagKind::kBool;
   std::string value_name;  // e.g. "REV"; empty for booleans.
   std::string help;
+  // May be given more than once; the values are joined with ','. Otherwise
+  // the last one wins.
+  bool repeated = false;
 };
 
 struct ArgSpec {
@@ -51,7 +54,7 @@ struct ArgSpec {
 };
 
 struct CommandSpec {
-  std::string group;  // "kv", "lease", later "jobs".
+  std::string group;  // "kv", "lease", "jobs".
   std::string verb;   // "put", "grant", ...
   std::string summary;
   std::vector<ArgSpec> args;
@@ -101,6 +104,18 @@ absl::StatusOr<int64_t> ParseInt64(const std::string& text,
 // Parses "10s", "500ms", "1m30s" or a bare number of seconds; must be > 0.
 absl::StatusOr<absl::Duration> ParsePositiveDuration(const std::string& text,
                                                      const std::string& what);
+
+// A node count range, as torchrun's --nnodes: "N" (MIN = MAX = N) or
+// "MIN:MAX", with 1 <= MIN <= MAX <= 2^31-1.
+struct NodeRange {
+  int32_t min_nodes = 0;
+  int32_t max_nodes = 0;
+};
+absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text,
+                                         const std::string& what);
+// Splits a repeated flag's value (see FlagSpec::repeated) into its parts,
+// dropping empty ones.
+std::vector<std::string> SplitFlagValues(const std::string& joined);
 
 // The top-level help (global flags, every command, exit codes).
 std::string MainHelp();

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -158,6 +159,101 @@ TEST(CommandTable, EveryCommand_HasSummaryAndHelpForEachArgAndFlag) {
     EXPECT_FALSE(command.summary.empty()) << command.verb;
     for (const ArgSpec& arg : command.args) EXPECT_FALSE(arg.help.empty());
     for (const FlagSpec& flag : command.flags) EXPECT_FALSE(flag.help.empty());
+  }
+}
+
+TEST(ParseCommandLine, JobsCreateWithSettings_FillsFlags) {
+  absl::StatusOr<Invocation> got =
+      Parse({"jobs", "create", "train-1", "--nnodes", "2:4",
+             "--nproc-per-node=8", "--max-restarts", "3", "--join-timeout",
+             "5m", "--heartbeat-timeout", "1500ms"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->command->group, "jobs");
+  EXPECT_EQ(got->command->verb, "create");
+  EXPECT_THAT(got->args, ElementsAre("train-1"));
+  EXPECT_EQ(got->FlagString("nnodes"), "2:4");
+  EXPECT_EQ(got->FlagInt64("nproc-per-node", 0), 8);
+  EXPECT_EQ(got->FlagInt64("max-restarts", 0), 3);
+  EXPECT_EQ(got->FlagDuration("join-timeout", absl::ZeroDuration()),
+            absl::Minutes(5));
+  EXPECT_EQ(got->FlagDuration("heartbeat-timeout", absl::ZeroDuration()),
+            absl::Milliseconds(1500));
+  EXPECT_FALSE(got->HasFlag("shutdown-timeout"));
+}
+
+TEST(ParseCommandLine, JobsCreateBadDuration_IsRejectedNamingFlag) {
+  absl::StatusOr<Invocation> got =
+      Parse({"jobs", "create", "j", "--last-call-timeout", "forever"});
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("--last-call-timeout='forever'"));
+}
+
+TEST(ParseCommandLine, RepeatedStateFlag_JoinsValues) {
+  absl::StatusOr<Invocation> got =
+      Parse({"jobs", "list", "--state", "RUNNING", "--state=waiting,FAILED"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->FlagString("state"), "RUNNING,waiting,FAILED");
+  EXPECT_THAT(SplitFlagValues(got->FlagString("state")),
+              ElementsAre("RUNNING", "waiting", "FAILED"));
+}
+
+TEST(ParseCommandLine, NonRepeatedFlagGivenTwice_LastWins) {
+  absl::StatusOr<Invocation> got =
+      Parse({"jobs", "cancel", "j", "--reason", "a", "--reason", "b"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->FlagString("reason"), "b");
+}
+
+TEST(ParseCommandLine, JobsExcludeWithoutNode_NamesMissingArgument) {
+  absl::StatusOr<Invocation> got = Parse({"jobs", "exclude", "j"});
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(got.status().message(), HasSubstr("missing NODE"));
+  got = Parse({"jobs", "exclude", "j", "node-3", "--reason", "bad gpu"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(got->args, ElementsAre("j", "node-3"));
+  EXPECT_EQ(got->FlagString("reason"), "bad gpu");
+}
+
+TEST(ParseCommandLine, JobsWatchNonNumericIndex_IsRejected) {
+  absl::StatusOr<Invocation> got =
+      Parse({"jobs", "watch", "j", "--from-index", "first"});
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(got.status().message(), HasSubstr("--from-index='first'"));
+}
+
+TEST(ParseCommandLine, JobsHelp_ListsVerbsAndFlags) {
+  absl::StatusOr<Invocation> got = Parse({"--help"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(got->help_text, HasSubstr("jobs create"));
+  EXPECT_THAT(got->help_text, HasSubstr("jobs exclude"));
+  got = Parse({"jobs", "create", "--help"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(got->help_text, HasSubstr("--nnodes N|MIN:MAX"));
+  EXPECT_THAT(got->help_text, HasSubstr("--shutdown-timeout DURATION"));
+  got = Parse({"jobs"});
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("list|get|create|watch|update|cancel|exclude"));
+}
+
+TEST(ParseNodeRange, SingleAndRange_Parse) {
+  absl::StatusOr<NodeRange> range = ParseNodeRange("3", "--nnodes");
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(range->min_nodes, 3);
+  EXPECT_EQ(range->max_nodes, 3);
+  range = ParseNodeRange("2:16", "--nnodes");
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(range->min_nodes, 2);
+  EXPECT_EQ(range->max_nodes, 16);
+}
+
+TEST(ParseNodeRange, BadRanges_AreInvalidArgumentNamingValue) {
+  for (const char* bad :
+       {"", "0", "4:2", "1:2:3", "a:b", ":4", "-1:2", "1:99999999999"}) {
+    absl::StatusOr<NodeRange> range = ParseNodeRange(bad, "--nnodes");
+    ASSERT_EQ(range.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(range.status().message(),
+                HasSubstr(absl::StrCat("--nnodes='", bad, "'")));
   }
 }
 

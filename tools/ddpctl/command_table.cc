@@ -1,5 +1,5 @@
-// The rows of ddpctl's command table. `jobs ...` commands are added here (and
-// their handlers in a grpc_*_commands.cc) when the jobs API exists.
+// The rows of ddpctl's command table. Handlers: kv and lease in
+// grpc_commands.cc, jobs in grpc_job_commands.cc.
 
 #include "tools/ddpctl/command_line.h"
 
@@ -85,6 +85,75 @@ const std::vector<CommandSpec>& CommandTable() {
        {{"ID", "Lease id"}},
        {},
        "Prints the number of keys deleted."},
+      {"jobs",
+       "list",
+       "List jobs: id, state, generation, restarts, members, spares",
+       {},
+       {{"state", FlagKind::kString, "STATE",
+         "Only jobs in STATE; repeatable or comma-separated", true}},
+       "STATE is WAITING, STARTING, RUNNING, RESTARTING, SUCCEEDED, FAILED or\n"
+       "CANCELLED (any case). With --json, one object a job per line."},
+      {"jobs",
+       "get",
+       "Show a job: settings, state, members, spares, excluded nodes, "
+       "failures",
+       {{"JOB", "Job id (torchrun's rdzv_id)"}},
+       {},
+       "An unknown job exits 1 with NOT_FOUND. Failures are listed oldest\n"
+       "first; the root cause is the failure that exhausted the restart "
+       "budget."},
+      {"jobs",
+       "create",
+       "Create job JOB (idempotent with the same settings)",
+       {{"JOB", "Job id, [A-Za-z0-9._:-]"}},
+       {{"nnodes", FlagKind::kString, "N|MIN:MAX",
+         "Number of nodes, or a range for elastic jobs (default 1)"},
+        {"nproc-per-node", FlagKind::kInt64, "N",
+         "Workers of a node that does not say (default 1)"},
+        {"max-restarts", FlagKind::kInt64, "N",
+         "Restarts allowed after worker failures (default 0)"},
+        {"join-timeout", FlagKind::kDuration, "DURATION",
+         "How long the rendezvous waits for MIN nodes (default 600s)"},
+        {"last-call-timeout", FlagKind::kDuration, "DURATION",
+         "Extra wait for more nodes once MIN joined (default 30s)"},
+        {"heartbeat-timeout", FlagKind::kDuration, "DURATION",
+         "A node silent this long is lost (default 3s)"},
+        {"shutdown-timeout", FlagKind::kDuration, "DURATION",
+         "How long members get to stop their workers (default 30s)"}},
+       "Unset flags take the coordinator's defaults. Creating an existing job\n"
+       "with other settings exits 1 with ALREADY_EXISTS."},
+      {"jobs",
+       "watch",
+       "Print the events of job JOB until it finishes or Ctrl-C",
+       {{"JOB", "Job id"}},
+       {{"from-index", FlagKind::kInt64, "N",
+         "First event index to print (default 1: every retained event; "
+         "0: only new events)"}},
+       "Exits 0 when the job finishes (the stream ends after JOB_FINISHED).\n"
+       "--timeout does not apply to the stream. OUT_OF_RANGE means older\n"
+       "events were dropped: watch from the index the message names."},
+      {"jobs",
+       "update",
+       "Change the node range of job JOB",
+       {{"JOB", "Job id"}},
+       {{"nnodes", FlagKind::kString, "MIN:MAX", "New node range (required)"}},
+       "A finished job exits 1 with FAILED_PRECONDITION."},
+      {"jobs",
+       "cancel",
+       "Cancel job JOB: its members stop their workers",
+       {{"JOB", "Job id"}},
+       {{"reason", FlagKind::kString, "TEXT",
+         "Why (kept in the job's status)"}},
+       "Prints the job after the call. A finished job exits 1 with\n"
+       "FAILED_PRECONDITION."},
+      {"jobs",
+       "exclude",
+       "Exclude node NODE from job JOB (it may not join again)",
+       {{"JOB", "Job id"}, {"NODE", "Node id"}},
+       {{"reason", FlagKind::kString, "TEXT",
+         "Why (kept in the job's status)"}},
+       "A member is dismissed and the job restarts without it (membership\n"
+       "changes do not count against --max-restarts)."},
   };
   return *table;
 }

@@ -124,11 +124,73 @@ TEST_F(DdpctlTest, WatchFromRevision_ReplaysHistoryUntilStopped) {
   EXPECT_THAT(watch.output, HasSubstr("PUT w2 = b (revision "));
 }
 
+TEST_F(DdpctlTest, JobsCreateGetListCancel_ShowSettingsAndState) {
+  Result create = Ctl(
+      "jobs create train-1 --nnodes 2:4 --nproc-per-node 8 --max-restarts 3 "
+      "--join-timeout 5m --heartbeat-timeout 1500ms");
+  ASSERT_EQ(create.exit_code, 0) << create.output;
+  EXPECT_THAT(create.output, StartsWith("train-1: WAITING, generation "));
+  Result get = Ctl("jobs get train-1");
+  ASSERT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_THAT(get.output, HasSubstr("state:       WAITING"));
+  EXPECT_THAT(get.output, HasSubstr("  nnodes              2:4\n"));
+  EXPECT_THAT(get.output, HasSubstr("  nproc-per-node      8\n"));
+  EXPECT_THAT(get.output, HasSubstr("  max-restarts        3\n"));
+  EXPECT_THAT(get.output, HasSubstr("  join-timeout        5m\n"));
+  EXPECT_THAT(get.output, HasSubstr("  heartbeat-timeout   1.5s\n"));
+  // Unset fields took the server's defaults.
+  EXPECT_THAT(get.output, HasSubstr("  last-call-timeout   30s\n"));
+  EXPECT_THAT(get.output, HasSubstr("restarts:    0/3\n"));
+
+  Result list = Ctl("jobs list");
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_THAT(list.output, StartsWith("JOB      STATE    GENERATION"));
+  EXPECT_THAT(list.output, HasSubstr("\ntrain-1  WAITING  "));
+  EXPECT_THAT(Ctl("--json jobs list --state waiting").output,
+              StartsWith(R"({"job_id":"train-1","state":"WAITING",)"));
+  EXPECT_EQ(Ctl("jobs list --state RUNNING,FAILED").output,
+            "JOB  STATE  GENERATION  RESTARTS  MEMBERS  SPARES\n");
+
+  Result cancel = Ctl("jobs cancel train-1 --reason 'maintenance window'");
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.output;
+  EXPECT_THAT(cancel.output, StartsWith("train-1: CANCELLED"));
+  EXPECT_THAT(Ctl("jobs get train-1").output,
+              HasSubstr("state:       CANCELLED"));
+  Result again = Ctl("jobs cancel train-1");
+  EXPECT_EQ(again.exit_code, 1) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("FAILED_PRECONDITION"));
+}
+
+TEST_F(DdpctlTest, JobsGetUnknownJob_ExitsOneNamingIt) {
+  Result get = Ctl("jobs get no-such-job");
+  EXPECT_EQ(get.exit_code, 1) << get.output;
+  EXPECT_THAT(get.output, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(get.output, HasSubstr("no-such-job"));
+}
+
+TEST_F(DdpctlTest, JobsWatchCancelledJob_PrintsEventsAndExitsZero) {
+  ASSERT_EQ(Ctl("jobs create w-1").exit_code, 0);
+  ASSERT_EQ(Ctl("jobs cancel w-1 --reason done-here").exit_code, 0);
+  // The stream ends after JOB_FINISHED; a hang would trip the test timeout.
+  Result watch = Ctl("jobs watch w-1");
+  EXPECT_EQ(watch.exit_code, 0) << watch.output;
+  EXPECT_THAT(watch.output, StartsWith("#1 "));
+  EXPECT_THAT(watch.output, HasSubstr(" JOB_CREATED "));
+  EXPECT_THAT(watch.output, HasSubstr(" JOB_FINISHED "));
+  Result json = Ctl("--json jobs watch w-1 --from-index 2");
+  EXPECT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_THAT(json.output, StartsWith(R"({"job_id":"w-1","index":2,)"));
+}
+
 TEST_F(DdpctlTest, BadUsage_ExitsTwo) {
   Result bad = Ctl("kv add counter lots");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.output, HasSubstr("DELTA='lots'"));
   EXPECT_EQ(RunDdpctl("kv nothing").exit_code, 2);
+  Result update = Ctl("jobs update j");
+  EXPECT_EQ(update.exit_code, 2) << update.output;
+  EXPECT_THAT(update.output, HasSubstr("--nnodes MIN:MAX is required"));
+  EXPECT_THAT(Ctl("jobs list --state asleep").output, HasSubstr("'asleep'"));
 }
 
 TEST_F(DdpctlTest, CoordinatorDown_ExitsThreeNamingAddress) {

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tools/ddpctl/grpc_command_context.h"
 #include "tools/ddpctl/output.h"
 
 namespace ddp::ddpctl {
@@ -45,31 +46,6 @@ const char* GrpcCodeName(grpc::StatusCode code) {
     return "UNKNOWN";
   }
   return kNames[index];
-}
-
-// Everything one command handler needs.
-struct CommandContext {
-  const Invocation& invocation;
-  v1::KeyValueService::Stub& stub;
-  absl::Notification& stop;
-  std::ostream& out;
-  bool json() const { return invocation.global.json; }
-  const std::string& ns() const { return invocation.global.name_space; }
-  const std::string& arg(size_t i) const { return invocation.args[i]; }
-  void SetDeadline(grpc::ClientContext& context,
-                   absl::Duration extra = absl::ZeroDuration()) const {
-    context.set_deadline(
-        absl::ToChronoTime(absl::Now() + invocation.global.timeout + extra));
-  }
-};
-
-// A handler returns the call's status; usage errors detected late are
-// INVALID_ARGUMENT with a "usage: " prefix (exit 2).
-using Handler = std::function<grpc::Status(CommandContext&)>;
-
-grpc::Status UsageError(const absl::Status& status) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      absl::StrCat("usage: ", status.message()));
 }
 
 grpc::Status KvPut(CommandContext& c) {
@@ -287,27 +263,18 @@ grpc::Status KvWatch(CommandContext& c) {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader =
       c.stub.Watch(&context, request);
-  // Cancels the stream when the user presses Ctrl-C; Read() then returns
-  // false and Finish() reports CANCELLED, which is a clean exit here.
-  absl::Notification done;
-  std::thread canceller([&] {
-    while (!done.HasBeenNotified()) {
-      if (c.stop.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
-        context.TryCancel();
-        return;
+  grpc::Status status;
+  {
+    CancelOnStop cancel_on_stop(context, c.stop);
+    v1::WatchResponse response;
+    while (reader->Read(&response)) {
+      for (const v1::Event& event : response.events()) {
+        c.out << (c.json() ? EventJson(event) : EventText(event)) << "\n";
       }
+      c.out.flush();
     }
-  });
-  v1::WatchResponse response;
-  while (reader->Read(&response)) {
-    for (const v1::Event& event : response.events()) {
-      c.out << (c.json() ? EventJson(event) : EventText(event)) << "\n";
-    }
-    c.out.flush();
+    status = reader->Finish();
   }
-  grpc::Status status = reader->Finish();
-  done.Notify();
-  canceller.join();
   if (c.stop.HasBeenNotified()) return grpc::Status::OK;
   return status;
 }
@@ -391,19 +358,23 @@ grpc::Status LeaseRevoke(CommandContext& c) {
 }
 
 const std::map<std::string, Handler>& Handlers() {
-  static const auto* handlers = new std::map<std::string, Handler>{
-      {"kv put", KvPut},
-      {"kv get", KvGet},
-      {"kv list", KvList},
-      {"kv del", KvDel},
-      {"kv add", KvAdd},
-      {"kv cas", KvCas},
-      {"kv wait", KvWait},
-      {"kv watch", KvWatch},
-      {"lease grant", LeaseGrant},
-      {"lease keepalive", LeaseKeepAlive},
-      {"lease revoke", LeaseRevoke},
-  };
+  static const auto* handlers = [] {
+    auto* all = new std::map<std::string, Handler>{
+        {"kv put", KvPut},
+        {"kv get", KvGet},
+        {"kv list", KvList},
+        {"kv del", KvDel},
+        {"kv add", KvAdd},
+        {"kv cas", KvCas},
+        {"kv wait", KvWait},
+        {"kv watch", KvWatch},
+        {"lease grant", LeaseGrant},
+        {"lease keepalive", LeaseKeepAlive},
+        {"lease revoke", LeaseRevoke},
+    };
+    all->merge(JobCommandHandlers());
+    return all;
+  }();
   return *handlers;
 }
 
@@ -423,7 +394,8 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop,
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   std::unique_ptr<v1::KeyValueService::Stub> stub =
       v1::KeyValueService::NewStub(channel);
-  CommandContext context{invocation, *stub, stop, out};
+  std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channel);
+  CommandContext context{invocation, *stub, *jobs, stop, out};
   grpc::Status status = handler->second(context);
   out.flush();
   if (status.ok()) return kExitOk;

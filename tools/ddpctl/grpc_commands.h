@@ -2,7 +2,7 @@
 #define DDP_TOOLS_DDPCTL_GRPC_COMMANDS_H_
 
 // The thin gRPC layer of ddpctl: runs one parsed Invocation against the
-// coordinator's KeyValueService and prints the result.
+// coordinator's KeyValueService or JobService and prints the result.
 //
 // Exit codes (see command_line.h): kExitOk; kExitUnavailable when the
 // coordinator is not answering or says UNAVAILABLE; kExitUsage for a local
@@ -10,8 +10,9 @@
 // including the server's INVALID_ARGUMENT.
 // Errors print one line on `err`: "ddpctl: <command>: <CODE>: <message>".
 //
-// Streaming commands (kv watch, lease keepalive) run until `stop` is notified
-// (main notifies it on SIGINT/SIGTERM). Thread-safety: one call at a time.
+// Streaming commands (kv watch, lease keepalive, jobs watch) run until `stop`
+// is notified (main notifies it on SIGINT/SIGTERM). Thread-safety: one call at
+// a time.
 
 #include <ostream>
 

@@ -56,5 +56,188 @@ TEST(EventText, PutAndDelete_ShowRevision) {
             R"("mod_revision":12,"version":0,"lease":0}})");
 }
 
+v1::Job SampleJob() {
+  v1::Job job;
+  job.set_job_id("train-1");
+  job.set_state(v1::RUNNING);
+  job.set_generation(3);
+  job.set_restart_count(1);
+  job.set_created_unix_ms(1700000000123);
+  job.set_last_event_index(9);
+  v1::JobSettings* s = job.mutable_settings();
+  s->set_min_nodes(2);
+  s->set_max_nodes(4);
+  s->set_nproc_per_node(8);
+  s->set_max_restarts(3);
+  s->set_join_timeout_ms(600000);
+  s->set_last_call_timeout_ms(30000);
+  s->set_heartbeat_interval_ms(500);
+  s->set_heartbeat_timeout_ms(3000);
+  s->set_shutdown_timeout_ms(30000);
+  v1::Member* a = job.add_members();
+  a->set_node_id("node-a");
+  a->set_address("10.0.0.1");
+  a->set_nproc(8);
+  a->set_group_rank(0);
+  a->set_global_rank_offset(0);
+  a->set_heartbeat_age_ms(120);
+  a->set_connected(true);
+  v1::Member* spare = job.add_spares();
+  spare->set_node_id("node-s");
+  spare->set_nproc(8);
+  spare->set_group_rank(-1);
+  spare->set_global_rank_offset(-1);
+  spare->set_heartbeat_age_ms(-1);
+  job.add_excluded_nodes("node-x");
+  v1::Failure* f = job.add_failures();
+  f->set_node_id("node-b");
+  f->set_generation(2);
+  f->set_local_rank(1);
+  f->set_global_rank(9);
+  f->set_exit_code(1);
+  f->set_message("CUDA error");
+  f->set_time_unix_ms(1700000000000);
+  return job;
+}
+
+TEST(ParseJobState, NamesAnyCase_UnspecifiedAndUnknownRejected) {
+  EXPECT_EQ(*ParseJobState("running"), v1::RUNNING);
+  EXPECT_EQ(*ParseJobState("CANCELLED"), v1::CANCELLED);
+  absl::StatusOr<v1::JobState> bad = ParseJobState("asleep");
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'asleep'"), std::string::npos);
+  EXPECT_FALSE(ParseJobState("JOB_STATE_UNSPECIFIED").ok());
+  EXPECT_EQ(JobStateName(v1::RESTARTING), "RESTARTING");
+}
+
+TEST(JobListText, TwoJobs_AlignedColumnsWithCounts) {
+  v1::Job other;
+  other.set_job_id("j2");
+  other.set_state(v1::WAITING);
+  EXPECT_EQ(JobListText({SampleJob(), other}),
+            "JOB      STATE    GENERATION  RESTARTS  MEMBERS  SPARES\n"
+            "train-1  RUNNING  3           1/3       1        1\n"
+            "j2       WAITING  0           0/0       0        0\n");
+}
+
+TEST(JobSummaryText, Job_OneLine) {
+  EXPECT_EQ(JobSummaryText(SampleJob()),
+            "train-1: RUNNING, generation 3, restarts 1/3, 1 members, "
+            "1 spares");
+}
+
+TEST(JobText, FullJob_ShowsSettingsMembersFailures) {
+  v1::Job job = SampleJob();
+  job.mutable_root_cause()->CopyFrom(job.failures(0));
+  const std::string text = JobText(job);
+  EXPECT_NE(text.find("state:       RUNNING\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("restarts:    1/3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("created:     2023-11-14T22:13:20.123Z\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  nnodes              2:4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  join-timeout        10m\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  heartbeat-interval  500ms\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("members (1):\n  NODE    GROUP_RANK  RANK_OFFSET  NPROC"
+                      "  ADDRESS   HEARTBEAT_AGE  CONNECTED\n"
+                      "  node-a  0           0            8      10.0.0.1"
+                      "  120ms          yes\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  node-s  -           -            8               "
+                      "never          no\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("excluded nodes (1): node-x\n"), std::string::npos);
+  const std::string failure =
+      "2023-11-14T22:13:20.000Z generation 2 node node-b local rank 1 "
+      "global rank 9 exit code 1: CUDA error";
+  EXPECT_NE(text.find("failures (1, newest last):\n  " + failure + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("root cause: " + failure + "\n"), std::string::npos);
+}
+
+TEST(JobText, EmptyJob_SaysNone) {
+  v1::Job job;
+  job.set_job_id("j");
+  job.set_state(v1::CANCELLED);
+  job.set_message("cancelled: maintenance");
+  const std::string text = JobText(job);
+  EXPECT_NE(text.find("state:       CANCELLED (cancelled: maintenance)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("members (0): none\n"), std::string::npos);
+  EXPECT_NE(text.find("failures (0, newest last): none\n"), std::string::npos);
+  EXPECT_NE(text.find("root cause: none\n"), std::string::npos);
+}
+
+TEST(JobJson, Job_AllSectionsAsJson) {
+  const std::string json = JobJson(SampleJob());
+  EXPECT_EQ(json.rfind(R"({"job_id":"train-1","state":"RUNNING",)"
+                       R"("generation":3,"restart_count":1,"settings":)"
+                       R"({"min_nodes":2,"max_nodes":4,"nproc_per_node":8,)",
+                       0),
+            0u)
+      << json;
+  EXPECT_NE(json.find(R"("members":[{"node_id":"node-a","incarnation":0,)"
+                      R"("address":"10.0.0.1","nproc":8,"group_rank":0,)"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("excluded_nodes":["node-x"])"), std::string::npos);
+  EXPECT_NE(json.find(R"("exit_code":1,"signal":0,"hang":false,)"
+                      R"("message":"CUDA error")"),
+            std::string::npos);
+  EXPECT_EQ(json.find("root_cause"), std::string::npos);
+  EXPECT_EQ(json.back(), '}');
+}
+
+TEST(FailureText, SignalHangAndCoordinator_Distinguished) {
+  v1::Failure f;
+  f.set_node_id("n");
+  f.set_signal(9);
+  EXPECT_EQ(FailureText(f),
+            "- generation 0 node n local rank 0 global rank 0 "
+            "signal 9");
+  f.set_hang(true);
+  EXPECT_EQ(FailureText(f),
+            "- generation 0 node n local rank 0 global rank 0 hang");
+  v1::Failure c;
+  c.set_generation(4);
+  c.set_message("join timeout:\nonly 1 of 2 nodes");
+  EXPECT_EQ(
+      FailureText(c),
+      "- generation 4 coordinator: \"join timeout:\\nonly 1 of 2 nodes\"");
+}
+
+TEST(JobEventText, NodeLostAndFinished_OneLineEach) {
+  v1::JobEvent event;
+  event.set_job_id("j");
+  event.set_index(7);
+  event.set_time_unix_ms(1700000000000);
+  event.set_type(v1::JobEvent::NODE_LOST);
+  event.set_node_id("node-b");
+  event.set_generation(2);
+  event.set_message("no heartbeat for 3s");
+  EXPECT_EQ(JobEventText(event),
+            "#7 2023-11-14T22:13:20.000Z NODE_LOST node node-b generation 2: "
+            "no heartbeat for 3s");
+  EXPECT_EQ(JobEventJson(event),
+            R"({"job_id":"j","index":7,"time_unix_ms":1700000000000,)"
+            R"("type":"NODE_LOST","node_id":"node-b","generation":2,)"
+            R"("message":"no heartbeat for 3s"})");
+  event.set_type(v1::JobEvent::WORKER_FAILED);
+  event.clear_message();
+  event.mutable_failure()->set_node_id("node-b");
+  event.mutable_failure()->set_exit_code(3);
+  EXPECT_EQ(JobEventText(event),
+            "#7 2023-11-14T22:13:20.000Z WORKER_FAILED node node-b generation "
+            "2 [failure - generation 0 node node-b local rank 0 global rank 0 "
+            "exit code 3]");
+}
+
 }  // namespace
 }  // namespace ddp::ddpctl

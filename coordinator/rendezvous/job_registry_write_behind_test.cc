@@ -1,0 +1,164 @@
+// JobRegistry with options.write_behind: changes are written in batches by a
+// writer (PersistPending) and nothing they produced leaves before that.
+
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/rendezvous/job_registry.h"
+#include "coordinator/rendezvous/job_test_util.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rendezvous {
+namespace {
+
+using testing::Settings;
+
+RegisterRequest Req(const std::string& node, Incarnation incarnation) {
+  RegisterRequest r;
+  r.job_id = "j";
+  r.node_id = node;
+  r.incarnation = incarnation;
+  r.address = node + ".host";
+  r.settings = Settings(2, 2);
+  return r;
+}
+
+JobRegistryOptions WriteBehind(std::atomic<int>* pending_signals) {
+  JobRegistryOptions options;
+  options.write_behind = true;
+  options.on_pending = [pending_signals] { pending_signals->fetch_add(1); };
+  options.write_timeout = absl::Seconds(5);
+  return options;
+}
+
+TEST(JobRegistryWriteBehind, MessagesHeldUntilBatchWritten) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  std::atomic<int> signals{0};
+  JobRegistry registry(clock, &store, WriteBehind(&signals));
+  ASSERT_TRUE(registry.Register(Req("a", 1)).ok());
+  ASSERT_TRUE(registry.Register(Req("b", 2)).ok());
+  EXPECT_EQ(signals.load(), 1);  // only on empty -> pending
+  EXPECT_EQ(store.apply_count(), 0);
+  EXPECT_TRUE(registry.HasPendingWrites());
+  // Rendezvous closed at max nodes: the master-info request is held.
+  EXPECT_TRUE(registry.TakeOutbox().empty());
+
+  ASSERT_TRUE(registry.PersistPending().ok());
+  EXPECT_EQ(store.apply_count(), 1);  // both joins in one batch
+  EXPECT_FALSE(registry.HasPendingWrites());
+  Outbox out = registry.TakeOutbox();
+  EXPECT_FALSE(out.messages.empty());
+  EXPECT_FALSE(out.events.empty());
+  absl::StatusOr<std::vector<JobSnapshot>> stored = store.LoadAll();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].nodes.size(), 2u);
+}
+
+TEST(JobRegistryWriteBehind, StoreFails_HeldUntilARetrySucceeds) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  std::atomic<int> signals{0};
+  JobRegistry registry(clock, &store, WriteBehind(&signals));
+  ASSERT_TRUE(registry.Register(Req("a", 1)).ok());
+  ASSERT_TRUE(registry.Register(Req("b", 2)).ok());
+  store.FailWith(absl::UnavailableError("disk full"));
+  absl::Status status = registry.PersistPending();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(status.message().find("disk full"), std::string::npos);
+  EXPECT_TRUE(registry.HasPendingWrites());
+  EXPECT_TRUE(registry.TakeOutbox().empty());
+  store.FailWith(absl::OkStatus());
+  ASSERT_TRUE(registry.PersistPending().ok());
+  EXPECT_FALSE(registry.TakeOutbox().empty());
+}
+
+TEST(JobRegistryWriteBehind, WhenDurable_RunsAfterTheWrite) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  std::atomic<int> signals{0};
+  JobRegistry registry(clock, &store, WriteBehind(&signals));
+  bool ran = false;
+  registry.WhenDurable(registry.DurabilityMark(), [&] { ran = true; });
+  EXPECT_TRUE(ran);  // nothing pending: at once
+  ran = false;
+  ASSERT_TRUE(registry.Register(Req("a", 1)).ok());
+  registry.WhenDurable(registry.DurabilityMark(), [&] { ran = true; });
+  EXPECT_FALSE(ran);
+  ASSERT_TRUE(registry.PersistPending().ok());
+  EXPECT_TRUE(ran);
+}
+
+TEST(JobRegistryWriteBehind, SchedulerCalls_ReturnOnceDurable) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  std::atomic<int> signals{0};
+  JobRegistry registry(clock, &store, WriteBehind(&signals));
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    while (!stop.load()) {
+      (void)registry.PersistPending();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  ASSERT_TRUE(registry.CreateJob("s", Settings(1, 2)).ok());
+  // Returned only after the job record was written.
+  absl::StatusOr<std::vector<JobSnapshot>> stored = store.LoadAll();
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->size(), 1u);
+  ASSERT_TRUE(registry.CancelJob("s", "test").ok());
+  ASSERT_TRUE(registry.RemoveJob("s").ok());
+  stored = store.LoadAll();
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(stored->empty());
+  stop.store(true);
+  writer.join();
+}
+
+TEST(JobRegistryWriteBehind, SchedulerCall_StoreDown_UnavailableAfterTimeout) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  std::atomic<int> signals{0};
+  JobRegistryOptions options = WriteBehind(&signals);
+  options.write_timeout = absl::Milliseconds(50);
+  JobRegistry registry(clock, &store, options);
+  absl::StatusOr<JobStatus> created = registry.CreateJob("s", Settings(1, 2));
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(created.status().message().find("not durable"), std::string::npos);
+  // Still queued: a writer makes it durable later.
+  ASSERT_TRUE(registry.PersistPending().ok());
+  absl::StatusOr<std::vector<JobSnapshot>> stored = store.LoadAll();
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->size(), 1u);
+}
+
+TEST(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  std::atomic<int> signals{0};
+  {
+    JobRegistryOptions options = WriteBehind(&signals);
+    options.write_timeout = absl::Milliseconds(10);
+    JobRegistry registry(clock, &store, options);
+    ASSERT_TRUE(registry.CreateJob("big", Settings(1, 4096)).status().code() ==
+                absl::StatusCode::kUnavailable);  // no writer yet
+    for (int i = 0; i < 1000; ++i) {
+      RegisterRequest r = Req(absl::StrCat("n", i), i + 1);
+      r.job_id = "big";
+      r.settings = Settings(1, 4096);
+      ASSERT_TRUE(registry.Register(r).ok());
+      if (i % 250 == 249) ASSERT_TRUE(registry.PersistPending().ok());
+    }
+  }
+  EXPECT_EQ(store.apply_count(), 4);
+  JobRegistry restored(clock, &store, {});
+  ASSERT_TRUE(restored.Restore().ok());
+  absl::StatusOr<JobStatus> job = restored.GetJob("big", true);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->registered_nodes, 1000);
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous

@@ -1,0 +1,61 @@
+#ifndef DDP_TESTS_E2E_AGENT_PROCESS_H_
+#define DDP_TESTS_E2E_AGENT_PROCESS_H_
+
+// One real ddp-client process for end-to-end tests: forked and exec'd with
+// its stdout and stderr in a log file, in a process group of its own, with
+// extra environment variables. Waits poll (waitpid WNOHANG) under a bound.
+//
+// Thread-safety: not thread-safe; the test thread drives it.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace ddp::testing {
+
+struct AgentProcessOptions {
+  std::string binary;  // The ddp-client executable.
+  std::vector<std::string> args;
+  std::string log_path;          // Truncated, then gets stdout + stderr.
+  std::vector<std::string> env;  // "NAME=VALUE", added to the test's.
+};
+
+// $TEST_SRCDIR/$TEST_WORKSPACE/<relative>: a file of a test's runfiles.
+std::string Runfile(const std::string& relative);
+
+// Reads a whole file; empty when it does not exist.
+std::string ReadWholeFile(const std::string& path);
+
+class AgentProcess {
+ public:
+  // Starts the process at once; pid() is -1 if fork failed.
+  explicit AgentProcess(AgentProcessOptions options);
+  // SIGKILL to the process group, then reaped, if it still runs.
+  ~AgentProcess();
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
+
+  // The exit code (128+N for signal N), or -1 if it still runs after `bound`.
+  int Wait(absl::Duration bound);
+  // kill(pid, signal); false if it is no longer running.
+  bool Signal(int signal);
+  // SIGKILL to the process alone (not its group), then reaped.
+  void Kill9();
+
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  // Everything it has printed so far.
+  std::string log() const { return ReadWholeFile(options_.log_path); }
+
+ private:
+  AgentProcessOptions options_;
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+};
+
+}  // namespace ddp::testing
+
+#endif  // DDP_TESTS_E2E_AGENT_PROCESS_H_

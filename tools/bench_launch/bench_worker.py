@@ -1,0 +1,94 @@
+import time
+
+T_START = time.time()  # first statement: the moment the launcher's work is done
+
+# Worker of tools/bench_launch/bench_launch.py; the same file runs under
+# torchrun and under ddp-client. It deliberately imports nothing heavy at the
+# top (no torch), so the "plain" variant measures the launcher, not torch's
+# import.
+#
+#   bench_worker.py OUT_DIR plain|gloo
+#
+# Generation 0: record the start; rank 1 waits until every rank of the
+# generation is up, sleeps 1 s, records its exit time and exits 1; the others
+# sleep until the launcher stops them. Generation 1: record the start and exit 0
+# once every rank of the generation has started. The generation is counted from
+# files, not from TORCHELASTIC_RESTART_COUNT: torchrun bumps that count only on
+# the node whose worker failed (pytorch#108158). The count is recorded anyway.
+#
+# Files (written atomically: temporary name + rename):
+#   start.g<G>.rank<R>  "<t_start> <t_ready> <restart_count> <pid>"
+#                       (t_ready = after init_process_group in the gloo variant,
+#                       = t_start in the plain variant)
+#   exit.g<G>.rank<R>   "<t_exit>"
+
+import os
+import sys
+
+MAX_WAIT_S = 120.0  # bound of every wait; the benchmark gives up long before
+FAIL_AFTER_S = 1.0  # how long rank 1 of generation 0 lives once the group is up
+
+
+def write_atomically(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def claim_generation(out_dir, rank):
+    """Returns the first generation with no start file of this rank yet."""
+    generation = 0
+    while os.path.exists(os.path.join(out_dir, f"start.g{generation}.rank{rank}")):
+        generation += 1
+    return generation
+
+
+def wait_for_all(out_dir, generation, world_size):
+    deadline = time.time() + MAX_WAIT_S
+    names = [f"start.g{generation}.rank{r}" for r in range(world_size)]
+    while time.time() < deadline:
+        if all(os.path.exists(os.path.join(out_dir, n)) for n in names):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def main():
+    out_dir, variant = sys.argv[1], sys.argv[2]
+    rank = int(os.environ["RANK"])
+    world_size = int(os.environ["WORLD_SIZE"])
+    restart_count = os.environ.get("TORCHELASTIC_RESTART_COUNT", "?")
+    generation = claim_generation(out_dir, rank)
+
+    t_ready = T_START
+    if variant == "gloo":
+        import datetime
+
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+        t_ready = time.time()
+    write_atomically(
+        os.path.join(out_dir, f"start.g{generation}.rank{rank}"),
+        f"{T_START:.6f} {t_ready:.6f} {restart_count} {os.getpid()}\n",
+    )
+
+    if generation == 0:
+        if rank == 1:
+            if not wait_for_all(out_dir, 0, world_size):
+                sys.exit(3)
+            time.sleep(FAIL_AFTER_S)
+            write_atomically(
+                os.path.join(out_dir, f"exit.g0.rank{rank}"), f"{time.time():.6f}\n"
+            )
+            sys.exit(1)
+        time.sleep(MAX_WAIT_S)  # stopped by the launcher long before
+        sys.exit(4)
+    if not wait_for_all(out_dir, generation, world_size):
+        sys.exit(3)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

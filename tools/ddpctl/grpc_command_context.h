@@ -1,0 +1,86 @@
+#ifndef DDP_TOOLS_DDPCTL_GRPC_COMMAND_CONTEXT_H_
+#define DDP_TOOLS_DDPCTL_GRPC_COMMAND_CONTEXT_H_
+
+// What every command handler of ddpctl's gRPC layer gets (internal to the
+// grpc_commands library): the parsed invocation, one stub per service on the
+// same channel, the stop notification of streaming commands and stdout.
+// A handler returns the call's status; a usage error found late (a value only
+// the handler can check) is INVALID_ARGUMENT prefixed "usage: " (exit 2).
+// Thread-safety: used by one handler on one thread.
+
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "ddp/v1/jobs.grpc.pb.h"
+#include "ddp/v1/kv.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "tools/ddpctl/command_line.h"
+
+namespace ddp::ddpctl {
+
+struct CommandContext {
+  const Invocation& invocation;
+  v1::KeyValueService::Stub& stub;
+  v1::JobService::Stub& jobs;
+  absl::Notification& stop;
+  std::ostream& out;
+  bool json() const { return invocation.global.json; }
+  const std::string& ns() const { return invocation.global.name_space; }
+  const std::string& arg(size_t i) const { return invocation.args[i]; }
+  void SetDeadline(grpc::ClientContext& context,
+                   absl::Duration extra = absl::ZeroDuration()) const {
+    context.set_deadline(
+        absl::ToChronoTime(absl::Now() + invocation.global.timeout + extra));
+  }
+};
+
+using Handler = std::function<grpc::Status(CommandContext&)>;
+
+inline grpc::Status UsageError(const absl::Status& status) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("usage: ", status.message()));
+}
+
+// While alive, cancels `context` as soon as `stop` is notified (the user's
+// Ctrl-C), so a blocked stream Read() returns false and Finish() reports
+// CANCELLED; the handler then treats the stop as a clean exit.
+class CancelOnStop {
+ public:
+  // How often the canceller checks whether the stream already ended.
+  static constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
+
+  CancelOnStop(grpc::ClientContext& context, absl::Notification& stop)
+      : thread_([this, &context, &stop] {
+          while (!done_.HasBeenNotified()) {
+            if (stop.WaitForNotificationWithTimeout(kPollInterval)) {
+              context.TryCancel();
+              return;
+            }
+          }
+        }) {}
+  ~CancelOnStop() {
+    done_.Notify();
+    thread_.join();
+  }
+  CancelOnStop(const CancelOnStop&) = delete;
+  CancelOnStop& operator=(const CancelOnStop&) = delete;
+
+ private:
+  absl::Notification done_;
+  std::thread thread_;  // Last: starts after done_ exists.
+};
+
+// The handlers of `jobs ...`, keyed "jobs VERB" (grpc_job_commands.cc).
+std::map<std::string, Handler> JobCommandHandlers();
+
+}  // namespace ddp::ddpctl
+
+#endif  // DDP_TOOLS_DDPCTL_GRPC_COMMAND_CONTEXT_H_

@@ -1,0 +1,231 @@
+// The `jobs ...` handlers of ddpctl: one ddp.v1.JobService call each (jobs
+// list adds one GetJob per job, since ListJobs leaves members out), printed
+// with output.h. Exit codes and error lines are RunInvocation's.
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ddp/v1/jobs.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "tools/ddpctl/grpc_command_context.h"
+#include "tools/ddpctl/output.h"
+
+namespace ddp::ddpctl {
+namespace {
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+
+// Prints the job a mutating call returned: the full object with --json, else
+// one summary line.
+void PrintJobSummary(CommandContext& c, const v1::Job& job) {
+  c.out << (c.json() ? JobJson(job) : JobSummaryText(job)) << "\n";
+}
+
+// Reads an int flag that must lie in [min, kMaxInt32]; `*value` keeps its
+// default when the flag is absent.
+absl::Status Int32Flag(const Invocation& invocation, const std::string& name,
+                       int64_t min, int32_t* value) {
+  if (!invocation.HasFlag(name)) return absl::OkStatus();
+  const int64_t given = invocation.FlagInt64(name, min);
+  if (given < min || given > kMaxInt32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", name, "=", given, " must be in [", min, ", ", kMaxInt32, "]"));
+  }
+  *value = static_cast<int32_t>(given);
+  return absl::OkStatus();
+}
+
+// Milliseconds of a duration flag into `*ms`, which keeps 0 (the server's
+// default) when the flag is absent.
+absl::Status DurationFlagMs(const Invocation& invocation,
+                            const std::string& name, int64_t* ms) {
+  if (!invocation.HasFlag(name)) return absl::OkStatus();
+  *ms = absl::ToInt64Milliseconds(
+      invocation.FlagDuration(name, absl::ZeroDuration()));
+  if (*ms <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", name, "=", invocation.FlagString(name), " must be >= 1ms"));
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status JobsList(CommandContext& c) {
+  v1::ListJobsRequest request;
+  for (const std::string& name :
+       SplitFlagValues(c.invocation.FlagString("state"))) {
+    absl::StatusOr<v1::JobState> state = ParseJobState(name);
+    if (!state.ok()) return UsageError(state.status());
+    request.add_states(*state);
+  }
+  v1::ListJobsResponse listed;
+  {
+    grpc::ClientContext context;
+    c.SetDeadline(context);
+    grpc::Status status = c.jobs.ListJobs(&context, request, &listed);
+    if (!status.ok()) return status;
+  }
+  std::vector<v1::Job> jobs;
+  for (const v1::Job& summary : listed.jobs()) {
+    v1::GetJobRequest get;
+    get.set_job_id(summary.job_id());
+    v1::Job job;
+    grpc::ClientContext context;
+    c.SetDeadline(context);
+    grpc::Status status = c.jobs.GetJob(&context, get, &job);
+    // A job removed between the two calls is no longer listed.
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND) continue;
+    if (!status.ok()) return status;
+    jobs.push_back(std::move(job));
+  }
+  if (c.json()) {
+    for (const v1::Job& job : jobs) c.out << JobJson(job) << "\n";
+  } else {
+    c.out << JobListText(jobs);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobsGet(CommandContext& c) {
+  v1::GetJobRequest request;
+  request.set_job_id(c.arg(0));
+  v1::Job job;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.jobs.GetJob(&context, request, &job);
+  if (!status.ok()) return status;
+  c.out << (c.json() ? JobJson(job) + "\n" : JobText(job));
+  return grpc::Status::OK;
+}
+
+grpc::Status JobsCreate(CommandContext& c) {
+  const Invocation& in = c.invocation;
+  v1::CreateJobRequest request;
+  request.set_job_id(c.arg(0));
+  v1::JobSettings& settings = *request.mutable_settings();
+  if (in.HasFlag("nnodes")) {
+    absl::StatusOr<NodeRange> range =
+        ParseNodeRange(in.FlagString("nnodes"), "--nnodes");
+    if (!range.ok()) return UsageError(range.status());
+    settings.set_min_nodes(range->min_nodes);
+    settings.set_max_nodes(range->max_nodes);
+  }
+  int32_t nproc = 0;
+  int32_t max_restarts = 0;
+  int64_t join_ms = 0;
+  int64_t last_call_ms = 0;
+  int64_t heartbeat_ms = 0;
+  int64_t shutdown_ms = 0;
+  for (absl::Status flag :
+       {Int32Flag(in, "nproc-per-node", 1, &nproc),
+        Int32Flag(in, "max-restarts", 0, &max_restarts),
+        DurationFlagMs(in, "join-timeout", &join_ms),
+        DurationFlagMs(in, "last-call-timeout", &last_call_ms),
+        DurationFlagMs(in, "heartbeat-timeout", &heartbeat_ms),
+        DurationFlagMs(in, "shutdown-timeout", &shutdown_ms)}) {
+    if (!flag.ok()) return UsageError(flag);
+  }
+  settings.set_nproc_per_node(nproc);
+  settings.set_max_restarts(max_restarts);
+  settings.set_join_timeout_ms(join_ms);
+  settings.set_last_call_timeout_ms(last_call_ms);
+  settings.set_heartbeat_timeout_ms(heartbeat_ms);
+  settings.set_shutdown_timeout_ms(shutdown_ms);
+  v1::Job job;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.jobs.CreateJob(&context, request, &job);
+  if (!status.ok()) return status;
+  PrintJobSummary(c, job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobsWatch(CommandContext& c) {
+  const int64_t from = c.invocation.FlagInt64("from-index", 1);
+  if (from < 0) {
+    return UsageError(absl::InvalidArgumentError(absl::StrCat(
+        "--from-index=", from, " must be >= 0 (0: only new events)")));
+  }
+  v1::WatchJobRequest request;
+  request.set_job_id(c.arg(0));
+  request.set_from_index(from);
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader =
+      c.jobs.WatchJob(&context, request);
+  grpc::Status status;
+  {
+    CancelOnStop cancel_on_stop(context, c.stop);
+    v1::JobEvent event;
+    while (reader->Read(&event)) {
+      c.out << (c.json() ? JobEventJson(event) : JobEventText(event)) << "\n";
+      c.out.flush();
+    }
+    status = reader->Finish();
+  }
+  if (c.stop.HasBeenNotified()) return grpc::Status::OK;
+  return status;
+}
+
+grpc::Status JobsUpdate(CommandContext& c) {
+  if (!c.invocation.HasFlag("nnodes")) {
+    return UsageError(absl::InvalidArgumentError(
+        "--nnodes MIN:MAX is required (the new node range)"));
+  }
+  absl::StatusOr<NodeRange> range =
+      ParseNodeRange(c.invocation.FlagString("nnodes"), "--nnodes");
+  if (!range.ok()) return UsageError(range.status());
+  v1::UpdateJobRequest request;
+  request.set_job_id(c.arg(0));
+  request.set_min_nodes(range->min_nodes);
+  request.set_max_nodes(range->max_nodes);
+  v1::Job job;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.jobs.UpdateJob(&context, request, &job);
+  if (!status.ok()) return status;
+  PrintJobSummary(c, job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobsCancel(CommandContext& c) {
+  v1::CancelJobRequest request;
+  request.set_job_id(c.arg(0));
+  request.set_reason(c.invocation.FlagString("reason"));
+  v1::Job job;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.jobs.CancelJob(&context, request, &job);
+  if (!status.ok()) return status;
+  PrintJobSummary(c, job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobsExclude(CommandContext& c) {
+  v1::ExcludeNodeRequest request;
+  request.set_job_id(c.arg(0));
+  request.set_node_id(c.arg(1));
+  request.set_reason(c.invocation.FlagString("reason"));
+  v1::Job job;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.jobs.ExcludeNode(&context, request, &job);
+  if (!status.ok()) return status;
+  PrintJobSummary(c, job);
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+std::map<std::string, Handler> JobCommandHandlers() {
+  return {
+      {"jobs list", JobsList},       {"jobs get", JobsGet},
+      {"jobs create", JobsCreate},   {"jobs watch", JobsWatch},
+      {"jobs update", JobsUpdate},   {"jobs cancel", JobsCancel},
+      {"jobs exclude", JobsExclude},
+  };
+}
+
+}  // namespace ddp::ddpctl

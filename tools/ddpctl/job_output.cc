@@ -1,0 +1,289 @@
+// Text and JSON forms of jobs.proto messages for `ddpctl jobs ...` (declared
+// in output.h). Strings from the coordinator go through PrintableBytes in text
+// output, so a node id or message cannot inject control characters.
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "tools/ddpctl/output.h"
+
+namespace ddp::ddpctl {
+namespace {
+
+using Table = std::vector<std::vector<std::string>>;
+
+// Columns padded to their widest cell plus two spaces; the last one is not
+// padded, so lines carry no trailing blanks.
+std::string AlignedTable(const Table& rows, absl::string_view indent) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  std::string text;
+  for (const auto& row : rows) {
+    std::string line(indent);
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&text, line, "\n");
+  }
+  return text;
+}
+
+std::string TimeText(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
+}
+
+std::string MsText(int64_t ms) {
+  return absl::FormatDuration(absl::Milliseconds(ms));
+}
+
+std::string NodeRangeText(const v1::JobSettings& settings) {
+  if (settings.min_nodes() == settings.max_nodes()) {
+    return absl::StrCat(settings.min_nodes());
+  }
+  return absl::StrCat(settings.min_nodes(), ":", settings.max_nodes());
+}
+
+std::string RestartsText(const v1::Job& job) {
+  return absl::StrCat(job.restart_count(), "/", job.settings().max_restarts());
+}
+
+std::string MembersTable(
+    const google::protobuf::RepeatedPtrField<v1::Member>& members) {
+  Table rows = {{"NODE", "GROUP_RANK", "RANK_OFFSET", "NPROC", "ADDRESS",
+                 "HEARTBEAT_AGE", "CONNECTED"}};
+  for (const v1::Member& m : members) {
+    rows.push_back(
+        {PrintableBytes(m.node_id()),
+         m.group_rank() < 0 ? "-" : absl::StrCat(m.group_rank()),
+         m.global_rank_offset() < 0 ? "-"
+                                    : absl::StrCat(m.global_rank_offset()),
+         absl::StrCat(m.nproc()), PrintableBytes(m.address()),
+         m.heartbeat_age_ms() < 0 ? "never" : MsText(m.heartbeat_age_ms()),
+         m.connected() ? "yes" : "no"});
+  }
+  return AlignedTable(rows, "  ");
+}
+
+std::string SettingsJson(const v1::JobSettings& s) {
+  return JsonObject()
+      .Int("min_nodes", s.min_nodes())
+      .Int("max_nodes", s.max_nodes())
+      .Int("nproc_per_node", s.nproc_per_node())
+      .Int("max_restarts", s.max_restarts())
+      .Int("join_timeout_ms", s.join_timeout_ms())
+      .Int("last_call_timeout_ms", s.last_call_timeout_ms())
+      .Int("heartbeat_interval_ms", s.heartbeat_interval_ms())
+      .Int("heartbeat_timeout_ms", s.heartbeat_timeout_ms())
+      .Int("shutdown_timeout_ms", s.shutdown_timeout_ms())
+      .Build();
+}
+
+std::string MemberJson(const v1::Member& m) {
+  return JsonObject()
+      .String("node_id", m.node_id())
+      .Int("incarnation", static_cast<int64_t>(m.incarnation()))
+      .String("address", m.address())
+      .Int("nproc", m.nproc())
+      .Int("group_rank", m.group_rank())
+      .Int("global_rank_offset", m.global_rank_offset())
+      .Int("heartbeat_age_ms", m.heartbeat_age_ms())
+      .Bool("connected", m.connected())
+      .Build();
+}
+
+std::string FailureJson(const v1::Failure& f) {
+  return JsonObject()
+      .String("node_id", f.node_id())
+      .Int("generation", f.generation())
+      .Int("local_rank", f.local_rank())
+      .Int("global_rank", f.global_rank())
+      .Int("exit_code", f.exit_code())
+      .Int("signal", f.signal())
+      .Bool("hang", f.hang())
+      .String("message", f.message())
+      .Int("time_unix_ms", f.time_unix_ms())
+      .Build();
+}
+
+template <typename Items, typename ToJson>
+std::string JsonArray(const Items& items, ToJson to_json) {
+  std::vector<std::string> parts;
+  for (const auto& item : items) parts.push_back(to_json(item));
+  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
+}
+
+}  // namespace
+
+std::string JobStateName(v1::JobState state) {
+  const std::string& name = v1::JobState_Name(state);
+  return name.empty() ? absl::StrCat("STATE_", static_cast<int>(state)) : name;
+}
+
+absl::StatusOr<v1::JobState> ParseJobState(absl::string_view name) {
+  v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+  if (!v1::JobState_Parse(absl::AsciiStrToUpper(name), &state) ||
+      state == v1::JOB_STATE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--state='", name.substr(0, 64),
+        "' is not a job state; use WAITING, STARTING, RUNNING, RESTARTING, "
+        "SUCCEEDED, FAILED or CANCELLED"));
+  }
+  return state;
+}
+
+std::string JobListText(const std::vector<v1::Job>& jobs) {
+  Table rows = {
+      {"JOB", "STATE", "GENERATION", "RESTARTS", "MEMBERS", "SPARES"}};
+  for (const v1::Job& job : jobs) {
+    rows.push_back({PrintableBytes(job.job_id()), JobStateName(job.state()),
+                    absl::StrCat(job.generation()), RestartsText(job),
+                    absl::StrCat(job.members_size()),
+                    absl::StrCat(job.spares_size())});
+  }
+  return AlignedTable(rows, "");
+}
+
+std::string JobSummaryText(const v1::Job& job) {
+  return absl::StrCat(
+      PrintableBytes(job.job_id()), ": ", JobStateName(job.state()),
+      ", generation ", job.generation(), ", restarts ", RestartsText(job), ", ",
+      job.members_size(), " members, ", job.spares_size(), " spares");
+}
+
+std::string JobText(const v1::Job& job) {
+  const v1::JobSettings& s = job.settings();
+  std::string state = JobStateName(job.state());
+  if (!job.message().empty()) {
+    absl::StrAppend(&state, " (", PrintableBytes(job.message()), ")");
+  }
+  std::string text =
+      AlignedTable({{"job:", PrintableBytes(job.job_id())},
+                    {"state:", state},
+                    {"generation:", absl::StrCat(job.generation())},
+                    {"restarts:", RestartsText(job)},
+                    {"created:", TimeText(job.created_unix_ms())},
+                    {"last event:", absl::StrCat(job.last_event_index())}},
+                   "");
+  absl::StrAppend(
+      &text, "settings:\n",
+      AlignedTable({{"nnodes", NodeRangeText(s)},
+                    {"nproc-per-node", absl::StrCat(s.nproc_per_node())},
+                    {"max-restarts", absl::StrCat(s.max_restarts())},
+                    {"join-timeout", MsText(s.join_timeout_ms())},
+                    {"last-call-timeout", MsText(s.last_call_timeout_ms())},
+                    {"heartbeat-interval", MsText(s.heartbeat_interval_ms())},
+                    {"heartbeat-timeout", MsText(s.heartbeat_timeout_ms())},
+                    {"shutdown-timeout", MsText(s.shutdown_timeout_ms())}},
+                   "  "));
+  absl::StrAppend(&text, "members (", job.members_size(),
+                  "):", job.members().empty() ? " none\n" : "\n");
+  if (!job.members().empty())
+    absl::StrAppend(&text, MembersTable(job.members()));
+  absl::StrAppend(&text, "spares (", job.spares_size(),
+                  "):", job.spares().empty() ? " none\n" : "\n");
+  if (!job.spares().empty()) absl::StrAppend(&text, MembersTable(job.spares()));
+  std::vector<std::string> excluded;
+  for (const std::string& node : job.excluded_nodes()) {
+    excluded.push_back(PrintableBytes(node));
+  }
+  absl::StrAppend(
+      &text, "excluded nodes (", excluded.size(),
+      "): ", excluded.empty() ? "none" : absl::StrJoin(excluded, ", "), "\n");
+  absl::StrAppend(&text, "failures (", job.failures_size(),
+                  ", newest last):", job.failures().empty() ? " none\n" : "\n");
+  for (const v1::Failure& f : job.failures()) {
+    absl::StrAppend(&text, "  ", FailureText(f), "\n");
+  }
+  absl::StrAppend(&text, "root cause: ",
+                  job.has_root_cause() ? FailureText(job.root_cause()) : "none",
+                  "\n");
+  return text;
+}
+
+std::string JobJson(const v1::Job& job) {
+  JsonObject object;
+  object.String("job_id", job.job_id())
+      .String("state", JobStateName(job.state()))
+      .Int("generation", job.generation())
+      .Int("restart_count", job.restart_count())
+      .Raw("settings", SettingsJson(job.settings()))
+      .Raw("members", JsonArray(job.members(), MemberJson))
+      .Raw("spares", JsonArray(job.spares(), MemberJson))
+      .Raw("excluded_nodes",
+           JsonArray(job.excluded_nodes(),
+                     [](const std::string& node) { return JsonQuote(node); }))
+      .Raw("failures", JsonArray(job.failures(), FailureJson));
+  if (job.has_root_cause()) {
+    object.Raw("root_cause", FailureJson(job.root_cause()));
+  }
+  return object.String("message", job.message())
+      .Int("created_unix_ms", job.created_unix_ms())
+      .Int("last_event_index", job.last_event_index())
+      .Build();
+}
+
+std::string FailureText(const v1::Failure& f) {
+  std::string text =
+      absl::StrCat(TimeText(f.time_unix_ms()), " generation ", f.generation());
+  if (f.node_id().empty()) {
+    absl::StrAppend(&text, " coordinator");
+  } else {
+    absl::StrAppend(&text, " node ", PrintableBytes(f.node_id()),
+                    " local rank ", f.local_rank(), " global rank ",
+                    f.global_rank());
+    if (f.hang()) {
+      absl::StrAppend(&text, " hang");
+    } else if (f.signal() != 0) {
+      absl::StrAppend(&text, " signal ", f.signal());
+    } else {
+      absl::StrAppend(&text, " exit code ", f.exit_code());
+    }
+  }
+  if (!f.message().empty()) {
+    absl::StrAppend(&text, ": ", PrintableBytes(f.message()));
+  }
+  return text;
+}
+
+std::string JobEventText(const v1::JobEvent& event) {
+  std::string text =
+      absl::StrCat("#", event.index(), " ", TimeText(event.time_unix_ms()), " ",
+                   v1::JobEvent::Type_Name(event.type()));
+  if (!event.node_id().empty()) {
+    absl::StrAppend(&text, " node ", PrintableBytes(event.node_id()));
+  }
+  absl::StrAppend(&text, " generation ", event.generation());
+  if (!event.message().empty()) {
+    absl::StrAppend(&text, ": ", PrintableBytes(event.message()));
+  }
+  if (event.has_failure()) {
+    absl::StrAppend(&text, " [failure ", FailureText(event.failure()), "]");
+  }
+  return text;
+}
+
+std::string JobEventJson(const v1::JobEvent& event) {
+  JsonObject object;
+  object.String("job_id", event.job_id())
+      .Int("index", event.index())
+      .Int("time_unix_ms", event.time_unix_ms())
+      .String("type", v1::JobEvent::Type_Name(event.type()))
+      .String("node_id", event.node_id())
+      .Int("generation", event.generation())
+      .String("message", event.message());
+  if (event.has_failure()) object.Raw("failure", FailureJson(event.failure()));
+  return object.Build();
+}
+
+}  // namespace ddp::ddpctl

@@ -1,0 +1,294 @@
+#include "tools/rdzv_sim/grpc_agent_stream.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+
+namespace ddp::rdzv_sim {
+namespace {
+
+void FillHeader(const NodeHeaderFields& fields, v1::NodeHeader* header) {
+  header->set_job_id(fields.job_id);
+  header->set_node_id(fields.node_id);
+  header->set_incarnation(fields.incarnation);
+  header->set_generation(fields.generation);
+}
+
+}  // namespace
+
+GrpcAgentStream::GrpcAgentStream(SimAgentIdentity identity,
+                                 v1::JobSettings settings,
+                                 ProgressTracker& tracker,
+                                 AgentStreamCounters& counters,
+                                 const Clock& clock)
+    : tracker_(tracker),
+      counters_(counters),
+      clock_(clock),
+      settings_(std::move(settings)),
+      agent_(std::move(identity)) {}
+
+void GrpcAgentStream::Start(v1::SessionService::Stub& stub) {
+  v1::AgentMessage message;
+  {
+    absl::MutexLock lock(&mu_);
+    const SimAgentIdentity& id = agent_.identity();
+    v1::Register* reg = message.mutable_register_();
+    reg->set_job_id(id.job_id);
+    reg->set_node_id(id.node_id);
+    reg->set_incarnation(id.incarnation);
+    reg->set_nproc(id.nproc);
+    reg->set_requested_rank(-1);
+    reg->set_address(id.address);
+    *reg->mutable_settings() = settings_;
+    reg->set_agent_version("rdzv_sim");
+    agent_.OnRegisterSent(clock_.Now());
+  }
+  stub.async()->Session(&context_, this);
+  AddHold();  // released by TakeHoldReleaseLocked
+  StartRead(&incoming_);
+  Enqueue(std::move(message));
+  StartCall();
+}
+
+void GrpcAgentStream::Enqueue(v1::AgentMessage message) {
+  NextOp op = NextOp::kNone;
+  {
+    absl::MutexLock lock(&mu_);
+    if (writes_stopped_ || close_requested_) return;
+    queue_.push_back(std::move(message));
+    op = TakeNextOpLocked();
+  }
+  StartOp(op);
+}
+
+void GrpcAgentStream::CloseWrites() {
+  NextOp op = NextOp::kNone;
+  {
+    absl::MutexLock lock(&mu_);
+    close_requested_ = true;
+    op = TakeNextOpLocked();
+  }
+  StartOp(op);
+}
+
+GrpcAgentStream::NextOp GrpcAgentStream::TakeNextOpLocked() {
+  if (write_in_flight_ || writes_stopped_) return NextOp::kNone;
+  if (queue_.empty()) {
+    if (!close_requested_) return NextOp::kNone;
+    writes_stopped_ = true;  // nothing may follow WritesDone
+    write_in_flight_ = true;
+    return NextOp::kWritesDone;
+  }
+  writing_ = std::move(queue_.front());
+  queue_.pop_front();
+  if (writing_.has_heartbeat()) heartbeat_queued_ = false;
+  write_in_flight_ = true;
+  return NextOp::kWrite;
+}
+
+void GrpcAgentStream::StartOp(NextOp op) {
+  if (op == NextOp::kWrite) StartWrite(&writing_);
+  if (op == NextOp::kWritesDone) StartWritesDone();
+}
+
+bool GrpcAgentStream::TakeHoldReleaseLocked() {
+  if (!writes_stopped_ || write_in_flight_ || hold_released_) return false;
+  hold_released_ = true;
+  return true;
+}
+
+void GrpcAgentStream::SendHeartbeat() {
+  v1::AgentMessage message;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!agent_.ShouldHeartbeat() || heartbeat_queued_ || writes_stopped_) {
+      if (heartbeat_queued_) counters_.heartbeats_dropped.fetch_add(1);
+      return;
+    }
+    heartbeat_queued_ = true;
+    v1::Heartbeat* heartbeat = message.mutable_heartbeat();
+    FillHeader(agent_.Header(), heartbeat->mutable_header());
+    if (agent_.phase() == SimAgentPhase::kRunning) {
+      for (int rank = 0; rank < agent_.identity().nproc; ++rank) {
+        v1::WorkerState* worker = heartbeat->add_workers();
+        worker->set_local_rank(rank);
+        worker->set_state(v1::WORKER_RUNNING);
+        worker->set_pid(100000 + rank);
+        worker->set_heartbeat_age_ms(-1);
+      }
+    }
+  }
+  counters_.heartbeats_sent.fetch_add(1);
+  Enqueue(std::move(message));
+}
+
+absl::Status GrpcAgentStream::SendWorkerExited(int exit_code) {
+  v1::AgentMessage message;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<NodeHeaderFields> header = agent_.WorkerExitHeader();
+    if (!header.ok()) return header.status();
+    v1::WorkerExited* exited = message.mutable_worker_exited();
+    FillHeader(*header, exited->mutable_header());
+    exited->set_local_rank(0);
+    exited->set_exit_code(exit_code);
+    exited->set_error_message("rdzv_sim: simulated worker failure");
+    exited->set_time_unix_ms(absl::ToUnixMillis(clock_.Now()));
+  }
+  Enqueue(std::move(message));
+  return absl::OkStatus();
+}
+
+void GrpcAgentStream::Cancel() {
+  {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+  }
+  context_.TryCancel();
+}
+
+void GrpcAgentStream::OnWriteDone(bool ok) {
+  NextOp op = NextOp::kNone;
+  bool release = false;
+  {
+    absl::MutexLock lock(&mu_);
+    write_in_flight_ = false;
+    if (!ok) writes_stopped_ = true;  // the stream is ending; the read says why
+    op = TakeNextOpLocked();
+    release = TakeHoldReleaseLocked();
+  }
+  StartOp(op);
+  if (release) RemoveHold();
+}
+
+void GrpcAgentStream::OnWritesDoneDone(bool /*ok*/) {
+  bool release = false;
+  {
+    absl::MutexLock lock(&mu_);
+    write_in_flight_ = false;
+    release = TakeHoldReleaseLocked();
+  }
+  if (release) RemoveHold();
+}
+
+void GrpcAgentStream::StopWritesAndMaybeRelease() {
+  bool release = false;
+  {
+    absl::MutexLock lock(&mu_);
+    writes_stopped_ = true;
+    queue_.clear();
+    release = TakeHoldReleaseLocked();
+  }
+  if (release) RemoveHold();
+}
+
+void GrpcAgentStream::OnReadDone(bool ok) {
+  if (!ok) {
+    StopWritesAndMaybeRelease();
+    return;
+  }
+  Handle(incoming_);
+  bool finished = false;
+  {
+    absl::MutexLock lock(&mu_);
+    finished = finished_by_coordinator_;
+  }
+  // After JobFinished keep reading: the coordinator ends the stream once the
+  // agent half-closed.
+  StartRead(&incoming_);
+  if (finished) CloseWrites();
+}
+
+void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
+  const absl::Time now = clock_.Now();
+  absl::Status error;
+  std::optional<v1::AgentMessage> reply;
+  {
+    absl::MutexLock lock(&mu_);
+    switch (message.body_case()) {
+      case v1::CoordinatorMessage::kRegistered: {
+        absl::StatusOr<absl::Duration> rtt = agent_.OnRegistered(now);
+        if (rtt.ok()) tracker_.RecordRegistered(*rtt);
+        error = rtt.status();
+        break;
+      }
+      case v1::CoordinatorMessage::kRequestMasterInfo: {
+        absl::StatusOr<MasterInfoReply> info = agent_.OnRequestMasterInfo(
+            message.request_master_info().generation());
+        if (!info.ok()) {
+          error = info.status();
+          break;
+        }
+        v1::MasterInfo* m = reply.emplace().mutable_master_info();
+        FillHeader(info->header, m->mutable_header());
+        m->set_master_port(info->master_port);
+        m->set_nccl_unique_id(info->nccl_unique_id);
+        break;
+      }
+      case v1::CoordinatorMessage::kAssignment: {
+        const v1::Assignment& a = message.assignment();
+        absl::StatusOr<AssignmentEvent> event =
+            agent_.OnAssignment(a.generation(), a.group_rank(), now);
+        if (event.ok() && !event->duplicate) {
+          tracker_.RecordAssignment(event->ordinal, event->generation, now);
+        }
+        error = event.status();
+        break;
+      }
+      case v1::CoordinatorMessage::kStopWorkers: {
+        absl::StatusOr<NodeHeaderFields> header =
+            agent_.OnStopWorkers(message.stop_workers().generation());
+        if (!header.ok()) {
+          error = header.status();
+          break;
+        }
+        FillHeader(*header,
+                   reply.emplace().mutable_workers_stopped()->mutable_header());
+        break;
+      }
+      case v1::CoordinatorMessage::kJobFinished:
+      case v1::CoordinatorMessage::kNodeDismissed:
+        agent_.OnFinished();
+        finished_by_coordinator_ = true;
+        break;
+      default:
+        error = absl::InvalidArgumentError(
+            "the coordinator sent an empty CoordinatorMessage");
+    }
+  }
+  if (!error.ok()) Fail(error);
+  if (reply) Enqueue(std::move(*reply));
+}
+
+void GrpcAgentStream::Fail(const absl::Status& status) {
+  std::string node_id;
+  {
+    absl::MutexLock lock(&mu_);
+    node_id = agent_.identity().node_id;
+  }
+  tracker_.RecordFailure(node_id, status);
+}
+
+void GrpcAgentStream::OnDone(const grpc::Status& status) {
+  bool expected = false;
+  std::string node_id;
+  {
+    absl::MutexLock lock(&mu_);
+    agent_.OnStreamFailed();
+    expected = cancelled_ || finished_by_coordinator_;
+    node_id = agent_.identity().node_id;
+  }
+  if (!expected) {
+    absl::Status reason = FromGrpcStatus(status);
+    if (reason.ok()) {
+      reason = absl::UnavailableError("the coordinator closed the stream");
+    }
+    tracker_.RecordFailure(node_id, reason);
+  }
+  tracker_.RecordStreamDone();
+}
+
+}  // namespace ddp::rdzv_sim

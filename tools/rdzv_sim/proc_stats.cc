@@ -1,0 +1,174 @@
+#include "tools/rdzv_sim/proc_stats.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace ddp::rdzv_sim {
+namespace {
+
+constexpr size_t kQuoteLimit = 120;
+
+std::string Quote(absl::string_view text) {
+  return absl::StrCat("'", text.substr(0, kQuoteLimit),
+                      text.size() > kQuoteLimit ? "...'" : "'");
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read ", path, ": is the process alive?"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+absl::StatusOr<absl::Duration> ParseStatCpuTime(absl::string_view stat,
+                                                int64_t ticks_per_second) {
+  const size_t close = stat.rfind(')');
+  if (close == absl::string_view::npos || ticks_per_second <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a /proc/PID/stat line: ", Quote(stat)));
+  }
+  // After ") ": field 3 (state) is index 0, so utime (14) is index 11.
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(stat.substr(close + 1), ' ', absl::SkipEmpty());
+  int64_t utime = 0;
+  int64_t stime = 0;
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+      !absl::SimpleAtoi(fields[12], &stime)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no utime/stime in /proc/PID/stat line: ", Quote(stat)));
+  }
+  return absl::Seconds(1) * (utime + stime) / ticks_per_second;
+}
+
+absl::StatusOr<int64_t> ParseStatusRssBytes(absl::string_view status) {
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, "VmRSS:")) continue;
+    line = absl::StripAsciiWhitespace(line);
+    int64_t kb = 0;
+    if (!absl::ConsumeSuffix(&line, "kB") ||
+        !absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &kb)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unreadable VmRSS line: ", Quote(line)));
+    }
+    return kb * 1024;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("no VmRSS line in /proc/PID/status: ", Quote(status)));
+}
+
+std::string ParseCpuModel(absl::string_view cpuinfo) {
+  for (absl::string_view line : absl::StrSplit(cpuinfo, '\n')) {
+    if (!absl::StartsWith(line, "model name")) continue;
+    const size_t colon = line.find(':');
+    if (colon == absl::string_view::npos) continue;
+    return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+  }
+  return "unknown";
+}
+
+std::string ParseStatName(absl::string_view stat) {
+  const size_t open = stat.find('(');
+  const size_t close = stat.rfind(')');
+  if (open == absl::string_view::npos || close == absl::string_view::npos ||
+      close < open) {
+    return "";
+  }
+  return std::string(stat.substr(open + 1, close - open - 1));
+}
+
+absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(
+    pid_t pid) {
+  const std::string dir = absl::StrCat("/proc/", pid, "/task");
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot list ", dir, ": is the process alive?"));
+  }
+  const int64_t ticks = sysconf(_SC_CLK_TCK);
+  std::map<std::string, absl::Duration> by_name;
+  for (const auto& entry : it) {
+    absl::StatusOr<std::string> stat =
+        ReadFile(entry.path().string() + "/stat");
+    if (!stat.ok()) continue;  // the thread ended meanwhile
+    absl::StatusOr<absl::Duration> cpu = ParseStatCpuTime(*stat, ticks);
+    if (!cpu.ok()) continue;
+    by_name[ParseStatName(*stat)] += *cpu;
+  }
+  return by_name;
+}
+
+std::vector<std::pair<std::string, double>> BusiestThreads(
+    const std::map<std::string, absl::Duration>& before,
+    const std::map<std::string, absl::Duration>& after, absl::Duration window,
+    size_t limit) {
+  std::vector<std::pair<std::string, double>> out;
+  if (window <= absl::ZeroDuration()) return out;
+  for (const auto& [name, cpu] : after) {
+    auto it = before.find(name);
+    const absl::Duration used =
+        cpu - (it == before.end() ? absl::ZeroDuration() : it->second);
+    if (used > absl::ZeroDuration()) {
+      out.emplace_back(name, absl::FDivDuration(used, window));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid) {
+  absl::StatusOr<std::string> stat =
+      ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat.ok()) return stat.status();
+  return ParseStatCpuTime(*stat, sysconf(_SC_CLK_TCK));
+}
+
+absl::StatusOr<int64_t> ReadProcessRssBytes(pid_t pid) {
+  absl::StatusOr<std::string> status =
+      ReadFile(absl::StrCat("/proc/", pid, "/status"));
+  if (!status.ok()) return status.status();
+  return ParseStatusRssBytes(*status);
+}
+
+MachineInfo ReadMachineInfo() {
+  MachineInfo info;
+  info.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  absl::StatusOr<std::string> cpuinfo = ReadFile("/proc/cpuinfo");
+  info.cpu_model = cpuinfo.ok() ? ParseCpuModel(*cpuinfo) : "unknown";
+  return info;
+}
+
+int64_t RaiseOpenFileLimit() {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return static_cast<int64_t>(limit.rlim_cur);
+}
+
+}  // namespace ddp::rdzv_sim

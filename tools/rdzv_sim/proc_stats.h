@@ -1,0 +1,63 @@
+#ifndef DDP_TOOLS_RDZV_SIM_PROC_STATS_H_
+#define DDP_TOOLS_RDZV_SIM_PROC_STATS_H_
+
+// CPU time and resident memory of a process, read from /proc (Linux), and the
+// machine description for the report.
+//
+// Possible errors: NOT_FOUND (no such process: /proc/PID missing),
+// INVALID_ARGUMENT (the text does not have the expected format; the message
+// quotes it, size-capped).
+// Thread-safety: pure functions (they read /proc afresh each call).
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace ddp::rdzv_sim {
+
+// utime + stime of a /proc/PID/stat line (fields 14 and 15, counted after the
+// parenthesised command name, which may itself hold spaces and parentheses).
+absl::StatusOr<absl::Duration> ParseStatCpuTime(absl::string_view stat,
+                                                int64_t ticks_per_second);
+// VmRSS of a /proc/PID/status text, in bytes.
+absl::StatusOr<int64_t> ParseStatusRssBytes(absl::string_view status);
+// The first "model name" of a /proc/cpuinfo text; "unknown" if none.
+std::string ParseCpuModel(absl::string_view cpuinfo);
+
+// The thread or command name of a /proc/PID/stat line (inside the
+// parentheses); empty if malformed.
+std::string ParseStatName(absl::string_view stat);
+
+absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid);
+// CPU time of every thread of `pid` (/proc/PID/task/*/stat), summed per
+// thread name; threads that vanish while reading are skipped.
+absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(
+    pid_t pid);
+// (name, share of one core) of the threads that used CPU between the two
+// snapshots over `window`, busiest first, at most `limit` entries.
+std::vector<std::pair<std::string, double>> BusiestThreads(
+    const std::map<std::string, absl::Duration>& before,
+    const std::map<std::string, absl::Duration>& after, absl::Duration window,
+    size_t limit);
+absl::StatusOr<int64_t> ReadProcessRssBytes(pid_t pid);
+
+struct MachineInfo {
+  int cpus = 0;
+  std::string cpu_model;
+};
+MachineInfo ReadMachineInfo();
+
+// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
+int64_t RaiseOpenFileLimit();
+
+}  // namespace ddp::rdzv_sim
+
+#endif  // DDP_TOOLS_RDZV_SIM_PROC_STATS_H_

@@ -1,0 +1,91 @@
+#include "tools/rdzv_sim/proc_stats.h"
+
+#include <unistd.h>
+
+#include "gtest/gtest.h"
+
+namespace ddp::rdzv_sim {
+namespace {
+
+TEST(ProcStats, ParseStatCpuTime_CommandWithSpacesAndParens_SumsFields) {
+  // utime=150, stime=50 ticks at 100 Hz: 2 s.
+  const std::string stat =
+      "1234 (my (odd) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 150 50 0 0 20 "
+      "0 8 0 555 1000000 200 18446744073709551615";
+  absl::StatusOr<absl::Duration> cpu = ParseStatCpuTime(stat, 100);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(*cpu, absl::Seconds(2));
+}
+
+TEST(ProcStats, ParseStatCpuTime_Truncated_InvalidArgument) {
+  EXPECT_EQ(ParseStatCpuTime("1234 (x) S 1 2", 100).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseStatCpuTime("garbage", 100).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ProcStats, ParseStatName_InsideOuterParentheses) {
+  EXPECT_EQ(ParseStatName("12 (rdzv (x)) S 1"), "rdzv (x)");
+  EXPECT_EQ(ParseStatName("garbage"), "");
+}
+
+TEST(ProcStats, BusiestThreads_DifferenceSortedAndLimited) {
+  const std::map<std::string, absl::Duration> before = {
+      {"grpc", absl::Seconds(1)}, {"idle", absl::Seconds(5)}};
+  const std::map<std::string, absl::Duration> after = {
+      {"grpc", absl::Seconds(3)},
+      {"idle", absl::Seconds(5)},
+      {"new", absl::Seconds(1)},
+      {"newer", absl::Milliseconds(500)}};
+  std::vector<std::pair<std::string, double>> busiest =
+      BusiestThreads(before, after, absl::Seconds(10), 2);
+  ASSERT_EQ(busiest.size(), 2u);
+  EXPECT_EQ(busiest[0].first, "grpc");
+  EXPECT_DOUBLE_EQ(busiest[0].second, 0.2);
+  EXPECT_EQ(busiest[1].first, "new");
+  EXPECT_DOUBLE_EQ(busiest[1].second, 0.1);
+}
+
+TEST(ProcStats, ReadThreadCpuByName_Self_HasThreads) {
+  absl::StatusOr<std::map<std::string, absl::Duration>> threads =
+      ReadThreadCpuByName(getpid());
+  ASSERT_TRUE(threads.ok()) << threads.status();
+  EXPECT_FALSE(threads->empty());
+}
+
+TEST(ProcStats, ParseStatusRssBytes_VmRssLine_Bytes) {
+  absl::StatusOr<int64_t> rss = ParseStatusRssBytes(
+      "Name:\tcoordinator\nVmPeak:\t  999 kB\n"
+      "VmRSS:\t   12345 kB\nThreads:\t9\n");
+  ASSERT_TRUE(rss.ok()) << rss.status();
+  EXPECT_EQ(*rss, 12345 * 1024);
+}
+
+TEST(ProcStats, ParseStatusRssBytes_Missing_InvalidArgument) {
+  EXPECT_EQ(ParseStatusRssBytes("Name:\tx\n").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseStatusRssBytes("VmRSS:\t lots kB\n").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ProcStats, ParseCpuModel_FirstModelName) {
+  EXPECT_EQ(ParseCpuModel("processor\t: 0\nmodel name\t: Fancy CPU @ 3GHz\n"
+                          "model name\t: Other\n"),
+            "Fancy CPU @ 3GHz");
+  EXPECT_EQ(ParseCpuModel("processor\t: 0\n"), "unknown");
+}
+
+TEST(ProcStats, ReadProcess_Self_PositiveValues) {
+  absl::StatusOr<int64_t> rss = ReadProcessRssBytes(getpid());
+  ASSERT_TRUE(rss.ok()) << rss.status();
+  EXPECT_GT(*rss, 0);
+  EXPECT_TRUE(ReadProcessCpuTime(getpid()).ok());
+}
+
+TEST(ProcStats, ReadProcess_NoSuchPid_NotFound) {
+  EXPECT_EQ(ReadProcessRssBytes(0x3fffffff).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ddp::rdzv_sim

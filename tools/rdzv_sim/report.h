@@ -1,0 +1,71 @@
+#ifndef DDP_TOOLS_RDZV_SIM_REPORT_H_
+#define DDP_TOOLS_RDZV_SIM_REPORT_H_
+
+// The figures of one simulated cluster size and their rendering as a table
+// and as JSON, with the targets of the brief:
+//   rendezvous and restart <= 1 s up to 1,024 nodes, <= 3 s up to 4,096;
+//   coordinator CPU while heartbeating <= 25% of one core (at 4,096 agents);
+//   coordinator memory <= 50 KB per connected agent.
+// Thread-safety: pure functions.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "tools/rdzv_sim/latency_stats.h"
+#include "tools/rdzv_sim/proc_stats.h"
+
+namespace ddp::rdzv_sim {
+
+struct SizeResult {
+  int nodes = 0;
+  int channels = 0;
+  std::string job_id;
+  std::string error;    // non-empty: the run stopped there
+  std::string warning;  // non-empty: something went wrong after the figures
+
+  // Rendezvous: first Register sent -> last Assignment received.
+  absl::Duration rendezvous;
+  absl::Duration register_spread;  // first -> last Register sent (client)
+  LatencySummary registration_round_trip;
+  int64_t generation = 0;
+  // Restart: WorkerExited sent -> last generation g+1 Assignment received.
+  absl::Duration restart;
+  int64_t restart_generation = 0;
+  // CPU spent during rendezvous + restart (absent: coordinator pid unknown).
+  std::optional<absl::Duration> coordinator_cpu_setup;
+  absl::Duration client_cpu_setup;
+
+  // Steady heartbeating.
+  absl::Duration heartbeat_window;
+  int64_t heartbeats_sent = 0;
+  std::optional<double> coordinator_cpu_fraction;  // of one core
+  double client_cpu_fraction = 0;
+  // The coordinator's busiest threads in that window: (name, share of a core).
+  std::vector<std::pair<std::string, double>> coordinator_threads;
+
+  // Coordinator VmRSS before any agent connected and with all connected.
+  std::optional<int64_t> rss_idle_bytes;
+  std::optional<int64_t> rss_connected_bytes;
+};
+
+// The latency target for `nodes` (1 s up to 1,024, 3 s up to 4,096); absent
+// beyond.
+std::optional<absl::Duration> LatencyTarget(int nodes);
+inline constexpr double kCpuTargetFraction = 0.25;
+inline constexpr int64_t kMemoryTargetBytesPerAgent = 50 * 1000;
+
+// Bytes of coordinator RSS per connected agent; absent when unknown.
+std::optional<double> BytesPerAgent(const SizeResult& result);
+
+std::string RenderTable(const std::vector<SizeResult>& results,
+                        const MachineInfo& machine);
+std::string RenderJson(const std::vector<SizeResult>& results,
+                       const MachineInfo& machine);
+
+}  // namespace ddp::rdzv_sim
+
+#endif  // DDP_TOOLS_RDZV_SIM_REPORT_H_

@@ -1,0 +1,84 @@
+#include "tools/rdzv_sim/report.h"
+
+#include "gtest/gtest.h"
+
+namespace ddp::rdzv_sim {
+namespace {
+
+SizeResult Sample() {
+  SizeResult r;
+  r.nodes = 1024;
+  r.channels = 64;
+  r.job_id = "rdzv-sim-n1024";
+  r.rendezvous = absl::Milliseconds(512);
+  r.restart = absl::Milliseconds(1500);
+  r.heartbeat_window = absl::Seconds(10);
+  r.heartbeats_sent = 20480;
+  r.coordinator_cpu_fraction = 0.125;
+  r.client_cpu_fraction = 0.5;
+  r.coordinator_threads = {{"grpc-exec", 0.1}, {"rdzv-dispatch", 0.025}};
+  r.rss_idle_bytes = 10'000'000;
+  r.rss_connected_bytes = 10'000'000 + 1024 * 20'000;
+  return r;
+}
+
+TEST(Report, LatencyTarget_BySize) {
+  EXPECT_EQ(LatencyTarget(256), absl::Seconds(1));
+  EXPECT_EQ(LatencyTarget(1024), absl::Seconds(1));
+  EXPECT_EQ(LatencyTarget(4096), absl::Seconds(3));
+  EXPECT_FALSE(LatencyTarget(8192).has_value());
+}
+
+TEST(Report, BytesPerAgent_DifferenceOverNodes) {
+  EXPECT_DOUBLE_EQ(*BytesPerAgent(Sample()), 20'000.0);
+  SizeResult unknown = Sample();
+  unknown.rss_idle_bytes.reset();
+  EXPECT_FALSE(BytesPerAgent(unknown).has_value());
+}
+
+TEST(Report, RenderTable_ShowsFiguresAndVerdicts) {
+  const std::string table = RenderTable({Sample()}, {2, "Test CPU"});
+  EXPECT_NE(table.find("2 cpus (Test CPU)"), std::string::npos) << table;
+  EXPECT_NE(table.find("512 ms ok"), std::string::npos) << table;
+  EXPECT_NE(table.find("1500 ms MISS"), std::string::npos) << table;
+  EXPECT_NE(table.find("500 us"), std::string::npos) << table;  // per join
+  EXPECT_NE(table.find("12.5% ok"), std::string::npos) << table;
+  EXPECT_NE(table.find("20.0 KB ok"), std::string::npos) << table;
+  EXPECT_NE(table.find("2048"), std::string::npos) << table;  // beats/s
+  EXPECT_NE(table.find("grpc-exec 10.0%, rdzv-dispatch 2.5%"),
+            std::string::npos)
+      << table;
+}
+
+TEST(Report, RenderTable_ErrorRow_ShowsError) {
+  SizeResult failed;
+  failed.nodes = 4096;
+  failed.error = "rendezvous: DEADLINE_EXCEEDED";
+  const std::string table = RenderTable({failed}, {2, "x"});
+  EXPECT_NE(table.find("4096 | error: rendezvous: DEADLINE_EXCEEDED"),
+            std::string::npos)
+      << table;
+}
+
+TEST(Report, RenderJson_FieldsAndNulls) {
+  SizeResult r = Sample();
+  r.coordinator_cpu_fraction.reset();
+  r.error = "say \"hi\"";
+  const std::string json = RenderJson({r}, {2, "Test CPU"});
+  EXPECT_NE(json.find("\"cpus\":2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"nodes\":1024"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"rendezvous_ms\":512.000"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"per_join_us\":500.000"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"coordinator_threads\":{\"grpc-exec\":0.100,"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"coordinator_cpu_fraction\":null"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"bytes_per_agent\":20000.000"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"error\":\"say \\\"hi\\\"\""), std::string::npos)
+      << json;
+}
+
+}  // namespace
+}  // namespace ddp::rdzv_sim
