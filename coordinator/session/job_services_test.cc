@@ -34,6 +34,8 @@ class JobServicesRestartTest : public testing::JobServicesTest {
   std::unique_ptr<rendezvous::SqliteJobStateStore> store_;
 };
 
+class JobServicesStoreDownTest : public testing::JobServicesTest {};
+
 TEST_F(JobServicesRestartTest, Restart_AgentsResume_SameGeneration) {
   v1::JobSettings settings = FastSettings(2, 2);
   settings.set_heartbeat_timeout_ms(5000);  // room for the restart
@@ -71,6 +73,22 @@ TEST_F(JobServicesRestartTest, Shutdown_EndsSessionsWithUnavailable) {
   absl::StatusOr<grpc::Status> end = a.WaitForStreamEnd(kWait);
   ASSERT_TRUE(end.ok());
   EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// The job store refuses writes: nothing is acknowledged (no Registered, no
+// assignment) until the writer's retry gets the registration in.
+TEST_F(JobServicesStoreDownTest, StoreDown_NothingAcknowledgedUntilDurable) {
+  memory_store_.FailWith(absl::UnavailableError("disk full"));
+  v1::JobSettings settings = FastSettings(1, 1);
+  settings.set_heartbeat_timeout_ms(20000);  // no heartbeats before Registered
+  FakeAgent& a = MakeAgent("d", "a", settings);
+  absl::StatusOr<v1::Registered> early = a.Register(absl::Milliseconds(300));
+  EXPECT_FALSE(early.ok());
+  EXPECT_TRUE(a.assignments().empty());
+  memory_store_.FailWith(absl::OkStatus());
+  absl::StatusOr<v1::Assignment> assignment = a.WaitForAssignment(1, kWait);
+  ASSERT_TRUE(assignment.ok()) << assignment.status();
+  EXPECT_EQ(assignment->generation(), 1);
 }
 
 }  // namespace
