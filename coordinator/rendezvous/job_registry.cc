@@ -1,5 +1,6 @@
 #include "coordinator/rendezvous/job_registry.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,8 @@ absl::Status JobRegistry::Restore() {
         Job::Restore(snapshot, options_.limits, clock_, &outbox_);
     if (!job.ok()) return job.status();
     std::string id = (*job)->id();
+    // Stored events are durable (and no longer retained).
+    taken_event_index_[id] = (*job)->Status(false).last_event_index;
     jobs_.emplace(std::move(id), std::move(*job));
   }
   DDP_LOG(INFO) << "restored " << jobs_.size() << " jobs";
@@ -238,6 +241,7 @@ absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
     }
     jobs_.erase(job_id);
     unflushed_.erase(job_id);
+    taken_event_index_.erase(job_id);
     if (store_ == nullptr) return absl::OkStatus();
     JobChanges changes;
     changes.job_id = job_id;
@@ -282,7 +286,13 @@ absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Job*> job = FindJobLocked(job_id);
   if (!job.ok()) return job.status();
-  return (*job)->EventsSince(after_index, limit);
+  absl::StatusOr<std::vector<JobEvent>> events =
+      (*job)->EventsSince(after_index, limit);
+  if (!events.ok() || !options_.write_behind) return events;
+  auto taken = taken_event_index_.find(job_id);
+  const int64_t cap = taken == taken_event_index_.end() ? 0 : taken->second;
+  while (!events->empty() && events->back().index > cap) events->pop_back();
+  return events;
 }
 
 absl::Status JobRegistry::Heartbeat(const NodeRef& ref) {
@@ -339,6 +349,12 @@ void JobRegistry::Tick() {
 
 Outbox JobRegistry::TakeOutbox() {
   absl::MutexLock lock(&mu_);
+  if (options_.write_behind) {
+    for (const JobEvent& event : outbox_.events) {
+      int64_t& taken = taken_event_index_[event.job_id];
+      taken = std::max(taken, event.index);
+    }
+  }
   Outbox out = std::move(outbox_);
   outbox_.messages.clear();
   outbox_.events.clear();

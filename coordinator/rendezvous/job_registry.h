@@ -102,7 +102,9 @@ class JobRegistry {
   absl::StatusOr<JobStatus> GetJob(const std::string& job_id,
                                    bool include_nodes) const;
   std::vector<JobStatus> ListJobs() const;
-  // Possible errors: NOT_FOUND, OUT_OF_RANGE (events dropped).
+  // Possible errors: NOT_FOUND, OUT_OF_RANGE (events dropped). In
+  // write-behind mode only events already taken by TakeOutbox (durable and
+  // published) are returned; later ones arrive through the outbox.
   absl::StatusOr<std::vector<JobEvent>> EventsSince(const std::string& job_id,
                                                     int64_t after_index,
                                                     int limit) const;
@@ -171,6 +173,8 @@ class JobRegistry {
   std::map<std::string, JobChanges> unflushed_ ABSL_GUARDED_BY(mu_);
   Outbox outbox_ ABSL_GUARDED_BY(mu_);
   WriteBehindQueue write_queue_ ABSL_GUARDED_BY(mu_);
+  // Write-behind: per job, the newest event index TakeOutbox handed out.
+  std::map<std::string, int64_t> taken_event_index_ ABSL_GUARDED_BY(mu_);
   // Serializes PersistPending (one batch in flight).
   absl::Mutex persist_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 };

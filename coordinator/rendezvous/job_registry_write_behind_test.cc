@@ -57,6 +57,24 @@ TEST(JobRegistryWriteBehind, MessagesHeldUntilBatchWritten) {
   EXPECT_EQ((*stored)[0].nodes.size(), 2u);
 }
 
+TEST(JobRegistryWriteBehind, EventsSince_OnlyEventsAlreadyTaken) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  std::atomic<int> signals{0};
+  JobRegistry registry(clock, &store, WriteBehind(&signals));
+  ASSERT_TRUE(registry.Register(Req("a", 1)).ok());
+  absl::StatusOr<std::vector<JobEvent>> events =
+      registry.EventsSince("j", 0, 100);
+  ASSERT_TRUE(events.ok());
+  EXPECT_TRUE(events->empty());  // not durable yet
+  ASSERT_TRUE(registry.PersistPending().ok());
+  Outbox out = registry.TakeOutbox();
+  ASSERT_FALSE(out.events.empty());
+  events = registry.EventsSince("j", 0, 100);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->size(), out.events.size());
+}
+
 TEST(JobRegistryWriteBehind, StoreFails_HeldUntilARetrySucceeds) {
   FakeClock clock;
   InMemoryJobStateStore store;
