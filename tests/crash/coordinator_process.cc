@@ -69,6 +69,15 @@ absl::Status CoordinatorProcess::Start() {
   args.insert(args.end(), options_.extra_args.begin(),
               options_.extra_args.end());
   const std::string log = log_path();
+  // Built before fork: the child only execs.
+  std::vector<std::string> env = options_.extra_env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  std::vector<char*> envp;
+  for (std::string& entry : env) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {
@@ -78,10 +87,7 @@ absl::Status CoordinatorProcess::Start() {
       dup2(fd, STDERR_FILENO);
       dup2(fd, STDOUT_FILENO);
     }
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   pid_ = pid;

@@ -25,6 +25,9 @@ struct CoordinatorProcessOptions {
   std::string data_dir;  // --data-dir; reused across restarts.
   std::string work_dir;  // Port file and log live here.
   std::vector<std::string> extra_args;
+  // "NAME=value" entries added to the inherited environment (e.g. LD_PRELOAD
+  // of a fault injector).
+  std::vector<std::string> extra_env;
   // Restart on the port the first start got (clients keep their address).
   bool keep_port_across_restarts = true;
   absl::Duration start_timeout = absl::Seconds(20);
