@@ -77,7 +77,7 @@ absl::Status JobRegistry::FlushLocked(Job& job) {
 
 absl::Status JobRegistry::AfterChangeLocked(Job& job) {
   if (!options_.write_behind || store_ == nullptr) return FlushLocked(job);
-  write_queue_.Add(job.TakeChanges());
+  if (job.HasChanges()) write_queue_.Add(job.TakeChanges());  // not heartbeats
   write_queue_.Hold(outbox_);
   return absl::OkStatus();
 }
