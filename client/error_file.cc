@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace ddp::client {
@@ -214,6 +215,28 @@ std::optional<ErrorFileContent> ParseErrorFile(absl::string_view text,
   content.traceback = Cap(std::move(content.traceback), limits.max_field_chars);
   content.timestamp = Cap(std::move(content.timestamp), 64);
   return content;
+}
+
+std::optional<ErrorTimestamp> ParseErrorTimestamp(absl::string_view text) {
+  text = absl::StripAsciiWhitespace(text);
+  if (text.empty()) return std::nullopt;
+  ErrorTimestamp stamp;
+  int64_t seconds = 0;
+  if (absl::SimpleAtoi(text, &seconds)) {
+    if (seconds <= 0) return std::nullopt;
+    stamp.time = absl::FromUnixSeconds(seconds);
+    return stamp;
+  }
+  // Microseconds are as fine as a double of today's Unix seconds resolves.
+  double fractional = 0;
+  if (!absl::SimpleAtod(text, &fractional) || !(fractional > 0) ||
+      fractional > 1e12) {
+    return std::nullopt;
+  }
+  stamp.time = absl::FromUnixMicros(
+      static_cast<int64_t>(fractional * 1e6 + 0.5));
+  stamp.whole_seconds = false;
+  return stamp;
 }
 
 absl::StatusOr<ErrorFileContent> ReadErrorFile(const std::string& path,

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace ddp::client {
 
@@ -36,6 +37,15 @@ struct ErrorFileLimits {
 // Parses the text of an error file. nullopt when it is empty or whitespace.
 std::optional<ErrorFileContent> ParseErrorFile(
     absl::string_view text, const ErrorFileLimits& limits = {});
+
+// extraInfo.timestamp as a time: Unix seconds, as torch writes them
+// (str(int(time.time())), whole seconds) or with a fraction ("1700000000.25").
+struct ErrorTimestamp {
+  absl::Time time;
+  bool whole_seconds = true;  // no fraction: the moment lies in [time, +1 s)
+};
+// nullopt when `text` is empty or not a positive number of seconds.
+std::optional<ErrorTimestamp> ParseErrorTimestamp(absl::string_view text);
 
 // Reads and parses `path`. Possible errors: NOT_FOUND (no file: the worker
 // wrote none), INTERNAL (unreadable; errno text named).

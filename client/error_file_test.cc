@@ -65,6 +65,26 @@ TEST(ParseErrorFileTest, Parse_LongMessage_CappedToLimit) {
   EXPECT_EQ(content->message, "0123456789...");
 }
 
+TEST(ParseErrorTimestampTest, WholeAndFractionalSeconds_Parsed) {
+  auto whole = ParseErrorTimestamp("1700000000");
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->time, absl::FromUnixSeconds(1700000000));
+  EXPECT_TRUE(whole->whole_seconds);
+  auto fraction = ParseErrorTimestamp(" 1700000000.25\n");
+  ASSERT_TRUE(fraction.has_value());
+  EXPECT_EQ(fraction->time, absl::FromUnixMillis(1700000000250));
+  EXPECT_FALSE(fraction->whole_seconds);
+}
+
+TEST(ParseErrorTimestampTest, EmptyJunkOrNotPositive_Nullopt) {
+  EXPECT_FALSE(ParseErrorTimestamp("").has_value());
+  EXPECT_FALSE(ParseErrorTimestamp("yesterday").has_value());
+  EXPECT_FALSE(ParseErrorTimestamp("0").has_value());
+  EXPECT_FALSE(ParseErrorTimestamp("-5.5").has_value());
+  EXPECT_FALSE(ParseErrorTimestamp("nan").has_value());
+  EXPECT_FALSE(ParseErrorTimestamp("1e300").has_value());
+}
+
 TEST(ReadErrorFileTest, Read_MissingFile_NotFound) {
   EXPECT_EQ(ReadErrorFile("/no/such/error.json").status().code(),
             absl::StatusCode::kNotFound);

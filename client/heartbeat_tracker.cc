@@ -1,6 +1,13 @@
 #include "client/heartbeat_tracker.h"
 
+#include "absl/strings/str_format.h"
+
 namespace ddp::client {
+
+std::string DescribeSilence(absl::Duration silent_for) {
+  return absl::StrFormat("no heartbeat for %.1f s",
+                         absl::ToDoubleSeconds(silent_for));
+}
 
 bool HeartbeatTracker::Observe(std::optional<absl::Time> mtime,
                                absl::Time now) {

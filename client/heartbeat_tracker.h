@@ -12,10 +12,15 @@
 // Thread-safety: not thread-safe; owned by the supervisor's event loop.
 
 #include <optional>
+#include <string>
 
 #include "absl/time/time.h"
 
 namespace ddp::client {
+
+// "no heartbeat for 5.0 s": how long a hung worker was silent, in the words
+// of every failure report and summary.
+std::string DescribeSilence(absl::Duration silent_for);
 
 class HeartbeatTracker {
  public:
@@ -26,6 +31,10 @@ class HeartbeatTracker {
   bool Observe(std::optional<absl::Time> mtime, absl::Time now);
 
   bool touched() const { return last_touch_.has_value(); }
+  // When the last touch was observed (the clock's time), and the file's
+  // modification time then. Both unset before the first touch.
+  std::optional<absl::Time> last_touch() const { return last_touch_; }
+  std::optional<absl::Time> last_mtime() const { return last_mtime_; }
   // Time since the last observed touch (zero before the first one).
   absl::Duration SilentFor(absl::Time now) const;
 

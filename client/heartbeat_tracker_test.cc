@@ -58,5 +58,23 @@ TEST(HeartbeatTrackerTest, Observe_ZeroTimeout_Disabled) {
   EXPECT_FALSE(tracker.Observe(kMtime, clock.Now()));
 }
 
+TEST(DescribeSilenceTest, OneDecimalInSeconds) {
+  EXPECT_EQ(DescribeSilence(absl::Milliseconds(5049)), "no heartbeat for 5.0 s");
+  EXPECT_EQ(DescribeSilence(absl::Seconds(30)), "no heartbeat for 30.0 s");
+}
+
+TEST(HeartbeatTrackerTest, LastTouchAndMtime_SetByFirstTouchOnly) {
+  FakeClock clock;
+  HeartbeatTracker tracker(absl::Seconds(10));
+  EXPECT_FALSE(tracker.last_touch().has_value());
+  EXPECT_FALSE(tracker.last_mtime().has_value());
+  tracker.Observe(kMtime, clock.Now());
+  const absl::Time seen = clock.Now();
+  clock.Advance(absl::Seconds(1));
+  tracker.Observe(kMtime, clock.Now());  // unchanged: no new touch
+  EXPECT_EQ(tracker.last_touch(), seen);
+  EXPECT_EQ(tracker.last_mtime(), kMtime);
+}
+
 }  // namespace
 }  // namespace ddp::client

@@ -2,8 +2,12 @@
 
 #include <string.h>
 
+#include <algorithm>
+#include <numeric>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "client/heartbeat_tracker.h"
 
 namespace ddp::client {
 namespace {
@@ -16,6 +20,12 @@ std::string SignalText(int signal) {
                            : absl::StrCat("SIG", signal);
 }
 
+std::string HangText(const WorkerFailure& f) {
+  return f.silent_for > absl::ZeroDuration()
+             ? absl::StrCat("hang: ", DescribeSilence(f.silent_for))
+             : std::string("hang");
+}
+
 std::string Cause(const WorkerFailure& f) {
   switch (f.kind) {
     case WorkerFailure::Kind::kExitCode:
@@ -23,33 +33,49 @@ std::string Cause(const WorkerFailure& f) {
     case WorkerFailure::Kind::kSignal:
       return absl::StrCat("signal ", SignalText(f.signal));
     case WorkerFailure::Kind::kHang:
-      return absl::StrCat("hang (no heartbeat for ",
-                          absl::FormatDuration(f.silent_for), ")");
+      return f.knock_on_of_rank >= 0
+                 ? absl::StrCat(HangText(f), " (knock-on of rank ",
+                                f.knock_on_of_rank, "'s hang)")
+                 : HangText(f);
   }
   return "unknown";
+}
+
+// What the traceback line says when the worker left no error file.
+std::string DefaultTraceback(const WorkerFailure& f) {
+  switch (f.kind) {
+    case WorkerFailure::Kind::kSignal:
+      return f.pid > 0 ? absl::StrCat("Signal ", f.signal, " (",
+                                      SignalText(f.signal),
+                                      ") received by PID ", f.pid)
+                       : absl::StrCat("Signal ", f.signal, " (",
+                                      SignalText(f.signal), ") received");
+    case WorkerFailure::Kind::kHang:
+      if (f.knock_on_of_rank >= 0) {
+        return absl::StrCat("stopped touching DDP_HEARTBEAT_FILE after rank ",
+                            f.knock_on_of_rank,
+                            " hung: blocked waiting for it (knock-on)");
+      }
+      return "the worker stopped touching DDP_HEARTBEAT_FILE and was stopped "
+             "while it still ran";
+    case WorkerFailure::Kind::kExitCode:
+      break;
+  }
+  return "To enable traceback see: "
+         "https://pytorch.org/docs/stable/elastic/errors.html";
 }
 
 void AppendEntry(int index, const WorkerFailure& f, std::string* out) {
   const std::string exitcode =
       f.kind == WorkerFailure::Kind::kExitCode ? absl::StrCat(f.exit_code)
       : f.kind == WorkerFailure::Kind::kSignal ? absl::StrCat(-f.signal)
-                                               : std::string("hang");
-  std::string traceback;
-  if (!f.traceback.empty()) {
-    traceback = f.traceback;
-  } else if (!f.message.empty()) {
-    traceback = f.message;
-  } else if (f.kind == WorkerFailure::Kind::kSignal) {
-    traceback = absl::StrCat("Signal ", f.signal, " (", SignalText(f.signal),
-                             ") received by PID ", f.pid);
-  } else if (f.kind == WorkerFailure::Kind::kHang) {
-    traceback = absl::StrCat("no touch of DDP_HEARTBEAT_FILE for ",
-                             absl::FormatDuration(f.silent_for));
-  } else {
-    traceback =
-        "To enable traceback see: "
-        "https://pytorch.org/docs/stable/elastic/errors.html";
-  }
+                                               : HangText(f);
+  // A message that only repeats the cause ("exit code 1", what agents send
+  // when there was no error file) says no more than the exitcode line.
+  const bool informative = !f.message.empty() && f.message != Cause(f);
+  std::string traceback = !f.traceback.empty() ? f.traceback
+                          : informative        ? f.message
+                                               : DefaultTraceback(f);
   // Continuation lines of a multi-line traceback line up under the first.
   traceback = absl::StrReplaceAll(traceback, {{"\n", "\n              "}});
   absl::StrAppend(
@@ -57,9 +83,14 @@ void AppendEntry(int index, const WorkerFailure& f, std::string* out) {
       absl::FormatTime("%Y-%m-%d_%H:%M:%S", f.time, absl::UTCTimeZone()), "\n",
       "  host      : ", f.node, "\n", "  rank      : ", f.global_rank,
       " (local_rank: ", f.local_rank, ")\n", "  exitcode  : ", exitcode,
-      " (pid: ", f.pid, ")\n",
+      f.pid > 0 ? absl::StrCat(" (pid: ", f.pid, ")") : std::string(), "\n",
       "  error_file: ", f.error_file.empty() ? "<N/A>" : f.error_file, "\n",
       "  traceback : ", traceback, "\n");
+}
+
+bool Earlier(const WorkerFailure& a, const WorkerFailure& b) {
+  if (a.time != b.time) return a.time < b.time;
+  return a.global_rank < b.global_rank;
 }
 
 }  // namespace
@@ -67,11 +98,17 @@ void AppendEntry(int index, const WorkerFailure& f, std::string* out) {
 int RootCauseIndex(const std::vector<WorkerFailure>& failures) {
   int best = -1;
   for (int i = 0; i < static_cast<int>(failures.size()); ++i) {
-    if (best < 0 || failures[i].time < failures[best].time ||
-        (failures[i].time == failures[best].time &&
-         failures[i].global_rank < failures[best].global_rank)) {
+    if (best < 0) {
       best = i;
+      continue;
     }
+    const bool knock_on = failures[i].knock_on_of_rank >= 0;
+    const bool best_knock_on = failures[best].knock_on_of_rank >= 0;
+    if (knock_on != best_knock_on) {
+      if (best_knock_on) best = i;
+      continue;
+    }
+    if (Earlier(failures[i], failures[best])) best = i;
   }
   return best;
 }
@@ -88,13 +125,21 @@ std::string OneLineFailure(const WorkerFailure& f) {
 }
 
 std::string FormatFailureSummary(const std::string& title,
-                                 const std::vector<WorkerFailure>& failures) {
+                                 const std::vector<WorkerFailure>& failures,
+                                 int root) {
   const std::string heavy(kRuleWidth, '='), light(kRuleWidth, '-');
   std::string out =
       absl::StrCat(heavy, "\n", title, " FAILED\n", light, "\nFailures:\n");
-  const int root = RootCauseIndex(failures);
+  if (root < 0 || root >= static_cast<int>(failures.size())) {
+    root = RootCauseIndex(failures);
+  }
+  std::vector<int> order(failures.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return Earlier(failures[a], failures[b]);
+  });
   int shown = 0;
-  for (int i = 0; i < static_cast<int>(failures.size()); ++i) {
+  for (int i : order) {
     if (i == root) continue;
     AppendEntry(++shown, failures[i], &out);
   }

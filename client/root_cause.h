@@ -2,8 +2,8 @@
 #define DDP_CLIENT_ROOT_CAUSE_H_
 
 // The failure summary an agent prints when a job fails, in torchrun's layout
-// (ChildFailedError): every failure, and the first one by time as the root
-// cause.
+// (ChildFailedError): every failure, earliest first, and the root cause (the
+// coordinator's choice, or the earliest failure) apart.
 //
 //   ============================================================
 //   train.py FAILED
@@ -22,6 +22,10 @@
 //     ...
 //   ============================================================
 //
+// "(pid: N)" only where the pid is known. A hang shows as
+// "exitcode  : hang: no heartbeat for 5.0 s" (or "hang" when the duration
+// came from another node), never as an exit code.
+//
 // Thread-safety: pure functions.
 
 #include <sys/types.h>
@@ -38,19 +42,21 @@ struct WorkerFailure {
   std::string node;
   int global_rank = 0;
   int local_rank = 0;
-  pid_t pid = 0;
+  pid_t pid = 0;  // 0: unknown
   Kind kind = Kind::kExitCode;
   int exit_code = 0;          // kExitCode
   int signal = 0;             // kSignal
-  absl::Duration silent_for;  // kHang
+  absl::Duration silent_for;  // kHang; zero when unknown
+  int knock_on_of_rank = -1;  // kHang: blocked behind this rank's hang
   std::string message;        // error file message, may be empty
   std::string traceback;      // error file traceback, may be empty
   std::string error_file;     // path, empty when none was written
-  absl::Time time;
+  absl::Time time;            // when it failed (worker_failure.h FailureTime)
 };
 
-// Index of the earliest failure (the root cause); ties go to the lower global
-// rank. -1 when `failures` is empty.
+// Index of the root cause: the earliest failure, ties to the lower global
+// rank, knock-on hangs only when nothing else failed. -1 when `failures` is
+// empty.
 int RootCauseIndex(const std::vector<WorkerFailure>& failures);
 
 // "node-b rank 3 (local_rank 1): signal SIGKILL: <message>" — for logs and
@@ -58,9 +64,10 @@ int RootCauseIndex(const std::vector<WorkerFailure>& failures);
 std::string OneLineFailure(const WorkerFailure& failure);
 
 // The full torchrun-style summary. `title` is usually the entry point
-// ("train.py").
+// ("train.py"); failures[root] is the root cause (RootCauseIndex when `root`
+// is negative or out of range), the others are listed by time.
 std::string FormatFailureSummary(const std::string& title,
-                                 const std::vector<WorkerFailure>& failures);
+                                 const std::vector<WorkerFailure>& failures, int root = -1);
 
 }  // namespace ddp::client
 

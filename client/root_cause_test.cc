@@ -80,7 +80,86 @@ TEST(RootCauseTest, OneLineFailure_SignalAndHang_NamedReadably) {
   hang.kind = WorkerFailure::Kind::kHang;
   hang.silent_for = absl::Seconds(30);
   EXPECT_EQ(OneLineFailure(hang),
-            "n2 rank 2 (local_rank 0): hang (no heartbeat for 30s)");
+            "n2 rank 2 (local_rank 0): hang: no heartbeat for 30.0 s");
+  hang.knock_on_of_rank = 3;
+  EXPECT_EQ(OneLineFailure(hang),
+            "n2 rank 2 (local_rank 0): hang: no heartbeat for 30.0 s "
+            "(knock-on of rank 3's hang)");
+}
+
+TEST(RootCauseTest, FormatFailureSummary_MessageRepeatsCause_DefaultTraceback) {
+  WorkerFailure remote = Failure("node-a", 1, kT0);
+  remote.exit_code = 1;
+  remote.message = "exit code 1";  // what the agent sent without error file
+  const std::string text = FormatFailureSummary("t", {remote});
+  EXPECT_NE(text.find("  traceback : To enable traceback see: "),
+            std::string::npos)
+      << text;
+}
+
+TEST(RootCauseTest, FormatFailureSummary_PidUnknown_LeftOut) {
+  WorkerFailure remote = Failure("node-b", 3, kT0);
+  remote.pid = 0;
+  remote.kind = WorkerFailure::Kind::kSignal;
+  remote.signal = SIGKILL;
+  const std::string text = FormatFailureSummary("t", {remote});
+  EXPECT_EQ(text.find("pid"), std::string::npos) << text;
+  EXPECT_NE(text.find("  exitcode  : -9\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  traceback : Signal 9 (SIGKILL) received\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(RootCauseTest, FormatFailureSummary_Hang_ShownAsHangNotExitCode) {
+  WorkerFailure hang = Failure("node-a", 1, kT0);
+  hang.kind = WorkerFailure::Kind::kHang;
+  hang.silent_for = absl::Milliseconds(5040);
+  const std::string text = FormatFailureSummary("train.py", {hang});
+  EXPECT_NE(text.find("  exitcode  : hang: no heartbeat for 5.0 s (pid: 1001)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("exitcode  : 0"), std::string::npos) << text;
+  EXPECT_EQ(text.find("exitcode  : -1"), std::string::npos) << text;
+  // From another node the duration is unknown: the agent's message says it.
+  WorkerFailure remote = hang;
+  remote.silent_for = absl::ZeroDuration();
+  remote.pid = 0;
+  remote.message = "hang: no heartbeat for 3.1 s";
+  const std::string remote_text = FormatFailureSummary("train.py", {remote});
+  EXPECT_NE(remote_text.find("  exitcode  : hang\n"), std::string::npos)
+      << remote_text;
+  EXPECT_NE(remote_text.find("  traceback : hang: no heartbeat for 3.1 s\n"),
+            std::string::npos)
+      << remote_text;
+}
+
+TEST(RootCauseTest, FormatFailureSummary_ExplicitRoot_OthersByTime) {
+  const WorkerFailure late = Failure("b", 2, kT0 + absl::Seconds(2));
+  const WorkerFailure early = Failure("b", 3, kT0);
+  const WorkerFailure chosen = Failure("a", 1, kT0 + absl::Seconds(1));
+  const std::string text = FormatFailureSummary("t", {chosen, late, early}, 0);
+  const size_t root = text.find("Root Cause");
+  ASSERT_NE(root, std::string::npos);
+  EXPECT_NE(text.find("rank      : 1 (local_rank: 1)", root), std::string::npos)
+      << text;
+  const size_t first = text.find("[1]:");
+  const size_t second = text.find("[2]:");
+  ASSERT_LT(second, root);
+  EXPECT_NE(text.substr(first, second - first).find("rank      : 3"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.substr(second, root - second).find("rank      : 2"),
+            std::string::npos)
+      << text;
+}
+
+TEST(RootCauseTest, RootCauseIndex_KnockOnHangNeverRootWhenOthersFailed) {
+  WorkerFailure blocked = Failure("a", 0, kT0);
+  blocked.kind = WorkerFailure::Kind::kHang;
+  blocked.knock_on_of_rank = 1;
+  WorkerFailure exited = Failure("b", 2, kT0 + absl::Seconds(5));
+  EXPECT_EQ(RootCauseIndex({blocked, exited}), 1);
+  EXPECT_EQ(RootCauseIndex({blocked}), 0);
 }
 
 TEST(ToWorkerFailureTest, FromExit_CopiesFieldsAndErrorFile) {

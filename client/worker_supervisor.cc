@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/hang_order.h"
 #include "client/heartbeat_tracker.h"
 #include "client/output_router.h"
 #include "client/worker_process.h"
@@ -47,8 +48,7 @@ std::string WorkerExit::Describe() const {
     case Kind::kSignaled:
       return absl::StrCat("signal ", SignalName(signal));
     case Kind::kHung:
-      return absl::StrCat("hang: no heartbeat for ",
-                          absl::FormatDuration(silent_for));
+      return absl::StrCat("hang: ", DescribeSilence(silent_for));
   }
   return "unknown";
 }
@@ -292,6 +292,8 @@ class WorkerSupervisor::EventLoop {
       absl::MutexLock lock(&owner_->mu_);
       if (owner_->stopping_) return;
     }
+    const absl::Time now = owner_->clock_.Now();
+    std::vector<HungWorker> hung;
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = *workers_[i];
       if (w.exited || w.hang_reported || w.process.pid <= 0) continue;
@@ -300,18 +302,33 @@ class WorkerSupervisor::EventLoop {
       if (stat(w.spec.files.heartbeat_file.c_str(), &st) == 0) {
         mtime = absl::TimeFromTimespec(st.st_mtim);
       }
-      const absl::Time now = owner_->clock_.Now();
       if (!w.tracker.Observe(mtime, now)) continue;
       w.hang_reported = true;
+      hung.push_back(HungWorker{i, w.spec.global_rank, *w.tracker.last_touch(),
+                                *w.tracker.last_mtime()});
+    }
+    if (hung.empty()) return;
+    OrderByLastHeartbeat(hung);
+    for (const HungWorker& h : hung) {
+      Worker& w = *workers_[h.index];
       WorkerExit hang;
       hang.kind = WorkerExit::Kind::kHung;
       hang.local_rank = w.spec.local_rank;
       hang.global_rank = w.spec.global_rank;
       hang.pid = w.process.pid;
       hang.time = now;
+      hang.last_heartbeat = h.last_touch;
       hang.silent_for = w.tracker.SilentFor(now);
       hang.error_file = w.spec.files.error_file;
-      owner_->RecordHang(i, std::move(hang));
+      // The first hang of this generation on this node is the culprit; every
+      // later one (same check, younger heartbeat, or a later check) blocked
+      // behind it.
+      if (first_hang_rank_ < 0) {
+        first_hang_rank_ = w.spec.global_rank;
+      } else {
+        hang.knock_on_of_rank = first_hang_rank_;
+      }
+      owner_->RecordHang(h.index, std::move(hang));
     }
   }
 
@@ -321,6 +338,7 @@ class WorkerSupervisor::EventLoop {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   int timer_fd_ = -1;
+  int first_hang_rank_ = -1;  // global rank of the first reported hang
 };
 
 WorkerSupervisor::WorkerSupervisor(Options options, const Clock& clock,

@@ -23,7 +23,11 @@
 //   - a timerfd every `check_interval` when hang detection is on:
 //   heartbeat-file mtimes ->
 //     HeartbeatTracker -> a hang is reported once through the ExitCallback
-//     (kind kHung; the process keeps running until the caller stops the group);
+//     (kind kHung; the process keeps running until the caller stops the group).
+//     Peers of a stuck worker block in the next collective and go silent as
+//     well: of the workers found hung in one check the one with the oldest
+//     heartbeat (hang_order.h) is the hang, the others, and any hang found in
+//     a later check, are knock-on hangs (knock_on_of_rank set);
 //   - an eventfd that wakes the loop for shutdown.
 // Workers are forked from the monitor thread, because PR_SET_PDEATHSIG fires
 // when the forking *thread* ends: the workers die with that thread, i.e. with
@@ -83,13 +87,18 @@ struct WorkerExit {
   int signal = 0;             // kSignaled
   absl::Time time;            // when the supervisor saw it (Clock::Now())
   absl::Duration silent_for;  // kHung: time since the last heartbeat
+  absl::Time last_heartbeat;  // kHung: when the last touch was seen
+  // kHung: the global rank of the older hang on this node that this one is
+  // blamed on (its peer stopped, so it blocked); -1: a hang of its own.
+  int knock_on_of_rank = -1;
   std::optional<ErrorFileContent>
       error;  // from the error file, or the exec failure
   std::string error_file;
   bool during_stop = false;  // the exit followed a Stop() order
 
   bool succeeded() const { return kind == Kind::kExited && exit_code == 0; }
-  // "exit code 3", "signal SIGKILL", "hang: no heartbeat for 30s".
+  bool knock_on() const { return knock_on_of_rank >= 0; }
+  // "exit code 3", "signal SIGKILL", "hang: no heartbeat for 30.0 s".
   std::string Describe() const;
 };
 

@@ -324,6 +324,61 @@ TEST_F(WorkerSupervisorTest,
             3u);  // the hang, then both exits from the stop
 }
 
+// Worker 1 goes silent first; worker 0 (its peer, blocked behind it) a
+// moment later. A check interval longer than both silences puts them in one
+// check: the older heartbeat is the hang, the other a knock-on of it.
+TEST_F(WorkerSupervisorTest, Hang_TwoSilentInOneCheck_OldestHeartbeatBlamed) {
+  Events events;
+  WorkerSupervisor::Options options = QuietOptions(console_fd_);
+  options.heartbeat_timeout = absl::Milliseconds(300);
+  options.check_interval = absl::Seconds(1);
+  WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "sleep 0.4; touch \"$DDP_HEARTBEAT_FILE\"; "
+                                 "sleep 1000",
+                                 /*global_offset=*/4),
+                          Script(run_dir_, 1,
+                                 "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
+                                 /*global_offset=*/4)})
+                  .ok());
+  const std::vector<WorkerExit> hangs = events.Await(2, absl::Seconds(10));
+  ASSERT_EQ(hangs.size(), 2u);
+  EXPECT_EQ(hangs[0].kind, WorkerExit::Kind::kHung);
+  EXPECT_EQ(hangs[0].local_rank, 1);  // reported first, and on its own
+  EXPECT_FALSE(hangs[0].knock_on());
+  EXPECT_EQ(hangs[1].local_rank, 0);
+  EXPECT_EQ(hangs[1].knock_on_of_rank, 5);
+  EXPECT_EQ(hangs[0].time, hangs[1].time);  // one check
+  EXPECT_LE(hangs[0].last_heartbeat, hangs[1].last_heartbeat);
+  EXPECT_GT(hangs[0].pid, 0);
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+}
+
+TEST_F(WorkerSupervisorTest, Hang_SecondHangInLaterCheck_KnockOnOfFirst) {
+  Events events;
+  WorkerSupervisor::Options options = QuietOptions(console_fd_);
+  options.heartbeat_timeout = absl::Milliseconds(300);
+  options.check_interval = absl::Milliseconds(20);
+  WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
+  ASSERT_TRUE(
+      supervisor
+          .Start({Script(run_dir_, 0,
+                         "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
+                  Script(run_dir_, 1,
+                         "for i in 1 2 3 4 5 6; do touch \"$DDP_HEARTBEAT_FILE\"; "
+                         "sleep 0.15; done; sleep 1000")})
+          .ok());
+  const std::vector<WorkerExit> hangs = events.Await(2, absl::Seconds(10));
+  ASSERT_EQ(hangs.size(), 2u);
+  EXPECT_EQ(hangs[0].local_rank, 0);
+  EXPECT_FALSE(hangs[0].knock_on());
+  EXPECT_EQ(hangs[1].local_rank, 1);
+  EXPECT_EQ(hangs[1].knock_on_of_rank, 0);
+  EXPECT_LT(hangs[0].time, hangs[1].time);
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+}
+
 TEST_F(WorkerSupervisorTest, Stop_FromCallback_FailedPrecondition) {
   absl::Notification done;
   absl::Status from_callback;

@@ -102,11 +102,18 @@ def main():
         if restart == args.fail_on_restart and rank == args.fail_rank:
             if step == args.fail_at_step:
                 print(f"rank {rank} failing on purpose at step {step}", flush=True)
-                sys.exit(args.fail_exit_code)
+                sys.stderr.flush()
+                # At once, as a crash would: a normal interpreter shutdown tears gloo down
+                # slowly, and the peers' knock-on exits could then be seen first.
+                os._exit(args.fail_exit_code)
             if step == args.hang_at_step:
                 print(f"rank {rank} hanging on purpose at step {step}", flush=True)
                 while True:
                     time.sleep(3600)
+        # Progress at the start of each step too: peers blocked in this step's all-reduce
+        # by a hung rank have touched it later than the hung rank, so the agent blames
+        # the right one.
+        touch(heartbeat_file)
         x = torch.randn(32, 8, generator=data_gen).to(device)
         y = x @ target_w.to(device)
         loss = torch.nn.functional.mse_loss(ddp_model(x), y)

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -67,6 +68,7 @@ WorkerFailure FailureFromProto(const v1::Failure& failure) {
   f.node = failure.node_id();
   f.global_rank = static_cast<int>(failure.global_rank());
   f.local_rank = failure.local_rank();
+  f.pid = failure.pid();
   if (failure.hang()) {
     f.kind = WorkerFailure::Kind::kHang;
   } else if (failure.signal() != 0) {
@@ -87,6 +89,7 @@ v1::AgentMessage WorkerExitedMessage(int64_t generation,
   v1::WorkerExited* m = message.mutable_worker_exited();
   m->mutable_header()->set_generation(generation);
   m->set_local_rank(exit.local_rank);
+  if (exit.pid > 0) m->set_pid(exit.pid);
   switch (exit.kind) {
     case WorkerExit::Kind::kExited:
       m->set_exit_code(exit.exit_code);
@@ -103,7 +106,7 @@ v1::AgentMessage WorkerExitedMessage(int64_t generation,
   std::string text = exit.error ? exit.error->message : std::string();
   if (text.empty() && !exit.succeeded()) text = exit.Describe();
   m->set_error_message(Capped(text, kMaxErrorMessageBytes));
-  m->set_time_unix_ms(absl::ToUnixMillis(exit.time));
+  m->set_time_unix_ms(absl::ToUnixMillis(FailureTime(exit)));
   return message;
 }
 
@@ -240,7 +243,9 @@ void Agent::HandleRegistered(const RegisteredEvent& event) {
     // generation is still the job's: a report of an older one would be
     // refused as stale (ABORTED, which fences this agent).
     if (r.generation() == generation_) {
-      for (const WorkerExit& exit : exits_) ReportExit(exit);
+      for (const WorkerExit& exit : exits_) {
+        if (!exit.knock_on()) ReportExit(exit);
+      }
     }
     return;
   }
@@ -398,8 +403,19 @@ void Agent::HandleRequestMasterInfo(const v1::RequestMasterInfo& request) {
 void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
   DDP_LOG(INFO) << "stopping the workers of generation " << stop.generation()
                 << ": " << stop.reason();
-  StopWorkers(stop.reason());
-  exits_.clear();  // reported; the generation is over
+  const std::vector<WorkerState> stopped = StopWorkers(stop.reason());
+  if (stop.generation() == generation_) {
+    // A worker that failed on its own but whose exit was seen only during
+    // the stop (or is still queued) is a failure like any other, and maybe
+    // the first one: report it before WorkersStopped, while the coordinator
+    // still collects this generation's failures. Exits the stop caused are
+    // no failures of the workers and are never reported.
+    for (const WorkerState& w : stopped) {
+      if (w.exit && !w.exit->succeeded() && !CausedByStop(*w.exit)) {
+        RecordExit(*w.exit);
+      }
+    }
+  }
   v1::AgentMessage message;
   message.mutable_workers_stopped()->mutable_header()->set_generation(
       stop.generation());
@@ -407,7 +423,17 @@ void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
 }
 
 void Agent::HandleJobFinished(const v1::JobFinished& finished) {
-  StopWorkers("the job finished");
+  // Failures seen while stopping are not reported any more (the job is
+  // over), but they belong in the summary.
+  std::vector<WorkerExit> local = exits_;
+  for (const WorkerState& w : StopWorkers("the job finished")) {
+    if (!w.exit || w.exit->succeeded() || CausedByStop(*w.exit)) continue;
+    const bool known =
+        std::any_of(local.begin(), local.end(), [&](const WorkerExit& e) {
+          return e.local_rank == w.exit->local_rank;
+        });
+    if (!known) local.push_back(*w.exit);
+  }
   const std::string& job = options_.launch.job_id;
   if (finished.state() == v1::SUCCEEDED) {
     DDP_LOG(INFO) << "job " << job << " SUCCEEDED: " << finished.message();
@@ -418,18 +444,25 @@ void Agent::HandleJobFinished(const v1::JobFinished& finished) {
   const v1::Failure& root = finished.root_cause();
   const bool has_root = !root.node_id().empty();
   if (has_root) failures.push_back(FailureFromProto(root));
-  for (const WorkerExit& exit : exits_) {
+  for (const WorkerExit& exit : local) {
     if (exit.succeeded()) continue;
     const bool is_root = has_root &&
                          root.node_id() == options_.launch.node_id &&
                          root.generation() == generation_ &&
                          root.local_rank() == exit.local_rank;
-    if (!is_root)
+    if (is_root) {
+      // The local record knows more (silence, error file path, traceback).
+      failures[0] = ToWorkerFailure(exit, options_.launch.node_id);
+      failures[0].time = FailureFromProto(root).time;
+    } else {
       failures.push_back(ToWorkerFailure(exit, options_.launch.node_id));
+    }
   }
   std::string text;
   if (!failures.empty()) {
-    text = FormatFailureSummary(options_.launch.entrypoint, failures);
+    // The coordinator's root cause is the job's, the same on every node.
+    text = FormatFailureSummary(options_.launch.entrypoint, failures,
+                                has_root ? 0 : -1);
   }
   absl::StrAppend(&text, "job ", job, " ", v1::JobState_Name(finished.state()),
                   ": ", finished.message(), "\n");
@@ -443,8 +476,18 @@ void Agent::HandleJobFinished(const v1::JobFinished& finished) {
 }
 
 void Agent::HandleExit(const ExitEvent& event) {
-  const WorkerExit& exit = event.exit;
-  if (event.generation != generation_ || exit.during_stop) return;
+  // Exits after a stop began are sorted out by the stop's handler.
+  if (event.generation != generation_ || event.exit.during_stop) return;
+  RecordExit(event.exit);
+}
+
+void Agent::RecordExit(const WorkerExit& exit) {
+  // A worker's first event of the generation is its fate (a hung worker's
+  // later exit adds nothing).
+  for (const WorkerExit& known : exits_) {
+    if (known.local_rank == exit.local_rank) return;
+  }
+  exits_.push_back(exit);
   if (exit.succeeded()) {
     DDP_LOG(INFO) << "worker " << exit.local_rank << " (rank "
                   << exit.global_rank << ") exited 0";
@@ -452,27 +495,30 @@ void Agent::HandleExit(const ExitEvent& event) {
     DDP_LOG(WARNING) << OneLineFailure(
         ToWorkerFailure(exit, options_.launch.node_id));
   }
-  exits_.push_back(exit);
-  ReportExit(exit);
+  // A knock-on hang is a consequence of the reported one: not a failure of
+  // its own, so it can never be taken for the root cause.
+  if (!exit.knock_on()) ReportExit(exit);
 }
 
 void Agent::ReportExit(const WorkerExit& exit) {
   link_->Send(WorkerExitedMessage(generation_, exit));
 }
 
-void Agent::StopWorkers(const std::string& why) {
+std::vector<WorkerState> Agent::StopWorkers(const std::string& why) {
   std::shared_ptr<WorkerSupervisor> supervisor;
   {
     absl::MutexLock lock(&supervisor_mu_);
     supervisor = supervisor_;
   }
-  if (!supervisor) return;
+  if (!supervisor) return {};
   absl::Status stopped = supervisor->Stop(shutdown_timeout_);
   if (!stopped.ok()) {
     DDP_LOG(ERROR) << "stopping the workers (" << why << "): " << stopped;
   }
+  std::vector<WorkerState> states = supervisor->Workers();
   absl::MutexLock lock(&supervisor_mu_);
   supervisor_.reset();
+  return states;
 }
 
 void Agent::Finish(int exit_code) { exit_code_ = exit_code; }

@@ -23,8 +23,13 @@
 //                                  kExitJobFailed
 //   NodeDismissed                  stop; exit kExitJobFailed
 //   worker exit / hang (gen g)     WorkerExited{g} at once (zero exits too: the
-//                                  coordinator counts successes); not for
-//                                  exits caused by a stop
+//                                  coordinator counts successes), one per
+//                                  worker and generation, time = when it
+//                                  failed (FailureTime); not for knock-on
+//                                  hangs, nor for exits a stop caused
+//   StopWorkers(g) (continued)     before WorkersStopped: WorkerExited for
+//                                  failures seen during the stop that the
+//                                  stop did not cause
 //   fenced (ABORTED)               stop; generation 0 (the session registers a
 //                                  new incarnation)
 //   session failed                 stop; exit kExitCoordinatorError
@@ -133,10 +138,14 @@ class Agent : public SessionEvents {
   void HandleStopWorkers(const v1::StopWorkers& stop);
   void HandleJobFinished(const v1::JobFinished& finished);
   void HandleExit(const ExitEvent& event);
+  // Keeps the first event of each worker of the generation and reports it
+  // (unless it is a knock-on hang).
+  void RecordExit(const WorkerExit& exit);
   void ReportExit(const WorkerExit& exit);
   void StartWorkers(const v1::Assignment& assignment);
   // Stops and releases the current workers (if any); blocks until reaped.
-  void StopWorkers(const std::string& why);
+  // Returns their final states (empty when there were none).
+  std::vector<WorkerState> StopWorkers(const std::string& why);
   void Finish(int exit_code);
 
   const AgentOptions options_;
@@ -154,7 +163,9 @@ class Agent : public SessionEvents {
   // Owned by the Run thread.
   int64_t generation_ = 0;  // of the running (or last) workers
   absl::Duration shutdown_timeout_;
-  std::vector<WorkerExit> exits_;  // of generation_, as reported
+  // Of generation_: the first event of each worker (knock-on hangs included,
+  // though never reported), kept until the next generation starts.
+  std::vector<WorkerExit> exits_;
   std::optional<std::pair<int64_t, v1::MasterInfo>> master_answer_;
   std::optional<int> exit_code_;
 };

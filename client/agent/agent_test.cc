@@ -45,6 +45,13 @@ class FakeLink : public CoordinatorLink {
     absl::MutexLock lock(&mu_);
     return OfLocked(body);
   }
+  // The kinds of every message sent, in order.
+  std::vector<v1::AgentMessage::BodyCase> Sequence() {
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::AgentMessage::BodyCase> out;
+    for (const auto& m : sent_) out.push_back(m.body_case());
+    return out;
+  }
   int64_t generation() {
     absl::MutexLock lock(&mu_);
     return generation_;
@@ -73,8 +80,10 @@ std::string ReadFile(const std::string& path) {
 
 class AgentTest : public ::testing::Test {
  protected:
-  // Starts an agent whose workers run `/bin/sh -c script`.
-  void StartAgent(const std::string& script) {
+  // Starts an agent whose workers run `/bin/sh -c script`; hang detection
+  // only with a non-zero `heartbeat_timeout`.
+  void StartAgent(const std::string& script,
+                  absl::Duration heartbeat_timeout = absl::ZeroDuration()) {
     dir_ = absl::StrCat(
         getenv("TEST_TMPDIR"), "/",
         ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -89,7 +98,8 @@ class AgentTest : public ::testing::Test {
     options.run_dir = dir_;
     options.base_env = CurrentEnvironment();
     options.base_env["OUT"] = dir_;
-    options.supervisor.heartbeat_timeout = absl::ZeroDuration();
+    options.supervisor.heartbeat_timeout = heartbeat_timeout;
+    options.supervisor.check_interval = absl::Milliseconds(20);
     options.pick_port = [] { return 23456; };
     options.make_nccl_id = [] { return std::string(128, 'n'); };
     options.print_summary = [this](const std::string& text) {
@@ -237,6 +247,101 @@ TEST_F(AgentTest, JobFinishedFailed_ExitCodeOneAndSummaryPrinted) {
   EXPECT_NE(text.find("node-a"), std::string::npos) << text;  // local failure
   EXPECT_NE(text.find("job job1 FAILED: budget spent"), std::string::npos)
       << text;
+  // The remote root cause came without a pid: none is made up.
+  EXPECT_EQ(text.find("(pid: 0)"), std::string::npos) << text;
+  EXPECT_NE(text.find("exitcode  : 3 (pid: "), std::string::npos) << text;
+}
+
+TEST_F(AgentTest, JobFinishedFailed_RemoteHangRoot_ShownAsHangWithPid) {
+  StartAgent("exit 0");
+  v1::CoordinatorMessage finished;
+  v1::JobFinished* f = finished.mutable_job_finished();
+  f->set_state(v1::FAILED);
+  f->set_message("budget spent");
+  v1::Failure* root = f->mutable_root_cause();
+  root->set_node_id("node-b");
+  root->set_global_rank(3);
+  root->set_local_rank(1);
+  root->set_exit_code(0);
+  root->set_hang(true);
+  root->set_pid(4242);
+  root->set_message("hang: no heartbeat for 3.2 s");
+  agent_->OnCoordinatorMessage(finished);
+  EXPECT_EQ(WaitForExit(), kExitJobFailed);
+  const std::string text = summary();
+  EXPECT_NE(text.find("exitcode  : hang (pid: 4242)\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("traceback : hang: no heartbeat for 3.2 s"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("exitcode  : 0"), std::string::npos) << text;
+}
+
+// Local rank 1 stops heartbeating first; rank 0, blocked behind it, a little
+// later: only rank 1's hang is reported, with its last heartbeat as the time.
+TEST_F(AgentTest, TwoWorkersHang_OnlyTheFirstReported_KnockOnNot) {
+  StartAgent(
+      "touch $DDP_HEARTBEAT_FILE; "
+      "if [ $LOCAL_RANK = 0 ]; then sleep 0.3; touch $DDP_HEARTBEAT_FILE; fi; "
+      "exec sleep 60",
+      absl::Milliseconds(500));
+  const absl::Time started = absl::Now();
+  agent_->OnCoordinatorMessage(AssignmentOf(2, 2));
+  auto exits = link_.WaitFor(v1::AgentMessage::kWorkerExited, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  const v1::WorkerExited& hang = exits[0].worker_exited();
+  EXPECT_TRUE(hang.hang());
+  EXPECT_EQ(hang.local_rank(), 1);
+  EXPECT_GT(hang.pid(), 0);
+  EXPECT_NE(hang.error_message().find("hang: no heartbeat for"),
+            std::string::npos)
+      << hang.error_message();
+  // The failure time is the last heartbeat, before the hang was detected.
+  EXPECT_LT(hang.time_unix_ms(),
+            absl::ToUnixMillis(started + absl::Milliseconds(450)));
+  auto both_hung = [&] {
+    auto states = agent_->WorkerStates();
+    return states.size() == 2 && states[0].state() == v1::WORKER_FAILED &&
+           states[1].state() == v1::WORKER_FAILED;
+  };
+  const absl::Time deadline = absl::Now() + kWait;
+  while (!both_hung() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(both_hung());
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop_workers()->set_generation(2);
+  agent_->OnCoordinatorMessage(stop);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkersStopped, 1).size(), 1u);
+  // Neither rank 0's knock-on hang nor the kills of the stop were reported.
+  EXPECT_EQ(link_.Of(v1::AgentMessage::kWorkerExited).size(), 1u);
+}
+
+// A worker that fails on its own while the stop is under way (here: exits 3
+// on SIGTERM) is reported, before WorkersStopped, so that the coordinator
+// still weighs it for the root cause.
+TEST_F(AgentTest, StopWorkers_OwnExitDuringStop_ReportedBeforeWorkersStopped) {
+  StartAgent(
+      "trap 'exit 3' TERM; echo ready > $OUT/ready_$LOCAL_RANK; "
+      "sleep 60 & wait");
+  agent_->OnCoordinatorMessage(AssignmentOf(4, 1));
+  const absl::Time deadline = absl::Now() + kWait;
+  while (ReadFile(dir_ + "/ready_0").empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_FALSE(ReadFile(dir_ + "/ready_0").empty());
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop_workers()->set_generation(4);
+  agent_->OnCoordinatorMessage(stop);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkersStopped, 1).size(), 1u);
+  const auto sequence = link_.Sequence();
+  ASSERT_EQ(sequence.size(), 2u);
+  EXPECT_EQ(sequence[0], v1::AgentMessage::kWorkerExited);
+  EXPECT_EQ(sequence[1], v1::AgentMessage::kWorkersStopped);
+  EXPECT_EQ(link_.Of(v1::AgentMessage::kWorkerExited)[0]
+                .worker_exited()
+                .exit_code(),
+            3);
 }
 
 TEST_F(AgentTest, JobFinishedSucceeded_ExitCodeZeroNoSummary) {
@@ -392,11 +497,39 @@ TEST(AgentMessages, WorkerExitedMessage_Signal_NegativeExitCodeAndSignal) {
 TEST(AgentMessages, WorkerExitedMessage_Hang_NonZeroCodeAndHangFlag) {
   WorkerExit exit;
   exit.kind = WorkerExit::Kind::kHung;
+  exit.pid = 77;
   exit.silent_for = absl::Seconds(30);
+  exit.time = absl::FromUnixMillis(40000);
+  exit.last_heartbeat = absl::FromUnixMillis(10000);
   v1::AgentMessage m = WorkerExitedMessage(1, exit);
   EXPECT_TRUE(m.worker_exited().hang());
   EXPECT_NE(m.worker_exited().exit_code(), 0);
-  EXPECT_FALSE(m.worker_exited().error_message().empty());
+  EXPECT_EQ(m.worker_exited().error_message(), "hang: no heartbeat for 30.0 s");
+  EXPECT_EQ(m.worker_exited().pid(), 77);
+  EXPECT_EQ(m.worker_exited().time_unix_ms(), 10000);  // the last heartbeat
+}
+
+TEST(AgentMessages, WorkerExitedMessage_ErrorFileTimestamp_IsTheTime) {
+  WorkerExit exit;
+  exit.kind = WorkerExit::Kind::kExited;
+  exit.exit_code = 1;
+  exit.time = absl::FromUnixSeconds(1700000005);
+  exit.error = ErrorFileContent{"RuntimeError: x", "", "1700000002"};
+  v1::AgentMessage m = WorkerExitedMessage(1, exit);
+  EXPECT_EQ(m.worker_exited().time_unix_ms(), 1700000002000);
+  EXPECT_EQ(m.worker_exited().error_message(), "RuntimeError: x");
+  EXPECT_EQ(m.worker_exited().pid(), 0);  // unknown: not sent
+}
+
+TEST(AgentMessages, FailureFromProto_HangAndPid) {
+  v1::Failure failure;
+  failure.set_node_id("n");
+  failure.set_hang(true);
+  failure.set_pid(9);
+  failure.set_exit_code(-1);
+  const WorkerFailure f = FailureFromProto(failure);
+  EXPECT_EQ(f.kind, WorkerFailure::Kind::kHang);
+  EXPECT_EQ(f.pid, 9);
 }
 
 }  // namespace

@@ -24,13 +24,16 @@
 //     |                   v
 //     |               RUNNING ---- all workers exited 0 ----> SUCCEEDED
 //     |                   |
-//     |                   |  worker failure (budget left), agent
-//     |                   |  restarted, member lost / left / excluded,
-//     |                   |  arrival below max, UpdateJob
-//     |                   v  (worker failure, budget spent --> FAILED)
+//     |                   |  worker failure, agent restarted, member
+//     |                   |  lost / left / excluded, arrival below
+//     |                   |  max, UpdateJob
+//     |                   v
 //     +-------------- RESTARTING stop barrier: every member confirmed
 //       all stopped              WorkersStopped or was declared dead
 //       or declared dead         after the shutdown timeout
+//                         |
+//                         +--- all stopped, after a worker failure that
+//                              found the budget spent ----------> FAILED
 //
 // clang-format on
 //
@@ -48,9 +51,16 @@
 //
 // Restart budget: only worker failures (and an agent re-registering with a new
 // incarnation while its workers ran) spend max_restarts; membership changes do
-// not. When a failure finds the budget spent the job fails; its root cause is
-// the first failure of that (final) generation, as torchrun reports it. The
-// full history is in Status().failures.
+// not. When a failure finds the budget spent, every worker of the generation
+// is stopped first (the stop barrier, no RESTARTING event), so that the
+// reports of the other failures of that generation arrive; then the job fails
+// with the earliest of them by failure time (FailedEarlier) as its root cause,
+// as torchrun picks it. The first report is often not the first failure: the
+// peers of a dead worker fail on the broken collective a moment later, and
+// their reports race its own. While that barrier runs, root_cause holds the
+// earliest failure so far (it is persisted, so a restored job in RESTARTING
+// with a root cause finishes the barrier and fails). The history
+// (Status().failures) is ordered by failure time, too.
 //
 // Fencing: every input after Register carries (job, node, incarnation,
 // generation). An unknown node or an old incarnation gets ABORTED (stop the
@@ -154,6 +164,10 @@ class Job {
   absl::Status Leave(const NodeRef& ref);
 
   // ---- Generation inputs (job_generation.cc) ----
+  // A worker's exit or hang. Only the first report per worker and generation
+  // counts (repeats after a resume are ignored). Reports that arrive while
+  // the generation is being stopped go into the failure history and, when the
+  // job is about to fail, compete for the root cause.
   // Possible errors: ABORTED (fenced or stale generation), INVALID_ARGUMENT
   // (local rank outside the node's process count), FAILED_PRECONDITION (no
   // workers of this generation run yet).
@@ -227,9 +241,19 @@ class Job {
   void MaybeCloseRendezvous();
   void CloseRendezvous();
   void PushAssignments();
+  // Emits kRestarting, then StopAllWorkers.
   void BeginRestart(const std::string& reason);
+  // RESTARTING: StopWorkers to every member; the barrier ends in
+  // MaybeFinishStopBarrier.
+  void StopAllWorkers(const std::string& reason);
   void MaybeFinishStopBarrier();
+  // The stop barrier ends in FAILED rather than in a new rendezvous.
+  bool FailingAfterStop() const {
+    return state_ == JobState::kRestarting && root_cause_.has_value();
+  }
   void HandleFailure(const FailureInfo& failure);
+  // "worker 1 (rank 3) on node 'b' failed: exit code 1".
+  static std::string FailureSentence(const FailureInfo& failure);
   void Finish(JobState state, std::optional<FailureInfo> root_cause,
               const std::string& message);
   void RecordFailure(const FailureInfo& failure);
@@ -246,10 +270,10 @@ class Job {
   JobState state_ = JobState::kWaiting;
   Generation generation_ = 0;
   int restart_count_ = 0;
+  // FAILED: the root cause. RESTARTING: set while stopping to fail.
   std::optional<FailureInfo> root_cause_;
   std::string finish_message_;
-  std::vector<FailureInfo> failures_;
-  std::optional<FailureInfo> generation_first_failure_;
+  std::vector<FailureInfo> failures_;  // by FailedEarlier, bounded
   absl::flat_hash_set<std::string> excluded_;
   MasterInfo master_;
   uint64_t next_join_seq_ = 1;

@@ -2,6 +2,7 @@
 // with joins and reports.
 
 #include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_test_util.h"
 #include "gtest/gtest.h"
 
@@ -122,9 +123,19 @@ TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
   const absl::Time when = absl::FromUnixSeconds(1'800'000'000);
   ASSERT_TRUE(
       h.job().WorkerExited(h.Ref("b"), Crash(1, 139, "segfault", when)).ok());
+  // Every worker is stopped before the job fails.
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "a").size(), 1u);
+  EXPECT_TRUE(MessagesOf<JobFinished>(h.outbox()).empty());
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 0);
+  h.ConfirmStops();
   EXPECT_EQ(h.job().state(), JobState::kFailed);
-  // A second failure after the end changes nothing.
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "after")).ok());
+  EXPECT_EQ(h.job().generation(), 2);
+  // A failure after the end changes nothing.
+  ASSERT_TRUE(h.job()
+                  .WorkerExited(h.Ref("a"), Crash(0, 1, "after",
+                                                  when - absl::Seconds(1)))
+                  .ok());
   auto finished = MessagesOf<JobFinished>(h.outbox(), "a");
   ASSERT_EQ(finished.size(), 1u);
   ASSERT_TRUE(finished[0].root_cause.has_value());
@@ -137,6 +148,10 @@ TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
   EXPECT_EQ(cause.time, when);
   EXPECT_EQ(cause.generation, 2);
   EXPECT_NE(finished[0].message.find("max_restarts=1"), std::string::npos);
+  EXPECT_NE(finished[0].message.find("worker 1 (rank 3) on node 'b' failed: "
+                                     "exit code 139"),
+            std::string::npos)
+      << finished[0].message;
   EXPECT_EQ(h.job().Status(false).root_cause->node_id, "b");
 }
 
@@ -145,8 +160,154 @@ TEST(JobFailure, NoBudget_SignalIsRootCause) {
   StartRunning(h, {"a"});
   ASSERT_TRUE(
       h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 0, 9, "killed", {}}).ok());
+  h.ConfirmStops();
   EXPECT_EQ(h.job().state(), JobState::kFailed);
   EXPECT_EQ(h.job().Status(false).root_cause->signal, 9);
+  EXPECT_NE(h.job().Status(false).finish_message.find("signal 9 (SIGKILL)"),
+            std::string::npos)
+      << h.job().Status(false).finish_message;
+}
+
+// The knock-on failure of a peer (broken collective) is reported before the
+// failure that caused it: the root cause is still the earliest by time.
+TEST(JobFailure, BudgetSpent_KnockOnReportedFirst_RootCauseIsEarliestFailure) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/0));
+  StartRunning(h, {"a", "b"});
+  const absl::Time t0 = h.clock().Now();
+  h.clock().Advance(absl::Milliseconds(300));
+  ASSERT_TRUE(h.job()
+                  .WorkerExited(h.Ref("b"), Crash(0, 1, "Connection closed",
+                                                  t0 + absl::Milliseconds(80)))
+                  .ok());
+  ASSERT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_EQ(h.job().Status(false).root_cause->node_id, "b");  // so far
+  // The stop barrier waits; meanwhile the real first failure arrives.
+  ASSERT_TRUE(
+      h.job().WorkersStopped(NodeRef{"job1", "b", h.Ref("b").incarnation, 1})
+          .ok());
+  ASSERT_TRUE(h.job()
+                  .WorkerExited(h.Ref("a"), Crash(1, 1, "failing on purpose",
+                                                  t0 + absl::Milliseconds(10)))
+                  .ok());
+  ASSERT_TRUE(h.job()
+                  .WorkerExited(h.Ref("a"), Crash(0, 1, "Connection reset",
+                                                  t0 + absl::Milliseconds(60)))
+                  .ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_TRUE(MessagesOf<JobFinished>(h.outbox()).empty());
+  ASSERT_TRUE(
+      h.job().WorkersStopped(NodeRef{"job1", "a", h.Ref("a").incarnation, 1})
+          .ok());
+  ASSERT_EQ(h.job().state(), JobState::kFailed);
+  auto finished = MessagesOf<JobFinished>(h.outbox(), "b");
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_TRUE(finished[0].root_cause.has_value());
+  EXPECT_EQ(finished[0].root_cause->node_id, "a");
+  EXPECT_EQ(finished[0].root_cause->global_rank, 1);
+  EXPECT_EQ(finished[0].root_cause->message, "failing on purpose");
+  EXPECT_NE(finished[0].message.find("worker 1 (rank 1) on node 'a' failed: "
+                                     "exit code 1; the restart budget "
+                                     "(max_restarts=0) is spent"),
+            std::string::npos)
+      << finished[0].message;
+  // The history is ordered by failure time, not by arrival.
+  const std::vector<FailureInfo> history = h.job().Status(false).failures;
+  ASSERT_EQ(history.size(), 3u);
+  EXPECT_EQ(history[0].global_rank, 1);
+  EXPECT_EQ(history[1].global_rank, 0);
+  EXPECT_EQ(history[2].global_rank, 2);
+  EXPECT_EQ(history[2].node_id, "b");
+}
+
+TEST(JobFailure, BudgetSpent_EqualTimes_LowerGlobalRankIsRootCause) {
+  JobHarness h(Settings(2, 2, 0));
+  StartRunning(h, {"a", "b"});
+  const absl::Time t = h.clock().Now();
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Crash(1, 2, "b1", t)).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(1, 2, "a1", t)).ok());
+  h.ConfirmStops();
+  ASSERT_EQ(h.job().state(), JobState::kFailed);
+  EXPECT_EQ(h.job().Status(false).root_cause->global_rank, 1);
+}
+
+TEST(JobFailure, BudgetSpent_HangWithOlderHeartbeat_IsRootCauseWithPid) {
+  JobHarness h(Settings(2, 2, 0));
+  StartRunning(h, {"a", "b"});
+  const absl::Time t = h.clock().Now();
+  WorkerExit blocked{0, 0, 0, "hang: no heartbeat for 3.2 s",
+                     t + absl::Milliseconds(150)};
+  blocked.hang = true;
+  blocked.pid = 500;
+  WorkerExit hung{1, 0, 0, "hang: no heartbeat for 3.4 s", t};
+  hung.hang = true;
+  hung.pid = 4242;
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), blocked).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), hung).ok());
+  h.ConfirmStops();
+  ASSERT_EQ(h.job().state(), JobState::kFailed);
+  const FailureInfo cause = *h.job().Status(false).root_cause;
+  EXPECT_EQ(cause.node_id, "a");
+  EXPECT_TRUE(cause.hang);
+  EXPECT_EQ(cause.pid, 4242);
+  EXPECT_EQ(cause.time, t);
+  EXPECT_NE(h.job().Status(false).finish_message.find("hang (no heartbeat)"),
+            std::string::npos);
+}
+
+TEST(JobFailure, RepeatedReport_CountsOnce) {
+  JobHarness h(Settings(2, 2, 5));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "x")).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "x")).ok());
+  EXPECT_EQ(h.job().Status(false).failures.size(), 1u);
+  EXPECT_EQ(h.job().restart_count(), 1);
+}
+
+TEST(JobFailure, BudgetSpent_NodeSilentDuringStop_FailsAfterShutdownTimeout) {
+  JobHarness h(Settings(2, 2, 0));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "x")).ok());
+  ASSERT_TRUE(
+      h.job().WorkersStopped(NodeRef{"job1", "a", h.Ref("a").incarnation, 1})
+          .ok());
+  for (int i = 0; i < 19; ++i) {
+    h.clock().Advance(absl::Milliseconds(500));
+    for (const char* n : {"a", "b"}) (void)h.job().Heartbeat(h.Ref(n));
+    h.job().Tick();
+  }
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.Advance(absl::Milliseconds(500));
+  EXPECT_EQ(h.job().state(), JobState::kFailed);
+  EXPECT_EQ(h.job().Status(false).root_cause->node_id, "a");
+}
+
+TEST(JobFailure, BudgetSpent_RestoredDuringStop_StillFails) {
+  JobHarness h(Settings(2, 2, 0));
+  StartRunning(h, {"a", "b"});
+  const absl::Time t = h.clock().Now();
+  ASSERT_TRUE(h.job()
+                  .WorkerExited(h.Ref("b"), Crash(0, 1, "knock-on",
+                                                  t + absl::Milliseconds(50)))
+                  .ok());
+  InMemoryJobStateStore store;
+  ASSERT_TRUE(store.Apply(h.job().TakeChanges()).ok());
+  absl::StatusOr<std::vector<JobSnapshot>> snapshots = store.LoadAll();
+  ASSERT_TRUE(snapshots.ok());
+  ASSERT_EQ(snapshots->size(), 1u);
+  Outbox outbox;
+  absl::StatusOr<std::unique_ptr<Job>> restored = Job::Restore(
+      (*snapshots)[0], RendezvousLimits(), h.clock(), &outbox);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  Job& job = **restored;
+  ASSERT_EQ(job.state(), JobState::kRestarting);
+  auto ref = [&](const std::string& node) {
+    return NodeRef{"job1", node, JobHarness::IncarnationOf(node), 1};
+  };
+  ASSERT_TRUE(job.WorkerExited(ref("a"), Crash(1, 1, "first", t)).ok());
+  ASSERT_TRUE(job.WorkersStopped(ref("a")).ok());
+  ASSERT_TRUE(job.WorkersStopped(ref("b")).ok());
+  ASSERT_EQ(job.state(), JobState::kFailed);  // not a restart: no budget
+  EXPECT_EQ(job.Status(false).root_cause->message, "first");
 }
 
 TEST(JobFailure, JoinDuringRestart_IncludedInNextGeneration) {

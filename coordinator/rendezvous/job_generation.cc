@@ -107,7 +107,6 @@ void Job::CloseRendezvous() {
   live_members_ = static_cast<int>(n);
   succeeded_members_ = 0;
   master_ = MasterInfo{};
-  generation_first_failure_.reset();
   state_ = JobState::kStarting;
   min_reached_at_.reset();
   join_deadline_ = absl::InfiniteFuture();
@@ -188,43 +187,58 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
         "node '", ref.node_id, "' runs no workers of generation ", generation_,
         " of job '", id_, "' (", JobStateName(state_), ")"));
   }
-  FailureInfo failure;
-  if (!exit.ok()) {
-    failure.node_id = ref.node_id;
-    failure.generation = generation_;
-    failure.local_rank = exit.local_rank;
-    failure.global_rank = node->record.global_rank_offset + exit.local_rank;
-    failure.exit_code = exit.exit_code;
-    failure.signal = exit.signal;
-    failure.message = exit.error_message.substr(
-        0, static_cast<size_t>(limits_.max_message_length));
-    failure.time = exit.time;
-  }
-  if (state_ != JobState::kRunning) {
-    // A late report of the generation being torn down: history only.
-    if (!exit.ok()) RecordFailure(failure);
+  // One report per worker and generation counts: a resumed agent repeats its
+  // reports, and a hung worker that exits later was already reported.
+  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
+  if (node->exited[exit.local_rank]) return absl::OkStatus();
+  if (exit.ok()) {
+    if (state_ != JobState::kRunning) return absl::OkStatus();
+    node->exited[exit.local_rank] = true;
+    if (++node->exited_ok == node->record.nproc && !node->succeeded) {
+      node->succeeded = true;
+      if (++succeeded_members_ == static_cast<int>(members_.size())) {
+        Finish(JobState::kSucceeded, std::nullopt,
+               absl::StrCat("every worker of generation ", generation_,
+                            " exited 0"));
+      }
+    }
     return absl::OkStatus();
   }
-  if (!exit.ok()) {
+  node->exited[exit.local_rank] = true;
+  FailureInfo failure;
+  failure.node_id = ref.node_id;
+  failure.generation = generation_;
+  failure.local_rank = exit.local_rank;
+  failure.global_rank = node->record.global_rank_offset + exit.local_rank;
+  failure.exit_code = exit.exit_code;
+  failure.signal = exit.signal;
+  failure.hang = exit.hang;
+  failure.pid = exit.pid;
+  failure.message = exit.error_message.substr(
+      0, static_cast<size_t>(limits_.max_message_length));
+  // An agent that sent no time: the moment the report arrived.
+  failure.time = exit.time == absl::UnixEpoch() ? clock_->Now() : exit.time;
+  if (state_ == JobState::kRunning) {
     HandleFailure(failure);
     return absl::OkStatus();
   }
-  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
-  if (node->exited[exit.local_rank]) return absl::OkStatus();
-  node->exited[exit.local_rank] = true;
-  if (++node->exited_ok == node->record.nproc && !node->succeeded) {
-    node->succeeded = true;
-    if (++succeeded_members_ == static_cast<int>(members_.size())) {
-      Finish(JobState::kSucceeded, std::nullopt,
-             absl::StrCat("every worker of generation ", generation_,
-                          " exited 0"));
-    }
+  // A report of the generation being torn down: a knock-on failure of the
+  // one that stopped it, or that one itself when its report came late. Into
+  // the history; before the job fails, also a candidate for the root cause.
+  RecordFailure(failure);
+  if (FailingAfterStop() && FailedEarlier(failure, *root_cause_)) {
+    root_cause_ = failure;
+    MarkJobDirty();
   }
   return absl::OkStatus();
 }
 
 void Job::RecordFailure(const FailureInfo& failure) {
-  failures_.push_back(failure);
+  // Ordered by failure time, not by arrival: the reports of one generation
+  // race each other from different nodes.
+  failures_.insert(std::upper_bound(failures_.begin(), failures_.end(),
+                                    failure, FailedEarlier),
+                   failure);
   if (static_cast<int>(failures_.size()) > limits_.max_retained_failures) {
     failures_.erase(failures_.begin());
   }
@@ -232,36 +246,44 @@ void Job::RecordFailure(const FailureInfo& failure) {
   Emit(JobEventType::kWorkerFailed, failure.node_id, failure.message, failure);
 }
 
+std::string Job::FailureSentence(const FailureInfo& failure) {
+  if (failure.local_rank < 0) return failure.message;
+  return absl::StrCat("worker ", failure.local_rank, " (rank ",
+                      failure.global_rank, ") on node '", failure.node_id,
+                      "' failed: ", DescribeFailure(failure));
+}
+
 void Job::HandleFailure(const FailureInfo& failure) {
   RecordFailure(failure);
-  if (!generation_first_failure_) generation_first_failure_ = failure;
-  std::string what =
-      failure.local_rank >= 0
-          ? absl::StrCat("worker ", failure.local_rank, " (rank ",
-                         failure.global_rank, ") on node '", failure.node_id,
-                         "' failed: ",
-                         failure.signal != 0
-                             ? absl::StrCat("signal ", failure.signal)
-                             : absl::StrCat("exit code ", failure.exit_code))
-          : failure.message;
+  const std::string what = FailureSentence(failure);
   if (restart_count_ < settings_.max_restarts) {
     ++restart_count_;
     BeginRestart(absl::StrCat(what, "; restart ", restart_count_, " of ",
                               settings_.max_restarts));
     return;
   }
-  Finish(JobState::kFailed, generation_first_failure_,
-         absl::StrCat(what, "; the restart budget (max_restarts=",
-                      settings_.max_restarts, ") is spent"));
+  // The budget is spent, but the first report need not be the first
+  // failure: when a worker dies, its peers fail a moment later on the broken
+  // collective (or hang in it), and any of their reports may arrive first.
+  // Stop every worker, taking the reports that come in meanwhile, and fail
+  // with the earliest (FailingAfterStop).
+  root_cause_ = failure;
+  StopAllWorkers(absl::StrCat(what, "; the restart budget (max_restarts=",
+                              settings_.max_restarts,
+                              ") is spent: stopping every worker"));
 }
 
 void Job::BeginRestart(const std::string& reason) {
+  Emit(JobEventType::kRestarting, "", reason);
+  StopAllWorkers(reason);
+}
+
+void Job::StopAllWorkers(const std::string& reason) {
   state_ = JobState::kRestarting;
   master_deadline_ = absl::InfiniteFuture();
   stop_deadline_ = clock_->Now() + settings_.shutdown_timeout;
   pending_stops_ = 0;
   MarkJobDirty();
-  Emit(JobEventType::kRestarting, "", reason);
   for (const std::string& node_id : members_) {
     if (node_id.empty()) continue;
     Node& node = nodes_[node_id];
@@ -290,9 +312,16 @@ absl::Status Job::WorkersStopped(const NodeRef& ref) {
 }
 
 void Job::MaybeFinishStopBarrier() {
-  if (state_ == JobState::kRestarting && pending_stops_ == 0) {
+  if (state_ != JobState::kRestarting || pending_stops_ > 0) return;
+  if (!FailingAfterStop()) {
     OpenRendezvous(/*after_restart=*/true);
+    return;
   }
+  const FailureInfo root_cause = *root_cause_;
+  Finish(JobState::kFailed, root_cause,
+         absl::StrCat(FailureSentence(root_cause),
+                      "; the restart budget (max_restarts=",
+                      settings_.max_restarts, ") is spent"));
 }
 
 void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,

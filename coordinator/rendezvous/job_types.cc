@@ -1,6 +1,26 @@
 #include "coordinator/rendezvous/job_types.h"
 
+#include <string.h>
+
+#include "absl/strings/str_cat.h"
+
 namespace ddp::rendezvous {
+
+bool FailedEarlier(const FailureInfo& a, const FailureInfo& b) {
+  if (a.time != b.time) return a.time < b.time;
+  return a.global_rank < b.global_rank;
+}
+
+std::string DescribeFailure(const FailureInfo& f) {
+  if (f.local_rank < 0) return f.message;
+  if (f.hang) return "hang (no heartbeat)";
+  if (f.signal != 0) {
+    const char* abbrev = sigabbrev_np(f.signal);
+    return abbrev != nullptr ? absl::StrCat("signal ", f.signal, " (SIG", abbrev, ")")
+                             : absl::StrCat("signal ", f.signal);
+  }
+  return absl::StrCat("exit code ", f.exit_code);
+}
 
 const char* JobStateName(JobState state) {
   switch (state) {

@@ -54,8 +54,22 @@ struct FailureInfo {
   int exit_code = 0;    // process exit code, when it exited
   int signal = 0;       // terminating signal, when it was killed
   std::string message;  // from TORCHELASTIC_ERROR_FILE, or the coordinator's
-  absl::Time time;      // when the agent saw it
+  // When it failed, as the agent tells it (a hang: the last heartbeat; an
+  // exit: the error file's timestamp, else when the exit was seen). Agents'
+  // clocks are compared as they are: keep them synchronized (NTP).
+  absl::Time time;
+  bool hang = false;  // stopped touching its heartbeat file; had not exited
+  int pid = 0;        // the worker's process id on its node; 0: unknown
 };
+
+// The order of failures by when they happened: the root cause of a generation
+// is its earliest failure (torchrun's rule). Earlier time first; at equal
+// times the lower global rank (node-level failures, rank -1, first).
+bool FailedEarlier(const FailureInfo& a, const FailureInfo& b);
+
+// How it failed, for messages: "exit code 3", "signal 9 (SIGKILL)",
+// "hang (no heartbeat)", or the message when it was no worker's failure.
+std::string DescribeFailure(const FailureInfo& failure);
 
 // ---- Inputs ----
 
@@ -87,8 +101,10 @@ struct WorkerExit {
   int exit_code = 0;
   int signal = 0;  // non-zero: killed by this signal
   std::string error_message;
-  absl::Time time;
-  bool ok() const { return exit_code == 0 && signal == 0; }
+  absl::Time time;    // when it failed (see FailureInfo::time)
+  bool hang = false;  // a hang report: the worker has not exited
+  int pid = 0;
+  bool ok() const { return exit_code == 0 && signal == 0 && !hang; }
 };
 
 struct MasterInfo {

@@ -122,6 +122,8 @@ void FailureToProto(const rendezvous::FailureInfo& f, v1::Failure* proto) {
   proto->set_signal(f.signal);
   proto->set_message(f.message);
   proto->set_time_unix_ms(ToUnixMs(f.time));
+  proto->set_hang(f.hang);
+  proto->set_pid(f.pid);
 }
 
 v1::JobEvent::Type JobEventTypeToProto(JobEventType type) {
@@ -247,18 +249,16 @@ absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
     const v1::WorkerExited& proto, const rendezvous::RendezvousLimits& limits) {
   rendezvous::WorkerExit exit;
   exit.local_rank = proto.local_rank();
-  exit.exit_code = proto.exit_code();
-  exit.signal = proto.signal();
+  exit.pid = proto.pid();
+  exit.hang = proto.hang();
+  // A hung worker has not exited: whatever code the agent put there (-1, so
+  // that no reader takes it for a success) means nothing.
+  exit.exit_code = exit.hang ? 0 : proto.exit_code();
+  exit.signal = exit.hang ? 0 : proto.signal();
   const size_t max_message = static_cast<size_t>(limits.max_message_length);
   exit.error_message = proto.error_message().substr(0, max_message);
-  if (proto.hang()) {
-    exit.error_message =
-        absl::StrCat("hang: the worker stopped touching its heartbeat file",
-                     exit.error_message.empty() ? "" : "; ", exit.error_message)
-            .substr(0, max_message);
-    // A hung worker that the agent killed may report exit 0 / no signal; it is
-    // still a failure.
-    if (exit.ok()) exit.exit_code = 1;
+  if (exit.hang && exit.error_message.empty()) {
+    exit.error_message = "hang: the worker stopped touching its heartbeat file";
   }
   exit.time = proto.time_unix_ms() > 0
                   ? absl::FromUnixMillis(proto.time_unix_ms())

@@ -58,9 +58,10 @@ absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
 // Possible errors: INVALID_ARGUMENT (id too long, negative generation).
 absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(
     const v1::NodeHeader& proto, const rendezvous::RendezvousLimits& limits);
-// The error message is truncated to limits.max_message_length; a hang is
-// described in the message. Possible errors: none today (StatusOr for
-// symmetry with the checks of its siblings).
+// The error message is truncated to limits.max_message_length. A hang keeps
+// its flag, with exit code and signal 0 (it had not exited), and a message
+// that says so when the agent sent none. Possible errors: none today
+// (StatusOr for symmetry with the checks of its siblings).
 absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
     const v1::WorkerExited& proto, const rendezvous::RendezvousLimits& limits);
 // Possible errors: INVALID_ARGUMENT when the NCCL unique id is neither empty

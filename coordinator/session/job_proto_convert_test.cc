@@ -107,20 +107,59 @@ TEST(NodeRefFromProto, NegativeGeneration_InvalidArgument) {
   EXPECT_EQ(ref->incarnation, 3u);
 }
 
-TEST(WorkerExitFromProto, HangWithExitZero_CountsAsFailure) {
+TEST(WorkerExitFromProto, Hang_FlagKeptNoExitCodeMessageCapped) {
   rendezvous::RendezvousLimits limits;
   limits.max_message_length = 100;
   v1::WorkerExited proto;
   proto.set_local_rank(2);
   proto.set_hang(true);
+  proto.set_exit_code(-1);  // what agents send for a hang
+  proto.set_pid(4242);
   proto.set_error_message(std::string(500, 'e'));
   proto.set_time_unix_ms(1700000000000);
   rendezvous::WorkerExit exit = *WorkerExitFromProto(proto, limits);
   EXPECT_FALSE(exit.ok());
+  EXPECT_TRUE(exit.hang);
+  EXPECT_EQ(exit.exit_code, 0);
+  EXPECT_EQ(exit.signal, 0);
+  EXPECT_EQ(exit.pid, 4242);
   EXPECT_EQ(exit.local_rank, 2);
-  EXPECT_THAT(exit.error_message, HasSubstr("hang"));
   EXPECT_EQ(exit.error_message.size(), 100u);
   EXPECT_EQ(exit.time, absl::FromUnixMillis(1700000000000));
+}
+
+TEST(WorkerExitFromProto, HangWithoutMessage_MessageSaysHang) {
+  v1::WorkerExited proto;
+  proto.set_hang(true);
+  rendezvous::WorkerExit exit = *WorkerExitFromProto(proto, {});
+  EXPECT_FALSE(exit.ok());
+  EXPECT_THAT(exit.error_message, HasSubstr("heartbeat"));
+}
+
+TEST(FailureToProto, HangAndPid_Carried) {
+  rendezvous::FailureInfo f;
+  f.node_id = "node-a";
+  f.generation = 3;
+  f.local_rank = 1;
+  f.global_rank = 5;
+  f.hang = true;
+  f.pid = 31337;
+  f.message = "hang: no heartbeat for 5.0 s";
+  f.time = absl::FromUnixMillis(1700000000123);
+  v1::Failure proto;
+  FailureToProto(f, &proto);
+  EXPECT_TRUE(proto.hang());
+  EXPECT_EQ(proto.pid(), 31337);
+  EXPECT_EQ(proto.exit_code(), 0);
+  EXPECT_EQ(proto.global_rank(), 5);
+  EXPECT_EQ(proto.time_unix_ms(), 1700000000123);
+  rendezvous::JobFinished finished;
+  finished.state = rendezvous::JobState::kFailed;
+  finished.root_cause = f;
+  v1::CoordinatorMessage m;
+  OutboundToProto(finished, &m);
+  EXPECT_TRUE(m.job_finished().root_cause().hang());
+  EXPECT_EQ(m.job_finished().root_cause().pid(), 31337);
 }
 
 TEST(JobStatusToProto, MembersSortedWithOffsetsAndSparesSeparate) {

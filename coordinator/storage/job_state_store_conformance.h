@@ -43,7 +43,8 @@ namespace conformance {
 // Every field as a tuple, so gtest compares and prints them.
 inline auto FieldsOf(const FailureInfo& f) {
   return std::make_tuple(f.node_id, f.generation, f.local_rank, f.global_rank,
-                         f.exit_code, f.signal, f.message, f.time);
+                         f.exit_code, f.signal, f.message, f.time, f.hang,
+                         f.pid);
 }
 inline auto FieldsOf(const NodeRecord& n) {
   return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank,
@@ -101,6 +102,16 @@ inline FailureInfo Failure(std::string node_id, Generation generation,
   f.signal = exit_code == 0 ? 9 : 0;
   f.message = std::move(message);
   f.time = absl::FromUnixMillis(1700000000000 + generation);
+  f.pid = static_cast<int>(4000 + generation);
+  return f;
+}
+
+// A hang report: no exit, the time of the last heartbeat.
+inline FailureInfo Hang(std::string node_id, Generation generation, int pid) {
+  FailureInfo f = Failure(std::move(node_id), generation, 0, "hang: silent");
+  f.signal = 0;
+  f.hang = true;
+  f.pid = pid;
   return f;
 }
 
@@ -120,12 +131,13 @@ inline JobRecord FullRecord(const std::string& job_id) {
   r.state = JobState::kRestarting;
   r.generation = 5000000000;  // beyond 32 bits
   r.restart_count = 6;
-  r.root_cause = Failure("node-7", 3, 137, std::string("oom\0killed", 10));
+  r.root_cause = Hang("node-7", 3, 2147483647);  // the largest pid_t
   r.root_cause->time = absl::FromUnixNanos(1700000000123456789);
   r.finish_message = "not finished";
   r.failures = {Failure("node-3", 1, 1, "first"),
                 Failure("node-1", 2, 0, "second: killed"),
-                Failure("node-7", 3, 137, "third")};
+                Hang("node-5", 2, 77),
+                Failure("node-7", 3, 137, std::string("oom\0killed", 10))};
   r.excluded_nodes = {"bad-a", "bad-b", "bad-c"};
   r.master.master_addr = "10.0.0.7";
   r.master.master_port = 29500;

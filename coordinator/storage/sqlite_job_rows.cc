@@ -99,6 +99,8 @@ void BindFailure(const FailureInfo& failure, RowBinder& binder) {
   binder.Int(failure.signal);
   binder.Blob(failure.message);
   binder.Int(TimeNanos(failure.time));
+  binder.Int(failure.hang ? 1 : 0);
+  binder.Int(failure.pid);
 }
 
 std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
@@ -110,6 +112,8 @@ std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
   failure->signal = reader.Int("signal");
   failure->message = reader.Blob();
   failure->time = TimeFromNanos(reader.Int64());
+  failure->hang = reader.Bool("hang");
+  failure->pid = reader.Int("pid");
   return reader.error();
 }
 

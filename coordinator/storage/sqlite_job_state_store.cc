@@ -86,6 +86,16 @@ CREATE TABLE job_nodes (
   PRIMARY KEY (job_id, node_id)) WITHOUT ROWID;
 )sql";
 
+// Version 2: failures say whether they were hangs and which process failed.
+// ADD COLUMN with a default: rows written by version 1 read as no hang and
+// pid unknown (0), without rewriting them.
+constexpr char kSchemaV2[] = R"sql(
+ALTER TABLE jobs ADD COLUMN root_cause_hang INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN root_cause_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_failures ADD COLUMN hang INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_failures ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // Column lists in the order the row codecs of sqlite_job_rows.h bind and read
 // (kInsertFailure and kUpsertNode below list the same columns).
 constexpr const char* kJobColumns[] = {
@@ -111,6 +121,8 @@ constexpr const char* kJobColumns[] = {
     "root_cause_signal",
     "root_cause_message",
     "root_cause_time_ns",
+    "root_cause_hang",
+    "root_cause_pid",
     "finish_message",
     "master_addr",
     "master_port",
@@ -121,7 +133,7 @@ constexpr const char* kJobColumns[] = {
 };
 constexpr const char* kFailureColumns =
     "node_id, generation, local_rank, global_rank, exit_code, signal, "
-    "message, time_ns";
+    "message, time_ns, hang, pid";
 constexpr const char* kNodeColumns =
     "node_id, incarnation, nproc, requested_rank, address, group_rank, "
     "global_rank_offset, join_seq";
@@ -166,8 +178,8 @@ constexpr char kDeleteNode[] =
 
 constexpr char kInsertFailure[] =
     "INSERT INTO job_failures (job_id, seq, node_id, generation, local_rank, "
-    "global_rank, exit_code, signal, message, time_ns) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+    "global_rank, exit_code, signal, message, time_ns, hang, pid) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 constexpr char kUpsertNode[] =
     "INSERT OR REPLACE INTO job_nodes (job_id, node_id, incarnation, nproc, "
     "requested_rank, address, group_rank, global_rank_offset, join_seq) "
@@ -183,7 +195,7 @@ std::string Printable(const std::string& id) {
 }  // namespace
 
 std::vector<storage::SqliteMigration> SqliteJobStateStore::SchemaMigrations() {
-  return {{1, kSchemaV1}};
+  return {{1, kSchemaV1}, {2, kSchemaV2}};
 }
 
 SqliteJobStateStore::SqliteJobStateStore(std::unique_ptr<SqliteDatabase> db)

@@ -13,6 +13,9 @@
 //                       info (the NCCL unique id as a BLOB), world size and the
 //                       counters (last_event_index, next_join_seq)
 //   job_failures        (job_id, seq): the failure history, seq = position
+// A failure (history rows, and the root cause's root_cause_* columns) keeps
+// every FailureInfo field; hang and pid came with schema version 2 (rows of
+// version 1 read as no hang, pid 0).
 //   job_excluded_nodes  (job_id, node_id): a set, returned sorted bytewise
 //   job_nodes           (job_id, node_id): one row per registered node
 // uint64 values (incarnation, join_seq, next_join_seq) are stored as the int64

@@ -175,7 +175,7 @@ TEST_F(SqliteJobStateStoreTest, LoadAll_NodesOfMissingJob_DataLoss) {
 TEST_F(SqliteJobStateStoreTest, LoadAll_FailuresOfMissingJob_DataLoss) {
   CreateThenTamper(
       "INSERT INTO job_failures VALUES (x'6E6F6E65', 0, x'', 1, 0, 0, 1, 0, "
-      "x'', 0); INSERT INTO job_excluded_nodes VALUES (x'6E6F6E65', x'61')");
+      "x'', 0, 0, 0); INSERT INTO job_excluded_nodes VALUES (x'6E6F6E65', x'61')");
   absl::Status status = OpenAndLoad();
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(status.message(), HasSubstr("job_failures has rows of job"));
@@ -194,6 +194,72 @@ TEST_F(SqliteJobStateStoreTest, LoadAll_NprocBeyondInt_DataLoss) {
   absl::Status status = OpenAndLoad();
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(status.message(), HasSubstr("has nproc 1099511627776"));
+}
+
+// A jobs.db written by a coordinator of schema version 1 (before failures
+// carried hang and pid) opens, migrates in place and keeps every row.
+TEST_F(SqliteJobStateStoreTest, Open_Version1File_MigratedRowsKept) {
+  {
+    absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
+        storage::SqliteDatabase::Open(path_);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(
+        (*db)->Migrate({SqliteJobStateStore::SchemaMigrations()[0]}).ok());
+    // The rows as version 1 wrote them: its own column lists.
+    ASSERT_TRUE((*db)
+                    ->Execute(R"sql(
+INSERT INTO jobs (job_id, min_nodes, max_nodes, nproc_per_node, max_restarts,
+  join_timeout_ms, last_call_timeout_ms, heartbeat_interval_ms,
+  heartbeat_timeout_ms, shutdown_timeout_ms, state, generation, restart_count,
+  has_root_cause, root_cause_node_id, root_cause_generation,
+  root_cause_local_rank, root_cause_global_rank, root_cause_exit_code,
+  root_cause_signal, root_cause_message, root_cause_time_ns, finish_message,
+  master_addr, master_port, nccl_unique_id, world_size, last_event_index,
+  next_join_seq)
+VALUES (X'6F6C64', 2, 2, 2, 0, 600000, 30000, 500, 3000, 30000, 5, 3, 0,
+  1, X'6E6F64652D61', 3, 1, 1, 7, 0, X'626F6F6D', 1700000000000000000, X'',
+  X'', 0, X'', 4, 12, 3);
+INSERT INTO job_failures (job_id, seq, node_id, generation, local_rank,
+  global_rank, exit_code, signal, message, time_ns)
+VALUES (X'6F6C64', 0, X'6E6F64652D61', 3, 1, 1, 7, 0, X'626F6F6D',
+  1700000000000000000);
+)sql")
+                    .ok());
+    ASSERT_EQ(*(*db)->UserVersion(), 1);
+  }
+  std::unique_ptr<SqliteJobStateStore> store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::vector<JobSnapshot>> all = store->LoadAll();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 1u);
+  const JobRecord& job = (*all)[0].job;
+  EXPECT_EQ(job.job_id, "old");
+  EXPECT_EQ(job.state, JobState::kFailed);
+  ASSERT_TRUE(job.root_cause.has_value());
+  EXPECT_EQ(job.root_cause->node_id, "node-a");
+  EXPECT_EQ(job.root_cause->exit_code, 7);
+  EXPECT_EQ(job.root_cause->message, "boom");
+  EXPECT_FALSE(job.root_cause->hang);
+  EXPECT_EQ(job.root_cause->pid, 0);
+  ASSERT_EQ(job.failures.size(), 1u);
+  EXPECT_EQ(job.failures[0].time, absl::FromUnixSeconds(1700000000));
+  EXPECT_FALSE(job.failures[0].hang);
+  EXPECT_EQ(job.failures[0].pid, 0);
+  EXPECT_EQ(QueryInt64("PRAGMA user_version"), 2);
+  // The migrated file takes the new fields.
+  JobRecord updated = job;
+  updated.root_cause->hang = true;
+  updated.root_cause->pid = 99;
+  JobChanges changes;
+  changes.job_id = "old";
+  changes.job = updated;
+  ASSERT_TRUE(store->Apply(changes).ok());
+  store.reset();
+  store = MustOpen();
+  all = store->LoadAll();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE((*all)[0].job.root_cause->hang);
+  EXPECT_EQ((*all)[0].job.root_cause->pid, 99);
 }
 
 TEST_F(SqliteJobStateStoreTest, Apply_RecordOfAnotherJob_InvalidArgument) {

@@ -329,12 +329,16 @@ TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
   ExpectTrainedTogether(4, 0);
 }
 
-// The failing worker is SIGKILLed by the test rather than failed with
-// --fail-at-step: a worker that calls sys.exit() closes its gloo sockets
-// during interpreter shutdown, before it exits, so a peer's "Connection closed
-// by peer" exit 1 is sometimes observed first and becomes the root cause. A
-// SIGKILLed worker's exit is observed at once, whereas its peers first have
-// to fail, print a traceback and shut down.
+// Rank 3 is SIGKILLed; its peers die a moment later on the broken gloo
+// connection ("Connection closed by peer", exit 1), and their reports race
+// its own to the coordinator, which stops every worker first and names the
+// earliest failure by time: rank 3, signal 9, with its real pid.
+//
+// The test kills rather than using --fail-at-step: a worker that calls
+// sys.exit() closes its gloo sockets early in interpreter shutdown, and its
+// own exit can complete after a peer's knock-on exit (about 1 run in 10 on
+// 2 cores). It writes no error file, so its exit time is all there is, and
+// by that the peer did fail first.
 TEST_F(TrainingE2eTest, RestartBudgetSpent_AgentsExitOneNamingRootCause) {
   StartCoordinator();
   const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "0"};
@@ -355,11 +359,41 @@ TEST_F(TrainingE2eTest, RestartBudgetSpent_AgentsExitOneNamingRootCause) {
     const std::string log = agent->log();
     const size_t summary = log.find("Root Cause (first observed failure)");
     ASSERT_NE(summary, std::string::npos) << log;
-    EXPECT_TRUE(absl::StrContains(log.substr(summary), "rank      : 3 (local_rank: 1)")) << log;
-    EXPECT_TRUE(absl::StrContains(log.substr(summary), absl::StrCat("exitcode  : -", SIGKILL)))
+    const std::string root = log.substr(summary);
+    EXPECT_TRUE(absl::StrContains(root, "rank      : 3 (local_rank: 1)")) << log;
+    // The pid is known on both nodes: the killed process's, never 0.
+    EXPECT_TRUE(
+        absl::StrContains(root, absl::StrCat("exitcode  : -", SIGKILL, " (pid: ", rank3, ")")))
         << log;
-    EXPECT_TRUE(absl::StrContains(log.substr(summary), "(rank 3) on node 'node-")) << log;
-    EXPECT_TRUE(absl::StrContains(log.substr(summary), "max_restarts=0")) << log;
+    EXPECT_TRUE(absl::StrContains(root, "worker 1 (rank 3) on node 'node-")) << log;
+    EXPECT_TRUE(absl::StrContains(root, "failed: signal 9 (SIGKILL); the restart budget")) << log;
+    EXPECT_TRUE(absl::StrContains(root, "max_restarts=0")) << log;
+    EXPECT_FALSE(absl::StrContains(log, "(pid: 0)")) << log;
+  }
+  EXPECT_FALSE(AnyResult());
+}
+
+// The budget runs out on a worker that exits 3 at step 3: its peers die of the
+// broken all-reduce a moment later, but the root cause is the rank that
+// failed first, with its own exit code.
+TEST_F(TrainingE2eTest, RestartBudgetSpent_WorkerExitsThree_RootCauseIsThatRank) {
+  StartCoordinator();
+  const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "0"};
+  const std::vector<std::string> train =
+      Train(40, "0", {"--fail-at-step", "3", "--fail-rank", "2", "--fail-exit-code", "3"});
+  AgentProcess& a = StartAgent("node-a", launch, train);
+  AgentProcess& b = StartAgent("node-b", launch, train);
+  EXPECT_EQ(a.Wait(kBound), 1) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 1) << Logs();
+  for (const AgentProcess* agent : {&a, &b}) {
+    const std::string log = agent->log();
+    const size_t summary = log.find("Root Cause (first observed failure)");
+    ASSERT_NE(summary, std::string::npos) << log;
+    const std::string root = log.substr(summary);
+    EXPECT_TRUE(absl::StrContains(root, "rank      : 2 (local_rank: 0)")) << log;
+    EXPECT_TRUE(absl::StrContains(root, "exitcode  : 3 (pid: ")) << log;
+    EXPECT_TRUE(absl::StrContains(root, "worker 0 (rank 2) on node 'node-")) << log;
+    EXPECT_TRUE(absl::StrContains(root, "failed: exit code 3; the restart budget")) << log;
   }
   EXPECT_FALSE(AnyResult());
 }
@@ -368,14 +402,25 @@ TEST_F(TrainingE2eTest, WorkerStopsHeartbeat_HangDetected_GroupRestarts) {
   StartCoordinator();
   const std::vector<std::string> launch = {
       "--nnodes", "2", "--max-restarts", "2", "--worker-heartbeat-timeout", "3"};
-  const std::vector<std::string> train = Train(8, "0", {"--hang-at-step", "2", "--fail-rank", "1"});
+  // Steps of 0.2 s, as real steps take time: the peers' touch at the start of
+  // the step they then block in is a check interval (0.1 s) later than the
+  // hung rank's last touch. (File mtimes alone are too coarse: the kernel
+  // stamps them from a clock that ticks every few ms.)
+  const std::vector<std::string> train =
+      Train(8, "0.2", {"--hang-at-step", "2", "--fail-rank", "1"});
   AgentProcess& a = StartAgent("node-a", launch, train);
   AgentProcess& b = StartAgent("node-b", launch, train);
   EXPECT_EQ(a.Wait(kBound), 0) << Logs();
   EXPECT_EQ(b.Wait(kBound), 0) << Logs();
   const std::string logs = Logs();
   EXPECT_TRUE(absl::StrContains(logs, "rank 1 hanging on purpose at step 2")) << logs;
-  EXPECT_TRUE(absl::StrContains(logs, "hang (no heartbeat for")) << logs;
+  // Reported as a hang, never as an exit code, and blamed on the rank that
+  // hung: its peers touched their heartbeat files at the start of the step
+  // they then blocked in, so the hung rank's heartbeat is the oldest.
+  EXPECT_TRUE(absl::StrContains(logs, "rank 1 (local_rank 1): hang: no heartbeat for ")) << logs;
+  EXPECT_TRUE(absl::StrContains(logs, "(rank 1) on node 'node-")) << logs;
+  EXPECT_TRUE(absl::StrContains(logs, "failed: hang (no heartbeat); restart 1 of 2")) << logs;
+  EXPECT_FALSE(absl::StrContains(logs, "exit code -1")) << logs;
   ExpectTrainedTogether(4, 1);
 }
 

@@ -113,6 +113,7 @@ std::string FailureJson(const v1::Failure& f) {
       .Bool("hang", f.hang())
       .String("message", f.message())
       .Int("time_unix_ms", f.time_unix_ms())
+      .Int("pid", f.pid())
       .Build();
 }
 
@@ -242,6 +243,7 @@ std::string FailureText(const v1::Failure& f) {
     absl::StrAppend(&text, " node ", PrintableBytes(f.node_id()),
                     " local rank ", f.local_rank(), " global rank ",
                     f.global_rank());
+    if (f.pid() > 0) absl::StrAppend(&text, " pid ", f.pid());
     if (f.hang()) {
       absl::StrAppend(&text, " hang");
     } else if (f.signal() != 0) {
