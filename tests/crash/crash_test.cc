@@ -21,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
+#include "tests/crash/test_channel.h"
 #include "tests/crash/crash_history.h"
 
 namespace ddp::testing {
@@ -40,19 +41,6 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// A channel of its own (own TCP connection) that reconnects fast after a
-// restart instead of gRPC's default 1 s+ backoff.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int id) {
-  grpc::ChannelArguments args;
-  args.SetInt("grpc.channel_id", id);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
 }
 
 bool Retryable(const grpc::Status& status) {
@@ -115,7 +103,7 @@ class Recorder {
 // backoff until acknowledged or `stop`. Keys are unique per (client, seq).
 void RunClient(int id, const std::string& address, int64_t& next_seq,
                Recorder& recorder, const std::atomic<bool>& stop) {
-  auto stub = v1::KeyValueService::NewStub(MakeChannel(address, id));
+  auto stub = v1::KeyValueService::NewStub(MakeFastReconnectChannel(address, id));
   std::mt19937 jitter(id);
   for (int op = 0; !stop.load(); ++op) {
     const bool is_add = op % 3 == 2;
@@ -171,7 +159,7 @@ void RunClient(int id, const std::string& address, int64_t& next_seq,
 class ResumingWatcher {
  public:
   ResumingWatcher(const std::string& address, Recorder& recorder)
-      : stub_(v1::KeyValueService::NewStub(MakeChannel(address, 1000))),
+      : stub_(v1::KeyValueService::NewStub(MakeFastReconnectChannel(address, 1000))),
         recorder_(recorder),
         thread_([this] { Run(); }) {}
   ~ResumingWatcher() {
@@ -287,7 +275,7 @@ RunResult RunCrashCycles(int cycles, bool lose_one_write) {
   EXPECT_TRUE(started.ok()) << started;
   if (!started.ok()) return result;
   const std::string address = process.address();
-  auto control = v1::KeyValueService::NewStub(MakeChannel(address, 2000));
+  auto control = v1::KeyValueService::NewStub(MakeFastReconnectChannel(address, 2000));
 
   uint32_t seed = std::random_device()();
   if (const char* env = std::getenv("DDP_CRASH_SEED")) {

@@ -35,6 +35,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
+#include "tests/crash/test_channel.h"
 
 namespace ddp::testing {
 namespace {
@@ -60,17 +61,6 @@ v1::JobSettings Settings() {
   s.set_heartbeat_timeout_ms(20000);
   s.set_shutdown_timeout_ms(20000);
   return s;
-}
-
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int id) {
-  grpc::ChannelArguments args;
-  args.SetInt("grpc.channel_id", id);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
 }
 
 std::string Describe(const v1::Assignment& a) {
@@ -172,7 +162,7 @@ class Fleet {
       options.heartbeat_interval = absl::Milliseconds(100);
       options.master_port = master_port;
       agents_.push_back(
-          std::make_unique<FakeAgent>(MakeChannel(address, i), options));
+          std::make_unique<FakeAgent>(MakeFastReconnectChannel(address, i), options));
     }
   }
   ~Fleet() { JoinRegistrations(); }

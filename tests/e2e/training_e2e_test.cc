@@ -108,6 +108,22 @@ class TrainingE2eTest : public ::testing::Test {
   }
 
   // train_ddp.py and its arguments, after the agent's own flags.
+  // Every agent's log has a root-cause summary that contains each of
+  // `expected`, and no unknown pid anywhere.
+  void ExpectRootCauseSummary(const std::vector<const AgentProcess*>& agents,
+                              const std::vector<std::string>& expected) const {
+    for (const AgentProcess* agent : agents) {
+      const std::string log = agent->log();
+      const size_t summary = log.find("Root Cause (first observed failure)");
+      ASSERT_NE(summary, std::string::npos) << log;
+      const std::string root = log.substr(summary);
+      for (const std::string& text : expected) {
+        EXPECT_TRUE(absl::StrContains(root, text)) << "no '" << text << "' in:\n" << log;
+      }
+      EXPECT_FALSE(absl::StrContains(log, "(pid: 0)")) << log;
+    }
+  }
+
   std::vector<std::string> Train(int steps, const std::string& step_seconds,
                                  std::vector<std::string> more = {}) const {
     std::vector<std::string> args = {Runfile("examples/train_ddp.py"),
@@ -332,13 +348,9 @@ TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
 // Rank 3 is SIGKILLed; its peers die a moment later on the broken gloo
 // connection ("Connection closed by peer", exit 1), and their reports race
 // its own to the coordinator, which stops every worker first and names the
-// earliest failure by time: rank 3, signal 9, with its real pid.
-//
-// The test kills rather than using --fail-at-step: a worker that calls
-// sys.exit() closes its gloo sockets early in interpreter shutdown, and its
-// own exit can complete after a peer's knock-on exit (about 1 run in 10 on
-// 2 cores). It writes no error file, so its exit time is all there is, and
-// by that the peer did fail first.
+// earliest failure by time: rank 3, signal 9, with its real pid. (The next
+// test fails a rank with an exit code; train_ddp.py leaves with os._exit so
+// that its exit, like a crash, comes before its peers' knock-on exits.)
 TEST_F(TrainingE2eTest, RestartBudgetSpent_AgentsExitOneNamingRootCause) {
   StartCoordinator();
   const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "0"};
@@ -355,21 +367,12 @@ TEST_F(TrainingE2eTest, RestartBudgetSpent_AgentsExitOneNamingRootCause) {
   ASSERT_EQ(kill(rank3, SIGKILL), 0);
   EXPECT_EQ(a.Wait(kBound), 1) << Logs();
   EXPECT_EQ(b.Wait(kBound), 1) << Logs();
-  for (const AgentProcess* agent : {&a, &b}) {
-    const std::string log = agent->log();
-    const size_t summary = log.find("Root Cause (first observed failure)");
-    ASSERT_NE(summary, std::string::npos) << log;
-    const std::string root = log.substr(summary);
-    EXPECT_TRUE(absl::StrContains(root, "rank      : 3 (local_rank: 1)")) << log;
-    // The pid is known on both nodes: the killed process's, never 0.
-    EXPECT_TRUE(
-        absl::StrContains(root, absl::StrCat("exitcode  : -", SIGKILL, " (pid: ", rank3, ")")))
-        << log;
-    EXPECT_TRUE(absl::StrContains(root, "worker 1 (rank 3) on node 'node-")) << log;
-    EXPECT_TRUE(absl::StrContains(root, "failed: signal 9 (SIGKILL); the restart budget")) << log;
-    EXPECT_TRUE(absl::StrContains(root, "max_restarts=0")) << log;
-    EXPECT_FALSE(absl::StrContains(log, "(pid: 0)")) << log;
-  }
+  // The pid is known on both nodes: the killed process's, never 0.
+  ExpectRootCauseSummary({&a, &b}, {"rank      : 3 (local_rank: 1)",
+                                    absl::StrCat("exitcode  : -", SIGKILL, " (pid: ", rank3, ")"),
+                                    "worker 1 (rank 3) on node 'node-",
+                                    "failed: signal 9 (SIGKILL); the restart budget",
+                                    "max_restarts=0"});
   EXPECT_FALSE(AnyResult());
 }
 
@@ -385,16 +388,9 @@ TEST_F(TrainingE2eTest, RestartBudgetSpent_WorkerExitsThree_RootCauseIsThatRank)
   AgentProcess& b = StartAgent("node-b", launch, train);
   EXPECT_EQ(a.Wait(kBound), 1) << Logs();
   EXPECT_EQ(b.Wait(kBound), 1) << Logs();
-  for (const AgentProcess* agent : {&a, &b}) {
-    const std::string log = agent->log();
-    const size_t summary = log.find("Root Cause (first observed failure)");
-    ASSERT_NE(summary, std::string::npos) << log;
-    const std::string root = log.substr(summary);
-    EXPECT_TRUE(absl::StrContains(root, "rank      : 2 (local_rank: 0)")) << log;
-    EXPECT_TRUE(absl::StrContains(root, "exitcode  : 3 (pid: ")) << log;
-    EXPECT_TRUE(absl::StrContains(root, "worker 0 (rank 2) on node 'node-")) << log;
-    EXPECT_TRUE(absl::StrContains(root, "failed: exit code 3; the restart budget")) << log;
-  }
+  ExpectRootCauseSummary({&a, &b}, {"rank      : 2 (local_rank: 0)", "exitcode  : 3 (pid: ",
+                                    "worker 0 (rank 2) on node 'node-",
+                                    "failed: exit code 3; the restart budget"});
   EXPECT_FALSE(AnyResult());
 }
 
