@@ -2,8 +2,9 @@
 # KV benchmark: the ddp coordinator and etcd 3.4 side by side on this machine.
 # Starts a coordinator (temp data dir, --port 0 + port file) and an etcd (temp
 # data dir, loopback client URL on a free port, default fsync behaviour), runs
-# //tools/kv_bench against both, stops both, and prints the tables plus the
-# cost of one fsync'd 4 KiB write on the same disk (dd oflag=dsync).
+# //tools/kv_bench against both (each server's CPU per operation comes from
+# /proc/PID/stat), stops both, and prints the tables plus the cost of one
+# fsync'd 4 KiB write on the same disk (dd oflag=dsync).
 #
 #   tools/bench_kv.sh [extra kv_bench flags, e.g. --duration 5s]
 # Needs /usr/bin/etcd (Debian's etcd-server). Exit 1 if anything fails.
@@ -38,7 +39,8 @@ rm -f "$work/fsync-probe"
 
 "$coordinator" --port 0 --bind 127.0.0.1 --data-dir "$work/ddp" \
   --port-file "$work/ddp.port" --log-level warning 2>"$work/coordinator.log" &
-pids+=($!)
+ddp_pid=$!
+pids+=($ddp_pid)
 client_port=$(free_port)
 peer_port=$(free_port)
 "$etcd" --data-dir "$work/etcd" --name bench \
@@ -48,7 +50,8 @@ peer_port=$(free_port)
   --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
   --initial-cluster "bench=http://127.0.0.1:$peer_port" \
   --log-level warn 2>"$work/etcd.log" &
-pids+=($!)
+etcd_pid=$!
+pids+=($etcd_pid)
 
 for _ in $(seq 200); do [ -s "$work/ddp.port" ] && break; sleep 0.05; done
 [ -s "$work/ddp.port" ] || { echo "bench_kv: coordinator did not start" >&2; cat "$work/coordinator.log" >&2; exit 1; }
@@ -58,4 +61,6 @@ for _ in $(seq 200); do
 done
 echo "coordinator at 127.0.0.1:$(cat "$work/ddp.port"); $("$etcd" --version | head -1) at 127.0.0.1:$client_port"
 
-"$kv_bench" --ddp "127.0.0.1:$(cat "$work/ddp.port")" --etcd "127.0.0.1:$client_port" "$@"
+# The PIDs let kv_bench report the server's CPU per operation next to its own.
+"$kv_bench" --ddp "127.0.0.1:$(cat "$work/ddp.port")" --ddp_pid "$ddp_pid" \
+  --etcd "127.0.0.1:$client_port" --etcd_pid "$etcd_pid" "$@"

@@ -1,6 +1,9 @@
 #include "coordinator/kv/key_space.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 
@@ -10,24 +13,56 @@ const KeyValue* KeySpace::Find(const std::string& ns,
                                const std::string& key) const {
   auto ns_it = namespaces_.find(ns);
   if (ns_it == namespaces_.end()) return nullptr;
-  auto it = ns_it->second.find(key);
-  return it == ns_it->second.end() ? nullptr : &it->second;
+  auto it = ns_it->second.records.find(key);
+  return it == ns_it->second.records.end() ? nullptr : &it->second;
 }
 
-void KeySpace::Upsert(KeyValue kv) {
-  auto& keys = namespaces_[kv.ns];
-  auto [it, inserted] = keys.try_emplace(kv.key);
-  if (inserted) ++size_;
+LeaseId KeySpace::Upsert(KeyValue kv, const KeyValue** stored) {
+  Namespace& space = namespaces_[kv.ns];
+  auto [it, inserted] = space.records.try_emplace(kv.key);
+  LeaseId old_lease = 0;
+  if (inserted) {
+    ++size_;
+    absl::MutexLock lock(&index_mu_);
+    space.unindexed.emplace(absl::string_view(it->first), &it->second);
+  } else {
+    old_lease = it->second.lease;
+  }
   it->second = std::move(kv);
+  if (stored != nullptr) *stored = &it->second;
+  return old_lease;
 }
 
-bool KeySpace::Erase(const std::string& ns, const std::string& key) {
+bool KeySpace::Erase(const std::string& ns, const std::string& key,
+                     LeaseId* old_lease) {
   auto ns_it = namespaces_.find(ns);
   if (ns_it == namespaces_.end()) return false;
-  if (ns_it->second.erase(key) == 0) return false;
+  Namespace& space = ns_it->second;
+  auto it = space.records.find(key);
+  if (it == space.records.end()) return false;
+  if (old_lease != nullptr) *old_lease = it->second.lease;
+  {
+    absl::MutexLock lock(&index_mu_);
+    const absl::string_view view(it->first);
+    if (space.unindexed.erase(view) == 0) space.ordered.erase(view);
+  }
+  space.records.erase(it);
   --size_;
-  if (ns_it->second.empty()) namespaces_.erase(ns_it);
+  if (space.records.empty()) namespaces_.erase(ns_it);
   return true;
+}
+
+void KeySpace::IndexLocked(const Namespace& space) {
+  if (space.unindexed.empty()) return;
+  std::vector<std::pair<absl::string_view, const KeyValue*>> added(
+      space.unindexed.begin(), space.unindexed.end());
+  std::sort(added.begin(), added.end());
+  // Ascending inserts: each lands next to the previous one's position.
+  auto hint = space.ordered.begin();
+  for (const auto& entry : added) {
+    hint = std::next(space.ordered.insert(hint, entry));
+  }
+  space.unindexed.clear();
 }
 
 void KeySpace::Scan(const std::string& ns, absl::string_view prefix,
@@ -35,14 +70,16 @@ void KeySpace::Scan(const std::string& ns, absl::string_view prefix,
                     const std::function<bool(const KeyValue&)>& visit) const {
   auto ns_it = namespaces_.find(ns);
   if (ns_it == namespaces_.end()) return;
-  const auto& keys = ns_it->second;
-  auto it = keys.lower_bound(std::string(prefix));
+  absl::MutexLock lock(&index_mu_);
+  IndexLocked(ns_it->second);
+  const Index& ordered = ns_it->second.ordered;
+  auto it = ordered.lower_bound(prefix);
   if (!start_after.empty() && start_after >= prefix) {
-    it = keys.upper_bound(std::string(start_after));
+    it = ordered.upper_bound(start_after);
   }
-  for (; it != keys.end(); ++it) {
+  for (; it != ordered.end(); ++it) {
     if (!absl::StartsWith(it->first, prefix)) break;
-    if (!visit(it->second)) break;
+    if (!visit(*it->second)) break;
   }
 }
 

@@ -3,14 +3,30 @@
 
 // The live keys of the store, per namespace, in key order (for prefix ranges).
 //
-// Thread-safety: not thread-safe; the KvStore guards it with its state mutex.
+// Each namespace keeps its records in a hash map: Find and Upsert are one hash
+// lookup (the committer does two per write). A B-tree of the records
+// themselves held only three ~160-byte records per 256-byte node, so every
+// lookup walked a dozen levels of string compares.
+//
+// Key order is needed only by Scan (Range, prefix delete), so it is kept
+// lazily: a new key goes into an unordered set, and the first Scan of the
+// namespace sorts those and merges them into an ordered index of views of the
+// keys. A stream of puts that is never scanned never pays for ordering; a
+// scan pays once for the keys added since the previous one.
+//
+// Thread-safety: not thread-safe for mutations; the KvStore guards it with its
+// state mutex, and Find and Scan may run concurrently with each other (Scan
+// serializes its index work on an internal mutex).
 
 #include <functional>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/kv/kv_types.h"
 
 namespace ddp::kv {
@@ -19,9 +35,13 @@ class KeySpace {
  public:
   // Null when absent. The pointer is valid until the next mutation.
   const KeyValue* Find(const std::string& ns, const std::string& key) const;
-  void Upsert(KeyValue kv);
-  // True if the key existed.
-  bool Erase(const std::string& ns, const std::string& key);
+  // Inserts or replaces; returns the lease of the value it replaced (0 when
+  // the key was new or had none), and sets `*stored` (if given) to the stored
+  // record (valid until the next mutation). One lookup.
+  LeaseId Upsert(KeyValue kv, const KeyValue** stored = nullptr);
+  // True if the key existed; then `*old_lease` (if given) is its lease.
+  bool Erase(const std::string& ns, const std::string& key,
+             LeaseId* old_lease = nullptr);
 
   // Calls `visit` for the keys of `ns` starting with `prefix` and greater than
   // `start_after` (all when empty), in key order, until it returns false.
@@ -32,9 +52,22 @@ class KeySpace {
   size_t size() const { return size_; }
 
  private:
-  absl::flat_hash_map<std::string, absl::btree_map<std::string, KeyValue>>
-      namespaces_;
+  using Index = absl::btree_map<absl::string_view, const KeyValue*>;
+  using Unindexed = absl::flat_hash_map<absl::string_view, const KeyValue*>;
+  struct Namespace {
+    // Nodes never move, so the indexes may point into them.
+    absl::node_hash_map<std::string, KeyValue> records;
+    // Every key is in exactly one of these two (guarded by index_mu_).
+    mutable Index ordered;
+    mutable Unindexed unindexed;
+  };
+
+  // Moves the namespace's unindexed keys into its ordered index.
+  static void IndexLocked(const Namespace& space);
+
+  absl::flat_hash_map<std::string, Namespace> namespaces_;
   size_t size_ = 0;
+  mutable absl::Mutex index_mu_;
 };
 
 }  // namespace ddp::kv

@@ -1,6 +1,7 @@
 #include "coordinator/kv/key_space.h"
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -49,6 +50,56 @@ TEST(KeySpaceTest, UpsertErase_CountsAndFinds) {
   EXPECT_FALSE(space.Erase("ns", "a"));
   EXPECT_EQ(space.Find("ns", "a"), nullptr);
   EXPECT_EQ(space.size(), 0u);
+}
+
+TEST(KeySpaceTest, UpsertErase_ReportsReplacedLeaseAndKeepsOrderIndex) {
+  KeySpace space;
+  KeyValue leased = Kv("ns", "k");
+  leased.lease = 7;
+  EXPECT_EQ(space.Upsert(leased), 0);  // new key
+  const KeyValue* stored = nullptr;
+  KeyValue plain = Kv("ns", "k");
+  plain.value = "v2";
+  EXPECT_EQ(space.Upsert(plain, &stored), 7);
+  ASSERT_NE(stored, nullptr);
+  EXPECT_EQ(stored->value, "v2");
+  // Many keys: the ordered index still matches the records after erasures.
+  for (int i = 0; i < 1000; ++i) space.Upsert(Kv("ns", "x" + std::to_string(i)));
+  for (int i = 0; i < 1000; i += 2) {
+    LeaseId lease = -1;
+    EXPECT_TRUE(space.Erase("ns", "x" + std::to_string(i), &lease));
+    EXPECT_EQ(lease, 0);
+  }
+  std::vector<std::string> keys = ScanKeys(space, "x99", "");
+  EXPECT_EQ(keys, (std::vector<std::string>{"x99", "x991", "x993", "x995",
+                                            "x997", "x999"}));
+  EXPECT_EQ(space.size(), 501u);
+}
+
+TEST(KeySpaceTest, Scan_KeysAddedAndErasedBetweenScans_OrderStaysExact) {
+  KeySpace space;
+  for (const char* key : {"m", "c", "x"}) space.Upsert(Kv("ns", key));
+  EXPECT_EQ(ScanKeys(space, "", ""), (std::vector<std::string>{"c", "m", "x"}));
+  // Indexed keys erased, new keys added (some before, some after the old).
+  EXPECT_TRUE(space.Erase("ns", "m"));
+  for (const char* key : {"a", "n", "z", "d"}) space.Upsert(Kv("ns", key));
+  EXPECT_TRUE(space.Erase("ns", "z"));  // erased before any scan saw it
+  EXPECT_EQ(ScanKeys(space, "", ""),
+            (std::vector<std::string>{"a", "c", "d", "n", "x"}));
+  EXPECT_EQ(ScanKeys(space, "", "c"), (std::vector<std::string>{"d", "n", "x"}));
+}
+
+TEST(KeySpaceTest, Scan_ConcurrentScans_SameResult) {
+  KeySpace space;
+  for (int i = 0; i < 2000; ++i) space.Upsert(Kv("ns", "k" + std::to_string(i)));
+  std::vector<std::vector<std::string>> results(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] { results[t] = ScanKeys(space, "k1", ""); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(results[0].size(), 1111u);  // k1, k10-k19, k100-k199, k1000-k1999
+  for (int t = 1; t < 4; ++t) EXPECT_EQ(results[t], results[0]);
 }
 
 }  // namespace

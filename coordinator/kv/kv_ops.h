@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coordinator/kv/kv_types.h"
+#include "coordinator/kv/published_events.h"
 
 namespace ddp::kv {
 
@@ -109,10 +110,29 @@ struct WatchRequest {
   Revision start_revision = 0;  // 0: only changes after the current revision
 };
 
-// One message for a watcher: events in revision order, and the store revision.
+// What one Take hands a watcher: its next events in revision order, as shared
+// chunks (see published_events.h). A live chunk is one commit (or the part of
+// it the watcher matches), shared with other watchers; a history page is a
+// chunk of its own. Chunks are never empty.
 struct WatchBatch {
-  std::vector<Event> events;
-  Revision revision = 0;
+  std::vector<PublishedEventsPtr> chunks;
+  Revision revision = 0;  // the published store revision when taken
+
+  bool empty() const { return chunks.empty(); }
+  size_t event_count() const {
+    size_t n = 0;
+    for (const PublishedEventsPtr& chunk : chunks) n += chunk->size();
+    return n;
+  }
+  // A flat copy of the events (tests and tools; the server sends the chunks).
+  std::vector<Event> CopyEvents() const {
+    std::vector<Event> events;
+    for (const PublishedEventsPtr& chunk : chunks) {
+      events.insert(events.end(), chunk->events().begin(),
+                    chunk->events().end());
+    }
+    return events;
+  }
 };
 
 struct LeaseGrantResult {

@@ -3,10 +3,12 @@
 
 #include "coordinator/kv/kv_store.h"
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "common/clock.h"
 #include "coordinator/kv/testing/fake_kv_backend.h"
 #include "gtest/gtest.h"
@@ -89,6 +91,46 @@ TEST_F(KvStoreTest, Status_AfterWrites_CountsKeysLeasesWatchers) {
   EXPECT_EQ(status.keys, 1);
   EXPECT_EQ(status.leases, 1);
   EXPECT_EQ(status.watchers, 0);
+}
+
+TEST_F(KvStoreTest, PutAsync_SlowCallback_CommitterKeepsCommitting) {
+  absl::Notification release, first_called;
+  store_->PutAsync({"job", "a", "1"}, [&](absl::StatusOr<PutResult> r) {
+    EXPECT_TRUE(r.ok());
+    first_called.Notify();
+    release.WaitForNotification();  // holds the delivery thread
+  });
+  ASSERT_TRUE(first_called.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  absl::Notification second_done;
+  store_->PutAsync({"job", "b", "2"}, [&](absl::StatusOr<PutResult> r) {
+    EXPECT_TRUE(r.ok());
+    second_done.Notify();
+  });
+  // The second write is committed and readable while the first reply is
+  // still being delivered; its own reply waits behind the first (in order).
+  ASSERT_TRUE(backend_->AwaitCommits(2, absl::Seconds(30)));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (store_->Status().revision < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));  // state applied right after Commit
+  }
+  EXPECT_EQ(store_->Status().revision, 2);
+  EXPECT_TRUE(store_->Get({"job", "b"}).ok());
+  EXPECT_FALSE(second_done.HasBeenNotified());
+  release.Notify();
+  EXPECT_TRUE(second_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+}
+
+TEST_F(KvStoreTest, Shutdown_QueuedWrites_AllCallbacksRunBeforeItReturns) {
+  std::atomic<int> finished{0};
+  for (int i = 0; i < 500; ++i) {
+    store_->PutAsync({"job", "k" + std::to_string(i), "v"},
+                     [&](absl::StatusOr<PutResult> r) {
+                       EXPECT_TRUE(r.ok()) << r.status();
+                       finished.fetch_add(1);
+                     });
+  }
+  store_->Shutdown();
+  EXPECT_EQ(finished.load(), 500);
 }
 
 }  // namespace

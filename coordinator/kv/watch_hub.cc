@@ -1,7 +1,9 @@
 #include "coordinator/kv/watch_hub.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -69,7 +71,6 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   const size_t want = options_.max_events_per_take + skip;
   absl::StatusOr<std::vector<Event>> read =
       history_.ReadEvents(ns, prefix, from, want);
-  std::shared_ptr<WatchSink> to_notify;
   absl::MutexLock lock(&mu_);
   auto it = watchers_.find(id);
   if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
@@ -91,6 +92,7 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   bool reached_end = events.size() < want;
   size_t same_revision_count = 0;
   Revision last_revision = 0;
+  std::vector<Event> page;
   for (size_t i = 0; i < events.size(); ++i) {
     Event& event = events[i];
     if (event.revision() > end) {
@@ -103,7 +105,7 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
       last_revision = event.revision();
       same_revision_count = 1;
     }
-    if (i >= skip) batch->events.push_back(std::move(event));
+    if (i >= skip) page.push_back(std::move(event));
   }
   if (reached_end || last_revision == 0) {
     w.catching_up = false;
@@ -112,11 +114,15 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
     w.catchup_skip = same_revision_count;
   }
   batch->revision = published_;
+  if (!page.empty()) {
+    batch->chunks.push_back(
+        std::make_shared<const PublishedEvents>(std::move(page), published_));
+  }
   return absl::OkStatus();
 }
 
 absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
-  batch->events.clear();
+  batch->chunks.clear();
   bool catching_up = false;
   {
     absl::MutexLock lock(&mu_);
@@ -127,7 +133,7 @@ absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
   }
   if (catching_up) {
     absl::Status status = TakeHistory(id, batch);
-    if (!status.ok() || !batch->events.empty()) return status;
+    if (!status.ok() || !batch->chunks.empty()) return status;
   }
   absl::MutexLock lock(&mu_);
   auto it = watchers_.find(id);
@@ -137,16 +143,17 @@ absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
   batch->revision = published_;
   if (w.catching_up)
     return absl::OkStatus();  // an empty history page; call again
-  while (!w.queue.empty()) {
-    const Revision revision = w.queue.front().revision();
-    if (batch->events.size() >= options_.max_events_per_take &&
-        batch->events.back().revision() != revision) {
-      break;
-    }
-    batch->events.push_back(std::move(w.queue.front()));
+  // Chunks are whole commits, so cutting between them cuts between revisions.
+  size_t taken = 0;
+  while (!w.queue.empty() && (taken == 0 ||
+                              taken + w.queue.front()->size() <=
+                                  options_.max_events_per_take)) {
+    taken += w.queue.front()->size();
+    w.queued_events -= w.queue.front()->size();
+    batch->chunks.push_back(std::move(w.queue.front()));
     w.queue.pop_front();
   }
-  w.armed = batch->events.empty();
+  w.armed = batch->chunks.empty();
   return absl::OkStatus();
 }
 
@@ -167,45 +174,84 @@ std::shared_ptr<WatchSink> WatchHub::CancelLocked(Watcher& w,
   if (!w.status.ok()) return nullptr;
   w.status = std::move(status);
   w.queue.clear();
+  w.queued_events = 0;
   w.catching_up = false;
   return w.sink;
 }
 
-void WatchHub::Publish(const std::vector<Event>& events, Revision revision) {
-  std::vector<std::shared_ptr<WatchSink>> to_notify;
-  {
-    absl::MutexLock lock(&mu_);
-    published_ = revision;
-    absl::flat_hash_map<WatchId, std::vector<const Event*>> matched;
-    for (const Event& event : events) {
-      auto ns_it = by_namespace_.find(event.kv.ns);
-      if (ns_it == by_namespace_.end()) continue;
-      for (WatchId id : ns_it->second) {
-        const Watcher& w = watchers_.at(id);
-        if (w.status.ok() && Matches(w, event)) matched[id].push_back(&event);
-      }
-    }
-    for (auto& [id, list] : matched) {
-      Watcher& w = watchers_.at(id);
-      if (!w.queue.empty() &&
-          w.queue.size() + list.size() > options_.max_queued_events) {
-        const Revision resume =
-            w.catching_up ? w.catchup_revision : w.queue.front().revision();
-        auto sink = CancelLocked(
-            w,
-            absl::ResourceExhaustedError(absl::StrCat(
-                "watcher fell more than ", options_.max_queued_events,
-                " events behind; watch again with start_revision=", resume)));
-        if (sink) to_notify.push_back(std::move(sink));
-        continue;
-      }
-      for (const Event* event : list) w.queue.push_back(*event);
-      if (w.armed) {
-        w.armed = false;
-        to_notify.push_back(w.sink);
-      }
+void WatchHub::EnqueueLocked(
+    Watcher& w, PublishedEventsPtr chunk,
+    std::vector<std::shared_ptr<WatchSink>>* to_notify) {
+  if (!w.queue.empty() &&
+      w.queued_events + chunk->size() > options_.max_queued_events) {
+    const Revision resume = w.catching_up
+                                ? w.catchup_revision
+                                : w.queue.front()->events().front().revision();
+    auto sink = CancelLocked(
+        w, absl::ResourceExhaustedError(absl::StrCat(
+               "watcher fell more than ", options_.max_queued_events,
+               " events behind; watch again with start_revision=", resume)));
+    if (sink) to_notify->push_back(std::move(sink));
+    return;
+  }
+  w.queued_events += chunk->size();
+  w.queue.push_back(std::move(chunk));
+  if (w.armed) {
+    w.armed = false;
+    to_notify->push_back(w.sink);
+  }
+}
+
+void WatchHub::Publish(std::vector<Event> events, Revision revision,
+                       std::vector<std::shared_ptr<WatchSink>>* to_notify) {
+  absl::MutexLock lock(&mu_);
+  published_ = revision;
+  if (by_namespace_.empty() || events.empty()) return;
+  // The namespaces this commit touched, in order (nearly always one).
+  absl::InlinedVector<std::string, 2> namespaces;
+  for (const Event& event : events) {
+    if (std::find(namespaces.begin(), namespaces.end(), event.kv.ns) ==
+        namespaces.end()) {
+      namespaces.push_back(event.kv.ns);
     }
   }
+  const auto all =
+      std::make_shared<const PublishedEvents>(std::move(events), revision);
+  const std::vector<Event>& published = all->events();
+  // Watchers that match the same part of the commit share one copy of it.
+  absl::flat_hash_map<std::vector<uint32_t>, PublishedEventsPtr> subsets;
+  std::vector<uint32_t> matched;
+  for (const std::string& ns : namespaces) {
+    auto ns_it = by_namespace_.find(ns);
+    if (ns_it == by_namespace_.end()) continue;
+    for (WatchId id : ns_it->second) {
+      Watcher& w = watchers_.at(id);
+      if (!w.status.ok()) continue;
+      matched.clear();
+      for (uint32_t i = 0; i < published.size(); ++i) {
+        if (Matches(w, published[i])) matched.push_back(i);
+      }
+      if (matched.empty()) continue;
+      if (matched.size() == published.size()) {
+        EnqueueLocked(w, all, to_notify);
+        continue;
+      }
+      PublishedEventsPtr& subset = subsets[matched];
+      if (subset == nullptr) {
+        std::vector<Event> part;
+        part.reserve(matched.size());
+        for (uint32_t i : matched) part.push_back(published[i]);
+        subset = std::make_shared<const PublishedEvents>(std::move(part),
+                                                         revision);
+      }
+      EnqueueLocked(w, subset, to_notify);
+    }
+  }
+}
+
+void WatchHub::Publish(std::vector<Event> events, Revision revision) {
+  std::vector<std::shared_ptr<WatchSink>> to_notify;
+  Publish(std::move(events), revision, &to_notify);
   for (auto& sink : to_notify) sink->OnReady();
 }
 

@@ -5,14 +5,21 @@
 // namespace whose key starts with its prefix, from its start revision on, in
 // revision order, with no gap and no duplicate:
 //   * history (start revision .. the revision published when it registered) is
-//   read
-//     from the backend page by page ("catch-up");
+//     read from the backend page by page ("catch-up");
 //   * later events are queued by Publish while catch-up goes on.
 //
+// Publish is cheap per watcher: a commit's events are wrapped once in a shared
+// PublishedEvents and each matching watcher's queue gets a reference to it (or
+// to one shared copy per distinct subset, for watchers that match only part of
+// the commit). Publish does not call the sinks itself: it returns the sinks of
+// idle watchers that now have events, and the caller notifies them off the
+// committer thread (KvStore's delivery thread), so sending to 1,000 watchers
+// never holds up the next commit.
+//
 // Flow control is pull-based. The consumer calls Take until it returns an empty
-// batch; after that the hub calls WatchSink::OnReady once when new events (or a
-// cancellation) arrive, and the consumer calls Take again. Each watcher's queue
-// is bounded: a watcher that falls more than max_queued_events behind is
+// batch; after that the hub has WatchSink::OnReady called once when new events
+// (or a cancellation) arrive, and the consumer calls Take again. Each watcher's
+// queue is bounded: a watcher that falls more than max_queued_events behind is
 // cancelled with RESOURCE_EXHAUSTED naming the revision to resume from.
 //
 // Watcher lifecycle:
@@ -42,6 +49,7 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/kv/kv_ops.h"
 #include "coordinator/kv/kv_types.h"
+#include "coordinator/kv/published_events.h"
 #include "coordinator/storage/kv_backend.h"
 
 namespace ddp::kv {
@@ -90,9 +98,14 @@ class WatchHub {
   // shared_ptr).
   void Remove(WatchId id);
 
-  // Delivers the events of one committed batch whose last revision is
-  // `revision`.
-  void Publish(const std::vector<Event>& events, Revision revision);
+  // Queues the events of one committed batch, after which the store revision
+  // is `revision`, for every matching watcher, and appends to `*to_notify` the
+  // sinks to call OnReady on (outside any lock of the caller's that a sink's
+  // Take would need).
+  void Publish(std::vector<Event> events, Revision revision,
+               std::vector<std::shared_ptr<WatchSink>>* to_notify);
+  // The same, then calls OnReady on this thread.
+  void Publish(std::vector<Event> events, Revision revision);
 
   // Cancels every watcher with `status` and refuses new ones.
   void CancelAll(const absl::Status& status);
@@ -112,15 +125,20 @@ class WatchHub {
     Revision catchup_revision = 0;
     size_t catchup_skip = 0;
     Revision catchup_end = 0;  // last revision served from history
-    std::deque<Event> queue;   // live events
-    bool armed = false;        // consumer is idle: notify on the next event
-    absl::Status status;       // non-OK: cancelled
+    std::deque<PublishedEventsPtr> queue;  // live events, shared
+    size_t queued_events = 0;              // events in `queue`
+    bool armed = false;   // consumer is idle: notify on the next event
+    absl::Status status;  // non-OK: cancelled
   };
 
   absl::Status TakeHistory(WatchId id, WatchBatch* batch)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Cancels `w` and returns the sink to notify (null if none).
   std::shared_ptr<WatchSink> CancelLocked(Watcher& w, absl::Status status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends `chunk` to w's queue (or cancels w when it is too far behind).
+  void EnqueueLocked(Watcher& w, PublishedEventsPtr chunk,
+                     std::vector<std::shared_ptr<WatchSink>>* to_notify)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static bool Matches(const Watcher& w, const Event& event);
 

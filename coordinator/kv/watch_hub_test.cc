@@ -1,6 +1,8 @@
 #include "coordinator/kv/watch_hub.h"
 
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "coordinator/kv/testing/fake_kv_backend.h"
 #include "coordinator/kv/testing/watch_test_util.h"
@@ -39,19 +41,19 @@ TEST(WatchHubTest, Take_HistoryThenLive_InOrderAndNotifiesOnce) {
   CommitAndPublish(backend, hub, PutEvent("k", 4));  // queued during catch-up
   WatchBatch batch;
   ASSERT_TRUE(hub.Take(*id, &batch).ok());
-  ASSERT_EQ(batch.events.size(), 2u);
-  EXPECT_EQ(batch.events[0].revision(), 2);
+  ASSERT_EQ(batch.event_count(), 2u);
+  EXPECT_EQ(batch.CopyEvents()[0].revision(), 2);
   ASSERT_TRUE(hub.Take(*id, &batch).ok());
-  ASSERT_EQ(batch.events.size(), 1u);
-  EXPECT_EQ(batch.events[0].revision(), 4);
+  ASSERT_EQ(batch.event_count(), 1u);
+  EXPECT_EQ(batch.CopyEvents()[0].revision(), 4);
   ASSERT_TRUE(hub.Take(*id, &batch).ok());
-  EXPECT_TRUE(batch.events.empty());
+  EXPECT_TRUE(batch.empty());
   EXPECT_EQ(sink->ready_calls.load(), 0);
   CommitAndPublish(backend, hub, PutEvent("k", 5));
   CommitAndPublish(backend, hub, PutEvent("k", 6));
   EXPECT_EQ(sink->ready_calls.load(), 1);
   ASSERT_TRUE(hub.Take(*id, &batch).ok());
-  EXPECT_EQ(batch.events.size(), 2u);
+  EXPECT_EQ(batch.event_count(), 2u);
   EXPECT_EQ(batch.revision, 6);
 }
 
@@ -64,8 +66,8 @@ TEST(WatchHubTest, Publish_PrefixFilter_OnlyMatchingKeys) {
   CommitAndPublish(backend, hub, PutEvent("p/x", 2));
   WatchBatch batch;
   ASSERT_TRUE(hub.Take(*id, &batch).ok());
-  ASSERT_EQ(batch.events.size(), 1u);
-  EXPECT_EQ(batch.events[0].kv.key, "p/x");
+  ASSERT_EQ(batch.event_count(), 1u);
+  EXPECT_EQ(batch.CopyEvents()[0].kv.key, "p/x");
 }
 
 TEST(WatchHubTest, Publish_QueueOverflow_CancelsWithResumeRevision) {
@@ -113,6 +115,112 @@ TEST(WatchHubTest, Take_HistoryCompacted_OutOfRange) {
   ASSERT_TRUE(backend.Compact(2).ok());
   WatchBatch batch;
   EXPECT_EQ(hub.Take(*id, &batch).code(), absl::StatusCode::kOutOfRange);
+}
+
+// One commit of several events (one revision each), committed and published
+// with the sinks returned instead of notified.
+std::vector<std::shared_ptr<WatchSink>> CommitAndPublishDeferred(
+    testing::FakeKvBackend& backend, WatchHub& hub,
+    const std::vector<Event>& events) {
+  KvWriteBatch batch;
+  batch.revision = events.back().revision();
+  batch.events = events;
+  EXPECT_TRUE(backend.Commit(batch).ok());
+  std::vector<std::shared_ptr<WatchSink>> to_notify;
+  hub.Publish(batch.events, batch.revision, &to_notify);
+  return to_notify;
+}
+
+TEST(WatchHubTest, Publish_ManyWatchers_ShareOneCopyOfTheCommit) {
+  testing::FakeKvBackend backend;
+  WatchHub hub(backend, WatchHubOptions());
+  std::vector<WatchId> ids;
+  for (int i = 0; i < 100; ++i) {
+    auto id = hub.Add({"ns", "k", 0}, std::make_shared<testing::CountingSink>());
+    ASSERT_TRUE(id.ok());
+    ids.push_back(*id);
+  }
+  CommitAndPublish(backend, hub, PutEvent("k", 1));
+  const PublishedEvents* shared = nullptr;
+  for (WatchId id : ids) {
+    WatchBatch batch;
+    ASSERT_TRUE(hub.Take(id, &batch).ok());
+    ASSERT_EQ(batch.chunks.size(), 1u);
+    if (shared == nullptr) shared = batch.chunks[0].get();
+    EXPECT_EQ(batch.chunks[0].get(), shared);  // the same object, no copy
+    EXPECT_EQ(batch.chunks[0]->revision(), 1);
+  }
+}
+
+TEST(WatchHubTest, Publish_PartialMatch_OneSharedSubsetPerPrefix) {
+  testing::FakeKvBackend backend;
+  WatchHub hub(backend, WatchHubOptions());
+  auto a1 = hub.Add({"ns", "a/", 0}, std::make_shared<testing::CountingSink>());
+  auto a2 = hub.Add({"ns", "a/", 0}, std::make_shared<testing::CountingSink>());
+  auto all = hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>());
+  ASSERT_TRUE(a1.ok() && a2.ok() && all.ok());
+  CommitAndPublishDeferred(backend, hub,
+                           {PutEvent("a/x", 1), PutEvent("b/y", 2),
+                            PutEvent("a/z", 3)});
+  WatchBatch b1, b2, b_all;
+  ASSERT_TRUE(hub.Take(*a1, &b1).ok());
+  ASSERT_TRUE(hub.Take(*a2, &b2).ok());
+  ASSERT_TRUE(hub.Take(*all, &b_all).ok());
+  ASSERT_EQ(b1.chunks.size(), 1u);
+  EXPECT_EQ(b1.chunks[0].get(), b2.chunks[0].get());
+  std::vector<Event> events = b1.CopyEvents();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kv.key, "a/x");
+  EXPECT_EQ(events[1].kv.key, "a/z");
+  EXPECT_EQ(b_all.event_count(), 3u);
+  EXPECT_NE(b_all.chunks[0].get(), b1.chunks[0].get());
+}
+
+TEST(WatchHubTest, PublishDeferred_ReturnsIdleSinksWithoutCallingThem) {
+  testing::FakeKvBackend backend;
+  WatchHub hub(backend, WatchHubOptions());
+  auto idle = std::make_shared<testing::CountingSink>();
+  auto busy = std::make_shared<testing::CountingSink>();
+  auto idle_id = hub.Add({"ns", "", 0}, idle);
+  auto busy_id = hub.Add({"ns", "", 0}, busy);
+  ASSERT_TRUE(idle_id.ok() && busy_id.ok());
+  WatchBatch batch;
+  ASSERT_TRUE(hub.Take(*idle_id, &batch).ok());  // empty: armed
+  std::vector<std::shared_ptr<WatchSink>> to_notify =
+      CommitAndPublishDeferred(backend, hub, {PutEvent("k", 1)});
+  ASSERT_EQ(to_notify.size(), 1u);
+  EXPECT_EQ(to_notify[0].get(), idle.get());
+  EXPECT_EQ(idle->ready_calls.load(), 0);  // the caller notifies
+  // Armed once: the next commit does not ask again until the watcher Takes.
+  EXPECT_TRUE(CommitAndPublishDeferred(backend, hub, {PutEvent("k", 2)}).empty());
+  ASSERT_TRUE(hub.Take(*busy_id, &batch).ok());
+  EXPECT_EQ(batch.event_count(), 2u);
+}
+
+TEST(WatchHubTest, Take_ConcurrentPublish_EveryEventOnceInOrder) {
+  testing::FakeKvBackend backend;
+  WatchHubOptions options;
+  options.max_events_per_take = 7;
+  WatchHub hub(backend, options);
+  auto id = hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>());
+  ASSERT_TRUE(id.ok());
+  constexpr Revision kCommits = 2000;
+  std::thread committer([&] {
+    for (Revision r = 1; r <= kCommits; ++r) {
+      CommitAndPublishDeferred(backend, hub, {PutEvent("k", r)});
+    }
+  });
+  Revision expected = 1;
+  while (expected <= kCommits) {
+    WatchBatch batch;
+    ASSERT_TRUE(hub.Take(*id, &batch).ok());
+    EXPECT_LE(batch.event_count(), 7u);
+    for (const Event& event : batch.CopyEvents()) {
+      ASSERT_EQ(event.revision(), expected);  // no gap, no duplicate
+      ++expected;
+    }
+  }
+  committer.join();
 }
 
 }  // namespace

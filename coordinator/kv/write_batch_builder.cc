@@ -21,19 +21,27 @@ absl::Status LeaseNotFound(LeaseId id) {
 WriteBatchBuilder::WriteBatchBuilder(const KeySpace& keys,
                                      const LeaseTable& leases,
                                      Revision revision, LeaseId next_lease_id,
-                                     size_t max_leases)
+                                     size_t max_leases, size_t expected_writes)
     : keys_(keys),
       leases_(leases),
       base_revision_(revision),
       base_next_lease_id_(next_lease_id),
       max_leases_(max_leases),
       revision_(revision),
-      next_lease_id_(next_lease_id) {}
+      next_lease_id_(next_lease_id) {
+  overlay_.reserve(expected_writes);
+  events_.reserve(expected_writes);
+}
 
 const KeyValue* WriteBatchBuilder::Lookup(const std::string& ns,
                                           const std::string& key) const {
-  auto it = overlay_.find(KeyRef(ns, key));
-  if (it != overlay_.end()) return it->second ? &*it->second : nullptr;
+  if (!overlay_.empty()) {
+    auto it = overlay_.find(KeyRef(ns, key));
+    if (it != overlay_.end()) {
+      const Event& latest = events_[it->second];
+      return latest.type == EventType::kPut ? &latest.kv : nullptr;
+    }
+  }
   return keys_.Find(ns, key);
 }
 
@@ -43,20 +51,19 @@ bool WriteBatchBuilder::LeaseExists(LeaseId id) const {
 }
 
 void WriteBatchBuilder::SetKey(KeyValue kv) {
-  events_.push_back(Event{EventType::kPut, kv});
-  KeyRef ref(kv.ns, kv.key);
-  overlay_[std::move(ref)] = std::move(kv);
+  overlay_[KeyRef(kv.ns, kv.key)] = events_.size();
+  events_.push_back(Event{EventType::kPut, std::move(kv)});
 }
 
 void WriteBatchBuilder::DeleteKey(const std::string& ns, const std::string& key,
                                   Revision revision) {
+  overlay_[KeyRef(ns, key)] = events_.size();
   Event event;
   event.type = EventType::kDelete;
   event.kv.ns = ns;
   event.kv.key = key;
   event.kv.mod_revision = revision;
   events_.push_back(std::move(event));
-  overlay_[KeyRef(ns, key)] = std::nullopt;
 }
 
 Revision WriteBatchBuilder::WriteValue(const std::string& ns,
@@ -77,8 +84,17 @@ Revision WriteBatchBuilder::WriteValue(const std::string& ns,
 }
 
 absl::StatusOr<WriteOutcome> WriteBatchBuilder::Apply(const WriteOp& op) {
+  WriteOp copy = op;
+  return Apply(std::move(copy));
+}
+
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::Apply(WriteOp&& op) {
+  if (built_) {
+    return absl::FailedPreconditionError(
+        "WriteBatchBuilder::Apply after Build; start a new builder");
+  }
   return std::visit(
-      [this](const auto& request) -> absl::StatusOr<WriteOutcome> {
+      [this](auto& request) -> absl::StatusOr<WriteOutcome> {
         using T = std::decay_t<decltype(request)>;
         if constexpr (std::is_same_v<T, PutRequest>) return ApplyPut(request);
         if constexpr (std::is_same_v<T, DeleteRequest>)
@@ -95,7 +111,7 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::Apply(const WriteOp& op) {
       op);
 }
 
-absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyPut(const PutRequest& op) {
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyPut(PutRequest& op) {
   if (op.lease != 0 && !LeaseExists(op.lease)) return LeaseNotFound(op.lease);
   const KeyValue* current = Lookup(op.ns, op.key);
   if (op.condition == PutRequest::Condition::kAbsent && current != nullptr) {
@@ -117,9 +133,9 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyPut(const PutRequest& op) {
   if (op.return_previous && current != nullptr) outcome.previous = *current;
   const Revision revision = ++revision_;
   KeyValue kv;
-  kv.ns = op.ns;
-  kv.key = op.key;
-  kv.value = op.value;
+  kv.ns = std::move(op.ns);
+  kv.key = std::move(op.key);
+  kv.value = std::move(op.value);
   kv.create_revision = current ? current->create_revision : revision;
   kv.mod_revision = revision;
   kv.version = current ? current->version + 1 : 1;
@@ -139,8 +155,9 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyDelete(
       if (!overlay_.contains(KeyRef(kv.ns, kv.key))) doomed.push_back(kv.key);
       return true;
     });
-    for (const auto& [ref, value] : overlay_) {
-      if (value && ref.first == op.ns && absl::StartsWith(ref.second, op.key)) {
+    for (const auto& [ref, index] : overlay_) {
+      if (events_[index].type == EventType::kPut && ref.first == op.ns &&
+          absl::StartsWith(ref.second, op.key)) {
         doomed.push_back(ref.second);
       }
     }
@@ -227,8 +244,11 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseRevoke(
     if (kv != nullptr && kv->lease == op.lease && !overlay_.contains(ref))
       doomed.push_back(ref);
   }
-  for (const auto& [ref, value] : overlay_) {
-    if (value && value->lease == op.lease) doomed.push_back(ref);
+  for (const auto& [ref, index] : overlay_) {
+    const Event& latest = events_[index];
+    if (latest.type == EventType::kPut && latest.kv.lease == op.lease) {
+      doomed.push_back(ref);
+    }
   }
   std::sort(doomed.begin(), doomed.end());
   const Revision revision = ++revision_;
@@ -239,17 +259,21 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseRevoke(
   return outcome;
 }
 
-KvWriteBatch WriteBatchBuilder::Build() const {
+KvWriteBatch WriteBatchBuilder::Build() {
   KvWriteBatch batch;
   batch.revision = revision_;
-  for (const auto& [ref, value] : overlay_) {
-    if (value) {
-      batch.upserts.push_back(*value);
+  batch.upserts.reserve(overlay_.size());
+  for (const auto& [ref, index] : overlay_) {
+    const Event& latest = events_[index];
+    if (latest.type == EventType::kPut) {
+      batch.upserts.push_back(latest.kv);
     } else if (keys_.Find(ref.first, ref.second) != nullptr) {
       batch.deletes.push_back(ref);
     }
   }
-  batch.events = events_;
+  batch.events = std::move(events_);
+  events_.clear();
+  built_ = true;
   for (const auto& [id, ttl_ms] : granted_)
     batch.lease_grants.push_back({id, ttl_ms});
   batch.lease_revokes.assign(revoked_.begin(), revoked_.end());
@@ -258,19 +282,22 @@ KvWriteBatch WriteBatchBuilder::Build() const {
   return batch;
 }
 
-void WriteBatchBuilder::ApplyTo(KeySpace& keys, LeaseTable& leases,
-                                absl::Time now) const {
+void WriteBatchBuilder::ApplyTo(KvWriteBatch& committed, KeySpace& keys,
+                                LeaseTable& leases, absl::Time now) const {
   for (const auto& [id, ttl_ms] : granted_) leases.Grant(id, ttl_ms, now);
-  for (const auto& [ref, value] : overlay_) {
-    const KeyValue* old = keys.Find(ref.first, ref.second);
-    if (old != nullptr && old->lease != 0)
-      leases.DetachKey(old->lease, ref.first, ref.second);
-    if (value) {
-      if (value->lease != 0)
-        leases.AttachKey(value->lease, ref.first, ref.second);
-      keys.Upsert(*value);
-    } else {
-      keys.Erase(ref.first, ref.second);
+  for (KeyValue& kv : committed.upserts) {
+    const KeyValue* stored = nullptr;
+    const LeaseId old_lease = keys.Upsert(std::move(kv), &stored);
+    if (old_lease != 0) leases.DetachKey(old_lease, stored->ns, stored->key);
+    if (stored->lease != 0) {
+      leases.AttachKey(stored->lease, stored->ns, stored->key);
+    }
+  }
+  committed.upserts.clear();
+  for (const auto& [ns, key] : committed.deletes) {
+    LeaseId old_lease = 0;
+    if (keys.Erase(ns, key, &old_lease) && old_lease != 0) {
+      leases.DetachKey(old_lease, ns, key);
     }
   }
   for (LeaseId id : revoked_) leases.Remove(id);

@@ -10,6 +10,13 @@
 // than the previous one); writes that fail or change nothing (delete of a
 // missing key, a CAS that does not swap) take no revision.
 //
+// Each change is held once, as its event: the overlay maps a key to the index
+// of its latest event in the batch, and the write's strings are moved into
+// that event (Apply(WriteOp&&)). Build hands the events to the batch without a
+// copy; ApplyTo moves the committed upserts into the KeySpace.
+//
+// Use: Apply...; Build (once; no Apply after it); Commit; ApplyTo.
+//
 // Thread-safety: not thread-safe; used by the committer thread alone, which
 // holds the state mutex (shared) while evaluating and (exclusive) while
 // applying.
@@ -62,25 +69,31 @@ class WriteBatchBuilder {
  public:
   // `keys` and `leases` are the committed state; they must not change while the
   // builder is in use (only the committer changes them).
+  // `expected_writes`: about how many writes the batch will have (sizes the
+  // builder's tables once instead of growing them write by write).
   WriteBatchBuilder(const KeySpace& keys, const LeaseTable& leases,
                     Revision revision, LeaseId next_lease_id,
-                    size_t max_leases);
+                    size_t max_leases, size_t expected_writes = 0);
 
   // Errors (the write is skipped, the batch goes on): FAILED_PRECONDITION (put
   // condition), NOT_FOUND (unknown lease), INVALID_ARGUMENT (Add on a
   // non-integer), OUT_OF_RANGE (Add overflow), RESOURCE_EXHAUSTED (too many
   // leases).
+  // The rvalue form takes the write's strings instead of copying them.
+  absl::StatusOr<WriteOutcome> Apply(WriteOp&& op);
   absl::StatusOr<WriteOutcome> Apply(const WriteOp& op);
 
   // True when no write of the batch changed anything (nothing to commit).
   bool empty() const { return revision_ == base_revision_; }
   Revision revision() const { return revision_; }
   LeaseId next_lease_id() const { return next_lease_id_; }
-  const std::vector<Event>& events() const { return events_; }
 
-  KvWriteBatch Build() const;
-  // Moves the batch into the committed state (after Commit returned OK).
-  void ApplyTo(KeySpace& keys, LeaseTable& leases, absl::Time now) const;
+  // The batch to persist; its events are moved out of the builder.
+  KvWriteBatch Build();
+  // Moves the committed batch (from Build, after Commit returned OK) into the
+  // committed state; takes `committed.upserts`.
+  void ApplyTo(KvWriteBatch& committed, KeySpace& keys, LeaseTable& leases,
+               absl::Time now) const;
 
  private:
   using KeyRef = std::pair<std::string, std::string>;
@@ -95,7 +108,7 @@ class WriteBatchBuilder {
   Revision WriteValue(const std::string& ns, const std::string& key,
                       std::string value, const KeyValue* current);
 
-  absl::StatusOr<WriteOutcome> ApplyPut(const PutRequest& op);
+  absl::StatusOr<WriteOutcome> ApplyPut(PutRequest& op);
   absl::StatusOr<WriteOutcome> ApplyDelete(const DeleteRequest& op);
   absl::StatusOr<WriteOutcome> ApplyCompareAndSet(
       const CompareAndSetRequest& op);
@@ -110,11 +123,12 @@ class WriteBatchBuilder {
   const size_t max_leases_;
   Revision revision_;
   LeaseId next_lease_id_;
-  // nullopt: deleted in this batch.
-  absl::flat_hash_map<KeyRef, std::optional<KeyValue>> overlay_;
+  // Key -> index in events_ of its latest event (a put, or a delete).
+  absl::flat_hash_map<KeyRef, size_t> overlay_;
   absl::flat_hash_map<LeaseId, int64_t> granted_;  // lease -> ttl_ms
   absl::flat_hash_set<LeaseId> revoked_;  // committed leases revoked here
   std::vector<Event> events_;
+  bool built_ = false;  // events_ moved out by Build
 };
 
 }  // namespace ddp::kv

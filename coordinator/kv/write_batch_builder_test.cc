@@ -67,15 +67,17 @@ TEST_F(WriteBatchBuilderTest, ApplyTo_CommittedState_UpdatesKeysAndLeases) {
     WriteBatchBuilder builder(keys_, leases_, 0, 1, 100);
     ASSERT_TRUE(builder.Apply(LeaseGrantOp{1000}).ok());
     ASSERT_TRUE(builder.Apply(PutRequest{"ns", "k", "v", 1}).ok());
-    builder.ApplyTo(keys_, leases_, kNow);
+    KvWriteBatch batch = builder.Build();
+    builder.ApplyTo(batch, keys_, leases_, kNow);
   }
   EXPECT_EQ(leases_.Keys(1).size(), 1u);
   WriteBatchBuilder builder(keys_, leases_, 2, 2, 100);
   auto deleted = builder.Apply(DeleteRequest{"ns", "", true});
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(deleted->deleted, 1);
-  EXPECT_EQ(builder.Build().deletes.size(), 1u);
-  builder.ApplyTo(keys_, leases_, kNow);
+  KvWriteBatch batch = builder.Build();
+  EXPECT_EQ(batch.deletes.size(), 1u);
+  builder.ApplyTo(batch, keys_, leases_, kNow);
   EXPECT_EQ(keys_.size(), 0u);
   EXPECT_TRUE(leases_.Keys(1).empty());
 }
@@ -85,6 +87,41 @@ TEST_F(WriteBatchBuilderTest, LeaseGrant_OverLimit_ResourceExhausted) {
   ASSERT_TRUE(builder.Apply(LeaseGrantOp{1000}).ok());
   EXPECT_EQ(builder.Apply(LeaseGrantOp{1000}).status().code(),
             absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(WriteBatchBuilderTest, ApplyRvalue_MovesStringsOnceIntoTheEvent) {
+  WriteBatchBuilder builder(keys_, leases_, 0, 1, 100);
+  const std::string big(1000, 'v');  // beyond the small-string buffer
+  PutRequest put{"ns", "a-rather-long-key-name", big};
+  const char* value_bytes = put.value.data();
+  ASSERT_TRUE(builder.Apply(WriteOp(std::move(put))).ok());
+  KvWriteBatch batch = builder.Build();
+  ASSERT_EQ(batch.events.size(), 1u);
+  EXPECT_EQ(batch.events[0].kv.value, big);
+  // The variant's move kept the buffer: the event owns the request's bytes.
+  EXPECT_EQ(batch.events[0].kv.value.data(), value_bytes);
+  EXPECT_EQ(builder.Apply(PutRequest{"ns", "b", "1"}).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // Apply after Build
+}
+
+TEST_F(WriteBatchBuilderTest, ApplyTo_Overwrite_MovesLeaseAndReplacesValue) {
+  {
+    WriteBatchBuilder builder(keys_, leases_, 0, 1, 100);
+    ASSERT_TRUE(builder.Apply(LeaseGrantOp{1000}).ok());
+    ASSERT_TRUE(builder.Apply(LeaseGrantOp{1000}).ok());
+    ASSERT_TRUE(builder.Apply(PutRequest{"ns", "k", "v1", 1}).ok());
+    KvWriteBatch batch = builder.Build();
+    builder.ApplyTo(batch, keys_, leases_, kNow);
+  }
+  WriteBatchBuilder builder(keys_, leases_, 3, 3, 100);
+  ASSERT_TRUE(builder.Apply(PutRequest{"ns", "k", "v2", 2}).ok());
+  KvWriteBatch batch = builder.Build();
+  builder.ApplyTo(batch, keys_, leases_, kNow);
+  EXPECT_TRUE(leases_.Keys(1).empty());
+  EXPECT_EQ(leases_.Keys(2).size(), 1u);
+  ASSERT_NE(keys_.Find("ns", "k"), nullptr);
+  EXPECT_EQ(keys_.Find("ns", "k")->value, "v2");
+  EXPECT_EQ(keys_.Find("ns", "k")->version, 2);
 }
 
 }  // namespace

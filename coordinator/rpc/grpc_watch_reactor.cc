@@ -34,6 +34,23 @@ void WatchReactor::Sink::OnReady() {
   if (reactor_ != nullptr) reactor_->PumpLocked(/*force=*/false);
 }
 
+namespace {
+
+// A commit's events as one WatchResponse: built once, sent to every watcher
+// whose next message is exactly this commit.
+std::shared_ptr<const v1::WatchResponse> EncodeCommit(
+    const kv::PublishedEvents& commit) {
+  auto response = std::make_shared<v1::WatchResponse>();
+  response->mutable_events()->Reserve(static_cast<int>(commit.size()));
+  for (const kv::Event& event : commit.events()) {
+    ToProto(event, response->add_events());
+  }
+  response->set_revision(commit.revision());
+  return response;
+}
+
+}  // namespace
+
 void WatchReactor::PumpLocked(bool force) {
   if (writing_ || finished_) return;
   if (pending_.empty()) {
@@ -44,23 +61,42 @@ void WatchReactor::PumpLocked(bool force) {
       return;
     }
     revision_ = batch.revision;
-    for (kv::Event& event : batch.events) pending_.push_back(std::move(event));
+    for (kv::PublishedEventsPtr& chunk : batch.chunks) {
+      pending_.push_back(std::move(chunk));
+    }
+    pending_offset_ = 0;
     if (pending_.empty() && !force)
       return;  // idle: the store calls OnReady later
   }
+  const v1::WatchResponse* message = &response_;
+  if (pending_.size() == 1 && pending_offset_ == 0 &&
+      pending_.front()->approx_bytes() <= max_message_bytes_) {
+    shared_in_flight_ =
+        pending_.front()->Encoded<v1::WatchResponse>(&EncodeCommit);
+    pending_.pop_front();
+    message = shared_in_flight_.get();
+  } else {
+    BuildOwnMessageLocked();
+  }
+  writing_ = true;
+  StartWrite(message);
+}
+
+void WatchReactor::BuildOwnMessageLocked() {
   response_.Clear();
   size_t bytes = 0;
   while (!pending_.empty() &&
          (response_.events_size() == 0 || bytes < max_message_bytes_)) {
-    const kv::Event& event = pending_.front();
-    bytes +=
-        event.kv.key.size() + event.kv.value.size() + event.kv.ns.size() + 64;
+    const std::vector<kv::Event>& events = pending_.front()->events();
+    const kv::Event& event = events[pending_offset_];
+    bytes += kv::PublishedEvents::ApproxBytes(event);
     ToProto(event, response_.add_events());
-    pending_.pop_front();
+    if (++pending_offset_ == events.size()) {
+      pending_.pop_front();
+      pending_offset_ = 0;
+    }
   }
   response_.set_revision(revision_);
-  writing_ = true;
-  StartWrite(&response_);
 }
 
 void WatchReactor::FinishLocked(const grpc::Status& status) {
@@ -78,6 +114,7 @@ void WatchReactor::FinishLocked(const grpc::Status& status) {
 void WatchReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&sink_->mu);
   writing_ = false;
+  shared_in_flight_.reset();
   if (finish_pending_) {
     finish_pending_ = false;
     Finish(final_status_);

@@ -7,8 +7,13 @@
 // without limit.
 //
 // The first message carries no events: it says the watch is registered, with
-// the store revision at that moment. Events of one batch are split across
-// messages of about max_message_bytes.
+// the store revision at that moment. A watcher that is up to date has exactly
+// one commit's events to send: that message is the commit's shared
+// WatchResponse (built once per commit by the first watcher that sends it,
+// kept in its PublishedEvents, revision = the store revision after that
+// commit), so 1,000 watchers of one key cost one proto, not 1,000. A watcher
+// that is behind gets its pending events in messages of its own, cut at about
+// max_message_bytes (an event bigger than that goes alone).
 //
 // Lifecycle: created by GrpcKvService::Watch; deletes itself in OnDone after
 // Finish. Thread-safety: gRPC callbacks and the store's OnReady are serialized
@@ -48,6 +53,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
   // Sends the next message if none is in flight. `force`: send even without
   // events.
   void PumpLocked(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+  // Fills response_ with pending events (up to about max_message_bytes_).
+  void BuildOwnMessageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
   void FinishLocked(const grpc::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
 
@@ -61,8 +68,15 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
   bool finish_pending_ ABSL_GUARDED_BY(sink_->mu) = false;
   grpc::Status final_status_ ABSL_GUARDED_BY(sink_->mu);
   kv::Revision revision_ ABSL_GUARDED_BY(sink_->mu) = 0;
-  std::deque<kv::Event> pending_ ABSL_GUARDED_BY(sink_->mu);
+  // Taken from the store, not yet sent; the first `pending_offset_` events of
+  // the front chunk are sent already.
+  std::deque<kv::PublishedEventsPtr> pending_ ABSL_GUARDED_BY(sink_->mu);
+  size_t pending_offset_ ABSL_GUARDED_BY(sink_->mu) = 0;
+  // The message in flight is either response_ (this watcher's own) or a
+  // commit's shared message, held here until the write completes.
   v1::WatchResponse response_ ABSL_GUARDED_BY(sink_->mu);
+  std::shared_ptr<const v1::WatchResponse> shared_in_flight_
+      ABSL_GUARDED_BY(sink_->mu);
 };
 
 }  // namespace ddp::rpc

@@ -1,12 +1,13 @@
 #include "coordinator/storage/sqlite_kv_backend.h"
 
-#include <pthread.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
@@ -59,6 +60,13 @@ CREATE TABLE kv_leases (
   ttl_ms INTEGER NOT NULL);
 )sql";
 
+// kv_keys is written late (see sqlite_kv_backend_deferred_keys.h): it is
+// complete up to keys_revision. A version 1 file wrote it in every commit.
+constexpr char kSchemaV2[] = R"sql(
+ALTER TABLE kv_meta ADD COLUMN keys_revision INTEGER NOT NULL DEFAULT 0;
+UPDATE kv_meta SET keys_revision = revision;
+)sql";
+
 constexpr char kUpsertKey[] =
     "INSERT OR REPLACE INTO kv_keys (ns, key, value, create_revision, "
     "mod_revision, "
@@ -73,19 +81,14 @@ constexpr char kUpsertLease[] =
 constexpr char kDeleteLease[] = "DELETE FROM kv_leases WHERE id = ?1";
 constexpr char kUpdateMeta[] =
     "UPDATE kv_meta SET revision = ?1, next_lease_id = ?2, compacted_revision "
-    "= ?3 "
-    "WHERE id = 1";
+    "= ?3, keys_revision = ?4 WHERE id = 1";
 constexpr char kSelectMeta[] =
-    "SELECT revision, compacted_revision, next_lease_id, (SELECT COUNT(*) FROM "
-    "kv_meta) "
-    "FROM kv_meta WHERE id = 1";
-// Events are inserted in revision order, so the rows with the smallest ids are
-// the oldest: look at the first chunk only and delete the compacted ones among
-// them.
-constexpr char kDeleteCompactedChunk[] =
-    "DELETE FROM kv_events WHERE id IN (SELECT id FROM kv_events ORDER BY id "
-    "LIMIT ?2) "
-    "AND revision <= ?1";
+    "SELECT revision, compacted_revision, next_lease_id, keys_revision, "
+    "(SELECT COUNT(*) FROM kv_meta) FROM kv_meta WHERE id = 1";
+// The events kv_keys does not reflect yet, in commit order.
+constexpr char kSelectEventsAfter[] =
+    "SELECT type, ns, key, value, create_revision, revision, version, lease "
+    "FROM kv_events WHERE revision > ?1 ORDER BY id";
 // ?4 NULL: no upper bound (the prefix is empty or all 0xFF bytes).
 constexpr char kSelectEvents[] =
     "SELECT type, key, value, create_revision, revision, version, lease FROM "
@@ -111,7 +114,7 @@ bool PrefixUpperBound(const std::string& prefix, std::string* bound) {
 }  // namespace
 
 std::vector<storage::SqliteMigration> SqliteKvBackend::SchemaMigrations() {
-  return {{1, kSchemaV1}};
+  return {{1, kSchemaV1}, {2, kSchemaV2}};
 }
 
 SqliteKvBackend::SqliteKvBackend(SqliteKvBackendOptions options,
@@ -121,40 +124,37 @@ SqliteKvBackend::SqliteKvBackend(SqliteKvBackendOptions options,
     : options_(options),
       path_(write_db->path()),
       write_db_(std::move(write_db)),
+      deferred_([&] {
+        DeferredKeyWritesOptions deferred = options.deferred_keys;
+        // The maintenance thread sorts sealed generations, off the commits.
+        deferred.background_sort = checkpoint_db != nullptr;
+        return deferred;
+      }()),
       read_db_(std::move(read_db)),
       checkpoint_db_(std::move(checkpoint_db)) {
   if (checkpoint_db_ != nullptr) {
-    checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+    absl::MutexLock lock(&write_mu_);
+    // Replaces SQLite's automatic checkpoint (itself a WAL hook), which is off.
+    sqlite3_wal_hook(write_db_->handle(), &SqliteKvBackend::OnWalCommit, this);
+    maintenance_thread_ = std::thread([this] { MaintenanceLoop(); });
   }
 }
 
 SqliteKvBackend::~SqliteKvBackend() {
   {
-    absl::MutexLock lock(&checkpoint_mu_);
+    absl::MutexLock lock(&maintenance_mu_);
     stopping_ = true;
   }
-  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
-}
-
-void SqliteKvBackend::CheckpointLoop() {
-  pthread_setname_np(pthread_self(), "kv-checkpoint");
-  while (true) {
-    {
-      absl::MutexLock lock(&checkpoint_mu_);
-      const auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) {
-        return stopping_;
-      };
-      if (checkpoint_mu_.AwaitWithTimeout(absl::Condition(&stopping),
-                                          options_.checkpoint_interval)) {
-        return;
-      }
-    }
-    // PASSIVE: copies what it can without waiting for the writer or readers.
-    // A failure (e.g. busy) is harmless: the next round tries again.
-    const absl::Status status = checkpoint_db_->Execute("PRAGMA wal_checkpoint(PASSIVE)");
-    if (!status.ok() && !absl::IsUnavailable(status)) {
-      DDP_LOG(WARNING) << "WAL checkpoint of " << path_ << " failed: " << status;
-    }
+  if (maintenance_thread_.joinable()) maintenance_thread_.join();
+  absl::MutexLock lock(&write_mu_);
+  if (deferred_.active_size() + deferred_.sealed_left() == 0) return;
+  // Not needed for durability (a reopened store replays the events), but a
+  // cleanly closed file then opens without a replay.
+  const absl::Status status = WriteAllDeferredLocked();
+  if (!status.ok()) {
+    DDP_LOG(WARNING) << "writing the deferred keys of " << path_
+                     << " at close failed (the next open replays them): "
+                     << status;
   }
 }
 
@@ -186,7 +186,19 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
   if (!read_db.ok()) return read_db.status();
   std::unique_ptr<SqliteDatabase> checkpoint_db;
   if (options.checkpoint_interval > absl::ZeroDuration()) {
+    if (options.wal_restart_frames < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "SqliteKvBackendOptions.wal_restart_frames is %d; it must be at "
+          "least 1",
+          options.wal_restart_frames));
+    }
     KV_RETURN_IF_ERROR((*write_db)->Execute("PRAGMA wal_autocheckpoint=0"));
+    const absl::StatusOr<int64_t> page_size =
+        (*write_db)->QueryInt64("PRAGMA page_size");
+    if (!page_size.ok()) return page_size.status();
+    KV_RETURN_IF_ERROR((*write_db)->Execute(
+        absl::StrFormat("PRAGMA journal_size_limit=%d",
+                        2 * *page_size * options.wal_restart_frames)));
     absl::StatusOr<std::unique_ptr<SqliteDatabase>> opened =
         SqliteDatabase::Open(db_path, db_options);
     if (!opened.ok()) return opened.status();
@@ -201,6 +213,7 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
     absl::StatusOr<Meta> meta = backend->ReadMetaLocked();
     if (!meta.ok()) return meta.status();
     backend->meta_ = *meta;
+    backend->deferred_.Reset(meta->keys_revision, meta->revision, {});
   }
   KV_RETURN_IF_ERROR(backend->DeleteAllCompacted());
   return backend;
@@ -225,7 +238,8 @@ absl::StatusOr<SqliteKvBackend::Meta> SqliteKvBackend::ReadMetaLocked() {
   meta.revision = (*select)->ColumnInt64(0);
   meta.compacted_revision = (*select)->ColumnInt64(1);
   meta.next_lease_id = (*select)->ColumnInt64(2);
-  const int64_t rows = (*select)->ColumnInt64(3);
+  meta.keys_revision = (*select)->ColumnInt64(3);
+  const int64_t rows = (*select)->ColumnInt64(4);
   (*select)->Reset();
   if (rows != 1)
     return DataLoss(absl::StrFormat("kv_meta has %d rows, expected 1", rows));
@@ -241,6 +255,11 @@ absl::StatusOr<SqliteKvBackend::Meta> SqliteKvBackend::ReadMetaLocked() {
   if (meta.next_lease_id < 1) {
     return DataLoss(absl::StrFormat(
         "next_lease_id is %d; it must be at least 1", meta.next_lease_id));
+  }
+  if (meta.keys_revision < 0 || meta.keys_revision > meta.revision) {
+    return DataLoss(
+        absl::StrFormat("the keys revision %d is outside [0, revision %d]",
+                        meta.keys_revision, meta.revision));
   }
   return meta;
 }
@@ -279,6 +298,10 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
     kv.mod_revision = keys->ColumnInt64(4);
     kv.version = keys->ColumnInt64(5);
     kv.lease = keys->ColumnInt64(6);
+    state.keys.push_back(std::move(kv));
+  }
+  KV_RETURN_IF_ERROR(ReplayEventsLocked(*meta, &state));
+  for (const KeyValue& kv : state.keys) {
     if (kv.mod_revision < 1 || kv.mod_revision > state.revision ||
         kv.create_revision < 1 || kv.create_revision > kv.mod_revision) {
       return DataLoss(
@@ -289,7 +312,6 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
                           absl::CHexEscape(kv.ns.substr(0, 64)),
                           kv.create_revision, kv.mod_revision, state.revision));
     }
-    state.keys.push_back(std::move(kv));
   }
 
   absl::StatusOr<SqliteStatement> leases =
@@ -310,41 +332,114 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
   return state;
 }
 
+absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta,
+                                                 PersistedKvState* state) {
+  absl::StatusOr<SqliteStatement> events =
+      write_db_->Prepare(kSelectEventsAfter);
+  if (!events.ok()) return events.status();
+  KV_RETURN_IF_ERROR(events->BindInt64(1, meta.keys_revision));
+  // Built on the first event only: a cleanly closed file has none to replay.
+  absl::flat_hash_map<DeferredKeyWrites::KeyRef, size_t> index;
+  std::vector<bool> alive;
+  absl::flat_hash_map<DeferredKeyWrites::KeyRef, std::optional<KeyValue>>
+      changes;
+  while (true) {
+    absl::StatusOr<bool> row = events->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    if (alive.empty() && !state->keys.empty()) {
+      alive.assign(state->keys.size(), true);
+      for (size_t i = 0; i < state->keys.size(); ++i) {
+        index.emplace(DeferredKeyWrites::KeyRef(state->keys[i].ns,
+                                                state->keys[i].key),
+                      i);
+      }
+    }
+    const int64_t type = events->ColumnInt64(0);
+    DeferredKeyWrites::KeyRef ref(events->ColumnBlob(1),
+                                  events->ColumnBlob(2));
+    auto it = index.find(ref);
+    if (type == static_cast<int64_t>(EventType::kDelete)) {
+      if (it != index.end()) alive[it->second] = false;
+      changes[std::move(ref)] = std::nullopt;
+      continue;
+    }
+    if (type != static_cast<int64_t>(EventType::kPut)) {
+      return DataLoss(absl::StrFormat("an event has unknown type %d", type));
+    }
+    KeyValue kv;
+    kv.ns = ref.first;
+    kv.key = ref.second;
+    kv.value = events->ColumnBlob(3);
+    kv.create_revision = events->ColumnInt64(4);
+    kv.mod_revision = events->ColumnInt64(5);
+    kv.version = events->ColumnInt64(6);
+    kv.lease = events->ColumnInt64(7);
+    if (it != index.end()) {
+      state->keys[it->second] = kv;
+      alive[it->second] = true;
+    } else {
+      index.emplace(ref, state->keys.size());
+      state->keys.push_back(kv);
+      alive.push_back(true);
+    }
+    changes[std::move(ref)] = std::move(kv);
+  }
+  if (!changes.empty()) {
+    size_t kept = 0;
+    for (size_t i = 0; i < state->keys.size(); ++i) {
+      if (!alive[i]) continue;
+      if (kept != i) state->keys[kept] = std::move(state->keys[i]);
+      ++kept;
+    }
+    state->keys.resize(kept);
+  }
+  std::vector<KeyChange> pending;
+  pending.reserve(changes.size());
+  for (auto& [ref, kv] : changes) pending.emplace_back(ref, std::move(kv));
+  deferred_.Reset(meta.keys_revision, meta.revision, std::move(pending));
+  return absl::OkStatus();
+}
+
 absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) {
   absl::MutexLock lock(&write_mu_);
   KV_RETURN_IF_ERROR(CheckWriteBatch(batch, meta_.revision));
+  const absl::Span<const KeyChange> slice =
+      deferred_.NextSlice(batch.upserts.size() + batch.deletes.size());
+  Meta next = meta_;
+  next.revision = batch.revision;
+  if (batch.next_lease_id != 0) next.next_lease_id = batch.next_lease_id;
+  next.keys_revision = deferred_.KeysRevisionAfter(slice.size(), batch);
   absl::StatusOr<SqliteTransaction> transaction =
       SqliteTransaction::Begin(*write_db_);
   if (!transaction.ok()) return transaction.status();
   KV_RETURN_IF_ERROR(ApplyBatchLocked(batch));
+  KV_RETURN_IF_ERROR(WriteKeysLocked(slice));
+  KV_RETURN_IF_ERROR(UpdateMetaLocked(next));
+  bool compaction_done = !compaction_backlog_;
+  if (!compaction_done) {
+    const int64_t limit =
+        std::max<int64_t>(256, 2 * static_cast<int64_t>(batch.events.size()));
+    KV_RETURN_IF_ERROR(DeleteCompactedLocked(limit, &compaction_done));
+  }
   KV_RETURN_IF_ERROR(transaction->Commit());
-  meta_.revision = batch.revision;
-  if (batch.next_lease_id != 0) meta_.next_lease_id = batch.next_lease_id;
+  // kv_keys caught up past the compacted revision: those events can go too.
+  compaction_backlog_ =
+      !compaction_done || (next.keys_revision > meta_.keys_revision &&
+                           meta_.compacted_revision > meta_.keys_revision);
+  meta_ = next;
+  ++commits_;
+  deferred_.Committed(slice.size(), batch);
+  if (deferred_.NeedsSort()) {
+    absl::MutexLock lock(&maintenance_mu_);
+    sort_wanted_ = true;
+  }
+  MaybeRestartWalLocked();
   return absl::OkStatus();
 }
 
 absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
   SqliteDatabase& db = *write_db_;
-  absl::StatusOr<SqliteStatement*> upsert = db.PrepareCached(kUpsertKey);
-  if (!upsert.ok()) return upsert.status();
-  for (const KeyValue& kv : batch.upserts) {
-    SqliteStatement& s = **upsert;
-    KV_RETURN_IF_ERROR(s.BindBlob(1, kv.ns));
-    KV_RETURN_IF_ERROR(s.BindBlob(2, kv.key));
-    KV_RETURN_IF_ERROR(s.BindBlob(3, kv.value));
-    KV_RETURN_IF_ERROR(s.BindInt64(4, kv.create_revision));
-    KV_RETURN_IF_ERROR(s.BindInt64(5, kv.mod_revision));
-    KV_RETURN_IF_ERROR(s.BindInt64(6, kv.version));
-    KV_RETURN_IF_ERROR(s.BindInt64(7, kv.lease));
-    KV_RETURN_IF_ERROR(s.Run());
-  }
-  absl::StatusOr<SqliteStatement*> remove = db.PrepareCached(kDeleteKey);
-  if (!remove.ok()) return remove.status();
-  for (const auto& [ns, key] : batch.deletes) {
-    KV_RETURN_IF_ERROR((*remove)->BindBlob(1, ns));
-    KV_RETURN_IF_ERROR((*remove)->BindBlob(2, key));
-    KV_RETURN_IF_ERROR((*remove)->Run());
-  }
   absl::StatusOr<SqliteStatement*> insert_event =
       db.PrepareCached(kInsertEvent);
   if (!insert_event.ok()) return insert_event.status();
@@ -379,63 +474,63 @@ absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
     KV_RETURN_IF_ERROR((*revoke)->BindInt64(1, id));
     KV_RETURN_IF_ERROR((*revoke)->Run());
   }
-  absl::StatusOr<SqliteStatement*> update_meta = db.PrepareCached(kUpdateMeta);
-  if (!update_meta.ok()) return update_meta.status();
-  KV_RETURN_IF_ERROR((*update_meta)->BindInt64(1, batch.revision));
-  KV_RETURN_IF_ERROR((*update_meta)
-                         ->BindInt64(2, batch.next_lease_id != 0
-                                            ? batch.next_lease_id
-                                            : meta_.next_lease_id));
-  KV_RETURN_IF_ERROR((*update_meta)->BindInt64(3, meta_.compacted_revision));
-  KV_RETURN_IF_ERROR((*update_meta)->Run());
-  if (db.ChangedRows() != 1) return DataLoss("the kv_meta row is missing");
   return absl::OkStatus();
 }
 
-absl::Status SqliteKvBackend::Compact(Revision revision) {
-  {
-    absl::MutexLock lock(&write_mu_);
-    KV_RETURN_IF_ERROR(CheckCompactRevision(revision, meta_.revision));
-    if (revision <= meta_.compacted_revision) return absl::OkStatus();
-    // Record the new compacted revision first: from then on readers get
-    // OUT_OF_RANGE for the old history, so deleting it in several transactions
-    // is invisible.
-    absl::StatusOr<SqliteTransaction> transaction =
-        SqliteTransaction::Begin(*write_db_);
-    if (!transaction.ok()) return transaction.status();
-    absl::StatusOr<SqliteStatement*> update = write_db_->PrepareCached(
-        "UPDATE kv_meta SET compacted_revision = ?1 WHERE id = 1");
-    if (!update.ok()) return update.status();
-    KV_RETURN_IF_ERROR((*update)->BindInt64(1, revision));
-    KV_RETURN_IF_ERROR((*update)->Run());
-    KV_RETURN_IF_ERROR(transaction->Commit());
-    meta_.compacted_revision = revision;
+absl::Status SqliteKvBackend::WriteKeysLocked(
+    absl::Span<const KeyChange> changes) {
+  if (changes.empty()) return absl::OkStatus();
+  SqliteDatabase& db = *write_db_;
+  absl::StatusOr<SqliteStatement*> upsert = db.PrepareCached(kUpsertKey);
+  if (!upsert.ok()) return upsert.status();
+  absl::StatusOr<SqliteStatement*> remove = db.PrepareCached(kDeleteKey);
+  if (!remove.ok()) return remove.status();
+  for (const auto& [ref, state] : changes) {
+    if (!state) {
+      KV_RETURN_IF_ERROR((*remove)->BindBlob(1, ref.first));
+      KV_RETURN_IF_ERROR((*remove)->BindBlob(2, ref.second));
+      KV_RETURN_IF_ERROR((*remove)->Run());
+      continue;
+    }
+    SqliteStatement& s = **upsert;
+    KV_RETURN_IF_ERROR(s.BindBlob(1, state->ns));
+    KV_RETURN_IF_ERROR(s.BindBlob(2, state->key));
+    KV_RETURN_IF_ERROR(s.BindBlob(3, state->value));
+    KV_RETURN_IF_ERROR(s.BindInt64(4, state->create_revision));
+    KV_RETURN_IF_ERROR(s.BindInt64(5, state->mod_revision));
+    KV_RETURN_IF_ERROR(s.BindInt64(6, state->version));
+    KV_RETURN_IF_ERROR(s.BindInt64(7, state->lease));
+    KV_RETURN_IF_ERROR(s.Run());
   }
-  return DeleteAllCompacted();
-}
-
-absl::Status SqliteKvBackend::DeleteAllCompacted() {
-  bool done = false;
-  while (!done) KV_RETURN_IF_ERROR(DeleteCompactedChunk(&done));
   return absl::OkStatus();
 }
 
-absl::Status SqliteKvBackend::DeleteCompactedChunk(bool* done) {
-  // The lock is taken per chunk so that commits interleave with a long
-  // compaction.
-  absl::MutexLock lock(&write_mu_);
+absl::Status SqliteKvBackend::UpdateMetaLocked(const Meta& meta) {
+  absl::StatusOr<SqliteStatement*> update =
+      write_db_->PrepareCached(kUpdateMeta);
+  if (!update.ok()) return update.status();
+  KV_RETURN_IF_ERROR((*update)->BindInt64(1, meta.revision));
+  KV_RETURN_IF_ERROR((*update)->BindInt64(2, meta.next_lease_id));
+  KV_RETURN_IF_ERROR((*update)->BindInt64(3, meta.compacted_revision));
+  KV_RETURN_IF_ERROR((*update)->BindInt64(4, meta.keys_revision));
+  KV_RETURN_IF_ERROR((*update)->Run());
+  if (write_db_->ChangedRows() != 1) {
+    return DataLoss("the kv_meta row is missing");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteKvBackend::WriteAllDeferredLocked() {
   absl::StatusOr<SqliteTransaction> transaction =
       SqliteTransaction::Begin(*write_db_);
   if (!transaction.ok()) return transaction.status();
-  absl::StatusOr<SqliteStatement*> remove =
-      write_db_->PrepareCached(kDeleteCompactedChunk);
-  if (!remove.ok()) return remove.status();
-  KV_RETURN_IF_ERROR((*remove)->BindInt64(1, meta_.compacted_revision));
-  KV_RETURN_IF_ERROR((*remove)->BindInt64(2, options_.compaction_chunk_events));
-  KV_RETURN_IF_ERROR((*remove)->Run());
-  const int64_t deleted = write_db_->ChangedRows();
+  KV_RETURN_IF_ERROR(WriteKeysLocked(deferred_.All()));
+  Meta next = meta_;
+  next.keys_revision = meta_.revision;
+  KV_RETURN_IF_ERROR(UpdateMetaLocked(next));
   KV_RETURN_IF_ERROR(transaction->Commit());
-  *done = deleted < options_.compaction_chunk_events;
+  meta_ = next;
+  deferred_.Reset(meta_.keys_revision, meta_.revision, {});
   return absl::OkStatus();
 }
 

@@ -6,13 +6,17 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/time/clock.h"
 #include "coordinator/storage/sqlite_database.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -245,13 +249,13 @@ TEST_F(SqliteKvBackendTest,
   std::unique_ptr<SqliteKvBackend> backend = MustOpen();
   ASSERT_TRUE(backend->Commit(PutOne(1, "a", "1")).ok());
   {
-    // Make the third row of the next batch fail inside the transaction.
+    // Make the second event of the next batch fail inside the transaction.
     absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
         storage::SqliteDatabase::Open(path_);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE(
         (*db)
-            ->Execute("CREATE TRIGGER fail_poison BEFORE INSERT ON kv_keys "
+            ->Execute("CREATE TRIGGER fail_poison BEFORE INSERT ON kv_events "
                       "WHEN NEW.key = x'706F69736F6E' "
                       "BEGIN SELECT RAISE(ABORT, 'poisoned key'); END")
             .ok());
@@ -275,6 +279,158 @@ TEST_F(SqliteKvBackendTest,
   EXPECT_EQ(backend->ReadEvents("ns", "", 1, 10)->size(), 1u);
   // The same revision can be committed once the cause is gone.
   EXPECT_TRUE(backend->Commit(PutOne(2, "b", "2")).ok());
+}
+
+// Options under which kv_keys is written only when 3 keys are pending, one
+// key per commit, and Compact deletes events before it returns.
+SqliteKvBackendOptions DeferringOptions() {
+  SqliteKvBackendOptions options;
+  options.checkpoint_interval = absl::ZeroDuration();
+  options.deferred_keys.seal_keys = 3;
+  options.deferred_keys.min_slice = 1;
+  return options;
+}
+
+int64_t Count(const std::string& path, const std::string& sql) {
+  absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
+      storage::SqliteDatabase::Open(path);
+  EXPECT_TRUE(db.ok()) << db.status();
+  if (!db.ok()) return -1;
+  absl::StatusOr<int64_t> n = (*db)->QueryInt64(sql);
+  EXPECT_TRUE(n.ok()) << n.status();
+  return n.ok() ? *n : -1;
+}
+
+TEST_F(SqliteKvBackendTest, Commit_KeysWrittenLaterInSlices_MetaTracksThem) {
+  auto backend = SqliteKvBackend::Open(path_, DeferringOptions());
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  for (Revision r = 1; r <= 2; ++r) {
+    ASSERT_TRUE((*backend)->Commit(PutOne(r, "k" + std::to_string(r), "v")).ok());
+  }
+  // Below the seal size: only the events are written.
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_keys"), 0);
+  EXPECT_EQ(Count(path_, "SELECT keys_revision FROM kv_meta"), 0);
+  ASSERT_TRUE((*backend)->Commit(PutOne(3, "k3", "v")).ok());  // seals k1..k3
+  ASSERT_TRUE((*backend)->Commit(PutOne(4, "k4", "v")).ok());  // writes k1, k2
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_keys"), 2);
+  EXPECT_EQ(Count(path_, "SELECT keys_revision FROM kv_meta"), 0);
+  ASSERT_TRUE((*backend)->Commit(PutOne(5, "k5", "v")).ok());  // writes k3
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_keys"), 3);
+  EXPECT_EQ(Count(path_, "SELECT keys_revision FROM kv_meta"), 3);
+  absl::StatusOr<PersistedKvState> state = (*backend)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->keys.size(), 5u);  // k4 and k5 replayed from the events
+  backend->reset();                   // closing writes k4 and k5
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_keys"), 5);
+  EXPECT_EQ(Count(path_, "SELECT keys_revision FROM kv_meta"), 5);
+}
+
+TEST_F(SqliteKvBackendTest,
+       Compact_KeysNotWrittenYet_EventsKeptSoCrashLosesNothing) {
+  const pid_t pid = RunInChild([this](int) {
+    SqliteKvBackendOptions options = DeferringOptions();
+    options.deferred_keys.seal_keys = 1000;  // kv_keys stays empty
+    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
+        SqliteKvBackend::Open(path_, options);
+    if (!backend.ok()) _exit(1);
+    for (Revision r = 1; r <= 4; ++r) {
+      if (!(*backend)->Commit(PutOne(r, "k" + std::to_string(r), "v")).ok())
+        _exit(2);
+    }
+    KvWriteBatch remove;
+    remove.revision = 5;
+    remove.deletes.push_back({"ns", "k2"});
+    KeyValue gone{"ns", "k2", "", 0, 5, 0, 0};
+    remove.events.push_back(Event{EventType::kDelete, gone});
+    if (!(*backend)->Commit(remove).ok()) _exit(3);
+    if (!(*backend)->Compact(5).ok()) _exit(4);
+    _exit(0);  // no destructor: kv_keys is never written
+  });
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_keys"), 0);
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events"), 5);
+
+  std::unique_ptr<SqliteKvBackend> backend = MustOpen();
+  absl::StatusOr<PersistedKvState> state = backend->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->revision, 5);
+  EXPECT_EQ(state->compacted_revision, 5);
+  std::vector<std::string> keys;
+  for (const KeyValue& kv : state->keys) keys.push_back(kv.key);
+  std::sort(keys.begin(), keys.end());
+  EXPECT_THAT(keys, ::testing::ElementsAre("k1", "k3", "k4"));
+  // The history is gone for readers even though its rows were kept.
+  EXPECT_EQ(backend->ReadEvents("ns", "", 5, 10).status().code(),
+            absl::StatusCode::kOutOfRange);
+  backend.reset();  // writes kv_keys: now the compacted events can go
+  backend = MustOpen();
+  ASSERT_TRUE(backend->Compact(5).ok());
+  backend.reset();
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_keys"), 3);
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events"), 0);
+}
+
+TEST_F(SqliteKvBackendTest, Commit_ManyUnderLoad_WalRestartsInsteadOfGrowing) {
+  SqliteKvBackendOptions options;
+  options.checkpoint_interval = absl::Hours(1);  // the thread never runs
+  options.wal_restart_frames = 16;
+  auto backend = SqliteKvBackend::Open(path_, options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  for (Revision r = 1; r <= 500; ++r) {
+    ASSERT_TRUE(
+        (*backend)
+            ->Commit(PutOne(r, "key-" + std::to_string(r), std::string(3000, 'v')))
+            .ok());
+  }
+  // 500 commits of at least one 4 KiB page each: 2 MB without restarts.
+  struct stat wal;
+  ASSERT_EQ(stat((path_ + "-wal").c_str(), &wal), 0);
+  EXPECT_LT(wal.st_size, 512 * 1024);
+}
+
+TEST_F(SqliteKvBackendTest, Compact_BusyStore_NextCommitDeletesOldEvents) {
+  SqliteKvBackendOptions options;
+  options.checkpoint_interval = absl::Hours(1);  // the thread never runs
+  auto backend = SqliteKvBackend::Open(path_, options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  for (Revision r = 1; r <= 10; ++r) {
+    ASSERT_TRUE((*backend)->Commit(PutOne(r, "k", std::to_string(r))).ok());
+  }
+  backend->reset();  // kv_keys complete up to 10
+  backend = SqliteKvBackend::Open(path_, options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ASSERT_TRUE((*backend)->Compact(8).ok());
+  // Recorded, not yet deleted: that is the next commit's job.
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events"), 10);
+  ASSERT_TRUE((*backend)->Commit(PutOne(11, "k", "11")).ok());
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events WHERE revision <= 8"),
+            0);
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events"), 3);
+}
+
+TEST_F(SqliteKvBackendTest, Compact_IdleStore_MaintenanceThreadDeletes) {
+  SqliteKvBackendOptions options;
+  options.checkpoint_interval = absl::Milliseconds(5);
+  options.compaction_chunk_events = 2;  // several chunks
+  {
+    auto backend = SqliteKvBackend::Open(path_, options);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    for (Revision r = 1; r <= 10; ++r) {
+      ASSERT_TRUE((*backend)->Commit(PutOne(r, "k", std::to_string(r))).ok());
+    }
+  }
+  auto backend = SqliteKvBackend::Open(path_, options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ASSERT_TRUE((*backend)->Compact(9).ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  int64_t left = -1;
+  while ((left = Count(path_, "SELECT COUNT(*) FROM kv_events")) != 1 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));  // polling another connection
+  }
+  EXPECT_EQ(left, 1);
 }
 
 }  // namespace

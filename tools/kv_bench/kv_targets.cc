@@ -1,5 +1,7 @@
 #include "tools/kv_bench/kv_targets.h"
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,114 +14,153 @@
 namespace ddp::kv_bench {
 namespace {
 
-constexpr absl::Duration kCallDeadline = absl::Seconds(10);
-
 std::string ErrorText(const grpc::Status& status) {
   if (status.ok()) return "";
-  return absl::StrCat("gRPC code ", status.error_code(), ": ",
-                      status.error_message());
+  return absl::StrCat("gRPC code ", status.error_code(), ": ", status.error_message());
 }
 
-void SetDeadline(grpc::ClientContext& context) {
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
-}
+// What every client keeps between its calls: one call is in flight per client,
+// so the messages are reused; the ClientContext is fresh per call (gRPC
+// forbids reusing one).
+template <typename Messages>
+struct ClientSlot {
+  int client = 0;
+  absl::Duration deadline;  // zero: none
+  OperationDone* done = nullptr;
+  std::optional<grpc::ClientContext> context;
+  Messages m;
 
-class DdpTarget final : public KvTarget {
- public:
-  DdpTarget(std::string address, std::string name_space)
-      : address_(std::move(address)), name_space_(std::move(name_space)) {}
-  std::string name() const override { return "ddp"; }
-  void Connect(int clients) override {
-    stubs_.clear();
-    for (int i = 0; i < clients; ++i) {
-      stubs_.push_back(
-          v1::KeyValueService::NewStub(NewDistinctChannel(address_, i)));
+  grpc::ClientContext* NewContext(OperationDone& on_done) {
+    done = &on_done;
+    context.emplace();
+    if (deadline > absl::ZeroDuration()) {
+      context->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
     }
+    return &*context;
   }
-  std::string Put(int client, const std::string& key,
-                  const std::string& value) override {
-    v1::PutRequest request;
-    request.set_namespace_(name_space_);
-    request.set_key(key);
-    request.set_value(value);
-    v1::PutResponse response;
-    grpc::ClientContext context;
-    SetDeadline(context);
-    return ErrorText(stubs_[client]->Put(&context, request, &response));
-  }
-  std::string Get(int client, const std::string& key) override {
-    v1::GetRequest request;
-    request.set_namespace_(name_space_);
-    request.set_key(key);
-    v1::GetResponse response;
-    grpc::ClientContext context;
-    SetDeadline(context);
-    return ErrorText(stubs_[client]->Get(&context, request, &response));
-  }
-  bool SupportsAdd() const override { return true; }
-  std::string Add(int client, const std::string& key) override {
-    v1::AddRequest request;
-    request.set_namespace_(name_space_);
-    request.set_key(key);
-    request.set_delta(1);
-    v1::AddResponse response;
-    grpc::ClientContext context;
-    SetDeadline(context);
-    return ErrorText(stubs_[client]->Add(&context, request, &response));
-  }
-
- private:
-  std::string address_;
-  std::string name_space_;
-  std::vector<std::unique_ptr<v1::KeyValueService::Stub>> stubs_;
+  void Finish(const grpc::Status& status) { done->Done(client, ErrorText(status)); }
+  void Finish(absl::string_view error) { done->Done(client, error); }
 };
 
-class EtcdTarget final : public KvTarget {
+// Shared by both targets: channels, stubs (one per channel) and slots.
+template <typename Service, typename Messages>
+class TargetBase : public KvTarget {
  public:
-  explicit EtcdTarget(std::string address) : address_(std::move(address)) {}
-  std::string name() const override { return "etcd"; }
-  void Connect(int clients) override {
+  explicit TargetBase(std::string address) : address_(std::move(address)) {}
+  void Connect(int clients, int connections, absl::Duration deadline) override {
     stubs_.clear();
+    slots_.clear();
+    for (int i = 0; i < connections; ++i) {
+      stubs_.push_back(Service::NewStub(NewDistinctChannel(address_, i)));
+    }
     for (int i = 0; i < clients; ++i) {
-      stubs_.push_back(
-          etcdserverpb::KV::NewStub(NewDistinctChannel(address_, i)));
+      slots_.push_back(std::make_unique<ClientSlot<Messages>>());
+      slots_.back()->client = i;
+      slots_.back()->deadline = deadline;
+      InitMessages(slots_.back()->m);
     }
   }
-  std::string Put(int client, const std::string& key,
-                  const std::string& value) override {
-    etcdserverpb::PutRequest request;
-    request.set_key(key);
-    request.set_value(value);
-    etcdserverpb::PutResponse response;
-    grpc::ClientContext context;
-    SetDeadline(context);
-    return ErrorText(stubs_[client]->Put(&context, request, &response));
+
+ protected:
+  virtual void InitMessages(Messages& m) = 0;
+  typename Service::Stub& StubFor(int client) { return *stubs_[client % stubs_.size()]; }
+  ClientSlot<Messages>& Slot(int client) { return *slots_[client]; }
+
+ private:
+  const std::string address_;
+  std::vector<std::unique_ptr<typename Service::Stub>> stubs_;
+  std::vector<std::unique_ptr<ClientSlot<Messages>>> slots_;
+};
+
+struct DdpMessages {
+  v1::PutRequest put;
+  v1::PutResponse put_response;
+  v1::GetRequest get;
+  v1::GetResponse get_response;
+  v1::AddRequest add;
+  v1::AddResponse add_response;
+};
+
+class DdpTarget final : public TargetBase<v1::KeyValueService, DdpMessages> {
+ public:
+  DdpTarget(std::string address, std::string name_space)
+      : TargetBase(std::move(address)), name_space_(std::move(name_space)) {}
+  std::string name() const override { return "ddp"; }
+  void Put(int client, std::string key, const std::string& value, OperationDone& done) override {
+    ClientSlot<DdpMessages>& s = Slot(client);
+    s.m.put.set_key(std::move(key));
+    if (s.m.put.value() != value) s.m.put.set_value(value);
+    StubFor(client).async()->Put(s.NewContext(done), &s.m.put, &s.m.put_response,
+                                 [&s](grpc::Status status) { s.Finish(status); });
   }
-  // A linearizable (default) read, like ddp's.
-  std::string Get(int client, const std::string& key) override {
-    etcdserverpb::RangeRequest request;
-    request.set_key(key);
-    etcdserverpb::RangeResponse response;
-    grpc::ClientContext context;
-    SetDeadline(context);
-    grpc::Status status = stubs_[client]->Range(&context, request, &response);
-    if (status.ok() && response.kvs_size() != 1) return "key not found";
-    return ErrorText(status);
+  void Get(int client, std::string key, OperationDone& done) override {
+    ClientSlot<DdpMessages>& s = Slot(client);
+    s.m.get.set_key(std::move(key));
+    StubFor(client).async()->Get(s.NewContext(done), &s.m.get, &s.m.get_response,
+                                 [&s](grpc::Status status) { s.Finish(status); });
   }
-  bool SupportsAdd() const override { return false; }
-  std::string Add(int, const std::string&) override {
-    return "etcd has no atomic add";
+  bool SupportsAdd() const override { return true; }
+  void Add(int client, const std::string& key, OperationDone& done) override {
+    ClientSlot<DdpMessages>& s = Slot(client);
+    if (s.m.add.key() != key) s.m.add.set_key(key);
+    StubFor(client).async()->Add(s.NewContext(done), &s.m.add, &s.m.add_response,
+                                 [&s](grpc::Status status) { s.Finish(status); });
   }
 
  private:
-  std::string address_;
-  std::vector<std::unique_ptr<etcdserverpb::KV::Stub>> stubs_;
+  void InitMessages(DdpMessages& m) override {
+    m.put.set_namespace_(name_space_);
+    m.get.set_namespace_(name_space_);
+    m.add.set_namespace_(name_space_);
+    m.add.set_delta(1);
+  }
+
+  const std::string name_space_;
+};
+
+struct EtcdMessages {
+  etcdserverpb::PutRequest put;
+  etcdserverpb::PutResponse put_response;
+  etcdserverpb::RangeRequest range;
+  etcdserverpb::RangeResponse range_response;
+};
+
+class EtcdTarget final : public TargetBase<etcdserverpb::KV, EtcdMessages> {
+ public:
+  explicit EtcdTarget(std::string address) : TargetBase(std::move(address)) {}
+  std::string name() const override { return "etcd"; }
+  void Put(int client, std::string key, const std::string& value, OperationDone& done) override {
+    ClientSlot<EtcdMessages>& s = Slot(client);
+    s.m.put.set_key(std::move(key));
+    if (s.m.put.value() != value) s.m.put.set_value(value);
+    StubFor(client).async()->Put(s.NewContext(done), &s.m.put, &s.m.put_response,
+                                 [&s](grpc::Status status) { s.Finish(status); });
+  }
+  // A linearizable (default) read, like ddp's.
+  void Get(int client, std::string key, OperationDone& done) override {
+    ClientSlot<EtcdMessages>& s = Slot(client);
+    s.m.range.set_key(std::move(key));
+    StubFor(client).async()->Range(s.NewContext(done), &s.m.range, &s.m.range_response,
+                                   [&s](grpc::Status status) {
+                                     if (status.ok() && s.m.range_response.kvs_size() != 1) {
+                                       s.Finish("key not found");
+                                     } else {
+                                       s.Finish(status);
+                                     }
+                                   });
+  }
+  bool SupportsAdd() const override { return false; }
+  void Add(int client, const std::string&, OperationDone& done) override {
+    done.Done(client, "etcd has no atomic add");
+  }
+
+ private:
+  void InitMessages(EtcdMessages&) override {}
 };
 
 }  // namespace
 
-std::unique_ptr<KvTarget> NewDdpTarget(const std::string& address,
-                                       const std::string& name_space) {
+std::unique_ptr<KvTarget> NewDdpTarget(const std::string& address, const std::string& name_space) {
   return std::make_unique<DdpTarget>(address, name_space);
 }
 

@@ -1,15 +1,24 @@
 // kv_bench: closed-loop load against the ddp coordinator and/or etcd 3.4 over
-// real gRPC, then a watch fan-out test; prints one table per system.
+// real gRPC (callback API, clients multiplexed over a few connections), then a
+// watch fan-out test; prints one table per system, with the CPU that one
+// operation cost the load generator and (given --ddp_pid / --etcd_pid) the
+// server.
 //
 //   kv_bench --ddp 127.0.0.1:29400 --etcd 127.0.0.1:2379 [--duration 3s]
 //
 // Exit codes: 0 done; 1 a phase failed (error printed); 2 bad flags.
 
+#include <sys/types.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -17,19 +26,31 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "tools/kv_bench/kv_targets.h"
 #include "tools/kv_bench/load_runner.h"
+#include "tools/kv_bench/process_cpu.h"
 
 ABSL_FLAG(std::string, ddp, "", "Coordinator address HOST:PORT (empty: skip)");
 ABSL_FLAG(std::string, etcd, "", "etcd client address HOST:PORT (empty: skip)");
-ABSL_FLAG(absl::Duration, duration, absl::Seconds(3),
-          "Measured time of each load phase");
+ABSL_FLAG(int, ddp_pid, 0, "PID of the coordinator, to report its CPU per operation (0: not)");
+ABSL_FLAG(int, etcd_pid, 0, "PID of etcd, to report its CPU per operation (0: not)");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(3), "Measured time of each load phase");
 ABSL_FLAG(std::string, put_clients, "1,16,256",
           "Concurrent clients of the put phases, comma-separated");
 ABSL_FLAG(int, clients, 256, "Concurrent clients of the get and add phases");
+ABSL_FLAG(int, connections, 16,
+          "TCP connections the clients are spread over (at most one per "
+          "client)");
+ABSL_FLAG(absl::Duration, deadline, absl::ZeroDuration(),
+          "Deadline of each load call; 0: none, as etcd's own benchmark tool "
+          "does (a deadline costs a timer per call on both sides)");
 ABSL_FLAG(int, value_bytes, 100, "Size of each value written");
 ABSL_FLAG(int, watchers, 1000, "Watch streams in the fan-out test (0: skip)");
 ABSL_FLAG(int, watch_rounds, 20, "Puts measured in the fan-out test");
+ABSL_FLAG(std::string, phases, "put,get,add,watch",
+          "Phases to run, comma-separated: put, get, add, watch");
 ABSL_FLAG(std::string, ddp_namespace, "bench", "Namespace used on ddp");
 
 namespace ddp::kv_bench {
@@ -42,87 +63,155 @@ struct Row {
   std::string throughput;
   std::string p50;
   std::string p99;
+  std::string client_cpu;
+  std::string server_cpu;
   std::string note;
 };
 
-Row LoadRow(const std::string& phase, const LoadResult& result) {
-  Row row{phase, absl::StrFormat("%.0f/s", result.ops_per_second),
-          FormatLatency(result.p50), FormatLatency(result.p99), ""};
+// CPU of this process and of the server under test over a measured window.
+class CpuWindow {
+ public:
+  explicit CpuWindow(pid_t server_pid) : server_pid_(server_pid) {}
+  void Start() {
+    client_start_ = ReadProcessCpuTime(0);
+    if (server_pid_ != 0) server_start_ = ReadProcessCpuTime(server_pid_);
+  }
+  void End() {
+    client_end_ = ReadProcessCpuTime(0);
+    if (server_pid_ != 0) server_end_ = ReadProcessCpuTime(server_pid_);
+  }
+  // "12.3 us" of CPU per operation, or "-" when unknown.
+  static std::string PerOp(const std::optional<absl::StatusOr<absl::Duration>>& a,
+                           const std::optional<absl::StatusOr<absl::Duration>>& b, int64_t ops) {
+    if (!a || !b || !a->ok() || !b->ok() || ops <= 0) return "-";
+    return absl::StrFormat("%.1f us", absl::ToDoubleMicroseconds(**b - **a) / ops);
+  }
+  std::string ClientPerOp(int64_t ops) const { return PerOp(client_start_, client_end_, ops); }
+  std::string ServerPerOp(int64_t ops) const { return PerOp(server_start_, server_end_, ops); }
+
+ private:
+  const pid_t server_pid_;
+  std::optional<absl::StatusOr<absl::Duration>> client_start_, client_end_, server_start_,
+      server_end_;
+};
+
+// Runs one phase; the operation counted is every completed call.
+Row RunPhase(const std::string& phase, int clients, pid_t server_pid, const AsyncOperation& op) {
+  CpuWindow cpu(server_pid);
+  LoadOptions options;
+  options.clients = clients;
+  options.duration = absl::GetFlag(FLAGS_duration);
+  options.on_window_start = [&] { cpu.Start(); };
+  options.on_window_end = [&] { cpu.End(); };
+  const LoadResult result = RunClosedLoop(options, op);
+  // Operations that completed in the window, errors included, cost CPU too.
+  const int64_t calls = result.ops + result.errors;
+  Row row{phase,
+          absl::StrFormat("%.0f/s", result.ops_per_second),
+          FormatLatency(result.p50),
+          FormatLatency(result.p99),
+          cpu.ClientPerOp(calls),
+          cpu.ServerPerOp(calls),
+          ""};
   if (result.errors > 0) {
-    row.note = absl::StrCat(
-        result.errors, " errors, first: ", result.first_error.substr(0, 80));
+    row.note = absl::StrCat(result.errors, " errors, first: ", result.first_error.substr(0, 80));
+  }
+  if (result.stuck_clients > 0) {
+    // Calls are still in flight on the targets' channels: nothing may run or
+    // be destroyed after this.
+    std::printf(
+        "%s: %d calls did not end within %s of the window; the "
+        "server hangs\n",
+        phase.c_str(), result.stuck_clients, absl::FormatDuration(options.drain_timeout).c_str());
+    std::fflush(stdout);
+    std::_Exit(1);
   }
   return row;
 }
 
 void PrintTable(const std::string& system, const std::vector<Row>& rows) {
-  std::printf("\n== %s ==\n%-28s %12s %10s %10s  %s\n", system.c_str(), "phase",
-              "throughput", "p50", "p99/max", "note");
+  std::printf("\n== %s ==\n%-30s %12s %10s %10s %10s %10s  %s\n", system.c_str(), "phase",
+              "throughput", "p50", "p99/max", "cpu/op cl", "cpu/op srv", "note");
   for (const Row& row : rows) {
-    std::printf("%-28s %12s %10s %10s  %s\n", row.phase.c_str(),
-                row.throughput.c_str(), row.p50.c_str(), row.p99.c_str(),
+    std::printf("%-30s %12s %10s %10s %10s %10s  %s\n", row.phase.c_str(), row.throughput.c_str(),
+                row.p50.c_str(), row.p99.c_str(), row.client_cpu.c_str(), row.server_cpu.c_str(),
                 row.note.c_str());
   }
   std::fflush(stdout);
 }
 
-// Runs every phase against one system; false if a phase could not run.
+// One operation, waited for (preloading).
+std::string CallOnce(const std::function<void(OperationDone&)>& start) {
+  struct Waiter final : OperationDone {
+    absl::Notification finished;
+    std::string error;
+    void Done(int, absl::string_view e) override {
+      error = std::string(e);
+      finished.Notify();
+    }
+  } waiter;
+  start(waiter);
+  waiter.finished.WaitForNotification();
+  return waiter.error;
+}
+
+// Runs every selected phase against one system; false if a phase failed.
 bool BenchOne(KvTarget& target, std::unique_ptr<WatchFanout> fanout,
-              const std::vector<int>& put_clients) {
+              const std::vector<int>& put_clients, const absl::flat_hash_set<std::string>& phases,
+              pid_t pid) {
   const int max_clients = absl::GetFlag(FLAGS_clients);
-  int connections = max_clients;
-  for (int n : put_clients) connections = std::max(connections, n);
-  target.Connect(connections);
-  LoadOptions options;
-  options.duration = absl::GetFlag(FLAGS_duration);
+  int clients = max_clients;
+  for (int n : put_clients) clients = std::max(clients, n);
+  target.Connect(clients, std::min(clients, absl::GetFlag(FLAGS_connections)),
+                 absl::GetFlag(FLAGS_deadline));
   const std::string value(absl::GetFlag(FLAGS_value_bytes), 'x');
   std::vector<Row> rows;
   bool ok = true;
 
-  for (int clients : put_clients) {
-    options.clients = clients;
-    LoadResult result = RunClosedLoop(options, [&](int client, int64_t seq) {
-      return target.Put(
-          client, absl::StrCat("bench/put", clients, "/", client, "/", seq),
-          value);
-    });
-    rows.push_back(
-        LoadRow(absl::StrCat("put (durable), ", clients, " clients"), result));
-  }
-
-  for (int i = 0; i < kGetKeys; ++i) {
-    if (std::string error = target.Put(0, absl::StrCat("bench/get/", i), value);
-        !error.empty()) {
-      rows.push_back({"get preload", "-", "-", "-", error});
-      ok = false;
-      break;
+  if (phases.contains("put")) {
+    for (int n : put_clients) {
+      const std::string prefix = absl::StrCat("bench/put", n, "/");
+      rows.push_back(RunPhase(absl::StrCat("put (durable), ", n, " clients"), n, pid,
+                              [&](int client, int64_t seq, OperationDone& done) {
+                                target.Put(client, absl::StrCat(prefix, client, "/", seq), value,
+                                           done);
+                              }));
     }
   }
-  options.clients = max_clients;
-  if (ok) {
-    LoadResult result = RunClosedLoop(options, [&](int client, int64_t seq) {
-      return target.Get(
-          client, absl::StrCat("bench/get/", (client * 7919 + seq) % kGetKeys));
-    });
-    rows.push_back(
-        LoadRow(absl::StrCat("get, ", max_clients, " clients"), result));
+
+  if (phases.contains("get")) {
+    for (int i = 0; i < kGetKeys && ok; ++i) {
+      const std::string error = CallOnce(
+          [&](OperationDone& done) { target.Put(0, absl::StrCat("bench/get/", i), value, done); });
+      if (!error.empty()) {
+        rows.push_back({"get preload", "-", "-", "-", "-", "-", error});
+        ok = false;
+      }
+    }
+    if (ok) {
+      rows.push_back(RunPhase(
+          absl::StrCat("get, ", max_clients, " clients"), max_clients, pid,
+          [&](int client, int64_t seq, OperationDone& done) {
+            target.Get(client, absl::StrCat("bench/get/", (client * 7919 + seq) % kGetKeys), done);
+          }));
+    }
   }
-  if (target.SupportsAdd()) {
-    LoadResult result = RunClosedLoop(options, [&](int client, int64_t) {
-      return target.Add(client, "bench/counter");
-    });
-    rows.push_back(LoadRow(
-        absl::StrCat("add (one counter), ", max_clients, " clients"), result));
-  } else {
-    rows.push_back({"add", "n/a", "-", "-", "no atomic add in this API"});
+  if (phases.contains("add")) {
+    if (target.SupportsAdd()) {
+      rows.push_back(RunPhase(absl::StrCat("add (one counter), ", max_clients, " clients"),
+                              max_clients, pid, [&](int client, int64_t, OperationDone& done) {
+                                target.Add(client, "bench/counter", done);
+                              }));
+    } else {
+      rows.push_back({"add", "n/a", "-", "-", "-", "-", "no atomic add in this API"});
+    }
   }
 
   const int watchers = absl::GetFlag(FLAGS_watchers);
-  if (watchers > 0 && fanout != nullptr) {
+  if (phases.contains("watch") && watchers > 0 && fanout != nullptr) {
     const std::string phase = absl::StrCat("watch fan-out, ", watchers);
-    if (std::string start_error = fanout->Start(watchers, "bench/watched");
-        !start_error.empty()) {
-      rows.push_back({phase, "-", "-", "-", start_error});
+    if (std::string start_error = fanout->Start(watchers, "bench/watched"); !start_error.empty()) {
+      rows.push_back({phase, "-", "-", "-", "-", "-", start_error});
       ok = false;
     } else {
       std::vector<absl::Duration> samples;
@@ -133,9 +222,12 @@ bool BenchOne(KvTarget& target, std::unique_ptr<WatchFanout> fanout,
         if (!error.empty()) break;
         samples.push_back(last);
       }
-      Row row{phase, absl::StrCat(samples.size(), " rounds"),
+      Row row{phase,
+              absl::StrCat(samples.size(), " rounds"),
               FormatLatency(Quantile(samples, 0.5)),
               FormatLatency(Quantile(samples, 1.0)),
+              "-",
+              "-",
               "put sent -> last watcher notified"};
       if (!error.empty()) {
         row.note = error;
@@ -153,29 +245,45 @@ bool BenchOne(KvTarget& target, std::unique_ptr<WatchFanout> fanout,
 }  // namespace ddp::kv_bench
 
 int main(int argc, char** argv) {
+  // Debian's Abseil is built without NDEBUG, so every Mutex operation feeds
+  // the deadlock detector's lock graph (GraphCycles): measurable CPU per call
+  // in a load generator that must stay cheaper than the server it measures.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage(
       "kv_bench --ddp HOST:PORT --etcd HOST:PORT: durable put/get/add "
       "throughput and latency, and watch fan-out, over gRPC");
   absl::ParseCommandLine(argc, argv);
   std::vector<int> put_clients;
-  for (absl::string_view part :
-       absl::StrSplit(absl::GetFlag(FLAGS_put_clients), ',')) {
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_put_clients), ',')) {
     int n = 0;
     if (!absl::SimpleAtoi(part, &n) || n < 1 || n > 4096) {
-      std::fprintf(stderr,
-                   "kv_bench: --put_clients entry '%s' must be 1..4096\n",
+      std::fprintf(stderr, "kv_bench: --put_clients entry '%s' must be 1..4096\n",
                    std::string(part).c_str());
       return 2;
     }
     put_clients.push_back(n);
   }
+  absl::flat_hash_set<std::string> phases;
+  for (absl::string_view part :
+       absl::StrSplit(absl::GetFlag(FLAGS_phases), ',', absl::SkipEmpty())) {
+    if (part != "put" && part != "get" && part != "add" && part != "watch") {
+      std::fprintf(stderr,
+                   "kv_bench: --phases entry '%s' is not put, get, add or "
+                   "watch\n",
+                   std::string(part).c_str());
+      return 2;
+    }
+    phases.insert(std::string(part));
+  }
   if (absl::GetFlag(FLAGS_clients) < 1 || absl::GetFlag(FLAGS_clients) > 4096 ||
-      absl::GetFlag(FLAGS_watchers) < 0 ||
-      absl::GetFlag(FLAGS_value_bytes) < 0 ||
-      absl::GetFlag(FLAGS_duration) <= absl::ZeroDuration()) {
+      absl::GetFlag(FLAGS_connections) < 1 || absl::GetFlag(FLAGS_connections) > 4096 ||
+      absl::GetFlag(FLAGS_watchers) < 0 || absl::GetFlag(FLAGS_value_bytes) < 0 ||
+      absl::GetFlag(FLAGS_duration) <= absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_deadline) < absl::ZeroDuration()) {
     std::fprintf(stderr,
-                 "kv_bench: --clients must be 1..4096, --watchers and "
-                 "--value_bytes >= 0, --duration > 0\n");
+                 "kv_bench: --clients and --connections must be 1..4096, "
+                 "--watchers and --value_bytes >= 0, --duration > 0, "
+                 "--deadline >= 0\n");
     return 2;
   }
   const std::string ddp_address = absl::GetFlag(FLAGS_ddp);
@@ -188,14 +296,13 @@ int main(int argc, char** argv) {
   if (!ddp_address.empty()) {
     const std::string ns = absl::GetFlag(FLAGS_ddp_namespace);
     auto target = ddp::kv_bench::NewDdpTarget(ddp_address, ns);
-    ok &= ddp::kv_bench::BenchOne(
-        *target, ddp::kv_bench::NewDdpWatchFanout(ddp_address, ns),
-        put_clients);
+    ok &= ddp::kv_bench::BenchOne(*target, ddp::kv_bench::NewDdpWatchFanout(ddp_address, ns),
+                                  put_clients, phases, absl::GetFlag(FLAGS_ddp_pid));
   }
   if (!etcd_address.empty()) {
     auto target = ddp::kv_bench::NewEtcdTarget(etcd_address);
-    ok &= ddp::kv_bench::BenchOne(
-        *target, ddp::kv_bench::NewEtcdWatchFanout(etcd_address), put_clients);
+    ok &= ddp::kv_bench::BenchOne(*target, ddp::kv_bench::NewEtcdWatchFanout(etcd_address),
+                                  put_clients, phases, absl::GetFlag(FLAGS_etcd_pid));
   }
   return ok ? 0 : 1;
 }

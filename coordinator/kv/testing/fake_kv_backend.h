@@ -89,6 +89,14 @@ class FakeKvBackend : public KvBackend {
     absl::MutexLock lock(&mu_);
     return commits_;
   }
+  // True once Commit has been called `n` times (within `timeout`).
+  bool AwaitCommits(int n, absl::Duration timeout) const {
+    absl::MutexLock lock(&mu_);
+    const auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return commits_ >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+  }
 
  private:
   mutable absl::Mutex mu_;

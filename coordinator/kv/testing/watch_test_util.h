@@ -25,8 +25,9 @@ inline absl::Status Drain(KvStore& store, WatchId id,
     WatchBatch batch;
     absl::Status status = store.TakeWatchEvents(id, &batch);
     if (!status.ok()) return status;
-    if (batch.events.empty()) return absl::OkStatus();
-    events->insert(events->end(), batch.events.begin(), batch.events.end());
+    if (batch.empty()) return absl::OkStatus();
+    std::vector<Event> taken = batch.CopyEvents();
+    events->insert(events->end(), taken.begin(), taken.end());
   }
 }
 
