@@ -10,14 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "coordinator/storage/sqlite_job_rows.h"
-
-// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define JOBS_RETURN_IF_ERROR(expr)               \
-  do {                                           \
-    absl::Status jobs_status_ = (expr);          \
-    if (!jobs_status_.ok()) return jobs_status_; \
-  } while (false)
 
 namespace ddp::rendezvous {
 namespace {
@@ -208,7 +202,7 @@ absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> SqliteJobStateStore::Open(
   absl::StatusOr<std::unique_ptr<SqliteDatabase>> db =
       SqliteDatabase::Open(db_path, db_options);
   if (!db.ok()) return db.status();
-  JOBS_RETURN_IF_ERROR((*db)->Migrate(SchemaMigrations()));
+  DDP_RETURN_IF_ERROR((*db)->Migrate(SchemaMigrations()));
   return std::unique_ptr<SqliteJobStateStore>(
       new SqliteJobStateStore(std::move(db).value()));
 }
@@ -232,27 +226,27 @@ absl::Status SqliteJobStateStore::CheckJobId(const JobChanges& changes) {
 }
 
 absl::Status SqliteJobStateStore::Apply(const JobChanges& changes) {
-  JOBS_RETURN_IF_ERROR(CheckJobId(changes));
+  DDP_RETURN_IF_ERROR(CheckJobId(changes));
   absl::MutexLock lock(&mu_);
   absl::StatusOr<SqliteTransaction> transaction =
       SqliteTransaction::Begin(*db_);
   if (!transaction.ok()) return transaction.status();
   // On error the transaction rolls back when it goes out of scope.
-  JOBS_RETURN_IF_ERROR(ApplyLocked(changes));
+  DDP_RETURN_IF_ERROR(ApplyLocked(changes));
   return transaction->Commit();
 }
 
 absl::Status SqliteJobStateStore::ApplyBatch(
     const std::vector<JobChanges>& batch) {
   for (const JobChanges& changes : batch) {
-    JOBS_RETURN_IF_ERROR(CheckJobId(changes));
+    DDP_RETURN_IF_ERROR(CheckJobId(changes));
   }
   absl::MutexLock lock(&mu_);
   absl::StatusOr<SqliteTransaction> transaction =
       SqliteTransaction::Begin(*db_);
   if (!transaction.ok()) return transaction.status();
   for (const JobChanges& changes : batch) {
-    JOBS_RETURN_IF_ERROR(ApplyLocked(changes));
+    DDP_RETURN_IF_ERROR(ApplyLocked(changes));
   }
   return transaction->Commit();
 }
@@ -262,9 +256,9 @@ absl::Status SqliteJobStateStore::ApplyLocked(const JobChanges& changes) {
   if (changes.job) {
     JobCounters counters = changes.counters.value_or(
         JobCounters{changes.job->last_event_index, changes.job->next_join_seq});
-    JOBS_RETURN_IF_ERROR(WriteJobLocked(*changes.job, counters));
-    JOBS_RETURN_IF_ERROR(WriteFailuresLocked(*changes.job));
-    JOBS_RETURN_IF_ERROR(SyncExcludedLocked(*changes.job));
+    DDP_RETURN_IF_ERROR(WriteJobLocked(*changes.job, counters));
+    DDP_RETURN_IF_ERROR(WriteFailuresLocked(*changes.job));
+    DDP_RETURN_IF_ERROR(SyncExcludedLocked(*changes.job));
   } else {
     absl::StatusOr<bool> exists = JobExistsLocked(changes.job_id);
     if (!exists.ok()) return exists.status();
@@ -275,7 +269,7 @@ absl::Status SqliteJobStateStore::ApplyLocked(const JobChanges& changes) {
           Printable(changes.job_id)));
     }
     if (changes.counters) {
-      JOBS_RETURN_IF_ERROR(
+      DDP_RETURN_IF_ERROR(
           WriteCountersLocked(changes.job_id, *changes.counters));
     }
   }
@@ -287,8 +281,8 @@ absl::Status SqliteJobStateStore::DeleteJobLocked(const std::string& job_id) {
        {kDeleteJobNodes, kDeleteJobFailures, kDeleteJobExcluded, kDeleteJob}) {
     absl::StatusOr<SqliteStatement*> statement = db_->PrepareCached(sql);
     if (!statement.ok()) return statement.status();
-    JOBS_RETURN_IF_ERROR((*statement)->BindBlob(1, job_id));
-    JOBS_RETURN_IF_ERROR((*statement)->Run());
+    DDP_RETURN_IF_ERROR((*statement)->BindBlob(1, job_id));
+    DDP_RETURN_IF_ERROR((*statement)->Run());
   }
   return absl::OkStatus();
 }
@@ -298,7 +292,7 @@ absl::StatusOr<bool> SqliteJobStateStore::JobExistsLocked(
   absl::StatusOr<SqliteStatement*> select =
       db_->PrepareCached(kSelectJobExists);
   if (!select.ok()) return select.status();
-  JOBS_RETURN_IF_ERROR((*select)->BindBlob(1, job_id));
+  DDP_RETURN_IF_ERROR((*select)->BindBlob(1, job_id));
   absl::StatusOr<bool> row = (*select)->Step();
   (*select)->Reset();
   return row;
@@ -309,7 +303,7 @@ absl::Status SqliteJobStateStore::WriteJobLocked(const JobRecord& job,
   absl::StatusOr<SqliteStatement*> upsert = db_->PrepareCached(upsert_job_sql_);
   if (!upsert.ok()) return upsert.status();
   sqlite_rows::RowBinder binder(**upsert);
-  JOBS_RETURN_IF_ERROR(sqlite_rows::BindJobRow(job, counters, binder));
+  DDP_RETURN_IF_ERROR(sqlite_rows::BindJobRow(job, counters, binder));
   return (*upsert)->Run();
 }
 
@@ -319,8 +313,8 @@ absl::Status SqliteJobStateStore::WriteFailuresLocked(const JobRecord& job) {
   absl::StatusOr<SqliteStatement*> clear =
       db_->PrepareCached(kDeleteJobFailures);
   if (!clear.ok()) return clear.status();
-  JOBS_RETURN_IF_ERROR((*clear)->BindBlob(1, job.job_id));
-  JOBS_RETURN_IF_ERROR((*clear)->Run());
+  DDP_RETURN_IF_ERROR((*clear)->BindBlob(1, job.job_id));
+  DDP_RETURN_IF_ERROR((*clear)->Run());
   absl::StatusOr<SqliteStatement*> insert = db_->PrepareCached(kInsertFailure);
   if (!insert.ok()) return insert.status();
   for (size_t i = 0; i < job.failures.size(); ++i) {
@@ -328,8 +322,8 @@ absl::Status SqliteJobStateStore::WriteFailuresLocked(const JobRecord& job) {
     binder.Blob(job.job_id);
     binder.Int(static_cast<int64_t>(i));
     sqlite_rows::BindFailure(job.failures[i], binder);
-    JOBS_RETURN_IF_ERROR(binder.status());
-    JOBS_RETURN_IF_ERROR((*insert)->Run());
+    DDP_RETURN_IF_ERROR(binder.status());
+    DDP_RETURN_IF_ERROR((*insert)->Run());
   }
   return absl::OkStatus();
 }
@@ -339,7 +333,7 @@ absl::Status SqliteJobStateStore::SyncExcludedLocked(const JobRecord& job) {
   absl::flat_hash_set<std::string> stored;
   absl::StatusOr<SqliteStatement*> select = db_->PrepareCached(kSelectExcluded);
   if (!select.ok()) return select.status();
-  JOBS_RETURN_IF_ERROR((*select)->BindBlob(1, job.job_id));
+  DDP_RETURN_IF_ERROR((*select)->BindBlob(1, job.job_id));
   while (true) {
     absl::StatusOr<bool> row = (*select)->Step();
     if (!row.ok()) {
@@ -356,17 +350,17 @@ absl::Status SqliteJobStateStore::SyncExcludedLocked(const JobRecord& job) {
   if (!remove.ok()) return remove.status();
   for (const std::string& node_id : stored) {
     if (wanted.contains(node_id)) continue;
-    JOBS_RETURN_IF_ERROR((*remove)->BindBlob(1, job.job_id));
-    JOBS_RETURN_IF_ERROR((*remove)->BindBlob(2, node_id));
-    JOBS_RETURN_IF_ERROR((*remove)->Run());
+    DDP_RETURN_IF_ERROR((*remove)->BindBlob(1, job.job_id));
+    DDP_RETURN_IF_ERROR((*remove)->BindBlob(2, node_id));
+    DDP_RETURN_IF_ERROR((*remove)->Run());
   }
   absl::StatusOr<SqliteStatement*> insert = db_->PrepareCached(kInsertExcluded);
   if (!insert.ok()) return insert.status();
   for (const std::string& node_id : wanted) {
     if (stored.contains(node_id)) continue;
-    JOBS_RETURN_IF_ERROR((*insert)->BindBlob(1, job.job_id));
-    JOBS_RETURN_IF_ERROR((*insert)->BindBlob(2, node_id));
-    JOBS_RETURN_IF_ERROR((*insert)->Run());
+    DDP_RETURN_IF_ERROR((*insert)->BindBlob(1, job.job_id));
+    DDP_RETURN_IF_ERROR((*insert)->BindBlob(2, node_id));
+    DDP_RETURN_IF_ERROR((*insert)->Run());
   }
   return absl::OkStatus();
 }
@@ -375,9 +369,9 @@ absl::Status SqliteJobStateStore::WriteCountersLocked(
     const std::string& job_id, const JobCounters& counters) {
   absl::StatusOr<SqliteStatement*> update = db_->PrepareCached(kUpdateCounters);
   if (!update.ok()) return update.status();
-  JOBS_RETURN_IF_ERROR((*update)->BindBlob(1, job_id));
-  JOBS_RETURN_IF_ERROR((*update)->BindInt64(2, counters.last_event_index));
-  JOBS_RETURN_IF_ERROR(
+  DDP_RETURN_IF_ERROR((*update)->BindBlob(1, job_id));
+  DDP_RETURN_IF_ERROR((*update)->BindInt64(2, counters.last_event_index));
+  DDP_RETURN_IF_ERROR(
       (*update)->BindInt64(3, sqlite_rows::Uint64Bits(counters.next_join_seq)));
   return (*update)->Run();
 }
@@ -388,9 +382,9 @@ absl::Status SqliteJobStateStore::WriteNodesLocked(const JobChanges& changes) {
     absl::StatusOr<SqliteStatement*> remove = db_->PrepareCached(kDeleteNode);
     if (!remove.ok()) return remove.status();
     for (const std::string& node_id : changes.removed_nodes) {
-      JOBS_RETURN_IF_ERROR((*remove)->BindBlob(1, changes.job_id));
-      JOBS_RETURN_IF_ERROR((*remove)->BindBlob(2, node_id));
-      JOBS_RETURN_IF_ERROR((*remove)->Run());
+      DDP_RETURN_IF_ERROR((*remove)->BindBlob(1, changes.job_id));
+      DDP_RETURN_IF_ERROR((*remove)->BindBlob(2, node_id));
+      DDP_RETURN_IF_ERROR((*remove)->Run());
     }
   }
   if (changes.upserted_nodes.empty()) return absl::OkStatus();
@@ -399,8 +393,8 @@ absl::Status SqliteJobStateStore::WriteNodesLocked(const JobChanges& changes) {
   for (const NodeRecord& node : changes.upserted_nodes) {
     sqlite_rows::RowBinder binder(**upsert);
     binder.Blob(changes.job_id);
-    JOBS_RETURN_IF_ERROR(sqlite_rows::BindNode(node, binder));
-    JOBS_RETURN_IF_ERROR((*upsert)->Run());
+    DDP_RETURN_IF_ERROR(sqlite_rows::BindNode(node, binder));
+    DDP_RETURN_IF_ERROR((*upsert)->Run());
   }
   return absl::OkStatus();
 }
@@ -408,7 +402,7 @@ absl::Status SqliteJobStateStore::WriteNodesLocked(const JobChanges& changes) {
 absl::StatusOr<std::vector<JobSnapshot>> SqliteJobStateStore::LoadAll() const {
   absl::MutexLock lock(&mu_);
   // One read transaction: every table is read from the same snapshot.
-  JOBS_RETURN_IF_ERROR(db_->Execute("BEGIN"));
+  DDP_RETURN_IF_ERROR(db_->Execute("BEGIN"));
   std::vector<JobSnapshot> jobs;
   absl::Status status = LoadAllLocked(&jobs);
   if (!db_->InAutocommit()) {

@@ -11,14 +11,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "coordinator/storage/write_batch_checks.h"
-
-// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define KV_RETURN_IF_ERROR(expr)             \
-  do {                                       \
-    absl::Status kv_status_ = (expr);        \
-    if (!kv_status_.ok()) return kv_status_; \
-  } while (false)
 
 namespace ddp::kv {
 namespace {
@@ -177,8 +171,8 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
   absl::StatusOr<std::unique_ptr<SqliteDatabase>> write_db =
       SqliteDatabase::Open(db_path, db_options);
   if (!write_db.ok()) return write_db.status();
-  KV_RETURN_IF_ERROR((*write_db)->Migrate(SchemaMigrations()));
-  KV_RETURN_IF_ERROR((*write_db)->Execute(
+  DDP_RETURN_IF_ERROR((*write_db)->Migrate(SchemaMigrations()));
+  DDP_RETURN_IF_ERROR((*write_db)->Execute(
       absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
   db_options.create_if_missing = false;
   absl::StatusOr<std::unique_ptr<SqliteDatabase>> read_db =
@@ -192,11 +186,11 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
           "least 1",
           options.wal_restart_frames));
     }
-    KV_RETURN_IF_ERROR((*write_db)->Execute("PRAGMA wal_autocheckpoint=0"));
+    DDP_RETURN_IF_ERROR((*write_db)->Execute("PRAGMA wal_autocheckpoint=0"));
     const absl::StatusOr<int64_t> page_size =
         (*write_db)->QueryInt64("PRAGMA page_size");
     if (!page_size.ok()) return page_size.status();
-    KV_RETURN_IF_ERROR((*write_db)->Execute(
+    DDP_RETURN_IF_ERROR((*write_db)->Execute(
         absl::StrFormat("PRAGMA journal_size_limit=%d",
                         2 * *page_size * options.wal_restart_frames)));
     absl::StatusOr<std::unique_ptr<SqliteDatabase>> opened =
@@ -215,7 +209,7 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
     backend->meta_ = *meta;
     backend->deferred_.Reset(meta->keys_revision, meta->revision, {});
   }
-  KV_RETURN_IF_ERROR(backend->DeleteAllCompacted());
+  DDP_RETURN_IF_ERROR(backend->DeleteAllCompacted());
   return backend;
 }
 
@@ -300,7 +294,7 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
     kv.lease = keys->ColumnInt64(6);
     state.keys.push_back(std::move(kv));
   }
-  KV_RETURN_IF_ERROR(ReplayEventsLocked(*meta, &state));
+  DDP_RETURN_IF_ERROR(ReplayEventsLocked(*meta, &state));
   for (const KeyValue& kv : state.keys) {
     if (kv.mod_revision < 1 || kv.mod_revision > state.revision ||
         kv.create_revision < 1 || kv.create_revision > kv.mod_revision) {
@@ -337,7 +331,7 @@ absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta,
   absl::StatusOr<SqliteStatement> events =
       write_db_->Prepare(kSelectEventsAfter);
   if (!events.ok()) return events.status();
-  KV_RETURN_IF_ERROR(events->BindInt64(1, meta.keys_revision));
+  DDP_RETURN_IF_ERROR(events->BindInt64(1, meta.keys_revision));
   // Built on the first event only: a cleanly closed file has none to replay.
   absl::flat_hash_map<DeferredKeyWrites::KeyRef, size_t> index;
   std::vector<bool> alive;
@@ -403,7 +397,7 @@ absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta,
 
 absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) {
   absl::MutexLock lock(&write_mu_);
-  KV_RETURN_IF_ERROR(CheckWriteBatch(batch, meta_.revision));
+  DDP_RETURN_IF_ERROR(CheckWriteBatch(batch, meta_.revision));
   const absl::Span<const KeyChange> slice =
       deferred_.NextSlice(batch.upserts.size() + batch.deletes.size());
   Meta next = meta_;
@@ -413,16 +407,16 @@ absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) {
   absl::StatusOr<SqliteTransaction> transaction =
       SqliteTransaction::Begin(*write_db_);
   if (!transaction.ok()) return transaction.status();
-  KV_RETURN_IF_ERROR(ApplyBatchLocked(batch));
-  KV_RETURN_IF_ERROR(WriteKeysLocked(slice));
-  KV_RETURN_IF_ERROR(UpdateMetaLocked(next));
+  DDP_RETURN_IF_ERROR(ApplyBatchLocked(batch));
+  DDP_RETURN_IF_ERROR(WriteKeysLocked(slice));
+  DDP_RETURN_IF_ERROR(UpdateMetaLocked(next));
   bool compaction_done = !compaction_backlog_;
   if (!compaction_done) {
     const int64_t limit =
         std::max<int64_t>(256, 2 * static_cast<int64_t>(batch.events.size()));
-    KV_RETURN_IF_ERROR(DeleteCompactedLocked(limit, &compaction_done));
+    DDP_RETURN_IF_ERROR(DeleteCompactedLocked(limit, &compaction_done));
   }
-  KV_RETURN_IF_ERROR(transaction->Commit());
+  DDP_RETURN_IF_ERROR(transaction->Commit());
   // kv_keys caught up past the compacted revision: those events can go too.
   compaction_backlog_ =
       !compaction_done || (next.keys_revision > meta_.keys_revision &&
@@ -450,29 +444,29 @@ absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
               ? seq + 1
               : 0;
     SqliteStatement& s = **insert_event;
-    KV_RETURN_IF_ERROR(s.BindInt64(1, event.revision()));
-    KV_RETURN_IF_ERROR(s.BindInt64(2, seq));
-    KV_RETURN_IF_ERROR(s.BindInt64(3, static_cast<int64_t>(event.type)));
-    KV_RETURN_IF_ERROR(s.BindBlob(4, event.kv.ns));
-    KV_RETURN_IF_ERROR(s.BindBlob(5, event.kv.key));
-    KV_RETURN_IF_ERROR(s.BindBlob(6, event.kv.value));
-    KV_RETURN_IF_ERROR(s.BindInt64(7, event.kv.create_revision));
-    KV_RETURN_IF_ERROR(s.BindInt64(8, event.kv.version));
-    KV_RETURN_IF_ERROR(s.BindInt64(9, event.kv.lease));
-    KV_RETURN_IF_ERROR(s.Run());
+    DDP_RETURN_IF_ERROR(s.BindInt64(1, event.revision()));
+    DDP_RETURN_IF_ERROR(s.BindInt64(2, seq));
+    DDP_RETURN_IF_ERROR(s.BindInt64(3, static_cast<int64_t>(event.type)));
+    DDP_RETURN_IF_ERROR(s.BindBlob(4, event.kv.ns));
+    DDP_RETURN_IF_ERROR(s.BindBlob(5, event.kv.key));
+    DDP_RETURN_IF_ERROR(s.BindBlob(6, event.kv.value));
+    DDP_RETURN_IF_ERROR(s.BindInt64(7, event.kv.create_revision));
+    DDP_RETURN_IF_ERROR(s.BindInt64(8, event.kv.version));
+    DDP_RETURN_IF_ERROR(s.BindInt64(9, event.kv.lease));
+    DDP_RETURN_IF_ERROR(s.Run());
   }
   absl::StatusOr<SqliteStatement*> grant = db.PrepareCached(kUpsertLease);
   if (!grant.ok()) return grant.status();
   for (const LeaseRecord& lease : batch.lease_grants) {
-    KV_RETURN_IF_ERROR((*grant)->BindInt64(1, lease.id));
-    KV_RETURN_IF_ERROR((*grant)->BindInt64(2, lease.ttl_ms));
-    KV_RETURN_IF_ERROR((*grant)->Run());
+    DDP_RETURN_IF_ERROR((*grant)->BindInt64(1, lease.id));
+    DDP_RETURN_IF_ERROR((*grant)->BindInt64(2, lease.ttl_ms));
+    DDP_RETURN_IF_ERROR((*grant)->Run());
   }
   absl::StatusOr<SqliteStatement*> revoke = db.PrepareCached(kDeleteLease);
   if (!revoke.ok()) return revoke.status();
   for (LeaseId id : batch.lease_revokes) {
-    KV_RETURN_IF_ERROR((*revoke)->BindInt64(1, id));
-    KV_RETURN_IF_ERROR((*revoke)->Run());
+    DDP_RETURN_IF_ERROR((*revoke)->BindInt64(1, id));
+    DDP_RETURN_IF_ERROR((*revoke)->Run());
   }
   return absl::OkStatus();
 }
@@ -487,20 +481,20 @@ absl::Status SqliteKvBackend::WriteKeysLocked(
   if (!remove.ok()) return remove.status();
   for (const auto& [ref, state] : changes) {
     if (!state) {
-      KV_RETURN_IF_ERROR((*remove)->BindBlob(1, ref.first));
-      KV_RETURN_IF_ERROR((*remove)->BindBlob(2, ref.second));
-      KV_RETURN_IF_ERROR((*remove)->Run());
+      DDP_RETURN_IF_ERROR((*remove)->BindBlob(1, ref.first));
+      DDP_RETURN_IF_ERROR((*remove)->BindBlob(2, ref.second));
+      DDP_RETURN_IF_ERROR((*remove)->Run());
       continue;
     }
     SqliteStatement& s = **upsert;
-    KV_RETURN_IF_ERROR(s.BindBlob(1, state->ns));
-    KV_RETURN_IF_ERROR(s.BindBlob(2, state->key));
-    KV_RETURN_IF_ERROR(s.BindBlob(3, state->value));
-    KV_RETURN_IF_ERROR(s.BindInt64(4, state->create_revision));
-    KV_RETURN_IF_ERROR(s.BindInt64(5, state->mod_revision));
-    KV_RETURN_IF_ERROR(s.BindInt64(6, state->version));
-    KV_RETURN_IF_ERROR(s.BindInt64(7, state->lease));
-    KV_RETURN_IF_ERROR(s.Run());
+    DDP_RETURN_IF_ERROR(s.BindBlob(1, state->ns));
+    DDP_RETURN_IF_ERROR(s.BindBlob(2, state->key));
+    DDP_RETURN_IF_ERROR(s.BindBlob(3, state->value));
+    DDP_RETURN_IF_ERROR(s.BindInt64(4, state->create_revision));
+    DDP_RETURN_IF_ERROR(s.BindInt64(5, state->mod_revision));
+    DDP_RETURN_IF_ERROR(s.BindInt64(6, state->version));
+    DDP_RETURN_IF_ERROR(s.BindInt64(7, state->lease));
+    DDP_RETURN_IF_ERROR(s.Run());
   }
   return absl::OkStatus();
 }
@@ -509,11 +503,11 @@ absl::Status SqliteKvBackend::UpdateMetaLocked(const Meta& meta) {
   absl::StatusOr<SqliteStatement*> update =
       write_db_->PrepareCached(kUpdateMeta);
   if (!update.ok()) return update.status();
-  KV_RETURN_IF_ERROR((*update)->BindInt64(1, meta.revision));
-  KV_RETURN_IF_ERROR((*update)->BindInt64(2, meta.next_lease_id));
-  KV_RETURN_IF_ERROR((*update)->BindInt64(3, meta.compacted_revision));
-  KV_RETURN_IF_ERROR((*update)->BindInt64(4, meta.keys_revision));
-  KV_RETURN_IF_ERROR((*update)->Run());
+  DDP_RETURN_IF_ERROR((*update)->BindInt64(1, meta.revision));
+  DDP_RETURN_IF_ERROR((*update)->BindInt64(2, meta.next_lease_id));
+  DDP_RETURN_IF_ERROR((*update)->BindInt64(3, meta.compacted_revision));
+  DDP_RETURN_IF_ERROR((*update)->BindInt64(4, meta.keys_revision));
+  DDP_RETURN_IF_ERROR((*update)->Run());
   if (write_db_->ChangedRows() != 1) {
     return DataLoss("the kv_meta row is missing");
   }
@@ -524,11 +518,11 @@ absl::Status SqliteKvBackend::WriteAllDeferredLocked() {
   absl::StatusOr<SqliteTransaction> transaction =
       SqliteTransaction::Begin(*write_db_);
   if (!transaction.ok()) return transaction.status();
-  KV_RETURN_IF_ERROR(WriteKeysLocked(deferred_.All()));
+  DDP_RETURN_IF_ERROR(WriteKeysLocked(deferred_.All()));
   Meta next = meta_;
   next.keys_revision = meta_.revision;
-  KV_RETURN_IF_ERROR(UpdateMetaLocked(next));
-  KV_RETURN_IF_ERROR(transaction->Commit());
+  DDP_RETURN_IF_ERROR(UpdateMetaLocked(next));
+  DDP_RETURN_IF_ERROR(transaction->Commit());
   meta_ = next;
   deferred_.Reset(meta_.keys_revision, meta_.revision, {});
   return absl::OkStatus();
@@ -543,7 +537,7 @@ absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(
   // snapshot, so a concurrent Compact cannot leave holes in what is returned.
   absl::StatusOr<SqliteStatement*> begin = read_db_->PrepareCached("BEGIN");
   if (!begin.ok()) return begin.status();
-  KV_RETURN_IF_ERROR((*begin)->Run());
+  DDP_RETURN_IF_ERROR((*begin)->Run());
   absl::Status status =
       ReadEventsLocked(ns, prefix, from_revision, max_events, &events);
   absl::StatusOr<SqliteStatement*> end = read_db_->PrepareCached("COMMIT");
@@ -564,25 +558,25 @@ absl::Status SqliteKvBackend::ReadEventsLocked(const std::string& ns,
   absl::StatusOr<int64_t> compacted = read_db_->QueryInt64(
       "SELECT compacted_revision FROM kv_meta WHERE id = 1");
   if (!compacted.ok()) return compacted.status();
-  KV_RETURN_IF_ERROR(CheckReadFrom(from_revision, *compacted));
+  DDP_RETURN_IF_ERROR(CheckReadFrom(from_revision, *compacted));
   if (max_events == 0) return absl::OkStatus();
 
   absl::StatusOr<SqliteStatement*> select =
       read_db_->PrepareCached(kSelectEvents);
   if (!select.ok()) return select.status();
   SqliteStatement& s = **select;
-  KV_RETURN_IF_ERROR(s.BindBlob(1, ns));
-  KV_RETURN_IF_ERROR(s.BindInt64(2, from_revision));
-  KV_RETURN_IF_ERROR(s.BindBlob(3, prefix));
+  DDP_RETURN_IF_ERROR(s.BindBlob(1, ns));
+  DDP_RETURN_IF_ERROR(s.BindInt64(2, from_revision));
+  DDP_RETURN_IF_ERROR(s.BindBlob(3, prefix));
   std::string upper;
   if (PrefixUpperBound(prefix, &upper)) {
-    KV_RETURN_IF_ERROR(s.BindBlob(4, upper));
+    DDP_RETURN_IF_ERROR(s.BindBlob(4, upper));
   } else {
-    KV_RETURN_IF_ERROR(s.BindNull(4));
+    DDP_RETURN_IF_ERROR(s.BindNull(4));
   }
   const uint64_t limit =
       std::min<uint64_t>(max_events, std::numeric_limits<int64_t>::max());
-  KV_RETURN_IF_ERROR(s.BindInt64(5, static_cast<int64_t>(limit)));
+  DDP_RETURN_IF_ERROR(s.BindInt64(5, static_cast<int64_t>(limit)));
   while (true) {
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) {

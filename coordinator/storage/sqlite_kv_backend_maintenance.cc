@@ -11,15 +11,9 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "coordinator/storage/sqlite_kv_backend.h"
 #include "coordinator/storage/write_batch_checks.h"
-
-// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define KV_RETURN_IF_ERROR(expr)             \
-  do {                                       \
-    absl::Status kv_status_ = (expr);        \
-    if (!kv_status_.ok()) return kv_status_; \
-  } while (false)
 
 namespace ddp::kv {
 namespace {
@@ -132,7 +126,7 @@ void SqliteKvBackend::MaybeRestartWalLocked() {
 absl::Status SqliteKvBackend::Compact(Revision revision) {
   {
     absl::MutexLock lock(&write_mu_);
-    KV_RETURN_IF_ERROR(CheckCompactRevision(revision, meta_.revision));
+    DDP_RETURN_IF_ERROR(CheckCompactRevision(revision, meta_.revision));
     if (revision <= meta_.compacted_revision) return absl::OkStatus();
     // Record the new compacted revision first: from then on readers get
     // OUT_OF_RANGE for the old history, so deleting it in several transactions
@@ -142,9 +136,9 @@ absl::Status SqliteKvBackend::Compact(Revision revision) {
     absl::StatusOr<SqliteStatement*> update =
         write_db_->PrepareCached("UPDATE kv_meta SET compacted_revision = ?1 WHERE id = 1");
     if (!update.ok()) return update.status();
-    KV_RETURN_IF_ERROR((*update)->BindInt64(1, revision));
-    KV_RETURN_IF_ERROR((*update)->Run());
-    KV_RETURN_IF_ERROR(transaction->Commit());
+    DDP_RETURN_IF_ERROR((*update)->BindInt64(1, revision));
+    DDP_RETURN_IF_ERROR((*update)->Run());
+    DDP_RETURN_IF_ERROR(transaction->Commit());
     meta_.compacted_revision = revision;
     compaction_backlog_ = true;  // commits or the maintenance thread delete
   }
@@ -154,7 +148,7 @@ absl::Status SqliteKvBackend::Compact(Revision revision) {
 
 absl::Status SqliteKvBackend::DeleteAllCompacted() {
   bool done = false;
-  while (!done) KV_RETURN_IF_ERROR(DeleteCompactedChunk(&done));
+  while (!done) DDP_RETURN_IF_ERROR(DeleteCompactedChunk(&done));
   return absl::OkStatus();
 }
 
@@ -162,10 +156,10 @@ absl::Status SqliteKvBackend::DeleteCompactedLocked(int64_t limit, bool* done) {
   absl::StatusOr<SqliteStatement*> remove = write_db_->PrepareCached(kDeleteCompactedChunk);
   if (!remove.ok()) return remove.status();
   // Events after keys_revision are still needed to rebuild kv_keys.
-  KV_RETURN_IF_ERROR(
+  DDP_RETURN_IF_ERROR(
       (*remove)->BindInt64(1, std::min(meta_.compacted_revision, meta_.keys_revision)));
-  KV_RETURN_IF_ERROR((*remove)->BindInt64(2, limit));
-  KV_RETURN_IF_ERROR((*remove)->Run());
+  DDP_RETURN_IF_ERROR((*remove)->BindInt64(2, limit));
+  DDP_RETURN_IF_ERROR((*remove)->Run());
   *done = write_db_->ChangedRows() < limit;
   return absl::OkStatus();
 }
@@ -180,8 +174,8 @@ absl::Status SqliteKvBackend::DeleteCompactedChunk(bool* done) {
   }
   absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
   if (!transaction.ok()) return transaction.status();
-  KV_RETURN_IF_ERROR(DeleteCompactedLocked(options_.compaction_chunk_events, done));
-  KV_RETURN_IF_ERROR(transaction->Commit());
+  DDP_RETURN_IF_ERROR(DeleteCompactedLocked(options_.compaction_chunk_events, done));
+  DDP_RETURN_IF_ERROR(transaction->Commit());
   compaction_backlog_ = !*done;
   return absl::OkStatus();
 }
