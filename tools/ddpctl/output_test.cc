@@ -195,6 +195,18 @@ TEST(JobJson, Job_AllSectionsAsJson) {
   EXPECT_EQ(json.back(), '}');
 }
 
+TEST(FailureText, KnownPid_ShownInTextAndJson) {
+  v1::Job job = SampleJob();
+  job.mutable_failures(0)->set_pid(4242);
+  EXPECT_NE(FailureText(job.failures(0)).find(" global rank 9 pid 4242 exit code 1"),
+            std::string::npos)
+      << FailureText(job.failures(0));
+  const std::string json = JobJson(job);
+  EXPECT_NE(json.find(R"("time_unix_ms":1700000000000,"pid":4242})"),
+            std::string::npos)
+      << json;
+}
+
 TEST(FailureText, SignalHangAndCoordinator_Distinguished) {
   v1::Failure f;
   f.set_node_id("n");
