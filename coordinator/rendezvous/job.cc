@@ -18,7 +18,8 @@ Job::Job(std::string job_id, const JobSettings& settings,
       settings_(settings),
       limits_(limits),
       clock_(&clock),
-      outbox_(outbox) {
+      outbox_(outbox),
+      created_(clock.Now()) {
   Emit(JobEventType::kJobCreated, "",
        absl::StrCat("job created: nodes ", settings_.min_nodes, ":",
                     settings_.max_nodes, ", max_restarts ",
@@ -50,6 +51,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(
   job->excluded_.insert(r.excluded_nodes.begin(), r.excluded_nodes.end());
   job->master_ = r.master;
   job->last_event_index_ = r.last_event_index;
+  job->created_ = r.created;
   job->next_join_seq_ = r.next_join_seq;
   const absl::Time now = clock.Now();
   bool has_members = job->state_ == JobState::kStarting ||
@@ -206,6 +208,7 @@ JobRecord Job::MakeRecord() const {
   r.master = master_;
   r.world_size = world_size_;
   r.last_event_index = last_event_index_;
+  r.created = created_;
   r.next_join_seq = next_join_seq_;
   return r;
 }
@@ -245,6 +248,7 @@ JobStatus Job::Status(bool include_nodes) const {
   s.excluded_nodes.assign(excluded_.begin(), excluded_.end());
   std::sort(s.excluded_nodes.begin(), s.excluded_nodes.end());
   s.last_event_index = last_event_index_;
+  s.created = created_;
   if (include_nodes) {
     for (const auto& [id, node] : nodes_) {
       NodeStatus n;

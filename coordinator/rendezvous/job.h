@@ -118,6 +118,7 @@ struct JobStatus {
   std::vector<FailureInfo> failures;
   std::vector<std::string> excluded_nodes;  // sorted
   int64_t last_event_index = 0;             // 0: no event yet
+  absl::Time created;                       // absl::Time(): unknown
   std::vector<NodeStatus> nodes;            // only when asked for
 };
 
@@ -266,6 +267,7 @@ class Job {
   RendezvousLimits limits_;
   const Clock* clock_;
   Outbox* outbox_;
+  absl::Time created_;  // absl::Time() for jobs stored before it was kept
 
   JobState state_ = JobState::kWaiting;
   Generation generation_ = 0;

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "coordinator/rendezvous/job_types.h"
 
 namespace ddp::rendezvous {
@@ -40,6 +41,7 @@ struct JobRecord {
   int64_t world_size = 0;                   // of `generation`
   int64_t last_event_index = 0;
   uint64_t next_join_seq = 1;
+  absl::Time created;  // absl::Time() when unknown (stored before it was)
 };
 
 struct NodeRecord {

@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -119,6 +121,7 @@ TEST_F(CoordinatorServerTest, Start_BadPort_InvalidArgument) {
 }
 
 TEST_F(CoordinatorServerTest, JobService_CreatedJob_SurvivesRestart) {
+  int64_t created_unix_ms = 0;
   {
     auto server = MustStart();
     ASSERT_NE(server, nullptr);
@@ -134,6 +137,9 @@ TEST_F(CoordinatorServerTest, JobService_CreatedJob_SurvivesRestart) {
     const grpc::Status status = jobs->CreateJob(Context().get(), request, &created);
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(created.state(), v1::WAITING);
+    created_unix_ms = created.created_unix_ms();
+    // Loose: set from the coordinator's clock when the job was created.
+    EXPECT_LE(std::abs(created_unix_ms - absl::ToUnixMillis(absl::Now())), 60000);
   }
   auto server = MustStart();
   ASSERT_NE(server, nullptr);
@@ -149,6 +155,7 @@ TEST_F(CoordinatorServerTest, JobService_CreatedJob_SurvivesRestart) {
   EXPECT_EQ(job.settings().nproc_per_node(), 8);
   EXPECT_EQ(job.settings().max_restarts(), 5);
   EXPECT_EQ(job.state(), v1::WAITING);
+  EXPECT_EQ(job.created_unix_ms(), created_unix_ms);
 }
 
 TEST_F(CoordinatorServerTest, JobService_UnknownJob_NotFound) {

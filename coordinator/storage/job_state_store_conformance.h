@@ -89,6 +89,7 @@ inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
   EXPECT_EQ(got.world_size, want.world_size);
   EXPECT_EQ(got.last_event_index, want.last_event_index);
   EXPECT_EQ(got.next_join_seq, want.next_join_seq);
+  EXPECT_EQ(got.created, want.created);
 }
 
 inline FailureInfo Failure(std::string node_id, Generation generation,
@@ -148,6 +149,7 @@ inline JobRecord FullRecord(const std::string& job_id) {
   r.master.nccl_unique_id = id;
   r.world_size = 32768;
   r.last_event_index = 123456789012;
+  r.created = absl::FromUnixNanos(1699999999987654321);
   r.next_join_seq = 4097;
   return r;
 }

@@ -142,6 +142,7 @@ absl::Status BindJobRow(const JobRecord& job, const JobCounters& counters,
   binder.Int(job.world_size);
   binder.Int(counters.last_event_index);
   binder.Int(Uint64Bits(counters.next_join_seq));
+  binder.Int(job.created == absl::Time() ? 0 : absl::ToUnixNanos(job.created));
   return binder.status();
 }
 
@@ -171,6 +172,8 @@ std::string ReadJobRow(RowReader& reader, JobRecord* job) {
   job->world_size = reader.Int64();
   job->last_event_index = reader.Int64();
   job->next_join_seq = Uint64FromBits(reader.Int64());
+  const int64_t created_ns = reader.Int64();
+  job->created = created_ns == 0 ? absl::Time() : absl::FromUnixNanos(created_ns);
   std::string error = reader.error();
   std::optional<JobState> known = StateFromNumber(state);
   if (known) {

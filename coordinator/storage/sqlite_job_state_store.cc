@@ -90,6 +90,11 @@ ALTER TABLE job_failures ADD COLUMN hang INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE job_failures ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 3: when the job was created (0: before version 3, unknown).
+constexpr char kSchemaV3[] = R"sql(
+ALTER TABLE jobs ADD COLUMN created_ns INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // Column lists in the order the row codecs of sqlite_job_rows.h bind and read
 // (kInsertFailure and kUpsertNode below list the same columns).
 constexpr const char* kJobColumns[] = {
@@ -124,6 +129,7 @@ constexpr const char* kJobColumns[] = {
     "world_size",
     "last_event_index",
     "next_join_seq",
+    "created_ns",
 };
 constexpr const char* kFailureColumns =
     "node_id, generation, local_rank, global_rank, exit_code, signal, "
@@ -189,7 +195,7 @@ std::string Printable(const std::string& id) {
 }  // namespace
 
 std::vector<storage::SqliteMigration> SqliteJobStateStore::SchemaMigrations() {
-  return {{1, kSchemaV1}, {2, kSchemaV2}};
+  return {{1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}};
 }
 
 SqliteJobStateStore::SqliteJobStateStore(std::unique_ptr<SqliteDatabase> db)

@@ -197,7 +197,8 @@ TEST_F(SqliteJobStateStoreTest, LoadAll_NprocBeyondInt_DataLoss) {
 }
 
 // A jobs.db written by a coordinator of schema version 1 (before failures
-// carried hang and pid) opens, migrates in place and keeps every row.
+// carried hang and pid, and jobs their creation time) opens, migrates in place
+// and keeps every row.
 TEST_F(SqliteJobStateStoreTest, Open_Version1File_MigratedRowsKept) {
   {
     absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
@@ -245,11 +246,13 @@ VALUES (X'6F6C64', 0, X'6E6F64652D61', 3, 1, 1, 7, 0, X'626F6F6D',
   EXPECT_EQ(job.failures[0].time, absl::FromUnixSeconds(1700000000));
   EXPECT_FALSE(job.failures[0].hang);
   EXPECT_EQ(job.failures[0].pid, 0);
-  EXPECT_EQ(QueryInt64("PRAGMA user_version"), 2);
+  EXPECT_EQ(job.created, absl::Time());  // unknown before version 3
+  EXPECT_EQ(QueryInt64("PRAGMA user_version"), 3);
   // The migrated file takes the new fields.
   JobRecord updated = job;
   updated.root_cause->hang = true;
   updated.root_cause->pid = 99;
+  updated.created = absl::FromUnixSeconds(1700000000);
   JobChanges changes;
   changes.job_id = "old";
   changes.job = updated;
@@ -260,6 +263,7 @@ VALUES (X'6F6C64', 0, X'6E6F64652D61', 3, 1, 1, 7, 0, X'626F6F6D',
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_TRUE((*all)[0].job.root_cause->hang);
   EXPECT_EQ((*all)[0].job.root_cause->pid, 99);
+  EXPECT_EQ((*all)[0].job.created, absl::FromUnixSeconds(1700000000));
 }
 
 TEST_F(SqliteJobStateStoreTest, Apply_RecordOfAnotherJob_InvalidArgument) {
