@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/flag_names.h"
 #include "common/logging.h"
 #include "coordinator/server/coordinator_server.h"
 
@@ -129,26 +130,6 @@ bool WritePortFile(const std::string& path, int port) {
   return std::rename(temp.c_str(), path.c_str()) == 0;
 }
 
-// Accepts --data-dir as well as --data_dir: Abseil only knows the underscore
-// spelling.
-std::vector<char*> NormalizeFlagNames(int argc, char** argv,
-                                      std::vector<std::string>* storage) {
-  storage->reserve(argc);
-  std::vector<char*> out;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (i > 0 && arg.rfind("--", 0) == 0 && arg != "--") {
-      const size_t end = arg.find('=');
-      for (size_t j = 2; j < std::min(end, arg.size()); ++j) {
-        if (arg[j] == '-') arg[j] = '_';
-      }
-    }
-    storage->push_back(std::move(arg));
-    out.push_back(storage->back().data());
-  }
-  return out;
-}
-
 // Abseil exits with status 1 on an unknown flag or a malformed value; this
 // check runs first so that every bad flag exits with 2 and a message naming it.
 std::string PrecheckFlags(const std::vector<char*>& args) {
@@ -214,7 +195,7 @@ int main(int argc, char** argv) {
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> storage;
-  std::vector<char*> args = NormalizeFlagNames(argc, argv, &storage);
+  std::vector<char*> args = ddp::NormalizeFlagNames(argc, argv, &storage);
   if (std::string error = PrecheckFlags(args); !error.empty())
     return BadFlag(error);
   std::vector<char*> positional =

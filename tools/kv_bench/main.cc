@@ -8,6 +8,8 @@
 //
 // Exit codes: 0 done; 1 a phase failed (error printed); 2 bad flags.
 
+#include <unistd.h>
+
 #include <sys/types.h>
 
 #include <algorithm>
@@ -30,7 +32,7 @@
 #include "absl/synchronization/notification.h"
 #include "tools/kv_bench/kv_targets.h"
 #include "tools/kv_bench/load_runner.h"
-#include "tools/kv_bench/process_cpu.h"
+#include "tools/common/proc_stats.h"
 
 ABSL_FLAG(std::string, ddp, "", "Coordinator address HOST:PORT (empty: skip)");
 ABSL_FLAG(std::string, etcd, "", "etcd client address HOST:PORT (empty: skip)");
@@ -73,12 +75,12 @@ class CpuWindow {
  public:
   explicit CpuWindow(pid_t server_pid) : server_pid_(server_pid) {}
   void Start() {
-    client_start_ = ReadProcessCpuTime(0);
-    if (server_pid_ != 0) server_start_ = ReadProcessCpuTime(server_pid_);
+    client_start_ = tools::ReadProcessCpuTime(getpid());
+    if (server_pid_ != 0) server_start_ = tools::ReadProcessCpuTime(server_pid_);
   }
   void End() {
-    client_end_ = ReadProcessCpuTime(0);
-    if (server_pid_ != 0) server_end_ = ReadProcessCpuTime(server_pid_);
+    client_end_ = tools::ReadProcessCpuTime(getpid());
+    if (server_pid_ != 0) server_end_ = tools::ReadProcessCpuTime(server_pid_);
   }
   // "12.3 us" of CPU per operation, or "-" when unknown.
   static std::string PerOp(const std::optional<absl::StatusOr<absl::Duration>>& a,

@@ -24,7 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "tools/rdzv_sim/proc_stats.h"
+#include "common/flag_names.h"
+#include "tools/common/proc_stats.h"
 #include "tools/rdzv_sim/rdzv_scenario.h"
 #include "tools/rdzv_sim/report.h"
 
@@ -58,25 +59,6 @@ constexpr int kExitFailure = 1;
 constexpr int kExitBadFlags = 2;
 constexpr int kMaxNodes = 16384;
 
-// Abseil knows only the underscore spelling of flags; accept both.
-std::vector<char*> NormalizeFlagNames(int argc, char** argv,
-                                      std::vector<std::string>* storage) {
-  storage->reserve(argc);
-  std::vector<char*> out;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (i > 0 && arg.rfind("--", 0) == 0 && arg != "--") {
-      const size_t end = std::min(arg.find('='), arg.size());
-      for (size_t j = 2; j < end; ++j) {
-        if (arg[j] == '-') arg[j] = '_';
-      }
-    }
-    storage->push_back(std::move(arg));
-    out.push_back(storage->back().data());
-  }
-  return out;
-}
-
 int BadFlag(const std::string& message) {
   std::fprintf(stderr, "rdzv_sim: %s (see --help)\n", message.c_str());
   return kExitBadFlags;
@@ -96,7 +78,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Simulates N node agents against a coordinator; see tools/rdzv_sim.");
   std::vector<std::string> storage;
-  std::vector<char*> args = NormalizeFlagNames(argc, argv, &storage);
+  std::vector<char*> args = ddp::NormalizeFlagNames(argc, argv, &storage);
   std::vector<char*> rest = absl::ParseCommandLine(args.size(), args.data());
   if (rest.size() > 1)
     return BadFlag(absl::StrCat("unexpected argument '", rest[1], "'"));
@@ -159,8 +141,8 @@ int main(int argc, char** argv) {
   // The simulator's own locks are few and simple; Abseil's deadlock detector
   // (on in non-NDEBUG builds) would only add client CPU to the figures.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  ddp::rdzv_sim::RaiseOpenFileLimit();
-  const ddp::rdzv_sim::MachineInfo machine = ddp::rdzv_sim::ReadMachineInfo();
+  ddp::tools::RaiseOpenFileLimit();
+  const ddp::tools::MachineInfo machine = ddp::tools::ReadMachineInfo();
   std::vector<ddp::rdzv_sim::SizeResult> results;
   bool failed = false;
   for (int n : sizes) {

@@ -1,10 +1,10 @@
-#include "tools/rdzv_sim/proc_stats.h"
+#include "tools/common/proc_stats.h"
 
 #include <unistd.h>
 
 #include "gtest/gtest.h"
 
-namespace ddp::rdzv_sim {
+namespace ddp::tools {
 namespace {
 
 TEST(ProcStats, ParseStatCpuTime_CommandWithSpacesAndParens_SumsFields) {
@@ -88,4 +88,4 @@ TEST(ProcStats, ReadProcess_NoSuchPid_NotFound) {
 }
 
 }  // namespace
-}  // namespace ddp::rdzv_sim
+}  // namespace ddp::tools

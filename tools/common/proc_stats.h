@@ -1,5 +1,5 @@
-#ifndef DDP_TOOLS_RDZV_SIM_PROC_STATS_H_
-#define DDP_TOOLS_RDZV_SIM_PROC_STATS_H_
+#ifndef DDP_TOOLS_COMMON_PROC_STATS_H_
+#define DDP_TOOLS_COMMON_PROC_STATS_H_
 
 // CPU time and resident memory of a process, read from /proc (Linux), and the
 // machine description for the report.
@@ -21,7 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-namespace ddp::rdzv_sim {
+namespace ddp::tools {
 
 // utime + stime of a /proc/PID/stat line (fields 14 and 15, counted after the
 // parenthesised command name, which may itself hold spaces and parentheses).
@@ -58,6 +58,6 @@ MachineInfo ReadMachineInfo();
 // Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
 int64_t RaiseOpenFileLimit();
 
-}  // namespace ddp::rdzv_sim
+}  // namespace ddp::tools
 
-#endif  // DDP_TOOLS_RDZV_SIM_PROC_STATS_H_
+#endif  // DDP_TOOLS_COMMON_PROC_STATS_H_

@@ -1,4 +1,4 @@
-#include "tools/rdzv_sim/proc_stats.h"
+#include "tools/common/proc_stats.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace ddp::rdzv_sim {
+namespace ddp::tools {
 namespace {
 
 constexpr size_t kQuoteLimit = 120;
@@ -171,4 +171,4 @@ int64_t RaiseOpenFileLimit() {
   return static_cast<int64_t>(limit.rlim_cur);
 }
 
-}  // namespace ddp::rdzv_sim
+}  // namespace ddp::tools
