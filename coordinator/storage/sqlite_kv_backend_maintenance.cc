@@ -1,7 +1,8 @@
 // SqliteKvBackend's background work and compaction: the maintenance thread
 // (WAL checkpoints, sorting sealed key generations, deleting compacted events
-// of an idle store), the writer's WAL restart, and Compact. The schema, Open,
-// Load, Commit and ReadEvents are in sqlite_kv_backend.cc.
+// of an idle store), the writer's WAL restart, and Compact. The schema, Open
+// and Commit are in sqlite_kv_backend.cc; Load and ReadEvents in
+// sqlite_kv_backend_read.cc.
 
 #include <pthread.h>
 #include <sqlite3.h>
