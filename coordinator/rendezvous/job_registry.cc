@@ -56,30 +56,16 @@ absl::StatusOr<Job*> JobRegistry::FindJobLocked(
   return it->second.get();
 }
 
-absl::Status JobRegistry::FlushLocked(Job& job) {
-  if (!job.HasChanges() && unflushed_.empty()) return absl::OkStatus();
+void JobRegistry::QueueChangesLocked(Job& job) {
+  if (!job.HasChanges()) return;  // heartbeats
   JobChanges changes = job.TakeChanges();
-  if (store_ == nullptr) return absl::OkStatus();
-  auto it = unflushed_.find(job.id());
-  if (it != unflushed_.end()) {
-    it->second.Merge(std::move(changes));
-    changes = std::move(it->second);
-    unflushed_.erase(it);
-  }
-  if (changes.empty()) return absl::OkStatus();
-  absl::Status status = store_->Apply(changes);
-  if (status.ok()) return status;
-  unflushed_.emplace(job.id(), std::move(changes));
-  return absl::UnavailableError(absl::StrCat(
-      "the change to job '", job.id(), "' is not durable yet (storage: ",
-      status.message(), "); it will be retried, retry the call"));
+  if (store_ == nullptr) return;
+  write_queue_.Add(std::move(changes));
 }
 
-absl::Status JobRegistry::AfterChangeLocked(Job& job) {
-  if (!options_.write_behind || store_ == nullptr) return FlushLocked(job);
-  if (job.HasChanges()) write_queue_.Add(job.TakeChanges());  // not heartbeats
+void JobRegistry::AfterChangeLocked(Job& job) {
+  QueueChangesLocked(job);
   write_queue_.Hold(outbox_);
-  return absl::OkStatus();
 }
 
 JobRegistry::Signals JobRegistry::SignalsLocked(bool outbox_was_empty,
@@ -98,8 +84,8 @@ absl::Status JobRegistry::RunLocked(
   absl::StatusOr<Job*> job = FindJobLocked(job_id);
   if (!job.ok()) return job.status();
   absl::Status status = op(**job);
-  absl::Status flushed = AfterChangeLocked(**job);
-  return status.ok() ? flushed : status;
+  AfterChangeLocked(**job);
+  return status;
 }
 
 absl::Status JobRegistry::Run(const std::string& job_id,
@@ -118,9 +104,7 @@ absl::Status JobRegistry::Run(const std::string& job_id,
 }
 
 absl::Status JobRegistry::AwaitOwnChanges(absl::Status status) {
-  if (!status.ok() || !options_.write_behind || store_ == nullptr) {
-    return status;
-  }
+  if (!status.ok() || store_ == nullptr) return status;
   return AwaitDurable(DurabilityMark(), options_.write_timeout);
 }
 
@@ -150,12 +134,12 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
                                      &outbox_);
     Job& ref = *job;
     jobs_.emplace(job_id, std::move(job));
-    status = AfterChangeLocked(ref);
+    AfterChangeLocked(ref);
     result = ref.Status(false);
     signals = SignalsLocked(was_empty, had_pending);
   }
   Fire(signals);
-  status = AwaitOwnChanges(status);
+  status = AwaitOwnChanges(absl::OkStatus());
   if (!status.ok()) return status;
   return result;
 }
@@ -173,7 +157,7 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
     auto it = jobs_.find(request.job_id);
     if (it != jobs_.end()) {
       result = it->second->Register(request);
-      status = AfterChangeLocked(*it->second);
+      AfterChangeLocked(*it->second);
     } else {
       if (!request.settings) {
         return absl::NotFoundError(absl::StrCat(
@@ -199,13 +183,11 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
       AppendOutbox(scratch, outbox_);
       Job& ref = *job;
       jobs_.emplace(request.job_id, std::move(job));
-      status = AfterChangeLocked(ref);
+      AfterChangeLocked(ref);
     }
     signals = SignalsLocked(was_empty, had_pending);
   }
   Fire(signals);
-  if (!result.ok()) return result;
-  if (!status.ok()) return status;
   return result;
 }
 
@@ -240,26 +222,14 @@ absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
                        "; cancel it before removing it"));
     }
     jobs_.erase(job_id);
-    unflushed_.erase(job_id);
     taken_event_index_.erase(job_id);
     if (store_ == nullptr) return absl::OkStatus();
     JobChanges changes;
     changes.job_id = job_id;
     changes.job_removed = true;
-    if (options_.write_behind) {
-      bool had_pending = write_queue_.has_pending();
-      write_queue_.Add(std::move(changes));
-      signals = SignalsLocked(/*outbox_was_empty=*/false, had_pending);
-    } else {
-      absl::Status status = store_->Apply(changes);
-      if (!status.ok()) {
-        unflushed_.emplace(job_id, std::move(changes));
-        return absl::UnavailableError(absl::StrCat(
-            "job '", job_id, "' removed from memory but not from storage (",
-            status.message(), "); it will be retried"));
-      }
-      return absl::OkStatus();
-    }
+    bool had_pending = write_queue_.has_pending();
+    write_queue_.Add(std::move(changes));
+    signals = SignalsLocked(/*outbox_was_empty=*/false, had_pending);
   }
   Fire(signals);
   return AwaitOwnChanges(absl::OkStatus());
@@ -288,7 +258,7 @@ absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(
   if (!job.ok()) return job.status();
   absl::StatusOr<std::vector<JobEvent>> events =
       (*job)->EventsSince(after_index, limit);
-  if (!events.ok() || !options_.write_behind) return events;
+  if (!events.ok() || store_ == nullptr) return events;
   auto taken = taken_event_index_.find(job_id);
   const int64_t cap = taken == taken_event_index_.end() ? 0 : taken->second;
   while (!events->empty() && events->back().index > cap) events->pop_back();
@@ -330,17 +300,7 @@ void JobRegistry::Tick() {
     bool had_pending = write_queue_.has_pending();
     for (auto& [id, job] : jobs_) {
       job->Tick();
-      absl::Status status = AfterChangeLocked(*job);
-      if (!status.ok()) DDP_LOG(WARNING) << status.message();
-    }
-    // Retry removals that did not reach the store.
-    for (auto it = unflushed_.begin(); it != unflushed_.end();) {
-      auto next = std::next(it);
-      if (store_ != nullptr && it->second.job_removed &&
-          store_->Apply(it->second).ok()) {
-        unflushed_.erase(it);
-      }
-      it = next;
+      AfterChangeLocked(*job);
     }
     signals = SignalsLocked(was_empty, had_pending);
   }
@@ -349,7 +309,7 @@ void JobRegistry::Tick() {
 
 Outbox JobRegistry::TakeOutbox() {
   absl::MutexLock lock(&mu_);
-  if (options_.write_behind) {
+  if (store_ != nullptr) {
     for (const JobEvent& event : outbox_.events) {
       int64_t& taken = taken_event_index_[event.job_id];
       taken = std::max(taken, event.index);

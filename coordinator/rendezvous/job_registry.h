@@ -4,8 +4,8 @@
 // All jobs of the coordinator by id: the seam the gRPC session and scheduler
 // layers call. It serializes every input with one mutex, creates jobs (by the
 // scheduler, or implicitly by the first Register that carries settings),
-// persists each change through a JobStateStore before returning, and queues the
-// messages and events the jobs produce in one ordered outbox.
+// queues each change for its JobStateStore, and queues the messages and events
+// the jobs produce in one ordered outbox.
 //
 // Delivery: one dispatcher thread of the session layer calls TakeOutbox()
 // whenever the `on_outbox` callback fired (it is called after the lock is
@@ -15,24 +15,17 @@
 // of a node with a new incarnation closes the older stream (the core has
 // already fenced it).
 //
-// Durability: a change that the store could not persist stays queued and is
-// retried on the next call or Tick; the call that made it returns UNAVAILABLE
-// (the in-memory state did change; retrying the call is safe: Register with the
-// same incarnation resumes, reports are idempotent or recorded in history).
-//
-// Messages are taken under the same mutex that persists, so a dispatcher never
-// sees a message whose state change was not yet offered to the store. The
-// outbox is unbounded: the dispatcher must drain it.
-//
-// Write-behind (options.write_behind, what the coordinator uses): changes are
-// not written inside the call. They queue in a WriteBehindQueue and the owner's
-// writer thread makes them durable in batches (PersistPending, one transaction
-// per batch), woken by `on_pending`. Every message and event the changes
-// produced is held until its batch committed, so nothing leaves the
-// coordinator that a crash could take back; an agent call returns at once and
-// its reply waits (WhenDurable); a scheduler call waits for its batch
-// (AwaitDurable, UNAVAILABLE after write_timeout). 4,096 joins cost a few
-// transactions instead of 4,096 fsyncs under the mutex.
+// Durability (with a store; without one nothing is persisted and messages go
+// out at once): changes are written behind, not inside the call. They queue in
+// a WriteBehindQueue and the owner's writer thread makes them durable in
+// batches (PersistPending, one transaction per batch), woken by `on_pending`.
+// Every message and event the changes produced is held until its batch
+// committed, so nothing leaves the coordinator that a crash could take back; an
+// agent call returns at once and its reply waits (WhenDurable); a scheduler
+// call waits for its batch (AwaitDurable, UNAVAILABLE after write_timeout). A
+// batch the store refuses stays queued and is retried by the next
+// PersistPending. 4,096 joins cost a few transactions instead of 4,096 fsyncs
+// under the mutex. The outbox is unbounded: the dispatcher must drain it.
 //
 // Timeouts: the owner runs one background thread that calls Tick() at a
 // cadence well below the smallest heartbeat_interval (e.g. every 100 ms);
@@ -63,8 +56,6 @@ struct JobRegistryOptions {
   // Called (without the lock held) when the outbox went from empty to
   // non-empty.
   std::function<void()> on_outbox;
-  // See "Write-behind" above; needs a store.
-  bool write_behind = false;
   // Called (without the lock held) when changes wait to be written.
   std::function<void()> on_pending;
   // How long a scheduler call waits for its changes to be durable.
@@ -103,7 +94,7 @@ class JobRegistry {
                                    bool include_nodes) const;
   std::vector<JobStatus> ListJobs() const;
   // Possible errors: NOT_FOUND, OUT_OF_RANGE (events dropped). In
-  // write-behind mode only events already taken by TakeOutbox (durable and
+  // With a store only events already taken by TakeOutbox (durable and
   // published) are returned; later ones arrive through the outbox.
   absl::StatusOr<std::vector<JobEvent>> EventsSince(const std::string& job_id,
                                                     int64_t after_index,
@@ -126,7 +117,7 @@ class JobRegistry {
   // Everything queued since the last call, in order.
   Outbox TakeOutbox();
 
-  // ---- Write-behind (options.write_behind) ----
+  // ---- Durability (see above) ----
   // Writes every pending change as one batch. Call from one thread at a time.
   // Possible errors: the store's (the batch stays queued; retry later).
   absl::Status PersistPending();
@@ -142,17 +133,16 @@ class JobRegistry {
  private:
   absl::StatusOr<Job*> FindJobLocked(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Persists the job's changes (and any earlier unpersisted ones).
-  absl::Status FlushLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs `op` on the job, flushes, and reports the first error.
+  // Runs `op` on the job and queues its changes; returns op's status.
   absl::Status RunLocked(const std::string& job_id,
                          const std::function<absl::Status(Job&)>& op)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Run(const std::string& job_id,
                    const std::function<absl::Status(Job&)>& op);
-  // Sync: writes the job's changes now. Write-behind: queues them and holds
-  // the outbox behind them.
-  absl::Status AfterChangeLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the job's changes into the write queue (drops them without a store).
+  void QueueChangesLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // QueueChangesLocked, then holds the outbox behind the pending writes.
+  void AfterChangeLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fires on_outbox / on_pending for what the locked section produced.
   struct Signals {
     bool outbox = false;
@@ -161,7 +151,7 @@ class JobRegistry {
   Signals SignalsLocked(bool outbox_was_empty, bool had_pending) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fire(Signals signals) const;
-  // Write-behind scheduler calls: waits until the call's changes are durable.
+  // Scheduler calls: waits until the call's changes are durable.
   absl::Status AwaitOwnChanges(absl::Status status);
 
   const Clock& clock_;
@@ -170,10 +160,9 @@ class JobRegistry {
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, JobChanges> unflushed_ ABSL_GUARDED_BY(mu_);
   Outbox outbox_ ABSL_GUARDED_BY(mu_);
   WriteBehindQueue write_queue_ ABSL_GUARDED_BY(mu_);
-  // Write-behind: per job, the newest event index TakeOutbox handed out.
+  // With a store: per job, the newest event index TakeOutbox handed out.
   std::map<std::string, int64_t> taken_event_index_ ABSL_GUARDED_BY(mu_);
   // Serializes PersistPending (one batch in flight).
   absl::Mutex persist_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -184,6 +184,7 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
                                       MasterInfo{"", 29501, NcclId('r')})
                     .ok());
     ASSERT_EQ(registry.GetJob("j", false)->state, JobState::kRunning);
+    ASSERT_TRUE(registry.PersistPending().ok());  // the coordinator's writer
   }
   clock.Advance(absl::Seconds(30));  // the coordinator was down for a while
   JobRegistry restarted(clock, &store, {});
@@ -202,6 +203,7 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
   EXPECT_TRUE(resumed->resumed);
   EXPECT_EQ(resumed->generation, 2);
   ASSERT_TRUE(restarted.Register(Req("j", "b", 22)).ok());
+  ASSERT_TRUE(restarted.PersistPending().ok());
   Outbox out = restarted.TakeOutbox();
   EXPECT_TRUE(MessagesOf<StopWorkers>(out).empty());
   auto assignment = MessagesOf<Assignment>(out, "b");
@@ -223,34 +225,14 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
   EXPECT_EQ(status->registered_nodes, 2);
   EXPECT_EQ(status->restart_count, 1);  // node loss is free
   // Event numbering continues across the restart; older events are gone.
+  ASSERT_TRUE(restarted.PersistPending().ok());
+  restarted.TakeOutbox();
   EXPECT_EQ(restarted.EventsSince("j", 0, 100).status().code(),
             absl::StatusCode::kOutOfRange);
   auto events = restarted.EventsSince("j", 8, 100);
   ASSERT_TRUE(events.ok());
   ASSERT_FALSE(events->empty());
   EXPECT_EQ(events->front().index, 9);  // 8 events before the restart
-}
-
-TEST(JobRegistry, StoreFails_UnavailableThenRetriedOnTick) {
-  FakeClock clock;
-  InMemoryJobStateStore store;
-  JobRegistry registry(clock, &store, {});
-  ASSERT_TRUE(registry.CreateJob("j", Settings(1, 2)).ok());
-  store.FailWith(absl::UnavailableError("disk full"));
-  auto r = registry.Register(Req("j", "a", 1));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(r.status().message().find("disk full"), std::string::npos);
-  store.FailWith(absl::OkStatus());
-  registry.Tick();
-  auto stored = store.LoadAll();
-  ASSERT_TRUE(stored.ok());
-  ASSERT_EQ(stored->size(), 1u);
-  ASSERT_EQ((*stored)[0].nodes.size(), 1u);
-  EXPECT_EQ((*stored)[0].nodes[0].node_id, "a");
-  // Retrying the call resumes the same incarnation.
-  auto retried = registry.Register(Req("j", "a", 1));
-  ASSERT_TRUE(retried.ok());
-  EXPECT_TRUE(retried->resumed);
 }
 
 TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
@@ -269,12 +251,14 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
                                   WorkerExit{0, 1, 0, "x", clock.Now()})
                     .ok());
     ASSERT_TRUE(registry.WorkersStopped(Ref("j", "a", 1, 1)).ok());
+    ASSERT_TRUE(registry.PersistPending().ok());
   }
   JobRegistry restarted(clock, &store, {});
   ASSERT_TRUE(restarted.Restore().ok());
   EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kRestarting);
   ASSERT_TRUE(restarted.Register(Req("j", "a", 1)).ok());
   ASSERT_TRUE(restarted.Register(Req("j", "b", 2)).ok());
+  ASSERT_TRUE(restarted.PersistPending().ok());
   Outbox out = restarted.TakeOutbox();
   EXPECT_EQ(MessagesOf<StopWorkers>(out, "a").size(), 1u);
   EXPECT_EQ(MessagesOf<StopWorkers>(out, "b").size(), 1u);

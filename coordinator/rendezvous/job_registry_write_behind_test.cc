@@ -1,4 +1,4 @@
-// JobRegistry with options.write_behind: changes are written in batches by a
+// JobRegistry with a store: changes are written in batches by a
 // writer (PersistPending) and nothing they produced leaves before that.
 
 #include <atomic>
@@ -26,7 +26,6 @@ RegisterRequest Req(const std::string& node, Incarnation incarnation) {
 
 JobRegistryOptions WriteBehind(std::atomic<int>* pending_signals) {
   JobRegistryOptions options;
-  options.write_behind = true;
   options.on_pending = [pending_signals] { pending_signals->fetch_add(1); };
   options.write_timeout = absl::Seconds(5);
   return options;

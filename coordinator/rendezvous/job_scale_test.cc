@@ -48,12 +48,14 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
     r.settings = settings;
     ASSERT_TRUE(registry.Register(r).ok()) << i;
     if (i == kNodes - 2) {
+      ASSERT_TRUE(registry.PersistPending().ok());
       // Before the close: exactly one node record and no job record per join.
       EXPECT_EQ(store.node_records, kNodes - 1);
       EXPECT_EQ(store.job_records, 1);  // the creation
     }
   }
   ASSERT_EQ(registry.GetJob("big", false)->state, JobState::kStarting);
+  ASSERT_TRUE(registry.PersistPending().ok());
   Outbox out = registry.TakeOutbox();
   auto request = testing::MessagesOf<RequestMasterInfo>(out);
   ASSERT_EQ(request.size(), 1u);
@@ -61,6 +63,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
                   .ReportMasterInfo(NodeRef{"big", "node-0", 1000, 1},
                                     MasterInfo{"", 29500, testing::NcclId()})
                   .ok());
+  ASSERT_TRUE(registry.PersistPending().ok());
   out = registry.TakeOutbox();
   // Heartbeats of every node and a tick, as one heartbeat interval would bring.
   for (int i = 0; i < kNodes; ++i) {
@@ -70,6 +73,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
                     .ok());
   }
   registry.Tick();
+  ASSERT_TRUE(registry.PersistPending().ok());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

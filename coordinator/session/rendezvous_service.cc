@@ -43,7 +43,6 @@ RendezvousService::RendezvousService(const Clock& clock,
   registry_options.max_jobs = options_.max_jobs;
   registry_options.limits = options_.limits;
   registry_options.on_outbox = [this] { OnOutbox(); };
-  registry_options.write_behind = write_behind_;
   registry_options.on_pending = [this] { OnPending(); };
   registry_ = std::make_unique<rendezvous::JobRegistry>(clock_, store,
                                                         registry_options);
