@@ -24,43 +24,45 @@ RegisterRequest Req(const std::string& node, Incarnation incarnation) {
   return r;
 }
 
-JobRegistryOptions WriteBehind(std::atomic<int>* pending_signals) {
-  JobRegistryOptions options;
-  options.on_pending = [pending_signals] { pending_signals->fetch_add(1); };
-  options.write_timeout = absl::Seconds(5);
-  return options;
-}
+class JobRegistryWriteBehind : public ::testing::Test {
+ protected:
+  // Counts on_pending calls; scheduler calls wait at most 5 s.
+  JobRegistryOptions Options() {
+    JobRegistryOptions options;
+    options.on_pending = [this] { pending_signals_.fetch_add(1); };
+    options.write_timeout = absl::Seconds(5);
+    return options;
+  }
 
-TEST(JobRegistryWriteBehind, MessagesHeldUntilBatchWritten) {
-  FakeClock clock;
-  InMemoryJobStateStore store;
-  std::atomic<int> signals{0};
-  JobRegistry registry(clock, &store, WriteBehind(&signals));
+  FakeClock clock_;
+  InMemoryJobStateStore store_;
+  std::atomic<int> pending_signals_{0};
+};
+
+TEST_F(JobRegistryWriteBehind, MessagesHeldUntilBatchWritten) {
+  JobRegistry registry(clock_, &store_, Options());
   ASSERT_TRUE(registry.Register(Req("a", 1)).ok());
   ASSERT_TRUE(registry.Register(Req("b", 2)).ok());
-  EXPECT_EQ(signals.load(), 1);  // only on empty -> pending
-  EXPECT_EQ(store.apply_count(), 0);
+  EXPECT_EQ(pending_signals_.load(), 1);  // only on empty -> pending
+  EXPECT_EQ(store_.apply_count(), 0);
   EXPECT_TRUE(registry.HasPendingWrites());
   // Rendezvous closed at max nodes: the master-info request is held.
   EXPECT_TRUE(registry.TakeOutbox().empty());
 
   ASSERT_TRUE(registry.PersistPending().ok());
-  EXPECT_EQ(store.apply_count(), 1);  // both joins in one batch
+  EXPECT_EQ(store_.apply_count(), 1);  // both joins in one batch
   EXPECT_FALSE(registry.HasPendingWrites());
   Outbox out = registry.TakeOutbox();
   EXPECT_FALSE(out.messages.empty());
   EXPECT_FALSE(out.events.empty());
-  absl::StatusOr<std::vector<JobSnapshot>> stored = store.LoadAll();
+  absl::StatusOr<std::vector<JobSnapshot>> stored = store_.LoadAll();
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->size(), 1u);
   EXPECT_EQ((*stored)[0].nodes.size(), 2u);
 }
 
-TEST(JobRegistryWriteBehind, EventsSince_OnlyEventsAlreadyTaken) {
-  FakeClock clock;
-  InMemoryJobStateStore store;
-  std::atomic<int> signals{0};
-  JobRegistry registry(clock, &store, WriteBehind(&signals));
+TEST_F(JobRegistryWriteBehind, EventsSince_OnlyEventsAlreadyTaken) {
+  JobRegistry registry(clock_, &store_, Options());
   ASSERT_TRUE(registry.Register(Req("a", 1)).ok());
   absl::StatusOr<std::vector<JobEvent>> events =
       registry.EventsSince("j", 0, 100);
@@ -74,29 +76,23 @@ TEST(JobRegistryWriteBehind, EventsSince_OnlyEventsAlreadyTaken) {
   EXPECT_EQ(events->size(), out.events.size());
 }
 
-TEST(JobRegistryWriteBehind, StoreFails_HeldUntilARetrySucceeds) {
-  FakeClock clock;
-  InMemoryJobStateStore store;
-  std::atomic<int> signals{0};
-  JobRegistry registry(clock, &store, WriteBehind(&signals));
+TEST_F(JobRegistryWriteBehind, StoreFails_HeldUntilARetrySucceeds) {
+  JobRegistry registry(clock_, &store_, Options());
   ASSERT_TRUE(registry.Register(Req("a", 1)).ok());
   ASSERT_TRUE(registry.Register(Req("b", 2)).ok());
-  store.FailWith(absl::UnavailableError("disk full"));
+  store_.FailWith(absl::UnavailableError("disk full"));
   absl::Status status = registry.PersistPending();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(status.message().find("disk full"), std::string::npos);
   EXPECT_TRUE(registry.HasPendingWrites());
   EXPECT_TRUE(registry.TakeOutbox().empty());
-  store.FailWith(absl::OkStatus());
+  store_.FailWith(absl::OkStatus());
   ASSERT_TRUE(registry.PersistPending().ok());
   EXPECT_FALSE(registry.TakeOutbox().empty());
 }
 
-TEST(JobRegistryWriteBehind, WhenDurable_RunsAfterTheWrite) {
-  FakeClock clock;
-  InMemoryJobStateStore store;
-  std::atomic<int> signals{0};
-  JobRegistry registry(clock, &store, WriteBehind(&signals));
+TEST_F(JobRegistryWriteBehind, WhenDurable_RunsAfterTheWrite) {
+  JobRegistry registry(clock_, &store_, Options());
   bool ran = false;
   registry.WhenDurable(registry.DurabilityMark(), [&] { ran = true; });
   EXPECT_TRUE(ran);  // nothing pending: at once
@@ -108,11 +104,8 @@ TEST(JobRegistryWriteBehind, WhenDurable_RunsAfterTheWrite) {
   EXPECT_TRUE(ran);
 }
 
-TEST(JobRegistryWriteBehind, SchedulerCalls_ReturnOnceDurable) {
-  FakeClock clock;
-  InMemoryJobStateStore store;
-  std::atomic<int> signals{0};
-  JobRegistry registry(clock, &store, WriteBehind(&signals));
+TEST_F(JobRegistryWriteBehind, SchedulerCalls_ReturnOnceDurable) {
+  JobRegistry registry(clock_, &store_, Options());
   std::atomic<bool> stop{false};
   std::thread writer([&] {
     while (!stop.load()) {
@@ -122,43 +115,37 @@ TEST(JobRegistryWriteBehind, SchedulerCalls_ReturnOnceDurable) {
   });
   ASSERT_TRUE(registry.CreateJob("s", Settings(1, 2)).ok());
   // Returned only after the job record was written.
-  absl::StatusOr<std::vector<JobSnapshot>> stored = store.LoadAll();
+  absl::StatusOr<std::vector<JobSnapshot>> stored = store_.LoadAll();
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->size(), 1u);
   ASSERT_TRUE(registry.CancelJob("s", "test").ok());
   ASSERT_TRUE(registry.RemoveJob("s").ok());
-  stored = store.LoadAll();
+  stored = store_.LoadAll();
   ASSERT_TRUE(stored.ok());
   EXPECT_TRUE(stored->empty());
   stop.store(true);
   writer.join();
 }
 
-TEST(JobRegistryWriteBehind, SchedulerCall_StoreDown_UnavailableAfterTimeout) {
-  FakeClock clock;
-  InMemoryJobStateStore store;
-  std::atomic<int> signals{0};
-  JobRegistryOptions options = WriteBehind(&signals);
+TEST_F(JobRegistryWriteBehind, SchedulerCall_StoreDown_UnavailableAfterTimeout) {
+  JobRegistryOptions options = Options();
   options.write_timeout = absl::Milliseconds(50);
-  JobRegistry registry(clock, &store, options);
+  JobRegistry registry(clock_, &store_, options);
   absl::StatusOr<JobStatus> created = registry.CreateJob("s", Settings(1, 2));
   EXPECT_EQ(created.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(created.status().message().find("not durable"), std::string::npos);
   // Still queued: a writer makes it durable later.
   ASSERT_TRUE(registry.PersistPending().ok());
-  absl::StatusOr<std::vector<JobSnapshot>> stored = store.LoadAll();
+  absl::StatusOr<std::vector<JobSnapshot>> stored = store_.LoadAll();
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->size(), 1u);
 }
 
-TEST(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
-  FakeClock clock;
-  InMemoryJobStateStore store;
-  std::atomic<int> signals{0};
+TEST_F(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
   {
-    JobRegistryOptions options = WriteBehind(&signals);
+    JobRegistryOptions options = Options();
     options.write_timeout = absl::Milliseconds(10);
-    JobRegistry registry(clock, &store, options);
+    JobRegistry registry(clock_, &store_, options);
     ASSERT_TRUE(registry.CreateJob("big", Settings(1, 4096)).status().code() ==
                 absl::StatusCode::kUnavailable);  // no writer yet
     for (int i = 0; i < 1000; ++i) {
@@ -169,8 +156,8 @@ TEST(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
       if (i % 250 == 249) ASSERT_TRUE(registry.PersistPending().ok());
     }
   }
-  EXPECT_EQ(store.apply_count(), 4);
-  JobRegistry restored(clock, &store, {});
+  EXPECT_EQ(store_.apply_count(), 4);
+  JobRegistry restored(clock_, &store_, {});
   ASSERT_TRUE(restored.Restore().ok());
   absl::StatusOr<JobStatus> job = restored.GetJob("big", true);
   ASSERT_TRUE(job.ok());
