@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/flags/internal/usage.h"
+#include "common/exit_codes.h"
 #include "common/flag_names.h"
 #include "common/logging.h"
 #include "coordinator/server/coordinator_server.h"
@@ -59,12 +62,23 @@ ABSL_FLAG(
 
 namespace {
 
-constexpr int kExitBadFlags = 2;
-constexpr int kExitFailure = 1;
-
 int BadFlag(const std::string& message) {
   std::fprintf(stderr, "coordinator: %s (see --help)\n", message.c_str());
-  return kExitBadFlags;
+  return ddp::kExitBadFlags;
+}
+
+// --help (and -h, --helpfull, --helpshort) prints the usage on stdout and exits
+// 0, as a user expects; Abseil's own handling exits 1.
+bool WantsHelp(const std::vector<char*>& args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string arg = args[i];
+    if (arg == "--") break;
+    if (arg == "-h" || arg == "--help" || arg == "-help" || arg == "--helpfull" ||
+        arg == "--helpshort") {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Builds the server options from the flags; returns a non-empty error on bad
@@ -186,8 +200,9 @@ int main(int argc, char** argv) {
       "  coordinator --port 0 --port-file /tmp/port --data-dir /tmp/d   # "
       "tests, tools\n\n"
       "Flags may be spelled with '-' or '_'. Exit codes: 0 clean shutdown "
-      "(SIGINT/SIGTERM), "
-      "1 runtime failure (e.g. data dir locked), 2 bad flags.");
+      "(SIGINT/SIGTERM) or --help, 1 runtime failure (e.g. data dir locked), "
+      "2 bad flags, 3 data error (a database of the data dir is missing, empty, "
+      "foreign or corrupt: the message names it), 4 address in use.");
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {
     return absl::EndsWith(file, "coordinator/main.cc");
@@ -196,6 +211,12 @@ int main(int argc, char** argv) {
   absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> storage;
   std::vector<char*> args = ddp::NormalizeFlagNames(argc, argv, &storage);
+  if (WantsHelp(args)) {
+    absl::flags_internal::FlagsHelp(std::cout, "coordinator/main.cc",
+                                    absl::flags_internal::HelpFormat::kHumanReadable,
+                                    absl::ProgramUsageMessage());
+    return ddp::kExitOk;
+  }
   if (std::string error = PrecheckFlags(args); !error.empty())
     return BadFlag(error);
   std::vector<char*> positional =
@@ -228,13 +249,13 @@ int main(int argc, char** argv) {
   auto server = ddp::server::CoordinatorServer::Start(options);
   if (!server.ok()) {
     DDP_LOG(ERROR) << "cannot start: " << server.status();
-    return kExitFailure;
+    return ddp::ExitCodeForStartError(server.status());
   }
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty() && !WritePortFile(port_file, (*server)->port())) {
     DDP_LOG(ERROR) << "cannot write --port-file " << port_file;
     (*server)->Shutdown();
-    return kExitFailure;
+    return ddp::kExitFailure;
   }
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -242,5 +263,5 @@ int main(int argc, char** argv) {
                 << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
                 << "; shutting down";
   (*server)->Shutdown();
-  return 0;
+  return ddp::kExitOk;
 }

@@ -4,6 +4,7 @@
 // bad flags.
 
 #include <fcntl.h>
+#include <sys/types.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,6 +167,69 @@ TEST(CoordinatorBinaryTest, BadFlags_ExitTwoWithMessage) {
   pid = Spawn({"--port", "abc", "--data-dir=" + dir}, dir + ".log5");
   EXPECT_EQ(WaitExit(pid), 2);
   EXPECT_THAT(ReadFile(dir + ".log5"), HasSubstr("--port=abc"));
+}
+
+TEST(CoordinatorBinaryTest, SecondInstance_SamePort_ExitsFourNamingAddress) {
+  const std::string dir = TestDir();
+  pid_t first = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir + "-a",
+                       "--port-file=" + dir + ".port1"},
+                      dir + ".log1");
+  const int port = ReadPort(dir + ".port1");
+  ASSERT_GT(port, 0) << ReadFile(dir + ".log1");
+  pid_t second = Spawn({"--port=" + std::to_string(port), "--bind=127.0.0.1",
+                        "--data-dir=" + dir + "-b"},
+                       dir + ".log2");
+  EXPECT_EQ(WaitExit(second), 4);
+  const std::string log = ReadFile(dir + ".log2");
+  EXPECT_THAT(log, HasSubstr("127.0.0.1:" + std::to_string(port)));
+  EXPECT_THAT(log, HasSubstr("already in use"));
+  // The first one still serves every client.
+  EXPECT_EQ(PutAndGetRevision(port, "a"), 1);
+  kill(first, SIGTERM);
+  EXPECT_EQ(WaitExit(first), 0);
+}
+
+// Serves once (one Put) and stops, so the data dir is initialised.
+void InitialiseDataDir(const std::string& dir) {
+  const std::string port_file = dir + ".init-port";
+  pid_t pid = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir,
+                     "--port-file=" + port_file},
+                    dir + ".init-log");
+  const int port = ReadPort(port_file);
+  ASSERT_GT(port, 0) << ReadFile(dir + ".init-log");
+  EXPECT_EQ(PutAndGetRevision(port, "a"), 1);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 0);
+}
+
+TEST(CoordinatorBinaryTest, DeletedKvDatabase_ExitsThreeNamingFile) {
+  const std::string dir = TestDir();
+  InitialiseDataDir(dir);
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::remove((dir + "/coordinator.db" + suffix).c_str());
+  }
+  pid_t pid = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir}, dir + ".log");
+  EXPECT_EQ(WaitExit(pid), 3);
+  EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr(dir + "/coordinator.db is missing"));
+}
+
+TEST(CoordinatorBinaryTest, TruncatedJobsDatabase_ExitsThree) {
+  const std::string dir = TestDir();
+  InitialiseDataDir(dir);
+  std::remove((dir + "/jobs.db-wal").c_str());
+  std::remove((dir + "/jobs.db-shm").c_str());
+  ASSERT_EQ(truncate((dir + "/jobs.db").c_str(), 0), 0);
+  pid_t pid = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir}, dir + ".log");
+  EXPECT_EQ(WaitExit(pid), 3);
+  EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr(dir + "/jobs.db is empty"));
+}
+
+TEST(CoordinatorBinaryTest, Help_ExitsZero) {
+  const std::string dir = TestDir();
+  for (const char* flag : {"--help", "-h", "--helpfull"}) {
+    pid_t pid = Spawn({flag}, dir + ".log");
+    EXPECT_EQ(WaitExit(pid), 0) << flag;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/server/listen_address.h"
+#include "coordinator/storage/data_dir_identity.h"
 #include "coordinator/storage/sqlite_job_state_store.h"
 #include "coordinator/storage/sqlite_kv_backend.h"
 #include "grpcpp/security/server_credentials.h"
@@ -13,6 +15,9 @@
 
 namespace ddp::server {
 namespace {
+
+constexpr char kKvDatabase[] = "coordinator.db";
+constexpr char kJobsDatabase[] = "jobs.db";
 
 // Room for the largest valid request (a Put of max key + max value, or a Wait
 // of max_keys_per_request maximal keys) plus protobuf framing.
@@ -40,7 +45,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!lock.ok()) return lock.status();
   server->lock_ = *std::move(lock);
 
-  const std::string db_path = opts.data_dir + "/coordinator.db";
+  // Refuse a data dir whose databases went missing, empty or foreign: serving
+  // them would look like an empty store.
+  auto identity = storage::EnsureDataDirIdentity(opts.data_dir, {kKvDatabase, kJobsDatabase});
+  if (!identity.ok()) return identity.status();
+
+  const std::string db_path = absl::StrCat(opts.data_dir, "/", kKvDatabase);
   auto backend = kv::SqliteKvBackend::Open(db_path);
   if (!backend.ok()) {
     return absl::Status(backend.status().code(),
@@ -52,7 +62,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->kv_service_ =
       std::make_unique<rpc::GrpcKvService>(*server->kv_store_, rpc::GrpcKvServiceOptions{});
 
-  const std::string jobs_path = opts.data_dir + "/jobs.db";
+  const std::string jobs_path = absl::StrCat(opts.data_dir, "/", kJobsDatabase);
   auto job_store = rendezvous::SqliteJobStateStore::Open(jobs_path);
   if (!job_store.ok()) {
     server->kv_store_->Shutdown();
@@ -78,16 +88,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // timer thread ~8 % of a core at 4,096 connections and buys nothing for
   // small control messages.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // gRPC sets SO_REUSEPORT by default, which lets a second coordinator bind
+  // the same port and split the clients between two stores.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(server->kv_service_.get());
   server->job_services_->RegisterWith(builder);
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
     server->job_services_->Shutdown();
     server->kv_store_->Shutdown();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", listen,
-                     "; is the port in use or the address not local? Pick "
-                     "another --port or --bind"));
+    absl::Status why = DiagnoseListen(opts.bind_address, opts.port, "gRPC", "--port");
+    if (why.ok()) {
+      why = absl::UnavailableError(
+          absl::StrCat("cannot listen for gRPC on ", listen, "; pick another --port or --bind"));
+    }
+    return why;
   }
   DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir << ")";
   return server;

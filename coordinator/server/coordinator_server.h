@@ -46,7 +46,9 @@ class CoordinatorServer {
   // Locks the data dir, opens the database, and starts serving.
   // Errors: INVALID_ARGUMENT bad port; FAILED_PRECONDITION data dir locked by
   // another coordinator (message names the dir and the holder's pid);
-  // UNAVAILABLE cannot listen or storage failure; DATA_LOSS corrupt database.
+  // ALREADY_EXISTS the listen address is in use; UNAVAILABLE cannot listen or
+  // storage failure; DATA_LOSS a database is corrupt, missing, empty or foreign
+  // in an initialised data dir (see storage/data_dir_identity.h).
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(CoordinatorServerOptions options);
   ~CoordinatorServer();
   CoordinatorServer(const CoordinatorServer&) = delete;
