@@ -121,6 +121,8 @@ void KvStore::Enqueue(PendingWrite write) {
     absl::MutexLock lock(&queue_mu_);
     if (stopping_) {
       refused = ShuttingDown();
+    } else if (!write_failure_.ok()) {
+      refused = write_failure_;
     } else if (queue_.size() >= options_.max_pending_writes) {
       refused = absl::UnavailableError(
           absl::StrCat("the write queue is full (", options_.max_pending_writes,
@@ -197,10 +199,7 @@ void KvStore::ProcessBatch(std::vector<PendingWrite> batch) {
       hub_.Publish(std::move(to_commit.events), builder->revision(),
                    &delivery.ready);
     } else {
-      DDP_LOG(ERROR) << "group commit of " << batch.size()
-                     << " writes failed: " << commit_status;
-      commit_status = absl::UnavailableError(absl::StrCat(
-          "storage commit failed (", commit_status.message(), "); retry"));
+      commit_status = CommitFailure(commit_status, batch.size());
     }
   }
   for (PendingWrite& write : batch) {
@@ -218,6 +217,43 @@ void KvStore::ProcessBatch(std::vector<PendingWrite> batch) {
   delivery.writes = std::move(batch);
   Deliver(std::move(delivery));
   MaybeRetainHistory();
+}
+
+absl::Status KvStore::CommitFailure(const absl::Status& cause, size_t writes) {
+  DDP_LOG(ERROR) << "group commit of " << writes << " writes failed: " << cause;
+  if (cause.code() == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(
+        absl::StrCat("storage commit failed (", cause.message(),
+                     "); the write had no effect; retry later"));
+  }
+  // The outcome is unknown, or the backend refuses writes: stop all writes
+  // until a restart recovers the file (an fsync error is not retryable).
+  Revision last;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    last = revision_;
+  }
+  {
+    absl::MutexLock lock(&queue_mu_);
+    if (write_failure_.ok()) {
+      write_failure_ = absl::UnavailableError(absl::StrCat(
+          "the coordinator's storage failed after revision ", last,
+          " and accepts no writes until the coordinator is restarted (",
+          cause.message(), "); this write had no effect"));
+      DDP_LOG(ERROR) << "storage failed: refusing every write until restarted; "
+                        "reads keep serving what was acknowledged";
+    }
+  }
+  if (cause.code() == absl::StatusCode::kUnknown) {
+    return absl::UnknownError(absl::StrCat(
+        "the outcome of this write is unknown: the storage failed while committing it (",
+        cause.message(),
+        "). It may or may not have been applied: read the key before retrying an Add, "
+        "CompareAndSet or create-only Put. The coordinator accepts no writes until "
+        "it is restarted"));
+  }
+  absl::MutexLock lock(&queue_mu_);
+  return write_failure_;
 }
 
 void KvStore::Deliver(Delivery delivery) {

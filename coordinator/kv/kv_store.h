@@ -44,7 +44,15 @@
 //   Lease*   NOT_FOUND unknown or expired lease; RESOURCE_EXHAUSTED too many.
 //   Compact  INVALID_ARGUMENT revision <= 0; OUT_OF_RANGE revision beyond
 //            current + 1.
-//   Writes   UNAVAILABLE when shutting down, queue full, or commit failed.
+//   Writes   UNAVAILABLE when shutting down, queue full, or the commit failed
+//            before anything was written (the write had no effect: retry);
+//            UNKNOWN when the commit failed in a way that leaves its outcome
+//            unknown (an I/O or fsync error at COMMIT): the write may or may
+//            not be durable, so read before retrying a non-idempotent one.
+//            After UNKNOWN, or any I/O error, the store is write-failed
+//            (fail-stop): every later write gets UNAVAILABLE ("no writes until
+//            the coordinator restarts"; it had no effect); reads still serve
+//            what was acknowledged. A restart recovers from the backend's log.
 //
 // Thread-safety: thread-safe. Completion callbacks run on the delivery thread
 // (in commit order), the ticker thread (wait timeouts) or, for invalid input,
@@ -191,6 +199,10 @@ class KvStore {
   }
   // Commits `batch` and hands it (with the results) to the delivery thread.
   void ProcessBatch(std::vector<PendingWrite> batch);
+  // The status a failed group commit's writes get; stops all writes unless
+  // the backend says nothing was written (UNAVAILABLE).
+  absl::Status CommitFailure(const absl::Status& cause, size_t writes)
+      ABSL_LOCKS_EXCLUDED(queue_mu_, state_mu_);
   // An empty batch vector with capacity, recycled from the delivery thread:
   // with 256 clients a batch vector is ~100 KB, and allocating and freeing
   // that per batch sent glibc's malloc into consolidation every time.
@@ -219,6 +231,9 @@ class KvStore {
   absl::Mutex queue_mu_;
   std::vector<PendingWrite> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // Set once a commit failed in a way that stops all writes (see the file
+  // comment); every later write is refused with it.
+  absl::Status write_failure_ ABSL_GUARDED_BY(queue_mu_);
 
   // Batches committed but not yet delivered, in commit order.
   absl::Mutex delivery_mu_;

@@ -67,6 +67,36 @@ TEST_F(KvStoreTest, Put_CommitFails_UnavailableAndStateUnchanged) {
   EXPECT_EQ(retried->revision, 2);
 }
 
+TEST_F(KvStoreTest, Put_CommitOutcomeUnknown_UnknownThenWritesRefusedReadsServed) {
+  ASSERT_TRUE(store_->Put({"job", "a", "1"}).ok());
+  backend_->FailNextCommits(1, absl::UnknownError("fsync failed"));
+  auto unknown = store_->Put({"job", "a", "2"});
+  ASSERT_EQ(unknown.status().code(), absl::StatusCode::kUnknown) << unknown.status();
+  EXPECT_NE(unknown.status().message().find("outcome of this write is unknown"),
+            absl::string_view::npos);
+  EXPECT_EQ(unknown.status().message().find("no effect"), absl::string_view::npos);
+  // Fail-stop: later writes are refused (truly without effect), reads serve.
+  auto refused = store_->Put({"job", "b", "1"});
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("until the coordinator is restarted"),
+            absl::string_view::npos)
+      << refused.status();
+  EXPECT_EQ(backend_->commits(), 2);  // the refused write never reached it
+  EXPECT_EQ(store_->Get({"job", "a"})->kv.value, "1");
+  EXPECT_FALSE(store_->Add({"job", "n", 1}).ok());
+}
+
+TEST_F(KvStoreTest, Put_BackendRefusesWrites_FailStop) {
+  backend_->FailNextCommits(
+      1, absl::FailedPreconditionError("database refuses writes after a storage failure"));
+  auto first = store_->Put({"job", "a", "1"});
+  ASSERT_EQ(first.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(first.status().message().find("had no effect"), absl::string_view::npos);
+  auto second = store_->Put({"job", "a", "1"});
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(backend_->commits(), 1);
+}
+
 TEST_F(KvStoreTest, LeaseExpiry_CommitFails_RetriedAtLaterTick) {
   auto lease = store_->LeaseGrant(100);
   ASSERT_TRUE(lease.ok());

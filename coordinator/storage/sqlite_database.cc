@@ -22,10 +22,6 @@ absl::string_view Advice(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kUnavailable:
       return "the operation had no effect; retry later";
-    case absl::StatusCode::kDataLoss:
-      return "the file is damaged or is not a SQLite database: restore it from "
-             "a "
-             "backup or move it away";
     case absl::StatusCode::kFailedPrecondition:
       return "check that the directory exists and the file is writable by this "
              "process";
@@ -34,6 +30,35 @@ absl::string_view Advice(absl::StatusCode code) {
     default:
       return "this is a bug in the caller";
   }
+}
+
+// Runs PRAGMA quick_check on `path` through a connection of its own and says
+// what it found, so that a restore from a backup is advised only for a file
+// that is really damaged (a failing disk or file system can make SQLite report
+// corruption of an intact file).
+std::string IntegrityAdvice(const std::string& path) {
+  sqlite3* raw = nullptr;
+  std::string verdict;
+  if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(raw, "PRAGMA quick_check(5)", -1, &stmt, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(stmt) == SQLITE_ROW) {
+        const unsigned char* text = sqlite3_column_text(stmt, 0);
+        absl::StrAppend(&verdict, verdict.empty() ? "" : "; ",
+                        text != nullptr ? reinterpret_cast<const char*>(text) : "");
+      }
+      sqlite3_finalize(stmt);
+    }
+    if (verdict.empty()) verdict = sqlite3_errmsg(raw);
+  }
+  sqlite3_close(raw);
+  if (verdict == "ok") {
+    return "PRAGMA quick_check found no damage in the file, so the disk or file system "
+           "is the likely cause: check the kernel log (dmesg) and restart the "
+           "coordinator; do not restore from a backup";
+  }
+  return absl::StrCat("PRAGMA quick_check reports: ", verdict.substr(0, 300),
+                      "; if the file is damaged, restore it from a backup or move it away");
 }
 
 }  // namespace
@@ -223,10 +248,20 @@ absl::Status SqliteDatabase::ErrorStatus(int rc, absl::string_view sql) const {
   const absl::StatusCode code = SqliteResultToStatusCode(rc);
   const char* detail =
       db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  return absl::Status(
-      code, absl::StrFormat(
-                "SQLite error %d (%s) on `%s` in database %s: %s; %s", rc,
-                sqlite3_errstr(rc), CapSql(sql), path_, detail, Advice(code)));
+  const bool io_error = (rc & 0xff) == SQLITE_IOERR;
+  const std::string advice =
+      code == absl::StatusCode::kDataLoss ? IntegrityAdvice(path_)
+      : io_error ? "the database refuses writes until the coordinator is restarted"
+                 : std::string(Advice(code));
+  absl::Status status(code,
+                      absl::StrFormat("SQLite error %d (%s) on `%s` in database %s: %s; %s", rc,
+                                      sqlite3_errstr(rc), CapSql(sql), path_, detail, advice));
+  if (io_error) Fail(status);
+  return status;
+}
+
+void SqliteDatabase::Fail(const absl::Status& cause) const {
+  if (failure_.ok()) failure_ = cause;
 }
 
 absl::Status SqliteDatabase::Execute(absl::string_view sql) {
@@ -352,6 +387,12 @@ absl::StatusOr<SqliteTransaction> SqliteTransaction::Begin(SqliteDatabase& db) {
                         "supported",
                         db.path()));
   }
+  if (!db.failure().ok()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "database %s refuses writes after a storage failure (%s); restart the "
+        "coordinator: SQLite recovers the file from its write-ahead log at start",
+        db.path(), db.failure().message()));
+  }
   absl::StatusOr<SqliteStatement*> begin = db.PrepareCached("BEGIN IMMEDIATE");
   if (!begin.ok()) return begin.status();
   absl::Status status = (*begin)->Run();
@@ -373,8 +414,17 @@ absl::Status SqliteTransaction::Commit() {
   absl::StatusOr<SqliteStatement*> commit = db_->PrepareCached("COMMIT");
   absl::Status status = commit.ok() ? (*commit)->Run() : commit.status();
   if (!status.ok()) {
+    SqliteDatabase* db = db_;
+    const int rc = sqlite3_extended_errcode(db->handle()) & 0xff;
     Rollback().IgnoreError();
-    return status;
+    // A busy file refuses COMMIT before writing anything; any other failure
+    // may come after some or all of the transaction reached the disk.
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return status;
+    absl::Status unknown = absl::UnknownError(absl::StrCat(
+        "the outcome of a commit is unknown: it may or may not be durable (",
+        status.message(), ")"));
+    db->Fail(unknown);
+    return unknown;
   }
   db_ = nullptr;
   return absl::OkStatus();

@@ -18,11 +18,16 @@
 // Every SQLite failure becomes an absl::Status that names the SQL
 // (size-capped), the SQLite result code and sqlite3_errmsg():
 //   UNAVAILABLE          I/O errors, busy/locked (timeout passed), disk full,
-//   no memory
-//                        (retry later; the operation had no effect);
-//   DATA_LOSS            SQLITE_CORRUPT, SQLITE_NOTADB (the file is damaged or
-//   not a
-//                        SQLite database: restore it or move it away);
+//                        no memory, in a statement before COMMIT (the
+//                        transaction was rolled back: the operation had no
+//                        effect; retry later);
+//   UNKNOWN              COMMIT itself failed (I/O error, disk full, fsync
+//                        error): the transaction may or may not be durable;
+//                        the connection is failed (below);
+//   DATA_LOSS            SQLITE_CORRUPT, SQLITE_NOTADB; the message carries
+//                        the result of PRAGMA quick_check on the file, and
+//                        advises a restore from a backup only when it found
+//                        damage;
 //   FAILED_PRECONDITION  the file cannot be opened or written (SQLITE_CANTOPEN,
 //                        SQLITE_READONLY, SQLITE_PERM): fix the path or
 //                        permissions;
@@ -30,6 +35,13 @@
 //   INTERNAL             everything else (misuse, SQL errors, constraint
 //   violations:
 //                        bugs in the caller).
+//
+// Fail-stop: after an I/O error (SQLITE_IOERR, in any statement) or a failed
+// COMMIT, the connection refuses every later transaction (Begin returns
+// FAILED_PRECONDITION naming the first error) until the process restarts and
+// SQLite recovers the file from its write-ahead log. Retrying after an fsync
+// error is unsafe (the kernel may have dropped the dirty pages it failed to
+// write), and the caller's in-memory state may no longer match the file.
 //
 // Thread-safety: a SqliteDatabase (and the statements and transactions made
 // from it) is NOT thread-safe: use one connection per thread, or guard a
@@ -166,12 +178,20 @@ class SqliteDatabase {
   const std::string& path() const { return path_; }
   sqlite3* handle() { return db_; }
 
+  // The first error that failed this connection (see "Fail-stop"), or OK.
+  const absl::Status& failure() const { return failure_; }
+
  private:
+  friend class SqliteTransaction;
   SqliteDatabase(sqlite3* db, std::string path);
+  // Records the first failure; later transactions are refused.
+  void Fail(const absl::Status& cause) const;
 
   sqlite3* db_;
   std::string path_;
   absl::flat_hash_map<std::string, std::unique_ptr<SqliteStatement>> cache_;
+  // Set from ErrorStatus, which const readers call too.
+  mutable absl::Status failure_;
 };
 
 // BEGIN IMMEDIATE (takes the write lock now, so a busy file fails here, not at
@@ -179,7 +199,8 @@ class SqliteDatabase {
 class SqliteTransaction {
  public:
   // Possible errors: UNAVAILABLE (another writer holds the lock past the busy
-  // timeout), INTERNAL (a transaction is already open on this connection).
+  // timeout), INTERNAL (a transaction is already open on this connection),
+  // FAILED_PRECONDITION (the connection failed earlier: restart).
   static absl::StatusOr<SqliteTransaction> Begin(SqliteDatabase& db);
 
   SqliteTransaction(SqliteTransaction&& other) noexcept;
@@ -188,7 +209,9 @@ class SqliteTransaction {
   SqliteTransaction& operator=(const SqliteTransaction&) = delete;
   ~SqliteTransaction();
 
-  // Makes the transaction durable. On error the transaction is rolled back.
+  // Makes the transaction durable. Errors: UNKNOWN when COMMIT failed (the
+  // outcome is unknown and the connection is failed); UNAVAILABLE when the
+  // file was busy (nothing written).
   absl::Status Commit();
   // Undoes the transaction now. Idempotent.
   absl::Status Rollback();

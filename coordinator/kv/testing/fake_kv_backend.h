@@ -30,9 +30,13 @@ class FakeKvBackend : public KvBackend {
   absl::Status Commit(const KvWriteBatch& batch) override {
     absl::MutexLock lock(&mu_);
     ++commits_;
+    bool applied_but_unknown = false;
     if (fail_commits_ > 0) {
       --fail_commits_;
-      return absl::UnavailableError("injected commit failure");
+      // UNKNOWN models a COMMIT whose fsync failed after the data reached the
+      // file: the batch is applied, yet the caller is told the outcome is unknown.
+      if (fail_with_.code() != absl::StatusCode::kUnknown) return fail_with_;
+      applied_but_unknown = true;
     }
     if (batch.revision <= state_.revision)
       return absl::InvalidArgumentError("old revision");
@@ -47,7 +51,7 @@ class FakeKvBackend : public KvBackend {
     for (const auto& [ref, kv] : keys_) state_.keys.push_back(kv);
     state_.leases.clear();
     for (const auto& [id, lease] : leases_) state_.leases.push_back(lease);
-    return absl::OkStatus();
+    return applied_but_unknown ? fail_with_ : absl::OkStatus();
   }
 
   absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& ns,
@@ -81,9 +85,13 @@ class FakeKvBackend : public KvBackend {
     return absl::OkStatus();
   }
 
-  void FailNextCommits(int n) {
+  // The next `n` commits fail with `status`; an UNKNOWN status applies the
+  // batch first (its outcome really was "done" though reported as unknown).
+  void FailNextCommits(int n,
+                       absl::Status status = absl::UnavailableError("injected commit failure")) {
     absl::MutexLock lock(&mu_);
     fail_commits_ = n;
+    fail_with_ = status;
   }
   int commits() const {
     absl::MutexLock lock(&mu_);
@@ -106,6 +114,7 @@ class FakeKvBackend : public KvBackend {
   std::map<LeaseId, LeaseRecord> leases_ ABSL_GUARDED_BY(mu_);
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
   int fail_commits_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status fail_with_ ABSL_GUARDED_BY(mu_);
   int commits_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
