@@ -105,7 +105,14 @@ absl::Status JobRegistry::Run(const std::string& job_id,
 
 absl::Status JobRegistry::AwaitOwnChanges(absl::Status status) {
   if (!status.ok() || store_ == nullptr) return status;
-  return AwaitDurable(DurabilityMark(), options_.write_timeout);
+  absl::Status durable = AwaitDurable(DurabilityMark(), options_.write_timeout);
+  if (durable.ok()) return durable;
+  return absl::UnknownError(absl::StrCat(
+      "the outcome of this change is unknown: it was made but is not durable after ",
+      absl::FormatDuration(options_.write_timeout),
+      " (the job database is not accepting writes). It stays queued: it takes effect if the "
+      "database recovers and is lost if the coordinator restarts first; GetJob shows it only "
+      "once durable. Check the coordinator's log and disk"));
 }
 
 absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
@@ -235,20 +242,49 @@ absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
   return AwaitOwnChanges(absl::OkStatus());
 }
 
+template <typename T>
+absl::StatusOr<T> JobRegistry::DurableRead(uint64_t mark, absl::StatusOr<T> read) const {
+  if (store_ == nullptr) return read;
+  absl::Status durable = AwaitDurable(mark, options_.read_timeout);
+  if (!durable.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "the job state is not durable yet after ", absl::FormatDuration(options_.read_timeout),
+        " (the job database is not accepting writes), so it is not shown; retry later, and "
+        "check the coordinator's log and disk"));
+  }
+  return read;
+}
+
 absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id,
                                               bool include_nodes) const {
+  absl::StatusOr<JobStatus> read;
+  uint64_t mark = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    mark = write_queue_.Mark();
+    absl::StatusOr<Job*> job = FindJobLocked(job_id);
+    read = job.ok() ? absl::StatusOr<JobStatus>((*job)->Status(include_nodes)) : job.status();
+  }
+  return DurableRead(mark, std::move(read));
+}
+
+absl::StatusOr<JobStatus> JobRegistry::GetJobIncludingPending(const std::string& job_id) const {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Job*> job = FindJobLocked(job_id);
   if (!job.ok()) return job.status();
-  return (*job)->Status(include_nodes);
+  return (*job)->Status(/*include_nodes=*/false);
 }
 
-std::vector<JobStatus> JobRegistry::ListJobs() const {
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs() const {
   std::vector<JobStatus> out;
-  out.reserve(jobs_.size());
-  for (const auto& [id, job] : jobs_) out.push_back(job->Status(false));
-  return out;
+  uint64_t mark = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    mark = write_queue_.Mark();
+    out.reserve(jobs_.size());
+    for (const auto& [id, job] : jobs_) out.push_back(job->Status(false));
+  }
+  return DurableRead(mark, absl::StatusOr<std::vector<JobStatus>>(std::move(out)));
 }
 
 absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(

@@ -60,6 +60,9 @@ struct JobRegistryOptions {
   std::function<void()> on_pending;
   // How long a scheduler call waits for its changes to be durable.
   absl::Duration write_timeout = absl::Seconds(10);
+  // How long a read (GetJob, ListJobs) waits for the state it read to be
+  // durable: readers never see a change that a crash could take back.
+  absl::Duration read_timeout = absl::Seconds(5);
 };
 
 class JobRegistry {
@@ -75,8 +78,13 @@ class JobRegistry {
   absl::Status Restore();
 
   // ---- Scheduler API ----
+  // With a store, each call returns once its change is durable. When it is not
+  // durable within write_timeout the call returns UNKNOWN: the change is made
+  // and queued, but whether it survives is unknown (it becomes durable if the
+  // store recovers, and is gone if the coordinator restarts first); readers do
+  // not see it until it is durable.
   // Possible errors: INVALID_ARGUMENT (id, settings), ALREADY_EXISTS,
-  // RESOURCE_EXHAUSTED (max_jobs), UNAVAILABLE (not persisted).
+  // RESOURCE_EXHAUSTED (max_jobs), UNKNOWN (not durable in time).
   absl::StatusOr<JobStatus> CreateJob(const std::string& job_id,
                                       const JobSettings& settings);
   // Possible errors: NOT_FOUND, and Job::Update / Cancel / ExcludeNode's.
@@ -89,10 +97,17 @@ class JobRegistry {
   // Forgets a finished job (memory and store).
   // Possible errors: NOT_FOUND, FAILED_PRECONDITION (job not finished).
   absl::Status RemoveJob(const std::string& job_id);
-  // Possible errors: NOT_FOUND.
+  // Reads return only durable state: with a store they wait (up to
+  // read_timeout) until every change they saw is durable.
+  // Possible errors: NOT_FOUND; UNAVAILABLE (the state is not durable within
+  // read_timeout: the job database is not accepting writes).
   absl::StatusOr<JobStatus> GetJob(const std::string& job_id,
                                    bool include_nodes) const;
-  std::vector<JobStatus> ListJobs() const;
+  absl::StatusOr<std::vector<JobStatus>> ListJobs() const;
+  // GetJob without the wait: may show changes that are not durable yet. Only
+  // for bookkeeping that must not block (a watch's starting position), never
+  // for what a client is shown.
+  absl::StatusOr<JobStatus> GetJobIncludingPending(const std::string& job_id) const;
   // Possible errors: NOT_FOUND, OUT_OF_RANGE (events dropped). In
   // With a store only events already taken by TakeOutbox (durable and
   // published) are returned; later ones arrive through the outbox.
@@ -133,6 +148,9 @@ class JobRegistry {
  private:
   absl::StatusOr<Job*> FindJobLocked(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns `read` once the changes up to `mark` are durable (see GetJob).
+  template <typename T>
+  absl::StatusOr<T> DurableRead(uint64_t mark, absl::StatusOr<T> read) const;
   // Runs `op` on the job and queues its changes; returns op's status.
   absl::Status RunLocked(const std::string& job_id,
                          const std::function<absl::Status(Job&)>& op)

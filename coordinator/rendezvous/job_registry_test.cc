@@ -63,7 +63,7 @@ TEST(JobRegistry, RejectedFirstRegistration_LeavesNoJob) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(registry.ListJobs().empty());
+  EXPECT_TRUE(registry.ListJobs()->empty());
   EXPECT_TRUE(registry.TakeOutbox().empty());
 }
 
@@ -183,8 +183,8 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
                     .ReportMasterInfo(Ref("j", "a", 11, 2),
                                       MasterInfo{"", 29501, NcclId('r')})
                     .ok());
-    ASSERT_EQ(registry.GetJob("j", false)->state, JobState::kRunning);
     ASSERT_TRUE(registry.PersistPending().ok());  // the coordinator's writer
+    ASSERT_EQ(registry.GetJob("j", false)->state, JobState::kRunning);
   }
   clock.Advance(absl::Seconds(30));  // the coordinator was down for a while
   JobRegistry restarted(clock, &store, {});
@@ -220,12 +220,13 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
     restarted.Tick();
   }
   // c missed the heartbeat timeout after the restart: lost, restart without it.
+  ASSERT_TRUE(restarted.PersistPending().ok());
   status = restarted.GetJob("j", false);
+  ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->state, JobState::kRestarting);
   EXPECT_EQ(status->registered_nodes, 2);
   EXPECT_EQ(status->restart_count, 1);  // node loss is free
   // Event numbering continues across the restart; older events are gone.
-  ASSERT_TRUE(restarted.PersistPending().ok());
   restarted.TakeOutbox();
   EXPECT_EQ(restarted.EventsSince("j", 0, 100).status().code(),
             absl::StatusCode::kOutOfRange);
@@ -255,6 +256,7 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
   }
   JobRegistry restarted(clock, &store, {});
   ASSERT_TRUE(restarted.Restore().ok());
+  ASSERT_TRUE(restarted.PersistPending().ok());
   EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kRestarting);
   ASSERT_TRUE(restarted.Register(Req("j", "a", 1)).ok());
   ASSERT_TRUE(restarted.Register(Req("j", "b", 2)).ok());
@@ -264,6 +266,7 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
   EXPECT_EQ(MessagesOf<StopWorkers>(out, "b").size(), 1u);
   ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "a", 1, 1)).ok());
   ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "b", 2, 1)).ok());
+  ASSERT_TRUE(restarted.PersistPending().ok());
   EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kStarting);
   EXPECT_EQ(restarted.GetJob("j", false)->generation, 2);
 }

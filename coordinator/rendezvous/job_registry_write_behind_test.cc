@@ -130,12 +130,18 @@ TEST_F(JobRegistryWriteBehind, SchedulerCalls_ReturnOnceDurable) {
 TEST_F(JobRegistryWriteBehind, SchedulerCall_StoreDown_UnavailableAfterTimeout) {
   JobRegistryOptions options = Options();
   options.write_timeout = absl::Milliseconds(50);
+  options.read_timeout = absl::Milliseconds(50);
   JobRegistry registry(clock_, &store_, options);
   absl::StatusOr<JobStatus> created = registry.CreateJob("s", Settings(1, 2));
-  EXPECT_EQ(created.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kUnknown);
   EXPECT_NE(created.status().message().find("not durable"), std::string::npos);
-  // Still queued: a writer makes it durable later.
+  // Readers never see what is not durable (no dirty read).
+  EXPECT_EQ(registry.GetJob("s", false).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(registry.ListJobs().status().code(), absl::StatusCode::kUnavailable);
+  // Still queued: a writer makes it durable later, and then readers see it.
   ASSERT_TRUE(registry.PersistPending().ok());
+  EXPECT_TRUE(registry.GetJob("s", false).ok());
+  EXPECT_EQ(registry.ListJobs()->size(), 1u);
   absl::StatusOr<std::vector<JobSnapshot>> stored = store_.LoadAll();
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->size(), 1u);
@@ -147,7 +153,7 @@ TEST_F(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
     options.write_timeout = absl::Milliseconds(10);
     JobRegistry registry(clock_, &store_, options);
     ASSERT_TRUE(registry.CreateJob("big", Settings(1, 4096)).status().code() ==
-                absl::StatusCode::kUnavailable);  // no writer yet
+                absl::StatusCode::kUnknown);  // no writer yet
     for (int i = 0; i < 1000; ++i) {
       RegisterRequest r = Req(absl::StrCat("n", i), i + 1);
       r.job_id = "big";

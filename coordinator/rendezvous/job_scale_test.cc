@@ -54,8 +54,8 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
       EXPECT_EQ(store.job_records, 1);  // the creation
     }
   }
-  ASSERT_EQ(registry.GetJob("big", false)->state, JobState::kStarting);
   ASSERT_TRUE(registry.PersistPending().ok());
+  ASSERT_EQ(registry.GetJob("big", false)->state, JobState::kStarting);
   Outbox out = registry.TakeOutbox();
   auto request = testing::MessagesOf<RequestMasterInfo>(out);
   ASSERT_EQ(request.size(), 1u);

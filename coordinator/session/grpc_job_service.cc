@@ -91,8 +91,10 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(
     if (!parsed.ok()) return FinishNow(context, parsed.status());
     wanted.insert(state);
   }
+  absl::StatusOr<std::vector<rendezvous::JobStatus>> jobs = rendezvous_.registry().ListJobs();
+  if (!jobs.ok()) return FinishNow(context, jobs.status());
   const absl::Time now = rendezvous_.clock().Now();
-  for (const rendezvous::JobStatus& job : rendezvous_.registry().ListJobs()) {
+  for (const rendezvous::JobStatus& job : *jobs) {
     if (!wanted.empty() && !wanted.contains(JobStateToProto(job.state))) {
       continue;
     }

@@ -38,7 +38,7 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous,
   watch_id_ = *id;
   watching_ = true;
   absl::StatusOr<rendezvous::JobStatus> job =
-      rendezvous_.registry().GetJob(job_id_, /*include_nodes=*/false);
+      rendezvous_.registry().GetJobIncludingPending(job_id_);
   if (!job.ok()) {
     FinishLocked(ToGrpcStatus(job.status()));
     return;
@@ -72,7 +72,7 @@ absl::Status JobWatchReactor::RefillLocked() {
     if (static_cast<int>(page->size()) < catch_up_page_) {
       catching_up_ = false;
       absl::StatusOr<rendezvous::JobStatus> job =
-          rendezvous_.registry().GetJob(job_id_, /*include_nodes=*/false);
+          rendezvous_.registry().GetJobIncludingPending(job_id_);
       if (!job.ok()) return job.status();
       end_when_drained_ = rendezvous::IsTerminal(job->state);
     }
