@@ -1,5 +1,7 @@
 #include "common/logging.h"
 
+#include <chrono>
+
 #include <unistd.h>
 
 #include <atomic>
@@ -88,6 +90,20 @@ LogMessage::~LogMessage() {
     written += static_cast<size_t>(n);
   }
   if (level_ == LogLevel::kFatal) std::abort();
+}
+
+bool LogRateLimit::Allow(int64_t* suppressed) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t next = next_ns_.load(std::memory_order_relaxed);
+  if (now < next || !next_ns_.compare_exchange_strong(
+                        next, now + static_cast<int64_t>(period_ns_), std::memory_order_relaxed)) {
+    suppressed_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  *suppressed = suppressed_.exchange(0, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace ddp

@@ -1,5 +1,9 @@
 #include "common/logging.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "gtest/gtest.h"
 
 namespace ddp {
@@ -31,6 +35,32 @@ TEST(LoggingTest, Log_BelowMinLevel_IsDropped) {
   DDP_LOG(INFO) << "hidden";
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
   SetMinLogLevel(LogLevel::kInfo);
+}
+
+TEST(LoggingTest, LogEveryNSec_RepeatedCalls_OneLineThenCountOfSuppressed) {
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 50; ++i) DDP_LOG_EVERY_N_SEC(WARNING, 0.3) << "disk full";
+  std::string out = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  usleep(350 * 1000);
+  testing::internal::CaptureStderr();
+  DDP_LOG_EVERY_N_SEC(WARNING, 0.3) << "disk full";
+  out = testing::internal::GetCapturedStderr();
+  // Another call site: its own budget; this one was reached 50 times above.
+  EXPECT_NE(out.find("disk full"), std::string::npos) << out;
+}
+
+TEST(LoggingTest, LogRateLimit_CountsSuppressed) {
+  LogRateLimit limit(60);
+  int64_t suppressed = -1;
+  EXPECT_TRUE(limit.Allow(&suppressed));
+  EXPECT_EQ(suppressed, 0);
+  EXPECT_FALSE(limit.Allow(&suppressed));
+  EXPECT_FALSE(limit.Allow(&suppressed));
+  LogRateLimit fast(0.0);
+  EXPECT_TRUE(fast.Allow(&suppressed));
+  EXPECT_TRUE(fast.Allow(&suppressed));
+  EXPECT_EQ(suppressed, 0);
 }
 
 TEST(LoggingDeathTest, Check_Fails_Aborts) {

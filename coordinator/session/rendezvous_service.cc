@@ -85,7 +85,7 @@ void RendezvousService::WriterLoop() {
     while (registry_->HasPendingWrites()) {
       absl::Status status = registry_->PersistPending();
       if (status.ok()) continue;
-      DDP_LOG(WARNING) << status.message();
+      DDP_LOG_EVERY_N_SEC(WARNING, 10) << status.message();
       absl::MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
                                options_.write_retry_interval)) {

@@ -81,7 +81,7 @@ void SqliteKvBackend::MaintenanceLoop() {
     if (idle_backlog) {
       const absl::Status status = DeleteAllCompacted();
       if (!status.ok()) {
-        DDP_LOG(WARNING) << "deleting compacted events of " << path_
+        DDP_LOG_EVERY_N_SEC(WARNING, 10) << "deleting compacted events of " << path_
                          << " failed (retried later): " << status;
       }
     }
@@ -93,7 +93,7 @@ void SqliteKvBackend::MaintenanceLoop() {
     if (rc == SQLITE_OK) {
       backfilled_frames_.store(copied, std::memory_order_relaxed);
     } else if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) {
-      DDP_LOG(WARNING) << "WAL checkpoint of " << path_
+      DDP_LOG_EVERY_N_SEC(WARNING, 10) << "WAL checkpoint of " << path_
                        << " failed: " << checkpoint_db_->ErrorStatus(rc, "checkpoint");
     }
   }
@@ -119,7 +119,7 @@ void SqliteKvBackend::MaybeRestartWalLocked() {
   const int rc = sqlite3_wal_checkpoint_v2(write_db_->handle(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
                                            &wal_pages, &copied);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-    DDP_LOG(WARNING) << "WAL checkpoint by the writer of " << path_
+    DDP_LOG_EVERY_N_SEC(WARNING, 10) << "WAL checkpoint by the writer of " << path_
                      << " failed: " << write_db_->ErrorStatus(rc, "checkpoint");
   }
 }
