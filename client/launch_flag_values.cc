@@ -8,6 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/endpoint.h"
+#include "common/status_macros.h"
 #include "absl/strings/strip.h"
 
 namespace ddp::client::launch_flags {
@@ -109,16 +111,7 @@ absl::Status ParseNonBlank(absl::string_view flag, absl::string_view value,
 // host:port or [ipv6]:port.
 absl::Status ParseEndpoint(absl::string_view flag, absl::string_view value,
                            std::string* out) {
-  const size_t colon = value.rfind(':');
-  int port = 0;
-  bool ok = colon != absl::string_view::npos && colon > 0 &&
-            absl::SimpleAtoi(value.substr(colon + 1), &port) && port >= 1 &&
-            port <= 65535;
-  if (ok) {
-    std::string host;
-    ok = ParseNonBlank(flag, value.substr(0, colon), 255, &host).ok();
-  }
-  if (!ok) return BadValue(flag, value, "HOST:PORT with a port in [1, 65535]");
+  DDP_RETURN_IF_ERROR(ValidateEndpoint(flag, value));
   *out = std::string(value);
   return absl::OkStatus();
 }

@@ -248,6 +248,7 @@ JobStatus Job::Status(bool include_nodes) const {
   s.excluded_nodes.assign(excluded_.begin(), excluded_.end());
   std::sort(s.excluded_nodes.begin(), s.excluded_nodes.end());
   s.last_event_index = last_event_index_;
+  s.first_event_index = events_.empty() ? 0 : events_.front().index;
   s.created = created_;
   if (include_nodes) {
     for (const auto& [id, node] : nodes_) {

@@ -118,6 +118,9 @@ struct JobStatus {
   std::vector<FailureInfo> failures;
   std::vector<std::string> excluded_nodes;  // sorted
   int64_t last_event_index = 0;             // 0: no event yet
+  // The oldest event still kept (events before it were dropped, e.g. by a
+  // restart); 0 when none is kept. WatchJob from an older index is OUT_OF_RANGE.
+  int64_t first_event_index = 0;
   absl::Time created;                       // absl::Time(): unknown
   std::vector<NodeStatus> nodes;            // only when asked for
 };

@@ -206,6 +206,7 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now,
     proto->add_excluded_nodes(node);
   }
   proto->set_last_event_index(s.last_event_index);
+  proto->set_first_event_index(s.first_event_index);
   if (s.created != absl::Time()) {
     proto->set_created_unix_ms(absl::ToUnixMillis(s.created));
   }

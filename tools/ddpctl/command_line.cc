@@ -7,6 +7,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/endpoint.h"
+#include "common/status_macros.h"
 
 namespace ddp::ddpctl {
 namespace {
@@ -244,6 +246,12 @@ absl::StatusOr<Invocation> ParseCommandLine(
     }
   }
 
+  if (!help) {
+    const std::string what = invocation.global.coordinator == default_coordinator
+                                 ? "--coordinator (default from $DDP_COORDINATOR or localhost:29400)"
+                                 : "--coordinator";
+    DDP_RETURN_IF_ERROR(ValidateEndpoint(what, invocation.global.coordinator));
+  }
   if (words.empty()) {
     if (help) {
       invocation.kind = Invocation::Kind::kHelp;

@@ -10,12 +10,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "ddp/v1/kv.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
 
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct Result {
@@ -49,7 +53,9 @@ class DdpctlTest : public ::testing::Test {
     const std::string dir = std::getenv("TEST_TMPDIR");
     process_ = std::make_unique<ddp::testing::CoordinatorProcess>(
         ddp::testing::CoordinatorProcessOptions{
-            ddp::testing::CoordinatorBinaryFromRunfiles(), dir + "/data", dir});
+            ddp::testing::CoordinatorBinaryFromRunfiles(), dir + "/data", dir,
+            // Values larger than a gRPC client's default 4 MiB receive limit.
+            {"--max-value-bytes=8388608"}});
     ASSERT_TRUE(process_->Start().ok());
     flags_ = absl::StrCat("--coordinator ", process_->address(),
                           " --namespace e2e ");
@@ -201,6 +207,44 @@ TEST_F(DdpctlTest, CoordinatorDown_ExitsThreeNamingAddress) {
   EXPECT_EQ(down.exit_code, 3) << down.output;
   EXPECT_THAT(down.output, HasSubstr(absl::StrCat("coordinator at ", address,
                                                   " is not answering")));
+}
+
+TEST_F(DdpctlTest, JobsWatchAfterRestart_StartsFromOldestKeptEventAndSaysSo) {
+  ASSERT_EQ(Ctl("jobs create w-2").exit_code, 0);
+  ASSERT_EQ(process_->Terminate(), 0);
+  ASSERT_TRUE(process_->Start().ok());
+  // The history before the restart is gone; the cancel makes a new event.
+  Result cancel = Ctl("--timeout 20s jobs cancel w-2");
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.output;
+  Result watch = Ctl("jobs watch w-2");
+  EXPECT_EQ(watch.exit_code, 0) << watch.output;
+  EXPECT_THAT(watch.output, HasSubstr("are no longer kept"));
+  EXPECT_THAT(watch.output, HasSubstr(" JOB_FINISHED "));
+  EXPECT_THAT(watch.output, Not(HasSubstr("OUT_OF_RANGE")));
+}
+
+TEST_F(DdpctlTest, BadCoordinatorAddress_ExitsTwoNamingValueAndLimit) {
+  Result bad = RunDdpctl("--coordinator 127.0.0.1:99999 kv get k");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("'127.0.0.1:99999'"));
+  EXPECT_THAT(bad.output, HasSubstr("[1, 65535]"));
+}
+
+TEST_F(DdpctlTest, ValueOverFourMebibytes_ReadsBack) {
+  // Written through the API (a command line cannot carry 5 MiB), read by ddpctl.
+  auto stub = ddp::v1::KeyValueService::NewStub(
+      grpc::CreateChannel(process_->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  ddp::v1::PutRequest put;
+  put.set_namespace_("e2e");
+  put.set_key("big");
+  put.set_value(std::string(5 << 20, 'x'));
+  ddp::v1::PutResponse response;
+  grpc::Status status = stub->Put(&context, put, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  Result get = Ctl("kv get big");
+  EXPECT_EQ(get.exit_code, 0) << get.output.substr(0, 300);
+  EXPECT_EQ(get.output.size(), (5u << 20) + 1);
 }
 
 }  // namespace

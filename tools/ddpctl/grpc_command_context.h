@@ -32,6 +32,7 @@ struct CommandContext {
   v1::JobService::Stub& jobs;
   absl::Notification& stop;
   std::ostream& out;
+  std::ostream& err;  // notes for the user (not results)
   bool json() const { return invocation.global.json; }
   const std::string& ns() const { return invocation.global.name_space; }
   const std::string& arg(size_t i) const { return invocation.args[i]; }

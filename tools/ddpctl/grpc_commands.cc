@@ -380,6 +380,10 @@ const std::map<std::string, Handler>& Handlers() {
 
 }  // namespace
 
+// The largest message a coordinator sends (its own receive cap, see
+// coordinator/server/coordinator_server.cc).
+constexpr int kMaxCoordinatorMessageBytes = 1 << 30;
+
 int RunInvocation(const Invocation& invocation, absl::Notification& stop,
                   std::ostream& out, std::ostream& err) {
   const std::string name =
@@ -390,12 +394,16 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop,
     return kExitError;
   }
   const std::string& address = invocation.global.coordinator;
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  // The coordinator accepts values up to 256 MiB (--max-value-bytes) and
+  // caps its messages at 1 GiB: read whatever it may send.
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(kMaxCoordinatorMessageBytes);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), channel_args);
   std::unique_ptr<v1::KeyValueService::Stub> stub =
       v1::KeyValueService::NewStub(channel);
   std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channel);
-  CommandContext context{invocation, *stub, *jobs, stop, out};
+  CommandContext context{invocation, *stub, *jobs, stop, out, err};
   grpc::Status status = handler->second(context);
   out.flush();
   if (status.ok()) return kExitOk;
@@ -404,6 +412,13 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop,
       message.rfind("usage: ", 0) == 0) {
     err << "ddpctl: " << name << ": " << message.substr(7) << "\n";
     return kExitUsage;
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      channel->GetState(false) == GRPC_CHANNEL_READY) {
+    // The coordinator answered: show its own reason (e.g. a failing disk).
+    err << "ddpctl: " << name << ": UNAVAILABLE from the coordinator at " << address << ": "
+        << message << "\n";
+    return kExitUnavailable;
   }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
     err << "ddpctl: coordinator at " << address

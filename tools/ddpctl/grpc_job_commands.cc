@@ -149,24 +149,47 @@ grpc::Status JobsWatch(CommandContext& c) {
     return UsageError(absl::InvalidArgumentError(absl::StrCat(
         "--from-index=", from, " must be >= 0 (0: only new events)")));
   }
-  v1::WatchJobRequest request;
-  request.set_job_id(c.arg(0));
-  request.set_from_index(from);
-  grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader =
-      c.jobs.WatchJob(&context, request);
-  grpc::Status status;
-  {
-    CancelOnStop cancel_on_stop(context, c.stop);
-    v1::JobEvent event;
-    while (reader->Read(&event)) {
-      c.out << (c.json() ? JobEventJson(event) : JobEventText(event)) << "\n";
-      c.out.flush();
+  int64_t next = from;
+  bool moved_on = false;
+  while (true) {
+    v1::WatchJobRequest request;
+    request.set_job_id(c.arg(0));
+    request.set_from_index(next);
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = c.jobs.WatchJob(&context, request);
+    grpc::Status status;
+    bool read_any = false;
+    {
+      CancelOnStop cancel_on_stop(context, c.stop);
+      v1::JobEvent event;
+      while (reader->Read(&event)) {
+        read_any = true;
+        c.out << (c.json() ? JobEventJson(event) : JobEventText(event)) << "\n";
+        c.out.flush();
+      }
+      status = reader->Finish();
     }
-    status = reader->Finish();
+    if (c.stop.HasBeenNotified()) return grpc::Status::OK;
+    if (status.error_code() != grpc::StatusCode::OUT_OF_RANGE || read_any || moved_on) {
+      return status;
+    }
+    // The events asked for are gone (e.g. the coordinator restarted): start
+    // from the oldest one kept, and say so.
+    grpc::ClientContext get_context;
+    v1::GetJobRequest get;
+    get.set_job_id(c.arg(0));
+    v1::Job job;
+    grpc::Status got = c.jobs.GetJob(&get_context, get, &job);
+    if (!got.ok()) return status;
+    next = job.first_event_index() > 0 ? job.first_event_index() : 0;
+    moved_on = true;
+    c.err << "ddpctl: events " << from << " to " << (next > 0 ? next - 1 : job.last_event_index())
+          << " of job " << c.arg(0)
+          << " are no longer kept (the coordinator keeps a bounded history in memory, and a "
+             "restart starts it afresh); watching from "
+          << (next > 0 ? absl::StrCat("event ", next) : std::string("the next new event"))
+          << "\n";
   }
-  if (c.stop.HasBeenNotified()) return grpc::Status::OK;
-  return status;
 }
 
 grpc::Status JobsUpdate(CommandContext& c) {

@@ -1,0 +1,30 @@
+#include "common/endpoint.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace ddp {
+
+absl::Status ValidateEndpoint(absl::string_view what, absl::string_view value) {
+  constexpr size_t kMaxShown = 200;
+  const size_t colon = value.rfind(':');
+  int port = 0;
+  bool ok = colon != absl::string_view::npos && colon > 0 && colon <= 255 &&
+            absl::SimpleAtoi(value.substr(colon + 1), &port) && port >= 1 && port <= 65535;
+  if (ok) {
+    const absl::string_view host = value.substr(0, colon);
+    ok = std::none_of(host.begin(), host.end(), [](char c) {
+      return absl::ascii_isspace(c) || absl::ascii_iscntrl(c);
+    });
+  }
+  if (ok) return absl::OkStatus();
+  const absl::string_view shown = value.substr(0, kMaxShown);
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid value '", shown, value.size() > kMaxShown ? "..." : "", "' for ", what,
+                   ": expected HOST:PORT with a port in [1, 65535]"));
+}
+
+}  // namespace ddp
