@@ -50,8 +50,13 @@
 // it.
 //
 // Restart budget: only worker failures (and an agent re-registering with a new
-// incarnation while its workers ran) spend max_restarts; membership changes do
-// not. When a failure finds the budget spent, every worker of the generation
+// incarnation while its workers ran and its old session was still open) spend
+// max_restarts; membership changes do not. A member whose session stream
+// closes (the agent died, or the network cut it off) is known at once: a worker
+// failure reported by another member while that stream is closed is a
+// knock-on of the loss (peers fail on the broken collective a moment after a
+// node dies): the restart names the lost node and is free, and so is a new
+// incarnation that replaces an agent whose stream had closed. When a failure finds the budget spent, every worker of the generation
 // is stopped first (the stop barrier, no RESTARTING event), so that the
 // reports of the other failures of that generation arrive; then the job fails
 // with the earliest of them by failure time (FailedEarlier) as its root cause,
@@ -209,6 +214,10 @@ class Job {
   struct Node {
     NodeRecord record;
     bool connected = true;
+    // When its session's stream was seen to close (not resumed since): the
+    // agent died or was cut off. Not set for nodes that have not resumed
+    // after a coordinator restart (their fate is unknown, not observed).
+    std::optional<absl::Time> stream_closed_at;
     absl::Time last_heartbeat;
     // Current-generation state.
     bool stop_pending = false;
@@ -256,6 +265,12 @@ class Job {
     return state_ == JobState::kRestarting && root_cause_.has_value();
   }
   void HandleFailure(const FailureInfo& failure);
+  // A member other than `reporter` whose stream closed while its workers of
+  // this generation ran (earliest first), or null.
+  const Node* LostPeerOf(const std::string& reporter) const;
+  // A worker failure that followed the loss of `lost`: a restart that names
+  // the lost node and does not spend the budget.
+  void HandleKnockOnFailure(const FailureInfo& failure, const Node& lost);
   // "worker 1 (rank 3) on node 'b' failed: exit code 1".
   static std::string FailureSentence(const FailureInfo& failure);
   void Finish(JobState state, std::optional<FailureInfo> root_cause,

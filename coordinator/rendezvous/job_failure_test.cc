@@ -77,6 +77,61 @@ TEST(JobFailure, StopBarrier_SilentNodeDeclaredDeadAfterShutdownTimeout) {
   EXPECT_EQ(h.job().Heartbeat(h.Ref("c")).code(), absl::StatusCode::kAborted);
 }
 
+// kill -9 of one agent during a collective: its stream closes at once, its
+// peers fail on the broken collective a moment later.
+TEST(JobFailure, PeerFailsAfterMemberStreamClosed_KnockOnFreeRestartNamesLostNode) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/0));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().StreamClosed(h.Ref("a")).ok());
+  h.clock().Advance(absl::Seconds(1));
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Crash(0, 1, "gloo: connection reset")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);  // not FAILED: budget untouched
+  EXPECT_EQ(h.job().restart_count(), 0);
+  const JobStatus status = h.job().Status(false);
+  EXPECT_FALSE(status.root_cause.has_value());
+  ASSERT_EQ(status.failures.size(), 2u);
+  EXPECT_EQ(status.failures[0].node_id, "a");  // the loss comes first
+  EXPECT_NE(status.failures[0].message.find("session of node 'a' closed"), std::string::npos);
+  EXPECT_EQ(status.failures[1].node_id, "b");
+  EXPECT_NE(status.failures[1].message.find("knock-on of losing node 'a'"), std::string::npos);
+  // a never resumes: lost after the heartbeat timeout, the barrier ends, and
+  // a replacement agent for a joins the next generation.
+  for (int i = 0; i < 8; ++i) {
+    h.clock().Advance(absl::Milliseconds(500));
+    (void)h.job().Heartbeat(h.Ref("b"));
+    h.job().Tick();
+  }
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
+  ASSERT_TRUE(h.Register("a", 0, -1, /*version=*/2).ok());
+  EXPECT_EQ(h.job().state(), JobState::kStarting);
+  EXPECT_EQ(h.job().generation(), 2);
+}
+
+TEST(JobFailure, ReplacementAgentAfterStreamClosed_FreeRestart) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/0));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().StreamClosed(h.Ref("a")).ok());
+  ASSERT_TRUE(h.Register("a", 0, -1, /*version=*/2).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_EQ(h.job().restart_count(), 0);
+}
+
+TEST(JobFailure, ReplacementAgentWhileOldSessionOpen_SpendsBudget) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/1));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.Register("a", 0, -1, /*version=*/2).ok());
+  EXPECT_EQ(h.job().restart_count(), 1);
+}
+
+TEST(JobFailure, StreamResumedBeforeFailure_ChargedAsWorkerFailure) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/1));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().StreamClosed(h.Ref("a")).ok());
+  ASSERT_TRUE(h.Register("a").ok());  // same incarnation: resumed
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Crash(0, 1, "real bug")).ok());
+  EXPECT_EQ(h.job().restart_count(), 1);
+}
+
 TEST(JobFailure, TwoFailuresAtOnce_OneRestart) {
   JobHarness h(Settings(2, 2, 5));
   StartRunning(h, {"a", "b"});

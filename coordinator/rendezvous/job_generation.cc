@@ -219,7 +219,11 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   // An agent that sent no time: the moment the report arrived.
   failure.time = exit.time == absl::UnixEpoch() ? clock_->Now() : exit.time;
   if (state_ == JobState::kRunning) {
-    HandleFailure(failure);
+    if (const Node* lost = LostPeerOf(ref.node_id); lost != nullptr) {
+      HandleKnockOnFailure(failure, *lost);
+    } else {
+      HandleFailure(failure);
+    }
     return absl::OkStatus();
   }
   // A report of the generation being torn down: a knock-on failure of the
@@ -271,6 +275,45 @@ void Job::HandleFailure(const FailureInfo& failure) {
   StopAllWorkers(absl::StrCat(what, "; the restart budget (max_restarts=",
                               settings_.max_restarts,
                               ") is spent: stopping every worker"));
+}
+
+const Job::Node* Job::LostPeerOf(const std::string& reporter) const {
+  const Node* lost = nullptr;
+  for (const std::string& node_id : members_) {
+    if (node_id.empty() || node_id == reporter) continue;
+    auto it = nodes_.find(node_id);
+    if (it == nodes_.end() || !it->second.stream_closed_at.has_value() ||
+        it->second.succeeded) {
+      continue;
+    }
+    if (lost == nullptr || *it->second.stream_closed_at < *lost->stream_closed_at) {
+      lost = &it->second;
+    }
+  }
+  return lost;
+}
+
+void Job::HandleKnockOnFailure(const FailureInfo& failure, const Node& lost) {
+  // The loss comes first in the history: it is what the dashboard and the
+  // scheduler should see as the cause.
+  FailureInfo cause;
+  cause.node_id = lost.record.node_id;
+  cause.generation = generation_;
+  cause.time = *lost.stream_closed_at;
+  cause.message = absl::StrCat("the session of node '", lost.record.node_id,
+                               "' closed (its agent died or was cut off) while its workers of "
+                               "generation ",
+                               generation_, " ran");
+  RecordFailure(cause);
+  FailureInfo knock_on = failure;
+  knock_on.message = absl::StrCat("knock-on of losing node '", lost.record.node_id, "'",
+                                  failure.message.empty() ? "" : ": ", failure.message)
+                         .substr(0, static_cast<size_t>(limits_.max_message_length));
+  RecordFailure(knock_on);
+  BeginRestart(absl::StrCat(cause.message, "; ", FailureSentence(failure),
+                            " after it (a knock-on failure): restarting without node '",
+                            lost.record.node_id,
+                            "' unless it resumes; the restart budget is not charged"));
 }
 
 void Job::BeginRestart(const std::string& reason) {

@@ -99,6 +99,7 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
 absl::StatusOr<RegisterResult> Job::Resume(Node& node,
                                            const RegisterRequest& request) {
   node.connected = true;
+  node.stream_closed_at.reset();
   node.last_heartbeat = clock_->Now();
   if (node.record.address != request.address) {
     node.record.address = request.address;
@@ -179,6 +180,10 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
 void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   const Incarnation old_incarnation = node.record.incarnation;
   const bool member = IsMember(node);
+  // The old agent's stream had closed: it died (or was cut off) and this is
+  // its replacement, a membership change rather than a worker failure.
+  const bool old_session_lost = node.stream_closed_at.has_value();
+  node.stream_closed_at.reset();
   const int nproc =
       request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
   const bool nproc_changed = node.record.nproc != nproc;
@@ -205,7 +210,12 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
       }
       break;
     case JobState::kRunning:
-      if (!node.succeeded) {
+      if (!node.succeeded && old_session_lost) {
+        BeginRestart(absl::StrCat("node '", node_id, "' was lost (its agent's session closed) and ",
+                                  "a new agent replaced it (incarnation ", old_incarnation, " -> ",
+                                  request.incarnation,
+                                  "); a membership change: the restart budget is not charged"));
+      } else if (!node.succeeded) {
         FailureInfo failure;
         failure.node_id = node_id;
         failure.generation = generation_;
@@ -233,6 +243,7 @@ absl::Status Job::Heartbeat(const NodeRef& ref) {
   if (!status.ok()) return status;
   node->last_heartbeat = clock_->Now();
   node->connected = true;
+  node->stream_closed_at.reset();
   return absl::OkStatus();
 }
 
@@ -241,6 +252,7 @@ absl::Status Job::StreamClosed(const NodeRef& ref) {
   absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
   if (!status.ok()) return status;
   node->connected = false;
+  if (!node->stream_closed_at.has_value()) node->stream_closed_at = clock_->Now();
   return absl::OkStatus();
 }
 

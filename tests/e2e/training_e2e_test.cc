@@ -321,6 +321,33 @@ TEST_F(TrainingE2eTest, AgentKilled9_SurvivorContinuesAlone_WorkersDie) {
   EXPECT_FALSE(Result(3).present);
 }
 
+// kill -9 of one agent during gloo all-reduces, with no restart budget: the
+// survivor's workers then fail on the broken collective, but that is a
+// knock-on of the lost node (its stream closed at once), not a worker failure:
+// the budget is not charged, a replacement agent joins, the job finishes.
+TEST_F(TrainingE2eTest, AgentKilled9_KnockOnFailuresFree_ReplacementJoinsAndFinishes) {
+  StartCoordinator();
+  const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "0"};
+  AgentProcess& a = StartAgent("node-a", launch, Train(24, "0.25"));
+  AgentProcess& b = StartAgent("node-b", launch, Train(24, "0.25"));
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return absl::StrContains(a.log(), " of 4,") && absl::StrContains(b.log(), " of 4,") &&
+               absl::StrContains(Logs(), "[rank0]: step 0 loss");
+      },
+      kBound))
+      << Logs();
+  ASSERT_FALSE(AnyResult()) << "training ended before the kill";
+  b.Kill9();
+  AgentProcess& replacement = StartAgent("node-b", launch, Train(24, "0.25"));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(replacement.Wait(kBound), 0) << Logs();
+  EXPECT_FALSE(absl::StrContains(a.log(), "budget (max_restarts=0) is spent")) << a.log();
+  // Every rank finished in one 4-rank world; the restart count (the budget
+  // spent) stayed 0.
+  ExpectTrainedTogether(4, 0);
+}
+
 TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
   StartCoordinator();
   const int port = coordinator_->port();
