@@ -3,13 +3,21 @@
 
 // Which of several workers found hung in one heartbeat check is to blame.
 // When one worker stops making progress, its peers block in the next
-// collective and stop touching their heartbeat files too, a moment later: the
-// worker that went silent first is the likely culprit, the others are
-// knock-on hangs.
+// collective and stop touching their heartbeat files too, a moment later. The
+// heartbeat times alone cannot tell them apart (the peers touched their files
+// at the start of the same step, milliseconds apart), so the process itself
+// is the first evidence:
+//   1. stopped (state T or t: SIGSTOP, a debugger): it cannot be a victim;
+//   2. in uninterruptible wait (state D: stuck in the kernel, I/O);
+//   3. burning CPU without heartbeats (a loop that never reaches the next
+//      step), where blocked peers sleep in the collective;
+//   4. the rest;
+// then the oldest heartbeat, then the lower global rank.
 //
 // Thread-safety: pure function.
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -24,11 +32,19 @@ struct HungWorker {
   // the workers of one node: one file system).
   absl::Time last_touch;
   absl::Time last_mtime;
+  // From /proc/PID/stat at the check ('?' when unknown) and whether its CPU
+  // time grew since the previous check.
+  char process_state = '?';
+  bool cpu_progress = false;
 };
 
-// Sorts `hung` oldest heartbeat first: by last_touch, then last_mtime, then
-// the lower global rank.
-void OrderByLastHeartbeat(std::vector<HungWorker>& hung);
+// The evidence class above (1 strongest .. 4), and a phrase for messages
+// ("process stopped (state T)"), empty for class 4.
+int HangEvidenceClass(const HungWorker& worker);
+std::string HangEvidence(const HungWorker& worker);
+
+// Sorts `hung` most suspicious first (see the file comment).
+void OrderHungWorkers(std::vector<HungWorker>& hung);
 
 }  // namespace ddp::client
 

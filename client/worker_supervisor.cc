@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "client/hang_order.h"
 #include "client/heartbeat_tracker.h"
+#include "common/proc_stats.h"
 #include "client/output_router.h"
 #include "client/worker_process.h"
 #include "common/logging.h"
@@ -48,7 +49,8 @@ std::string WorkerExit::Describe() const {
     case Kind::kSignaled:
       return absl::StrCat("signal ", SignalName(signal));
     case Kind::kHung:
-      return absl::StrCat("hang: ", DescribeSilence(silent_for));
+      return absl::StrCat("hang: ", DescribeSilence(silent_for),
+                          evidence.empty() ? "" : "; ", evidence);
   }
   return "unknown";
 }
@@ -61,6 +63,9 @@ struct WorkerSupervisor::Worker {
   std::unique_ptr<OutputRouter> out;
   std::unique_ptr<OutputRouter> err;
   HeartbeatTracker tracker;
+  // The process at the previous heartbeat check (hang evidence: is it still
+  // using CPU?).
+  std::optional<ProcessSample> last_sample;
   bool exited = false;
   bool hang_reported = false;
 };
@@ -302,13 +307,22 @@ class WorkerSupervisor::EventLoop {
       if (stat(w.spec.files.heartbeat_file.c_str(), &st) == 0) {
         mtime = absl::TimeFromTimespec(st.st_mtim);
       }
+      // The process's state and CPU time: the evidence that tells a stopped
+      // or spinning culprit from peers blocked behind it (hang_order.h).
+      absl::StatusOr<ProcessSample> sample = SampleProcess(w.process.pid);
+      std::optional<ProcessSample> previous = w.last_sample;
+      if (sample.ok()) w.last_sample = *sample;
       if (!w.tracker.Observe(mtime, now)) continue;
       w.hang_reported = true;
-      hung.push_back(HungWorker{i, w.spec.global_rank, *w.tracker.last_touch(),
-                                *w.tracker.last_mtime()});
+      HungWorker h{i, w.spec.global_rank, *w.tracker.last_touch(), *w.tracker.last_mtime()};
+      if (sample.ok()) {
+        h.process_state = sample->state;
+        h.cpu_progress = previous.has_value() && sample->cpu > previous->cpu;
+      }
+      hung.push_back(h);
     }
     if (hung.empty()) return;
-    OrderByLastHeartbeat(hung);
+    OrderHungWorkers(hung);
     for (const HungWorker& h : hung) {
       Worker& w = *workers_[h.index];
       WorkerExit hang;
@@ -319,6 +333,8 @@ class WorkerSupervisor::EventLoop {
       hang.time = now;
       hang.last_heartbeat = h.last_touch;
       hang.silent_for = w.tracker.SilentFor(now);
+      hang.evidence = HangEvidence(h);
+      hang.process_stopped = HangEvidenceClass(h) == 1;
       hang.error_file = w.spec.files.error_file;
       // The first hang of this generation on this node is the culprit; every
       // later one (same check, younger heartbeat, or a later check) blocked

@@ -88,6 +88,10 @@ struct WorkerExit {
   absl::Time time;            // when the supervisor saw it (Clock::Now())
   absl::Duration silent_for;  // kHung: time since the last heartbeat
   absl::Time last_heartbeat;  // kHung: when the last touch was seen
+  // kHung: what the process looked like ("process stopped (state T ...)"),
+  // empty when nothing stood out; see hang_order.h.
+  std::string evidence;
+  bool process_stopped = false;  // kHung: state T/t: certainly not a victim
   // kHung: the global rank of the older hang on this node that this one is
   // blamed on (its peer stopped, so it blocked); -1: a hang of its own.
   int knock_on_of_rank = -1;

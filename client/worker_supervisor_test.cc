@@ -355,6 +355,41 @@ TEST_F(WorkerSupervisorTest, Hang_TwoSilentInOneCheck_OldestHeartbeatBlamed) {
   EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
 }
 
+// Worker 1 is SIGSTOPped right after its heartbeat; worker 0, its peer, had
+// touched its file earlier and then blocks. By heartbeat time alone worker 0
+// would be blamed; the stopped process state says it is worker 1.
+TEST_F(WorkerSupervisorTest, Hang_StoppedWorker_BlamedOverOlderHeartbeat) {
+  Events events;
+  WorkerSupervisor::Options options = QuietOptions(console_fd_);
+  options.heartbeat_timeout = absl::Milliseconds(300);
+  options.check_interval = absl::Seconds(1);
+  WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
+                                 /*global_offset=*/4),
+                          Script(run_dir_, 1,
+                                 "sleep 0.2; touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
+                                 /*global_offset=*/4)})
+                  .ok());
+  absl::SleepFor(absl::Milliseconds(500));
+  const pid_t stopped = supervisor.Workers()[1].pid;
+  ASSERT_GT(stopped, 0);
+  ASSERT_EQ(kill(stopped, SIGSTOP), 0);
+  const std::vector<WorkerExit> hangs = events.Await(2, absl::Seconds(10));
+  ASSERT_EQ(hangs.size(), 2u);
+  EXPECT_EQ(hangs[0].local_rank, 1);  // the stopped one, on its own
+  EXPECT_FALSE(hangs[0].knock_on());
+  EXPECT_TRUE(hangs[0].process_stopped);
+  EXPECT_NE(hangs[0].Describe().find("process stopped (state T"), std::string::npos)
+      << hangs[0].Describe();
+  EXPECT_EQ(hangs[1].local_rank, 0);
+  EXPECT_EQ(hangs[1].knock_on_of_rank, 5);
+  // Seen in one check: by heartbeat alone the older file (worker 0) is blamed.
+  EXPECT_EQ(hangs[0].last_heartbeat, hangs[1].last_heartbeat);
+  kill(stopped, SIGCONT);
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+}
+
 TEST_F(WorkerSupervisorTest, Hang_SecondHangInLaterCheck_KnockOnOfFirst) {
   Events events;
   WorkerSupervisor::Options options = QuietOptions(console_fd_);

@@ -101,6 +101,7 @@ v1::AgentMessage WorkerExitedMessage(int64_t generation,
     case WorkerExit::Kind::kHung:  // non-zero so it never reads as success
       m->set_exit_code(-1);
       m->set_hang(true);
+      m->set_process_stopped(exit.process_stopped);
       break;
   }
   std::string text = exit.error ? exit.error->message : std::string();

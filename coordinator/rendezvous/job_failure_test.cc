@@ -132,6 +132,28 @@ TEST(JobFailure, StreamResumedBeforeFailure_ChargedAsWorkerFailure) {
   EXPECT_EQ(h.job().restart_count(), 1);
 }
 
+// One worker SIGSTOPped on node b; its peer on node a blocks in the
+// collective after touching its heartbeat 6 ms earlier. The stopped process is
+// the root cause whatever the times say.
+TEST(JobFailure, HangOfStoppedProcess_RootCauseOverEarlierBlockedPeer) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/0));
+  StartRunning(h, {"a", "b"});
+  const absl::Time t = h.clock().Now();
+  WorkerExit blocked{0, 0, 0, "hang", t, /*hang=*/true, 11};
+  WorkerExit stopped{1, 0, 0, "hang; process stopped", t + absl::Milliseconds(6),
+                     /*hang=*/true, 22, /*process_stopped=*/true};
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), blocked).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), stopped).ok());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
+  ASSERT_EQ(h.job().state(), JobState::kFailed);
+  const JobStatus status = h.job().Status(false);
+  ASSERT_TRUE(status.root_cause.has_value());
+  EXPECT_EQ(status.root_cause->node_id, "b");
+  EXPECT_EQ(status.root_cause->pid, 22);
+  EXPECT_TRUE(status.root_cause->process_stopped);
+}
+
 TEST(JobFailure, TwoFailuresAtOnce_OneRestart) {
   JobHarness h(Settings(2, 2, 5));
   StartRunning(h, {"a", "b"});

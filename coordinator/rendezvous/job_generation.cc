@@ -213,6 +213,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   failure.exit_code = exit.exit_code;
   failure.signal = exit.signal;
   failure.hang = exit.hang;
+  failure.process_stopped = exit.hang && exit.process_stopped;
   failure.pid = exit.pid;
   failure.message = exit.error_message.substr(
       0, static_cast<size_t>(limits_.max_message_length));

@@ -7,12 +7,15 @@
 namespace ddp::rendezvous {
 
 bool FailedEarlier(const FailureInfo& a, const FailureInfo& b) {
+  // A stopped process stalls its peers, never the other way round.
+  if (a.process_stopped != b.process_stopped) return a.process_stopped;
   if (a.time != b.time) return a.time < b.time;
   return a.global_rank < b.global_rank;
 }
 
 std::string DescribeFailure(const FailureInfo& f) {
   if (f.local_rank < 0) return f.message;
+  if (f.hang && f.process_stopped) return "hang (no heartbeat; the process was stopped)";
   if (f.hang) return "hang (no heartbeat)";
   if (f.signal != 0) {
     const char* abbrev = sigabbrev_np(f.signal);

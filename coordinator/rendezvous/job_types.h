@@ -59,12 +59,17 @@ struct FailureInfo {
   // clocks are compared as they are: keep them synchronized (NTP).
   absl::Time time;
   bool hang = false;  // stopped touching its heartbeat file; had not exited
+  // A hang whose process was stopped (SIGSTOP): the culprit whatever its
+  // time (not persisted: a restored job compares by time).
+  bool process_stopped = false;
   int pid = 0;        // the worker's process id on its node; 0: unknown
 };
 
 // The order of failures by when they happened: the root cause of a generation
-// is its earliest failure (torchrun's rule). Earlier time first; at equal
-// times the lower global rank (node-level failures, rank -1, first).
+// is its earliest failure (torchrun's rule). A hang of a stopped process comes
+// before everything (it stalls its peers, whatever the heartbeat times say);
+// then earlier time first; at equal times the lower global rank (node-level
+// failures, rank -1, first).
 bool FailedEarlier(const FailureInfo& a, const FailureInfo& b);
 
 // How it failed, for messages: "exit code 3", "signal 9 (SIGKILL)",
@@ -104,6 +109,7 @@ struct WorkerExit {
   absl::Time time;    // when it failed (see FailureInfo::time)
   bool hang = false;  // a hang report: the worker has not exited
   int pid = 0;
+  bool process_stopped = false;  // a hang of a stopped process
   bool ok() const { return exit_code == 0 && signal == 0 && !hang; }
 };
 

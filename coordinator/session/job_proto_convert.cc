@@ -124,6 +124,7 @@ void FailureToProto(const rendezvous::FailureInfo& f, v1::Failure* proto) {
   proto->set_time_unix_ms(ToUnixMs(f.time));
   proto->set_hang(f.hang);
   proto->set_pid(f.pid);
+  proto->set_process_stopped(f.process_stopped);
 }
 
 v1::JobEvent::Type JobEventTypeToProto(JobEventType type) {
@@ -255,6 +256,7 @@ absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
   exit.local_rank = proto.local_rank();
   exit.pid = proto.pid();
   exit.hang = proto.hang();
+  exit.process_stopped = proto.process_stopped();
   // A hung worker has not exited: whatever code the agent put there (-1, so
   // that no reader takes it for a success) means nothing.
   exit.exit_code = exit.hang ? 0 : proto.exit_code();

@@ -32,7 +32,7 @@
 #include "absl/synchronization/notification.h"
 #include "tools/kv_bench/kv_targets.h"
 #include "tools/kv_bench/load_runner.h"
-#include "tools/common/proc_stats.h"
+#include "common/proc_stats.h"
 
 ABSL_FLAG(std::string, ddp, "", "Coordinator address HOST:PORT (empty: skip)");
 ABSL_FLAG(std::string, etcd, "", "etcd client address HOST:PORT (empty: skip)");
@@ -75,12 +75,12 @@ class CpuWindow {
  public:
   explicit CpuWindow(pid_t server_pid) : server_pid_(server_pid) {}
   void Start() {
-    client_start_ = tools::ReadProcessCpuTime(getpid());
-    if (server_pid_ != 0) server_start_ = tools::ReadProcessCpuTime(server_pid_);
+    client_start_ = ReadProcessCpuTime(getpid());
+    if (server_pid_ != 0) server_start_ = ReadProcessCpuTime(server_pid_);
   }
   void End() {
-    client_end_ = tools::ReadProcessCpuTime(getpid());
-    if (server_pid_ != 0) server_end_ = tools::ReadProcessCpuTime(server_pid_);
+    client_end_ = ReadProcessCpuTime(getpid());
+    if (server_pid_ != 0) server_end_ = ReadProcessCpuTime(server_pid_);
   }
   // "12.3 us" of CPU per operation, or "-" when unknown.
   static std::string PerOp(const std::optional<absl::StatusOr<absl::Duration>>& a,

@@ -25,7 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/flag_names.h"
-#include "tools/common/proc_stats.h"
+#include "common/proc_stats.h"
 #include "tools/rdzv_sim/rdzv_scenario.h"
 #include "tools/rdzv_sim/report.h"
 
@@ -141,8 +141,8 @@ int main(int argc, char** argv) {
   // The simulator's own locks are few and simple; Abseil's deadlock detector
   // (on in non-NDEBUG builds) would only add client CPU to the figures.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  ddp::tools::RaiseOpenFileLimit();
-  const ddp::tools::MachineInfo machine = ddp::tools::ReadMachineInfo();
+  ddp::RaiseOpenFileLimit();
+  const ddp::MachineInfo machine = ddp::ReadMachineInfo();
   std::vector<ddp::rdzv_sim::SizeResult> results;
   bool failed = false;
   for (int n : sizes) {

@@ -15,7 +15,7 @@
 #include "common/logging.h"
 #include "tools/rdzv_sim/coordinator_child.h"
 #include "tools/rdzv_sim/grpc_sim_fleet.h"
-#include "tools/common/proc_stats.h"
+#include "common/proc_stats.h"
 
 namespace ddp::rdzv_sim {
 namespace {
@@ -38,26 +38,26 @@ v1::JobSettings AgentSettings(const ScenarioOptions& o, int nodes) {
 
 std::optional<absl::Duration> CpuOf(pid_t pid) {
   if (pid <= 0) return std::nullopt;
-  absl::StatusOr<absl::Duration> cpu = tools::ReadProcessCpuTime(pid);
+  absl::StatusOr<absl::Duration> cpu = ReadProcessCpuTime(pid);
   if (!cpu.ok()) return std::nullopt;
   return *cpu;
 }
 
 std::optional<int64_t> RssOf(pid_t pid) {
   if (pid <= 0) return std::nullopt;
-  absl::StatusOr<int64_t> rss = tools::ReadProcessRssBytes(pid);
+  absl::StatusOr<int64_t> rss = ReadProcessRssBytes(pid);
   if (!rss.ok()) return std::nullopt;
   return *rss;
 }
 
 std::map<std::string, absl::Duration> ThreadsOf(pid_t pid) {
   if (pid <= 0) return {};
-  auto threads = tools::ReadThreadCpuByName(pid);
+  auto threads = ReadThreadCpuByName(pid);
   return threads.ok() ? *threads : std::map<std::string, absl::Duration>{};
 }
 
 absl::Duration SelfCpu() {
-  absl::StatusOr<absl::Duration> cpu = tools::ReadProcessCpuTime(getpid());
+  absl::StatusOr<absl::Duration> cpu = ReadProcessCpuTime(getpid());
   return cpu.ok() ? *cpu : absl::ZeroDuration();
 }
 
@@ -193,7 +193,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes,
     result.coordinator_cpu_fraction = absl::FDivDuration(
         *coordinator_cpu3 - *coordinator_cpu2, result.heartbeat_window);
   }
-  result.coordinator_threads = tools::BusiestThreads(
+  result.coordinator_threads = BusiestThreads(
       threads_before, threads_after, result.heartbeat_window, /*limit=*/5);
   result.client_cpu_fraction =
       absl::FDivDuration(client_cpu3 - client_cpu2, result.heartbeat_window);

@@ -65,7 +65,7 @@ std::optional<double> BytesPerAgent(const SizeResult& result) {
 }
 
 std::string RenderTable(const std::vector<SizeResult>& results,
-                        const tools::MachineInfo& machine) {
+                        const MachineInfo& machine) {
   std::string out = absl::StrFormat(
       "rdzv_sim on %d cpus (%s); simulator and coordinator share them\n",
       machine.cpus, machine.cpu_model);
@@ -119,7 +119,7 @@ std::string RenderTable(const std::vector<SizeResult>& results,
 }
 
 std::string RenderJson(const std::vector<SizeResult>& results,
-                       const tools::MachineInfo& machine) {
+                       const MachineInfo& machine) {
   std::vector<std::string> rows;
   for (const SizeResult& r : results) {
     std::optional<double> cpu_setup_ms;

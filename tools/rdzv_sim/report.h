@@ -16,7 +16,7 @@
 
 #include "absl/time/time.h"
 #include "tools/rdzv_sim/latency_stats.h"
-#include "tools/common/proc_stats.h"
+#include "common/proc_stats.h"
 
 namespace ddp::rdzv_sim {
 
@@ -62,9 +62,9 @@ inline constexpr int64_t kMemoryTargetBytesPerAgent = 50 * 1000;
 std::optional<double> BytesPerAgent(const SizeResult& result);
 
 std::string RenderTable(const std::vector<SizeResult>& results,
-                        const tools::MachineInfo& machine);
+                        const MachineInfo& machine);
 std::string RenderJson(const std::vector<SizeResult>& results,
-                       const tools::MachineInfo& machine);
+                       const MachineInfo& machine);
 
 }  // namespace ddp::rdzv_sim
 

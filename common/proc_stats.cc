@@ -1,4 +1,4 @@
-#include "tools/common/proc_stats.h"
+#include "common/proc_stats.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace ddp::tools {
+namespace ddp {
 namespace {
 
 constexpr size_t kQuoteLimit = 120;
@@ -138,6 +138,27 @@ std::vector<std::pair<std::string, double>> BusiestThreads(
   return out;
 }
 
+absl::StatusOr<char> ParseStatState(absl::string_view stat) {
+  const size_t close = stat.rfind(')');
+  if (close == absl::string_view::npos || close + 2 >= stat.size() || stat[close + 1] != ' ') {
+    return absl::InvalidArgumentError(absl::StrCat("no state in /proc/PID/stat line: ", Quote(stat)));
+  }
+  return stat[close + 2];
+}
+
+absl::StatusOr<ProcessSample> SampleProcess(pid_t pid) {
+  absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat.ok()) return stat.status();
+  ProcessSample sample;
+  absl::StatusOr<char> state = ParseStatState(*stat);
+  if (!state.ok()) return state.status();
+  sample.state = *state;
+  absl::StatusOr<absl::Duration> cpu = ParseStatCpuTime(*stat, sysconf(_SC_CLK_TCK));
+  if (!cpu.ok()) return cpu.status();
+  sample.cpu = *cpu;
+  return sample;
+}
+
 absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid) {
   absl::StatusOr<std::string> stat =
       ReadFile(absl::StrCat("/proc/", pid, "/stat"));
@@ -171,4 +192,4 @@ int64_t RaiseOpenFileLimit() {
   return static_cast<int64_t>(limit.rlim_cur);
 }
 
-}  // namespace ddp::tools
+}  // namespace ddp

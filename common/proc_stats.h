@@ -1,5 +1,5 @@
-#ifndef DDP_TOOLS_COMMON_PROC_STATS_H_
-#define DDP_TOOLS_COMMON_PROC_STATS_H_
+#ifndef DDP_COMMON_PROC_STATS_H_
+#define DDP_COMMON_PROC_STATS_H_
 
 // CPU time and resident memory of a process, read from /proc (Linux), and the
 // machine description for the report.
@@ -21,7 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-namespace ddp::tools {
+namespace ddp {
 
 // utime + stime of a /proc/PID/stat line (fields 14 and 15, counted after the
 // parenthesised command name, which may itself hold spaces and parentheses).
@@ -35,6 +35,17 @@ std::string ParseCpuModel(absl::string_view cpuinfo);
 // The thread or command name of a /proc/PID/stat line (inside the
 // parentheses); empty if malformed.
 std::string ParseStatName(absl::string_view stat);
+
+// The scheduling state letter of a /proc/PID/stat line (field 3): R running,
+// S sleeping, D uninterruptible wait, T stopped (SIGSTOP), t traced, Z zombie.
+absl::StatusOr<char> ParseStatState(absl::string_view stat);
+
+// A process's state and CPU time from one read of /proc/PID/stat.
+struct ProcessSample {
+  char state = '?';
+  absl::Duration cpu;  // utime + stime
+};
+absl::StatusOr<ProcessSample> SampleProcess(pid_t pid);
 
 absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid);
 // CPU time of every thread of `pid` (/proc/PID/task/*/stat), summed per
@@ -58,6 +69,6 @@ MachineInfo ReadMachineInfo();
 // Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
 int64_t RaiseOpenFileLimit();
 
-}  // namespace ddp::tools
+}  // namespace ddp
 
-#endif  // DDP_TOOLS_COMMON_PROC_STATS_H_
+#endif  // DDP_COMMON_PROC_STATS_H_

@@ -1,10 +1,10 @@
-#include "tools/common/proc_stats.h"
+#include "common/proc_stats.h"
 
 #include <unistd.h>
 
 #include "gtest/gtest.h"
 
-namespace ddp::tools {
+namespace ddp {
 namespace {
 
 TEST(ProcStats, ParseStatCpuTime_CommandWithSpacesAndParens_SumsFields) {
@@ -87,5 +87,18 @@ TEST(ProcStats, ReadProcess_NoSuchPid_NotFound) {
             absl::StatusCode::kNotFound);
 }
 
+TEST(ProcStatsTest, ParseStatState_ReadsTheLetterAfterTheName) {
+  EXPECT_EQ(*ParseStatState("42 (python3) T 1 42 42 0 -1"), 'T');
+  EXPECT_EQ(*ParseStatState("42 (a (b) c) S 1 42"), 'S');
+  EXPECT_FALSE(ParseStatState("garbage").ok());
+}
+
+TEST(ProcStatsTest, SampleProcess_Self_RunningWithCpu) {
+  absl::StatusOr<ProcessSample> sample = SampleProcess(getpid());
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->state, 'R');  // reading its own stat
+  EXPECT_GE(sample->cpu, absl::ZeroDuration());
+}
+
 }  // namespace
-}  // namespace ddp::tools
+}  // namespace ddp
