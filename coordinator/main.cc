@@ -4,10 +4,12 @@
 // Exit codes: 0 clean shutdown; 1 runtime failure (data dir locked, cannot
 // listen, storage error); 2 bad flags.
 
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -26,6 +28,8 @@
 #include "absl/flags/internal/usage.h"
 #include "common/exit_codes.h"
 #include "common/flag_names.h"
+#include "common/proc_stats.h"
+#include "coordinator/server/connection_guard.h"
 #include "common/logging.h"
 #include "coordinator/server/coordinator_server.h"
 
@@ -189,6 +193,18 @@ std::string PrecheckFlags(const std::vector<char*>& args) {
   return "";
 }
 
+// malloc_trim after bursts; logs what it returned when it was a lot.
+void ReturnFreedMemory() {
+  const absl::StatusOr<int64_t> before = ddp::ReadProcessRssBytes(getpid());
+  malloc_trim(0);
+  const absl::StatusOr<int64_t> after = ddp::ReadProcessRssBytes(getpid());
+  if (before.ok() && after.ok() && *before - *after > (64 << 20)) {
+    DDP_LOG(INFO) << "returned " << (*before - *after) / (1 << 20)
+                  << " MiB of freed memory to the system (resident now "
+                  << *after / (1 << 20) << " MiB)";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,6 +262,14 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  const ddp::server::ConnectionCapacity capacity = ddp::server::InstallConnectionGuard({});
+  DDP_LOG(INFO) << "descriptor limit " << capacity.fd_limit << ": accepting up to about "
+                << capacity.max_connections
+                << " connections (the rest of the limit is kept for files and pipes)"
+                << (ddp::server::ConnectionGuardActive()
+                        ? ""
+                        : "; WARNING: the accept guard is not active, a connection flood "
+                          "that exhausts descriptors may stop the listener");
   auto server = ddp::server::CoordinatorServer::Start(options);
   if (!server.ok()) {
     DDP_LOG(ERROR) << "cannot start: " << server.status();
@@ -257,8 +281,14 @@ int main(int argc, char** argv) {
     (*server)->Shutdown();
     return ddp::kExitFailure;
   }
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  // Wait for SIGINT/SIGTERM; meanwhile hand memory freed after bursts (a
+  // connection flood, a large range) back to the system every 30 s.
+  int signal_number = -1;
+  const timespec trim_period{30, 0};
+  while (signal_number < 0) {
+    signal_number = sigtimedwait(&signals, nullptr, &trim_period);
+    if (signal_number < 0 && errno == EAGAIN) ReturnFreedMemory();
+  }
   DDP_LOG(INFO) << "received "
                 << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
                 << "; shutting down";

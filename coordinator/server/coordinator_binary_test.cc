@@ -4,6 +4,9 @@
 // bad flags.
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -38,10 +41,16 @@ std::string BinaryPath() {
          "/ddp_coordinator/coordinator/coordinator";
 }
 
-// Starts the binary with `args`; its stderr goes to `log_path`.
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path) {
+// Starts the binary with `args`; its stderr goes to `log_path`. A positive
+// `fd_limit` sets RLIMIT_NOFILE (soft and hard, as `ulimit -n` does) first.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path,
+            rlim_t fd_limit = 0) {
   const pid_t pid = fork();
   if (pid == 0) {
+    if (fd_limit > 0) {
+      struct rlimit limit = {fd_limit, fd_limit};
+      setrlimit(RLIMIT_NOFILE, &limit);
+    }
     const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, STDERR_FILENO);
     std::vector<char*> argv;
@@ -230,6 +239,52 @@ TEST(CoordinatorBinaryTest, Help_ExitsZero) {
     pid_t pid = Spawn({flag}, dir + ".log");
     EXPECT_EQ(WaitExit(pid), 0) << flag;
   }
+}
+
+// `ulimit -n 256` and 300 connections that never speak: the coordinator
+// refuses the excess, keeps descriptors for itself, and serves again as soon
+// as the flood ends (gRPC alone would stop accepting for good on EMFILE).
+TEST(CoordinatorBinaryTest, ConnectionFloodOverDescriptorLimit_ServesAgainAfterwards) {
+  const std::string dir = TestDir();
+  const std::string port_file = dir + ".port";
+  pid_t pid = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir,
+                     "--port-file=" + port_file},
+                    dir + ".log", /*fd_limit=*/256);
+  const int port = ReadPort(port_file);
+  ASSERT_GT(port, 0) << ReadFile(dir + ".log");
+  EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr("descriptor limit 256"));
+  std::vector<int> flood;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    flood.push_back(fd);
+  }
+  absl::SleepFor(absl::Seconds(1));  // the coordinator accepts (and refuses)
+  for (int fd : flood) close(fd);
+  // Served again within a loose bound once the flood is gone.
+  auto stub = ddp::v1::KeyValueService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  bool served = false;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!served && absl::Now() < deadline) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    ddp::v1::PutRequest put;
+    put.set_namespace_("job");
+    put.set_key("after-flood");
+    put.set_value("v");
+    ddp::v1::PutResponse response;
+    served = stub->Put(&context, put, &response).ok();
+    if (!served) absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_TRUE(served) << ReadFile(dir + ".log");
+  EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr("refusing connections"));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 0);
 }
 
 }  // namespace

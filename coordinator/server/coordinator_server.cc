@@ -91,6 +91,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // gRPC sets SO_REUSEPORT by default, which lets a second coordinator bind
   // the same port and split the clients between two stores.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A connection that never completes its HTTP/2 handshake holds a descriptor
+  // for gRPC's default of 120 s; a flood of such connections starves real
+  // clients. 20 s is ample for a handshake.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 20000);
   builder.RegisterService(server->kv_service_.get());
   server->job_services_->RegisterWith(builder);
   server->grpc_server_ = builder.BuildAndStart();
