@@ -71,8 +71,10 @@
 // generation). An unknown node or an old incarnation gets ABORTED (stop the
 // workers, register again). WorkerExited, WorkersStopped and MasterInfo must
 // name the current generation; Heartbeat any generation up to it. A second
-// registration with a new incarnation always wins over a live older one: the
-// older is fenced. If the node was a member with running workers, that counts
+// registration with a new incarnation wins over an older one whose stream is
+// closed or that stopped heartbeating (an agent restart): the older is fenced.
+// While the older is alive (stream open, heartbeats within two intervals) the
+// newcomer is refused with ALREADY_EXISTS: two agents share a node id. If the node was a member with running workers, that counts
 // as a failure of the node (restart). Registering again with the same
 // incarnation resumes the session (after a stream break or a coordinator
 // restart) and re-sends what the node is waiting for.

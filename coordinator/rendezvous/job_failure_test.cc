@@ -119,6 +119,7 @@ TEST(JobFailure, ReplacementAgentAfterStreamClosed_FreeRestart) {
 TEST(JobFailure, ReplacementAgentWhileOldSessionOpen_SpendsBudget) {
   JobHarness h(Settings(2, 2, /*max_restarts=*/1));
   StartRunning(h, {"a", "b"});
+  h.clock().Advance(absl::Seconds(1));  // a's agent stopped heartbeating
   ASSERT_TRUE(h.Register("a", 0, -1, /*version=*/2).ok());
   EXPECT_EQ(h.job().restart_count(), 1);
 }

@@ -74,6 +74,19 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
         absl::StrCat("job '", id_, "' already finished (", JobStateName(state_),
                      "); use a new job id"));
   }
+  if (node != nullptr && node->connected &&
+      clock_->Now() - node->last_heartbeat < 2 * settings_.heartbeat_interval) {
+    // The registered agent is alive (its stream is open and it heartbeats):
+    // this is a second agent with the same node id, not a restart. Replacing
+    // the live one would make the two fence each other forever.
+    return absl::AlreadyExistsError(absl::StrCat(
+        "node id '", request.node_id, "' of job '", id_,
+        "' is already used by a live agent (incarnation ", node->record.incarnation, " at ",
+        node->record.address,
+        ", heartbeating); two agents cannot share a node id (the default is the hostname: "
+        "two agents on one host, or containers sharing a hostname): give each its own "
+        "--node-id"));
+  }
   if (node != nullptr) {
     ReplaceIncarnation(*node, request);
   } else {

@@ -87,6 +87,9 @@ TEST(JobMembership, UnknownNode_Aborted) {
 TEST(JobMembership, NewIncarnationOfMember_FencesOldAndRestarts) {
   JobHarness h(Settings(2, 2));
   StartRunning(h, {"a", "b"});
+  // b's agent went silent (hung, its stream still open); a new one starts.
+  h.clock().Advance(absl::Seconds(1));
+  ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
   ASSERT_TRUE(h.Register("b", 0, -1, /*version=*/2).ok());
   EXPECT_EQ(h.job().Heartbeat(h.Ref("b", 1)).code(),
             absl::StatusCode::kAborted);
@@ -100,6 +103,16 @@ TEST(JobMembership, NewIncarnationOfMember_FencesOldAndRestarts) {
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
   EXPECT_EQ(h.LastAssignment("b")->group_rank, 1);  // sticky
   EXPECT_EQ(h.LastAssignment("b")->restart_count, 1);
+}
+
+TEST(JobMembership, SecondLiveAgentWithSameNodeId_AlreadyExistsNamingTheFlag) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  absl::StatusOr<RegisterResult> second = h.Register("b", 0, -1, /*version=*/2);
+  ASSERT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists) << second.status();
+  EXPECT_NE(second.status().message().find("--node-id"), absl::string_view::npos);
+  EXPECT_TRUE(h.job().Heartbeat(h.Ref("b", 1)).ok());  // the first keeps its place
+  EXPECT_EQ(h.job().state(), JobState::kRunning);
 }
 
 TEST(JobMembership, SameIncarnationRegistersAgain_ResumesWithoutRestart) {
