@@ -5,6 +5,7 @@
 // under a loose bound; TearDown kills and reaps everything the test started
 // (the test is a child subreaper, so orphans come back to it).
 
+#include <algorithm>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -348,6 +349,27 @@ TEST_F(TrainingE2eTest, AgentKilled9_KnockOnFailuresFree_ReplacementJoinsAndFini
   EXPECT_FALSE(absl::StrContains(a.log(), "budget (max_restarts=0) is spent")) << a.log();
   // Every rank finished in one 4-rank world; the restart count (the budget
   // spent) stayed 0.
+  ExpectTrainedTogether(4, 0);
+}
+
+// Two agents with one node id (the default is the hostname): the second is
+// refused at once with a message naming the id and --node-id; the first
+// keeps its place and the job runs once the real second node joins.
+TEST_F(TrainingE2eTest, DuplicateNodeId_SecondAgentRefusedAtOnce_JobRuns) {
+  StartCoordinator();
+  const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "0"};
+  AgentProcess& a = StartAgent("node-a", launch, Train(8, "0.1"));
+  ASSERT_TRUE(WaitForLog("role MEMBER")) << Logs();
+  AgentProcess& duplicate = StartAgent("node-a", launch, Train(8, "0.1"));
+  EXPECT_NE(duplicate.Wait(absl::Seconds(30)), 0) << duplicate.log();
+  const std::string refused = duplicate.log();
+  EXPECT_TRUE(absl::StrContains(refused, "node id 'node-a'")) << refused;
+  EXPECT_TRUE(absl::StrContains(refused, "--node-id")) << refused;
+  EXPECT_LT(std::count(refused.begin(), refused.end(), '\n'), 200)
+      << "the refused agent must not loop";
+  AgentProcess& b = StartAgent("node-b", launch, Train(8, "0.1"));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
   ExpectTrainedTogether(4, 0);
 }
 
