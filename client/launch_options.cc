@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -119,6 +120,23 @@ const std::vector<Flag>& Flags() {
        false,
        "PET_NO_PYTHON",
        [](V f, V v, H, O o) { return ParseBool(f, v, &o->no_python); }},
+      {{"--run-path"},
+       false,
+       "PET_RUN_PATH",
+       [](V f, V v, H, O o) { return ParseBool(f, v, &o->run_path); }},
+      {{"--local-rank-spelling"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         if (v == "underscore") {
+           o->local_rank_arg = "--local_rank";
+         } else if (v == "dash") {
+           o->local_rank_arg = "--local-rank";
+         } else {
+           return BadValue(f, v, "underscore (--local_rank=N) or dash (--local-rank=N)");
+         }
+         return absl::OkStatus();
+       }},
       {{"--use-env"},
        false,
        "",
@@ -237,13 +255,34 @@ std::string NormalizeName(absl::string_view name) {
   return absl::StrCat("--", absl::StrReplaceAll(name.substr(2), {{"_", "-"}}));
 }
 
-const Flag* FindFlag(const std::string& name) {
+// Exact spelling first; else, as argparse does for torchrun, an unambiguous
+// prefix of a long flag ("--nproc" for "--nproc-per-node").
+absl::StatusOr<const Flag*> FindFlag(const std::string& name) {
   for (const Flag& flag : Flags()) {
     for (const std::string& spelling : flag.names) {
       if (spelling == name) return &flag;
     }
   }
-  return nullptr;
+  std::vector<std::string> candidates;
+  const Flag* found = nullptr;
+  if (absl::StartsWith(name, "--") && name.size() > 2) {
+    for (const Flag& flag : Flags()) {
+      for (const std::string& spelling : flag.names) {
+        if (absl::StartsWith(spelling, "--") && absl::StartsWith(spelling, name)) {
+          if (found != &flag) candidates.push_back(spelling);
+          found = &flag;
+        }
+      }
+    }
+  }
+  if (candidates.size() == 1) return found;
+  if (candidates.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("ambiguous flag '", Shown(name),
+                                                   "' could be ", absl::StrJoin(candidates, ", "),
+                                                   "; spell it out"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown flag '", Shown(name), "'; run ddp-client --help for the list"));
 }
 
 }  // namespace
@@ -289,12 +328,9 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
       value = arg.substr(2);
     }
     name = NormalizeName(name);
-    const Flag* flag = FindFlag(name);
-    if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '", Shown(name),
-                       "'; run ddp-client --help for the list"));
-    }
+    absl::StatusOr<const Flag*> found = FindFlag(name);
+    if (!found.ok()) return found.status();
+    const Flag* flag = *found;
     if (flag->takes_value && !value) {
       if (i + 1 >= args.size()) {
         return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
@@ -315,6 +351,18 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
   o.entrypoint = args[i];
   o.script_args.assign(args.begin() + i + 1, args.end());
 
+  if (o.run_path) {
+    // torchrun: runs the script through Python (runpy.run_path); takes
+    // precedence over --no-python.
+    o.no_python = false;
+  }
+  if (o.rdzv_conf.last_call_timeout && o.rdzv_conf.join_timeout &&
+      *o.rdzv_conf.last_call_timeout > *o.rdzv_conf.join_timeout) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--rdzv-conf last_call_timeout=", absl::FormatDuration(*o.rdzv_conf.last_call_timeout),
+        " exceeds join_timeout=", absl::FormatDuration(*o.rdzv_conf.join_timeout),
+        ": the last call must end within the join timeout"));
+  }
   if (o.module && o.no_python) {
     return absl::InvalidArgumentError(
         "--module and --no-python cannot be used together: a module needs the "

@@ -84,6 +84,10 @@ struct LaunchOptions {
   std::string role = "default";  // --role
   bool module = false;           // -m / --module
   bool no_python = false;        // --no-python
+  bool run_path = false;         // --run-path: always through Python
+  // How use_env=false passes the local rank: "--local_rank=N" (torch 1.x's
+  // torch.distributed.launch) or "--local-rank=N" (torch 2.x).
+  std::string local_rank_arg = "--local_rank";
   // --use-env (torch.distributed.launch). true (torchrun's behaviour, the
   // default): the local rank is only in LOCAL_RANK. --use-env=false: also pass
   // `--local_rank=N` to the script.

@@ -186,6 +186,36 @@ TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
   }
 }
 
+TEST(ParseLaunchOptionsTest, Parse_UnambiguousPrefix_AsArgparse) {
+  LaunchOptions o = ParseOk("--nproc 4 --max-re 2 train.py");
+  EXPECT_EQ(o.nproc_per_node, 4);
+  EXPECT_EQ(o.max_restarts, 2);
+  EXPECT_EQ(ParseOk("--nproc_per 3 train.py").nproc_per_node, 3);
+}
+
+TEST(ParseLaunchOptionsTest, Parse_AmbiguousPrefix_NamesTheCandidates) {
+  auto parsed = ParseLaunchOptions(Args("--no 2 train.py"), TestHost());
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("ambiguous flag '--no'"), absl::string_view::npos)
+      << parsed.status();
+  EXPECT_NE(parsed.status().message().find("--node-rank"), absl::string_view::npos);
+}
+
+TEST(ParseLaunchOptionsTest, Parse_RunPath_WinsOverNoPython) {
+  LaunchOptions o = ParseOk("--no-python --run-path /abs/train.py");
+  EXPECT_TRUE(o.run_path);
+  EXPECT_FALSE(o.no_python);
+}
+
+TEST(ParseLaunchOptionsTest, Parse_LastCallOverJoin_ErrorNamesBothUserValues) {
+  auto parsed = ParseLaunchOptions(
+      Args("--rdzv-conf join_timeout=5,last_call_timeout=60 train.py"), TestHost());
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("last_call_timeout=1m"), absl::string_view::npos)
+      << parsed.status();
+  EXPECT_NE(parsed.status().message().find("join_timeout=5s"), absl::string_view::npos);
+}
+
 TEST(ParseLaunchOptionsTest, Parse_FlagsAfterEntryPoint_BelongToScript) {
   LaunchOptions o = ParseOk("--nnodes 2 train.py --nnodes 5 --lr 0.1 -m");
   EXPECT_EQ(o.max_nodes, 2);
@@ -229,7 +259,7 @@ struct BadRow {
 TEST(ParseLaunchOptionsTest, Parse_BadInput_InvalidArgumentWithClearMessage) {
   const std::vector<BadRow> rows = {
       {"--bogus t.py", "unknown flag '--bogus'"},
-      {"--nproc_per_nod=2 t.py", "unknown flag '--nproc-per-nod'"},
+      {"--nproc_pre_node=2 t.py", "unknown flag '--nproc-pre-node'"},
       {"--nnodes 3:2 t.py", "MIN (3) is greater than MAX (2)"},
       {"--nnodes 0 t.py", "1 <= MIN <= MAX"},
       {"--nnodes 1:2:3 t.py", "N or MIN:MAX"},

@@ -13,7 +13,8 @@ std::string LaunchUsage() {
 Node agent of ddp-coordinator: joins a job at the coordinator, gets its ranks, MASTER_ADDR /
 MASTER_PORT and the NCCL unique id, then starts and supervises the local training workers.
 Flags follow torchrun: `-` and `_` are interchangeable (--nproc-per-node == --nproc_per_node),
-values go as --flag=value or --flag value. A value flag not given is read from PET_<NAME>
+values go as --flag=value or --flag value, and an unambiguous prefix stands for the flag
+(--nproc for --nproc-per-node), as argparse allows. A value flag not given is read from PET_<NAME>
 (e.g. PET_NNODES) when set. Everything from ENTRYPOINT on (or after `--`) is the script's.
 
 Job and membership
@@ -51,6 +52,11 @@ Workers
   --use-env[=true|false]          torch.distributed.launch compatibility. true (default, as
                                   torchrun): the local rank is only in LOCAL_RANK. false:
                                   also pass --local_rank=N to the script.
+  --local-rank-spelling underscore|dash
+                                  With --use-env=false: pass --local_rank=N (torch 1.x's
+                                  launch; default) or --local-rank=N (torch 2.x's).
+  --run-path                      Run ENTRYPOINT (a path) through Python even when it is an
+                                  executable; wins over --no-python (torchrun's --run-path).
   PYTHON_EXEC (environment)       Interpreter for Python entry points. Default: python3.
   A `.py` ENTRYPOINT or -m runs as $PYTHON_EXEC -u ...; an executable file runs as it is;
   anything else runs under Python, as torchrun does.

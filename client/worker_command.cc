@@ -37,14 +37,15 @@ std::vector<std::string> BuildWorkerArgv(
     const std::function<bool(const std::string&)>& is_executable) {
   std::vector<std::string> argv;
   const bool direct =
-      o.no_python || (!o.module && !absl::EndsWith(o.entrypoint, ".py") &&
-                      is_executable(o.entrypoint));
+      !o.run_path &&
+      (o.no_python || (!o.module && !absl::EndsWith(o.entrypoint, ".py") &&
+                       is_executable(o.entrypoint)));
   if (!direct) {
     argv = {o.python_exec, "-u"};
     if (o.module) argv.push_back("-m");
   }
   argv.push_back(o.entrypoint);
-  if (!o.use_env) argv.push_back(absl::StrCat("--local_rank=", local_rank));
+  if (!o.use_env) argv.push_back(absl::StrCat(o.local_rank_arg, "=", local_rank));
   argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
   return argv;
 }

@@ -28,6 +28,23 @@ TEST(BuildWorkerArgvTest, Build_PyScript_RunsUnderPythonUnbuffered) {
             (Argv{"/usr/bin/python3", "-u", "train.py", "--lr", "0.1"}));
 }
 
+TEST(BuildWorkerArgvTest, Build_LegacyDashSpelling_PassesTorch2LocalRank) {
+  LaunchOptions o = Options("train.py", {"a"});
+  o.use_env = false;
+  EXPECT_EQ(BuildWorkerArgv(o, 3, EverythingExecutable),
+            (Argv{"/usr/bin/python3", "-u", "train.py", "--local_rank=3", "a"}));
+  o.local_rank_arg = "--local-rank";
+  EXPECT_EQ(BuildWorkerArgv(o, 3, EverythingExecutable),
+            (Argv{"/usr/bin/python3", "-u", "train.py", "--local-rank=3", "a"}));
+}
+
+TEST(BuildWorkerArgvTest, Build_RunPath_ExecutableStillThroughPython) {
+  LaunchOptions o = Options("/abs/tool", {});
+  o.run_path = true;
+  EXPECT_EQ(BuildWorkerArgv(o, 0, EverythingExecutable),
+            (Argv{"/usr/bin/python3", "-u", "/abs/tool"}));
+}
+
 TEST(BuildWorkerArgvTest, Build_Module_PythonDashM) {
   LaunchOptions o = Options("pkg.train", {"x"});
   o.module = true;

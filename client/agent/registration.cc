@@ -28,8 +28,11 @@ v1::Register BuildRegistration(const LaunchOptions& options,
   s->set_max_restarts(options.max_restarts);
   s->set_join_timeout_ms(absl::ToInt64Milliseconds(
       conf.join_timeout.value_or(defaults.join_timeout)));
+  // A join timeout shorter than the default last call shortens the last call
+  // too (--rdzv-conf join_timeout=5 alone is valid).
+  const absl::Duration join = conf.join_timeout.value_or(defaults.join_timeout);
   s->set_last_call_timeout_ms(absl::ToInt64Milliseconds(
-      conf.last_call_timeout.value_or(defaults.last_call_timeout)));
+      conf.last_call_timeout.value_or(std::min(defaults.last_call_timeout, join))));
   const absl::Duration heartbeat_timeout =
       conf.heartbeat_timeout.value_or(defaults.heartbeat_timeout);
   // The coordinator wants at least two heartbeats per timeout.

@@ -51,6 +51,13 @@ TEST(BuildRegistration, NoRdzvConf_FixedDefaultsNoRankWish) {
   EXPECT_EQ(r.settings().shutdown_timeout_ms(), 30000);
 }
 
+TEST(BuildRegistration, JoinTimeoutAlone_ShortensTheDefaultLastCall) {
+  LaunchOptions o = Parse({"--rdzv-conf", "join_timeout=5", "train.py"});
+  v1::Register r = BuildRegistration(o, "h");
+  EXPECT_EQ(r.settings().join_timeout_ms(), 5000);
+  EXPECT_EQ(r.settings().last_call_timeout_ms(), 5000);
+}
+
 TEST(BuildRegistration, SameFlags_IdenticalSettings) {
   LaunchOptions a = Parse({"--nnodes", "2", "x.py"});
   LaunchOptions b = Parse({"--nnodes", "2", "y.py", "--lr", "1"});
