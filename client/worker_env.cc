@@ -30,8 +30,10 @@ EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c,
   // No agent-side store here: rank 0's init_process_group must create the
   // TCPStore.
   env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
-  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING",
-              "1");  // torchrun's default, unless set
+  // torchrun's default, unless set; torch before 2.2 reads only the older
+  // name, so both carry the same value.
+  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+  env.emplace("NCCL_ASYNC_ERROR_HANDLING", env["TORCH_NCCL_ASYNC_ERROR_HANDLING"]);
   if (c.local_world_size > 1) env.emplace("OMP_NUM_THREADS", "1");
   env["DDP_COORDINATOR"] = c.coordinator;
   env["DDP_JOB"] = c.job_id;

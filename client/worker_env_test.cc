@@ -33,6 +33,14 @@ WorkerEnvContext Context(int local_world_size) {
   return c;
 }
 
+TEST(BuildWorkerEnvTest, Build_UserNcclErrorHandling_BothNamesCarryIt) {
+  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(4), 0,
+                              WorkerFilesFor("/logs/run", 7, 0),
+                              {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}});
+  EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "0");
+  EXPECT_EQ(env["NCCL_ASYNC_ERROR_HANDLING"], "0");
+}
+
 TEST(BuildWorkerEnvTest, Build_SecondNode_TorchrunContract) {
   const WorkerFiles files = WorkerFilesFor("/logs/run", 7, 2);
   EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(4), 2, files,
@@ -54,6 +62,8 @@ TEST(BuildWorkerEnvTest, Build_SecondNode_TorchrunContract) {
       {"TORCHELASTIC_RUN_ID", "job1"},
       {"TORCHELASTIC_ERROR_FILE", "/logs/run/attempt_7/2/error.json"},
       {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
+      {"NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"OMP_NUM_THREADS", "1"},
       {"DDP_COORDINATOR", "coord:29400"},
       {"DDP_JOB", "job1"},

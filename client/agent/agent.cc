@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/assignment.h"
 #include "client/free_port.h"
+#include "client/launcher_error_file.h"
 #include "client/nccl_unique_id.h"
 #include "client/worker_command.h"
 #include "client/worker_failure.h"
@@ -467,6 +468,16 @@ void Agent::HandleJobFinished(const v1::JobFinished& finished) {
   }
   absl::StrAppend(&text, "job ", job, " ", v1::JobState_Name(finished.state()),
                   ": ", finished.message(), "\n");
+  // A scheduler that gave the launcher its own TORCHELASTIC_ERROR_FILE
+  // (TorchX, SageMaker) reads the root cause there, as torchrun writes it.
+  if (auto file = options_.base_env.find("TORCHELASTIC_ERROR_FILE");
+      file != options_.base_env.end() && !file->second.empty()) {
+    const absl::Status written = WriteLauncherErrorFile(
+        file->second, absl::StrCat("job ", job, " ", v1::JobState_Name(finished.state()), ": ",
+                                   finished.message()),
+        text, clock_.Now());
+    if (!written.ok()) DDP_LOG(WARNING) << written;
+  }
   if (options_.print_summary) {
     options_.print_summary(text);
   } else {

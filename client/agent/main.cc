@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -75,6 +76,14 @@ int RunAgent(LaunchOptions launch) {
                 << launch.node_id << " (" << address << "), coordinator "
                 << launch.coordinator << ", " << launch.nproc_per_node
                 << " workers, logs in " << *run_dir;
+  DDP_LOG(INFO) << "workers run under "
+                << (launch.no_python && !launch.run_path
+                        ? std::string("no interpreter (--no-python)")
+                        : absl::StrCat(launch.python_exec,
+                                       std::getenv("PYTHON_EXEC") != nullptr
+                                           ? " (from PYTHON_EXEC)"
+                                           : " (the default; set PYTHON_EXEC to change it)"))
+                << " for Python entry points";
 
   AgentOptions options;
   options.launch = launch;

@@ -173,6 +173,8 @@ class TrainingE2eTest : public ::testing::Test {
     options.args = args;
     options.log_path = Path(node + ".log");
     options.env = {"PYTHON_EXEC=/usr/bin/python3", "GLOO_SOCKET_IFNAME=lo",
+                   // As TorchX and SageMaker give the launcher its own.
+                   absl::StrCat("TORCHELASTIC_ERROR_FILE=", Path(node + ".launcher_error.json")),
                    absl::StrCat("PATH=", Runfile("coordinator"), ":", getenv("PATH"))};
     agents_.push_back(std::make_unique<AgentProcess>(options));
     return *agents_.back();
@@ -444,6 +446,13 @@ TEST_F(TrainingE2eTest, RestartBudgetSpent_WorkerExitsThree_RootCauseIsThatRank)
                                     "worker 0 (rank 2) on node 'node-",
                                     "failed: exit code 3; the restart budget"});
   EXPECT_FALSE(AnyResult());
+  // The launcher's TORCHELASTIC_ERROR_FILE names the root cause, as torchrun's.
+  for (const char* node : {"node-a", "node-b"}) {
+    const std::string error = ReadWholeFile(Path(absl::StrCat(node, ".launcher_error.json")));
+    EXPECT_TRUE(absl::StrContains(error, "\"message\"")) << node << ": " << error;
+    EXPECT_TRUE(absl::StrContains(error, "failed: exit code 3")) << node << ": " << error;
+    EXPECT_TRUE(absl::StrContains(error, "\"timestamp\"")) << node << ": " << error;
+  }
 }
 
 TEST_F(TrainingE2eTest, WorkerStopsHeartbeat_HangDetected_GroupRestarts) {

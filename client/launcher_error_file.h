@@ -1,0 +1,28 @@
+#ifndef DDP_CLIENT_LAUNCHER_ERROR_FILE_H_
+#define DDP_CLIENT_LAUNCHER_ERROR_FILE_H_
+
+// The launcher's own TORCHELASTIC_ERROR_FILE. Schedulers (TorchX, SageMaker)
+// set it for the launcher and read the job's root cause from it when the job
+// fails; torchrun writes it there from its @record decorator, in the layout
+// torch.distributed.elastic.multiprocessing.errors uses:
+//   {"message": {"message": "...", "extraInfo": {"py_callstack": "...",
+//                                                "timestamp": "1700000000"}}}
+//
+// Thread-safety: pure function (writes the file).
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace ddp::client {
+
+// Writes `message` (the root cause in one line) and `details` (the failure
+// summary) to `path` atomically (temp file + rename). Errors: UNAVAILABLE when
+// the file cannot be written (the message names it).
+absl::Status WriteLauncherErrorFile(const std::string& path, const std::string& message,
+                                    const std::string& details, absl::Time when);
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_LAUNCHER_ERROR_FILE_H_
