@@ -78,9 +78,12 @@ Logs
                                   0 none, 1 stdout, 2 stderr, 3 both, or per local rank
                                   like 0:1,1:2. Default: 0.
   -t, --tee SPEC                  Streams written to the log files and to the console
-                                  (same syntax). Default: 0.
-  --local-ranks-filter R,R,...    Console shows only these local ranks (files get all).
-  Console lines carry the worker's global rank: `[rank3]: ...`.
+                                  (same syntax); wins over -r. Teed console lines carry
+                                  torchrun's prefix `[<role><local rank>]:`. Default: 0.
+  --local-ranks-filter R,R,...    Teed console output only from these local ranks (files
+                                  get all), as torchrun.
+  A stream neither teed nor redirected reaches the console exactly as the worker writes
+  it (no prefix, partial lines and \r kept): `> result.json` works.
 
 Accepted and ignored (torchrun): --master-addr, --master-port, --start-method.
   -h, --help                      This text.

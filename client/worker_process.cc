@@ -60,7 +60,8 @@ absl::Status ErrnoError(absl::string_view what) {
 }  // namespace
 
 absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
-                                          const std::vector<std::string>& env) {
+                                          const std::vector<std::string>& env,
+                                          WorkerStdio stdio) {
   if (argv.empty() || argv[0].empty()) {
     return absl::InvalidArgumentError("worker command is empty");
   }
@@ -81,7 +82,8 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
       CloseIfOpen(p[1]);
     }
   };
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+  if ((stdio.stdout_target < 0 && pipe2(out, O_CLOEXEC) != 0) ||
+      (stdio.stderr_target < 0 && pipe2(err, O_CLOEXEC) != 0) ||
       pipe2(report, O_CLOEXEC) != 0) {
     absl::Status status = ErrnoError("pipe2");
     close_all();
@@ -95,8 +97,9 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
     return status;
   }
   if (pid == 0) {
-    ExecChild(parent, out[1], err[1], report[1], argv_ptrs.data(),
-              env_ptrs.data());
+    ExecChild(parent, stdio.stdout_target >= 0 ? stdio.stdout_target : out[1],
+              stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], report[1],
+              argv_ptrs.data(), env_ptrs.data());
   }
   setpgid(pid, pid);  // EACCES after exec is fine: the child did it itself
   CloseIfOpen(out[1]);
@@ -125,8 +128,8 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
     return status;
   }
   fcntl(worker.pidfd, F_SETFD, FD_CLOEXEC);
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
-  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  if (out[0] >= 0) fcntl(out[0], F_SETFL, O_NONBLOCK);
+  if (err[0] >= 0) fcntl(err[0], F_SETFL, O_NONBLOCK);
   worker.stdout_fd = out[0];
   worker.stderr_fd = err[0];
   return worker;

@@ -42,11 +42,20 @@ struct SpawnedWorker {
   std::string exec_error;  // non-empty when exec failed (the child exits 127)
 };
 
+// Where the child's stdout and stderr go: -1, a pipe the caller reads
+// (SpawnedWorker::stdout_fd/stderr_fd); otherwise that descriptor of the
+// caller (e.g. its own console), written by the child directly, byte for byte.
+struct WorkerStdio {
+  int stdout_target = -1;
+  int stderr_target = -1;
+};
+
 // Possible errors: INVALID_ARGUMENT (empty argv), INTERNAL
 // (pipe/fork/pidfd_open failed; errno text named). On error nothing is left
 // running and no descriptor is leaked.
 absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
-                                          const std::vector<std::string>& env);
+                                          const std::vector<std::string>& env,
+                                          WorkerStdio stdio = {});
 
 // True while any process is in group `pgid` (kill(-pgid, 0)).
 bool ProcessGroupAlive(pid_t pgid);

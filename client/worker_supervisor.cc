@@ -149,6 +149,7 @@ class WorkerSupervisor::EventLoop {
 
  private:
   void Watch(int fd, uint64_t tag) {
+    if (fd < 0) return;
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.u64 = tag;
@@ -169,30 +170,36 @@ class WorkerSupervisor::EventLoop {
       unlink(
           spec.files.error_file.c_str());  // stale files of a reused directory
       unlink(spec.files.heartbeat_file.c_str());
-      const std::string prefix = absl::StrCat("[rank", spec.global_rank, "]: ");
-      const Std to_file = static_cast<Std>(static_cast<int>(spec.redirect) |
-                                           static_cast<int>(spec.tee));
-      auto make_router = [&](bool is_out) {
+      WorkerStdio stdio;
+      auto make_router = [&](bool is_out) -> std::unique_ptr<OutputRouter> {
+        const bool teed = is_out ? IncludesStdout(spec.tee) : IncludesStderr(spec.tee);
+        const bool redirected =
+            is_out ? IncludesStdout(spec.redirect) : IncludesStderr(spec.redirect);
+        const int console = is_out ? o.console_out_fd : o.console_err_fd;
+        if (!teed && !redirected && console >= 0) {
+          (is_out ? stdio.stdout_target : stdio.stderr_target) = console;
+          return nullptr;  // the worker writes to the console itself
+        }
         OutputRouter::Options r;
-        const bool redirected = is_out ? IncludesStdout(spec.redirect)
-                                       : IncludesStderr(spec.redirect);
-        if (is_out ? IncludesStdout(to_file) : IncludesStderr(to_file)) {
+        if (teed || redirected) {
           r.file_path = is_out ? spec.files.stdout_log : spec.files.stderr_log;
         }
-        if (!redirected && spec.show_on_console) {
-          r.console_fd = is_out ? o.console_out_fd : o.console_err_fd;
-        }
-        r.prefix = prefix;
+        if (teed && spec.show_on_console) r.console_fd = console;
+        r.prefix = spec.console_prefix;
         r.max_line_bytes = o.max_line_bytes;
         return std::make_unique<OutputRouter>(std::move(r));
       };
       w.out = make_router(true);
       w.err = make_router(false);
-      if (absl::Status s = w.out->Open(); !s.ok()) return s;
-      if (absl::Status s = w.err->Open(); !s.ok()) return s;
+      if (w.out != nullptr) {
+        if (absl::Status s = w.out->Open(); !s.ok()) return s;
+      }
+      if (w.err != nullptr) {
+        if (absl::Status s = w.err->Open(); !s.ok()) return s;
+      }
 
       absl::StatusOr<SpawnedWorker> process =
-          SpawnWorker(spec.argv, ToEnvStrings(spec.env));
+          SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio);
       if (!process.ok()) return process.status();
       w.process = *process;
       {
@@ -226,33 +233,35 @@ class WorkerSupervisor::EventLoop {
         HandleExit(index);
         break;
       case kStdout:
-        ReadPipe(workers_[index]->process.stdout_fd, *workers_[index]->out);
+        ReadPipe(workers_[index]->process.stdout_fd, workers_[index]->out.get());
         break;
       case kStderr:
-        ReadPipe(workers_[index]->process.stderr_fd, *workers_[index]->err);
+        ReadPipe(workers_[index]->process.stderr_fd, workers_[index]->err.get());
         break;
     }
   }
 
-  // Reads what is available now; closes the pipe at EOF.
-  void ReadPipe(int& fd, OutputRouter& router) {
+  // Reads what is available now; closes the pipe at EOF. No router: the
+  // stream goes to the console directly and there is no pipe.
+  void ReadPipe(int& fd, OutputRouter* router) {
+    if (router == nullptr) return;
     while (fd >= 0) {
       const ssize_t n = read(fd, buffer_.data(), buffer_.size());
       if (n > 0) {
-        router.Write(absl::string_view(buffer_.data(), static_cast<size_t>(n)));
+        router->Write(absl::string_view(buffer_.data(), static_cast<size_t>(n)));
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
-      router.Flush();  // EOF (or an error): the stream is over
+      router->Flush();  // EOF (or an error): the stream is over
       Unwatch(fd);
     }
   }
 
   void DrainPipes(size_t index) {
     Worker& w = *workers_[index];
-    ReadPipe(w.process.stdout_fd, *w.out);
-    ReadPipe(w.process.stderr_fd, *w.err);
+    ReadPipe(w.process.stdout_fd, w.out.get());
+    ReadPipe(w.process.stderr_fd, w.err.get());
   }
 
   void HandleExit(size_t index) {

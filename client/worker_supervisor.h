@@ -72,9 +72,17 @@ struct WorkerSpec {
   std::vector<std::string> argv;  // argv[0] is looked up on PATH
   EnvMap env;                     // the complete environment
   WorkerFiles files;  // directory created; stale error/heartbeat files removed
-  Std redirect = Std::kNone;    // streams to the log file only
-  Std tee = Std::kNone;         // streams to the log file and the console
-  bool show_on_console = true;  // false: filtered out by --local-ranks-filter
+  // As torchrun: a stream neither redirected nor teed goes to the agent's
+  // console as the worker writes it (the worker holds the console's
+  // descriptor: byte for byte, no prefix); redirected, to the log file only;
+  // teed, to the log file and, line by line with `console_prefix`, to the
+  // console (tee wins over redirect).
+  Std redirect = Std::kNone;
+  Std tee = Std::kNone;
+  // false: --local-ranks-filter leaves this rank's teed lines off the console
+  // (torchrun applies the filter to teed output only).
+  bool show_on_console = true;
+  std::string console_prefix;  // torchrun's "[default0]:" (role, local rank)
 };
 
 struct WorkerExit {

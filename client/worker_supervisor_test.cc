@@ -128,6 +128,7 @@ WorkerSpec Script(const std::string& run_dir, int local_rank,
   spec.env = CurrentEnvironment();
   spec.env["TORCHELASTIC_ERROR_FILE"] = spec.files.error_file;
   spec.env["DDP_HEARTBEAT_FILE"] = spec.files.heartbeat_file;
+  spec.console_prefix = absl::StrCat("[default", local_rank, "]:");
   return spec;
 }
 
@@ -230,8 +231,36 @@ TEST_F(WorkerSupervisorTest, Stop_Grandchild_KilledWithTheGroup) {
   EXPECT_EQ(events.ForRank(0)->signal, SIGTERM);
 }
 
+// Without -r/-t the console gets the workers' bytes as they are: no prefix,
+// partial lines and carriage returns (tqdm) kept, a 300 KB line in one piece.
+TEST_F(WorkerSupervisorTest, Output_NoTeeNoRedirect_ByteForByte) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  WorkerSpec spec = Script(
+      run_dir_, 0,
+      "printf '10%%\\r50%%\\r100%%'; head -c 300000 /dev/zero | tr '\\0' x; printf '\\n'");
+  spec.show_on_console = false;  // a filter applies to teed output only
+  ASSERT_TRUE(supervisor.Start({spec}).ok());
+  ASSERT_TRUE(supervisor.AwaitAllExited(kPrompt));
+  ASSERT_TRUE(supervisor.Stop(absl::Seconds(1)).ok());
+  EXPECT_EQ(Console(), "10%\r50%\r100%" + std::string(300000, 'x') + "\n");
+}
+
+TEST_F(WorkerSupervisorTest, Output_TeeAndRedirect_TeeWins) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  WorkerSpec spec = Script(run_dir_, 1, "echo both");
+  spec.redirect = Std::kAll;
+  spec.tee = Std::kAll;
+  ASSERT_TRUE(supervisor.Start({spec}).ok());
+  ASSERT_TRUE(supervisor.AwaitAllExited(kPrompt));
+  ASSERT_TRUE(supervisor.Stop(absl::Seconds(1)).ok());
+  EXPECT_NE(Console().find("[default1]:both\n"), std::string::npos) << Console();
+  EXPECT_EQ(ReadFile(spec.files.stdout_log), "both\n");
+}
+
 TEST_F(WorkerSupervisorTest,
-       Output_RedirectTeeAndFilter_FilesAndRankPrefixedConsole) {
+       Output_RedirectTeeAndFilter_AsTorchrun) {
   Events events;
   WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
                               events.Callback());
@@ -248,11 +277,13 @@ TEST_F(WorkerSupervisorTest,
   ASSERT_TRUE(supervisor.Stop(absl::Seconds(1)).ok());  // drains the pipes
 
   const std::string console = Console();
-  EXPECT_NE(console.find("[rank4]: out0\n"), std::string::npos) << console;
-  EXPECT_NE(console.find("[rank4]: err0\n"), std::string::npos) << console;
+  EXPECT_NE(console.find("[default0]:out0\n"), std::string::npos) << console;  // teed
+  EXPECT_NE(console.find("[default0]:err0\n"), std::string::npos) << console;
   EXPECT_EQ(console.find("out1"), std::string::npos) << console;  // redirected
-  EXPECT_NE(console.find("[rank5]: err1\n"), std::string::npos) << console;
-  EXPECT_EQ(console.find("out2"), std::string::npos) << console;  // filtered
+  // Neither teed nor redirected: straight from the worker, unprefixed.
+  EXPECT_NE(console.find("err1\n"), std::string::npos) << console;
+  EXPECT_EQ(console.find("]:err1"), std::string::npos) << console;
+  EXPECT_EQ(console.find("out2"), std::string::npos) << console;  // filtered tee
   EXPECT_EQ(ReadFile(teed.files.stdout_log), "out0\n");
   EXPECT_EQ(ReadFile(teed.files.stderr_log), "err0\n");
   EXPECT_EQ(ReadFile(redirected.files.stdout_log), "out1\n");

@@ -332,6 +332,7 @@ void Agent::StartWorkers(const v1::Assignment& p) {
     spec.tee = launch.tee.ForRank(local_rank);
     spec.show_on_console = launch.local_ranks_filter.empty() ||
                            launch.local_ranks_filter.count(local_rank) > 0;
+    spec.console_prefix = absl::StrCat("[", launch.role, local_rank, "]:");
     specs.push_back(std::move(spec));
   }
   const int64_t generation = generation_;

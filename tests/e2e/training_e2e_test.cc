@@ -282,7 +282,7 @@ TEST_F(TrainingE2eTest, WorkerExitsOne_GroupRestartsFromCheckpoint_Finishes) {
   for (int rank = 0; rank < 4; ++rank) {
     // The checkpoint of step 5 is where generation 2 starts from.
     EXPECT_TRUE(absl::StrContains(
-        logs, absl::StrCat("[rank", rank, "]: rank ", rank, " resumed from step 5")))
+        logs, absl::StrCat("rank ", rank, " resumed from step 5")))
         << "rank " << rank << "\n"
         << logs;
   }
@@ -298,7 +298,7 @@ TEST_F(TrainingE2eTest, AgentKilled9_SurvivorContinuesAlone_WorkersDie) {
   ASSERT_TRUE(PollUntil(
       [&] {
         return absl::StrContains(a.log(), " of 4,") && absl::StrContains(b.log(), " of 4,") &&
-               absl::StrContains(Logs(), "[rank0]: step 0 loss");
+               absl::StrContains(Logs(), "step 0 loss");
       },
       kBound))
       << Logs();
@@ -339,7 +339,7 @@ TEST_F(TrainingE2eTest, AgentKilled9_KnockOnFailuresFree_ReplacementJoinsAndFini
   ASSERT_TRUE(PollUntil(
       [&] {
         return absl::StrContains(a.log(), " of 4,") && absl::StrContains(b.log(), " of 4,") &&
-               absl::StrContains(Logs(), "[rank0]: step 0 loss");
+               absl::StrContains(Logs(), "step 0 loss");
       },
       kBound))
       << Logs();
@@ -380,7 +380,7 @@ TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
   const int port = coordinator_->port();
   AgentProcess& a = StartAgent("node-a", {"--nnodes", "2"}, Train(24, "0.25"));
   AgentProcess& b = StartAgent("node-b", {"--nnodes", "2"}, Train(24, "0.25"));
-  ASSERT_TRUE(WaitForLog("[rank0]: step 0 loss")) << Logs();
+  ASSERT_TRUE(WaitForLog("step 0 loss")) << Logs();
   ASSERT_FALSE(AnyResult()) << "training ended before the kill";
   coordinator_->Kill9();
   const absl::Status restarted = coordinator_->Start();  // same dir and port
@@ -392,7 +392,7 @@ TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
   EXPECT_TRUE(absl::StrContains(b.log(), "session resumed")) << b.log();
   const std::string logs = Logs();
   for (int rank = 0; rank < 4; ++rank) {
-    EXPECT_EQ(CountOf(logs, absl::StrCat("[rank", rank, "]: rank ", rank, "/4 local_rank")), 1)
+    EXPECT_EQ(CountOf(logs, absl::StrCat("rank ", rank, "/4 local_rank")), 1)
         << "rank " << rank << " did not start exactly once\n"
         << logs;
   }
@@ -410,7 +410,7 @@ TEST_F(TrainingE2eTest, RestartBudgetSpent_AgentsExitOneNamingRootCause) {
   const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "0"};
   AgentProcess& a = StartAgent("node-a", launch, Train(400, "0.1"));
   AgentProcess& b = StartAgent("node-b", launch, Train(400, "0.1"));
-  ASSERT_TRUE(WaitForLog("[rank0]: step 0 loss")) << Logs();
+  ASSERT_TRUE(WaitForLog("step 0 loss")) << Logs();
   pid_t rank3 = -1;
   for (const AgentProcess* agent : {&a, &b}) {
     for (pid_t pid : ProcessesOf(*agent)) {
@@ -485,7 +485,7 @@ TEST_F(TrainingE2eTest, Sigint_WorkersStopAgentExits_NothingLeftBehind) {
   StartCoordinator();
   AgentProcess& a = StartAgent("node-a", {"--nnodes", "2"}, Train(400, "0.1"));
   AgentProcess& b = StartAgent("node-b", {"--nnodes", "2"}, Train(400, "0.1"));
-  ASSERT_TRUE(WaitForLog("[rank0]: step 0 loss")) << Logs();
+  ASSERT_TRUE(WaitForLog("step 0 loss")) << Logs();
   const std::set<pid_t> started_by_a = ProcessesOf(a);
   const std::set<pid_t> started_by_b = ProcessesOf(b);
   ASSERT_GE(started_by_a.size(), 2u);
