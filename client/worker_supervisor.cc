@@ -454,7 +454,7 @@ void WorkerSupervisor::RecordHang(size_t index, WorkerExit hang) {
   if (on_exit_) on_exit_(hang);
 }
 
-absl::Status WorkerSupervisor::Stop(absl::Duration timeout) {
+absl::Status WorkerSupervisor::Stop(absl::Duration timeout, int first_signal) {
   {
     absl::MutexLock lock(&mu_);
     if (started_ && monitor_id_ == std::this_thread::get_id()) {
@@ -470,7 +470,7 @@ absl::Status WorkerSupervisor::Stop(absl::Duration timeout) {
     }
     stopping_ = true;
   }
-  absl::Status status = StopOnce(timeout);
+  absl::Status status = StopOnce(timeout, first_signal);
   {
     absl::MutexLock lock(&mu_);
     quit_ = true;
@@ -484,7 +484,7 @@ absl::Status WorkerSupervisor::Stop(absl::Duration timeout) {
   return status;
 }
 
-absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout) {
+absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal) {
   std::vector<pid_t> groups;
   {
     absl::MutexLock lock(&mu_);
@@ -518,8 +518,15 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout) {
     return AllExitedLocked() && !any_group_alive();
   };
 
+  const absl::Time deadline = absl::Now() + timeout;
+  if (first_signal == SIGINT) {
+    for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGINT);
+    if (await_all(absl::Now() + timeout / 2)) return absl::OkStatus();
+    DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout / 2)
+                     << " after SIGINT; sending SIGTERM";
+  }
   for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGTERM);
-  if (await_all(absl::Now() + timeout)) return absl::OkStatus();
+  if (await_all(deadline)) return absl::OkStatus();
   DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout)
                    << " after SIGTERM; sending SIGKILL";
   for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGKILL);

@@ -45,6 +45,7 @@
 // must not call Stop() (that returns FAILED_PRECONDITION there): post the
 // decision to another thread.
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -152,11 +153,13 @@ class WorkerSupervisor {
   // destructor does).
   absl::Status Start(std::vector<WorkerSpec> specs);
 
-  // Stops every worker (see above). Idempotent.
+  // Stops every worker (see above). Idempotent. `first_signal` SIGINT (a
+  // Ctrl-C forwarded to the workers, so that `except KeyboardInterrupt` code
+  // runs): SIGINT, SIGTERM after half of `timeout`, SIGKILL after all of it.
   // Possible errors: FAILED_PRECONDITION (called from the ExitCallback),
   // DEADLINE_EXCEEDED (a process group survived SIGKILL + kill_grace; pgids
   // named).
-  absl::Status Stop(absl::Duration timeout);
+  absl::Status Stop(absl::Duration timeout, int first_signal = SIGTERM);
 
   // Blocks until every worker has exited or `timeout` passed; true when all
   // exited (also when none was started).
@@ -171,7 +174,7 @@ class WorkerSupervisor {
   // unlocked.
   void RecordExit(size_t index, WorkerExit exit);
   void RecordHang(size_t index, WorkerExit hang);
-  absl::Status StopOnce(absl::Duration timeout);
+  absl::Status StopOnce(absl::Duration timeout, int first_signal);
   bool AllExitedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;

@@ -190,6 +190,22 @@ TEST_F(WorkerSupervisorTest, Start_ExitCodesAndSignals_ReportedPromptly) {
   EXPECT_TRUE(supervisor.Stop(absl::Seconds(1)).ok());
 }
 
+// Ctrl-C forwarded: the workers get SIGINT first, so their KeyboardInterrupt
+// handlers (here a shell trap) run.
+TEST_F(WorkerSupervisorTest, Stop_FirstSignalSigint_WorkersSeeSigint) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  const std::string marker = run_dir_ + "/got-int";
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "trap 'echo int > " + marker +
+                                     "; exit 0' INT; while true; do sleep 0.05; done")})
+                  .ok());
+  absl::SleepFor(absl::Milliseconds(300));  // the trap is set
+  ASSERT_TRUE(supervisor.Stop(absl::Seconds(4), SIGINT).ok());
+  EXPECT_EQ(ReadFile(marker), "int\n");
+}
+
 TEST_F(WorkerSupervisorTest, Stop_WorkerIgnoresSigterm_EscalatesToSigkill) {
   Events events;
   WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),

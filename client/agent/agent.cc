@@ -219,7 +219,9 @@ void Agent::Handle(Event& event) {
   } else if (auto* sig = std::get_if<SignalEvent>(&event)) {
     DDP_LOG(WARNING) << "received signal " << sig->signal
                      << "; stopping the workers and leaving the job";
-    StopWorkers(absl::StrCat("signal ", sig->signal));
+    // As torchrun: the workers get the signal the agent got (Ctrl-C arrives
+    // as SIGINT, so a script's `except KeyboardInterrupt` runs).
+    StopWorkers(absl::StrCat("signal ", sig->signal), sig->signal == SIGINT ? SIGINT : SIGTERM);
     v1::AgentMessage leave;
     leave.mutable_leave()->mutable_header()->set_generation(generation_);
     leave.mutable_leave()->set_reason(
@@ -517,14 +519,14 @@ void Agent::ReportExit(const WorkerExit& exit) {
   link_->Send(WorkerExitedMessage(generation_, exit));
 }
 
-std::vector<WorkerState> Agent::StopWorkers(const std::string& why) {
+std::vector<WorkerState> Agent::StopWorkers(const std::string& why, int first_signal) {
   std::shared_ptr<WorkerSupervisor> supervisor;
   {
     absl::MutexLock lock(&supervisor_mu_);
     supervisor = supervisor_;
   }
   if (!supervisor) return {};
-  absl::Status stopped = supervisor->Stop(shutdown_timeout_);
+  absl::Status stopped = supervisor->Stop(shutdown_timeout_, first_signal);
   if (!stopped.ok()) {
     DDP_LOG(ERROR) << "stopping the workers (" << why << "): " << stopped;
   }

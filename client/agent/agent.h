@@ -145,7 +145,8 @@ class Agent : public SessionEvents {
   void StartWorkers(const v1::Assignment& assignment);
   // Stops and releases the current workers (if any); blocks until reaped.
   // Returns their final states (empty when there were none).
-  std::vector<WorkerState> StopWorkers(const std::string& why);
+  // `first_signal`: see WorkerSupervisor::Stop.
+  std::vector<WorkerState> StopWorkers(const std::string& why, int first_signal = SIGTERM);
   void Finish(int exit_code);
 
   const AgentOptions options_;

@@ -5,6 +5,7 @@
 // under a loose bound; TearDown kills and reaps everything the test started
 // (the test is a child subreaper, so orphans come back to it).
 
+#include <fstream>
 #include <algorithm>
 #include <signal.h>
 #include <sys/stat.h>
@@ -509,6 +510,37 @@ TEST_F(TrainingE2eTest, Standalone_TwoWorkers_TrainToCompletion) {
   }());
   EXPECT_EQ(a.Wait(kBound), 0) << a.log();
   ExpectTrainedTogether(2, 0);
+}
+
+// Ctrl-C to the agent reaches the workers as SIGINT, so a script's
+// `except KeyboardInterrupt:` (a last checkpoint) runs, as under torchrun.
+TEST_F(TrainingE2eTest, Sigint_WorkersGetKeyboardInterrupt) {
+  const std::string script = Path("kbi.py");
+  {
+    std::ofstream out(script);
+    out << "import os, time\n"
+           "out = os.environ['KBI_DIR']\n"
+           "open(os.path.join(out, 'ready' + os.environ['LOCAL_RANK']), 'w').close()\n"
+           "try:\n"
+           "    while True:\n"
+           "        time.sleep(0.05)\n"
+           "except KeyboardInterrupt:\n"
+           "    open(os.path.join(out, 'kbi' + os.environ['LOCAL_RANK']), 'w').close()\n";
+  }
+  setenv("KBI_DIR", dir_.c_str(), 1);
+  AgentProcess& a = Launch("kbi", {"--standalone", "--nproc-per-node", "2", script});
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return access(Path("ready0").c_str(), F_OK) == 0 &&
+               access(Path("ready1").c_str(), F_OK) == 0;
+      },
+      kBound))
+      << a.log();
+  ASSERT_TRUE(a.Signal(SIGINT));
+  EXPECT_EQ(a.Wait(kBound), kSigintExit) << a.log();
+  EXPECT_EQ(access(Path("kbi0").c_str(), F_OK), 0) << a.log();
+  EXPECT_EQ(access(Path("kbi1").c_str(), F_OK), 0) << a.log();
+  unsetenv("KBI_DIR");
 }
 
 }  // namespace
