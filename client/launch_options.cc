@@ -39,10 +39,34 @@ using launch_flags::ParseRankList;
 using launch_flags::ParseRdzvConf;
 using launch_flags::Shown;
 
-std::string RandomJobId() {
+std::string RandomJobId(absl::string_view kind = "standalone") {
   std::random_device device;
   std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device());
-  return absl::StrCat("standalone-", absl::Hex(rng(), absl::kZeroPad16));
+  return absl::StrCat(kind, "-", absl::Hex(rng(), absl::kZeroPad16));
+}
+
+// The job id when no --rdzv-id/--job/PET_RDZV_ID was given (see
+// LaunchOptions::job_id).
+absl::Status ResolveJobId(
+    const std::function<std::optional<std::string>(const std::string&)>& env, LaunchOptions* o) {
+  if (!o->job_id.empty() || o->standalone) return absl::OkStatus();
+  for (const char* name : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "LSB_JOBID", "PBS_JOBID"}) {
+    std::optional<std::string> value = env(name);
+    if (!value || value->empty()) continue;
+    const std::string what = absl::StrCat("$", name);
+    if (absl::Status s = ParseId(what, *value, &o->job_id); !s.ok()) return s;
+    o->notes.push_back(absl::StrCat("job id ", o->job_id, " from ", what));
+    return absl::OkStatus();
+  }
+  if (o->max_nodes > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no job id for a run of up to ", o->max_nodes,
+        " nodes: give every node the same --rdzv-id (or PET_RDZV_ID); without one, unrelated "
+        "jobs would join each other"));
+  }
+  o->job_id = RandomJobId("run");
+  o->notes.push_back(absl::StrCat("no --rdzv-id: single-node job id ", o->job_id));
+  return absl::OkStatus();
 }
 
 // One command-line flag: its spellings, whether it takes a value, and how it
@@ -370,6 +394,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
   }
   if (o.rdzv_conf.shutdown_timeout)
     o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
+  if (absl::Status s = ResolveJobId(env, &o); !s.ok()) return s;
   if (o.standalone) {
     o.job_id = RandomJobId();
     o.notes.push_back(

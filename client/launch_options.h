@@ -70,8 +70,12 @@ struct LaunchOptions {
   // --monitor-interval seconds (torchrun default 0.1): period of the agent's
   // worker checks (heartbeat files); exits are events and do not wait for it.
   absl::Duration monitor_interval = absl::Milliseconds(100);
-  // --rdzv-id / --job (torchrun default "none"); a random id with --standalone.
-  std::string job_id = "none";
+  // --rdzv-id / --job (or PET_RDZV_ID). When none is given: the scheduler's
+  // id from the environment (TORCHELASTIC_RUN_ID, SLURM_JOB_ID, LSB_JOBID,
+  // PBS_JOBID); else a fresh random id for one node or --standalone; a
+  // multi-node run must name one (two unrelated jobs would merge under
+  // torchrun's shared default "none").
+  std::string job_id;
   // --rdzv-endpoint / --coordinator host:port; default $DDP_COORDINATOR or
   // localhost:29400.
   std::string coordinator = "localhost:29400";

@@ -39,7 +39,8 @@ TEST(ParseLaunchOptionsTest, Parse_OnlyEntryPoint_TorchrunDefaults) {
   EXPECT_EQ(o.nproc_per_node, 1);
   EXPECT_EQ(o.max_restarts, 0);
   EXPECT_EQ(o.monitor_interval, absl::Milliseconds(100));
-  EXPECT_EQ(o.job_id, "none");
+  // No id and one node: a fresh one, never torchrun's shared "none".
+  EXPECT_EQ(o.job_id.rfind("run-", 0), 0u) << o.job_id;
   EXPECT_EQ(o.coordinator, "localhost:29400");
   EXPECT_EQ(o.role, "default");
   EXPECT_EQ(o.node_id, "host-a");
@@ -179,7 +180,8 @@ TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
       {"-h", [](auto& o) { return o.help; }, "-h"},
   };
   for (const Row& row : rows) {
-    auto parsed = ParseLaunchOptions(Args(row.line), TestHost());
+    // Every multi-node row needs a job id; a row's own --rdzv-id wins (later).
+    auto parsed = ParseLaunchOptions(Args("--rdzv-id row " + row.line), TestHost());
     ASSERT_TRUE(parsed.ok())
         << row.what << ": " << row.line << " -> " << parsed.status();
     EXPECT_TRUE(row.check(*parsed)) << row.what << ": " << row.line;
@@ -216,8 +218,25 @@ TEST(ParseLaunchOptionsTest, Parse_LastCallOverJoin_ErrorNamesBothUserValues) {
   EXPECT_NE(parsed.status().message().find("join_timeout=5s"), absl::string_view::npos);
 }
 
+TEST(ParseLaunchOptionsTest, Parse_NoJobId_SchedulerIdFromEnvironment) {
+  LaunchOptions slurm = ParseOk("--nnodes 2 t.py", TestHost(0, {{"SLURM_JOB_ID", "4242"}}));
+  EXPECT_EQ(slurm.job_id, "4242");
+  LaunchOptions te = ParseOk("--nnodes 2 t.py", TestHost(0, {{"TORCHELASTIC_RUN_ID", "tx-1"},
+                                                             {"SLURM_JOB_ID", "4242"}}));
+  EXPECT_EQ(te.job_id, "tx-1");
+}
+
+TEST(ParseLaunchOptionsTest, Parse_NoJobIdMultiNode_RefusedNamingTheFlag) {
+  auto parsed = ParseLaunchOptions(Args("--nnodes 1:4 t.py"), TestHost());
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("--rdzv-id"), absl::string_view::npos)
+      << parsed.status();
+  // Two single-node runs never share an id.
+  EXPECT_NE(ParseOk("t.py").job_id, ParseOk("t.py").job_id);
+}
+
 TEST(ParseLaunchOptionsTest, Parse_FlagsAfterEntryPoint_BelongToScript) {
-  LaunchOptions o = ParseOk("--nnodes 2 train.py --nnodes 5 --lr 0.1 -m");
+  LaunchOptions o = ParseOk("--job j --nnodes 2 train.py --nnodes 5 --lr 0.1 -m");
   EXPECT_EQ(o.max_nodes, 2);
   EXPECT_FALSE(o.module);
   EXPECT_EQ(o.script_args,
@@ -225,7 +244,7 @@ TEST(ParseLaunchOptionsTest, Parse_FlagsAfterEntryPoint_BelongToScript) {
 }
 
 TEST(ParseLaunchOptionsTest, Parse_DoubleDash_EndsFlags) {
-  LaunchOptions o = ParseOk("--nnodes 2 -- --weird-name.py a");
+  LaunchOptions o = ParseOk("--job j --nnodes 2 -- --weird-name.py a");
   EXPECT_EQ(o.entrypoint, "--weird-name.py");
   EXPECT_EQ(o.script_args, std::vector<std::string>{"a"});
 }
@@ -241,6 +260,7 @@ TEST(ParseLaunchOptionsTest, Parse_Environment_DefaultsAndCommandLineWins) {
   HostInfo host = TestHost(0, {{"DDP_COORDINATOR", "coord:7000"},
                                {"PYTHON_EXEC", "/usr/bin/python3"},
                                {"PET_NNODES", "2:3"},
+                               {"PET_RDZV_ID", "from-pet"},
                                {"PET_NPROC_PER_NODE", "2"}});
   LaunchOptions o = ParseOk("--nproc-per-node 3 t.py", host);
   EXPECT_EQ(o.coordinator, "coord:7000");

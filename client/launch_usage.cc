@@ -93,9 +93,12 @@ Exit codes
   1    the job failed or was cancelled (root cause printed), or this node was
        dismissed (excluded, declared dead)
   2    bad flags, coordinator unreachable past --connect-timeout, or the
-       coordinator refused this node (contradicting flags, finished job, ...)
-  128+N  the agent was stopped by signal N (SIGINT 130, SIGTERM 143): workers
-       got SIGTERM, then SIGKILL after --shutdown-timeout, and the node left the job
+       coordinator refused this node (contradicting flags, finished job, a live
+       agent already uses this --node-id, ...)
+  3    the job succeeded without this node: it waited as a hot spare and ran no worker
+  128+N  the agent was stopped by signal N (SIGINT 130, SIGTERM 143): workers got the
+       same signal (SIGINT: then SIGTERM at half --shutdown-timeout), SIGKILL after
+       --shutdown-timeout, and the node left the job
 )";
 }
 

@@ -305,6 +305,7 @@ void Agent::HandleAssignment(const v1::Assignment& assignment) {
 }
 
 void Agent::StartWorkers(const v1::Assignment& p) {
+  ran_workers_ = true;
   generation_ = p.generation();
   exits_.clear();
   link_->SetGeneration(generation_);
@@ -441,6 +442,12 @@ void Agent::HandleJobFinished(const v1::JobFinished& finished) {
   }
   const std::string& job = options_.launch.job_id;
   if (finished.state() == v1::SUCCEEDED) {
+    if (!ran_workers_) {
+      DDP_LOG(WARNING) << "job " << job << " SUCCEEDED without this node: it waited as a hot "
+                       << "spare and ran no worker (exit code " << kExitSpareUnused << ")";
+      Finish(kExitSpareUnused);
+      return;
+    }
     DDP_LOG(INFO) << "job " << job << " SUCCEEDED: " << finished.message();
     Finish(kExitSucceeded);
     return;

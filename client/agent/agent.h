@@ -66,6 +66,9 @@ namespace ddp::client {
 inline constexpr int kExitSucceeded = 0;
 inline constexpr int kExitJobFailed = 1;         // failed, cancelled, dismissed
 inline constexpr int kExitCoordinatorError = 2;  // unreachable or refused
+// The job succeeded without this node: it waited as a hot spare and never ran
+// a worker (not a success of its own: a scheduler must not count it as one).
+inline constexpr int kExitSpareUnused = 3;
 inline constexpr int kExitSignalBase = 128;      // + signal number
 
 struct AgentOptions {
@@ -151,6 +154,7 @@ class Agent : public SessionEvents {
 
   const AgentOptions options_;
   const Clock& clock_;
+  bool ran_workers_ = false;  // set by the event thread once workers started
   CoordinatorLink* link_;
 
   absl::Mutex mu_;

@@ -381,6 +381,14 @@ TEST_F(AgentTest, Signal_RunningWorkers_StoppedLeaveSentExit143) {
   EXPECT_TRUE(agent_->WorkerStates().empty());
 }
 
+TEST_F(AgentTest, JobFinishedSucceeded_SpareThatRanNothing_ExitCodeThree) {
+  StartAgent("exit 0");
+  v1::CoordinatorMessage finished;
+  finished.mutable_job_finished()->set_state(v1::SUCCEEDED);
+  agent_->OnCoordinatorMessage(finished);
+  EXPECT_EQ(WaitForExit(), kExitSpareUnused);
+}
+
 TEST_F(AgentTest, NodeDismissed_ExitCodeOne) {
   StartAgent("exec sleep 60");
   agent_->OnCoordinatorMessage(AssignmentOf(1, 1));

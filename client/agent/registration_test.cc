@@ -59,8 +59,8 @@ TEST(BuildRegistration, JoinTimeoutAlone_ShortensTheDefaultLastCall) {
 }
 
 TEST(BuildRegistration, SameFlags_IdenticalSettings) {
-  LaunchOptions a = Parse({"--nnodes", "2", "x.py"});
-  LaunchOptions b = Parse({"--nnodes", "2", "y.py", "--lr", "1"});
+  LaunchOptions a = Parse({"--job", "j", "--nnodes", "2", "x.py"});
+  LaunchOptions b = Parse({"--job", "j", "--nnodes", "2", "y.py", "--lr", "1"});
   EXPECT_EQ(BuildRegistration(a, "a").settings().SerializeAsString(),
             BuildRegistration(b, "b").settings().SerializeAsString());
 }
