@@ -71,9 +71,9 @@ Workers
 
 Logs
   --log-dir DIR                   Base directory; each run writes
-                                  DIR/<job>_<id>/attempt_<generation>/<local_rank>/
-                                  {stdout.log,stderr.log,error.json}. Default: a temporary
-                                  directory.
+                                  DIR/<job>_<id>/attempt_<N>/<local_rank>/
+                                  {stdout.log,stderr.log,error.json}, N from 0, one per
+                                  generation. Default: a temporary directory.
   -r, --redirects SPEC            Streams written to the log files instead of the console:
                                   0 none, 1 stdout, 2 stderr, 3 both, or per local rank
                                   like 0:1,1:2. Default: 0.

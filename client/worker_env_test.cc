@@ -60,7 +60,7 @@ TEST(BuildWorkerEnvTest, Build_SecondNode_TorchrunContract) {
       {"TORCHELASTIC_RESTART_COUNT", "2"},
       {"TORCHELASTIC_MAX_RESTARTS", "3"},
       {"TORCHELASTIC_RUN_ID", "job1"},
-      {"TORCHELASTIC_ERROR_FILE", "/logs/run/attempt_7/2/error.json"},
+      {"TORCHELASTIC_ERROR_FILE", "/logs/run/attempt_6/2/error.json"},
       {"TORCHELASTIC_USE_AGENT_STORE", "False"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"NCCL_ASYNC_ERROR_HANDLING", "1"},
@@ -68,7 +68,7 @@ TEST(BuildWorkerEnvTest, Build_SecondNode_TorchrunContract) {
       {"DDP_COORDINATOR", "coord:29400"},
       {"DDP_JOB", "job1"},
       {"DDP_GENERATION", "7"},
-      {"DDP_HEARTBEAT_FILE", "/logs/run/attempt_7/2/heartbeat"},
+      {"DDP_HEARTBEAT_FILE", "/logs/run/attempt_6/2/heartbeat"},
       {"PATH", "/bin"},
   };
   for (const auto& [key, value] : expected_subset) {
@@ -118,12 +118,13 @@ TEST(EnvHelpersTest, ToEnvStrings_And_CurrentEnvironment_RoundTrip) {
 }
 
 TEST(WorkerFilesTest, WorkerFilesFor_Layout_TorchrunLike) {
-  WorkerFiles f = WorkerFilesFor("/base/job_x", 3, 1);
-  EXPECT_EQ(f.dir, "/base/job_x/attempt_3/1");
-  EXPECT_EQ(f.stdout_log, "/base/job_x/attempt_3/1/stdout.log");
-  EXPECT_EQ(f.stderr_log, "/base/job_x/attempt_3/1/stderr.log");
-  EXPECT_EQ(f.error_file, "/base/job_x/attempt_3/1/error.json");
-  EXPECT_EQ(f.heartbeat_file, "/base/job_x/attempt_3/1/heartbeat");
+  WorkerFiles f = WorkerFilesFor("/base/job_x", 3, 1);  // generation 3
+  EXPECT_EQ(f.dir, "/base/job_x/attempt_2/1");
+  EXPECT_EQ(f.stdout_log, "/base/job_x/attempt_2/1/stdout.log");
+  EXPECT_EQ(f.stderr_log, "/base/job_x/attempt_2/1/stderr.log");
+  EXPECT_EQ(f.error_file, "/base/job_x/attempt_2/1/error.json");
+  EXPECT_EQ(f.heartbeat_file, "/base/job_x/attempt_2/1/heartbeat");
+  EXPECT_EQ(WorkerFilesFor("/b", 1, 0).dir, "/b/attempt_0/0");  // the first: attempt_0
 }
 
 TEST(WorkerFilesTest, MakeRunDirectory_UnderLogDir_CreatesUniqueDirectories) {

@@ -15,7 +15,11 @@ namespace ddp::client {
 WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation,
                            int local_rank) {
   WorkerFiles files;
-  files.dir = absl::StrCat(run_dir, "/attempt_", generation, "/", local_rank);
+  // torchrun numbers attempts from 0 (attempt_<restart count>); generations
+  // start at 1, and every generation gets its own folder (torchrun reuses one
+  // after a membership change, overwriting its logs).
+  files.dir = absl::StrCat(run_dir, "/attempt_", generation > 0 ? generation - 1 : 0, "/",
+                           local_rank);
   files.stdout_log = files.dir + "/stdout.log";
   files.stderr_log = files.dir + "/stderr.log";
   files.error_file = files.dir + "/error.json";
