@@ -281,6 +281,9 @@ void Agent::HandleMessage(const v1::CoordinatorMessage& message) {
       StopWorkers("node dismissed");
       Finish(kExitJobFailed);
       break;
+    case v1::CoordinatorMessage::kNotice:
+      DDP_LOG(WARNING) << "from the coordinator: " << message.notice().message();
+      break;
     case v1::CoordinatorMessage::kRegistered:  // only as a first answer
     default:
       DDP_LOG(WARNING) << "ignored unexpected message from the coordinator: "

@@ -243,6 +243,8 @@ class Job {
 
   // job_membership.cc
   absl::Status ValidateRegister(const RegisterRequest& request) const;
+  // Tells every registered node that a node was refused (settings conflict).
+  void NoticeConflict(const absl::Status& refusal);
   absl::StatusOr<RegisterResult> Resume(Node& node,
                                         const RegisterRequest& request);
   void ReplaceIncarnation(Node& node, const RegisterRequest& request);
@@ -315,6 +317,7 @@ class Job {
   absl::Time master_deadline_ = absl::InfiniteFuture();
   absl::Time stop_deadline_ = absl::InfiniteFuture();
   absl::Time next_liveness_check_ = absl::InfinitePast();
+  absl::Time next_conflict_notice_ = absl::InfinitePast();
 
   // Events (bounded) and persistence delta.
   std::deque<JobEvent> events_;

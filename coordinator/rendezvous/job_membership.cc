@@ -39,9 +39,6 @@ absl::Status Job::ValidateRegister(const RegisterRequest& request) const {
   if (request.settings) {
     status = ValidateJobSettings(*request.settings, limits_);
     if (!status.ok()) return status;
-    status = CheckCompatibleSettings(id_, settings_, request.node_id,
-                                     *request.settings);
-    if (!status.ok()) return status;
   }
   if (excluded_.contains(request.node_id)) {
     return absl::FailedPreconditionError(
@@ -54,6 +51,13 @@ absl::Status Job::ValidateRegister(const RegisterRequest& request) const {
 absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   absl::Status status = ValidateRegister(request);
   if (!status.ok()) return status;
+  if (request.settings) {
+    status = CheckCompatibleSettings(id_, settings_, request.node_id, *request.settings);
+    if (!status.ok()) {
+      NoticeConflict(status);
+      return status;
+    }
+  }
   const int nproc =
       request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
   Node* node = FindNode(request.node_id);
@@ -107,6 +111,18 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   result.role = node != nullptr && IsMember(*node) ? NodeRole::kMember
                                                    : NodeRole::kWaiting;
   return result;
+}
+
+void Job::NoticeConflict(const absl::Status& refusal) {
+  // The refused agent exits with the error; the nodes already here would
+  // otherwise wait silently until the join timeout. At most one notice per
+  // heartbeat interval (a launcher retrying in a loop must not flood them).
+  const absl::Time now = clock_->Now();
+  if (now < next_conflict_notice_) return;
+  next_conflict_notice_ = now + settings_.heartbeat_interval;
+  for (const auto& [id, node] : nodes_) {
+    Send(node, Notice{absl::StrCat("a node was refused: ", refusal.message())});
+  }
 }
 
 absl::StatusOr<RegisterResult> Job::Resume(Node& node,

@@ -61,6 +61,27 @@ TEST(JobMembership, ContradictingSettings_FailedPrecondition) {
   EXPECT_TRUE(h.job().Register(r).ok());
 }
 
+// The node already waiting hears of the conflict at once (a Notice), instead
+// of waiting silently until the join timeout.
+TEST(JobMembership, ContradictingSettings_NodesAlreadyThereGetANotice) {
+  JobHarness h(Settings(2, 4));
+  ASSERT_TRUE(h.Register("a").ok());
+  h.ClearOutbox();
+  RegisterRequest r;
+  r.job_id = "job1";
+  r.node_id = "b";
+  r.incarnation = 5;
+  r.settings = Settings(3, 4);
+  EXPECT_EQ(h.job().Register(r).status().code(), absl::StatusCode::kFailedPrecondition);
+  auto notices = MessagesOf<Notice>(h.outbox(), "a");
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].message.find("min_nodes=3"), std::string::npos) << notices[0].message;
+  EXPECT_NE(notices[0].message.find("node 'b'"), std::string::npos) << notices[0].message;
+  // A launcher retrying in a loop does not flood the others.
+  EXPECT_FALSE(h.job().Register(r).ok());
+  EXPECT_EQ(MessagesOf<Notice>(h.outbox(), "a").size(), 1u);
+}
+
 TEST(JobMembership, StaleGeneration_Aborted) {
   JobHarness h(Settings(2, 2));
   StartRunning(h, {"a", "b"});

@@ -156,8 +156,14 @@ struct NodeDismissed {
   std::string reason;
 };
 
+// Something the node's operator should see in its log (e.g. another node was
+// refused for contradicting the job's settings).
+struct Notice {
+  std::string message;
+};
+
 using MessageBody = std::variant<Assignment, RequestMasterInfo, StopWorkers,
-                                 JobFinished, NodeDismissed>;
+                                 JobFinished, NodeDismissed, Notice>;
 
 struct OutboundMessage {
   std::string job_id;

@@ -341,6 +341,9 @@ struct BodyToProto {
   void operator()(const rendezvous::NodeDismissed& d) const {
     proto->mutable_node_dismissed()->set_reason(d.reason);
   }
+  void operator()(const rendezvous::Notice& n) const {
+    proto->mutable_notice()->set_message(n.message);
+  }
 };
 
 }  // namespace

@@ -376,6 +376,23 @@ TEST_F(TrainingE2eTest, DuplicateNodeId_SecondAgentRefusedAtOnce_JobRuns) {
   ExpectTrainedTogether(4, 0);
 }
 
+// A node whose flags contradict the job's is refused, and the node already
+// waiting sees it at once in its log (not only at the join timeout).
+TEST_F(TrainingE2eTest, ContradictingFlags_RefusedNodeExitsTwo_WaitingNodeSeesIt) {
+  StartCoordinator();
+  AgentProcess& a = StartAgent("node-a", {"--nnodes", "2"}, Train(8, "0.1"));
+  ASSERT_TRUE(WaitForLog("role MEMBER")) << Logs();
+  AgentProcess& wrong = StartAgent("node-b", {"--nnodes", "3"}, Train(8, "0.1"));
+  EXPECT_EQ(wrong.Wait(absl::Seconds(30)), 2) << wrong.log();
+  ASSERT_TRUE(PollUntil([&] { return absl::StrContains(a.log(), "a node was refused"); },
+                        absl::Seconds(20)))
+      << a.log();
+  EXPECT_TRUE(absl::StrContains(a.log(), "min_nodes=3")) << a.log();
+  AgentProcess& b = StartAgent("node-b2", {"--nnodes", "2"}, Train(8, "0.1"));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+}
+
 TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
   StartCoordinator();
   const int port = coordinator_->port();
