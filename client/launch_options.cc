@@ -113,7 +113,11 @@ const std::vector<Flag>& Flags() {
       {{"--rdzv-endpoint", "--coordinator"},
        true,
        "PET_RDZV_ENDPOINT",
-       [](V f, V v, H, O o) { return ParseEndpoint(f, v, &o->coordinator); }},
+       [](V f, V v, H, O o) {
+         // A port-less endpoint means torchrun's default port 29400.
+         const bool has_port = v.rfind(':') != std::string::npos && v.back() != ']';
+         return ParseEndpoint(f, has_port ? v : absl::StrCat(v, ":29400"), &o->coordinator);
+       }},
       {{"--rdzv-conf"},
        true,
        "PET_RDZV_CONF",
@@ -122,11 +126,26 @@ const std::vector<Flag>& Flags() {
        true,
        "PET_RDZV_BACKEND",
        [](V f, V v, H, O o) {
-         o->rdzv_backend = Shown(v);
-         o->notes.push_back(
-             absl::StrCat("--rdzv-backend=", Shown(v),
-                          " ignored: ddp-client always uses its coordinator"));
-         return absl::OkStatus();
+         // torchrun's backends: c10d (and its experimental alias) is served
+         // as the job's coordinator at --rdzv-endpoint; the others need
+         // services ddp-client does not speak to.
+         if (v == "c10d" || v == "c10d-experimental") {
+           o->rdzv_backend = "c10d";
+           return absl::OkStatus();
+         }
+         if (v == "etcd" || v == "etcd-v2") {
+           return BadValue(f, v,
+                           "c10d: ddp-client does not use etcd; point --rdzv-endpoint at a "
+                           "ddp coordinator, or give every node --rdzv-backend c10d "
+                           "--rdzv-endpoint HEAD:PORT and nothing else");
+         }
+         if (v == "static") {
+           return BadValue(f, v,
+                           "c10d: the static form (--master-addr/--master-port with "
+                           "--node-rank on each node) is not supported yet; give every node "
+                           "--rdzv-backend c10d --rdzv-endpoint HEAD:PORT");
+         }
+         return BadValue(f, v, "c10d (or a coordinator at --rdzv-endpoint)");
        }},
       {{"--standalone"},
        false,

@@ -114,7 +114,7 @@ TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
        [](auto& o) { return o.shutdown_timeout == absl::Seconds(7); },
        "conf shutdown"},
       {"--rdzv-backend c10d t.py",
-       [](auto& o) { return o.rdzv_backend == "c10d" && o.notes.size() == 1; },
+       [](auto& o) { return o.rdzv_backend == "c10d" && o.notes.empty(); },
        "backend"},
       {"--standalone t.py",
        [](auto& o) {
@@ -201,6 +201,25 @@ TEST(ParseLaunchOptionsTest, Parse_AmbiguousPrefix_NamesTheCandidates) {
   EXPECT_NE(parsed.status().message().find("ambiguous flag '--no'"), absl::string_view::npos)
       << parsed.status();
   EXPECT_NE(parsed.status().message().find("--node-rank"), absl::string_view::npos);
+}
+
+TEST(ParseLaunchOptionsTest, Parse_PortlessEndpoint_DefaultsTo29400) {
+  EXPECT_EQ(ParseOk("--rdzv-endpoint head-0 t.py").coordinator, "head-0:29400");
+  EXPECT_EQ(ParseOk("--rdzv-endpoint head-0:1234 t.py").coordinator, "head-0:1234");
+  EXPECT_EQ(ParseOk("--rdzv-endpoint [::1] t.py").coordinator, "[::1]:29400");
+}
+
+TEST(ParseLaunchOptionsTest, Parse_RdzvBackendsWeDoNotServe_ClearErrors) {
+  for (const char* backend : {"etcd", "etcd-v2", "static", "zookeeper"}) {
+    auto parsed =
+        ParseLaunchOptions(Args(std::string("--rdzv-backend ") + backend + " t.py"), TestHost());
+    ASSERT_FALSE(parsed.ok()) << backend;
+    EXPECT_NE(parsed.status().message().find(backend), absl::string_view::npos)
+        << parsed.status();
+    EXPECT_NE(parsed.status().message().find("c10d"), absl::string_view::npos)
+        << parsed.status();
+  }
+  EXPECT_EQ(ParseOk("--rdzv-backend c10d-experimental t.py").rdzv_backend, "c10d");
 }
 
 TEST(ParseLaunchOptionsTest, Parse_RunPath_WinsOverNoPython) {
@@ -291,7 +310,7 @@ TEST(ParseLaunchOptionsTest, Parse_BadInput_InvalidArgumentWithClearMessage) {
       {"--monitor-interval 0 t.py", "greater than 0"},
       {"--monitor-interval soon t.py", "'soon'"},
       {"--rdzv-id a/b t.py", "[A-Za-z0-9._-]"},
-      {"--rdzv-endpoint nohost t.py", "HOST:PORT"},
+      {"--rdzv-endpoint nohost:99999 t.py", "HOST:PORT"},
       {"--rdzv-endpoint h:70000 t.py", "HOST:PORT"},
       {"--rdzv-conf foo=1 t.py", "unknown --rdzv-conf key 'foo'"},
       {"--rdzv-conf join_timeout t.py", "key=value"},

@@ -19,10 +19,12 @@ values go as --flag=value or --flag value, and an unambiguous prefix stands for 
 
 Job and membership
   --rdzv-id, --job ID             Job id shared by all nodes of the job ([A-Za-z0-9._-],
-                                  up to 128 chars). Default: none.
-  --rdzv-endpoint, --coordinator HOST:PORT
-                                  Coordinator address. Default: $DDP_COORDINATOR, else
-                                  localhost:29400.
+                                  up to 128 chars). Default: the scheduler's
+                                  (TORCHELASTIC_RUN_ID, SLURM_JOB_ID, LSB_JOBID, PBS_JOBID),
+                                  else a fresh one for a single node; required otherwise.
+  --rdzv-endpoint, --coordinator HOST[:PORT]
+                                  Coordinator address (port 29400 when none is given).
+                                  Default: $DDP_COORDINATOR, else localhost:29400.
   --nnodes N|MIN:MAX              Nodes in the job; the rendezvous closes at MAX nodes, or
                                   after the last-call timeout at MIN nodes. Default: 1:1.
   --nproc-per-node N|auto|cpu|gpu Workers on this node. gpu = number of visible GPUs (an
@@ -35,7 +37,12 @@ Job and membership
                                   heartbeat_timeout, shutdown_timeout. torchrun's is_host,
                                   read_timeout, keep_alive_*, use_libuv, rank, store_type
                                   are accepted and ignored; other keys are errors.
-  --rdzv-backend NAME             Accepted for torchrun compatibility and ignored.
+  --rdzv-backend c10d             torchrun's usual form: the same command on every node with
+                                  --rdzv-endpoint HEAD:PORT and nothing started; the agent on
+                                  HEAD serves the coordinator there in-process when none
+                                  answers (state lost with that agent: a standalone
+                                  coordinator is durable). etcd, etcd-v2 and static are
+                                  refused with what to do instead.
   --standalone                    Single node: run the coordinator inside the agent; the
                                   job id is random and --rdzv-endpoint/--rdzv-id are ignored.
   --node-rank N                   Ask for this group rank (granted when free).

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/agent/agent.h"
+#include "client/agent/c10d_endpoint.h"
 #include "client/agent/grpc_session_client.h"
 #include "client/agent/registration.h"
 #include "client/agent/standalone_coordinator.h"
@@ -64,6 +65,14 @@ int RunAgent(LaunchOptions launch) {
     standalone = std::move(*started);
     launch.coordinator = standalone->address();
     if (launch.local_addr.empty()) launch.local_addr = "127.0.0.1";
+  } else if (launch.rdzv_backend == "c10d") {
+    absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> served =
+        ServeC10dEndpointIfHere(launch.coordinator);
+    if (!served.ok()) {
+      DDP_LOG(ERROR) << served.status();
+      return kExitCoordinatorError;
+    }
+    standalone = std::move(*served);  // null: another one serves the endpoint
   }
   absl::StatusOr<std::string> run_dir =
       MakeRunDirectory(launch.log_dir, launch.job_id);

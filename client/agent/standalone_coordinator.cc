@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/exit_codes.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -75,6 +76,8 @@ absl::StatusOr<std::string> FindCoordinatorBinary(const std::string& self_exe) {
 
 absl::StatusOr<std::unique_ptr<StandaloneCoordinator>>
 StandaloneCoordinator::Start(const StandaloneCoordinatorOptions& options) {
+  // The coordinator's "address in use" exit code (common/exit_codes.h).
+  constexpr int kCoordinatorExitAddressInUse = ddp::kExitAddressInUse;
   std::string binary = options.binary;
   if (binary.empty()) {
     char self[4096] = {};
@@ -92,9 +95,9 @@ StandaloneCoordinator::Start(const StandaloneCoordinatorOptions& options) {
         absl::StrCat("mkdtemp ", pattern, ": ", strerror(errno)));
   }
   const std::string port_file = pattern + "/port";
-  std::vector<std::string> args = {binary,    "--port",     "0",
-                                   "--bind",  "127.0.0.1",  "--port_file",
-                                   port_file, "--data_dir", pattern + "/data"};
+  std::vector<std::string> args = {binary,         "--port",      absl::StrCat(options.port),
+                                   "--bind",       options.bind,  "--port_file",
+                                   port_file,      "--data_dir",  pattern + "/data"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -130,6 +133,10 @@ StandaloneCoordinator::Start(const StandaloneCoordinatorOptions& options) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       child->pid_ = -1;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kCoordinatorExitAddressInUse) {
+        return absl::AlreadyExistsError(absl::StrCat("port ", options.port, " on ", options.bind,
+                                                     " is already served"));
+      }
       return absl::UnavailableError(
           absl::StrCat("the standalone coordinator ", binary, " ended (",
                        DescribeWait(status), ") before serving"));

@@ -28,6 +28,11 @@ namespace ddp::client {
 struct StandaloneCoordinatorOptions {
   // The coordinator executable; empty: FindCoordinatorBinary().
   std::string binary;
+  // Where it listens. The defaults (loopback, any free port) are --standalone's;
+  // torchrun's c10d form serves the job's --rdzv-endpoint port on every
+  // interface.
+  std::string bind = "127.0.0.1";
+  int port = 0;
   absl::Duration start_timeout = absl::Seconds(15);
   absl::Duration stop_timeout = absl::Seconds(5);
 };
@@ -41,6 +46,7 @@ absl::StatusOr<std::string> FindCoordinatorBinary(const std::string& self_exe);
 class StandaloneCoordinator {
  public:
   // Possible errors: NOT_FOUND (no binary), INTERNAL (temp dir, fork),
+  // ALREADY_EXISTS (the port is taken: another coordinator serves it),
   // UNAVAILABLE (the child exited or wrote no port within start_timeout; its
   // exit status named).
   static absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> Start(
@@ -49,7 +55,7 @@ class StandaloneCoordinator {
   StandaloneCoordinator(const StandaloneCoordinator&) = delete;
   StandaloneCoordinator& operator=(const StandaloneCoordinator&) = delete;
 
-  // "127.0.0.1:PORT".
+  // "127.0.0.1:PORT" (the loopback address of the bound port).
   const std::string& address() const { return address_; }
   pid_t pid() const { return pid_; }
   // Idempotent.

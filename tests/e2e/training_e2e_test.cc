@@ -5,6 +5,8 @@
 // under a loose bound; TearDown kills and reaps everything the test started
 // (the test is a child subreaper, so orphans come back to it).
 
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <fstream>
 #include <algorithm>
 #include <signal.h>
@@ -224,6 +226,17 @@ class TrainingE2eTest : public ::testing::Test {
     EXPECT_FALSE(Result(world_size).present) << "a rank beyond the world";
   }
 
+  // True once `a` and `b` run in one 4-rank generation and training is under
+  // way (rank 0 logged its first step).
+  bool BothTrainingInOneWorld(const AgentProcess& a, const AgentProcess& b) {
+    return PollUntil(
+        [&] {
+          return absl::StrContains(a.log(), " of 4,") && absl::StrContains(b.log(), " of 4,") &&
+                 absl::StrContains(Logs(), "step 0 loss");
+        },
+        kBound);
+  }
+
   bool AnyResult() const {
     for (int rank = 0; rank < 4; ++rank) {
       if (Result(rank).present) return true;
@@ -296,13 +309,7 @@ TEST_F(TrainingE2eTest, AgentKilled9_SurvivorContinuesAlone_WorkersDie) {
   AgentProcess& a = StartAgent("node-a", launch, Train(24, "0.25"));
   AgentProcess& b = StartAgent("node-b", launch, Train(24, "0.25"));
   // Both nodes in one 4-rank generation, training under way.
-  ASSERT_TRUE(PollUntil(
-      [&] {
-        return absl::StrContains(a.log(), " of 4,") && absl::StrContains(b.log(), " of 4,") &&
-               absl::StrContains(Logs(), "step 0 loss");
-      },
-      kBound))
-      << Logs();
+  ASSERT_TRUE(BothTrainingInOneWorld(a, b)) << Logs();
   const std::set<pid_t> workers = ProcessesOf(b);
   ASSERT_GE(workers.size(), 2u) << Logs();
   ASSERT_FALSE(AnyResult()) << "training ended before the kill";
@@ -337,13 +344,7 @@ TEST_F(TrainingE2eTest, AgentKilled9_KnockOnFailuresFree_ReplacementJoinsAndFini
   const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "0"};
   AgentProcess& a = StartAgent("node-a", launch, Train(24, "0.25"));
   AgentProcess& b = StartAgent("node-b", launch, Train(24, "0.25"));
-  ASSERT_TRUE(PollUntil(
-      [&] {
-        return absl::StrContains(a.log(), " of 4,") && absl::StrContains(b.log(), " of 4,") &&
-               absl::StrContains(Logs(), "step 0 loss");
-      },
-      kBound))
-      << Logs();
+  ASSERT_TRUE(BothTrainingInOneWorld(a, b)) << Logs();
   ASSERT_FALSE(AnyResult()) << "training ended before the kill";
   b.Kill9();
   AgentProcess& replacement = StartAgent("node-b", launch, Train(24, "0.25"));
@@ -391,6 +392,42 @@ TEST_F(TrainingE2eTest, ContradictingFlags_RefusedNodeExitsTwo_WaitingNodeSeesIt
   AgentProcess& b = StartAgent("node-b2", {"--nnodes", "2"}, Train(8, "0.1"));
   EXPECT_EQ(a.Wait(kBound), 0) << Logs();
   EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+}
+
+// torchrun's usual form, nothing started beforehand: the same command on both
+// nodes with --rdzv-backend c10d --rdzv-endpoint HEAD:PORT; the agent on HEAD
+// (this machine) serves the coordinator in-process and the job trains.
+TEST_F(TrainingE2eTest, C10dFormNoCoordinatorStarted_HeadAgentServesIt_JobTrains) {
+  int port = 0;
+  {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    socklen_t length = sizeof(address);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    port = ntohs(address.sin_port);
+    close(fd);
+  }
+  auto args = [&](const std::string& node) {
+    std::vector<std::string> out = {"--rdzv-backend", "c10d", "--rdzv-endpoint",
+                                    absl::StrCat("127.0.0.1:", port), "--rdzv-id", kJob,
+                                    "--node-id", node, "--local-addr", "127.0.0.1",
+                                    "--nnodes", "2", "--nproc-per-node", "2",
+                                    "--rdzv-conf", "last_call_timeout=1,join_timeout=60",
+                                    "--log-dir", Path("logs")};
+    for (const std::string& arg : Train(8, "0")) out.push_back(arg);
+    return out;
+  };
+  AgentProcess& a = Launch("node-a", args("node-a"));
+  AgentProcess& b = Launch("node-b", args("node-b"));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  // Exactly one of them served the endpoint, and said how to make it durable.
+  EXPECT_EQ(CountOf(Logs(), "this agent serves one there"), 1) << Logs();
+  EXPECT_TRUE(absl::StrContains(Logs(), "run a standalone `coordinator`")) << Logs();
+  ExpectTrainedTogether(4, 0);
 }
 
 TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {

@@ -1,0 +1,110 @@
+#include "client/agent/c10d_endpoint.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fcntl.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/logging.h"
+
+namespace ddp::client {
+namespace {
+
+// host:port or [v6]:port -> (host without brackets, port).
+bool SplitEndpoint(const std::string& endpoint, std::string* host, std::string* port) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  absl::string_view h(endpoint.data(), colon);
+  if (absl::ConsumePrefix(&h, "[")) absl::ConsumeSuffix(&h, "]");
+  *host = std::string(h);
+  *port = endpoint.substr(colon + 1);
+  int number = 0;
+  return absl::SimpleAtoi(*port, &number) && number > 0 && number < 65536;
+}
+
+addrinfo* Resolve(const std::string& host, const std::string& port, int flags) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = flags;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return nullptr;
+  return found;
+}
+
+}  // namespace
+
+bool EndpointAnswers(const std::string& endpoint, absl::Duration timeout) {
+  std::string host, port;
+  if (!SplitEndpoint(endpoint, &host, &port)) return false;
+  addrinfo* found = Resolve(host, port, 0);
+  bool answered = false;
+  for (addrinfo* ai = found; ai != nullptr && !answered; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                          ai->ai_protocol);
+    if (fd < 0) continue;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      answered = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) == 1) {
+        int error = 0;
+        socklen_t length = sizeof(error);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+        answered = error == 0;
+      }
+    }
+    close(fd);
+  }
+  if (found != nullptr) freeaddrinfo(found);
+  return answered;
+}
+
+bool IsLocalHost(const std::string& host) {
+  addrinfo* found = Resolve(host, "0", 0);
+  bool local = false;
+  for (addrinfo* ai = found; ai != nullptr && !local; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    local = bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;  // port 0: any free one
+    close(fd);
+  }
+  if (found != nullptr) freeaddrinfo(found);
+  return local;
+}
+
+absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
+    const std::string& endpoint) {
+  std::string host, port;
+  if (!SplitEndpoint(endpoint, &host, &port)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rdzv-endpoint '", endpoint, "' needs HOST:PORT"));
+  }
+  if (EndpointAnswers(endpoint, absl::Milliseconds(500))) return nullptr;
+  if (!IsLocalHost(host)) return nullptr;  // HEAD's agent will serve it
+  StandaloneCoordinatorOptions options;
+  options.bind = "0.0.0.0";
+  absl::SimpleAtoi(port, &options.port);
+  absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> started =
+      StandaloneCoordinator::Start(options);
+  if (absl::IsAlreadyExists(started.status())) {
+    DDP_LOG(INFO) << "--rdzv-backend c10d: another agent on this host serves " << endpoint;
+    return nullptr;
+  }
+  if (!started.ok()) return started.status();
+  DDP_LOG(WARNING)
+      << "--rdzv-backend c10d: no coordinator answered at " << endpoint
+      << " and its host is this machine: this agent serves one there, in-process (like "
+         "torchrun's TCPStore on the endpoint's node). Its state is lost when this agent "
+         "exits; for jobs that must survive that, run a standalone `coordinator` and point "
+         "--rdzv-endpoint (or --coordinator) at it";
+  return started;
+}
+
+}  // namespace ddp::client
