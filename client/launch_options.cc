@@ -45,6 +45,40 @@ std::string RandomJobId(absl::string_view kind = "standalone") {
   return absl::StrCat(kind, "-", absl::Hex(rng(), absl::kZeroPad16));
 }
 
+// torch.distributed.launch's static form: --master-addr/--master-port on every
+// node and no coordinator given. The coordinator is at MASTER_ADDR:port+1
+// (the agent on that host serves it), group ranks follow --node-rank, the
+// workers get the user's MASTER_ADDR/MASTER_PORT, and the job id is derived
+// from the master endpoint (torch.distributed.launch has none).
+absl::Status ApplyStaticForm(LaunchOptions* o, bool coordinator_given) {
+  if (o->master_addr.empty() && !o->master_port) return absl::OkStatus();
+  if (coordinator_given || o->rdzv_backend == "c10d" || o->standalone) {
+    o->notes.push_back("--master-addr/--master-port: MASTER_ADDR/MASTER_PORT come from the "
+                       "coordinator; these flags are used only without one");
+    o->master_addr.clear();
+    o->master_port.reset();
+    return absl::OkStatus();
+  }
+  if (o->master_addr.empty()) o->master_addr = "127.0.0.1";  // torch.distributed.launch's
+  if (!o->master_port) o->master_port = 29500;
+  if (o->max_nodes > 1 && !o->node_rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--master-addr/--master-port with --nnodes ", o->max_nodes,
+        " needs --node-rank on each node (0 on the master ", o->master_addr, ")"));
+  }
+  o->static_form = true;
+  o->coordinator = absl::StrCat(o->master_addr.find(':') != std::string::npos
+                                    ? absl::StrCat("[", o->master_addr, "]")
+                                    : o->master_addr,
+                                ":", *o->master_port + 1);
+  if (o->job_id.empty()) {
+    o->job_id = absl::StrCat("static-", o->master_addr, "-", *o->master_port);
+    std::replace_if(o->job_id.begin(), o->job_id.end(),
+                    [](char c) { return !absl::ascii_isalnum(c) && c != '.' && c != '-'; }, '-');
+  }
+  return absl::OkStatus();
+}
+
 // The job id when no --rdzv-id/--job/PET_RDZV_ID was given (see
 // LaunchOptions::job_id).
 absl::Status ResolveJobId(
@@ -116,6 +150,7 @@ const std::vector<Flag>& Flags() {
        [](V f, V v, H, O o) {
          // A port-less endpoint means torchrun's default port 29400.
          const bool has_port = v.rfind(':') != std::string::npos && v.back() != ']';
+         o->coordinator_given = true;
          return ParseEndpoint(f, has_port ? v : absl::StrCat(v, ":29400"), &o->coordinator);
        }},
       {{"--rdzv-conf"},
@@ -141,9 +176,8 @@ const std::vector<Flag>& Flags() {
          }
          if (v == "static") {
            return BadValue(f, v,
-                           "c10d: the static form (--master-addr/--master-port with "
-                           "--node-rank on each node) is not supported yet; give every node "
-                           "--rdzv-backend c10d --rdzv-endpoint HEAD:PORT");
+                           "c10d, or no --rdzv-backend with --master-addr/--master-port and "
+                           "--node-rank on each node (torch.distributed.launch's static form)");
          }
          return BadValue(f, v, "c10d (or a coordinator at --rdzv-endpoint)");
        }},
@@ -259,19 +293,17 @@ const std::vector<Flag>& Flags() {
       // noted, ignored.
       {{"--master-addr"},
        true,
-       "",
-       [](V f, V v, H, O o) {
-         o->notes.push_back(
-             absl::StrCat(f, " ignored: the coordinator picks MASTER_ADDR"));
-         return absl::OkStatus();
-       }},
+       "PET_MASTER_ADDR",
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, 255, &o->master_addr); }},
       {{"--master-port"},
        true,
-       "",
+       "PET_MASTER_PORT",
        [](V f, V v, H, O o) {
-         o->notes.push_back(
-             absl::StrCat(f, " ignored: the coordinator picks MASTER_PORT"));
-         return absl::OkStatus();
+         int port = 0;
+         // port+1 is the coordinator's in the static form.
+         absl::Status s = ParseInt(f, v, 1, 65534, &port);
+         if (s.ok()) o->master_port = port;
+         return s;
        }},
       {{"--start-method"},
        true,
@@ -340,6 +372,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
   if (auto python = env("PYTHON_EXEC"); python && !python->empty())
     o.python_exec = *python;
   if (auto coord = env("DDP_COORDINATOR"); coord && !coord->empty()) {
+    o.coordinator_given = true;
     absl::Status s = ParseEndpoint("$DDP_COORDINATOR", *coord, &o.coordinator);
     if (!s.ok()) return s;
   }
@@ -413,6 +446,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
   }
   if (o.rdzv_conf.shutdown_timeout)
     o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
+  if (absl::Status s = ApplyStaticForm(&o, o.coordinator_given); !s.ok()) return s;
   if (absl::Status s = ResolveJobId(env, &o); !s.ok()) return s;
   if (o.standalone) {
     o.job_id = RandomJobId();

@@ -103,6 +103,15 @@ struct LaunchOptions {
       local_ranks_filter;  // --local-ranks-filter; empty = every local rank
   std::string local_addr;  // --local-addr; empty = look it up
   std::optional<int> node_rank;  // --node-rank: requested group rank (a wish)
+  // torch.distributed.launch's static form (--master-addr/--master-port, no
+  // coordinator given): MASTER_ADDR/MASTER_PORT the workers get, and the
+  // coordinator lives at master_addr:master_port+1, served by the agent on
+  // that host (see StaticMasterEndpoint).
+  std::string master_addr;
+  std::optional<int> master_port;
+  bool static_form = false;
+  // --rdzv-endpoint/--coordinator, PET_RDZV_ENDPOINT or DDP_COORDINATOR given.
+  bool coordinator_given = false;
   std::string node_id;           // --node-id; default hostname
   absl::Duration worker_heartbeat_timeout =
       absl::Minutes(5);  // 0 disables hang checks

@@ -175,7 +175,11 @@ TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
        [](auto& o) { return o.shutdown_timeout == absl::Seconds(5); },
        "shutdown"},
       {"--master-addr 1.2.3.4 --master_port 1234 --start-method spawn t.py",
-       [](auto& o) { return o.notes.size() == 3; }, "ignored torchrun flags"},
+       [](auto& o) {
+         return o.static_form && o.master_addr == "1.2.3.4" && o.master_port == 1234 &&
+                o.coordinator == "1.2.3.4:1235" && o.notes.size() == 1;
+       },
+       "static form (torch.distributed.launch)"},
       {"--help", [](auto& o) { return o.help; }, "help without entry point"},
       {"-h", [](auto& o) { return o.help; }, "-h"},
   };
@@ -220,6 +224,23 @@ TEST(ParseLaunchOptionsTest, Parse_RdzvBackendsWeDoNotServe_ClearErrors) {
         << parsed.status();
   }
   EXPECT_EQ(ParseOk("--rdzv-backend c10d-experimental t.py").rdzv_backend, "c10d");
+}
+
+TEST(ParseLaunchOptionsTest, Parse_StaticForm_CoordinatorAtMasterPortPlusOne) {
+  LaunchOptions o = ParseOk(
+      "--nnodes 2 --node-rank 1 --master-addr 10.0.0.1 --master-port 1234 --nproc-per-node 2 t.py");
+  EXPECT_TRUE(o.static_form);
+  EXPECT_EQ(o.coordinator, "10.0.0.1:1235");
+  EXPECT_EQ(o.job_id, "static-10.0.0.1-1234");
+  EXPECT_EQ(o.node_rank, 1);
+  auto no_rank = ParseLaunchOptions(
+      Args("--nnodes 2 --master-addr 10.0.0.1 --master-port 1234 t.py"), TestHost());
+  ASSERT_FALSE(no_rank.ok());
+  EXPECT_NE(no_rank.status().message().find("--node-rank"), absl::string_view::npos);
+  // With a coordinator the master flags are noted and unused.
+  LaunchOptions with = ParseOk("--coordinator c:1 --job j --master-addr 10.0.0.1 t.py");
+  EXPECT_FALSE(with.static_form);
+  EXPECT_EQ(with.coordinator, "c:1");
 }
 
 TEST(ParseLaunchOptionsTest, Parse_RunPath_WinsOverNoPython) {

@@ -80,7 +80,7 @@ bool IsLocalHost(const std::string& host) {
 }
 
 absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
-    const std::string& endpoint) {
+    const std::string& endpoint, const std::string& form) {
   std::string host, port;
   if (!SplitEndpoint(endpoint, &host, &port)) {
     return absl::InvalidArgumentError(
@@ -94,12 +94,12 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
   absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> started =
       StandaloneCoordinator::Start(options);
   if (absl::IsAlreadyExists(started.status())) {
-    DDP_LOG(INFO) << "--rdzv-backend c10d: another agent on this host serves " << endpoint;
+    DDP_LOG(INFO) << form << ": another agent on this host serves " << endpoint;
     return nullptr;
   }
   if (!started.ok()) return started.status();
   DDP_LOG(WARNING)
-      << "--rdzv-backend c10d: no coordinator answered at " << endpoint
+      << form << ": no coordinator answered at " << endpoint
       << " and its host is this machine: this agent serves one there, in-process (like "
          "torchrun's TCPStore on the endpoint's node). Its state is lost when this agent "
          "exits; for jobs that must survive that, run a standalone `coordinator` and point "

@@ -36,8 +36,9 @@ bool IsLocalHost(const std::string& host);
 // answers (or won the port) or the host is another machine.
 // Possible errors: those of StandaloneCoordinator::Start other than
 // ALREADY_EXISTS, and INVALID_ARGUMENT for an endpoint without a port.
+// `form` names the command-line form in log lines ("--rdzv-backend c10d").
 absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
-    const std::string& endpoint);
+    const std::string& endpoint, const std::string& form);
 
 }  // namespace ddp::client
 

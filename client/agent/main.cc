@@ -65,9 +65,13 @@ int RunAgent(LaunchOptions launch) {
     standalone = std::move(*started);
     launch.coordinator = standalone->address();
     if (launch.local_addr.empty()) launch.local_addr = "127.0.0.1";
-  } else if (launch.rdzv_backend == "c10d") {
+  } else if (launch.rdzv_backend == "c10d" || launch.static_form) {
     absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> served =
-        ServeC10dEndpointIfHere(launch.coordinator);
+        ServeC10dEndpointIfHere(launch.coordinator,
+                                launch.static_form
+                                    ? "--master-addr/--master-port (static form; the "
+                                      "coordinator uses MASTER_PORT+1)"
+                                    : "--rdzv-backend c10d");
     if (!served.ok()) {
       DDP_LOG(ERROR) << served.status();
       return kExitCoordinatorError;
@@ -101,6 +105,13 @@ int RunAgent(LaunchOptions launch) {
   options.supervisor.heartbeat_timeout = launch.worker_heartbeat_timeout;
   options.supervisor.check_interval = launch.monitor_interval;
   options.master_addr = launch.local_addr;
+  if (launch.static_form) {
+    // torch.distributed.launch: the workers get the user's MASTER_ADDR and
+    // MASTER_PORT (the agent of node rank 0 offers them).
+    options.master_addr = launch.master_addr;
+    const int master_port = *launch.master_port;
+    options.pick_port = [master_port]() -> absl::StatusOr<int> { return master_port; };
+  }
   Agent agent(std::move(options), RealClock::Get(), nullptr);
 
   SessionClientOptions session_options;

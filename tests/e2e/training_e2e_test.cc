@@ -47,6 +47,30 @@ bool PollUntil(const std::function<bool()>& done, absl::Duration bound) {
   return true;
 }
 
+// A loopback port P such that P and P + 1 are free now (0 if none found).
+int FreePortPair() {
+  auto bind_port = [](int port) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    int bound = -1;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+      socklen_t length = sizeof(address);
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+      bound = ntohs(address.sin_port);
+    }
+    close(fd);
+    return bound;
+  };
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const int port = bind_port(0);
+    if (port > 0 && port < 65535 && bind_port(port + 1) == port + 1) return port;
+  }
+  return 0;
+}
+
 int CountOf(const std::string& text, const std::string& needle) {
   int count = 0;
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
@@ -398,18 +422,8 @@ TEST_F(TrainingE2eTest, ContradictingFlags_RefusedNodeExitsTwo_WaitingNodeSeesIt
 // nodes with --rdzv-backend c10d --rdzv-endpoint HEAD:PORT; the agent on HEAD
 // (this machine) serves the coordinator in-process and the job trains.
 TEST_F(TrainingE2eTest, C10dFormNoCoordinatorStarted_HeadAgentServesIt_JobTrains) {
-  int port = 0;
-  {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    socklen_t length = sizeof(address);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    port = ntohs(address.sin_port);
-    close(fd);
-  }
+  const int port = FreePortPair();
+  ASSERT_GT(port, 0);
   auto args = [&](const std::string& node) {
     std::vector<std::string> out = {"--rdzv-backend", "c10d", "--rdzv-endpoint",
                                     absl::StrCat("127.0.0.1:", port), "--rdzv-id", kJob,
@@ -427,6 +441,35 @@ TEST_F(TrainingE2eTest, C10dFormNoCoordinatorStarted_HeadAgentServesIt_JobTrains
   // Exactly one of them served the endpoint, and said how to make it durable.
   EXPECT_EQ(CountOf(Logs(), "this agent serves one there"), 1) << Logs();
   EXPECT_TRUE(absl::StrContains(Logs(), "run a standalone `coordinator`")) << Logs();
+  ExpectTrainedTogether(4, 0);
+}
+
+// torch.distributed.launch's static form on each node, nothing else started:
+// ranks follow --node-rank, the workers get the user's MASTER_ADDR/PORT, and
+// the agent on the master host serves the coordinator at MASTER_PORT+1.
+TEST_F(TrainingE2eTest, StaticFormNoCoordinatorStarted_RanksByNodeRank_JobTrains) {
+  const int port = FreePortPair();
+  ASSERT_GT(port, 0);
+  auto args = [&](int node_rank) {
+    std::vector<std::string> out = {"--nnodes", "2", "--node-rank", absl::StrCat(node_rank),
+                                    "--master-addr", "127.0.0.1", "--master-port",
+                                    absl::StrCat(port), "--nproc-per-node", "2",
+                                    "--node-id", absl::StrCat("static-", node_rank),
+                                    "--local-addr", "127.0.0.1", "--rdzv-conf",
+                                    "last_call_timeout=1,join_timeout=60", "--log-dir",
+                                    Path("logs")};
+    for (const std::string& arg : Train(8, "0")) out.push_back(arg);
+    return out;
+  };
+  // Node rank 1 first: it waits for the master's agent to serve.
+  AgentProcess& b = Launch("node-1", args(1));
+  AgentProcess& a = Launch("node-0", args(0));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  EXPECT_TRUE(absl::StrContains(a.log(), absl::StrCat("ranks [0, 2) of 4, group rank 0/2, "
+                                                      "master 127.0.0.1:", port)))
+      << a.log();
+  EXPECT_TRUE(absl::StrContains(b.log(), "ranks [2, 4) of 4, group rank 1/2")) << b.log();
   ExpectTrainedTogether(4, 0);
 }
 
