@@ -236,6 +236,19 @@ TEST_F(AgentE2eTest, Sigterm_WorkersStoppedAgentExits143) {
   EXPECT_NE(kill(worker_pid, 0), 0) << "worker survived the agent";
 }
 
+// Rerunning the same command (a scheduler's requeue with a fixed rdzv id):
+// the finished job id starts again as a new run, twice.
+TEST_F(AgentE2eTest, SameJobIdAfterItFinished_RunsAgain) {
+  const std::string runs = dir_ + "/runs";
+  std::vector<std::string> worker = {"--nnodes", "1", "--no-python", "/bin/sh", "-c",
+                                     absl::StrCat("echo run >> ", runs)};
+  for (int run = 1; run <= 3; ++run) {
+    AgentProcess a(Flags("requeued", "node-a", worker), Log(absl::StrCat("a", run, ".log")));
+    EXPECT_EQ(a.Wait(), 0) << "run " << run << ": " << a.log();
+  }
+  EXPECT_EQ(ReadFile(runs), "run\nrun\nrun\n");
+}
+
 TEST_F(AgentE2eTest, CoordinatorRestarts_SessionsResumeWorkersKeepRunning) {
   // Workers start once, wait for the go file, then exit 0.
   const std::string script =

@@ -153,6 +153,12 @@ class Job {
   int restart_count() const { return restart_count_; }
   const JobSettings& settings() const { return settings_; }
   int registered_nodes() const { return static_cast<int>(nodes_.size()); }
+  // True when `node_id` is registered with `incarnation` (a resume, not a new
+  // agent).
+  bool HasIncarnation(const std::string& node_id, Incarnation incarnation) const {
+    auto it = nodes_.find(node_id);
+    return it != nodes_.end() && it->second.record.incarnation == incarnation;
+  }
   JobStatus Status(bool include_nodes) const;
   // Events with index > after_index still retained, oldest first, at most
   // `limit`. Possible errors: OUT_OF_RANGE when events after `after_index` were

@@ -125,9 +125,18 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
   absl::StatusOr<JobStatus> result;
   {
     absl::MutexLock lock(&mu_);
-    if (jobs_.count(job_id) > 0) {
+    auto existing = jobs_.find(job_id);
+    if (existing != jobs_.end() && !IsTerminal(existing->second->state())) {
       return absl::AlreadyExistsError(
           absl::StrCat("job '", job_id, "' already exists"));
+    }
+    bool was_empty = outbox_.empty();
+    bool had_pending = write_queue_.has_pending();
+    if (existing != jobs_.end()) {
+      // A scheduler requeueing with a fixed id: a new run of a finished job.
+      DDP_LOG(INFO) << "job " << job_id << " finished ("
+                    << JobStateName(existing->second->state()) << "); CreateJob starts a new run";
+      ForgetLocked(job_id);
     }
     if (static_cast<int>(jobs_.size()) >= options_.max_jobs) {
       return absl::ResourceExhaustedError(
@@ -135,8 +144,6 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
                        " jobs, the limit; remove "
                        "finished jobs first"));
     }
-    bool was_empty = outbox_.empty();
-    bool had_pending = write_queue_.has_pending();
     auto job = std::make_unique<Job>(job_id, settings, options_.limits, clock_,
                                      &outbox_);
     Job& ref = *job;
@@ -162,6 +169,17 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
     bool was_empty = outbox_.empty();
     bool had_pending = write_queue_.has_pending();
     auto it = jobs_.find(request.job_id);
+    if (it != jobs_.end() && IsTerminal(it->second->state()) && request.settings &&
+        !it->second->HasIncarnation(request.node_id, request.incarnation)) {
+      // A new agent with its flags for a finished job id (a rerun, a
+      // scheduler's requeue with a fixed id): a new run of the job. An agent of
+      // the finished run that resumes is told the run is over instead.
+      DDP_LOG(INFO) << "job " << request.job_id << " finished ("
+                    << JobStateName(it->second->state()) << "); node "
+                    << Capped(request.node_id) << " starts a new run";
+      ForgetLocked(request.job_id);
+      it = jobs_.end();
+    }
     if (it != jobs_.end()) {
       result = it->second->Register(request);
       AfterChangeLocked(*it->second);
@@ -217,6 +235,16 @@ absl::Status JobRegistry::ExcludeNode(const std::string& job_id,
       job_id, [&](Job& job) { return job.ExcludeNode(node_id, reason); }));
 }
 
+void JobRegistry::ForgetLocked(const std::string& job_id) {
+  jobs_.erase(job_id);
+  taken_event_index_.erase(job_id);
+  if (store_ == nullptr) return;
+  JobChanges changes;
+  changes.job_id = job_id;
+  changes.job_removed = true;
+  write_queue_.Add(std::move(changes));
+}
+
 absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
   Signals signals;
   {
@@ -228,14 +256,12 @@ absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
           absl::StrCat("job '", job_id, "' is ", JobStateName((*job)->state()),
                        "; cancel it before removing it"));
     }
-    jobs_.erase(job_id);
-    taken_event_index_.erase(job_id);
-    if (store_ == nullptr) return absl::OkStatus();
-    JobChanges changes;
-    changes.job_id = job_id;
-    changes.job_removed = true;
+    if (store_ == nullptr) {
+      ForgetLocked(job_id);
+      return absl::OkStatus();
+    }
     bool had_pending = write_queue_.has_pending();
-    write_queue_.Add(std::move(changes));
+    ForgetLocked(job_id);
     signals = SignalsLocked(/*outbox_was_empty=*/false, had_pending);
   }
   Fire(signals);

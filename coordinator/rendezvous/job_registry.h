@@ -151,6 +151,9 @@ class JobRegistry {
   // Returns `read` once the changes up to `mark` are durable (see GetJob).
   template <typename T>
   absl::StatusOr<T> DurableRead(uint64_t mark, absl::StatusOr<T> read) const;
+  // Drops a finished job from memory and queues its removal from the store
+  // (before anything queued after it). Returns the signals to fire.
+  void ForgetLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `op` on the job and queues its changes; returns op's status.
   absl::Status RunLocked(const std::string& job_id,
                          const std::function<absl::Status(Job&)>& op)

@@ -147,6 +147,40 @@ TEST_F(JobRegistryWriteBehind, SchedulerCall_StoreDown_UnavailableAfterTimeout) 
   EXPECT_EQ(stored->size(), 1u);
 }
 
+// A finished job id registered again by a new agent starts a new run; the
+// removal of the old run and the new one are one batch, and a restart sees
+// only the new run.
+TEST_F(JobRegistryWriteBehind, FinishedJobIdRegisteredAgain_NewRunSurvivesRestart) {
+  {
+    JobRegistryOptions options = Options();
+    options.write_timeout = absl::Milliseconds(10);  // no writer thread here
+    JobRegistry registry(clock_, &store_, options);
+    RegisterRequest first = Req("a", 1);
+    first.settings = Settings(1, 1);
+    ASSERT_TRUE(registry.Register(first).ok());
+    ASSERT_TRUE(registry.PersistPending().ok());
+    (void)registry.CancelJob("j", "done");  // UNKNOWN: made, durable below
+    ASSERT_TRUE(registry.PersistPending().ok());
+    ASSERT_EQ(registry.GetJob("j", false)->state, JobState::kCancelled);
+    // The old agent resuming is told the run is over: no new run.
+    auto resumed = registry.Register(first);
+    ASSERT_TRUE(resumed.ok());
+    EXPECT_EQ(resumed->state, JobState::kCancelled);
+    RegisterRequest again = Req("a", 2);
+    again.settings = Settings(1, 1);
+    auto rerun = registry.Register(again);
+    ASSERT_TRUE(rerun.ok()) << rerun.status();
+    EXPECT_TRUE(rerun->created_job);
+    ASSERT_TRUE(registry.PersistPending().ok());
+    EXPECT_NE(registry.GetJob("j", false)->state, JobState::kCancelled);
+  }
+  JobRegistry restored(clock_, &store_, {});
+  ASSERT_TRUE(restored.Restore().ok());
+  auto job = restored.GetJob("j", false);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_NE(job->state, JobState::kCancelled);
+}
+
 TEST_F(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
   {
     JobRegistryOptions options = Options();

@@ -126,6 +126,15 @@ grpc::ServerUnaryReactor* GrpcJobService::CancelJob(
   return FinishWithJob(context, status, request->job_id(), response);
 }
 
+grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext* context,
+                                                    const v1::DeleteJobRequest* request,
+                                                    v1::DeleteJobResponse* /*response*/) {
+  absl::Status status =
+      rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.options().limits);
+  if (status.ok()) status = rendezvous_.registry().RemoveJob(request->job_id());
+  return FinishNow(context, status);
+}
+
 grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(
     grpc::CallbackServerContext* context, const v1::ExcludeNodeRequest* request,
     v1::Job* response) {

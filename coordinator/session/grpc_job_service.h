@@ -52,6 +52,9 @@ class GrpcJobService final : public v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* UpdateJob(grpc::CallbackServerContext* context,
                                       const v1::UpdateJobRequest* request,
                                       v1::Job* response) override;
+  grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
+                                      const v1::DeleteJobRequest* request,
+                                      v1::DeleteJobResponse* response) override;
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::Job* response) override;

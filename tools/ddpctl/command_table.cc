@@ -154,6 +154,13 @@ const std::vector<CommandSpec>& CommandTable() {
          "Why (kept in the job's status)"}},
        "A member is dismissed and the job restarts without it (membership\n"
        "changes do not count against --max-restarts)."},
+      {"jobs",
+       "delete",
+       "Forget finished job JOB (state, members, events); its id is free again",
+       {{"JOB", "Job id"}},
+       {{"force", FlagKind::kBool, "", "Cancel the job first if it still runs"}},
+       "A job that still runs exits 1 with FAILED_PRECONDITION unless --force.\n"
+       "A finished job id can also simply be started again (a new run)."},
   };
   return *table;
 }

@@ -223,6 +223,18 @@ TEST_F(DdpctlTest, JobsWatchAfterRestart_StartsFromOldestKeptEventAndSaysSo) {
   EXPECT_THAT(watch.output, Not(HasSubstr("OUT_OF_RANGE")));
 }
 
+TEST_F(DdpctlTest, JobsDelete_RunningNeedsForce_ThenGone) {
+  ASSERT_EQ(Ctl("jobs create d-1").exit_code, 0);
+  Result refused = Ctl("jobs delete d-1");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("FAILED_PRECONDITION"));
+  Result forced = Ctl("jobs delete d-1 --force");
+  EXPECT_EQ(forced.exit_code, 0) << forced.output;
+  EXPECT_THAT(forced.output, HasSubstr("deleted job d-1"));
+  EXPECT_THAT(Ctl("jobs get d-1").output, HasSubstr("NOT_FOUND"));
+  EXPECT_EQ(Ctl("jobs create d-1").exit_code, 0);  // the id is free again
+}
+
 TEST_F(DdpctlTest, BadCoordinatorAddress_ExitsTwoNamingValueAndLimit) {
   Result bad = RunDdpctl("--coordinator 127.0.0.1:99999 kv get k");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;

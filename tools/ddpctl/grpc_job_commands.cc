@@ -226,6 +226,31 @@ grpc::Status JobsCancel(CommandContext& c) {
   return grpc::Status::OK;
 }
 
+grpc::Status JobsDelete(CommandContext& c) {
+  if (c.invocation.FlagString("force") == "true") {
+    v1::CancelJobRequest cancel;
+    cancel.set_job_id(c.arg(0));
+    cancel.set_reason("deleted with ddpctl jobs delete --force");
+    v1::Job job;
+    grpc::ClientContext context;
+    c.SetDeadline(context);
+    grpc::Status status = c.jobs.CancelJob(&context, cancel, &job);
+    // A job that already finished refuses the cancel: delete it all the same.
+    if (!status.ok() && status.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
+      return status;
+    }
+  }
+  v1::DeleteJobRequest request;
+  request.set_job_id(c.arg(0));
+  v1::DeleteJobResponse response;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.jobs.DeleteJob(&context, request, &response);
+  if (!status.ok()) return status;
+  c.out << "deleted job " << c.arg(0) << "\n";
+  return grpc::Status::OK;
+}
+
 grpc::Status JobsExclude(CommandContext& c) {
   v1::ExcludeNodeRequest request;
   request.set_job_id(c.arg(0));
@@ -247,7 +272,7 @@ std::map<std::string, Handler> JobCommandHandlers() {
       {"jobs list", JobsList},       {"jobs get", JobsGet},
       {"jobs create", JobsCreate},   {"jobs watch", JobsWatch},
       {"jobs update", JobsUpdate},   {"jobs cancel", JobsCancel},
-      {"jobs exclude", JobsExclude},
+      {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete},
   };
 }
 
