@@ -1,0 +1,144 @@
+// ddp-client as a torchrun / torch.distributed.launch drop-in, end to end with
+// real processes: the launcher forms that need no coordinator (c10d, static),
+// node ids, flag conflicts and signals as torchrun handles them.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tests/e2e/training_fixture.h"
+
+namespace ddp::testing {
+namespace {
+
+// Two agents with one node id (the default is the hostname): the second is
+// refused at once with a message naming the id and --node-id; the first
+// keeps its place and the job runs once the real second node joins.
+TEST_F(TrainingE2eTest, DuplicateNodeId_SecondAgentRefusedAtOnce_JobRuns) {
+  StartCoordinator();
+  const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "0"};
+  AgentProcess& a = StartAgent("node-a", launch, Train(8, "0.1"));
+  ASSERT_TRUE(WaitForLog("role MEMBER")) << Logs();
+  AgentProcess& duplicate = StartAgent("node-a", launch, Train(8, "0.1"));
+  EXPECT_NE(duplicate.Wait(absl::Seconds(30)), 0) << duplicate.log();
+  const std::string refused = duplicate.log();
+  EXPECT_TRUE(absl::StrContains(refused, "node id 'node-a'")) << refused;
+  EXPECT_TRUE(absl::StrContains(refused, "--node-id")) << refused;
+  EXPECT_LT(std::count(refused.begin(), refused.end(), '\n'), 200)
+      << "the refused agent must not loop";
+  AgentProcess& b = StartAgent("node-b", launch, Train(8, "0.1"));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  ExpectTrainedTogether(4, 0);
+}
+
+// A node whose flags contradict the job's is refused, and the node already
+// waiting sees it at once in its log (not only at the join timeout).
+TEST_F(TrainingE2eTest, ContradictingFlags_RefusedNodeExitsTwo_WaitingNodeSeesIt) {
+  StartCoordinator();
+  AgentProcess& a = StartAgent("node-a", {"--nnodes", "2"}, Train(8, "0.1"));
+  ASSERT_TRUE(WaitForLog("role MEMBER")) << Logs();
+  AgentProcess& wrong = StartAgent("node-b", {"--nnodes", "3"}, Train(8, "0.1"));
+  EXPECT_EQ(wrong.Wait(absl::Seconds(30)), 2) << wrong.log();
+  ASSERT_TRUE(PollUntil([&] { return absl::StrContains(a.log(), "a node was refused"); },
+                        absl::Seconds(20)))
+      << a.log();
+  EXPECT_TRUE(absl::StrContains(a.log(), "min_nodes=3")) << a.log();
+  AgentProcess& b = StartAgent("node-b2", {"--nnodes", "2"}, Train(8, "0.1"));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+}
+
+// torchrun's usual form, nothing started beforehand: the same command on both
+// nodes with --rdzv-backend c10d --rdzv-endpoint HEAD:PORT; the agent on HEAD
+// (this machine) serves the coordinator in-process and the job trains.
+TEST_F(TrainingE2eTest, C10dFormNoCoordinatorStarted_HeadAgentServesIt_JobTrains) {
+  const int port = FreePortPair();
+  ASSERT_GT(port, 0);
+  auto args = [&](const std::string& node) {
+    std::vector<std::string> out = {"--rdzv-backend", "c10d", "--rdzv-endpoint",
+                                    absl::StrCat("127.0.0.1:", port), "--rdzv-id", kJob,
+                                    "--node-id", node, "--local-addr", "127.0.0.1",
+                                    "--nnodes", "2", "--nproc-per-node", "2",
+                                    "--rdzv-conf", "last_call_timeout=1,join_timeout=60",
+                                    "--log-dir", Path("logs")};
+    for (const std::string& arg : Train(8, "0")) out.push_back(arg);
+    return out;
+  };
+  AgentProcess& a = Launch("node-a", args("node-a"));
+  AgentProcess& b = Launch("node-b", args("node-b"));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  // Exactly one of them served the endpoint, and said how to make it durable.
+  EXPECT_EQ(CountOf(Logs(), "this agent serves one there"), 1) << Logs();
+  EXPECT_TRUE(absl::StrContains(Logs(), "run a standalone `coordinator`")) << Logs();
+  ExpectTrainedTogether(4, 0);
+}
+
+// torch.distributed.launch's static form on each node, nothing else started:
+// ranks follow --node-rank, the workers get the user's MASTER_ADDR/PORT, and
+// the agent on the master host serves the coordinator at MASTER_PORT+1.
+TEST_F(TrainingE2eTest, StaticFormNoCoordinatorStarted_RanksByNodeRank_JobTrains) {
+  const int port = FreePortPair();
+  ASSERT_GT(port, 0);
+  auto args = [&](int node_rank) {
+    std::vector<std::string> out = {"--nnodes", "2", "--node-rank", absl::StrCat(node_rank),
+                                    "--master-addr", "127.0.0.1", "--master-port",
+                                    absl::StrCat(port), "--nproc-per-node", "2",
+                                    "--node-id", absl::StrCat("static-", node_rank),
+                                    "--local-addr", "127.0.0.1", "--rdzv-conf",
+                                    "last_call_timeout=1,join_timeout=60", "--log-dir",
+                                    Path("logs")};
+    for (const std::string& arg : Train(8, "0")) out.push_back(arg);
+    return out;
+  };
+  // Node rank 1 first: it waits for the master's agent to serve.
+  AgentProcess& b = Launch("node-1", args(1));
+  AgentProcess& a = Launch("node-0", args(0));
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  EXPECT_TRUE(absl::StrContains(a.log(), absl::StrCat("ranks [0, 2) of 4, group rank 0/2, "
+                                                      "master 127.0.0.1:", port)))
+      << a.log();
+  EXPECT_TRUE(absl::StrContains(b.log(), "ranks [2, 4) of 4, group rank 1/2")) << b.log();
+  ExpectTrainedTogether(4, 0);
+}
+
+// Ctrl-C to the agent reaches the workers as SIGINT, so a script's
+// `except KeyboardInterrupt:` (a last checkpoint) runs, as under torchrun.
+TEST_F(TrainingE2eTest, Sigint_WorkersGetKeyboardInterrupt) {
+  const std::string script = Path("kbi.py");
+  {
+    std::ofstream out(script);
+    out << "import os, time\n"
+           "out = os.environ['KBI_DIR']\n"
+           "open(os.path.join(out, 'ready' + os.environ['LOCAL_RANK']), 'w').close()\n"
+           "try:\n"
+           "    while True:\n"
+           "        time.sleep(0.05)\n"
+           "except KeyboardInterrupt:\n"
+           "    open(os.path.join(out, 'kbi' + os.environ['LOCAL_RANK']), 'w').close()\n";
+  }
+  setenv("KBI_DIR", dir_.c_str(), 1);
+  AgentProcess& a = Launch("kbi", {"--standalone", "--nproc-per-node", "2", script});
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return access(Path("ready0").c_str(), F_OK) == 0 &&
+               access(Path("ready1").c_str(), F_OK) == 0;
+      },
+      kBound))
+      << a.log();
+  ASSERT_TRUE(a.Signal(SIGINT));
+  EXPECT_EQ(a.Wait(kBound), kSigintExit) << a.log();
+  EXPECT_EQ(access(Path("kbi0").c_str(), F_OK), 0) << a.log();
+  EXPECT_EQ(access(Path("kbi1").c_str(), F_OK), 0) << a.log();
+  unsetenv("KBI_DIR");
+}
+
+}  // namespace
+}  // namespace ddp::testing
