@@ -330,7 +330,7 @@ void KvStore::MaybeRetainHistory() {
   Revision done = 0;
   absl::Status status =
       RunCompaction(current - options_.history_revisions + 1, &done);
-  if (!status.ok()) DDP_LOG(WARNING) << "history retention: " << status;
+  if (!status.ok()) DDP_LOG_EVERY_N_SEC(WARNING, 10) << "history retention: " << status;
 }
 
 void KvStore::TickerLoop() {
@@ -362,8 +362,9 @@ void KvStore::Tick() {
     write.op = LeaseRevokeOp{id, /*expired=*/true};
     write.done = [this, id](absl::StatusOr<WriteOutcome> result) {
       if (result.ok()) return;
-      DDP_LOG(WARNING) << "revoking expired lease " << id
-                       << " failed: " << result.status();
+      // Retried at every tick while the storage refuses writes: rate-limited.
+      DDP_LOG_EVERY_N_SEC(WARNING, 10) << "revoking expired lease " << id
+                                       << " failed: " << result.status();
       absl::MutexLock lock(&state_mu_);
       leases_.ClearExpiring(id, clock_.Now());  // retried at a later tick
     };

@@ -18,7 +18,6 @@ namespace {
 using Accept4Fn = int (*)(int, sockaddr*, socklen_t*, int);
 
 std::atomic<bool> g_installed{false};
-std::atomic<bool> g_called{false};
 std::atomic<int64_t> g_first_reserved_fd{INT64_MAX};
 std::atomic<int64_t> g_refused{0};
 std::atomic<int> g_spare_fd{-1};
@@ -71,11 +70,9 @@ ConnectionCapacity InstallConnectionGuard(const ConnectionGuardOptions& options)
 int64_t RefusedConnections() { return g_refused.load(std::memory_order_relaxed); }
 
 bool ConnectionGuardActive() {
-  // A self-test: accept4 on an invalid descriptor goes through the guard.
-  sockaddr_storage address;
-  socklen_t length = sizeof(address);
-  accept4(-1, reinterpret_cast<sockaddr*>(&address), &length, 0);
-  return g_called.load();
+  // What a shared library's call binds to: the first definition in the
+  // global lookup scope (the executable, when it exports the symbol).
+  return dlsym(RTLD_DEFAULT, "accept4") == reinterpret_cast<void*>(&::accept4);
 }
 
 }  // namespace ddp::server
@@ -84,7 +81,6 @@ bool ConnectionGuardActive() {
 // libc's for every caller in the process, libgrpc included.
 extern "C" int accept4(int listener, sockaddr* address, socklen_t* length, int flags) {
   using ddp::server::RealAccept4;
-  ddp::server::g_called.store(true, std::memory_order_relaxed);
   const int fd = RealAccept4()(listener, address, length, flags);
   if (!ddp::server::g_installed.load(std::memory_order_relaxed)) return fd;
   if (fd >= 0) {

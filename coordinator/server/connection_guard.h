@@ -42,8 +42,9 @@ ConnectionCapacity InstallConnectionGuard(const ConnectionGuardOptions& options)
 // Connections refused so far (over capacity, or while out of descriptors).
 int64_t RefusedConnections();
 
-// Whether accept4 calls of this process go through the guard (false if the
-// interposition did not take, e.g. a static libc).
+// Whether the shared libraries' accept4 calls (libgrpc's) resolve to the guard:
+// the process's global symbol lookup finds this binary's accept4 first. False
+// if the symbol was not exported (e.g. a build that hides it).
 bool ConnectionGuardActive();
 
 }  // namespace ddp::server
