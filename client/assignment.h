@@ -22,6 +22,11 @@ struct Assignment {
   int master_port = 0;      // free port found there
   std::string
       nccl_unique_id;  // 128 raw bytes, or empty when NCCL is not in use
+  // Ranks among the generation's workers of this node's --role
+  // (ROLE_RANK = offset + local rank); role_world_size 0: not known, use
+  // RANK and WORLD_SIZE.
+  int64_t role_rank_offset = 0;
+  int64_t role_world_size = 0;
 };
 
 }  // namespace ddp::client

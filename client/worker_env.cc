@@ -18,8 +18,10 @@ EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c,
   env["LOCAL_WORLD_SIZE"] = absl::StrCat(c.local_world_size);
   env["GROUP_RANK"] = absl::StrCat(a.group_rank);
   env["GROUP_WORLD_SIZE"] = absl::StrCat(a.group_world_size);
-  env["ROLE_RANK"] = absl::StrCat(rank);
-  env["ROLE_WORLD_SIZE"] = absl::StrCat(a.world_size);
+  // torchrun counts ROLE_RANK among the workers of the same --role.
+  const bool role_known = a.role_world_size > 0;
+  env["ROLE_RANK"] = absl::StrCat(role_known ? a.role_rank_offset + local_rank : rank);
+  env["ROLE_WORLD_SIZE"] = absl::StrCat(role_known ? a.role_world_size : a.world_size);
   env["ROLE_NAME"] = c.role;
   env["MASTER_ADDR"] = a.master_addr;
   env["MASTER_PORT"] = absl::StrCat(a.master_port);

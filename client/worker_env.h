@@ -13,7 +13,9 @@
 //   DDP_GENERATION DDP_HEARTBEAT_FILE DDP_NCCL_UNIQUE_ID (256 lowercase hex
 //   chars; absent when the assignment carries no id)
 //
-// One role per job, so ROLE_RANK == RANK and ROLE_WORLD_SIZE == WORLD_SIZE.
+// ROLE_RANK and ROLE_WORLD_SIZE count the workers of this node's --role across
+// the generation (the coordinator computes them); RANK and WORLD_SIZE when the
+// assignment does not know them.
 // Thread-safety: pure functions.
 
 #include <map>

@@ -33,6 +33,16 @@ WorkerEnvContext Context(int local_world_size) {
   return c;
 }
 
+TEST(BuildWorkerEnvTest, Build_RoleRanksKnown_CountedPerRole) {
+  Assignment a = TwoNodeAssignment();
+  a.role_rank_offset = 2;
+  a.role_world_size = 6;
+  EnvMap env = BuildWorkerEnv(a, Context(4), 1, WorkerFilesFor("/logs/run", 7, 1), {});
+  EXPECT_EQ(env["ROLE_RANK"], "3");
+  EXPECT_EQ(env["ROLE_WORLD_SIZE"], "6");
+  EXPECT_EQ(env["RANK"], "5");
+}
+
 TEST(BuildWorkerEnvTest, Build_UserNcclErrorHandling_BothNamesCarryIt) {
   EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(4), 0,
                               WorkerFilesFor("/logs/run", 7, 0),

@@ -48,6 +48,12 @@ absl::Status ValidateAssignment(const v1::Assignment& a) {
                             a.local_world_size(), ") exceed world size ",
                             a.world_size()));
   }
+  if (a.role_world_size() < 0 || a.role_rank_offset() < 0 ||
+      (a.role_world_size() > 0 &&
+       a.role_rank_offset() + a.local_world_size() > a.role_world_size())) {
+    return bad(absl::StrCat("role ranks [", a.role_rank_offset(), ", +", a.local_world_size(),
+                            ") exceed the role's world size ", a.role_world_size()));
+  }
   if (a.master_port() < 1 || a.master_port() > 65535) {
     return bad(absl::StrCat("master port ", a.master_port()));
   }
@@ -322,6 +328,8 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   a.master_addr = p.master_addr();
   a.master_port = p.master_port();
   a.nccl_unique_id = p.nccl_unique_id();
+  a.role_rank_offset = p.role_rank_offset();
+  a.role_world_size = p.role_world_size();
   const LaunchOptions& launch = options_.launch;
   WorkerEnvContext context{launch.job_id, launch.coordinator, launch.role,
                            p.max_restarts(), p.local_world_size()};

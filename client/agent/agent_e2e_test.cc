@@ -181,6 +181,24 @@ TEST_F(AgentE2eTest, TwoAgentsShellWorkers_AllRanksRun_BothExitZero) {
   }
 }
 
+// ROLE_RANK and ROLE_WORLD_SIZE count per --role across nodes, as torchrun's.
+TEST_F(AgentE2eTest, TwoRoles_RoleRanksCountedPerRole) {
+  const std::string script =
+      absl::StrCat("echo $ROLE_NAME $ROLE_RANK $ROLE_WORLD_SIZE > ", dir_, "/rank_$RANK");
+  auto worker = [&](const std::string& role, const std::string& nproc) {
+    return std::vector<std::string>{"--nnodes", "2", "--role", role, "--nproc-per-node", nproc,
+                                    "--node-rank", role == "trainer" ? "0" : "1",
+                                    "--no-python", "/bin/sh", "-c", script};
+  };
+  AgentProcess a(Flags("roles", "node-a", worker("trainer", "2")), Log("a.log"));
+  AgentProcess b(Flags("roles", "node-b", worker("reader", "1")), Log("b.log"));
+  EXPECT_EQ(a.Wait(), 0) << a.log();
+  EXPECT_EQ(b.Wait(), 0) << b.log();
+  EXPECT_EQ(ReadFile(dir_ + "/rank_0"), "trainer 0 2\n");
+  EXPECT_EQ(ReadFile(dir_ + "/rank_1"), "trainer 1 2\n");
+  EXPECT_EQ(ReadFile(dir_ + "/rank_2"), "reader 0 1\n");
+}
+
 TEST_F(AgentE2eTest, WorkerFailsOnce_GroupRestart_SucceedsOnSecondGeneration) {
   // Rank 1 fails in restart 0 (once rank 0 has run); everybody succeeds in
   // restart 1.

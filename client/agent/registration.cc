@@ -20,6 +20,7 @@ v1::Register BuildRegistration(const LaunchOptions& options,
   r.set_requested_rank(options.node_rank.value_or(-1));
   r.set_address(address);
   r.set_agent_version("ddp-client/1");
+  r.set_role(options.role);
   const RendezvousConf& conf = options.rdzv_conf;
   v1::JobSettings* s = r.mutable_settings();
   s->set_min_nodes(options.min_nodes);

@@ -226,6 +226,9 @@ class Job {
     // agent died or was cut off. Not set for nodes that have not resumed
     // after a coordinator restart (their fate is unknown, not observed).
     std::optional<absl::Time> stream_closed_at;
+    // --role of its workers, from its latest registration (not stored: after
+    // a coordinator restart it is known again once the node resumes).
+    std::string role;
     absl::Time last_heartbeat;
     // Current-generation state.
     bool stop_pending = false;
@@ -264,6 +267,8 @@ class Job {
   void MaybeCloseRendezvous();
   void CloseRendezvous();
   void PushAssignments();
+  // Fills role_ranks_ from the members' roles, in group-rank order.
+  void ComputeRoleRanks();
   // Emits kRestarting, then StopAllWorkers.
   void BeginRestart(const std::string& reason);
   // RESTARTING: StopWorkers to every member; the barrier ends in
@@ -324,6 +329,9 @@ class Job {
   absl::Time stop_deadline_ = absl::InfiniteFuture();
   absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
+  // Current generation: (role rank offset, role world size) by node id; empty
+  // when not known (restored, not recomputed).
+  absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> role_ranks_;
 
   // Events (bounded) and persistence delta.
   std::deque<JobEvent> events_;

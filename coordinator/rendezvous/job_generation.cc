@@ -158,7 +158,24 @@ absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
   return absl::OkStatus();
 }
 
+void Job::ComputeRoleRanks() {
+  role_ranks_.clear();
+  absl::flat_hash_map<std::string, int64_t> next_offset;  // by role
+  for (const std::string& node_id : members_) {
+    if (node_id.empty()) continue;
+    const Node& node = nodes_[node_id];
+    if (node.role.empty()) {  // not known (restored, not resumed yet)
+      role_ranks_.clear();
+      return;
+    }
+    role_ranks_[node_id].first = next_offset[node.role];
+    next_offset[node.role] += node.record.nproc;
+  }
+  for (auto& [node_id, ranks] : role_ranks_) ranks.second = next_offset[nodes_[node_id].role];
+}
+
 void Job::PushAssignments() {
+  ComputeRoleRanks();
   state_ = JobState::kRunning;
   master_deadline_ = absl::InfiniteFuture();
   MarkJobDirty();

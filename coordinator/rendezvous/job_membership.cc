@@ -128,6 +128,7 @@ void Job::NoticeConflict(const absl::Status& refusal) {
 absl::StatusOr<RegisterResult> Job::Resume(Node& node,
                                            const RegisterRequest& request) {
   node.connected = true;
+  node.role = request.role;
   node.stream_closed_at.reset();
   node.last_heartbeat = clock_->Now();
   if (node.record.address != request.address) {
@@ -164,6 +165,10 @@ void Job::ResendPending(const Node& node) {
     a.master_addr = master_.master_addr;
     a.master_port = master_.master_port;
     a.nccl_unique_id = master_.nccl_unique_id;
+    if (auto role = role_ranks_.find(node.record.node_id); role != role_ranks_.end()) {
+      a.role_rank_offset = role->second.first;
+      a.role_world_size = role->second.second;
+    }
     Send(node, std::move(a));
   } else if (state_ == JobState::kRestarting && node.stop_pending) {
     Send(node, StopWorkers{generation_, "resent after the session resumed"});
@@ -179,6 +184,7 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
   node.record.requested_rank = request.requested_rank;
   node.record.address = request.address;
   node.record.join_seq = next_join_seq_++;
+  node.role = request.role;
   counters_dirty_ = true;
   node.last_heartbeat = now;
   next_liveness_check_ =
@@ -220,6 +226,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   node.record.nproc = nproc;
   node.record.requested_rank = request.requested_rank;
   node.record.address = request.address;
+  node.role = request.role;
   node.connected = true;
   node.last_heartbeat = clock_->Now();
   MarkNodeDirty(node.record.node_id);

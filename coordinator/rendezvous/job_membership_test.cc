@@ -82,6 +82,31 @@ TEST(JobMembership, ContradictingSettings_NodesAlreadyThereGetANotice) {
   EXPECT_EQ(MessagesOf<Notice>(h.outbox(), "a").size(), 1u);
 }
 
+TEST(JobMembership, Roles_RoleRanksCountedPerRoleInGroupRankOrder) {
+  JobHarness h(Settings(3, 3));
+  auto join = [&](const std::string& node, const std::string& role, int nproc, int rank) {
+    RegisterRequest r;
+    r.job_id = "job1";
+    r.node_id = node;
+    r.incarnation = JobHarness::IncarnationOf(node);
+    r.nproc = nproc;
+    r.requested_rank = rank;
+    r.address = node + ".example";
+    r.role = role;
+    ASSERT_TRUE(h.job().Register(r).ok());
+  };
+  join("a", "trainer", 2, 0);
+  join("b", "reader", 1, 1);
+  join("c", "trainer", 2, 2);
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  EXPECT_EQ(h.LastAssignment("a")->role_rank_offset, 0);
+  EXPECT_EQ(h.LastAssignment("a")->role_world_size, 4);
+  EXPECT_EQ(h.LastAssignment("b")->role_rank_offset, 0);
+  EXPECT_EQ(h.LastAssignment("b")->role_world_size, 1);
+  EXPECT_EQ(h.LastAssignment("c")->role_rank_offset, 2);
+  EXPECT_EQ(h.LastAssignment("c")->role_world_size, 4);
+}
+
 TEST(JobMembership, StaleGeneration_Aborted) {
   JobHarness h(Settings(2, 2));
   StartRunning(h, {"a", "b"});

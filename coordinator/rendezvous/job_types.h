@@ -84,6 +84,7 @@ struct RegisterRequest {
   Incarnation incarnation = 0;
   int nproc = 0;            // 0: the job's nproc_per_node
   int requested_rank = -1;  // --node-rank; -1: none
+  std::string role = "default";  // --role of the node's workers
   std::string address;      // how other nodes reach it (MASTER_ADDR default)
   // The agent's own flags. Absent: join an existing job only (NOT_FOUND
   // otherwise).
@@ -133,6 +134,9 @@ struct Assignment {
   std::string master_addr;
   int master_port = 0;
   std::string nccl_unique_id;
+  // Ranks among the workers of this node's role; role_world_size 0: unknown.
+  int64_t role_rank_offset = 0;
+  int64_t role_world_size = 0;
 };
 // Sent to group rank 0: pick a free port, call ncclGetUniqueId, answer
 // MasterInfo.

@@ -222,6 +222,7 @@ absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
                     static_cast<size_t>(limits.max_address_length), "address");
   }
   if (status.ok()) status = CheckLength(proto.token(), kMaxTokenBytes, "token");
+  if (status.ok()) status = CheckLength(proto.role(), 64, "role");
   if (status.ok()) {
     status = CheckLength(proto.agent_version(), kMaxAgentVersionBytes,
                          "agent version");
@@ -234,6 +235,7 @@ absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
   r.nproc = proto.nproc();
   r.requested_rank = proto.requested_rank();
   r.address = proto.address();
+  r.role = proto.role().empty() ? "default" : proto.role();
   if (proto.has_settings()) r.settings = SettingsFromProto(proto.settings());
   return r;
 }
@@ -323,6 +325,8 @@ struct BodyToProto {
     m->set_master_addr(a.master_addr);
     m->set_master_port(a.master_port);
     m->set_nccl_unique_id(a.nccl_unique_id);
+    m->set_role_rank_offset(a.role_rank_offset);
+    m->set_role_world_size(a.role_world_size);
   }
   void operator()(const rendezvous::RequestMasterInfo& r) const {
     proto->mutable_request_master_info()->set_generation(r.generation);
