@@ -171,6 +171,13 @@ void Job::ComputeRoleRanks() {
     role_ranks_[node_id].first = next_offset[node.role];
     next_offset[node.role] += node.record.nproc;
   }
+  // One role (the usual case): role ranks are the global ranks, which the
+  // assignment carries anyway; leaving them out keeps an assignment resent
+  // after a coordinator restart (roles are not stored) identical.
+  if (next_offset.size() <= 1) {
+    role_ranks_.clear();
+    return;
+  }
   for (auto& [node_id, ranks] : role_ranks_) ranks.second = next_offset[nodes_[node_id].role];
 }
 
