@@ -25,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/flags/internal/private_handle_accessor.h"
 #include "absl/flags/internal/usage.h"
 #include "common/exit_codes.h"
 #include "common/flag_names.h"
@@ -45,6 +46,13 @@ ABSL_FLAG(std::string, port_file, "",
           "If set, write the bound port (one line) to this file once serving, "
           "atomically "
           "(temporary file + rename); tools and tests read it with --port 0");
+ABSL_FLAG(int, http_port, 29480,
+          "TCP port of the HTTP listener: REST API under /v1/, /healthz, /readyz. "
+          "0 turns HTTP off; -1 picks any free port (see --http-port-file). With --port 0 "
+          "and no --http-port, HTTP picks any free port too");
+ABSL_FLAG(std::string, http_port_file, "",
+          "If set, write the bound HTTP port (one line) to this file once serving, "
+          "atomically, like --port-file");
 ABSL_FLAG(std::string, log_level, "info",
           "Minimum log level: debug, info, warning, error");
 ABSL_FLAG(int64_t, max_key_bytes, 4096,
@@ -94,6 +102,22 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   options->port = port;
   options->bind_address = absl::GetFlag(FLAGS_bind);
   if (options->bind_address.empty()) return "--bind must not be empty";
+  int http_port = absl::GetFlag(FLAGS_http_port);
+  if (http_port < -1 || http_port > 65535) {
+    return absl::StrCat("--http-port=", http_port,
+                        " must be -1 (any free port), 0 (off) or a port up to 65535");
+  }
+  const absl::CommandLineFlag* http_flag = absl::FindCommandLineFlag("http_port");
+  if (port == 0 && http_flag != nullptr &&
+      !absl::flags_internal::PrivateHandleAccessor::IsSpecifiedOnCommandLine(*http_flag)) {
+    http_port = -1;
+  }
+  if (http_port != 0) {
+    options->http.emplace();
+    options->http->port = http_port == -1 ? 0 : http_port;
+  } else if (!absl::GetFlag(FLAGS_http_port_file).empty()) {
+    return "--http-port-file needs HTTP on (--http-port is 0)";
+  }
   options->data_dir = absl::GetFlag(FLAGS_data_dir);
   if (options->data_dir.empty()) return "--data-dir must not be empty";
   ddp::kv::KvLimits& limits = options->kv.limits;
@@ -278,6 +302,12 @@ int main(int argc, char** argv) {
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty() && !WritePortFile(port_file, (*server)->port())) {
     DDP_LOG(ERROR) << "cannot write --port-file " << port_file;
+    (*server)->Shutdown();
+    return ddp::kExitFailure;
+  }
+  const std::string http_port_file = absl::GetFlag(FLAGS_http_port_file);
+  if (!http_port_file.empty() && !WritePortFile(http_port_file, (*server)->http_port())) {
+    DDP_LOG(ERROR) << "cannot write --http-port-file " << http_port_file;
     (*server)->Shutdown();
     return ddp::kExitFailure;
   }

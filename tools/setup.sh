@@ -10,10 +10,14 @@ PACKAGES=(
   # Libraries (third_party/BUILD.bazel links them).
   libgrpc++-dev libprotobuf-dev libabsl-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The HTTP listener (REST, /metrics, dashboard) and its metrics.
+  libcpp-httplib-dev prometheus-cpp-dev
   # End-to-end tests and the demo: PyTorch (CPU, gloo) for /usr/bin/python3.
   python3 python3-torch
   # Benchmarks: etcd 3.4 is measured side by side with the coordinator.
   etcd-server etcd-client
+  # Operator-surface tests: promtool and a real Prometheus server; a real browser.
+  prometheus chromium
   # Tools the scripts use.
   procps iproute2 ca-certificates
 )

@@ -97,7 +97,8 @@ StandaloneCoordinator::Start(const StandaloneCoordinatorOptions& options) {
   const std::string port_file = pattern + "/port";
   std::vector<std::string> args = {binary,         "--port",      absl::StrCat(options.port),
                                    "--bind",       options.bind,  "--port_file",
-                                   port_file,      "--data_dir",  pattern + "/data"};
+                                   port_file,      "--data_dir",  pattern + "/data",
+                                   "--http_port",  "0"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

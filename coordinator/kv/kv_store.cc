@@ -424,6 +424,11 @@ absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease) {
   return LeaseKeepAliveResult{lease, *ttl};
 }
 
+absl::Status KvStore::WriteHealth() const {
+  absl::MutexLock lock(&queue_mu_);
+  return write_failure_;
+}
+
 KvStoreStatus KvStore::Status() const {
   KvStoreStatus status;
   {

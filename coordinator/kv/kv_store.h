@@ -139,6 +139,9 @@ class KvStore {
   absl::StatusOr<RangeResult> Range(const RangeRequest& request) const;
   absl::StatusOr<LeaseKeepAliveResult> LeaseKeepAlive(LeaseId lease);
   KvStoreStatus Status() const;
+  // OK while writes are accepted; after a storage failure, the error every
+  // write now gets (the store is fail-stop until restarted). Readiness probes.
+  absl::Status WriteHealth() const;
 
   // Watches: register a sink, then pull with TakeWatchEvents (see watch_hub.h).
   absl::StatusOr<WatchId> Watch(const WatchRequest& request,
@@ -228,7 +231,7 @@ class KvStore {
   bool waits_closed_ ABSL_GUARDED_BY(state_mu_) = false;
 
   // The write queue.
-  absl::Mutex queue_mu_;
+  mutable absl::Mutex queue_mu_;
   std::vector<PendingWrite> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
   // Set once a commit failed in a way that stops all writes (see the file

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/http/health.h"
 #include "coordinator/server/listen_address.h"
 #include "coordinator/storage/data_dir_identity.h"
 #include "coordinator/storage/sqlite_job_state_store.h"
@@ -109,7 +110,38 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return why;
   }
   DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir << ")";
+  if (absl::Status http = server->StartHttp(); !http.ok()) {
+    server->Shutdown();
+    return http;
+  }
   return server;
+}
+
+absl::Status CoordinatorServer::StartHttp() {
+  if (!options_.http.has_value()) return absl::OkStatus();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  auto gateway = http::RestGateway::Create(grpc_server_->InProcessChannel(args),
+                                           http::RestGatewayOptions{});
+  if (!gateway.ok()) return gateway.status();
+  rest_gateway_ = *std::move(gateway);
+  http::HttpListenerOptions http_options = *options_.http;
+  http_options.bind_address = options_.bind_address;
+  auto listener = http::HttpListener::Start(http_options, [this](httplib::Server& routes) {
+    http::InstallHealthChecks(routes, [this] { return Readiness(); });
+    rest_gateway_->Install(routes);
+  });
+  if (!listener.ok()) return listener.status();
+  http_listener_ = *std::move(listener);
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorServer::Readiness() {
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_) return absl::UnavailableError("shutting down");
+  }
+  return kv_store_->WriteHealth();
 }
 
 std::string CoordinatorServer::address() const {
@@ -126,6 +158,9 @@ void CoordinatorServer::Shutdown() {
   }
   if (grpc_server_ == nullptr) return;  // Start failed half way; members clean up
   DDP_LOG(INFO) << "shutting down " << address();
+  // HTTP first: its event streams and REST calls go through the gRPC server.
+  if (rest_gateway_ != nullptr) rest_gateway_->BeginShutdown();
+  if (http_listener_ != nullptr) http_listener_->Stop();
   // Sessions and stores first: they end agent streams, job watches, KV watch
   // streams and pending waits (UNAVAILABLE), so the gRPC server has no
   // long-lived call left to wait for.
@@ -137,6 +172,8 @@ void CoordinatorServer::Shutdown() {
   grpc_server_->Shutdown(deadline);
   grpc_server_->Wait();
   grpc_server_.reset();
+  http_listener_.reset();
+  rest_gateway_.reset();
   job_services_.reset();  // after the server: reactors may still reference it
   job_store_.reset();
   kv_service_.reset();

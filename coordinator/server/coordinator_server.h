@@ -5,7 +5,8 @@
 //   data dir lock -> SQLite (DATA_DIR/coordinator.db) -> KvStore
 //                 -> SQLite (DATA_DIR/jobs.db) -> JobServices (rendezvous
 //                    registry restored from it, session + job services)
-//     -> gRPC services -> gRPC server,
+//     -> gRPC services -> gRPC server
+//     -> HTTP listener (health, REST gateway onto the gRPC server in process),
 // and tears them down in reverse: agent sessions end first (UNAVAILABLE, so
 // agents resume against the restarted coordinator), then the KV store.
 //
@@ -15,12 +16,15 @@
 // is idempotent and may be called from any thread (not from an RPC handler).
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/http/http_listener.h"
+#include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rpc/grpc_kv_service.h"
@@ -36,6 +40,9 @@ struct CoordinatorServerOptions {
   std::string data_dir = "./ddp-coordinator-data";
   kv::KvStoreOptions kv;
   session::JobServicesOptions jobs;
+  // The HTTP listener (REST API, health checks); nullopt: none. Its
+  // bind_address is ignored: it binds where gRPC does.
+  std::optional<http::HttpListenerOptions> http;
   // How long Shutdown lets in-flight unary calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(2);
   const Clock* clock = nullptr;  // null: the real clock
@@ -58,16 +65,21 @@ class CoordinatorServer {
   int port() const { return port_; }
   // "host:port" as bound, e.g. "0.0.0.0:29400".
   std::string address() const;
+  // The bound HTTP port; 0 when HTTP is off.
+  int http_port() const { return http_listener_ ? http_listener_->port() : 0; }
   kv::KvStore& kv_store() { return *kv_store_; }
   session::JobServices& job_services() { return *job_services_; }
 
-  // Ends agent sessions and job watches (UNAVAILABLE), refuses new work, ends
+  // Stops HTTP (ends event streams), ends agent sessions and job watches
+  // (UNAVAILABLE), refuses new work, ends
   // watch streams and waits with UNAVAILABLE, commits queued writes, stops the gRPC server and all
   // threads, closes the database, unlocks.
   void Shutdown();
 
  private:
   explicit CoordinatorServer(CoordinatorServerOptions options) : options_(std::move(options)) {}
+  absl::Status StartHttp();
+  absl::Status Readiness();
 
   const CoordinatorServerOptions options_;
   std::unique_ptr<DataDirLock> lock_;
@@ -76,6 +88,8 @@ class CoordinatorServer {
   std::unique_ptr<rendezvous::JobStateStore> job_store_;
   std::unique_ptr<session::JobServices> job_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<http::RestGateway> rest_gateway_;
+  std::unique_ptr<http::HttpListener> http_listener_;
   int port_ = 0;
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

@@ -1,0 +1,62 @@
+#ifndef DDP_COORDINATOR_HTTP_HTTP_LISTENER_H_
+#define DDP_COORDINATOR_HTTP_HTTP_LISTENER_H_
+
+// The coordinator's one HTTP listener (cpp-httplib): REST, /metrics, the
+// dashboard and health checks are handlers installed on it. Binds like the
+// gRPC listener: no SO_REUSEPORT, so a taken port is an error and never a
+// second server on one port.
+//
+// Lifecycle: Start (bound, serving on its own threads) --Stop--> stopped.
+// Thread-safety: port() any time; Stop is idempotent, from any thread but a
+// handler.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace ddp::http {
+
+struct HttpListenerOptions {
+  std::string bind_address = "0.0.0.0";
+  int port = 29480;  // 0: any free port
+  // Connections served at once. A keep-alive connection or an event stream
+  // holds one thread; more wait for a free one.
+  int threads = 64;
+};
+
+class HttpListener {
+ public:
+  // `install` registers the handlers before the first request can arrive.
+  // ALREADY_EXISTS when the address is in use (another coordinator?),
+  // UNAVAILABLE for other bind errors, INVALID_ARGUMENT for a bad port or
+  // thread count; each message names the address and the flag to change.
+  static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
+      const HttpListenerOptions& options, const std::function<void(httplib::Server&)>& install);
+  ~HttpListener();
+  HttpListener(const HttpListener&) = delete;
+  HttpListener& operator=(const HttpListener&) = delete;
+
+  int port() const { return port_; }
+
+  // Closes the listening socket and waits for handlers in progress (end
+  // long-lived streams first).
+  void Stop();
+
+ private:
+  HttpListener();
+
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace ddp::http
+
+#endif  // DDP_COORDINATOR_HTTP_HTTP_LISTENER_H_
