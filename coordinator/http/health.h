@@ -1,12 +1,13 @@
 #ifndef DDP_COORDINATOR_HTTP_HEALTH_H_
 #define DDP_COORDINATOR_HTTP_HEALTH_H_
 
-// Kubernetes-style probes: GET /healthz answers 200 "ok" while the process
+// Operator endpoints of the HTTP listener. Kubernetes-style probes: GET /healthz answers 200 "ok" while the process
 // serves HTTP (liveness); GET /readyz answers 200 "ready" when `readiness`
 // returns OK (the store is loaded and accepts writes), else 503 with the
 // reason (readiness: send no traffic here).
 
 #include <functional>
+#include <string>
 
 #include "absl/status/status.h"
 
@@ -17,6 +18,9 @@ class Server;
 namespace ddp::http {
 
 void InstallHealthChecks(httplib::Server& server, std::function<absl::Status()> readiness);
+
+// GET /metrics: `scrape()` in Prometheus' text exposition format 0.0.4.
+void InstallMetricsEndpoint(httplib::Server& server, std::function<std::string()> scrape);
 
 }  // namespace ddp::http
 

@@ -181,7 +181,11 @@ void KvStore::ProcessBatch(std::vector<PendingWrite> batch) {
   Delivery delivery;
   absl::Status commit_status;
   if (!builder->empty()) {
+    const absl::Time commit_start = absl::Now();
     commit_status = backend_->Commit(to_commit);
+    if (commit_status.ok() && options_.on_commit) {
+      options_.on_commit(batch.size(), absl::Now() - commit_start);
+    }
     if (commit_status.ok()) {
       {
         absl::MutexLock lock(&state_mu_);

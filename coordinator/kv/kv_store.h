@@ -102,6 +102,9 @@ struct KvStoreOptions {
   // see sink_notifier.h), and the fewest watchers worth more than one.
   int notify_threads = 2;
   size_t notify_parallel_min = 32;
+  // Called on the committer thread after each durable commit with its number
+  // of writes and its time (transaction and fsync); for metrics. Keep it cheap.
+  std::function<void(size_t writes, absl::Duration took)> on_commit;
 };
 
 template <typename T>

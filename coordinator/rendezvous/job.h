@@ -259,7 +259,9 @@ class Job {
   void ReplaceIncarnation(Node& node, const RegisterRequest& request);
   void AddNode(const RegisterRequest& request, int nproc);
   // Removes a node for good (lost, left, excluded, declared dead).
-  void RemoveNode(const std::string& node_id, const std::string& reason);
+  // `cause`: why the generation restarts if the node was a running member.
+  void RemoveNode(const std::string& node_id, const std::string& reason,
+                  RestartCause cause = RestartCause::kNodeLoss);
   void ResendPending(const Node& node);
 
   // job_generation.cc
@@ -270,7 +272,7 @@ class Job {
   // Fills role_ranks_ from the members' roles, in group-rank order.
   void ComputeRoleRanks();
   // Emits kRestarting, then StopAllWorkers.
-  void BeginRestart(const std::string& reason);
+  void BeginRestart(RestartCause cause, const std::string& reason);
   // RESTARTING: StopWorkers to every member; the barrier ends in
   // MaybeFinishStopBarrier.
   void StopAllWorkers(const std::string& reason);

@@ -287,7 +287,8 @@ void Job::HandleFailure(const FailureInfo& failure) {
   const std::string what = FailureSentence(failure);
   if (restart_count_ < settings_.max_restarts) {
     ++restart_count_;
-    BeginRestart(absl::StrCat(what, "; restart ", restart_count_, " of ",
+    BeginRestart(failure.hang ? RestartCause::kHang : RestartCause::kWorkerFailure,
+                 absl::StrCat(what, "; restart ", restart_count_, " of ",
                               settings_.max_restarts));
     return;
   }
@@ -335,14 +336,17 @@ void Job::HandleKnockOnFailure(const FailureInfo& failure, const Node& lost) {
                                   failure.message.empty() ? "" : ": ", failure.message)
                          .substr(0, static_cast<size_t>(limits_.max_message_length));
   RecordFailure(knock_on);
-  BeginRestart(absl::StrCat(cause.message, "; ", FailureSentence(failure),
+  BeginRestart(RestartCause::kNodeLoss,
+               absl::StrCat(cause.message, "; ", FailureSentence(failure),
                             " after it (a knock-on failure): restarting without node '",
                             lost.record.node_id,
                             "' unless it resumes; the restart budget is not charged"));
 }
 
-void Job::BeginRestart(const std::string& reason) {
+void Job::BeginRestart(RestartCause cause, const std::string& reason) {
   Emit(JobEventType::kRestarting, "", reason);
+  outbox_->events.back().restart_cause = cause;
+  events_.back().restart_cause = cause;
   StopAllWorkers(reason);
 }
 

@@ -203,8 +203,8 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
       break;
     case JobState::kRunning:
       if (live_members_ < settings_.max_nodes) {
-        BeginRestart(absl::StrCat("node '", request.node_id,
-                                  "' joined below max_nodes"));
+        BeginRestart(RestartCause::kScale, absl::StrCat("node '", request.node_id,
+                                                        "' joined below max_nodes"));
       }
       break;
     default:  // kRestarting: it is a candidate of the next rendezvous.
@@ -247,7 +247,8 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
       break;
     case JobState::kRunning:
       if (!node.succeeded && old_session_lost) {
-        BeginRestart(absl::StrCat("node '", node_id, "' was lost (its agent's session closed) and ",
+        BeginRestart(RestartCause::kNodeLoss,
+                     absl::StrCat("node '", node_id, "' was lost (its agent's session closed) and ",
                                   "a new agent replaced it (incarnation ", old_incarnation, " -> ",
                                   request.incarnation,
                                   "); a membership change: the restart budget is not charged"));
@@ -300,7 +301,8 @@ absl::Status Job::Leave(const NodeRef& ref) {
   return absl::OkStatus();
 }
 
-void Job::RemoveNode(const std::string& node_id, const std::string& reason) {
+void Job::RemoveNode(const std::string& node_id, const std::string& reason,
+                     RestartCause cause) {
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return;
   const bool member = IsMember(it->second);
@@ -325,7 +327,7 @@ void Job::RemoveNode(const std::string& node_id, const std::string& reason) {
       break;
     case JobState::kRunning:
       if (member && !succeeded) {
-        BeginRestart(absl::StrCat("node '", node_id, "' ", reason));
+        BeginRestart(cause, absl::StrCat("node '", node_id, "' ", reason));
       }
       break;
     case JobState::kRestarting:

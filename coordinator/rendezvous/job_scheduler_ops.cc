@@ -38,7 +38,7 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
       break;
     case JobState::kRunning:
       if (membership_changes) {
-        BeginRestart(absl::StrCat("job resized to ", min_nodes, ":", max_nodes,
+        BeginRestart(RestartCause::kScale, absl::StrCat("job resized to ", min_nodes, ":", max_nodes,
                                   " nodes"));
       }
       break;
@@ -81,7 +81,7 @@ absl::Status Job::ExcludeNode(const std::string& node_id,
   Node* node = FindNode(node_id);
   if (node != nullptr) {
     Send(*node, NodeDismissed{why});
-    RemoveNode(node_id, why);
+    RemoveNode(node_id, why, RestartCause::kOperator);
   }
   return absl::OkStatus();
 }

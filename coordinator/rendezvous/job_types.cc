@@ -45,6 +45,24 @@ const char* JobStateName(JobState state) {
   return "unknown";
 }
 
+const char* RestartCauseName(RestartCause cause) {
+  switch (cause) {
+    case RestartCause::kWorkerFailure:
+      return "worker_failure";
+    case RestartCause::kHang:
+      return "hang";
+    case RestartCause::kNodeLoss:
+      return "node_loss";
+    case RestartCause::kScale:
+      return "scale";
+    case RestartCause::kOperator:
+      return "operator";
+    case RestartCause::kNone:
+      break;
+  }
+  return "";
+}
+
 const char* JobEventTypeName(JobEventType type) {
   switch (type) {
     case JobEventType::kJobCreated:

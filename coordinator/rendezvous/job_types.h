@@ -188,6 +188,19 @@ enum class JobEventType {
 };
 const char* JobEventTypeName(JobEventType type);
 
+// Why a generation was stopped for a restart (kRestarting events).
+enum class RestartCause {
+  kNone = 0,
+  kWorkerFailure = 1,  // a worker exited non-zero or was killed
+  kHang = 2,           // a worker stopped touching its heartbeat file
+  kNodeLoss = 3,       // a member's agent was lost, left, or came back as a new agent
+  kScale = 4,          // the job was resized, or a node joined below max_nodes
+  kOperator = 5,       // ExcludeNode
+};
+// "worker_failure", "hang", "node_loss", "scale", "operator" ("" for kNone):
+// the values of the metrics' cause label.
+const char* RestartCauseName(RestartCause cause);
+
 struct JobEvent {
   std::string job_id;
   int64_t index =
@@ -198,6 +211,7 @@ struct JobEvent {
   Generation generation = 0;
   std::string message;
   std::optional<FailureInfo> failure;
+  RestartCause restart_cause = RestartCause::kNone;  // kRestarting only
 };
 
 // What the core wants done, in the order it happened.

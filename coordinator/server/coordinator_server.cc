@@ -51,13 +51,29 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   auto identity = storage::EnsureDataDirIdentity(opts.data_dir, {kKvDatabase, kJobsDatabase});
   if (!identity.ok()) return identity.status();
 
+  kv::KvStoreOptions kv_options = opts.kv;
+  session::JobServicesOptions job_options = opts.jobs;
+  if (opts.http.has_value()) {
+    server->metrics_ = std::make_unique<metrics::CoordinatorMetrics>(clock);
+    metrics::CoordinatorMetrics* recorder = server->metrics_.get();
+    kv_options.on_commit = [recorder](size_t writes, absl::Duration took) {
+      recorder->ObserveCommit("kv", writes, took);
+    };
+    job_options.rendezvous.on_commit = [recorder](absl::Duration took) {
+      recorder->ObserveCommit("jobs", 0, took);
+    };
+    job_options.rendezvous.on_events = [recorder](const std::vector<rendezvous::JobEvent>& e) {
+      recorder->jobs().OnEvents(e);
+    };
+  }
+
   const std::string db_path = absl::StrCat(opts.data_dir, "/", kKvDatabase);
   auto backend = kv::SqliteKvBackend::Open(db_path);
   if (!backend.ok()) {
     return absl::Status(backend.status().code(),
                         absl::StrCat("cannot open ", db_path, ": ", backend.status().message()));
   }
-  auto store = kv::KvStore::Open(*std::move(backend), clock, opts.kv);
+  auto store = kv::KvStore::Open(*std::move(backend), clock, kv_options);
   if (!store.ok()) return store.status();
   server->kv_store_ = *std::move(store);
   server->kv_service_ =
@@ -71,7 +87,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                                                 job_store.status().message()));
   }
   server->job_store_ = *std::move(job_store);
-  auto job_services = session::JobServices::Create(clock, server->job_store_.get(), opts.jobs);
+  auto job_services =
+      session::JobServices::Create(clock, server->job_store_.get(), job_options);
   if (!job_services.ok()) {
     server->kv_store_->Shutdown();
     return absl::Status(job_services.status().code(),
@@ -96,6 +113,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // for gRPC's default of 120 s; a flood of such connections starves real
   // clients. 20 s is ample for a handshake.
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 20000);
+  if (server->metrics_ != nullptr) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(server->metrics_->rpc().InterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+  }
   builder.RegisterService(server->kv_service_.get());
   server->job_services_->RegisterWith(builder);
   server->grpc_server_ = builder.BuildAndStart();
@@ -129,11 +151,37 @@ absl::Status CoordinatorServer::StartHttp() {
   http_options.bind_address = options_.bind_address;
   auto listener = http::HttpListener::Start(http_options, [this](httplib::Server& routes) {
     http::InstallHealthChecks(routes, [this] { return Readiness(); });
+    http::InstallMetricsEndpoint(routes, [this] { return metrics_->Scrape(ReadScrapeState()); });
     rest_gateway_->Install(routes);
   });
   if (!listener.ok()) return listener.status();
   http_listener_ = *std::move(listener);
   return absl::OkStatus();
+}
+
+metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
+  metrics::ScrapeState state;
+  const kv::KvStoreStatus kv = kv_store_->Status();
+  state.kv_revision = kv.revision;
+  state.kv_keys = kv.keys;
+  state.kv_leases = kv.leases;
+  state.kv_watchers = kv.watchers;
+  state.writes_accepted = kv_store_->WriteHealth().ok();
+  session::RendezvousService& rendezvous = job_services_->rendezvous();
+  state.job_watchers = rendezvous.watch_hub().watcher_count();
+  auto jobs = rendezvous.registry().ListJobs();
+  if (!jobs.ok()) return state;
+  for (rendezvous::JobStatus& job : *jobs) {
+    const bool live = job.state != rendezvous::JobState::kSucceeded &&
+                      job.state != rendezvous::JobState::kFailed &&
+                      job.state != rendezvous::JobState::kCancelled;
+    if (live) {
+      auto with_nodes = rendezvous.registry().GetJob(job.job_id, /*include_nodes=*/true);
+      if (with_nodes.ok()) job = *std::move(with_nodes);
+    }
+    state.jobs.push_back(std::move(job));
+  }
+  return state;
 }
 
 absl::Status CoordinatorServer::Readiness() {

@@ -26,6 +26,7 @@
 #include "coordinator/http/http_listener.h"
 #include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
+#include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/server/data_dir_lock.h"
@@ -40,8 +41,9 @@ struct CoordinatorServerOptions {
   std::string data_dir = "./ddp-coordinator-data";
   kv::KvStoreOptions kv;
   session::JobServicesOptions jobs;
-  // The HTTP listener (REST API, health checks); nullopt: none. Its
-  // bind_address is ignored: it binds where gRPC does.
+  // The HTTP listener (REST API, /metrics, health checks); nullopt: none (and
+  // no metrics are recorded). Its bind_address is ignored: it binds where
+  // gRPC does.
   std::optional<http::HttpListenerOptions> http;
   // How long Shutdown lets in-flight unary calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(2);
@@ -80,9 +82,12 @@ class CoordinatorServer {
   explicit CoordinatorServer(CoordinatorServerOptions options) : options_(std::move(options)) {}
   absl::Status StartHttp();
   absl::Status Readiness();
+  metrics::ScrapeState ReadScrapeState();
 
   const CoordinatorServerOptions options_;
   std::unique_ptr<DataDirLock> lock_;
+  // Before the stores: their commit observers record into it.
+  std::unique_ptr<metrics::CoordinatorMetrics> metrics_;
   std::unique_ptr<kv::KvStore> kv_store_;
   std::unique_ptr<rpc::GrpcKvService> kv_service_;
   std::unique_ptr<rendezvous::JobStateStore> job_store_;

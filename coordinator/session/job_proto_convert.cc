@@ -158,6 +158,11 @@ void JobEventToProto(const rendezvous::JobEvent& e, v1::JobEvent* proto) {
   proto->set_generation(e.generation);
   proto->set_message(e.message);
   if (e.failure) FailureToProto(*e.failure, proto->mutable_failure());
+  static_assert(static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
+                    static_cast<int>(rendezvous::RestartCause::kWorkerFailure) ==
+                        v1::WORKER_FAILURE,
+                "RestartCause numbers are jobs.proto's");
+  proto->set_restart_cause(static_cast<v1::RestartCause>(e.restart_cause));
 }
 
 void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now,

@@ -83,8 +83,12 @@ void RendezvousService::WriterLoop() {
     }
     // Changes that arrive while a batch is written form the next batch.
     while (registry_->HasPendingWrites()) {
+      const absl::Time start = absl::Now();
       absl::Status status = registry_->PersistPending();
-      if (status.ok()) continue;
+      if (status.ok()) {
+        if (options_.on_commit) options_.on_commit(absl::Now() - start);
+        continue;
+      }
       DDP_LOG_EVERY_N_SEC(WARNING, 10) << status.message();
       absl::MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
@@ -143,7 +147,10 @@ void RendezvousService::Drain() {
                        << message.job_id << "; message dropped";
       }
     }
-    if (!outbox.events.empty()) watch_hub_.Publish(outbox.events);
+    if (!outbox.events.empty()) {
+      watch_hub_.Publish(outbox.events);
+      if (options_.on_events) options_.on_events(outbox.events);
+    }
   }
 }
 

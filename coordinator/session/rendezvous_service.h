@@ -21,6 +21,7 @@
 // Thread-safety: thread-safe; Shutdown is idempotent and also run by the
 // destructor.
 
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -45,6 +46,11 @@ struct RendezvousServiceOptions {
   JobWatchHubOptions watch;
   // Pause between two tries to write job changes while the store fails.
   absl::Duration write_retry_interval = absl::Milliseconds(200);
+  // Observers for metrics, called on the service's threads; keep them cheap.
+  // Each batch of the core's events, in order, once durable and published.
+  std::function<void(const std::vector<rendezvous::JobEvent>&)> on_events;
+  // Each durable write of job changes, with its time (transaction and fsync).
+  std::function<void(absl::Duration took)> on_commit;
 };
 
 class RendezvousService {

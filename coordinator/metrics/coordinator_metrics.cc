@@ -1,0 +1,82 @@
+#include "coordinator/metrics/coordinator_metrics.h"
+
+#include <utility>
+
+#include "prometheus/text_serializer.h"
+
+namespace ddp::metrics {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& CommitSecondsBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
+      0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
+  return *buckets;
+}
+
+const prometheus::Histogram::BucketBoundaries& CommitWritesBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
+      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
+  return *buckets;
+}
+
+prometheus::MetricFamily OneGauge(std::string name, std::string help, double value) {
+  prometheus::MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = prometheus::MetricType::Gauge;
+  prometheus::ClientMetric metric;
+  metric.gauge.value = value;
+  family.metric.push_back(std::move(metric));
+  return family;
+}
+
+}  // namespace
+
+CoordinatorMetrics::CoordinatorMetrics(const Clock& clock, JobMetricsOptions jobs)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      rpc_(*registry_),
+      jobs_(*registry_, clock, jobs),
+      commit_seconds_(prometheus::BuildHistogram()
+                          .Name("ddp_store_commit_duration_seconds")
+                          .Help("One durable commit (a transaction with its fsync) by store: "
+                                "kv (coordinator.db) or jobs (jobs.db)")
+                          .Register(*registry_)),
+      commit_writes_(prometheus::BuildHistogram()
+                         .Name("ddp_store_commit_batch_writes")
+                         .Help("Writes per group commit by store")
+                         .Register(*registry_)),
+      started_(clock.Now()),
+      clock_(clock) {}
+
+void CoordinatorMetrics::ObserveCommit(absl::string_view store, size_t writes,
+                                       absl::Duration took) {
+  const prometheus::Labels labels = {{"store", std::string(store)}};
+  commit_seconds_.Add(labels, CommitSecondsBuckets()).Observe(absl::ToDoubleSeconds(took));
+  if (writes > 0) {
+    commit_writes_.Add(labels, CommitWritesBuckets()).Observe(static_cast<double>(writes));
+  }
+}
+
+std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (auto& family : jobs_.Collect(state.jobs)) families.push_back(std::move(family));
+  families.push_back(OneGauge("ddp_kv_revision", "Current revision of the key-value store",
+                              static_cast<double>(state.kv_revision)));
+  families.push_back(
+      OneGauge("ddp_kv_keys", "Keys in the key-value store", static_cast<double>(state.kv_keys)));
+  families.push_back(OneGauge("ddp_kv_leases", "Leases alive", static_cast<double>(state.kv_leases)));
+  families.push_back(OneGauge("ddp_kv_watchers", "Key-value watch streams open",
+                              static_cast<double>(state.kv_watchers)));
+  families.push_back(OneGauge("ddp_job_watchers", "WatchJob streams open",
+                              static_cast<double>(state.job_watchers)));
+  families.push_back(OneGauge("ddp_store_writes_accepted",
+                              "1 while the stores accept writes; 0 after a storage failure "
+                              "(fail-stop until restarted: alert on it)",
+                              state.writes_accepted ? 1 : 0));
+  families.push_back(OneGauge("ddp_start_time_seconds",
+                              "When this coordinator process started (Unix time)",
+                              absl::ToDoubleSeconds(started_ - absl::UnixEpoch())));
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace ddp::metrics

@@ -1,0 +1,62 @@
+#ifndef DDP_COORDINATOR_METRICS_COORDINATOR_METRICS_H_
+#define DDP_COORDINATOR_METRICS_COORDINATOR_METRICS_H_
+
+// Every metric of the coordinator, in Prometheus' text format for /metrics
+// (prometheus-cpp). Recorders (RPC interceptor, store commits, job events)
+// update the registry as things happen; Scrape adds the state read at scrape
+// time. Names follow Prometheus' conventions with a ddp_ prefix; docs/
+// operations.md lists them with the alerts they are for.
+//
+// Thread-safety: thread-safe.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/metrics/job_metrics.h"
+#include "coordinator/metrics/rpc_metrics.h"
+#include "coordinator/rendezvous/job.h"
+#include "prometheus/registry.h"
+
+namespace ddp::metrics {
+
+// What Scrape reads from the running coordinator.
+struct ScrapeState {
+  std::vector<rendezvous::JobStatus> jobs;  // live ones with their nodes
+  int64_t kv_revision = 0;
+  int64_t kv_keys = 0;
+  int64_t kv_leases = 0;
+  int64_t kv_watchers = 0;
+  int64_t job_watchers = 0;
+  bool writes_accepted = true;  // false: fail-stopped after a storage error
+};
+
+class CoordinatorMetrics {
+ public:
+  explicit CoordinatorMetrics(const Clock& clock, JobMetricsOptions jobs = {});
+
+  RpcMetrics& rpc() { return rpc_; }
+  JobMetrics& jobs() { return jobs_; }
+  // One durable commit of `store` ("kv" or "jobs"): its transaction time
+  // (fsync included) and, when known (> 0), how many writes it carried.
+  void ObserveCommit(absl::string_view store, size_t writes, absl::Duration took);
+
+  // The text exposition of every metric.
+  std::string Scrape(const ScrapeState& state);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  RpcMetrics rpc_;
+  JobMetrics jobs_;
+  prometheus::Family<prometheus::Histogram>& commit_seconds_;
+  prometheus::Family<prometheus::Histogram>& commit_writes_;
+  const absl::Time started_;
+  const Clock& clock_;
+};
+
+}  // namespace ddp::metrics
+
+#endif  // DDP_COORDINATOR_METRICS_COORDINATOR_METRICS_H_

@@ -1,0 +1,279 @@
+#include "coordinator/metrics/job_metrics.h"
+
+#include <algorithm>
+
+namespace ddp::metrics {
+namespace {
+
+using rendezvous::JobEventType;
+using rendezvous::JobState;
+
+const prometheus::Histogram::BucketBoundaries& RecoveryBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
+      0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 120, 300, 600, 1800};
+  return *buckets;
+}
+
+const char* StateLabel(JobState state) {
+  switch (state) {
+    case JobState::kWaiting:
+      return "waiting";
+    case JobState::kStarting:
+      return "starting";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kRestarting:
+      return "restarting";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+bool Finished(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled;
+}
+
+prometheus::MetricFamily Gauge(std::string name, std::string help) {
+  prometheus::MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = prometheus::MetricType::Gauge;
+  return family;
+}
+
+void AddSample(prometheus::MetricFamily& family, std::vector<prometheus::ClientMetric::Label> labels,
+               double value) {
+  prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.gauge.value = value;
+  family.metric.push_back(std::move(metric));
+}
+
+}  // namespace
+
+JobMetrics::JobMetrics(prometheus::Registry& registry, const Clock& clock,
+                       JobMetricsOptions options)
+    : clock_(clock),
+      options_(options),
+      generations_opened_(prometheus::BuildCounter()
+                              .Name("ddp_generations_opened_total")
+                              .Help("Generations whose assignment was pushed (workers started)")
+                              .Register(registry)
+                              .Add({})),
+      restarts_(prometheus::BuildCounter()
+                    .Name("ddp_restarts_total")
+                    .Help("Group-wide restarts by cause: worker_failure, hang, node_loss, "
+                          "scale, operator")
+                    .Register(registry)),
+      worker_failures_(prometheus::BuildCounter()
+                           .Name("ddp_worker_failures_total")
+                           .Help("Worker failures reported (exits, signals, hangs)")
+                           .Register(registry)
+                           .Add({})),
+      node_losses_(prometheus::BuildCounter()
+                       .Name("ddp_node_losses_total")
+                       .Help("Nodes that left a job: lost, left, excluded, replaced")
+                       .Register(registry)
+                       .Add({})),
+      recovery_(prometheus::BuildHistogram()
+                    .Name("ddp_recovery_duration_seconds")
+                    .Help("From the first failure of a generation to the next generation's "
+                          "workers started")
+                    .Register(registry)
+                    .Add({}, RecoveryBuckets())),
+      rendezvous_(prometheus::BuildHistogram()
+                      .Name("ddp_rendezvous_duration_seconds")
+                      .Help("From a job's creation or a restart's start to the generation's "
+                            "assignment pushed")
+                      .Register(registry)
+                      .Add({}, RecoveryBuckets())),
+      training_seconds_(prometheus::BuildCounter()
+                            .Name("ddp_training_seconds_total")
+                            .Help("Time jobs spent with a running generation (phases that "
+                                  "ended)")
+                            .Register(registry)
+                            .Add({})),
+      lost_seconds_(prometheus::BuildCounter()
+                        .Name("ddp_lost_seconds_total")
+                        .Help("Time jobs spent in rendezvous and restarts (phases that ended)")
+                        .Register(registry)
+                        .Add({})) {
+  for (auto cause : {rendezvous::RestartCause::kWorkerFailure, rendezvous::RestartCause::kHang,
+                     rendezvous::RestartCause::kNodeLoss, rendezvous::RestartCause::kScale,
+                     rendezvous::RestartCause::kOperator}) {
+    restarts_.Add({{"cause", rendezvous::RestartCauseName(cause)}});
+  }
+}
+
+void JobMetrics::OnEvents(const std::vector<rendezvous::JobEvent>& events) {
+  absl::MutexLock lock(&mu_);
+  for (const rendezvous::JobEvent& event : events) OnEvent(event);
+}
+
+void JobMetrics::ClosePhase(Track& track, absl::Time at) {
+  const absl::Duration spent = std::max(absl::ZeroDuration(), at - track.since);
+  if (track.training) {
+    track.training_total += spent;
+    training_seconds_.Increment(absl::ToDoubleSeconds(spent));
+  } else {
+    track.lost_total += spent;
+    lost_seconds_.Increment(absl::ToDoubleSeconds(spent));
+  }
+  track.since = at;
+}
+
+void JobMetrics::OnEvent(const rendezvous::JobEvent& event) {
+  auto [it, inserted] = tracks_.try_emplace(event.job_id);
+  Track& track = it->second;
+  if (inserted) {
+    track.since = event.time;
+    track.rendezvous_start = event.time;
+  }
+  switch (event.type) {
+    case JobEventType::kJobCreated:
+      track.rendezvous_start = event.time;
+      break;
+    case JobEventType::kWorkerFailed: {
+      worker_failures_.Increment();
+      const absl::Time at = event.failure ? event.failure->time : event.time;
+      if (!track.first_failure || at < *track.first_failure) track.first_failure = at;
+      break;
+    }
+    case JobEventType::kNodeLost:
+      node_losses_.Increment();
+      if (track.training && !track.first_failure) track.first_failure = event.time;
+      break;
+    case JobEventType::kRestarting:
+      restarts_.Add({{"cause", rendezvous::RestartCauseName(event.restart_cause)}}).Increment();
+      if (track.training) ClosePhase(track, event.time);
+      track.training = false;
+      track.rendezvous_start = event.time;
+      if (!track.first_failure) track.first_failure = event.time;
+      break;
+    case JobEventType::kGenerationOpened:
+      generations_opened_.Increment();
+      if (!track.training) ClosePhase(track, event.time);
+      track.training = true;
+      if (track.rendezvous_start) {
+        rendezvous_.Observe(absl::ToDoubleSeconds(event.time - *track.rendezvous_start));
+      }
+      if (track.first_failure) {
+        recovery_.Observe(absl::ToDoubleSeconds(event.time - *track.first_failure));
+      }
+      track.rendezvous_start.reset();
+      track.first_failure.reset();
+      break;
+    case JobEventType::kJobFinished:
+      ClosePhase(track, event.time);
+      tracks_.erase(it);
+      break;
+    case JobEventType::kNodeJoined:
+    case JobEventType::kJobUpdated:
+      break;
+  }
+}
+
+std::vector<prometheus::MetricFamily> JobMetrics::Collect(
+    const std::vector<rendezvous::JobStatus>& jobs) {
+  const absl::Time now = clock_.Now();
+  auto by_state = Gauge("ddp_jobs", "Jobs the coordinator holds, by state");
+  std::map<JobState, int> counts;
+  for (JobState state : {JobState::kWaiting, JobState::kStarting, JobState::kRunning,
+                         JobState::kRestarting, JobState::kSucceeded, JobState::kFailed,
+                         JobState::kCancelled}) {
+    counts[state] = 0;
+  }
+  for (const auto& job : jobs) ++counts[job.state];
+  for (const auto& [state, count] : counts) AddSample(by_state, {{"state", StateLabel(state)}}, count);
+
+  auto generation = Gauge("ddp_job_generation", "Current generation of a live job");
+  auto restarts = Gauge("ddp_job_restarts", "Restarts charged to a live job's budget");
+  auto budget = Gauge("ddp_job_max_restarts", "A live job's restart budget (max_restarts)");
+  auto nodes = Gauge("ddp_job_nodes", "Nodes of a live job by role: member or spare");
+  auto oldest = Gauge("ddp_job_heartbeat_age_max_seconds",
+                      "Age of the oldest heartbeat among a live job's connected nodes");
+  auto training = Gauge("ddp_job_training_seconds",
+                        "Time a live job spent with a running generation (since this "
+                        "coordinator started or the job was created)");
+  auto lost = Gauge("ddp_job_lost_seconds",
+                    "Time a live job spent in rendezvous and restarts");
+  auto ratio = Gauge("ddp_job_effective_training_ratio",
+                     "training / (training + lost) of a live job: its effective training time");
+  auto connected = Gauge("ddp_agents_connected", "Agents with an open session, all live jobs");
+  auto omitted = Gauge("ddp_job_series_omitted",
+                       "Live jobs beyond the cap that have no per-job series");
+  prometheus::MetricFamily ages;
+  ages.name = "ddp_heartbeat_age_seconds";
+  ages.help = "Age of each connected agent's last heartbeat at scrape time";
+  ages.type = prometheus::MetricType::Histogram;
+  static const std::vector<double> kAgeBounds = {0.25, 0.5, 1, 2, 3, 5, 10, 30};
+  prometheus::ClientMetric age_histogram;
+  age_histogram.histogram.bucket.resize(kAgeBounds.size() + 1);
+  for (size_t i = 0; i < kAgeBounds.size(); ++i) {
+    age_histogram.histogram.bucket[i].upper_bound = kAgeBounds[i];
+  }
+  age_histogram.histogram.bucket.back().upper_bound = std::numeric_limits<double>::infinity();
+
+  int agents = 0;
+  int labeled = 0;
+  int skipped = 0;
+  absl::MutexLock lock(&mu_);
+  for (const auto& job : jobs) {
+    if (Finished(job.state)) continue;
+    double oldest_age = 0;
+    int members = 0;
+    int spares = 0;
+    for (const auto& node : job.nodes) {
+      (node.group_rank >= 0 ? members : spares)++;
+      if (!node.connected) continue;
+      ++agents;
+      const double age = std::max(0.0, absl::ToDoubleSeconds(now - node.last_heartbeat));
+      oldest_age = std::max(oldest_age, age);
+      ++age_histogram.histogram.sample_count;
+      age_histogram.histogram.sample_sum += age;
+      for (auto& bucket : age_histogram.histogram.bucket) {
+        if (age <= bucket.upper_bound) ++bucket.cumulative_count;
+      }
+    }
+    if (labeled >= options_.max_labeled_jobs) {
+      ++skipped;
+      continue;
+    }
+    ++labeled;
+    auto [it, inserted] = tracks_.try_emplace(job.job_id);
+    Track& track = it->second;
+    if (inserted) {  // restored by this coordinator: account from now
+      track.since = now;
+      track.training = job.state == JobState::kRunning;
+    }
+    absl::Duration train = track.training_total + (track.training ? now - track.since
+                                                                  : absl::ZeroDuration());
+    absl::Duration wasted = track.lost_total + (track.training ? absl::ZeroDuration()
+                                                               : now - track.since);
+    const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id}};
+    AddSample(generation, label, static_cast<double>(job.generation));
+    AddSample(restarts, label, job.restart_count);
+    AddSample(budget, label, job.settings.max_restarts);
+    AddSample(nodes, {{"job_id", job.job_id}, {"role", "member"}}, members);
+    AddSample(nodes, {{"job_id", job.job_id}, {"role", "spare"}}, spares);
+    AddSample(oldest, label, oldest_age);
+    AddSample(training, label, absl::ToDoubleSeconds(train));
+    AddSample(lost, label, absl::ToDoubleSeconds(wasted));
+    const double total = absl::ToDoubleSeconds(train + wasted);
+    AddSample(ratio, label, total > 0 ? absl::ToDoubleSeconds(train) / total : 0);
+  }
+  AddSample(connected, {}, agents);
+  AddSample(omitted, {}, skipped);
+  ages.metric.push_back(std::move(age_histogram));
+  return {std::move(by_state), std::move(generation), std::move(restarts), std::move(budget),
+          std::move(nodes),    std::move(oldest),     std::move(training), std::move(lost),
+          std::move(ratio),    std::move(connected),  std::move(omitted),  std::move(ages)};
+}
+
+}  // namespace ddp::metrics

@@ -1,0 +1,90 @@
+#ifndef DDP_COORDINATOR_METRICS_JOB_METRICS_H_
+#define DDP_COORDINATOR_METRICS_JOB_METRICS_H_
+
+// Job metrics, from the rendezvous core's events (as they leave, after they
+// are durable) and from the jobs' state at scrape time.
+//
+// From events (counters and histograms in the registry):
+//   ddp_generations_opened_total, ddp_restarts_total{cause},
+//   ddp_worker_failures_total, ddp_node_losses_total,
+//   ddp_recovery_duration_seconds   first failure of a generation -> the next
+//                                   generation's assignment pushed (its
+//                                   workers start),
+//   ddp_rendezvous_duration_seconds job created or restart begun -> the
+//                                   generation's assignment pushed,
+//   ddp_training_seconds_total, ddp_lost_seconds_total   time jobs spent with
+//                                   a running generation / without one.
+// At scrape time (Collect): jobs by state; per live job (job label, at most
+// max_labeled_jobs jobs, by id) generation, restarts and budget, members and
+// spares, the oldest heartbeat, training and lost seconds and the effective
+// training ratio; agents connected; a histogram of heartbeat ages.
+//
+// Thread-safety: thread-safe.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/job_types.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/registry.h"
+
+namespace ddp::metrics {
+
+struct JobMetricsOptions {
+  // Live jobs that get series with a job label; more are counted in
+  // ddp_job_series_omitted (bounded cardinality).
+  int max_labeled_jobs = 100;
+};
+
+class JobMetrics {
+ public:
+  JobMetrics(prometheus::Registry& registry, const Clock& clock, JobMetricsOptions options);
+
+  // The core's events in the order they happened (the dispatcher thread).
+  void OnEvents(const std::vector<rendezvous::JobEvent>& events);
+
+  // Scrape-time families from `jobs` (live ones with their nodes).
+  std::vector<prometheus::MetricFamily> Collect(const std::vector<rendezvous::JobStatus>& jobs);
+
+ private:
+  // Where one job's time goes.
+  struct Track {
+    bool training = false;  // a generation runs
+    absl::Time since;       // of the current phase
+    absl::Duration training_total;
+    absl::Duration lost_total;
+    std::optional<absl::Time> rendezvous_start;
+    std::optional<absl::Time> first_failure;  // of the running generation
+  };
+
+  void OnEvent(const rendezvous::JobEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Closes the current phase of `track` at `at`.
+  void ClosePhase(Track& track, absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Clock& clock_;
+  const JobMetricsOptions options_;
+  prometheus::Counter& generations_opened_;
+  prometheus::Family<prometheus::Counter>& restarts_;
+  prometheus::Counter& worker_failures_;
+  prometheus::Counter& node_losses_;
+  prometheus::Histogram& recovery_;
+  prometheus::Histogram& rendezvous_;
+  prometheus::Counter& training_seconds_;
+  prometheus::Counter& lost_seconds_;
+  absl::Mutex mu_;
+  std::map<std::string, Track> tracks_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ddp::metrics
+
+#endif  // DDP_COORDINATOR_METRICS_JOB_METRICS_H_

@@ -1,0 +1,125 @@
+#include "coordinator/metrics/job_metrics.h"
+
+#include "common/clock.h"
+#include "coordinator/metrics/coordinator_metrics.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::metrics {
+namespace {
+
+using rendezvous::JobEvent;
+using rendezvous::JobEventType;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class JobMetricsTest : public ::testing::Test {
+ protected:
+  JobEvent Event(JobEventType type, int64_t at_seconds) {
+    JobEvent event;
+    event.job_id = "train";
+    event.type = type;
+    event.time = start_ + absl::Seconds(at_seconds);
+    return event;
+  }
+
+  rendezvous::JobStatus LiveJob(const std::string& id) {
+    rendezvous::JobStatus job;
+    job.job_id = id;
+    job.state = rendezvous::JobState::kRunning;
+    job.generation = 2;
+    job.restart_count = 1;
+    job.settings.max_restarts = 3;
+    rendezvous::NodeStatus member;
+    member.node_id = "n0";
+    member.group_rank = 0;
+    member.connected = true;
+    member.last_heartbeat = clock_.Now() - absl::Milliseconds(1500);
+    job.nodes.push_back(member);
+    rendezvous::NodeStatus spare = member;
+    spare.node_id = "n1";
+    spare.group_rank = -1;
+    spare.last_heartbeat = clock_.Now() - absl::Milliseconds(200);
+    job.nodes.push_back(spare);
+    return job;
+  }
+
+  const absl::Time start_ = absl::FromUnixSeconds(1'700'000'000);
+  FakeClock clock_{start_};
+};
+
+TEST_F(JobMetricsTest, RestartsRecoveryAndEffectiveTrainingTime) {
+  CoordinatorMetrics metrics(clock_);
+  JobEvent failed = Event(JobEventType::kWorkerFailed, 100);
+  failed.failure.emplace();
+  failed.failure->time = start_ + absl::Seconds(99);
+  JobEvent restarting = Event(JobEventType::kRestarting, 100);
+  restarting.restart_cause = rendezvous::RestartCause::kWorkerFailure;
+  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
+                           Event(JobEventType::kGenerationOpened, 10), failed, restarting,
+                           Event(JobEventType::kGenerationOpened, 105)});
+  clock_.Advance(absl::Seconds(200));
+  ScrapeState state;
+  state.jobs.push_back(LiveJob("train"));
+  const std::string text = metrics.Scrape(state);
+  EXPECT_THAT(text, HasSubstr("ddp_generations_opened_total 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_restarts_total{cause=\"worker_failure\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ddp_restarts_total{cause=\"hang\"} 0"));
+  EXPECT_THAT(text, HasSubstr("ddp_worker_failures_total 1"));
+  // Recovery from the failure's own time (99 s) to the next generation (105 s).
+  EXPECT_THAT(text, HasSubstr("ddp_recovery_duration_seconds_sum 6"));
+  // Rendezvous: 0 -> 10 s and 100 -> 105 s.
+  EXPECT_THAT(text, HasSubstr("ddp_rendezvous_duration_seconds_sum 15"));
+  EXPECT_THAT(text, HasSubstr("ddp_rendezvous_duration_seconds_count 2"));
+  // Training 10..100 and 105..200 = 185 s; lost 0..10 and 100..105 = 15 s.
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 185"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 15"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_effective_training_ratio{job_id=\"train\"} 0.925"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_nodes{job_id=\"train\",role=\"member\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_nodes{job_id=\"train\",role=\"spare\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_heartbeat_age_max_seconds{job_id=\"train\"} 1.5"));
+  EXPECT_THAT(text, HasSubstr("ddp_agents_connected 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_heartbeat_age_seconds_bucket{le=\"0.25\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ddp_heartbeat_age_seconds_bucket{le=\"2\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_jobs{state=\"running\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ddp_jobs{state=\"failed\"} 0"));
+}
+
+TEST_F(JobMetricsTest, FinishedJobsLoseTheirSeriesAndTheCapBoundsLabels) {
+  CoordinatorMetrics metrics(clock_, JobMetricsOptions{.max_labeled_jobs = 1});
+  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
+                           Event(JobEventType::kGenerationOpened, 10),
+                           Event(JobEventType::kJobFinished, 30)});
+  ScrapeState state;
+  rendezvous::JobStatus done = LiveJob("train");
+  done.state = rendezvous::JobState::kSucceeded;
+  state.jobs = {done, LiveJob("a"), LiveJob("b")};
+  const std::string text = metrics.Scrape(state);
+  EXPECT_THAT(text, Not(HasSubstr("job_id=\"train\"")));
+  EXPECT_THAT(text, HasSubstr("ddp_job_generation{job_id=\"a\"}"));
+  EXPECT_THAT(text, Not(HasSubstr("job_id=\"b\"")));
+  EXPECT_THAT(text, HasSubstr("ddp_job_series_omitted 1"));
+  EXPECT_THAT(text, HasSubstr("ddp_training_seconds_total 20"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total 10"));
+  EXPECT_THAT(text, HasSubstr("ddp_jobs{state=\"succeeded\"} 1"));
+}
+
+TEST(RpcMetricsTest, RecordsByServiceMethodAndCode) {
+  FakeClock clock;
+  CoordinatorMetrics metrics(clock);
+  metrics.rpc().Record("/ddp.v1.KeyValueService/Put", grpc::StatusCode::OK, true, 0.002);
+  metrics.rpc().Record("/ddp.v1.KeyValueService/Get", grpc::StatusCode::NOT_FOUND, true, 0.0001);
+  metrics.rpc().Record("/ddp.v1.KeyValueService/Watch", grpc::StatusCode::CANCELLED, false, 9);
+  metrics.ObserveCommit("kv", 16, absl::Milliseconds(3));
+  const std::string text = metrics.Scrape({});
+  EXPECT_THAT(text, HasSubstr(
+                        "ddp_rpc_requests_total{code=\"OK\",method=\"Put\",service=\"KeyValueService\"} 1"));
+  EXPECT_THAT(text, HasSubstr("code=\"NOT_FOUND\",method=\"Get\""));
+  EXPECT_THAT(text, HasSubstr("code=\"CANCELLED\",method=\"Watch\""));
+  EXPECT_THAT(text, Not(HasSubstr("ddp_rpc_request_duration_seconds_count{method=\"Watch\"")));
+  EXPECT_THAT(text, HasSubstr("ddp_store_commit_batch_writes_sum{store=\"kv\"} 16"));
+  EXPECT_THAT(text, HasSubstr("ddp_store_commit_duration_seconds_count{store=\"kv\"} 1"));
+}
+
+}  // namespace
+}  // namespace ddp::metrics

@@ -1,0 +1,102 @@
+#include "coordinator/metrics/rpc_metrics.h"
+
+#include <chrono>
+
+#include "absl/strings/str_split.h"
+
+namespace ddp::metrics {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+  return *buckets;
+}
+
+// One per call: notes the start, records at the status.
+class MetricsInterceptor : public grpc::experimental::Interceptor {
+ public:
+  MetricsInterceptor(RpcMetrics& metrics, grpc::experimental::ServerRpcInfo* info)
+      : metrics_(metrics),
+        method_(info->method() != nullptr ? info->method() : ""),
+        unary_(info->type() == grpc::experimental::ServerRpcInfo::Type::UNARY),
+        start_(std::chrono::steady_clock::now()) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
+      metrics_.Record(method_, methods->GetSendStatus().error_code(), unary_, elapsed.count());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  RpcMetrics& metrics_;
+  const std::string method_;
+  const bool unary_;
+  const std::chrono::steady_clock::time_point start_;
+};
+
+class MetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit MetricsInterceptorFactory(RpcMetrics& metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new MetricsInterceptor(metrics_, info);
+  }
+
+ private:
+  RpcMetrics& metrics_;
+};
+
+}  // namespace
+
+const char* GrpcCodeName(grpc::StatusCode code) {
+  static const char* const kNames[] = {
+      "OK",        "CANCELLED",          "UNKNOWN",          "INVALID_ARGUMENT",
+      "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",   "PERMISSION_DENIED",
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",      "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  const int index = static_cast<int>(code);
+  return index >= 0 && index < 17 ? kNames[index] : "UNKNOWN";
+}
+
+RpcMetrics::RpcMetrics(prometheus::Registry& registry)
+    : requests_(prometheus::BuildCounter()
+                    .Name("ddp_rpc_requests_total")
+                    .Help("gRPC and REST requests by service, method and final gRPC code")
+                    .Register(registry)),
+      durations_(prometheus::BuildHistogram()
+                     .Name("ddp_rpc_request_duration_seconds")
+                     .Help("Time from the arrival of a unary request to its reply, durable "
+                           "writes included")
+                     .Register(registry)) {}
+
+void RpcMetrics::Record(absl::string_view method, grpc::StatusCode code, bool unary,
+                        double seconds) {
+  // "/ddp.v1.KeyValueService/Put" -> service "KeyValueService", method "Put".
+  std::vector<absl::string_view> parts = absl::StrSplit(method, '/');
+  absl::string_view service = parts.size() == 3 ? parts[1] : "unknown";
+  absl::string_view name = parts.size() == 3 ? parts[2] : method;
+  const size_t dot = service.rfind('.');
+  if (dot != absl::string_view::npos) service.remove_prefix(dot + 1);
+  const std::string service_label(service);
+  const std::string method_label(name);
+  requests_.Add({{"service", service_label}, {"method", method_label}, {"code", GrpcCodeName(code)}})
+      .Increment();
+  if (unary) {
+    durations_.Add({{"service", service_label}, {"method", method_label}}, LatencyBuckets())
+        .Observe(seconds);
+  }
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+RpcMetrics::InterceptorFactory() {
+  return std::make_unique<MetricsInterceptorFactory>(*this);
+}
+
+}  // namespace ddp::metrics
