@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/http/dashboard.h"
 #include "coordinator/http/health.h"
 #include "coordinator/server/listen_address.h"
 #include "coordinator/storage/data_dir_identity.h"
@@ -153,6 +154,7 @@ absl::Status CoordinatorServer::StartHttp() {
     http::InstallHealthChecks(routes, [this] { return Readiness(); });
     http::InstallMetricsEndpoint(routes, [this] { return metrics_->Scrape(ReadScrapeState()); });
     rest_gateway_->Install(routes);
+    http::InstallDashboard(routes);
   });
   if (!listener.ok()) return listener.status();
   http_listener_ = *std::move(listener);

@@ -1,0 +1,289 @@
+// The coordinator's dashboard: jobs, a job's members, generations and failures,
+// and a key-value browser. Plain JavaScript over the REST API (/v1/...); a job
+// page follows the job's event stream (Server-Sent Events) to update live.
+'use strict';
+
+const main = document.getElementById('main');
+const statusLine = document.getElementById('status');
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
+    else if (key === 'class') el.className = value;
+    else el.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
+  }
+  return el;
+}
+
+// Replaces an element's children; arrays are flattened, null/false skipped.
+function fill(el, ...children) {
+  el.replaceChildren(...children.flat(2).filter((c) => c !== undefined && c !== null && c !== false));
+}
+
+async function api(path, options) {
+  const response = await fetch(path, options);
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.message || `${response.status} ${response.statusText}`);
+  return body;
+}
+
+function connected(ok, why) {
+  statusLine.textContent = ok ? `live · ${new Date().toLocaleTimeString()}` : `coordinator unreachable: ${why}`;
+  statusLine.classList.toggle('down', !ok);
+}
+
+function duration(ms) {
+  const s = Math.max(0, Number(ms) / 1000);
+  if (s < 1) return `${Math.round(s * 1000)} ms`;
+  if (s < 120) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86400).toFixed(1)} d`;
+}
+
+const clock = (ms) => new Date(Number(ms)).toLocaleTimeString();
+const badge = (text, kind) => h('span', { class: `badge ${kind}` }, text);
+const stateBadge = (state) => badge(state, `state-${String(state).toLowerCase()}`);
+
+function failureCause(f) {
+  if (f.hang) return f.processStopped ? 'hang (process stopped)' : 'hang (no heartbeat)';
+  if (f.signal) return `signal ${f.signal}`;
+  if (f.nodeId && f.exitCode !== undefined) return `exit code ${f.exitCode}`;
+  return '';
+}
+
+function table(headers, rows, empty) {
+  if (rows.length === 0) return h('div', { class: 'empty' }, empty);
+  return h('table', {},
+    h('thead', {}, h('tr', {}, headers.map(([text, cls]) => h('th', { class: cls }, text)))),
+    h('tbody', {}, rows));
+}
+
+// ---- Jobs list ------------------------------------------------------------
+
+function JobsView() {
+  let timer = null;
+  const root = h('div', {}, h('h1', {}, 'Jobs'), h('div', { id: 'jobs' }, 'Loading…'));
+  main.replaceChildren(root);
+  async function refresh() {
+    try {
+      const { jobs = [] } = await api('/v1/jobs');
+      connected(true);
+      jobs.sort((a, b) => Number(b.createdUnixMs) - Number(a.createdUnixMs));
+      const rows = jobs.map((job) => {
+        const s = job.settings || {};
+        const nodes = `${(job.members || []).length}` +
+          ((job.spares || []).length ? ` + ${job.spares.length} spare` : '');
+        return h('tr', { 'data-job': job.jobId },
+          h('td', {}, h('a', { href: `#/jobs/${encodeURIComponent(job.jobId)}` }, job.jobId)),
+          h('td', { 'data-field': 'state' }, stateBadge(job.state)),
+          h('td', { class: 'num', 'data-field': 'nodes' }, nodes, h('span', { class: 'muted' }, ` (${s.minNodes}:${s.maxNodes})`)),
+          h('td', { class: 'num', 'data-field': 'generation' }, job.generation),
+          h('td', { class: 'num', 'data-field': 'restarts' }, `${job.restartCount} / ${s.maxRestarts}`),
+          h('td', { class: 'num' }, duration(Date.now() - Number(job.createdUnixMs))),
+          h('td', { class: 'muted' }, job.rootCause && job.rootCause.message ? job.rootCause.message : job.message));
+      });
+      document.getElementById('jobs').replaceChildren(table(
+        [['Job'], ['State'], ['Nodes', 'num'], ['Generation', 'num'], ['Restarts', 'num'], ['Age', 'num'], ['Message']],
+        rows, 'No jobs yet. Start one with ddp-client or POST /v1/jobs.'));
+    } catch (e) {
+      connected(false, e.message);
+    }
+  }
+  refresh();
+  timer = setInterval(refresh, 1000);
+  return { stop() { clearInterval(timer); } };
+}
+
+// ---- One job ----------------------------------------------------------------
+
+function JobView(jobId) {
+  const events = [];
+  let job = null;
+  let source = null;
+  let timer = null;
+  let pending = null;
+  let stopped = false;
+  main.replaceChildren(h('div', {}, h('h1', {}, jobId), h('div', { id: 'job' }, 'Loading…')));
+
+  function render() {
+    if (!job) return;
+    const s = job.settings || {};
+    const members = (job.members || []).slice().sort((a, b) => a.groupRank - b.groupRank);
+    const memberRows = members.map((m) => {
+      const first = Number(m.globalRankOffset);
+      const age = Number(m.heartbeatAgeMs);
+      return h('tr', { 'data-node': m.nodeId },
+        h('td', { class: 'num' }, m.groupRank),
+        h('td', {}, m.nodeId),
+        h('td', { class: 'num mono' }, m.nproc > 1 ? `${first}–${first + m.nproc - 1}` : first),
+        h('td', { class: 'num' }, m.nproc),
+        h('td', { class: 'mono' }, m.address),
+        h('td', { class: 'num ' + (age > Number(s.heartbeatTimeoutMs) / 2 ? 'stale' : '') }, duration(age)),
+        h('td', {}, m.connected ? 'yes' : h('span', { class: 'stale' }, 'no')));
+    });
+    const spareRows = (job.spares || []).map((m) => h('tr', {},
+      h('td', {}, m.nodeId), h('td', { class: 'num' }, m.nproc), h('td', { class: 'mono' }, m.address),
+      h('td', { class: 'num' }, duration(m.heartbeatAgeMs)), h('td', {}, m.connected ? 'yes' : 'no')));
+    const failures = (job.failures || []).slice().reverse();
+    const failureRows = failures.map((f) => h('tr', {},
+      h('td', {}, clock(f.timeUnixMs)), h('td', { class: 'num' }, f.generation), h('td', {}, f.nodeId || '—'),
+      h('td', { class: 'num' }, f.nodeId ? `${f.localRank} / ${f.globalRank}` : ''),
+      h('td', {}, failureCause(f)), h('td', { class: 'num' }, f.pid || ''), h('td', {}, f.message)));
+    const root = job.rootCause && (job.rootCause.message || job.rootCause.nodeId) ? job.rootCause : null;
+    const created = Number(job.createdUnixMs);
+    fill(document.getElementById('job'),
+      h('div', { class: 'summary' },
+        h('div', {}, h('span', {}, 'State'), h('b', { 'data-field': 'state' }, stateBadge(job.state))),
+        h('div', {}, h('span', {}, 'Generation'), h('b', { 'data-field': 'generation' }, job.generation)),
+        h('div', {}, h('span', {}, 'Restarts'), h('b', { 'data-field': 'restarts' }, `${job.restartCount} / ${s.maxRestarts}`)),
+        h('div', {}, h('span', {}, 'Nodes'), h('b', {}, `${members.length} (${s.minNodes}:${s.maxNodes})`)),
+        h('div', {}, h('span', {}, 'Workers per node'), h('b', {}, s.nprocPerNode)),
+        h('div', {}, h('span', {}, 'Age'), h('b', {}, duration(Date.now() - created)))),
+      job.message ? h('p', { class: 'message' }, job.message) : null,
+      root ? h('div', { class: 'rootcause', 'data-field': 'root-cause' },
+        h('h2', {}, 'Root cause'),
+        h('div', {}, root.nodeId ? `Node ${root.nodeId}, local rank ${root.localRank}, rank ${root.globalRank}, generation ${root.generation}: ` : '',
+          h('b', {}, failureCause(root)), root.timeUnixMs && root.timeUnixMs !== '0' ? ` at ${clock(root.timeUnixMs)}` : ''),
+        root.message && root.message !== failureCause(root) ? h('p', { class: 'message' }, root.message) : null) : null,
+      h('h2', {}, 'Generations'), timeline(created),
+      h('h2', {}, `Members (${members.length})`),
+      table([['Group rank', 'num'], ['Node'], ['Global ranks', 'num'], ['Workers', 'num'], ['Address'], ['Heartbeat age', 'num'], ['Connected']],
+        memberRows, 'No members: the rendezvous is open.'),
+      spareRows.length ? [h('h2', {}, `Spares (${spareRows.length})`),
+        table([['Node'], ['Workers', 'num'], ['Address'], ['Heartbeat age', 'num'], ['Connected']], spareRows, '')] : null,
+      h('h2', {}, `Failures (${failures.length})`),
+      table([['Time'], ['Generation', 'num'], ['Node'], ['Local / global rank', 'num'], ['Cause'], ['PID', 'num'], ['Message']],
+        failureRows, 'No failures.'),
+      (job.excludedNodes || []).length ? h('p', { class: 'message' }, `Excluded: ${job.excludedNodes.join(', ')}`) : null,
+      h('h2', {}, 'Events'),
+      table([['#', 'num'], ['Time'], ['Event'], ['Generation', 'num'], ['Node'], ['Message']],
+        events.slice().reverse().slice(0, 200).map((e) => h('tr', {},
+          h('td', { class: 'num' }, e.index), h('td', {}, clock(e.timeUnixMs)),
+          h('td', {}, badge(e.type, `ev-${String(e.type).toLowerCase()}`)),
+          h('td', { class: 'num' }, e.generation), h('td', {}, e.nodeId || ''), h('td', {}, e.message))),
+        'No events kept yet.'));
+  }
+
+  // One block per phase: a running generation (green) or time without one.
+  function timeline(created) {
+    const now = Date.now();
+    const phases = [];
+    let at = events.length ? Number(events[0].timeUnixMs) : created;
+    let running = null;
+    for (const e of events) {
+      const t = Number(e.timeUnixMs);
+      if (e.type === 'GENERATION_OPENED') {
+        phases.push({ run: false, from: at, to: t, label: 'rdzv' });
+        at = t; running = e.generation;
+      } else if ((e.type === 'RESTARTING' || e.type === 'JOB_FINISHED') && running !== null) {
+        phases.push({ run: true, from: at, to: t, label: `gen ${running}` });
+        at = t; running = null;
+      }
+    }
+    const finished = ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(job.state);
+    if (!finished) phases.push({ run: running !== null, from: at, to: now, label: running !== null ? `gen ${running}` : job.state.toLowerCase() });
+    const total = Math.max(1, phases.reduce((sum, p) => sum + (p.to - p.from), 0));
+    return h('div', { class: 'timeline', 'data-field': 'timeline' }, phases.map((p) => h('div', {
+      class: p.run ? 'run' : 'lost', style: `flex: ${Math.max(0.01, (p.to - p.from) / total)}`,
+      title: `${p.label}: ${duration(p.to - p.from)} from ${clock(p.from)}`,
+    }, p.label)));
+  }
+
+  async function refresh() {
+    try {
+      job = await api(`/v1/jobs/${encodeURIComponent(jobId)}`);
+      connected(true);
+      render();
+      if (!source && !stopped) follow();
+    } catch (e) {
+      connected(false, e.message);
+      document.getElementById('job').replaceChildren(h('p', { class: 'error' }, e.message));
+    }
+  }
+
+  function follow() {
+    const from = Number(job.firstEventIndex) || Number(job.lastEventIndex) + 1;
+    source = new EventSource(`/v1/jobs/${encodeURIComponent(jobId)}:watch?from_index=${from}`);
+    source.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      if (events.length && Number(event.index) <= Number(events[events.length - 1].index)) return;
+      events.push(event);
+      clearTimeout(pending);
+      pending = setTimeout(refresh, 50);
+    };
+    source.addEventListener('error', (e) => {
+      if (e.data) {  // the stream's own error event: {code, message}
+        const error = JSON.parse(e.data);
+        source.close();
+        source = null;
+        if (error.code !== 14) connected(false, error.message);  // 14: shutting down, retry
+      }
+    });
+  }
+
+  refresh();
+  timer = setInterval(refresh, 2000);
+  return { stop() { stopped = true; clearInterval(timer); clearTimeout(pending); if (source) source.close(); } };
+}
+
+// ---- Key-value browser ------------------------------------------------------
+
+function decode(b64) {
+  const bytes = Uint8Array.from(atob(b64 || ''), (c) => c.charCodeAt(0));
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  return /[\u0000-\u0008\u000e-\u001f\ufffd]/.test(text) ? `(${bytes.length} bytes, binary)` : text;
+}
+
+function KvView() {
+  const params = new URLSearchParams(location.hash.split('?')[1] || '');
+  const ns = h('input', { name: 'namespace', placeholder: 'namespace (usually the job id)', value: params.get('namespace') || '' });
+  const prefix = h('input', { name: 'prefix', placeholder: 'key prefix', value: params.get('prefix') || '' });
+  const out = h('div', {});
+  async function load(event) {
+    if (event) event.preventDefault();
+    if (!ns.value) return;
+    location.hash = `#/kv?namespace=${encodeURIComponent(ns.value)}&prefix=${encodeURIComponent(prefix.value)}`;
+  }
+  async function show() {
+    if (!ns.value) { out.replaceChildren(h('div', { class: 'empty' }, 'Pick a namespace.')); return; }
+    try {
+      const q = new URLSearchParams({ prefix: prefix.value, limit: '500' });
+      const r = await api(`/v1/kv/${encodeURIComponent(ns.value)}?${q}`);
+      connected(true);
+      const rows = (r.kvs || []).map((kv) => h('tr', {},
+        h('td', { class: 'mono' }, decode(kv.key)), h('td', { class: 'mono' }, decode(kv.value).slice(0, 300)),
+        h('td', { class: 'num' }, kv.modRevision), h('td', { class: 'num' }, kv.version),
+        h('td', { class: 'num' }, kv.lease !== '0' ? kv.lease : '')));
+      out.replaceChildren(
+        h('p', { class: 'muted' }, `${rows.length} keys at revision ${r.revision}${r.more ? ' (more not shown)' : ''}`),
+        table([['Key'], ['Value'], ['Modified at', 'num'], ['Version', 'num'], ['Lease', 'num']], rows, 'No keys.'));
+    } catch (e) {
+      out.replaceChildren(h('p', { class: 'error' }, e.message));
+    }
+  }
+  main.replaceChildren(h('div', {}, h('h1', {}, 'Key-value store'),
+    h('form', { class: 'kv', onsubmit: load }, ns, prefix, h('button', { type: 'submit' }, 'Show')), out));
+  show();
+  return { stop() {} };
+}
+
+// ---- Routing ----------------------------------------------------------------
+
+let view = null;
+function route() {
+  if (view) view.stop();
+  const hash = location.hash || '#/jobs';
+  const job = hash.match(/^#\/jobs\/([^?]+)$/);
+  if (job) view = JobView(decodeURIComponent(job[1]));
+  else if (hash.startsWith('#/kv')) view = KvView();
+  else view = JobsView();
+}
+window.addEventListener('hashchange', route);
+route();

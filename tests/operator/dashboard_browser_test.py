@@ -1,0 +1,234 @@
+#!/usr/bin/python3
+"""The dashboard in a real browser: headless Chromium (Debian's package) driven
+over the DevTools protocol (a pipe, no driver download, Python's standard
+library only), against a real coordinator running a real job (a ddp-client
+with two workers).
+
+The test loads the jobs page and sees the job running in generation 1; opens
+the job page; injects a worker failure and sees, with no reload, the
+generation change to 2 and the failure listed; injects a second failure that
+exhausts the restart budget and finds the root cause on the page. Screenshots
+go to the test's outputs (bazel-testlogs/.../test.outputs).
+"""
+import base64
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+JOB = "dash-e2e"
+
+
+def log(*args):
+    print(*args, flush=True)
+
+
+def runfile(path):
+    return os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], path)
+
+
+def wait_for(what, predicate, timeout=60.0):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+class Browser:
+    """Chromium with --remote-debugging-pipe: commands on fd 3, replies on fd 4."""
+
+    def __init__(self, binary, profile):
+        to_child_r, self._to_child = os.pipe()
+        self._from_child, from_child_w = os.pipe()
+
+        def wire():
+            # Move both ends above 4 first (either may be fd 3 or 4), then
+            # dup2, which also clears close-on-exec.
+            reader = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
+            writer = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
+            os.dup2(reader, 3)
+            os.dup2(writer, 4)
+
+        self.process = subprocess.Popen(
+            [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+             "--no-first-run", "--no-default-browser-check", f"--user-data-dir={profile}",
+             "--window-size=1400,900", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=wire, close_fds=False)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._next_id = 0
+        self._buffer = b""
+        self.session = None
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.call("Target.attachToTarget",
+                                 {"targetId": target, "flatten": True})["sessionId"]
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+
+    def call(self, method, params=None, timeout=30.0):
+        self._next_id += 1
+        message = {"id": self._next_id, "method": method, "params": params or {}}
+        if self.session and not method.startswith("Target."):
+            message["sessionId"] = self.session
+        os.write(self._to_child, json.dumps(message).encode() + b"\0")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            reply = self._read()
+            if reply.get("id") == self._next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+        raise TimeoutError(f"{method}: no reply in {timeout} s")
+
+    def _read(self):
+        while b"\0" not in self._buffer:
+            chunk = os.read(self._from_child, 1 << 16)
+            if not chunk:
+                raise RuntimeError("chromium closed the DevTools pipe")
+            self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def navigate(self, url):
+        self.call("Page.navigate", {"url": url})
+
+    def screenshot(self, name):
+        out = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+        if not out:
+            return
+        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(base64.b64decode(data))
+        log(f"screenshot {name}")
+
+    def close(self):
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def text(browser, selector):
+    return browser.evaluate(
+        f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
+        f"return e ? e.textContent : null; }})()")
+
+
+def main():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        log("SKIPPED: chromium is not installed (tools/setup.sh installs it)")
+        return 0
+    work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    processes = []
+    browser = None
+    try:
+        coordinator = subprocess.Popen(
+            [runfile("coordinator/coordinator"), "--port", "0", "--bind", "127.0.0.1",
+             "--port-file", f"{work}/port", "--http-port-file", f"{work}/http_port",
+             "--data-dir", f"{work}/data"],
+            stderr=open(f"{work}/coordinator.log", "w"))
+        processes.append(coordinator)
+        wait_for("the coordinator's ports", lambda: os.path.exists(f"{work}/http_port"), 20)
+        time.sleep(0.1)
+        grpc = f"127.0.0.1:{open(f'{work}/port').read().strip()}"
+        http = f"http://127.0.0.1:{open(f'{work}/http_port').read().strip()}"
+        # Local rank 1 fails (exit 7) when the test creates fail<restart count>.
+        script = (f'if [ "$LOCAL_RANK" = 1 ]; then f={work}/fail$TORCHELASTIC_RESTART_COUNT; '
+                  'while [ ! -e "$f" ]; do sleep 0.1; done; echo "injected failure" >&2; exit 7; '
+                  'fi; exec sleep 600')
+        agent = subprocess.Popen(
+            [runfile("client/agent/ddp-client"), "--coordinator", grpc, "--rdzv-id", JOB,
+             "--nnodes", "1", "--nproc-per-node", "2", "--max-restarts", "1",
+             "--node-id", "node-a", "--local-addr", "127.0.0.1",
+             "--no-python", "/bin/sh", "-c", script],
+            stdout=open(f"{work}/agent.log", "w"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        processes.append(agent)
+
+        browser = Browser(chromium, f"{work}/profile")
+        browser.navigate(f"{http}/#/jobs")
+        row = f'tr[data-job="{JOB}"]'
+        wait_for("the job, running, in the jobs list",
+                 lambda: text(browser, f"{row} [data-field=state]") == "RUNNING")
+        assert text(browser, f"{row} [data-field=generation]") == "1"
+        browser.screenshot("1-jobs.png")
+
+        browser.evaluate(f"document.querySelector('{row} a').click()")
+        wait_for("the job page with its member",
+                 lambda: text(browser, '[data-node="node-a"]'))
+        browser.evaluate("window.__sameDocument = true")
+        assert text(browser, "[data-field=generation]") == "1"
+        browser.screenshot("2-job-generation-1.png")
+
+        open(f"{work}/fail0", "w").close()
+        wait_for("generation 2 on the page, live",
+                 lambda: text(browser, "[data-field=generation]") == "2", 60)
+        wait_for("the restart counted", lambda: text(browser, "[data-field=restarts]") == "1 / 1")
+        wait_for("the failure listed", lambda: "exit code 7" in (text(browser, "main") or ""))
+        assert browser.evaluate("window.__sameDocument === true"), "the page was reloaded"
+        browser.screenshot("3-job-generation-2.png")
+
+        open(f"{work}/fail1", "w").close()
+        wait_for("the job failed", lambda: text(browser, "[data-field=state]") == "FAILED", 60)
+        cause = wait_for("the root cause", lambda: text(browser, "[data-field=root-cause]"))
+        log(f"root cause on the page: {cause}")
+        assert "node-a" in cause and "exit code 7" in cause and "rank 1" in cause, cause
+        assert "generation 2" in cause, cause
+        page = text(browser, "main")
+        for garbage in ("[object ", "undefined", "NaN"):
+            assert garbage not in page, f"the page shows {garbage!r}: {page}"
+        assert browser.evaluate("window.__sameDocument === true"), "the page was reloaded"
+        browser.screenshot("4-job-failed-root-cause.png")
+
+        browser.navigate(f"{http}/#/kv?namespace={JOB}&prefix=")
+        wait_for("the key-value browser", lambda: "keys at revision" in (text(browser, "main") or ""))
+        browser.screenshot("5-kv.png")
+        log("PASSED: the dashboard showed the job live, its restart and its root cause")
+        return 0
+    except Exception:
+        for name in ("coordinator.log", "agent.log"):
+            path = f"{work}/{name}"
+            if os.path.exists(path):
+                log(f"--- {name} (tail)")
+                log("".join(open(path).readlines()[-30:]))
+        if browser:
+            try:
+                browser.screenshot("failure.png")
+            except Exception:  # the browser may be gone
+                pass
+        raise
+    finally:
+        if browser:
+            browser.close()
+        for process in reversed(processes):
+            try:
+                os.killpg(process.pid, signal.SIGTERM) if process is not processes[0] else None
+            except ProcessLookupError:
+                pass
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
