@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/proto_json.h"
 #include "common/status_macros.h"
 #include "coordinator/http/http_errors.h"
 #include "coordinator/http/proto_fields.h"
@@ -27,15 +28,6 @@ constexpr char kJson[] = "application/json";
 void ReplyError(const absl::Status& status, httplib::Response& response) {
   response.status = HttpStatusFromCode(status.code());
   response.set_content(ErrorJson(status), kJson);
-}
-
-absl::StatusOr<std::string> ToJson(const Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  std::string json;
-  auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) return absl::InternalError(status.message().as_string());
-  return json;
 }
 
 // The path without the query string, as sent (still percent-encoded), so an
@@ -189,9 +181,7 @@ void RestGateway::ServeUnary(const CompiledRoute& route, const Message& call,
   std::unique_ptr<Message> reply(route.response_prototype->New());
   absl::Status status = bridge_.Unary(route.route->grpc_method, call, reply.get(), metadata);
   if (!status.ok()) return ReplyError(status, response);
-  absl::StatusOr<std::string> json = ToJson(*reply);
-  if (!json.ok()) return ReplyError(json.status(), response);
-  response.set_content(*json, kJson);
+  response.set_content(ProtoJson(*reply), kJson);
 }
 
 void RestGateway::ServeStream(const CompiledRoute& route, std::unique_ptr<Message> call,
@@ -233,14 +223,12 @@ void RestGateway::RunStream(const CompiledRoute& route, const Message& call,
   };
   if (!write(": stream open\n\n")) return;
   auto on_message = [&](const Message& message) {
-    absl::StatusOr<std::string> json = ToJson(message);
-    if (!json.ok()) return false;
     std::string event;
     const auto* id_field = message.GetDescriptor()->FindFieldByName(route.route->event_id_field);
     if (id_field != nullptr && id_field->cpp_type() == FieldDescriptor::CPPTYPE_INT64) {
       absl::StrAppend(&event, "id: ", message.GetReflection()->GetInt64(message, id_field), "\n");
     }
-    absl::StrAppend(&event, "data: ", *json, "\n\n");
+    absl::StrAppend(&event, "data: ", ProtoJson(message), "\n\n");
     return write(event);
   };
   auto still_wanted = [&] {

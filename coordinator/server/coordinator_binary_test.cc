@@ -178,6 +178,30 @@ TEST(CoordinatorBinaryTest, BadFlags_ExitTwoWithMessage) {
   EXPECT_THAT(ReadFile(dir + ".log5"), HasSubstr("--port=abc"));
 }
 
+TEST(CoordinatorBinaryTest, SecondInstance_SameHttpPort_ExitsFourNamingTheFlag) {
+  const std::string dir = TestDir();
+  pid_t first = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir + "-a",
+                       "--port-file=" + dir + ".port1", "--http-port-file=" + dir + ".http1"},
+                      dir + ".log1");
+  const int port = ReadPort(dir + ".port1");
+  ASSERT_GT(port, 0) << ReadFile(dir + ".log1");
+  const int http_port = ReadPort(dir + ".http1");
+  ASSERT_GT(http_port, 0) << ReadFile(dir + ".log1");
+  pid_t second = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir + "-b",
+                        "--http-port=" + std::to_string(http_port)},
+                       dir + ".log2");
+  EXPECT_EQ(WaitExit(second), 4);
+  const std::string log = ReadFile(dir + ".log2");
+  EXPECT_THAT(log, HasSubstr("127.0.0.1:" + std::to_string(http_port)));
+  EXPECT_THAT(log, HasSubstr("--http-port"));
+  pid_t bad = Spawn({"--port=0", "--http-port=70000", "--data-dir=" + dir + "-c"}, dir + ".log3");
+  EXPECT_EQ(WaitExit(bad), 2);
+  EXPECT_THAT(ReadFile(dir + ".log3"), HasSubstr("--http-port=70000"));
+  EXPECT_EQ(PutAndGetRevision(port, "a"), 1) << "the first still serves";
+  kill(first, SIGTERM);
+  EXPECT_EQ(WaitExit(first), 0);
+}
+
 TEST(CoordinatorBinaryTest, SecondInstance_SamePort_ExitsFourNamingAddress) {
   const std::string dir = TestDir();
   pid_t first = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir + "-a",

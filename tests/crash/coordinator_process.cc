@@ -65,7 +65,10 @@ absl::Status CoordinatorProcess::Start() {
   std::vector<std::string> args = {
       options_.binary, "--port",     absl::StrCat(port_arg),
       "--bind",        "127.0.0.1",  "--port-file",
-      PortFilePath(),  "--data-dir", options_.data_dir};
+      PortFilePath(),  "--data-dir", options_.data_dir,
+      // A fixed --port would leave HTTP on its fixed default: parallel tests
+      // would collide there.
+      "--http-port",   "-1"};
   args.insert(args.end(), options_.extra_args.begin(),
               options_.extra_args.end());
   const std::string log = log_path();

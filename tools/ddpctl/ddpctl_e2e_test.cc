@@ -77,7 +77,8 @@ TEST_F(DdpctlTest, PutGetListDel_RoundTrip) {
   EXPECT_EQ(Ctl("kv list").output, "alpha = one\nbeta = two\n");
   EXPECT_EQ(Ctl("kv list --keys-only --limit 1").output, "alpha\n");
   Result json = Ctl("--json kv get beta");
-  EXPECT_THAT(json.output, HasSubstr(R"("key":"beta","value":"two")"));
+  // The reply message in protobuf's JSON mapping: bytes as base64.
+  EXPECT_THAT(json.output, HasSubstr(R"("key":"YmV0YQ==","value":"dHdv")"));
   EXPECT_THAT(Ctl("kv del alpha").output, StartsWith("deleted 1 "));
   Result missing = Ctl("kv get alpha");
   EXPECT_EQ(missing.exit_code, 1);
@@ -105,10 +106,10 @@ TEST_F(DdpctlTest, PutIfAbsentOnExistingKey_FailsPrecondition) {
 TEST_F(DdpctlTest, LeaseGrantKeepaliveRevoke_DeletesAttachedKey) {
   Result grant = Ctl("--json lease grant 30s");
   ASSERT_EQ(grant.exit_code, 0) << grant.output;
-  const size_t at = grant.output.find("\"lease\":");
-  ASSERT_NE(at, std::string::npos);
+  const size_t at = grant.output.find("\"lease\":\"");  // int64 is a JSON string
+  ASSERT_NE(at, std::string::npos) << grant.output;
   const std::string id =
-      std::to_string(std::strtoll(grant.output.c_str() + at + 8, nullptr, 10));
+      std::to_string(std::strtoll(grant.output.c_str() + at + 9, nullptr, 10));
   EXPECT_EQ(Ctl(absl::StrCat("kv put leased x --lease ", id)).exit_code, 0);
   EXPECT_THAT(Ctl(absl::StrCat("lease keepalive ", id, " --once")).output,
               HasSubstr("renewed"));
@@ -153,7 +154,7 @@ TEST_F(DdpctlTest, JobsCreateGetListCancel_ShowSettingsAndState) {
   EXPECT_THAT(list.output, StartsWith("JOB      STATE    GENERATION"));
   EXPECT_THAT(list.output, HasSubstr("\ntrain-1  WAITING  "));
   EXPECT_THAT(Ctl("--json jobs list --state waiting").output,
-              StartsWith(R"({"job_id":"train-1","state":"WAITING",)"));
+              StartsWith(R"({"jobId":"train-1","settings":{"minNodes":)"));
   EXPECT_EQ(Ctl("jobs list --state RUNNING,FAILED").output,
             "JOB  STATE  GENERATION  RESTARTS  MEMBERS  SPARES\n");
 
@@ -185,7 +186,7 @@ TEST_F(DdpctlTest, JobsWatchCancelledJob_PrintsEventsAndExitsZero) {
   EXPECT_THAT(watch.output, HasSubstr(" JOB_FINISHED "));
   Result json = Ctl("--json jobs watch w-1 --from-index 2");
   EXPECT_EQ(json.exit_code, 0) << json.output;
-  EXPECT_THAT(json.output, StartsWith(R"({"job_id":"w-1","index":2,)"));
+  EXPECT_THAT(json.output, StartsWith(R"({"jobId":"w-1","index":"2",)"));
 }
 
 TEST_F(DdpctlTest, BadUsage_ExitsTwo) {

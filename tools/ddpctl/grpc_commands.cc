@@ -14,6 +14,7 @@
 #include "ddp/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/grpc_command_context.h"
+#include "common/proto_json.h"
 #include "tools/ddpctl/output.h"
 
 namespace ddp::ddpctl {
@@ -70,12 +71,7 @@ grpc::Status KvPut(CommandContext& c) {
   grpc::Status status = c.stub.Put(&context, request, &response);
   if (!status.ok()) return status;
   if (c.json()) {
-    JsonObject object;
-    object.Int("revision", response.revision());
-    if (prev && response.had_previous()) {
-      object.Raw("previous", KeyValueJson(response.previous()));
-    }
-    c.out << object.Build() << "\n";
+    c.out << ProtoJson(response) << "\n";
   } else {
     c.out << "OK (revision " << response.revision() << ")\n";
     if (prev) {
@@ -99,11 +95,7 @@ grpc::Status KvGet(CommandContext& c) {
   grpc::Status status = c.stub.Get(&context, request, &response);
   if (!status.ok()) return status;
   if (c.json()) {
-    c.out << JsonObject()
-                 .Raw("kv", KeyValueJson(response.kv()))
-                 .Int("revision", response.revision())
-                 .Build()
-          << "\n";
+    c.out << ProtoJson(response) << "\n";
   } else {
     c.out << PrintableBytes(response.kv().value()) << "\n";
   }
@@ -121,7 +113,7 @@ grpc::Status KvList(CommandContext& c) {
   request.set_namespace_(c.ns());
   if (!c.invocation.args.empty()) request.set_prefix(c.arg(0));
   request.set_keys_only(keys_only);
-  std::string json_kvs;
+  v1::RangeResponse all;  // --json: every page in one reply
   int64_t printed = 0;
   int64_t revision = 0;
   // Pages until done or --limit keys were printed.
@@ -135,8 +127,7 @@ grpc::Status KvList(CommandContext& c) {
     if (revision == 0) revision = response.revision();
     for (const v1::KeyValue& kv : response.kvs()) {
       if (c.json()) {
-        if (!json_kvs.empty()) json_kvs += ",";
-        json_kvs += KeyValueJson(kv, !keys_only);
+        *all.add_kvs() = kv;
       } else {
         c.out << KeyValueText(kv, !keys_only) << "\n";
       }
@@ -149,11 +140,8 @@ grpc::Status KvList(CommandContext& c) {
     request.set_start_after(response.next_start_after());
   }
   if (c.json()) {
-    c.out << JsonObject()
-                 .Raw("kvs", absl::StrCat("[", json_kvs, "]"))
-                 .Int("revision", revision)
-                 .Build()
-          << "\n";
+    all.set_revision(revision);
+    c.out << ProtoJson(all) << "\n";
   }
   return grpc::Status::OK;
 }
@@ -169,11 +157,7 @@ grpc::Status KvDel(CommandContext& c) {
   grpc::Status status = c.stub.Delete(&context, request, &response);
   if (!status.ok()) return status;
   if (c.json()) {
-    c.out << JsonObject()
-                 .Int("deleted", response.deleted())
-                 .Int("revision", response.revision())
-                 .Build()
-          << "\n";
+    c.out << ProtoJson(response) << "\n";
   } else {
     c.out << "deleted " << response.deleted() << " (revision "
           << response.revision() << ")\n";
@@ -194,11 +178,7 @@ grpc::Status KvAdd(CommandContext& c) {
   grpc::Status status = c.stub.Add(&context, request, &response);
   if (!status.ok()) return status;
   if (c.json()) {
-    c.out << JsonObject()
-                 .Int("value", response.value())
-                 .Int("revision", response.revision())
-                 .Build()
-          << "\n";
+    c.out << ProtoJson(response) << "\n";
   } else {
     c.out << response.value() << "\n";
   }
@@ -217,12 +197,7 @@ grpc::Status KvCas(CommandContext& c) {
   grpc::Status status = c.stub.CompareAndSet(&context, request, &response);
   if (!status.ok()) return status;
   if (c.json()) {
-    c.out << JsonObject()
-                 .Bytes("value", response.value())
-                 .Bool("swapped", response.swapped())
-                 .Int("revision", response.revision())
-                 .Build()
-          << "\n";
+    c.out << ProtoJson(response) << "\n";
   } else {
     c.out << PrintableBytes(response.value())
           << (response.swapped() ? " (swapped)" : " (not swapped)") << "\n";
@@ -242,7 +217,7 @@ grpc::Status KvWait(CommandContext& c) {
   grpc::Status status = c.stub.Wait(&context, request, &response);
   if (!status.ok()) return status;
   if (c.json()) {
-    c.out << JsonObject().Int("revision", response.revision()).Build() << "\n";
+    c.out << ProtoJson(response) << "\n";
   } else {
     c.out << "all " << c.invocation.args.size() << " keys exist (revision "
           << response.revision() << ")\n";
@@ -269,7 +244,7 @@ grpc::Status KvWatch(CommandContext& c) {
     v1::WatchResponse response;
     while (reader->Read(&response)) {
       for (const v1::Event& event : response.events()) {
-        c.out << (c.json() ? EventJson(event) : EventText(event)) << "\n";
+        c.out << (c.json() ? ProtoJson(event) : EventText(event)) << "\n";
       }
       c.out.flush();
     }
@@ -290,11 +265,7 @@ grpc::Status LeaseGrant(CommandContext& c) {
   grpc::Status status = c.stub.LeaseGrant(&context, request, &response);
   if (!status.ok()) return status;
   if (c.json()) {
-    c.out << JsonObject()
-                 .Int("lease", response.lease())
-                 .Int("ttl_ms", response.ttl_ms())
-                 .Build()
-          << "\n";
+    c.out << ProtoJson(response) << "\n";
   } else {
     c.out << "lease " << response.lease() << " granted, ttl "
           << absl::FormatDuration(absl::Milliseconds(response.ttl_ms()))
@@ -316,11 +287,7 @@ grpc::Status LeaseKeepAlive(CommandContext& c) {
     grpc::Status status = c.stub.LeaseKeepAlive(&context, request, &response);
     if (!status.ok()) return status;
     if (c.json()) {
-      c.out << JsonObject()
-                   .Int("lease", response.lease())
-                   .Int("ttl_ms", response.ttl_ms())
-                   .Build()
-            << "\n";
+      c.out << ProtoJson(response) << "\n";
     } else {
       c.out << "lease " << response.lease() << " renewed, ttl "
             << absl::FormatDuration(absl::Milliseconds(response.ttl_ms()))
@@ -345,11 +312,7 @@ grpc::Status LeaseRevoke(CommandContext& c) {
   grpc::Status status = c.stub.LeaseRevoke(&context, request, &response);
   if (!status.ok()) return status;
   if (c.json()) {
-    c.out << JsonObject()
-                 .Int("deleted", response.deleted())
-                 .Int("revision", response.revision())
-                 .Build()
-          << "\n";
+    c.out << ProtoJson(response) << "\n";
   } else {
     c.out << "lease " << *lease << " revoked, " << response.deleted()
           << " keys deleted (revision " << response.revision() << ")\n";

@@ -12,6 +12,7 @@
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/grpc_command_context.h"
+#include "common/proto_json.h"
 #include "tools/ddpctl/output.h"
 
 namespace ddp::ddpctl {
@@ -22,7 +23,7 @@ constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 // Prints the job a mutating call returned: the full object with --json, else
 // one summary line.
 void PrintJobSummary(CommandContext& c, const v1::Job& job) {
-  c.out << (c.json() ? JobJson(job) : JobSummaryText(job)) << "\n";
+  c.out << (c.json() ? ProtoJson(job) : JobSummaryText(job)) << "\n";
 }
 
 // Reads an int flag that must lie in [min, kMaxInt32]; `*value` keeps its
@@ -82,7 +83,7 @@ grpc::Status JobsList(CommandContext& c) {
     jobs.push_back(std::move(job));
   }
   if (c.json()) {
-    for (const v1::Job& job : jobs) c.out << JobJson(job) << "\n";
+    for (const v1::Job& job : jobs) c.out << ProtoJson(job) << "\n";
   } else {
     c.out << JobListText(jobs);
   }
@@ -97,7 +98,7 @@ grpc::Status JobsGet(CommandContext& c) {
   c.SetDeadline(context);
   grpc::Status status = c.jobs.GetJob(&context, request, &job);
   if (!status.ok()) return status;
-  c.out << (c.json() ? JobJson(job) + "\n" : JobText(job));
+  c.out << (c.json() ? ProtoJson(job) + "\n" : JobText(job));
   return grpc::Status::OK;
 }
 
@@ -164,7 +165,7 @@ grpc::Status JobsWatch(CommandContext& c) {
       v1::JobEvent event;
       while (reader->Read(&event)) {
         read_any = true;
-        c.out << (c.json() ? JobEventJson(event) : JobEventText(event)) << "\n";
+        c.out << (c.json() ? ProtoJson(event) : JobEventText(event)) << "\n";
         c.out.flush();
       }
       status = reader->Finish();

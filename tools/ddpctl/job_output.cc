@@ -75,55 +75,6 @@ std::string MembersTable(
   return AlignedTable(rows, "  ");
 }
 
-std::string SettingsJson(const v1::JobSettings& s) {
-  return JsonObject()
-      .Int("min_nodes", s.min_nodes())
-      .Int("max_nodes", s.max_nodes())
-      .Int("nproc_per_node", s.nproc_per_node())
-      .Int("max_restarts", s.max_restarts())
-      .Int("join_timeout_ms", s.join_timeout_ms())
-      .Int("last_call_timeout_ms", s.last_call_timeout_ms())
-      .Int("heartbeat_interval_ms", s.heartbeat_interval_ms())
-      .Int("heartbeat_timeout_ms", s.heartbeat_timeout_ms())
-      .Int("shutdown_timeout_ms", s.shutdown_timeout_ms())
-      .Build();
-}
-
-std::string MemberJson(const v1::Member& m) {
-  return JsonObject()
-      .String("node_id", m.node_id())
-      .Int("incarnation", static_cast<int64_t>(m.incarnation()))
-      .String("address", m.address())
-      .Int("nproc", m.nproc())
-      .Int("group_rank", m.group_rank())
-      .Int("global_rank_offset", m.global_rank_offset())
-      .Int("heartbeat_age_ms", m.heartbeat_age_ms())
-      .Bool("connected", m.connected())
-      .Build();
-}
-
-std::string FailureJson(const v1::Failure& f) {
-  return JsonObject()
-      .String("node_id", f.node_id())
-      .Int("generation", f.generation())
-      .Int("local_rank", f.local_rank())
-      .Int("global_rank", f.global_rank())
-      .Int("exit_code", f.exit_code())
-      .Int("signal", f.signal())
-      .Bool("hang", f.hang())
-      .String("message", f.message())
-      .Int("time_unix_ms", f.time_unix_ms())
-      .Int("pid", f.pid())
-      .Build();
-}
-
-template <typename Items, typename ToJson>
-std::string JsonArray(const Items& items, ToJson to_json) {
-  std::vector<std::string> parts;
-  for (const auto& item : items) parts.push_back(to_json(item));
-  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
-}
-
 }  // namespace
 
 std::string JobStateName(v1::JobState state) {
@@ -212,28 +163,6 @@ std::string JobText(const v1::Job& job) {
   return text;
 }
 
-std::string JobJson(const v1::Job& job) {
-  JsonObject object;
-  object.String("job_id", job.job_id())
-      .String("state", JobStateName(job.state()))
-      .Int("generation", job.generation())
-      .Int("restart_count", job.restart_count())
-      .Raw("settings", SettingsJson(job.settings()))
-      .Raw("members", JsonArray(job.members(), MemberJson))
-      .Raw("spares", JsonArray(job.spares(), MemberJson))
-      .Raw("excluded_nodes",
-           JsonArray(job.excluded_nodes(),
-                     [](const std::string& node) { return JsonQuote(node); }))
-      .Raw("failures", JsonArray(job.failures(), FailureJson));
-  if (job.has_root_cause()) {
-    object.Raw("root_cause", FailureJson(job.root_cause()));
-  }
-  return object.String("message", job.message())
-      .Int("created_unix_ms", job.created_unix_ms())
-      .Int("last_event_index", job.last_event_index())
-      .Build();
-}
-
 std::string FailureText(const v1::Failure& f) {
   std::string text =
       absl::StrCat(TimeText(f.time_unix_ms()), " generation ", f.generation());
@@ -273,19 +202,6 @@ std::string JobEventText(const v1::JobEvent& event) {
     absl::StrAppend(&text, " [failure ", FailureText(event.failure()), "]");
   }
   return text;
-}
-
-std::string JobEventJson(const v1::JobEvent& event) {
-  JsonObject object;
-  object.String("job_id", event.job_id())
-      .Int("index", event.index())
-      .Int("time_unix_ms", event.time_unix_ms())
-      .String("type", v1::JobEvent::Type_Name(event.type()))
-      .String("node_id", event.node_id())
-      .Int("generation", event.generation())
-      .String("message", event.message());
-  if (event.has_failure()) object.Raw("failure", FailureJson(event.failure()));
-  return object.Build();
 }
 
 }  // namespace ddp::ddpctl

@@ -52,83 +52,6 @@ std::string PrintableBytes(absl::string_view bytes) {
   return absl::StrCat("\"", absl::CHexEscape(bytes), "\"");
 }
 
-std::string JsonQuote(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += "\"";
-  return out;
-}
-
-void JsonObject::Name(absl::string_view name) {
-  if (!body_.empty()) body_ += ",";
-  absl::StrAppend(&body_, JsonQuote(name), ":");
-}
-
-JsonObject& JsonObject::Int(absl::string_view name, int64_t value) {
-  Name(name);
-  absl::StrAppend(&body_, value);
-  return *this;
-}
-
-JsonObject& JsonObject::Bool(absl::string_view name, bool value) {
-  Name(name);
-  absl::StrAppend(&body_, value ? "true" : "false");
-  return *this;
-}
-
-JsonObject& JsonObject::String(absl::string_view name,
-                               absl::string_view value) {
-  Name(name);
-  absl::StrAppend(&body_, JsonQuote(value));
-  return *this;
-}
-
-JsonObject& JsonObject::Bytes(absl::string_view name, absl::string_view value) {
-  if (IsValidUtf8(value)) return String(name, value);
-  return String(absl::StrCat(name, "_base64"), absl::Base64Escape(value));
-}
-
-JsonObject& JsonObject::Raw(absl::string_view name, absl::string_view json) {
-  Name(name);
-  absl::StrAppend(&body_, json);
-  return *this;
-}
-
-std::string KeyValueJson(const v1::KeyValue& kv, bool with_value) {
-  JsonObject object;
-  object.Bytes("key", kv.key());
-  if (with_value) object.Bytes("value", kv.value());
-  object.Int("create_revision", kv.create_revision())
-      .Int("mod_revision", kv.mod_revision())
-      .Int("version", kv.version())
-      .Int("lease", kv.lease());
-  return object.Build();
-}
-
 std::string KeyValueText(const v1::KeyValue& kv, bool with_value) {
   if (!with_value) return PrintableBytes(kv.key());
   return absl::StrCat(PrintableBytes(kv.key()), " = ",
@@ -142,14 +65,6 @@ std::string EventText(const v1::Event& event) {
   }
   return absl::StrCat("PUT ", KeyValueText(event.kv()), " (revision ",
                       event.kv().mod_revision(), ")");
-}
-
-std::string EventJson(const v1::Event& event) {
-  const bool is_delete = event.type() == v1::Event::DELETE;
-  return JsonObject()
-      .String("type", is_delete ? "DELETE" : "PUT")
-      .Raw("kv", KeyValueJson(event.kv(), !is_delete))
-      .Build();
 }
 
 }  // namespace ddp::ddpctl
