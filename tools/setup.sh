@@ -19,7 +19,7 @@ PACKAGES=(
   # Operator-surface tests: promtool and a real Prometheus server; a real browser.
   prometheus chromium
   # Tools the scripts use.
-  procps iproute2 ca-certificates
+  procps iproute2 ca-certificates curl
 )
 
 missing=()

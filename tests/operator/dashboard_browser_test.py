@@ -10,8 +10,6 @@ generation change to 2 and the failure listed; injects a second failure that
 exhausts the restart budget and finds the root cause on the page. Screenshots
 go to the test's outputs (bazel-testlogs/.../test.outputs).
 """
-import base64
-import fcntl
 import json
 import os
 import shutil
@@ -22,6 +20,16 @@ import tempfile
 import time
 
 JOB = "dash-e2e"
+
+sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "tools/cdp"))
+from cdp_browser import Browser, text  # noqa: E402
+
+
+def screenshot(browser, name):
+    out = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+    if out:
+        browser.screenshot(os.path.join(out, name))
+        log(f"screenshot {name}")
 
 
 def log(*args):
@@ -41,93 +49,6 @@ def wait_for(what, predicate, timeout=60.0):
             return last
         time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
-
-
-class Browser:
-    """Chromium with --remote-debugging-pipe: commands on fd 3, replies on fd 4."""
-
-    def __init__(self, binary, profile):
-        to_child_r, self._to_child = os.pipe()
-        self._from_child, from_child_w = os.pipe()
-
-        def wire():
-            # Move both ends above 4 first (either may be fd 3 or 4), then
-            # dup2, which also clears close-on-exec.
-            reader = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
-            writer = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
-            os.dup2(reader, 3)
-            os.dup2(writer, 4)
-
-        self.process = subprocess.Popen(
-            [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-             "--no-first-run", "--no-default-browser-check", f"--user-data-dir={profile}",
-             "--window-size=1400,900", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=wire, close_fds=False)
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self._next_id = 0
-        self._buffer = b""
-        self.session = None
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.call("Target.attachToTarget",
-                                 {"targetId": target, "flatten": True})["sessionId"]
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False})
-
-    def call(self, method, params=None, timeout=30.0):
-        self._next_id += 1
-        message = {"id": self._next_id, "method": method, "params": params or {}}
-        if self.session and not method.startswith("Target."):
-            message["sessionId"] = self.session
-        os.write(self._to_child, json.dumps(message).encode() + b"\0")
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            reply = self._read()
-            if reply.get("id") == self._next_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply.get("result", {})
-        raise TimeoutError(f"{method}: no reply in {timeout} s")
-
-    def _read(self):
-        while b"\0" not in self._buffer:
-            chunk = os.read(self._from_child, 1 << 16)
-            if not chunk:
-                raise RuntimeError("chromium closed the DevTools pipe")
-            self._buffer += chunk
-        message, self._buffer = self._buffer.split(b"\0", 1)
-        return json.loads(message)
-
-    def evaluate(self, expression):
-        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
-        if "exceptionDetails" in result:
-            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-    def navigate(self, url):
-        self.call("Page.navigate", {"url": url})
-
-    def screenshot(self, name):
-        out = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
-        if not out:
-            return
-        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
-        with open(os.path.join(out, name), "wb") as f:
-            f.write(base64.b64decode(data))
-        log(f"screenshot {name}")
-
-    def close(self):
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-
-def text(browser, selector):
-    return browser.evaluate(
-        f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
-        f"return e ? e.textContent : null; }})()")
 
 
 def main():
@@ -168,14 +89,14 @@ def main():
         wait_for("the job, running, in the jobs list",
                  lambda: text(browser, f"{row} [data-field=state]") == "RUNNING")
         assert text(browser, f"{row} [data-field=generation]") == "1"
-        browser.screenshot("1-jobs.png")
+        screenshot(browser, "1-jobs.png")
 
         browser.evaluate(f"document.querySelector('{row} a').click()")
         wait_for("the job page with its member",
                  lambda: text(browser, '[data-node="node-a"]'))
         browser.evaluate("window.__sameDocument = true")
         assert text(browser, "[data-field=generation]") == "1"
-        browser.screenshot("2-job-generation-1.png")
+        screenshot(browser, "2-job-generation-1.png")
 
         open(f"{work}/fail0", "w").close()
         wait_for("generation 2 on the page, live",
@@ -183,7 +104,7 @@ def main():
         wait_for("the restart counted", lambda: text(browser, "[data-field=restarts]") == "1 / 1")
         wait_for("the failure listed", lambda: "exit code 7" in (text(browser, "main") or ""))
         assert browser.evaluate("window.__sameDocument === true"), "the page was reloaded"
-        browser.screenshot("3-job-generation-2.png")
+        screenshot(browser, "3-job-generation-2.png")
 
         open(f"{work}/fail1", "w").close()
         wait_for("the job failed", lambda: text(browser, "[data-field=state]") == "FAILED", 60)
@@ -195,11 +116,11 @@ def main():
         for garbage in ("[object ", "undefined", "NaN"):
             assert garbage not in page, f"the page shows {garbage!r}: {page}"
         assert browser.evaluate("window.__sameDocument === true"), "the page was reloaded"
-        browser.screenshot("4-job-failed-root-cause.png")
+        screenshot(browser, "4-job-failed-root-cause.png")
 
         browser.navigate(f"{http}/#/kv?namespace={JOB}&prefix=")
         wait_for("the key-value browser", lambda: "keys at revision" in (text(browser, "main") or ""))
-        browser.screenshot("5-kv.png")
+        screenshot(browser, "5-kv.png")
         log("PASSED: the dashboard showed the job live, its restart and its root cause")
         return 0
     except Exception:
@@ -210,7 +131,7 @@ def main():
                 log("".join(open(path).readlines()[-30:]))
         if browser:
             try:
-                browser.screenshot("failure.png")
+                screenshot(browser, "failure.png")
             except Exception:  # the browser may be gone
                 pass
         raise

@@ -31,11 +31,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "tools/kv_bench/kv_targets.h"
+#include "tools/kv_bench/rest_target.h"
 #include "tools/kv_bench/load_runner.h"
 #include "common/proc_stats.h"
 
 ABSL_FLAG(std::string, ddp, "", "Coordinator address HOST:PORT (empty: skip)");
 ABSL_FLAG(std::string, etcd, "", "etcd client address HOST:PORT (empty: skip)");
+ABSL_FLAG(std::string, rest, "",
+          "The coordinator's HTTP listener HOST:PORT: the same load over the REST API (empty: "
+          "skip; its CPU is --ddp_pid's)");
 ABSL_FLAG(int, ddp_pid, 0, "PID of the coordinator, to report its CPU per operation (0: not)");
 ABSL_FLAG(int, etcd_pid, 0, "PID of etcd, to report its CPU per operation (0: not)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(3), "Measured time of each load phase");
@@ -290,8 +294,9 @@ int main(int argc, char** argv) {
   }
   const std::string ddp_address = absl::GetFlag(FLAGS_ddp);
   const std::string etcd_address = absl::GetFlag(FLAGS_etcd);
-  if (ddp_address.empty() && etcd_address.empty()) {
-    std::fprintf(stderr, "kv_bench: give --ddp and/or --etcd\n");
+  const std::string rest_address = absl::GetFlag(FLAGS_rest);
+  if (ddp_address.empty() && etcd_address.empty() && rest_address.empty()) {
+    std::fprintf(stderr, "kv_bench: give --ddp, --rest and/or --etcd\n");
     return 2;
   }
   bool ok = true;
@@ -300,6 +305,11 @@ int main(int argc, char** argv) {
     auto target = ddp::kv_bench::NewDdpTarget(ddp_address, ns);
     ok &= ddp::kv_bench::BenchOne(*target, ddp::kv_bench::NewDdpWatchFanout(ddp_address, ns),
                                   put_clients, phases, absl::GetFlag(FLAGS_ddp_pid));
+  }
+  if (!rest_address.empty()) {
+    auto target = ddp::kv_bench::NewRestTarget(rest_address, absl::GetFlag(FLAGS_ddp_namespace));
+    ok &= ddp::kv_bench::BenchOne(*target, nullptr, put_clients, phases,
+                                  absl::GetFlag(FLAGS_ddp_pid));
   }
   if (!etcd_address.empty()) {
     auto target = ddp::kv_bench::NewEtcdTarget(etcd_address);
