@@ -23,7 +23,9 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
-constexpr char kJson[] = "application/json";
+// With a charset, httplib does not compress replies: its brotli (the choice for
+// browsers) took ~0.7 s for a 1,024-member job; loopback and LAN gain nothing.
+constexpr char kJson[] = "application/json; charset=utf-8";
 
 void ReplyError(const absl::Status& status, httplib::Response& response) {
   response.status = HttpStatusFromCode(status.code());

@@ -110,10 +110,13 @@ function JobView(jobId) {
   let timer = null;
   let pending = null;
   let stopped = false;
+  let rendered = false;
   main.replaceChildren(h('div', {}, h('h1', {}, jobId), h('div', { id: 'job' }, 'Loading…')));
 
   function render() {
     if (!job) return;
+    const first = !rendered;
+    rendered = true;
     const s = job.settings || {};
     const members = (job.members || []).slice().sort((a, b) => a.groupRank - b.groupRank);
     const memberRows = members.map((m) => {
@@ -169,6 +172,8 @@ function JobView(jobId) {
           h('td', {}, badge(e.type, `ev-${String(e.type).toLowerCase()}`)),
           h('td', { class: 'num' }, e.generation), h('td', {}, e.nodeId || ''), h('td', {}, e.message))),
         'No events kept yet.'));
+    // For tools/cdp/bench_dashboard.py: time to first render after navigation.
+    if (first) performance.mark('ddp:job-rendered');
   }
 
   // One block per phase: a running generation (green) or time without one.

@@ -14,7 +14,8 @@ shift
     name="$(basename "$file")"
     case "$name" in
       index.html) path="/" type="text/html; charset=utf-8" ;;
-      *.js) path="/$name" type="text/javascript; charset=utf-8" ;;
+      # Not text/*: httplib compresses those with brotli on every request (slow).
+      *.js) path="/$name" type="application/javascript; charset=utf-8" ;;
       *.css) path="/$name" type="text/css; charset=utf-8" ;;
       *) echo "embed.sh: no content type for $name" >&2; exit 1 ;;
     esac
