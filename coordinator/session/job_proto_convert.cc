@@ -172,6 +172,9 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now,
   proto->set_state(JobStateToProto(s.state));
   proto->set_generation(s.generation);
   proto->set_restart_count(s.restart_count);
+  proto->set_member_count(s.member_nodes);
+  proto->set_registered_nodes(s.registered_nodes);
+  proto->set_world_size(s.world_size);
   std::vector<const rendezvous::NodeStatus*> members;
   for (const rendezvous::NodeStatus& n : s.nodes) {
     if (n.group_rank >= 0) members.push_back(&n);

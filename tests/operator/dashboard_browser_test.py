@@ -89,6 +89,8 @@ def main():
         wait_for("the job, running, in the jobs list",
                  lambda: text(browser, f"{row} [data-field=state]") == "RUNNING")
         assert text(browser, f"{row} [data-field=generation]") == "1"
+        nodes = text(browser, f"{row} [data-field=nodes]")
+        assert nodes.startswith("1 "), f"the list counts the member: {nodes!r}"
         screenshot(browser, "1-jobs.png")
 
         browser.evaluate(f"document.querySelector('{row} a').click()")

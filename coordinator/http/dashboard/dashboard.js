@@ -78,8 +78,8 @@ function JobsView() {
       jobs.sort((a, b) => Number(b.createdUnixMs) - Number(a.createdUnixMs));
       const rows = jobs.map((job) => {
         const s = job.settings || {};
-        const nodes = `${(job.members || []).length}` +
-          ((job.spares || []).length ? ` + ${job.spares.length} spare` : '');
+        const others = job.registeredNodes - job.memberCount;
+        const nodes = `${job.memberCount}` + (others > 0 ? ` + ${others} waiting or spare` : '');
         return h('tr', { 'data-job': job.jobId },
           h('td', {}, h('a', { href: `#/jobs/${encodeURIComponent(job.jobId)}` }, job.jobId)),
           h('td', { 'data-field': 'state' }, stateBadge(job.state)),
