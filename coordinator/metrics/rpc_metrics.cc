@@ -76,22 +76,59 @@ RpcMetrics::RpcMetrics(prometheus::Registry& registry)
                            "writes included")
                      .Register(registry)) {}
 
-void RpcMetrics::Record(absl::string_view method, grpc::StatusCode code, bool unary,
-                        double seconds) {
-  // "/ddp.v1.KeyValueService/Put" -> service "KeyValueService", method "Put".
-  std::vector<absl::string_view> parts = absl::StrSplit(method, '/');
-  absl::string_view service = parts.size() == 3 ? parts[1] : "unknown";
-  absl::string_view name = parts.size() == 3 ? parts[2] : method;
+namespace {
+
+// "/ddp.v1.KeyValueService/Put" -> {"KeyValueService", "Put"}.
+std::pair<std::string, std::string> ServiceAndMethod(absl::string_view path) {
+  std::vector<absl::string_view> parts = absl::StrSplit(path, '/');
+  if (parts.size() != 3) return {"unknown", std::string(path)};
+  absl::string_view service = parts[1];
   const size_t dot = service.rfind('.');
   if (dot != absl::string_view::npos) service.remove_prefix(dot + 1);
-  const std::string service_label(service);
-  const std::string method_label(name);
-  requests_.Add({{"service", service_label}, {"method", method_label}, {"code", GrpcCodeName(code)}})
-      .Increment();
-  if (unary) {
-    durations_.Add({{"service", service_label}, {"method", method_label}}, LatencyBuckets())
-        .Observe(seconds);
+  return {std::string(service), std::string(parts[2])};
+}
+
+}  // namespace
+
+RpcMetrics::MethodSeries& RpcMetrics::Series(absl::string_view method) {
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto it = methods_.find(method);
+    if (it != methods_.end()) return *it->second;
   }
+  absl::MutexLock lock(&mu_);
+  auto& slot = methods_[method];
+  if (slot == nullptr) slot = std::make_unique<MethodSeries>();
+  return *slot;
+}
+
+prometheus::Counter& RpcMetrics::CounterFor(absl::string_view method, MethodSeries& series,
+                                            int code) {
+  prometheus::Counter* counter = series.by_code[code].load(std::memory_order_acquire);
+  if (counter != nullptr) return *counter;
+  auto [service, name] = ServiceAndMethod(method);
+  // Family::Add returns the same counter for the same labels, so a race here
+  // only repeats the lookup.
+  counter = &requests_.Add(
+      {{"service", service}, {"method", name},
+       {"code", GrpcCodeName(static_cast<grpc::StatusCode>(code))}});
+  series.by_code[code].store(counter, std::memory_order_release);
+  return *counter;
+}
+
+void RpcMetrics::Record(absl::string_view method, grpc::StatusCode code, bool unary,
+                        double seconds) {
+  MethodSeries& series = Series(method);
+  const int index = static_cast<int>(code);
+  CounterFor(method, series, index >= 0 && index < 17 ? index : 2).Increment();
+  if (!unary) return;
+  prometheus::Histogram* duration = series.duration.load(std::memory_order_acquire);
+  if (duration == nullptr) {
+    auto [service, name] = ServiceAndMethod(method);
+    duration = &durations_.Add({{"service", service}, {"method", name}}, LatencyBuckets());
+    series.duration.store(duration, std::memory_order_release);
+  }
+  duration->Observe(seconds);
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>

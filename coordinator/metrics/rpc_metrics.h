@@ -10,9 +10,13 @@
 //
 // Thread-safety: thread-safe.
 
+#include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/string_view.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "grpcpp/support/status.h"
@@ -30,13 +34,25 @@ class RpcMetrics {
   // `method` is the gRPC path ("/ddp.v1.KeyValueService/Put").
   void Record(absl::string_view method, grpc::StatusCode code, bool unary, double seconds);
 
+  // One method's series, looked up once and kept: the per-call cost is then
+  // a shared lock, a hash lookup and atomic adds.
+  struct MethodSeries {
+    std::atomic<prometheus::Histogram*> duration{nullptr};  // unary methods only
+    std::array<std::atomic<prometheus::Counter*>, 17> by_code{};
+  };
+  MethodSeries& Series(absl::string_view method);
+
   // For grpc::ServerBuilder::experimental().SetInterceptorCreators; the
   // factory refers to this object, which must outlive the server.
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> InterceptorFactory();
 
  private:
+  prometheus::Counter& CounterFor(absl::string_view method, MethodSeries& series, int code);
+
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& durations_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<MethodSeries>> methods_ ABSL_GUARDED_BY(mu_);
 };
 
 // "OK", "NOT_FOUND", ...: the code label's values.
