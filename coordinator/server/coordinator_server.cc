@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "coordinator/http/dashboard.h"
 #include "coordinator/http/health.h"
+#include "coordinator/rpc/malformed_request.h"
 #include "coordinator/server/listen_address.h"
 #include "coordinator/storage/data_dir_identity.h"
 #include "coordinator/storage/sqlite_job_state_store.h"
@@ -114,11 +115,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // for gRPC's default of 120 s; a flood of such connections starves real
   // clients. 20 s is ample for a handshake.
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 20000);
-  if (server->metrics_ != nullptr) {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-    creators.push_back(server->metrics_->rpc().InterceptorFactory());
-    builder.experimental().SetInterceptorCreators(std::move(creators));
-  }
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(rpc::NewMalformedRequestInterceptorFactory());
+  if (server->metrics_ != nullptr) creators.push_back(server->metrics_->rpc().InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(creators));
   builder.RegisterService(server->kv_service_.get());
   server->job_services_->RegisterWith(builder);
   server->grpc_server_ = builder.BuildAndStart();

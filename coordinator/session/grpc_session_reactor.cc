@@ -42,7 +42,7 @@ SessionReactor::SessionReactor(RendezvousService& rendezvous,
       open_streams_(open_streams),
       sink_(std::make_shared<Sink>(this)) {
   open_streams_->fetch_add(1);
-  StartRead(&incoming_);
+  StartRead(&incoming_bytes_);
 }
 
 // ---- Read side ----
@@ -56,7 +56,17 @@ void SessionReactor::OnReadDone(bool ok) {
       return;
     }
   }
-  absl::Status status = Handle(incoming_);
+  const size_t size = incoming_bytes_.Length();
+  absl::Status status;
+  if (!grpc::SerializationTraits<v1::AgentMessage>::Deserialize(&incoming_bytes_, &incoming_)
+           .ok()) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "/ddp.v1.SessionService/Session: a message of ", size,
+        " bytes from the agent is not a valid ddp.v1.AgentMessage; the session is closed "
+        "(is the agent's ddp.v1 protocol the coordinator's?)"));
+  } else {
+    status = Handle(incoming_);
+  }
   // A large message (e.g. a long error text) would otherwise keep its buffers
   // for the life of the stream.
   if (incoming_.ByteSizeLong() > kMaxRetainedReadBytes) {
@@ -68,7 +78,7 @@ void SessionReactor::OnReadDone(bool ok) {
   } else if (left_) {
     // Finished once the departure is durable (see kLeave).
   } else if (!finished_) {
-    StartRead(&incoming_);
+    StartRead(&incoming_bytes_);
   }
 }
 
@@ -249,8 +259,17 @@ void SessionReactor::EnqueueLocked(v1::CoordinatorMessage message) {
 
 void SessionReactor::PumpLocked() {
   if (writing_ || finished_ || awaiting_registered_ || queue_.empty()) return;
-  outgoing_ = std::move(queue_.front());
+  bool own_buffer = false;
+  outgoing_.Clear();  // the serializer wants an empty buffer
+  const grpc::Status serialized = grpc::SerializationTraits<v1::CoordinatorMessage>::Serialize(
+      queue_.front(), &outgoing_, &own_buffer);
   queue_.pop_front();
+  if (!serialized.ok()) {
+    FinishLocked(grpc::Status(grpc::StatusCode::INTERNAL,
+                              "cannot serialize a message to the agent: " +
+                                  serialized.error_message()));
+    return;
+  }
   writing_ = true;
   StartWrite(&outgoing_);
 }
@@ -314,7 +333,7 @@ GrpcSessionService::GrpcSessionService(RendezvousService& rendezvous,
                                        GrpcSessionServiceOptions options)
     : rendezvous_(rendezvous), options_(options) {}
 
-grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 GrpcSessionService::Session(grpc::CallbackServerContext* /*context*/) {
   return new SessionReactor(rendezvous_, options_, &open_streams_);
 }

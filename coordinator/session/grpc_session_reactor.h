@@ -49,8 +49,10 @@
 
 namespace ddp::session {
 
-class SessionReactor final
-    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+// Reads and writes raw bytes and parses them itself, so that bytes which are
+// not an AgentMessage end the stream with INVALID_ARGUMENT naming the method
+// (gRPC's typed handler would report a clean end of stream).
+class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   SessionReactor(RendezvousService& rendezvous,
                  const GrpcSessionServiceOptions& options,
@@ -96,6 +98,7 @@ class SessionReactor final
   const std::shared_ptr<Sink> sink_;
 
   // Read side (see thread-safety above).
+  grpc::ByteBuffer incoming_bytes_;
   v1::AgentMessage incoming_;
   bool attached_ = false;  // in the router
   bool registered_ = false;
@@ -111,7 +114,7 @@ class SessionReactor final
   bool finish_pending_ ABSL_GUARDED_BY(sink_->mu) = false;
   grpc::Status final_status_ ABSL_GUARDED_BY(sink_->mu);
   std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(sink_->mu);
-  v1::CoordinatorMessage outgoing_ ABSL_GUARDED_BY(sink_->mu);
+  grpc::ByteBuffer outgoing_ ABSL_GUARDED_BY(sink_->mu);
 };
 
 }  // namespace ddp::session

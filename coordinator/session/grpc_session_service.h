@@ -21,12 +21,14 @@ struct GrpcSessionServiceOptions {
   int max_queued_messages = 64;
 };
 
-class GrpcSessionService final : public v1::SessionService::CallbackService {
+class GrpcSessionService final
+    : public v1::SessionService::WithRawCallbackMethod_Session<v1::SessionService::Service> {
  public:
   GrpcSessionService(RendezvousService& rendezvous,
                      GrpcSessionServiceOptions options);
 
-  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Session(
+  // Raw bytes: the reactor parses them (see SessionReactor).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
       grpc::CallbackServerContext* context) override;
 
   // Streams whose reactor has not finished (OnDone) yet.
