@@ -69,6 +69,9 @@ std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
                               static_cast<double>(state.kv_watchers)));
   families.push_back(OneGauge("ddp_job_watchers", "WatchJob streams open",
                               static_cast<double>(state.job_watchers)));
+  families.push_back(OneGauge("ddp_sessions_open",
+                              "Agent Session streams open (registered or not)",
+                              static_cast<double>(state.sessions_open)));
   families.push_back(OneGauge("ddp_store_writes_accepted",
                               "1 while the stores accept writes; 0 after a storage failure "
                               "(fail-stop until restarted: alert on it)",

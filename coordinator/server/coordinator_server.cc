@@ -171,6 +171,7 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.writes_accepted = kv_store_->WriteHealth().ok();
   session::RendezvousService& rendezvous = job_services_->rendezvous();
   state.job_watchers = rendezvous.watch_hub().watcher_count();
+  state.sessions_open = job_services_->session_service().open_streams();
   auto jobs = rendezvous.registry().ListJobs();
   if (!jobs.ok()) return state;
   for (rendezvous::JobStatus& job : *jobs) {

@@ -51,6 +51,7 @@ promtool check metrics <"$WORK/scrape.txt" || fail "promtool check metrics rejec
 grep -q '^ddp_job_generation{job_id="metrics-e2e"} 1' "$WORK/scrape.txt" ||
   fail "the scrape lacks the job's generation"
 grep -q '^ddp_agents_connected 1' "$WORK/scrape.txt" || fail "the scrape lacks the agent"
+grep -q '^ddp_sessions_open 1' "$WORK/scrape.txt" || fail "the scrape lacks the agent's session"
 echo "promtool check metrics: OK ($(grep -vc '^#' "$WORK/scrape.txt") samples)"
 
 PROM_PORT="$(free_port)"
