@@ -49,8 +49,7 @@ bool ParseRecordFormat(absl::string_view text, ErrorFileContent* content) {
   const auto& record = message->second.struct_value().fields();
   content->message = StringMember(record, "message");
   auto extra = record.find("extraInfo");
-  if (extra != record.end() &&
-      extra->second.kind_case() == google::protobuf::Value::kStructValue) {
+  if (extra != record.end() && extra->second.kind_case() == google::protobuf::Value::kStructValue) {
     content->traceback = StringMember(extra->second.struct_value().fields(), "py_callstack");
     content->timestamp = StringMember(extra->second.struct_value().fields(), "timestamp");
   }
@@ -66,8 +65,7 @@ std::optional<ErrorFileContent> ParseErrorFile(absl::string_view text,
   ErrorFileContent content;
   if (!ParseRecordFormat(text, &content) || content.message.empty()) {
     content = ErrorFileContent();
-    content.message =
-        std::string(text);  // not torch's format: keep the text itself
+    content.message = std::string(text);  // not torch's format: keep the text itself
   }
   content.message = Cap(std::move(content.message), limits.max_field_chars);
   content.traceback = Cap(std::move(content.traceback), limits.max_field_chars);
@@ -87,12 +85,10 @@ std::optional<ErrorTimestamp> ParseErrorTimestamp(absl::string_view text) {
   }
   // Microseconds are as fine as a double of today's Unix seconds resolves.
   double fractional = 0;
-  if (!absl::SimpleAtod(text, &fractional) || !(fractional > 0) ||
-      fractional > 1e12) {
+  if (!absl::SimpleAtod(text, &fractional) || !(fractional > 0) || fractional > 1e12) {
     return std::nullopt;
   }
-  stamp.time = absl::FromUnixMicros(
-      static_cast<int64_t>(fractional * 1e6 + 0.5));
+  stamp.time = absl::FromUnixMicros(static_cast<int64_t>(fractional * 1e6 + 0.5));
   stamp.whole_seconds = false;
   return stamp;
 }
@@ -101,10 +97,8 @@ absl::StatusOr<ErrorFileContent> ReadErrorFile(const std::string& path,
                                                const ErrorFileLimits& limits) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT)
-      return absl::NotFoundError(absl::StrCat("no error file at ", path));
-    return absl::InternalError(
-        absl::StrCat("cannot open ", path, ": ", strerror(errno)));
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no error file at ", path));
+    return absl::InternalError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
   }
   std::string text;
   char buffer[8192];
@@ -116,8 +110,7 @@ absl::StatusOr<ErrorFileContent> ReadErrorFile(const std::string& path,
   }
   close(fd);
   std::optional<ErrorFileContent> content = ParseErrorFile(text, limits);
-  if (!content)
-    return absl::NotFoundError(absl::StrCat("error file ", path, " is empty"));
+  if (!content) return absl::NotFoundError(absl::StrCat("error file ", path, " is empty"));
   return *content;
 }
 

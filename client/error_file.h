@@ -25,8 +25,7 @@ namespace ddp::client {
 struct ErrorFileContent {
   std::string message;    // e.g. "RuntimeError: boom"
   std::string traceback;  // extraInfo.py_callstack, may be empty
-  std::string
-      timestamp;  // extraInfo.timestamp (unix seconds as text), may be empty
+  std::string timestamp;  // extraInfo.timestamp (unix seconds as text), may be empty
 };
 
 struct ErrorFileLimits {
@@ -35,8 +34,8 @@ struct ErrorFileLimits {
 };
 
 // Parses the text of an error file. nullopt when it is empty or whitespace.
-std::optional<ErrorFileContent> ParseErrorFile(
-    absl::string_view text, const ErrorFileLimits& limits = {});
+std::optional<ErrorFileContent> ParseErrorFile(absl::string_view text,
+                                               const ErrorFileLimits& limits = {});
 
 // extraInfo.timestamp as a time: Unix seconds, as torch writes them
 // (str(int(time.time())), whole seconds) or with a fraction ("1700000000.25").
@@ -49,8 +48,8 @@ std::optional<ErrorTimestamp> ParseErrorTimestamp(absl::string_view text);
 
 // Reads and parses `path`. Possible errors: NOT_FOUND (no file: the worker
 // wrote none), INTERNAL (unreadable; errno text named).
-absl::StatusOr<ErrorFileContent> ReadErrorFile(
-    const std::string& path, const ErrorFileLimits& limits = {});
+absl::StatusOr<ErrorFileContent> ReadErrorFile(const std::string& path,
+                                               const ErrorFileLimits& limits = {});
 
 }  // namespace ddp::client
 

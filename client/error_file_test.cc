@@ -16,8 +16,7 @@ TEST(ParseErrorFileTest, Parse_TorchRecordFormat_MessageTracebackTimestamp) {
   auto content = ParseErrorFile(text);
   ASSERT_TRUE(content.has_value());
   EXPECT_EQ(content->message, "RuntimeError: boom \"x\" \xc3\xa9");
-  EXPECT_EQ(content->traceback,
-            "Traceback (most recent call last):\n  File \"t.py\"");
+  EXPECT_EQ(content->traceback, "Traceback (most recent call last):\n  File \"t.py\"");
   EXPECT_EQ(content->timestamp, "1700000000");
 }
 
@@ -86,8 +85,7 @@ TEST(ParseErrorTimestampTest, EmptyJunkOrNotPositive_Nullopt) {
 }
 
 TEST(ReadErrorFileTest, Read_MissingFile_NotFound) {
-  EXPECT_EQ(ReadErrorFile("/no/such/error.json").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadErrorFile("/no/such/error.json").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(ReadErrorFileTest, Read_RealFile_Parsed) {

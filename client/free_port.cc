@@ -52,8 +52,7 @@ int TryBind(const std::string& ip, int port) {
   const int fd = socket(address.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   int bound = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address.storage), address.length) ==
-      0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address.storage), address.length) == 0) {
     sockaddr_storage actual{};
     socklen_t length = sizeof(actual);
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&actual), &length) == 0) {
@@ -84,9 +83,8 @@ bool PortIsFree(const std::string& bind_address, int port) {
 absl::StatusOr<int> PickFreePort(const FreePortOptions& options) {
   Address probe;
   if (!MakeAddress(options.bind_address, 0, &probe)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bind address '", options.bind_address.substr(0, 64),
-                     "' is not an IPv4 or IPv6 literal"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bind address '", options.bind_address.substr(0, 64), "' is not an IPv4 or IPv6 literal"));
   }
   const int high = EphemeralLow() - 1;
   if (options.range_low > 0 && options.range_low < high) {
@@ -100,9 +98,8 @@ absl::StatusOr<int> PickFreePort(const FreePortOptions& options) {
   }
   const int port = TryBind(options.bind_address, 0);
   if (port <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot bind a TCP port on ",
-                                               options.bind_address, ": ",
-                                               strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("cannot bind a TCP port on ", options.bind_address, ": ", strerror(errno)));
   }
   return port;
 }

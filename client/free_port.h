@@ -25,10 +25,9 @@
 namespace ddp::client {
 
 struct FreePortOptions {
-  std::string bind_address =
-      "0.0.0.0";          // IPv4 or IPv6 literal; the training interface
-  int range_low = 20000;  // lowest port tried at random
-  int attempts = 16;      // random tries before bind(0)
+  std::string bind_address = "0.0.0.0";  // IPv4 or IPv6 literal; the training interface
+  int range_low = 20000;                 // lowest port tried at random
+  int attempts = 16;                     // random tries before bind(0)
 };
 
 // Possible errors: INVALID_ARGUMENT (bind_address is not an IP literal),

@@ -29,8 +29,7 @@ TEST(PickFreePortTest, Pick_NoRandomTries_FallsBackToKernelChoice) {
 TEST(PickFreePortTest, Pick_BadAddress_InvalidArgument) {
   FreePortOptions options;
   options.bind_address = "not-an-ip";
-  EXPECT_EQ(PickFreePort(options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PickFreePort(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PortIsFreeTest, Listening_NotFree) {
@@ -38,8 +37,7 @@ TEST(PortIsFreeTest, Listening_NotFree) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_ANY);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
-            0);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
   ASSERT_EQ(listen(fd, 1), 0);
   socklen_t length = sizeof(address);
   getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);

@@ -5,12 +5,10 @@
 namespace ddp::client {
 
 std::string DescribeSilence(absl::Duration silent_for) {
-  return absl::StrFormat("no heartbeat for %.1f s",
-                         absl::ToDoubleSeconds(silent_for));
+  return absl::StrFormat("no heartbeat for %.1f s", absl::ToDoubleSeconds(silent_for));
 }
 
-bool HeartbeatTracker::Observe(std::optional<absl::Time> mtime,
-                               absl::Time now) {
+bool HeartbeatTracker::Observe(std::optional<absl::Time> mtime, absl::Time now) {
   if (mtime && mtime != last_mtime_) {
     last_mtime_ = mtime;
     last_touch_ = now;

@@ -22,12 +22,10 @@ TEST(HeartbeatTrackerTest, Observe_SilentPastTimeout_Hung) {
   HeartbeatTracker tracker(absl::Seconds(10));
   EXPECT_FALSE(tracker.Observe(kMtime, clock.Now()));
   clock.Advance(absl::Seconds(10));
-  EXPECT_FALSE(
-      tracker.Observe(kMtime, clock.Now()));  // exactly the timeout: not yet
+  EXPECT_FALSE(tracker.Observe(kMtime, clock.Now()));  // exactly the timeout: not yet
   clock.Advance(absl::Milliseconds(1));
   EXPECT_TRUE(tracker.Observe(kMtime, clock.Now()));
-  EXPECT_EQ(tracker.SilentFor(clock.Now()),
-            absl::Seconds(10) + absl::Milliseconds(1));
+  EXPECT_EQ(tracker.SilentFor(clock.Now()), absl::Seconds(10) + absl::Milliseconds(1));
 }
 
 TEST(HeartbeatTrackerTest, Observe_NewMtime_ResetsTheTimer) {

@@ -23,31 +23,23 @@ inline constexpr size_t kMaxShownChars = 80;
 
 // `text`, cut to kMaxShownChars with "..." appended.
 std::string Shown(absl::string_view text);
-absl::Status BadValue(absl::string_view flag, absl::string_view value,
-                      absl::string_view expected);
-absl::Status ParseInt(absl::string_view flag, absl::string_view value, int lo,
-                      int hi, int* out);
+absl::Status BadValue(absl::string_view flag, absl::string_view value, absl::string_view expected);
+absl::Status ParseInt(absl::string_view flag, absl::string_view value, int lo, int hi, int* out);
 // Seconds ("30", "0.5") or an absl duration ("30s"); at most a week.
-absl::Status ParseDuration(absl::string_view flag, absl::string_view value,
-                           bool allow_zero, absl::Duration* out);
-absl::Status ParseBool(absl::string_view flag, absl::string_view value,
-                       bool* out);
+absl::Status ParseDuration(absl::string_view flag, absl::string_view value, bool allow_zero,
+                           absl::Duration* out);
+absl::Status ParseBool(absl::string_view flag, absl::string_view value, bool* out);
 // 1..128 characters of [A-Za-z0-9._-].
-absl::Status ParseId(absl::string_view flag, absl::string_view value,
-                     std::string* out);
-absl::Status ParseNonBlank(absl::string_view flag, absl::string_view value,
-                           size_t max_chars, std::string* out);
-// HOST:PORT or [IPV6]:PORT.
-absl::Status ParseEndpoint(absl::string_view flag, absl::string_view value,
+absl::Status ParseId(absl::string_view flag, absl::string_view value, std::string* out);
+absl::Status ParseNonBlank(absl::string_view flag, absl::string_view value, size_t max_chars,
                            std::string* out);
-absl::Status ParseNnodes(absl::string_view flag, absl::string_view value,
-                         LaunchOptions* o);
-absl::Status ParseNproc(absl::string_view flag, absl::string_view value,
-                        const HostInfo& host, LaunchOptions* o);
-absl::Status ParseRdzvConf(absl::string_view flag, absl::string_view value,
-                           RendezvousConf* conf);
-absl::Status ParseRankList(absl::string_view flag, absl::string_view value,
-                           std::set<int>* out);
+// HOST:PORT or [IPV6]:PORT.
+absl::Status ParseEndpoint(absl::string_view flag, absl::string_view value, std::string* out);
+absl::Status ParseNnodes(absl::string_view flag, absl::string_view value, LaunchOptions* o);
+absl::Status ParseNproc(absl::string_view flag, absl::string_view value, const HostInfo& host,
+                        LaunchOptions* o);
+absl::Status ParseRdzvConf(absl::string_view flag, absl::string_view value, RendezvousConf* conf);
+absl::Status ParseRankList(absl::string_view flag, absl::string_view value, std::set<int>* out);
 
 }  // namespace ddp::client::launch_flags
 

@@ -53,8 +53,9 @@ std::string RandomJobId(absl::string_view kind = "standalone") {
 absl::Status ApplyStaticForm(LaunchOptions* o, bool coordinator_given) {
   if (o->master_addr.empty() && !o->master_port) return absl::OkStatus();
   if (coordinator_given || o->rdzv_backend == "c10d" || o->standalone) {
-    o->notes.push_back("--master-addr/--master-port: MASTER_ADDR/MASTER_PORT come from the "
-                       "coordinator; these flags are used only without one");
+    o->notes.push_back(
+        "--master-addr/--master-port: MASTER_ADDR/MASTER_PORT come from the "
+        "coordinator; these flags are used only without one");
     o->master_addr.clear();
     o->master_port.reset();
     return absl::OkStatus();
@@ -62,9 +63,9 @@ absl::Status ApplyStaticForm(LaunchOptions* o, bool coordinator_given) {
   if (o->master_addr.empty()) o->master_addr = "127.0.0.1";  // torch.distributed.launch's
   if (!o->master_port) o->master_port = 29500;
   if (o->max_nodes > 1 && !o->node_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--master-addr/--master-port with --nnodes ", o->max_nodes,
-        " needs --node-rank on each node (0 on the master ", o->master_addr, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--master-addr/--master-port with --nnodes ", o->max_nodes,
+                     " needs --node-rank on each node (0 on the master ", o->master_addr, ")"));
   }
   o->static_form = true;
   o->coordinator = absl::StrCat(o->master_addr.find(':') != std::string::npos
@@ -73,16 +74,17 @@ absl::Status ApplyStaticForm(LaunchOptions* o, bool coordinator_given) {
                                 ":", *o->master_port + 1);
   if (o->job_id.empty()) {
     o->job_id = absl::StrCat("static-", o->master_addr, "-", *o->master_port);
-    std::replace_if(o->job_id.begin(), o->job_id.end(),
-                    [](char c) { return !absl::ascii_isalnum(c) && c != '.' && c != '-'; }, '-');
+    std::replace_if(
+        o->job_id.begin(), o->job_id.end(),
+        [](char c) { return !absl::ascii_isalnum(c) && c != '.' && c != '-'; }, '-');
   }
   return absl::OkStatus();
 }
 
 // The job id when no --rdzv-id/--job/PET_RDZV_ID was given (see
 // LaunchOptions::job_id).
-absl::Status ResolveJobId(
-    const std::function<std::optional<std::string>(const std::string&)>& env, LaunchOptions* o) {
+absl::Status ResolveJobId(const std::function<std::optional<std::string>(const std::string&)>& env,
+                          LaunchOptions* o) {
   if (!o->job_id.empty() || o->standalone) return absl::OkStatus();
   for (const char* name : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "LSB_JOBID", "PBS_JOBID"}) {
     std::optional<std::string> value = env(name);
@@ -106,8 +108,7 @@ absl::Status ResolveJobId(
 // One command-line flag: its spellings, whether it takes a value, and how it
 // applies.
 struct Flag {
-  std::vector<std::string>
-      names;  // canonical long spelling first ("--nproc-per-node")
+  std::vector<std::string> names;  // canonical long spelling first ("--nproc-per-node")
   bool takes_value;
   std::string env;  // PET_ variable that supplies a default, or empty
   std::function<absl::Status(const std::string& flag, const std::string& value,
@@ -120,10 +121,7 @@ const std::vector<Flag>& Flags() {
   using H = const HostInfo&;
   using O = LaunchOptions*;
   static const auto* flags = new std::vector<Flag>{
-      {{"--nnodes"},
-       true,
-       "PET_NNODES",
-       [](V f, V v, H, O o) { return ParseNnodes(f, v, o); }},
+      {{"--nnodes"}, true, "PET_NNODES", [](V f, V v, H, O o) { return ParseNnodes(f, v, o); }},
       {{"--nproc-per-node"},
        true,
        "PET_NPROC_PER_NODE",
@@ -131,15 +129,11 @@ const std::vector<Flag>& Flags() {
       {{"--max-restarts"},
        true,
        "PET_MAX_RESTARTS",
-       [](V f, V v, H, O o) {
-         return ParseInt(f, v, 0, kMaxRestarts, &o->max_restarts);
-       }},
+       [](V f, V v, H, O o) { return ParseInt(f, v, 0, kMaxRestarts, &o->max_restarts); }},
       {{"--monitor-interval"},
        true,
        "PET_MONITOR_INTERVAL",
-       [](V f, V v, H, O o) {
-         return ParseDuration(f, v, false, &o->monitor_interval);
-       }},
+       [](V f, V v, H, O o) { return ParseDuration(f, v, false, &o->monitor_interval); }},
       {{"--rdzv-id", "--job"},
        true,
        "PET_RDZV_ID",
@@ -214,24 +208,18 @@ const std::vector<Flag>& Flags() {
          }
          return absl::OkStatus();
        }},
-      {{"--use-env"},
-       false,
-       "",
-       [](V f, V v, H, O o) { return ParseBool(f, v, &o->use_env); }},
+      {{"--use-env"}, false, "", [](V f, V v, H, O o) { return ParseBool(f, v, &o->use_env); }},
       {{"--log-dir"},
        true,
        "PET_LOG_DIR",
-       [](V f, V v, H, O o) {
-         return ParseNonBlank(f, v, PATH_MAX, &o->log_dir);
-       }},
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, PATH_MAX, &o->log_dir); }},
       {{"--redirects", "-r"},
        true,
        "PET_REDIRECTS",
        [](V f, V v, H, O o) {
          auto spec = StdSpec::Parse(v);
          if (!spec.ok())
-           return absl::InvalidArgumentError(
-               absl::StrCat(f, ": ", spec.status().message()));
+           return absl::InvalidArgumentError(absl::StrCat(f, ": ", spec.status().message()));
          o->redirects = *spec;
          return absl::OkStatus();
        }},
@@ -241,23 +229,18 @@ const std::vector<Flag>& Flags() {
        [](V f, V v, H, O o) {
          auto spec = StdSpec::Parse(v);
          if (!spec.ok())
-           return absl::InvalidArgumentError(
-               absl::StrCat(f, ": ", spec.status().message()));
+           return absl::InvalidArgumentError(absl::StrCat(f, ": ", spec.status().message()));
          o->tee = *spec;
          return absl::OkStatus();
        }},
       {{"--local-ranks-filter"},
        true,
        "PET_LOCAL_RANKS_FILTER",
-       [](V f, V v, H, O o) {
-         return ParseRankList(f, v, &o->local_ranks_filter);
-       }},
+       [](V f, V v, H, O o) { return ParseRankList(f, v, &o->local_ranks_filter); }},
       {{"--local-addr"},
        true,
        "PET_LOCAL_ADDR",
-       [](V f, V v, H, O o) {
-         return ParseNonBlank(f, v, 255, &o->local_addr);
-       }},
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, 255, &o->local_addr); }},
       {{"--node-rank"},
        true,
        "PET_NODE_RANK",
@@ -274,21 +257,15 @@ const std::vector<Flag>& Flags() {
       {{"--worker-heartbeat-timeout"},
        true,
        "",
-       [](V f, V v, H, O o) {
-         return ParseDuration(f, v, true, &o->worker_heartbeat_timeout);
-       }},
+       [](V f, V v, H, O o) { return ParseDuration(f, v, true, &o->worker_heartbeat_timeout); }},
       {{"--shutdown-timeout"},
        true,
        "",
-       [](V f, V v, H, O o) {
-         return ParseDuration(f, v, false, &o->shutdown_timeout);
-       }},
+       [](V f, V v, H, O o) { return ParseDuration(f, v, false, &o->shutdown_timeout); }},
       {{"--connect-timeout"},
        true,
        "",
-       [](V f, V v, H, O o) {
-         return ParseDuration(f, v, false, &o->connect_timeout);
-       }},
+       [](V f, V v, H, O o) { return ParseDuration(f, v, false, &o->connect_timeout); }},
       // torchrun flags that have no meaning with a coordinator: accepted,
       // noted, ignored.
       {{"--master-addr"},
@@ -312,14 +289,10 @@ const std::vector<Flag>& Flags() {
          if (v != "spawn" && v != "fork" && v != "forkserver") {
            return BadValue(f, v, "spawn, fork or forkserver");
          }
-         o->notes.push_back(
-             absl::StrCat(f, " ignored: workers are always fork+exec'ed"));
+         o->notes.push_back(absl::StrCat(f, " ignored: workers are always fork+exec'ed"));
          return absl::OkStatus();
        }},
-      {{"--help", "-h"},
-       false,
-       "",
-       [](V f, V v, H, O o) { return ParseBool(f, v, &o->help); }},
+      {{"--help", "-h"}, false, "", [](V f, V v, H, O o) { return ParseBool(f, v, &o->help); }},
   };
   return *flags;
 }
@@ -352,8 +325,8 @@ absl::StatusOr<const Flag*> FindFlag(const std::string& name) {
   }
   if (candidates.size() == 1) return found;
   if (candidates.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("ambiguous flag '", Shown(name),
-                                                   "' could be ", absl::StrJoin(candidates, ", "),
+    return absl::InvalidArgumentError(absl::StrCat("ambiguous flag '", Shown(name), "' could be ",
+                                                   absl::StrJoin(candidates, ", "),
                                                    "; spell it out"));
   }
   return absl::InvalidArgumentError(
@@ -362,15 +335,14 @@ absl::StatusOr<const Flag*> FindFlag(const std::string& name) {
 
 }  // namespace
 
-absl::StatusOr<LaunchOptions> ParseLaunchOptions(
-    const std::vector<std::string>& args, const HostInfo& host) {
+absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>& args,
+                                                 const HostInfo& host) {
   LaunchOptions o;
   o.node_id = host.hostname.empty() ? "localhost" : host.hostname;
   auto env = [&](const std::string& name) -> std::optional<std::string> {
     return host.getenv ? host.getenv(name) : std::nullopt;
   };
-  if (auto python = env("PYTHON_EXEC"); python && !python->empty())
-    o.python_exec = *python;
+  if (auto python = env("PYTHON_EXEC"); python && !python->empty()) o.python_exec = *python;
   if (auto coord = env("DDP_COORDINATOR"); coord && !coord->empty()) {
     o.coordinator_given = true;
     absl::Status s = ParseEndpoint("$DDP_COORDINATOR", *coord, &o.coordinator);
@@ -413,8 +385,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
       }
       value = args[++i];
     }
-    absl::Status s =
-        flag->apply(flag->names[0], value.value_or("true"), host, &o);
+    absl::Status s = flag->apply(flag->names[0], value.value_or("true"), host, &o);
     if (!s.ok()) return s;
   }
   if (o.help) return o;
@@ -444,15 +415,13 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
         "--module and --no-python cannot be used together: a module needs the "
         "interpreter");
   }
-  if (o.rdzv_conf.shutdown_timeout)
-    o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
+  if (o.rdzv_conf.shutdown_timeout) o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
   if (absl::Status s = ApplyStaticForm(&o, o.coordinator_given); !s.ok()) return s;
   if (absl::Status s = ResolveJobId(env, &o); !s.ok()) return s;
   if (o.standalone) {
     o.job_id = RandomJobId();
-    o.notes.push_back(
-        absl::StrCat("--standalone: embedded coordinator, job id ", o.job_id,
-                     "; --rdzv-endpoint/--rdzv-id are ignored"));
+    o.notes.push_back(absl::StrCat("--standalone: embedded coordinator, job id ", o.job_id,
+                                   "; --rdzv-endpoint/--rdzv-id are ignored"));
   }
   return o;
 }
@@ -475,13 +444,10 @@ HostInfo HostInfo::FromSystem() {
     }
     closedir(dir);
   }
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-      visible != nullptr) {
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr) {
     int listed = 0;
-    for (absl::string_view item :
-         absl::StrSplit(visible, ',', absl::SkipWhitespace())) {
-      if (absl::StartsWith(item, "-"))
-        break;  // CUDA stops at the first invalid index
+    for (absl::string_view item : absl::StrSplit(visible, ',', absl::SkipWhitespace())) {
+      if (absl::StartsWith(item, "-")) break;  // CUDA stops at the first invalid index
       ++listed;
     }
     gpus = std::min(gpus, listed);

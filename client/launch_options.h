@@ -48,10 +48,8 @@ struct RendezvousConf {
   std::optional<absl::Duration> join_timeout;  // also torchrun's `timeout`
   std::optional<absl::Duration> last_call_timeout;
   std::optional<absl::Duration> close_timeout;
-  std::optional<absl::Duration>
-      heartbeat_timeout;  // node heartbeat, coordinator side
-  std::optional<absl::Duration>
-      shutdown_timeout;  // also settable by --shutdown-timeout
+  std::optional<absl::Duration> heartbeat_timeout;  // node heartbeat, coordinator side
+  std::optional<absl::Duration> shutdown_timeout;   // also settable by --shutdown-timeout
   // torchrun keys accepted for compatibility but meaningless here (e.g.
   // is_host, read_timeout, keep_alive_interval, use_libuv): name -> value.
   std::vector<std::pair<std::string, std::string>> ignored;
@@ -96,13 +94,12 @@ struct LaunchOptions {
   // default): the local rank is only in LOCAL_RANK. --use-env=false: also pass
   // `--local_rank=N` to the script.
   bool use_env = true;
-  std::string log_dir;  // --log-dir; empty = a fresh temporary directory
-  StdSpec redirects;    // -r / --redirects
-  StdSpec tee;          // -t / --tee
-  std::set<int>
-      local_ranks_filter;  // --local-ranks-filter; empty = every local rank
-  std::string local_addr;  // --local-addr; empty = look it up
-  std::optional<int> node_rank;  // --node-rank: requested group rank (a wish)
+  std::string log_dir;               // --log-dir; empty = a fresh temporary directory
+  StdSpec redirects;                 // -r / --redirects
+  StdSpec tee;                       // -t / --tee
+  std::set<int> local_ranks_filter;  // --local-ranks-filter; empty = every local rank
+  std::string local_addr;            // --local-addr; empty = look it up
+  std::optional<int> node_rank;      // --node-rank: requested group rank (a wish)
   // torch.distributed.launch's static form (--master-addr/--master-port, no
   // coordinator given): MASTER_ADDR/MASTER_PORT the workers get, and the
   // coordinator lives at master_addr:master_port+1, served by the agent on
@@ -112,10 +109,9 @@ struct LaunchOptions {
   bool static_form = false;
   // --rdzv-endpoint/--coordinator, PET_RDZV_ENDPOINT or DDP_COORDINATOR given.
   bool coordinator_given = false;
-  std::string node_id;           // --node-id; default hostname
-  absl::Duration worker_heartbeat_timeout =
-      absl::Minutes(5);  // 0 disables hang checks
-  absl::Duration shutdown_timeout = absl::Seconds(30);  // SIGTERM -> SIGKILL
+  std::string node_id;                                         // --node-id; default hostname
+  absl::Duration worker_heartbeat_timeout = absl::Minutes(5);  // 0 disables hang checks
+  absl::Duration shutdown_timeout = absl::Seconds(30);         // SIGTERM -> SIGKILL
   // --connect-timeout: how long the first registration retries an unreachable
   // coordinator before the agent gives up (exit 2).
   absl::Duration connect_timeout = absl::Seconds(60);
@@ -133,8 +129,8 @@ struct LaunchOptions {
 // malformed value (flag and value named, with the accepted form), MIN > MAX in
 // --nnodes, `gpu` without GPUs, unknown --rdzv-conf key, --module with
 // --no-python, missing ENTRYPOINT.
-absl::StatusOr<LaunchOptions> ParseLaunchOptions(
-    const std::vector<std::string>& args, const HostInfo& host);
+absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>& args,
+                                                 const HostInfo& host);
 
 // The --help text: every flag, its spellings, default and meaning.
 std::string LaunchUsage();

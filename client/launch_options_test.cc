@@ -25,8 +25,7 @@ std::vector<std::string> Args(const std::string& line) {
   return absl::StrSplit(line, ' ', absl::SkipEmpty());
 }
 
-LaunchOptions ParseOk(const std::string& line,
-                      const HostInfo& host = TestHost()) {
+LaunchOptions ParseOk(const std::string& line, const HostInfo& host = TestHost()) {
   auto parsed = ParseLaunchOptions(Args(line), host);
   EXPECT_TRUE(parsed.ok()) << line << " -> " << parsed.status();
   return parsed.ok() ? *parsed : LaunchOptions();
@@ -64,38 +63,25 @@ struct Row {
 
 TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
   const std::vector<Row> rows = {
-      {"--nnodes 2 t.py",
-       [](auto& o) { return o.min_nodes == 2 && o.max_nodes == 2; }, "N"},
-      {"--nnodes=2:4 t.py",
-       [](auto& o) { return o.min_nodes == 2 && o.max_nodes == 4; }, "MIN:MAX"},
-      {"--nproc-per-node 4 t.py", [](auto& o) { return o.nproc_per_node == 4; },
-       "dash"},
-      {"--nproc_per_node=4 t.py", [](auto& o) { return o.nproc_per_node == 4; },
-       "underscore"},
-      {"--nproc-per-node cpu t.py",
-       [](auto& o) { return o.nproc_per_node == 8; }, "cpu"},
-      {"--nproc-per-node auto t.py",
-       [](auto& o) { return o.nproc_per_node == 8; },
+      {"--nnodes 2 t.py", [](auto& o) { return o.min_nodes == 2 && o.max_nodes == 2; }, "N"},
+      {"--nnodes=2:4 t.py", [](auto& o) { return o.min_nodes == 2 && o.max_nodes == 4; },
+       "MIN:MAX"},
+      {"--nproc-per-node 4 t.py", [](auto& o) { return o.nproc_per_node == 4; }, "dash"},
+      {"--nproc_per_node=4 t.py", [](auto& o) { return o.nproc_per_node == 4; }, "underscore"},
+      {"--nproc-per-node cpu t.py", [](auto& o) { return o.nproc_per_node == 8; }, "cpu"},
+      {"--nproc-per-node auto t.py", [](auto& o) { return o.nproc_per_node == 8; },
        "auto without GPUs = CPU count"},
-      {"--max-restarts 3 t.py", [](auto& o) { return o.max_restarts == 3; },
-       "restarts"},
-      {"--max_restarts=3 t.py", [](auto& o) { return o.max_restarts == 3; },
-       "restarts_"},
+      {"--max-restarts 3 t.py", [](auto& o) { return o.max_restarts == 3; }, "restarts"},
+      {"--max_restarts=3 t.py", [](auto& o) { return o.max_restarts == 3; }, "restarts_"},
       {"--monitor-interval 0.5 t.py",
-       [](auto& o) { return o.monitor_interval == absl::Milliseconds(500); },
-       "interval"},
-      {"--monitor_interval=2s t.py",
-       [](auto& o) { return o.monitor_interval == absl::Seconds(2); },
+       [](auto& o) { return o.monitor_interval == absl::Milliseconds(500); }, "interval"},
+      {"--monitor_interval=2s t.py", [](auto& o) { return o.monitor_interval == absl::Seconds(2); },
        "interval dur"},
-      {"--rdzv-id abc t.py", [](auto& o) { return o.job_id == "abc"; },
-       "rdzv-id"},
-      {"--rdzv_id=abc t.py", [](auto& o) { return o.job_id == "abc"; },
-       "rdzv_id"},
+      {"--rdzv-id abc t.py", [](auto& o) { return o.job_id == "abc"; }, "rdzv-id"},
+      {"--rdzv_id=abc t.py", [](auto& o) { return o.job_id == "abc"; }, "rdzv_id"},
       {"--job abc t.py", [](auto& o) { return o.job_id == "abc"; }, "job"},
-      {"--rdzv-endpoint h:1 t.py",
-       [](auto& o) { return o.coordinator == "h:1"; }, "endpoint"},
-      {"--coordinator=[::1]:29400 t.py",
-       [](auto& o) { return o.coordinator == "[::1]:29400"; },
+      {"--rdzv-endpoint h:1 t.py", [](auto& o) { return o.coordinator == "h:1"; }, "endpoint"},
+      {"--coordinator=[::1]:29400 t.py", [](auto& o) { return o.coordinator == "[::1]:29400"; },
        "coordinator ipv6"},
       {"--rdzv-conf join_timeout=60,last_call_timeout=5s t.py",
        [](auto& o) {
@@ -105,74 +91,49 @@ TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
        "rdzv-conf"},
       {"--rdzv_conf=timeout=10,is_host=1 t.py",
        [](auto& o) {
-         return o.rdzv_conf.join_timeout == absl::Seconds(10) &&
-                o.rdzv_conf.ignored.size() == 1 &&
+         return o.rdzv_conf.join_timeout == absl::Seconds(10) && o.rdzv_conf.ignored.size() == 1 &&
                 o.rdzv_conf.ignored[0].first == "is_host";
        },
        "timeout alias, ignored key"},
       {"--rdzv-conf shutdown_timeout=7 t.py",
-       [](auto& o) { return o.shutdown_timeout == absl::Seconds(7); },
-       "conf shutdown"},
+       [](auto& o) { return o.shutdown_timeout == absl::Seconds(7); }, "conf shutdown"},
       {"--rdzv-backend c10d t.py",
-       [](auto& o) { return o.rdzv_backend == "c10d" && o.notes.empty(); },
-       "backend"},
+       [](auto& o) { return o.rdzv_backend == "c10d" && o.notes.empty(); }, "backend"},
       {"--standalone t.py",
-       [](auto& o) {
-         return o.standalone && o.job_id.rfind("standalone-", 0) == 0;
-       },
-       "standalone"},
-      {"--role trainer t.py", [](auto& o) { return o.role == "trainer"; },
-       "role"},
-      {"-m pkg.train",
-       [](auto& o) { return o.module && o.entrypoint == "pkg.train"; }, "-m"},
+       [](auto& o) { return o.standalone && o.job_id.rfind("standalone-", 0) == 0; }, "standalone"},
+      {"--role trainer t.py", [](auto& o) { return o.role == "trainer"; }, "role"},
+      {"-m pkg.train", [](auto& o) { return o.module && o.entrypoint == "pkg.train"; }, "-m"},
       {"--module pkg.train", [](auto& o) { return o.module; }, "--module"},
       {"--no-python ./run", [](auto& o) { return o.no_python; }, "no-python"},
       {"--no_python ./run", [](auto& o) { return o.no_python; }, "no_python"},
       {"--use-env t.py", [](auto& o) { return o.use_env; }, "use-env"},
-      {"--use_env=false t.py", [](auto& o) { return !o.use_env; },
-       "use_env=false"},
-      {"--log-dir /tmp/x t.py", [](auto& o) { return o.log_dir == "/tmp/x"; },
-       "log-dir"},
-      {"-r 3 t.py", [](auto& o) { return o.redirects.ForRank(5) == Std::kAll; },
-       "-r"},
-      {"-r3 t.py", [](auto& o) { return o.redirects.ForRank(0) == Std::kAll; },
-       "-r3"},
+      {"--use_env=false t.py", [](auto& o) { return !o.use_env; }, "use_env=false"},
+      {"--log-dir /tmp/x t.py", [](auto& o) { return o.log_dir == "/tmp/x"; }, "log-dir"},
+      {"-r 3 t.py", [](auto& o) { return o.redirects.ForRank(5) == Std::kAll; }, "-r"},
+      {"-r3 t.py", [](auto& o) { return o.redirects.ForRank(0) == Std::kAll; }, "-r3"},
       {"--redirects=0:1,1:2 t.py",
        [](auto& o) {
-         return o.redirects.ForRank(0) == Std::kOut &&
-                o.redirects.ForRank(1) == Std::kErr;
+         return o.redirects.ForRank(0) == Std::kOut && o.redirects.ForRank(1) == Std::kErr;
        },
        "per rank"},
-      {"-t 2 t.py", [](auto& o) { return o.tee.ForRank(0) == Std::kErr; },
-       "-t"},
-      {"--tee=1 t.py", [](auto& o) { return o.tee.ForRank(0) == Std::kOut; },
-       "--tee"},
+      {"-t 2 t.py", [](auto& o) { return o.tee.ForRank(0) == Std::kErr; }, "-t"},
+      {"--tee=1 t.py", [](auto& o) { return o.tee.ForRank(0) == Std::kOut; }, "--tee"},
       {"--local-ranks-filter 0,2 t.py",
        [](auto& o) {
          return o.local_ranks_filter == std::set<int>{0, 2};
        },
        "filter"},
       {"--local_ranks_filter=1 t.py",
-       [](auto& o) { return o.local_ranks_filter == std::set<int>{1}; },
-       "filter_"},
-      {"--local-addr 10.0.0.5 t.py",
-       [](auto& o) { return o.local_addr == "10.0.0.5"; }, "addr"},
-      {"--node-rank 2 t.py", [](auto& o) { return o.node_rank == 2; },
-       "node-rank"},
-      {"--node_rank=0 t.py", [](auto& o) { return o.node_rank == 0; },
-       "node_rank"},
-      {"--node-id gpu-17 t.py", [](auto& o) { return o.node_id == "gpu-17"; },
-       "node-id"},
+       [](auto& o) { return o.local_ranks_filter == std::set<int>{1}; }, "filter_"},
+      {"--local-addr 10.0.0.5 t.py", [](auto& o) { return o.local_addr == "10.0.0.5"; }, "addr"},
+      {"--node-rank 2 t.py", [](auto& o) { return o.node_rank == 2; }, "node-rank"},
+      {"--node_rank=0 t.py", [](auto& o) { return o.node_rank == 0; }, "node_rank"},
+      {"--node-id gpu-17 t.py", [](auto& o) { return o.node_id == "gpu-17"; }, "node-id"},
       {"--worker-heartbeat-timeout 45 t.py",
-       [](auto& o) { return o.worker_heartbeat_timeout == absl::Seconds(45); },
-       "hb"},
+       [](auto& o) { return o.worker_heartbeat_timeout == absl::Seconds(45); }, "hb"},
       {"--worker-heartbeat-timeout 0 t.py",
-       [](auto& o) {
-         return o.worker_heartbeat_timeout == absl::ZeroDuration();
-       },
-       "hb off"},
-      {"--shutdown-timeout 5 t.py",
-       [](auto& o) { return o.shutdown_timeout == absl::Seconds(5); },
+       [](auto& o) { return o.worker_heartbeat_timeout == absl::ZeroDuration(); }, "hb off"},
+      {"--shutdown-timeout 5 t.py", [](auto& o) { return o.shutdown_timeout == absl::Seconds(5); },
        "shutdown"},
       {"--master-addr 1.2.3.4 --master_port 1234 --start-method spawn t.py",
        [](auto& o) {
@@ -186,8 +147,7 @@ TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
   for (const Row& row : rows) {
     // Every multi-node row needs a job id; a row's own --rdzv-id wins (later).
     auto parsed = ParseLaunchOptions(Args("--rdzv-id row " + row.line), TestHost());
-    ASSERT_TRUE(parsed.ok())
-        << row.what << ": " << row.line << " -> " << parsed.status();
+    ASSERT_TRUE(parsed.ok()) << row.what << ": " << row.line << " -> " << parsed.status();
     EXPECT_TRUE(row.check(*parsed)) << row.what << ": " << row.line;
   }
 }
@@ -218,10 +178,8 @@ TEST(ParseLaunchOptionsTest, Parse_RdzvBackendsWeDoNotServe_ClearErrors) {
     auto parsed =
         ParseLaunchOptions(Args(std::string("--rdzv-backend ") + backend + " t.py"), TestHost());
     ASSERT_FALSE(parsed.ok()) << backend;
-    EXPECT_NE(parsed.status().message().find(backend), absl::string_view::npos)
-        << parsed.status();
-    EXPECT_NE(parsed.status().message().find("c10d"), absl::string_view::npos)
-        << parsed.status();
+    EXPECT_NE(parsed.status().message().find(backend), absl::string_view::npos) << parsed.status();
+    EXPECT_NE(parsed.status().message().find("c10d"), absl::string_view::npos) << parsed.status();
   }
   EXPECT_EQ(ParseOk("--rdzv-backend c10d-experimental t.py").rdzv_backend, "c10d");
 }
@@ -250,8 +208,8 @@ TEST(ParseLaunchOptionsTest, Parse_RunPath_WinsOverNoPython) {
 }
 
 TEST(ParseLaunchOptionsTest, Parse_LastCallOverJoin_ErrorNamesBothUserValues) {
-  auto parsed = ParseLaunchOptions(
-      Args("--rdzv-conf join_timeout=5,last_call_timeout=60 train.py"), TestHost());
+  auto parsed = ParseLaunchOptions(Args("--rdzv-conf join_timeout=5,last_call_timeout=60 train.py"),
+                                   TestHost());
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.status().message().find("last_call_timeout=1m"), absl::string_view::npos)
       << parsed.status();
@@ -261,8 +219,8 @@ TEST(ParseLaunchOptionsTest, Parse_LastCallOverJoin_ErrorNamesBothUserValues) {
 TEST(ParseLaunchOptionsTest, Parse_NoJobId_SchedulerIdFromEnvironment) {
   LaunchOptions slurm = ParseOk("--nnodes 2 t.py", TestHost(0, {{"SLURM_JOB_ID", "4242"}}));
   EXPECT_EQ(slurm.job_id, "4242");
-  LaunchOptions te = ParseOk("--nnodes 2 t.py", TestHost(0, {{"TORCHELASTIC_RUN_ID", "tx-1"},
-                                                             {"SLURM_JOB_ID", "4242"}}));
+  LaunchOptions te = ParseOk(
+      "--nnodes 2 t.py", TestHost(0, {{"TORCHELASTIC_RUN_ID", "tx-1"}, {"SLURM_JOB_ID", "4242"}}));
   EXPECT_EQ(te.job_id, "tx-1");
 }
 
@@ -279,8 +237,7 @@ TEST(ParseLaunchOptionsTest, Parse_FlagsAfterEntryPoint_BelongToScript) {
   LaunchOptions o = ParseOk("--job j --nnodes 2 train.py --nnodes 5 --lr 0.1 -m");
   EXPECT_EQ(o.max_nodes, 2);
   EXPECT_FALSE(o.module);
-  EXPECT_EQ(o.script_args,
-            (std::vector<std::string>{"--nnodes", "5", "--lr", "0.1", "-m"}));
+  EXPECT_EQ(o.script_args, (std::vector<std::string>{"--nnodes", "5", "--lr", "0.1", "-m"}));
 }
 
 TEST(ParseLaunchOptionsTest, Parse_DoubleDash_EndsFlags) {
@@ -290,10 +247,8 @@ TEST(ParseLaunchOptionsTest, Parse_DoubleDash_EndsFlags) {
 }
 
 TEST(ParseLaunchOptionsTest, Parse_GpuWithGpus_UsesGpuCount) {
-  EXPECT_EQ(ParseOk("--nproc-per-node gpu t.py", TestHost(4)).nproc_per_node,
-            4);
-  EXPECT_EQ(ParseOk("--nproc-per-node auto t.py", TestHost(2)).nproc_per_node,
-            2);
+  EXPECT_EQ(ParseOk("--nproc-per-node gpu t.py", TestHost(4)).nproc_per_node, 4);
+  EXPECT_EQ(ParseOk("--nproc-per-node auto t.py", TestHost(2)).nproc_per_node, 2);
 }
 
 TEST(ParseLaunchOptionsTest, Parse_Environment_DefaultsAndCommandLineWins) {
@@ -350,20 +305,16 @@ TEST(ParseLaunchOptionsTest, Parse_BadInput_InvalidArgumentWithClearMessage) {
   for (const BadRow& row : rows) {
     auto parsed = ParseLaunchOptions(Args(row.line), TestHost());
     ASSERT_FALSE(parsed.ok()) << row.line;
-    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument)
-        << row.line;
-    EXPECT_NE(parsed.status().message().find(row.expected_in_message),
-              std::string::npos)
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << row.line;
+    EXPECT_NE(parsed.status().message().find(row.expected_in_message), std::string::npos)
         << row.line << " -> " << parsed.status();
   }
 }
 
 TEST(ParseLaunchOptionsTest, Parse_BadEnvironmentValue_NamesTheVariable) {
-  auto parsed =
-      ParseLaunchOptions(Args("t.py"), TestHost(0, {{"PET_NNODES", "zz"}}));
+  auto parsed = ParseLaunchOptions(Args("t.py"), TestHost(0, {{"PET_NNODES", "zz"}}));
   ASSERT_FALSE(parsed.ok());
-  EXPECT_NE(parsed.status().message().find("$PET_NNODES"), std::string::npos)
-      << parsed.status();
+  EXPECT_NE(parsed.status().message().find("$PET_NNODES"), std::string::npos) << parsed.status();
 }
 
 TEST(ParseLaunchOptionsTest, Parse_HugeValue_MessageIsCapped) {

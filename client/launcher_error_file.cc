@@ -16,11 +16,9 @@ absl::Status WriteLauncherErrorFile(const std::string& path, const std::string& 
   google::protobuf::Struct root;
   google::protobuf::Struct* inner = (*root.mutable_fields())["message"].mutable_struct_value();
   (*inner->mutable_fields())["message"].set_string_value(message);
-  google::protobuf::Struct* extra =
-      (*inner->mutable_fields())["extraInfo"].mutable_struct_value();
+  google::protobuf::Struct* extra = (*inner->mutable_fields())["extraInfo"].mutable_struct_value();
   (*extra->mutable_fields())["py_callstack"].set_string_value(details);
-  (*extra->mutable_fields())["timestamp"].set_string_value(
-      absl::StrCat(absl::ToUnixSeconds(when)));
+  (*extra->mutable_fields())["timestamp"].set_string_value(absl::StrCat(absl::ToUnixSeconds(when)));
   std::string json;
   if (!google::protobuf::util::MessageToJsonString(root, &json).ok()) {
     return absl::InternalError("cannot render the launcher error file as JSON");

@@ -13,7 +13,8 @@ namespace {
 TEST(WriteLauncherErrorFileTest, TorchelasticLayout_RoundTrips) {
   const std::string path = ::testing::TempDir() + "/launcher_error.json";
   ASSERT_TRUE(WriteLauncherErrorFile(path, "worker 1 (rank 3) on node 'b' failed: exit code 3",
-                                     "Root Cause ...\n  rank 3 ...", absl::FromUnixSeconds(1700000000))
+                                     "Root Cause ...\n  rank 3 ...",
+                                     absl::FromUnixSeconds(1700000000))
                   .ok());
   std::ifstream in(path);
   std::stringstream text;
@@ -25,8 +26,7 @@ TEST(WriteLauncherErrorFileTest, TorchelasticLayout_RoundTrips) {
             "worker 1 (rank 3) on node 'b' failed: exit code 3");
   const auto& extra = inner.fields().at("extraInfo").struct_value();
   EXPECT_EQ(extra.fields().at("timestamp").string_value(), "1700000000");
-  EXPECT_NE(extra.fields().at("py_callstack").string_value().find("Root Cause"),
-            std::string::npos);
+  EXPECT_NE(extra.fields().at("py_callstack").string_value().find("Root Cause"), std::string::npos);
 }
 
 TEST(WriteLauncherErrorFileTest, UnwritablePath_UnavailableNamingIt) {

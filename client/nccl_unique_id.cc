@@ -17,8 +17,7 @@ using GetUniqueIdFn = int (*)(void*);
 
 }  // namespace
 
-absl::StatusOr<std::string> GenerateNcclUniqueId(
-    const NcclLibraryOptions& options) {
+absl::StatusOr<std::string> GenerateNcclUniqueId(const NcclLibraryOptions& options) {
   std::vector<std::string> errors;
   for (const std::string& candidate : options.candidates) {
     // RTLD_LOCAL keeps NCCL's symbols out of the agent; the handle stays open
@@ -29,8 +28,7 @@ absl::StatusOr<std::string> GenerateNcclUniqueId(
       errors.push_back(why != nullptr ? why : candidate);
       continue;
     }
-    auto get_id =
-        reinterpret_cast<GetUniqueIdFn>(dlsym(handle, "ncclGetUniqueId"));
+    auto get_id = reinterpret_cast<GetUniqueIdFn>(dlsym(handle, "ncclGetUniqueId"));
     if (get_id == nullptr) {
       errors.push_back(absl::StrCat(candidate, ": no ncclGetUniqueId"));
       continue;
@@ -47,23 +45,20 @@ absl::StatusOr<std::string> GenerateNcclUniqueId(
     return id;
   }
   return absl::NotFoundError(
-      absl::StrCat("NCCL is not available, no unique id generated: ",
-                   absl::StrJoin(errors, "; ")));
+      absl::StrCat("NCCL is not available, no unique id generated: ", absl::StrJoin(errors, "; ")));
 }
 
-std::string HexEncode(absl::string_view bytes) {
-  return absl::BytesToHexString(bytes);
-}
+std::string HexEncode(absl::string_view bytes) { return absl::BytesToHexString(bytes); }
 
 absl::StatusOr<std::string> HexDecode(absl::string_view hex) {
   if (hex.size() % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hex text has odd length ", hex.size(), "; expected pairs of digits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("hex text has odd length ", hex.size(), "; expected pairs of digits"));
   }
   for (size_t i = 0; i < hex.size(); ++i) {
     if (!absl::ascii_isxdigit(hex[i])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "non-hex character at position ", i, " of ", hex.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("non-hex character at position ", i, " of ", hex.size()));
     }
   }
   return absl::HexStringToBytes(hex);

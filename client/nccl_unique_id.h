@@ -24,16 +24,14 @@ namespace ddp::client {
 inline constexpr size_t kNcclUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
 
 struct NcclLibraryOptions {
-  std::vector<std::string> candidates = {"libnccl.so.2",
-                                         "/usr/local/cuda/lib64/libnccl.so.2"};
+  std::vector<std::string> candidates = {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2"};
 };
 
 // Returns 128 raw bytes.
 // Possible errors: NOT_FOUND (no candidate library loads, or it lacks
 // ncclGetUniqueId: send no id), INTERNAL (ncclGetUniqueId returned an error
 // code, named).
-absl::StatusOr<std::string> GenerateNcclUniqueId(
-    const NcclLibraryOptions& options = {});
+absl::StatusOr<std::string> GenerateNcclUniqueId(const NcclLibraryOptions& options = {});
 
 // Lowercase hex (256 chars for an id).
 std::string HexEncode(absl::string_view bytes);

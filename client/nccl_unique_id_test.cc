@@ -9,13 +9,11 @@ namespace {
 
 // NCCL is installed on the build machines (/usr/local/cuda/lib64/libnccl.so.2);
 // ncclGetUniqueId needs no GPU.
-TEST(GenerateNcclUniqueIdTest,
-     Generate_NcclInstalled_128NonZeroBytesFreshEachCall) {
+TEST(GenerateNcclUniqueIdTest, Generate_NcclInstalled_128NonZeroBytesFreshEachCall) {
   auto first = GenerateNcclUniqueId();
   // Skip only where NCCL is truly absent; where it is installed a NOT_FOUND is
   // a failure.
-  if (absl::IsNotFound(first.status()) &&
-      access("/usr/local/cuda/lib64/libnccl.so.2", F_OK) != 0) {
+  if (absl::IsNotFound(first.status()) && access("/usr/local/cuda/lib64/libnccl.so.2", F_OK) != 0) {
     GTEST_SKIP() << first.status();
   }
   ASSERT_TRUE(first.ok()) << first.status();
@@ -31,8 +29,7 @@ TEST(GenerateNcclUniqueIdTest, Generate_NoLibrary_NotFoundNamingCandidates) {
   options.candidates = {"libdefinitely-not-nccl.so.9"};
   auto id = GenerateNcclUniqueId(options);
   EXPECT_EQ(id.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(id.status().message().find("libdefinitely-not-nccl.so.9"),
-            std::string::npos);
+  EXPECT_NE(id.status().message().find("libdefinitely-not-nccl.so.9"), std::string::npos);
 }
 
 TEST(GenerateNcclUniqueIdTest, Generate_LibraryWithoutSymbol_NotFound) {
@@ -40,8 +37,7 @@ TEST(GenerateNcclUniqueIdTest, Generate_LibraryWithoutSymbol_NotFound) {
   options.candidates = {"libdl.so.2"};
   auto id = GenerateNcclUniqueId(options);
   EXPECT_EQ(id.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(id.status().message().find("no ncclGetUniqueId"),
-            std::string::npos);
+  EXPECT_NE(id.status().message().find("no ncclGetUniqueId"), std::string::npos);
 }
 
 TEST(HexTest, EncodeDecode_RoundTrip) {
@@ -58,8 +54,7 @@ TEST(HexTest, EncodeDecode_RoundTrip) {
 }
 
 TEST(HexTest, Decode_Malformed_InvalidArgument) {
-  EXPECT_EQ(HexDecode("abc").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HexDecode("abc").status().code(), absl::StatusCode::kInvalidArgument);
   auto bad = HexDecode("zz00");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("position 0"), std::string::npos);

@@ -14,8 +14,7 @@ void WriteAll(int fd, absl::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = write(fd, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return;  // a closed console or a full disk must not stop the agent
+    if (n <= 0) return;  // a closed console or a full disk must not stop the agent
     bytes.remove_prefix(static_cast<size_t>(n));
   }
 }
@@ -29,11 +28,10 @@ OutputRouter::~OutputRouter() {
 
 absl::Status OutputRouter::Open() {
   if (options_.file_path.empty()) return absl::OkStatus();
-  file_fd_ = open(options_.file_path.c_str(),
-                  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  file_fd_ = open(options_.file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (file_fd_ < 0) {
-    return absl::InternalError(absl::StrCat(
-        "cannot open log file ", options_.file_path, ": ", strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot open log file ", options_.file_path, ": ", strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -46,8 +44,7 @@ void OutputRouter::Write(absl::string_view bytes) {
     if (newline == absl::string_view::npos) {
       partial_.append(bytes.data(), bytes.size());
       while (partial_.size() >= options_.max_line_bytes) {
-        EmitLine(
-            absl::string_view(partial_).substr(0, options_.max_line_bytes));
+        EmitLine(absl::string_view(partial_).substr(0, options_.max_line_bytes));
         partial_.erase(0, options_.max_line_bytes);
       }
       return;

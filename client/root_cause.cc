@@ -16,14 +16,12 @@ constexpr int kRuleWidth = 60;
 
 std::string SignalText(int signal) {
   const char* abbrev = sigabbrev_np(signal);
-  return abbrev != nullptr ? absl::StrCat("SIG", abbrev)
-                           : absl::StrCat("SIG", signal);
+  return abbrev != nullptr ? absl::StrCat("SIG", abbrev) : absl::StrCat("SIG", signal);
 }
 
 std::string HangText(const WorkerFailure& f) {
-  return f.silent_for > absl::ZeroDuration()
-             ? absl::StrCat("hang: ", DescribeSilence(f.silent_for))
-             : std::string("hang");
+  return f.silent_for > absl::ZeroDuration() ? absl::StrCat("hang: ", DescribeSilence(f.silent_for))
+                                             : std::string("hang");
 }
 
 std::string Cause(const WorkerFailure& f) {
@@ -34,8 +32,7 @@ std::string Cause(const WorkerFailure& f) {
       return absl::StrCat("signal ", SignalText(f.signal));
     case WorkerFailure::Kind::kHang:
       return f.knock_on_of_rank >= 0
-                 ? absl::StrCat(HangText(f), " (knock-on of rank ",
-                                f.knock_on_of_rank, "'s hang)")
+                 ? absl::StrCat(HangText(f), " (knock-on of rank ", f.knock_on_of_rank, "'s hang)")
                  : HangText(f);
   }
   return "unknown";
@@ -45,15 +42,13 @@ std::string Cause(const WorkerFailure& f) {
 std::string DefaultTraceback(const WorkerFailure& f) {
   switch (f.kind) {
     case WorkerFailure::Kind::kSignal:
-      return f.pid > 0 ? absl::StrCat("Signal ", f.signal, " (",
-                                      SignalText(f.signal),
-                                      ") received by PID ", f.pid)
-                       : absl::StrCat("Signal ", f.signal, " (",
-                                      SignalText(f.signal), ") received");
+      return f.pid > 0
+                 ? absl::StrCat("Signal ", f.signal, " (", SignalText(f.signal),
+                                ") received by PID ", f.pid)
+                 : absl::StrCat("Signal ", f.signal, " (", SignalText(f.signal), ") received");
     case WorkerFailure::Kind::kHang:
       if (f.knock_on_of_rank >= 0) {
-        return absl::StrCat("stopped touching DDP_HEARTBEAT_FILE after rank ",
-                            f.knock_on_of_rank,
+        return absl::StrCat("stopped touching DDP_HEARTBEAT_FILE after rank ", f.knock_on_of_rank,
                             " hung: blocked waiting for it (knock-on)");
       }
       return "the worker stopped touching DDP_HEARTBEAT_FILE and was stopped "
@@ -66,10 +61,9 @@ std::string DefaultTraceback(const WorkerFailure& f) {
 }
 
 void AppendEntry(int index, const WorkerFailure& f, std::string* out) {
-  const std::string exitcode =
-      f.kind == WorkerFailure::Kind::kExitCode ? absl::StrCat(f.exit_code)
-      : f.kind == WorkerFailure::Kind::kSignal ? absl::StrCat(-f.signal)
-                                               : HangText(f);
+  const std::string exitcode = f.kind == WorkerFailure::Kind::kExitCode ? absl::StrCat(f.exit_code)
+                               : f.kind == WorkerFailure::Kind::kSignal ? absl::StrCat(-f.signal)
+                                                                        : HangText(f);
   // A message that only repeats the cause ("exit code 1", what agents send
   // when there was no error file) says no more than the exitcode line.
   const bool informative = !f.message.empty() && f.message != Cause(f);
@@ -78,14 +72,13 @@ void AppendEntry(int index, const WorkerFailure& f, std::string* out) {
                                                : DefaultTraceback(f);
   // Continuation lines of a multi-line traceback line up under the first.
   traceback = absl::StrReplaceAll(traceback, {{"\n", "\n              "}});
-  absl::StrAppend(
-      out, "[", index, "]:\n", "  time      : ",
-      absl::FormatTime("%Y-%m-%d_%H:%M:%S", f.time, absl::UTCTimeZone()), "\n",
-      "  host      : ", f.node, "\n", "  rank      : ", f.global_rank,
-      " (local_rank: ", f.local_rank, ")\n", "  exitcode  : ", exitcode,
-      f.pid > 0 ? absl::StrCat(" (pid: ", f.pid, ")") : std::string(), "\n",
-      "  error_file: ", f.error_file.empty() ? "<N/A>" : f.error_file, "\n",
-      "  traceback : ", traceback, "\n");
+  absl::StrAppend(out, "[", index, "]:\n", "  time      : ",
+                  absl::FormatTime("%Y-%m-%d_%H:%M:%S", f.time, absl::UTCTimeZone()), "\n",
+                  "  host      : ", f.node, "\n", "  rank      : ", f.global_rank,
+                  " (local_rank: ", f.local_rank, ")\n", "  exitcode  : ", exitcode,
+                  f.pid > 0 ? absl::StrCat(" (pid: ", f.pid, ")") : std::string(), "\n",
+                  "  error_file: ", f.error_file.empty() ? "<N/A>" : f.error_file, "\n",
+                  "  traceback : ", traceback, "\n");
 }
 
 bool Earlier(const WorkerFailure& a, const WorkerFailure& b) {
@@ -115,8 +108,7 @@ int RootCauseIndex(const std::vector<WorkerFailure>& failures) {
 
 std::string OneLineFailure(const WorkerFailure& f) {
   std::string line =
-      absl::StrCat(f.node, " rank ", f.global_rank, " (local_rank ",
-                   f.local_rank, "): ", Cause(f));
+      absl::StrCat(f.node, " rank ", f.global_rank, " (local_rank ", f.local_rank, "): ", Cause(f));
   if (!f.message.empty()) {
     const std::string first_line = f.message.substr(0, f.message.find('\n'));
     absl::StrAppend(&line, ": ", first_line.substr(0, 512));
@@ -125,19 +117,16 @@ std::string OneLineFailure(const WorkerFailure& f) {
 }
 
 std::string FormatFailureSummary(const std::string& title,
-                                 const std::vector<WorkerFailure>& failures,
-                                 int root) {
+                                 const std::vector<WorkerFailure>& failures, int root) {
   const std::string heavy(kRuleWidth, '='), light(kRuleWidth, '-');
-  std::string out =
-      absl::StrCat(heavy, "\n", title, " FAILED\n", light, "\nFailures:\n");
+  std::string out = absl::StrCat(heavy, "\n", title, " FAILED\n", light, "\nFailures:\n");
   if (root < 0 || root >= static_cast<int>(failures.size())) {
     root = RootCauseIndex(failures);
   }
   std::vector<int> order(failures.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return Earlier(failures[a], failures[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return Earlier(failures[a], failures[b]); });
   int shown = 0;
   for (int i : order) {
     if (i == root) continue;

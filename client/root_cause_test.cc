@@ -8,8 +8,7 @@
 namespace ddp::client {
 namespace {
 
-const absl::Time kT0 =
-    absl::FromUnixSeconds(1700000000);  // 2023-11-14_22:13:20 UTC
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);  // 2023-11-14_22:13:20 UTC
 
 WorkerFailure Failure(const std::string& node, int rank, absl::Time time) {
   WorkerFailure f;
@@ -22,9 +21,8 @@ WorkerFailure Failure(const std::string& node, int rank, absl::Time time) {
 }
 
 TEST(RootCauseTest, RootCauseIndex_EarliestWins_TieToLowerRank) {
-  std::vector<WorkerFailure> failures = {
-      Failure("b", 3, kT0 + absl::Seconds(2)), Failure("a", 1, kT0),
-      Failure("a", 0, kT0)};
+  std::vector<WorkerFailure> failures = {Failure("b", 3, kT0 + absl::Seconds(2)),
+                                         Failure("a", 1, kT0), Failure("a", 0, kT0)};
   EXPECT_EQ(RootCauseIndex(failures), 2);
   EXPECT_EQ(RootCauseIndex({}), -1);
 }
@@ -41,25 +39,24 @@ TEST(RootCauseTest, FormatFailureSummary_TwoFailures_TorchrunLayout) {
 
   const std::string text = FormatFailureSummary("train.py", {killed, raised});
   const std::string rule(60, '='), thin(60, '-');
-  const std::string expected =
-      rule + "\ntrain.py FAILED\n" + thin + "\nFailures:\n" +
-      "[1]:\n"
-      "  time      : 2023-11-14_22:13:21\n"
-      "  host      : node-b\n"
-      "  rank      : 3 (local_rank: 1)\n"
-      "  exitcode  : -9 (pid: 1003)\n"
-      "  error_file: <N/A>\n"
-      "  traceback : Signal 9 (SIGKILL) received by PID 1003\n" +
-      thin + "\nRoot Cause (first observed failure):\n" +
-      "[0]:\n"
-      "  time      : 2023-11-14_22:13:20\n"
-      "  host      : node-a\n"
-      "  rank      : 0 (local_rank: 0)\n"
-      "  exitcode  : 1 (pid: 1000)\n"
-      "  error_file: /l/attempt_0/0/error.json\n"
-      "  traceback : Traceback:\n"
-      "                line 1\n" +
-      rule + "\n";
+  const std::string expected = rule + "\ntrain.py FAILED\n" + thin + "\nFailures:\n" +
+                               "[1]:\n"
+                               "  time      : 2023-11-14_22:13:21\n"
+                               "  host      : node-b\n"
+                               "  rank      : 3 (local_rank: 1)\n"
+                               "  exitcode  : -9 (pid: 1003)\n"
+                               "  error_file: <N/A>\n"
+                               "  traceback : Signal 9 (SIGKILL) received by PID 1003\n" +
+                               thin + "\nRoot Cause (first observed failure):\n" +
+                               "[0]:\n"
+                               "  time      : 2023-11-14_22:13:20\n"
+                               "  host      : node-a\n"
+                               "  rank      : 0 (local_rank: 0)\n"
+                               "  exitcode  : 1 (pid: 1000)\n"
+                               "  error_file: /l/attempt_0/0/error.json\n"
+                               "  traceback : Traceback:\n"
+                               "                line 1\n" +
+                               rule + "\n";
   EXPECT_EQ(text, expected);
 }
 
@@ -74,13 +71,11 @@ TEST(RootCauseTest, OneLineFailure_SignalAndHang_NamedReadably) {
   segv.kind = WorkerFailure::Kind::kSignal;
   segv.signal = SIGSEGV;
   segv.message = "first\nsecond";
-  EXPECT_EQ(OneLineFailure(segv),
-            "n1 rank 5 (local_rank 1): signal SIGSEGV: first");
+  EXPECT_EQ(OneLineFailure(segv), "n1 rank 5 (local_rank 1): signal SIGSEGV: first");
   WorkerFailure hang = Failure("n2", 2, kT0);
   hang.kind = WorkerFailure::Kind::kHang;
   hang.silent_for = absl::Seconds(30);
-  EXPECT_EQ(OneLineFailure(hang),
-            "n2 rank 2 (local_rank 0): hang: no heartbeat for 30.0 s");
+  EXPECT_EQ(OneLineFailure(hang), "n2 rank 2 (local_rank 0): hang: no heartbeat for 30.0 s");
   hang.knock_on_of_rank = 3;
   EXPECT_EQ(OneLineFailure(hang),
             "n2 rank 2 (local_rank 0): hang: no heartbeat for 30.0 s "
@@ -92,9 +87,7 @@ TEST(RootCauseTest, FormatFailureSummary_MessageRepeatsCause_DefaultTraceback) {
   remote.exit_code = 1;
   remote.message = "exit code 1";  // what the agent sent without error file
   const std::string text = FormatFailureSummary("t", {remote});
-  EXPECT_NE(text.find("  traceback : To enable traceback see: "),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find("  traceback : To enable traceback see: "), std::string::npos) << text;
 }
 
 TEST(RootCauseTest, FormatFailureSummary_PidUnknown_LeftOut) {
@@ -105,9 +98,7 @@ TEST(RootCauseTest, FormatFailureSummary_PidUnknown_LeftOut) {
   const std::string text = FormatFailureSummary("t", {remote});
   EXPECT_EQ(text.find("pid"), std::string::npos) << text;
   EXPECT_NE(text.find("  exitcode  : -9\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  traceback : Signal 9 (SIGKILL) received\n"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find("  traceback : Signal 9 (SIGKILL) received\n"), std::string::npos) << text;
 }
 
 TEST(RootCauseTest, FormatFailureSummary_Hang_ShownAsHangNotExitCode) {
@@ -126,10 +117,8 @@ TEST(RootCauseTest, FormatFailureSummary_Hang_ShownAsHangNotExitCode) {
   remote.pid = 0;
   remote.message = "hang: no heartbeat for 3.1 s";
   const std::string remote_text = FormatFailureSummary("train.py", {remote});
-  EXPECT_NE(remote_text.find("  exitcode  : hang\n"), std::string::npos)
-      << remote_text;
-  EXPECT_NE(remote_text.find("  traceback : hang: no heartbeat for 3.1 s\n"),
-            std::string::npos)
+  EXPECT_NE(remote_text.find("  exitcode  : hang\n"), std::string::npos) << remote_text;
+  EXPECT_NE(remote_text.find("  traceback : hang: no heartbeat for 3.1 s\n"), std::string::npos)
       << remote_text;
 }
 
@@ -140,17 +129,12 @@ TEST(RootCauseTest, FormatFailureSummary_ExplicitRoot_OthersByTime) {
   const std::string text = FormatFailureSummary("t", {chosen, late, early}, 0);
   const size_t root = text.find("Root Cause");
   ASSERT_NE(root, std::string::npos);
-  EXPECT_NE(text.find("rank      : 1 (local_rank: 1)", root), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("rank      : 1 (local_rank: 1)", root), std::string::npos) << text;
   const size_t first = text.find("[1]:");
   const size_t second = text.find("[2]:");
   ASSERT_LT(second, root);
-  EXPECT_NE(text.substr(first, second - first).find("rank      : 3"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.substr(second, root - second).find("rank      : 2"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.substr(first, second - first).find("rank      : 3"), std::string::npos) << text;
+  EXPECT_NE(text.substr(second, root - second).find("rank      : 2"), std::string::npos) << text;
 }
 
 TEST(RootCauseTest, RootCauseIndex_KnockOnHangNeverRootWhenOthersFailed) {

@@ -23,13 +23,11 @@ TEST(StdSpecTest, Parse_PerRank_UnnamedRanksGetNone) {
 }
 
 TEST(StdSpecTest, Parse_Malformed_InvalidArgumentNamingText) {
-  for (const char* bad :
-       {"", "4", "x", "0:", ":1", "0:1,0:2", "-1:1", "0:5", "1,2", "0:1:2"}) {
+  for (const char* bad : {"", "4", "x", "0:", ":1", "0:1,0:2", "-1:1", "0:5", "1,2", "0:1:2"}) {
     auto spec = StdSpec::Parse(bad);
     ASSERT_FALSE(spec.ok()) << bad;
     EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(spec.status().message().find(std::string("'") + bad + "'"),
-              std::string::npos)
+    EXPECT_NE(spec.status().message().find(std::string("'") + bad + "'"), std::string::npos)
         << spec.status();
   }
 }

@@ -14,16 +14,15 @@ namespace {
 
 bool IsExecutableFile(const std::string& path) {
   struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-         (st.st_mode & 0111) != 0 && access(path.c_str(), X_OK) == 0;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0 &&
+         access(path.c_str(), X_OK) == 0;
 }
 
 }  // namespace
 
 bool IsExecutableEntryPoint(const std::string& entrypoint) {
   if (entrypoint.empty()) return false;
-  if (entrypoint.find('/') != std::string::npos)
-    return IsExecutableFile(entrypoint);
+  if (entrypoint.find('/') != std::string::npos) return IsExecutableFile(entrypoint);
   const char* path = std::getenv("PATH");
   if (path == nullptr) return false;
   for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
@@ -37,9 +36,8 @@ std::vector<std::string> BuildWorkerArgv(
     const std::function<bool(const std::string&)>& is_executable) {
   std::vector<std::string> argv;
   const bool direct =
-      !o.run_path &&
-      (o.no_python || (!o.module && !absl::EndsWith(o.entrypoint, ".py") &&
-                       is_executable(o.entrypoint)));
+      !o.run_path && (o.no_python || (!o.module && !absl::EndsWith(o.entrypoint, ".py") &&
+                                      is_executable(o.entrypoint)));
   if (!direct) {
     argv = {o.python_exec, "-u"};
     if (o.module) argv.push_back("-m");

@@ -26,8 +26,7 @@ bool IsExecutableEntryPoint(const std::string& entrypoint);
 
 std::vector<std::string> BuildWorkerArgv(
     const LaunchOptions& options, int local_rank,
-    const std::function<bool(const std::string&)>& is_executable =
-        IsExecutableEntryPoint);
+    const std::function<bool(const std::string&)>& is_executable = IsExecutableEntryPoint);
 
 }  // namespace ddp::client
 

@@ -23,8 +23,7 @@ bool NothingExecutable(const std::string&) { return false; }
 bool EverythingExecutable(const std::string&) { return true; }
 
 TEST(BuildWorkerArgvTest, Build_PyScript_RunsUnderPythonUnbuffered) {
-  EXPECT_EQ(BuildWorkerArgv(Options("train.py", {"--lr", "0.1"}), 0,
-                            EverythingExecutable),
+  EXPECT_EQ(BuildWorkerArgv(Options("train.py", {"--lr", "0.1"}), 0, EverythingExecutable),
             (Argv{"/usr/bin/python3", "-u", "train.py", "--lr", "0.1"}));
 }
 
@@ -53,13 +52,11 @@ TEST(BuildWorkerArgvTest, Build_Module_PythonDashM) {
 }
 
 TEST(BuildWorkerArgvTest, Build_Executable_RunsAsItIs) {
-  EXPECT_EQ(
-      BuildWorkerArgv(Options("./train_bin", {"a"}), 0, EverythingExecutable),
-      (Argv{"./train_bin", "a"}));
+  EXPECT_EQ(BuildWorkerArgv(Options("./train_bin", {"a"}), 0, EverythingExecutable),
+            (Argv{"./train_bin", "a"}));
 }
 
-TEST(BuildWorkerArgvTest,
-     Build_NonExecutableNonPy_RunsUnderPythonLikeTorchrun) {
+TEST(BuildWorkerArgvTest, Build_NonExecutableNonPy_RunsUnderPythonLikeTorchrun) {
   EXPECT_EQ(BuildWorkerArgv(Options("script"), 0, NothingExecutable),
             (Argv{"/usr/bin/python3", "-u", "script"}));
 }
@@ -74,8 +71,7 @@ TEST(BuildWorkerArgvTest, Build_UseEnvFalse_AppendsLocalRankBeforeScriptArgs) {
   LaunchOptions o = Options("train.py", {"--lr", "1"});
   o.use_env = false;
   EXPECT_EQ(BuildWorkerArgv(o, 3, NothingExecutable),
-            (Argv{"/usr/bin/python3", "-u", "train.py", "--local_rank=3",
-                  "--lr", "1"}));
+            (Argv{"/usr/bin/python3", "-u", "train.py", "--local_rank=3", "--lr", "1"}));
 }
 
 TEST(IsExecutableEntryPointTest, RealFiles_DetectedThroughPathAndSlash) {

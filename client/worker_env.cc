@@ -7,9 +7,8 @@ extern char** environ;
 
 namespace ddp::client {
 
-EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c,
-                      int local_rank, const WorkerFiles& files,
-                      const EnvMap& base) {
+EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c, int local_rank,
+                      const WorkerFiles& files, const EnvMap& base) {
   EnvMap env = base;
   const int rank = a.global_rank_offset + local_rank;
   env["RANK"] = absl::StrCat(rank);
@@ -63,8 +62,7 @@ EnvMap CurrentEnvironment() {
 std::vector<std::string> ToEnvStrings(const EnvMap& env) {
   std::vector<std::string> out;
   out.reserve(env.size());
-  for (const auto& [key, value] : env)
-    out.push_back(absl::StrCat(key, "=", value));
+  for (const auto& [key, value] : env) out.push_back(absl::StrCat(key, "=", value));
   return out;
 }
 

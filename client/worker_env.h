@@ -40,8 +40,7 @@ struct WorkerEnvContext {
 };
 
 // `base` (usually CurrentEnvironment()) overlaid with the worker's variables.
-EnvMap BuildWorkerEnv(const Assignment& assignment,
-                      const WorkerEnvContext& context, int local_rank,
+EnvMap BuildWorkerEnv(const Assignment& assignment, const WorkerEnvContext& context, int local_rank,
                       const WorkerFiles& files, const EnvMap& base);
 
 // This process's environment.

@@ -44,8 +44,7 @@ TEST(BuildWorkerEnvTest, Build_RoleRanksKnown_CountedPerRole) {
 }
 
 TEST(BuildWorkerEnvTest, Build_UserNcclErrorHandling_BothNamesCarryIt) {
-  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(4), 0,
-                              WorkerFilesFor("/logs/run", 7, 0),
+  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(4), 0, WorkerFilesFor("/logs/run", 7, 0),
                               {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}});
   EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "0");
   EXPECT_EQ(env["NCCL_ASYNC_ERROR_HANDLING"], "0");
@@ -53,8 +52,7 @@ TEST(BuildWorkerEnvTest, Build_UserNcclErrorHandling_BothNamesCarryIt) {
 
 TEST(BuildWorkerEnvTest, Build_SecondNode_TorchrunContract) {
   const WorkerFiles files = WorkerFilesFor("/logs/run", 7, 2);
-  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(4), 2, files,
-                              {{"PATH", "/bin"}});
+  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(4), 2, files, {{"PATH", "/bin"}});
   const EnvMap expected_subset = {
       {"RANK", "6"},
       {"LOCAL_RANK", "2"},
@@ -92,15 +90,13 @@ TEST(BuildWorkerEnvTest, Build_SecondNode_TorchrunContract) {
 }
 
 TEST(BuildWorkerEnvTest, Build_OmpAlreadySet_KeepsUserValue) {
-  EnvMap env =
-      BuildWorkerEnv(TwoNodeAssignment(), Context(4), 0,
-                     WorkerFilesFor("/r", 1, 0), {{"OMP_NUM_THREADS", "8"}});
+  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(4), 0, WorkerFilesFor("/r", 1, 0),
+                              {{"OMP_NUM_THREADS", "8"}});
   EXPECT_EQ(env["OMP_NUM_THREADS"], "8");
 }
 
 TEST(BuildWorkerEnvTest, Build_SingleWorker_NoOmpOverride) {
-  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(1), 0,
-                              WorkerFilesFor("/r", 1, 0), {});
+  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(1), 0, WorkerFilesFor("/r", 1, 0), {});
   EXPECT_EQ(env.count("OMP_NUM_THREADS"), 0u);
 }
 
@@ -113,16 +109,14 @@ TEST(BuildWorkerEnvTest, Build_NoNcclId_VariableAbsentEvenIfInherited) {
 }
 
 TEST(BuildWorkerEnvTest, Build_InheritedTorchVars_Overwritten) {
-  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(2), 1,
-                              WorkerFilesFor("/r", 1, 1),
+  EnvMap env = BuildWorkerEnv(TwoNodeAssignment(), Context(2), 1, WorkerFilesFor("/r", 1, 1),
                               {{"RANK", "99"}, {"WORLD_SIZE", "99"}});
   EXPECT_EQ(env["RANK"], "5");
   EXPECT_EQ(env["WORLD_SIZE"], "8");
 }
 
 TEST(EnvHelpersTest, ToEnvStrings_And_CurrentEnvironment_RoundTrip) {
-  EXPECT_EQ(ToEnvStrings({{"A", "1"}, {"B", "x=y"}}),
-            (std::vector<std::string>{"A=1", "B=x=y"}));
+  EXPECT_EQ(ToEnvStrings({{"A", "1"}, {"B", "x=y"}}), (std::vector<std::string>{"A=1", "B=x=y"}));
   setenv("DDP_WORKER_ENV_TEST", "v=1", 1);
   EXPECT_EQ(CurrentEnvironment()["DDP_WORKER_ENV_TEST"], "v=1");
 }

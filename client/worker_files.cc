@@ -12,14 +12,13 @@
 
 namespace ddp::client {
 
-WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation,
-                           int local_rank) {
+WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int local_rank) {
   WorkerFiles files;
   // torchrun numbers attempts from 0 (attempt_<restart count>); generations
   // start at 1, and every generation gets its own folder (torchrun reuses one
   // after a membership change, overwriting its logs).
-  files.dir = absl::StrCat(run_dir, "/attempt_", generation > 0 ? generation - 1 : 0, "/",
-                           local_rank);
+  files.dir =
+      absl::StrCat(run_dir, "/attempt_", generation > 0 ? generation - 1 : 0, "/", local_rank);
   files.stdout_log = files.dir + "/stdout.log";
   files.stderr_log = files.dir + "/stderr.log";
   files.error_file = files.dir + "/error.json";
@@ -32,8 +31,8 @@ absl::Status MakeDirectories(const std::string& path) {
     if (pos != path.size() && path[pos] != '/') continue;
     const std::string prefix = path.substr(0, pos);
     if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::InternalError(absl::StrCat("cannot create directory ",
-                                              prefix, ": ", strerror(errno)));
+      return absl::InternalError(
+          absl::StrCat("cannot create directory ", prefix, ": ", strerror(errno)));
     }
   }
   return absl::OkStatus();
@@ -48,13 +47,12 @@ absl::StatusOr<std::string> MakeRunDirectory(const std::string& log_dir,
   } else if (absl::Status s = MakeDirectories(base); !s.ok()) {
     return s;
   }
-  std::string pattern =
-      absl::StrCat(base, log_dir.empty() ? "/ddp_" : "/", job_id, "_XXXXXX");
+  std::string pattern = absl::StrCat(base, log_dir.empty() ? "/ddp_" : "/", job_id, "_XXXXXX");
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (mkdtemp(buffer.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot create run directory ",
-                                            pattern, ": ", strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot create run directory ", pattern, ": ", strerror(errno)));
   }
   return std::string(buffer.data());
 }

@@ -28,15 +28,13 @@ struct WorkerFiles {
   std::string heartbeat_file;
 };
 
-WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation,
-                           int local_rank);
+WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int local_rank);
 
 // Creates RUN_DIR: `log_dir`/<job_id>_<random> (log_dir created if missing), or
 // a fresh directory under $TMPDIR (default /tmp) named ddp_<job_id>_XXXXXX when
 // `log_dir` is empty. Possible errors: INTERNAL (mkdir/mkdtemp failed; path and
 // errno text named).
-absl::StatusOr<std::string> MakeRunDirectory(const std::string& log_dir,
-                                             const std::string& job_id);
+absl::StatusOr<std::string> MakeRunDirectory(const std::string& log_dir, const std::string& job_id);
 
 // mkdir -p. Possible errors: INTERNAL (path and errno text named).
 absl::Status MakeDirectories(const std::string& path);

@@ -17,9 +17,7 @@ namespace {
 
 // glibc 2.36's <sys/pidfd.h> lacks extern "C" guards, so call the system call
 // directly.
-int PidfdOpen(pid_t pid) {
-  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-}
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
 void CloseIfOpen(int& fd) {
   if (fd >= 0) close(fd);
@@ -31,9 +29,8 @@ absl::Status ErrnoError(absl::string_view what) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write,
-                            int report_write, char* const argv[],
-                            char* const envp[]) {
+[[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write, int report_write,
+                            char* const argv[], char* const envp[]) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);  // the agent died before prctl took effect
@@ -43,10 +40,8 @@ absl::Status ErrnoError(absl::string_view what) {
   struct sigaction dfl;
   memset(&dfl, 0, sizeof(dfl));
   dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig)
-    sigaction(sig, &dfl, nullptr);  // fails for KILL/STOP
-  if (dup2(out_write, STDOUT_FILENO) < 0 ||
-      dup2(err_write, STDERR_FILENO) < 0) {
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // fails for KILL/STOP
+  if (dup2(out_write, STDOUT_FILENO) < 0 || dup2(err_write, STDERR_FILENO) < 0) {
     const int err = errno;
     (void)!write(report_write, &err, sizeof(err));
     _exit(127);
@@ -60,19 +55,16 @@ absl::Status ErrnoError(absl::string_view what) {
 }  // namespace
 
 absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
-                                          const std::vector<std::string>& env,
-                                          WorkerStdio stdio) {
+                                          const std::vector<std::string>& env, WorkerStdio stdio) {
   if (argv.empty() || argv[0].empty()) {
     return absl::InvalidArgumentError("worker command is empty");
   }
   // Everything the child needs is built before fork: allocation after it is not
   // safe.
   std::vector<char*> argv_ptrs, env_ptrs;
-  for (const std::string& a : argv)
-    argv_ptrs.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv) argv_ptrs.push_back(const_cast<char*>(a.c_str()));
   argv_ptrs.push_back(nullptr);
-  for (const std::string& e : env)
-    env_ptrs.push_back(const_cast<char*>(e.c_str()));
+  for (const std::string& e : env) env_ptrs.push_back(const_cast<char*>(e.c_str()));
   env_ptrs.push_back(nullptr);
 
   int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
@@ -83,8 +75,7 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
     }
   };
   if ((stdio.stdout_target < 0 && pipe2(out, O_CLOEXEC) != 0) ||
-      (stdio.stderr_target < 0 && pipe2(err, O_CLOEXEC) != 0) ||
-      pipe2(report, O_CLOEXEC) != 0) {
+      (stdio.stderr_target < 0 && pipe2(err, O_CLOEXEC) != 0) || pipe2(report, O_CLOEXEC) != 0) {
     absl::Status status = ErrnoError("pipe2");
     close_all();
     return status;
@@ -98,8 +89,8 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
   }
   if (pid == 0) {
     ExecChild(parent, stdio.stdout_target >= 0 ? stdio.stdout_target : out[1],
-              stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], report[1],
-              argv_ptrs.data(), env_ptrs.data());
+              stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], report[1], argv_ptrs.data(),
+              env_ptrs.data());
   }
   setpgid(pid, pid);  // EACCES after exec is fine: the child did it itself
   CloseIfOpen(out[1]);
@@ -115,13 +106,11 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
   } while (n < 0 && errno == EINTR);
   CloseIfOpen(report[0]);
   if (n == static_cast<ssize_t>(sizeof(child_errno))) {
-    worker.exec_error =
-        absl::StrCat("cannot execute '", argv[0], "': ", strerror(child_errno));
+    worker.exec_error = absl::StrCat("cannot execute '", argv[0], "': ", strerror(child_errno));
   }
   worker.pidfd = PidfdOpen(pid);
   if (worker.pidfd < 0) {
-    absl::Status status =
-        ErrnoError("pidfd_open (Linux 5.3 or later is required)");
+    absl::Status status = ErrnoError("pidfd_open (Linux 5.3 or later is required)");
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
     close_all();
@@ -135,9 +124,7 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
   return worker;
 }
 
-bool ProcessGroupAlive(pid_t pgid) {
-  return pgid > 0 && (kill(-pgid, 0) == 0 || errno == EPERM);
-}
+bool ProcessGroupAlive(pid_t pgid) { return pgid > 0 && (kill(-pgid, 0) == 0 || errno == EPERM); }
 
 void SignalProcessGroup(pid_t pgid, int signal) {
   if (pgid > 0) kill(-pgid, signal);

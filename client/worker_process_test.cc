@@ -61,8 +61,7 @@ TEST(SpawnWorkerTest, Spawn_OwnProcessGroup_PgidIsPid) {
 TEST(SpawnWorkerTest, Spawn_MissingProgram_ExecErrorAndExit127) {
   auto w = SpawnWorker({"/no/such/program"}, {});
   ASSERT_TRUE(w.ok()) << w.status();
-  EXPECT_NE(w->exec_error.find("cannot execute '/no/such/program'"),
-            std::string::npos)
+  EXPECT_NE(w->exec_error.find("cannot execute '/no/such/program'"), std::string::npos)
       << w->exec_error;
   EXPECT_NE(w->exec_error.find("No such file"), std::string::npos);
   int status = 0;
@@ -86,8 +85,7 @@ TEST(SpawnWorkerTest, Spawn_IgnoredSigpipeInAgent_DefaultInWorker) {
 }
 
 TEST(SpawnWorkerTest, Spawn_EmptyArgv_InvalidArgument) {
-  EXPECT_EQ(SpawnWorker({}, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SpawnWorker({}, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SignalNameTest, Names_KnownAndUnknown) {

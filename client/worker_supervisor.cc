@@ -15,10 +15,10 @@
 #include "absl/strings/str_join.h"
 #include "client/hang_order.h"
 #include "client/heartbeat_tracker.h"
-#include "common/proc_stats.h"
 #include "client/output_router.h"
 #include "client/worker_process.h"
 #include "common/logging.h"
+#include "common/proc_stats.h"
 
 namespace ddp::client {
 namespace {
@@ -31,9 +31,7 @@ constexpr size_t kReadChunk = 64 << 10;
 // period.
 constexpr absl::Duration kGroupPollPeriod = absl::Milliseconds(10);
 
-uint64_t Tag(size_t index, FdKind kind) {
-  return (uint64_t{index} << 2) | kind;
-}
+uint64_t Tag(size_t index, FdKind kind) { return (uint64_t{index} << 2) | kind; }
 
 void CloseFd(int& fd) {
   if (fd >= 0) close(fd);
@@ -49,8 +47,8 @@ std::string WorkerExit::Describe() const {
     case Kind::kSignaled:
       return absl::StrCat("signal ", SignalName(signal));
     case Kind::kHung:
-      return absl::StrCat("hang: ", DescribeSilence(silent_for),
-                          evidence.empty() ? "" : "; ", evidence);
+      return absl::StrCat("hang: ", DescribeSilence(silent_for), evidence.empty() ? "" : "; ",
+                          evidence);
   }
   return "unknown";
 }
@@ -74,11 +72,10 @@ struct WorkerSupervisor::Worker {
 // monitor thread except the constructor, Init() and Wake().
 class WorkerSupervisor::EventLoop {
  public:
-  EventLoop(WorkerSupervisor* owner, std::vector<WorkerSpec> specs)
-      : owner_(owner) {
+  EventLoop(WorkerSupervisor* owner, std::vector<WorkerSpec> specs) : owner_(owner) {
     for (WorkerSpec& spec : specs) {
-      workers_.push_back(std::make_unique<Worker>(
-          std::move(spec), owner->options_.heartbeat_timeout));
+      workers_.push_back(
+          std::make_unique<Worker>(std::move(spec), owner->options_.heartbeat_timeout));
     }
     buffer_.resize(kReadChunk);
   }
@@ -97,15 +94,13 @@ class WorkerSupervisor::EventLoop {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (epoll_fd_ < 0 || wake_fd_ < 0) {
-      return absl::InternalError(
-          absl::StrCat("epoll/eventfd: ", strerror(errno)));
+      return absl::InternalError(absl::StrCat("epoll/eventfd: ", strerror(errno)));
     }
     Watch(wake_fd_, kWakeTag);
     const WorkerSupervisor::Options& o = owner_->options_;
     if (o.heartbeat_timeout > absl::ZeroDuration()) {
       timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-      if (timer_fd_ < 0)
-        return absl::InternalError(absl::StrCat("timerfd: ", strerror(errno)));
+      if (timer_fd_ < 0) return absl::InternalError(absl::StrCat("timerfd: ", strerror(errno)));
       itimerspec period{};
       period.it_interval = absl::ToTimespec(o.check_interval);
       period.it_value = period.it_interval;
@@ -167,8 +162,7 @@ class WorkerSupervisor::EventLoop {
       Worker& w = *workers_[i];
       const WorkerSpec& spec = w.spec;
       if (absl::Status s = MakeDirectories(spec.files.dir); !s.ok()) return s;
-      unlink(
-          spec.files.error_file.c_str());  // stale files of a reused directory
+      unlink(spec.files.error_file.c_str());  // stale files of a reused directory
       unlink(spec.files.heartbeat_file.c_str());
       WorkerStdio stdio;
       auto make_router = [&](bool is_out) -> std::unique_ptr<OutputRouter> {
@@ -198,8 +192,7 @@ class WorkerSupervisor::EventLoop {
         if (absl::Status s = w.err->Open(); !s.ok()) return s;
       }
 
-      absl::StatusOr<SpawnedWorker> process =
-          SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio);
+      absl::StatusOr<SpawnedWorker> process = SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio);
       if (!process.ok()) return process.status();
       w.process = *process;
       {
@@ -282,8 +275,7 @@ class WorkerSupervisor::EventLoop {
     exit.pid = w.process.pid;
     exit.time = owner_->clock_.Now();
     exit.error_file = w.spec.files.error_file;
-    if (reaped <
-        0) {  // someone else reaped it (waitpid(-1) elsewhere): report unknown
+    if (reaped < 0) {  // someone else reaped it (waitpid(-1) elsewhere): report unknown
       exit.exit_code = -1;
     } else if (WIFSIGNALED(status)) {
       exit.kind = WorkerExit::Kind::kSignaled;
@@ -291,8 +283,8 @@ class WorkerSupervisor::EventLoop {
     } else {
       exit.exit_code = WEXITSTATUS(status);
     }
-    absl::StatusOr<ErrorFileContent> error = ReadErrorFile(
-        w.spec.files.error_file, owner_->options_.error_file_limits);
+    absl::StatusOr<ErrorFileContent> error =
+        ReadErrorFile(w.spec.files.error_file, owner_->options_.error_file_limits);
     if (error.ok()) {
       exit.error = *error;
     } else if (!w.process.exec_error.empty()) {
@@ -366,11 +358,8 @@ class WorkerSupervisor::EventLoop {
   int first_hang_rank_ = -1;  // global rank of the first reported hang
 };
 
-WorkerSupervisor::WorkerSupervisor(Options options, const Clock& clock,
-                                   ExitCallback on_exit)
-    : options_(std::move(options)),
-      clock_(clock),
-      on_exit_(std::move(on_exit)) {}
+WorkerSupervisor::WorkerSupervisor(Options options, const Clock& clock, ExitCallback on_exit)
+    : options_(std::move(options)), clock_(clock), on_exit_(std::move(on_exit)) {}
 
 WorkerSupervisor::~WorkerSupervisor() {
   absl::Status s = Stop(options_.destructor_stop_timeout);
@@ -387,8 +376,7 @@ absl::Status WorkerSupervisor::Start(std::vector<WorkerSpec> specs) {
   }
   {
     absl::MutexLock lock(&mu_);
-    if (started_)
-      return absl::FailedPreconditionError("Start() was already called");
+    if (started_) return absl::FailedPreconditionError("Start() was already called");
     started_ = true;
     for (const WorkerSpec& spec : specs) {
       WorkerState state;
@@ -407,8 +395,7 @@ absl::Status WorkerSupervisor::Start(std::vector<WorkerSpec> specs) {
   monitor_ = std::thread([this] { loop_->Run(); });
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](std::optional<absl::Status>* r) { return r->has_value(); },
-      &spawn_result_));
+      +[](std::optional<absl::Status>* r) { return r->has_value(); }, &spawn_result_));
   start_done_ = true;
   return *spawn_result_;
 }
@@ -422,13 +409,12 @@ bool WorkerSupervisor::AllExitedLocked() const {
 
 bool WorkerSupervisor::AwaitAllExited(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(
-      absl::Condition(
-          +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return self->AllExitedLocked();
-          },
-          this),
-      timeout);
+  return mu_.AwaitWithTimeout(absl::Condition(
+                                  +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                    return self->AllExitedLocked();
+                                  },
+                                  this),
+                              timeout);
 }
 
 std::vector<WorkerState> WorkerSupervisor::Workers() const {
@@ -504,16 +490,14 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
   auto await_all = [&](absl::Time deadline) {
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithDeadline(
-          absl::Condition(
-              +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                return self->AllExitedLocked();
-              },
-              this),
-          deadline);
+      mu_.AwaitWithDeadline(absl::Condition(
+                                +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                  return self->AllExitedLocked();
+                                },
+                                this),
+                            deadline);
     }
-    while (any_group_alive() && absl::Now() < deadline)
-      absl::SleepFor(kGroupPollPeriod);
+    while (any_group_alive() && absl::Now() < deadline) absl::SleepFor(kGroupPollPeriod);
     absl::MutexLock lock(&mu_);
     return AllExitedLocked() && !any_group_alive();
   };
@@ -535,11 +519,10 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
   for (pid_t pgid : groups) {
     if (ProcessGroupAlive(pgid)) alive.push_back(pgid);
   }
-  return absl::DeadlineExceededError(absl::StrCat(
-      "process groups still present ",
-      absl::FormatDuration(options_.kill_grace),
-      " after SIGKILL: ", absl::StrJoin(alive, ","),
-      " (zombies of orphaned grandchildren that init has not reaped?)"));
+  return absl::DeadlineExceededError(
+      absl::StrCat("process groups still present ", absl::FormatDuration(options_.kill_grace),
+                   " after SIGKILL: ", absl::StrJoin(alive, ","),
+                   " (zombies of orphaned grandchildren that init has not reaped?)"));
 }
 
 }  // namespace ddp::client

@@ -72,7 +72,7 @@ struct WorkerSpec {
   int global_rank = 0;
   std::vector<std::string> argv;  // argv[0] is looked up on PATH
   EnvMap env;                     // the complete environment
-  WorkerFiles files;  // directory created; stale error/heartbeat files removed
+  WorkerFiles files;              // directory created; stale error/heartbeat files removed
   // As torchrun: a stream neither redirected nor teed goes to the agent's
   // console as the worker writes it (the worker holds the console's
   // descriptor: byte for byte, no prefix); redirected, to the log file only;
@@ -104,8 +104,7 @@ struct WorkerExit {
   // kHung: the global rank of the older hang on this node that this one is
   // blamed on (its peer stopped, so it blocked); -1: a hang of its own.
   int knock_on_of_rank = -1;
-  std::optional<ErrorFileContent>
-      error;  // from the error file, or the exec failure
+  std::optional<ErrorFileContent> error;  // from the error file, or the exec failure
   std::string error_file;
   bool during_stop = false;  // the exit followed a Stop() order
 
@@ -128,11 +127,9 @@ struct WorkerState {
 class WorkerSupervisor {
  public:
   struct Options {
-    absl::Duration heartbeat_timeout =
-        absl::Minutes(5);  // zero disables hang detection
+    absl::Duration heartbeat_timeout = absl::Minutes(5);  // zero disables hang detection
     absl::Duration check_interval = absl::Milliseconds(100);
-    absl::Duration kill_grace =
-        absl::Seconds(5);  // after SIGKILL, for groups to vanish
+    absl::Duration kill_grace = absl::Seconds(5);  // after SIGKILL, for groups to vanish
     absl::Duration destructor_stop_timeout = absl::Seconds(30);
     int console_out_fd = 1;  // where console stdout lines go
     int console_err_fd = 2;
@@ -186,12 +183,10 @@ class WorkerSupervisor {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<WorkerState> states_ ABSL_GUARDED_BY(mu_);
-  std::optional<absl::Status> spawn_result_
-      ABSL_GUARDED_BY(mu_);                 // set by the loop
-  bool quit_ ABSL_GUARDED_BY(mu_) = false;  // the loop exits once set
-  bool start_done_ ABSL_GUARDED_BY(mu_) =
-      false;                         // Start() finished (loop_, monitor_ set)
-  std::unique_ptr<EventLoop> loop_;  // set in Start, before the thread runs
+  std::optional<absl::Status> spawn_result_ ABSL_GUARDED_BY(mu_);  // set by the loop
+  bool quit_ ABSL_GUARDED_BY(mu_) = false;                         // the loop exits once set
+  bool start_done_ ABSL_GUARDED_BY(mu_) = false;  // Start() finished (loop_, monitor_ set)
+  std::unique_ptr<EventLoop> loop_;               // set in Start, before the thread runs
   std::thread monitor_;
   std::thread::id monitor_id_ ABSL_GUARDED_BY(mu_);
 

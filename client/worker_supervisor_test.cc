@@ -54,8 +54,7 @@ bool ProcessGone(pid_t pid) {
   std::string line;
   std::getline(stat, line);
   const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() &&
-         line[paren + 2] == 'Z';
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
 }
 
 bool WaitGone(pid_t pid, absl::Duration timeout) {
@@ -99,9 +98,7 @@ class Events {
   // Waits for `n` events; returns them (fewer on timeout).
   std::vector<WorkerExit> Await(size_t n, absl::Duration timeout = kPrompt) {
     absl::MutexLock lock(&mu_);
-    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return events_.size() >= n;
-    };
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return events_.size() >= n; };
     mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
     return events_;
   }
@@ -118,8 +115,8 @@ class Events {
   std::vector<WorkerExit> events_ ABSL_GUARDED_BY(mu_);
 };
 
-WorkerSpec Script(const std::string& run_dir, int local_rank,
-                  const std::string& script, int global_offset = 0) {
+WorkerSpec Script(const std::string& run_dir, int local_rank, const std::string& script,
+                  int global_offset = 0) {
   WorkerSpec spec;
   spec.local_rank = local_rank;
   spec.global_rank = global_offset + local_rank;
@@ -144,14 +141,11 @@ WorkerSupervisor::Options QuietOptions(int console_fd) {
 class WorkerSupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    console_path_ = TestDir(absl::StrCat(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name(),
-        ".console"));
-    console_fd_ = open(console_path_.c_str(),
-                       O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    console_path_ = TestDir(
+        absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), ".console"));
+    console_fd_ = open(console_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     ASSERT_GE(console_fd_, 0);
-    run_dir_ = TestDir(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    run_dir_ = TestDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   void TearDown() override { close(console_fd_); }
   std::string Console() { return ReadFile(console_path_); }
@@ -163,14 +157,12 @@ class WorkerSupervisorTest : public ::testing::Test {
 
 TEST_F(WorkerSupervisorTest, Start_ExitCodesAndSignals_ReportedPromptly) {
   Events events;
-  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                              events.Callback());
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
   const absl::Time start = absl::Now();
-  ASSERT_TRUE(
-      supervisor
-          .Start({Script(run_dir_, 0, "exit 0"), Script(run_dir_, 1, "exit 3"),
-                  Script(run_dir_, 2, "kill -SEGV $$")})
-          .ok());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0, "exit 0"), Script(run_dir_, 1, "exit 3"),
+                          Script(run_dir_, 2, "kill -SEGV $$")})
+                  .ok());
   ASSERT_EQ(events.Await(3).size(), 3u);
   EXPECT_LT(absl::Now() - start, kPrompt);
   EXPECT_TRUE(events.ForRank(0)->succeeded());
@@ -208,14 +200,13 @@ TEST_F(WorkerSupervisorTest, Stop_FirstSignalSigint_WorkersSeeSigint) {
 
 TEST_F(WorkerSupervisorTest, Stop_WorkerIgnoresSigterm_EscalatesToSigkill) {
   Events events;
-  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                              events.Callback());
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
   const std::string ready = run_dir_ + "/ready";
-  ASSERT_TRUE(supervisor
-                  .Start({Script(run_dir_, 0,
-                                 "trap '' TERM; echo x > " + ready +
-                                     "; while true; do sleep 0.05; done")})
-                  .ok());
+  ASSERT_TRUE(
+      supervisor
+          .Start({Script(run_dir_, 0,
+                         "trap '' TERM; echo x > " + ready + "; while true; do sleep 0.05; done")})
+          .ok());
   ASSERT_TRUE(WaitForFile(ready, kPrompt));
   const absl::Time start = absl::Now();
   EXPECT_TRUE(supervisor.Stop(absl::Milliseconds(300)).ok());
@@ -231,13 +222,10 @@ TEST_F(WorkerSupervisorTest, Stop_WorkerIgnoresSigterm_EscalatesToSigkill) {
 
 TEST_F(WorkerSupervisorTest, Stop_Grandchild_KilledWithTheGroup) {
   Events events;
-  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                              events.Callback());
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
   const std::string pid_file = run_dir_ + "/grandchild.pid";
   ASSERT_TRUE(
-      supervisor
-          .Start({Script(run_dir_, 0,
-                         "sleep 1000 & echo $! > " + pid_file + "; wait")})
+      supervisor.Start({Script(run_dir_, 0, "sleep 1000 & echo $! > " + pid_file + "; wait")})
           .ok());
   ASSERT_TRUE(WaitForFile(pid_file, kPrompt));
   const pid_t grandchild = std::stoi(ReadFile(pid_file));
@@ -252,9 +240,9 @@ TEST_F(WorkerSupervisorTest, Stop_Grandchild_KilledWithTheGroup) {
 TEST_F(WorkerSupervisorTest, Output_NoTeeNoRedirect_ByteForByte) {
   Events events;
   WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
-  WorkerSpec spec = Script(
-      run_dir_, 0,
-      "printf '10%%\\r50%%\\r100%%'; head -c 300000 /dev/zero | tr '\\0' x; printf '\\n'");
+  WorkerSpec spec =
+      Script(run_dir_, 0,
+             "printf '10%%\\r50%%\\r100%%'; head -c 300000 /dev/zero | tr '\\0' x; printf '\\n'");
   spec.show_on_console = false;  // a filter applies to teed output only
   ASSERT_TRUE(supervisor.Start({spec}).ok());
   ASSERT_TRUE(supervisor.AwaitAllExited(kPrompt));
@@ -275,13 +263,10 @@ TEST_F(WorkerSupervisorTest, Output_TeeAndRedirect_TeeWins) {
   EXPECT_EQ(ReadFile(spec.files.stdout_log), "both\n");
 }
 
-TEST_F(WorkerSupervisorTest,
-       Output_RedirectTeeAndFilter_AsTorchrun) {
+TEST_F(WorkerSupervisorTest, Output_RedirectTeeAndFilter_AsTorchrun) {
   Events events;
-  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                              events.Callback());
-  WorkerSpec teed =
-      Script(run_dir_, 0, "echo out0; echo err0 >&2", /*global_offset=*/4);
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  WorkerSpec teed = Script(run_dir_, 0, "echo out0; echo err0 >&2", /*global_offset=*/4);
   teed.tee = Std::kAll;
   WorkerSpec redirected = Script(run_dir_, 1, "echo out1; echo err1 >&2", 4);
   redirected.redirect = Std::kOut;
@@ -312,8 +297,7 @@ TEST_F(WorkerSupervisorTest,
 
 TEST_F(WorkerSupervisorTest, Exit_ErrorFileWritten_MessageReported) {
   Events events;
-  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                              events.Callback());
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
   const std::string script =
       R"(printf '{"message": {"message": "RuntimeError: boom", "extraInfo": )"
       R"({"py_callstack": "Traceback", "timestamp": "1"}}}' > "$TORCHELASTIC_ERROR_FILE"; exit 1)";
@@ -329,33 +313,28 @@ TEST_F(WorkerSupervisorTest, Exit_ErrorFileWritten_MessageReported) {
 
 TEST_F(WorkerSupervisorTest, Exit_ProgramMissing_Exit127WithReason) {
   Events events;
-  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                              events.Callback());
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
   WorkerSpec spec = Script(run_dir_, 0, "");
   spec.argv = {"/no/such/trainer"};
   ASSERT_TRUE(supervisor.Start({spec}).ok());
   ASSERT_EQ(events.Await(1).size(), 1u);
   EXPECT_EQ(events.ForRank(0)->exit_code, 127);
   ASSERT_TRUE(events.ForRank(0)->error.has_value());
-  EXPECT_NE(events.ForRank(0)->error->message.find(
-                "cannot execute '/no/such/trainer'"),
+  EXPECT_NE(events.ForRank(0)->error->message.find("cannot execute '/no/such/trainer'"),
             std::string::npos);
 }
 
-TEST_F(WorkerSupervisorTest,
-       Hang_HeartbeatTouchedOnceThenSilent_ReportedAsHang) {
+TEST_F(WorkerSupervisorTest, Hang_HeartbeatTouchedOnceThenSilent_ReportedAsHang) {
   Events events;
   WorkerSupervisor::Options options = QuietOptions(console_fd_);
   options.heartbeat_timeout = absl::Milliseconds(300);
   options.check_interval = absl::Milliseconds(50);
   WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
   const absl::Time start = absl::Now();
-  ASSERT_TRUE(
-      supervisor
-          .Start(
-              {Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
-               Script(run_dir_, 1, "sleep 1000")})  // never touches: not judged
-          .ok());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
+                          Script(run_dir_, 1, "sleep 1000")})  // never touches: not judged
+                  .ok());
   ASSERT_EQ(events.Await(1).size(), 1u);
   const WorkerExit* hang = events.ForRank(0);
   ASSERT_NE(hang, nullptr);
@@ -385,8 +364,7 @@ TEST_F(WorkerSupervisorTest, Hang_TwoSilentInOneCheck_OldestHeartbeatBlamed) {
                                  "sleep 0.4; touch \"$DDP_HEARTBEAT_FILE\"; "
                                  "sleep 1000",
                                  /*global_offset=*/4),
-                          Script(run_dir_, 1,
-                                 "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
+                          Script(run_dir_, 1, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
                                  /*global_offset=*/4)})
                   .ok());
   const std::vector<WorkerExit> hangs = events.Await(2, absl::Seconds(10));
@@ -411,13 +389,13 @@ TEST_F(WorkerSupervisorTest, Hang_StoppedWorker_BlamedOverOlderHeartbeat) {
   options.heartbeat_timeout = absl::Milliseconds(300);
   options.check_interval = absl::Seconds(1);
   WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
-  ASSERT_TRUE(supervisor
-                  .Start({Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
-                                 /*global_offset=*/4),
-                          Script(run_dir_, 1,
-                                 "sleep 0.2; touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
-                                 /*global_offset=*/4)})
-                  .ok());
+  ASSERT_TRUE(
+      supervisor
+          .Start({Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
+                         /*global_offset=*/4),
+                  Script(run_dir_, 1, "sleep 0.2; touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000",
+                         /*global_offset=*/4)})
+          .ok());
   absl::SleepFor(absl::Milliseconds(500));
   const pid_t stopped = supervisor.Workers()[1].pid;
   ASSERT_GT(stopped, 0);
@@ -443,14 +421,12 @@ TEST_F(WorkerSupervisorTest, Hang_SecondHangInLaterCheck_KnockOnOfFirst) {
   options.heartbeat_timeout = absl::Milliseconds(300);
   options.check_interval = absl::Milliseconds(20);
   WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
-  ASSERT_TRUE(
-      supervisor
-          .Start({Script(run_dir_, 0,
-                         "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
-                  Script(run_dir_, 1,
-                         "for i in 1 2 3 4 5 6; do touch \"$DDP_HEARTBEAT_FILE\"; "
-                         "sleep 0.15; done; sleep 1000")})
-          .ok());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
+                          Script(run_dir_, 1,
+                                 "for i in 1 2 3 4 5 6; do touch \"$DDP_HEARTBEAT_FILE\"; "
+                                 "sleep 0.15; done; sleep 1000")})
+                  .ok());
   const std::vector<WorkerExit> hangs = events.Await(2, absl::Seconds(10));
   ASSERT_EQ(hangs.size(), 2u);
   EXPECT_EQ(hangs[0].local_rank, 0);
@@ -465,11 +441,10 @@ TEST_F(WorkerSupervisorTest, Stop_FromCallback_FailedPrecondition) {
   absl::Notification done;
   absl::Status from_callback;
   WorkerSupervisor* self = nullptr;
-  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                              [&](const WorkerExit&) {
-                                from_callback = self->Stop(absl::Seconds(1));
-                                done.Notify();
-                              });
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), [&](const WorkerExit&) {
+    from_callback = self->Stop(absl::Seconds(1));
+    done.Notify();
+  });
   self = &supervisor;
   ASSERT_TRUE(supervisor.Start({Script(run_dir_, 0, "exit 0")}).ok());
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kPrompt));
@@ -478,16 +453,12 @@ TEST_F(WorkerSupervisorTest, Stop_FromCallback_FailedPrecondition) {
 }
 
 TEST_F(WorkerSupervisorTest, Start_Twice_FailedPrecondition) {
-  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                              nullptr);
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), nullptr);
   ASSERT_TRUE(supervisor.Start({Script(run_dir_, 0, "exit 0")}).ok());
   EXPECT_EQ(supervisor.Start({Script(run_dir_, 0, "exit 0")}).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(
-      WorkerSupervisor(QuietOptions(console_fd_), RealClock::Get(), nullptr)
-          .Start({})
-          .code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WorkerSupervisor(QuietOptions(console_fd_), RealClock::Get(), nullptr).Start({}).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // The agent is SIGKILLed: PR_SET_PDEATHSIG takes its workers with it.
@@ -497,11 +468,8 @@ TEST_F(WorkerSupervisorTest, AgentKilled_WorkerDies) {
   const pid_t agent = fork();
   ASSERT_GE(agent, 0);
   if (agent == 0) {  // the mini-agent
-    WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(),
-                                nullptr);
-    if (!supervisor
-             .Start({Script(run_dir_, 0,
-                            "echo $$ > " + pid_file + "; exec sleep 1000")})
+    WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), nullptr);
+    if (!supervisor.Start({Script(run_dir_, 0, "echo $$ > " + pid_file + "; exec sleep 1000")})
              .ok()) {
       _exit(2);
     }
@@ -514,8 +482,7 @@ TEST_F(WorkerSupervisorTest, AgentKilled_WorkerDies) {
   ASSERT_EQ(kill(agent, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(waitpid(agent, &status, 0), agent);
-  EXPECT_TRUE(WaitGone(worker, kPrompt))
-      << "worker " << worker << " outlived its agent";
+  EXPECT_TRUE(WaitGone(worker, kPrompt)) << "worker " << worker << " outlived its agent";
 }
 
 }  // namespace

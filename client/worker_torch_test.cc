@@ -58,9 +58,8 @@ class WorkerTorchTest : public ::testing::Test {
   void SetUp() override {
     struct stat st;
     if (stat(kTorchDir, &st) != 0) GTEST_SKIP() << "no torch for " << kPython;
-    dir_ = absl::StrCat(
-        getenv("TEST_TMPDIR"), "/",
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_TRUE(MakeDirectories(dir_).ok());
     script_ = dir_ + "/train.py";
     std::ofstream(script_) << kScript;
@@ -79,8 +78,7 @@ class WorkerTorchTest : public ::testing::Test {
     assignment.world_size = nproc;
     assignment.master_addr = "127.0.0.1";
     assignment.master_port = *PickFreePort({"127.0.0.1", 20000, 16});
-    WorkerEnvContext context{"torchjob", "localhost:29400", "default", 2,
-                             nproc};
+    WorkerEnvContext context{"torchjob", "localhost:29400", "default", 2, nproc};
     EnvMap base = CurrentEnvironment();
     base["GLOO_SOCKET_IFNAME"] = "lo";
     for (const auto& [k, v] : extra_env) base[k] = v;
@@ -92,8 +90,7 @@ class WorkerTorchTest : public ::testing::Test {
       spec.global_rank = local_rank;
       spec.argv = BuildWorkerArgv(options, local_rank);
       spec.files = WorkerFilesFor(dir_, assignment.generation, local_rank);
-      spec.env =
-          BuildWorkerEnv(assignment, context, local_rank, spec.files, base);
+      spec.env = BuildWorkerEnv(assignment, context, local_rank, spec.files, base);
       spec.redirect = Std::kAll;
       specs.push_back(spec);
       files_.push_back(spec.files);
@@ -123,11 +120,9 @@ class WorkerTorchTest : public ::testing::Test {
 TEST_F(WorkerTorchTest, TwoWorkers_GlooAllReduce_BothSucceed) {
   std::vector<WorkerExit> exits = Run(2, {});
   for (int r = 0; r < 2; ++r) {
-    EXPECT_TRUE(exits[r].succeeded())
-        << r << ": " << exits[r].Describe() << "\n"
-        << ReadFile(files_[r].stderr_log);
-    EXPECT_EQ(ReadFile(files_[r].stdout_log),
-              absl::StrCat("sum 3 rank ", r, " ws 2 restart 1\n"));
+    EXPECT_TRUE(exits[r].succeeded()) << r << ": " << exits[r].Describe() << "\n"
+                                      << ReadFile(files_[r].stderr_log);
+    EXPECT_EQ(ReadFile(files_[r].stdout_log), absl::StrCat("sum 3 rank ", r, " ws 2 restart 1\n"));
   }
 }
 

@@ -25,8 +25,7 @@ class RealClock final : public Clock {
 // A clock that moves only when a test says so. Thread-safe.
 class FakeClock final : public Clock {
  public:
-  explicit FakeClock(absl::Time start = absl::FromUnixSeconds(1'700'000'000))
-      : now_(start) {}
+  explicit FakeClock(absl::Time start = absl::FromUnixSeconds(1'700'000'000)) : now_(start) {}
 
   absl::Time Now() const override {
     absl::MutexLock lock(&mu_);

@@ -16,9 +16,8 @@ absl::Status ValidateEndpoint(absl::string_view what, absl::string_view value) {
             absl::SimpleAtoi(value.substr(colon + 1), &port) && port >= 1 && port <= 65535;
   if (ok) {
     const absl::string_view host = value.substr(0, colon);
-    ok = std::none_of(host.begin(), host.end(), [](char c) {
-      return absl::ascii_isspace(c) || absl::ascii_iscntrl(c);
-    });
+    ok = std::none_of(host.begin(), host.end(),
+                      [](char c) { return absl::ascii_isspace(c) || absl::ascii_iscntrl(c); });
   }
   if (ok) return absl::OkStatus();
   const absl::string_view shown = value.substr(0, kMaxShown);

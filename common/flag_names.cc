@@ -5,8 +5,7 @@
 
 namespace ddp {
 
-std::vector<char*> NormalizeFlagNames(int argc, char** argv,
-                                      std::vector<std::string>* storage) {
+std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
   storage->clear();
   storage->reserve(argc);  // no reallocation: the pointers below stay valid
   std::vector<char*> out;

@@ -16,8 +16,7 @@ namespace ddp {
 
 // Returns argv with dashes in flag names turned into underscores; the strings
 // live in `storage`, which must outlive the result.
-std::vector<char*> NormalizeFlagNames(int argc, char** argv,
-                                      std::vector<std::string>* storage);
+std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage);
 
 }  // namespace ddp
 

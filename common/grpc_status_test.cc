@@ -6,7 +6,8 @@ namespace ddp {
 namespace {
 
 TEST(GrpcStatusTest, RoundTrip_KeepsCodeAndMessage) {
-  const absl::Status original = absl::ResourceExhaustedError("value is 2000000 bytes; limit 1048576");
+  const absl::Status original =
+      absl::ResourceExhaustedError("value is 2000000 bytes; limit 1048576");
   const grpc::Status wire = ToGrpcStatus(original);
   EXPECT_EQ(wire.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(wire.error_message(), "value is 2000000 bytes; limit 1048576");

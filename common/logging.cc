@@ -1,10 +1,9 @@
 #include "common/logging.h"
 
-#include <chrono>
-
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -97,8 +96,8 @@ bool LogRateLimit::Allow(int64_t* suppressed) {
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
   int64_t next = next_ns_.load(std::memory_order_relaxed);
-  if (now < next || !next_ns_.compare_exchange_strong(
-                        next, now + static_cast<int64_t>(period_ns_), std::memory_order_relaxed)) {
+  if (now < next || !next_ns_.compare_exchange_strong(next, now + static_cast<int64_t>(period_ns_),
+                                                      std::memory_order_relaxed)) {
     suppressed_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

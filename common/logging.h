@@ -62,33 +62,31 @@ struct LogVoidify {
 #define DDP_LOG_LEVEL_ERROR ::ddp::LogLevel::kError
 #define DDP_LOG_LEVEL_FATAL ::ddp::LogLevel::kFatal
 
-#define DDP_LOG(severity)                                               \
-  (DDP_LOG_LEVEL_##severity < ::ddp::MinLogLevel())                     \
-      ? (void)0                                                         \
-      : ::ddp::LogVoidify() &                                           \
-            ::ddp::LogMessage(DDP_LOG_LEVEL_##severity, __FILE__, __LINE__) \
-                .stream()
+#define DDP_LOG(severity)                           \
+  (DDP_LOG_LEVEL_##severity < ::ddp::MinLogLevel()) \
+      ? (void)0                                     \
+      : ::ddp::LogVoidify() &                       \
+            ::ddp::LogMessage(DDP_LOG_LEVEL_##severity, __FILE__, __LINE__).stream()
 
 // Like DDP_LOG, but writes at most one line per `seconds` from this call site
 // (for conditions that repeat, such as a failing disk retried every 200 ms);
 // a written line ends with how many were left out.
-#define DDP_LOG_EVERY_N_SEC(severity, seconds)                                       \
-  for (int64_t ddp_suppressed_ = 0,                                                  \
-               ddp_once_ = [&ddp_suppressed_] {                                      \
-                 static ::ddp::LogRateLimit ddp_limit_(seconds);                     \
-                 return ddp_limit_.Allow(&ddp_suppressed_) ? 1 : 0;                  \
-               }();                                                                  \
-       ddp_once_ != 0; ddp_once_ = 0)                                                \
-  DDP_LOG(severity) << (ddp_suppressed_ > 0                                          \
-                            ? "(" + std::to_string(ddp_suppressed_) +                \
-                                  " similar lines left out) "                        \
+#define DDP_LOG_EVERY_N_SEC(severity, seconds)                                                    \
+  for (                                                                                           \
+      int64_t ddp_suppressed_ = 0, ddp_once_ =                                                    \
+                                       [&ddp_suppressed_] {                                       \
+                                         static ::ddp::LogRateLimit ddp_limit_(seconds);          \
+                                         return ddp_limit_.Allow(&ddp_suppressed_) ? 1 : 0;       \
+                                       }();                                                       \
+      ddp_once_ != 0; ddp_once_ = 0)                                                              \
+  DDP_LOG(severity) << (ddp_suppressed_ > 0                                                       \
+                            ? "(" + std::to_string(ddp_suppressed_) + " similar lines left out) " \
                             : std::string())
 
-#define DDP_CHECK(condition)                                              \
-  (condition) ? (void)0                                                   \
-              : ::ddp::LogVoidify() &                                     \
-                    ::ddp::LogMessage(::ddp::LogLevel::kFatal, __FILE__, __LINE__) \
-                            .stream()                                     \
+#define DDP_CHECK(condition)                                                                \
+  (condition) ? (void)0                                                                     \
+              : ::ddp::LogVoidify() &                                                       \
+                    ::ddp::LogMessage(::ddp::LogLevel::kFatal, __FILE__, __LINE__).stream() \
                         << "Check failed: " #condition " "
 
 #endif  // DDP_COMMON_LOGGING_H_

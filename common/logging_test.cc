@@ -25,7 +25,7 @@ TEST(LoggingTest, Log_WritesTimestampLevelAndLocation) {
   const std::string out = testing::internal::GetCapturedStderr();
   EXPECT_NE(out.find(" W common/logging_test.cc:"), std::string::npos) << out;
   EXPECT_NE(out.find("] disk is 93% full\n"), std::string::npos) << out;
-  EXPECT_EQ(out[4], '-');   // 2026-...
+  EXPECT_EQ(out[4], '-');                // 2026-...
   EXPECT_EQ(out.find('Z'), 26u) << out;  // ...T00:00:00.000000Z
 }
 

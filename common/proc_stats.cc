@@ -23,15 +23,13 @@ namespace {
 constexpr size_t kQuoteLimit = 120;
 
 std::string Quote(absl::string_view text) {
-  return absl::StrCat("'", text.substr(0, kQuoteLimit),
-                      text.size() > kQuoteLimit ? "...'" : "'");
+  return absl::StrCat("'", text.substr(0, kQuoteLimit), text.size() > kQuoteLimit ? "...'" : "'");
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read ", path, ": is the process alive?"));
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": is the process alive?"));
   }
   std::stringstream text;
   text << in.rdbuf();
@@ -40,12 +38,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<absl::Duration> ParseStatCpuTime(absl::string_view stat,
-                                                int64_t ticks_per_second) {
+absl::StatusOr<absl::Duration> ParseStatCpuTime(absl::string_view stat, int64_t ticks_per_second) {
   const size_t close = stat.rfind(')');
   if (close == absl::string_view::npos || ticks_per_second <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a /proc/PID/stat line: ", Quote(stat)));
+    return absl::InvalidArgumentError(absl::StrCat("not a /proc/PID/stat line: ", Quote(stat)));
   }
   // After ") ": field 3 (state) is index 0, so utime (14) is index 11.
   std::vector<absl::string_view> fields =
@@ -67,8 +63,7 @@ absl::StatusOr<int64_t> ParseStatusRssBytes(absl::string_view status) {
     int64_t kb = 0;
     if (!absl::ConsumeSuffix(&line, "kB") ||
         !absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &kb)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unreadable VmRSS line: ", Quote(line)));
+      return absl::InvalidArgumentError(absl::StrCat("unreadable VmRSS line: ", Quote(line)));
     }
     return kb * 1024;
   }
@@ -89,27 +84,23 @@ std::string ParseCpuModel(absl::string_view cpuinfo) {
 std::string ParseStatName(absl::string_view stat) {
   const size_t open = stat.find('(');
   const size_t close = stat.rfind(')');
-  if (open == absl::string_view::npos || close == absl::string_view::npos ||
-      close < open) {
+  if (open == absl::string_view::npos || close == absl::string_view::npos || close < open) {
     return "";
   }
   return std::string(stat.substr(open + 1, close - open - 1));
 }
 
-absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(
-    pid_t pid) {
+absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(pid_t pid) {
   const std::string dir = absl::StrCat("/proc/", pid, "/task");
   std::error_code error;
   std::filesystem::directory_iterator it(dir, error);
   if (error) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot list ", dir, ": is the process alive?"));
+    return absl::NotFoundError(absl::StrCat("cannot list ", dir, ": is the process alive?"));
   }
   const int64_t ticks = sysconf(_SC_CLK_TCK);
   std::map<std::string, absl::Duration> by_name;
   for (const auto& entry : it) {
-    absl::StatusOr<std::string> stat =
-        ReadFile(entry.path().string() + "/stat");
+    absl::StatusOr<std::string> stat = ReadFile(entry.path().string() + "/stat");
     if (!stat.ok()) continue;  // the thread ended meanwhile
     absl::StatusOr<absl::Duration> cpu = ParseStatCpuTime(*stat, ticks);
     if (!cpu.ok()) continue;
@@ -120,14 +111,12 @@ absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(
 
 std::vector<std::pair<std::string, double>> BusiestThreads(
     const std::map<std::string, absl::Duration>& before,
-    const std::map<std::string, absl::Duration>& after, absl::Duration window,
-    size_t limit) {
+    const std::map<std::string, absl::Duration>& after, absl::Duration window, size_t limit) {
   std::vector<std::pair<std::string, double>> out;
   if (window <= absl::ZeroDuration()) return out;
   for (const auto& [name, cpu] : after) {
     auto it = before.find(name);
-    const absl::Duration used =
-        cpu - (it == before.end() ? absl::ZeroDuration() : it->second);
+    const absl::Duration used = cpu - (it == before.end() ? absl::ZeroDuration() : it->second);
     if (used > absl::ZeroDuration()) {
       out.emplace_back(name, absl::FDivDuration(used, window));
     }
@@ -141,7 +130,8 @@ std::vector<std::pair<std::string, double>> BusiestThreads(
 absl::StatusOr<char> ParseStatState(absl::string_view stat) {
   const size_t close = stat.rfind(')');
   if (close == absl::string_view::npos || close + 2 >= stat.size() || stat[close + 1] != ' ') {
-    return absl::InvalidArgumentError(absl::StrCat("no state in /proc/PID/stat line: ", Quote(stat)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no state in /proc/PID/stat line: ", Quote(stat)));
   }
   return stat[close + 2];
 }
@@ -160,15 +150,13 @@ absl::StatusOr<ProcessSample> SampleProcess(pid_t pid) {
 }
 
 absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid) {
-  absl::StatusOr<std::string> stat =
-      ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
   if (!stat.ok()) return stat.status();
   return ParseStatCpuTime(*stat, sysconf(_SC_CLK_TCK));
 }
 
 absl::StatusOr<int64_t> ReadProcessRssBytes(pid_t pid) {
-  absl::StatusOr<std::string> status =
-      ReadFile(absl::StrCat("/proc/", pid, "/status"));
+  absl::StatusOr<std::string> status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
   if (!status.ok()) return status.status();
   return ParseStatusRssBytes(*status);
 }

@@ -25,8 +25,7 @@ namespace ddp {
 
 // utime + stime of a /proc/PID/stat line (fields 14 and 15, counted after the
 // parenthesised command name, which may itself hold spaces and parentheses).
-absl::StatusOr<absl::Duration> ParseStatCpuTime(absl::string_view stat,
-                                                int64_t ticks_per_second);
+absl::StatusOr<absl::Duration> ParseStatCpuTime(absl::string_view stat, int64_t ticks_per_second);
 // VmRSS of a /proc/PID/status text, in bytes.
 absl::StatusOr<int64_t> ParseStatusRssBytes(absl::string_view status);
 // The first "model name" of a /proc/cpuinfo text; "unknown" if none.
@@ -50,14 +49,12 @@ absl::StatusOr<ProcessSample> SampleProcess(pid_t pid);
 absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid);
 // CPU time of every thread of `pid` (/proc/PID/task/*/stat), summed per
 // thread name; threads that vanish while reading are skipped.
-absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(
-    pid_t pid);
+absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(pid_t pid);
 // (name, share of one core) of the threads that used CPU between the two
 // snapshots over `window`, busiest first, at most `limit` entries.
 std::vector<std::pair<std::string, double>> BusiestThreads(
     const std::map<std::string, absl::Duration>& before,
-    const std::map<std::string, absl::Duration>& after, absl::Duration window,
-    size_t limit);
+    const std::map<std::string, absl::Duration>& after, absl::Duration window, size_t limit);
 absl::StatusOr<int64_t> ReadProcessRssBytes(pid_t pid);
 
 struct MachineInfo {

@@ -20,8 +20,7 @@ TEST(ProcStats, ParseStatCpuTime_CommandWithSpacesAndParens_SumsFields) {
 TEST(ProcStats, ParseStatCpuTime_Truncated_InvalidArgument) {
   EXPECT_EQ(ParseStatCpuTime("1234 (x) S 1 2", 100).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseStatCpuTime("garbage", 100).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseStatCpuTime("garbage", 100).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ProcStats, ParseStatName_InsideOuterParentheses) {
@@ -30,13 +29,12 @@ TEST(ProcStats, ParseStatName_InsideOuterParentheses) {
 }
 
 TEST(ProcStats, BusiestThreads_DifferenceSortedAndLimited) {
-  const std::map<std::string, absl::Duration> before = {
-      {"grpc", absl::Seconds(1)}, {"idle", absl::Seconds(5)}};
-  const std::map<std::string, absl::Duration> after = {
-      {"grpc", absl::Seconds(3)},
-      {"idle", absl::Seconds(5)},
-      {"new", absl::Seconds(1)},
-      {"newer", absl::Milliseconds(500)}};
+  const std::map<std::string, absl::Duration> before = {{"grpc", absl::Seconds(1)},
+                                                        {"idle", absl::Seconds(5)}};
+  const std::map<std::string, absl::Duration> after = {{"grpc", absl::Seconds(3)},
+                                                       {"idle", absl::Seconds(5)},
+                                                       {"new", absl::Seconds(1)},
+                                                       {"newer", absl::Milliseconds(500)}};
   std::vector<std::pair<std::string, double>> busiest =
       BusiestThreads(before, after, absl::Seconds(10), 2);
   ASSERT_EQ(busiest.size(), 2u);
@@ -47,8 +45,7 @@ TEST(ProcStats, BusiestThreads_DifferenceSortedAndLimited) {
 }
 
 TEST(ProcStats, ReadThreadCpuByName_Self_HasThreads) {
-  absl::StatusOr<std::map<std::string, absl::Duration>> threads =
-      ReadThreadCpuByName(getpid());
+  absl::StatusOr<std::map<std::string, absl::Duration>> threads = ReadThreadCpuByName(getpid());
   ASSERT_TRUE(threads.ok()) << threads.status();
   EXPECT_FALSE(threads->empty());
 }
@@ -62,8 +59,7 @@ TEST(ProcStats, ParseStatusRssBytes_VmRssLine_Bytes) {
 }
 
 TEST(ProcStats, ParseStatusRssBytes_Missing_InvalidArgument) {
-  EXPECT_EQ(ParseStatusRssBytes("Name:\tx\n").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseStatusRssBytes("Name:\tx\n").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseStatusRssBytes("VmRSS:\t lots kB\n").status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -83,8 +79,7 @@ TEST(ProcStats, ReadProcess_Self_PositiveValues) {
 }
 
 TEST(ProcStats, ReadProcess_NoSuchPid_NotFound) {
-  EXPECT_EQ(ReadProcessRssBytes(0x3fffffff).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadProcessRssBytes(0x3fffffff).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(ProcStatsTest, ParseStatState_ReadsTheLetterAfterTheName) {

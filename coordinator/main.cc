@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/private_handle_accessor.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
@@ -25,19 +27,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/flags/internal/private_handle_accessor.h"
-#include "absl/flags/internal/usage.h"
 #include "common/exit_codes.h"
 #include "common/flag_names.h"
+#include "common/logging.h"
 #include "common/proc_stats.h"
 #include "coordinator/server/connection_guard.h"
-#include "common/logging.h"
 #include "coordinator/server/coordinator_server.h"
 
-ABSL_FLAG(int, port, 29400,
-          "TCP port to serve gRPC on; 0 picks any free port (see --port-file)");
-ABSL_FLAG(std::string, bind, "0.0.0.0",
-          "Address to bind, e.g. 0.0.0.0, 127.0.0.1 or [::]");
+ABSL_FLAG(int, port, 29400, "TCP port to serve gRPC on; 0 picks any free port (see --port-file)");
+ABSL_FLAG(std::string, bind, "0.0.0.0", "Address to bind, e.g. 0.0.0.0, 127.0.0.1 or [::]");
 ABSL_FLAG(std::string, data_dir, "./ddp-coordinator-data",
           "Directory of the durable state (coordinator.db) and its LOCK file; "
           "created if "
@@ -53,24 +51,18 @@ ABSL_FLAG(int, http_port, 29480,
 ABSL_FLAG(std::string, http_port_file, "",
           "If set, write the bound HTTP port (one line) to this file once serving, "
           "atomically, like --port-file");
-ABSL_FLAG(std::string, log_level, "info",
-          "Minimum log level: debug, info, warning, error");
-ABSL_FLAG(int64_t, max_key_bytes, 4096,
-          "Largest key in bytes (RESOURCE_EXHAUSTED above)");
-ABSL_FLAG(int64_t, max_value_bytes, 1 << 20,
-          "Largest value in bytes (RESOURCE_EXHAUSTED above)");
-ABSL_FLAG(
-    int64_t, history_revisions, 100000,
-    "Keep the watch history of the last N revisions; older ones are compacted "
-    "automatically (0 keeps everything)");
+ABSL_FLAG(std::string, log_level, "info", "Minimum log level: debug, info, warning, error");
+ABSL_FLAG(int64_t, max_key_bytes, 4096, "Largest key in bytes (RESOURCE_EXHAUSTED above)");
+ABSL_FLAG(int64_t, max_value_bytes, 1 << 20, "Largest value in bytes (RESOURCE_EXHAUSTED above)");
+ABSL_FLAG(int64_t, history_revisions, 100000,
+          "Keep the watch history of the last N revisions; older ones are compacted "
+          "automatically (0 keeps everything)");
 ABSL_FLAG(int64_t, max_leases, 1000000, "Most leases alive at once");
 ABSL_FLAG(int64_t, max_watchers, 100000, "Most watch streams open at once");
 ABSL_FLAG(int64_t, max_wait_calls, 100000, "Most Wait calls pending at once");
-ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000,
-          "Timeout of a Wait that gives none");
-ABSL_FLAG(
-    int64_t, tick_interval_ms, 50,
-    "How often lease expiry and Wait deadlines are checked, in milliseconds");
+ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000, "Timeout of a Wait that gives none");
+ABSL_FLAG(int64_t, tick_interval_ms, 50,
+          "How often lease expiry and Wait deadlines are checked, in milliseconds");
 
 namespace {
 
@@ -97,8 +89,7 @@ bool WantsHelp(const std::vector<char*>& args) {
 // values.
 std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   const int port = absl::GetFlag(FLAGS_port);
-  if (port < 0 || port > 65535)
-    return absl::StrCat("--port=", port, " must be 0..65535");
+  if (port < 0 || port > 65535) return absl::StrCat("--port=", port, " must be 0..65535");
   options->port = port;
   options->bind_address = absl::GetFlag(FLAGS_bind);
   if (options->bind_address.empty()) return "--bind must not be empty";
@@ -128,24 +119,20 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   limits.max_key_bytes = key_bytes;
   const int64_t value_bytes = absl::GetFlag(FLAGS_max_value_bytes);
   if (value_bytes < 0 || value_bytes > (256 << 20)) {
-    return absl::StrCat("--max-value-bytes=", value_bytes,
-                        " must be 0..268435456");
+    return absl::StrCat("--max-value-bytes=", value_bytes, " must be 0..268435456");
   }
   limits.max_value_bytes = value_bytes;
   const int64_t history = absl::GetFlag(FLAGS_history_revisions);
-  if (history < 0)
-    return absl::StrCat("--history-revisions=", history, " must be >= 0");
+  if (history < 0) return absl::StrCat("--history-revisions=", history, " must be >= 0");
   options->kv.history_revisions = history;
   const int64_t leases = absl::GetFlag(FLAGS_max_leases);
   if (leases < 1) return absl::StrCat("--max-leases=", leases, " must be >= 1");
   limits.max_leases = leases;
   const int64_t watchers = absl::GetFlag(FLAGS_max_watchers);
-  if (watchers < 1)
-    return absl::StrCat("--max-watchers=", watchers, " must be >= 1");
+  if (watchers < 1) return absl::StrCat("--max-watchers=", watchers, " must be >= 1");
   limits.max_watchers = watchers;
   const int64_t waits = absl::GetFlag(FLAGS_max_wait_calls);
-  if (waits < 1)
-    return absl::StrCat("--max-wait-calls=", waits, " must be >= 1");
+  if (waits < 1) return absl::StrCat("--max-wait-calls=", waits, " must be >= 1");
   limits.max_pending_wait_calls = waits;
   const int64_t wait_ms = absl::GetFlag(FLAGS_default_wait_timeout_ms);
   if (wait_ms < 1 || absl::Milliseconds(wait_ms) > limits.max_wait_timeout) {
@@ -176,9 +163,8 @@ bool WritePortFile(const std::string& path, int port) {
 // check runs first so that every bad flag exits with 2 and a message naming it.
 std::string PrecheckFlags(const std::vector<char*>& args) {
   static const char* const kBuiltin[] = {
-      "help",       "helpfull",        "helpshort", "helppackage",
-      "version",    "only_check_args", "flagfile",  "fromenv",
-      "tryfromenv", "undefok"};
+      "help",     "helpfull", "helpshort",  "helppackage", "version", "only_check_args",
+      "flagfile", "fromenv",  "tryfromenv", "undefok"};
   for (size_t i = 1; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "--") break;
@@ -186,17 +172,13 @@ std::string PrecheckFlags(const std::vector<char*>& args) {
     arg = arg.substr(arg[1] == '-' ? 2 : 1);
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(0, eq);
-    if (std::find(std::begin(kBuiltin), std::end(kBuiltin), name) !=
-        std::end(kBuiltin)) {
+    if (std::find(std::begin(kBuiltin), std::end(kBuiltin), name) != std::end(kBuiltin)) {
       continue;
     }
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag == nullptr && name.rfind("no", 0) == 0) {
-      absl::CommandLineFlag* negated =
-          absl::FindCommandLineFlag(name.substr(2));
-      if (negated != nullptr && negated->IsOfType<bool>() &&
-          eq == std::string::npos)
-        continue;
+      absl::CommandLineFlag* negated = absl::FindCommandLineFlag(name.substr(2));
+      if (negated != nullptr && negated->IsOfType<bool>() && eq == std::string::npos) continue;
     }
     if (flag == nullptr) return absl::StrCat("unknown flag --", name);
     std::string value;
@@ -224,8 +206,8 @@ void ReturnFreedMemory() {
   const absl::StatusOr<int64_t> after = ddp::ReadProcessRssBytes(getpid());
   if (before.ok() && after.ok() && *before - *after > (64 << 20)) {
     DDP_LOG(INFO) << "returned " << (*before - *after) / (1 << 20)
-                  << " MiB of freed memory to the system (resident now "
-                  << *after / (1 << 20) << " MiB)";
+                  << " MiB of freed memory to the system (resident now " << *after / (1 << 20)
+                  << " MiB)";
   }
 }
 
@@ -257,8 +239,7 @@ int main(int argc, char** argv) {
                                     absl::ProgramUsageMessage());
     return ddp::kExitOk;
   }
-  if (std::string error = PrecheckFlags(args); !error.empty())
-    return BadFlag(error);
+  if (std::string error = PrecheckFlags(args); !error.empty()) return BadFlag(error);
   std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   if (positional.size() > 1) {
@@ -275,8 +256,7 @@ int main(int argc, char** argv) {
   // on.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   ddp::server::CoordinatorServerOptions options;
-  if (std::string error = OptionsFromFlags(&options); !error.empty())
-    return BadFlag(error);
+  if (std::string error = OptionsFromFlags(&options); !error.empty()) return BadFlag(error);
 
   // Block the shutdown signals in every thread (threads inherit the mask); this
   // thread takes them with sigwait, so no work happens in a signal handler.
@@ -319,8 +299,7 @@ int main(int argc, char** argv) {
     signal_number = sigtimedwait(&signals, nullptr, &trim_period);
     if (signal_number < 0 && errno == EAGAIN) ReturnFreedMemory();
   }
-  DDP_LOG(INFO) << "received "
-                << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
+  DDP_LOG(INFO) << "received " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
                 << "; shutting down";
   (*server)->Shutdown();
   return ddp::kExitOk;

@@ -29,24 +29,21 @@ std::string Capped(const std::string& text, size_t limit) {
 // Checks an Assignment from the network before it sizes anything.
 absl::Status ValidateAssignment(const v1::Assignment& a) {
   auto bad = [&](const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "assignment of generation ", a.generation(), " is invalid: ", what));
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment of generation ", a.generation(), " is invalid: ", what));
   };
   if (a.generation() <= 0) return bad("generation must be positive");
   if (a.local_world_size() < 1 || a.local_world_size() > kMaxLocalWorldSize) {
-    return bad(absl::StrCat("local_world_size ", a.local_world_size(),
-                            " is outside [1, ", kMaxLocalWorldSize, "]"));
+    return bad(absl::StrCat("local_world_size ", a.local_world_size(), " is outside [1, ",
+                            kMaxLocalWorldSize, "]"));
   }
-  if (a.group_world_size() < 1 || a.group_rank() < 0 ||
-      a.group_rank() >= a.group_world_size()) {
-    return bad(absl::StrCat("group rank ", a.group_rank(), " of ",
-                            a.group_world_size()));
+  if (a.group_world_size() < 1 || a.group_rank() < 0 || a.group_rank() >= a.group_world_size()) {
+    return bad(absl::StrCat("group rank ", a.group_rank(), " of ", a.group_world_size()));
   }
   if (a.global_rank_offset() < 0 || a.world_size() > INT32_MAX ||
       a.global_rank_offset() + a.local_world_size() > a.world_size()) {
-    return bad(absl::StrCat("ranks [", a.global_rank_offset(), ", +",
-                            a.local_world_size(), ") exceed world size ",
-                            a.world_size()));
+    return bad(absl::StrCat("ranks [", a.global_rank_offset(), ", +", a.local_world_size(),
+                            ") exceed world size ", a.world_size()));
   }
   if (a.role_world_size() < 0 || a.role_rank_offset() < 0 ||
       (a.role_world_size() > 0 &&
@@ -60,10 +57,9 @@ absl::Status ValidateAssignment(const v1::Assignment& a) {
   if (a.master_addr().empty() || a.master_addr().size() > 255) {
     return bad("master address empty or longer than 255 bytes");
   }
-  if (!a.nccl_unique_id().empty() &&
-      a.nccl_unique_id().size() != kNcclUniqueIdBytes) {
-    return bad(absl::StrCat("NCCL unique id of ", a.nccl_unique_id().size(),
-                            " bytes (want ", kNcclUniqueIdBytes, " or 0)"));
+  if (!a.nccl_unique_id().empty() && a.nccl_unique_id().size() != kNcclUniqueIdBytes) {
+    return bad(absl::StrCat("NCCL unique id of ", a.nccl_unique_id().size(), " bytes (want ",
+                            kNcclUniqueIdBytes, " or 0)"));
   }
   return absl::OkStatus();
 }
@@ -90,8 +86,7 @@ WorkerFailure FailureFromProto(const v1::Failure& failure) {
   return f;
 }
 
-v1::AgentMessage WorkerExitedMessage(int64_t generation,
-                                     const WorkerExit& exit) {
+v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit) {
   v1::AgentMessage message;
   v1::WorkerExited* m = message.mutable_worker_exited();
   m->mutable_header()->set_generation(generation);
@@ -164,18 +159,14 @@ void Agent::OnRegistered(const v1::Registered& registered, bool reconnected) {
   Post(RegisteredEvent{registered, reconnected});
 }
 
-void Agent::OnCoordinatorMessage(const v1::CoordinatorMessage& message) {
-  Post(message);
-}
+void Agent::OnCoordinatorMessage(const v1::CoordinatorMessage& message) { Post(message); }
 
 void Agent::OnFenced(const absl::Status& status) {
   absl::Notification done;
   if (Post(FencedEvent{status, &done})) done.WaitForNotification();
 }
 
-void Agent::OnSessionFailed(const absl::Status& status) {
-  Post(SessionFailedEvent{status});
-}
+void Agent::OnSessionFailed(const absl::Status& status) { Post(SessionFailedEvent{status}); }
 
 std::vector<v1::WorkerState> Agent::WorkerStates() {
   std::shared_ptr<WorkerSupervisor> supervisor;
@@ -230,8 +221,7 @@ void Agent::Handle(Event& event) {
     StopWorkers(absl::StrCat("signal ", sig->signal), sig->signal == SIGINT ? SIGINT : SIGTERM);
     v1::AgentMessage leave;
     leave.mutable_leave()->mutable_header()->set_generation(generation_);
-    leave.mutable_leave()->set_reason(
-        absl::StrCat("the agent received signal ", sig->signal));
+    leave.mutable_leave()->set_reason(absl::StrCat("the agent received signal ", sig->signal));
     link_->Send(std::move(leave));
     Finish(kExitSignalBase + sig->signal);
   }
@@ -242,9 +232,8 @@ void Agent::HandleRegistered(const RegisteredEvent& event) {
   if (r.settings().shutdown_timeout_ms() > 0) {
     shutdown_timeout_ = absl::Milliseconds(r.settings().shutdown_timeout_ms());
   }
-  DDP_LOG(INFO) << "job " << options_.launch.job_id << ": "
-                << v1::JobState_Name(r.state()) << ", generation "
-                << r.generation() << ", role " << v1::NodeRole_Name(r.role())
+  DDP_LOG(INFO) << "job " << options_.launch.job_id << ": " << v1::JobState_Name(r.state())
+                << ", generation " << r.generation() << ", role " << v1::NodeRole_Name(r.role())
                 << (r.created_job() ? " (this node created the job)" : "");
   if (!event.reconnected) return;
   if (r.resumed()) {
@@ -331,8 +320,8 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   a.role_rank_offset = p.role_rank_offset();
   a.role_world_size = p.role_world_size();
   const LaunchOptions& launch = options_.launch;
-  WorkerEnvContext context{launch.job_id, launch.coordinator, launch.role,
-                           p.max_restarts(), p.local_world_size()};
+  WorkerEnvContext context{launch.job_id, launch.coordinator, launch.role, p.max_restarts(),
+                           p.local_world_size()};
   std::vector<WorkerSpec> specs;
   for (int local_rank = 0; local_rank < p.local_world_size(); ++local_rank) {
     WorkerSpec spec;
@@ -340,35 +329,31 @@ void Agent::StartWorkers(const v1::Assignment& p) {
     spec.global_rank = a.global_rank_offset + local_rank;
     spec.argv = BuildWorkerArgv(launch, local_rank);
     spec.files = WorkerFilesFor(options_.run_dir, a.generation, local_rank);
-    spec.env =
-        BuildWorkerEnv(a, context, local_rank, spec.files, options_.base_env);
+    spec.env = BuildWorkerEnv(a, context, local_rank, spec.files, options_.base_env);
     spec.redirect = launch.redirects.ForRank(local_rank);
     spec.tee = launch.tee.ForRank(local_rank);
-    spec.show_on_console = launch.local_ranks_filter.empty() ||
-                           launch.local_ranks_filter.count(local_rank) > 0;
+    spec.show_on_console =
+        launch.local_ranks_filter.empty() || launch.local_ranks_filter.count(local_rank) > 0;
     spec.console_prefix = absl::StrCat("[", launch.role, local_rank, "]:");
     specs.push_back(std::move(spec));
   }
   const int64_t generation = generation_;
-  auto supervisor = std::make_shared<WorkerSupervisor>(
-      options_.supervisor, clock_, [this, generation](const WorkerExit& exit) {
-        Post(ExitEvent{generation, exit});
-      });
+  auto supervisor = std::make_shared<WorkerSupervisor>(options_.supervisor, clock_,
+                                                       [this, generation](const WorkerExit& exit) {
+                                                         Post(ExitEvent{generation, exit});
+                                                       });
   {
     absl::MutexLock lock(&supervisor_mu_);
     supervisor_ = supervisor;
   }
-  DDP_LOG(INFO) << "generation " << generation_ << ": starting "
-                << p.local_world_size() << " workers, ranks ["
-                << a.global_rank_offset << ", "
-                << a.global_rank_offset + p.local_world_size() << ") of "
-                << a.world_size << ", group rank " << a.group_rank << "/"
-                << a.group_world_size << ", master " << a.master_addr << ":"
-                << a.master_port << ", restart " << a.restart_count;
+  DDP_LOG(INFO) << "generation " << generation_ << ": starting " << p.local_world_size()
+                << " workers, ranks [" << a.global_rank_offset << ", "
+                << a.global_rank_offset + p.local_world_size() << ") of " << a.world_size
+                << ", group rank " << a.group_rank << "/" << a.group_world_size << ", master "
+                << a.master_addr << ":" << a.master_port << ", restart " << a.restart_count;
   absl::Status started = supervisor->Start(std::move(specs));
   if (!started.ok()) {
-    DDP_LOG(ERROR) << "cannot start the workers of generation " << generation_
-                   << ": " << started;
+    DDP_LOG(ERROR) << "cannot start the workers of generation " << generation_ << ": " << started;
     StopWorkers("start failed");
     WorkerExit failure;
     failure.kind = WorkerExit::Kind::kExited;
@@ -383,16 +368,13 @@ void Agent::StartWorkers(const v1::Assignment& p) {
 void Agent::HandleRequestMasterInfo(const v1::RequestMasterInfo& request) {
   const int64_t g = request.generation();
   if (!master_answer_ || master_answer_->first != g) {
-    absl::StatusOr<int> port =
-        options_.pick_port ? options_.pick_port() : PickFreePort();
+    absl::StatusOr<int> port = options_.pick_port ? options_.pick_port() : PickFreePort();
     if (!port.ok()) {
-      DDP_LOG(ERROR) << "no free MASTER_PORT for generation " << g << ": "
-                     << port.status();
+      DDP_LOG(ERROR) << "no free MASTER_PORT for generation " << g << ": " << port.status();
       return;  // the coordinator's timeout restarts the rendezvous
     }
-    absl::StatusOr<std::string> id = options_.make_nccl_id
-                                         ? options_.make_nccl_id()
-                                         : GenerateNcclUniqueId();
+    absl::StatusOr<std::string> id =
+        options_.make_nccl_id ? options_.make_nccl_id() : GenerateNcclUniqueId();
     if (!id.ok()) {
       if (absl::IsNotFound(id.status())) {
         DDP_LOG(INFO) << "no NCCL here (" << id.status() << "); sending no id";
@@ -418,8 +400,8 @@ void Agent::HandleRequestMasterInfo(const v1::RequestMasterInfo& request) {
 }
 
 void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
-  DDP_LOG(INFO) << "stopping the workers of generation " << stop.generation()
-                << ": " << stop.reason();
+  DDP_LOG(INFO) << "stopping the workers of generation " << stop.generation() << ": "
+                << stop.reason();
   const std::vector<WorkerState> stopped = StopWorkers(stop.reason());
   if (stop.generation() == generation_) {
     // A worker that failed on its own but whose exit was seen only during
@@ -434,8 +416,7 @@ void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
     }
   }
   v1::AgentMessage message;
-  message.mutable_workers_stopped()->mutable_header()->set_generation(
-      stop.generation());
+  message.mutable_workers_stopped()->mutable_header()->set_generation(stop.generation());
   link_->Send(std::move(message));
 }
 
@@ -445,10 +426,9 @@ void Agent::HandleJobFinished(const v1::JobFinished& finished) {
   std::vector<WorkerExit> local = exits_;
   for (const WorkerState& w : StopWorkers("the job finished")) {
     if (!w.exit || w.exit->succeeded() || CausedByStop(*w.exit)) continue;
-    const bool known =
-        std::any_of(local.begin(), local.end(), [&](const WorkerExit& e) {
-          return e.local_rank == w.exit->local_rank;
-        });
+    const bool known = std::any_of(local.begin(), local.end(), [&](const WorkerExit& e) {
+      return e.local_rank == w.exit->local_rank;
+    });
     if (!known) local.push_back(*w.exit);
   }
   const std::string& job = options_.launch.job_id;
@@ -469,10 +449,8 @@ void Agent::HandleJobFinished(const v1::JobFinished& finished) {
   if (has_root) failures.push_back(FailureFromProto(root));
   for (const WorkerExit& exit : local) {
     if (exit.succeeded()) continue;
-    const bool is_root = has_root &&
-                         root.node_id() == options_.launch.node_id &&
-                         root.generation() == generation_ &&
-                         root.local_rank() == exit.local_rank;
+    const bool is_root = has_root && root.node_id() == options_.launch.node_id &&
+                         root.generation() == generation_ && root.local_rank() == exit.local_rank;
     if (is_root) {
       // The local record knows more (silence, error file path, traceback).
       failures[0] = ToWorkerFailure(exit, options_.launch.node_id);
@@ -484,19 +462,19 @@ void Agent::HandleJobFinished(const v1::JobFinished& finished) {
   std::string text;
   if (!failures.empty()) {
     // The coordinator's root cause is the job's, the same on every node.
-    text = FormatFailureSummary(options_.launch.entrypoint, failures,
-                                has_root ? 0 : -1);
+    text = FormatFailureSummary(options_.launch.entrypoint, failures, has_root ? 0 : -1);
   }
-  absl::StrAppend(&text, "job ", job, " ", v1::JobState_Name(finished.state()),
-                  ": ", finished.message(), "\n");
+  absl::StrAppend(&text, "job ", job, " ", v1::JobState_Name(finished.state()), ": ",
+                  finished.message(), "\n");
   // A scheduler that gave the launcher its own TORCHELASTIC_ERROR_FILE
   // (TorchX, SageMaker) reads the root cause there, as torchrun writes it.
   if (auto file = options_.base_env.find("TORCHELASTIC_ERROR_FILE");
       file != options_.base_env.end() && !file->second.empty()) {
-    const absl::Status written = WriteLauncherErrorFile(
-        file->second, absl::StrCat("job ", job, " ", v1::JobState_Name(finished.state()), ": ",
-                                   finished.message()),
-        text, clock_.Now());
+    const absl::Status written =
+        WriteLauncherErrorFile(file->second,
+                               absl::StrCat("job ", job, " ", v1::JobState_Name(finished.state()),
+                                            ": ", finished.message()),
+                               text, clock_.Now());
     if (!written.ok()) DDP_LOG(WARNING) << written;
   }
   if (options_.print_summary) {
@@ -522,11 +500,9 @@ void Agent::RecordExit(const WorkerExit& exit) {
   }
   exits_.push_back(exit);
   if (exit.succeeded()) {
-    DDP_LOG(INFO) << "worker " << exit.local_rank << " (rank "
-                  << exit.global_rank << ") exited 0";
+    DDP_LOG(INFO) << "worker " << exit.local_rank << " (rank " << exit.global_rank << ") exited 0";
   } else {
-    DDP_LOG(WARNING) << OneLineFailure(
-        ToWorkerFailure(exit, options_.launch.node_id));
+    DDP_LOG(WARNING) << OneLineFailure(ToWorkerFailure(exit, options_.launch.node_id));
   }
   // A knock-on hang is a consequence of the reported one: not a failure of
   // its own, so it can never be taken for the root cause.

@@ -69,7 +69,7 @@ inline constexpr int kExitCoordinatorError = 2;  // unreachable or refused
 // The job succeeded without this node: it waited as a hot spare and never ran
 // a worker (not a success of its own: a scheduler must not count it as one).
 inline constexpr int kExitSpareUnused = 3;
-inline constexpr int kExitSignalBase = 128;      // + signal number
+inline constexpr int kExitSignalBase = 128;  // + signal number
 
 struct AgentOptions {
   LaunchOptions launch;  // entry point, flags (job id, role, redirects, ...)
@@ -102,8 +102,7 @@ class Agent : public SessionEvents {
   void RequestShutdown(int signal);
 
   // SessionEvents.
-  void OnRegistered(const v1::Registered& registered,
-                    bool reconnected) override;
+  void OnRegistered(const v1::Registered& registered, bool reconnected) override;
   void OnCoordinatorMessage(const v1::CoordinatorMessage& message) override;
   void OnFenced(const absl::Status& status) override;
   void OnSessionFailed(const absl::Status& status) override;
@@ -128,8 +127,8 @@ class Agent : public SessionEvents {
   struct SignalEvent {
     int signal;
   };
-  using Event = std::variant<RegisteredEvent, v1::CoordinatorMessage, ExitEvent,
-                             FencedEvent, SessionFailedEvent, SignalEvent>;
+  using Event = std::variant<RegisteredEvent, v1::CoordinatorMessage, ExitEvent, FencedEvent,
+                             SessionFailedEvent, SignalEvent>;
 
   // False (event dropped) once Run has returned.
   bool Post(Event event);
@@ -178,8 +177,7 @@ class Agent : public SessionEvents {
 // A JobFinished root cause as root_cause.h's record (global rank etc.).
 WorkerFailure FailureFromProto(const v1::Failure& failure);
 // The WorkerExited message of a supervisor event (header.generation set).
-v1::AgentMessage WorkerExitedMessage(int64_t generation,
-                                     const WorkerExit& exit);
+v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit);
 
 }  // namespace ddp::client
 

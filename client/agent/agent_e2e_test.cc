@@ -40,17 +40,15 @@ std::string ReadFile(const std::string& path) {
 class CoordinatorUnderTest {
  public:
   // `store` (may be null) keeps the jobs across a restart; `port` 0: any.
-  explicit CoordinatorUnderTest(rendezvous::JobStateStore* store = nullptr,
-                                int port = 0) {
+  explicit CoordinatorUnderTest(rendezvous::JobStateStore* store = nullptr, int port = 0) {
     session::JobServicesOptions options;
     options.rendezvous.tick_interval = absl::Milliseconds(20);
-    auto services =
-        session::JobServices::Create(RealClock::Get(), store, options);
+    auto services = session::JobServices::Create(RealClock::Get(), store, options);
     EXPECT_TRUE(services.ok()) << services.status();
     services_ = std::move(*services);
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port),
-                             grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials(),
+                             &port_);
     services_->RegisterWith(builder);
     server_ = builder.BuildAndStart();
     EXPECT_NE(server_, nullptr);
@@ -59,8 +57,7 @@ class CoordinatorUnderTest {
   int port() const { return port_; }
   ~CoordinatorUnderTest() {
     services_->Shutdown();
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::seconds(1));
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
   const std::string& address() const { return address_; }
 
@@ -77,9 +74,8 @@ class AgentProcess {
   AgentProcess(const std::vector<std::string>& args, const std::string& log,
                const std::vector<std::string>& extra_env = {})
       : log_(log) {
-    std::vector<std::string> argv = {absl::StrCat(getenv("TEST_SRCDIR"), "/",
-                                                  getenv("TEST_WORKSPACE"),
-                                                  "/client/agent/ddp-client")};
+    std::vector<std::string> argv = {absl::StrCat(
+        getenv("TEST_SRCDIR"), "/", getenv("TEST_WORKSPACE"), "/client/agent/ddp-client")};
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = fork();
     if (pid_ == 0) {
@@ -124,14 +120,12 @@ class AgentProcess {
 class AgentE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = absl::StrCat(
-        getenv("TEST_TMPDIR"), "/",
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     mkdir(dir_.c_str(), 0755);
   }
   // Flags every agent of a test shares, then the node's own.
-  std::vector<std::string> Flags(const std::string& job,
-                                 const std::string& node,
+  std::vector<std::string> Flags(const std::string& job, const std::string& node,
                                  std::vector<std::string> more) {
     std::vector<std::string> flags = {"--coordinator",
                                       Address(),
@@ -164,19 +158,16 @@ class AgentE2eTest : public ::testing::Test {
 
 TEST_F(AgentE2eTest, TwoAgentsShellWorkers_AllRanksRun_BothExitZero) {
   const std::string script = absl::StrCat(
-      "echo $RANK $LOCAL_RANK $WORLD_SIZE $GROUP_RANK $MASTER_ADDR > ", dir_,
-      "/rank_$RANK");
+      "echo $RANK $LOCAL_RANK $WORLD_SIZE $GROUP_RANK $MASTER_ADDR > ", dir_, "/rank_$RANK");
   std::vector<std::string> worker = {
-      "--nnodes", "2",   "--nproc-per-node", "2", "--no-python", "/bin/sh",
-      "-c",       script};
+      "--nnodes", "2", "--nproc-per-node", "2", "--no-python", "/bin/sh", "-c", script};
   AgentProcess a(Flags("shell", "node-a", worker), Log("a.log"));
   AgentProcess b(Flags("shell", "node-b", worker), Log("b.log"));
   EXPECT_EQ(a.Wait(), 0) << a.log();
   EXPECT_EQ(b.Wait(), 0) << b.log();
   for (int rank = 0; rank < 4; ++rank) {
     std::string line = ReadFile(absl::StrCat(dir_, "/rank_", rank));
-    EXPECT_EQ(line, absl::StrCat(rank, " ", rank % 2, " 4 ", rank / 2,
-                                 " 127.0.0.1\n"))
+    EXPECT_EQ(line, absl::StrCat(rank, " ", rank % 2, " 4 ", rank / 2, " 127.0.0.1\n"))
         << "rank " << rank;
   }
 }
@@ -186,9 +177,10 @@ TEST_F(AgentE2eTest, TwoRoles_RoleRanksCountedPerRole) {
   const std::string script =
       absl::StrCat("echo $ROLE_NAME $ROLE_RANK $ROLE_WORLD_SIZE > ", dir_, "/rank_$RANK");
   auto worker = [&](const std::string& role, const std::string& nproc) {
-    return std::vector<std::string>{"--nnodes", "2", "--role", role, "--nproc-per-node", nproc,
-                                    "--node-rank", role == "trainer" ? "0" : "1",
-                                    "--no-python", "/bin/sh", "-c", script};
+    return std::vector<std::string>{
+        "--nnodes",         "2",       "--role",      role,
+        "--nproc-per-node", nproc,     "--node-rank", role == "trainer" ? "0" : "1",
+        "--no-python",      "/bin/sh", "-c",          script};
   };
   AgentProcess a(Flags("roles", "node-a", worker("trainer", "2")), Log("a.log"));
   AgentProcess b(Flags("roles", "node-b", worker("reader", "1")), Log("b.log"));
@@ -202,12 +194,12 @@ TEST_F(AgentE2eTest, TwoRoles_RoleRanksCountedPerRole) {
 TEST_F(AgentE2eTest, WorkerFailsOnce_GroupRestart_SucceedsOnSecondGeneration) {
   // Rank 1 fails in restart 0 (once rank 0 has run); everybody succeeds in
   // restart 1.
-  const std::string script = absl::StrCat(
-      "cd ", dir_,
-      "; echo $TORCHELASTIC_RESTART_COUNT >> runs_$RANK; "
-      "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
-      "while [ ! -s runs_0 ]; do sleep 0.02; done; exit 3; fi; "
-      "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exec sleep 30; fi");
+  const std::string script =
+      absl::StrCat("cd ", dir_,
+                   "; echo $TORCHELASTIC_RESTART_COUNT >> runs_$RANK; "
+                   "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
+                   "while [ ! -s runs_0 ]; do sleep 0.02; done; exit 3; fi; "
+                   "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exec sleep 30; fi");
   std::vector<std::string> worker = {
       "--nnodes", "2",           "--nproc-per-node", "1",  "--max-restarts",
       "1",        "--no-python", "/bin/sh",          "-c", script};
@@ -229,9 +221,7 @@ TEST_F(AgentE2eTest, WorkerFailsNoBudget_BothExitOneWithRootCause) {
   EXPECT_EQ(a.Wait(), 1) << a.log();
   EXPECT_EQ(b.Wait(), 1) << b.log();
   for (const std::string& log : {a.log(), b.log()}) {
-    EXPECT_NE(log.find("Root Cause (first observed failure)"),
-              std::string::npos)
-        << log;
+    EXPECT_NE(log.find("Root Cause (first observed failure)"), std::string::npos) << log;
     EXPECT_NE(log.find("exitcode  : 7"), std::string::npos) << log;
   }
 }
@@ -239,9 +229,8 @@ TEST_F(AgentE2eTest, WorkerFailsNoBudget_BothExitOneWithRootCause) {
 TEST_F(AgentE2eTest, Sigterm_WorkersStoppedAgentExits143) {
   const std::string pid_file = dir_ + "/worker.pid";
   std::vector<std::string> worker = {
-      "--nnodes",    "1",
-      "--no-python", "/bin/sh",
-      "-c",          absl::StrCat("echo $$ > ", pid_file, "; exec sleep 60")};
+      "--nnodes", "1",  "--no-python",
+      "/bin/sh",  "-c", absl::StrCat("echo $$ > ", pid_file, "; exec sleep 60")};
   AgentProcess a(Flags("sig", "node-a", worker), Log("a.log"));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (ReadFile(pid_file).empty() && absl::Now() < deadline) {
@@ -258,8 +247,8 @@ TEST_F(AgentE2eTest, Sigterm_WorkersStoppedAgentExits143) {
 // the finished job id starts again as a new run, twice.
 TEST_F(AgentE2eTest, SameJobIdAfterItFinished_RunsAgain) {
   const std::string runs = dir_ + "/runs";
-  std::vector<std::string> worker = {"--nnodes", "1", "--no-python", "/bin/sh", "-c",
-                                     absl::StrCat("echo run >> ", runs)};
+  std::vector<std::string> worker = {"--nnodes", "1",  "--no-python",
+                                     "/bin/sh",  "-c", absl::StrCat("echo run >> ", runs)};
   for (int run = 1; run <= 3; ++run) {
     AgentProcess a(Flags("requeued", "node-a", worker), Log(absl::StrCat("a", run, ".log")));
     EXPECT_EQ(a.Wait(), 0) << "run " << run << ": " << a.log();
@@ -269,17 +258,14 @@ TEST_F(AgentE2eTest, SameJobIdAfterItFinished_RunsAgain) {
 
 TEST_F(AgentE2eTest, CoordinatorRestarts_SessionsResumeWorkersKeepRunning) {
   // Workers start once, wait for the go file, then exit 0.
-  const std::string script =
-      absl::StrCat("cd ", dir_,
-                   "; echo $DDP_GENERATION >> runs_$RANK; "
-                   "while [ ! -e go ]; do sleep 0.02; done");
-  std::vector<std::string> worker = {"--nnodes", "2",  "--no-python",
-                                     "/bin/sh",  "-c", script};
+  const std::string script = absl::StrCat("cd ", dir_,
+                                          "; echo $DDP_GENERATION >> runs_$RANK; "
+                                          "while [ ! -e go ]; do sleep 0.02; done");
+  std::vector<std::string> worker = {"--nnodes", "2", "--no-python", "/bin/sh", "-c", script};
   AgentProcess a(Flags("resume", "node-a", worker), Log("a.log"));
   AgentProcess b(Flags("resume", "node-b", worker), Log("b.log"));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while ((ReadFile(dir_ + "/runs_0").empty() ||
-          ReadFile(dir_ + "/runs_1").empty()) &&
+  while ((ReadFile(dir_ + "/runs_0").empty() || ReadFile(dir_ + "/runs_1").empty()) &&
          absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
   }
@@ -303,18 +289,14 @@ TEST_F(AgentE2eTest, CoordinatorRestarts_SessionsResumeWorkersKeepRunning) {
 }
 
 TEST_F(AgentE2eTest, Standalone_ChildCoordinator_JobSucceeds) {
-  const std::string runfiles =
-      absl::StrCat(getenv("TEST_SRCDIR"), "/", getenv("TEST_WORKSPACE"));
+  const std::string runfiles = absl::StrCat(getenv("TEST_SRCDIR"), "/", getenv("TEST_WORKSPACE"));
   const std::string out = dir_ + "/standalone_out";
   AgentProcess a(
-      {"--standalone", "--nproc-per-node", "2", "--log-dir", dir_,
-       "--connect-timeout", "10", "--no-python", "/bin/sh", "-c",
-       absl::StrCat("echo $RANK $WORLD_SIZE >> ", out)},
-      Log("a.log"),
-      {absl::StrCat("PATH=", runfiles, "/coordinator:", getenv("PATH"))});
+      {"--standalone", "--nproc-per-node", "2", "--log-dir", dir_, "--connect-timeout", "10",
+       "--no-python", "/bin/sh", "-c", absl::StrCat("echo $RANK $WORLD_SIZE >> ", out)},
+      Log("a.log"), {absl::StrCat("PATH=", runfiles, "/coordinator:", getenv("PATH"))});
   const int code = a.Wait();
-  if (code == 2 && a.log().find("does not serve ddp.v1.SessionService") !=
-                       std::string::npos) {
+  if (code == 2 && a.log().find("does not serve ddp.v1.SessionService") != std::string::npos) {
     GTEST_SKIP() << "//coordinator:coordinator does not serve SessionService "
                     "yet";
   }
@@ -330,8 +312,7 @@ TEST_F(AgentE2eTest, TwoAgentsTwoTorchWorkers_GlooDdpTrains) {
     GTEST_SKIP() << "no torch for /usr/bin/python3";
   }
   const std::string train =
-      absl::StrCat(getenv("TEST_SRCDIR"), "/", getenv("TEST_WORKSPACE"),
-                   "/examples/train_ddp.py");
+      absl::StrCat(getenv("TEST_SRCDIR"), "/", getenv("TEST_WORKSPACE"), "/examples/train_ddp.py");
   const std::string results = dir_ + "/results";
   mkdir(results.c_str(), 0755);
   std::vector<std::string> worker = {"--nnodes",
@@ -349,8 +330,7 @@ TEST_F(AgentE2eTest, TwoAgentsTwoTorchWorkers_GlooDdpTrains) {
                                      dir_,
                                      "--result-dir",
                                      results};
-  std::vector<std::string> env = {"PYTHON_EXEC=/usr/bin/python3",
-                                  "GLOO_SOCKET_IFNAME=lo"};
+  std::vector<std::string> env = {"PYTHON_EXEC=/usr/bin/python3", "GLOO_SOCKET_IFNAME=lo"};
   AgentProcess a(Flags("torch", "node-a", worker), Log("a.log"), env);
   AgentProcess b(Flags("torch", "node-b", worker), Log("b.log"), env);
   EXPECT_EQ(a.Wait(), 0) << a.log();
@@ -363,8 +343,7 @@ TEST_F(AgentE2eTest, TwoAgentsTwoTorchWorkers_GlooDdpTrains) {
   const std::string first = checksum(ReadFile(results + "/rank0.txt"));
   EXPECT_EQ(first.size(), 64u) << ReadFile(results + "/rank0.txt");
   for (int rank = 1; rank < 4; ++rank) {
-    const std::string json =
-        ReadFile(absl::StrCat(results, "/rank", rank, ".txt"));
+    const std::string json = ReadFile(absl::StrCat(results, "/rank", rank, ".txt"));
     EXPECT_EQ(checksum(json), first) << json;
     EXPECT_NE(json.find("\"world_size\": 4"), std::string::npos) << json;
   }

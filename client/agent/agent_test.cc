@@ -32,12 +32,10 @@ class FakeLink : public CoordinatorLink {
     generation_ = generation;
   }
   // Waits until `count` messages of `body` were sent; returns them.
-  std::vector<v1::AgentMessage> WaitFor(v1::AgentMessage::BodyCase body,
-                                        size_t count) {
+  std::vector<v1::AgentMessage> WaitFor(v1::AgentMessage::BodyCase body, size_t count) {
     absl::MutexLock lock(&mu_);
-    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return OfLocked(body).size() >= count;
-    };
+    auto enough = [&]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return OfLocked(body).size() >= count; };
     mu_.AwaitWithTimeout(absl::Condition(&enough), kWait);
     return OfLocked(body);
   }
@@ -84,9 +82,8 @@ class AgentTest : public ::testing::Test {
   // only with a non-zero `heartbeat_timeout`.
   void StartAgent(const std::string& script,
                   absl::Duration heartbeat_timeout = absl::ZeroDuration()) {
-    dir_ = absl::StrCat(
-        getenv("TEST_TMPDIR"), "/",
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_TRUE(MakeDirectories(dir_).ok());
     AgentOptions options;
     options.launch.job_id = "job1";
@@ -106,8 +103,7 @@ class AgentTest : public ::testing::Test {
       absl::MutexLock lock(&mu_);
       summary_ += text;
     };
-    agent_ =
-        std::make_unique<Agent>(std::move(options), RealClock::Get(), &link_);
+    agent_ = std::make_unique<Agent>(std::move(options), RealClock::Get(), &link_);
     runner_ = std::thread([this] {
       int code = agent_->Run();
       absl::MutexLock lock(&mu_);
@@ -239,14 +235,12 @@ TEST_F(AgentTest, JobFinishedFailed_ExitCodeOneAndSummaryPrinted) {
   EXPECT_NE(text.find("/bin/sh FAILED"), std::string::npos) << text;
   EXPECT_NE(text.find("node-b"), std::string::npos) << text;
   EXPECT_NE(text.find("exitcode  : -9"), std::string::npos) << text;
-  EXPECT_NE(
-      text.find("Root Cause (first observed failure):\n[0]:\n  time      : "
-                "1970-01-01_00:00:01\n  host      : node-b"),
-      std::string::npos)
+  EXPECT_NE(text.find("Root Cause (first observed failure):\n[0]:\n  time      : "
+                      "1970-01-01_00:00:01\n  host      : node-b"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("node-a"), std::string::npos) << text;  // local failure
-  EXPECT_NE(text.find("job job1 FAILED: budget spent"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("job job1 FAILED: budget spent"), std::string::npos) << text;
   // The remote root cause came without a pid: none is made up.
   EXPECT_EQ(text.find("(pid: 0)"), std::string::npos) << text;
   EXPECT_NE(text.find("exitcode  : 3 (pid: "), std::string::npos) << text;
@@ -269,11 +263,8 @@ TEST_F(AgentTest, JobFinishedFailed_RemoteHangRoot_ShownAsHangWithPid) {
   agent_->OnCoordinatorMessage(finished);
   EXPECT_EQ(WaitForExit(), kExitJobFailed);
   const std::string text = summary();
-  EXPECT_NE(text.find("exitcode  : hang (pid: 4242)\n"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("traceback : hang: no heartbeat for 3.2 s"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find("exitcode  : hang (pid: 4242)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("traceback : hang: no heartbeat for 3.2 s"), std::string::npos) << text;
   EXPECT_EQ(text.find("exitcode  : 0"), std::string::npos) << text;
 }
 
@@ -293,12 +284,10 @@ TEST_F(AgentTest, TwoWorkersHang_OnlyTheFirstReported_KnockOnNot) {
   EXPECT_TRUE(hang.hang());
   EXPECT_EQ(hang.local_rank(), 1);
   EXPECT_GT(hang.pid(), 0);
-  EXPECT_NE(hang.error_message().find("hang: no heartbeat for"),
-            std::string::npos)
+  EXPECT_NE(hang.error_message().find("hang: no heartbeat for"), std::string::npos)
       << hang.error_message();
   // The failure time is the last heartbeat, before the hang was detected.
-  EXPECT_LT(hang.time_unix_ms(),
-            absl::ToUnixMillis(started + absl::Milliseconds(450)));
+  EXPECT_LT(hang.time_unix_ms(), absl::ToUnixMillis(started + absl::Milliseconds(450)));
   auto both_hung = [&] {
     auto states = agent_->WorkerStates();
     return states.size() == 2 && states[0].state() == v1::WORKER_FAILED &&
@@ -338,10 +327,7 @@ TEST_F(AgentTest, StopWorkers_OwnExitDuringStop_ReportedBeforeWorkersStopped) {
   ASSERT_EQ(sequence.size(), 2u);
   EXPECT_EQ(sequence[0], v1::AgentMessage::kWorkerExited);
   EXPECT_EQ(sequence[1], v1::AgentMessage::kWorkersStopped);
-  EXPECT_EQ(link_.Of(v1::AgentMessage::kWorkerExited)[0]
-                .worker_exited()
-                .exit_code(),
-            3);
+  EXPECT_EQ(link_.Of(v1::AgentMessage::kWorkerExited)[0].worker_exited().exit_code(), 3);
 }
 
 TEST_F(AgentTest, JobFinishedSucceeded_ExitCodeZeroNoSummary) {

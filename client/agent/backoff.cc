@@ -13,9 +13,7 @@ Backoff::Backoff(BackoffOptions options, RandomSource random)
   options_.multiplier = std::max(options_.multiplier, 1.0);
   if (!random_) {
     auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
-    random_ = [engine] {
-      return std::uniform_real_distribution<double>(0.0, 1.0)(*engine);
-    };
+    random_ = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
   }
 }
 

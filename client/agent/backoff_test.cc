@@ -19,10 +19,10 @@ TEST(Backoff, NextDelay_TopOfJitter_GrowsGeometricallyUpToMax) {
   Backoff backoff(Options(100, 1000, 2.0), [] { return 1.0; });
   std::vector<absl::Duration> delays;
   for (int i = 0; i < 6; ++i) delays.push_back(backoff.NextDelay());
-  EXPECT_EQ(delays, (std::vector<absl::Duration>{
-                        absl::Milliseconds(100), absl::Milliseconds(200),
-                        absl::Milliseconds(400), absl::Milliseconds(800),
-                        absl::Milliseconds(1000), absl::Milliseconds(1000)}));
+  EXPECT_EQ(delays,
+            (std::vector<absl::Duration>{absl::Milliseconds(100), absl::Milliseconds(200),
+                                         absl::Milliseconds(400), absl::Milliseconds(800),
+                                         absl::Milliseconds(1000), absl::Milliseconds(1000)}));
   EXPECT_EQ(backoff.failures(), 6);
 }
 

@@ -1,12 +1,12 @@
 #include "client/agent/c10d_endpoint.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <fcntl.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -46,8 +46,8 @@ bool EndpointAnswers(const std::string& endpoint, absl::Duration timeout) {
   addrinfo* found = Resolve(host, port, 0);
   bool answered = false;
   for (addrinfo* ai = found; ai != nullptr && !answered; ai = ai->ai_next) {
-    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                          ai->ai_protocol);
+    const int fd =
+        socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) continue;
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
       answered = true;

@@ -34,9 +34,8 @@ bool IsPermanent(absl::StatusCode code) {
 }
 
 gpr_timespec ToGprDeadline(absl::Duration from_now) {
-  return gpr_time_add(
-      gpr_now(GPR_CLOCK_MONOTONIC),
-      gpr_time_from_millis(absl::ToInt64Milliseconds(from_now), GPR_TIMESPAN));
+  return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                      gpr_time_from_millis(absl::ToInt64Milliseconds(from_now), GPR_TIMESPAN));
 }
 
 const char* ChannelStateName(grpc_connectivity_state state) {
@@ -65,8 +64,7 @@ uint64_t GrpcSessionClient::NewIncarnation() {
   return value;
 }
 
-GrpcSessionClient::GrpcSessionClient(SessionClientOptions options,
-                                     SessionEvents* events,
+GrpcSessionClient::GrpcSessionClient(SessionClientOptions options, SessionEvents* events,
                                      uint64_t incarnation)
     : options_(std::move(options)),
       events_(events),
@@ -78,8 +76,7 @@ GrpcSessionClient::GrpcSessionClient(SessionClientOptions options,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ = grpc::CreateCustomChannel(
-      options_.target, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(options_.target, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::SessionService::NewStub(channel_);
 }
 
@@ -109,9 +106,7 @@ void GrpcSessionClient::Close() {
   if (reader_.joinable()) {
     // The coordinator ends the stream after our half-close; cancel otherwise.
     absl::MutexLock lock(&mu_);
-    auto stream_gone = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return context_ == nullptr;
-    };
+    auto stream_gone = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return context_ == nullptr; };
     mu_.AwaitWithTimeout(absl::Condition(&stream_gone), options_.close_grace);
     if (context_ != nullptr) context_->TryCancel();
   }
@@ -166,19 +161,17 @@ bool GrpcSessionClient::SleepUnlessClosing(absl::Duration delay) {
 absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
                                                    v1::Registered* registered) {
   // Wait for the connection in slices so Close() is never held up for long.
-  const absl::Time give_up =
-      std::min(deadline, absl::Now() + options_.attempt_timeout);
+  const absl::Time give_up = std::min(deadline, absl::Now() + options_.attempt_timeout);
   bool connected = false;
   while (!connected && absl::Now() < give_up) {
     if (closing()) return absl::CancelledError("closing");
-    connected = channel_->WaitForConnected(ToGprDeadline(
-        std::min(absl::Milliseconds(200), give_up - absl::Now())));
+    connected = channel_->WaitForConnected(
+        ToGprDeadline(std::min(absl::Milliseconds(200), give_up - absl::Now())));
   }
   if (!connected) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot connect to the coordinator at ", options_.target,
-                     " (channel ", ChannelStateName(channel_->GetState(false)),
-                     "): is it running and reachable?"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot connect to the coordinator at ", options_.target, " (channel ",
+        ChannelStateName(channel_->GetState(false)), "): is it running and reachable?"));
   }
   auto context = std::make_unique<grpc::ClientContext>();
   v1::AgentMessage hello;
@@ -211,9 +204,9 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
   } else if (!first.has_registered()) {
     context->TryCancel();
     stream->Finish();
-    status = absl::InternalError(absl::StrCat(
-        "the coordinator answered Register with ",
-        first.ShortDebugString().substr(0, 200), " instead of Registered"));
+    status = absl::InternalError(absl::StrCat("the coordinator answered Register with ",
+                                              first.ShortDebugString().substr(0, 200),
+                                              " instead of Registered"));
   }
   if (!status.ok()) {
     absl::MutexLock lock(&mu_);
@@ -225,8 +218,7 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     absl::MutexLock lock(&mu_);
     ++registrations_;
     if (registered->settings().heartbeat_interval_ms() > 0) {
-      heartbeat_interval_ =
-          absl::Milliseconds(registered->settings().heartbeat_interval_ms());
+      heartbeat_interval_ = absl::Milliseconds(registered->settings().heartbeat_interval_ms());
     }
   }
   {
@@ -273,9 +265,8 @@ void GrpcSessionClient::ReaderLoop() {
     if (status.ok()) {
       const absl::Time registered_at = absl::Now();
       DDP_LOG(INFO) << (registered_once ? "session resumed" : "registered")
-                    << " with the coordinator at " << options_.target
-                    << " (incarnation " << incarnation()
-                    << "): " << registered.ShortDebugString();
+                    << " with the coordinator at " << options_.target << " (incarnation "
+                    << incarnation() << "): " << registered.ShortDebugString();
       events_->OnRegistered(registered, registered_once);
       registered_once = true;
       status = ReadUntilEnd();
@@ -293,16 +284,14 @@ void GrpcSessionClient::ReaderLoop() {
         } else {
           delay = backoff.NextDelay();
         }
-        DDP_LOG(WARNING) << "session stream ended (" << status
-                         << "); resuming with incarnation " << incarnation()
-                         << " in " << delay;
+        DDP_LOG(WARNING) << "session stream ended (" << status << "); resuming with incarnation "
+                         << incarnation() << " in " << delay;
         if (!SleepUnlessClosing(delay)) break;
         continue;
       }
     }
     if (status.code() == absl::StatusCode::kAborted) {
-      DDP_LOG(WARNING) << "the coordinator fenced incarnation " << incarnation()
-                       << ": " << status
+      DDP_LOG(WARNING) << "the coordinator fenced incarnation " << incarnation() << ": " << status
                        << "; stopping the workers and registering again";
       events_->OnFenced(status);
       const uint64_t fresh = NewIncarnation();
@@ -317,20 +306,19 @@ void GrpcSessionClient::ReaderLoop() {
       continue;
     }
     if (status.ok() || status.code() == absl::StatusCode::kCancelled) {
-      status = absl::UnavailableError(absl::StrCat(
-          "the coordinator ended the session (", status.ToString(), ")"));
+      status = absl::UnavailableError(
+          absl::StrCat("the coordinator ended the session (", status.ToString(), ")"));
     }
     if (status.code() == absl::StatusCode::kUnimplemented) {
-      status = absl::UnimplementedError(absl::StrCat(
-          "the server at ", options_.target,
-          " does not serve ddp.v1.SessionService: is it a ddp coordinator of "
-          "this version? (",
-          status.message(), ")"));
+      status = absl::UnimplementedError(
+          absl::StrCat("the server at ", options_.target,
+                       " does not serve ddp.v1.SessionService: is it a ddp coordinator of "
+                       "this version? (",
+                       status.message(), ")"));
     }
     if (IsPermanent(status.code())) {
-      DDP_LOG(ERROR) << "the coordinator at " << options_.target
-                     << " refused node '" << options_.registration.node_id()
-                     << "': " << status;
+      DDP_LOG(ERROR) << "the coordinator at " << options_.target << " refused node '"
+                     << options_.registration.node_id() << "': " << status;
       events_->OnSessionFailed(status);
       return;
     }
@@ -341,8 +329,7 @@ void GrpcSessionClient::ReaderLoop() {
     if (absl::Now() + delay - lost_at > limit) {
       events_->OnSessionFailed(absl::UnavailableError(
           absl::StrCat("coordinator at ", options_.target, " unreachable for ",
-                       absl::FormatDuration(limit), " (",
-                       registered_once ? "resume" : "connect",
+                       absl::FormatDuration(limit), " (", registered_once ? "resume" : "connect",
                        " timeout); last error: ", last_error.ToString())));
       return;
     }
@@ -363,8 +350,7 @@ void GrpcSessionClient::HeartbeatLoop() {
     {
       absl::MutexLock lock(&mu_);
       if (context_ != nullptr && absl::Now() > register_deadline_) {
-        DDP_LOG(WARNING) << "no Registered from " << options_.target
-                         << " within "
+        DDP_LOG(WARNING) << "no Registered from " << options_.target << " within "
                          << absl::FormatDuration(options_.attempt_timeout)
                          << "; cancelling the attempt";
         register_deadline_ = absl::InfiniteFuture();

@@ -70,8 +70,7 @@ class GrpcSessionClient : public CoordinatorLink {
  public:
   // `events` must outlive the client. `incarnation` must be non-zero (see
   // NewIncarnation).
-  GrpcSessionClient(SessionClientOptions options, SessionEvents* events,
-                    uint64_t incarnation);
+  GrpcSessionClient(SessionClientOptions options, SessionEvents* events, uint64_t incarnation);
   ~GrpcSessionClient() override;  // Close()
   GrpcSessionClient(const GrpcSessionClient&) = delete;
   GrpcSessionClient& operator=(const GrpcSessionClient&) = delete;
@@ -94,15 +93,13 @@ class GrpcSessionClient : public CoordinatorLink {
   static uint64_t NewIncarnation();
 
  private:
-  using Stream =
-      grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>;
+  using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>;
 
   void ReaderLoop();
   void HeartbeatLoop();
   // One attempt: connect, send Register, wait for Registered. On success the
   // stream is installed as the current one.
-  absl::Status ConnectAndRegister(absl::Time deadline,
-                                  v1::Registered* registered);
+  absl::Status ConnectAndRegister(absl::Time deadline, v1::Registered* registered);
   // Reads until the stream ends; returns its final status.
   absl::Status ReadUntilEnd();
   // Sleeps `delay` unless Close() comes first; false when closing.

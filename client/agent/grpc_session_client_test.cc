@@ -31,13 +31,11 @@ enum class Plan {
 
 class FakeSessionService final : public v1::SessionService::Service {
  public:
-  explicit FakeSessionService(std::vector<Plan> plans)
-      : plans_(std::move(plans)) {}
+  explicit FakeSessionService(std::vector<Plan> plans) : plans_(std::move(plans)) {}
 
   grpc::Status Session(
       grpc::ServerContext* context,
-      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>*
-          stream) override {
+      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>* stream) override {
     v1::AgentMessage first;
     if (!stream->Read(&first)) return grpc::Status::CANCELLED;
     Plan plan;
@@ -55,14 +53,11 @@ class FakeSessionService final : public v1::SessionService::Service {
       return grpc::Status::CANCELLED;
     }
     if (plan == Plan::kRefuse) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          "job 'j' already finished");
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "job 'j' already finished");
     }
     v1::CoordinatorMessage registered;
     registered.mutable_registered()->set_generation(7);
-    registered.mutable_registered()
-        ->mutable_settings()
-        ->set_heartbeat_interval_ms(20);
+    registered.mutable_registered()->mutable_settings()->set_heartbeat_interval_ms(20);
     stream->Write(registered);
     if (plan == Plan::kBreak) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
@@ -97,9 +92,7 @@ class FakeSessionService final : public v1::SessionService::Service {
   }
   bool WaitForRegisters(size_t n) {
     absl::MutexLock lock(&mu_);
-    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return registers_.size() >= n;
-    };
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return registers_.size() >= n; };
     return mu_.AwaitWithTimeout(absl::Condition(&ready), kWait);
   }
   // Waits for a received message matching `pred`.
@@ -140,8 +133,7 @@ class FakeSessionService final : public v1::SessionService::Service {
 
 class FakeEvents : public SessionEvents {
  public:
-  void OnRegistered(const v1::Registered& registered,
-                    bool reconnected) override {
+  void OnRegistered(const v1::Registered& registered, bool reconnected) override {
     absl::MutexLock lock(&mu_);
     reconnected_.push_back(reconnected);
   }
@@ -166,17 +158,13 @@ class FakeEvents : public SessionEvents {
 
   std::optional<absl::Status> WaitForFailure() {
     absl::MutexLock lock(&mu_);
-    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return failure_.has_value();
-    };
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return failure_.has_value(); };
     mu_.AwaitWithTimeout(absl::Condition(&ready), kWait);
     return failure_;
   }
   bool WaitForRegistrations(size_t n) {
     absl::MutexLock lock(&mu_);
-    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return reconnected_.size() >= n;
-    };
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return reconnected_.size() >= n; };
     return mu_.AwaitWithTimeout(absl::Condition(&ready), kWait);
   }
   std::vector<bool> reconnected() {
@@ -206,8 +194,7 @@ class GrpcSessionClientTest : public ::testing::Test {
     service_ = std::make_unique<FakeSessionService>(std::move(plans));
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -226,8 +213,7 @@ class GrpcSessionClientTest : public ::testing::Test {
     options.attempt_timeout = absl::Milliseconds(200);
     options.backoff = {absl::Milliseconds(10), absl::Milliseconds(50), 2.0};
     options.close_grace = absl::Milliseconds(200);
-    client_ =
-        std::make_unique<GrpcSessionClient>(options, &events_, incarnation);
+    client_ = std::make_unique<GrpcSessionClient>(options, &events_, incarnation);
     client_->Start();
   }
 
@@ -254,8 +240,8 @@ TEST_F(GrpcSessionClientTest, Start_Registers_HeartbeatsCarryHeader) {
   EXPECT_EQ(reg[0].job_id(), "j");
   EXPECT_EQ(reg[0].node_id(), "node-a");
   EXPECT_EQ(reg[0].incarnation(), 42u);
-  auto heartbeat = service_->WaitForMessage(
-      [](const v1::AgentMessage& m) { return m.has_heartbeat(); });
+  auto heartbeat =
+      service_->WaitForMessage([](const v1::AgentMessage& m) { return m.has_heartbeat(); });
   ASSERT_TRUE(heartbeat.has_value());
   EXPECT_EQ(heartbeat->heartbeat().header().job_id(), "j");
   EXPECT_EQ(heartbeat->heartbeat().header().node_id(), "node-a");
@@ -273,8 +259,8 @@ TEST_F(GrpcSessionClientTest, Send_StampsIdentityKeepsGeneration) {
   message.mutable_worker_exited()->mutable_header()->set_generation(9);
   message.mutable_worker_exited()->set_exit_code(5);
   client_->Send(message);
-  auto got = service_->WaitForMessage(
-      [](const v1::AgentMessage& m) { return m.has_worker_exited(); });
+  auto got =
+      service_->WaitForMessage([](const v1::AgentMessage& m) { return m.has_worker_exited(); });
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->worker_exited().header().incarnation(), 42u);
   EXPECT_EQ(got->worker_exited().header().node_id(), "node-a");
@@ -316,8 +302,7 @@ TEST_F(GrpcSessionClientTest, LiveStreamRefused_ResumesInsteadOfFailing) {
 }
 
 TEST_F(GrpcSessionClientTest, StreamKeepsEnding_ResumesWithGrowingDelay) {
-  StartServer(
-      {Plan::kBreak, Plan::kBreak, Plan::kBreak, Plan::kBreak, Plan::kServe});
+  StartServer({Plan::kBreak, Plan::kBreak, Plan::kBreak, Plan::kBreak, Plan::kServe});
   const absl::Time start = absl::Now();
   StartClient(42);
   ASSERT_TRUE(events_.WaitForRegistrations(5));
@@ -383,8 +368,7 @@ TEST_F(GrpcSessionClientTest, Unreachable_SessionFailedNamingAddress) {
   std::optional<absl::Status> failure = events_.WaitForFailure();
   ASSERT_TRUE(failure.has_value());
   EXPECT_EQ(failure->code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(failure->message().find(target_), std::string::npos)
-      << failure->message();
+  EXPECT_NE(failure->message().find(target_), std::string::npos) << failure->message();
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(400));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }

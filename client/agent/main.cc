@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,8 +47,7 @@ void SignalLoop(Agent* agent, const std::atomic<bool>* stop) {
       agent->RequestShutdown(sig);
       asked = true;
     } else {
-      DDP_LOG(WARNING) << "signal " << sig
-                       << " again: already stopping the workers";
+      DDP_LOG(WARNING) << "signal " << sig << " again: already stopping the workers";
     }
   }
 }
@@ -66,29 +65,25 @@ int RunAgent(LaunchOptions launch) {
     launch.coordinator = standalone->address();
     if (launch.local_addr.empty()) launch.local_addr = "127.0.0.1";
   } else if (launch.rdzv_backend == "c10d" || launch.static_form) {
-    absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> served =
-        ServeC10dEndpointIfHere(launch.coordinator,
-                                launch.static_form
-                                    ? "--master-addr/--master-port (static form; the "
-                                      "coordinator uses MASTER_PORT+1)"
-                                    : "--rdzv-backend c10d");
+    absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> served = ServeC10dEndpointIfHere(
+        launch.coordinator, launch.static_form ? "--master-addr/--master-port (static form; the "
+                                                 "coordinator uses MASTER_PORT+1)"
+                                               : "--rdzv-backend c10d");
     if (!served.ok()) {
       DDP_LOG(ERROR) << served.status();
       return kExitCoordinatorError;
     }
     standalone = std::move(*served);  // null: another one serves the endpoint
   }
-  absl::StatusOr<std::string> run_dir =
-      MakeRunDirectory(launch.log_dir, launch.job_id);
+  absl::StatusOr<std::string> run_dir = MakeRunDirectory(launch.log_dir, launch.job_id);
   if (!run_dir.ok()) {
     DDP_LOG(ERROR) << run_dir.status();
     return kExitJobFailed;
   }
   const std::string address = AdvertisedAddress(launch, HostInfo::FromSystem().hostname);
-  DDP_LOG(INFO) << "ddp-client: job " << launch.job_id << ", node "
-                << launch.node_id << " (" << address << "), coordinator "
-                << launch.coordinator << ", " << launch.nproc_per_node
-                << " workers, logs in " << *run_dir;
+  DDP_LOG(INFO) << "ddp-client: job " << launch.job_id << ", node " << launch.node_id << " ("
+                << address << "), coordinator " << launch.coordinator << ", "
+                << launch.nproc_per_node << " workers, logs in " << *run_dir;
   DDP_LOG(INFO) << "workers run under "
                 << (launch.no_python && !launch.run_path
                         ? std::string("no interpreter (--no-python)")
@@ -149,14 +144,12 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   std::vector<std::string> args(argv + 1, argv + argc);
-  absl::StatusOr<LaunchOptions> launch =
-      ParseLaunchOptions(args, HostInfo::FromSystem());
+  absl::StatusOr<LaunchOptions> launch = ParseLaunchOptions(args, HostInfo::FromSystem());
   if (!launch.ok()) {
     const std::string message(launch.status().message());
-    std::fprintf(stderr, "ddp-client: %s%s\n", message.c_str(),
-                 message.find("--help") == std::string::npos
-                     ? " (run ddp-client --help for usage)"
-                     : "");
+    std::fprintf(
+        stderr, "ddp-client: %s%s\n", message.c_str(),
+        message.find("--help") == std::string::npos ? " (run ddp-client --help for usage)" : "");
     return kExitCoordinatorError;
   }
   if (launch->help) {

@@ -10,8 +10,7 @@ std::string AdvertisedAddress(const LaunchOptions& options, const std::string& h
   return "127.0.0.1";
 }
 
-v1::Register BuildRegistration(const LaunchOptions& options,
-                               const std::string& address,
+v1::Register BuildRegistration(const LaunchOptions& options, const std::string& address,
                                const RegistrationDefaults& defaults) {
   v1::Register r;
   r.set_job_id(options.job_id);
@@ -27,8 +26,8 @@ v1::Register BuildRegistration(const LaunchOptions& options,
   s->set_max_nodes(options.max_nodes);
   s->set_nproc_per_node(options.nproc_per_node);
   s->set_max_restarts(options.max_restarts);
-  s->set_join_timeout_ms(absl::ToInt64Milliseconds(
-      conf.join_timeout.value_or(defaults.join_timeout)));
+  s->set_join_timeout_ms(
+      absl::ToInt64Milliseconds(conf.join_timeout.value_or(defaults.join_timeout)));
   // A join timeout shorter than the default last call shortens the last call
   // too (--rdzv-conf join_timeout=5 alone is valid).
   const absl::Duration join = conf.join_timeout.value_or(defaults.join_timeout);
@@ -37,13 +36,10 @@ v1::Register BuildRegistration(const LaunchOptions& options,
   const absl::Duration heartbeat_timeout =
       conf.heartbeat_timeout.value_or(defaults.heartbeat_timeout);
   // The coordinator wants at least two heartbeats per timeout.
-  const absl::Duration interval =
-      std::min(defaults.heartbeat_interval, heartbeat_timeout / 4);
-  s->set_heartbeat_interval_ms(
-      std::max<int64_t>(10, absl::ToInt64Milliseconds(interval)));
+  const absl::Duration interval = std::min(defaults.heartbeat_interval, heartbeat_timeout / 4);
+  s->set_heartbeat_interval_ms(std::max<int64_t>(10, absl::ToInt64Milliseconds(interval)));
   s->set_heartbeat_timeout_ms(absl::ToInt64Milliseconds(heartbeat_timeout));
-  s->set_shutdown_timeout_ms(
-      absl::ToInt64Milliseconds(options.shutdown_timeout));
+  s->set_shutdown_timeout_ms(absl::ToInt64Milliseconds(options.shutdown_timeout));
   return r;
 }
 

@@ -30,8 +30,7 @@ struct RegistrationDefaults {
 std::string AdvertisedAddress(const LaunchOptions& options, const std::string& hostname);
 
 // `address`: how other nodes reach this one (MASTER_ADDR when group rank 0).
-v1::Register BuildRegistration(const LaunchOptions& options,
-                               const std::string& address,
+v1::Register BuildRegistration(const LaunchOptions& options, const std::string& address,
                                const RegistrationDefaults& defaults = {});
 
 }  // namespace ddp::client

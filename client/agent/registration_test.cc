@@ -15,9 +15,8 @@ LaunchOptions Parse(const std::vector<std::string>& args) {
 
 TEST(BuildRegistration, Flags_CopiedIntoRegisterAndSettings) {
   LaunchOptions o =
-      Parse({"--job", "abc", "--nnodes", "2:4", "--nproc-per-node", "3",
-             "--max-restarts", "5", "--node-rank", "1", "--shutdown-timeout",
-             "7", "--rdzv-conf",
+      Parse({"--job", "abc", "--nnodes", "2:4", "--nproc-per-node", "3", "--max-restarts", "5",
+             "--node-rank", "1", "--shutdown-timeout", "7", "--rdzv-conf",
              "join_timeout=90,last_call_timeout=5,"
              "heartbeat_timeout=2",
              "train.py"});
@@ -73,14 +72,11 @@ namespace {
 
 // --connect-timeout is parsed with the other flags (launch_options.cc).
 TEST(ConnectTimeoutFlag, GivenOrDefault_Parsed) {
-  EXPECT_EQ(Parse({"--connect-timeout", "2.5", "x.py"}).connect_timeout,
-            absl::Milliseconds(2500));
-  EXPECT_EQ(Parse({"--connect_timeout=1m", "x.py"}).connect_timeout,
-            absl::Minutes(1));
+  EXPECT_EQ(Parse({"--connect-timeout", "2.5", "x.py"}).connect_timeout, absl::Milliseconds(2500));
+  EXPECT_EQ(Parse({"--connect_timeout=1m", "x.py"}).connect_timeout, absl::Minutes(1));
   EXPECT_EQ(Parse({"x.py"}).connect_timeout, absl::Seconds(60));
   HostInfo host;
-  EXPECT_FALSE(
-      ParseLaunchOptions({"--connect-timeout", "soon", "x.py"}, host).ok());
+  EXPECT_FALSE(ParseLaunchOptions({"--connect-timeout", "soon", "x.py"}, host).ok());
 }
 
 TEST(AdvertisedAddressTest, NodeIdIsNeverTheAddress) {

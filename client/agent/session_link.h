@@ -44,8 +44,7 @@ class SessionEvents {
   // A Register was answered. `reconnected`: this was a re-registration of the
   // same incarnation after a broken stream (registered.resumed() tells whether
   // the coordinator still knew it).
-  virtual void OnRegistered(const v1::Registered& registered,
-                            bool reconnected) = 0;
+  virtual void OnRegistered(const v1::Registered& registered, bool reconnected) = 0;
   // Any message after Registered, in stream order.
   virtual void OnCoordinatorMessage(const v1::CoordinatorMessage& message) = 0;
   // The coordinator refused this incarnation (ABORTED). Must return only once

@@ -14,10 +14,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/exit_codes.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/exit_codes.h"
 #include "common/logging.h"
 
 namespace ddp::client {
@@ -32,9 +32,7 @@ std::string DirName(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
-  return remove(path);
-}
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return remove(path); }
 
 // waitpid with a deadline; true when reaped.
 bool WaitFor(pid_t pid, absl::Duration timeout, int* status) {
@@ -57,8 +55,7 @@ std::string DescribeWait(int status) {
 
 absl::StatusOr<std::string> FindCoordinatorBinary(const std::string& self_exe) {
   const std::string dir = DirName(self_exe);
-  std::vector<std::string> tried = {dir + "/coordinator",
-                                    dir + "/../../coordinator/coordinator"};
+  std::vector<std::string> tried = {dir + "/coordinator", dir + "/../../coordinator/coordinator"};
   for (const std::string& candidate : tried) {
     if (IsExecutable(candidate)) return candidate;
   }
@@ -69,36 +66,33 @@ absl::StatusOr<std::string> FindCoordinatorBinary(const std::string& self_exe) {
     if (IsExecutable(candidate)) return candidate;
   }
   tried.push_back("coordinator on PATH");
-  return absl::NotFoundError(
-      absl::StrCat("--standalone needs the coordinator binary; looked for ",
-                   absl::StrJoin(tried, ", ")));
+  return absl::NotFoundError(absl::StrCat("--standalone needs the coordinator binary; looked for ",
+                                          absl::StrJoin(tried, ", ")));
 }
 
-absl::StatusOr<std::unique_ptr<StandaloneCoordinator>>
-StandaloneCoordinator::Start(const StandaloneCoordinatorOptions& options) {
+absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::Start(
+    const StandaloneCoordinatorOptions& options) {
   // The coordinator's "address in use" exit code (common/exit_codes.h).
   constexpr int kCoordinatorExitAddressInUse = ddp::kExitAddressInUse;
   std::string binary = options.binary;
   if (binary.empty()) {
     char self[4096] = {};
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    absl::StatusOr<std::string> found =
-        FindCoordinatorBinary(n > 0 ? std::string(self, n) : "");
+    absl::StatusOr<std::string> found = FindCoordinatorBinary(n > 0 ? std::string(self, n) : "");
     if (!found.ok()) return found.status();
     binary = *found;
   }
   const char* tmp = getenv("TMPDIR");
-  std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
-                                     "/ddp_standalone_XXXXXX");
+  std::string pattern =
+      absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/ddp_standalone_XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("mkdtemp ", pattern, ": ", strerror(errno)));
+    return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", strerror(errno)));
   }
   const std::string port_file = pattern + "/port";
-  std::vector<std::string> args = {binary,         "--port",      absl::StrCat(options.port),
-                                   "--bind",       options.bind,  "--port_file",
-                                   port_file,      "--data_dir",  pattern + "/data",
-                                   "--http_port",  "0"};
+  std::vector<std::string> args = {binary,        "--port",     absl::StrCat(options.port),
+                                   "--bind",      options.bind, "--port_file",
+                                   port_file,     "--data_dir", pattern + "/data",
+                                   "--http_port", "0"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -117,17 +111,16 @@ StandaloneCoordinator::Start(const StandaloneCoordinatorOptions& options) {
     execv(argv[0], argv.data());
     _exit(127);
   }
-  std::unique_ptr<StandaloneCoordinator> child(
-      new StandaloneCoordinator(options, pattern, pid));
-  DDP_LOG(INFO) << "--standalone: started " << binary << " (pid " << pid
-                << ", data in " << pattern << ")";
+  std::unique_ptr<StandaloneCoordinator> child(new StandaloneCoordinator(options, pattern, pid));
+  DDP_LOG(INFO) << "--standalone: started " << binary << " (pid " << pid << ", data in " << pattern
+                << ")";
   const absl::Time deadline = absl::Now() + options.start_timeout;
   while (absl::Now() < deadline) {
     std::ifstream in(port_file);
     std::string text;
     int port = 0;
-    if (in && std::getline(in, text) &&
-        absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &port) && port > 0) {
+    if (in && std::getline(in, text) && absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &port) &&
+        port > 0) {
       child->address_ = absl::StrCat("127.0.0.1:", port);
       return child;
     }
@@ -135,18 +128,17 @@ StandaloneCoordinator::Start(const StandaloneCoordinatorOptions& options) {
     if (waitpid(pid, &status, WNOHANG) == pid) {
       child->pid_ = -1;
       if (WIFEXITED(status) && WEXITSTATUS(status) == kCoordinatorExitAddressInUse) {
-        return absl::AlreadyExistsError(absl::StrCat("port ", options.port, " on ", options.bind,
-                                                     " is already served"));
+        return absl::AlreadyExistsError(
+            absl::StrCat("port ", options.port, " on ", options.bind, " is already served"));
       }
-      return absl::UnavailableError(
-          absl::StrCat("the standalone coordinator ", binary, " ended (",
-                       DescribeWait(status), ") before serving"));
+      return absl::UnavailableError(absl::StrCat("the standalone coordinator ", binary, " ended (",
+                                                 DescribeWait(status), ") before serving"));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }
-  return absl::UnavailableError(absl::StrCat(
-      "the standalone coordinator ", binary, " wrote no port to ", port_file,
-      " within ", absl::FormatDuration(options.start_timeout)));
+  return absl::UnavailableError(absl::StrCat("the standalone coordinator ", binary,
+                                             " wrote no port to ", port_file, " within ",
+                                             absl::FormatDuration(options.start_timeout)));
 }
 
 StandaloneCoordinator::~StandaloneCoordinator() { Stop(); }
@@ -156,8 +148,7 @@ void StandaloneCoordinator::Stop() {
     kill(pid_, SIGTERM);
     int status = 0;
     if (!WaitFor(pid_, options_.stop_timeout, &status)) {
-      DDP_LOG(WARNING) << "standalone coordinator (pid " << pid_
-                       << ") ignored SIGTERM; killing it";
+      DDP_LOG(WARNING) << "standalone coordinator (pid " << pid_ << ") ignored SIGTERM; killing it";
       kill(pid_, SIGKILL);
       WaitFor(pid_, absl::Seconds(5), &status);
     }

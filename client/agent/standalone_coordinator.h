@@ -62,8 +62,7 @@ class StandaloneCoordinator {
   void Stop();
 
  private:
-  StandaloneCoordinator(StandaloneCoordinatorOptions options, std::string dir,
-                        pid_t pid)
+  StandaloneCoordinator(StandaloneCoordinatorOptions options, std::string dir, pid_t pid)
       : options_(std::move(options)), dir_(std::move(dir)), pid_(pid) {}
 
   const StandaloneCoordinatorOptions options_;

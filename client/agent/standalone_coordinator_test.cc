@@ -49,8 +49,7 @@ TEST(StandaloneCoordinator, Start_ChildExitsEarly_UnavailableWithStatus) {
   auto child = StandaloneCoordinator::Start(options);
   ASSERT_FALSE(child.ok());
   EXPECT_EQ(child.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(child.status().message().find("exit code 3"), std::string::npos)
-      << child.status();
+  EXPECT_NE(child.status().message().find("exit code 3"), std::string::npos) << child.status();
 }
 
 TEST(StandaloneCoordinator, Start_NoPortInTime_Unavailable) {
@@ -76,8 +75,7 @@ TEST(FindCoordinatorBinary, Nowhere_NotFoundNamingPlaces) {
   auto found = FindCoordinatorBinary("/nonexistent-bin/ddp-client");
   ASSERT_FALSE(found.ok());
   EXPECT_EQ(found.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(found.status().message().find("/nonexistent-bin/coordinator"),
-            std::string::npos);
+  EXPECT_NE(found.status().message().find("/nonexistent-bin/coordinator"), std::string::npos);
 }
 
 }  // namespace

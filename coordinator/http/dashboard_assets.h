@@ -9,7 +9,7 @@
 namespace ddp::http {
 
 struct DashboardAsset {
-  const char* path;          // URL path: "/", "/dashboard.js", ...
+  const char* path;  // URL path: "/", "/dashboard.js", ...
   const char* content_type;
   const char* content;
 };

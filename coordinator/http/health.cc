@@ -24,10 +24,10 @@ void InstallHealthChecks(httplib::Server& server, std::function<absl::Status()> 
 }
 
 void InstallMetricsEndpoint(httplib::Server& server, std::function<std::string()> scrape) {
-  server.Get("/metrics", [scrape = std::move(scrape)](const httplib::Request&,
-                                                      httplib::Response& response) {
-    response.set_content(scrape(), "text/plain; version=0.0.4; charset=utf-8");
-  });
+  server.Get("/metrics",
+             [scrape = std::move(scrape)](const httplib::Request&, httplib::Response& response) {
+               response.set_content(scrape(), "text/plain; version=0.0.4; charset=utf-8");
+             });
 }
 
 }  // namespace ddp::http

@@ -1,8 +1,8 @@
 #ifndef DDP_COORDINATOR_HTTP_HEALTH_H_
 #define DDP_COORDINATOR_HTTP_HEALTH_H_
 
-// Operator endpoints of the HTTP listener. Kubernetes-style probes: GET /healthz answers 200 "ok" while the process
-// serves HTTP (liveness); GET /readyz answers 200 "ready" when `readiness`
+// Operator endpoints of the HTTP listener. Kubernetes-style probes: GET /healthz answers 200 "ok"
+// while the process serves HTTP (liveness); GET /readyz answers 200 "ready" when `readiness`
 // returns OK (the store is loaded and accepts writes), else 503 with the
 // reason (readiness: send no traffic here).
 

@@ -50,8 +50,8 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   const int port = options.port == 0 ? server.bind_to_any_port(host) : options.port;
   const bool bound = options.port == 0 ? port > 0 : server.bind_to_port(host, port);
   if (!bound) {
-    absl::Status why = server::DiagnoseListen(options.bind_address, options.port, "HTTP",
-                                              "--http-port");
+    absl::Status why =
+        server::DiagnoseListen(options.bind_address, options.port, "HTTP", "--http-port");
     if (why.ok()) {
       why = absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options.bind_address,
                                                 ":", options.port,

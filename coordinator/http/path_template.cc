@@ -29,9 +29,9 @@ absl::StatusOr<std::string> PercentDecode(absl::string_view encoded) {
     const int hi = i + 1 < encoded.size() ? HexValue(encoded[i + 1]) : -1;
     const int lo = i + 2 < encoded.size() ? HexValue(encoded[i + 2]) : -1;
     if (hi < 0 || lo < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("malformed percent-escape at offset ", i, " of '", encoded,
-                       "'; escape a literal '%' as %25"));
+      return absl::InvalidArgumentError(absl::StrCat("malformed percent-escape at offset ", i,
+                                                     " of '", encoded,
+                                                     "'; escape a literal '%' as %25"));
     }
     out.push_back(static_cast<char>(hi * 16 + lo));
     i += 2;

@@ -17,8 +17,7 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
-const FieldDescriptor* FindField(const google::protobuf::Descriptor& type,
-                                 absl::string_view name) {
+const FieldDescriptor* FindField(const google::protobuf::Descriptor& type, absl::string_view name) {
   const FieldDescriptor* field = type.FindFieldByName(std::string(name));
   if (field == nullptr) {
     for (int i = 0; i < type.field_count(); ++i) {
@@ -138,8 +137,8 @@ absl::Status SetFieldFromText(Message& message, absl::string_view field_path,
     if (i + 1 == names.size()) return SetScalar(*target, *field, value);
     if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || field->is_repeated()) {
       return absl::InvalidArgumentError(absl::StrCat("parameter '", field_path, "' for ",
-                                                     message.GetDescriptor()->full_name(),
-                                                     ": '", names[i], "' has no fields"));
+                                                     message.GetDescriptor()->full_name(), ": '",
+                                                     names[i], "' has no fields"));
     }
     target = target->GetReflection()->MutableMessage(target, field);
   }

@@ -46,14 +46,12 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> QueryParams(
   std::vector<std::pair<std::string, std::string>> params;
   const size_t question = request.target.find('?');
   if (question == std::string::npos) return params;
-  for (absl::string_view pair :
-       absl::StrSplit(absl::string_view(request.target).substr(question + 1), '&',
-                      absl::SkipEmpty())) {
+  for (absl::string_view pair : absl::StrSplit(
+           absl::string_view(request.target).substr(question + 1), '&', absl::SkipEmpty())) {
     const size_t eq = pair.find('=');
     std::string name = absl::StrReplaceAll(pair.substr(0, eq), {{"+", " "}});
-    std::string value = eq == absl::string_view::npos
-                            ? ""
-                            : absl::StrReplaceAll(pair.substr(eq + 1), {{"+", " "}});
+    std::string value =
+        eq == absl::string_view::npos ? "" : absl::StrReplaceAll(pair.substr(eq + 1), {{"+", " "}});
     DDP_ASSIGN_OR_RETURN(name, PercentDecode(name));
     DDP_ASSIGN_OR_RETURN(value, PercentDecode(value));
     params.emplace_back(std::move(name), std::move(value));
@@ -84,8 +82,7 @@ absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Create(
   const auto* pool = google::protobuf::DescriptorPool::generated_pool();
   auto* factory = google::protobuf::MessageFactory::generated_factory();
   for (const RestRoute& route : RestRoutes()) {
-    const std::string full_name =
-        absl::StrReplaceAll(route.grpc_method.substr(1), {{"/", "."}});
+    const std::string full_name = absl::StrReplaceAll(route.grpc_method.substr(1), {{"/", "."}});
     const google::protobuf::MethodDescriptor* method = pool->FindMethodByName(full_name);
     if (method == nullptr || method->server_streaming() != route.stream) {
       return absl::InternalError(absl::StrCat("route ", route.http_method, " ", route.path,
@@ -172,8 +169,7 @@ absl::StatusOr<std::unique_ptr<Message>> RestGateway::BuildRequest(
       return absl::InvalidArgumentError(
           absl::StrCat("Last-Event-ID '", last, "' is not an event id this API sent"));
     }
-    DDP_RETURN_IF_ERROR(
-        SetFieldFromText(*call, route.route->resume_field, absl::StrCat(id + 1)));
+    DDP_RETURN_IF_ERROR(SetFieldFromText(*call, route.route->resume_field, absl::StrCat(id + 1)));
   }
   return call;
 }
@@ -193,9 +189,9 @@ void RestGateway::ServeStream(const CompiledRoute& route, std::unique_ptr<Messag
   }
   if (open_streams_.fetch_add(1) >= options_.max_streams) {
     open_streams_.fetch_sub(1);
-    return ReplyError(absl::ResourceExhaustedError(absl::StrCat(
-                          "too many event streams open (limit ", options_.max_streams,
-                          "); close one or use the gRPC method")),
+    return ReplyError(absl::ResourceExhaustedError(
+                          absl::StrCat("too many event streams open (limit ", options_.max_streams,
+                                       "); close one or use the gRPC method")),
                       response);
   }
   response.set_header("Cache-Control", "no-cache");
@@ -238,12 +234,13 @@ void RestGateway::RunStream(const CompiledRoute& route, const Message& call,
     if (absl::Now() - last_write >= options_.stream_keepalive) return write(": keepalive\n\n");
     return true;
   };
-  absl::Status status = bridge_.ServerStream(route.route->grpc_method, call,
-                                             *route.response_prototype, metadata, on_message,
-                                             still_wanted);
+  absl::Status status =
+      bridge_.ServerStream(route.route->grpc_method, call, *route.response_prototype, metadata,
+                           on_message, still_wanted);
   if (client_gone) return;
   if (shutting_down_.load()) {
-    status = absl::UnavailableError("the coordinator is shutting down; reconnect with Last-Event-ID");
+    status =
+        absl::UnavailableError("the coordinator is shutting down; reconnect with Last-Event-ID");
   }
   if (!status.ok()) write(absl::StrCat("event: error\ndata: ", ErrorJson(status), "\n\n"));
 }

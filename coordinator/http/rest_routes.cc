@@ -20,8 +20,8 @@ RestRoute Unary(std::string verb, std::string path, std::string method, std::str
 
 RestRoute Stream(std::string path, std::string method, std::string event_id_field,
                  std::string resume_field, std::string summary, std::string curl) {
-  RestRoute r = Unary("GET", std::move(path), std::move(method), "", std::move(summary),
-                      std::move(curl));
+  RestRoute r =
+      Unary("GET", std::move(path), std::move(method), "", std::move(summary), std::move(curl));
   r.stream = true;
   r.event_id_field = std::move(event_id_field);
   r.resume_field = std::move(resume_field);
@@ -51,31 +51,31 @@ std::vector<RestRoute> BuildRoutes() {
             "Exclude a node: it leaves the job and may not rejoin",
             "-X POST " + host + "/v1/jobs/train-1:excludeNode -d '{\"nodeId\":\"node-7\"}'"),
       Unary("GET", "/v1/jobs/{job_id}", j + "GetJob", "",
-            "A job: state, generation, members, spares, failures",
-            host + "/v1/jobs/train-1"),
+            "A job: state, generation, members, spares, failures", host + "/v1/jobs/train-1"),
       Unary("PATCH", "/v1/jobs/{job_id}", j + "UpdateJob", "*",
             "Change min_nodes / max_nodes (scale the job)",
             "-X PATCH " + host + "/v1/jobs/train-1 -d '{\"minNodes\":2,\"maxNodes\":4}'"),
-      Unary("DELETE", "/v1/jobs/{job_id}", j + "DeleteJob", "",
-            "Forget a finished job", "-X DELETE " + host + "/v1/jobs/train-1"),
+      Unary("DELETE", "/v1/jobs/{job_id}", j + "DeleteJob", "", "Forget a finished job",
+            "-X DELETE " + host + "/v1/jobs/train-1"),
       // Key-value store. Keys in the path are text (percent-encoded), not base64.
       Unary("GET", "/v1/kv:status", k + "Status", "",
             "Store revision, key, lease and watcher counts", host + "/v1/kv:status"),
-      Unary("POST", "/v1/kv:compact", k + "Compact", "*",
-            "Forget history up to a revision", "-X POST " + host +
-                                                   "/v1/kv:compact -d '{\"revision\":\"100\"}'"),
+      Unary("POST", "/v1/kv:compact", k + "Compact", "*", "Forget history up to a revision",
+            "-X POST " + host + "/v1/kv:compact -d '{\"revision\":\"100\"}'"),
       Stream("/v1/kv/{namespace}:watch", k + "Watch", "revision", "start_revision",
              "Changes under `?prefix=` as Server-Sent Events (`?start_revision=N`, or "
              "Last-Event-ID to resume)",
              "-N '" + host + "/v1/kv/train-1:watch?prefix=ckpt/&start_revision=1'"),
       Unary("POST", "/v1/kv/{namespace}:wait", k + "Wait", "*",
             "Block until every key exists (keys base64 in the body)",
-            "-X POST " + host + "/v1/kv/train-1:wait -d '{\"keys\":[\"cmVhZHk=\"],"
-                                "\"timeoutMs\":\"5000\"}'"),
+            "-X POST " + host +
+                "/v1/kv/train-1:wait -d '{\"keys\":[\"cmVhZHk=\"],"
+                "\"timeoutMs\":\"5000\"}'"),
       Unary("POST", "/v1/kv/{namespace}/{key=**}:compareAndSet", k + "CompareAndSet", "*",
             "Set the key to `desired` if it holds `expected` (base64)",
-            "-X POST " + host + "/v1/kv/train-1/leader:compareAndSet -d "
-                                "'{\"expected\":\"\",\"desired\":\"bm9kZS0x\"}'"),
+            "-X POST " + host +
+                "/v1/kv/train-1/leader:compareAndSet -d "
+                "'{\"expected\":\"\",\"desired\":\"bm9kZS0x\"}'"),
       Unary("POST", "/v1/kv/{namespace}/{key=**}:add", k + "Add", "*",
             "Add `delta` to an integer key (a counter)",
             "-X POST " + host + "/v1/kv/train-1/step:add -d '{\"delta\":\"1\"}'"),
@@ -92,8 +92,8 @@ std::vector<RestRoute> BuildRoutes() {
             "'" + host + "/v1/kv/train-1?prefix=ckpt/&limit=100'"),
       Unary("POST", "/v1/leases", k + "LeaseGrant", "*", "Grant a lease of `ttlMs`",
             "-X POST " + host + "/v1/leases -d '{\"ttlMs\":\"10000\"}'"),
-      Unary("POST", "/v1/leases/{lease}:keepAlive", k + "LeaseKeepAlive", "*",
-            "Renew a lease", "-X POST " + host + "/v1/leases/42:keepAlive"),
+      Unary("POST", "/v1/leases/{lease}:keepAlive", k + "LeaseKeepAlive", "*", "Renew a lease",
+            "-X POST " + host + "/v1/leases/42:keepAlive"),
       Unary("DELETE", "/v1/leases/{lease}", k + "LeaseRevoke", "",
             "Revoke a lease and delete its keys", "-X DELETE " + host + "/v1/leases/42"),
   };

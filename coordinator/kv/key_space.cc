@@ -9,8 +9,7 @@
 
 namespace ddp::kv {
 
-const KeyValue* KeySpace::Find(const std::string& ns,
-                               const std::string& key) const {
+const KeyValue* KeySpace::Find(const std::string& ns, const std::string& key) const {
   auto ns_it = namespaces_.find(ns);
   if (ns_it == namespaces_.end()) return nullptr;
   auto it = ns_it->second.records.find(key);
@@ -33,8 +32,7 @@ LeaseId KeySpace::Upsert(KeyValue kv, const KeyValue** stored) {
   return old_lease;
 }
 
-bool KeySpace::Erase(const std::string& ns, const std::string& key,
-                     LeaseId* old_lease) {
+bool KeySpace::Erase(const std::string& ns, const std::string& key, LeaseId* old_lease) {
   auto ns_it = namespaces_.find(ns);
   if (ns_it == namespaces_.end()) return false;
   Namespace& space = ns_it->second;
@@ -54,8 +52,8 @@ bool KeySpace::Erase(const std::string& ns, const std::string& key,
 
 void KeySpace::IndexLocked(const Namespace& space) {
   if (space.unindexed.empty()) return;
-  std::vector<std::pair<absl::string_view, const KeyValue*>> added(
-      space.unindexed.begin(), space.unindexed.end());
+  std::vector<std::pair<absl::string_view, const KeyValue*>> added(space.unindexed.begin(),
+                                                                   space.unindexed.end());
   std::sort(added.begin(), added.end());
   // Ascending inserts: each lands next to the previous one's position.
   auto hint = space.ordered.begin();
@@ -65,8 +63,7 @@ void KeySpace::IndexLocked(const Namespace& space) {
   space.unindexed.clear();
 }
 
-void KeySpace::Scan(const std::string& ns, absl::string_view prefix,
-                    absl::string_view start_after,
+void KeySpace::Scan(const std::string& ns, absl::string_view prefix, absl::string_view start_after,
                     const std::function<bool(const KeyValue&)>& visit) const {
   auto ns_it = namespaces_.find(ns);
   if (ns_it == namespaces_.end()) return;

@@ -40,13 +40,11 @@ class KeySpace {
   // record (valid until the next mutation). One lookup.
   LeaseId Upsert(KeyValue kv, const KeyValue** stored = nullptr);
   // True if the key existed; then `*old_lease` (if given) is its lease.
-  bool Erase(const std::string& ns, const std::string& key,
-             LeaseId* old_lease = nullptr);
+  bool Erase(const std::string& ns, const std::string& key, LeaseId* old_lease = nullptr);
 
   // Calls `visit` for the keys of `ns` starting with `prefix` and greater than
   // `start_after` (all when empty), in key order, until it returns false.
-  void Scan(const std::string& ns, absl::string_view prefix,
-            absl::string_view start_after,
+  void Scan(const std::string& ns, absl::string_view prefix, absl::string_view start_after,
             const std::function<bool(const KeyValue&)>& visit) const;
 
   size_t size() const { return size_; }

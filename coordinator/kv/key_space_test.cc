@@ -17,8 +17,7 @@ KeyValue Kv(const std::string& ns, const std::string& key) {
   return kv;
 }
 
-std::vector<std::string> ScanKeys(const KeySpace& space,
-                                  const std::string& prefix,
+std::vector<std::string> ScanKeys(const KeySpace& space, const std::string& prefix,
                                   const std::string& start_after) {
   std::vector<std::string> keys;
   space.Scan("ns", prefix, start_after, [&](const KeyValue& kv) {
@@ -30,11 +29,9 @@ std::vector<std::string> ScanKeys(const KeySpace& space,
 
 TEST(KeySpaceTest, Scan_PrefixAndStartAfter_InKeyOrder) {
   KeySpace space;
-  for (const char* key : {"b2", "a", "b1", "b3", "c"})
-    space.Upsert(Kv("ns", key));
+  for (const char* key : {"b2", "a", "b1", "b3", "c"}) space.Upsert(Kv("ns", key));
   space.Upsert(Kv("other", "b0"));
-  EXPECT_EQ(ScanKeys(space, "b", ""),
-            (std::vector<std::string>{"b1", "b2", "b3"}));
+  EXPECT_EQ(ScanKeys(space, "b", ""), (std::vector<std::string>{"b1", "b2", "b3"}));
   EXPECT_EQ(ScanKeys(space, "b", "b1"), (std::vector<std::string>{"b2", "b3"}));
   EXPECT_EQ(ScanKeys(space, "", "b3"), (std::vector<std::string>{"c"}));
   EXPECT_EQ(space.size(), 6u);
@@ -71,8 +68,7 @@ TEST(KeySpaceTest, UpsertErase_ReportsReplacedLeaseAndKeepsOrderIndex) {
     EXPECT_EQ(lease, 0);
   }
   std::vector<std::string> keys = ScanKeys(space, "x99", "");
-  EXPECT_EQ(keys, (std::vector<std::string>{"x99", "x991", "x993", "x995",
-                                            "x997", "x999"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"x99", "x991", "x993", "x995", "x997", "x999"}));
   EXPECT_EQ(space.size(), 501u);
 }
 
@@ -84,8 +80,7 @@ TEST(KeySpaceTest, Scan_KeysAddedAndErasedBetweenScans_OrderStaysExact) {
   EXPECT_TRUE(space.Erase("ns", "m"));
   for (const char* key : {"a", "n", "z", "d"}) space.Upsert(Kv("ns", key));
   EXPECT_TRUE(space.Erase("ns", "z"));  // erased before any scan saw it
-  EXPECT_EQ(ScanKeys(space, "", ""),
-            (std::vector<std::string>{"a", "c", "d", "n", "x"}));
+  EXPECT_EQ(ScanKeys(space, "", ""), (std::vector<std::string>{"a", "c", "d", "n", "x"}));
   EXPECT_EQ(ScanKeys(space, "", "c"), (std::vector<std::string>{"d", "n", "x"}));
 }
 

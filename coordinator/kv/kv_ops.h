@@ -19,18 +19,15 @@ struct PutRequest {
   std::string ns;
   std::string key;
   std::string value;
-  LeaseId lease =
-      0;  // 0: no lease (a put without lease detaches the key from its lease)
+  LeaseId lease = 0;  // 0: no lease (a put without lease detaches the key from its lease)
   Condition condition = Condition::kNone;
-  Revision expected_mod_revision =
-      0;  // with kExpectedModRevision; 0 = must be absent
+  Revision expected_mod_revision = 0;  // with kExpectedModRevision; 0 = must be absent
   bool return_previous = false;
 };
 
 struct PutResult {
   Revision revision = 0;
-  std::optional<KeyValue>
-      previous;  // set only with return_previous and an existing key
+  std::optional<KeyValue> previous;  // set only with return_previous and an existing key
 };
 
 struct GetRequest {
@@ -66,8 +63,7 @@ struct DeleteRequest {
 
 struct DeleteResult {
   int64_t deleted = 0;
-  Revision revision =
-      0;  // of this write; the current revision when nothing was deleted
+  Revision revision = 0;  // of this write; the current revision when nothing was deleted
 };
 
 struct CompareAndSetRequest {
@@ -128,8 +124,7 @@ struct WatchBatch {
   std::vector<Event> CopyEvents() const {
     std::vector<Event> events;
     for (const PublishedEventsPtr& chunk : chunks) {
-      events.insert(events.end(), chunk->events().begin(),
-                    chunk->events().end());
+      events.insert(events.end(), chunk->events().begin(), chunk->events().end());
     }
     return events;
   }

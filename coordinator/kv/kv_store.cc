@@ -21,17 +21,14 @@ WatchHubOptions HubOptions(const KvStoreOptions& options) {
 }
 
 absl::Status ShuttingDown() {
-  return absl::UnavailableError(
-      "the coordinator is shutting down; retry against the new one");
+  return absl::UnavailableError("the coordinator is shutting down; retry against the new one");
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(
-    std::unique_ptr<KvBackend> backend, const Clock& clock,
-    KvStoreOptions options) {
-  std::unique_ptr<KvStore> store(
-      new KvStore(std::move(backend), clock, std::move(options)));
+absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(std::unique_ptr<KvBackend> backend,
+                                                       const Clock& clock, KvStoreOptions options) {
+  std::unique_ptr<KvStore> store(new KvStore(std::move(backend), clock, std::move(options)));
   absl::Status loaded = store->LoadState();
   if (!loaded.ok()) return loaded;
   store->delivery_ = std::thread([s = store.get()] { s->DeliveryLoop(); });
@@ -42,14 +39,12 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(
   return store;
 }
 
-KvStore::KvStore(std::unique_ptr<KvBackend> backend, const Clock& clock,
-                 KvStoreOptions options)
+KvStore::KvStore(std::unique_ptr<KvBackend> backend, const Clock& clock, KvStoreOptions options)
     : backend_(std::move(backend)),
       clock_(clock),
       options_(std::move(options)),
       hub_(*backend_, HubOptions(options_)),
-      notifier_(std::max(1, options_.notify_threads),
-                options_.notify_parallel_min) {}
+      notifier_(std::max(1, options_.notify_threads), options_.notify_parallel_min) {}
 
 KvStore::~KvStore() { Shutdown(); }
 
@@ -58,15 +53,13 @@ absl::Status KvStore::LoadState() {
   if (!state.ok()) return state.status();
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&state_mu_);
-  for (const LeaseRecord& lease : state->leases)
-    leases_.Grant(lease.id, lease.ttl_ms, now);
+  for (const LeaseRecord& lease : state->leases) leases_.Grant(lease.id, lease.ttl_ms, now);
   for (KeyValue& kv : state->keys) {
     if (kv.lease != 0) {
       if (leases_.Contains(kv.lease)) {
         leases_.AttachKey(kv.lease, kv.ns, kv.key);
       } else {
-        DDP_LOG(WARNING) << "key '" << AbbreviateForMessage(kv.key)
-                         << "' in namespace '" << kv.ns
+        DDP_LOG(WARNING) << "key '" << AbbreviateForMessage(kv.key) << "' in namespace '" << kv.ns
                          << "' names missing lease " << kv.lease << "; kept";
       }
     }
@@ -77,8 +70,8 @@ absl::Status KvStore::LoadState() {
   next_lease_id_ = state->next_lease_id;
   hub_.SetPublishedRevision(revision_);
   DDP_LOG(INFO) << "kv store loaded: revision " << revision_ << ", compacted "
-                << compacted_revision_ << ", " << keys_.size() << " keys, "
-                << leases_.size() << " leases";
+                << compacted_revision_ << ", " << keys_.size() << " keys, " << leases_.size()
+                << " leases";
   return absl::OkStatus();
 }
 
@@ -124,9 +117,9 @@ void KvStore::Enqueue(PendingWrite write) {
     } else if (!write_failure_.ok()) {
       refused = write_failure_;
     } else if (queue_.size() >= options_.max_pending_writes) {
-      refused = absl::UnavailableError(
-          absl::StrCat("the write queue is full (", options_.max_pending_writes,
-                       " writes); retry with backoff"));
+      refused = absl::UnavailableError(absl::StrCat("the write queue is full (",
+                                                    options_.max_pending_writes,
+                                                    " writes); retry with backoff"));
     } else {
       queue_.push_back(std::move(write));
       return;
@@ -147,8 +140,7 @@ void KvStore::CommitterLoop() {
         batch.swap(queue_);  // the queue keeps the spare's capacity
       } else {
         auto end = queue_.begin() + options_.max_batch_writes;
-        batch.assign(std::make_move_iterator(queue_.begin()),
-                     std::make_move_iterator(end));
+        batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(end));
         queue_.erase(queue_.begin(), end);
       }
     }
@@ -169,8 +161,8 @@ void KvStore::ProcessBatch(std::vector<PendingWrite> batch) {
   KvWriteBatch to_commit;
   {
     absl::ReaderMutexLock lock(&state_mu_);
-    builder.emplace(keys_, leases_, revision_, next_lease_id_,
-                    options_.limits.max_leases, batch.size());
+    builder.emplace(keys_, leases_, revision_, next_lease_id_, options_.limits.max_leases,
+                    batch.size());
     for (PendingWrite& write : batch) {
       if (write.compact_to == 0) {
         write.result = builder->Apply(std::move(write.op));
@@ -200,8 +192,7 @@ void KvStore::ProcessBatch(std::vector<PendingWrite> batch) {
         }
       }
       // The batch's own copy of the events goes to the watchers (no copy).
-      hub_.Publish(std::move(to_commit.events), builder->revision(),
-                   &delivery.ready);
+      hub_.Publish(std::move(to_commit.events), builder->revision(), &delivery.ready);
     } else {
       commit_status = CommitFailure(commit_status, batch.size());
     }
@@ -212,8 +203,7 @@ void KvStore::ProcessBatch(std::vector<PendingWrite> batch) {
       absl::Status status = RunCompaction(write.compact_to, &compacted);
       WriteOutcome outcome;
       outcome.revision = compacted;
-      write.result =
-          status.ok() ? absl::StatusOr<WriteOutcome>(outcome) : status;
+      write.result = status.ok() ? absl::StatusOr<WriteOutcome>(outcome) : status;
     } else if (!commit_status.ok()) {
       write.result = commit_status;
     }
@@ -226,9 +216,8 @@ void KvStore::ProcessBatch(std::vector<PendingWrite> batch) {
 absl::Status KvStore::CommitFailure(const absl::Status& cause, size_t writes) {
   DDP_LOG(ERROR) << "group commit of " << writes << " writes failed: " << cause;
   if (cause.code() == absl::StatusCode::kUnavailable) {
-    return absl::UnavailableError(
-        absl::StrCat("storage commit failed (", cause.message(),
-                     "); the write had no effect; retry later"));
+    return absl::UnavailableError(absl::StrCat("storage commit failed (", cause.message(),
+                                               "); the write had no effect; retry later"));
   }
   // The outcome is unknown, or the backend refuses writes: stop all writes
   // until a restart recovers the file (an fsync error is not retryable).
@@ -240,10 +229,10 @@ absl::Status KvStore::CommitFailure(const absl::Status& cause, size_t writes) {
   {
     absl::MutexLock lock(&queue_mu_);
     if (write_failure_.ok()) {
-      write_failure_ = absl::UnavailableError(absl::StrCat(
-          "the coordinator's storage failed after revision ", last,
-          " and accepts no writes until the coordinator is restarted (",
-          cause.message(), "); this write had no effect"));
+      write_failure_ = absl::UnavailableError(
+          absl::StrCat("the coordinator's storage failed after revision ", last,
+                       " and accepts no writes until the coordinator is restarted (",
+                       cause.message(), "); this write had no effect"));
       DDP_LOG(ERROR) << "storage failed: refusing every write until restarted; "
                         "reads keep serving what was acknowledged";
     }
@@ -272,8 +261,7 @@ void KvStore::DeliveryLoop() {
     ready.clear();
     {
       absl::MutexLock lock(&delivery_mu_);
-      delivery_mu_.Await(
-          absl::Condition(this, &KvStore::HasDeliveryOrStopping));
+      delivery_mu_.Await(absl::Condition(this, &KvStore::HasDeliveryOrStopping));
       if (deliveries_.empty()) return;  // stopping, and everything delivered
       ready.swap(deliveries_);
     }
@@ -300,9 +288,8 @@ absl::Status KvStore::RunCompaction(Revision compact_to, Revision* compacted) {
     already = compacted_revision_;
   }
   if (compact_to > current + 1) {
-    return absl::OutOfRangeError(
-        absl::StrCat("cannot compact to revision ", compact_to,
-                     ": the current revision is ", current));
+    return absl::OutOfRangeError(absl::StrCat("cannot compact to revision ", compact_to,
+                                              ": the current revision is ", current));
   }
   const Revision target = compact_to - 1;  // history below compact_to goes
   if (target <= already) {
@@ -311,8 +298,7 @@ absl::Status KvStore::RunCompaction(Revision compact_to, Revision* compacted) {
   }
   absl::Status status = backend_->Compact(target);
   if (!status.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("compaction failed (", status.message(), ")"));
+    return absl::UnavailableError(absl::StrCat("compaction failed (", status.message(), ")"));
   }
   absl::MutexLock lock(&state_mu_);
   compacted_revision_ = target;
@@ -332,8 +318,7 @@ void KvStore::MaybeRetainHistory() {
   const Revision slack = std::max<Revision>(1, options_.history_revisions / 10);
   if (current - compacted < options_.history_revisions + slack) return;
   Revision done = 0;
-  absl::Status status =
-      RunCompaction(current - options_.history_revisions + 1, &done);
+  absl::Status status = RunCompaction(current - options_.history_revisions + 1, &done);
   if (!status.ok()) DDP_LOG_EVERY_N_SEC(WARNING, 10) << "history retention: " << status;
 }
 
@@ -342,8 +327,7 @@ void KvStore::TickerLoop() {
   while (true) {
     {
       absl::MutexLock lock(&ticker_mu_);
-      if (ticker_mu_.AwaitWithTimeout(absl::Condition(&ticker_stop_),
-                                      options_.tick_interval)) {
+      if (ticker_mu_.AwaitWithTimeout(absl::Condition(&ticker_stop_), options_.tick_interval)) {
         return;
       }
     }
@@ -367,8 +351,8 @@ void KvStore::Tick() {
     write.done = [this, id](absl::StatusOr<WriteOutcome> result) {
       if (result.ok()) return;
       // Retried at every tick while the storage refuses writes: rate-limited.
-      DDP_LOG_EVERY_N_SEC(WARNING, 10) << "revoking expired lease " << id
-                                       << " failed: " << result.status();
+      DDP_LOG_EVERY_N_SEC(WARNING, 10)
+          << "revoking expired lease " << id << " failed: " << result.status();
       absl::MutexLock lock(&state_mu_);
       leases_.ClearExpiring(id, clock_.Now());  // retried at a later tick
     };
@@ -378,43 +362,34 @@ void KvStore::Tick() {
 }
 
 absl::StatusOr<GetResult> KvStore::Get(const GetRequest& request) const {
-  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok())
-    return s;
-  if (absl::Status s = ValidateKey(request.key, options_.limits); !s.ok())
-    return s;
+  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok()) return s;
+  if (absl::Status s = ValidateKey(request.key, options_.limits); !s.ok()) return s;
   absl::ReaderMutexLock lock(&state_mu_);
   const KeyValue* kv = keys_.Find(request.ns, request.key);
   if (kv == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("key '", AbbreviateForMessage(request.key),
-                     "' not found in namespace '", request.ns, "'"));
+    return absl::NotFoundError(absl::StrCat("key '", AbbreviateForMessage(request.key),
+                                            "' not found in namespace '", request.ns, "'"));
   }
   return GetResult{*kv, revision_};
 }
 
 absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {
-  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok())
-    return s;
-  if (absl::Status s = ValidatePrefix(request.prefix, options_.limits); !s.ok())
-    return s;
-  if (absl::Status s = ValidatePrefix(request.start_after, options_.limits);
-      !s.ok())
-    return s;
-  absl::StatusOr<size_t> limit =
-      ResolveRangeLimit(request.limit, options_.limits);
+  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok()) return s;
+  if (absl::Status s = ValidatePrefix(request.prefix, options_.limits); !s.ok()) return s;
+  if (absl::Status s = ValidatePrefix(request.start_after, options_.limits); !s.ok()) return s;
+  absl::StatusOr<size_t> limit = ResolveRangeLimit(request.limit, options_.limits);
   if (!limit.ok()) return limit.status();
   RangeResult result;
   absl::ReaderMutexLock lock(&state_mu_);
-  keys_.Scan(request.ns, request.prefix, request.start_after,
-             [&](const KeyValue& kv) {
-               if (result.kvs.size() == *limit) {
-                 result.more = true;
-                 return false;
-               }
-               result.kvs.push_back(kv);
-               if (request.keys_only) result.kvs.back().value.clear();
-               return true;
-             });
+  keys_.Scan(request.ns, request.prefix, request.start_after, [&](const KeyValue& kv) {
+    if (result.kvs.size() == *limit) {
+      result.more = true;
+      return false;
+    }
+    result.kvs.push_back(kv);
+    if (request.keys_only) result.kvs.back().value.clear();
+    return true;
+  });
   if (result.more) result.next_start_after = result.kvs.back().key;
   result.revision = revision_;
   return result;
@@ -449,23 +424,18 @@ KvStoreStatus KvStore::Status() const {
 
 absl::StatusOr<WatchId> KvStore::Watch(const WatchRequest& request,
                                        std::shared_ptr<WatchSink> sink) {
-  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok())
-    return s;
-  if (absl::Status s = ValidatePrefix(request.prefix, options_.limits); !s.ok())
-    return s;
+  if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok()) return s;
+  if (absl::Status s = ValidatePrefix(request.prefix, options_.limits); !s.ok()) return s;
   if (request.start_revision < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("start_revision ", request.start_revision,
-                     " is negative; give 0 or a revision"));
+    return absl::InvalidArgumentError(absl::StrCat("start_revision ", request.start_revision,
+                                                   " is negative; give 0 or a revision"));
   }
   {
     absl::ReaderMutexLock lock(&state_mu_);
-    if (request.start_revision != 0 &&
-        request.start_revision <= compacted_revision_) {
+    if (request.start_revision != 0 && request.start_revision <= compacted_revision_) {
       return absl::OutOfRangeError(absl::StrCat(
-          "cannot watch from revision ", request.start_revision,
-          ": history up to revision ", compacted_revision_,
-          " was compacted; Range, then watch from the Range's revision + 1"));
+          "cannot watch from revision ", request.start_revision, ": history up to revision ",
+          compacted_revision_, " was compacted; Range, then watch from the Range's revision + 1"));
     }
   }
   return hub_.Add(request, std::move(sink));

@@ -17,9 +17,8 @@
 // The delivery thread first tells idle watchers that events are waiting
 // (WatchSink::OnReady: the gRPC adapter starts its write there; with many
 // watchers, on notify_threads threads), then runs the batch's completion
-// callbacks (the gRPC replies), in commit order. The committer meanwhile evaluates and commits the next batch, so
-// sending replies and watch messages overlaps the next fsync instead of
-// delaying it.
+// callbacks (the gRPC replies), in commit order. The committer meanwhile evaluates and commits the
+// next batch, so sending replies and watch messages overlaps the next fsync instead of delaying it.
 //
 // Lifecycle:
 //
@@ -114,9 +113,8 @@ class KvStore {
  public:
   // Loads the backend's state (leases get a full TTL from now) and starts the
   // threads. Errors: those of KvBackend::Load.
-  static absl::StatusOr<std::unique_ptr<KvStore>> Open(
-      std::unique_ptr<KvBackend> backend, const Clock& clock,
-      KvStoreOptions options);
+  static absl::StatusOr<std::unique_ptr<KvStore>> Open(std::unique_ptr<KvBackend> backend,
+                                                       const Clock& clock, KvStoreOptions options);
   ~KvStore();  // Shutdown()
   KvStore(const KvStore&) = delete;
   KvStore& operator=(const KvStore&) = delete;
@@ -127,8 +125,7 @@ class KvStore {
   // (or failed); for invalid input it runs at once on the calling thread.
   void PutAsync(PutRequest request, Callback<PutResult> done);
   void DeleteAsync(DeleteRequest request, Callback<DeleteResult> done);
-  void CompareAndSetAsync(CompareAndSetRequest request,
-                          Callback<CompareAndSetResult> done);
+  void CompareAndSetAsync(CompareAndSetRequest request, Callback<CompareAndSetResult> done);
   void AddAsync(AddRequest request, Callback<AddResult> done);
   void LeaseGrantAsync(int64_t ttl_ms, Callback<LeaseGrantResult> done);
   void LeaseRevokeAsync(LeaseId lease, Callback<LeaseRevokeResult> done);
@@ -147,8 +144,7 @@ class KvStore {
   absl::Status WriteHealth() const;
 
   // Watches: register a sink, then pull with TakeWatchEvents (see watch_hub.h).
-  absl::StatusOr<WatchId> Watch(const WatchRequest& request,
-                                std::shared_ptr<WatchSink> sink);
+  absl::StatusOr<WatchId> Watch(const WatchRequest& request, std::shared_ptr<WatchSink> sink);
   absl::Status TakeWatchEvents(WatchId id, WatchBatch* batch);
   void CancelWatch(WatchId id);
 
@@ -161,8 +157,7 @@ class KvStore {
   // callback.
   absl::StatusOr<PutResult> Put(PutRequest request);
   absl::StatusOr<DeleteResult> Delete(DeleteRequest request);
-  absl::StatusOr<CompareAndSetResult> CompareAndSet(
-      CompareAndSetRequest request);
+  absl::StatusOr<CompareAndSetResult> CompareAndSet(CompareAndSetRequest request);
   absl::StatusOr<AddResult> Add(AddRequest request);
   absl::StatusOr<LeaseGrantResult> LeaseGrant(int64_t ttl_ms);
   absl::StatusOr<LeaseRevokeResult> LeaseRevoke(LeaseId lease);
@@ -174,9 +169,8 @@ class KvStore {
  private:
   using WriteDone = std::function<void(absl::StatusOr<WriteOutcome>)>;
   struct PendingWrite {
-    WriteOp op;  // unused for compactions
-    Revision compact_to =
-        0;  // > 0: a compaction (runs after the batch's commit)
+    WriteOp op;               // unused for compactions
+    Revision compact_to = 0;  // > 0: a compaction (runs after the batch's commit)
     WriteDone done;
     absl::StatusOr<WriteOutcome> result;  // set by the committer
   };
@@ -187,8 +181,7 @@ class KvStore {
     std::vector<PendingWrite> writes;               // done(result)
   };
 
-  KvStore(std::unique_ptr<KvBackend> backend, const Clock& clock,
-          KvStoreOptions options);
+  KvStore(std::unique_ptr<KvBackend> backend, const Clock& clock, KvStoreOptions options);
   absl::Status LoadState();
   void Enqueue(PendingWrite write);
   void CommitterLoop();
@@ -199,8 +192,7 @@ class KvStore {
   bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
     return stopping_ || !queue_.empty();
   }
-  bool HasDeliveryOrStopping() const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(delivery_mu_) {
+  bool HasDeliveryOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(delivery_mu_) {
     return delivery_stopping_ || !deliveries_.empty();
   }
   // Commits `batch` and hands it (with the results) to the delivery thread.
@@ -245,8 +237,7 @@ class KvStore {
   absl::Mutex delivery_mu_;
   std::vector<Delivery> deliveries_ ABSL_GUARDED_BY(delivery_mu_);
   bool delivery_stopping_ ABSL_GUARDED_BY(delivery_mu_) = false;
-  std::vector<std::vector<PendingWrite>> spare_batches_
-      ABSL_GUARDED_BY(delivery_mu_);
+  std::vector<std::vector<PendingWrite>> spare_batches_ ABSL_GUARDED_BY(delivery_mu_);
 
   absl::Mutex ticker_mu_;
   bool ticker_stop_ ABSL_GUARDED_BY(ticker_mu_) = false;

@@ -13,8 +13,7 @@
 namespace ddp::kv {
 namespace {
 
-absl::Status ValidateKeyInNamespace(const std::string& ns,
-                                    const std::string& key,
+absl::Status ValidateKeyInNamespace(const std::string& ns, const std::string& key,
                                     const KvLimits& limits) {
   if (absl::Status s = ValidateNamespace(ns, limits); !s.ok()) return s;
   return ValidateKey(key, limits);
@@ -22,16 +21,14 @@ absl::Status ValidateKeyInNamespace(const std::string& ns,
 
 // Adapts a typed callback to the committer's WriteOutcome callback.
 template <typename T, typename Convert>
-std::function<void(absl::StatusOr<WriteOutcome>)> Adapt(Callback<T> done,
-                                                        Convert convert) {
-  return
-      [done = std::move(done), convert](absl::StatusOr<WriteOutcome> outcome) {
-        if (!outcome.ok()) {
-          done(outcome.status());
-        } else {
-          done(convert(*std::move(outcome)));
-        }
-      };
+std::function<void(absl::StatusOr<WriteOutcome>)> Adapt(Callback<T> done, Convert convert) {
+  return [done = std::move(done), convert](absl::StatusOr<WriteOutcome> outcome) {
+    if (!outcome.ok()) {
+      done(outcome.status());
+    } else {
+      done(convert(*std::move(outcome)));
+    }
+  };
 }
 
 template <typename T, typename Start>
@@ -49,16 +46,13 @@ absl::StatusOr<T> RunSync(Start start) {
 }  // namespace
 
 void KvStore::PutAsync(PutRequest request, Callback<PutResult> done) {
-  absl::Status valid =
-      ValidateKeyInNamespace(request.ns, request.key, options_.limits);
+  absl::Status valid = ValidateKeyInNamespace(request.ns, request.key, options_.limits);
   if (valid.ok()) valid = ValidateValue(request.value, options_.limits);
   if (valid.ok() && request.lease != 0) valid = ValidateLeaseId(request.lease);
-  if (valid.ok() &&
-      request.condition == PutRequest::Condition::kExpectedModRevision &&
+  if (valid.ok() && request.condition == PutRequest::Condition::kExpectedModRevision &&
       request.expected_mod_revision < 0) {
     valid = absl::InvalidArgumentError(
-        absl::StrCat("expected_mod_revision ", request.expected_mod_revision,
-                     " is negative"));
+        absl::StrCat("expected_mod_revision ", request.expected_mod_revision, " is negative"));
   }
   if (!valid.ok()) return done(valid);
   PendingWrite write;
@@ -84,10 +78,8 @@ void KvStore::DeleteAsync(DeleteRequest request, Callback<DeleteResult> done) {
   Enqueue(std::move(write));
 }
 
-void KvStore::CompareAndSetAsync(CompareAndSetRequest request,
-                                 Callback<CompareAndSetResult> done) {
-  absl::Status valid =
-      ValidateKeyInNamespace(request.ns, request.key, options_.limits);
+void KvStore::CompareAndSetAsync(CompareAndSetRequest request, Callback<CompareAndSetResult> done) {
+  absl::Status valid = ValidateKeyInNamespace(request.ns, request.key, options_.limits);
   if (valid.ok()) valid = ValidateValue(request.expected, options_.limits);
   if (valid.ok()) valid = ValidateValue(request.desired, options_.limits);
   if (!valid.ok()) return done(valid);
@@ -100,8 +92,7 @@ void KvStore::CompareAndSetAsync(CompareAndSetRequest request,
 }
 
 void KvStore::AddAsync(AddRequest request, Callback<AddResult> done) {
-  absl::Status valid =
-      ValidateKeyInNamespace(request.ns, request.key, options_.limits);
+  absl::Status valid = ValidateKeyInNamespace(request.ns, request.key, options_.limits);
   if (!valid.ok()) return done(valid);
   PendingWrite write;
   write.op = std::move(request);
@@ -112,8 +103,7 @@ void KvStore::AddAsync(AddRequest request, Callback<AddResult> done) {
 }
 
 void KvStore::LeaseGrantAsync(int64_t ttl_ms, Callback<LeaseGrantResult> done) {
-  if (absl::Status s = ValidateLeaseTtl(ttl_ms, options_.limits); !s.ok())
-    return done(s);
+  if (absl::Status s = ValidateLeaseTtl(ttl_ms, options_.limits); !s.ok()) return done(s);
   PendingWrite write;
   write.op = LeaseGrantOp{ttl_ms};
   write.done = Adapt<LeaseGrantResult>(std::move(done), [](WriteOutcome o) {
@@ -122,8 +112,7 @@ void KvStore::LeaseGrantAsync(int64_t ttl_ms, Callback<LeaseGrantResult> done) {
   Enqueue(std::move(write));
 }
 
-void KvStore::LeaseRevokeAsync(LeaseId lease,
-                               Callback<LeaseRevokeResult> done) {
+void KvStore::LeaseRevokeAsync(LeaseId lease, Callback<LeaseRevokeResult> done) {
   if (absl::Status s = ValidateLeaseId(lease); !s.ok()) return done(s);
   PendingWrite write;
   write.op = LeaseRevokeOp{lease, /*expired=*/false};
@@ -136,26 +125,22 @@ void KvStore::LeaseRevokeAsync(LeaseId lease,
 void KvStore::CompactAsync(Revision revision, Callback<CompactResult> done) {
   if (revision <= 0) {
     return done(absl::InvalidArgumentError(
-        absl::StrCat("compact revision ", revision,
-                     " is invalid; give a positive revision")));
+        absl::StrCat("compact revision ", revision, " is invalid; give a positive revision")));
   }
   PendingWrite write;
   write.compact_to = revision;
-  write.done = Adapt<CompactResult>(std::move(done), [](WriteOutcome o) {
-    return CompactResult{o.revision};
-  });
+  write.done = Adapt<CompactResult>(std::move(done),
+                                    [](WriteOutcome o) { return CompactResult{o.revision}; });
   Enqueue(std::move(write));
 }
 
 void KvStore::WaitAsync(WaitRequest request, Callback<WaitResult> done) {
   absl::Status valid = ValidateNamespace(request.ns, options_.limits);
-  if (valid.ok())
-    valid = ValidateWaitKeyCount(request.keys.size(), options_.limits);
+  if (valid.ok()) valid = ValidateWaitKeyCount(request.keys.size(), options_.limits);
   for (size_t i = 0; valid.ok() && i < request.keys.size(); ++i) {
     valid = ValidateKey(request.keys[i], options_.limits);
   }
-  absl::StatusOr<absl::Duration> timeout =
-      ResolveWaitTimeout(request.timeout_ms, options_.limits);
+  absl::StatusOr<absl::Duration> timeout = ResolveWaitTimeout(request.timeout_ms, options_.limits);
   if (valid.ok() && !timeout.ok()) valid = timeout.status();
   if (!valid.ok()) return done(valid);
 
@@ -166,24 +151,20 @@ void KvStore::WaitAsync(WaitRequest request, Callback<WaitResult> done) {
     revision = revision_;
     std::vector<std::string> missing;
     for (std::string& key : request.keys) {
-      if (keys_.Find(request.ns, key) == nullptr)
-        missing.push_back(std::move(key));
+      if (keys_.Find(request.ns, key) == nullptr) missing.push_back(std::move(key));
     }
     if (missing.empty()) {
       registered = absl::OkStatus();
     } else if (waits_closed_) {
-      registered =
-          absl::UnavailableError("the coordinator is shutting down; retry");
+      registered = absl::UnavailableError("the coordinator is shutting down; retry");
     } else {
       auto on_finish = [this, done](absl::Status status) {
         if (!status.ok()) return done(status);
         done(WaitResult{hub_.published_revision()});
       };
-      registered = waits_.Add(
-          request.ns, std::move(missing), clock_.Now() + *timeout, *timeout,
-          std::move(on_finish), options_.limits.max_pending_wait_calls);
-      if (registered.ok())
-        return;  // `done` runs when the keys appear or time runs out
+      registered = waits_.Add(request.ns, std::move(missing), clock_.Now() + *timeout, *timeout,
+                              std::move(on_finish), options_.limits.max_pending_wait_calls);
+      if (registered.ok()) return;  // `done` runs when the keys appear or time runs out
     }
   }
   if (!registered.ok()) return done(registered);
@@ -191,22 +172,18 @@ void KvStore::WaitAsync(WaitRequest request, Callback<WaitResult> done) {
 }
 
 absl::StatusOr<PutResult> KvStore::Put(PutRequest request) {
-  return RunSync<PutResult>(
-      [&](Callback<PutResult> cb) { PutAsync(std::move(request), cb); });
+  return RunSync<PutResult>([&](Callback<PutResult> cb) { PutAsync(std::move(request), cb); });
 }
 absl::StatusOr<DeleteResult> KvStore::Delete(DeleteRequest request) {
   return RunSync<DeleteResult>(
       [&](Callback<DeleteResult> cb) { DeleteAsync(std::move(request), cb); });
 }
-absl::StatusOr<CompareAndSetResult> KvStore::CompareAndSet(
-    CompareAndSetRequest request) {
-  return RunSync<CompareAndSetResult>([&](Callback<CompareAndSetResult> cb) {
-    CompareAndSetAsync(std::move(request), cb);
-  });
+absl::StatusOr<CompareAndSetResult> KvStore::CompareAndSet(CompareAndSetRequest request) {
+  return RunSync<CompareAndSetResult>(
+      [&](Callback<CompareAndSetResult> cb) { CompareAndSetAsync(std::move(request), cb); });
 }
 absl::StatusOr<AddResult> KvStore::Add(AddRequest request) {
-  return RunSync<AddResult>(
-      [&](Callback<AddResult> cb) { AddAsync(std::move(request), cb); });
+  return RunSync<AddResult>([&](Callback<AddResult> cb) { AddAsync(std::move(request), cb); });
 }
 absl::StatusOr<LeaseGrantResult> KvStore::LeaseGrant(int64_t ttl_ms) {
   return RunSync<LeaseGrantResult>(
@@ -217,12 +194,10 @@ absl::StatusOr<LeaseRevokeResult> KvStore::LeaseRevoke(LeaseId lease) {
       [&](Callback<LeaseRevokeResult> cb) { LeaseRevokeAsync(lease, cb); });
 }
 absl::StatusOr<CompactResult> KvStore::Compact(Revision revision) {
-  return RunSync<CompactResult>(
-      [&](Callback<CompactResult> cb) { CompactAsync(revision, cb); });
+  return RunSync<CompactResult>([&](Callback<CompactResult> cb) { CompactAsync(revision, cb); });
 }
 absl::StatusOr<WaitResult> KvStore::Wait(WaitRequest request) {
-  return RunSync<WaitResult>(
-      [&](Callback<WaitResult> cb) { WaitAsync(std::move(request), cb); });
+  return RunSync<WaitResult>([&](Callback<WaitResult> cb) { WaitAsync(std::move(request), cb); });
 }
 
 }  // namespace ddp::kv

@@ -102,8 +102,7 @@ TYPED_TEST(KvStoreKeysTest, Put_ReturnPrevious_ReturnsOldRecord) {
 }
 
 TYPED_TEST(KvStoreKeysTest, Range_PrefixWithLimit_PagesInKeyOrder) {
-  for (const char* key : {"p/c", "p/a", "q/z", "p/b", "o/x"})
-    this->MustPut(key, key);
+  for (const char* key : {"p/c", "p/a", "q/z", "p/b", "o/x"}) this->MustPut(key, key);
   RangeRequest request;
   request.ns = "job";
   request.prefix = "p/";
@@ -140,8 +139,7 @@ TYPED_TEST(KvStoreKeysTest, Range_LimitAboveMaximum_ResourceExhausted) {
   RangeRequest request;
   request.ns = "job";
   request.limit = 1'000'000;
-  EXPECT_EQ(this->store_->Range(request).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(this->store_->Range(request).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 TYPED_TEST(KvStoreKeysTest, Delete_ExistingKey_RemovesAtNewRevision) {
@@ -150,8 +148,7 @@ TYPED_TEST(KvStoreKeysTest, Delete_ExistingKey_RemovesAtNewRevision) {
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(deleted->deleted, 1);
   EXPECT_EQ(deleted->revision, 2);
-  EXPECT_EQ(this->store_->Get({"job", "a"}).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->Get({"job", "a"}).status().code(), absl::StatusCode::kNotFound);
 }
 
 TYPED_TEST(KvStoreKeysTest, Delete_MissingKey_ZeroAtCurrentRevision) {
@@ -189,8 +186,7 @@ TYPED_TEST(KvStoreKeysTest, CompareAndSet_MissingKeyEmptyExpected_Sets) {
   EXPECT_EQ(this->store_->Get({"job", "k"})->kv.value, "v1");
 }
 
-TYPED_TEST(KvStoreKeysTest,
-           CompareAndSet_Mismatch_ReturnsCurrentValueUnchanged) {
+TYPED_TEST(KvStoreKeysTest, CompareAndSet_Mismatch_ReturnsCurrentValueUnchanged) {
   this->MustPut("k", "current");
   auto cas = this->store_->CompareAndSet({"job", "k", "other", "new"});
   ASSERT_TRUE(cas.ok());
@@ -216,14 +212,12 @@ TYPED_TEST(KvStoreKeysTest, Add_MissingAndExisting_Accumulates) {
 
 TYPED_TEST(KvStoreKeysTest, Add_NonIntegerValue_InvalidArgument) {
   this->MustPut("n", "abc");
-  EXPECT_EQ(this->store_->Add({"job", "n", 1}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(this->store_->Add({"job", "n", 1}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TYPED_TEST(KvStoreKeysTest, Add_Overflow_OutOfRange) {
   this->MustPut("n", "9223372036854775807");
-  EXPECT_EQ(this->store_->Add({"job", "n", 1}).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(this->store_->Add({"job", "n", 1}).status().code(), absl::StatusCode::kOutOfRange);
 }
 
 TYPED_TEST(KvStoreKeysTest, Add_ConcurrentAdds_NoLostUpdate) {
@@ -231,13 +225,11 @@ TYPED_TEST(KvStoreKeysTest, Add_ConcurrentAdds_NoLostUpdate) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([this] {
-      for (int i = 0; i < kAddsPerThread; ++i)
-        ASSERT_TRUE(this->store_->Add({"job", "c", 1}).ok());
+      for (int i = 0; i < kAddsPerThread; ++i) ASSERT_TRUE(this->store_->Add({"job", "c", 1}).ok());
     });
   }
   for (auto& thread : threads) thread.join();
-  EXPECT_EQ(this->store_->Get({"job", "c"})->kv.value,
-            std::to_string(kThreads * kAddsPerThread));
+  EXPECT_EQ(this->store_->Get({"job", "c"})->kv.value, std::to_string(kThreads * kAddsPerThread));
   EXPECT_EQ(this->store_->Status().revision, kThreads * kAddsPerThread);
 }
 
@@ -251,11 +243,10 @@ TYPED_TEST(KvStoreKeysTest, Wait_KeysAlreadyExist_ReturnsAtOnce) {
 TYPED_TEST(KvStoreKeysTest, Wait_KeysPutLater_CompletesAfterLastKey) {
   absl::Notification done;
   absl::StatusOr<WaitResult> result;
-  this->store_->WaitAsync({"job", {"a", "b"}, 10000},
-                          [&](absl::StatusOr<WaitResult> r) {
-                            result = r;
-                            done.Notify();
-                          });
+  this->store_->WaitAsync({"job", {"a", "b"}, 10000}, [&](absl::StatusOr<WaitResult> r) {
+    result = r;
+    done.Notify();
+  });
   this->MustPut("a", "1");
   EXPECT_FALSE(done.HasBeenNotified());
   this->MustPut("b", "2");
@@ -268,11 +259,10 @@ TYPED_TEST(KvStoreKeysTest, Wait_Timeout_DeadlineExceededNamingMissingKey) {
   this->MustPut("a", "1");
   absl::Notification done;
   absl::Status status;
-  this->store_->WaitAsync({"job", {"a", "missing-key"}, 500},
-                          [&](absl::StatusOr<WaitResult> r) {
-                            status = r.status();
-                            done.Notify();
-                          });
+  this->store_->WaitAsync({"job", {"a", "missing-key"}, 500}, [&](absl::StatusOr<WaitResult> r) {
+    status = r.status();
+    done.Notify();
+  });
   this->clock_.Advance(absl::Milliseconds(499));
   this->store_->Tick();
   EXPECT_FALSE(done.HasBeenNotified());
@@ -283,8 +273,7 @@ TYPED_TEST(KvStoreKeysTest, Wait_Timeout_DeadlineExceededNamingMissingKey) {
   EXPECT_THAT(status.message(), HasSubstr("missing-key"));
 }
 
-TYPED_TEST(KvStoreKeysTest,
-           Put_OversizedKey_ResourceExhaustedNamingSizeAndLimit) {
+TYPED_TEST(KvStoreKeysTest, Put_OversizedKey_ResourceExhaustedNamingSizeAndLimit) {
   const std::string key(5000, 'k');
   auto put = this->store_->Put({"job", key, "v"});
   EXPECT_EQ(put.status().code(), absl::StatusCode::kResourceExhausted);
@@ -292,8 +281,7 @@ TYPED_TEST(KvStoreKeysTest,
   EXPECT_THAT(put.status().message(), HasSubstr("4096"));
 }
 
-TYPED_TEST(KvStoreKeysTest,
-           Put_OversizedValue_ResourceExhaustedNamingSizeAndLimit) {
+TYPED_TEST(KvStoreKeysTest, Put_OversizedValue_ResourceExhaustedNamingSizeAndLimit) {
   auto put = this->store_->Put({"job", "k", std::string((1 << 20) + 1, 'v')});
   EXPECT_EQ(put.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(put.status().message(), HasSubstr("1048577"));
@@ -301,8 +289,7 @@ TYPED_TEST(KvStoreKeysTest,
 }
 
 TYPED_TEST(KvStoreKeysTest, Put_BadNamespace_InvalidArgument) {
-  for (const std::string& ns :
-       {std::string(""), std::string("a/b"), std::string(129, 'n')}) {
+  for (const std::string& ns : {std::string(""), std::string("a/b"), std::string(129, 'n')}) {
     auto put = this->store_->Put({ns, "k", "v"});
     EXPECT_EQ(put.status().code(), absl::StatusCode::kInvalidArgument) << ns;
   }
@@ -310,24 +297,22 @@ TYPED_TEST(KvStoreKeysTest, Put_BadNamespace_InvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TYPED_TEST(KvStoreKeysTest,
-           PutAsync_ManyConcurrentWrites_UniqueContiguousRevisions) {
+TYPED_TEST(KvStoreKeysTest, PutAsync_ManyConcurrentWrites_UniqueContiguousRevisions) {
   constexpr int kWrites = 300;
   absl::Mutex mu;
   std::vector<Revision> revisions;
   absl::Notification all_done;
   for (int i = 0; i < kWrites; ++i) {
-    this->store_->PutAsync({"job", "k" + std::to_string(i), "v"},
-                           [&](absl::StatusOr<PutResult> r) {
-                             ASSERT_TRUE(r.ok()) << r.status();
-                             bool last = false;
-                             {
-                               absl::MutexLock lock(&mu);
-                               revisions.push_back(r->revision);
-                               last = revisions.size() == kWrites;
-                             }
-                             if (last) all_done.Notify();
-                           });
+    this->store_->PutAsync({"job", "k" + std::to_string(i), "v"}, [&](absl::StatusOr<PutResult> r) {
+      ASSERT_TRUE(r.ok()) << r.status();
+      bool last = false;
+      {
+        absl::MutexLock lock(&mu);
+        revisions.push_back(r->revision);
+        last = revisions.size() == kWrites;
+      }
+      if (last) all_done.Notify();
+    });
   }
   ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   std::sort(revisions.begin(), revisions.end());

@@ -21,8 +21,7 @@ class KvStoreRestartTest : public ::testing::Test {
   void SetUp() override {
     const char* dir = std::getenv("TEST_TMPDIR");
     path_ = std::string(dir ? dir : "/tmp") + "/" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-            ".db";
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
     std::remove(path_.c_str());
     Reopen();
   }
@@ -55,8 +54,7 @@ TEST_F(KvStoreRestartTest, Reopen_KeysAndRevision_Survive) {
   EXPECT_EQ(got->kv.value, "2");
   EXPECT_EQ(got->kv.version, 2);
   EXPECT_EQ(got->kv.create_revision, 1);
-  EXPECT_EQ(store_->Get({"job", "b"}).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Get({"job", "b"}).status().code(), absl::StatusCode::kNotFound);
   auto next = store_->Put({"job", "c", "y"});
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->revision, 5);
@@ -67,8 +65,7 @@ TEST_F(KvStoreRestartTest, Reopen_WatchFromOldRevision_ReplaysHistoryInOrder) {
   ASSERT_TRUE(store_->Put({"job", "b", "2"}).ok());
   ASSERT_TRUE(store_->Delete({"job", "a"}).ok());
   Reopen();
-  auto id =
-      store_->Watch({"job", "", 2}, std::make_shared<testing::CountingSink>());
+  auto id = store_->Watch({"job", "", 2}, std::make_shared<testing::CountingSink>());
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(store_->Put({"job", "c", "3"}).ok());
   std::vector<Event> events;
@@ -96,8 +93,7 @@ TEST_F(KvStoreRestartTest, Reopen_Lease_SurvivesWithFullTtlAgain) {
   clock_.Advance(absl::Milliseconds(1));
   store_->Tick();
   ASSERT_TRUE(store_->Put({"job", "sync", "2"}).ok());
-  EXPECT_EQ(store_->Get({"job", "owned"}).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Get({"job", "owned"}).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(KvStoreRestartTest, Reopen_LeaseIds_NotReused) {
@@ -112,19 +108,14 @@ TEST_F(KvStoreRestartTest, Reopen_LeaseIds_NotReused) {
 }
 
 TEST_F(KvStoreRestartTest, Reopen_CompactedHistory_StillOutOfRange) {
-  for (int i = 0; i < 4; ++i)
-    ASSERT_TRUE(store_->Put({"job", "k", std::to_string(i)}).ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(store_->Put({"job", "k", std::to_string(i)}).ok());
   ASSERT_TRUE(store_->Compact(3).ok());
   Reopen();
   EXPECT_EQ(store_->Status().compacted_revision, 2);
   EXPECT_EQ(
-      store_->Watch({"job", "", 2}, std::make_shared<testing::CountingSink>())
-          .status()
-          .code(),
+      store_->Watch({"job", "", 2}, std::make_shared<testing::CountingSink>()).status().code(),
       absl::StatusCode::kOutOfRange);
-  EXPECT_TRUE(
-      store_->Watch({"job", "", 3}, std::make_shared<testing::CountingSink>())
-          .ok());
+  EXPECT_TRUE(store_->Watch({"job", "", 3}, std::make_shared<testing::CountingSink>()).ok());
 }
 
 }  // namespace

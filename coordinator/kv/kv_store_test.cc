@@ -39,16 +39,15 @@ TEST_F(KvStoreTest, PutAsync_ManyQueuedWrites_FewerCommitsThanWrites) {
   int finished = 0;
   absl::Notification all_done;
   for (int i = 0; i < kWrites; ++i) {
-    store_->PutAsync({"job", "k" + std::to_string(i), "v"},
-                     [&](absl::StatusOr<PutResult> r) {
-                       EXPECT_TRUE(r.ok());
-                       bool last = false;
-                       {
-                         absl::MutexLock lock(&mu);
-                         last = ++finished == kWrites;
-                       }
-                       if (last) all_done.Notify();
-                     });
+    store_->PutAsync({"job", "k" + std::to_string(i), "v"}, [&](absl::StatusOr<PutResult> r) {
+      EXPECT_TRUE(r.ok());
+      bool last = false;
+      {
+        absl::MutexLock lock(&mu);
+        last = ++finished == kWrites;
+      }
+      if (last) all_done.Notify();
+    });
   }
   ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_LT(backend_->commits(), kWrites);
@@ -109,8 +108,7 @@ TEST_F(KvStoreTest, LeaseExpiry_CommitFails_RetriedAtLaterTick) {
   clock_.Advance(absl::Milliseconds(100));
   store_->Tick();
   ASSERT_TRUE(store_->Put({"job", "sync", "y"}).ok());
-  EXPECT_EQ(store_->Get({"job", "a"}).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Get({"job", "a"}).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(KvStoreTest, Status_AfterWrites_CountsKeysLeasesWatchers) {
@@ -153,11 +151,10 @@ TEST_F(KvStoreTest, PutAsync_SlowCallback_CommitterKeepsCommitting) {
 TEST_F(KvStoreTest, Shutdown_QueuedWrites_AllCallbacksRunBeforeItReturns) {
   std::atomic<int> finished{0};
   for (int i = 0; i < 500; ++i) {
-    store_->PutAsync({"job", "k" + std::to_string(i), "v"},
-                     [&](absl::StatusOr<PutResult> r) {
-                       EXPECT_TRUE(r.ok()) << r.status();
-                       finished.fetch_add(1);
-                     });
+    store_->PutAsync({"job", "k" + std::to_string(i), "v"}, [&](absl::StatusOr<PutResult> r) {
+      EXPECT_TRUE(r.ok()) << r.status();
+      finished.fetch_add(1);
+    });
   }
   store_->Shutdown();
   EXPECT_EQ(finished.load(), 500);

@@ -23,8 +23,7 @@ using KvStoreWatchLeaseTest = KvStoreConformanceTest<Factory>;
 using Backends = ::testing::Types<InMemoryBackendFactory, SqliteBackendFactory>;
 TYPED_TEST_SUITE(KvStoreWatchLeaseTest, Backends);
 
-TYPED_TEST(KvStoreWatchLeaseTest,
-           Watch_FromRevisionOne_ReplaysHistoryThenLive) {
+TYPED_TEST(KvStoreWatchLeaseTest, Watch_FromRevisionOne_ReplaysHistoryThenLive) {
   this->MustPut("p/a", "1");
   this->MustPut("other", "x");
   ASSERT_TRUE(this->store_->Delete({"job", "p/a"}).ok());
@@ -52,8 +51,7 @@ TYPED_TEST(KvStoreWatchLeaseTest,
 
 TYPED_TEST(KvStoreWatchLeaseTest, Watch_FromZero_OnlyNewEventsOfItsNamespace) {
   this->MustPut("a", "old");
-  auto id =
-      this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
+  auto id = this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
   ASSERT_TRUE(id.ok());
   this->MustPut("a", "other-ns", 0, "job2");
   this->MustPut("a", "new");
@@ -64,20 +62,17 @@ TYPED_TEST(KvStoreWatchLeaseTest, Watch_FromZero_OnlyNewEventsOfItsNamespace) {
   EXPECT_EQ(events[0].kv.version, 2);
 }
 
-TYPED_TEST(KvStoreWatchLeaseTest,
-           Watch_CatchUpWhileCommitting_NoGapNoDuplicate) {
+TYPED_TEST(KvStoreWatchLeaseTest, Watch_CatchUpWhileCommitting_NoGapNoDuplicate) {
   constexpr int kPuts = 400;
   this->options_.watch.max_events_per_take = 7;  // many small history pages
   this->Reopen();
   std::atomic<bool> writer_done{false};
   std::thread writer([&] {
-    for (int i = 0; i < kPuts; ++i)
-      this->MustPut("k" + std::to_string(i % 13), "v");
+    for (int i = 0; i < kPuts; ++i) this->MustPut("k" + std::to_string(i % 13), "v");
     writer_done = true;
   });
   while (this->store_->Status().revision < kPuts / 4) std::this_thread::yield();
-  auto id =
-      this->store_->Watch({"job", "", 1}, std::make_shared<CountingSink>());
+  auto id = this->store_->Watch({"job", "", 1}, std::make_shared<CountingSink>());
   ASSERT_TRUE(id.ok());
   std::vector<Event> events;
   while (!writer_done) ASSERT_TRUE(Drain(*this->store_, *id, &events).ok());
@@ -87,14 +82,12 @@ TYPED_TEST(KvStoreWatchLeaseTest,
   for (int i = 0; i < kPuts; ++i) EXPECT_EQ(events[i].revision(), i + 1);
 }
 
-TYPED_TEST(KvStoreWatchLeaseTest,
-           Watch_MultiEventRevisionAcrossPages_DeliveredOnce) {
+TYPED_TEST(KvStoreWatchLeaseTest, Watch_MultiEventRevisionAcrossPages_DeliveredOnce) {
   this->options_.watch.max_events_per_take = 2;
   this->Reopen();
   for (int i = 0; i < 5; ++i) this->MustPut("p" + std::to_string(i), "v");
   ASSERT_TRUE(this->store_->Delete({"job", "p", true}).ok());
-  auto id =
-      this->store_->Watch({"job", "", 1}, std::make_shared<CountingSink>());
+  auto id = this->store_->Watch({"job", "", 1}, std::make_shared<CountingSink>());
   ASSERT_TRUE(id.ok());
   std::vector<Event> events;
   ASSERT_TRUE(Drain(*this->store_, *id, &events).ok());
@@ -106,12 +99,10 @@ TYPED_TEST(KvStoreWatchLeaseTest,
   }
 }
 
-TYPED_TEST(KvStoreWatchLeaseTest,
-           Watch_SlowWatcher_CancelledWithResumeRevision) {
+TYPED_TEST(KvStoreWatchLeaseTest, Watch_SlowWatcher_CancelledWithResumeRevision) {
   this->options_.watch.max_queued_events = 3;
   this->Reopen();
-  auto id =
-      this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
+  auto id = this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
   ASSERT_TRUE(id.ok());
   for (int i = 0; i < 5; ++i) this->MustPut("k", "v");
   WatchBatch batch;
@@ -125,12 +116,10 @@ TYPED_TEST(KvStoreWatchLeaseTest, Watch_FromCompactedRevision_OutOfRange) {
   auto compacted = this->store_->Compact(4);
   ASSERT_TRUE(compacted.ok()) << compacted.status();
   EXPECT_EQ(compacted->compacted_revision, 3);
-  auto refused =
-      this->store_->Watch({"job", "", 3}, std::make_shared<CountingSink>());
+  auto refused = this->store_->Watch({"job", "", 3}, std::make_shared<CountingSink>());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_THAT(refused.status().message(), HasSubstr("compacted"));
-  auto id =
-      this->store_->Watch({"job", "", 4}, std::make_shared<CountingSink>());
+  auto id = this->store_->Watch({"job", "", 4}, std::make_shared<CountingSink>());
   ASSERT_TRUE(id.ok());
   std::vector<Event> events;
   ASSERT_TRUE(Drain(*this->store_, *id, &events).ok());
@@ -141,14 +130,11 @@ TYPED_TEST(KvStoreWatchLeaseTest, Watch_FromCompactedRevision_OutOfRange) {
 
 TYPED_TEST(KvStoreWatchLeaseTest, Compact_FutureRevision_OutOfRange) {
   this->MustPut("k", "v");
-  EXPECT_EQ(this->store_->Compact(5).status().code(),
-            absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(this->store_->Compact(0).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(this->store_->Compact(5).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(this->store_->Compact(0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TYPED_TEST(KvStoreWatchLeaseTest,
-           HistoryRetention_ManyWrites_CompactsAutomatically) {
+TYPED_TEST(KvStoreWatchLeaseTest, HistoryRetention_ManyWrites_CompactsAutomatically) {
   this->options_.history_revisions = 10;
   this->Reopen();
   for (int i = 0; i < 30; ++i) this->MustPut("k", std::to_string(i));
@@ -158,16 +144,14 @@ TYPED_TEST(KvStoreWatchLeaseTest,
   EXPECT_LE(status.revision - status.compacted_revision, 12);
 }
 
-TYPED_TEST(KvStoreWatchLeaseTest,
-           Lease_Expiry_DeletesKeysAndWatcherSeesDelete) {
+TYPED_TEST(KvStoreWatchLeaseTest, Lease_Expiry_DeletesKeysAndWatcherSeesDelete) {
   auto lease = this->store_->LeaseGrant(1000);
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ(lease->ttl_ms, 1000);
   this->MustPut("a", "1", lease->lease);
   this->MustPut("b", "2", lease->lease);
   this->MustPut("c", "3");
-  auto id =
-      this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
+  auto id = this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
   ASSERT_TRUE(id.ok());
   this->clock_.Advance(absl::Milliseconds(600));
   ASSERT_TRUE(this->store_->LeaseKeepAlive(lease->lease).ok());
@@ -179,10 +163,8 @@ TYPED_TEST(KvStoreWatchLeaseTest,
   // The expiry is a queued write; a later write's reply proves it was
   // published.
   this->MustPut("sync", "x");
-  EXPECT_EQ(this->store_->Get({"job", "a"}).status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(this->store_->Get({"job", "b"}).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->Get({"job", "a"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->Get({"job", "b"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(this->store_->Get({"job", "c"}).ok());
   EXPECT_EQ(this->store_->Status().leases, 0);
   EXPECT_EQ(this->store_->LeaseKeepAlive(lease->lease).status().code(),
@@ -205,20 +187,15 @@ TYPED_TEST(KvStoreWatchLeaseTest, LeaseRevoke_DeletesOnlyItsKeys) {
   auto revoked = this->store_->LeaseRevoke(lease->lease);
   ASSERT_TRUE(revoked.ok()) << revoked.status();
   EXPECT_EQ(revoked->deleted, 1);
-  EXPECT_EQ(this->store_->Get({"job", "a"}).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->Get({"job", "a"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(this->store_->Get({"job", "b"})->kv.value, "detached");
 }
 
 TYPED_TEST(KvStoreWatchLeaseTest, Lease_Unknown_NotFoundEverywhere) {
-  EXPECT_EQ(this->store_->Put({"job", "k", "v", 42}).status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(this->store_->LeaseKeepAlive(42).status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(this->store_->LeaseRevoke(42).status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(this->store_->LeaseGrant(1).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(this->store_->Put({"job", "k", "v", 42}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->LeaseKeepAlive(42).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->LeaseRevoke(42).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->LeaseGrant(1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TYPED_TEST(KvStoreWatchLeaseTest, LeaseGrant_Twice_DistinctIds) {
@@ -232,22 +209,18 @@ TYPED_TEST(KvStoreWatchLeaseTest, LeaseGrant_Twice_DistinctIds) {
 TYPED_TEST(KvStoreWatchLeaseTest, Shutdown_PendingWaitAndWatcher_Unavailable) {
   absl::Notification done;
   absl::Status wait_status;
-  this->store_->WaitAsync({"job", {"never"}, 100000},
-                          [&](absl::StatusOr<WaitResult> r) {
-                            wait_status = r.status();
-                            done.Notify();
-                          });
-  auto id =
-      this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
+  this->store_->WaitAsync({"job", {"never"}, 100000}, [&](absl::StatusOr<WaitResult> r) {
+    wait_status = r.status();
+    done.Notify();
+  });
+  auto id = this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
   ASSERT_TRUE(id.ok());
   this->store_->Shutdown();
   ASSERT_TRUE(done.HasBeenNotified());
   EXPECT_EQ(wait_status.code(), absl::StatusCode::kUnavailable);
   WatchBatch batch;
-  EXPECT_EQ(this->store_->TakeWatchEvents(*id, &batch).code(),
-            absl::StatusCode::kUnavailable);
-  EXPECT_EQ(this->store_->Put({"job", "k", "v"}).status().code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(this->store_->TakeWatchEvents(*id, &batch).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(this->store_->Put({"job", "k", "v"}).status().code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

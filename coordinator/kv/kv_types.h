@@ -61,13 +61,13 @@ struct LeaseRecord {
 // Hard limits checked before anything is allocated or stored. Every violation is an
 // INVALID_ARGUMENT or RESOURCE_EXHAUSTED error that names the value and the limit.
 struct KvLimits {
-  size_t max_key_bytes = 4096;              // RESOURCE_EXHAUSTED above
-  size_t max_value_bytes = 1 << 20;         // 1 MiB; RESOURCE_EXHAUSTED above
-  size_t max_namespace_bytes = 128;         // namespace: [A-Za-z0-9._-]{1,128}
-  size_t max_keys_per_request = 1024;       // Wait keys; RESOURCE_EXHAUSTED above
-  size_t default_range_limit = 1000;        // Range with limit 0
-  size_t max_range_limit = 10000;           // Range limit; RESOURCE_EXHAUSTED above
-  int64_t min_lease_ttl_ms = 100;           // INVALID_ARGUMENT below
+  size_t max_key_bytes = 4096;                        // RESOURCE_EXHAUSTED above
+  size_t max_value_bytes = 1 << 20;                   // 1 MiB; RESOURCE_EXHAUSTED above
+  size_t max_namespace_bytes = 128;                   // namespace: [A-Za-z0-9._-]{1,128}
+  size_t max_keys_per_request = 1024;                 // Wait keys; RESOURCE_EXHAUSTED above
+  size_t default_range_limit = 1000;                  // Range with limit 0
+  size_t max_range_limit = 10000;                     // Range limit; RESOURCE_EXHAUSTED above
+  int64_t min_lease_ttl_ms = 100;                     // INVALID_ARGUMENT below
   int64_t max_lease_ttl_ms = 7 * 24 * 3600 * 1000LL;  // INVALID_ARGUMENT above
   absl::Duration default_wait_timeout = absl::Seconds(300);  // TCPStore's default
   absl::Duration max_wait_timeout = absl::Hours(24);

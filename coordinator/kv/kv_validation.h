@@ -20,8 +20,7 @@
 namespace ddp::kv {
 
 // A printable, size-capped rendering of arbitrary bytes for error messages.
-std::string AbbreviateForMessage(absl::string_view bytes,
-                                 size_t max_chars = 64);
+std::string AbbreviateForMessage(absl::string_view bytes, size_t max_chars = 64);
 
 // Namespace: [A-Za-z0-9._-]{1,max_namespace_bytes}. Errors: INVALID_ARGUMENT.
 absl::Status ValidateNamespace(absl::string_view ns, const KvLimits& limits);
@@ -54,8 +53,7 @@ absl::Status ValidateWaitKeyCount(size_t count, const KvLimits& limits);
 
 // The timeout of a Wait: `timeout_ms` or the default for 0.
 // Errors: INVALID_ARGUMENT (negative or above max_wait_timeout).
-absl::StatusOr<absl::Duration> ResolveWaitTimeout(int64_t timeout_ms,
-                                                  const KvLimits& limits);
+absl::StatusOr<absl::Duration> ResolveWaitTimeout(int64_t timeout_ms, const KvLimits& limits);
 
 }  // namespace ddp::kv
 

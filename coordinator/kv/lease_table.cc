@@ -16,9 +16,8 @@ void LeaseTable::Grant(LeaseId id, int64_t ttl_ms, absl::Time now) {
 absl::StatusOr<int64_t> LeaseTable::KeepAlive(LeaseId id, absl::Time now) {
   auto it = leases_.find(id);
   if (it == leases_.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        "lease ", id,
-        " does not exist (expired or revoked); grant a new lease"));
+    return absl::NotFoundError(
+        absl::StrCat("lease ", id, " does not exist (expired or revoked); grant a new lease"));
   }
   Lease& lease = it->second;
   if (lease.expiring) {
@@ -40,14 +39,12 @@ void LeaseTable::Remove(LeaseId id) {
   leases_.erase(it);
 }
 
-void LeaseTable::AttachKey(LeaseId id, const std::string& ns,
-                           const std::string& key) {
+void LeaseTable::AttachKey(LeaseId id, const std::string& ns, const std::string& key) {
   auto it = leases_.find(id);
   if (it != leases_.end()) it->second.keys.insert({ns, key});
 }
 
-void LeaseTable::DetachKey(LeaseId id, const std::string& ns,
-                           const std::string& key) {
+void LeaseTable::DetachKey(LeaseId id, const std::string& ns, const std::string& key) {
   auto it = leases_.find(id);
   if (it != leases_.end()) it->second.keys.erase(KeyRef(ns, key));
 }

@@ -12,12 +12,10 @@ TEST(LeaseTableTest, CollectExpired_PastDeadline_MarksExpiringOnce) {
   table.Grant(1, 100, kStart);
   table.Grant(2, 500, kStart);
   EXPECT_TRUE(table.CollectExpired(kStart + absl::Milliseconds(99)).empty());
-  EXPECT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)),
-            std::vector<LeaseId>{1});
+  EXPECT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)), std::vector<LeaseId>{1});
   EXPECT_TRUE(table.CollectExpired(kStart + absl::Milliseconds(200)).empty());
   EXPECT_TRUE(table.Contains(1));  // until the revoke is committed
-  EXPECT_EQ(table.KeepAlive(1, kStart).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(table.KeepAlive(1, kStart).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(LeaseTableTest, KeepAlive_Live_MovesDeadline) {
@@ -54,8 +52,7 @@ TEST(LeaseTableTest, AttachDetachRemove_TracksKeys) {
 
 TEST(LeaseTableTest, KeepAlive_Unknown_NotFound) {
   LeaseTable table;
-  EXPECT_EQ(table.KeepAlive(3, kStart).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(table.KeepAlive(3, kStart).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

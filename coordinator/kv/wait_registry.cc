@@ -7,13 +7,12 @@
 
 namespace ddp::kv {
 
-absl::Status WaitRegistry::Add(const std::string& ns,
-                               std::vector<std::string> missing_keys,
-                               absl::Time deadline, absl::Duration timeout,
-                               Callback done, size_t max_pending) {
+absl::Status WaitRegistry::Add(const std::string& ns, std::vector<std::string> missing_keys,
+                               absl::Time deadline, absl::Duration timeout, Callback done,
+                               size_t max_pending) {
   if (waiters_.size() >= max_pending) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "too many pending wait calls (limit ", max_pending, "); retry later"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("too many pending wait calls (limit ", max_pending, "); retry later"));
   }
   const uint64_t id = next_id_++;
   Waiter& waiter = waiters_[id];
@@ -23,8 +22,7 @@ absl::Status WaitRegistry::Add(const std::string& ns,
   waiter.timeout = timeout;
   waiter.done = std::move(done);
   for (std::string& key : missing_keys) {
-    if (waiter.missing.insert(key).second)
-      by_key_[KeyRef(ns, std::move(key))].push_back(id);
+    if (waiter.missing.insert(key).second) by_key_[KeyRef(ns, std::move(key))].push_back(id);
   }
   by_deadline_.insert({deadline, id});
   return absl::OkStatus();
@@ -46,8 +44,7 @@ WaitRegistry::Callback WaitRegistry::RemoveWaiter(uint64_t id) {
   return done;
 }
 
-void WaitRegistry::OnKeyPut(const std::string& ns, const std::string& key,
-                            Finished* finished) {
+void WaitRegistry::OnKeyPut(const std::string& ns, const std::string& key, Finished* finished) {
   auto key_it = by_key_.find(KeyRef(ns, key));
   if (key_it == by_key_.end()) return;
   std::vector<uint64_t> ids = std::move(key_it->second);
@@ -56,8 +53,7 @@ void WaitRegistry::OnKeyPut(const std::string& ns, const std::string& key,
     auto it = waiters_.find(id);
     if (it == waiters_.end()) continue;
     it->second.missing.erase(key);
-    if (it->second.missing.empty())
-      finished->emplace_back(RemoveWaiter(id), absl::OkStatus());
+    if (it->second.missing.empty()) finished->emplace_back(RemoveWaiter(id), absl::OkStatus());
   }
 }
 
@@ -67,9 +63,8 @@ void WaitRegistry::Expire(absl::Time now, Finished* finished) {
     const Waiter& waiter = waiters_.at(id);
     const std::string example = *waiter.missing.begin();
     absl::Status status = absl::DeadlineExceededError(absl::StrCat(
-        "wait timed out after ", absl::FormatDuration(waiter.timeout), ": ",
-        waiter.missing.size(), " of ", waiter.total_keys,
-        " keys still missing in namespace '", waiter.ns, "', e.g. '",
+        "wait timed out after ", absl::FormatDuration(waiter.timeout), ": ", waiter.missing.size(),
+        " of ", waiter.total_keys, " keys still missing in namespace '", waiter.ns, "', e.g. '",
         AbbreviateForMessage(example),
         "'; check that every participant set its key, or raise timeout_ms"));
     finished->emplace_back(RemoveWaiter(id), std::move(status));

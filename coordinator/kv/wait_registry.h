@@ -34,13 +34,11 @@ class WaitRegistry {
   // Registers a wait for `missing_keys` (non-empty) of namespace `ns`.
   // Errors: RESOURCE_EXHAUSTED when `max_pending` waits are already registered.
   absl::Status Add(const std::string& ns, std::vector<std::string> missing_keys,
-                   absl::Time deadline, absl::Duration timeout, Callback done,
-                   size_t max_pending);
+                   absl::Time deadline, absl::Duration timeout, Callback done, size_t max_pending);
 
   // Records that (ns, key) now exists; waits that have all their keys go to
   // `finished`.
-  void OnKeyPut(const std::string& ns, const std::string& key,
-                Finished* finished);
+  void OnKeyPut(const std::string& ns, const std::string& key, Finished* finished);
 
   // Moves every wait whose deadline is <= now to `finished` with
   // DEADLINE_EXCEEDED.

@@ -13,8 +13,8 @@ TEST(WaitRegistryTest, OnKeyPut_AllKeysArrive_FinishesOk) {
   int calls = 0;
   ASSERT_TRUE(registry
                   .Add(
-                      "ns", {"a", "b"}, kStart + absl::Seconds(1),
-                      absl::Seconds(1), [&](absl::Status) { ++calls; }, 10)
+                      "ns", {"a", "b"}, kStart + absl::Seconds(1), absl::Seconds(1),
+                      [&](absl::Status) { ++calls; }, 10)
                   .ok());
   WaitRegistry::Finished finished;
   registry.OnKeyPut("ns", "a", &finished);
@@ -31,11 +31,11 @@ TEST(WaitRegistryTest, OnKeyPut_AllKeysArrive_FinishesOk) {
 
 TEST(WaitRegistryTest, Expire_PastDeadline_DeadlineExceededNamingKey) {
   WaitRegistry registry;
-  ASSERT_TRUE(registry
-                  .Add(
-                      "ns", {"late"}, kStart + absl::Seconds(1),
-                      absl::Seconds(1), [](absl::Status) {}, 10)
-                  .ok());
+  ASSERT_TRUE(
+      registry
+          .Add(
+              "ns", {"late"}, kStart + absl::Seconds(1), absl::Seconds(1), [](absl::Status) {}, 10)
+          .ok());
   WaitRegistry::Finished finished;
   registry.Expire(kStart + absl::Milliseconds(999), &finished);
   EXPECT_TRUE(finished.empty());
@@ -50,27 +50,24 @@ TEST(WaitRegistryTest, Expire_PastDeadline_DeadlineExceededNamingKey) {
 
 TEST(WaitRegistryTest, Add_OverLimit_ResourceExhausted) {
   WaitRegistry registry;
-  ASSERT_TRUE(
-      registry
-          .Add(
-              "ns", {"a"}, kStart, absl::Seconds(1), [](absl::Status) {}, 1)
-          .ok());
-  EXPECT_EQ(
-      registry
-          .Add(
-              "ns", {"b"}, kStart, absl::Seconds(1), [](absl::Status) {}, 1)
-          .code(),
-      absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(registry
+                  .Add(
+                      "ns", {"a"}, kStart, absl::Seconds(1), [](absl::Status) {}, 1)
+                  .ok());
+  EXPECT_EQ(registry
+                .Add(
+                    "ns", {"b"}, kStart, absl::Seconds(1), [](absl::Status) {}, 1)
+                .code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 TEST(WaitRegistryTest, CancelAll_Pending_EachGetsStatus) {
   WaitRegistry registry;
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(
-        registry
-            .Add(
-                "ns", {"k"}, kStart, absl::Seconds(1), [](absl::Status) {}, 10)
-            .ok());
+    ASSERT_TRUE(registry
+                    .Add(
+                        "ns", {"k"}, kStart, absl::Seconds(1), [](absl::Status) {}, 10)
+                    .ok());
   }
   WaitRegistry::Finished finished;
   registry.CancelAll(absl::UnavailableError("bye"), &finished);

@@ -27,9 +27,8 @@ absl::StatusOr<WatchId> WatchHub::Add(const WatchRequest& request,
   absl::MutexLock lock(&mu_);
   if (closed_) return closed_status_;
   if (watchers_.size() >= options_.max_watchers) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many watchers (limit ", options_.max_watchers,
-                     "); close unused watches"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many watchers (limit ", options_.max_watchers, "); close unused watches"));
   }
   const WatchId id = next_id_++;
   Watcher& w = watchers_[id];
@@ -69,8 +68,7 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   }
   // Read outside the lock: the backend allows this concurrently with Commit.
   const size_t want = options_.max_events_per_take + skip;
-  absl::StatusOr<std::vector<Event>> read =
-      history_.ReadEvents(ns, prefix, from, want);
+  absl::StatusOr<std::vector<Event>> read = history_.ReadEvents(ns, prefix, from, want);
   absl::MutexLock lock(&mu_);
   auto it = watchers_.find(id);
   if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
@@ -79,11 +77,11 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   if (!read.ok()) {
     absl::Status status = read.status();
     if (absl::IsOutOfRange(status)) {
-      status = absl::OutOfRangeError(
-          absl::StrCat("watch history from revision ", from,
-                       " was compacted while catching up; Range, then watch "
-                       "from the Range's revision + 1 (",
-                       status.message(), ")"));
+      status =
+          absl::OutOfRangeError(absl::StrCat("watch history from revision ", from,
+                                             " was compacted while catching up; Range, then watch "
+                                             "from the Range's revision + 1 (",
+                                             status.message(), ")"));
     }
     CancelLocked(w, status);
     return status;
@@ -115,8 +113,7 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   }
   batch->revision = published_;
   if (!page.empty()) {
-    batch->chunks.push_back(
-        std::make_shared<const PublishedEvents>(std::move(page), published_));
+    batch->chunks.push_back(std::make_shared<const PublishedEvents>(std::move(page), published_));
   }
   return absl::OkStatus();
 }
@@ -141,13 +138,11 @@ absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
   Watcher& w = it->second;
   if (!w.status.ok()) return w.status;
   batch->revision = published_;
-  if (w.catching_up)
-    return absl::OkStatus();  // an empty history page; call again
+  if (w.catching_up) return absl::OkStatus();  // an empty history page; call again
   // Chunks are whole commits, so cutting between them cuts between revisions.
   size_t taken = 0;
-  while (!w.queue.empty() && (taken == 0 ||
-                              taken + w.queue.front()->size() <=
-                                  options_.max_events_per_take)) {
+  while (!w.queue.empty() &&
+         (taken == 0 || taken + w.queue.front()->size() <= options_.max_events_per_take)) {
     taken += w.queue.front()->size();
     w.queued_events -= w.queue.front()->size();
     batch->chunks.push_back(std::move(w.queue.front()));
@@ -169,8 +164,7 @@ void WatchHub::Remove(WatchId id) {
   watchers_.erase(it);
 }
 
-std::shared_ptr<WatchSink> WatchHub::CancelLocked(Watcher& w,
-                                                  absl::Status status) {
+std::shared_ptr<WatchSink> WatchHub::CancelLocked(Watcher& w, absl::Status status) {
   if (!w.status.ok()) return nullptr;
   w.status = std::move(status);
   w.queue.clear();
@@ -179,18 +173,14 @@ std::shared_ptr<WatchSink> WatchHub::CancelLocked(Watcher& w,
   return w.sink;
 }
 
-void WatchHub::EnqueueLocked(
-    Watcher& w, PublishedEventsPtr chunk,
-    std::vector<std::shared_ptr<WatchSink>>* to_notify) {
-  if (!w.queue.empty() &&
-      w.queued_events + chunk->size() > options_.max_queued_events) {
-    const Revision resume = w.catching_up
-                                ? w.catchup_revision
-                                : w.queue.front()->events().front().revision();
-    auto sink = CancelLocked(
-        w, absl::ResourceExhaustedError(absl::StrCat(
-               "watcher fell more than ", options_.max_queued_events,
-               " events behind; watch again with start_revision=", resume)));
+void WatchHub::EnqueueLocked(Watcher& w, PublishedEventsPtr chunk,
+                             std::vector<std::shared_ptr<WatchSink>>* to_notify) {
+  if (!w.queue.empty() && w.queued_events + chunk->size() > options_.max_queued_events) {
+    const Revision resume =
+        w.catching_up ? w.catchup_revision : w.queue.front()->events().front().revision();
+    auto sink = CancelLocked(w, absl::ResourceExhaustedError(absl::StrCat(
+                                    "watcher fell more than ", options_.max_queued_events,
+                                    " events behind; watch again with start_revision=", resume)));
     if (sink) to_notify->push_back(std::move(sink));
     return;
   }
@@ -210,13 +200,11 @@ void WatchHub::Publish(std::vector<Event> events, Revision revision,
   // The namespaces this commit touched, in order (nearly always one).
   absl::InlinedVector<std::string, 2> namespaces;
   for (const Event& event : events) {
-    if (std::find(namespaces.begin(), namespaces.end(), event.kv.ns) ==
-        namespaces.end()) {
+    if (std::find(namespaces.begin(), namespaces.end(), event.kv.ns) == namespaces.end()) {
       namespaces.push_back(event.kv.ns);
     }
   }
-  const auto all =
-      std::make_shared<const PublishedEvents>(std::move(events), revision);
+  const auto all = std::make_shared<const PublishedEvents>(std::move(events), revision);
   const std::vector<Event>& published = all->events();
   // Watchers that match the same part of the commit share one copy of it.
   absl::flat_hash_map<std::vector<uint32_t>, PublishedEventsPtr> subsets;
@@ -241,8 +229,7 @@ void WatchHub::Publish(std::vector<Event> events, Revision revision,
         std::vector<Event> part;
         part.reserve(matched.size());
         for (uint32_t i : matched) part.push_back(published[i]);
-        subset = std::make_shared<const PublishedEvents>(std::move(part),
-                                                         revision);
+        subset = std::make_shared<const PublishedEvents>(std::move(part), revision);
       }
       EnqueueLocked(w, subset, to_notify);
     }

@@ -86,8 +86,7 @@ class WatchHub {
   // revision". The caller has checked start_revision against the compacted
   // revision. Errors: RESOURCE_EXHAUSTED over max_watchers; UNAVAILABLE after
   // CancelAll.
-  absl::StatusOr<WatchId> Add(const WatchRequest& request,
-                              std::shared_ptr<WatchSink> sink);
+  absl::StatusOr<WatchId> Add(const WatchRequest& request, std::shared_ptr<WatchSink> sink);
 
   // Next events for watcher `id` (possibly none). A non-OK status is final
   // (cancelled: RESOURCE_EXHAUSTED, OUT_OF_RANGE, UNAVAILABLE; NOT_FOUND for an
@@ -124,15 +123,14 @@ class WatchHub {
     bool catching_up = false;
     Revision catchup_revision = 0;
     size_t catchup_skip = 0;
-    Revision catchup_end = 0;  // last revision served from history
+    Revision catchup_end = 0;              // last revision served from history
     std::deque<PublishedEventsPtr> queue;  // live events, shared
     size_t queued_events = 0;              // events in `queue`
-    bool armed = false;   // consumer is idle: notify on the next event
-    absl::Status status;  // non-OK: cancelled
+    bool armed = false;                    // consumer is idle: notify on the next event
+    absl::Status status;                   // non-OK: cancelled
   };
 
-  absl::Status TakeHistory(WatchId id, WatchBatch* batch)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status TakeHistory(WatchId id, WatchBatch* batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Cancels `w` and returns the sink to notify (null if none).
   std::shared_ptr<WatchSink> CancelLocked(Watcher& w, absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -150,8 +148,7 @@ class WatchHub {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status closed_status_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<WatchId, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, absl::flat_hash_set<WatchId>> by_namespace_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::flat_hash_set<WatchId>> by_namespace_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp::kv

@@ -21,8 +21,7 @@ Event PutEvent(const std::string& key, Revision revision) {
 }
 
 // Commits one put per revision to the history and publishes it.
-void CommitAndPublish(testing::FakeKvBackend& backend, WatchHub& hub,
-                      const Event& event) {
+void CommitAndPublish(testing::FakeKvBackend& backend, WatchHub& hub, const Event& event) {
   KvWriteBatch batch;
   batch.revision = event.revision();
   batch.events = {event};
@@ -33,8 +32,7 @@ void CommitAndPublish(testing::FakeKvBackend& backend, WatchHub& hub,
 TEST(WatchHubTest, Take_HistoryThenLive_InOrderAndNotifiesOnce) {
   testing::FakeKvBackend backend;
   WatchHub hub(backend, WatchHubOptions());
-  for (Revision r = 1; r <= 3; ++r)
-    CommitAndPublish(backend, hub, PutEvent("k", r));
+  for (Revision r = 1; r <= 3; ++r) CommitAndPublish(backend, hub, PutEvent("k", r));
   auto sink = std::make_shared<testing::CountingSink>();
   auto id = hub.Add({"ns", "", 2}, sink);
   ASSERT_TRUE(id.ok());
@@ -78,8 +76,7 @@ TEST(WatchHubTest, Publish_QueueOverflow_CancelsWithResumeRevision) {
   auto sink = std::make_shared<testing::CountingSink>();
   auto id = hub.Add({"ns", "", 0}, sink);
   ASSERT_TRUE(id.ok());
-  for (Revision r = 1; r <= 3; ++r)
-    CommitAndPublish(backend, hub, PutEvent("k", r));
+  for (Revision r = 1; r <= 3; ++r) CommitAndPublish(backend, hub, PutEvent("k", r));
   EXPECT_EQ(sink->ready_calls.load(), 1);
   WatchBatch batch;
   absl::Status status = hub.Take(*id, &batch);
@@ -92,24 +89,18 @@ TEST(WatchHubTest, Add_OverLimitOrClosed_Refused) {
   WatchHubOptions options;
   options.max_watchers = 1;
   WatchHub hub(backend, options);
-  ASSERT_TRUE(
-      hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>()).ok());
-  EXPECT_EQ(hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>())
-                .status()
-                .code(),
+  ASSERT_TRUE(hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>()).ok());
+  EXPECT_EQ(hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>()).status().code(),
             absl::StatusCode::kResourceExhausted);
   hub.CancelAll(absl::UnavailableError("closing"));
-  EXPECT_EQ(hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>())
-                .status()
-                .code(),
+  EXPECT_EQ(hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>()).status().code(),
             absl::StatusCode::kUnavailable);
 }
 
 TEST(WatchHubTest, Take_HistoryCompacted_OutOfRange) {
   testing::FakeKvBackend backend;
   WatchHub hub(backend, WatchHubOptions());
-  for (Revision r = 1; r <= 3; ++r)
-    CommitAndPublish(backend, hub, PutEvent("k", r));
+  for (Revision r = 1; r <= 3; ++r) CommitAndPublish(backend, hub, PutEvent("k", r));
   auto id = hub.Add({"ns", "", 1}, std::make_shared<testing::CountingSink>());
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE(backend.Compact(2).ok());
@@ -119,9 +110,9 @@ TEST(WatchHubTest, Take_HistoryCompacted_OutOfRange) {
 
 // One commit of several events (one revision each), committed and published
 // with the sinks returned instead of notified.
-std::vector<std::shared_ptr<WatchSink>> CommitAndPublishDeferred(
-    testing::FakeKvBackend& backend, WatchHub& hub,
-    const std::vector<Event>& events) {
+std::vector<std::shared_ptr<WatchSink>> CommitAndPublishDeferred(testing::FakeKvBackend& backend,
+                                                                 WatchHub& hub,
+                                                                 const std::vector<Event>& events) {
   KvWriteBatch batch;
   batch.revision = events.back().revision();
   batch.events = events;
@@ -160,8 +151,7 @@ TEST(WatchHubTest, Publish_PartialMatch_OneSharedSubsetPerPrefix) {
   auto all = hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>());
   ASSERT_TRUE(a1.ok() && a2.ok() && all.ok());
   CommitAndPublishDeferred(backend, hub,
-                           {PutEvent("a/x", 1), PutEvent("b/y", 2),
-                            PutEvent("a/z", 3)});
+                           {PutEvent("a/x", 1), PutEvent("b/y", 2), PutEvent("a/z", 3)});
   WatchBatch b1, b2, b_all;
   ASSERT_TRUE(hub.Take(*a1, &b1).ok());
   ASSERT_TRUE(hub.Take(*a2, &b2).ok());

@@ -12,16 +12,14 @@ namespace {
 
 absl::Status LeaseNotFound(LeaseId id) {
   return absl::NotFoundError(absl::StrCat(
-      "lease ", id,
-      " does not exist (expired or revoked); grant a new lease and retry"));
+      "lease ", id, " does not exist (expired or revoked); grant a new lease and retry"));
 }
 
 }  // namespace
 
-WriteBatchBuilder::WriteBatchBuilder(const KeySpace& keys,
-                                     const LeaseTable& leases,
-                                     Revision revision, LeaseId next_lease_id,
-                                     size_t max_leases, size_t expected_writes)
+WriteBatchBuilder::WriteBatchBuilder(const KeySpace& keys, const LeaseTable& leases,
+                                     Revision revision, LeaseId next_lease_id, size_t max_leases,
+                                     size_t expected_writes)
     : keys_(keys),
       leases_(leases),
       base_revision_(revision),
@@ -33,8 +31,7 @@ WriteBatchBuilder::WriteBatchBuilder(const KeySpace& keys,
   events_.reserve(expected_writes);
 }
 
-const KeyValue* WriteBatchBuilder::Lookup(const std::string& ns,
-                                          const std::string& key) const {
+const KeyValue* WriteBatchBuilder::Lookup(const std::string& ns, const std::string& key) const {
   if (!overlay_.empty()) {
     auto it = overlay_.find(KeyRef(ns, key));
     if (it != overlay_.end()) {
@@ -66,10 +63,8 @@ void WriteBatchBuilder::DeleteKey(const std::string& ns, const std::string& key,
   events_.push_back(std::move(event));
 }
 
-Revision WriteBatchBuilder::WriteValue(const std::string& ns,
-                                       const std::string& key,
-                                       std::string value,
-                                       const KeyValue* current) {
+Revision WriteBatchBuilder::WriteValue(const std::string& ns, const std::string& key,
+                                       std::string value, const KeyValue* current) {
   const Revision revision = ++revision_;
   KeyValue kv;
   kv.ns = ns;
@@ -97,16 +92,13 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::Apply(WriteOp&& op) {
       [this](auto& request) -> absl::StatusOr<WriteOutcome> {
         using T = std::decay_t<decltype(request)>;
         if constexpr (std::is_same_v<T, PutRequest>) return ApplyPut(request);
-        if constexpr (std::is_same_v<T, DeleteRequest>)
-          return ApplyDelete(request);
+        if constexpr (std::is_same_v<T, DeleteRequest>) return ApplyDelete(request);
         if constexpr (std::is_same_v<T, CompareAndSetRequest>) {
           return ApplyCompareAndSet(request);
         }
         if constexpr (std::is_same_v<T, AddRequest>) return ApplyAdd(request);
-        if constexpr (std::is_same_v<T, LeaseGrantOp>)
-          return ApplyLeaseGrant(request);
-        if constexpr (std::is_same_v<T, LeaseRevokeOp>)
-          return ApplyLeaseRevoke(request);
+        if constexpr (std::is_same_v<T, LeaseGrantOp>) return ApplyLeaseGrant(request);
+        if constexpr (std::is_same_v<T, LeaseRevokeOp>) return ApplyLeaseRevoke(request);
       },
       op);
 }
@@ -115,18 +107,17 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyPut(PutRequest& op) {
   if (op.lease != 0 && !LeaseExists(op.lease)) return LeaseNotFound(op.lease);
   const KeyValue* current = Lookup(op.ns, op.key);
   if (op.condition == PutRequest::Condition::kAbsent && current != nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("key '", AbbreviateForMessage(op.key), "' in namespace '",
-                     op.ns, "' already exists (mod_revision ",
-                     current->mod_revision, "); the put required absence"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "key '", AbbreviateForMessage(op.key), "' in namespace '", op.ns,
+        "' already exists (mod_revision ", current->mod_revision, "); the put required absence"));
   }
   if (op.condition == PutRequest::Condition::kExpectedModRevision) {
     const Revision actual = current ? current->mod_revision : 0;
     if (actual != op.expected_mod_revision) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "key '", AbbreviateForMessage(op.key), "' in namespace '", op.ns,
-          "' has mod_revision ", actual, " (0 = absent), the put expected ",
-          op.expected_mod_revision, "; read it again and retry"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("key '", AbbreviateForMessage(op.key), "' in namespace '", op.ns,
+                       "' has mod_revision ", actual, " (0 = absent), the put expected ",
+                       op.expected_mod_revision, "; read it again and retry"));
     }
   }
   WriteOutcome outcome;
@@ -145,8 +136,7 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyPut(PutRequest& op) {
   return outcome;
 }
 
-absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyDelete(
-    const DeleteRequest& op) {
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyDelete(const DeleteRequest& op) {
   std::vector<std::string> doomed;
   if (!op.prefix) {
     if (Lookup(op.ns, op.key) != nullptr) doomed.push_back(op.key);
@@ -175,11 +165,9 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyDelete(
   return outcome;
 }
 
-absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyCompareAndSet(
-    const CompareAndSetRequest& op) {
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyCompareAndSet(const CompareAndSetRequest& op) {
   const KeyValue* current = Lookup(op.ns, op.key);
-  const bool matches =
-      current ? current->value == op.expected : op.expected.empty();
+  const bool matches = current ? current->value == op.expected : op.expected.empty();
   WriteOutcome outcome;
   if (!matches) {
     outcome.value = current ? current->value : "";
@@ -196,16 +184,14 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyAdd(const AddRequest& op) {
   const KeyValue* current = Lookup(op.ns, op.key);
   int64_t value = 0;
   if (current != nullptr && !absl::SimpleAtoi(current->value, &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("key '", AbbreviateForMessage(op.key), "' in namespace '",
-                     op.ns, "' holds '", AbbreviateForMessage(current->value),
-                     "', not a decimal int64; add needs an integer"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "key '", AbbreviateForMessage(op.key), "' in namespace '", op.ns, "' holds '",
+        AbbreviateForMessage(current->value), "', not a decimal int64; add needs an integer"));
   }
   int64_t sum = 0;
   if (__builtin_add_overflow(value, op.delta, &sum)) {
-    return absl::OutOfRangeError(
-        absl::StrCat("add of ", op.delta, " to ", value, " for key '",
-                     AbbreviateForMessage(op.key), "' overflows int64"));
+    return absl::OutOfRangeError(absl::StrCat("add of ", op.delta, " to ", value, " for key '",
+                                              AbbreviateForMessage(op.key), "' overflows int64"));
   }
   WriteOutcome outcome;
   outcome.revision = WriteValue(op.ns, op.key, absl::StrCat(sum), current);
@@ -213,12 +199,10 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyAdd(const AddRequest& op) {
   return outcome;
 }
 
-absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseGrant(
-    const LeaseGrantOp& op) {
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseGrant(const LeaseGrantOp& op) {
   if (leases_.size() + granted_.size() >= max_leases_ + revoked_.size()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many leases (limit ", max_leases_,
-                     "); revoke leases that are no longer used"));
+    return absl::ResourceExhaustedError(absl::StrCat("too many leases (limit ", max_leases_,
+                                                     "); revoke leases that are no longer used"));
   }
   WriteOutcome outcome;
   outcome.lease = next_lease_id_++;
@@ -228,8 +212,7 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseGrant(
   return outcome;
 }
 
-absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseRevoke(
-    const LeaseRevokeOp& op) {
+absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseRevoke(const LeaseRevokeOp& op) {
   WriteOutcome outcome;
   if (!LeaseExists(op.lease)) {
     if (op.expired) {
@@ -241,8 +224,7 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseRevoke(
   std::vector<KeyRef> doomed;
   for (const KeyRef& ref : leases_.Keys(op.lease)) {
     const KeyValue* kv = Lookup(ref.first, ref.second);
-    if (kv != nullptr && kv->lease == op.lease && !overlay_.contains(ref))
-      doomed.push_back(ref);
+    if (kv != nullptr && kv->lease == op.lease && !overlay_.contains(ref)) doomed.push_back(ref);
   }
   for (const auto& [ref, index] : overlay_) {
     const Event& latest = events_[index];
@@ -274,16 +256,14 @@ KvWriteBatch WriteBatchBuilder::Build() {
   batch.events = std::move(events_);
   events_.clear();
   built_ = true;
-  for (const auto& [id, ttl_ms] : granted_)
-    batch.lease_grants.push_back({id, ttl_ms});
+  for (const auto& [id, ttl_ms] : granted_) batch.lease_grants.push_back({id, ttl_ms});
   batch.lease_revokes.assign(revoked_.begin(), revoked_.end());
-  if (next_lease_id_ != base_next_lease_id_)
-    batch.next_lease_id = next_lease_id_;
+  if (next_lease_id_ != base_next_lease_id_) batch.next_lease_id = next_lease_id_;
   return batch;
 }
 
-void WriteBatchBuilder::ApplyTo(KvWriteBatch& committed, KeySpace& keys,
-                                LeaseTable& leases, absl::Time now) const {
+void WriteBatchBuilder::ApplyTo(KvWriteBatch& committed, KeySpace& keys, LeaseTable& leases,
+                                absl::Time now) const {
   for (const auto& [id, ttl_ms] : granted_) leases.Grant(id, ttl_ms, now);
   for (KeyValue& kv : committed.upserts) {
     const KeyValue* stored = nullptr;

@@ -45,13 +45,12 @@ struct LeaseGrantOp {
 };
 struct LeaseRevokeOp {
   LeaseId lease = 0;
-  bool expired =
-      false;  // internal: issued by lease expiry; a missing lease is a no-op
+  bool expired = false;  // internal: issued by lease expiry; a missing lease is a no-op
 };
 
 // One queued write. Inputs are already validated (kv_validation).
-using WriteOp = std::variant<PutRequest, DeleteRequest, CompareAndSetRequest,
-                             AddRequest, LeaseGrantOp, LeaseRevokeOp>;
+using WriteOp = std::variant<PutRequest, DeleteRequest, CompareAndSetRequest, AddRequest,
+                             LeaseGrantOp, LeaseRevokeOp>;
 
 // The result of one write; each operation fills the fields its reply needs.
 struct WriteOutcome {
@@ -71,9 +70,8 @@ class WriteBatchBuilder {
   // builder is in use (only the committer changes them).
   // `expected_writes`: about how many writes the batch will have (sizes the
   // builder's tables once instead of growing them write by write).
-  WriteBatchBuilder(const KeySpace& keys, const LeaseTable& leases,
-                    Revision revision, LeaseId next_lease_id,
-                    size_t max_leases, size_t expected_writes = 0);
+  WriteBatchBuilder(const KeySpace& keys, const LeaseTable& leases, Revision revision,
+                    LeaseId next_lease_id, size_t max_leases, size_t expected_writes = 0);
 
   // Errors (the write is skipped, the batch goes on): FAILED_PRECONDITION (put
   // condition), NOT_FOUND (unknown lease), INVALID_ARGUMENT (Add on a
@@ -92,8 +90,7 @@ class WriteBatchBuilder {
   KvWriteBatch Build();
   // Moves the committed batch (from Build, after Commit returned OK) into the
   // committed state; takes `committed.upserts`.
-  void ApplyTo(KvWriteBatch& committed, KeySpace& keys, LeaseTable& leases,
-               absl::Time now) const;
+  void ApplyTo(KvWriteBatch& committed, KeySpace& keys, LeaseTable& leases, absl::Time now) const;
 
  private:
   using KeyRef = std::pair<std::string, std::string>;
@@ -101,17 +98,15 @@ class WriteBatchBuilder {
   const KeyValue* Lookup(const std::string& ns, const std::string& key) const;
   bool LeaseExists(LeaseId id) const;
   void SetKey(KeyValue kv);
-  void DeleteKey(const std::string& ns, const std::string& key,
-                 Revision revision);
+  void DeleteKey(const std::string& ns, const std::string& key, Revision revision);
   // Writes `value` to (ns, key), keeping the existing create revision and
   // lease.
-  Revision WriteValue(const std::string& ns, const std::string& key,
-                      std::string value, const KeyValue* current);
+  Revision WriteValue(const std::string& ns, const std::string& key, std::string value,
+                      const KeyValue* current);
 
   absl::StatusOr<WriteOutcome> ApplyPut(PutRequest& op);
   absl::StatusOr<WriteOutcome> ApplyDelete(const DeleteRequest& op);
-  absl::StatusOr<WriteOutcome> ApplyCompareAndSet(
-      const CompareAndSetRequest& op);
+  absl::StatusOr<WriteOutcome> ApplyCompareAndSet(const CompareAndSetRequest& op);
   absl::StatusOr<WriteOutcome> ApplyAdd(const AddRequest& op);
   absl::StatusOr<WriteOutcome> ApplyLeaseGrant(const LeaseGrantOp& op);
   absl::StatusOr<WriteOutcome> ApplyLeaseRevoke(const LeaseRevokeOp& op);
@@ -126,7 +121,7 @@ class WriteBatchBuilder {
   // Key -> index in events_ of its latest event (a put, or a delete).
   absl::flat_hash_map<KeyRef, size_t> overlay_;
   absl::flat_hash_map<LeaseId, int64_t> granted_;  // lease -> ttl_ms
-  absl::flat_hash_set<LeaseId> revoked_;  // committed leases revoked here
+  absl::flat_hash_set<LeaseId> revoked_;           // committed leases revoked here
   std::vector<Event> events_;
   bool built_ = false;  // events_ moved out by Build
 };

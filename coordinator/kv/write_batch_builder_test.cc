@@ -39,8 +39,7 @@ TEST_F(WriteBatchBuilderTest, Apply_FailedCondition_TakesNoRevision) {
   ASSERT_TRUE(builder.Apply(PutRequest{"ns", "a", "1"}).ok());
   PutRequest absent{"ns", "a", "2"};
   absent.condition = PutRequest::Condition::kAbsent;
-  EXPECT_EQ(builder.Apply(absent).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(builder.Apply(absent).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(builder.revision(), 1);
 }
 

@@ -64,13 +64,13 @@ std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
                               static_cast<double>(state.kv_revision)));
   families.push_back(
       OneGauge("ddp_kv_keys", "Keys in the key-value store", static_cast<double>(state.kv_keys)));
-  families.push_back(OneGauge("ddp_kv_leases", "Leases alive", static_cast<double>(state.kv_leases)));
+  families.push_back(
+      OneGauge("ddp_kv_leases", "Leases alive", static_cast<double>(state.kv_leases)));
   families.push_back(OneGauge("ddp_kv_watchers", "Key-value watch streams open",
                               static_cast<double>(state.kv_watchers)));
   families.push_back(OneGauge("ddp_job_watchers", "WatchJob streams open",
                               static_cast<double>(state.job_watchers)));
-  families.push_back(OneGauge("ddp_sessions_open",
-                              "Agent Session streams open (registered or not)",
+  families.push_back(OneGauge("ddp_sessions_open", "Agent Session streams open (registered or not)",
                               static_cast<double>(state.sessions_open)));
   families.push_back(OneGauge("ddp_store_writes_accepted",
                               "1 while the stores accept writes; 0 after a storage failure "

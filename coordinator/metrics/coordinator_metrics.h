@@ -31,7 +31,7 @@ struct ScrapeState {
   int64_t kv_leases = 0;
   int64_t kv_watchers = 0;
   int64_t job_watchers = 0;
-  int64_t sessions_open = 0;  // agent Session streams not yet ended
+  int64_t sessions_open = 0;    // agent Session streams not yet ended
   bool writes_accepted = true;  // false: fail-stopped after a storage error
 };
 

@@ -14,26 +14,6 @@ const prometheus::Histogram::BucketBoundaries& RecoveryBuckets() {
   return *buckets;
 }
 
-const char* StateLabel(JobState state) {
-  switch (state) {
-    case JobState::kWaiting:
-      return "waiting";
-    case JobState::kStarting:
-      return "starting";
-    case JobState::kRunning:
-      return "running";
-    case JobState::kRestarting:
-      return "restarting";
-    case JobState::kSucceeded:
-      return "succeeded";
-    case JobState::kFailed:
-      return "failed";
-    case JobState::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
 bool Finished(JobState state) {
   return state == JobState::kSucceeded || state == JobState::kFailed ||
          state == JobState::kCancelled;
@@ -47,8 +27,8 @@ prometheus::MetricFamily Gauge(std::string name, std::string help) {
   return family;
 }
 
-void AddSample(prometheus::MetricFamily& family, std::vector<prometheus::ClientMetric::Label> labels,
-               double value) {
+void AddSample(prometheus::MetricFamily& family,
+               std::vector<prometheus::ClientMetric::Label> labels, double value) {
   prometheus::ClientMetric metric;
   metric.label = std::move(labels);
   metric.gauge.value = value;
@@ -184,13 +164,14 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   const absl::Time now = clock_.Now();
   auto by_state = Gauge("ddp_jobs", "Jobs the coordinator holds, by state");
   std::map<JobState, int> counts;
-  for (JobState state : {JobState::kWaiting, JobState::kStarting, JobState::kRunning,
-                         JobState::kRestarting, JobState::kSucceeded, JobState::kFailed,
-                         JobState::kCancelled}) {
+  for (JobState state :
+       {JobState::kWaiting, JobState::kStarting, JobState::kRunning, JobState::kRestarting,
+        JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
     counts[state] = 0;
   }
   for (const auto& job : jobs) ++counts[job.state];
-  for (const auto& [state, count] : counts) AddSample(by_state, {{"state", StateLabel(state)}}, count);
+  for (const auto& [state, count] : counts)
+    AddSample(by_state, {{"state", rendezvous::JobStateName(state)}}, count);
 
   auto generation = Gauge("ddp_job_generation", "Current generation of a live job");
   auto restarts = Gauge("ddp_job_restarts", "Restarts charged to a live job's budget");
@@ -201,13 +182,12 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   auto training = Gauge("ddp_job_training_seconds",
                         "Time a live job spent with a running generation (since this "
                         "coordinator started or the job was created)");
-  auto lost = Gauge("ddp_job_lost_seconds",
-                    "Time a live job spent in rendezvous and restarts");
+  auto lost = Gauge("ddp_job_lost_seconds", "Time a live job spent in rendezvous and restarts");
   auto ratio = Gauge("ddp_job_effective_training_ratio",
                      "training / (training + lost) of a live job: its effective training time");
   auto connected = Gauge("ddp_agents_connected", "Agents with an open session, all live jobs");
-  auto omitted = Gauge("ddp_job_series_omitted",
-                       "Live jobs beyond the cap that have no per-job series");
+  auto omitted =
+      Gauge("ddp_job_series_omitted", "Live jobs beyond the cap that have no per-job series");
   prometheus::MetricFamily ages;
   ages.name = "ddp_heartbeat_age_seconds";
   ages.help = "Age of each connected agent's last heartbeat at scrape time";
@@ -252,10 +232,10 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
       track.since = now;
       track.training = job.state == JobState::kRunning;
     }
-    absl::Duration train = track.training_total + (track.training ? now - track.since
-                                                                  : absl::ZeroDuration());
-    absl::Duration wasted = track.lost_total + (track.training ? absl::ZeroDuration()
-                                                               : now - track.since);
+    absl::Duration train =
+        track.training_total + (track.training ? now - track.since : absl::ZeroDuration());
+    absl::Duration wasted =
+        track.lost_total + (track.training ? absl::ZeroDuration() : now - track.since);
     const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id}};
     AddSample(generation, label, static_cast<double>(job.generation));
     AddSample(restarts, label, job.restart_count);

@@ -112,8 +112,10 @@ TEST(RpcMetricsTest, RecordsByServiceMethodAndCode) {
   metrics.rpc().Record("/ddp.v1.KeyValueService/Watch", grpc::StatusCode::CANCELLED, false, 9);
   metrics.ObserveCommit("kv", 16, absl::Milliseconds(3));
   const std::string text = metrics.Scrape({});
-  EXPECT_THAT(text, HasSubstr(
-                        "ddp_rpc_requests_total{code=\"OK\",method=\"Put\",service=\"KeyValueService\"} 1"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "ddp_rpc_requests_total{code=\"OK\",method=\"Put\",service=\"KeyValueService\"} 1"));
   EXPECT_THAT(text, HasSubstr("code=\"NOT_FOUND\",method=\"Get\""));
   EXPECT_THAT(text, HasSubstr("code=\"CANCELLED\",method=\"Watch\""));
   EXPECT_THAT(text, Not(HasSubstr("ddp_rpc_request_duration_seconds_count{method=\"Watch\"")));

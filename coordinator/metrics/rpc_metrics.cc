@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_split.h"
 
 namespace ddp::metrics {
@@ -54,15 +55,9 @@ class MetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFa
 
 }  // namespace
 
-const char* GrpcCodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",        "CANCELLED",          "UNKNOWN",          "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",   "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",      "DATA_LOSS",
-      "UNAUTHENTICATED"};
-  const int index = static_cast<int>(code);
-  return index >= 0 && index < 17 ? kNames[index] : "UNKNOWN";
+std::string GrpcCodeName(grpc::StatusCode code) {
+  // gRPC's and Abseil's codes have the same numbers and names.
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
 
 RpcMetrics::RpcMetrics(prometheus::Registry& registry)
@@ -109,9 +104,9 @@ prometheus::Counter& RpcMetrics::CounterFor(absl::string_view method, MethodSeri
   auto [service, name] = ServiceAndMethod(method);
   // Family::Add returns the same counter for the same labels, so a race here
   // only repeats the lookup.
-  counter = &requests_.Add(
-      {{"service", service}, {"method", name},
-       {"code", GrpcCodeName(static_cast<grpc::StatusCode>(code))}});
+  counter = &requests_.Add({{"service", service},
+                            {"method", name},
+                            {"code", GrpcCodeName(static_cast<grpc::StatusCode>(code))}});
   series.by_code[code].store(counter, std::memory_order_release);
   return *counter;
 }

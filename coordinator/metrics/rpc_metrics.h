@@ -16,8 +16,8 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "grpcpp/support/status.h"
 #include "prometheus/counter.h"
@@ -56,7 +56,7 @@ class RpcMetrics {
 };
 
 // "OK", "NOT_FOUND", ...: the code label's values.
-const char* GrpcCodeName(grpc::StatusCode code);
+std::string GrpcCodeName(grpc::StatusCode code);
 
 }  // namespace ddp::metrics
 

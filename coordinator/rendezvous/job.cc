@@ -12,8 +12,8 @@
 
 namespace ddp::rendezvous {
 
-Job::Job(std::string job_id, const JobSettings& settings,
-         const RendezvousLimits& limits, const Clock& clock, Outbox* outbox)
+Job::Job(std::string job_id, const JobSettings& settings, const RendezvousLimits& limits,
+         const Clock& clock, Outbox* outbox)
     : id_(std::move(job_id)),
       settings_(settings),
       limits_(limits),
@@ -21,25 +21,23 @@ Job::Job(std::string job_id, const JobSettings& settings,
       outbox_(outbox),
       created_(clock.Now()) {
   Emit(JobEventType::kJobCreated, "",
-       absl::StrCat("job created: nodes ", settings_.min_nodes, ":",
-                    settings_.max_nodes, ", max_restarts ",
-                    settings_.max_restarts));
+       absl::StrCat("job created: nodes ", settings_.min_nodes, ":", settings_.max_nodes,
+                    ", max_restarts ", settings_.max_restarts));
   OpenRendezvous(/*after_restart=*/false);
 }
 
-absl::StatusOr<std::unique_ptr<Job>> Job::Restore(
-    const JobSnapshot& snapshot, const RendezvousLimits& limits,
-    const Clock& clock, Outbox* outbox) {
+absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
+                                                  const RendezvousLimits& limits,
+                                                  const Clock& clock, Outbox* outbox) {
   const JobRecord& r = snapshot.job;
   absl::Status status = ValidateJobSettings(r.settings, limits);
   if (!status.ok()) {
-    return absl::DataLossError(absl::StrCat("stored job '", Capped(r.job_id),
-                                            "': ", status.message()));
+    return absl::DataLossError(
+        absl::StrCat("stored job '", Capped(r.job_id), "': ", status.message()));
   }
   // Private constructor path: build with the stored settings, then overwrite.
   Outbox discard;
-  std::unique_ptr<Job> job(
-      new Job(r.job_id, r.settings, limits, clock, &discard));
+  std::unique_ptr<Job> job(new Job(r.job_id, r.settings, limits, clock, &discard));
   job->set_outbox(outbox);
   job->events_.clear();
   job->state_ = r.state;
@@ -54,20 +52,18 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(
   job->created_ = r.created;
   job->next_join_seq_ = r.next_join_seq;
   const absl::Time now = clock.Now();
-  bool has_members = job->state_ == JobState::kStarting ||
-                     job->state_ == JobState::kRunning ||
+  bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
                      job->state_ == JobState::kRestarting;
   int max_rank = -1;
   const int node_count = static_cast<int>(snapshot.nodes.size());
   for (const NodeRecord& record : snapshot.nodes) {
-    if (record.group_rank < -1 || record.group_rank >= node_count ||
-        record.incarnation == 0 || record.nproc < 1 ||
-        record.nproc > limits.max_nproc_per_node ||
+    if (record.group_rank < -1 || record.group_rank >= node_count || record.incarnation == 0 ||
+        record.nproc < 1 || record.nproc > limits.max_nproc_per_node ||
         !ValidateId(record.node_id, "node id", limits).ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "stored node '", Capped(record.node_id), "' of job '",
-          Capped(r.job_id), "' is inconsistent (group rank ", record.group_rank,
-          ", incarnation ", record.incarnation, ", nproc ", record.nproc, ")"));
+      return absl::DataLossError(absl::StrCat("stored node '", Capped(record.node_id), "' of job '",
+                                              Capped(r.job_id), "' is inconsistent (group rank ",
+                                              record.group_rank, ", incarnation ",
+                                              record.incarnation, ", nproc ", record.nproc, ")"));
     }
     Node node;
     node.record = record;
@@ -83,9 +79,8 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(
       int rank = node.record.group_rank;
       if (rank < 0) continue;
       if (!job->members_[rank].empty()) {
-        return absl::DataLossError(
-            absl::StrCat("stored job '", Capped(r.job_id),
-                         "' has two nodes with group rank ", rank));
+        return absl::DataLossError(absl::StrCat("stored job '", Capped(r.job_id),
+                                                "' has two nodes with group rank ", rank));
       }
       job->members_[rank] = id;
       ++job->live_members_;
@@ -132,37 +127,35 @@ Job::Node* Job::FindNode(const std::string& node_id) {
 
 absl::Status Job::Fence(const NodeRef& ref, bool exact_generation, Node** out) {
   if (excluded_.contains(ref.node_id)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("node '", Capped(ref.node_id), "' was excluded from job '",
-                     id_, "'; it cannot rejoin"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", Capped(ref.node_id), "' was excluded from job '", id_, "'; it cannot rejoin"));
   }
   Node* node = FindNode(ref.node_id);
   if (node == nullptr) {
-    return absl::AbortedError(absl::StrCat(
-        "node '", Capped(ref.node_id), "' is not registered in job '", id_,
-        "' (lost, left or declared dead); stop its workers and register "
-        "again"));
+    return absl::AbortedError(
+        absl::StrCat("node '", Capped(ref.node_id), "' is not registered in job '", id_,
+                     "' (lost, left or declared dead); stop its workers and register "
+                     "again"));
   }
   if (node->record.incarnation != ref.incarnation) {
-    return absl::AbortedError(absl::StrCat(
-        "incarnation ", ref.incarnation, " of node '", Capped(ref.node_id),
-        "' was replaced by incarnation ", node->record.incarnation,
-        "; this agent is fenced: stop its workers and exit"));
+    return absl::AbortedError(absl::StrCat("incarnation ", ref.incarnation, " of node '",
+                                           Capped(ref.node_id), "' was replaced by incarnation ",
+                                           node->record.incarnation,
+                                           "; this agent is fenced: stop its workers and exit"));
   }
-  bool stale = exact_generation ? ref.generation != generation_
-                                : ref.generation > generation_;
+  bool stale = exact_generation ? ref.generation != generation_ : ref.generation > generation_;
   if (ref.generation < 0 || stale) {
-    return absl::AbortedError(absl::StrCat(
-        "generation ", ref.generation, " from node '", Capped(ref.node_id),
-        "' is stale: job '", id_, "' is at generation ", generation_,
-        "; stop the old workers and wait for the new assignment"));
+    return absl::AbortedError(
+        absl::StrCat("generation ", ref.generation, " from node '", Capped(ref.node_id),
+                     "' is stale: job '", id_, "' is at generation ", generation_,
+                     "; stop the old workers and wait for the new assignment"));
   }
   *out = node;
   return absl::OkStatus();
 }
 
-void Job::Emit(JobEventType type, const std::string& node_id,
-               const std::string& message, std::optional<FailureInfo> failure) {
+void Job::Emit(JobEventType type, const std::string& node_id, const std::string& message,
+               std::optional<FailureInfo> failure) {
   JobEvent event;
   event.job_id = id_;
   event.index = ++last_event_index_;
@@ -189,9 +182,7 @@ void Job::Send(const Node& node, MessageBody body) {
   outbox_->messages.push_back(std::move(message));
 }
 
-void Job::MarkNodeDirty(const std::string& node_id) {
-  dirty_nodes_.insert(node_id);
-}
+void Job::MarkNodeDirty(const std::string& node_id) { dirty_nodes_.insert(node_id); }
 
 JobRecord Job::MakeRecord() const {
   JobRecord r;
@@ -263,28 +254,22 @@ JobStatus Job::Status(bool include_nodes) const {
       s.nodes.push_back(std::move(n));
     }
     std::sort(s.nodes.begin(), s.nodes.end(),
-              [](const NodeStatus& a, const NodeStatus& b) {
-                return a.node_id < b.node_id;
-              });
+              [](const NodeStatus& a, const NodeStatus& b) { return a.node_id < b.node_id; });
   }
   return s;
 }
 
-absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index,
-                                                       int limit) const {
+absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index, int limit) const {
   std::vector<JobEvent> out;
   if (events_.empty()) return out;
   int64_t first = events_.front().index;
   if (after_index + 1 < first) {
-    return absl::OutOfRangeError(
-        absl::StrCat("events after index ", after_index, " of job '", id_,
-                     "' were dropped; the oldest retained is ", first,
-                     "; read the job status and watch from there"));
+    return absl::OutOfRangeError(absl::StrCat("events after index ", after_index, " of job '", id_,
+                                              "' were dropped; the oldest retained is ", first,
+                                              "; read the job status and watch from there"));
   }
-  size_t start =
-      after_index < first ? 0 : static_cast<size_t>(after_index + 1 - first);
-  for (size_t i = start;
-       i < events_.size() && static_cast<int>(out.size()) < limit; ++i) {
+  size_t start = after_index < first ? 0 : static_cast<size_t>(after_index + 1 - first);
+  for (size_t i = start; i < events_.size() && static_cast<int>(out.size()) < limit; ++i) {
     out.push_back(events_[i]);
   }
   return out;

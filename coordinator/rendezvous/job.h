@@ -56,16 +56,15 @@
 // failure reported by another member while that stream is closed is a
 // knock-on of the loss (peers fail on the broken collective a moment after a
 // node dies): the restart names the lost node and is free, and so is a new
-// incarnation that replaces an agent whose stream had closed. When a failure finds the budget spent, every worker of the generation
-// is stopped first (the stop barrier, no RESTARTING event), so that the
-// reports of the other failures of that generation arrive; then the job fails
-// with the earliest of them by failure time (FailedEarlier) as its root cause,
-// as torchrun picks it. The first report is often not the first failure: the
-// peers of a dead worker fail on the broken collective a moment later, and
-// their reports race its own. While that barrier runs, root_cause holds the
-// earliest failure so far (it is persisted, so a restored job in RESTARTING
-// with a root cause finishes the barrier and fails). The history
-// (Status().failures) is ordered by failure time, too.
+// incarnation that replaces an agent whose stream had closed. When a failure finds the budget
+// spent, every worker of the generation is stopped first (the stop barrier, no RESTARTING event),
+// so that the reports of the other failures of that generation arrive; then the job fails with the
+// earliest of them by failure time (FailedEarlier) as its root cause, as torchrun picks it. The
+// first report is often not the first failure: the peers of a dead worker fail on the broken
+// collective a moment later, and their reports race its own. While that barrier runs, root_cause
+// holds the earliest failure so far (it is persisted, so a restored job in RESTARTING with a root
+// cause finishes the barrier and fails). The history (Status().failures) is ordered by failure
+// time, too.
 //
 // Fencing: every input after Register carries (job, node, incarnation,
 // generation). An unknown node or an old incarnation gets ABORTED (stop the
@@ -74,10 +73,10 @@
 // registration with a new incarnation wins over an older one whose stream is
 // closed or that stopped heartbeating (an agent restart): the older is fenced.
 // While the older is alive (stream open, heartbeats within two intervals) the
-// newcomer is refused with ALREADY_EXISTS: two agents share a node id. If the node was a member with running workers, that counts
-// as a failure of the node (restart). Registering again with the same
-// incarnation resumes the session (after a stream break or a coordinator
-// restart) and re-sends what the node is waiting for.
+// newcomer is refused with ALREADY_EXISTS: two agents share a node id. If the node was a member
+// with running workers, that counts as a failure of the node (restart). Registering again with the
+// same incarnation resumes the session (after a stream break or a coordinator restart) and re-sends
+// what the node is waiting for.
 //
 // Thread-safety: not thread-safe; JobRegistry serializes all calls.
 
@@ -128,21 +127,21 @@ struct JobStatus {
   // The oldest event still kept (events before it were dropped, e.g. by a
   // restart); 0 when none is kept. WatchJob from an older index is OUT_OF_RANGE.
   int64_t first_event_index = 0;
-  absl::Time created;                       // absl::Time(): unknown
-  std::vector<NodeStatus> nodes;            // only when asked for
+  absl::Time created;             // absl::Time(): unknown
+  std::vector<NodeStatus> nodes;  // only when asked for
 };
 
 class Job {
  public:
   // A new job in WAITING; appends kJobCreated. `settings` must be valid.
-  Job(std::string job_id, const JobSettings& settings,
-      const RendezvousLimits& limits, const Clock& clock, Outbox* outbox);
+  Job(std::string job_id, const JobSettings& settings, const RendezvousLimits& limits,
+      const Clock& clock, Outbox* outbox);
   // Rebuilds a job from storage. Nodes start disconnected with a fresh
   // heartbeat deadline: those that resume (Register, same incarnation) within
   // heartbeat_timeout keep their generation; the others are lost.
-  static absl::StatusOr<std::unique_ptr<Job>> Restore(
-      const JobSnapshot& snapshot, const RendezvousLimits& limits,
-      const Clock& clock, Outbox* outbox);
+  static absl::StatusOr<std::unique_ptr<Job>> Restore(const JobSnapshot& snapshot,
+                                                      const RendezvousLimits& limits,
+                                                      const Clock& clock, Outbox* outbox);
 
   // Where messages and events go from now on (the registry's outbox).
   void set_outbox(Outbox* outbox) { outbox_ = outbox; }
@@ -163,8 +162,7 @@ class Job {
   // Events with index > after_index still retained, oldest first, at most
   // `limit`. Possible errors: OUT_OF_RANGE when events after `after_index` were
   // dropped.
-  absl::StatusOr<std::vector<JobEvent>> EventsSince(int64_t after_index,
-                                                    int limit) const;
+  absl::StatusOr<std::vector<JobEvent>> EventsSince(int64_t after_index, int limit) const;
 
   // ---- Agent inputs (job_membership.cc) ----
   // Possible errors: INVALID_ARGUMENT (bad id, incarnation 0, nproc or
@@ -204,8 +202,7 @@ class Job {
   // The node is dismissed and may not rejoin; a restart follows if it was a
   // member. Possible errors: INVALID_ARGUMENT, FAILED_PRECONDITION (job
   // finished), RESOURCE_EXHAUSTED (exclusion list full).
-  absl::Status ExcludeNode(const std::string& node_id,
-                           const std::string& reason);
+  absl::Status ExcludeNode(const std::string& node_id, const std::string& reason);
 
   // Fires due timeouts (heartbeats, last call, join, master info, stop
   // barrier). Amortized O(1) when nothing is due (job_timers.cc).
@@ -214,8 +211,7 @@ class Job {
   // Persistence delta since the last call (empty when nothing changed).
   JobChanges TakeChanges();
   bool HasChanges() const {
-    return job_dirty_ || counters_dirty_ || !dirty_nodes_.empty() ||
-           !removed_nodes_.empty();
+    return job_dirty_ || counters_dirty_ || !dirty_nodes_.empty() || !removed_nodes_.empty();
   }
 
  private:
@@ -240,8 +236,7 @@ class Job {
   // job.cc
   Node* FindNode(const std::string& node_id);
   absl::Status Fence(const NodeRef& ref, bool exact_generation, Node** node);
-  void Emit(JobEventType type, const std::string& node_id,
-            const std::string& message,
+  void Emit(JobEventType type, const std::string& node_id, const std::string& message,
             std::optional<FailureInfo> failure = std::nullopt);
   void Send(const Node& node, MessageBody body);
   void MarkJobDirty() { job_dirty_ = true; }
@@ -254,8 +249,7 @@ class Job {
   absl::Status ValidateRegister(const RegisterRequest& request) const;
   // Tells every registered node that a node was refused (settings conflict).
   void NoticeConflict(const absl::Status& refusal);
-  absl::StatusOr<RegisterResult> Resume(Node& node,
-                                        const RegisterRequest& request);
+  absl::StatusOr<RegisterResult> Resume(Node& node, const RegisterRequest& request);
   void ReplaceIncarnation(Node& node, const RegisterRequest& request);
   void AddNode(const RegisterRequest& request, int nproc);
   // Removes a node for good (lost, left, excluded, declared dead).
@@ -290,8 +284,7 @@ class Job {
   void HandleKnockOnFailure(const FailureInfo& failure, const Node& lost);
   // "worker 1 (rank 3) on node 'b' failed: exit code 1".
   static std::string FailureSentence(const FailureInfo& failure);
-  void Finish(JobState state, std::optional<FailureInfo> root_cause,
-              const std::string& message);
+  void Finish(JobState state, std::optional<FailureInfo> root_cause, const std::string& message);
   void RecordFailure(const FailureInfo& failure);
 
   // job_timers.cc

@@ -141,8 +141,14 @@ TEST(JobFailure, HangOfStoppedProcess_RootCauseOverEarlierBlockedPeer) {
   StartRunning(h, {"a", "b"});
   const absl::Time t = h.clock().Now();
   WorkerExit blocked{0, 0, 0, "hang", t, /*hang=*/true, 11};
-  WorkerExit stopped{1, 0, 0, "hang; process stopped", t + absl::Milliseconds(6),
-                     /*hang=*/true, 22, /*process_stopped=*/true};
+  WorkerExit stopped{1,
+                     0,
+                     0,
+                     "hang; process stopped",
+                     t + absl::Milliseconds(6),
+                     /*hang=*/true,
+                     22,
+                     /*process_stopped=*/true};
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), blocked).ok());
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), stopped).ok());
   ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
@@ -199,8 +205,7 @@ TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
   ASSERT_EQ(h.job().generation(), 2);
   h.ClearOutbox();
   const absl::Time when = absl::FromUnixSeconds(1'800'000'000);
-  ASSERT_TRUE(
-      h.job().WorkerExited(h.Ref("b"), Crash(1, 139, "segfault", when)).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Crash(1, 139, "segfault", when)).ok());
   // Every worker is stopped before the job fails.
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "a").size(), 1u);
@@ -210,10 +215,7 @@ TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
   EXPECT_EQ(h.job().state(), JobState::kFailed);
   EXPECT_EQ(h.job().generation(), 2);
   // A failure after the end changes nothing.
-  ASSERT_TRUE(h.job()
-                  .WorkerExited(h.Ref("a"), Crash(0, 1, "after",
-                                                  when - absl::Seconds(1)))
-                  .ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "after", when - absl::Seconds(1))).ok());
   auto finished = MessagesOf<JobFinished>(h.outbox(), "a");
   ASSERT_EQ(finished.size(), 1u);
   ASSERT_TRUE(finished[0].root_cause.has_value());
@@ -236,13 +238,11 @@ TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
 TEST(JobFailure, NoBudget_SignalIsRootCause) {
   JobHarness h(Settings(1, 1, 0));
   StartRunning(h, {"a"});
-  ASSERT_TRUE(
-      h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 0, 9, "killed", {}}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 0, 9, "killed", {}}).ok());
   h.ConfirmStops();
   EXPECT_EQ(h.job().state(), JobState::kFailed);
   EXPECT_EQ(h.job().Status(false).root_cause->signal, 9);
-  EXPECT_NE(h.job().Status(false).finish_message.find("signal 9 (SIGKILL)"),
-            std::string::npos)
+  EXPECT_NE(h.job().Status(false).finish_message.find("signal 9 (SIGKILL)"), std::string::npos)
       << h.job().Status(false).finish_message;
 }
 
@@ -253,29 +253,25 @@ TEST(JobFailure, BudgetSpent_KnockOnReportedFirst_RootCauseIsEarliestFailure) {
   StartRunning(h, {"a", "b"});
   const absl::Time t0 = h.clock().Now();
   h.clock().Advance(absl::Milliseconds(300));
-  ASSERT_TRUE(h.job()
-                  .WorkerExited(h.Ref("b"), Crash(0, 1, "Connection closed",
-                                                  t0 + absl::Milliseconds(80)))
-                  .ok());
+  ASSERT_TRUE(
+      h.job()
+          .WorkerExited(h.Ref("b"), Crash(0, 1, "Connection closed", t0 + absl::Milliseconds(80)))
+          .ok());
   ASSERT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(h.job().Status(false).root_cause->node_id, "b");  // so far
   // The stop barrier waits; meanwhile the real first failure arrives.
+  ASSERT_TRUE(h.job().WorkersStopped(NodeRef{"job1", "b", h.Ref("b").incarnation, 1}).ok());
   ASSERT_TRUE(
-      h.job().WorkersStopped(NodeRef{"job1", "b", h.Ref("b").incarnation, 1})
+      h.job()
+          .WorkerExited(h.Ref("a"), Crash(1, 1, "failing on purpose", t0 + absl::Milliseconds(10)))
           .ok());
-  ASSERT_TRUE(h.job()
-                  .WorkerExited(h.Ref("a"), Crash(1, 1, "failing on purpose",
-                                                  t0 + absl::Milliseconds(10)))
-                  .ok());
-  ASSERT_TRUE(h.job()
-                  .WorkerExited(h.Ref("a"), Crash(0, 1, "Connection reset",
-                                                  t0 + absl::Milliseconds(60)))
-                  .ok());
+  ASSERT_TRUE(
+      h.job()
+          .WorkerExited(h.Ref("a"), Crash(0, 1, "Connection reset", t0 + absl::Milliseconds(60)))
+          .ok());
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_TRUE(MessagesOf<JobFinished>(h.outbox()).empty());
-  ASSERT_TRUE(
-      h.job().WorkersStopped(NodeRef{"job1", "a", h.Ref("a").incarnation, 1})
-          .ok());
+  ASSERT_TRUE(h.job().WorkersStopped(NodeRef{"job1", "a", h.Ref("a").incarnation, 1}).ok());
   ASSERT_EQ(h.job().state(), JobState::kFailed);
   auto finished = MessagesOf<JobFinished>(h.outbox(), "b");
   ASSERT_EQ(finished.size(), 1u);
@@ -312,8 +308,7 @@ TEST(JobFailure, BudgetSpent_HangWithOlderHeartbeat_IsRootCauseWithPid) {
   JobHarness h(Settings(2, 2, 0));
   StartRunning(h, {"a", "b"});
   const absl::Time t = h.clock().Now();
-  WorkerExit blocked{0, 0, 0, "hang: no heartbeat for 3.2 s",
-                     t + absl::Milliseconds(150)};
+  WorkerExit blocked{0, 0, 0, "hang: no heartbeat for 3.2 s", t + absl::Milliseconds(150)};
   blocked.hang = true;
   blocked.pid = 500;
   WorkerExit hung{1, 0, 0, "hang: no heartbeat for 3.4 s", t};
@@ -328,8 +323,7 @@ TEST(JobFailure, BudgetSpent_HangWithOlderHeartbeat_IsRootCauseWithPid) {
   EXPECT_TRUE(cause.hang);
   EXPECT_EQ(cause.pid, 4242);
   EXPECT_EQ(cause.time, t);
-  EXPECT_NE(h.job().Status(false).finish_message.find("hang (no heartbeat)"),
-            std::string::npos);
+  EXPECT_NE(h.job().Status(false).finish_message.find("hang (no heartbeat)"), std::string::npos);
 }
 
 TEST(JobFailure, RepeatedReport_CountsOnce) {
@@ -345,9 +339,7 @@ TEST(JobFailure, BudgetSpent_NodeSilentDuringStop_FailsAfterShutdownTimeout) {
   JobHarness h(Settings(2, 2, 0));
   StartRunning(h, {"a", "b"});
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "x")).ok());
-  ASSERT_TRUE(
-      h.job().WorkersStopped(NodeRef{"job1", "a", h.Ref("a").incarnation, 1})
-          .ok());
+  ASSERT_TRUE(h.job().WorkersStopped(NodeRef{"job1", "a", h.Ref("a").incarnation, 1}).ok());
   for (int i = 0; i < 19; ++i) {
     h.clock().Advance(absl::Milliseconds(500));
     for (const char* n : {"a", "b"}) (void)h.job().Heartbeat(h.Ref(n));
@@ -363,18 +355,16 @@ TEST(JobFailure, BudgetSpent_RestoredDuringStop_StillFails) {
   JobHarness h(Settings(2, 2, 0));
   StartRunning(h, {"a", "b"});
   const absl::Time t = h.clock().Now();
-  ASSERT_TRUE(h.job()
-                  .WorkerExited(h.Ref("b"), Crash(0, 1, "knock-on",
-                                                  t + absl::Milliseconds(50)))
-                  .ok());
+  ASSERT_TRUE(
+      h.job().WorkerExited(h.Ref("b"), Crash(0, 1, "knock-on", t + absl::Milliseconds(50))).ok());
   InMemoryJobStateStore store;
   ASSERT_TRUE(store.Apply(h.job().TakeChanges()).ok());
   absl::StatusOr<std::vector<JobSnapshot>> snapshots = store.LoadAll();
   ASSERT_TRUE(snapshots.ok());
   ASSERT_EQ(snapshots->size(), 1u);
   Outbox outbox;
-  absl::StatusOr<std::unique_ptr<Job>> restored = Job::Restore(
-      (*snapshots)[0], RendezvousLimits(), h.clock(), &outbox);
+  absl::StatusOr<std::unique_ptr<Job>> restored =
+      Job::Restore((*snapshots)[0], RendezvousLimits(), h.clock(), &outbox);
   ASSERT_TRUE(restored.ok()) << restored.status();
   Job& job = **restored;
   ASSERT_EQ(job.state(), JobState::kRestarting);
@@ -407,8 +397,7 @@ TEST(JobFailure, JoinDuringRestart_IncludedInNextGeneration) {
 TEST(JobFailure, WorkersStoppedWithoutStopRequest_FailedPrecondition) {
   JobHarness h(Settings(1, 1));
   StartRunning(h, {"a"});
-  EXPECT_EQ(h.job().WorkersStopped(h.Ref("a")).code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.job().WorkersStopped(h.Ref("a")).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(JobFailure, ErrorMessage_TruncatedToLimit) {
@@ -416,9 +405,7 @@ TEST(JobFailure, ErrorMessage_TruncatedToLimit) {
   limits.max_message_length = 10;
   JobHarness h(Settings(1, 1, 0), limits);
   StartRunning(h, {"a"});
-  ASSERT_TRUE(h.job()
-                  .WorkerExited(h.Ref("a"), Crash(0, 1, std::string(5000, 'e')))
-                  .ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, std::string(5000, 'e'))).ok());
   EXPECT_EQ(h.job().Status(false).root_cause->message.size(), 10u);
 }
 

@@ -57,19 +57,17 @@ void Job::CloseRendezvous() {
     if (ra >= 0 && ra != rb) return ra < rb;
     return a->record.join_seq < b->record.join_seq;
   });
-  const size_t n =
-      std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes));
+  const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes));
   std::vector<RankMember> rank_members(n);
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = candidates[i]->record;
-    rank_members[i] =
-        RankMember{r.node_id, r.nproc, r.requested_rank, r.group_rank};
+    rank_members[i] = RankMember{r.node_id, r.nproc, r.requested_rank, r.group_rank};
   }
   absl::StatusOr<RankTable> table = ComputeRankTable(rank_members);
   if (!table.ok()) {  // Inputs are validated on entry; this is a bug.
     FailureInfo failure;
-    failure.message = absl::StrCat("internal error computing the rank table: ",
-                                   table.status().message());
+    failure.message =
+        absl::StrCat("internal error computing the rank table: ", table.status().message());
     failure.time = clock_->Now();
     Finish(JobState::kFailed, failure, failure.message);
     return;
@@ -120,38 +118,35 @@ absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
   absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
   if (!status.ok()) return status;
   if (!IsMember(*node) || node->record.group_rank != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node '", ref.node_id, "' is not group rank 0 of generation ",
-        generation_, " of job '", id_, "'; only rank 0 supplies master info"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ", generation_,
+                     " of job '", id_, "'; only rank 0 supplies master info"));
   }
   if (info.master_port < 1 || info.master_port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "master port ", info.master_port, " is outside [1, 65535]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("master port ", info.master_port, " is outside [1, 65535]"));
   }
   // Empty: NCCL is not installed on the rank-0 node; workers get no id.
-  if (!info.nccl_unique_id.empty() &&
-      info.nccl_unique_id.size() != kNcclUniqueIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "NCCL unique id is ", info.nccl_unique_id.size(), " bytes; it must be ",
-        kNcclUniqueIdBytes, " (ncclUniqueId) or empty (no NCCL on the node)"));
+  if (!info.nccl_unique_id.empty() && info.nccl_unique_id.size() != kNcclUniqueIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("NCCL unique id is ", info.nccl_unique_id.size(), " bytes; it must be ",
+                     kNcclUniqueIdBytes, " (ncclUniqueId) or empty (no NCCL on the node)"));
   }
   if (static_cast<int>(info.master_addr.size()) > limits_.max_address_length) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "master address '", Capped(info.master_addr), "' is longer than ",
-        limits_.max_address_length, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("master address '", Capped(info.master_addr),
+                                                   "' is longer than ", limits_.max_address_length,
+                                                   " bytes"));
   }
   MasterInfo effective = info;
-  if (effective.master_addr.empty())
-    effective.master_addr = node->record.address;
+  if (effective.master_addr.empty()) effective.master_addr = node->record.address;
   if (effective.master_addr.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "node '", ref.node_id, "' gave no master address and registered none"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", ref.node_id, "' gave no master address and registered none"));
   }
   if (state_ == JobState::kRunning) return absl::OkStatus();  // duplicate
   if (state_ != JobState::kStarting) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job '", id_, "' is ", JobStateName(state_),
-                     ", not waiting for master info"));
+        absl::StrCat("job '", id_, "' is ", JobStateName(state_), ", not waiting for master info"));
   }
   master_ = std::move(effective);
   PushAssignments();
@@ -190,9 +185,8 @@ void Job::PushAssignments() {
     if (!node_id.empty()) ResendPending(nodes_[node_id]);
   }
   Emit(JobEventType::kGenerationOpened, members_[0],
-       absl::StrCat("generation ", generation_, ": ", live_members_,
-                    " nodes, world size ", world_size_, ", restart ",
-                    restart_count_, " of ", settings_.max_restarts));
+       absl::StrCat("generation ", generation_, ": ", live_members_, " nodes, world size ",
+                    world_size_, ", restart ", restart_count_, " of ", settings_.max_restarts));
 }
 
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
@@ -200,16 +194,16 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
   if (!status.ok()) return status;
   if (exit.local_rank < 0 || exit.local_rank >= node->record.nproc) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("local rank ", exit.local_rank, " of node '", ref.node_id,
-                     "' is outside [0, ", node->record.nproc, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank, " of node '",
+                                                   ref.node_id, "' is outside [0, ",
+                                                   node->record.nproc, ")"));
   }
   if (IsTerminal(state_)) return absl::OkStatus();
   if (generation_ == 0 || state_ == JobState::kStarting ||
       (state_ == JobState::kRunning && !IsMember(*node))) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node '", ref.node_id, "' runs no workers of generation ", generation_,
-        " of job '", id_, "' (", JobStateName(state_), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", ref.node_id, "' runs no workers of generation ", generation_,
+                     " of job '", id_, "' (", JobStateName(state_), ")"));
   }
   // One report per worker and generation counts: a resumed agent repeats its
   // reports, and a hung worker that exits later was already reported.
@@ -222,8 +216,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
       node->succeeded = true;
       if (++succeeded_members_ == static_cast<int>(members_.size())) {
         Finish(JobState::kSucceeded, std::nullopt,
-               absl::StrCat("every worker of generation ", generation_,
-                            " exited 0"));
+               absl::StrCat("every worker of generation ", generation_, " exited 0"));
       }
     }
     return absl::OkStatus();
@@ -239,8 +232,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   failure.hang = exit.hang;
   failure.process_stopped = exit.hang && exit.process_stopped;
   failure.pid = exit.pid;
-  failure.message = exit.error_message.substr(
-      0, static_cast<size_t>(limits_.max_message_length));
+  failure.message = exit.error_message.substr(0, static_cast<size_t>(limits_.max_message_length));
   // An agent that sent no time: the moment the report arrived.
   failure.time = exit.time == absl::UnixEpoch() ? clock_->Now() : exit.time;
   if (state_ == JobState::kRunning) {
@@ -265,8 +257,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
 void Job::RecordFailure(const FailureInfo& failure) {
   // Ordered by failure time, not by arrival: the reports of one generation
   // race each other from different nodes.
-  failures_.insert(std::upper_bound(failures_.begin(), failures_.end(),
-                                    failure, FailedEarlier),
+  failures_.insert(std::upper_bound(failures_.begin(), failures_.end(), failure, FailedEarlier),
                    failure);
   if (static_cast<int>(failures_.size()) > limits_.max_retained_failures) {
     failures_.erase(failures_.begin());
@@ -277,9 +268,8 @@ void Job::RecordFailure(const FailureInfo& failure) {
 
 std::string Job::FailureSentence(const FailureInfo& failure) {
   if (failure.local_rank < 0) return failure.message;
-  return absl::StrCat("worker ", failure.local_rank, " (rank ",
-                      failure.global_rank, ") on node '", failure.node_id,
-                      "' failed: ", DescribeFailure(failure));
+  return absl::StrCat("worker ", failure.local_rank, " (rank ", failure.global_rank, ") on node '",
+                      failure.node_id, "' failed: ", DescribeFailure(failure));
 }
 
 void Job::HandleFailure(const FailureInfo& failure) {
@@ -288,8 +278,7 @@ void Job::HandleFailure(const FailureInfo& failure) {
   if (restart_count_ < settings_.max_restarts) {
     ++restart_count_;
     BeginRestart(failure.hang ? RestartCause::kHang : RestartCause::kWorkerFailure,
-                 absl::StrCat(what, "; restart ", restart_count_, " of ",
-                              settings_.max_restarts));
+                 absl::StrCat(what, "; restart ", restart_count_, " of ", settings_.max_restarts));
     return;
   }
   // The budget is spent, but the first report need not be the first
@@ -298,8 +287,7 @@ void Job::HandleFailure(const FailureInfo& failure) {
   // Stop every worker, taking the reports that come in meanwhile, and fail
   // with the earliest (FailingAfterStop).
   root_cause_ = failure;
-  StopAllWorkers(absl::StrCat(what, "; the restart budget (max_restarts=",
-                              settings_.max_restarts,
+  StopAllWorkers(absl::StrCat(what, "; the restart budget (max_restarts=", settings_.max_restarts,
                               ") is spent: stopping every worker"));
 }
 
@@ -308,8 +296,7 @@ const Job::Node* Job::LostPeerOf(const std::string& reporter) const {
   for (const std::string& node_id : members_) {
     if (node_id.empty() || node_id == reporter) continue;
     auto it = nodes_.find(node_id);
-    if (it == nodes_.end() || !it->second.stream_closed_at.has_value() ||
-        it->second.succeeded) {
+    if (it == nodes_.end() || !it->second.stream_closed_at.has_value() || it->second.succeeded) {
       continue;
     }
     if (lost == nullptr || *it->second.stream_closed_at < *lost->stream_closed_at) {
@@ -336,11 +323,11 @@ void Job::HandleKnockOnFailure(const FailureInfo& failure, const Node& lost) {
                                   failure.message.empty() ? "" : ": ", failure.message)
                          .substr(0, static_cast<size_t>(limits_.max_message_length));
   RecordFailure(knock_on);
-  BeginRestart(RestartCause::kNodeLoss,
-               absl::StrCat(cause.message, "; ", FailureSentence(failure),
-                            " after it (a knock-on failure): restarting without node '",
-                            lost.record.node_id,
-                            "' unless it resumes; the restart budget is not charged"));
+  BeginRestart(
+      RestartCause::kNodeLoss,
+      absl::StrCat(cause.message, "; ", FailureSentence(failure),
+                   " after it (a knock-on failure): restarting without node '", lost.record.node_id,
+                   "' unless it resumes; the restart budget is not charged"));
 }
 
 void Job::BeginRestart(RestartCause cause, const std::string& reason) {
@@ -371,9 +358,8 @@ absl::Status Job::WorkersStopped(const NodeRef& ref) {
   absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
   if (!status.ok()) return status;
   if (state_ == JobState::kRunning || state_ == JobState::kStarting) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no stop of generation ", generation_,
-                     " was requested from node '", ref.node_id, "'"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no stop of generation ", generation_, " was requested from node '", ref.node_id, "'"));
   }
   if (state_ == JobState::kRestarting && node->stop_pending) {
     node->stop_pending = false;
@@ -392,8 +378,7 @@ void Job::MaybeFinishStopBarrier() {
   const FailureInfo root_cause = *root_cause_;
   Finish(JobState::kFailed, root_cause,
          absl::StrCat(FailureSentence(root_cause),
-                      "; the restart budget (max_restarts=",
-                      settings_.max_restarts, ") is spent"));
+                      "; the restart budget (max_restarts=", settings_.max_restarts, ") is spent"));
 }
 
 void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
@@ -407,8 +392,8 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
   for (const auto& [id, node] : nodes_) {
     Send(node, JobFinished{state_, root_cause_, finish_message_});
   }
-  Emit(JobEventType::kJobFinished, "",
-       absl::StrCat(JobStateName(state_), ": ", message), root_cause_);
+  Emit(JobEventType::kJobFinished, "", absl::StrCat(JobStateName(state_), ": ", message),
+       root_cause_);
 }
 
 }  // namespace ddp::rendezvous

@@ -19,31 +19,27 @@ absl::Status Job::ValidateRegister(const RegisterRequest& request) const {
   }
   if (request.nproc < 0 || request.nproc > limits_.max_nproc_per_node) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "node '", request.node_id, "' asks for nproc=", request.nproc,
-        "; it must be in [1, ", limits_.max_nproc_per_node,
-        "] (0 = the job's nproc_per_node)"));
+        "node '", request.node_id, "' asks for nproc=", request.nproc, "; it must be in [1, ",
+        limits_.max_nproc_per_node, "] (0 = the job's nproc_per_node)"));
   }
-  if (request.requested_rank < -1 ||
-      request.requested_rank >= settings_.max_nodes) {
+  if (request.requested_rank < -1 || request.requested_rank >= settings_.max_nodes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("node '", request.node_id, "' requests group rank ",
-                     request.requested_rank, "; job '", id_, "' has at most ",
-                     settings_.max_nodes, " nodes (ranks 0..",
+        absl::StrCat("node '", request.node_id, "' requests group rank ", request.requested_rank,
+                     "; job '", id_, "' has at most ", settings_.max_nodes, " nodes (ranks 0..",
                      settings_.max_nodes - 1, ", -1 = none)"));
   }
   if (static_cast<int>(request.address.size()) > limits_.max_address_length) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "address '", Capped(request.address), "' of node '", request.node_id,
-        "' is longer than ", limits_.max_address_length, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", Capped(request.address), "' of node '", request.node_id,
+                     "' is longer than ", limits_.max_address_length, " bytes"));
   }
   if (request.settings) {
     status = ValidateJobSettings(*request.settings, limits_);
     if (!status.ok()) return status;
   }
   if (excluded_.contains(request.node_id)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("node '", request.node_id, "' was excluded from job '",
-                     id_, "'; it cannot rejoin"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", request.node_id, "' was excluded from job '", id_, "'; it cannot rejoin"));
   }
   return absl::OkStatus();
 }
@@ -58,25 +54,22 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
       return status;
     }
   }
-  const int nproc =
-      request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
   Node* node = FindNode(request.node_id);
   if (node != nullptr && node->record.incarnation == request.incarnation) {
-    if (node->record.nproc != nproc ||
-        node->record.requested_rank != request.requested_rank) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "node '", request.node_id, "' resumed incarnation ",
-          request.incarnation, " with nproc=", nproc, " rank request ",
-          request.requested_rank, " but registered with nproc=",
-          node->record.nproc, " rank request ", node->record.requested_rank,
-          "; an agent that changes its flags must use a new incarnation"));
+    if (node->record.nproc != nproc || node->record.requested_rank != request.requested_rank) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("node '", request.node_id, "' resumed incarnation ", request.incarnation,
+                       " with nproc=", nproc, " rank request ", request.requested_rank,
+                       " but registered with nproc=", node->record.nproc, " rank request ",
+                       node->record.requested_rank,
+                       "; an agent that changes its flags must use a new incarnation"));
     }
     return Resume(*node, request);
   }
   if (IsTerminal(state_)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_),
-                     "); use a new job id"));
+    return absl::FailedPreconditionError(absl::StrCat("job '", id_, "' already finished (",
+                                                      JobStateName(state_), "); use a new job id"));
   }
   if (node != nullptr && node->connected &&
       clock_->Now() - node->last_heartbeat < 2 * settings_.heartbeat_interval) {
@@ -98,8 +91,8 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
     if (static_cast<int>(nodes_.size()) >= limit) {
       return absl::ResourceExhaustedError(
           absl::StrCat("job '", id_, "' already has ", nodes_.size(),
-                       " registered nodes, the limit (max_nodes + spares) is ",
-                       limit, "; node '", request.node_id, "' cannot join"));
+                       " registered nodes, the limit (max_nodes + spares) is ", limit, "; node '",
+                       request.node_id, "' cannot join"));
     }
     AddNode(request, nproc);
   }
@@ -108,8 +101,7 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   result.settings = settings_;
   result.state = state_;
   result.generation = generation_;
-  result.role = node != nullptr && IsMember(*node) ? NodeRole::kMember
-                                                   : NodeRole::kWaiting;
+  result.role = node != nullptr && IsMember(*node) ? NodeRole::kMember : NodeRole::kWaiting;
   return result;
 }
 
@@ -125,8 +117,7 @@ void Job::NoticeConflict(const absl::Status& refusal) {
   }
 }
 
-absl::StatusOr<RegisterResult> Job::Resume(Node& node,
-                                           const RegisterRequest& request) {
+absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& request) {
   node.connected = true;
   node.role = request.role;
   node.stream_closed_at.reset();
@@ -149,8 +140,7 @@ void Job::ResendPending(const Node& node) {
   const bool member = IsMember(node);
   if (IsTerminal(state_)) {
     Send(node, JobFinished{state_, root_cause_, finish_message_});
-  } else if (state_ == JobState::kStarting && member &&
-             node.record.group_rank == 0) {
+  } else if (state_ == JobState::kStarting && member && node.record.group_rank == 0) {
     Send(node, RequestMasterInfo{generation_});
   } else if (state_ == JobState::kRunning && member) {
     Assignment a;
@@ -187,8 +177,7 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
   node.role = request.role;
   counters_dirty_ = true;
   node.last_heartbeat = now;
-  next_liveness_check_ =
-      std::min(next_liveness_check_, now + settings_.heartbeat_timeout);
+  next_liveness_check_ = std::min(next_liveness_check_, now + settings_.heartbeat_timeout);
   nodes_.emplace(request.node_id, std::move(node));
   MarkNodeDirty(request.node_id);
   Emit(JobEventType::kNodeJoined, request.node_id,
@@ -203,8 +192,8 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
       break;
     case JobState::kRunning:
       if (live_members_ < settings_.max_nodes) {
-        BeginRestart(RestartCause::kScale, absl::StrCat("node '", request.node_id,
-                                                        "' joined below max_nodes"));
+        BeginRestart(RestartCause::kScale,
+                     absl::StrCat("node '", request.node_id, "' joined below max_nodes"));
       }
       break;
     default:  // kRestarting: it is a candidate of the next rendezvous.
@@ -219,8 +208,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   // its replacement, a membership change rather than a worker failure.
   const bool old_session_lost = node.stream_closed_at.has_value();
   node.stream_closed_at.reset();
-  const int nproc =
-      request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
   const bool nproc_changed = node.record.nproc != nproc;
   node.record.incarnation = request.incarnation;
   node.record.nproc = nproc;
@@ -232,8 +220,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   MarkNodeDirty(node.record.node_id);
   const std::string node_id = node.record.node_id;
   Emit(JobEventType::kNodeJoined, node_id,
-       absl::StrCat("incarnation ", request.incarnation, " replaced ",
-                    old_incarnation,
+       absl::StrCat("incarnation ", request.incarnation, " replaced ", old_incarnation,
                     " (agent restarted); the old one is "
                     "fenced"));
   if (!member) return;
@@ -256,10 +243,9 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
         FailureInfo failure;
         failure.node_id = node_id;
         failure.generation = generation_;
-        failure.message = absl::StrCat(
-            "agent of node '", node_id, "' restarted (incarnation ",
-            old_incarnation, " -> ", request.incarnation,
-            "); its workers of generation ", generation_, " are gone");
+        failure.message = absl::StrCat("agent of node '", node_id, "' restarted (incarnation ",
+                                       old_incarnation, " -> ", request.incarnation,
+                                       "); its workers of generation ", generation_, " are gone");
         failure.time = clock_->Now();
         HandleFailure(failure);
       }
@@ -301,8 +287,7 @@ absl::Status Job::Leave(const NodeRef& ref) {
   return absl::OkStatus();
 }
 
-void Job::RemoveNode(const std::string& node_id, const std::string& reason,
-                     RestartCause cause) {
+void Job::RemoveNode(const std::string& node_id, const std::string& reason, RestartCause cause) {
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return;
   const bool member = IsMember(it->second);

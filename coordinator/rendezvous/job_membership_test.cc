@@ -19,8 +19,7 @@ void StartRunning(JobHarness& h, const std::vector<std::string>& nodes) {
   ASSERT_EQ(h.job().state(), JobState::kRunning);
 }
 
-void HeartbeatAll(JobHarness& h, const std::vector<std::string>& nodes,
-                  absl::Duration total) {
+void HeartbeatAll(JobHarness& h, const std::vector<std::string>& nodes, absl::Duration total) {
   for (absl::Duration t; t < total; t += absl::Milliseconds(500)) {
     h.clock().Advance(absl::Milliseconds(500));
     for (const std::string& n : nodes) (void)h.job().Heartbeat(h.Ref(n));
@@ -30,18 +29,15 @@ void HeartbeatAll(JobHarness& h, const std::vector<std::string>& nodes,
 
 TEST(JobMembership, BadRegistration_InvalidArgument) {
   JobHarness h(Settings(1, 2));
-  EXPECT_EQ(h.Register("bad id").status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(h.Register("a", 5000).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.Register("bad id").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.Register("a", 5000).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(h.Register("a", 1, 2).status().code(),  // rank 2 with max 2
             absl::StatusCode::kInvalidArgument);
   RegisterRequest r;
   r.job_id = "job1";
   r.node_id = "a";
   r.incarnation = 0;
-  EXPECT_EQ(h.job().Register(r).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.job().Register(r).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(h.job().registered_nodes(), 0);
 }
 
@@ -118,16 +114,14 @@ TEST(JobMembership, StaleGeneration_Aborted) {
   NodeRef future = h.Ref("a");
   future.generation = 9;
   EXPECT_EQ(h.job().Heartbeat(future).code(), absl::StatusCode::kAborted);
-  EXPECT_TRUE(
-      h.job().Heartbeat(stale).ok());  // liveness only needs incarnation
+  EXPECT_TRUE(h.job().Heartbeat(stale).ok());  // liveness only needs incarnation
   EXPECT_EQ(h.job().restart_count(), 0);
   EXPECT_EQ(h.job().state(), JobState::kRunning);
 }
 
 TEST(JobMembership, UnknownNode_Aborted) {
   JobHarness h(Settings(1, 2));
-  EXPECT_EQ(h.job().Heartbeat(h.Ref("ghost")).code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("ghost")).code(), absl::StatusCode::kAborted);
 }
 
 TEST(JobMembership, NewIncarnationOfMember_FencesOldAndRestarts) {
@@ -137,8 +131,7 @@ TEST(JobMembership, NewIncarnationOfMember_FencesOldAndRestarts) {
   h.clock().Advance(absl::Seconds(1));
   ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
   ASSERT_TRUE(h.Register("b", 0, -1, /*version=*/2).ok());
-  EXPECT_EQ(h.job().Heartbeat(h.Ref("b", 1)).code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("b", 1)).code(), absl::StatusCode::kAborted);
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(h.job().restart_count(), 1);  // counts as a failure of the node
   auto stops = MessagesOf<StopWorkers>(h.outbox(), "b");
@@ -266,10 +259,8 @@ TEST(JobMembership, ExcludeNode_DismissedRestartedAndCannotRejoin) {
   h.ConfirmStops();
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
   EXPECT_EQ(h.LastAssignment("a")->group_world_size, 1);
-  EXPECT_EQ(h.Register("b", 0, -1, 2).status().code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(h.job().Heartbeat(h.Ref("b")).code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.Register("b", 0, -1, 2).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("b")).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(JobMembership, UpdateJobShrink_RestartsAndKeepsLowRanks) {
@@ -314,10 +305,8 @@ TEST(JobMembership, Cancel_EveryNodeGetsJobFinished) {
     ASSERT_EQ(f.size(), 1u) << n;
     EXPECT_EQ(f[0].state, JobState::kCancelled);
   }
-  EXPECT_EQ(h.job().Cancel("again").code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(h.Register("late").status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.job().Cancel("again").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.Register("late").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(JobMembership, TooManyNodes_ResourceExhausted) {
@@ -326,8 +315,7 @@ TEST(JobMembership, TooManyNodes_ResourceExhausted) {
   JobHarness h(Settings(1, 1), limits);
   ASSERT_TRUE(h.Register("a").ok());
   ASSERT_TRUE(h.Register("b").ok());
-  EXPECT_EQ(h.Register("c").status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(h.Register("c").status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

@@ -61,15 +61,13 @@ class Simulation {
       case 2:
         if (a.incarnation != 0) {
           (void)h_.job().WorkerExited(
-              ref, WorkerExit{static_cast<int>(rng_() % a.nproc), 1, 0, "x",
-                              h_.clock().Now()});
+              ref, WorkerExit{static_cast<int>(rng_() % a.nproc), 1, 0, "x", h_.clock().Now()});
         }
         break;
       case 3:
         if (a.incarnation != 0) {
           for (int r = 0; r < a.nproc; ++r) {
-            (void)h_.job().WorkerExited(
-                ref, WorkerExit{r, 0, 0, "", h_.clock().Now()});
+            (void)h_.job().WorkerExited(ref, WorkerExit{r, 0, 0, "", h_.clock().Now()});
           }
         }
         break;
@@ -110,8 +108,7 @@ class Simulation {
     ASSERT_LE(h_.job().Status(false).member_nodes, 4);
   }
 
-  void Deliver(const OutboundMessage& m,
-               const std::set<std::string>& registered) {
+  void Deliver(const OutboundMessage& m, const std::set<std::string>& registered) {
     Agent& agent = agents_[std::stoi(m.node_id.substr(1))];
     if (agent.incarnation != m.incarnation) return;  // session gone
     if (const auto* stop = std::get_if<StopWorkers>(&m.body)) {
@@ -127,13 +124,11 @@ class Simulation {
       // Stop barrier: no registered agent has an unconfirmed older stop.
       for (const auto& [other_id, other] : agents_) {
         if (other.stops_pending.empty() || other.incarnation == 0) continue;
-        bool still_there = registered.count(absl::StrCat(
-                               Name(other_id), "/", other.incarnation)) > 0;
-        ASSERT_FALSE(still_there &&
-                     *other.stops_pending.begin() < a->generation)
-            << "assignment of generation " << a->generation << " while "
-            << Name(other_id) << " has not confirmed stopping generation "
-            << *other.stops_pending.begin();
+        bool still_there =
+            registered.count(absl::StrCat(Name(other_id), "/", other.incarnation)) > 0;
+        ASSERT_FALSE(still_there && *other.stops_pending.begin() < a->generation)
+            << "assignment of generation " << a->generation << " while " << Name(other_id)
+            << " has not confirmed stopping generation " << *other.stops_pending.begin();
       }
     } else if (const auto* request = std::get_if<RequestMasterInfo>(&m.body)) {
       if (!agent.silent) {
@@ -173,8 +168,7 @@ TEST(JobRandom, RandomAgentBehaviour_InvariantsHold) {
     restarts += sim.restart_count();
     generations += sim.generation();
   }
-  std::printf("assignments %d, restarts %d, generations %d\n", assignments,
-              restarts, generations);
+  std::printf("assignments %d, restarts %d, generations %d\n", assignments, restarts, generations);
   EXPECT_GT(restarts, 10);
   EXPECT_GT(assignments, 100);  // the simulation really ran generations
 }

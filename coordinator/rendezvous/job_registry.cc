@@ -18,8 +18,7 @@ void AppendOutbox(Outbox& from, Outbox& to) {
 
 }  // namespace
 
-JobRegistry::JobRegistry(const Clock& clock, JobStateStore* store,
-                         JobRegistryOptions options)
+JobRegistry::JobRegistry(const Clock& clock, JobStateStore* store, JobRegistryOptions options)
     : clock_(clock), store_(store), options_(std::move(options)) {}
 
 absl::Status JobRegistry::Restore() {
@@ -28,8 +27,7 @@ absl::Status JobRegistry::Restore() {
   if (!snapshots.ok()) return snapshots.status();
   absl::MutexLock lock(&mu_);
   if (!jobs_.empty()) {
-    return absl::FailedPreconditionError(
-        "Restore must run before any job is created");
+    return absl::FailedPreconditionError("Restore must run before any job is created");
   }
   for (const JobSnapshot& snapshot : *snapshots) {
     absl::StatusOr<std::unique_ptr<Job>> job =
@@ -44,14 +42,12 @@ absl::Status JobRegistry::Restore() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Job*> JobRegistry::FindJobLocked(
-    const std::string& job_id) const {
+absl::StatusOr<Job*> JobRegistry::FindJobLocked(const std::string& job_id) const {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("job '", Capped(job_id),
-                     "' does not exist; create it or register "
-                     "with settings"));
+    return absl::NotFoundError(absl::StrCat("job '", Capped(job_id),
+                                            "' does not exist; create it or register "
+                                            "with settings"));
   }
   return it->second.get();
 }
@@ -68,10 +64,8 @@ void JobRegistry::AfterChangeLocked(Job& job) {
   write_queue_.Hold(outbox_);
 }
 
-JobRegistry::Signals JobRegistry::SignalsLocked(bool outbox_was_empty,
-                                                bool had_pending) const {
-  return Signals{outbox_was_empty && !outbox_.empty(),
-                 !had_pending && write_queue_.has_pending()};
+JobRegistry::Signals JobRegistry::SignalsLocked(bool outbox_was_empty, bool had_pending) const {
+  return Signals{outbox_was_empty && !outbox_.empty(), !had_pending && write_queue_.has_pending()};
 }
 
 void JobRegistry::Fire(Signals signals) const {
@@ -79,8 +73,8 @@ void JobRegistry::Fire(Signals signals) const {
   if (signals.pending && options_.on_pending) options_.on_pending();
 }
 
-absl::Status JobRegistry::RunLocked(
-    const std::string& job_id, const std::function<absl::Status(Job&)>& op) {
+absl::Status JobRegistry::RunLocked(const std::string& job_id,
+                                    const std::function<absl::Status(Job&)>& op) {
   absl::StatusOr<Job*> job = FindJobLocked(job_id);
   if (!job.ok()) return job.status();
   absl::Status status = op(**job);
@@ -127,25 +121,22 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
     absl::MutexLock lock(&mu_);
     auto existing = jobs_.find(job_id);
     if (existing != jobs_.end() && !IsTerminal(existing->second->state())) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("job '", job_id, "' already exists"));
+      return absl::AlreadyExistsError(absl::StrCat("job '", job_id, "' already exists"));
     }
     bool was_empty = outbox_.empty();
     bool had_pending = write_queue_.has_pending();
     if (existing != jobs_.end()) {
       // A scheduler requeueing with a fixed id: a new run of a finished job.
-      DDP_LOG(INFO) << "job " << job_id << " finished ("
-                    << JobStateName(existing->second->state()) << "); CreateJob starts a new run";
+      DDP_LOG(INFO) << "job " << job_id << " finished (" << JobStateName(existing->second->state())
+                    << "); CreateJob starts a new run";
       ForgetLocked(job_id);
     }
     if (static_cast<int>(jobs_.size()) >= options_.max_jobs) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the coordinator holds ", jobs_.size(),
-                       " jobs, the limit; remove "
-                       "finished jobs first"));
+      return absl::ResourceExhaustedError(absl::StrCat("the coordinator holds ", jobs_.size(),
+                                                       " jobs, the limit; remove "
+                                                       "finished jobs first"));
     }
-    auto job = std::make_unique<Job>(job_id, settings, options_.limits, clock_,
-                                     &outbox_);
+    auto job = std::make_unique<Job>(job_id, settings, options_.limits, clock_, &outbox_);
     Job& ref = *job;
     jobs_.emplace(job_id, std::move(job));
     AfterChangeLocked(ref);
@@ -158,8 +149,7 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
   return result;
 }
 
-absl::StatusOr<RegisterResult> JobRegistry::Register(
-    const RegisterRequest& request) {
+absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& request) {
   absl::Status status = ValidateId(request.job_id, "job id", options_.limits);
   if (!status.ok()) return status;
   Signals signals;
@@ -175,8 +165,8 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
       // scheduler's requeue with a fixed id): a new run of the job. An agent of
       // the finished run that resumes is told the run is over instead.
       DDP_LOG(INFO) << "job " << request.job_id << " finished ("
-                    << JobStateName(it->second->state()) << "); node "
-                    << Capped(request.node_id) << " starts a new run";
+                    << JobStateName(it->second->state()) << "); node " << Capped(request.node_id)
+                    << " starts a new run";
       ForgetLocked(request.job_id);
       it = jobs_.end();
     }
@@ -185,22 +175,22 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
       AfterChangeLocked(*it->second);
     } else {
       if (!request.settings) {
-        return absl::NotFoundError(absl::StrCat(
-            "job '", request.job_id, "' does not exist and node '",
-            Capped(request.node_id), "' sent no settings to create it"));
+        return absl::NotFoundError(
+            absl::StrCat("job '", request.job_id, "' does not exist and node '",
+                         Capped(request.node_id), "' sent no settings to create it"));
       }
       status = ValidateJobSettings(*request.settings, options_.limits);
       if (!status.ok()) return status;
       if (static_cast<int>(jobs_.size()) >= options_.max_jobs) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "the coordinator holds ", jobs_.size(),
-            " jobs, the limit; cannot create job '", request.job_id, "'"));
+        return absl::ResourceExhaustedError(absl::StrCat("the coordinator holds ", jobs_.size(),
+                                                         " jobs, the limit; cannot create job '",
+                                                         request.job_id, "'"));
       }
       // Build the job aside so that a rejected first registration leaves
       // nothing.
       Outbox scratch;
-      auto job = std::make_unique<Job>(request.job_id, *request.settings,
-                                       options_.limits, clock_, &scratch);
+      auto job = std::make_unique<Job>(request.job_id, *request.settings, options_.limits, clock_,
+                                       &scratch);
       result = job->Register(request);
       if (!result.ok()) return result.status();
       result->created_job = true;
@@ -216,23 +206,17 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(
   return result;
 }
 
-absl::Status JobRegistry::UpdateJob(const std::string& job_id, int min_nodes,
-                                    int max_nodes) {
-  return AwaitOwnChanges(Run(
-      job_id, [&](Job& job) { return job.Update(min_nodes, max_nodes); }));
+absl::Status JobRegistry::UpdateJob(const std::string& job_id, int min_nodes, int max_nodes) {
+  return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.Update(min_nodes, max_nodes); }));
 }
 
-absl::Status JobRegistry::CancelJob(const std::string& job_id,
-                                    const std::string& reason) {
-  return AwaitOwnChanges(
-      Run(job_id, [&](Job& job) { return job.Cancel(reason); }));
+absl::Status JobRegistry::CancelJob(const std::string& job_id, const std::string& reason) {
+  return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.Cancel(reason); }));
 }
 
-absl::Status JobRegistry::ExcludeNode(const std::string& job_id,
-                                      const std::string& node_id,
+absl::Status JobRegistry::ExcludeNode(const std::string& job_id, const std::string& node_id,
                                       const std::string& reason) {
-  return AwaitOwnChanges(Run(
-      job_id, [&](Job& job) { return job.ExcludeNode(node_id, reason); }));
+  return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.ExcludeNode(node_id, reason); }));
 }
 
 void JobRegistry::ForgetLocked(const std::string& job_id) {
@@ -252,9 +236,9 @@ absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
     absl::StatusOr<Job*> job = FindJobLocked(job_id);
     if (!job.ok()) return job.status();
     if (!IsTerminal((*job)->state())) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job '", job_id, "' is ", JobStateName((*job)->state()),
-                       "; cancel it before removing it"));
+      return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' is ",
+                                                        JobStateName((*job)->state()),
+                                                        "; cancel it before removing it"));
     }
     if (store_ == nullptr) {
       ForgetLocked(job_id);
@@ -281,8 +265,7 @@ absl::StatusOr<T> JobRegistry::DurableRead(uint64_t mark, absl::StatusOr<T> read
   return read;
 }
 
-absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id,
-                                              bool include_nodes) const {
+absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id, bool include_nodes) const {
   absl::StatusOr<JobStatus> read;
   uint64_t mark = 0;
   {
@@ -313,13 +296,13 @@ absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs() const {
   return DurableRead(mark, absl::StatusOr<std::vector<JobStatus>>(std::move(out)));
 }
 
-absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(
-    const std::string& job_id, int64_t after_index, int limit) const {
+absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string& job_id,
+                                                               int64_t after_index,
+                                                               int limit) const {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Job*> job = FindJobLocked(job_id);
   if (!job.ok()) return job.status();
-  absl::StatusOr<std::vector<JobEvent>> events =
-      (*job)->EventsSince(after_index, limit);
+  absl::StatusOr<std::vector<JobEvent>> events = (*job)->EventsSince(after_index, limit);
   if (!events.ok() || store_ == nullptr) return events;
   auto taken = taken_event_index_.find(job_id);
   const int64_t cap = taken == taken_event_index_.end() ? 0 : taken->second;
@@ -331,8 +314,7 @@ absl::Status JobRegistry::Heartbeat(const NodeRef& ref) {
   return Run(ref.job_id, [&](Job& job) { return job.Heartbeat(ref); });
 }
 
-absl::Status JobRegistry::WorkerExited(const NodeRef& ref,
-                                       const WorkerExit& exit) {
+absl::Status JobRegistry::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   return Run(ref.job_id, [&](Job& job) { return job.WorkerExited(ref, exit); });
 }
 
@@ -340,10 +322,8 @@ absl::Status JobRegistry::WorkersStopped(const NodeRef& ref) {
   return Run(ref.job_id, [&](Job& job) { return job.WorkersStopped(ref); });
 }
 
-absl::Status JobRegistry::ReportMasterInfo(const NodeRef& ref,
-                                           const MasterInfo& info) {
-  return Run(ref.job_id,
-             [&](Job& job) { return job.ReportMasterInfo(ref, info); });
+absl::Status JobRegistry::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
+  return Run(ref.job_id, [&](Job& job) { return job.ReportMasterInfo(ref, info); });
 }
 
 absl::Status JobRegistry::StreamClosed(const NodeRef& ref) {
@@ -407,9 +387,9 @@ absl::Status JobRegistry::PersistPending() {
   Fire(signals);
   for (std::function<void()>& fn : due) fn();
   if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "job changes are not durable yet (storage: ", status.message(),
-        "); they stay queued and are retried"));
+    return absl::UnavailableError(
+        absl::StrCat("job changes are not durable yet (storage: ", status.message(),
+                     "); they stay queued and are retried"));
   }
   return absl::OkStatus();
 }
@@ -432,8 +412,7 @@ void JobRegistry::WhenDurable(uint64_t mark, std::function<void()> fn) {
   fn();
 }
 
-absl::Status JobRegistry::AwaitDurable(uint64_t mark,
-                                       absl::Duration timeout) const {
+absl::Status JobRegistry::AwaitDurable(uint64_t mark, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto durable = [this, mark]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return write_queue_.committed() >= mark;
@@ -441,11 +420,10 @@ absl::Status JobRegistry::AwaitDurable(uint64_t mark,
   if (mu_.AwaitWithTimeout(absl::Condition(&durable), timeout)) {
     return absl::OkStatus();
   }
-  return absl::UnavailableError(absl::StrCat(
-      "the change was made but is not durable after ",
-      absl::FormatDuration(timeout),
-      " (the job database is not accepting writes); it stays queued and is "
-      "retried: check the coordinator's log and disk"));
+  return absl::UnavailableError(
+      absl::StrCat("the change was made but is not durable after ", absl::FormatDuration(timeout),
+                   " (the job database is not accepting writes); it stays queued and is "
+                   "retried: check the coordinator's log and disk"));
 }
 
 }  // namespace ddp::rendezvous

@@ -69,8 +69,7 @@ class JobRegistry {
  public:
   // `store` may be null (nothing persisted); otherwise it must outlive the
   // registry.
-  JobRegistry(const Clock& clock, JobStateStore* store,
-              JobRegistryOptions options);
+  JobRegistry(const Clock& clock, JobStateStore* store, JobRegistryOptions options);
 
   // Loads every stored job (call once, before serving).
   // Possible errors: the store's; DATA_LOSS for an inconsistent job;
@@ -85,14 +84,11 @@ class JobRegistry {
   // not see it until it is durable.
   // Possible errors: INVALID_ARGUMENT (id, settings), ALREADY_EXISTS,
   // RESOURCE_EXHAUSTED (max_jobs), UNKNOWN (not durable in time).
-  absl::StatusOr<JobStatus> CreateJob(const std::string& job_id,
-                                      const JobSettings& settings);
+  absl::StatusOr<JobStatus> CreateJob(const std::string& job_id, const JobSettings& settings);
   // Possible errors: NOT_FOUND, and Job::Update / Cancel / ExcludeNode's.
-  absl::Status UpdateJob(const std::string& job_id, int min_nodes,
-                         int max_nodes);
+  absl::Status UpdateJob(const std::string& job_id, int min_nodes, int max_nodes);
   absl::Status CancelJob(const std::string& job_id, const std::string& reason);
-  absl::Status ExcludeNode(const std::string& job_id,
-                           const std::string& node_id,
+  absl::Status ExcludeNode(const std::string& job_id, const std::string& node_id,
                            const std::string& reason);
   // Forgets a finished job (memory and store).
   // Possible errors: NOT_FOUND, FAILED_PRECONDITION (job not finished).
@@ -101,8 +97,7 @@ class JobRegistry {
   // read_timeout) until every change they saw is durable.
   // Possible errors: NOT_FOUND; UNAVAILABLE (the state is not durable within
   // read_timeout: the job database is not accepting writes).
-  absl::StatusOr<JobStatus> GetJob(const std::string& job_id,
-                                   bool include_nodes) const;
+  absl::StatusOr<JobStatus> GetJob(const std::string& job_id, bool include_nodes) const;
   absl::StatusOr<std::vector<JobStatus>> ListJobs() const;
   // GetJob without the wait: may show changes that are not durable yet. Only
   // for bookkeeping that must not block (a watch's starting position), never
@@ -111,8 +106,7 @@ class JobRegistry {
   // Possible errors: NOT_FOUND, OUT_OF_RANGE (events dropped). In
   // With a store only events already taken by TakeOutbox (durable and
   // published) are returned; later ones arrive through the outbox.
-  absl::StatusOr<std::vector<JobEvent>> EventsSince(const std::string& job_id,
-                                                    int64_t after_index,
+  absl::StatusOr<std::vector<JobEvent>> EventsSince(const std::string& job_id, int64_t after_index,
                                                     int limit) const;
 
   // ---- Agent session API (see Job for each method's errors) ----
@@ -155,11 +149,9 @@ class JobRegistry {
   // (before anything queued after it). Returns the signals to fire.
   void ForgetLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `op` on the job and queues its changes; returns op's status.
-  absl::Status RunLocked(const std::string& job_id,
-                         const std::function<absl::Status(Job&)>& op)
+  absl::Status RunLocked(const std::string& job_id, const std::function<absl::Status(Job&)>& op)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Run(const std::string& job_id,
-                   const std::function<absl::Status(Job&)>& op);
+  absl::Status Run(const std::string& job_id, const std::function<absl::Status(Job&)>& op);
   // Takes the job's changes into the write queue (drops them without a store).
   void QueueChangesLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // QueueChangesLocked, then holds the outbox behind the pending writes.

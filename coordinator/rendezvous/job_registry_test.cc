@@ -14,8 +14,7 @@ using testing::MessagesOf;
 using testing::NcclId;
 using testing::Settings;
 
-RegisterRequest Req(const std::string& job, const std::string& node,
-                    Incarnation incarnation,
+RegisterRequest Req(const std::string& job, const std::string& node, Incarnation incarnation,
                     std::optional<JobSettings> settings = std::nullopt) {
   RegisterRequest r;
   r.job_id = job;
@@ -26,8 +25,8 @@ RegisterRequest Req(const std::string& job, const std::string& node,
   return r;
 }
 
-NodeRef Ref(const std::string& job, const std::string& node,
-            Incarnation incarnation, Generation generation) {
+NodeRef Ref(const std::string& job, const std::string& node, Incarnation incarnation,
+            Generation generation) {
   return NodeRef{job, node, incarnation, generation};
 }
 
@@ -50,18 +49,14 @@ TEST(JobRegistry, RegisterUnknownJobWithSettings_CreatesJobImplicitly) {
 TEST(JobRegistry, RegisterUnknownJobWithoutSettings_NotFound) {
   FakeClock clock;
   JobRegistry registry(clock, nullptr, {});
-  EXPECT_EQ(registry.Register(Req("j", "a", 1)).status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(registry.Heartbeat(Ref("j", "a", 1, 0)).code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.Register(Req("j", "a", 1)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.Heartbeat(Ref("j", "a", 1, 0)).code(), absl::StatusCode::kNotFound);
 }
 
 TEST(JobRegistry, RejectedFirstRegistration_LeavesNoJob) {
   FakeClock clock;
   JobRegistry registry(clock, nullptr, {});
-  EXPECT_EQ(registry.Register(Req("j", "bad node", 1, Settings(1, 1)))
-                .status()
-                .code(),
+  EXPECT_EQ(registry.Register(Req("j", "bad node", 1, Settings(1, 1))).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(registry.ListJobs()->empty());
   EXPECT_TRUE(registry.TakeOutbox().empty());
@@ -81,9 +76,8 @@ TEST(JobRegistry, CreateJob_ValidatesAndLimits) {
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(registry.CreateJob("k", Settings(1, 2)).status().code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(
-      registry.Register(Req("k2", "a", 1, Settings(1, 1))).status().code(),
-      absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(registry.Register(Req("k2", "a", 1, Settings(1, 1))).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 TEST(JobRegistry, OutboxListener_CalledWhenOutboxFills) {
@@ -98,10 +92,7 @@ TEST(JobRegistry, OutboxListener_CalledWhenOutboxFills) {
   auto requests = MessagesOf<RequestMasterInfo>(out, "a");
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(out.messages[0].incarnation, 1u);
-  ASSERT_TRUE(registry
-                  .ReportMasterInfo(Ref("j", "a", 1, 1),
-                                    MasterInfo{"", 29500, NcclId()})
-                  .ok());
+  ASSERT_TRUE(registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
   EXPECT_EQ(calls.load(), 2);
   out = registry.TakeOutbox();
   ASSERT_EQ(MessagesOf<Assignment>(out, "a").size(), 1u);
@@ -112,12 +103,10 @@ TEST(JobRegistry, SchedulerOps_ReachTheJob) {
   FakeClock clock;
   JobRegistry registry(clock, nullptr, {});
   ASSERT_TRUE(registry.CreateJob("j", Settings(1, 2)).ok());
-  EXPECT_EQ(registry.UpdateJob("nope", 1, 2).code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.UpdateJob("nope", 1, 2).code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(registry.UpdateJob("j", 1, 3).ok());
   EXPECT_EQ(registry.GetJob("j", false)->settings.max_nodes, 3);
-  EXPECT_EQ(registry.RemoveJob("j").code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(registry.RemoveJob("j").code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(registry.ExcludeNode("j", "x", "flaky").ok());
   ASSERT_TRUE(registry.CancelJob("j", "done").ok());
   EXPECT_EQ(registry.GetJob("j", false)->state, JobState::kCancelled);
@@ -125,8 +114,7 @@ TEST(JobRegistry, SchedulerOps_ReachTheJob) {
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->back().type, JobEventType::kJobFinished);
   ASSERT_TRUE(registry.RemoveJob("j").ok());
-  EXPECT_EQ(registry.GetJob("j", false).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.GetJob("j", false).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(JobRegistry, Tick_FiresTimeoutsOfEveryJob) {
@@ -168,21 +156,15 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
     ASSERT_TRUE(registry.Register(Req("j", "a", 11, Settings(2, 3, 2))).ok());
     ASSERT_TRUE(registry.Register(Req("j", "b", 22, Settings(2, 3, 2))).ok());
     ASSERT_TRUE(registry.Register(Req("j", "c", 33, Settings(2, 3, 2))).ok());
-    ASSERT_TRUE(registry
-                    .ReportMasterInfo(Ref("j", "a", 11, 1),
-                                      MasterInfo{"", 29500, NcclId('q')})
-                    .ok());
-    ASSERT_TRUE(registry
-                    .WorkerExited(Ref("j", "b", 22, 1),
-                                  WorkerExit{0, 1, 0, "boom", clock.Now()})
-                    .ok());
+    ASSERT_TRUE(
+        registry.ReportMasterInfo(Ref("j", "a", 11, 1), MasterInfo{"", 29500, NcclId('q')}).ok());
+    ASSERT_TRUE(
+        registry.WorkerExited(Ref("j", "b", 22, 1), WorkerExit{0, 1, 0, "boom", clock.Now()}).ok());
     for (auto [n, inc] : {std::pair{"a", 11}, {"b", 22}, {"c", 33}}) {
       ASSERT_TRUE(registry.WorkersStopped(Ref("j", n, inc, 1)).ok());
     }
-    ASSERT_TRUE(registry
-                    .ReportMasterInfo(Ref("j", "a", 11, 2),
-                                      MasterInfo{"", 29501, NcclId('r')})
-                    .ok());
+    ASSERT_TRUE(
+        registry.ReportMasterInfo(Ref("j", "a", 11, 2), MasterInfo{"", 29501, NcclId('r')}).ok());
     ASSERT_TRUE(registry.PersistPending().ok());  // the coordinator's writer
     ASSERT_EQ(registry.GetJob("j", false)->state, JobState::kRunning);
   }
@@ -228,8 +210,7 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
   EXPECT_EQ(status->restart_count, 1);  // node loss is free
   // Event numbering continues across the restart; older events are gone.
   restarted.TakeOutbox();
-  EXPECT_EQ(restarted.EventsSince("j", 0, 100).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(restarted.EventsSince("j", 0, 100).status().code(), absl::StatusCode::kOutOfRange);
   auto events = restarted.EventsSince("j", 8, 100);
   ASSERT_TRUE(events.ok());
   ASSERT_FALSE(events->empty());
@@ -243,14 +224,10 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
     JobRegistry registry(clock, &store, {});
     ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
     ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
-    ASSERT_TRUE(registry
-                    .ReportMasterInfo(Ref("j", "a", 1, 1),
-                                      MasterInfo{"", 29500, NcclId()})
-                    .ok());
-    ASSERT_TRUE(registry
-                    .WorkerExited(Ref("j", "a", 1, 1),
-                                  WorkerExit{0, 1, 0, "x", clock.Now()})
-                    .ok());
+    ASSERT_TRUE(
+        registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
+    ASSERT_TRUE(
+        registry.WorkerExited(Ref("j", "a", 1, 1), WorkerExit{0, 1, 0, "x", clock.Now()}).ok());
     ASSERT_TRUE(registry.WorkersStopped(Ref("j", "a", 1, 1)).ok());
     ASSERT_TRUE(registry.PersistPending().ok());
   }

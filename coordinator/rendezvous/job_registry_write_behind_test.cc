@@ -64,8 +64,7 @@ TEST_F(JobRegistryWriteBehind, MessagesHeldUntilBatchWritten) {
 TEST_F(JobRegistryWriteBehind, EventsSince_OnlyEventsAlreadyTaken) {
   JobRegistry registry(clock_, &store_, Options());
   ASSERT_TRUE(registry.Register(Req("a", 1)).ok());
-  absl::StatusOr<std::vector<JobEvent>> events =
-      registry.EventsSince("j", 0, 100);
+  absl::StatusOr<std::vector<JobEvent>> events = registry.EventsSince("j", 0, 100);
   ASSERT_TRUE(events.ok());
   EXPECT_TRUE(events->empty());  // not durable yet
   ASSERT_TRUE(registry.PersistPending().ok());

@@ -57,8 +57,7 @@ TEST(JobRendezvous, BelowMinAtJoinTimeout_JobFails) {
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].state, JobState::kFailed);
   ASSERT_TRUE(finished[0].root_cause.has_value());
-  EXPECT_NE(finished[0].root_cause->message.find("1 of min_nodes=3"),
-            std::string::npos);
+  EXPECT_NE(finished[0].root_cause->message.find("1 of min_nodes=3"), std::string::npos);
 }
 
 TEST(JobRendezvous, MasterInfo_PushesAssignmentsToEveryMember) {
@@ -85,28 +84,24 @@ TEST(JobRendezvous, MasterInfo_PushesAssignmentsToEveryMember) {
   EXPECT_EQ(b->nccl_unique_id, NcclId());
   EXPECT_EQ(b->generation, 1);
   EXPECT_EQ(b->max_restarts, 3);
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kGenerationOpened),
-            1);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kGenerationOpened), 1);
 }
 
 TEST(JobRendezvous, MasterInfoFromNonRankZero_FailedPrecondition) {
   JobHarness h(Settings(2, 2));
   ASSERT_TRUE(h.Register("a").ok());
   ASSERT_TRUE(h.Register("b").ok());
-  absl::Status s =
-      h.job().ReportMasterInfo(h.Ref("b"), MasterInfo{"", 1234, NcclId()});
+  absl::Status s = h.job().ReportMasterInfo(h.Ref("b"), MasterInfo{"", 1234, NcclId()});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(JobRendezvous, BadMasterInfo_InvalidArgument) {
   JobHarness h(Settings(1, 1));
   ASSERT_TRUE(h.Register("a").ok());
-  EXPECT_EQ(
-      h.job().ReportMasterInfo(h.Ref("a"), MasterInfo{"", 0, NcclId()}).code(),
-      absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      h.job().ReportMasterInfo(h.Ref("a"), MasterInfo{"", 80, "short"}).code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.job().ReportMasterInfo(h.Ref("a"), MasterInfo{"", 0, NcclId()}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.job().ReportMasterInfo(h.Ref("a"), MasterInfo{"", 80, "short"}).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(h.job().state(), JobState::kStarting);
 }
 
@@ -161,13 +156,10 @@ TEST(JobRendezvous, EveryWorkerExitsZero_Succeeds) {
   ASSERT_TRUE(h.Succeed("a", 2).ok());
   // A repeated report does not count twice.
   ASSERT_TRUE(h.Succeed("a", 2).ok());
-  ASSERT_TRUE(
-      h.job().WorkerExited(h.Ref("b"), WorkerExit{0, 0, 0, "", {}}).ok());
-  ASSERT_TRUE(
-      h.job().WorkerExited(h.Ref("b"), WorkerExit{1, 0, 0, "", {}}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), WorkerExit{0, 0, 0, "", {}}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), WorkerExit{1, 0, 0, "", {}}).ok());
   EXPECT_EQ(h.job().state(), JobState::kRunning);
-  ASSERT_TRUE(
-      h.job().WorkerExited(h.Ref("b"), WorkerExit{2, 0, 0, "", {}}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), WorkerExit{2, 0, 0, "", {}}).ok());
   EXPECT_EQ(h.job().state(), JobState::kSucceeded);
   auto finished = MessagesOf<JobFinished>(h.outbox(), "b");
   ASSERT_EQ(finished.size(), 1u);
@@ -178,9 +170,8 @@ TEST(JobRendezvous, WorkerExitWithBadLocalRank_InvalidArgument) {
   JobHarness h(Settings(1, 1));
   ASSERT_TRUE(h.Register("a", 2).ok());
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
-  EXPECT_EQ(
-      h.job().WorkerExited(h.Ref("a"), WorkerExit{2, 0, 0, "", {}}).code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.job().WorkerExited(h.Ref("a"), WorkerExit{2, 0, 0, "", {}}).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(JobRendezvous, RequestedNodeRanks_Honoured) {
@@ -215,8 +206,7 @@ TEST(JobRendezvous, EventsDropped_OutOfRange) {
   limits.max_retained_events = 2;
   JobHarness h(Settings(1, 4), limits);
   for (const char* n : {"a", "b", "c"}) ASSERT_TRUE(h.Register(n).ok());
-  EXPECT_EQ(h.job().EventsSince(0, 10).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(h.job().EventsSince(0, 10).status().code(), absl::StatusCode::kOutOfRange);
   auto tail = h.job().EventsSince(2, 10);
   ASSERT_TRUE(tail.ok());
   EXPECT_EQ(tail->size(), 2u);

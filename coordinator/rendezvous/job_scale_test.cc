@@ -21,9 +21,7 @@ class CountingStore final : public JobStateStore {
     if (changes.job) ++job_records;
     return inner.Apply(changes);
   }
-  absl::StatusOr<std::vector<JobSnapshot>> LoadAll() const override {
-    return inner.LoadAll();
-  }
+  absl::StatusOr<std::vector<JobSnapshot>> LoadAll() const override { return inner.LoadAll(); }
   InMemoryJobStateStore inner;
   int64_t applies = 0;
   int64_t node_records = 0;
@@ -75,8 +73,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
   registry.Tick();
   ASSERT_TRUE(registry.PersistPending().ok());
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   auto assignments = testing::MessagesOf<Assignment>(out);
   ASSERT_EQ(assignments.size(), static_cast<size_t>(kNodes));
@@ -86,9 +83,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
   EXPECT_LE(store.node_records, 2 * kNodes);
   EXPECT_LT(seconds, 1.0) << "4,096-node rendezvous took " << seconds << " s";
   RecordProperty("rendezvous_seconds", absl::StrCat(seconds));
-  std::printf(
-      "4096-node rendezvous (register+close+assign+heartbeat): %.3f s\n",
-      seconds);
+  std::printf("4096-node rendezvous (register+close+assign+heartbeat): %.3f s\n", seconds);
 }
 
 }  // namespace

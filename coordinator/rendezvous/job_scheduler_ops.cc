@@ -7,9 +7,8 @@ namespace ddp::rendezvous {
 
 absl::Status Job::Update(int min_nodes, int max_nodes) {
   if (IsTerminal(state_)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_),
-                     "); it cannot be resized"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", id_, "' already finished (", JobStateName(state_), "); it cannot be resized"));
   }
   JobSettings updated = settings_;
   updated.min_nodes = min_nodes;
@@ -19,15 +18,14 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
   const JobSettings old = settings_;
   settings_ = updated;
   MarkJobDirty();
-  Emit(JobEventType::kJobUpdated, "",
-       absl::StrCat("nodes ", old.min_nodes, ":", old.max_nodes, " -> ",
-                    min_nodes, ":", max_nodes));
+  Emit(
+      JobEventType::kJobUpdated, "",
+      absl::StrCat("nodes ", old.min_nodes, ":", old.max_nodes, " -> ", min_nodes, ":", max_nodes));
   const int registered = static_cast<int>(nodes_.size());
   // Membership must change when members exceed the new max, or when spares can
   // now fill places below it.
   const bool membership_changes =
-      live_members_ > max_nodes ||
-      (live_members_ < max_nodes && registered > live_members_);
+      live_members_ > max_nodes || (live_members_ < max_nodes && registered > live_members_);
   switch (state_) {
     case JobState::kWaiting:
       if (registered < min_nodes) min_reached_at_.reset();
@@ -38,8 +36,8 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
       break;
     case JobState::kRunning:
       if (membership_changes) {
-        BeginRestart(RestartCause::kScale, absl::StrCat("job resized to ", min_nodes, ":", max_nodes,
-                                  " nodes"));
+        BeginRestart(RestartCause::kScale,
+                     absl::StrCat("job resized to ", min_nodes, ":", max_nodes, " nodes"));
       }
       break;
     default:  // kRestarting: the next rendezvous uses the new sizes.
@@ -50,22 +48,20 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
 
 absl::Status Job::Cancel(const std::string& reason) {
   if (IsTerminal(state_)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job '", id_, "' already finished (", JobStateName(state_), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
   }
   Finish(JobState::kCancelled, std::nullopt,
-         absl::StrCat("cancelled: ",
-                      reason.substr(0, limits_.max_message_length)));
+         absl::StrCat("cancelled: ", reason.substr(0, limits_.max_message_length)));
   return absl::OkStatus();
 }
 
-absl::Status Job::ExcludeNode(const std::string& node_id,
-                              const std::string& reason) {
+absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& reason) {
   absl::Status status = ValidateId(node_id, "node id", limits_);
   if (!status.ok()) return status;
   if (IsTerminal(state_)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job '", id_, "' already finished (", JobStateName(state_), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
   }
   if (excluded_.contains(node_id)) return absl::OkStatus();
   if (static_cast<int>(excluded_.size()) >= limits_.max_excluded_nodes) {
@@ -76,8 +72,7 @@ absl::Status Job::ExcludeNode(const std::string& node_id,
   excluded_.insert(node_id);
   MarkJobDirty();
   const std::string why =
-      absl::StrCat("excluded by the scheduler: ",
-                   reason.substr(0, limits_.max_message_length));
+      absl::StrCat("excluded by the scheduler: ", reason.substr(0, limits_.max_message_length));
   Node* node = FindNode(node_id);
   if (node != nullptr) {
     Send(*node, NodeDismissed{why});

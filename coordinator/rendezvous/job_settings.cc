@@ -7,75 +7,64 @@ namespace ddp::rendezvous {
 namespace {
 
 absl::Status Bad(const std::string& what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid job settings: ", what));
+  return absl::InvalidArgumentError(absl::StrCat("invalid job settings: ", what));
 }
 
-absl::Status CheckDuration(const char* name, absl::Duration value,
-                           absl::Duration low, bool low_inclusive,
-                           absl::Duration high) {
+absl::Status CheckDuration(const char* name, absl::Duration value, absl::Duration low,
+                           bool low_inclusive, absl::Duration high) {
   bool too_low = low_inclusive ? value < low : value <= low;
   if (too_low || value > high) {
-    return Bad(absl::StrCat(
-        name, "=", absl::FormatDuration(value), " is out of range; it must be ",
-        low_inclusive ? ">= " : "> ", absl::FormatDuration(low),
-        " and <= ", absl::FormatDuration(high)));
+    return Bad(absl::StrCat(name, "=", absl::FormatDuration(value), " is out of range; it must be ",
+                            low_inclusive ? ">= " : "> ", absl::FormatDuration(low),
+                            " and <= ", absl::FormatDuration(high)));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status ValidateJobSettings(const JobSettings& s,
-                                 const RendezvousLimits& limits) {
+absl::Status ValidateJobSettings(const JobSettings& s, const RendezvousLimits& limits) {
   if (s.min_nodes < 1) {
     return Bad(absl::StrCat("min_nodes=", s.min_nodes, " must be >= 1"));
   }
   if (s.max_nodes < s.min_nodes) {
-    return Bad(absl::StrCat("max_nodes=", s.max_nodes,
-                            " must be >= min_nodes=", s.min_nodes));
+    return Bad(absl::StrCat("max_nodes=", s.max_nodes, " must be >= min_nodes=", s.min_nodes));
   }
   if (s.max_nodes > limits.max_nodes) {
-    return Bad(absl::StrCat("max_nodes=", s.max_nodes,
-                            " exceeds the coordinator's limit of ",
+    return Bad(absl::StrCat("max_nodes=", s.max_nodes, " exceeds the coordinator's limit of ",
                             limits.max_nodes));
   }
   if (s.nproc_per_node < 1 || s.nproc_per_node > limits.max_nproc_per_node) {
-    return Bad(absl::StrCat("nproc_per_node=", s.nproc_per_node,
-                            " must be in [1, ", limits.max_nproc_per_node,
-                            "]"));
+    return Bad(absl::StrCat("nproc_per_node=", s.nproc_per_node, " must be in [1, ",
+                            limits.max_nproc_per_node, "]"));
   }
   if (s.max_restarts < 0 || s.max_restarts > limits.max_restarts) {
     return Bad(absl::StrCat("max_restarts=", s.max_restarts, " must be in [0, ",
                             limits.max_restarts, "]"));
   }
-  absl::Status status =
-      CheckDuration("join_timeout", s.join_timeout, absl::ZeroDuration(), false,
-                    limits.max_timeout);
+  absl::Status status = CheckDuration("join_timeout", s.join_timeout, absl::ZeroDuration(), false,
+                                      limits.max_timeout);
   if (!status.ok()) return status;
-  status = CheckDuration("last_call_timeout", s.last_call_timeout,
-                         absl::ZeroDuration(), true, s.join_timeout);
+  status = CheckDuration("last_call_timeout", s.last_call_timeout, absl::ZeroDuration(), true,
+                         s.join_timeout);
   if (!status.ok()) return status;
-  status = CheckDuration("heartbeat_interval", s.heartbeat_interval,
-                         limits.min_heartbeat_interval, true,
-                         limits.max_timeout / 2);
+  status = CheckDuration("heartbeat_interval", s.heartbeat_interval, limits.min_heartbeat_interval,
+                         true, limits.max_timeout / 2);
   if (!status.ok()) return status;
-  status = CheckDuration("heartbeat_timeout", s.heartbeat_timeout,
-                         2 * s.heartbeat_interval, true, limits.max_timeout);
+  status = CheckDuration("heartbeat_timeout", s.heartbeat_timeout, 2 * s.heartbeat_interval, true,
+                         limits.max_timeout);
   if (!status.ok()) return status;
-  return CheckDuration("shutdown_timeout", s.shutdown_timeout,
-                       absl::ZeroDuration(), false, limits.max_timeout);
+  return CheckDuration("shutdown_timeout", s.shutdown_timeout, absl::ZeroDuration(), false,
+                       limits.max_timeout);
 }
 
-absl::Status CheckCompatibleSettings(const std::string& job_id,
-                                     const JobSettings& job,
-                                     const std::string& node_id,
-                                     const JobSettings& node) {
+absl::Status CheckCompatibleSettings(const std::string& job_id, const JobSettings& job,
+                                     const std::string& node_id, const JobSettings& node) {
   auto mismatch = [&](const char* field, int node_value, int job_value) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "node '%s' asks for %s=%d but job '%s' has %s=%d; start the agent "
-        "with the job's settings or use another job id",
-        Capped(node_id), field, node_value, Capped(job_id), field, job_value));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("node '%s' asks for %s=%d but job '%s' has %s=%d; start the agent "
+                        "with the job's settings or use another job id",
+                        Capped(node_id), field, node_value, Capped(job_id), field, job_value));
   };
   if (node.min_nodes != job.min_nodes) {
     return mismatch("min_nodes", node.min_nodes, job.min_nodes);
@@ -89,24 +78,20 @@ absl::Status CheckCompatibleSettings(const std::string& job_id,
   return absl::OkStatus();
 }
 
-absl::Status ValidateId(const std::string& id, const char* what,
-                        const RendezvousLimits& limits) {
+absl::Status ValidateId(const std::string& id, const char* what, const RendezvousLimits& limits) {
   if (id.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
   }
   if (static_cast<int>(id.size()) > limits.max_id_length) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " '", Capped(id), "' is ", id.size(),
-                     " bytes; the limit is ", limits.max_id_length));
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", Capped(id), "' is ", id.size(),
+                                                   " bytes; the limit is ", limits.max_id_length));
   }
   for (char c : id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ||
-              c == ':';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-' || c == ':';
     if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " '", Capped(id),
-                       "' has a character outside [A-Za-z0-9._:-]; rename it"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " '", Capped(id), "' has a character outside [A-Za-z0-9._:-]; rename it"));
     }
   }
   return absl::OkStatus();

@@ -55,13 +55,10 @@ struct JobSettings {
 
   friend bool operator==(const JobSettings& a, const JobSettings& b) {
     return a.min_nodes == b.min_nodes && a.max_nodes == b.max_nodes &&
-           a.nproc_per_node == b.nproc_per_node &&
-           a.max_restarts == b.max_restarts &&
-           a.join_timeout == b.join_timeout &&
-           a.last_call_timeout == b.last_call_timeout &&
+           a.nproc_per_node == b.nproc_per_node && a.max_restarts == b.max_restarts &&
+           a.join_timeout == b.join_timeout && a.last_call_timeout == b.last_call_timeout &&
            a.heartbeat_interval == b.heartbeat_interval &&
-           a.heartbeat_timeout == b.heartbeat_timeout &&
-           a.shutdown_timeout == b.shutdown_timeout;
+           a.heartbeat_timeout == b.heartbeat_timeout && a.shutdown_timeout == b.shutdown_timeout;
   }
 };
 
@@ -75,24 +72,20 @@ struct JobSettings {
 //   2 * heartbeat_interval <= heartbeat_timeout <= limits.max_timeout
 //   0 < shutdown_timeout <= limits.max_timeout
 // Possible errors: INVALID_ARGUMENT naming the field, its value and the limit.
-absl::Status ValidateJobSettings(const JobSettings& settings,
-                                 const RendezvousLimits& limits);
+absl::Status ValidateJobSettings(const JobSettings& settings, const RendezvousLimits& limits);
 
 // Whether a node that joins an existing job with its own flags agrees with the
 // job: min_nodes, max_nodes and max_restarts must be equal (process count and
 // timeouts may differ: a node's own process count is honoured, the job's
 // timeouts win). Possible errors: FAILED_PRECONDITION naming the field and both
 // values.
-absl::Status CheckCompatibleSettings(const std::string& job_id,
-                                     const JobSettings& job,
-                                     const std::string& node_id,
-                                     const JobSettings& node);
+absl::Status CheckCompatibleSettings(const std::string& job_id, const JobSettings& job,
+                                     const std::string& node_id, const JobSettings& node);
 
 // Checks a job id or node id: 1..limits.max_id_length characters of
 // [A-Za-z0-9._:-]. `what` names it in the message ("job id", "node id").
 // Possible errors: INVALID_ARGUMENT.
-absl::Status ValidateId(const std::string& id, const char* what,
-                        const RendezvousLimits& limits);
+absl::Status ValidateId(const std::string& id, const char* what, const RendezvousLimits& limits);
 
 // Shortens untrusted text for an error message: at most 64 characters, with a
 // "...(N bytes)" suffix when cut.

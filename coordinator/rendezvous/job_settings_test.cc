@@ -29,19 +29,15 @@ TEST(ValidateJobSettings, OverLimits_InvalidArgumentNamesLimit) {
 
   s = JobSettings();
   s.nproc_per_node = 0;
-  EXPECT_EQ(ValidateJobSettings(s, limits).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(), absl::StatusCode::kInvalidArgument);
   s.nproc_per_node = limits.max_nproc_per_node + 1;
-  EXPECT_EQ(ValidateJobSettings(s, limits).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(), absl::StatusCode::kInvalidArgument);
   s = JobSettings();
   s.min_nodes = 0;
-  EXPECT_EQ(ValidateJobSettings(s, limits).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(), absl::StatusCode::kInvalidArgument);
   s = JobSettings();
   s.max_restarts = -1;
-  EXPECT_EQ(ValidateJobSettings(s, limits).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ValidateJobSettings, BadTimeouts_InvalidArgument) {
@@ -92,10 +88,8 @@ TEST(CheckCompatibleSettings, MaxNodesDiffer_FailedPreconditionNamesBoth) {
 TEST(ValidateId, BadIds_InvalidArgument) {
   RendezvousLimits limits;
   EXPECT_TRUE(ValidateId("node-1.rack_2:a", "node id", limits).ok());
-  EXPECT_EQ(ValidateId("", "node id", limits).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ValidateId("a b", "node id", limits).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateId("", "node id", limits).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateId("a b", "node id", limits).code(), absl::StatusCode::kInvalidArgument);
   absl::Status status = ValidateId(std::string(300, 'a'), "job id", limits);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(status.message().size(), 200u);  // offending value is capped

@@ -49,8 +49,8 @@ void JobChanges::Merge(JobChanges later) {
   }
 }
 
-absl::Status InMemoryJobStateStore::ApplyTo(
-    const JobChanges& changes, std::map<std::string, StoredJob>& jobs) {
+absl::Status InMemoryJobStateStore::ApplyTo(const JobChanges& changes,
+                                            std::map<std::string, StoredJob>& jobs) {
   if (changes.job_removed) {
     jobs.erase(changes.job_id);
     return absl::OkStatus();
@@ -58,8 +58,8 @@ absl::Status InMemoryJobStateStore::ApplyTo(
   auto it = jobs.find(changes.job_id);
   if (it == jobs.end()) {
     if (!changes.job) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node changes for job '", changes.job_id, "' which has no record"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node changes for job '", changes.job_id, "' which has no record"));
     }
     it = jobs.emplace(changes.job_id, StoredJob{}).first;
   }
@@ -69,8 +69,7 @@ absl::Status InMemoryJobStateStore::ApplyTo(
     it->second.job.next_join_seq = changes.counters->next_join_seq;
   }
   // Removals first: a batch that removes and re-adds a node ends with the node.
-  for (const std::string& id : changes.removed_nodes)
-    it->second.nodes.erase(id);
+  for (const std::string& id : changes.removed_nodes) it->second.nodes.erase(id);
   for (const NodeRecord& node : changes.upserted_nodes) {
     it->second.nodes[node.node_id] = node;
   }
@@ -81,8 +80,7 @@ absl::Status InMemoryJobStateStore::Apply(const JobChanges& changes) {
   return ApplyBatch({changes});
 }
 
-absl::Status InMemoryJobStateStore::ApplyBatch(
-    const std::vector<JobChanges>& batch) {
+absl::Status InMemoryJobStateStore::ApplyBatch(const std::vector<JobChanges>& batch) {
   absl::MutexLock lock(&mu_);
   if (!fail_with_.ok()) return fail_with_;
   ++apply_count_;
@@ -109,8 +107,7 @@ absl::Status InMemoryJobStateStore::ApplyBatch(
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<JobSnapshot>> InMemoryJobStateStore::LoadAll()
-    const {
+absl::StatusOr<std::vector<JobSnapshot>> InMemoryJobStateStore::LoadAll() const {
   absl::MutexLock lock(&mu_);
   std::vector<JobSnapshot> out;
   for (const auto& [id, stored] : jobs_) {

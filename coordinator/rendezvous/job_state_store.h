@@ -77,8 +77,7 @@ struct JobChanges {
   std::vector<std::string> removed_nodes;
   bool job_removed = false;  // drop the job and all its nodes
   bool empty() const {
-    return !job && !counters && upserted_nodes.empty() &&
-           removed_nodes.empty() && !job_removed;
+    return !job && !counters && upserted_nodes.empty() && removed_nodes.empty() && !job_removed;
   }
   // Folds `later` into this batch (later wins).
   void Merge(JobChanges later);
@@ -116,8 +115,7 @@ class InMemoryJobStateStore final : public JobStateStore {
     JobRecord job;
     std::map<std::string, NodeRecord> nodes;
   };
-  static absl::Status ApplyTo(const JobChanges& changes,
-                              std::map<std::string, StoredJob>& jobs);
+  static absl::Status ApplyTo(const JobChanges& changes, std::map<std::string, StoredJob>& jobs);
 
   mutable absl::Mutex mu_;
   std::map<std::string, StoredJob> jobs_ ABSL_GUARDED_BY(mu_);

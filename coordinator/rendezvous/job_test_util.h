@@ -16,8 +16,7 @@
 
 namespace ddp::rendezvous::testing {
 
-inline JobSettings Settings(int min_nodes, int max_nodes,
-                            int max_restarts = 3) {
+inline JobSettings Settings(int min_nodes, int max_nodes, int max_restarts = 3) {
   JobSettings s;
   s.min_nodes = min_nodes;
   s.max_nodes = max_nodes;
@@ -31,14 +30,11 @@ inline JobSettings Settings(int min_nodes, int max_nodes,
   return s;
 }
 
-inline std::string NcclId(char fill = 'x') {
-  return std::string(kNcclUniqueIdBytes, fill);
-}
+inline std::string NcclId(char fill = 'x') { return std::string(kNcclUniqueIdBytes, fill); }
 
 // Messages of type T in `outbox` addressed to `node_id` (any node when empty).
 template <typename T>
-std::vector<T> MessagesOf(const Outbox& outbox,
-                          const std::string& node_id = "") {
+std::vector<T> MessagesOf(const Outbox& outbox, const std::string& node_id = "") {
   std::vector<T> out;
   for (const OutboundMessage& m : outbox.messages) {
     if (!node_id.empty() && m.node_id != node_id) continue;
@@ -57,8 +53,7 @@ class JobHarness {
  public:
   explicit JobHarness(const JobSettings& settings,
                       const RendezvousLimits& limits = RendezvousLimits())
-      : job_(std::make_unique<Job>("job1", settings, limits, clock_,
-                                   &outbox_)) {}
+      : job_(std::make_unique<Job>("job1", settings, limits, clock_, &outbox_)) {}
 
   FakeClock& clock() { return clock_; }
   Job& job() { return *job_; }
@@ -69,15 +64,12 @@ class JobHarness {
     job_->Tick();
   }
 
-  static Incarnation IncarnationOf(const std::string& node_id,
-                                   int version = 1) {
+  static Incarnation IncarnationOf(const std::string& node_id, int version = 1) {
     return std::hash<std::string>()(node_id) % 1000000 * 10 + version;
   }
 
-  absl::StatusOr<RegisterResult> Register(const std::string& node_id,
-                                          int nproc = 0,
-                                          int requested_rank = -1,
-                                          int version = 1) {
+  absl::StatusOr<RegisterResult> Register(const std::string& node_id, int nproc = 0,
+                                          int requested_rank = -1, int version = 1) {
     RegisterRequest r;
     r.job_id = "job1";
     r.node_id = node_id;
@@ -89,14 +81,12 @@ class JobHarness {
   }
 
   NodeRef Ref(const std::string& node_id, int version = 1) const {
-    return NodeRef{"job1", node_id, IncarnationOf(node_id, version),
-                   job_->generation()};
+    return NodeRef{"job1", node_id, IncarnationOf(node_id, version), job_->generation()};
   }
 
   // The node holding group rank 0 answers the pending RequestMasterInfo.
   absl::Status AnswerMasterInfo(int port = 29500) {
-    for (auto it = outbox_.messages.rbegin(); it != outbox_.messages.rend();
-         ++it) {
+    for (auto it = outbox_.messages.rbegin(); it != outbox_.messages.rend(); ++it) {
       if (std::holds_alternative<RequestMasterInfo>(it->body)) {
         NodeRef ref{"job1", it->node_id, it->incarnation,
                     std::get<RequestMasterInfo>(it->body).generation};
@@ -113,8 +103,7 @@ class JobHarness {
       if (std::holds_alternative<StopWorkers>(m.body)) stops.push_back(m);
     }
     for (const OutboundMessage& m : stops) {
-      NodeRef ref{"job1", m.node_id, m.incarnation,
-                  std::get<StopWorkers>(m.body).generation};
+      NodeRef ref{"job1", m.node_id, m.incarnation, std::get<StopWorkers>(m.body).generation};
       (void)job_->WorkersStopped(ref);
     }
   }
@@ -122,8 +111,7 @@ class JobHarness {
   // Reports exit 0 for every local rank of `node_id`.
   absl::Status Succeed(const std::string& node_id, int nproc) {
     for (int i = 0; i < nproc; ++i) {
-      absl::Status s = job_->WorkerExited(
-          Ref(node_id), WorkerExit{i, 0, 0, "", clock_.Now()});
+      absl::Status s = job_->WorkerExited(Ref(node_id), WorkerExit{i, 0, 0, "", clock_.Now()});
       if (!s.ok()) return s;
     }
     return absl::OkStatus();

@@ -25,9 +25,8 @@ void Job::CheckLiveness(absl::Time now) {
   next_liveness_check_ = earliest;
   for (const std::string& id : lost) {
     if (IsTerminal(state_)) break;
-    RemoveNode(id,
-               absl::StrCat("lost: no heartbeat or resumed session for ",
-                            absl::FormatDuration(settings_.heartbeat_timeout)));
+    RemoveNode(id, absl::StrCat("lost: no heartbeat or resumed session for ",
+                                absl::FormatDuration(settings_.heartbeat_timeout)));
   }
 }
 
@@ -37,28 +36,24 @@ void Job::Tick() {
   CheckLiveness(now);
   switch (state_) {
     case JobState::kWaiting:
-      if (min_reached_at_ &&
-          now >= *min_reached_at_ + settings_.last_call_timeout) {
+      if (min_reached_at_ && now >= *min_reached_at_ + settings_.last_call_timeout) {
         CloseRendezvous();
       } else if (now >= join_deadline_) {
         FailureInfo failure;
         failure.generation = generation_;
         failure.time = now;
-        failure.message =
-            absl::StrCat("rendezvous timed out: ", nodes_.size(),
-                         " of min_nodes=", settings_.min_nodes,
-                         " nodes joined within the join timeout of ",
-                         absl::FormatDuration(settings_.join_timeout));
+        failure.message = absl::StrCat("rendezvous timed out: ", nodes_.size(),
+                                       " of min_nodes=", settings_.min_nodes,
+                                       " nodes joined within the join timeout of ",
+                                       absl::FormatDuration(settings_.join_timeout));
         Finish(JobState::kFailed, failure, failure.message);
       }
       break;
     case JobState::kStarting:
       if (now >= master_deadline_) {
         // Group rank 0 did not answer: declare it dead and form again.
-        RemoveNode(
-            members_[0],
-            absl::StrCat("declared dead: no master info within ",
-                         absl::FormatDuration(settings_.shutdown_timeout)));
+        RemoveNode(members_[0], absl::StrCat("declared dead: no master info within ",
+                                             absl::FormatDuration(settings_.shutdown_timeout)));
       }
       break;
     case JobState::kRestarting:
@@ -68,10 +63,9 @@ void Job::Tick() {
           if (!id.empty() && nodes_[id].stop_pending) silent.push_back(id);
         }
         for (const std::string& id : silent) {
-          RemoveNode(id, absl::StrCat(
-                             "declared dead: workers not confirmed stopped "
-                             "within ",
-                             absl::FormatDuration(settings_.shutdown_timeout)));
+          RemoveNode(id, absl::StrCat("declared dead: workers not confirmed stopped "
+                                      "within ",
+                                      absl::FormatDuration(settings_.shutdown_timeout)));
         }
       }
       break;

@@ -22,19 +22,17 @@ inline constexpr int kNcclUniqueIdBytes = 128;
 
 // See job.h for the diagram.
 enum class JobState {
-  kWaiting = 0,   // rendezvous open, collecting nodes
-  kStarting = 1,  // rank table fixed, waiting for group rank 0's master info
-  kRunning = 2,   // assignment pushed; workers run
-  kRestarting =
-      3,  // stop barrier: waiting for every member to stop its workers
+  kWaiting = 0,     // rendezvous open, collecting nodes
+  kStarting = 1,    // rank table fixed, waiting for group rank 0's master info
+  kRunning = 2,     // assignment pushed; workers run
+  kRestarting = 3,  // stop barrier: waiting for every member to stop its workers
   kSucceeded = 4,
   kFailed = 5,
   kCancelled = 6,
 };
 const char* JobStateName(JobState state);
 inline bool IsTerminal(JobState s) {
-  return s == JobState::kSucceeded || s == JobState::kFailed ||
-         s == JobState::kCancelled;
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
 
 // Header of every message a registered node sends (fencing).
@@ -62,7 +60,7 @@ struct FailureInfo {
   // A hang whose process was stopped (SIGSTOP): the culprit whatever its
   // time (not persisted: a restored job compares by time).
   bool process_stopped = false;
-  int pid = 0;        // the worker's process id on its node; 0: unknown
+  int pid = 0;  // the worker's process id on its node; 0: unknown
 };
 
 // The order of failures by when they happened: the root cause of a generation
@@ -82,10 +80,10 @@ struct RegisterRequest {
   std::string job_id;
   std::string node_id;
   Incarnation incarnation = 0;
-  int nproc = 0;            // 0: the job's nproc_per_node
-  int requested_rank = -1;  // --node-rank; -1: none
+  int nproc = 0;                 // 0: the job's nproc_per_node
+  int requested_rank = -1;       // --node-rank; -1: none
   std::string role = "default";  // --role of the node's workers
-  std::string address;      // how other nodes reach it (MASTER_ADDR default)
+  std::string address;           // how other nodes reach it (MASTER_ADDR default)
   // The agent's own flags. Absent: join an existing job only (NOT_FOUND
   // otherwise).
   std::optional<JobSettings> settings;
@@ -166,8 +164,8 @@ struct Notice {
   std::string message;
 };
 
-using MessageBody = std::variant<Assignment, RequestMasterInfo, StopWorkers,
-                                 JobFinished, NodeDismissed, Notice>;
+using MessageBody =
+    std::variant<Assignment, RequestMasterInfo, StopWorkers, JobFinished, NodeDismissed, Notice>;
 
 struct OutboundMessage {
   std::string job_id;
@@ -203,8 +201,7 @@ const char* RestartCauseName(RestartCause cause);
 
 struct JobEvent {
   std::string job_id;
-  int64_t index =
-      0;  // per job, monotonic from 1, survives coordinator restarts
+  int64_t index = 0;  // per job, monotonic from 1, survives coordinator restarts
   absl::Time time;
   JobEventType type = JobEventType::kJobCreated;
   std::string node_id;  // when about one node

@@ -7,8 +7,7 @@
 
 namespace ddp::rendezvous {
 
-absl::StatusOr<RankTable> ComputeRankTable(
-    const std::vector<RankMember>& members) {
+absl::StatusOr<RankTable> ComputeRankTable(const std::vector<RankMember>& members) {
   const int n = static_cast<int>(members.size());
   if (n == 0) {
     return absl::InvalidArgumentError("a rank table needs at least one member");
@@ -21,8 +20,8 @@ absl::StatusOr<RankTable> ComputeRankTable(
           absl::StrCat("duplicate node id '", m.node_id, "' in rank table"));
     }
     if (m.nproc < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node '", m.node_id, "' has process count ", m.nproc, "; need >= 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", m.node_id, "' has process count ", m.nproc, "; need >= 1"));
     }
   }
 

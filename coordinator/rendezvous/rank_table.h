@@ -50,8 +50,7 @@ struct RankTable {
 
 // Possible errors: INVALID_ARGUMENT for an empty member list, a duplicate node
 // id or a process count < 1.
-absl::StatusOr<RankTable> ComputeRankTable(
-    const std::vector<RankMember>& members);
+absl::StatusOr<RankTable> ComputeRankTable(const std::vector<RankMember>& members);
 
 }  // namespace ddp::rendezvous
 

@@ -10,8 +10,7 @@
 namespace ddp::rendezvous {
 namespace {
 
-RankMember M(const std::string& id, int nproc = 1, int requested = -1,
-             int previous = -1) {
+RankMember M(const std::string& id, int nproc = 1, int requested = -1, int previous = -1) {
   return RankMember{id, nproc, requested, previous};
 }
 
@@ -38,8 +37,7 @@ TEST(ComputeRankTable, HeterogeneousCounts_PrefixSumOffsets) {
 
 TEST(ComputeRankTable, StickyRanks_SurvivorsKeepRanks) {
   // b had rank 1, c rank 2; a (rank 0) left... no: d (rank 3) left, e is new.
-  auto t = ComputeRankTable(
-      {M("e"), M("c", 1, -1, 2), M("a", 1, -1, 0), M("b", 1, -1, 1)});
+  auto t = ComputeRankTable({M("e"), M("c", 1, -1, 2), M("a", 1, -1, 0), M("b", 1, -1, 1)});
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(Order(*t), (std::vector<std::string>{"a", "b", "c", "e"}));
 }
@@ -72,12 +70,9 @@ TEST(ComputeRankTable, ContestedOrOutOfRangeRequests_Ignored) {
 }
 
 TEST(ComputeRankTable, BadInput_InvalidArgument) {
-  EXPECT_EQ(ComputeRankTable({}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ComputeRankTable({M("a"), M("a")}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ComputeRankTable({M("a", 0)}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ComputeRankTable({}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ComputeRankTable({M("a"), M("a")}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ComputeRankTable({M("a", 0)}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // Property test: random previous tables, departures, arrivals and requests.
@@ -117,8 +112,7 @@ TEST(ComputeRankTable, RandomMemberships_InvariantsHold) {
     }
     EXPECT_EQ(static_cast<int>(ids.size()), n);  // a permutation
     EXPECT_EQ(t->world_size, offset);
-    std::set<std::string> ignored(t->ignored_requests.begin(),
-                                  t->ignored_requests.end());
+    std::set<std::string> ignored(t->ignored_requests.begin(), t->ignored_requests.end());
     for (const RankMember& m : members) {
       int got = -1;
       for (const RankEntry& e : t->entries) {
@@ -130,8 +124,7 @@ TEST(ComputeRankTable, RandomMemberships_InvariantsHold) {
       if (m.requested_rank >= 0 && !ignored.count(m.node_id)) {
         EXPECT_EQ(got, m.requested_rank);
       }
-      if (!with_requests && m.previous_group_rank >= 0 &&
-          m.previous_group_rank < n) {
+      if (!with_requests && m.previous_group_rank >= 0 && m.previous_group_rank < n) {
         EXPECT_EQ(got, m.previous_group_rank) << "sticky rank lost";
       }
       if (!with_requests && m.previous_group_rank == 0) {

@@ -12,11 +12,9 @@ void MoveAppend(Outbox& from, Outbox& to) {
     std::swap(from, to);
     return;
   }
-  to.messages.insert(to.messages.end(),
-                     std::make_move_iterator(from.messages.begin()),
+  to.messages.insert(to.messages.end(), std::make_move_iterator(from.messages.begin()),
                      std::make_move_iterator(from.messages.end()));
-  to.events.insert(to.events.end(),
-                   std::make_move_iterator(from.events.begin()),
+  to.events.insert(to.events.end(), std::make_move_iterator(from.events.begin()),
                    std::make_move_iterator(from.events.end()));
   from.messages.clear();
   from.events.clear();
@@ -80,8 +78,7 @@ void WriteBehindQueue::Failed(Batch batch) {
   in_flight_ = 0;
   // The failed changes come first; held entries and waiters tagged with the
   // failed number are released by the next commit (numbers only grow).
-  batch.changes.insert(batch.changes.end(),
-                       std::make_move_iterator(pending_.begin()),
+  batch.changes.insert(batch.changes.end(), std::make_move_iterator(pending_.begin()),
                        std::make_move_iterator(pending_.end()));
   pending_ = std::move(batch.changes);
 }

@@ -32,33 +32,30 @@ absl::Status PrecheckKey(const std::string& ns, const std::string& key,
 GrpcKvService::GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options)
     : store_(store), options_(std::move(options)) {}
 
-grpc::ServerUnaryReactor* GrpcKvService::Put(
-    grpc::CallbackServerContext* context, const v1::PutRequest* request,
-    v1::PutResponse* response) {
-  absl::Status valid =
-      PrecheckKey(request->namespace_(), request->key(), store_.limits());
+grpc::ServerUnaryReactor* GrpcKvService::Put(grpc::CallbackServerContext* context,
+                                             const v1::PutRequest* request,
+                                             v1::PutResponse* response) {
+  absl::Status valid = PrecheckKey(request->namespace_(), request->key(), store_.limits());
   if (valid.ok()) valid = kv::ValidateValue(request->value(), store_.limits());
   if (!valid.ok()) return FinishNow(context, valid);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.PutAsync(FromProto(*request),
-                  [reactor, response](absl::StatusOr<kv::PutResult> r) {
-                    if (r.ok()) {
-                      response->set_revision(r->revision);
-                      if (r->previous) {
-                        response->set_had_previous(true);
-                        ToProto(*r->previous, response->mutable_previous());
-                      }
-                    }
-                    reactor->Finish(ToGrpcStatus(r.status()));
-                  });
+  store_.PutAsync(FromProto(*request), [reactor, response](absl::StatusOr<kv::PutResult> r) {
+    if (r.ok()) {
+      response->set_revision(r->revision);
+      if (r->previous) {
+        response->set_had_previous(true);
+        ToProto(*r->previous, response->mutable_previous());
+      }
+    }
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
   return reactor;
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::Get(
-    grpc::CallbackServerContext* context, const v1::GetRequest* request,
-    v1::GetResponse* response) {
-  absl::StatusOr<kv::GetResult> r =
-      store_.Get({request->namespace_(), request->key()});
+grpc::ServerUnaryReactor* GrpcKvService::Get(grpc::CallbackServerContext* context,
+                                             const v1::GetRequest* request,
+                                             v1::GetResponse* response) {
+  absl::StatusOr<kv::GetResult> r = store_.Get({request->namespace_(), request->key()});
   if (r.ok()) {
     ToProto(r->kv, response->mutable_kv());
     response->set_revision(r->revision);
@@ -66,9 +63,9 @@ grpc::ServerUnaryReactor* GrpcKvService::Get(
   return FinishNow(context, r.status());
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::Range(
-    grpc::CallbackServerContext* context, const v1::RangeRequest* request,
-    v1::RangeResponse* response) {
+grpc::ServerUnaryReactor* GrpcKvService::Range(grpc::CallbackServerContext* context,
+                                               const v1::RangeRequest* request,
+                                               v1::RangeResponse* response) {
   kv::RangeRequest range;
   range.ns = request->namespace_();
   range.prefix = request->prefix();
@@ -85,9 +82,9 @@ grpc::ServerUnaryReactor* GrpcKvService::Range(
   return FinishNow(context, r.status());
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::Delete(
-    grpc::CallbackServerContext* context, const v1::DeleteRequest* request,
-    v1::DeleteResponse* response) {
+grpc::ServerUnaryReactor* GrpcKvService::Delete(grpc::CallbackServerContext* context,
+                                                const v1::DeleteRequest* request,
+                                                v1::DeleteResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.DeleteAsync({request->namespace_(), request->key(), request->prefix()},
                      [reactor, response](absl::StatusOr<kv::DeleteResult> r) {
@@ -100,21 +97,16 @@ grpc::ServerUnaryReactor* GrpcKvService::Delete(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::CompareAndSet(
-    grpc::CallbackServerContext* context,
-    const v1::CompareAndSetRequest* request,
-    v1::CompareAndSetResponse* response) {
-  absl::Status valid =
-      PrecheckKey(request->namespace_(), request->key(), store_.limits());
-  if (valid.ok())
-    valid = kv::ValidateValue(request->expected(), store_.limits());
-  if (valid.ok())
-    valid = kv::ValidateValue(request->desired(), store_.limits());
+grpc::ServerUnaryReactor* GrpcKvService::CompareAndSet(grpc::CallbackServerContext* context,
+                                                       const v1::CompareAndSetRequest* request,
+                                                       v1::CompareAndSetResponse* response) {
+  absl::Status valid = PrecheckKey(request->namespace_(), request->key(), store_.limits());
+  if (valid.ok()) valid = kv::ValidateValue(request->expected(), store_.limits());
+  if (valid.ok()) valid = kv::ValidateValue(request->desired(), store_.limits());
   if (!valid.ok()) return FinishNow(context, valid);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.CompareAndSetAsync(
-      {request->namespace_(), request->key(), request->expected(),
-       request->desired()},
+      {request->namespace_(), request->key(), request->expected(), request->desired()},
       [reactor, response](absl::StatusOr<kv::CompareAndSetResult> r) {
         if (r.ok()) {
           response->set_value(r->value);
@@ -126,9 +118,9 @@ grpc::ServerUnaryReactor* GrpcKvService::CompareAndSet(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::Add(
-    grpc::CallbackServerContext* context, const v1::AddRequest* request,
-    v1::AddResponse* response) {
+grpc::ServerUnaryReactor* GrpcKvService::Add(grpc::CallbackServerContext* context,
+                                             const v1::AddRequest* request,
+                                             v1::AddResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.AddAsync({request->namespace_(), request->key(), request->delta()},
                   [reactor, response](absl::StatusOr<kv::AddResult> r) {
@@ -141,18 +133,16 @@ grpc::ServerUnaryReactor* GrpcKvService::Add(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::Wait(
-    grpc::CallbackServerContext* context, const v1::WaitRequest* request,
-    v1::WaitResponse* response) {
+grpc::ServerUnaryReactor* GrpcKvService::Wait(grpc::CallbackServerContext* context,
+                                              const v1::WaitRequest* request,
+                                              v1::WaitResponse* response) {
   const kv::KvLimits& limits = store_.limits();
   absl::Status valid = kv::ValidateNamespace(request->namespace_(), limits);
-  if (valid.ok())
-    valid = kv::ValidateWaitKeyCount(request->keys_size(), limits);
+  if (valid.ok()) valid = kv::ValidateWaitKeyCount(request->keys_size(), limits);
   for (int i = 0; valid.ok() && i < request->keys_size(); ++i) {
     valid = kv::ValidateKey(request->keys(i), limits);
   }
-  absl::StatusOr<absl::Duration> timeout =
-      kv::ResolveWaitTimeout(request->timeout_ms(), limits);
+  absl::StatusOr<absl::Duration> timeout = kv::ResolveWaitTimeout(request->timeout_ms(), limits);
   if (valid.ok() && !timeout.ok()) valid = timeout.status();
   if (!valid.ok()) return FinishNow(context, valid);
   kv::WaitRequest wait;
@@ -163,18 +153,16 @@ grpc::ServerUnaryReactor* GrpcKvService::Wait(
   // entry behind.
   const auto deadline = context->deadline();
   if (deadline != std::chrono::system_clock::time_point::max()) {
-    const int64_t left_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::system_clock::now())
-            .count();
+    const int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                deadline - std::chrono::system_clock::now())
+                                .count();
     wait.timeout_ms = std::max<int64_t>(1, std::min(wait.timeout_ms, left_ms));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.WaitAsync(std::move(wait),
-                   [reactor, response](absl::StatusOr<kv::WaitResult> r) {
-                     if (r.ok()) response->set_revision(r->revision);
-                     reactor->Finish(ToGrpcStatus(r.status()));
-                   });
+  store_.WaitAsync(std::move(wait), [reactor, response](absl::StatusOr<kv::WaitResult> r) {
+    if (r.ok()) response->set_revision(r->revision);
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
   return reactor;
 }
 
@@ -183,28 +171,25 @@ grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
   return new WatchReactor(store_, *request, options_.watch_message_bytes);
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(
-    grpc::CallbackServerContext* context, const v1::LeaseGrantRequest* request,
-    v1::LeaseGrantResponse* response) {
+grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext* context,
+                                                    const v1::LeaseGrantRequest* request,
+                                                    v1::LeaseGrantResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.LeaseGrantAsync(
-      request->ttl_ms(),
-      [reactor, response](absl::StatusOr<kv::LeaseGrantResult> r) {
-        if (r.ok()) {
-          response->set_lease(r->lease);
-          response->set_ttl_ms(r->ttl_ms);
-        }
-        reactor->Finish(ToGrpcStatus(r.status()));
-      });
+  store_.LeaseGrantAsync(request->ttl_ms(),
+                         [reactor, response](absl::StatusOr<kv::LeaseGrantResult> r) {
+                           if (r.ok()) {
+                             response->set_lease(r->lease);
+                             response->set_ttl_ms(r->ttl_ms);
+                           }
+                           reactor->Finish(ToGrpcStatus(r.status()));
+                         });
   return reactor;
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(
-    grpc::CallbackServerContext* context,
-    const v1::LeaseKeepAliveRequest* request,
-    v1::LeaseKeepAliveResponse* response) {
-  absl::StatusOr<kv::LeaseKeepAliveResult> r =
-      store_.LeaseKeepAlive(request->lease());
+grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(grpc::CallbackServerContext* context,
+                                                        const v1::LeaseKeepAliveRequest* request,
+                                                        v1::LeaseKeepAliveResponse* response) {
+  absl::StatusOr<kv::LeaseKeepAliveResult> r = store_.LeaseKeepAlive(request->lease());
   if (r.ok()) {
     response->set_lease(r->lease);
     response->set_ttl_ms(r->ttl_ms);
@@ -212,38 +197,36 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(
   return FinishNow(context, r.status());
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::LeaseRevoke(
-    grpc::CallbackServerContext* context, const v1::LeaseRevokeRequest* request,
-    v1::LeaseRevokeResponse* response) {
+grpc::ServerUnaryReactor* GrpcKvService::LeaseRevoke(grpc::CallbackServerContext* context,
+                                                     const v1::LeaseRevokeRequest* request,
+                                                     v1::LeaseRevokeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.LeaseRevokeAsync(
-      request->lease(),
-      [reactor, response](absl::StatusOr<kv::LeaseRevokeResult> r) {
-        if (r.ok()) {
-          response->set_deleted(r->deleted);
-          response->set_revision(r->revision);
-        }
-        reactor->Finish(ToGrpcStatus(r.status()));
-      });
+  store_.LeaseRevokeAsync(request->lease(),
+                          [reactor, response](absl::StatusOr<kv::LeaseRevokeResult> r) {
+                            if (r.ok()) {
+                              response->set_deleted(r->deleted);
+                              response->set_revision(r->revision);
+                            }
+                            reactor->Finish(ToGrpcStatus(r.status()));
+                          });
   return reactor;
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::Compact(
-    grpc::CallbackServerContext* context, const v1::CompactRequest* request,
-    v1::CompactResponse* response) {
+grpc::ServerUnaryReactor* GrpcKvService::Compact(grpc::CallbackServerContext* context,
+                                                 const v1::CompactRequest* request,
+                                                 v1::CompactResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.CompactAsync(
-      request->revision(),
-      [reactor, response](absl::StatusOr<kv::CompactResult> r) {
-        if (r.ok()) response->set_compacted_revision(r->compacted_revision);
-        reactor->Finish(ToGrpcStatus(r.status()));
-      });
+  store_.CompactAsync(request->revision(),
+                      [reactor, response](absl::StatusOr<kv::CompactResult> r) {
+                        if (r.ok()) response->set_compacted_revision(r->compacted_revision);
+                        reactor->Finish(ToGrpcStatus(r.status()));
+                      });
   return reactor;
 }
 
-grpc::ServerUnaryReactor* GrpcKvService::Status(
-    grpc::CallbackServerContext* context, const v1::StatusRequest* /*request*/,
-    v1::StatusResponse* response) {
+grpc::ServerUnaryReactor* GrpcKvService::Status(grpc::CallbackServerContext* context,
+                                                const v1::StatusRequest* /*request*/,
+                                                v1::StatusResponse* response) {
   const kv::KvStoreStatus status = store_.Status();
   response->set_revision(status.revision);
   response->set_compacted_revision(status.compacted_revision);

@@ -32,11 +32,9 @@ class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
  public:
   GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options);
 
-  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* context,
-                                const v1::PutRequest* request,
+  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* context, const v1::PutRequest* request,
                                 v1::PutResponse* response) override;
-  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context,
-                                const v1::GetRequest* request,
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context, const v1::GetRequest* request,
                                 v1::GetResponse* response) override;
   grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* context,
                                   const v1::RangeRequest* request,
@@ -44,31 +42,25 @@ class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
   grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
                                    const v1::DeleteRequest* request,
                                    v1::DeleteResponse* response) override;
-  grpc::ServerUnaryReactor* CompareAndSet(
-      grpc::CallbackServerContext* context,
-      const v1::CompareAndSetRequest* request,
-      v1::CompareAndSetResponse* response) override;
-  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context,
-                                const v1::AddRequest* request,
+  grpc::ServerUnaryReactor* CompareAndSet(grpc::CallbackServerContext* context,
+                                          const v1::CompareAndSetRequest* request,
+                                          v1::CompareAndSetResponse* response) override;
+  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context, const v1::AddRequest* request,
                                 v1::AddResponse* response) override;
   grpc::ServerUnaryReactor* Wait(grpc::CallbackServerContext* context,
                                  const v1::WaitRequest* request,
                                  v1::WaitResponse* response) override;
-  grpc::ServerWriteReactor<v1::WatchResponse>* Watch(
-      grpc::CallbackServerContext* context,
-      const v1::WatchRequest* request) override;
-  grpc::ServerUnaryReactor* LeaseGrant(
-      grpc::CallbackServerContext* context,
-      const v1::LeaseGrantRequest* request,
-      v1::LeaseGrantResponse* response) override;
-  grpc::ServerUnaryReactor* LeaseKeepAlive(
-      grpc::CallbackServerContext* context,
-      const v1::LeaseKeepAliveRequest* request,
-      v1::LeaseKeepAliveResponse* response) override;
-  grpc::ServerUnaryReactor* LeaseRevoke(
-      grpc::CallbackServerContext* context,
-      const v1::LeaseRevokeRequest* request,
-      v1::LeaseRevokeResponse* response) override;
+  grpc::ServerWriteReactor<v1::WatchResponse>* Watch(grpc::CallbackServerContext* context,
+                                                     const v1::WatchRequest* request) override;
+  grpc::ServerUnaryReactor* LeaseGrant(grpc::CallbackServerContext* context,
+                                       const v1::LeaseGrantRequest* request,
+                                       v1::LeaseGrantResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseKeepAlive(grpc::CallbackServerContext* context,
+                                           const v1::LeaseKeepAliveRequest* request,
+                                           v1::LeaseKeepAliveResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseRevoke(grpc::CallbackServerContext* context,
+                                        const v1::LeaseRevokeRequest* request,
+                                        v1::LeaseRevokeResponse* response) override;
   grpc::ServerUnaryReactor* Compact(grpc::CallbackServerContext* context,
                                     const v1::CompactRequest* request,
                                     v1::CompactResponse* response) override;

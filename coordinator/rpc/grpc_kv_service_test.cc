@@ -32,39 +32,34 @@ class GrpcKvServiceTest : public ::testing::Test {
   void SetUp() override {
     kv::KvStoreOptions options;
     options.tick_interval = absl::ZeroDuration();
-    auto store = kv::KvStore::Open(std::make_unique<kv::InMemoryKvBackend>(),
-                                   clock_, options);
+    auto store = kv::KvStore::Open(std::make_unique<kv::InMemoryKvBackend>(), clock_, options);
     ASSERT_TRUE(store.ok());
     store_ = *std::move(store);
     service_ = std::make_unique<GrpcKvService>(*store_, GrpcKvServiceOptions{});
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_GT(port, 0);
-    stub_ = v1::KeyValueService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                            grpc::InsecureChannelCredentials()));
+    stub_ = v1::KeyValueService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                             grpc::InsecureChannelCredentials()));
   }
 
   void TearDown() override {
     store_->Shutdown();
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::seconds(2));
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }
 
   std::unique_ptr<grpc::ClientContext> Context() {
     auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::seconds(20));
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     return context;
   }
 
-  grpc::Status Put(const std::string& key, const std::string& value,
-                   int64_t lease = 0, v1::PutResponse* response = nullptr) {
+  grpc::Status Put(const std::string& key, const std::string& value, int64_t lease = 0,
+                   v1::PutResponse* response = nullptr) {
     v1::PutRequest request;
     request.set_namespace_("job");
     request.set_key(key);
@@ -123,8 +118,7 @@ TEST_F(GrpcKvServiceTest, PutGetRangeDelete_RoundTrip_RevisionsAndFields) {
   ASSERT_TRUE(stub_->Delete(Context().get(), del, &deleted).ok());
   EXPECT_EQ(deleted.deleted(), 2);
   EXPECT_EQ(deleted.revision(), 4);
-  EXPECT_EQ(stub_->Get(Context().get(), get, &got).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(stub_->Get(Context().get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(GrpcKvServiceTest, CompareAndSetAddWait_TcpStoreSemantics) {
@@ -176,8 +170,7 @@ TEST_F(GrpcKvServiceTest, Wait_MissingKeyAfterTimeout_DeadlineExceeded) {
 }
 
 TEST_F(GrpcKvServiceTest, BadInput_MeaningfulCodes) {
-  EXPECT_EQ(Put(std::string(5000, 'k'), "v").error_code(),
-            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(Put(std::string(5000, 'k'), "v").error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   v1::PutRequest bad_ns;
   bad_ns.set_namespace_("no spaces");
   bad_ns.set_key("k");
@@ -211,8 +204,7 @@ TEST_F(GrpcKvServiceTest, Leases_GrantKeepAliveRevoke_DeletesKeys) {
   ASSERT_TRUE(stub_->LeaseKeepAlive(Context().get(), keep, &kept).ok());
   EXPECT_EQ(kept.ttl_ms(), 5000);
   v1::StatusResponse status;
-  ASSERT_TRUE(
-      stub_->Status(Context().get(), v1::StatusRequest(), &status).ok());
+  ASSERT_TRUE(stub_->Status(Context().get(), v1::StatusRequest(), &status).ok());
   EXPECT_EQ(status.leases(), 1);
   EXPECT_EQ(status.keys(), 1);
   EXPECT_FALSE(status.version().empty());
@@ -235,13 +227,11 @@ TEST_F(GrpcKvServiceTest, Watch_Stream_CreatedMarkerHistoryAndLiveEvents) {
   auto reader = stub_->Watch(context.get(), request);
   v1::WatchResponse response;
   ASSERT_TRUE(reader->Read(&response));  // history (or the created marker)
-  std::vector<v1::Event> events(response.events().begin(),
-                                response.events().end());
+  std::vector<v1::Event> events(response.events().begin(), response.events().end());
   ASSERT_TRUE(Put("x", "ignored").ok());
   ASSERT_TRUE(Put("p/new", "1").ok());
   while (events.size() < 2 && reader->Read(&response)) {
-    events.insert(events.end(), response.events().begin(),
-                  response.events().end());
+    events.insert(events.end(), response.events().begin(), response.events().end());
   }
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].kv().key(), "p/old");
@@ -311,8 +301,7 @@ TEST_F(GrpcKvServiceTest, Watch_ManyWatchers_EachGetsItsEventsOnceInOrder) {
       request.set_namespace_("job");
       const bool all = w % 2 == 0;
       request.set_prefix(all ? "" : "a/");
-      const size_t want = all ? kWriters * kPutsPerWriter
-                              : kWriters * kPutsPerWriter / 2;
+      const size_t want = all ? kWriters * kPutsPerWriter : kWriters * kPutsPerWriter / 2;
       auto reader = stub_->Watch(contexts[w].get(), request);
       v1::WatchResponse response;
       if (reader->Read(&response)) {  // created marker
@@ -333,16 +322,16 @@ TEST_F(GrpcKvServiceTest, Watch_ManyWatchers_EachGetsItsEventsOnceInOrder) {
   }
   {
     absl::MutexLock lock(&mu);
-    ASSERT_TRUE(mu.AwaitWithTimeout(
-        absl::Condition(+[](int* n) { return *n == kWatchers; }, &created),
-        absl::Seconds(30)));
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(
+                                        +[](int* n) { return *n == kWatchers; }, &created),
+                                    absl::Seconds(30)));
   }
   std::vector<std::thread> writers;
   for (int t = 0; t < kWriters; ++t) {
     writers.emplace_back([&, t] {
       for (int i = 0; i < kPutsPerWriter; ++i) {
-        const std::string key = (i % 2 == 0 ? "a/" : "b/") +
-                                std::to_string(t) + "-" + std::to_string(i);
+        const std::string key =
+            (i % 2 == 0 ? "a/" : "b/") + std::to_string(t) + "-" + std::to_string(i);
         EXPECT_TRUE(Put(key, "v").ok());
       }
     });
@@ -353,8 +342,7 @@ TEST_F(GrpcKvServiceTest, Watch_ManyWatchers_EachGetsItsEventsOnceInOrder) {
     const bool all = w % 2 == 0;
     SCOPED_TRACE(absl::StrCat("watcher ", w, all ? " (all)" : " (a/)"));
     EXPECT_EQ(seen[w].keys.size(),
-              static_cast<size_t>(all ? kWriters * kPutsPerWriter
-                                      : kWriters * kPutsPerWriter / 2));
+              static_cast<size_t>(all ? kWriters * kPutsPerWriter : kWriters * kPutsPerWriter / 2));
     for (size_t i = 1; i < seen[w].revisions.size(); ++i) {
       EXPECT_LT(seen[w].revisions[i - 1], seen[w].revisions[i]);
     }

@@ -9,9 +9,7 @@ namespace ddp::rpc {
 
 WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
                            size_t max_message_bytes)
-    : store_(store),
-      max_message_bytes_(max_message_bytes),
-      sink_(std::make_shared<Sink>(this)) {
+    : store_(store), max_message_bytes_(max_message_bytes), sink_(std::make_shared<Sink>(this)) {
   kv::WatchRequest watch;
   watch.ns = request.namespace_();
   watch.prefix = request.prefix();
@@ -38,8 +36,7 @@ namespace {
 
 // A commit's events as one WatchResponse: built once, sent to every watcher
 // whose next message is exactly this commit.
-std::shared_ptr<const v1::WatchResponse> EncodeCommit(
-    const kv::PublishedEvents& commit) {
+std::shared_ptr<const v1::WatchResponse> EncodeCommit(const kv::PublishedEvents& commit) {
   auto response = std::make_shared<v1::WatchResponse>();
   response->mutable_events()->Reserve(static_cast<int>(commit.size()));
   for (const kv::Event& event : commit.events()) {
@@ -65,14 +62,12 @@ void WatchReactor::PumpLocked(bool force) {
       pending_.push_back(std::move(chunk));
     }
     pending_offset_ = 0;
-    if (pending_.empty() && !force)
-      return;  // idle: the store calls OnReady later
+    if (pending_.empty() && !force) return;  // idle: the store calls OnReady later
   }
   const v1::WatchResponse* message = &response_;
   if (pending_.size() == 1 && pending_offset_ == 0 &&
       pending_.front()->approx_bytes() <= max_message_bytes_) {
-    shared_in_flight_ =
-        pending_.front()->Encoded<v1::WatchResponse>(&EncodeCommit);
+    shared_in_flight_ = pending_.front()->Encoded<v1::WatchResponse>(&EncodeCommit);
     pending_.pop_front();
     message = shared_in_flight_.get();
   } else {
@@ -85,8 +80,7 @@ void WatchReactor::PumpLocked(bool force) {
 void WatchReactor::BuildOwnMessageLocked() {
   response_.Clear();
   size_t bytes = 0;
-  while (!pending_.empty() &&
-         (response_.events_size() == 0 || bytes < max_message_bytes_)) {
+  while (!pending_.empty() && (response_.events_size() == 0 || bytes < max_message_bytes_)) {
     const std::vector<kv::Event>& events = pending_.front()->events();
     const kv::Event& event = events[pending_offset_];
     bytes += kv::PublishedEvents::ApproxBytes(event);
@@ -121,8 +115,7 @@ void WatchReactor::OnWriteDone(bool ok) {
     return;
   }
   if (!ok) {
-    FinishLocked(
-        grpc::Status(grpc::StatusCode::CANCELLED, "watch stream broken"));
+    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch stream broken"));
     return;
   }
   PumpLocked(/*force=*/false);
@@ -130,8 +123,7 @@ void WatchReactor::OnWriteDone(bool ok) {
 
 void WatchReactor::OnCancel() {
   absl::MutexLock lock(&sink_->mu);
-  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
-                            "watch cancelled by the client"));
+  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled by the client"));
 }
 
 void WatchReactor::OnDone() {

@@ -32,8 +32,7 @@ namespace ddp::rpc {
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
  public:
-  WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
-               size_t max_message_bytes);
+  WatchReactor(kv::KvStore& store, const v1::WatchRequest& request, size_t max_message_bytes);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -55,8 +54,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
   void PumpLocked(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
   // Fills response_ with pending events (up to about max_message_bytes_).
   void BuildOwnMessageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
-  void FinishLocked(const grpc::Status& status)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
 
   kv::KvStore& store_;
   const size_t max_message_bytes_;
@@ -75,8 +73,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
   // The message in flight is either response_ (this watcher's own) or a
   // commit's shared message, held here until the write completes.
   v1::WatchResponse response_ ABSL_GUARDED_BY(sink_->mu);
-  std::shared_ptr<const v1::WatchResponse> shared_in_flight_
-      ABSL_GUARDED_BY(sink_->mu);
+  std::shared_ptr<const v1::WatchResponse> shared_in_flight_ ABSL_GUARDED_BY(sink_->mu);
 };
 
 }  // namespace ddp::rpc

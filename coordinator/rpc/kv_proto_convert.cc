@@ -13,8 +13,7 @@ void ToProto(const kv::KeyValue& kv, v1::KeyValue* out) {
 }
 
 void ToProto(const kv::Event& event, v1::Event* out) {
-  out->set_type(event.type == kv::EventType::kPut ? v1::Event::PUT
-                                                  : v1::Event::DELETE);
+  out->set_type(event.type == kv::EventType::kPut ? v1::Event::PUT : v1::Event::DELETE);
   ToProto(event.kv, out->mutable_kv());
 }
 

@@ -5,10 +5,10 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,8 +37,7 @@ std::string TestDir() {
 
 std::string BinaryPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
-  return std::string(srcdir ? srcdir : ".") +
-         "/ddp_coordinator/coordinator/coordinator";
+  return std::string(srcdir ? srcdir : ".") + "/ddp_coordinator/coordinator/coordinator";
 }
 
 // Starts the binary with `args`; its stderr goes to `log_path`. A positive
@@ -81,8 +80,7 @@ int WaitExit(pid_t pid, absl::Duration bound = absl::Seconds(30)) {
 }
 
 // Polls for the port file (written atomically once serving).
-int ReadPort(const std::string& path,
-             absl::Duration bound = absl::Seconds(30)) {
+int ReadPort(const std::string& path, absl::Duration bound = absl::Seconds(30)) {
   const absl::Time deadline = absl::Now() + bound;
   while (absl::Now() < deadline) {
     std::ifstream in(path);
@@ -101,11 +99,10 @@ std::string ReadFile(const std::string& path) {
 }
 
 int64_t PutAndGetRevision(int port, const std::string& value) {
-  auto stub = ddp::v1::KeyValueService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto stub = ddp::v1::KeyValueService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(20));
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   ddp::v1::PutRequest put;
   put.set_namespace_("job");
   put.set_key("k");
@@ -116,13 +113,11 @@ int64_t PutAndGetRevision(int port, const std::string& value) {
   return response.revision();
 }
 
-TEST(CoordinatorBinaryTest,
-     PortZero_ServesThenSigtermExitsZeroAndRestartKeepsRevision) {
+TEST(CoordinatorBinaryTest, PortZero_ServesThenSigtermExitsZeroAndRestartKeepsRevision) {
   const std::string dir = TestDir();
   const std::string port_file = dir + ".port";
-  const std::vector<std::string> args = {"--port",      "0",          "--bind",
-                                         "127.0.0.1",   "--data-dir", dir,
-                                         "--port-file", port_file};
+  const std::vector<std::string> args = {"--port",     "0", "--bind",      "127.0.0.1",
+                                         "--data-dir", dir, "--port-file", port_file};
   pid_t pid = Spawn(args, dir + ".log1");
   int port = ReadPort(port_file);
   ASSERT_GT(port, 0) << ReadFile(dir + ".log1");
@@ -130,8 +125,7 @@ TEST(CoordinatorBinaryTest,
   EXPECT_EQ(PutAndGetRevision(port, "b"), 2);
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitExit(pid), 0);
-  EXPECT_THAT(ReadFile(dir + ".log1"),
-              HasSubstr("serving on 127.0.0.1:" + std::to_string(port)));
+  EXPECT_THAT(ReadFile(dir + ".log1"), HasSubstr("serving on 127.0.0.1:" + std::to_string(port)));
 
   std::remove(port_file.c_str());
   pid = Spawn(args, dir + ".log2");
@@ -144,13 +138,13 @@ TEST(CoordinatorBinaryTest,
 
 TEST(CoordinatorBinaryTest, SecondInstance_SameDataDir_ExitsOneNamingDir) {
   const std::string dir = TestDir();
-  pid_t first = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir,
-                       "--port-file=" + dir + ".port1"},
-                      dir + ".log1");
+  pid_t first =
+      Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir, "--port-file=" + dir + ".port1"},
+            dir + ".log1");
   ASSERT_GT(ReadPort(dir + ".port1"), 0) << ReadFile(dir + ".log1");
-  pid_t second = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir,
-                        "--port-file=" + dir + ".port2"},
-                       dir + ".log2");
+  pid_t second =
+      Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir, "--port-file=" + dir + ".port2"},
+            dir + ".log2");
   EXPECT_EQ(WaitExit(second), 1);
   const std::string log = ReadFile(dir + ".log2");
   EXPECT_THAT(log, HasSubstr(dir));
@@ -171,8 +165,7 @@ TEST(CoordinatorBinaryTest, BadFlags_ExitTwoWithMessage) {
   EXPECT_EQ(WaitExit(pid), 2);
   pid = Spawn({"--no-such-flag=1", "--data-dir=" + dir}, dir + ".log4");
   EXPECT_EQ(WaitExit(pid), 2);
-  EXPECT_THAT(ReadFile(dir + ".log4"),
-              HasSubstr("unknown flag --no_such_flag"));
+  EXPECT_THAT(ReadFile(dir + ".log4"), HasSubstr("unknown flag --no_such_flag"));
   pid = Spawn({"--port", "abc", "--data-dir=" + dir}, dir + ".log5");
   EXPECT_EQ(WaitExit(pid), 2);
   EXPECT_THAT(ReadFile(dir + ".log5"), HasSubstr("--port=abc"));
@@ -204,14 +197,14 @@ TEST(CoordinatorBinaryTest, SecondInstance_SameHttpPort_ExitsFourNamingTheFlag) 
 
 TEST(CoordinatorBinaryTest, SecondInstance_SamePort_ExitsFourNamingAddress) {
   const std::string dir = TestDir();
-  pid_t first = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir + "-a",
-                       "--port-file=" + dir + ".port1"},
-                      dir + ".log1");
+  pid_t first = Spawn(
+      {"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir + "-a", "--port-file=" + dir + ".port1"},
+      dir + ".log1");
   const int port = ReadPort(dir + ".port1");
   ASSERT_GT(port, 0) << ReadFile(dir + ".log1");
-  pid_t second = Spawn({"--port=" + std::to_string(port), "--bind=127.0.0.1",
-                        "--data-dir=" + dir + "-b"},
-                       dir + ".log2");
+  pid_t second =
+      Spawn({"--port=" + std::to_string(port), "--bind=127.0.0.1", "--data-dir=" + dir + "-b"},
+            dir + ".log2");
   EXPECT_EQ(WaitExit(second), 4);
   const std::string log = ReadFile(dir + ".log2");
   EXPECT_THAT(log, HasSubstr("127.0.0.1:" + std::to_string(port)));
@@ -225,9 +218,9 @@ TEST(CoordinatorBinaryTest, SecondInstance_SamePort_ExitsFourNamingAddress) {
 // Serves once (one Put) and stops, so the data dir is initialised.
 void InitialiseDataDir(const std::string& dir) {
   const std::string port_file = dir + ".init-port";
-  pid_t pid = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir,
-                     "--port-file=" + port_file},
-                    dir + ".init-log");
+  pid_t pid =
+      Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir, "--port-file=" + port_file},
+            dir + ".init-log");
   const int port = ReadPort(port_file);
   ASSERT_GT(port, 0) << ReadFile(dir + ".init-log");
   EXPECT_EQ(PutAndGetRevision(port, "a"), 1);
@@ -271,9 +264,9 @@ TEST(CoordinatorBinaryTest, Help_ExitsZero) {
 TEST(CoordinatorBinaryTest, ConnectionFloodOverDescriptorLimit_ServesAgainAfterwards) {
   const std::string dir = TestDir();
   const std::string port_file = dir + ".port";
-  pid_t pid = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir,
-                     "--port-file=" + port_file},
-                    dir + ".log", /*fd_limit=*/256);
+  pid_t pid =
+      Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir, "--port-file=" + port_file},
+            dir + ".log", /*fd_limit=*/256);
   const int port = ReadPort(port_file);
   ASSERT_GT(port, 0) << ReadFile(dir + ".log");
   EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr("descriptor limit 256"));
@@ -290,8 +283,8 @@ TEST(CoordinatorBinaryTest, ConnectionFloodOverDescriptorLimit_ServesAgainAfterw
   absl::SleepFor(absl::Seconds(1));  // the coordinator accepts (and refuses)
   for (int fd : flood) close(fd);
   // Served again within a loose bound once the flood is gone.
-  auto stub = ddp::v1::KeyValueService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto stub = ddp::v1::KeyValueService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   bool served = false;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (!served && absl::Now() < deadline) {

@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-
 #include "coordinator/http/rest_routes.h"
 #include "coordinator/server/coordinator_server.h"
 #include "ddp/v1/kv.grpc.pb.h"
@@ -173,8 +172,7 @@ TEST_F(CoordinatorRestTest, KeyValueRoutesReachTheSameStoreAsGrpc) {
   v1::LeaseGrantResponse lease;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(body, &lease).ok());
   const std::string id = std::to_string(lease.lease());
-  EXPECT_EQ(Call("PUT", "/v1/kv/ns/alive", R"({"value":"eA==","lease":")" + id + "\"}").first,
-            200);
+  EXPECT_EQ(Call("PUT", "/v1/kv/ns/alive", R"({"value":"eA==","lease":")" + id + "\"}").first, 200);
   EXPECT_EQ(Call("POST", "/v1/leases/" + id + ":keepAlive").first, 200);
   std::tie(status, body) = Call("DELETE", "/v1/leases/" + id);
   EXPECT_THAT(body, HasSubstr(R"("deleted":"1")"));

@@ -89,8 +89,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                                                 job_store.status().message()));
   }
   server->job_store_ = *std::move(job_store);
-  auto job_services =
-      session::JobServices::Create(clock, server->job_store_.get(), job_options);
+  auto job_services = session::JobServices::Create(clock, server->job_store_.get(), job_options);
   if (!job_services.ok()) {
     server->kv_store_->Shutdown();
     return absl::Status(job_services.status().code(),
@@ -144,8 +143,8 @@ absl::Status CoordinatorServer::StartHttp() {
   if (!options_.http.has_value()) return absl::OkStatus();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  auto gateway = http::RestGateway::Create(grpc_server_->InProcessChannel(args),
-                                           http::RestGatewayOptions{});
+  auto gateway =
+      http::RestGateway::Create(grpc_server_->InProcessChannel(args), http::RestGatewayOptions{});
   if (!gateway.ok()) return gateway.status();
   rest_gateway_ = *std::move(gateway);
   http::HttpListenerOptions http_options = *options_.http;

@@ -14,17 +14,14 @@
 namespace ddp::server {
 namespace {
 
-absl::Status ErrnoError(const std::string& what, const std::string& path,
-                        int error) {
-  return absl::UnavailableError(
-      absl::StrCat(what, " ", path, ": ", std::strerror(error)));
+absl::Status ErrnoError(const std::string& what, const std::string& path, int error) {
+  return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(error)));
 }
 
 }  // namespace
 
 absl::Status MakeDirectories(const std::string& path) {
-  if (path.empty())
-    return absl::InvalidArgumentError("data directory path is empty");
+  if (path.empty()) return absl::InvalidArgumentError("data directory path is empty");
   for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
     const std::string part = path.substr(0, slash);
     if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -33,17 +30,15 @@ absl::Status MakeDirectories(const std::string& path) {
     if (slash == std::string::npos) break;
   }
   struct stat info;
-  if (stat(path.c_str(), &info) != 0)
-    return ErrnoError("cannot stat", path, errno);
+  if (stat(path.c_str(), &info) != 0) return ErrnoError("cannot stat", path, errno);
   if (!S_ISDIR(info.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " exists and is not a directory; pick another --data-dir"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " exists and is not a directory; pick another --data-dir"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(
-    const std::string& data_dir) {
+absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::string& data_dir) {
   if (absl::Status made = MakeDirectories(data_dir); !made.ok()) return made;
   const std::string path = data_dir + "/LOCK";
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -56,10 +51,10 @@ absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(
     if (error != EWOULDBLOCK) return ErrnoError("cannot lock", path, error);
     std::string holder(buffer, n > 0 ? static_cast<size_t>(n) : 0);
     holder = std::string(absl::StripAsciiWhitespace(holder));
-    return absl::FailedPreconditionError(absl::StrCat(
-        "data directory ", data_dir, " is in use by another coordinator (pid ",
-        holder.empty() ? "unknown" : holder,
-        "); stop that coordinator or pass another --data-dir"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("data directory ", data_dir, " is in use by another coordinator (pid ",
+                     holder.empty() ? "unknown" : holder,
+                     "); stop that coordinator or pass another --data-dir"));
   }
   const std::string pid = absl::StrCat(getpid(), "\n");
   if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {

@@ -20,8 +20,7 @@ class DataDirLock {
   // Errors: FAILED_PRECONDITION when another process (or another server in this
   // one) holds the lock, naming the directory and the holder's pid; UNAVAILABLE
   // on I/O errors.
-  static absl::StatusOr<std::unique_ptr<DataDirLock>> Acquire(
-      const std::string& data_dir);
+  static absl::StatusOr<std::unique_ptr<DataDirLock>> Acquire(const std::string& data_dir);
   ~DataDirLock();  // releases the lock
   DataDirLock(const DataDirLock&) = delete;
   DataDirLock& operator=(const DataDirLock&) = delete;

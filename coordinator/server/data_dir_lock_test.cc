@@ -34,8 +34,7 @@ TEST(DataDirLockTest, Acquire_Twice_SecondRefusedUntilReleased) {
   auto second = DataDirLock::Acquire(dir);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(second.status().message(),
-              ::testing::HasSubstr(std::to_string(getpid())));
+  EXPECT_THAT(second.status().message(), ::testing::HasSubstr(std::to_string(getpid())));
   first->reset();
   EXPECT_TRUE(DataDirLock::Acquire(dir).ok());
 }
@@ -43,8 +42,7 @@ TEST(DataDirLockTest, Acquire_Twice_SecondRefusedUntilReleased) {
 TEST(DataDirLockTest, Acquire_PathIsAFile_FailedPrecondition) {
   const std::string path = TempDir("plain_file");
   std::ofstream(path) << "x";
-  EXPECT_EQ(DataDirLock::Acquire(path).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(DataDirLock::Acquire(path).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -26,8 +26,8 @@ absl::Status DiagnoseListen(const std::string& host, int port, const std::string
   const int rc = getaddrinfo(std::string(name).c_str(), service.c_str(), &hints, &found);
   if (rc != 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for ", what, " on ", address,
-                                               ": the address does not resolve (",
-                                               gai_strerror(rc), "); fix --bind"));
+                                               ": the address does not resolve (", gai_strerror(rc),
+                                               "); fix --bind"));
   }
   int error = 0;
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
@@ -54,8 +54,7 @@ absl::Status DiagnoseListen(const std::string& host, int port, const std::string
   }
   return absl::UnavailableError(absl::StrCat("cannot listen for ", what, " on ", address, ": ",
                                              std::strerror(error),
-                                             "; check --bind (is the address local?) and ",
-                                             flag));
+                                             "; check --bind (is the address local?) and ", flag));
 }
 
 }  // namespace ddp::server

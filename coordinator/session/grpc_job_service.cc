@@ -19,20 +19,19 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 }
 
 // Scheduler-supplied reasons are cut before they are copied into the core.
-std::string CappedReason(const std::string& reason,
-                         const rendezvous::RendezvousLimits& limits) {
+std::string CappedReason(const std::string& reason, const rendezvous::RendezvousLimits& limits) {
   return reason.substr(0, static_cast<size_t>(limits.max_message_length));
 }
 
 }  // namespace
 
-GrpcJobService::GrpcJobService(RendezvousService& rendezvous,
-                               GrpcJobServiceOptions options)
+GrpcJobService::GrpcJobService(RendezvousService& rendezvous, GrpcJobServiceOptions options)
     : rendezvous_(rendezvous), options_(options) {}
 
-grpc::ServerUnaryReactor* GrpcJobService::FinishWithJob(
-    grpc::CallbackServerContext* context, absl::Status status,
-    const std::string& job_id, v1::Job* response) {
+grpc::ServerUnaryReactor* GrpcJobService::FinishWithJob(grpc::CallbackServerContext* context,
+                                                        absl::Status status,
+                                                        const std::string& job_id,
+                                                        v1::Job* response) {
   if (status.ok()) {
     absl::StatusOr<rendezvous::JobStatus> job =
         rendezvous_.registry().GetJob(job_id, /*include_nodes=*/true);
@@ -44,46 +43,44 @@ grpc::ServerUnaryReactor* GrpcJobService::FinishWithJob(
   return FinishNow(context, status);
 }
 
-grpc::ServerUnaryReactor* GrpcJobService::CreateJob(
-    grpc::CallbackServerContext* context, const v1::CreateJobRequest* request,
-    v1::Job* response) {
+grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext* context,
+                                                    const v1::CreateJobRequest* request,
+                                                    v1::Job* response) {
   const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
-  absl::Status status =
-      rendezvous::ValidateId(request->job_id(), "job id", limits);
+  absl::Status status = rendezvous::ValidateId(request->job_id(), "job id", limits);
   if (status.ok() && !request->has_settings()) {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "CreateJob of job '", request->job_id(),
-        "' has no settings; set min_nodes, max_nodes, nproc_per_node, "
-        "max_restarts and the timeouts"));
+    status = absl::InvalidArgumentError(
+        absl::StrCat("CreateJob of job '", request->job_id(),
+                     "' has no settings; set min_nodes, max_nodes, nproc_per_node, "
+                     "max_restarts and the timeouts"));
   }
   if (!status.ok()) return FinishNow(context, status);
-  const rendezvous::JobSettings settings =
-      SettingsFromProto(request->settings());
+  const rendezvous::JobSettings settings = SettingsFromProto(request->settings());
   absl::StatusOr<rendezvous::JobStatus> created =
       rendezvous_.registry().CreateJob(request->job_id(), settings);
   if (absl::IsAlreadyExists(created.status())) {
     absl::StatusOr<rendezvous::JobStatus> existing =
         rendezvous_.registry().GetJob(request->job_id(), false);
     if (existing.ok() && !(existing->settings == settings)) {
-      return FinishNow(context, absl::AlreadyExistsError(absl::StrCat(
-                                    "job '", request->job_id(),
-                                    "' already exists with other settings; use "
-                                    "another job id or UpdateJob")));
+      return FinishNow(context, absl::AlreadyExistsError(
+                                    absl::StrCat("job '", request->job_id(),
+                                                 "' already exists with other settings; use "
+                                                 "another job id or UpdateJob")));
     }
     created = existing;  // same settings: CreateJob is idempotent
   }
   return FinishWithJob(context, created.status(), request->job_id(), response);
 }
 
-grpc::ServerUnaryReactor* GrpcJobService::GetJob(
-    grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
-    v1::Job* response) {
+grpc::ServerUnaryReactor* GrpcJobService::GetJob(grpc::CallbackServerContext* context,
+                                                 const v1::GetJobRequest* request,
+                                                 v1::Job* response) {
   return FinishWithJob(context, absl::OkStatus(), request->job_id(), response);
 }
 
-grpc::ServerUnaryReactor* GrpcJobService::ListJobs(
-    grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
-    v1::ListJobsResponse* response) {
+grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* context,
+                                                   const v1::ListJobsRequest* request,
+                                                   v1::ListJobsResponse* response) {
   absl::flat_hash_set<int> wanted;
   for (int state : request->states()) {
     absl::StatusOr<rendezvous::JobState> parsed =
@@ -104,25 +101,23 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* GrpcJobService::WatchJob(
-    grpc::CallbackServerContext* /*context*/,
-    const v1::WatchJobRequest* request) {
+    grpc::CallbackServerContext* /*context*/, const v1::WatchJobRequest* request) {
   return new JobWatchReactor(rendezvous_, *request, options_.catch_up_page);
 }
 
-grpc::ServerUnaryReactor* GrpcJobService::UpdateJob(
-    grpc::CallbackServerContext* context, const v1::UpdateJobRequest* request,
-    v1::Job* response) {
-  absl::Status status = rendezvous_.registry().UpdateJob(
-      request->job_id(), request->min_nodes(), request->max_nodes());
+grpc::ServerUnaryReactor* GrpcJobService::UpdateJob(grpc::CallbackServerContext* context,
+                                                    const v1::UpdateJobRequest* request,
+                                                    v1::Job* response) {
+  absl::Status status = rendezvous_.registry().UpdateJob(request->job_id(), request->min_nodes(),
+                                                         request->max_nodes());
   return FinishWithJob(context, status, request->job_id(), response);
 }
 
-grpc::ServerUnaryReactor* GrpcJobService::CancelJob(
-    grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
-    v1::Job* response) {
+grpc::ServerUnaryReactor* GrpcJobService::CancelJob(grpc::CallbackServerContext* context,
+                                                    const v1::CancelJobRequest* request,
+                                                    v1::Job* response) {
   absl::Status status = rendezvous_.registry().CancelJob(
-      request->job_id(),
-      CappedReason(request->reason(), rendezvous_.options().limits));
+      request->job_id(), CappedReason(request->reason(), rendezvous_.options().limits));
   return FinishWithJob(context, status, request->job_id(), response);
 }
 
@@ -135,16 +130,14 @@ grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext*
   return FinishNow(context, status);
 }
 
-grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(
-    grpc::CallbackServerContext* context, const v1::ExcludeNodeRequest* request,
-    v1::Job* response) {
+grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(grpc::CallbackServerContext* context,
+                                                      const v1::ExcludeNodeRequest* request,
+                                                      v1::Job* response) {
   const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
-  absl::Status status =
-      rendezvous::ValidateId(request->node_id(), "node id", limits);
+  absl::Status status = rendezvous::ValidateId(request->node_id(), "node id", limits);
   if (status.ok()) {
-    status = rendezvous_.registry().ExcludeNode(
-        request->job_id(), request->node_id(),
-        CappedReason(request->reason(), limits));
+    status = rendezvous_.registry().ExcludeNode(request->job_id(), request->node_id(),
+                                                CappedReason(request->reason(), limits));
   }
   return FinishWithJob(context, status, request->job_id(), response);
 }

@@ -41,14 +41,12 @@ class GrpcJobService final : public v1::JobService::CallbackService {
                                       const v1::CreateJobRequest* request,
                                       v1::Job* response) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
-                                   const v1::GetJobRequest* request,
-                                   v1::Job* response) override;
+                                   const v1::GetJobRequest* request, v1::Job* response) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const v1::ListJobsRequest* request,
                                      v1::ListJobsResponse* response) override;
-  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(
-      grpc::CallbackServerContext* context,
-      const v1::WatchJobRequest* request) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
+                                                   const v1::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* UpdateJob(grpc::CallbackServerContext* context,
                                       const v1::UpdateJobRequest* request,
                                       v1::Job* response) override;
@@ -64,10 +62,8 @@ class GrpcJobService final : public v1::JobService::CallbackService {
 
  private:
   // Fills `response` with the job (with nodes) after `status`, and finishes.
-  grpc::ServerUnaryReactor* FinishWithJob(grpc::CallbackServerContext* context,
-                                          absl::Status status,
-                                          const std::string& job_id,
-                                          v1::Job* response);
+  grpc::ServerUnaryReactor* FinishWithJob(grpc::CallbackServerContext* context, absl::Status status,
+                                          const std::string& job_id, v1::Job* response);
 
   RendezvousService& rendezvous_;
   const GrpcJobServiceOptions options_;

@@ -18,8 +18,7 @@ using ::testing::HasSubstr;
 
 class JobServiceTest : public testing::JobServicesTest {
  protected:
-  grpc::Status CreateJob(const std::string& job_id,
-                         const v1::JobSettings& settings, v1::Job* job) {
+  grpc::Status CreateJob(const std::string& job_id, const v1::JobSettings& settings, v1::Job* job) {
     grpc::ClientContext context;
     v1::CreateJobRequest request;
     request.set_job_id(job_id);
@@ -32,11 +31,9 @@ class JobServiceTest : public testing::JobServicesTest {
     std::vector<v1::JobEvent> events;
     grpc::Status status;
   };
-  WatchResult Watch(const std::string& job_id, int64_t from_index,
-                    size_t max_events = 1000) {
+  WatchResult Watch(const std::string& job_id, int64_t from_index, size_t max_events = 1000) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(10));
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::WatchJobRequest request;
     request.set_job_id(job_id);
     request.set_from_index(from_index);
@@ -80,12 +77,11 @@ TEST_F(JobServiceTest, CreateJob_ThenAgentsJoin_WatchSeesWholeLifeCycle) {
   // The stream replays from index 1 and ends after JOB_FINISHED.
   WatchResult all = Watch("w", 1);
   EXPECT_TRUE(all.status.ok()) << all.status.error_message();
-  EXPECT_THAT(
-      Types(all.events),
-      ElementsAre(v1::JobEvent::JOB_CREATED, v1::JobEvent::NODE_JOINED,
-                  v1::JobEvent::NODE_JOINED, v1::JobEvent::GENERATION_OPENED,
-                  v1::JobEvent::WORKER_FAILED, v1::JobEvent::RESTARTING,
-                  v1::JobEvent::GENERATION_OPENED, v1::JobEvent::JOB_FINISHED));
+  EXPECT_THAT(Types(all.events),
+              ElementsAre(v1::JobEvent::JOB_CREATED, v1::JobEvent::NODE_JOINED,
+                          v1::JobEvent::NODE_JOINED, v1::JobEvent::GENERATION_OPENED,
+                          v1::JobEvent::WORKER_FAILED, v1::JobEvent::RESTARTING,
+                          v1::JobEvent::GENERATION_OPENED, v1::JobEvent::JOB_FINISHED));
   for (size_t i = 0; i < all.events.size(); ++i) {
     EXPECT_EQ(all.events[i].index(), static_cast<int64_t>(i) + 1);
   }
@@ -112,16 +108,14 @@ TEST_F(JobServiceTest, WatchJob_LiveEvents_DeliveredAsTheyHappen) {
   std::thread watcher([&] { result = Watch("live", 0, 2); });
   // Wait until the watch is subscribed before producing events.
   absl::Time deadline = absl::Now() + kWait;
-  while (services_->rendezvous().watch_hub().watcher_count() == 0 &&
-         absl::Now() < deadline) {
+  while (services_->rendezvous().watch_hub().watcher_count() == 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(2));
   }
   FakeAgent& a = MakeAgent("live", "a", std::nullopt);
   ASSERT_TRUE(a.Register(kWait).ok());
   watcher.join();
-  EXPECT_THAT(
-      Types(result.events),
-      ElementsAre(v1::JobEvent::NODE_JOINED, v1::JobEvent::GENERATION_OPENED));
+  EXPECT_THAT(Types(result.events),
+              ElementsAre(v1::JobEvent::NODE_JOINED, v1::JobEvent::GENERATION_OPENED));
 }
 
 TEST_F(JobServiceTest, WatchJob_UnknownJob_NotFound) {

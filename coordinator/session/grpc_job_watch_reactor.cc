@@ -8,16 +8,15 @@
 
 namespace ddp::session {
 
-JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous,
-                                 const v1::WatchJobRequest& request,
+JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJobRequest& request,
                                  int catch_up_page)
     : rendezvous_(rendezvous),
       job_id_(request.job_id()),
       catch_up_page_(catch_up_page > 0 ? catch_up_page : 1),
       listener_(std::make_shared<Listener>(this)) {
   absl::MutexLock lock(&listener_->mu);
-  absl::Status status = rendezvous::ValidateId(request.job_id(), "job id",
-                                               rendezvous_.options().limits);
+  absl::Status status =
+      rendezvous::ValidateId(request.job_id(), "job id", rendezvous_.options().limits);
   if (status.ok() && request.from_index() < 0) {
     status = absl::InvalidArgumentError(
         absl::StrCat("from_index ", request.from_index(),
@@ -29,8 +28,7 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous,
     return;
   }
   // Subscribe before reading the job, so nothing happens unseen in between.
-  absl::StatusOr<JobWatchHub::WatchId> id =
-      rendezvous_.watch_hub().Watch(job_id_, listener_);
+  absl::StatusOr<JobWatchHub::WatchId> id = rendezvous_.watch_hub().Watch(job_id_, listener_);
   if (!id.ok()) {
     FinishLocked(ToGrpcStatus(id.status()));
     return;
@@ -66,8 +64,7 @@ void JobWatchReactor::Listener::OnReady() {
 absl::Status JobWatchReactor::RefillLocked() {
   if (catching_up_) {
     absl::StatusOr<std::vector<rendezvous::JobEvent>> page =
-        rendezvous_.registry().EventsSince(job_id_, next_index_ - 1,
-                                           catch_up_page_);
+        rendezvous_.registry().EventsSince(job_id_, next_index_ - 1, catch_up_page_);
     if (!page.ok()) return page.status();
     if (static_cast<int>(page->size()) < catch_up_page_) {
       catching_up_ = false;
@@ -135,8 +132,7 @@ void JobWatchReactor::OnWriteDone(bool ok) {
     return;
   }
   if (!ok) {
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
-                              "watch stream broken while writing"));
+    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch stream broken while writing"));
     return;
   }
   PumpLocked();
@@ -144,8 +140,7 @@ void JobWatchReactor::OnWriteDone(bool ok) {
 
 void JobWatchReactor::OnCancel() {
   absl::MutexLock lock(&listener_->mu);
-  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
-                            "watch cancelled by the client"));
+  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled by the client"));
 }
 
 void JobWatchReactor::OnDone() {

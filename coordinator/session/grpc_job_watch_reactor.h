@@ -28,8 +28,8 @@ namespace ddp::session {
 
 class JobWatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
-  JobWatchReactor(RendezvousService& rendezvous,
-                  const v1::WatchJobRequest& request, int catch_up_page);
+  JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJobRequest& request,
+                  int catch_up_page);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -47,8 +47,7 @@ class JobWatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(listener_->mu);
   // Refills pending_ from the retained events, then from the hub.
   absl::Status RefillLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(listener_->mu);
-  void FinishLocked(const grpc::Status& status)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(listener_->mu);
+  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(listener_->mu);
 
   RendezvousService& rendezvous_;
   const std::string job_id_;

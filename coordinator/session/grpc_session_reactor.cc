@@ -98,9 +98,9 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
     case v1::AgentMessage::kHeartbeat: {
       const v1::Heartbeat& m = message.heartbeat();
       if (m.workers_size() > limits.max_nproc_per_node) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("heartbeat lists ", m.workers_size(),
-                         " workers; the limit is ", limits.max_nproc_per_node));
+        return absl::InvalidArgumentError(absl::StrCat("heartbeat lists ", m.workers_size(),
+                                                       " workers; the limit is ",
+                                                       limits.max_nproc_per_node));
       }
       absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
       if (!ref.ok()) return ref.status();
@@ -110,14 +110,12 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       const v1::WorkerExited& m = message.worker_exited();
       absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
       if (!ref.ok()) return ref.status();
-      absl::StatusOr<rendezvous::WorkerExit> exit =
-          WorkerExitFromProto(m, limits);
+      absl::StatusOr<rendezvous::WorkerExit> exit = WorkerExitFromProto(m, limits);
       if (!exit.ok()) return exit.status();
       return registry.WorkerExited(*ref, *exit);
     }
     case v1::AgentMessage::kWorkersStopped: {
-      absl::StatusOr<rendezvous::NodeRef> ref =
-          CheckHeader(message.workers_stopped().header());
+      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(message.workers_stopped().header());
       if (!ref.ok()) return ref.status();
       return registry.WorkersStopped(*ref);
     }
@@ -125,14 +123,12 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       const v1::MasterInfo& m = message.master_info();
       absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
       if (!ref.ok()) return ref.status();
-      absl::StatusOr<rendezvous::MasterInfo> info =
-          MasterInfoFromProto(m, limits);
+      absl::StatusOr<rendezvous::MasterInfo> info = MasterInfoFromProto(m, limits);
       if (!info.ok()) return info.status();
       return registry.ReportMasterInfo(*ref, *info);
     }
     case v1::AgentMessage::kLeave: {
-      absl::StatusOr<rendezvous::NodeRef> ref =
-          CheckHeader(message.leave().header());
+      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(message.leave().header());
       if (!ref.ok()) return ref.status();
       absl::Status status = registry.Leave(*ref);
       // UNAVAILABLE: removed in memory, not yet durable; the node is gone.
@@ -141,8 +137,7 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
         // The stream ends (the agent's acknowledgement) once the departure
         // is durable.
         std::shared_ptr<Sink> sink = sink_;
-        registry.WhenDurable(registry.DurabilityMark(),
-                             [sink] { sink->Close(absl::OkStatus()); });
+        registry.WhenDurable(registry.DurabilityMark(), [sink] { sink->Close(absl::OkStatus()); });
         return absl::OkStatus();
       }
       DDP_LOG(INFO) << "node " << node_id_ << " left job " << job_id_ << ": "
@@ -174,8 +169,7 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
   // can miss this stream.
   SessionRouter& router = rendezvous_.router();
   router.Attach(request->job_id, request->node_id, request->incarnation, sink_);
-  absl::StatusOr<rendezvous::RegisterResult> result =
-      rendezvous_.registry().Register(*request);
+  absl::StatusOr<rendezvous::RegisterResult> result = rendezvous_.registry().Register(*request);
   if (!result.ok()) {
     router.Detach(request->job_id, request->node_id, sink_.get());
     return result.status();
@@ -185,37 +179,31 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
   job_id_ = request->job_id;
   node_id_ = request->node_id;
   incarnation_ = request->incarnation;
-  for (const SessionRouter::SinkPtr& older :
-       router.Confirm(job_id_, node_id_, sink_.get())) {
+  for (const SessionRouter::SinkPtr& older : router.Confirm(job_id_, node_id_, sink_.get())) {
     older->Close(absl::AbortedError(absl::StrCat(
-        "node '", node_id_, "' of job '", job_id_,
-        "' was replaced by incarnation ", incarnation_,
-        result->resumed ? " (session resumed on a newer stream)" : "",
-        "; this stream is closed")));
+        "node '", node_id_, "' of job '", job_id_, "' was replaced by incarnation ", incarnation_,
+        result->resumed ? " (session resumed on a newer stream)" : "", "; this stream is closed")));
   }
   auto reply = std::make_shared<v1::CoordinatorMessage>();
   RegisteredToProto(*result, reply->mutable_registered());
   // Acknowledged only once the registration is durable (write-behind).
   rendezvous::JobRegistry& registry = rendezvous_.registry();
   std::shared_ptr<Sink> sink = sink_;
-  registry.WhenDurable(registry.DurabilityMark(), [sink, reply] {
-    sink->SendRegistered(std::move(*reply));
-  });
+  registry.WhenDurable(registry.DurabilityMark(),
+                       [sink, reply] { sink->SendRegistered(std::move(*reply)); });
   return absl::OkStatus();
 }
 
 absl::StatusOr<rendezvous::NodeRef> SessionReactor::CheckHeader(
     const v1::NodeHeader& header) const {
-  absl::StatusOr<rendezvous::NodeRef> ref =
-      NodeRefFromProto(header, rendezvous_.options().limits);
+  absl::StatusOr<rendezvous::NodeRef> ref = NodeRefFromProto(header, rendezvous_.options().limits);
   if (!ref.ok()) return ref.status();
-  if (ref->job_id != job_id_ || ref->node_id != node_id_ ||
-      ref->incarnation != incarnation_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "header names job '", rendezvous::Capped(ref->job_id), "' node '",
-        rendezvous::Capped(ref->node_id), "' incarnation ", ref->incarnation,
-        " but this stream registered job '", job_id_, "' node '", node_id_,
-        "' incarnation ", incarnation_));
+  if (ref->job_id != job_id_ || ref->node_id != node_id_ || ref->incarnation != incarnation_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header names job '", rendezvous::Capped(ref->job_id), "' node '",
+                     rendezvous::Capped(ref->node_id), "' incarnation ", ref->incarnation,
+                     " but this stream registered job '", job_id_, "' node '", node_id_,
+                     "' incarnation ", incarnation_));
   }
   return ref;
 }
@@ -247,10 +235,10 @@ void SessionReactor::Sink::Close(const absl::Status& status) {
 void SessionReactor::EnqueueLocked(v1::CoordinatorMessage message) {
   if (finished_) return;
   if (static_cast<int>(queue_.size()) >= options_.max_queued_messages) {
-    FinishLocked(ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
-        "the agent is not reading: ", queue_.size(),
-        " coordinator messages are queued, the limit; the stream is closed, "
-        "register again to resume"))));
+    FinishLocked(ToGrpcStatus(absl::ResourceExhaustedError(
+        absl::StrCat("the agent is not reading: ", queue_.size(),
+                     " coordinator messages are queued, the limit; the stream is closed, "
+                     "register again to resume"))));
     return;
   }
   queue_.push_back(std::move(message));
@@ -265,9 +253,9 @@ void SessionReactor::PumpLocked() {
       queue_.front(), &outgoing_, &own_buffer);
   queue_.pop_front();
   if (!serialized.ok()) {
-    FinishLocked(grpc::Status(grpc::StatusCode::INTERNAL,
-                              "cannot serialize a message to the agent: " +
-                                  serialized.error_message()));
+    FinishLocked(
+        grpc::Status(grpc::StatusCode::INTERNAL,
+                     "cannot serialize a message to the agent: " + serialized.error_message()));
     return;
   }
   writing_ = true;
@@ -295,8 +283,7 @@ void SessionReactor::OnWriteDone(bool ok) {
     return;
   }
   if (!ok) {
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
-                              "session stream broken while writing"));
+    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "session stream broken while writing"));
     return;
   }
   PumpLocked();
@@ -304,8 +291,7 @@ void SessionReactor::OnWriteDone(bool ok) {
 
 void SessionReactor::OnCancel() {
   absl::MutexLock lock(&sink_->mu);
-  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED,
-                            "session cancelled by the agent"));
+  FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "session cancelled by the agent"));
 }
 
 void SessionReactor::OnDone() {
@@ -313,14 +299,12 @@ void SessionReactor::OnDone() {
     absl::MutexLock lock(&sink_->mu);
     sink_->reactor_ = nullptr;
   }
-  const bool current =
-      attached_ && rendezvous_.router().Detach(job_id_, node_id_, sink_.get());
+  const bool current = attached_ && rendezvous_.router().Detach(job_id_, node_id_, sink_.get());
   if (registered_ && !left_ && current) {
     absl::Status status = rendezvous_.registry().StreamClosed(
         rendezvous::NodeRef{job_id_, node_id_, incarnation_, 0});
     if (!status.ok()) {
-      DDP_LOG(DEBUG) << "stream close of node " << node_id_ << ": "
-                     << status.message();
+      DDP_LOG(DEBUG) << "stream close of node " << node_id_ << ": " << status.message();
     }
   }
   open_streams_->fetch_sub(1);
@@ -333,8 +317,8 @@ GrpcSessionService::GrpcSessionService(RendezvousService& rendezvous,
                                        GrpcSessionServiceOptions options)
     : rendezvous_(rendezvous), options_(options) {}
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-GrpcSessionService::Session(grpc::CallbackServerContext* /*context*/) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GrpcSessionService::Session(
+    grpc::CallbackServerContext* /*context*/) {
   return new SessionReactor(rendezvous_, options_, &open_streams_);
 }
 

@@ -54,8 +54,7 @@ namespace ddp::session {
 // (gRPC's typed handler would report a clean end of stream).
 class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  SessionReactor(RendezvousService& rendezvous,
-                 const GrpcSessionServiceOptions& options,
+  SessionReactor(RendezvousService& rendezvous, const GrpcSessionServiceOptions& options,
                  std::atomic<int>* open_streams);
 
   void OnReadDone(bool ok) override;
@@ -82,15 +81,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   absl::Status Handle(const v1::AgentMessage& message);
   absl::Status HandleRegister(const v1::Register& message);
   // The header as a core NodeRef, checked against the registration.
-  absl::StatusOr<rendezvous::NodeRef> CheckHeader(
-      const v1::NodeHeader& header) const;
+  absl::StatusOr<rendezvous::NodeRef> CheckHeader(const v1::NodeHeader& header) const;
 
   // Write side.
-  void EnqueueLocked(v1::CoordinatorMessage message)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+  void EnqueueLocked(v1::CoordinatorMessage message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
-  void FinishLocked(const grpc::Status& status)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
+  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
 
   RendezvousService& rendezvous_;
   const GrpcSessionServiceOptions& options_;

@@ -24,8 +24,7 @@ struct GrpcSessionServiceOptions {
 class GrpcSessionService final
     : public v1::SessionService::WithRawCallbackMethod_Session<v1::SessionService::Service> {
  public:
-  GrpcSessionService(RendezvousService& rendezvous,
-                     GrpcSessionServiceOptions options);
+  GrpcSessionService(RendezvousService& rendezvous, GrpcSessionServiceOptions options);
 
   // Raw bytes: the reactor parses them (see SessionReactor).
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(

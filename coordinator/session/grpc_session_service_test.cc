@@ -20,16 +20,14 @@ class SessionServiceTest : public testing::JobServicesTest {
  protected:
   // Registers `n` agents node-0..node-(n-1) of `job` and waits for their
   // generation-1 assignments.
-  std::vector<FakeAgent*> StartJob(const std::string& job, int n,
-                                   const v1::JobSettings& settings) {
+  std::vector<FakeAgent*> StartJob(const std::string& job, int n, const v1::JobSettings& settings) {
     std::vector<FakeAgent*> agents;
     for (int i = 0; i < n; ++i) {
       FakeAgent& a = MakeAgent(job, "node-" + std::to_string(i), settings);
       EXPECT_TRUE(a.Register(kWait).ok());
       agents.push_back(&a);
     }
-    for (FakeAgent* a : agents)
-      EXPECT_TRUE(a->WaitForAssignment(1, kWait).ok());
+    for (FakeAgent* a : agents) EXPECT_TRUE(a->WaitForAssignment(1, kWait).ok());
     return agents;
   }
 };
@@ -202,8 +200,8 @@ TEST_F(SessionServiceTest, NewerIncarnationAfterCrash_ReplacesOlder) {
   old_agent.Disconnect();
   FakeAgent& new_agent = MakeAgent("dup", "n", FastSettings(1, 2), 2);
   absl::StatusOr<v1::Registered> registered = new_agent.Register(kWait);
-  for (int i = 0; i < 50 && !registered.ok() &&
-                  registered.status().code() == absl::StatusCode::kAlreadyExists;
+  for (int i = 0;
+       i < 50 && !registered.ok() && registered.status().code() == absl::StatusCode::kAlreadyExists;
        ++i) {
     // The coordinator may not have seen the broken stream yet.
     absl::SleepFor(absl::Milliseconds(100));

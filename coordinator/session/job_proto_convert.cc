@@ -21,12 +21,10 @@ int64_t ToUnixMs(absl::Time t) {
   return absl::ToUnixMillis(t);
 }
 
-absl::Status CheckLength(const std::string& value, size_t limit,
-                         const char* what) {
+absl::Status CheckLength(const std::string& value, size_t limit, const char* what) {
   if (value.size() <= limit) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, " '", rendezvous::Capped(value), "' is ", value.size(),
-                   " bytes; the limit is ", limit));
+  return absl::InvalidArgumentError(absl::StrCat(what, " '", rendezvous::Capped(value), "' is ",
+                                                 value.size(), " bytes; the limit is ", limit));
 }
 
 absl::Status CheckIds(const std::string& job_id, const std::string& node_id,
@@ -107,9 +105,8 @@ absl::StatusOr<JobState> JobStateFromProto(v1::JobState state) {
     case v1::CANCELLED:
       return JobState::kCancelled;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("job state ", static_cast<int>(state),
-                       " is not a state; use WAITING..CANCELLED"));
+      return absl::InvalidArgumentError(absl::StrCat("job state ", static_cast<int>(state),
+                                                     " is not a state; use WAITING..CANCELLED"));
   }
 }
 
@@ -158,15 +155,14 @@ void JobEventToProto(const rendezvous::JobEvent& e, v1::JobEvent* proto) {
   proto->set_generation(e.generation);
   proto->set_message(e.message);
   if (e.failure) FailureToProto(*e.failure, proto->mutable_failure());
-  static_assert(static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
-                    static_cast<int>(rendezvous::RestartCause::kWorkerFailure) ==
-                        v1::WORKER_FAILURE,
-                "RestartCause numbers are jobs.proto's");
+  static_assert(
+      static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
+          static_cast<int>(rendezvous::RestartCause::kWorkerFailure) == v1::WORKER_FAILURE,
+      "RestartCause numbers are jobs.proto's");
   proto->set_restart_cause(static_cast<v1::RestartCause>(e.restart_cause));
 }
 
-void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now,
-                      v1::Job* proto) {
+void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* proto) {
   proto->set_job_id(s.job_id);
   SettingsToProto(s.settings, proto->mutable_settings());
   proto->set_state(JobStateToProto(s.state));
@@ -179,9 +175,8 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now,
   for (const rendezvous::NodeStatus& n : s.nodes) {
     if (n.group_rank >= 0) members.push_back(&n);
   }
-  std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
-    return a->group_rank < b->group_rank;
-  });
+  std::sort(members.begin(), members.end(),
+            [](const auto* a, const auto* b) { return a->group_rank < b->group_rank; });
   bool contiguous = true;
   for (size_t i = 0; i < members.size(); ++i) {
     contiguous = contiguous && members[i]->group_rank == static_cast<int>(i);
@@ -192,8 +187,7 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now,
     m->set_address(n.address);
     m->set_nproc(n.nproc);
     m->set_group_rank(n.group_rank);
-    m->set_heartbeat_age_ms(
-        n.last_heartbeat == absl::Time() ? -1 : ToMs(now - n.last_heartbeat));
+    m->set_heartbeat_age_ms(n.last_heartbeat == absl::Time() ? -1 : ToMs(now - n.last_heartbeat));
     m->set_connected(n.connected);
   };
   int64_t offset = 0;
@@ -226,14 +220,12 @@ absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
   absl::Status status = CheckIds(proto.job_id(), proto.node_id(), limits);
   if (status.ok()) {
     status =
-        CheckLength(proto.address(),
-                    static_cast<size_t>(limits.max_address_length), "address");
+        CheckLength(proto.address(), static_cast<size_t>(limits.max_address_length), "address");
   }
   if (status.ok()) status = CheckLength(proto.token(), kMaxTokenBytes, "token");
   if (status.ok()) status = CheckLength(proto.role(), 64, "role");
   if (status.ok()) {
-    status = CheckLength(proto.agent_version(), kMaxAgentVersionBytes,
-                         "agent version");
+    status = CheckLength(proto.agent_version(), kMaxAgentVersionBytes, "agent version");
   }
   if (!status.ok()) return status;
   rendezvous::RegisterRequest r;
@@ -248,16 +240,16 @@ absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
   return r;
 }
 
-absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(
-    const v1::NodeHeader& proto, const rendezvous::RendezvousLimits& limits) {
+absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(const v1::NodeHeader& proto,
+                                                     const rendezvous::RendezvousLimits& limits) {
   absl::Status status = CheckIds(proto.job_id(), proto.node_id(), limits);
   if (!status.ok()) return status;
   if (proto.generation() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("header generation ", proto.generation(), " is negative"));
   }
-  return rendezvous::NodeRef{proto.job_id(), proto.node_id(),
-                             proto.incarnation(), proto.generation()};
+  return rendezvous::NodeRef{proto.job_id(), proto.node_id(), proto.incarnation(),
+                             proto.generation()};
 }
 
 absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
@@ -276,9 +268,7 @@ absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
   if (exit.hang && exit.error_message.empty()) {
     exit.error_message = "hang: the worker stopped touching its heartbeat file";
   }
-  exit.time = proto.time_unix_ms() > 0
-                  ? absl::FromUnixMillis(proto.time_unix_ms())
-                  : absl::Time();
+  exit.time = proto.time_unix_ms() > 0 ? absl::FromUnixMillis(proto.time_unix_ms()) : absl::Time();
   return exit;
 }
 
@@ -286,13 +276,12 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
     const v1::MasterInfo& proto, const rendezvous::RendezvousLimits& limits) {
   const size_t id_size = proto.nccl_unique_id().size();
   if (id_size != 0 && id_size != rendezvous::kNcclUniqueIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "NCCL unique id is ", id_size, " bytes; it must be ",
-        rendezvous::kNcclUniqueIdBytes, " (ncclGetUniqueId) or empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("NCCL unique id is ", id_size, " bytes; it must be ",
+                     rendezvous::kNcclUniqueIdBytes, " (ncclGetUniqueId) or empty"));
   }
   absl::Status status = CheckLength(
-      proto.master_addr(), static_cast<size_t>(limits.max_address_length),
-      "master address");
+      proto.master_addr(), static_cast<size_t>(limits.max_address_length), "master address");
   if (!status.ok()) return status;
   rendezvous::MasterInfo info;
   info.master_addr = proto.master_addr();
@@ -301,16 +290,15 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
   return info;
 }
 
-void RegisteredToProto(const rendezvous::RegisterResult& r,
-                       v1::Registered* proto) {
+void RegisteredToProto(const rendezvous::RegisterResult& r, v1::Registered* proto) {
   SettingsToProto(r.settings, proto->mutable_settings());
   proto->set_state(JobStateToProto(r.state));
   proto->set_generation(r.generation);
   // The core says only "member of the current generation" or "waiting". A
   // node waiting while the rendezvous is open is a candidate of the next
   // generation (MEMBER); waiting in any other state means a spare.
-  const bool member = r.role == rendezvous::NodeRole::kMember ||
-                      r.state == rendezvous::JobState::kWaiting;
+  const bool member =
+      r.role == rendezvous::NodeRole::kMember || r.state == rendezvous::JobState::kWaiting;
   proto->set_role(member ? v1::MEMBER : v1::SPARE);
   proto->set_created_job(r.created_job);
   proto->set_resumed(r.resumed);
@@ -360,8 +348,7 @@ struct BodyToProto {
 
 }  // namespace
 
-void OutboundToProto(const rendezvous::MessageBody& body,
-                     v1::CoordinatorMessage* proto) {
+void OutboundToProto(const rendezvous::MessageBody& body, v1::CoordinatorMessage* proto) {
   std::visit(BodyToProto{proto}, body);
 }
 

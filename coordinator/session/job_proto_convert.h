@@ -29,8 +29,7 @@ namespace ddp::session {
 // (max_nodes: min_nodes; max_restarts stays 0). Validation
 // (ValidateJobSettings) is the core's job.
 rendezvous::JobSettings SettingsFromProto(const v1::JobSettings& proto);
-void SettingsToProto(const rendezvous::JobSettings& settings,
-                     v1::JobSettings* proto);
+void SettingsToProto(const rendezvous::JobSettings& settings, v1::JobSettings* proto);
 
 v1::JobState JobStateToProto(rendezvous::JobState state);
 // Possible errors: INVALID_ARGUMENT for JOB_STATE_UNSPECIFIED or an unknown
@@ -46,8 +45,7 @@ void JobEventToProto(const rendezvous::JobEvent& event, v1::JobEvent* proto);
 // the prefix sum of the members' process counts in group-rank order (the rank
 // table's rule) when the members form ranks 0..n-1 without a gap, -1
 // otherwise (a member left and the next generation is not formed yet).
-void JobStatusToProto(const rendezvous::JobStatus& status, absl::Time now,
-                      v1::Job* proto);
+void JobStatusToProto(const rendezvous::JobStatus& status, absl::Time now, v1::Job* proto);
 
 // ---- session.proto: agent -> coordinator ----
 
@@ -56,8 +54,8 @@ void JobStatusToProto(const rendezvous::JobStatus& status, absl::Time now,
 absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
     const v1::Register& proto, const rendezvous::RendezvousLimits& limits);
 // Possible errors: INVALID_ARGUMENT (id too long, negative generation).
-absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(
-    const v1::NodeHeader& proto, const rendezvous::RendezvousLimits& limits);
+absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(const v1::NodeHeader& proto,
+                                                     const rendezvous::RendezvousLimits& limits);
 // The error message is truncated to limits.max_message_length. A hang keeps
 // its flag, with exit code and signal 0 (it had not exited), and a message
 // that says so when the agent sent none. Possible errors: none today
@@ -73,10 +71,8 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
 
 // role: MEMBER for a member of the current generation or a node waiting in an
 // open rendezvous (a candidate of the next one), SPARE otherwise.
-void RegisteredToProto(const rendezvous::RegisterResult& result,
-                       v1::Registered* proto);
-void OutboundToProto(const rendezvous::MessageBody& body,
-                     v1::CoordinatorMessage* proto);
+void RegisteredToProto(const rendezvous::RegisterResult& result, v1::Registered* proto);
+void OutboundToProto(const rendezvous::MessageBody& body, v1::CoordinatorMessage* proto);
 
 // Longest token / agent version accepted in Register.
 inline constexpr size_t kMaxTokenBytes = 1024;

@@ -33,8 +33,7 @@ TEST(SettingsFromProto, MillisecondsBecomeDurations_RoundTrip) {
 TEST(JobStateFromProto, Unspecified_InvalidArgument) {
   EXPECT_EQ(JobStateFromProto(v1::JOB_STATE_UNSPECIFIED).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(*JobStateFromProto(v1::RESTARTING),
-            rendezvous::JobState::kRestarting);
+  EXPECT_EQ(*JobStateFromProto(v1::RESTARTING), rendezvous::JobState::kRestarting);
   EXPECT_EQ(JobStateToProto(rendezvous::JobState::kCancelled), v1::CANCELLED);
 }
 
@@ -43,8 +42,7 @@ TEST(MasterInfoFromProto, NcclIdSizes_OnlyEmptyOr128Accepted) {
   v1::MasterInfo proto;
   proto.set_master_port(29500);
   proto.set_nccl_unique_id(std::string(128, 'a'));
-  absl::StatusOr<rendezvous::MasterInfo> info =
-      MasterInfoFromProto(proto, limits);
+  absl::StatusOr<rendezvous::MasterInfo> info = MasterInfoFromProto(proto, limits);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->nccl_unique_id.size(), 128u);
   EXPECT_EQ(info->master_port, 29500);
@@ -71,8 +69,7 @@ TEST(RegisterFromProto, OversizedFields_InvalidArgumentNamingTheField) {
   proto.set_node_id("node");
   proto.set_incarnation(7);
   proto.set_address("10.0.0.1");
-  absl::StatusOr<rendezvous::RegisterRequest> r =
-      RegisterFromProto(proto, limits);
+  absl::StatusOr<rendezvous::RegisterRequest> r = RegisterFromProto(proto, limits);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->incarnation, 7u);
   EXPECT_FALSE(r->settings.has_value());
@@ -84,12 +81,10 @@ TEST(RegisterFromProto, OversizedFields_InvalidArgumentNamingTheField) {
 
   v1::Register long_job = proto;
   long_job.set_job_id(std::string(254, 'j'));
-  EXPECT_THAT(RegisterFromProto(long_job, limits).status().message(),
-              HasSubstr("job id"));
+  EXPECT_THAT(RegisterFromProto(long_job, limits).status().message(), HasSubstr("job id"));
   v1::Register long_token = proto;
   long_token.set_token(std::string(kMaxTokenBytes + 1, 't'));
-  EXPECT_THAT(RegisterFromProto(long_token, limits).status().message(),
-              HasSubstr("token"));
+  EXPECT_THAT(RegisterFromProto(long_token, limits).status().message(), HasSubstr("token"));
 }
 
 TEST(NodeRefFromProto, NegativeGeneration_InvalidArgument) {
@@ -98,8 +93,7 @@ TEST(NodeRefFromProto, NegativeGeneration_InvalidArgument) {
   header.set_node_id("n");
   header.set_incarnation(3);
   header.set_generation(-1);
-  EXPECT_EQ(NodeRefFromProto(header, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NodeRefFromProto(header, {}).status().code(), absl::StatusCode::kInvalidArgument);
   header.set_generation(4);
   absl::StatusOr<rendezvous::NodeRef> ref = NodeRefFromProto(header, {});
   ASSERT_TRUE(ref.ok());

@@ -4,18 +4,17 @@
 
 namespace ddp::session {
 
-absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(
-    const Clock& clock, rendezvous::JobStateStore* store,
-    JobServicesOptions options) {
+absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& clock,
+                                                                 rendezvous::JobStateStore* store,
+                                                                 JobServicesOptions options) {
   absl::StatusOr<std::unique_ptr<RendezvousService>> rendezvous =
       RendezvousService::Create(clock, store, options.rendezvous);
   if (!rendezvous.ok()) return rendezvous.status();
   std::unique_ptr<JobServices> services(new JobServices());
   services->rendezvous_ = std::move(*rendezvous);
-  services->session_service_ = std::make_unique<GrpcSessionService>(
-      *services->rendezvous_, options.session);
-  services->job_service_ =
-      std::make_unique<GrpcJobService>(*services->rendezvous_, options.jobs);
+  services->session_service_ =
+      std::make_unique<GrpcSessionService>(*services->rendezvous_, options.session);
+  services->job_service_ = std::make_unique<GrpcJobService>(*services->rendezvous_, options.jobs);
   return services;
 }
 
@@ -27,9 +26,9 @@ void JobServices::RegisterWith(grpc::ServerBuilder& builder) {
 }
 
 void JobServices::Shutdown() {
-  rendezvous_->router().CloseAll(absl::UnavailableError(
-      "the coordinator is shutting down; reconnect and register again with "
-      "the same incarnation to resume"));
+  rendezvous_->router().CloseAll(
+      absl::UnavailableError("the coordinator is shutting down; reconnect and register again with "
+                             "the same incarnation to resume"));
   rendezvous_->Shutdown();
 }
 

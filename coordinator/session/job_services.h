@@ -38,9 +38,9 @@ class JobServices {
  public:
   // `clock` and `store` (nullable: nothing persisted) must outlive the object.
   // Possible errors: RendezvousService::Create's.
-  static absl::StatusOr<std::unique_ptr<JobServices>> Create(
-      const Clock& clock, rendezvous::JobStateStore* store,
-      JobServicesOptions options);
+  static absl::StatusOr<std::unique_ptr<JobServices>> Create(const Clock& clock,
+                                                             rendezvous::JobStateStore* store,
+                                                             JobServicesOptions options);
   ~JobServices();
   JobServices(const JobServices&) = delete;
   JobServices& operator=(const JobServices&) = delete;

@@ -14,9 +14,9 @@ absl::StatusOr<JobWatchHub::WatchId> JobWatchHub::Watch(
     return absl::UnavailableError("the coordinator is shutting down");
   }
   if (static_cast<int>(watchers_.size()) >= options_.max_watchers) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the coordinator already serves ", watchers_.size(),
-                     " job watchers, the limit; retry later"));
+    return absl::ResourceExhaustedError(absl::StrCat("the coordinator already serves ",
+                                                     watchers_.size(),
+                                                     " job watchers, the limit; retry later"));
   }
   WatchId id = next_id_++;
   Watcher& w = watchers_[id];
@@ -26,8 +26,7 @@ absl::StatusOr<JobWatchHub::WatchId> JobWatchHub::Watch(
   return id;
 }
 
-absl::Status JobWatchHub::Take(WatchId id,
-                               std::vector<rendezvous::JobEvent>* events) {
+absl::Status JobWatchHub::Take(WatchId id, std::vector<rendezvous::JobEvent>* events) {
   absl::MutexLock lock(&mu_);
   auto it = watchers_.find(id);
   if (it == watchers_.end()) {
@@ -66,8 +65,7 @@ void JobWatchHub::Publish(const std::vector<rendezvous::JobEvent>& events) {
           const int64_t resume = w.queue.front().index;
           w.queue.clear();
           w.ended = absl::ResourceExhaustedError(
-              absl::StrCat("job watcher fell behind by more than ",
-                           options_.max_queued_events,
+              absl::StrCat("job watcher fell behind by more than ", options_.max_queued_events,
                            " events; watch again from index ", resume));
           ready.push_back(w.listener);
           continue;

@@ -76,8 +76,7 @@ class JobWatchHub {
   WatchId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<WatchId, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   // Watch ids by job, so Publish touches only the job's watchers.
-  absl::flat_hash_map<std::string, std::vector<WatchId>> by_job_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::vector<WatchId>> by_job_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp::session

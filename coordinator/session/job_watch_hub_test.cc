@@ -18,8 +18,7 @@ class CountingListener final : public JobEventListener {
   std::atomic<int> ready{0};
 };
 
-std::vector<rendezvous::JobEvent> Events(const std::string& job, int first,
-                                         int count) {
+std::vector<rendezvous::JobEvent> Events(const std::string& job, int first, int count) {
   std::vector<rendezvous::JobEvent> events;
   for (int i = 0; i < count; ++i) {
     rendezvous::JobEvent e;
@@ -64,8 +63,7 @@ TEST(JobWatchHub, MaxWatchers_ResourceExhausted) {
   JobWatchHub hub({/*max_watchers=*/1, /*max_queued_events=*/8});
   auto listener = std::make_shared<CountingListener>();
   JobWatchHub::WatchId id = *hub.Watch("a", listener);
-  EXPECT_EQ(hub.Watch("a", listener).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(hub.Watch("a", listener).status().code(), absl::StatusCode::kResourceExhausted);
   hub.Cancel(id);
   EXPECT_EQ(hub.watcher_count(), 0);
   EXPECT_TRUE(hub.Watch("a", listener).ok());

@@ -10,19 +10,16 @@
 namespace ddp::session {
 namespace {
 
-void NameThisThread(const char* name) {
-  pthread_setname_np(pthread_self(), name);
-}
+void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
-    const Clock& clock, rendezvous::JobStateStore* store,
-    RendezvousServiceOptions options) {
+    const Clock& clock, rendezvous::JobStateStore* store, RendezvousServiceOptions options) {
   if (options.tick_interval <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tick_interval is ", absl::FormatDuration(options.tick_interval),
-        "; it must be positive (e.g. 100ms)"));
+    return absl::InvalidArgumentError(absl::StrCat("tick_interval is ",
+                                                   absl::FormatDuration(options.tick_interval),
+                                                   "; it must be positive (e.g. 100ms)"));
   }
   std::unique_ptr<RendezvousService> service(
       new RendezvousService(clock, store, std::move(options)));
@@ -32,8 +29,7 @@ absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
   return service;
 }
 
-RendezvousService::RendezvousService(const Clock& clock,
-                                     rendezvous::JobStateStore* store,
+RendezvousService::RendezvousService(const Clock& clock, rendezvous::JobStateStore* store,
                                      RendezvousServiceOptions options)
     : clock_(clock),
       options_(std::move(options)),
@@ -44,8 +40,7 @@ RendezvousService::RendezvousService(const Clock& clock,
   registry_options.limits = options_.limits;
   registry_options.on_outbox = [this] { OnOutbox(); };
   registry_options.on_pending = [this] { OnPending(); };
-  registry_ = std::make_unique<rendezvous::JobRegistry>(clock_, store,
-                                                        registry_options);
+  registry_ = std::make_unique<rendezvous::JobRegistry>(clock_, store, registry_options);
 }
 
 RendezvousService::~RendezvousService() { Shutdown(); }
@@ -68,11 +63,8 @@ void RendezvousService::OnPending() {
 
 void RendezvousService::WriterLoop() {
   NameThisThread("rdzv-writer");
-  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || writes_pending_;
-  };
-  auto stopping = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || writes_pending_; };
+  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
   while (true) {
     bool stop = false;
     {
@@ -91,8 +83,7 @@ void RendezvousService::WriterLoop() {
       }
       DDP_LOG_EVERY_N_SEC(WARNING, 10) << status.message();
       absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
-                               options_.write_retry_interval)) {
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.write_retry_interval)) {
         return;  // what is not durable was never acknowledged
       }
     }
@@ -102,13 +93,11 @@ void RendezvousService::WriterLoop() {
 
 void RendezvousService::TickerLoop() {
   NameThisThread("rdzv-ticker");
-  auto stopping = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
-                               options_.tick_interval)) {
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.tick_interval)) {
         return;
       }
     }
@@ -142,9 +131,9 @@ void RendezvousService::Drain() {
     if (outbox.empty()) return;
     for (const rendezvous::OutboundMessage& message : outbox.messages) {
       if (!router_.Route(message)) {
-        DDP_LOG(DEBUG) << "no session of node " << message.node_id
-                       << " incarnation " << message.incarnation << " in job "
-                       << message.job_id << "; message dropped";
+        DDP_LOG(DEBUG) << "no session of node " << message.node_id << " incarnation "
+                       << message.incarnation << " in job " << message.job_id
+                       << "; message dropped";
       }
     }
     if (!outbox.events.empty()) {

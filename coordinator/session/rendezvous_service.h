@@ -61,8 +61,7 @@ class RendezvousService {
   // Possible errors: INVALID_ARGUMENT (tick_interval <= 0), and
   // JobRegistry::Restore's (UNAVAILABLE, DATA_LOSS).
   static absl::StatusOr<std::unique_ptr<RendezvousService>> Create(
-      const Clock& clock, rendezvous::JobStateStore* store,
-      RendezvousServiceOptions options);
+      const Clock& clock, rendezvous::JobStateStore* store, RendezvousServiceOptions options);
   ~RendezvousService();
   RendezvousService(const RendezvousService&) = delete;
   RendezvousService& operator=(const RendezvousService&) = delete;

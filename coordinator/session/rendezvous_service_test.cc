@@ -22,9 +22,7 @@ class RecordingSink final : public SessionSink {
   }
   void Close(const absl::Status&) override {}
   bool WaitForCount(size_t n) {
-    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-      return messages.size() >= n;
-    };
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return messages.size() >= n; };
     absl::MutexLock lock(&mu);
     return mu.AwaitWithTimeout(absl::Condition(&enough), kWait);
   }
@@ -52,8 +50,7 @@ rendezvous::JobSettings Settings() {
   return s;
 }
 
-std::unique_ptr<RendezvousService> Make(FakeClock& clock,
-                                        rendezvous::JobStateStore* store) {
+std::unique_ptr<RendezvousService> Make(FakeClock& clock, rendezvous::JobStateStore* store) {
   RendezvousServiceOptions options;
   options.tick_interval = absl::Milliseconds(5);
   auto service = RendezvousService::Create(clock, store, options);
@@ -78,8 +75,7 @@ TEST(RendezvousService, LastCallTimeout_TickerClosesRendezvous_MessageRouted) {
   clock.Advance(absl::Seconds(6));
   ASSERT_TRUE(sink->WaitForCount(1));
   absl::MutexLock lock(&sink->mu);
-  const auto* request_info =
-      std::get_if<rendezvous::RequestMasterInfo>(&sink->messages[0].body);
+  const auto* request_info = std::get_if<rendezvous::RequestMasterInfo>(&sink->messages[0].body);
   ASSERT_NE(request_info, nullptr);
   EXPECT_EQ(request_info->generation, 1);
 }
@@ -92,8 +88,7 @@ TEST(RendezvousService, Events_PublishedToWatchers) {
   ASSERT_TRUE(service->registry().CreateJob("job", Settings()).ok());
   {
     absl::MutexLock lock(&listener->mu);
-    ASSERT_TRUE(listener->mu.AwaitWithTimeout(absl::Condition(&listener->ready),
-                                              kWait));
+    ASSERT_TRUE(listener->mu.AwaitWithTimeout(absl::Condition(&listener->ready), kWait));
   }
   std::vector<rendezvous::JobEvent> events;
   ASSERT_TRUE(service->watch_hub().Take(id, &events).ok());
@@ -136,8 +131,7 @@ TEST(RendezvousService, Restart_RestoresJobsFromStore) {
     ASSERT_TRUE(first->registry().CreateJob("kept", Settings()).ok());
   }
   std::unique_ptr<RendezvousService> second = Make(clock, &store);
-  absl::StatusOr<rendezvous::JobStatus> job =
-      second->registry().GetJob("kept", false);
+  absl::StatusOr<rendezvous::JobStatus> job = second->registry().GetJob("kept", false);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->settings, Settings());
 }

@@ -55,8 +55,8 @@ int RunClients(int n, const std::string& target) {
     options.incarnation = 1;
     options.settings = settings;
     options.heartbeat_interval = absl::Seconds(1);
-    agents.push_back(std::make_unique<FakeAgent>(
-        ddp::session::testing::MakeDedicatedChannel(target), options));
+    agents.push_back(
+        std::make_unique<FakeAgent>(ddp::session::testing::MakeDedicatedChannel(target), options));
     if (!agents.back()->Register(absl::Seconds(30)).ok()) return 1;
   }
   for (auto& a : agents) {
@@ -78,19 +78,16 @@ int main(int argc, char** argv) {
   }
   int n = 256;
   if (argc > 1 && !absl::SimpleAtoi(argv[1], &n)) return 3;
-  auto services =
-      ddp::session::JobServices::Create(ddp::RealClock::Get(), nullptr, {});
+  auto services = ddp::session::JobServices::Create(ddp::RealClock::Get(), nullptr, {});
   if (!services.ok()) return 4;
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   (*services)->RegisterWith(builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   // Warm up gRPC's allocations with one session first.
   const std::string target = absl::StrCat("127.0.0.1:", port);
-  const std::string command =
-      absl::StrCat("/proc/", getpid(), "/exe --clients ");
+  const std::string command = absl::StrCat("/proc/", getpid(), "/exe --clients ");
   {
     FILE* warm = popen((command + "1 " + target).c_str(), "w");
     while ((*services)->rendezvous().router().session_count() < 1) {
@@ -99,20 +96,14 @@ int main(int argc, char** argv) {
     absl::SleepFor(absl::Milliseconds(200));
     pclose(warm);
   }
-  (*services)
-      ->rendezvous()
-      .registry()
-      .CancelJob("mem", "warm-up")
-      .IgnoreError();
+  (*services)->rendezvous().registry().CancelJob("mem", "warm-up").IgnoreError();
   (*services)->rendezvous().registry().RemoveJob("mem").IgnoreError();
   absl::SleepFor(absl::Milliseconds(200));
   const int64_t rss_before = RssKb();
   const size_t heap_before = mallinfo2().uordblks;
-  FILE* clients =
-      popen((command + std::to_string(n) + " " + target).c_str(), "w");
+  FILE* clients = popen((command + std::to_string(n) + " " + target).c_str(), "w");
   absl::Time deadline = absl::Now() + absl::Seconds(120);
-  while ((*services)->rendezvous().router().session_count() < n &&
-         absl::Now() < deadline) {
+  while ((*services)->rendezvous().router().session_count() < n && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   absl::SleepFor(absl::Milliseconds(500));  // let the assignments settle
@@ -121,11 +112,8 @@ int main(int argc, char** argv) {
   const int sessions = (*services)->rendezvous().router().session_count();
   std::cout << "sessions " << sessions << "\n"
             << "heap per session: "
-            << (static_cast<double>(heap_after) - heap_before) / sessions /
-                   1024.0
-            << " KiB\n"
-            << "rss per session: "
-            << (static_cast<double>(rss_after) - rss_before) / sessions
+            << (static_cast<double>(heap_after) - heap_before) / sessions / 1024.0 << " KiB\n"
+            << "rss per session: " << (static_cast<double>(rss_after) - rss_before) / sessions
             << " KiB" << std::endl;
   fputs("\n", clients);
   pclose(clients);

@@ -2,18 +2,16 @@
 
 namespace ddp::session {
 
-void SessionRouter::Attach(const std::string& job_id,
-                           const std::string& node_id,
+void SessionRouter::Attach(const std::string& job_id, const std::string& node_id,
                            rendezvous::Incarnation incarnation, SinkPtr sink) {
   absl::MutexLock lock(&mu_);
-  sessions_[Key(job_id, node_id)].push_back(
-      Session{incarnation, std::move(sink)});
+  sessions_[Key(job_id, node_id)].push_back(Session{incarnation, std::move(sink)});
   ++session_count_;
 }
 
-std::vector<SessionRouter::SinkPtr> SessionRouter::Confirm(
-    const std::string& job_id, const std::string& node_id,
-    const SessionSink* sink) {
+std::vector<SessionRouter::SinkPtr> SessionRouter::Confirm(const std::string& job_id,
+                                                           const std::string& node_id,
+                                                           const SessionSink* sink) {
   std::vector<SinkPtr> displaced;
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(Key(job_id, node_id));
@@ -35,8 +33,7 @@ std::vector<SessionRouter::SinkPtr> SessionRouter::Confirm(
   return displaced;
 }
 
-bool SessionRouter::Detach(const std::string& job_id,
-                           const std::string& node_id,
+bool SessionRouter::Detach(const std::string& job_id, const std::string& node_id,
                            const SessionSink* sink) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(Key(job_id, node_id));

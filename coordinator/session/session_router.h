@@ -57,13 +57,11 @@ class SessionRouter {
   // The core accepted the registration of `sink`: every other session of
   // (job, node) is detached and returned (the caller closes them). Empty when
   // `sink` is no longer attached.
-  std::vector<SinkPtr> Confirm(const std::string& job_id,
-                               const std::string& node_id,
+  std::vector<SinkPtr> Confirm(const std::string& job_id, const std::string& node_id,
                                const SessionSink* sink);
   // Removes `sink`. Returns whether it was still attached (false when a newer
   // session displaced it through Confirm).
-  bool Detach(const std::string& job_id, const std::string& node_id,
-              const SessionSink* sink);
+  bool Detach(const std::string& job_id, const std::string& node_id, const SessionSink* sink);
 
   // Delivers to the newest session of (job, node) with the message's
   // incarnation; returns false (and counts a drop) when there is none.

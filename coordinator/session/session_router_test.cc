@@ -33,8 +33,7 @@ class FakeSink final : public SessionSink {
   absl::Status closed_ ABSL_GUARDED_BY(mu_);
 };
 
-rendezvous::OutboundMessage Message(const std::string& node,
-                                    rendezvous::Incarnation incarnation,
+rendezvous::OutboundMessage Message(const std::string& node, rendezvous::Incarnation incarnation,
                                     rendezvous::Generation generation) {
   rendezvous::OutboundMessage m;
   m.job_id = "job";
@@ -76,8 +75,7 @@ TEST(SessionRouter, Attach_TwoIncarnationsBeforeConfirm_BothReachable) {
   EXPECT_EQ(old_sink->delivered().size(), 1u);
   EXPECT_EQ(new_sink->delivered().size(), 1u);
 
-  std::vector<SessionRouter::SinkPtr> displaced =
-      router.Confirm("job", "a", new_sink.get());
+  std::vector<SessionRouter::SinkPtr> displaced = router.Confirm("job", "a", new_sink.get());
   ASSERT_EQ(displaced.size(), 1u);
   EXPECT_EQ(displaced[0].get(), old_sink.get());
   EXPECT_FALSE(router.Route(Message("a", 1, 2)));

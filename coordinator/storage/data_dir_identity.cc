@@ -75,9 +75,9 @@ absl::StatusOr<std::optional<std::string>> ReadIdentityFile(const std::string& p
   text << in.rdbuf();
   const std::string id(absl::StripAsciiWhitespace(text.str()));
   if (!LooksLikeIdentity(id)) {
-    return absl::DataLossError(absl::StrCat(
-        path, " does not hold a data dir identity (expected a UUID, found ",
-        text.str().size(), " bytes); restore it from a backup of this data dir"));
+    return absl::DataLossError(
+        absl::StrCat(path, " does not hold a data dir identity (expected a UUID, found ",
+                     text.str().size(), " bytes); restore it from a backup of this data dir"));
   }
   return std::optional<std::string>(id);
 }
@@ -121,9 +121,8 @@ absl::StatusOr<std::string> ReadStamp(SqliteDatabase& db) {
 
 absl::Status WriteStamp(SqliteDatabase& db, const std::string& id) {
   DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(db));
-  DDP_RETURN_IF_ERROR(db.Execute(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS ", kStampTable, " (id BLOB NOT NULL); DELETE FROM ",
-      kStampTable)));
+  DDP_RETURN_IF_ERROR(db.Execute(absl::StrCat("CREATE TABLE IF NOT EXISTS ", kStampTable,
+                                              " (id BLOB NOT NULL); DELETE FROM ", kStampTable)));
   DDP_ASSIGN_OR_RETURN(SqliteStatement insert,
                        db.Prepare(absl::StrCat("INSERT INTO ", kStampTable, " (id) VALUES (?)")));
   DDP_RETURN_IF_ERROR(insert.BindBlob(1, id));
@@ -148,40 +147,38 @@ std::string StartOver(const std::string& dir) {
 absl::Status CheckPresent(const std::string& dir, const DatabaseFile& file,
                           absl::string_view initialised_as) {
   if (!file.exists) {
-    return absl::DataLossError(absl::StrCat(file.path, " is missing, but ", dir,
-                                            " was initialised ", initialised_as,
-                                            ": the coordinator's state would start empty. ",
-                                            StartOver(dir)));
+    return absl::DataLossError(
+        absl::StrCat(file.path, " is missing, but ", dir, " was initialised ", initialised_as,
+                     ": the coordinator's state would start empty. ", StartOver(dir)));
   }
   if (file.size == 0) {
-    return absl::DataLossError(absl::StrCat(file.path, " is empty (0 bytes), but ", dir,
-                                            " was initialised ", initialised_as,
-                                            ": the coordinator's state would start empty. ",
-                                            StartOver(dir)));
+    return absl::DataLossError(absl::StrCat(
+        file.path, " is empty (0 bytes), but ", dir, " was initialised ", initialised_as,
+        ": the coordinator's state would start empty. ", StartOver(dir)));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckStamp(const DatabaseFile& file, const std::string& stamp,
-                        const std::string& id, const std::string& dir) {
+absl::Status CheckStamp(const DatabaseFile& file, const std::string& stamp, const std::string& id,
+                        const std::string& dir) {
   if (stamp == id) return absl::OkStatus();
   if (stamp.empty()) {
-    return absl::DataLossError(absl::StrCat(
-        file.path, " carries no data dir identity, but ", dir, " is data dir ", id,
-        ": the file does not belong to this data dir (copied in from elsewhere?). Put "
-        "this dir's own ",
-        file.name, " back; ", StartOver(dir)));
+    return absl::DataLossError(
+        absl::StrCat(file.path, " carries no data dir identity, but ", dir, " is data dir ", id,
+                     ": the file does not belong to this data dir (copied in from elsewhere?). Put "
+                     "this dir's own ",
+                     file.name, " back; ", StartOver(dir)));
   }
-  return absl::DataLossError(absl::StrCat(
-      file.path, " belongs to data dir ", stamp, ", but ", dir, " is data dir ", id,
-      ": it was copied in from another data dir. Put this dir's own ", file.name,
-      " back; ", StartOver(dir)));
+  return absl::DataLossError(
+      absl::StrCat(file.path, " belongs to data dir ", stamp, ", but ", dir, " is data dir ", id,
+                   ": it was copied in from another data dir. Put this dir's own ", file.name,
+                   " back; ", StartOver(dir)));
 }
 
 }  // namespace
 
-absl::StatusOr<std::string> EnsureDataDirIdentity(
-    const std::string& data_dir, const std::vector<std::string>& database_names) {
+absl::StatusOr<std::string> EnsureDataDirIdentity(const std::string& data_dir,
+                                                  const std::vector<std::string>& database_names) {
   std::vector<DatabaseFile> files;
   for (const std::string& name : database_names) {
     DatabaseFile file{name, absl::StrCat(data_dir, "/", name)};

@@ -33,8 +33,8 @@ namespace ddp::storage {
 
 // `database_names` are file names inside `data_dir` (e.g. "coordinator.db").
 // Returns the directory's identity.
-absl::StatusOr<std::string> EnsureDataDirIdentity(
-    const std::string& data_dir, const std::vector<std::string>& database_names);
+absl::StatusOr<std::string> EnsureDataDirIdentity(const std::string& data_dir,
+                                                  const std::vector<std::string>& database_names);
 
 // The file inside the data dir that holds the identity.
 inline constexpr char kIdentityFileName[] = "IDENTITY";

@@ -109,8 +109,7 @@ TEST(DataDirIdentityTest, EarlierReleaseWithOneDatabaseMissing_IsDataLoss) {
   WriteData(dir + "/jobs.db");
   auto id = EnsureDataDirIdentity(dir, kDatabases);
   ASSERT_EQ(id.status().code(), absl::StatusCode::kDataLoss) << id.status();
-  EXPECT_TRUE(absl::StrContains(id.status().message(), "coordinator.db is missing"))
-      << id.status();
+  EXPECT_TRUE(absl::StrContains(id.status().message(), "coordinator.db is missing")) << id.status();
 }
 
 TEST(DataDirIdentityTest, InterruptedInitialisation_IsFinished) {

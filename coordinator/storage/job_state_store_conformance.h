@@ -42,14 +42,12 @@ namespace conformance {
 
 // Every field as a tuple, so gtest compares and prints them.
 inline auto FieldsOf(const FailureInfo& f) {
-  return std::make_tuple(f.node_id, f.generation, f.local_rank, f.global_rank,
-                         f.exit_code, f.signal, f.message, f.time, f.hang,
-                         f.pid);
+  return std::make_tuple(f.node_id, f.generation, f.local_rank, f.global_rank, f.exit_code,
+                         f.signal, f.message, f.time, f.hang, f.pid);
 }
 inline auto FieldsOf(const NodeRecord& n) {
-  return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank,
-                         n.address, n.group_rank, n.global_rank_offset,
-                         n.join_seq);
+  return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank, n.address,
+                         n.group_rank, n.global_rank_offset, n.join_seq);
 }
 template <typename T>
 auto FieldsOf(const std::vector<T>& items) {
@@ -92,8 +90,8 @@ inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
   EXPECT_EQ(got.created, want.created);
 }
 
-inline FailureInfo Failure(std::string node_id, Generation generation,
-                           int exit_code, std::string message) {
+inline FailureInfo Failure(std::string node_id, Generation generation, int exit_code,
+                           std::string message) {
   FailureInfo f;
   f.node_id = std::move(node_id);
   f.generation = generation;
@@ -135,10 +133,8 @@ inline JobRecord FullRecord(const std::string& job_id) {
   r.root_cause = Hang("node-7", 3, 2147483647);  // the largest pid_t
   r.root_cause->time = absl::FromUnixNanos(1700000000123456789);
   r.finish_message = "not finished";
-  r.failures = {Failure("node-3", 1, 1, "first"),
-                Failure("node-1", 2, 0, "second: killed"),
-                Hang("node-5", 2, 77),
-                Failure("node-7", 3, 137, std::string("oom\0killed", 10))};
+  r.failures = {Failure("node-3", 1, 1, "first"), Failure("node-1", 2, 0, "second: killed"),
+                Hang("node-5", 2, 77), Failure("node-7", 3, 137, std::string("oom\0killed", 10))};
   r.excluded_nodes = {"bad-a", "bad-b", "bad-c"};
   r.master.master_addr = "10.0.0.7";
   r.master.master_port = 29500;
@@ -154,8 +150,7 @@ inline JobRecord FullRecord(const std::string& job_id) {
   return r;
 }
 
-inline NodeRecord Node(const std::string& node_id, int group_rank,
-                       Incarnation incarnation = 11) {
+inline NodeRecord Node(const std::string& node_id, int group_rank, Incarnation incarnation = 11) {
   NodeRecord n;
   n.node_id = node_id;
   n.incarnation = incarnation;
@@ -169,8 +164,7 @@ inline NodeRecord Node(const std::string& node_id, int group_rank,
 }
 
 // A batch that creates (or replaces) `record` and upserts `nodes`.
-inline JobChanges CreateJob(const JobRecord& record,
-                            std::vector<NodeRecord> nodes = {}) {
+inline JobChanges CreateJob(const JobRecord& record, std::vector<NodeRecord> nodes = {}) {
   JobChanges c;
   c.job_id = record.job_id;
   c.job = record;
@@ -179,8 +173,7 @@ inline JobChanges CreateJob(const JobRecord& record,
 }
 
 // A batch of node changes (and optional counters) to an existing job.
-inline JobChanges NodeChanges(const std::string& job_id,
-                              std::vector<NodeRecord> upserted,
+inline JobChanges NodeChanges(const std::string& job_id, std::vector<NodeRecord> upserted,
                               std::vector<std::string> removed = {}) {
   JobChanges c;
   c.job_id = job_id;
@@ -208,8 +201,7 @@ class JobStateStoreConformanceTest : public ::testing::Test {
 
   // Closes and reopens the storage; durable stores must keep everything.
   void Reopen() {
-    absl::StatusOr<std::unique_ptr<JobStateStore>> store =
-        factory_.Reopen(std::move(store_));
+    absl::StatusOr<std::unique_ptr<JobStateStore>> store = factory_.Reopen(std::move(store_));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(store).value();
   }
@@ -224,17 +216,13 @@ class JobStateStoreConformanceTest : public ::testing::Test {
     absl::StatusOr<std::vector<JobSnapshot>> all = store_->LoadAll();
     EXPECT_TRUE(all.ok()) << all.status();
     if (!all.ok()) return {};
-    std::sort(all->begin(), all->end(),
-              [](const JobSnapshot& a, const JobSnapshot& b) {
-                return a.job.job_id < b.job.job_id;
-              });
+    std::sort(all->begin(), all->end(), [](const JobSnapshot& a, const JobSnapshot& b) {
+      return a.job.job_id < b.job.job_id;
+    });
     for (JobSnapshot& snapshot : *all) {
       std::sort(snapshot.nodes.begin(), snapshot.nodes.end(),
-                [](const NodeRecord& a, const NodeRecord& b) {
-                  return a.node_id < b.node_id;
-                });
-      std::sort(snapshot.job.excluded_nodes.begin(),
-                snapshot.job.excluded_nodes.end());
+                [](const NodeRecord& a, const NodeRecord& b) { return a.node_id < b.node_id; });
+      std::sort(snapshot.job.excluded_nodes.begin(), snapshot.job.excluded_nodes.end());
     }
     return *std::move(all);
   }

@@ -17,11 +17,9 @@ namespace {
 class InMemoryFactory {
  public:
   absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
-    return std::unique_ptr<JobStateStore>(
-        std::make_unique<InMemoryJobStateStore>());
+    return std::unique_ptr<JobStateStore>(std::make_unique<InMemoryJobStateStore>());
   }
-  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(
-      std::unique_ptr<JobStateStore> store) {
+  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(std::unique_ptr<JobStateStore> store) {
     return store;
   }
 };
@@ -32,20 +30,17 @@ class SqliteFactory {
  public:
   SqliteFactory() {
     const char* root = getenv("TEST_TMPDIR");
-    std::string pattern =
-        std::string(root != nullptr ? root : "/tmp") + "/jobconfXXXXXX";
+    std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/jobconfXXXXXX";
     const char* dir = mkdtemp(pattern.data());
     EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << pattern;
     path_ = pattern + "/jobs.db";
   }
   absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
-    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store =
-        SqliteJobStateStore::Open(path_);
+    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store = SqliteJobStateStore::Open(path_);
     if (!store.ok()) return store.status();
     return std::unique_ptr<JobStateStore>(std::move(store).value());
   }
-  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(
-      std::unique_ptr<JobStateStore> store) {
+  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(std::unique_ptr<JobStateStore> store) {
     store.reset();
     return Open();
   }
@@ -54,10 +49,8 @@ class SqliteFactory {
   std::string path_;
 };
 
-INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, JobStateStoreConformanceTest,
-                               InMemoryFactory);
-INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, JobStateStoreConformanceTest,
-                               SqliteFactory);
+INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, JobStateStoreConformanceTest, InMemoryFactory);
+INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, JobStateStoreConformanceTest, SqliteFactory);
 
 }  // namespace
 }  // namespace ddp::rendezvous

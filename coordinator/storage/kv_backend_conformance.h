@@ -42,10 +42,9 @@ namespace ddp::kv {
 
 // Readable failure messages for the value types (bytes hex-escaped).
 inline void PrintTo(const KeyValue& kv, std::ostream* os) {
-  *os << "{ns='" << absl::CHexEscape(kv.ns) << "' key='"
-      << absl::CHexEscape(kv.key) << "' value='" << absl::CHexEscape(kv.value)
-      << "' create=" << kv.create_revision << " mod=" << kv.mod_revision
-      << " version=" << kv.version << " lease=" << kv.lease << "}";
+  *os << "{ns='" << absl::CHexEscape(kv.ns) << "' key='" << absl::CHexEscape(kv.key) << "' value='"
+      << absl::CHexEscape(kv.value) << "' create=" << kv.create_revision
+      << " mod=" << kv.mod_revision << " version=" << kv.version << " lease=" << kv.lease << "}";
 }
 inline void PrintTo(const Event& event, std::ostream* os) {
   *os << (event.type == EventType::kPut ? "PUT " : "DELETE ");
@@ -57,9 +56,8 @@ inline void PrintTo(const LeaseRecord& lease, std::ostream* os) {
 
 namespace conformance {
 
-inline KeyValue Kv(std::string ns, std::string key, std::string value,
-                   Revision create, Revision mod, int64_t version,
-                   LeaseId lease = 0) {
+inline KeyValue Kv(std::string ns, std::string key, std::string value, Revision create,
+                   Revision mod, int64_t version, LeaseId lease = 0) {
   KeyValue kv;
   kv.ns = std::move(ns);
   kv.key = std::move(key);
@@ -93,10 +91,9 @@ inline KvWriteBatch PutBatch(Revision revision, std::vector<KeyValue> kvs) {
 
 // A batch at `revision` putting one key with a fresh record (create = mod =
 // revision).
-inline KvWriteBatch PutOne(Revision revision, std::string ns, std::string key,
-                           std::string value) {
-  return PutBatch(revision, {Kv(std::move(ns), std::move(key), std::move(value),
-                                revision, revision, 1)});
+inline KvWriteBatch PutOne(Revision revision, std::string ns, std::string key, std::string value) {
+  return PutBatch(revision,
+                  {Kv(std::move(ns), std::move(key), std::move(value), revision, revision, 1)});
 }
 
 inline std::vector<KeyValue> SortedKeys(std::vector<KeyValue> keys) {
@@ -107,9 +104,8 @@ inline std::vector<KeyValue> SortedKeys(std::vector<KeyValue> keys) {
 }
 
 inline std::vector<LeaseRecord> SortedLeases(std::vector<LeaseRecord> leases) {
-  std::sort(
-      leases.begin(), leases.end(),
-      [](const LeaseRecord& a, const LeaseRecord& b) { return a.id < b.id; });
+  std::sort(leases.begin(), leases.end(),
+            [](const LeaseRecord& a, const LeaseRecord& b) { return a.id < b.id; });
   return leases;
 }
 
@@ -138,8 +134,7 @@ class KvBackendConformanceTest : public ::testing::Test {
 
   // Closes and reopens the storage; durable backends must keep everything.
   void Reopen() {
-    absl::StatusOr<std::unique_ptr<KvBackend>> backend =
-        factory_.Reopen(std::move(backend_));
+    absl::StatusOr<std::unique_ptr<KvBackend>> backend = factory_.Reopen(std::move(backend_));
     ASSERT_TRUE(backend.ok()) << backend.status();
     backend_ = std::move(backend).value();
   }
@@ -150,10 +145,9 @@ class KvBackendConformanceTest : public ::testing::Test {
     return state.ok() ? *std::move(state) : PersistedKvState{};
   }
 
-  std::vector<Event> MustRead(const std::string& ns, const std::string& prefix,
-                              Revision from, size_t max_events = 1000) {
-    absl::StatusOr<std::vector<Event>> events =
-        backend_->ReadEvents(ns, prefix, from, max_events);
+  std::vector<Event> MustRead(const std::string& ns, const std::string& prefix, Revision from,
+                              size_t max_events = 1000) {
+    absl::StatusOr<std::vector<Event>> events = backend_->ReadEvents(ns, prefix, from, max_events);
     EXPECT_TRUE(events.ok()) << events.status();
     return events.ok() ? *std::move(events) : std::vector<Event>{};
   }
@@ -162,10 +156,8 @@ class KvBackendConformanceTest : public ::testing::Test {
   // "k<revision>".
   void CommitRevisions(Revision first, Revision last) {
     for (Revision r = first; r <= last; ++r) {
-      ASSERT_TRUE(backend_
-                      ->Commit(conformance::PutOne(
-                          r, "ns", "k" + std::to_string(r), "v"))
-                      .ok());
+      ASSERT_TRUE(
+          backend_->Commit(conformance::PutOne(r, "ns", "k" + std::to_string(r), "v")).ok());
     }
   }
 

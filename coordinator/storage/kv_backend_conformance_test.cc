@@ -19,8 +19,7 @@ class InMemoryFactory {
   absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
     return std::unique_ptr<KvBackend>(std::make_unique<InMemoryKvBackend>());
   }
-  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(
-      std::unique_ptr<KvBackend> backend) {
+  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(std::unique_ptr<KvBackend> backend) {
     return backend;
   }
 };
@@ -31,8 +30,7 @@ class SqliteFactory {
  public:
   SqliteFactory() {
     const char* root = getenv("TEST_TMPDIR");
-    std::string pattern =
-        std::string(root != nullptr ? root : "/tmp") + "/kvconfXXXXXX";
+    std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/kvconfXXXXXX";
     const char* dir = mkdtemp(pattern.data());
     EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << pattern;
     path_ = pattern + "/kv.db";
@@ -45,8 +43,7 @@ class SqliteFactory {
     if (!backend.ok()) return backend.status();
     return std::unique_ptr<KvBackend>(std::move(backend).value());
   }
-  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(
-      std::unique_ptr<KvBackend> backend) {
+  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(std::unique_ptr<KvBackend> backend) {
     backend.reset();
     return Open();
   }
@@ -55,8 +52,7 @@ class SqliteFactory {
   std::string path_;
 };
 
-INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, KvBackendConformanceTest,
-                               InMemoryFactory);
+INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, KvBackendConformanceTest, InMemoryFactory);
 INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, KvBackendConformanceTest, SqliteFactory);
 
 }  // namespace

@@ -26,8 +26,7 @@ absl::Status InMemoryKvBackend::Commit(const KvWriteBatch& batch) {
   if (!status.ok()) return status;
   for (const KeyValue& kv : batch.upserts) keys_[{kv.ns, kv.key}] = kv;
   for (const auto& ref : batch.deletes) keys_.erase(ref);
-  for (const Event& event : batch.events)
-    events_by_ns_[event.kv.ns].push_back(event);
+  for (const Event& event : batch.events) events_by_ns_[event.kv.ns].push_back(event);
   for (const LeaseRecord& lease : batch.lease_grants) leases_[lease.id] = lease;
   for (LeaseId id : batch.lease_revokes) leases_.erase(id);
   if (batch.next_lease_id != 0) next_lease_id_ = batch.next_lease_id;
@@ -35,9 +34,10 @@ absl::Status InMemoryKvBackend::Commit(const KvWriteBatch& batch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Event>> InMemoryKvBackend::ReadEvents(
-    const std::string& ns, const std::string& prefix, Revision from_revision,
-    size_t max_events) {
+absl::StatusOr<std::vector<Event>> InMemoryKvBackend::ReadEvents(const std::string& ns,
+                                                                 const std::string& prefix,
+                                                                 Revision from_revision,
+                                                                 size_t max_events) {
   absl::MutexLock lock(&mu_);
   absl::Status status = CheckReadFrom(from_revision, compacted_revision_);
   if (!status.ok()) return status;
@@ -45,10 +45,9 @@ absl::StatusOr<std::vector<Event>> InMemoryKvBackend::ReadEvents(
   auto it = events_by_ns_.find(ns);
   if (it == events_by_ns_.end()) return out;
   const std::deque<Event>& events = it->second;
-  auto first = std::lower_bound(events.begin(), events.end(), from_revision,
-                                [](const Event& event, Revision revision) {
-                                  return event.revision() < revision;
-                                });
+  auto first = std::lower_bound(
+      events.begin(), events.end(), from_revision,
+      [](const Event& event, Revision revision) { return event.revision() < revision; });
   for (; first != events.end() && out.size() < max_events; ++first) {
     if (absl::StartsWith(first->kv.key, prefix)) out.push_back(*first);
   }
@@ -63,8 +62,7 @@ absl::Status InMemoryKvBackend::Compact(Revision revision) {
   compacted_revision_ = revision;
   for (auto it = events_by_ns_.begin(); it != events_by_ns_.end();) {
     std::deque<Event>& events = it->second;
-    while (!events.empty() && events.front().revision() <= revision)
-      events.pop_front();
+    while (!events.empty() && events.front().revision() <= revision) events.pop_front();
     it = events.empty() ? events_by_ns_.erase(it) : std::next(it);
   }
   return absl::OkStatus();

@@ -31,10 +31,8 @@ class InMemoryKvBackend final : public KvBackend {
   // then.
   absl::Status Commit(const KvWriteBatch& batch) override;
   // Possible errors: OUT_OF_RANGE if from_revision <= compacted revision.
-  absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& ns,
-                                                const std::string& prefix,
-                                                Revision from_revision,
-                                                size_t max_events) override;
+  absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& ns, const std::string& prefix,
+                                                Revision from_revision, size_t max_events) override;
   // Possible errors: INVALID_ARGUMENT if revision > last committed revision.
   absl::Status Compact(Revision revision) override;
 
@@ -43,8 +41,7 @@ class InMemoryKvBackend final : public KvBackend {
   Revision revision_ ABSL_GUARDED_BY(mu_) = 0;
   Revision compacted_revision_ ABSL_GUARDED_BY(mu_) = 0;
   LeaseId next_lease_id_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<std::pair<std::string, std::string>, KeyValue> keys_
-      ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, KeyValue> keys_ ABSL_GUARDED_BY(mu_);
   std::map<LeaseId, LeaseRecord> leases_ ABSL_GUARDED_BY(mu_);
   // History per namespace, in commit order (so sorted by revision).
   std::map<std::string, std::deque<Event>> events_by_ns_ ABSL_GUARDED_BY(mu_);

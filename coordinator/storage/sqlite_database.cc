@@ -92,8 +92,7 @@ absl::StatusCode SqliteResultToStatusCode(int rc) {
 // ---------------------------------------------------------------------------
 // SqliteStatement
 
-SqliteStatement::SqliteStatement(SqliteDatabase* db, sqlite3_stmt* stmt,
-                                 std::string sql)
+SqliteStatement::SqliteStatement(SqliteDatabase* db, sqlite3_stmt* stmt, std::string sql)
     : db_(db), stmt_(stmt), sql_(std::move(sql)) {}
 
 SqliteStatement::SqliteStatement(SqliteStatement&& other) noexcept
@@ -116,8 +115,7 @@ SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
 
 absl::Status SqliteStatement::CheckBind(int rc, int index) {
   if (rc == SQLITE_OK) return absl::OkStatus();
-  return db_->ErrorStatus(
-      rc, absl::StrCat(sql_, " [binding parameter ", index, "]"));
+  return db_->ErrorStatus(rc, absl::StrCat(sql_, " [binding parameter ", index, "]"));
 }
 
 absl::Status SqliteStatement::BindInt64(int index, int64_t value) {
@@ -126,10 +124,8 @@ absl::Status SqliteStatement::BindInt64(int index, int64_t value) {
 
 absl::Status SqliteStatement::BindBlob(int index, absl::string_view bytes) {
   // A null pointer would bind NULL, not an empty blob.
-  if (bytes.empty())
-    return CheckBind(sqlite3_bind_zeroblob(stmt_, index, 0), index);
-  return CheckBind(sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(),
-                                       SQLITE_TRANSIENT),
+  if (bytes.empty()) return CheckBind(sqlite3_bind_zeroblob(stmt_, index, 0), index);
+  return CheckBind(sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT),
                    index);
 }
 
@@ -185,8 +181,7 @@ int SqliteStatement::ColumnCount() const { return sqlite3_column_count(stmt_); }
 // ---------------------------------------------------------------------------
 // SqliteDatabase
 
-SqliteDatabase::SqliteDatabase(sqlite3* db, std::string path)
-    : db_(db), path_(std::move(path)) {}
+SqliteDatabase::SqliteDatabase(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
 
 SqliteDatabase::~SqliteDatabase() {
   cache_.clear();  // statements must be finalized before the connection closes
@@ -219,40 +214,36 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(
                         path));
   }
   sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_timeout(
-      raw, static_cast<int>(absl::ToInt64Milliseconds(options.busy_timeout)));
+  sqlite3_busy_timeout(raw, static_cast<int>(absl::ToInt64Milliseconds(options.busy_timeout)));
 
   // journal_mode returns the mode actually in effect; an in-memory database
   // stays "memory", anything else must become WAL.
-  absl::StatusOr<SqliteStatement> journal =
-      db->Prepare("PRAGMA journal_mode=WAL");
+  absl::StatusOr<SqliteStatement> journal = db->Prepare("PRAGMA journal_mode=WAL");
   if (!journal.ok()) return journal.status();
   absl::StatusOr<bool> row = journal->Step();
   if (!row.ok()) return row.status();
   const std::string mode = *row ? journal->ColumnBlob(0) : std::string();
   journal->Reset();
   if (mode != "wal" && mode != "memory") {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "SQLite database %s: could not switch to WAL journal mode (got '%s'); "
-        "the file "
-        "system may not support shared memory (use a local disk)",
-        path, mode));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("SQLite database %s: could not switch to WAL journal mode (got '%s'); "
+                        "the file "
+                        "system may not support shared memory (use a local disk)",
+                        path, mode));
   }
-  absl::Status status =
-      db->Execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+  absl::Status status = db->Execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
   if (!status.ok()) return status;
   return db;
 }
 
 absl::Status SqliteDatabase::ErrorStatus(int rc, absl::string_view sql) const {
   const absl::StatusCode code = SqliteResultToStatusCode(rc);
-  const char* detail =
-      db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  const char* detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
   const bool io_error = (rc & 0xff) == SQLITE_IOERR;
-  const std::string advice =
-      code == absl::StatusCode::kDataLoss ? IntegrityAdvice(path_)
-      : io_error ? "the database refuses writes until the coordinator is restarted"
-                 : std::string(Advice(code));
+  const std::string advice = code == absl::StatusCode::kDataLoss ? IntegrityAdvice(path_)
+                             : io_error
+                                 ? "the database refuses writes until the coordinator is restarted"
+                                 : std::string(Advice(code));
   absl::Status status(code,
                       absl::StrFormat("SQLite error %d (%s) on `%s` in database %s: %s; %s", rc,
                                       sqlite3_errstr(rc), CapSql(sql), path_, detail, advice));
@@ -274,14 +265,13 @@ absl::Status SqliteDatabase::Execute(absl::string_view sql) {
 absl::StatusOr<SqliteStatement> SqliteDatabase::Prepare(absl::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
   const char* tail = nullptr;
-  const int rc =
-      sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
-                         SQLITE_PREPARE_PERSISTENT, &stmt, &tail);
+  const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                                    SQLITE_PREPARE_PERSISTENT, &stmt, &tail);
   if (rc != SQLITE_OK) return ErrorStatus(rc, sql);
   SqliteStatement statement(this, stmt, std::string(sql));
   if (stmt == nullptr) {
-    return absl::InternalError(absl::StrFormat(
-        "SQL `%s` holds no statement (database %s)", CapSql(sql), path_));
+    return absl::InternalError(
+        absl::StrFormat("SQL `%s` holds no statement (database %s)", CapSql(sql), path_));
   }
   const absl::string_view rest(tail, sql.data() + sql.size() - tail);
   if (rest.find_first_not_of(" \t\r\n;") != absl::string_view::npos) {
@@ -293,8 +283,7 @@ absl::StatusOr<SqliteStatement> SqliteDatabase::Prepare(absl::string_view sql) {
   return statement;
 }
 
-absl::StatusOr<SqliteStatement*> SqliteDatabase::PrepareCached(
-    absl::string_view sql) {
+absl::StatusOr<SqliteStatement*> SqliteDatabase::PrepareCached(absl::string_view sql) {
   auto it = cache_.find(sql);
   if (it != cache_.end()) {
     it->second->Reset();
@@ -317,26 +306,21 @@ absl::StatusOr<int64_t> SqliteDatabase::QueryInt64(absl::string_view sql) {
     return row.status();
   }
   if (!*row) {
-    return absl::InternalError(absl::StrFormat(
-        "SQL `%s` returned no row (database %s)", CapSql(sql), path_));
+    return absl::InternalError(
+        absl::StrFormat("SQL `%s` returned no row (database %s)", CapSql(sql), path_));
   }
   const int64_t value = (*statement)->ColumnInt64(0);
   (*statement)->Reset();
   return value;
 }
 
-absl::StatusOr<int64_t> SqliteDatabase::UserVersion() {
-  return QueryInt64("PRAGMA user_version");
-}
+absl::StatusOr<int64_t> SqliteDatabase::UserVersion() { return QueryInt64("PRAGMA user_version"); }
 
-bool SqliteDatabase::InAutocommit() const {
-  return sqlite3_get_autocommit(db_) != 0;
-}
+bool SqliteDatabase::InAutocommit() const { return sqlite3_get_autocommit(db_) != 0; }
 
 int64_t SqliteDatabase::ChangedRows() const { return sqlite3_changes64(db_); }
 
-absl::Status SqliteDatabase::Migrate(
-    const std::vector<SqliteMigration>& migrations) {
+absl::Status SqliteDatabase::Migrate(const std::vector<SqliteMigration>& migrations) {
   for (size_t i = 0; i < migrations.size(); ++i) {
     if (migrations[i].version != static_cast<int>(i + 1)) {
       return absl::InvalidArgumentError(
@@ -349,8 +333,7 @@ absl::Status SqliteDatabase::Migrate(
   for (const SqliteMigration& migration : migrations) {
     // Read the version inside the write transaction: a concurrent migrator
     // either finished before us (we skip) or waits for us.
-    absl::StatusOr<SqliteTransaction> transaction =
-        SqliteTransaction::Begin(*this);
+    absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*this);
     if (!transaction.ok()) return transaction.status();
     absl::StatusOr<int64_t> current = UserVersion();
     if (!current.ok()) return current.status();
@@ -388,10 +371,10 @@ absl::StatusOr<SqliteTransaction> SqliteTransaction::Begin(SqliteDatabase& db) {
                         db.path()));
   }
   if (!db.failure().ok()) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "database %s refuses writes after a storage failure (%s); restart the "
-        "coordinator: SQLite recovers the file from its write-ahead log at start",
-        db.path(), db.failure().message()));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("database %s refuses writes after a storage failure (%s); restart the "
+                        "coordinator: SQLite recovers the file from its write-ahead log at start",
+                        db.path(), db.failure().message()));
   }
   absl::StatusOr<SqliteStatement*> begin = db.PrepareCached("BEGIN IMMEDIATE");
   if (!begin.ok()) return begin.status();
@@ -400,8 +383,7 @@ absl::StatusOr<SqliteTransaction> SqliteTransaction::Begin(SqliteDatabase& db) {
   return SqliteTransaction(&db);
 }
 
-SqliteTransaction::SqliteTransaction(SqliteTransaction&& other) noexcept
-    : db_(other.db_) {
+SqliteTransaction::SqliteTransaction(SqliteTransaction&& other) noexcept : db_(other.db_) {
   other.db_ = nullptr;
 }
 
@@ -420,9 +402,9 @@ absl::Status SqliteTransaction::Commit() {
     // A busy file refuses COMMIT before writing anything; any other failure
     // may come after some or all of the transaction reached the disk.
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return status;
-    absl::Status unknown = absl::UnknownError(absl::StrCat(
-        "the outcome of a commit is unknown: it may or may not be durable (",
-        status.message(), ")"));
+    absl::Status unknown = absl::UnknownError(
+        absl::StrCat("the outcome of a commit is unknown: it may or may not be durable (",
+                     status.message(), ")"));
     db->Fail(unknown);
     return unknown;
   }

@@ -130,8 +130,8 @@ class SqliteDatabase {
   // Possible errors: FAILED_PRECONDITION (cannot open/create the file: missing
   // directory, no permission), DATA_LOSS (not a SQLite database or corrupt),
   // UNAVAILABLE (I/O error, locked by another process past the busy timeout).
-  static absl::StatusOr<std::unique_ptr<SqliteDatabase>> Open(
-      const std::string& path, SqliteDatabaseOptions options = {});
+  static absl::StatusOr<std::unique_ptr<SqliteDatabase>> Open(const std::string& path,
+                                                              SqliteDatabaseOptions options = {});
 
   SqliteDatabase(const SqliteDatabase&) = delete;
   SqliteDatabase& operator=(const SqliteDatabase&) = delete;

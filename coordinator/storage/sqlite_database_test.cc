@@ -18,8 +18,7 @@ using ::testing::HasSubstr;
 // A fresh directory under TEST_TMPDIR for one test.
 std::string MakeTempDir() {
   const char* root = getenv("TEST_TMPDIR");
-  std::string pattern =
-      std::string(root != nullptr ? root : "/tmp") + "/sqlitedbXXXXXX";
+  std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/sqlitedbXXXXXX";
   EXPECT_NE(mkdtemp(pattern.data()), nullptr);
   return pattern;
 }
@@ -32,8 +31,7 @@ class SqliteDatabaseTest : public ::testing::Test {
   }
 
   std::unique_ptr<SqliteDatabase> MustOpen(SqliteDatabaseOptions options = {}) {
-    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db =
-        SqliteDatabase::Open(path_, options);
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(path_, options);
     EXPECT_TRUE(db.ok()) << db.status();
     return db.ok() ? std::move(db).value() : nullptr;
   }
@@ -48,8 +46,7 @@ class SqliteDatabaseTest : public ::testing::Test {
   }
 
   int64_t Count(SqliteDatabase& db, const std::string& table) {
-    absl::StatusOr<int64_t> count =
-        db.QueryInt64("SELECT COUNT(*) FROM " + table);
+    absl::StatusOr<int64_t> count = db.QueryInt64("SELECT COUNT(*) FROM " + table);
     EXPECT_TRUE(count.ok()) << count.status();
     return count.ok() ? *count : -1;
   }
@@ -70,11 +67,9 @@ TEST_F(SqliteDatabaseTest, Open_NewFile_AppliesPragmas) {
 }
 
 TEST_F(SqliteDatabaseTest, Execute_ForeignKeyViolation_Internal) {
-  ASSERT_TRUE(
-      db_->Execute(
-             "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
-             "CREATE TABLE child (parent_id INTEGER REFERENCES parent(id));")
-          .ok());
+  ASSERT_TRUE(db_->Execute("CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+                           "CREATE TABLE child (parent_id INTEGER REFERENCES parent(id));")
+                  .ok());
   absl::Status status = db_->Execute("INSERT INTO child VALUES (42)");
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(status.message(), HasSubstr("FOREIGN KEY"));
@@ -83,8 +78,7 @@ TEST_F(SqliteDatabaseTest, Execute_ForeignKeyViolation_Internal) {
 TEST_F(SqliteDatabaseTest, Transaction_DestroyedWithoutCommit_RollsBack) {
   ASSERT_TRUE(db_->Execute("CREATE TABLE t (x INTEGER)").ok());
   {
-    absl::StatusOr<SqliteTransaction> transaction =
-        SqliteTransaction::Begin(*db_);
+    absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*db_);
     ASSERT_TRUE(transaction.ok()) << transaction.status();
     ASSERT_TRUE(db_->Execute("INSERT INTO t VALUES (1)").ok());
     EXPECT_FALSE(db_->InAutocommit());
@@ -95,8 +89,7 @@ TEST_F(SqliteDatabaseTest, Transaction_DestroyedWithoutCommit_RollsBack) {
 
 TEST_F(SqliteDatabaseTest, Transaction_Commit_VisibleToOtherConnection) {
   ASSERT_TRUE(db_->Execute("CREATE TABLE t (x INTEGER)").ok());
-  absl::StatusOr<SqliteTransaction> transaction =
-      SqliteTransaction::Begin(*db_);
+  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*db_);
   ASSERT_TRUE(transaction.ok());
   ASSERT_TRUE(db_->Execute("INSERT INTO t VALUES (1), (2)").ok());
   ASSERT_TRUE(transaction->Commit().ok());
@@ -109,12 +102,10 @@ TEST_F(SqliteDatabaseTest, Transaction_Commit_VisibleToOtherConnection) {
 TEST_F(SqliteDatabaseTest, Transaction_BeginWhileOpen_Internal) {
   absl::StatusOr<SqliteTransaction> outer = SqliteTransaction::Begin(*db_);
   ASSERT_TRUE(outer.ok());
-  EXPECT_EQ(SqliteTransaction::Begin(*db_).status().code(),
-            absl::StatusCode::kInternal);
+  EXPECT_EQ(SqliteTransaction::Begin(*db_).status().code(), absl::StatusCode::kInternal);
 }
 
-TEST_F(SqliteDatabaseTest,
-       Transaction_OtherConnectionHoldsLock_UnavailableAfterTimeout) {
+TEST_F(SqliteDatabaseTest, Transaction_OtherConnectionHoldsLock_UnavailableAfterTimeout) {
   SqliteDatabaseOptions options;
   options.busy_timeout = absl::Milliseconds(20);
   std::unique_ptr<SqliteDatabase> other = MustOpen(options);
@@ -143,21 +134,18 @@ TEST_F(SqliteDatabaseTest, Migrate_RunTwice_AppliesEachStepOnce) {
 }
 
 TEST_F(SqliteDatabaseTest, Migrate_FailingStep_RollsBackThatStep) {
-  std::vector<SqliteMigration> migrations = {
-      {1, "CREATE TABLE a (x INTEGER);"},
-      {2, "CREATE TABLE b (x INTEGER); THIS IS NOT SQL;"}};
+  std::vector<SqliteMigration> migrations = {{1, "CREATE TABLE a (x INTEGER);"},
+                                             {2, "CREATE TABLE b (x INTEGER); THIS IS NOT SQL;"}};
   absl::Status status = db_->Migrate(migrations);
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(status.message(), HasSubstr("THIS IS NOT SQL"));
   EXPECT_EQ(*db_->UserVersion(), 1);
   EXPECT_TRUE(db_->InAutocommit());
-  EXPECT_FALSE(
-      db_->Prepare("SELECT * FROM b").ok());  // step 2 left nothing behind
+  EXPECT_FALSE(db_->Prepare("SELECT * FROM b").ok());  // step 2 left nothing behind
 }
 
 TEST_F(SqliteDatabaseTest, Migrate_BadNumbering_InvalidArgument) {
-  EXPECT_EQ(db_->Migrate({{2, "SELECT 1"}}).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(db_->Migrate({{2, "SELECT 1"}}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*db_->UserVersion(), 0);
 }
 
@@ -172,8 +160,7 @@ TEST_F(SqliteDatabaseTest, Migrate_FileFromNewerBinary_FailedPrecondition) {
 TEST_F(SqliteDatabaseTest, Statement_BytesWithNuls_RoundTripAsBlobs) {
   ASSERT_TRUE(db_->Execute("CREATE TABLE t (b BLOB NOT NULL, n INTEGER)").ok());
   const std::string bytes("\0a\xff\0", 4);
-  absl::StatusOr<SqliteStatement> insert =
-      db_->Prepare("INSERT INTO t VALUES (?1, ?2)");
+  absl::StatusOr<SqliteStatement> insert = db_->Prepare("INSERT INTO t VALUES (?1, ?2)");
   ASSERT_TRUE(insert.ok());
   ASSERT_TRUE(insert->BindBlob(1, bytes).ok());
   ASSERT_TRUE(insert->BindInt64(2, int64_t{1} << 40).ok());
@@ -182,8 +169,7 @@ TEST_F(SqliteDatabaseTest, Statement_BytesWithNuls_RoundTripAsBlobs) {
   ASSERT_TRUE(insert->BindInt64(2, 2).ok());
   ASSERT_TRUE(insert->Run().ok());
 
-  absl::StatusOr<SqliteStatement> select =
-      db_->Prepare("SELECT b, n, NULL FROM t ORDER BY n DESC");
+  absl::StatusOr<SqliteStatement> select = db_->Prepare("SELECT b, n, NULL FROM t ORDER BY n DESC");
   ASSERT_TRUE(select.ok());
   ASSERT_TRUE(*select->Step());
   EXPECT_EQ(select->ColumnBlob(0), bytes);
@@ -203,8 +189,7 @@ TEST_F(SqliteDatabaseTest, Prepare_BadSql_InternalNamingTheSql) {
 }
 
 TEST_F(SqliteDatabaseTest, Prepare_TwoStatements_Internal) {
-  EXPECT_EQ(db_->Prepare("SELECT 1; SELECT 2").status().code(),
-            absl::StatusCode::kInternal);
+  EXPECT_EQ(db_->Prepare("SELECT 1; SELECT 2").status().code(), absl::StatusCode::kInternal);
   EXPECT_TRUE(db_->Prepare("SELECT 1;  ").ok());
 }
 
@@ -222,8 +207,7 @@ TEST_F(SqliteDatabaseTest, PrepareCached_SameSql_ReturnsSameResetStatement) {
 TEST(SqliteDatabaseOpenTest, Open_GarbageFile_DataLoss) {
   const std::string path = MakeTempDir() + "/garbage.db";
   std::ofstream(path) << std::string(8192, 'x');
-  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db =
-      SqliteDatabase::Open(path);
+  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(path);
   EXPECT_EQ(db.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(db.status().message(), HasSubstr("not a database"));
   EXPECT_THAT(db.status().message(), HasSubstr(path));
@@ -232,8 +216,7 @@ TEST(SqliteDatabaseOpenTest, Open_GarbageFile_DataLoss) {
 TEST(SqliteDatabaseOpenTest, Open_ParentIsAFile_FailedPrecondition) {
   const std::string file = MakeTempDir() + "/plain-file";
   std::ofstream(file) << "x";
-  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db =
-      SqliteDatabase::Open(file + "/kv.db");
+  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file + "/kv.db");
   EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(db.status().message(), HasSubstr(file + "/kv.db"));
 }
@@ -241,29 +224,19 @@ TEST(SqliteDatabaseOpenTest, Open_ParentIsAFile_FailedPrecondition) {
 TEST(SqliteDatabaseOpenTest, Open_MissingFileWithoutCreate_FailedPrecondition) {
   SqliteDatabaseOptions options;
   options.create_if_missing = false;
-  EXPECT_EQ(SqliteDatabase::Open(MakeTempDir() + "/absent.db", options)
-                .status()
-                .code(),
+  EXPECT_EQ(SqliteDatabase::Open(MakeTempDir() + "/absent.db", options).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(SqliteResultToStatusCodeTest, ResultCodes_MapToRetryMeaning) {
-  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_BUSY),
-            absl::StatusCode::kUnavailable);
-  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_IOERR_FSYNC),
-            absl::StatusCode::kUnavailable);
-  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_FULL),
-            absl::StatusCode::kUnavailable);
-  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_CORRUPT),
-            absl::StatusCode::kDataLoss);
-  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_NOTADB),
-            absl::StatusCode::kDataLoss);
-  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_CANTOPEN),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_MISUSE),
-            absl::StatusCode::kInternal);
-  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_CONSTRAINT_PRIMARYKEY),
-            absl::StatusCode::kInternal);
+  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_BUSY), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_IOERR_FSYNC), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_FULL), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_CORRUPT), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_NOTADB), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_CANTOPEN), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_MISUSE), absl::StatusCode::kInternal);
+  EXPECT_EQ(SqliteResultToStatusCode(SQLITE_CONSTRAINT_PRIMARYKEY), absl::StatusCode::kInternal);
 }
 
 }  // namespace

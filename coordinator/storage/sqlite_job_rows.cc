@@ -12,20 +12,16 @@ namespace ddp::rendezvous::sqlite_rows {
 namespace {
 
 // Durations are stored in whole milliseconds (settings arrive in ms).
-int64_t DurationMs(absl::Duration duration) {
-  return absl::ToInt64Milliseconds(duration);
-}
+int64_t DurationMs(absl::Duration duration) { return absl::ToInt64Milliseconds(duration); }
 
 // Unix nanoseconds; the infinite times map to the int64 extremes and back.
 int64_t TimeNanos(absl::Time time) {
-  if (time == absl::InfiniteFuture())
-    return std::numeric_limits<int64_t>::max();
+  if (time == absl::InfiniteFuture()) return std::numeric_limits<int64_t>::max();
   if (time == absl::InfinitePast()) return std::numeric_limits<int64_t>::min();
   return absl::ToUnixNanos(time);
 }
 absl::Time TimeFromNanos(int64_t nanos) {
-  if (nanos == std::numeric_limits<int64_t>::max())
-    return absl::InfiniteFuture();
+  if (nanos == std::numeric_limits<int64_t>::max()) return absl::InfiniteFuture();
   if (nanos == std::numeric_limits<int64_t>::min()) return absl::InfinitePast();
   return absl::FromUnixNanos(nanos);
 }
@@ -71,11 +67,9 @@ void RowBinder::Blob(absl::string_view bytes) {
 
 int RowReader::Int(absl::string_view column) {
   const int64_t value = Int64();
-  if (value < std::numeric_limits<int>::min() ||
-      value > std::numeric_limits<int>::max()) {
+  if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
     if (error_.empty()) {
-      error_ = absl::StrCat("has ", column, " ", value,
-                            ", outside the range of an int");
+      error_ = absl::StrCat("has ", column, " ", value, ", outside the range of an int");
     }
     return 0;
   }
@@ -117,8 +111,7 @@ std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
   return reader.error();
 }
 
-absl::Status BindJobRow(const JobRecord& job, const JobCounters& counters,
-                        RowBinder& binder) {
+absl::Status BindJobRow(const JobRecord& job, const JobCounters& counters, RowBinder& binder) {
   binder.Blob(job.job_id);
   const JobSettings& s = job.settings;
   binder.Int(s.min_nodes);
@@ -182,8 +175,7 @@ std::string ReadJobRow(RowReader& reader, JobRecord* job) {
     error = absl::StrCat("has unknown state number ", state);
   }
   if (error.empty()) return "";
-  return absl::StrCat("job '", absl::CHexEscape(job->job_id.substr(0, 64)),
-                      "' ", error);
+  return absl::StrCat("job '", absl::CHexEscape(job->job_id.substr(0, 64)), "' ", error);
 }
 
 absl::Status BindNode(const NodeRecord& node, RowBinder& binder) {

@@ -58,8 +58,7 @@ class RowReader {
 };
 
 // The columns of `jobs`, with `counters` in place of the record's.
-absl::Status BindJobRow(const JobRecord& job, const JobCounters& counters,
-                        RowBinder& binder);
+absl::Status BindJobRow(const JobRecord& job, const JobCounters& counters, RowBinder& binder);
 // Returns "" or what is wrong with the row (for a DATA_LOSS message).
 std::string ReadJobRow(RowReader& reader, JobRecord* job);
 

@@ -146,13 +146,11 @@ std::string UpsertJobSql() {
   for (size_t i = 0; i < std::size(kJobColumns); ++i) {
     params.push_back(absl::StrCat("?", i + 1));
     if (i > 0) {
-      updates.push_back(
-          absl::StrCat(kJobColumns[i], " = excluded.", kJobColumns[i]));
+      updates.push_back(absl::StrCat(kJobColumns[i], " = excluded.", kJobColumns[i]));
     }
   }
-  return absl::StrCat("INSERT INTO jobs (", absl::StrJoin(kJobColumns, ", "),
-                      ") VALUES (", absl::StrJoin(params, ", "),
-                      ") ON CONFLICT (job_id) DO UPDATE SET ",
+  return absl::StrCat("INSERT INTO jobs (", absl::StrJoin(kJobColumns, ", "), ") VALUES (",
+                      absl::StrJoin(params, ", "), ") ON CONFLICT (job_id) DO UPDATE SET ",
                       absl::StrJoin(updates, ", "));
 }
 
@@ -161,20 +159,16 @@ constexpr char kUpdateCounters[] =
     "UPDATE jobs SET last_event_index = ?2, next_join_seq = ?3 "
     "WHERE job_id = ?1";
 constexpr char kDeleteJob[] = "DELETE FROM jobs WHERE job_id = ?1";
-constexpr char kDeleteJobFailures[] =
-    "DELETE FROM job_failures WHERE job_id = ?1";
-constexpr char kDeleteJobExcluded[] =
-    "DELETE FROM job_excluded_nodes WHERE job_id = ?1";
+constexpr char kDeleteJobFailures[] = "DELETE FROM job_failures WHERE job_id = ?1";
+constexpr char kDeleteJobExcluded[] = "DELETE FROM job_excluded_nodes WHERE job_id = ?1";
 constexpr char kDeleteJobNodes[] = "DELETE FROM job_nodes WHERE job_id = ?1";
-constexpr char kSelectExcluded[] =
-    "SELECT node_id FROM job_excluded_nodes WHERE job_id = ?1";
+constexpr char kSelectExcluded[] = "SELECT node_id FROM job_excluded_nodes WHERE job_id = ?1";
 constexpr char kInsertExcluded[] =
     "INSERT OR IGNORE INTO job_excluded_nodes (job_id, node_id) "
     "VALUES (?1, ?2)";
 constexpr char kDeleteExcluded[] =
     "DELETE FROM job_excluded_nodes WHERE job_id = ?1 AND node_id = ?2";
-constexpr char kDeleteNode[] =
-    "DELETE FROM job_nodes WHERE job_id = ?1 AND node_id = ?2";
+constexpr char kDeleteNode[] = "DELETE FROM job_nodes WHERE job_id = ?1 AND node_id = ?2";
 
 constexpr char kInsertFailure[] =
     "INSERT INTO job_failures (job_id, seq, node_id, generation, local_rank, "
@@ -205,28 +199,25 @@ absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> SqliteJobStateStore::Open(
     const std::string& db_path, SqliteJobStateStoreOptions options) {
   storage::SqliteDatabaseOptions db_options;
   db_options.busy_timeout = options.busy_timeout;
-  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db =
-      SqliteDatabase::Open(db_path, db_options);
+  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(db_path, db_options);
   if (!db.ok()) return db.status();
   DDP_RETURN_IF_ERROR((*db)->Migrate(SchemaMigrations()));
-  return std::unique_ptr<SqliteJobStateStore>(
-      new SqliteJobStateStore(std::move(db).value()));
+  return std::unique_ptr<SqliteJobStateStore>(new SqliteJobStateStore(std::move(db).value()));
 }
 
 absl::Status SqliteJobStateStore::DataLoss(absl::string_view what) const {
-  return absl::DataLossError(absl::StrFormat(
-      "job database %s is inconsistent: %s. It was damaged or edited by hand: "
-      "restore it from a backup, or move it away to start without jobs",
-      path_, what));
+  return absl::DataLossError(
+      absl::StrFormat("job database %s is inconsistent: %s. It was damaged or edited by hand: "
+                      "restore it from a backup, or move it away to start without jobs",
+                      path_, what));
 }
 
 absl::Status SqliteJobStateStore::CheckJobId(const JobChanges& changes) {
-  if (changes.job && !changes.job_removed &&
-      changes.job->job_id != changes.job_id) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "JobChanges for job '%s' carries a record of job '%s'; they must "
-        "name the same job",
-        Printable(changes.job_id), Printable(changes.job->job_id)));
+  if (changes.job && !changes.job_removed && changes.job->job_id != changes.job_id) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("JobChanges for job '%s' carries a record of job '%s'; they must "
+                        "name the same job",
+                        Printable(changes.job_id), Printable(changes.job->job_id)));
   }
   return absl::OkStatus();
 }
@@ -234,22 +225,19 @@ absl::Status SqliteJobStateStore::CheckJobId(const JobChanges& changes) {
 absl::Status SqliteJobStateStore::Apply(const JobChanges& changes) {
   DDP_RETURN_IF_ERROR(CheckJobId(changes));
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<SqliteTransaction> transaction =
-      SqliteTransaction::Begin(*db_);
+  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*db_);
   if (!transaction.ok()) return transaction.status();
   // On error the transaction rolls back when it goes out of scope.
   DDP_RETURN_IF_ERROR(ApplyLocked(changes));
   return transaction->Commit();
 }
 
-absl::Status SqliteJobStateStore::ApplyBatch(
-    const std::vector<JobChanges>& batch) {
+absl::Status SqliteJobStateStore::ApplyBatch(const std::vector<JobChanges>& batch) {
   for (const JobChanges& changes : batch) {
     DDP_RETURN_IF_ERROR(CheckJobId(changes));
   }
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<SqliteTransaction> transaction =
-      SqliteTransaction::Begin(*db_);
+  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*db_);
   if (!transaction.ok()) return transaction.status();
   for (const JobChanges& changes : batch) {
     DDP_RETURN_IF_ERROR(ApplyLocked(changes));
@@ -269,22 +257,20 @@ absl::Status SqliteJobStateStore::ApplyLocked(const JobChanges& changes) {
     absl::StatusOr<bool> exists = JobExistsLocked(changes.job_id);
     if (!exists.ok()) return exists.status();
     if (!*exists) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "node changes for job '%s' which has no record; the first batch of "
-          "a job must carry its record",
-          Printable(changes.job_id)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("node changes for job '%s' which has no record; the first batch of "
+                          "a job must carry its record",
+                          Printable(changes.job_id)));
     }
     if (changes.counters) {
-      DDP_RETURN_IF_ERROR(
-          WriteCountersLocked(changes.job_id, *changes.counters));
+      DDP_RETURN_IF_ERROR(WriteCountersLocked(changes.job_id, *changes.counters));
     }
   }
   return WriteNodesLocked(changes);
 }
 
 absl::Status SqliteJobStateStore::DeleteJobLocked(const std::string& job_id) {
-  for (const char* sql :
-       {kDeleteJobNodes, kDeleteJobFailures, kDeleteJobExcluded, kDeleteJob}) {
+  for (const char* sql : {kDeleteJobNodes, kDeleteJobFailures, kDeleteJobExcluded, kDeleteJob}) {
     absl::StatusOr<SqliteStatement*> statement = db_->PrepareCached(sql);
     if (!statement.ok()) return statement.status();
     DDP_RETURN_IF_ERROR((*statement)->BindBlob(1, job_id));
@@ -293,10 +279,8 @@ absl::Status SqliteJobStateStore::DeleteJobLocked(const std::string& job_id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> SqliteJobStateStore::JobExistsLocked(
-    const std::string& job_id) {
-  absl::StatusOr<SqliteStatement*> select =
-      db_->PrepareCached(kSelectJobExists);
+absl::StatusOr<bool> SqliteJobStateStore::JobExistsLocked(const std::string& job_id) {
+  absl::StatusOr<SqliteStatement*> select = db_->PrepareCached(kSelectJobExists);
   if (!select.ok()) return select.status();
   DDP_RETURN_IF_ERROR((*select)->BindBlob(1, job_id));
   absl::StatusOr<bool> row = (*select)->Step();
@@ -316,8 +300,7 @@ absl::Status SqliteJobStateStore::WriteJobLocked(const JobRecord& job,
 absl::Status SqliteJobStateStore::WriteFailuresLocked(const JobRecord& job) {
   // Bounded by RendezvousLimits::max_retained_failures, and written only with
   // the job record (generation changes, failures), never per join.
-  absl::StatusOr<SqliteStatement*> clear =
-      db_->PrepareCached(kDeleteJobFailures);
+  absl::StatusOr<SqliteStatement*> clear = db_->PrepareCached(kDeleteJobFailures);
   if (!clear.ok()) return clear.status();
   DDP_RETURN_IF_ERROR((*clear)->BindBlob(1, job.job_id));
   DDP_RETURN_IF_ERROR((*clear)->Run());
@@ -371,14 +354,13 @@ absl::Status SqliteJobStateStore::SyncExcludedLocked(const JobRecord& job) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteJobStateStore::WriteCountersLocked(
-    const std::string& job_id, const JobCounters& counters) {
+absl::Status SqliteJobStateStore::WriteCountersLocked(const std::string& job_id,
+                                                      const JobCounters& counters) {
   absl::StatusOr<SqliteStatement*> update = db_->PrepareCached(kUpdateCounters);
   if (!update.ok()) return update.status();
   DDP_RETURN_IF_ERROR((*update)->BindBlob(1, job_id));
   DDP_RETURN_IF_ERROR((*update)->BindInt64(2, counters.last_event_index));
-  DDP_RETURN_IF_ERROR(
-      (*update)->BindInt64(3, sqlite_rows::Uint64Bits(counters.next_join_seq)));
+  DDP_RETURN_IF_ERROR((*update)->BindInt64(3, sqlite_rows::Uint64Bits(counters.next_join_seq)));
   return (*update)->Run();
 }
 
@@ -419,13 +401,11 @@ absl::StatusOr<std::vector<JobSnapshot>> SqliteJobStateStore::LoadAll() const {
   return jobs;
 }
 
-absl::Status SqliteJobStateStore::LoadAllLocked(
-    std::vector<JobSnapshot>* out) const {
+absl::Status SqliteJobStateStore::LoadAllLocked(std::vector<JobSnapshot>* out) const {
   absl::flat_hash_map<std::string, size_t> index;
   {
-    absl::StatusOr<SqliteStatement> select =
-        db_->Prepare(absl::StrCat("SELECT ", absl::StrJoin(kJobColumns, ", "),
-                                  " FROM jobs ORDER BY job_id"));
+    absl::StatusOr<SqliteStatement> select = db_->Prepare(
+        absl::StrCat("SELECT ", absl::StrJoin(kJobColumns, ", "), " FROM jobs ORDER BY job_id"));
     if (!select.ok()) return select.status();
     while (true) {
       absl::StatusOr<bool> row = select->Step();
@@ -445,9 +425,8 @@ absl::Status SqliteJobStateStore::LoadAllLocked(
     return it == index.end() ? nullptr : &(*out)[it->second];
   };
   {
-    absl::StatusOr<SqliteStatement> select =
-        db_->Prepare(absl::StrCat("SELECT job_id, seq, ", kFailureColumns,
-                                  " FROM job_failures ORDER BY job_id, seq"));
+    absl::StatusOr<SqliteStatement> select = db_->Prepare(absl::StrCat(
+        "SELECT job_id, seq, ", kFailureColumns, " FROM job_failures ORDER BY job_id, seq"));
     if (!select.ok()) return select.status();
     while (true) {
       absl::StatusOr<bool> row = select->Step();
@@ -457,15 +436,14 @@ absl::Status SqliteJobStateStore::LoadAllLocked(
       const std::string job_id = reader.Blob();
       JobSnapshot* snapshot = find(job_id);
       if (snapshot == nullptr) {
-        return DataLoss(absl::StrCat("job_failures has rows of job '",
-                                     Printable(job_id), "' which has no row"));
+        return DataLoss(absl::StrCat("job_failures has rows of job '", Printable(job_id),
+                                     "' which has no row"));
       }
       reader.Int64();  // seq: only orders the rows
       FailureInfo failure;
       std::string error = sqlite_rows::ReadFailure(reader, &failure);
       if (!error.empty()) {
-        return DataLoss(
-            absl::StrCat("a failure of job '", Printable(job_id), "' ", error));
+        return DataLoss(absl::StrCat("a failure of job '", Printable(job_id), "' ", error));
       }
       snapshot->job.failures.push_back(std::move(failure));
     }
@@ -482,15 +460,14 @@ absl::Status SqliteJobStateStore::LoadAllLocked(
       const std::string job_id = select->ColumnBlob(0);
       JobSnapshot* snapshot = find(job_id);
       if (snapshot == nullptr) {
-        return DataLoss(absl::StrCat("job_excluded_nodes has rows of job '",
-                                     Printable(job_id), "' which has no row"));
+        return DataLoss(absl::StrCat("job_excluded_nodes has rows of job '", Printable(job_id),
+                                     "' which has no row"));
       }
       snapshot->job.excluded_nodes.push_back(select->ColumnBlob(1));
     }
   }
-  absl::StatusOr<SqliteStatement> select =
-      db_->Prepare(absl::StrCat("SELECT job_id, ", kNodeColumns,
-                                " FROM job_nodes ORDER BY job_id, node_id"));
+  absl::StatusOr<SqliteStatement> select = db_->Prepare(
+      absl::StrCat("SELECT job_id, ", kNodeColumns, " FROM job_nodes ORDER BY job_id, node_id"));
   if (!select.ok()) return select.status();
   while (true) {
     absl::StatusOr<bool> row = select->Step();
@@ -500,15 +477,14 @@ absl::Status SqliteJobStateStore::LoadAllLocked(
     const std::string job_id = reader.Blob();
     JobSnapshot* snapshot = find(job_id);
     if (snapshot == nullptr) {
-      return DataLoss(absl::StrCat("job_nodes has rows of job '",
-                                   Printable(job_id), "' which has no row"));
+      return DataLoss(
+          absl::StrCat("job_nodes has rows of job '", Printable(job_id), "' which has no row"));
     }
     NodeRecord node;
     std::string error = sqlite_rows::ReadNode(reader, &node);
     if (!error.empty()) {
-      return DataLoss(absl::StrCat("node '", Printable(node.node_id),
-                                   "' of job '", Printable(job_id), "' ",
-                                   error));
+      return DataLoss(absl::StrCat("node '", Printable(node.node_id), "' of job '",
+                                   Printable(job_id), "' ", error));
     }
     snapshot->nodes.push_back(std::move(node));
   }

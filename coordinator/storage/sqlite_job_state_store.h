@@ -93,24 +93,18 @@ class SqliteJobStateStore final : public JobStateStore {
  private:
   explicit SqliteJobStateStore(std::unique_ptr<storage::SqliteDatabase> db);
 
-  absl::Status ApplyLocked(const JobChanges& changes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ApplyLocked(const JobChanges& changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static absl::Status CheckJobId(const JobChanges& changes);
-  absl::Status DeleteJobLocked(const std::string& job_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status DeleteJobLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> JobExistsLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteJobLocked(const JobRecord& job, const JobCounters& counters)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteFailuresLocked(const JobRecord& job)
+  absl::Status WriteFailuresLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SyncExcludedLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteCountersLocked(const std::string& job_id, const JobCounters& counters)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SyncExcludedLocked(const JobRecord& job)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteCountersLocked(const std::string& job_id,
-                                   const JobCounters& counters)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteNodesLocked(const JobChanges& changes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteNodesLocked(const JobChanges& changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadAllLocked(std::vector<JobSnapshot>* out) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DataLoss(absl::string_view what) const;

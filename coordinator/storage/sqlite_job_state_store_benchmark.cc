@@ -42,8 +42,7 @@ class BenchStore {
       return;
     }
     path_ = dir_ + "/jobs.db";
-    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store =
-        SqliteJobStateStore::Open(path_);
+    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store = SqliteJobStateStore::Open(path_);
     if (!store.ok()) {
       state.SkipWithError(store.status().ToString().c_str());
       return;
@@ -110,8 +109,7 @@ bool CreateJob(benchmark::State& state, JobStateStore& store, int nodes) {
 void BM_ApplyJoin(benchmark::State& state) {
   constexpr int kExistingNodes = 4096;
   BenchStore store(state);
-  if (store.get() == nullptr || !CreateJob(state, *store.get(), kExistingNodes))
-    return;
+  if (store.get() == nullptr || !CreateJob(state, *store.get(), kExistingNodes)) return;
   // Joins cycle through 4,096 fresh ids, prebuilt so only Apply is timed.
   std::vector<JobChanges> joins;
   for (int n = 0; n < 4096; ++n) {
@@ -129,8 +127,8 @@ void BM_ApplyJoin(benchmark::State& state) {
       break;
     }
   }
-  state.counters["applies_per_s"] = benchmark::Counter(
-      static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["applies_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_ApplyGenerationChange(benchmark::State& state) {
@@ -157,9 +155,8 @@ void BM_ApplyGenerationChange(benchmark::State& state) {
       break;
     }
   }
-  state.counters["node_rows_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations()) * nodes,
-                         benchmark::Counter::kIsRate);
+  state.counters["node_rows_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * nodes, benchmark::Counter::kIsRate);
 }
 
 void BM_LoadAll(benchmark::State& state) {

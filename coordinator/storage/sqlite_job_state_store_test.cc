@@ -60,23 +60,20 @@ class SqliteJobStateStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* root = getenv("TEST_TMPDIR");
-    std::string pattern =
-        std::string(root != nullptr ? root : "/tmp") + "/sqlitejobsXXXXXX";
+    std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/sqlitejobsXXXXXX";
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     path_ = pattern + "/jobs.db";
   }
 
   std::unique_ptr<SqliteJobStateStore> MustOpen() {
-    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store =
-        SqliteJobStateStore::Open(path_);
+    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store = SqliteJobStateStore::Open(path_);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(store).value() : nullptr;
   }
 
   // The first error of Open + LoadAll (a damaged file may fail either).
   absl::Status OpenAndLoad() {
-    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store =
-        SqliteJobStateStore::Open(path_);
+    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store = SqliteJobStateStore::Open(path_);
     if (!store.ok()) return store.status();
     return (*store)->LoadAll().status();
   }
@@ -120,8 +117,7 @@ TEST_F(SqliteJobStateStoreTest, Apply_ChildKilledRightAfterApply_DataSurvives) {
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store =
-        SqliteJobStateStore::Open(path_);
+    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store = SqliteJobStateStore::Open(path_);
     if (!store.ok()) _exit(1);
     if (!(*store)->Apply(CreateJob("j")).ok()) _exit(2);
     for (int n = 0; n < 3; ++n) {
@@ -185,8 +181,7 @@ TEST_F(SqliteJobStateStoreTest, LoadAll_UnknownStateNumber_DataLoss) {
   CreateThenTamper("UPDATE jobs SET state = 42");
   absl::Status status = OpenAndLoad();
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(status.message(),
-              HasSubstr("job 'j' has unknown state number 42"));
+  EXPECT_THAT(status.message(), HasSubstr("job 'j' has unknown state number 42"));
 }
 
 TEST_F(SqliteJobStateStoreTest, LoadAll_NprocBeyondInt_DataLoss) {
@@ -204,8 +199,7 @@ TEST_F(SqliteJobStateStoreTest, Open_Version1File_MigratedRowsKept) {
     absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
         storage::SqliteDatabase::Open(path_);
     ASSERT_TRUE(db.ok()) << db.status();
-    ASSERT_TRUE(
-        (*db)->Migrate({SqliteJobStateStore::SchemaMigrations()[0]}).ok());
+    ASSERT_TRUE((*db)->Migrate({SqliteJobStateStore::SchemaMigrations()[0]}).ok());
     // The rows as version 1 wrote them: its own column lists.
     ASSERT_TRUE((*db)
                     ->Execute(R"sql(
@@ -314,12 +308,10 @@ TEST_F(SqliteJobStateStoreTest, Apply_JoinToLargeJob_WritesTwoRows) {
   ASSERT_TRUE(store->Apply(create).ok());
   // Count every row written from here on.
   std::string triggers = "CREATE TABLE write_log (tbl TEXT);";
-  for (const char* table :
-       {"jobs", "job_nodes", "job_failures", "job_excluded_nodes"}) {
+  for (const char* table : {"jobs", "job_nodes", "job_failures", "job_excluded_nodes"}) {
     for (const char* op : {"INSERT", "UPDATE", "DELETE"}) {
-      triggers += std::string("CREATE TRIGGER log_") + table + "_" + op +
-                  " AFTER " + op + " ON " + table +
-                  " BEGIN INSERT INTO write_log VALUES ('" + table + "'); END;";
+      triggers += std::string("CREATE TRIGGER log_") + table + "_" + op + " AFTER " + op + " ON " +
+                  table + " BEGIN INSERT INTO write_log VALUES ('" + table + "'); END;";
     }
   }
   Execute(triggers);
@@ -358,8 +350,8 @@ TEST_F(SqliteJobStateStoreTest, Apply_4096SeparateJoins_CompleteInLooseBound) {
     ASSERT_TRUE(status.ok()) << "join " << n << ": " << status;
   }
   const absl::Duration elapsed = absl::Now() - start;
-  std::printf("%d joins, one Apply (one fsync) each: %s total, %s per Apply\n",
-              kNodes, absl::FormatDuration(elapsed).c_str(),
+  std::printf("%d joins, one Apply (one fsync) each: %s total, %s per Apply\n", kNodes,
+              absl::FormatDuration(elapsed).c_str(),
               absl::FormatDuration(elapsed / kNodes).c_str());
   EXPECT_LT(elapsed, absl::Seconds(60));
   absl::StatusOr<std::vector<JobSnapshot>> all = store->LoadAll();

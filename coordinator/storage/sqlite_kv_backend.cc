@@ -67,8 +67,7 @@ constexpr char kInsertEvent[] =
     "INSERT INTO kv_events (revision, seq, type, ns, key, value, "
     "create_revision, "
     "version, lease) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-constexpr char kUpsertLease[] =
-    "INSERT OR REPLACE INTO kv_leases (id, ttl_ms) VALUES (?1, ?2)";
+constexpr char kUpsertLease[] = "INSERT OR REPLACE INTO kv_leases (id, ttl_ms) VALUES (?1, ?2)";
 constexpr char kDeleteLease[] = "DELETE FROM kv_leases WHERE id = ?1";
 constexpr char kUpdateMeta[] =
     "UPDATE kv_meta SET revision = ?1, next_lease_id = ?2, compacted_revision "
@@ -118,18 +117,17 @@ SqliteKvBackend::~SqliteKvBackend() {
   const absl::Status status = WriteAllDeferredLocked();
   if (!status.ok()) {
     DDP_LOG(WARNING) << "writing the deferred keys of " << path_
-                     << " at close failed (the next open replays them): "
-                     << status;
+                     << " at close failed (the next open replays them): " << status;
   }
 }
 
 absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
     const std::string& db_path, SqliteKvBackendOptions options) {
   if (options.cache_size_kib < 0 || options.checkpoint_interval < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "SqliteKvBackendOptions: cache_size_kib (%d) and checkpoint_interval (%s) "
-        "must not be negative",
-        options.cache_size_kib, absl::FormatDuration(options.checkpoint_interval)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SqliteKvBackendOptions: cache_size_kib (%d) and checkpoint_interval (%s) "
+                        "must not be negative",
+                        options.cache_size_kib, absl::FormatDuration(options.checkpoint_interval)));
   }
   if (options.compaction_chunk_events < 1) {
     return absl::InvalidArgumentError(
@@ -143,8 +141,8 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
       SqliteDatabase::Open(db_path, db_options);
   if (!write_db.ok()) return write_db.status();
   DDP_RETURN_IF_ERROR((*write_db)->Migrate(SchemaMigrations()));
-  DDP_RETURN_IF_ERROR((*write_db)->Execute(
-      absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
+  DDP_RETURN_IF_ERROR(
+      (*write_db)->Execute(absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
   db_options.create_if_missing = false;
   absl::StatusOr<std::unique_ptr<SqliteDatabase>> read_db =
       SqliteDatabase::Open(db_path, db_options);
@@ -152,27 +150,24 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
   std::unique_ptr<SqliteDatabase> checkpoint_db;
   if (options.checkpoint_interval > absl::ZeroDuration()) {
     if (options.wal_restart_frames < 1) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "SqliteKvBackendOptions.wal_restart_frames is %d; it must be at "
-          "least 1",
-          options.wal_restart_frames));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("SqliteKvBackendOptions.wal_restart_frames is %d; it must be at "
+                          "least 1",
+                          options.wal_restart_frames));
     }
     DDP_RETURN_IF_ERROR((*write_db)->Execute("PRAGMA wal_autocheckpoint=0"));
-    const absl::StatusOr<int64_t> page_size =
-        (*write_db)->QueryInt64("PRAGMA page_size");
+    const absl::StatusOr<int64_t> page_size = (*write_db)->QueryInt64("PRAGMA page_size");
     if (!page_size.ok()) return page_size.status();
-    DDP_RETURN_IF_ERROR((*write_db)->Execute(
-        absl::StrFormat("PRAGMA journal_size_limit=%d",
-                        2 * *page_size * options.wal_restart_frames)));
+    DDP_RETURN_IF_ERROR((*write_db)->Execute(absl::StrFormat(
+        "PRAGMA journal_size_limit=%d", 2 * *page_size * options.wal_restart_frames)));
     absl::StatusOr<std::unique_ptr<SqliteDatabase>> opened =
         SqliteDatabase::Open(db_path, db_options);
     if (!opened.ok()) return opened.status();
     checkpoint_db = std::move(opened).value();
   }
 
-  std::unique_ptr<SqliteKvBackend> backend(
-      new SqliteKvBackend(options, std::move(write_db).value(), std::move(read_db).value(),
-                          std::move(checkpoint_db)));
+  std::unique_ptr<SqliteKvBackend> backend(new SqliteKvBackend(
+      options, std::move(write_db).value(), std::move(read_db).value(), std::move(checkpoint_db)));
   {
     absl::MutexLock lock(&backend->write_mu_);
     absl::StatusOr<Meta> meta = backend->ReadMetaLocked();
@@ -185,16 +180,15 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
 }
 
 absl::Status SqliteKvBackend::DataLoss(absl::string_view what) const {
-  return absl::DataLossError(absl::StrFormat(
-      "KV database %s is inconsistent: %s. It was damaged or edited by hand: "
-      "restore it "
-      "from a backup, or move it away to start with an empty store",
-      path_, what));
+  return absl::DataLossError(
+      absl::StrFormat("KV database %s is inconsistent: %s. It was damaged or edited by hand: "
+                      "restore it "
+                      "from a backup, or move it away to start with an empty store",
+                      path_, what));
 }
 
 absl::StatusOr<SqliteKvBackend::Meta> SqliteKvBackend::ReadMetaLocked() {
-  absl::StatusOr<SqliteStatement*> select =
-      write_db_->PrepareCached(kSelectMeta);
+  absl::StatusOr<SqliteStatement*> select = write_db_->PrepareCached(kSelectMeta);
   if (!select.ok()) return select.status();
   absl::StatusOr<bool> row = (*select)->Step();
   if (!row.ok()) return row.status();
@@ -206,25 +200,21 @@ absl::StatusOr<SqliteKvBackend::Meta> SqliteKvBackend::ReadMetaLocked() {
   meta.keys_revision = (*select)->ColumnInt64(3);
   const int64_t rows = (*select)->ColumnInt64(4);
   (*select)->Reset();
-  if (rows != 1)
-    return DataLoss(absl::StrFormat("kv_meta has %d rows, expected 1", rows));
+  if (rows != 1) return DataLoss(absl::StrFormat("kv_meta has %d rows, expected 1", rows));
   if (meta.revision < 0) {
-    return DataLoss(
-        absl::StrFormat("the revision is negative (%d)", meta.revision));
+    return DataLoss(absl::StrFormat("the revision is negative (%d)", meta.revision));
   }
   if (meta.compacted_revision < 0 || meta.compacted_revision > meta.revision) {
-    return DataLoss(
-        absl::StrFormat("the compacted revision %d is outside [0, revision %d]",
-                        meta.compacted_revision, meta.revision));
+    return DataLoss(absl::StrFormat("the compacted revision %d is outside [0, revision %d]",
+                                    meta.compacted_revision, meta.revision));
   }
   if (meta.next_lease_id < 1) {
-    return DataLoss(absl::StrFormat(
-        "next_lease_id is %d; it must be at least 1", meta.next_lease_id));
+    return DataLoss(
+        absl::StrFormat("next_lease_id is %d; it must be at least 1", meta.next_lease_id));
   }
   if (meta.keys_revision < 0 || meta.keys_revision > meta.revision) {
-    return DataLoss(
-        absl::StrFormat("the keys revision %d is outside [0, revision %d]",
-                        meta.keys_revision, meta.revision));
+    return DataLoss(absl::StrFormat("the keys revision %d is outside [0, revision %d]",
+                                    meta.keys_revision, meta.revision));
   }
   return meta;
 }
@@ -238,23 +228,20 @@ absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) {
   next.revision = batch.revision;
   if (batch.next_lease_id != 0) next.next_lease_id = batch.next_lease_id;
   next.keys_revision = deferred_.KeysRevisionAfter(slice.size(), batch);
-  absl::StatusOr<SqliteTransaction> transaction =
-      SqliteTransaction::Begin(*write_db_);
+  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
   if (!transaction.ok()) return transaction.status();
   DDP_RETURN_IF_ERROR(ApplyBatchLocked(batch));
   DDP_RETURN_IF_ERROR(WriteKeysLocked(slice));
   DDP_RETURN_IF_ERROR(UpdateMetaLocked(next));
   bool compaction_done = !compaction_backlog_;
   if (!compaction_done) {
-    const int64_t limit =
-        std::max<int64_t>(256, 2 * static_cast<int64_t>(batch.events.size()));
+    const int64_t limit = std::max<int64_t>(256, 2 * static_cast<int64_t>(batch.events.size()));
     DDP_RETURN_IF_ERROR(DeleteCompactedLocked(limit, &compaction_done));
   }
   DDP_RETURN_IF_ERROR(transaction->Commit());
   // kv_keys caught up past the compacted revision: those events can go too.
-  compaction_backlog_ =
-      !compaction_done || (next.keys_revision > meta_.keys_revision &&
-                           meta_.compacted_revision > meta_.keys_revision);
+  compaction_backlog_ = !compaction_done || (next.keys_revision > meta_.keys_revision &&
+                                             meta_.compacted_revision > meta_.keys_revision);
   meta_ = next;
   ++commits_;
   deferred_.Committed(slice.size(), batch);
@@ -268,15 +255,12 @@ absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) {
 
 absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
   SqliteDatabase& db = *write_db_;
-  absl::StatusOr<SqliteStatement*> insert_event =
-      db.PrepareCached(kInsertEvent);
+  absl::StatusOr<SqliteStatement*> insert_event = db.PrepareCached(kInsertEvent);
   if (!insert_event.ok()) return insert_event.status();
   int64_t seq = 0;
   for (size_t i = 0; i < batch.events.size(); ++i) {
     const Event& event = batch.events[i];
-    seq = (i > 0 && batch.events[i - 1].revision() == event.revision())
-              ? seq + 1
-              : 0;
+    seq = (i > 0 && batch.events[i - 1].revision() == event.revision()) ? seq + 1 : 0;
     SqliteStatement& s = **insert_event;
     DDP_RETURN_IF_ERROR(s.BindInt64(1, event.revision()));
     DDP_RETURN_IF_ERROR(s.BindInt64(2, seq));
@@ -305,8 +289,7 @@ absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteKvBackend::WriteKeysLocked(
-    absl::Span<const KeyChange> changes) {
+absl::Status SqliteKvBackend::WriteKeysLocked(absl::Span<const KeyChange> changes) {
   if (changes.empty()) return absl::OkStatus();
   SqliteDatabase& db = *write_db_;
   absl::StatusOr<SqliteStatement*> upsert = db.PrepareCached(kUpsertKey);
@@ -334,8 +317,7 @@ absl::Status SqliteKvBackend::WriteKeysLocked(
 }
 
 absl::Status SqliteKvBackend::UpdateMetaLocked(const Meta& meta) {
-  absl::StatusOr<SqliteStatement*> update =
-      write_db_->PrepareCached(kUpdateMeta);
+  absl::StatusOr<SqliteStatement*> update = write_db_->PrepareCached(kUpdateMeta);
   if (!update.ok()) return update.status();
   DDP_RETURN_IF_ERROR((*update)->BindInt64(1, meta.revision));
   DDP_RETURN_IF_ERROR((*update)->BindInt64(2, meta.next_lease_id));
@@ -349,8 +331,7 @@ absl::Status SqliteKvBackend::UpdateMetaLocked(const Meta& meta) {
 }
 
 absl::Status SqliteKvBackend::WriteAllDeferredLocked() {
-  absl::StatusOr<SqliteTransaction> transaction =
-      SqliteTransaction::Begin(*write_db_);
+  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
   if (!transaction.ok()) return transaction.status();
   DDP_RETURN_IF_ERROR(WriteKeysLocked(deferred_.All()));
   Meta next = meta_;
@@ -363,4 +344,3 @@ absl::Status SqliteKvBackend::WriteAllDeferredLocked() {
 }
 
 }  // namespace ddp::kv
-

@@ -109,8 +109,8 @@ class SqliteKvBackend final : public KvBackend {
   // written, or its schema is newer than this binary), DATA_LOSS (not a SQLite
   // database, corrupt, or an inconsistent meta row), UNAVAILABLE (I/O error,
   // locked), INVALID_ARGUMENT (bad options).
-  static absl::StatusOr<std::unique_ptr<SqliteKvBackend>> Open(
-      const std::string& db_path, SqliteKvBackendOptions options = {});
+  static absl::StatusOr<std::unique_ptr<SqliteKvBackend>> Open(const std::string& db_path,
+                                                               SqliteKvBackendOptions options = {});
 
   // The schema steps of the KV tables (for tools that build a shared file).
   static std::vector<storage::SqliteMigration> SchemaMigrations();
@@ -126,10 +126,8 @@ class SqliteKvBackend final : public KvBackend {
   absl::Status Commit(const KvWriteBatch& batch) override;
   // Possible errors: OUT_OF_RANGE (from_revision <= compacted revision),
   // UNAVAILABLE.
-  absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& ns,
-                                                const std::string& prefix,
-                                                Revision from_revision,
-                                                size_t max_events) override;
+  absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& ns, const std::string& prefix,
+                                                Revision from_revision, size_t max_events) override;
   // Possible errors: INVALID_ARGUMENT (revision > last committed), UNAVAILABLE.
   absl::Status Compact(Revision revision) override;
 
@@ -142,8 +140,7 @@ class SqliteKvBackend final : public KvBackend {
   };
   using KeyChange = DeferredKeyWrites::Change;
 
-  SqliteKvBackend(SqliteKvBackendOptions options,
-                  std::unique_ptr<storage::SqliteDatabase> write_db,
+  SqliteKvBackend(SqliteKvBackendOptions options, std::unique_ptr<storage::SqliteDatabase> write_db,
                   std::unique_ptr<storage::SqliteDatabase> read_db,
                   std::unique_ptr<storage::SqliteDatabase> checkpoint_db);
 
@@ -153,25 +150,20 @@ class SqliteKvBackend final : public KvBackend {
   // Sorts the sealed generation, if one waits, outside the writer mutex.
   void SortSealedKeys() ABSL_LOCKS_EXCLUDED(write_mu_);
   // SQLite's WAL hook: records the WAL size after each commit.
-  static int OnWalCommit(void* backend, ::sqlite3* db, const char* name,
-                         int frames);
+  static int OnWalCommit(void* backend, ::sqlite3* db, const char* name, int frames);
 
-  absl::StatusOr<Meta> ReadMetaLocked()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status ApplyBatchLocked(const KvWriteBatch& batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<Meta> ReadMetaLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ApplyBatchLocked(const KvWriteBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Writes deferred key states to kv_keys (inside the caller's transaction).
   absl::Status WriteKeysLocked(absl::Span<const KeyChange> changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status UpdateMetaLocked(const Meta& meta)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status UpdateMetaLocked(const Meta& meta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Replays the events after meta.keys_revision over `state`, and hands the
   // changes they make to deferred_.
   absl::Status ReplayEventsLocked(const Meta& meta, PersistedKvState* state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Writes every deferred key to kv_keys in one transaction.
-  absl::Status WriteAllDeferredLocked()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status WriteAllDeferredLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // After a commit, once the WAL is big: checkpoint from the writer.
   void MaybeRestartWalLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Deletes up to `limit` events with revision <= min(compacted revision,
@@ -182,10 +174,8 @@ class SqliteKvBackend final : public KvBackend {
   // Deletes one chunk in its own transaction.
   absl::Status DeleteCompactedChunk(bool* done) ABSL_LOCKS_EXCLUDED(write_mu_);
   absl::Status DeleteAllCompacted() ABSL_LOCKS_EXCLUDED(write_mu_);
-  absl::Status ReadEventsLocked(const std::string& ns,
-                                const std::string& prefix,
-                                Revision from_revision, size_t max_events,
-                                std::vector<Event>* out)
+  absl::Status ReadEventsLocked(const std::string& ns, const std::string& prefix,
+                                Revision from_revision, size_t max_events, std::vector<Event>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
   absl::Status DataLoss(absl::string_view what) const;
 

@@ -36,8 +36,7 @@ void BM_CommitPuts(benchmark::State& state) {
     return;
   }
   const std::string path = pattern + "/kv.db";
-  absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
-      SqliteKvBackend::Open(path);
+  absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend = SqliteKvBackend::Open(path);
   if (!backend.ok()) {
     state.SkipWithError(backend.status().ToString().c_str());
     return;
@@ -52,11 +51,10 @@ void BM_CommitPuts(benchmark::State& state) {
     for (int i = 0; i < puts_per_batch; ++i) {
       // Keys cycle through 10,000 names, so most puts overwrite like a real
       // workload.
-      KeyValue kv{
-          "bench",  absl::StrFormat("worker/%05d", key_counter++ % 10000),
-          value,    revision,
-          revision, 1,
-          0};
+      KeyValue kv{"bench",  absl::StrFormat("worker/%05d", key_counter++ % 10000),
+                  value,    revision,
+                  revision, 1,
+                  0};
       batch.events.push_back(Event{EventType::kPut, kv});
       batch.upserts.push_back(std::move(kv));
     }
@@ -68,10 +66,9 @@ void BM_CommitPuts(benchmark::State& state) {
     }
   }
   state.counters["puts_per_s"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * puts_per_batch,
-      benchmark::Counter::kIsRate);
-  state.counters["commits_per_s"] = benchmark::Counter(
-      static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+      static_cast<double>(state.iterations()) * puts_per_batch, benchmark::Counter::kIsRate);
+  state.counters["commits_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   backend->reset();
   std::remove((path + "-wal").c_str());
   std::remove((path + "-shm").c_str());
@@ -79,12 +76,7 @@ void BM_CommitPuts(benchmark::State& state) {
   rmdir(pattern.c_str());
 }
 
-BENCHMARK(BM_CommitPuts)
-    ->Arg(1)
-    ->Arg(16)
-    ->Arg(256)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CommitPuts)->Arg(1)->Arg(16)->Arg(256)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace ddp::kv

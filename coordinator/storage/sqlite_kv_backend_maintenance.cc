@@ -81,8 +81,8 @@ void SqliteKvBackend::MaintenanceLoop() {
     if (idle_backlog) {
       const absl::Status status = DeleteAllCompacted();
       if (!status.ok()) {
-        DDP_LOG_EVERY_N_SEC(WARNING, 10) << "deleting compacted events of " << path_
-                         << " failed (retried later): " << status;
+        DDP_LOG_EVERY_N_SEC(WARNING, 10)
+            << "deleting compacted events of " << path_ << " failed (retried later): " << status;
       }
     }
     // PASSIVE: copies what it can without waiting for the writer or readers.
@@ -93,8 +93,9 @@ void SqliteKvBackend::MaintenanceLoop() {
     if (rc == SQLITE_OK) {
       backfilled_frames_.store(copied, std::memory_order_relaxed);
     } else if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) {
-      DDP_LOG_EVERY_N_SEC(WARNING, 10) << "WAL checkpoint of " << path_
-                       << " failed: " << checkpoint_db_->ErrorStatus(rc, "checkpoint");
+      DDP_LOG_EVERY_N_SEC(WARNING, 10)
+          << "WAL checkpoint of " << path_
+          << " failed: " << checkpoint_db_->ErrorStatus(rc, "checkpoint");
     }
   }
 }
@@ -120,7 +121,7 @@ void SqliteKvBackend::MaybeRestartWalLocked() {
                                            &wal_pages, &copied);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
     DDP_LOG_EVERY_N_SEC(WARNING, 10) << "WAL checkpoint by the writer of " << path_
-                     << " failed: " << write_db_->ErrorStatus(rc, "checkpoint");
+                                     << " failed: " << write_db_->ErrorStatus(rc, "checkpoint");
   }
 }
 

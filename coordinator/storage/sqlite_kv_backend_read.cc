@@ -43,8 +43,7 @@ bool PrefixUpperBound(const std::string& prefix, std::string* bound) {
     result.pop_back();
   }
   if (result.empty()) return false;
-  result.back() =
-      static_cast<char>(static_cast<unsigned char>(result.back()) + 1);
+  result.back() = static_cast<char>(static_cast<unsigned char>(result.back()) + 1);
   *bound = std::move(result);
   return true;
 }
@@ -64,9 +63,8 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
       write_db_->QueryInt64("SELECT IFNULL(MAX(revision), 0) FROM kv_events");
   if (!max_event_revision.ok()) return max_event_revision.status();
   if (*max_event_revision > state.revision) {
-    return DataLoss(absl::StrFormat(
-        "an event has revision %d, after the store's revision %d",
-        *max_event_revision, state.revision));
+    return DataLoss(absl::StrFormat("an event has revision %d, after the store's revision %d",
+                                    *max_event_revision, state.revision));
   }
 
   absl::StatusOr<SqliteStatement> keys = write_db_->Prepare(
@@ -89,15 +87,14 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
   }
   DDP_RETURN_IF_ERROR(ReplayEventsLocked(*meta, &state));
   for (const KeyValue& kv : state.keys) {
-    if (kv.mod_revision < 1 || kv.mod_revision > state.revision ||
-        kv.create_revision < 1 || kv.create_revision > kv.mod_revision) {
-      return DataLoss(
-          absl::StrFormat("key '%s' in namespace '%s' has create_revision %d "
-                          "and mod_revision %d; "
-                          "expected 1 <= create <= mod <= revision %d",
-                          absl::CHexEscape(kv.key.substr(0, 64)),
-                          absl::CHexEscape(kv.ns.substr(0, 64)),
-                          kv.create_revision, kv.mod_revision, state.revision));
+    if (kv.mod_revision < 1 || kv.mod_revision > state.revision || kv.create_revision < 1 ||
+        kv.create_revision > kv.mod_revision) {
+      return DataLoss(absl::StrFormat(
+          "key '%s' in namespace '%s' has create_revision %d "
+          "and mod_revision %d; "
+          "expected 1 <= create <= mod <= revision %d",
+          absl::CHexEscape(kv.key.substr(0, 64)), absl::CHexEscape(kv.ns.substr(0, 64)),
+          kv.create_revision, kv.mod_revision, state.revision));
     }
   }
 
@@ -111,25 +108,21 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
     LeaseRecord lease;
     lease.id = leases->ColumnInt64(0);
     lease.ttl_ms = leases->ColumnInt64(1);
-    if (lease.id < 1)
-      return DataLoss(absl::StrFormat("a lease has id %d", lease.id));
+    if (lease.id < 1) return DataLoss(absl::StrFormat("a lease has id %d", lease.id));
     state.leases.push_back(lease);
   }
   meta_ = *meta;
   return state;
 }
 
-absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta,
-                                                 PersistedKvState* state) {
-  absl::StatusOr<SqliteStatement> events =
-      write_db_->Prepare(kSelectEventsAfter);
+absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta, PersistedKvState* state) {
+  absl::StatusOr<SqliteStatement> events = write_db_->Prepare(kSelectEventsAfter);
   if (!events.ok()) return events.status();
   DDP_RETURN_IF_ERROR(events->BindInt64(1, meta.keys_revision));
   // Built on the first event only: a cleanly closed file has none to replay.
   absl::flat_hash_map<DeferredKeyWrites::KeyRef, size_t> index;
   std::vector<bool> alive;
-  absl::flat_hash_map<DeferredKeyWrites::KeyRef, std::optional<KeyValue>>
-      changes;
+  absl::flat_hash_map<DeferredKeyWrites::KeyRef, std::optional<KeyValue>> changes;
   while (true) {
     absl::StatusOr<bool> row = events->Step();
     if (!row.ok()) return row.status();
@@ -137,14 +130,11 @@ absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta,
     if (alive.empty() && !state->keys.empty()) {
       alive.assign(state->keys.size(), true);
       for (size_t i = 0; i < state->keys.size(); ++i) {
-        index.emplace(DeferredKeyWrites::KeyRef(state->keys[i].ns,
-                                                state->keys[i].key),
-                      i);
+        index.emplace(DeferredKeyWrites::KeyRef(state->keys[i].ns, state->keys[i].key), i);
       }
     }
     const int64_t type = events->ColumnInt64(0);
-    DeferredKeyWrites::KeyRef ref(events->ColumnBlob(1),
-                                  events->ColumnBlob(2));
+    DeferredKeyWrites::KeyRef ref(events->ColumnBlob(1), events->ColumnBlob(2));
     auto it = index.find(ref);
     if (type == static_cast<int64_t>(EventType::kDelete)) {
       if (it != index.end()) alive[it->second] = false;
@@ -188,9 +178,10 @@ absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(
-    const std::string& ns, const std::string& prefix, Revision from_revision,
-    size_t max_events) {
+absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(const std::string& ns,
+                                                               const std::string& prefix,
+                                                               Revision from_revision,
+                                                               size_t max_events) {
   absl::MutexLock lock(&read_mu_);
   std::vector<Event> events;
   // One read transaction: the compacted revision and the events come from one
@@ -198,8 +189,7 @@ absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(
   absl::StatusOr<SqliteStatement*> begin = read_db_->PrepareCached("BEGIN");
   if (!begin.ok()) return begin.status();
   DDP_RETURN_IF_ERROR((*begin)->Run());
-  absl::Status status =
-      ReadEventsLocked(ns, prefix, from_revision, max_events, &events);
+  absl::Status status = ReadEventsLocked(ns, prefix, from_revision, max_events, &events);
   absl::StatusOr<SqliteStatement*> end = read_db_->PrepareCached("COMMIT");
   absl::Status end_status = end.ok() ? (*end)->Run() : end.status();
   if (!end_status.ok() && !read_db_->InAutocommit()) {
@@ -210,19 +200,16 @@ absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(
   return events;
 }
 
-absl::Status SqliteKvBackend::ReadEventsLocked(const std::string& ns,
-                                               const std::string& prefix,
-                                               Revision from_revision,
-                                               size_t max_events,
+absl::Status SqliteKvBackend::ReadEventsLocked(const std::string& ns, const std::string& prefix,
+                                               Revision from_revision, size_t max_events,
                                                std::vector<Event>* out) {
-  absl::StatusOr<int64_t> compacted = read_db_->QueryInt64(
-      "SELECT compacted_revision FROM kv_meta WHERE id = 1");
+  absl::StatusOr<int64_t> compacted =
+      read_db_->QueryInt64("SELECT compacted_revision FROM kv_meta WHERE id = 1");
   if (!compacted.ok()) return compacted.status();
   DDP_RETURN_IF_ERROR(CheckReadFrom(from_revision, *compacted));
   if (max_events == 0) return absl::OkStatus();
 
-  absl::StatusOr<SqliteStatement*> select =
-      read_db_->PrepareCached(kSelectEvents);
+  absl::StatusOr<SqliteStatement*> select = read_db_->PrepareCached(kSelectEvents);
   if (!select.ok()) return select.status();
   SqliteStatement& s = **select;
   DDP_RETURN_IF_ERROR(s.BindBlob(1, ns));
@@ -234,8 +221,7 @@ absl::Status SqliteKvBackend::ReadEventsLocked(const std::string& ns,
   } else {
     DDP_RETURN_IF_ERROR(s.BindNull(4));
   }
-  const uint64_t limit =
-      std::min<uint64_t>(max_events, std::numeric_limits<int64_t>::max());
+  const uint64_t limit = std::min<uint64_t>(max_events, std::numeric_limits<int64_t>::max());
   DDP_RETURN_IF_ERROR(s.BindInt64(5, static_cast<int64_t>(limit)));
   while (true) {
     absl::StatusOr<bool> row = s.Step();

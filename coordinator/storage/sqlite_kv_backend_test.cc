@@ -26,8 +26,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-KvWriteBatch PutOne(Revision revision, const std::string& key,
-                    const std::string& value) {
+KvWriteBatch PutOne(Revision revision, const std::string& key, const std::string& value) {
   KvWriteBatch batch;
   batch.revision = revision;
   KeyValue kv{"ns", key, value, revision, revision, 1, 0};
@@ -40,24 +39,21 @@ class SqliteKvBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* root = getenv("TEST_TMPDIR");
-    std::string pattern =
-        std::string(root != nullptr ? root : "/tmp") + "/sqlitekvXXXXXX";
+    std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/sqlitekvXXXXXX";
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     path_ = dir_ + "/kv.db";
   }
 
   std::unique_ptr<SqliteKvBackend> MustOpen() {
-    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
-        SqliteKvBackend::Open(path_);
+    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend = SqliteKvBackend::Open(path_);
     EXPECT_TRUE(backend.ok()) << backend.status();
     return backend.ok() ? std::move(backend).value() : nullptr;
   }
 
   // The first error of Open + Load (a damaged file may be caught by either).
   absl::Status OpenAndLoad() {
-    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
-        SqliteKvBackend::Open(path_);
+    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend = SqliteKvBackend::Open(path_);
     if (!backend.ok()) return backend.status();
     return (*backend)->Load().status();
   }
@@ -68,8 +64,7 @@ class SqliteKvBackendTest : public ::testing::Test {
     {
       std::unique_ptr<SqliteKvBackend> backend = MustOpen();
       for (Revision r = 1; r <= 3; ++r) {
-        ASSERT_TRUE(
-            backend->Commit(PutOne(r, "k" + std::to_string(r), "v")).ok());
+        ASSERT_TRUE(backend->Commit(PutOne(r, "k" + std::to_string(r), "v")).ok());
       }
     }
     absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
@@ -116,19 +111,16 @@ TEST_F(SqliteKvBackendTest, Open_AfterClose_StateSurvives) {
   EXPECT_EQ(state->revision, 2);
   EXPECT_EQ(state->compacted_revision, 1);
   EXPECT_EQ(state->keys.size(), 2u);
-  EXPECT_EQ(backend->Commit(PutOne(2, "c", "3")).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend->Commit(PutOne(2, "c", "3")).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(backend->Commit(PutOne(3, "c", "3")).ok());
 }
 
 TEST_F(SqliteKvBackendTest, Commit_ChildExitsWithoutClosing_DataSurvives) {
   const pid_t pid = RunInChild([this](int) {
-    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
-        SqliteKvBackend::Open(path_);
+    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend = SqliteKvBackend::Open(path_);
     if (!backend.ok()) _exit(1);
     for (Revision r = 1; r <= 3; ++r) {
-      if (!(*backend)->Commit(PutOne(r, "k" + std::to_string(r), "v")).ok())
-        _exit(2);
+      if (!(*backend)->Commit(PutOne(r, "k" + std::to_string(r), "v")).ok()) _exit(2);
     }
     _exit(0);  // no destructors: the connection is never closed
   });
@@ -141,26 +133,20 @@ TEST_F(SqliteKvBackendTest, Commit_ChildExitsWithoutClosing_DataSurvives) {
   EXPECT_EQ(state->keys.size(), 3u);
 }
 
-TEST_F(SqliteKvBackendTest,
-       Commit_ChildKilledAfterCommitReturned_DataSurvives) {
+TEST_F(SqliteKvBackendTest, Commit_ChildKilledAfterCommitReturned_DataSurvives) {
   int ready_fd = -1;
   const pid_t pid = RunInChild(
       [this](int ready) {
-        absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
-            SqliteKvBackend::Open(path_);
+        absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend = SqliteKvBackend::Open(path_);
         if (!backend.ok()) _exit(1);
-        if (!(*backend)
-                 ->Commit(PutOne(1, "durable", std::string(1000, 'd')))
-                 .ok())
-          _exit(2);
+        if (!(*backend)->Commit(PutOne(1, "durable", std::string(1000, 'd'))).ok()) _exit(2);
         const char byte = 'c';  // tell the parent that Commit returned
         if (write(ready, &byte, 1) != 1) _exit(4);
         while (true) pause();  // wait for SIGKILL holding the file open
       },
       &ready_fd);
   char byte = 0;
-  ASSERT_EQ(read(ready_fd, &byte, 1), 1)
-      << "the child failed before committing";
+  ASSERT_EQ(read(ready_fd, &byte, 1), 1) << "the child failed before committing";
   close(ready_fd);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   int status = 0;
@@ -173,8 +159,7 @@ TEST_F(SqliteKvBackendTest,
   EXPECT_EQ(state->revision, 1);
   ASSERT_EQ(state->keys.size(), 1u);
   EXPECT_EQ(state->keys[0].value, std::string(1000, 'd'));
-  absl::StatusOr<std::vector<Event>> events =
-      backend->ReadEvents("ns", "dur", 1, 10);
+  absl::StatusOr<std::vector<Event>> events = backend->ReadEvents("ns", "dur", 1, 10);
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->size(), 1u);
 }
@@ -191,8 +176,7 @@ TEST_F(SqliteKvBackendTest, Open_GarbageFile_DataLossWithReadableMessage) {
 TEST_F(SqliteKvBackendTest, Open_NonWritablePath_FailedPreconditionNamingPath) {
   std::ofstream(dir_ + "/not-a-dir") << "x";
   const std::string bad_path = dir_ + "/not-a-dir/kv.db";
-  absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
-      SqliteKvBackend::Open(bad_path);
+  absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend = SqliteKvBackend::Open(bad_path);
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(backend.status().message(), HasSubstr(bad_path));
   EXPECT_THAT(backend.status().message(), HasSubstr("writable"));
@@ -238,14 +222,11 @@ TEST_F(SqliteKvBackendTest, Open_CompactionInterruptedByCrash_FinishesIt) {
   absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
       storage::SqliteDatabase::Open(path_);
   ASSERT_TRUE(db.ok());
-  EXPECT_EQ(
-      *(*db)->QueryInt64("SELECT COUNT(*) FROM kv_events WHERE revision <= 2"),
-      0);
+  EXPECT_EQ(*(*db)->QueryInt64("SELECT COUNT(*) FROM kv_events WHERE revision <= 2"), 0);
   EXPECT_EQ(*(*db)->QueryInt64("SELECT COUNT(*) FROM kv_events"), 1);
 }
 
-TEST_F(SqliteKvBackendTest,
-       Commit_FailsMidBatch_NothingAppliedAndRevisionUnchanged) {
+TEST_F(SqliteKvBackendTest, Commit_FailsMidBatch_NothingAppliedAndRevisionUnchanged) {
   std::unique_ptr<SqliteKvBackend> backend = MustOpen();
   ASSERT_TRUE(backend->Commit(PutOne(1, "a", "1")).ok());
   {
@@ -253,12 +234,11 @@ TEST_F(SqliteKvBackendTest,
     absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
         storage::SqliteDatabase::Open(path_);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(
-        (*db)
-            ->Execute("CREATE TRIGGER fail_poison BEFORE INSERT ON kv_events "
-                      "WHEN NEW.key = x'706F69736F6E' "
-                      "BEGIN SELECT RAISE(ABORT, 'poisoned key'); END")
-            .ok());
+    ASSERT_TRUE((*db)
+                    ->Execute("CREATE TRIGGER fail_poison BEFORE INSERT ON kv_events "
+                              "WHEN NEW.key = x'706F69736F6E' "
+                              "BEGIN SELECT RAISE(ABORT, 'poisoned key'); END")
+                    .ok());
   }
   KvWriteBatch batch = PutOne(2, "b", "2");
   KeyValue poison{"ns", "poison", "x", 2, 2, 1, 0};
@@ -292,8 +272,7 @@ SqliteKvBackendOptions DeferringOptions() {
 }
 
 int64_t Count(const std::string& path, const std::string& sql) {
-  absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db =
-      storage::SqliteDatabase::Open(path);
+  absl::StatusOr<std::unique_ptr<storage::SqliteDatabase>> db = storage::SqliteDatabase::Open(path);
   EXPECT_TRUE(db.ok()) << db.status();
   if (!db.ok()) return -1;
   absl::StatusOr<int64_t> n = (*db)->QueryInt64(sql);
@@ -325,8 +304,7 @@ TEST_F(SqliteKvBackendTest, Commit_KeysWrittenLaterInSlices_MetaTracksThem) {
   EXPECT_EQ(Count(path_, "SELECT keys_revision FROM kv_meta"), 5);
 }
 
-TEST_F(SqliteKvBackendTest,
-       Compact_KeysNotWrittenYet_EventsKeptSoCrashLosesNothing) {
+TEST_F(SqliteKvBackendTest, Compact_KeysNotWrittenYet_EventsKeptSoCrashLosesNothing) {
   const pid_t pid = RunInChild([this](int) {
     SqliteKvBackendOptions options = DeferringOptions();
     options.deferred_keys.seal_keys = 1000;  // kv_keys stays empty
@@ -334,8 +312,7 @@ TEST_F(SqliteKvBackendTest,
         SqliteKvBackend::Open(path_, options);
     if (!backend.ok()) _exit(1);
     for (Revision r = 1; r <= 4; ++r) {
-      if (!(*backend)->Commit(PutOne(r, "k" + std::to_string(r), "v")).ok())
-        _exit(2);
+      if (!(*backend)->Commit(PutOne(r, "k" + std::to_string(r), "v")).ok()) _exit(2);
     }
     KvWriteBatch remove;
     remove.revision = 5;
@@ -362,8 +339,7 @@ TEST_F(SqliteKvBackendTest,
   std::sort(keys.begin(), keys.end());
   EXPECT_THAT(keys, ::testing::ElementsAre("k1", "k3", "k4"));
   // The history is gone for readers even though its rows were kept.
-  EXPECT_EQ(backend->ReadEvents("ns", "", 5, 10).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(backend->ReadEvents("ns", "", 5, 10).status().code(), absl::StatusCode::kOutOfRange);
   backend.reset();  // writes kv_keys: now the compacted events can go
   backend = MustOpen();
   ASSERT_TRUE(backend->Compact(5).ok());
@@ -380,9 +356,7 @@ TEST_F(SqliteKvBackendTest, Commit_ManyUnderLoad_WalRestartsInsteadOfGrowing) {
   ASSERT_TRUE(backend.ok()) << backend.status();
   for (Revision r = 1; r <= 500; ++r) {
     ASSERT_TRUE(
-        (*backend)
-            ->Commit(PutOne(r, "key-" + std::to_string(r), std::string(3000, 'v')))
-            .ok());
+        (*backend)->Commit(PutOne(r, "key-" + std::to_string(r), std::string(3000, 'v'))).ok());
   }
   // 500 commits of at least one 4 KiB page each: 2 MB without restarts.
   struct stat wal;
@@ -405,8 +379,7 @@ TEST_F(SqliteKvBackendTest, Compact_BusyStore_NextCommitDeletesOldEvents) {
   // Recorded, not yet deleted: that is the next commit's job.
   EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events"), 10);
   ASSERT_TRUE((*backend)->Commit(PutOne(11, "k", "11")).ok());
-  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events WHERE revision <= 8"),
-            0);
+  EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events WHERE revision <= 8"), 0);
   EXPECT_EQ(Count(path_, "SELECT COUNT(*) FROM kv_events"), 3);
 }
 
@@ -426,8 +399,7 @@ TEST_F(SqliteKvBackendTest, Compact_IdleStore_MaintenanceThreadDeletes) {
   ASSERT_TRUE((*backend)->Compact(9).ok());
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   int64_t left = -1;
-  while ((left = Count(path_, "SELECT COUNT(*) FROM kv_events")) != 1 &&
-         absl::Now() < deadline) {
+  while ((left = Count(path_, "SELECT COUNT(*) FROM kv_events")) != 1 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(5));  // polling another connection
   }
   EXPECT_EQ(left, 1);

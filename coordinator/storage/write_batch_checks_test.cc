@@ -8,8 +8,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-KvWriteBatch BatchWithEvents(Revision revision,
-                             std::vector<Revision> event_revisions) {
+KvWriteBatch BatchWithEvents(Revision revision, std::vector<Revision> event_revisions) {
   KvWriteBatch batch;
   batch.revision = revision;
   for (Revision r : event_revisions) {
@@ -34,10 +33,8 @@ TEST(CheckWriteBatchTest, RevisionNotIncreasing_InvalidArgumentNamingBoth) {
 }
 
 TEST(CheckWriteBatchTest, EventOutsideRangeOrOutOfOrder_InvalidArgument) {
-  EXPECT_EQ(CheckWriteBatch(BatchWithEvents(5, {2}), 2).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckWriteBatch(BatchWithEvents(5, {6}), 2).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckWriteBatch(BatchWithEvents(5, {2}), 2).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckWriteBatch(BatchWithEvents(5, {6}), 2).code(), absl::StatusCode::kInvalidArgument);
   absl::Status status = CheckWriteBatch(BatchWithEvents(5, {4, 3}), 2);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("event #1"));
@@ -46,14 +43,12 @@ TEST(CheckWriteBatchTest, EventOutsideRangeOrOutOfOrder_InvalidArgument) {
 TEST(CheckWriteBatchTest, NegativeNextLeaseId_InvalidArgument) {
   KvWriteBatch batch = BatchWithEvents(1, {});
   batch.next_lease_id = -1;
-  EXPECT_EQ(CheckWriteBatch(batch, 0).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckWriteBatch(batch, 0).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CheckCompactRevisionTest, BeyondLast_InvalidArgument) {
   EXPECT_TRUE(CheckCompactRevision(3, 3).ok());
-  EXPECT_EQ(CheckCompactRevision(4, 3).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckCompactRevision(4, 3).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CheckReadFromTest, AtOrBelowCompacted_OutOfRangeWithResumePoint) {

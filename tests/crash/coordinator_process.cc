@@ -34,8 +34,7 @@ std::string ReadFile(const std::string& path) {
 
 std::string CoordinatorBinaryFromRunfiles() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".",
-                      "/ddp_coordinator/coordinator/coordinator");
+  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/ddp_coordinator/coordinator/coordinator");
 }
 
 CoordinatorProcess::CoordinatorProcess(CoordinatorProcessOptions options)
@@ -51,26 +50,21 @@ std::string CoordinatorProcess::log_path() const {
   return absl::StrCat(options_.work_dir, "/coordinator.log");
 }
 
-std::string CoordinatorProcess::address() const {
-  return absl::StrCat("127.0.0.1:", port_);
-}
+std::string CoordinatorProcess::address() const { return absl::StrCat("127.0.0.1:", port_); }
 
 absl::Status CoordinatorProcess::Start() {
   if (running()) {
     return absl::FailedPreconditionError("coordinator already running");
   }
   std::remove(PortFilePath().c_str());
-  const int port_arg =
-      options_.keep_port_across_restarts && port_ > 0 ? port_ : 0;
-  std::vector<std::string> args = {
-      options_.binary, "--port",     absl::StrCat(port_arg),
-      "--bind",        "127.0.0.1",  "--port-file",
-      PortFilePath(),  "--data-dir", options_.data_dir,
-      // A fixed --port would leave HTTP on its fixed default: parallel tests
-      // would collide there.
-      "--http-port",   "-1"};
-  args.insert(args.end(), options_.extra_args.begin(),
-              options_.extra_args.end());
+  const int port_arg = options_.keep_port_across_restarts && port_ > 0 ? port_ : 0;
+  std::vector<std::string> args = {options_.binary, "--port", absl::StrCat(port_arg), "--bind",
+                                   "127.0.0.1", "--port-file", PortFilePath(), "--data-dir",
+                                   options_.data_dir,
+                                   // A fixed --port would leave HTTP on its fixed default: parallel
+                                   // tests would collide there.
+                                   "--http-port", "-1"};
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   const std::string log = log_path();
   // Built before fork: the child only execs.
   std::vector<std::string> env = options_.extra_env;
@@ -104,22 +98,20 @@ absl::Status CoordinatorProcess::Start() {
         text = text.substr(text.size() - kLogTailBytes);
       }
       return absl::UnavailableError(
-          absl::StrCat("coordinator exited during start (status ", status,
-                       "); log: ", text));
+          absl::StrCat("coordinator exited during start (status ", status, "); log: ", text));
     }
     int port = 0;
     const std::string content = ReadFile(PortFilePath());
-    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(content), &port) &&
-        port > 0) {
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(content), &port) && port > 0) {
       port_ = port;
       return absl::OkStatus();
     }
     absl::SleepFor(kPollInterval);
   }
   Kill9();
-  return absl::UnavailableError(absl::StrCat(
-      "coordinator wrote no port file within ",
-      absl::FormatDuration(options_.start_timeout), "; log at ", log));
+  return absl::UnavailableError(absl::StrCat("coordinator wrote no port file within ",
+                                             absl::FormatDuration(options_.start_timeout),
+                                             "; log at ", log));
 }
 
 void CoordinatorProcess::Kill9() {

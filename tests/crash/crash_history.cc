@@ -23,24 +23,22 @@ class Violations {
   std::vector<std::string> lines_;
 };
 
-void CheckAckedPutsPresent(const CrashHistory& history, const FinalState& state,
-                           Violations& out) {
+void CheckAckedPutsPresent(const CrashHistory& history, const FinalState& state, Violations& out) {
   for (const AckedWrite& write : history.acked) {
     if (write.is_add) continue;
     auto it = state.kvs.find(write.key);
     if (it == state.kvs.end()) {
-      out.Add(absl::StrCat("acknowledged put of ", write.key, " (revision ",
-                           write.revision, ") is missing"));
+      out.Add(absl::StrCat("acknowledged put of ", write.key, " (revision ", write.revision,
+                           ") is missing"));
     } else if (it->second != write.value) {
       out.Add(absl::StrCat("acknowledged put of ", write.key, " has value '",
-                           it->second.substr(0, 64), "', expected '",
-                           write.value.substr(0, 64), "'"));
+                           it->second.substr(0, 64), "', expected '", write.value.substr(0, 64),
+                           "'"));
     }
   }
 }
 
-void CheckCounter(const CrashHistory& history, const FinalState& state,
-                  Violations& out) {
+void CheckCounter(const CrashHistory& history, const FinalState& state, Violations& out) {
   int64_t acked_adds = 0;
   for (const AckedWrite& write : history.acked) acked_adds += write.is_add;
   if (state.counter < acked_adds) {
@@ -48,8 +46,8 @@ void CheckCounter(const CrashHistory& history, const FinalState& state,
                          " adds were acknowledged (lost adds)"));
   }
   if (state.counter > history.attempted_adds) {
-    out.Add(absl::StrCat("counter is ", state.counter, " but only ",
-                         history.attempted_adds, " adds were attempted"));
+    out.Add(absl::StrCat("counter is ", state.counter, " but only ", history.attempted_adds,
+                         " adds were attempted"));
   }
 }
 
@@ -59,8 +57,8 @@ void CheckPerClientOrder(const CrashHistory& history, Violations& out) {
     auto [it, inserted] = last.emplace(write.client, write.revision);
     if (inserted) continue;
     if (write.revision <= it->second) {
-      out.Add(absl::StrCat("client ", write.client, " got revision ",
-                           write.revision, " after ", it->second));
+      out.Add(absl::StrCat("client ", write.client, " got revision ", write.revision, " after ",
+                           it->second));
     }
     it->second = write.revision;
   }
@@ -83,8 +81,7 @@ void CheckAcrossCrashes(const CrashHistory& history, Violations& out) {
       out.Add(absl::StrCat("crash ", k,
                            ": a write after the restart got "
                            "revision ",
-                           min_after, " <= ", max_before,
-                           " acknowledged before the kill"));
+                           min_after, " <= ", max_before, " acknowledged before the kill"));
     }
     if (crash.status_revision_after < max_before) {
       out.Add(absl::StrCat("crash ", k, ": Status revision after restart ",
@@ -99,27 +96,24 @@ void CheckWatch(const CrashHistory& history, Violations& out) {
   int64_t last = 0;
   for (const WatchedEvent& event : history.watched) {
     if (event.revision < last) {
-      out.Add(absl::StrCat("watch event revision ", event.revision,
-                           " arrived after ", last));
+      out.Add(absl::StrCat("watch event revision ", event.revision, " arrived after ", last));
     }
     last = std::max(last, event.revision);
     if (!seen.emplace(event.revision, event.key).second) {
-      out.Add(absl::StrCat("watch event (", event.revision, ", ", event.key,
-                           ") delivered twice"));
+      out.Add(absl::StrCat("watch event (", event.revision, ", ", event.key, ") delivered twice"));
     }
   }
   for (const AckedWrite& write : history.acked) {
     if (seen.count({write.revision, write.key}) == 0) {
-      out.Add(absl::StrCat("watcher never saw acknowledged write of ",
-                           write.key, " at revision ", write.revision));
+      out.Add(absl::StrCat("watcher never saw acknowledged write of ", write.key, " at revision ",
+                           write.revision));
     }
   }
 }
 
 }  // namespace
 
-std::vector<std::string> FindViolations(const CrashHistory& history,
-                                        const FinalState& state,
+std::vector<std::string> FindViolations(const CrashHistory& history, const FinalState& state,
                                         size_t max_violations) {
   Violations out(max_violations);
   CheckAckedPutsPresent(history, state, out);

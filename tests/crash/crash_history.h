@@ -58,8 +58,7 @@ struct FinalState {
 
 // Every rule broken, one readable line each (capped at `max_violations`);
 // empty when the history is consistent.
-std::vector<std::string> FindViolations(const CrashHistory& history,
-                                        const FinalState& state,
+std::vector<std::string> FindViolations(const CrashHistory& history, const FinalState& state,
                                         size_t max_violations = 20);
 
 }  // namespace ddp::testing

@@ -24,8 +24,7 @@ struct Fixture {
     };
     history.attempted_adds = 3;
     history.crashes = {{100, 150, 2}};
-    history.watched = {
-        {"put/0/0", 1}, {"counter", 2}, {"put/0/1", 3}, {"counter", 4}};
+    history.watched = {{"put/0/0", 1}, {"counter", 2}, {"put/0/1", 3}, {"counter", 4}};
     state.kvs = {{"put/0/0", "v00"}, {"put/0/1", "v01"}, {"counter", "2"}};
     state.counter = 2;
   }
@@ -53,8 +52,7 @@ TEST(FindViolations, AckedPutWrongValue_Reported) {
 TEST(FindViolations, CounterOutsideBounds_Reported) {
   Fixture f;
   f.state.counter = 1;
-  EXPECT_THAT(FindViolations(f.history, f.state),
-              ElementsAre(HasSubstr("lost adds")));
+  EXPECT_THAT(FindViolations(f.history, f.state), ElementsAre(HasSubstr("lost adds")));
   f.state.counter = 4;
   EXPECT_THAT(FindViolations(f.history, f.state),
               ElementsAre(HasSubstr("only 3 adds were attempted")));
@@ -64,8 +62,7 @@ TEST(FindViolations, RevisionBackwardsAfterRestart_Reported) {
   Fixture f;
   f.history.acked[2].revision = 1;  // Reused revision after the crash.
   f.history.watched[2].revision = 1;
-  const std::vector<std::string> violations =
-      FindViolations(f.history, f.state);
+  const std::vector<std::string> violations = FindViolations(f.history, f.state);
   EXPECT_THAT(violations, ::testing::Contains(HasSubstr("crash 0")));
   EXPECT_THAT(violations, ::testing::Contains(HasSubstr("client 0")));
 }
@@ -80,9 +77,8 @@ TEST(FindViolations, StatusRevisionBehindAcked_Reported) {
 TEST(FindViolations, WatchGapDuplicateOrDisorder_Reported) {
   Fixture f;
   f.history.watched.erase(f.history.watched.begin() + 2);
-  EXPECT_THAT(
-      FindViolations(f.history, f.state),
-      ElementsAre(HasSubstr("never saw acknowledged write of put/0/1")));
+  EXPECT_THAT(FindViolations(f.history, f.state),
+              ElementsAre(HasSubstr("never saw acknowledged write of put/0/1")));
   Fixture g;
   g.history.watched.push_back({"counter", 4});
   EXPECT_THAT(FindViolations(g.history, g.state),

@@ -21,8 +21,8 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
-#include "tests/crash/test_channel.h"
 #include "tests/crash/crash_history.h"
+#include "tests/crash/test_channel.h"
 
 namespace ddp::testing {
 namespace {
@@ -87,8 +87,7 @@ class Recorder {
   int64_t AckedAfter(int64_t ns) {
     absl::MutexLock lock(&mu_);
     int64_t count = 0;
-    for (const AckedWrite& write : history_.acked)
-      count += write.started_ns > ns;
+    for (const AckedWrite& write : history_.acked) count += write.started_ns > ns;
     return count;
   }
 
@@ -101,8 +100,8 @@ class Recorder {
 
 // One client thread: put, put, add, ... each retried on UNAVAILABLE with
 // backoff until acknowledged or `stop`. Keys are unique per (client, seq).
-void RunClient(int id, const std::string& address, int64_t& next_seq,
-               Recorder& recorder, const std::atomic<bool>& stop) {
+void RunClient(int id, const std::string& address, int64_t& next_seq, Recorder& recorder,
+               const std::atomic<bool>& stop) {
   auto stub = v1::KeyValueService::NewStub(MakeFastReconnectChannel(address, id));
   std::mt19937 jitter(id);
   for (int op = 0; !stop.load(); ++op) {
@@ -144,8 +143,8 @@ void RunClient(int id, const std::string& address, int64_t& next_seq,
         break;
       }
       if (!Retryable(status)) {
-        recorder.Error(absl::StrCat("client ", id, ": ", status.error_code(),
-                                    " ", status.error_message()));
+        recorder.Error(
+            absl::StrCat("client ", id, ": ", status.error_code(), " ", status.error_message()));
         return;
       }
       absl::SleepFor(backoff * (0.5 + (jitter() % 1000) / 1000.0));
@@ -198,10 +197,8 @@ class ResumingWatcher {
       absl::MutexLock lock(&mu_);
       context_ = nullptr;
       if (stopping_) return;
-      if (!Retryable(status) &&
-          status.error_code() != grpc::StatusCode::CANCELLED) {
-        recorder_.Error(absl::StrCat("watch: ", status.error_code(), " ",
-                                     status.error_message()));
+      if (!Retryable(status) && status.error_code() != grpc::StatusCode::CANCELLED) {
+        recorder_.Error(absl::StrCat("watch: ", status.error_code(), " ", status.error_message()));
         return;
       }
       ++resumes_;
@@ -250,8 +247,7 @@ FinalState ReadState(v1::KeyValueService::Stub& stub) {
     request.set_start_after(response.next_start_after());
   }
   auto it = state.kvs.find(kCounterKey);
-  if (it != state.kvs.end())
-    EXPECT_TRUE(absl::SimpleAtoi(it->second, &state.counter));
+  if (it != state.kvs.end()) EXPECT_TRUE(absl::SimpleAtoi(it->second, &state.counter));
   return state;
 }
 
@@ -267,10 +263,9 @@ struct RunResult {
 RunResult RunCrashCycles(int cycles, bool lose_one_write) {
   RunResult result;
   const std::string dir = std::getenv("TEST_TMPDIR");
-  const std::string work =
-      absl::StrCat(dir, "/", lose_one_write ? "lose" : "crash");
-  CoordinatorProcess process(CoordinatorProcessOptions{
-      CoordinatorBinaryFromRunfiles(), work + "-data", dir});
+  const std::string work = absl::StrCat(dir, "/", lose_one_write ? "lose" : "crash");
+  CoordinatorProcess process(
+      CoordinatorProcessOptions{CoordinatorBinaryFromRunfiles(), work + "-data", dir});
   absl::Status started = process.Start();
   EXPECT_TRUE(started.ok()) << started;
   if (!started.ok()) return result;
@@ -292,8 +287,8 @@ RunResult RunCrashCycles(int cycles, bool lose_one_write) {
     std::atomic<bool> stop{false};
     std::vector<std::thread> clients;
     for (int id = 0; id < kClients; ++id) {
-      clients.emplace_back(RunClient, id, address, std::ref(next_seq[id]),
-                           std::ref(recorder), std::cref(stop));
+      clients.emplace_back(RunClient, id, address, std::ref(next_seq[id]), std::ref(recorder),
+                           std::cref(stop));
     }
     absl::SleepFor(absl::Milliseconds(kill_after_ms(random)));
     Crash crash;
@@ -334,8 +329,8 @@ RunResult RunCrashCycles(int cycles, bool lose_one_write) {
     }
     result.acked = history.acked.size();
     std::cerr << "cycle " << cycle << ": " << history.acked.size()
-              << " writes acknowledged so far, revision " << revision
-              << ", counter " << state.counter << "\n";
+              << " writes acknowledged so far, revision " << revision << ", counter "
+              << state.counter << "\n";
     if (!result.violations.empty()) break;
   }
   for (const Crash& crash : recorder.Snapshot().crashes) {
@@ -347,8 +342,7 @@ RunResult RunCrashCycles(int cycles, bool lose_one_write) {
 
 TEST(CrashTest, KillNineCycles_NoAcknowledgedWriteLostNoWatchGap) {
   const RunResult result = RunCrashCycles(kCycles, /*lose_one_write=*/false);
-  EXPECT_TRUE(result.violations.empty())
-      << absl::StrJoin(result.violations, "\n");
+  EXPECT_TRUE(result.violations.empty()) << absl::StrJoin(result.violations, "\n");
   // The test proves something only if writes happened around every crash.
   EXPECT_GT(result.acked, kCycles * kClients);
   EXPECT_EQ(result.acked_after_restarts, kCycles);
@@ -358,8 +352,7 @@ TEST(CrashTest, KillNineCycles_NoAcknowledgedWriteLostNoWatchGap) {
 TEST(CrashTest, AcknowledgedKeyDeletedBehindTheTest_IsReported) {
   const RunResult result = RunCrashCycles(1, /*lose_one_write=*/true);
   ASSERT_FALSE(result.violations.empty());
-  EXPECT_NE(result.violations[0].find("is missing"), std::string::npos)
-      << result.violations[0];
+  EXPECT_NE(result.violations[0].find("is missing"), std::string::npos) << result.violations[0];
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -51,9 +51,7 @@ int MaybeFail(int rc) {
   return rc;
 }
 
-SyncFn Next(const char* name) {
-  return reinterpret_cast<SyncFn>(dlsym(RTLD_NEXT, name));
-}
+SyncFn Next(const char* name) { return reinterpret_cast<SyncFn>(dlsym(RTLD_NEXT, name)); }
 
 }  // namespace
 

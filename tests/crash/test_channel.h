@@ -12,16 +12,14 @@
 
 namespace ddp::testing {
 
-inline std::shared_ptr<grpc::Channel> MakeFastReconnectChannel(
-    const std::string& address, int id) {
+inline std::shared_ptr<grpc::Channel> MakeFastReconnectChannel(const std::string& address, int id) {
   grpc::ChannelArguments args;
   args.SetInt("grpc.channel_id", id);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
 }  // namespace ddp::testing

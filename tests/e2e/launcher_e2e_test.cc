@@ -61,12 +61,12 @@ TEST_F(TrainingE2eTest, C10dFormNoCoordinatorStarted_HeadAgentServesIt_JobTrains
   const int port = FreePortPair();
   ASSERT_GT(port, 0);
   auto args = [&](const std::string& node) {
-    std::vector<std::string> out = {"--rdzv-backend", "c10d", "--rdzv-endpoint",
-                                    absl::StrCat("127.0.0.1:", port), "--rdzv-id", kJob,
-                                    "--node-id", node, "--local-addr", "127.0.0.1",
-                                    "--nnodes", "2", "--nproc-per-node", "2",
-                                    "--rdzv-conf", "last_call_timeout=1,join_timeout=60",
-                                    "--log-dir", Path("logs")};
+    std::vector<std::string> out = {
+        "--rdzv-backend",   "c10d",      "--rdzv-endpoint", absl::StrCat("127.0.0.1:", port),
+        "--rdzv-id",        kJob,        "--node-id",       node,
+        "--local-addr",     "127.0.0.1", "--nnodes",        "2",
+        "--nproc-per-node", "2",         "--rdzv-conf",     "last_call_timeout=1,join_timeout=60",
+        "--log-dir",        Path("logs")};
     for (const std::string& arg : Train(8, "0")) out.push_back(arg);
     return out;
   };
@@ -87,13 +87,12 @@ TEST_F(TrainingE2eTest, StaticFormNoCoordinatorStarted_RanksByNodeRank_JobTrains
   const int port = FreePortPair();
   ASSERT_GT(port, 0);
   auto args = [&](int node_rank) {
-    std::vector<std::string> out = {"--nnodes", "2", "--node-rank", absl::StrCat(node_rank),
-                                    "--master-addr", "127.0.0.1", "--master-port",
-                                    absl::StrCat(port), "--nproc-per-node", "2",
-                                    "--node-id", absl::StrCat("static-", node_rank),
-                                    "--local-addr", "127.0.0.1", "--rdzv-conf",
-                                    "last_call_timeout=1,join_timeout=60", "--log-dir",
-                                    Path("logs")};
+    std::vector<std::string> out = {
+        "--nnodes",         "2",         "--node-rank",   absl::StrCat(node_rank),
+        "--master-addr",    "127.0.0.1", "--master-port", absl::StrCat(port),
+        "--nproc-per-node", "2",         "--node-id",     absl::StrCat("static-", node_rank),
+        "--local-addr",     "127.0.0.1", "--rdzv-conf",   "last_call_timeout=1,join_timeout=60",
+        "--log-dir",        Path("logs")};
     for (const std::string& arg : Train(8, "0")) out.push_back(arg);
     return out;
   };
@@ -103,7 +102,8 @@ TEST_F(TrainingE2eTest, StaticFormNoCoordinatorStarted_RanksByNodeRank_JobTrains
   EXPECT_EQ(a.Wait(kBound), 0) << Logs();
   EXPECT_EQ(b.Wait(kBound), 0) << Logs();
   EXPECT_TRUE(absl::StrContains(a.log(), absl::StrCat("ranks [0, 2) of 4, group rank 0/2, "
-                                                      "master 127.0.0.1:", port)))
+                                                      "master 127.0.0.1:",
+                                                      port)))
       << a.log();
   EXPECT_TRUE(absl::StrContains(b.log(), "ranks [2, 4) of 4, group rank 1/2")) << b.log();
   ExpectTrainedTogether(4, 0);

@@ -38,8 +38,7 @@ TEST_F(TrainingE2eTest, WorkerExitsOne_GroupRestartsFromCheckpoint_Finishes) {
   EXPECT_TRUE(absl::StrContains(logs, "rank 2 failing on purpose at step 7")) << logs;
   for (int rank = 0; rank < 4; ++rank) {
     // The checkpoint of step 5 is where generation 2 starts from.
-    EXPECT_TRUE(absl::StrContains(
-        logs, absl::StrCat("rank ", rank, " resumed from step 5")))
+    EXPECT_TRUE(absl::StrContains(logs, absl::StrCat("rank ", rank, " resumed from step 5")))
         << "rank " << rank << "\n"
         << logs;
   }
@@ -146,11 +145,11 @@ TEST_F(TrainingE2eTest, RestartBudgetSpent_AgentsExitOneNamingRootCause) {
   EXPECT_EQ(a.Wait(kBound), 1) << Logs();
   EXPECT_EQ(b.Wait(kBound), 1) << Logs();
   // The pid is known on both nodes: the killed process's, never 0.
-  ExpectRootCauseSummary({&a, &b}, {"rank      : 3 (local_rank: 1)",
-                                    absl::StrCat("exitcode  : -", SIGKILL, " (pid: ", rank3, ")"),
-                                    "worker 1 (rank 3) on node 'node-",
-                                    "failed: signal 9 (SIGKILL); the restart budget",
-                                    "max_restarts=0"});
+  ExpectRootCauseSummary({&a, &b},
+                         {"rank      : 3 (local_rank: 1)",
+                          absl::StrCat("exitcode  : -", SIGKILL, " (pid: ", rank3, ")"),
+                          "worker 1 (rank 3) on node 'node-",
+                          "failed: signal 9 (SIGKILL); the restart budget", "max_restarts=0"});
   EXPECT_FALSE(AnyResult());
 }
 
@@ -166,8 +165,8 @@ TEST_F(TrainingE2eTest, RestartBudgetSpent_WorkerExitsThree_RootCauseIsThatRank)
   AgentProcess& b = StartAgent("node-b", launch, train);
   EXPECT_EQ(a.Wait(kBound), 1) << Logs();
   EXPECT_EQ(b.Wait(kBound), 1) << Logs();
-  ExpectRootCauseSummary({&a, &b}, {"rank      : 2 (local_rank: 0)", "exitcode  : 3 (pid: ",
-                                    "worker 0 (rank 2) on node 'node-",
+  ExpectRootCauseSummary({&a, &b}, {"rank      : 2 (local_rank: 0)",
+                                    "exitcode  : 3 (pid: ", "worker 0 (rank 2) on node 'node-",
                                     "failed: exit code 3; the restart budget"});
   EXPECT_FALSE(AnyResult());
   // The launcher's TORCHELASTIC_ERROR_FILE names the root cause, as torchrun's.

@@ -8,14 +8,14 @@
 // reaps everything the test started (the test is a child subreaper, so
 // orphans come back to it).
 
-#include <sys/socket.h>
 #include <netinet/in.h>
-#include <fstream>
-#include <algorithm>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>

@@ -18,8 +18,7 @@ constexpr size_t kMaxEchoedBytes = 64;
 
 std::string Echo(const std::string& text) {
   if (text.size() <= kMaxEchoedBytes) return absl::StrCat("'", text, "'");
-  return absl::StrCat("'", text.substr(0, kMaxEchoedBytes), "...' (",
-                      text.size(), " bytes)");
+  return absl::StrCat("'", text.substr(0, kMaxEchoedBytes), "...' (", text.size(), " bytes)");
 }
 
 const std::vector<FlagSpec>& GlobalFlags() {
@@ -35,8 +34,7 @@ const std::vector<FlagSpec>& GlobalFlags() {
   return *flags;
 }
 
-const FlagSpec* FindFlag(const std::vector<FlagSpec>& flags,
-                         const std::string& name) {
+const FlagSpec* FindFlag(const std::vector<FlagSpec>& flags, const std::string& name) {
   for (const FlagSpec& flag : flags) {
     if (flag.name == name) return &flag;
   }
@@ -67,17 +65,14 @@ absl::Status CheckFlagValue(const FlagSpec& flag, const std::string& value) {
 
 std::string FlagUsage(const FlagSpec& flag) {
   if (flag.kind == FlagKind::kBool) return absl::StrCat("--", flag.name);
-  return absl::StrCat("--", flag.name, " ", flag.value_name,
-                      flag.repeated ? " ..." : "");
+  return absl::StrCat("--", flag.name, " ", flag.value_name, flag.repeated ? " ..." : "");
 }
 
 std::string UsageLine(const CommandSpec& command) {
-  std::string line =
-      absl::StrCat("ddpctl [GLOBAL FLAGS] ", command.group, " ", command.verb);
+  std::string line = absl::StrCat("ddpctl [GLOBAL FLAGS] ", command.group, " ", command.verb);
   for (const ArgSpec& arg : command.args) {
     std::string word = arg.repeated ? absl::StrCat(arg.name, "...") : arg.name;
-    absl::StrAppend(&line, " ",
-                    arg.optional ? absl::StrCat("[", word, "]") : word);
+    absl::StrAppend(&line, " ", arg.optional ? absl::StrCat("[", word, "]") : word);
   }
   for (const FlagSpec& flag : command.flags) {
     absl::StrAppend(&line, " [", FlagUsage(flag), "]");
@@ -95,8 +90,7 @@ std::string GroupVerbs(const std::string& group) {
 
 }  // namespace
 
-std::string Invocation::FlagString(const std::string& name,
-                                   const std::string& fallback) const {
+std::string Invocation::FlagString(const std::string& name, const std::string& fallback) const {
   auto it = flags.find(name);
   return it == flags.end() ? fallback : it->second;
 }
@@ -108,21 +102,18 @@ int64_t Invocation::FlagInt64(const std::string& name, int64_t fallback) const {
   return value.ok() ? *value : fallback;
 }
 
-absl::Duration Invocation::FlagDuration(const std::string& name,
-                                        absl::Duration fallback) const {
+absl::Duration Invocation::FlagDuration(const std::string& name, absl::Duration fallback) const {
   auto it = flags.find(name);
   if (it == flags.end()) return fallback;
-  absl::StatusOr<absl::Duration> value =
-      ParsePositiveDuration(it->second, name);
+  absl::StatusOr<absl::Duration> value = ParsePositiveDuration(it->second, name);
   return value.ok() ? *value : fallback;
 }
 
-absl::StatusOr<int64_t> ParseInt64(const std::string& text,
-                                   const std::string& what) {
+absl::StatusOr<int64_t> ParseInt64(const std::string& text, const std::string& what) {
   int64_t value = 0;
   if (!absl::SimpleAtoi(text, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, "=", Echo(text), " is not a decimal 64-bit integer"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "=", Echo(text), " is not a decimal 64-bit integer"));
   }
   return value;
 }
@@ -134,19 +125,17 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(const std::string& text,
   if (absl::SimpleAtoi(text, &seconds)) {
     duration = absl::Seconds(seconds);
   } else if (!absl::ParseDuration(text, &duration)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, "=", Echo(text), " is not a duration (e.g. 500ms, 10s, 2m)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "=", Echo(text), " is not a duration (e.g. 500ms, 10s, 2m)"));
   }
-  if (duration <= absl::ZeroDuration() ||
-      duration == absl::InfiniteDuration()) {
+  if (duration <= absl::ZeroDuration() || duration == absl::InfiniteDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, "=", Echo(text), " must be a positive duration"));
   }
   return duration;
 }
 
-absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text,
-                                         const std::string& what) {
+absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text, const std::string& what) {
   const std::vector<std::string> parts = absl::StrSplit(text, ':');
   int32_t min = 0;
   int32_t max = 0;
@@ -155,12 +144,11 @@ absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text,
     parsed = absl::SimpleAtoi(parts[0], &min);
     max = min;
   } else if (parts.size() == 2) {
-    parsed =
-        absl::SimpleAtoi(parts[0], &min) && absl::SimpleAtoi(parts[1], &max);
+    parsed = absl::SimpleAtoi(parts[0], &min) && absl::SimpleAtoi(parts[1], &max);
   }
   if (!parsed) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, "=", Echo(text), " is not N or MIN:MAX (e.g. 2 or 2:4)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "=", Echo(text), " is not N or MIN:MAX (e.g. 2 or 2:4)"));
   }
   if (min < 1 || max < min) {
     return absl::InvalidArgumentError(
@@ -173,9 +161,8 @@ std::vector<std::string> SplitFlagValues(const std::string& joined) {
   return absl::StrSplit(joined, ',', absl::SkipEmpty());
 }
 
-absl::StatusOr<Invocation> ParseCommandLine(
-    const std::vector<std::string>& argv,
-    const std::string& default_coordinator) {
+absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv,
+                                            const std::string& default_coordinator) {
   Invocation invocation;
   invocation.global.coordinator = default_coordinator;
   std::vector<std::string> words;  // Group, verb, then positional arguments.
@@ -184,8 +171,7 @@ absl::StatusOr<Invocation> ParseCommandLine(
   bool flags_done = false;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& token = argv[i];
-    if (flags_done || token.size() < 2 || token[0] != '-' ||
-        (token[1] != '-' && token != "-h")) {
+    if (flags_done || token.size() < 2 || token[0] != '-' || (token[1] != '-' && token != "-h")) {
       words.push_back(token);
       continue;
     }
@@ -217,16 +203,16 @@ absl::StatusOr<Invocation> ParseCommandLine(
       }
     }
     if (spec == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown flag --", name.substr(0, kMaxEchoedBytes),
-          words.size() >= 2 ? " for this command" : "", "; see ddpctl --help"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name.substr(0, kMaxEchoedBytes),
+                       words.size() >= 2 ? " for this command" : "", "; see ddpctl --help"));
     }
     if (spec->kind == FlagKind::kBool) {
       if (!has_value) value = "true";
     } else if (!has_value) {
       if (i + 1 >= argv.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--", name, " needs a value (", spec->value_name, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " needs a value (", spec->value_name, ")"));
       }
       value = argv[++i];
     }
@@ -247,9 +233,10 @@ absl::StatusOr<Invocation> ParseCommandLine(
   }
 
   if (!help) {
-    const std::string what = invocation.global.coordinator == default_coordinator
-                                 ? "--coordinator (default from $DDP_COORDINATOR or localhost:29400)"
-                                 : "--coordinator";
+    const std::string what =
+        invocation.global.coordinator == default_coordinator
+            ? "--coordinator (default from $DDP_COORDINATOR or localhost:29400)"
+            : "--coordinator";
     DDP_RETURN_IF_ERROR(ValidateEndpoint(what, invocation.global.coordinator));
   }
   if (words.empty()) {
@@ -269,8 +256,8 @@ absl::StatusOr<Invocation> ParseCommandLine(
     }
   }
   if (!group_known) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown command ", Echo(words[0]), "; see ddpctl --help"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown command ", Echo(words[0]), "; see ddpctl --help"));
   }
   if (invocation.command == nullptr) {
     if (help) {
@@ -278,9 +265,9 @@ absl::StatusOr<Invocation> ParseCommandLine(
       invocation.help_text = MainHelp();
       return invocation;
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        words.size() < 2 ? "missing" : absl::StrCat("unknown ", Echo(words[1])),
-        " subcommand of ", words[0], "; expected ", GroupVerbs(words[0])));
+    return absl::InvalidArgumentError(
+        absl::StrCat(words.size() < 2 ? "missing" : absl::StrCat("unknown ", Echo(words[1])),
+                     " subcommand of ", words[0], "; expected ", GroupVerbs(words[0])));
   }
   const CommandSpec& command = *invocation.command;
   if (help) {
@@ -297,44 +284,38 @@ absl::StatusOr<Invocation> ParseCommandLine(
   }
   const std::string name = absl::StrCat(command.group, " ", command.verb);
   if (invocation.args.size() < required) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": missing ", command.args[invocation.args.size()].name,
-        "; usage: ", UsageLine(command)));
+    return absl::InvalidArgumentError(absl::StrCat(name, ": missing ",
+                                                   command.args[invocation.args.size()].name,
+                                                   "; usage: ", UsageLine(command)));
   }
   if (!unbounded && invocation.args.size() > command.args.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": unexpected argument ",
-                     Echo(invocation.args[command.args.size()]),
-                     "; usage: ", UsageLine(command)));
+    return absl::InvalidArgumentError(absl::StrCat(name, ": unexpected argument ",
+                                                   Echo(invocation.args[command.args.size()]),
+                                                   "; usage: ", UsageLine(command)));
   }
   for (auto& [flag, value] : command_flags) {
     std::string& stored = invocation.flags[flag->name];
-    stored = flag->repeated && !stored.empty()
-                 ? absl::StrCat(stored, ",", value)
-                 : value;
+    stored = flag->repeated && !stored.empty() ? absl::StrCat(stored, ",", value) : value;
   }
   return invocation;
 }
 
 std::string CommandHelp(const CommandSpec& command) {
-  std::string text = absl::StrCat("Usage: ", UsageLine(command), "\n\n",
-                                  command.summary, "\n");
+  std::string text = absl::StrCat("Usage: ", UsageLine(command), "\n\n", command.summary, "\n");
   if (!command.args.empty()) absl::StrAppend(&text, "\nArguments:\n");
   for (const ArgSpec& arg : command.args) {
     absl::StrAppend(&text, absl::StrFormat("  %-24s %s\n", arg.name, arg.help));
   }
   if (!command.flags.empty()) absl::StrAppend(&text, "\nFlags:\n");
   for (const FlagSpec& flag : command.flags) {
-    absl::StrAppend(
-        &text, absl::StrFormat("  %-24s %s\n", FlagUsage(flag), flag.help));
+    absl::StrAppend(&text, absl::StrFormat("  %-24s %s\n", FlagUsage(flag), flag.help));
   }
   if (!command.details.empty()) {
     absl::StrAppend(&text, "\n", command.details, "\n");
   }
   absl::StrAppend(&text, "\nGlobal flags (before or after the command):\n");
   for (const FlagSpec& flag : GlobalFlags()) {
-    absl::StrAppend(
-        &text, absl::StrFormat("  %-24s %s\n", FlagUsage(flag), flag.help));
+    absl::StrAppend(&text, absl::StrFormat("  %-24s %s\n", FlagUsage(flag), flag.help));
   }
   return text;
 }
@@ -344,26 +325,23 @@ std::string MainHelp() {
       "Usage: ddpctl [GLOBAL FLAGS] COMMAND [ARGS] [FLAGS]\n\n"
       "Admin CLI of the ddp coordinator.\n\nGlobal flags:\n";
   for (const FlagSpec& flag : GlobalFlags()) {
-    absl::StrAppend(
-        &text, absl::StrFormat("  %-24s %s\n", FlagUsage(flag), flag.help));
+    absl::StrAppend(&text, absl::StrFormat("  %-24s %s\n", FlagUsage(flag), flag.help));
   }
   absl::StrAppend(&text, "\nCommands:\n");
   for (const CommandSpec& command : CommandTable()) {
-    absl::StrAppend(
-        &text, absl::StrFormat("  %-24s %s\n",
-                               absl::StrCat(command.group, " ", command.verb),
-                               command.summary));
+    absl::StrAppend(&text,
+                    absl::StrFormat("  %-24s %s\n", absl::StrCat(command.group, " ", command.verb),
+                                    command.summary));
   }
-  absl::StrAppend(
-      &text,
-      "\n`ddpctl COMMAND --help` explains a command's arguments and flags.\n"
-      "Keys and values are taken as given (bytes); output prints them as text\n"
-      "when they are valid UTF-8, else as base64 (JSON) or escaped (text).\n\n"
-      "Exit codes:\n"
-      "  0  success\n"
-      "  1  the coordinator refused or failed the call (message on stderr)\n"
-      "  2  usage error (bad command, argument or flag)\n"
-      "  3  coordinator unavailable (not answering or shutting down): retry\n");
+  absl::StrAppend(&text,
+                  "\n`ddpctl COMMAND --help` explains a command's arguments and flags.\n"
+                  "Keys and values are taken as given (bytes); output prints them as text\n"
+                  "when they are valid UTF-8, else as base64 (JSON) or escaped (text).\n\n"
+                  "Exit codes:\n"
+                  "  0  success\n"
+                  "  1  the coordinator refused or failed the call (message on stderr)\n"
+                  "  2  usage error (bad command, argument or flag)\n"
+                  "  3  coordinator unavailable (not answering or shutting down): retry\n");
   return text;
 }
 

@@ -49,8 +49,7 @@ struct ArgSpec {
   std::string name;  // e.g. "KEY".
   std::string help;
   bool optional = false;
-  bool repeated =
-      false;  // Only the last argument; one or more (zero if optional).
+  bool repeated = false;  // Only the last argument; one or more (zero if optional).
 };
 
 struct CommandSpec {
@@ -83,24 +82,20 @@ struct Invocation {
   std::map<std::string, std::string> flags;  // Given flags; booleans as "true".
 
   bool HasFlag(const std::string& name) const { return flags.count(name) > 0; }
-  std::string FlagString(const std::string& name,
-                         const std::string& fallback = "") const;
+  std::string FlagString(const std::string& name, const std::string& fallback = "") const;
   // Flags were already syntax-checked by the parser; these never fail for a
   // flag the spec declares with that kind.
   int64_t FlagInt64(const std::string& name, int64_t fallback) const;
-  absl::Duration FlagDuration(const std::string& name,
-                              absl::Duration fallback) const;
+  absl::Duration FlagDuration(const std::string& name, absl::Duration fallback) const;
 };
 
 // Parses argv[1..]. `default_coordinator` is used when --coordinator is absent
 // (main passes $DDP_COORDINATOR or localhost:29400).
-absl::StatusOr<Invocation> ParseCommandLine(
-    const std::vector<std::string>& argv,
-    const std::string& default_coordinator);
+absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv,
+                                            const std::string& default_coordinator);
 
 // Parses a decimal int64 argument; INVALID_ARGUMENT naming `what` otherwise.
-absl::StatusOr<int64_t> ParseInt64(const std::string& text,
-                                   const std::string& what);
+absl::StatusOr<int64_t> ParseInt64(const std::string& text, const std::string& what);
 // Parses "10s", "500ms", "1m30s" or a bare number of seconds; must be > 0.
 absl::StatusOr<absl::Duration> ParsePositiveDuration(const std::string& text,
                                                      const std::string& what);
@@ -111,8 +106,7 @@ struct NodeRange {
   int32_t min_nodes = 0;
   int32_t max_nodes = 0;
 };
-absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text,
-                                         const std::string& what);
+absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text, const std::string& what);
 // Splits a repeated flag's value (see FlagSpec::repeated) into its parts,
 // dropping empty ones.
 std::vector<std::string> SplitFlagValues(const std::string& joined);

@@ -18,9 +18,8 @@ absl::StatusOr<Invocation> Parse(std::vector<std::string> argv) {
 }
 
 TEST(ParseCommandLine, PutWithGlobalAndCommandFlags_FillsInvocation) {
-  absl::StatusOr<Invocation> got =
-      Parse({"--coordinator", "h:5", "--json", "kv", "put", "k", "v",
-             "--lease=7", "--if-absent", "--namespace", "job1"});
+  absl::StatusOr<Invocation> got = Parse({"--coordinator", "h:5", "--json", "kv", "put", "k", "v",
+                                          "--lease=7", "--if-absent", "--namespace", "job1"});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->kind, Invocation::Kind::kRun);
   EXPECT_EQ(got->command->group, "kv");
@@ -43,8 +42,7 @@ TEST(ParseCommandLine, NoCoordinatorFlag_UsesDefault) {
 }
 
 TEST(ParseCommandLine, Timeout_ParsesDurationAndBareSeconds) {
-  absl::StatusOr<Invocation> got =
-      Parse({"--timeout", "250ms", "kv", "get", "k"});
+  absl::StatusOr<Invocation> got = Parse({"--timeout", "250ms", "kv", "get", "k"});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->global.timeout, absl::Milliseconds(250));
   got = Parse({"kv", "get", "k", "--timeout=3"});
@@ -53,8 +51,7 @@ TEST(ParseCommandLine, Timeout_ParsesDurationAndBareSeconds) {
 }
 
 TEST(ParseCommandLine, BadTimeout_IsInvalidArgumentNamingValue) {
-  absl::StatusOr<Invocation> got =
-      Parse({"--timeout", "soon", "kv", "get", "k"});
+  absl::StatusOr<Invocation> got = Parse({"--timeout", "soon", "kv", "get", "k"});
   ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(got.status().message(), HasSubstr("'soon'"));
   got = Parse({"--timeout", "-1s", "kv", "get", "k"});
@@ -102,8 +99,7 @@ TEST(ParseCommandLine, OptionalArgument_MayBeOmitted) {
 TEST(ParseCommandLine, UnknownCommandOrVerb_IsRejectedWithChoices) {
   absl::StatusOr<Invocation> got = Parse({"frobnicate"});
   ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(got.status().message(),
-              HasSubstr("unknown command 'frobnicate'"));
+  EXPECT_THAT(got.status().message(), HasSubstr("unknown command 'frobnicate'"));
   got = Parse({"kv", "explode"});
   ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(got.status().message(), HasSubstr("put|get|list"));
@@ -124,8 +120,7 @@ TEST(ParseCommandLine, FlagOfAnotherCommand_IsRejected) {
 }
 
 TEST(ParseCommandLine, NonNumericIntFlag_IsRejected) {
-  absl::StatusOr<Invocation> got =
-      Parse({"kv", "watch", "--from-revision", "ten"});
+  absl::StatusOr<Invocation> got = Parse({"kv", "watch", "--from-revision", "ten"});
   ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(got.status().message(), HasSubstr("--from-revision='ten'"));
 }
@@ -164,9 +159,8 @@ TEST(CommandTable, EveryCommand_HasSummaryAndHelpForEachArgAndFlag) {
 
 TEST(ParseCommandLine, JobsCreateWithSettings_FillsFlags) {
   absl::StatusOr<Invocation> got =
-      Parse({"jobs", "create", "train-1", "--nnodes", "2:4",
-             "--nproc-per-node=8", "--max-restarts", "3", "--join-timeout",
-             "5m", "--heartbeat-timeout", "1500ms"});
+      Parse({"jobs", "create", "train-1", "--nnodes", "2:4", "--nproc-per-node=8", "--max-restarts",
+             "3", "--join-timeout", "5m", "--heartbeat-timeout", "1500ms"});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->command->group, "jobs");
   EXPECT_EQ(got->command->verb, "create");
@@ -174,19 +168,15 @@ TEST(ParseCommandLine, JobsCreateWithSettings_FillsFlags) {
   EXPECT_EQ(got->FlagString("nnodes"), "2:4");
   EXPECT_EQ(got->FlagInt64("nproc-per-node", 0), 8);
   EXPECT_EQ(got->FlagInt64("max-restarts", 0), 3);
-  EXPECT_EQ(got->FlagDuration("join-timeout", absl::ZeroDuration()),
-            absl::Minutes(5));
-  EXPECT_EQ(got->FlagDuration("heartbeat-timeout", absl::ZeroDuration()),
-            absl::Milliseconds(1500));
+  EXPECT_EQ(got->FlagDuration("join-timeout", absl::ZeroDuration()), absl::Minutes(5));
+  EXPECT_EQ(got->FlagDuration("heartbeat-timeout", absl::ZeroDuration()), absl::Milliseconds(1500));
   EXPECT_FALSE(got->HasFlag("shutdown-timeout"));
 }
 
 TEST(ParseCommandLine, JobsCreateBadDuration_IsRejectedNamingFlag) {
-  absl::StatusOr<Invocation> got =
-      Parse({"jobs", "create", "j", "--last-call-timeout", "forever"});
+  absl::StatusOr<Invocation> got = Parse({"jobs", "create", "j", "--last-call-timeout", "forever"});
   ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(got.status().message(),
-              HasSubstr("--last-call-timeout='forever'"));
+  EXPECT_THAT(got.status().message(), HasSubstr("--last-call-timeout='forever'"));
 }
 
 TEST(ParseCommandLine, RepeatedStateFlag_JoinsValues) {
@@ -199,8 +189,7 @@ TEST(ParseCommandLine, RepeatedStateFlag_JoinsValues) {
 }
 
 TEST(ParseCommandLine, NonRepeatedFlagGivenTwice_LastWins) {
-  absl::StatusOr<Invocation> got =
-      Parse({"jobs", "cancel", "j", "--reason", "a", "--reason", "b"});
+  absl::StatusOr<Invocation> got = Parse({"jobs", "cancel", "j", "--reason", "a", "--reason", "b"});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->FlagString("reason"), "b");
 }
@@ -216,8 +205,7 @@ TEST(ParseCommandLine, JobsExcludeWithoutNode_NamesMissingArgument) {
 }
 
 TEST(ParseCommandLine, JobsWatchNonNumericIndex_IsRejected) {
-  absl::StatusOr<Invocation> got =
-      Parse({"jobs", "watch", "j", "--from-index", "first"});
+  absl::StatusOr<Invocation> got = Parse({"jobs", "watch", "j", "--from-index", "first"});
   ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(got.status().message(), HasSubstr("--from-index='first'"));
 }
@@ -232,8 +220,7 @@ TEST(ParseCommandLine, JobsHelp_ListsVerbsAndFlags) {
   EXPECT_THAT(got->help_text, HasSubstr("--nnodes N|MIN:MAX"));
   EXPECT_THAT(got->help_text, HasSubstr("--shutdown-timeout DURATION"));
   got = Parse({"jobs"});
-  EXPECT_THAT(got.status().message(),
-              HasSubstr("list|get|create|watch|update|cancel|exclude"));
+  EXPECT_THAT(got.status().message(), HasSubstr("list|get|create|watch|update|cancel|exclude"));
 }
 
 TEST(ParseNodeRange, SingleAndRange_Parse) {
@@ -248,12 +235,10 @@ TEST(ParseNodeRange, SingleAndRange_Parse) {
 }
 
 TEST(ParseNodeRange, BadRanges_AreInvalidArgumentNamingValue) {
-  for (const char* bad :
-       {"", "0", "4:2", "1:2:3", "a:b", ":4", "-1:2", "1:99999999999"}) {
+  for (const char* bad : {"", "0", "4:2", "1:2:3", "a:b", ":4", "-1:2", "1:99999999999"}) {
     absl::StatusOr<NodeRange> range = ParseNodeRange(bad, "--nnodes");
     ASSERT_EQ(range.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_THAT(range.status().message(),
-                HasSubstr(absl::StrCat("--nnodes='", bad, "'")));
+    EXPECT_THAT(range.status().message(), HasSubstr(absl::StrCat("--nnodes='", bad, "'")));
   }
 }
 

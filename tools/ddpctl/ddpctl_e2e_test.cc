@@ -9,8 +9,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
 #include "ddp/v1/kv.grpc.pb.h"
+#include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
@@ -29,8 +29,7 @@ struct Result {
 
 std::string DdpctlPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir ? srcdir : ".",
-                      "/ddp_coordinator/tools/ddpctl/ddpctl");
+  return absl::StrCat(srcdir ? srcdir : ".", "/ddp_coordinator/tools/ddpctl/ddpctl");
 }
 
 Result RunDdpctl(const std::string& args) {
@@ -51,14 +50,15 @@ class DdpctlTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string dir = std::getenv("TEST_TMPDIR");
-    process_ = std::make_unique<ddp::testing::CoordinatorProcess>(
-        ddp::testing::CoordinatorProcessOptions{
-            ddp::testing::CoordinatorBinaryFromRunfiles(), dir + "/data", dir,
+    process_ =
+        std::make_unique<ddp::testing::CoordinatorProcess>(ddp::testing::CoordinatorProcessOptions{
+            ddp::testing::CoordinatorBinaryFromRunfiles(),
+            dir + "/data",
+            dir,
             // Values larger than a gRPC client's default 4 MiB receive limit.
             {"--max-value-bytes=8388608"}});
     ASSERT_TRUE(process_->Start().ok());
-    flags_ = absl::StrCat("--coordinator ", process_->address(),
-                          " --namespace e2e ");
+    flags_ = absl::StrCat("--coordinator ", process_->address(), " --namespace e2e ");
   }
   Result Ctl(const std::string& args) { return RunDdpctl(flags_ + args); }
 
@@ -108,13 +108,10 @@ TEST_F(DdpctlTest, LeaseGrantKeepaliveRevoke_DeletesAttachedKey) {
   ASSERT_EQ(grant.exit_code, 0) << grant.output;
   const size_t at = grant.output.find("\"lease\":\"");  // int64 is a JSON string
   ASSERT_NE(at, std::string::npos) << grant.output;
-  const std::string id =
-      std::to_string(std::strtoll(grant.output.c_str() + at + 9, nullptr, 10));
+  const std::string id = std::to_string(std::strtoll(grant.output.c_str() + at + 9, nullptr, 10));
   EXPECT_EQ(Ctl(absl::StrCat("kv put leased x --lease ", id)).exit_code, 0);
-  EXPECT_THAT(Ctl(absl::StrCat("lease keepalive ", id, " --once")).output,
-              HasSubstr("renewed"));
-  EXPECT_THAT(Ctl(absl::StrCat("lease revoke ", id)).output,
-              HasSubstr("1 keys deleted"));
+  EXPECT_THAT(Ctl(absl::StrCat("lease keepalive ", id, " --once")).output, HasSubstr("renewed"));
+  EXPECT_THAT(Ctl(absl::StrCat("lease revoke ", id)).output, HasSubstr("1 keys deleted"));
   EXPECT_EQ(Ctl("kv get leased").exit_code, 1);
 }
 
@@ -122,19 +119,18 @@ TEST_F(DdpctlTest, WatchFromRevision_ReplaysHistoryUntilStopped) {
   EXPECT_EQ(Ctl("kv put w1 a").exit_code, 0);
   EXPECT_EQ(Ctl("kv put w2 b").exit_code, 0);
   // `timeout -s INT` plays the user's Ctrl-C; ddpctl must then exit 0.
-  Result watch =
-      RunDdpctl(absl::StrCat("--coordinator ", process_->address(),
-                             " --namespace e2e kv watch w --from-revision 1"
-                             " & pid=$!; sleep 1; kill -INT $pid; wait $pid"));
+  Result watch = RunDdpctl(absl::StrCat("--coordinator ", process_->address(),
+                                        " --namespace e2e kv watch w --from-revision 1"
+                                        " & pid=$!; sleep 1; kill -INT $pid; wait $pid"));
   EXPECT_EQ(watch.exit_code, 0) << watch.output;
   EXPECT_THAT(watch.output, HasSubstr("PUT w1 = a (revision "));
   EXPECT_THAT(watch.output, HasSubstr("PUT w2 = b (revision "));
 }
 
 TEST_F(DdpctlTest, JobsCreateGetListCancel_ShowSettingsAndState) {
-  Result create = Ctl(
-      "jobs create train-1 --nnodes 2:4 --nproc-per-node 8 --max-restarts 3 "
-      "--join-timeout 5m --heartbeat-timeout 1500ms");
+  Result create =
+      Ctl("jobs create train-1 --nnodes 2:4 --nproc-per-node 8 --max-restarts 3 "
+          "--join-timeout 5m --heartbeat-timeout 1500ms");
   ASSERT_EQ(create.exit_code, 0) << create.output;
   EXPECT_THAT(create.output, StartsWith("train-1: WAITING, generation "));
   Result get = Ctl("jobs get train-1");
@@ -161,8 +157,7 @@ TEST_F(DdpctlTest, JobsCreateGetListCancel_ShowSettingsAndState) {
   Result cancel = Ctl("jobs cancel train-1 --reason 'maintenance window'");
   ASSERT_EQ(cancel.exit_code, 0) << cancel.output;
   EXPECT_THAT(cancel.output, StartsWith("train-1: CANCELLED"));
-  EXPECT_THAT(Ctl("jobs get train-1").output,
-              HasSubstr("state:       CANCELLED"));
+  EXPECT_THAT(Ctl("jobs get train-1").output, HasSubstr("state:       CANCELLED"));
   Result again = Ctl("jobs cancel train-1");
   EXPECT_EQ(again.exit_code, 1) << again.output;
   EXPECT_THAT(again.output, HasSubstr("FAILED_PRECONDITION"));
@@ -203,11 +198,10 @@ TEST_F(DdpctlTest, BadUsage_ExitsTwo) {
 TEST_F(DdpctlTest, CoordinatorDown_ExitsThreeNamingAddress) {
   const std::string address = process_->address();
   process_->Kill9();
-  Result down = RunDdpctl(
-      absl::StrCat("--coordinator ", address, " --timeout 2s kv get k"));
+  Result down = RunDdpctl(absl::StrCat("--coordinator ", address, " --timeout 2s kv get k"));
   EXPECT_EQ(down.exit_code, 3) << down.output;
-  EXPECT_THAT(down.output, HasSubstr(absl::StrCat("coordinator at ", address,
-                                                  " is not answering")));
+  EXPECT_THAT(down.output,
+              HasSubstr(absl::StrCat("coordinator at ", address, " is not answering")));
 }
 
 TEST_F(DdpctlTest, JobsWatchAfterRestart_StartsFromOldestKeptEventAndSaysSo) {

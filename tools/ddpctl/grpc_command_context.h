@@ -38,8 +38,7 @@ struct CommandContext {
   const std::string& arg(size_t i) const { return invocation.args[i]; }
   void SetDeadline(grpc::ClientContext& context,
                    absl::Duration extra = absl::ZeroDuration()) const {
-    context.set_deadline(
-        absl::ToChronoTime(absl::Now() + invocation.global.timeout + extra));
+    context.set_deadline(absl::ToChronoTime(absl::Now() + invocation.global.timeout + extra));
   }
 };
 

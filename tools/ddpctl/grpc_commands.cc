@@ -9,12 +9,13 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/proto_json.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/grpc_command_context.h"
-#include "common/proto_json.h"
 #include "tools/ddpctl/output.h"
 
 namespace ddp::ddpctl {
@@ -24,44 +25,17 @@ namespace {
 // DEADLINE_EXCEEDED (with its message) arrives before the client's deadline.
 constexpr absl::Duration kWaitDeadlineMargin = absl::Seconds(5);
 
-const char* GrpcCodeName(grpc::StatusCode code) {
-  static constexpr const char* kNames[] = {"OK",
-                                           "CANCELLED",
-                                           "UNKNOWN",
-                                           "INVALID_ARGUMENT",
-                                           "DEADLINE_EXCEEDED",
-                                           "NOT_FOUND",
-                                           "ALREADY_EXISTS",
-                                           "PERMISSION_DENIED",
-                                           "RESOURCE_EXHAUSTED",
-                                           "FAILED_PRECONDITION",
-                                           "ABORTED",
-                                           "OUT_OF_RANGE",
-                                           "UNIMPLEMENTED",
-                                           "INTERNAL",
-                                           "UNAVAILABLE",
-                                           "DATA_LOSS",
-                                           "UNAUTHENTICATED"};
-  const int index = static_cast<int>(code);
-  if (index < 0 || index >= static_cast<int>(std::size(kNames))) {
-    return "UNKNOWN";
-  }
-  return kNames[index];
-}
-
 grpc::Status KvPut(CommandContext& c) {
   v1::PutRequest request;
   request.set_namespace_(c.ns());
   request.set_key(c.arg(0));
   request.set_value(c.arg(1));
   request.set_lease(c.invocation.FlagInt64("lease", 0));
-  if (c.invocation.HasFlag("if-absent") &&
-      c.invocation.FlagString("if-absent") == "true") {
+  if (c.invocation.HasFlag("if-absent") && c.invocation.FlagString("if-absent") == "true") {
     request.set_if_absent(true);
   }
   if (c.invocation.HasFlag("expect-revision")) {
-    request.set_expected_mod_revision(
-        c.invocation.FlagInt64("expect-revision", 0));
+    request.set_expected_mod_revision(c.invocation.FlagInt64("expect-revision", 0));
   }
   const bool prev = c.invocation.FlagString("prev") == "true";
   request.set_return_previous(prev);
@@ -76,9 +50,8 @@ grpc::Status KvPut(CommandContext& c) {
     c.out << "OK (revision " << response.revision() << ")\n";
     if (prev) {
       c.out << "previous: "
-            << (response.had_previous()
-                    ? PrintableBytes(response.previous().value())
-                    : std::string("(none)"))
+            << (response.had_previous() ? PrintableBytes(response.previous().value())
+                                        : std::string("(none)"))
             << "\n";
     }
   }
@@ -105,8 +78,7 @@ grpc::Status KvGet(CommandContext& c) {
 grpc::Status KvList(CommandContext& c) {
   const int64_t limit = c.invocation.FlagInt64("limit", 0);
   if (limit < 0) {
-    return UsageError(absl::InvalidArgumentError(
-        absl::StrCat("--limit=", limit, " must be >= 0")));
+    return UsageError(absl::InvalidArgumentError(absl::StrCat("--limit=", limit, " must be >= 0")));
   }
   const bool keys_only = c.invocation.FlagString("keys-only") == "true";
   v1::RangeRequest request;
@@ -133,8 +105,7 @@ grpc::Status KvList(CommandContext& c) {
       }
       ++printed;
     }
-    if (!response.more() || (limit > 0 && printed >= limit) ||
-        response.kvs().empty()) {
+    if (!response.more() || (limit > 0 && printed >= limit) || response.kvs().empty()) {
       break;
     }
     request.set_start_after(response.next_start_after());
@@ -159,8 +130,7 @@ grpc::Status KvDel(CommandContext& c) {
   if (c.json()) {
     c.out << ProtoJson(response) << "\n";
   } else {
-    c.out << "deleted " << response.deleted() << " (revision "
-          << response.revision() << ")\n";
+    c.out << "deleted " << response.deleted() << " (revision " << response.revision() << ")\n";
   }
   return grpc::Status::OK;
 }
@@ -209,8 +179,7 @@ grpc::Status KvWait(CommandContext& c) {
   v1::WaitRequest request;
   request.set_namespace_(c.ns());
   for (const std::string& key : c.invocation.args) request.add_keys(key);
-  request.set_timeout_ms(
-      absl::ToInt64Milliseconds(c.invocation.global.timeout));
+  request.set_timeout_ms(absl::ToInt64Milliseconds(c.invocation.global.timeout));
   v1::WaitResponse response;
   grpc::ClientContext context;
   c.SetDeadline(context, kWaitDeadlineMargin);
@@ -219,8 +188,8 @@ grpc::Status KvWait(CommandContext& c) {
   if (c.json()) {
     c.out << ProtoJson(response) << "\n";
   } else {
-    c.out << "all " << c.invocation.args.size() << " keys exist (revision "
-          << response.revision() << ")\n";
+    c.out << "all " << c.invocation.args.size() << " keys exist (revision " << response.revision()
+          << ")\n";
   }
   return grpc::Status::OK;
 }
@@ -231,13 +200,12 @@ grpc::Status KvWatch(CommandContext& c) {
   if (!c.invocation.args.empty()) request.set_prefix(c.arg(0));
   const int64_t from = c.invocation.FlagInt64("from-revision", 0);
   if (from < 0) {
-    return UsageError(absl::InvalidArgumentError(
-        absl::StrCat("--from-revision=", from, " must be >= 0")));
+    return UsageError(
+        absl::InvalidArgumentError(absl::StrCat("--from-revision=", from, " must be >= 0")));
   }
   request.set_start_revision(from);
   grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader =
-      c.stub.Watch(&context, request);
+  std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader = c.stub.Watch(&context, request);
   grpc::Status status;
   {
     CancelOnStop cancel_on_stop(context, c.stop);
@@ -268,8 +236,7 @@ grpc::Status LeaseGrant(CommandContext& c) {
     c.out << ProtoJson(response) << "\n";
   } else {
     c.out << "lease " << response.lease() << " granted, ttl "
-          << absl::FormatDuration(absl::Milliseconds(response.ttl_ms()))
-          << "\n";
+          << absl::FormatDuration(absl::Milliseconds(response.ttl_ms())) << "\n";
   }
   return grpc::Status::OK;
 }
@@ -290,13 +257,12 @@ grpc::Status LeaseKeepAlive(CommandContext& c) {
       c.out << ProtoJson(response) << "\n";
     } else {
       c.out << "lease " << response.lease() << " renewed, ttl "
-            << absl::FormatDuration(absl::Milliseconds(response.ttl_ms()))
-            << "\n";
+            << absl::FormatDuration(absl::Milliseconds(response.ttl_ms())) << "\n";
     }
     c.out.flush();
     if (once) return grpc::Status::OK;
-    const absl::Duration period = std::max(
-        absl::Milliseconds(response.ttl_ms()) / 3, absl::Milliseconds(1));
+    const absl::Duration period =
+        std::max(absl::Milliseconds(response.ttl_ms()) / 3, absl::Milliseconds(1));
     if (c.stop.WaitForNotificationWithTimeout(period)) return grpc::Status::OK;
   }
 }
@@ -314,8 +280,8 @@ grpc::Status LeaseRevoke(CommandContext& c) {
   if (c.json()) {
     c.out << ProtoJson(response) << "\n";
   } else {
-    c.out << "lease " << *lease << " revoked, " << response.deleted()
-          << " keys deleted (revision " << response.revision() << ")\n";
+    c.out << "lease " << *lease << " revoked, " << response.deleted() << " keys deleted (revision "
+          << response.revision() << ")\n";
   }
   return grpc::Status::OK;
 }
@@ -347,10 +313,9 @@ const std::map<std::string, Handler>& Handlers() {
 // coordinator/server/coordinator_server.cc).
 constexpr int kMaxCoordinatorMessageBytes = 1 << 30;
 
-int RunInvocation(const Invocation& invocation, absl::Notification& stop,
-                  std::ostream& out, std::ostream& err) {
-  const std::string name =
-      absl::StrCat(invocation.command->group, " ", invocation.command->verb);
+int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::ostream& out,
+                  std::ostream& err) {
+  const std::string name = absl::StrCat(invocation.command->group, " ", invocation.command->verb);
   auto handler = Handlers().find(name);
   if (handler == Handlers().end()) {
     err << "ddpctl: " << name << " is not implemented in this build\n";
@@ -361,10 +326,9 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop,
   // caps its messages at 1 GiB: read whatever it may send.
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(kMaxCoordinatorMessageBytes);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), channel_args);
-  std::unique_ptr<v1::KeyValueService::Stub> stub =
-      v1::KeyValueService::NewStub(channel);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
+  std::unique_ptr<v1::KeyValueService::Stub> stub = v1::KeyValueService::NewStub(channel);
   std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channel);
   CommandContext context{invocation, *stub, *jobs, stop, out, err};
   grpc::Status status = handler->second(context);
@@ -396,7 +360,8 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop,
         << absl::FormatDuration(invocation.global.timeout) << ")\n";
     return kExitUnavailable;
   }
-  err << "ddpctl: " << name << ": " << GrpcCodeName(status.error_code()) << ": "
+  err << "ddpctl: " << name << ": "
+      << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())) << ": "
       << message << "\n";
   return kExitError;
 }

@@ -21,8 +21,8 @@
 
 namespace ddp::ddpctl {
 
-int RunInvocation(const Invocation& invocation, absl::Notification& stop,
-                  std::ostream& out, std::ostream& err);
+int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::ostream& out,
+                  std::ostream& err);
 
 }  // namespace ddp::ddpctl
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/proto_json.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/grpc_command_context.h"
-#include "common/proto_json.h"
 #include "tools/ddpctl/output.h"
 
 namespace ddp::ddpctl {
@@ -28,13 +28,13 @@ void PrintJobSummary(CommandContext& c, const v1::Job& job) {
 
 // Reads an int flag that must lie in [min, kMaxInt32]; `*value` keeps its
 // default when the flag is absent.
-absl::Status Int32Flag(const Invocation& invocation, const std::string& name,
-                       int64_t min, int32_t* value) {
+absl::Status Int32Flag(const Invocation& invocation, const std::string& name, int64_t min,
+                       int32_t* value) {
   if (!invocation.HasFlag(name)) return absl::OkStatus();
   const int64_t given = invocation.FlagInt64(name, min);
   if (given < min || given > kMaxInt32) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", name, "=", given, " must be in [", min, ", ", kMaxInt32, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, "=", given, " must be in [", min, ", ", kMaxInt32, "]"));
   }
   *value = static_cast<int32_t>(given);
   return absl::OkStatus();
@@ -42,22 +42,19 @@ absl::Status Int32Flag(const Invocation& invocation, const std::string& name,
 
 // Milliseconds of a duration flag into `*ms`, which keeps 0 (the server's
 // default) when the flag is absent.
-absl::Status DurationFlagMs(const Invocation& invocation,
-                            const std::string& name, int64_t* ms) {
+absl::Status DurationFlagMs(const Invocation& invocation, const std::string& name, int64_t* ms) {
   if (!invocation.HasFlag(name)) return absl::OkStatus();
-  *ms = absl::ToInt64Milliseconds(
-      invocation.FlagDuration(name, absl::ZeroDuration()));
+  *ms = absl::ToInt64Milliseconds(invocation.FlagDuration(name, absl::ZeroDuration()));
   if (*ms <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", name, "=", invocation.FlagString(name), " must be >= 1ms"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, "=", invocation.FlagString(name), " must be >= 1ms"));
   }
   return absl::OkStatus();
 }
 
 grpc::Status JobsList(CommandContext& c) {
   v1::ListJobsRequest request;
-  for (const std::string& name :
-       SplitFlagValues(c.invocation.FlagString("state"))) {
+  for (const std::string& name : SplitFlagValues(c.invocation.FlagString("state"))) {
     absl::StatusOr<v1::JobState> state = ParseJobState(name);
     if (!state.ok()) return UsageError(state.status());
     request.add_states(*state);
@@ -108,8 +105,7 @@ grpc::Status JobsCreate(CommandContext& c) {
   request.set_job_id(c.arg(0));
   v1::JobSettings& settings = *request.mutable_settings();
   if (in.HasFlag("nnodes")) {
-    absl::StatusOr<NodeRange> range =
-        ParseNodeRange(in.FlagString("nnodes"), "--nnodes");
+    absl::StatusOr<NodeRange> range = ParseNodeRange(in.FlagString("nnodes"), "--nnodes");
     if (!range.ok()) return UsageError(range.status());
     settings.set_min_nodes(range->min_nodes);
     settings.set_max_nodes(range->max_nodes);
@@ -121,8 +117,7 @@ grpc::Status JobsCreate(CommandContext& c) {
   int64_t heartbeat_ms = 0;
   int64_t shutdown_ms = 0;
   for (absl::Status flag :
-       {Int32Flag(in, "nproc-per-node", 1, &nproc),
-        Int32Flag(in, "max-restarts", 0, &max_restarts),
+       {Int32Flag(in, "nproc-per-node", 1, &nproc), Int32Flag(in, "max-restarts", 0, &max_restarts),
         DurationFlagMs(in, "join-timeout", &join_ms),
         DurationFlagMs(in, "last-call-timeout", &last_call_ms),
         DurationFlagMs(in, "heartbeat-timeout", &heartbeat_ms),
@@ -147,8 +142,8 @@ grpc::Status JobsCreate(CommandContext& c) {
 grpc::Status JobsWatch(CommandContext& c) {
   const int64_t from = c.invocation.FlagInt64("from-index", 1);
   if (from < 0) {
-    return UsageError(absl::InvalidArgumentError(absl::StrCat(
-        "--from-index=", from, " must be >= 0 (0: only new events)")));
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--from-index=", from, " must be >= 0 (0: only new events)")));
   }
   int64_t next = from;
   bool moved_on = false;
@@ -188,18 +183,16 @@ grpc::Status JobsWatch(CommandContext& c) {
           << " of job " << c.arg(0)
           << " are no longer kept (the coordinator keeps a bounded history in memory, and a "
              "restart starts it afresh); watching from "
-          << (next > 0 ? absl::StrCat("event ", next) : std::string("the next new event"))
-          << "\n";
+          << (next > 0 ? absl::StrCat("event ", next) : std::string("the next new event")) << "\n";
   }
 }
 
 grpc::Status JobsUpdate(CommandContext& c) {
   if (!c.invocation.HasFlag("nnodes")) {
-    return UsageError(absl::InvalidArgumentError(
-        "--nnodes MIN:MAX is required (the new node range)"));
+    return UsageError(
+        absl::InvalidArgumentError("--nnodes MIN:MAX is required (the new node range)"));
   }
-  absl::StatusOr<NodeRange> range =
-      ParseNodeRange(c.invocation.FlagString("nnodes"), "--nnodes");
+  absl::StatusOr<NodeRange> range = ParseNodeRange(c.invocation.FlagString("nnodes"), "--nnodes");
   if (!range.ok()) return UsageError(range.status());
   v1::UpdateJobRequest request;
   request.set_job_id(c.arg(0));
@@ -270,9 +263,8 @@ grpc::Status JobsExclude(CommandContext& c) {
 
 std::map<std::string, Handler> JobCommandHandlers() {
   return {
-      {"jobs list", JobsList},       {"jobs get", JobsGet},
-      {"jobs create", JobsCreate},   {"jobs watch", JobsWatch},
-      {"jobs update", JobsUpdate},   {"jobs cancel", JobsCancel},
+      {"jobs list", JobsList},       {"jobs get", JobsGet},       {"jobs create", JobsCreate},
+      {"jobs watch", JobsWatch},     {"jobs update", JobsUpdate}, {"jobs cancel", JobsCancel},
       {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete},
   };
 }

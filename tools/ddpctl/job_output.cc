@@ -43,9 +43,7 @@ std::string TimeText(int64_t unix_ms) {
                           absl::UTCTimeZone());
 }
 
-std::string MsText(int64_t ms) {
-  return absl::FormatDuration(absl::Milliseconds(ms));
-}
+std::string MsText(int64_t ms) { return absl::FormatDuration(absl::Milliseconds(ms)); }
 
 std::string NodeRangeText(const v1::JobSettings& settings) {
   if (settings.min_nodes() == settings.max_nodes()) {
@@ -58,19 +56,16 @@ std::string RestartsText(const v1::Job& job) {
   return absl::StrCat(job.restart_count(), "/", job.settings().max_restarts());
 }
 
-std::string MembersTable(
-    const google::protobuf::RepeatedPtrField<v1::Member>& members) {
-  Table rows = {{"NODE", "GROUP_RANK", "RANK_OFFSET", "NPROC", "ADDRESS",
-                 "HEARTBEAT_AGE", "CONNECTED"}};
+std::string MembersTable(const google::protobuf::RepeatedPtrField<v1::Member>& members) {
+  Table rows = {
+      {"NODE", "GROUP_RANK", "RANK_OFFSET", "NPROC", "ADDRESS", "HEARTBEAT_AGE", "CONNECTED"}};
   for (const v1::Member& m : members) {
-    rows.push_back(
-        {PrintableBytes(m.node_id()),
-         m.group_rank() < 0 ? "-" : absl::StrCat(m.group_rank()),
-         m.global_rank_offset() < 0 ? "-"
-                                    : absl::StrCat(m.global_rank_offset()),
-         absl::StrCat(m.nproc()), PrintableBytes(m.address()),
-         m.heartbeat_age_ms() < 0 ? "never" : MsText(m.heartbeat_age_ms()),
-         m.connected() ? "yes" : "no"});
+    rows.push_back({PrintableBytes(m.node_id()),
+                    m.group_rank() < 0 ? "-" : absl::StrCat(m.group_rank()),
+                    m.global_rank_offset() < 0 ? "-" : absl::StrCat(m.global_rank_offset()),
+                    absl::StrCat(m.nproc()), PrintableBytes(m.address()),
+                    m.heartbeat_age_ms() < 0 ? "never" : MsText(m.heartbeat_age_ms()),
+                    m.connected() ? "yes" : "no"});
   }
   return AlignedTable(rows, "  ");
 }
@@ -86,31 +81,28 @@ absl::StatusOr<v1::JobState> ParseJobState(absl::string_view name) {
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
   if (!v1::JobState_Parse(absl::AsciiStrToUpper(name), &state) ||
       state == v1::JOB_STATE_UNSPECIFIED) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--state='", name.substr(0, 64),
-        "' is not a job state; use WAITING, STARTING, RUNNING, RESTARTING, "
-        "SUCCEEDED, FAILED or CANCELLED"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--state='", name.substr(0, 64),
+                     "' is not a job state; use WAITING, STARTING, RUNNING, RESTARTING, "
+                     "SUCCEEDED, FAILED or CANCELLED"));
   }
   return state;
 }
 
 std::string JobListText(const std::vector<v1::Job>& jobs) {
-  Table rows = {
-      {"JOB", "STATE", "GENERATION", "RESTARTS", "MEMBERS", "SPARES"}};
+  Table rows = {{"JOB", "STATE", "GENERATION", "RESTARTS", "MEMBERS", "SPARES"}};
   for (const v1::Job& job : jobs) {
     rows.push_back({PrintableBytes(job.job_id()), JobStateName(job.state()),
                     absl::StrCat(job.generation()), RestartsText(job),
-                    absl::StrCat(job.members_size()),
-                    absl::StrCat(job.spares_size())});
+                    absl::StrCat(job.members_size()), absl::StrCat(job.spares_size())});
   }
   return AlignedTable(rows, "");
 }
 
 std::string JobSummaryText(const v1::Job& job) {
-  return absl::StrCat(
-      PrintableBytes(job.job_id()), ": ", JobStateName(job.state()),
-      ", generation ", job.generation(), ", restarts ", RestartsText(job), ", ",
-      job.members_size(), " members, ", job.spares_size(), " spares");
+  return absl::StrCat(PrintableBytes(job.job_id()), ": ", JobStateName(job.state()),
+                      ", generation ", job.generation(), ", restarts ", RestartsText(job), ", ",
+                      job.members_size(), " members, ", job.spares_size(), " spares");
 }
 
 std::string JobText(const v1::Job& job) {
@@ -119,29 +111,26 @@ std::string JobText(const v1::Job& job) {
   if (!job.message().empty()) {
     absl::StrAppend(&state, " (", PrintableBytes(job.message()), ")");
   }
-  std::string text =
-      AlignedTable({{"job:", PrintableBytes(job.job_id())},
-                    {"state:", state},
-                    {"generation:", absl::StrCat(job.generation())},
-                    {"restarts:", RestartsText(job)},
-                    {"created:", TimeText(job.created_unix_ms())},
-                    {"last event:", absl::StrCat(job.last_event_index())}},
-                   "");
-  absl::StrAppend(
-      &text, "settings:\n",
-      AlignedTable({{"nnodes", NodeRangeText(s)},
-                    {"nproc-per-node", absl::StrCat(s.nproc_per_node())},
-                    {"max-restarts", absl::StrCat(s.max_restarts())},
-                    {"join-timeout", MsText(s.join_timeout_ms())},
-                    {"last-call-timeout", MsText(s.last_call_timeout_ms())},
-                    {"heartbeat-interval", MsText(s.heartbeat_interval_ms())},
-                    {"heartbeat-timeout", MsText(s.heartbeat_timeout_ms())},
-                    {"shutdown-timeout", MsText(s.shutdown_timeout_ms())}},
-                   "  "));
+  std::string text = AlignedTable({{"job:", PrintableBytes(job.job_id())},
+                                   {"state:", state},
+                                   {"generation:", absl::StrCat(job.generation())},
+                                   {"restarts:", RestartsText(job)},
+                                   {"created:", TimeText(job.created_unix_ms())},
+                                   {"last event:", absl::StrCat(job.last_event_index())}},
+                                  "");
+  absl::StrAppend(&text, "settings:\n",
+                  AlignedTable({{"nnodes", NodeRangeText(s)},
+                                {"nproc-per-node", absl::StrCat(s.nproc_per_node())},
+                                {"max-restarts", absl::StrCat(s.max_restarts())},
+                                {"join-timeout", MsText(s.join_timeout_ms())},
+                                {"last-call-timeout", MsText(s.last_call_timeout_ms())},
+                                {"heartbeat-interval", MsText(s.heartbeat_interval_ms())},
+                                {"heartbeat-timeout", MsText(s.heartbeat_timeout_ms())},
+                                {"shutdown-timeout", MsText(s.shutdown_timeout_ms())}},
+                               "  "));
   absl::StrAppend(&text, "members (", job.members_size(),
                   "):", job.members().empty() ? " none\n" : "\n");
-  if (!job.members().empty())
-    absl::StrAppend(&text, MembersTable(job.members()));
+  if (!job.members().empty()) absl::StrAppend(&text, MembersTable(job.members()));
   absl::StrAppend(&text, "spares (", job.spares_size(),
                   "):", job.spares().empty() ? " none\n" : "\n");
   if (!job.spares().empty()) absl::StrAppend(&text, MembersTable(job.spares()));
@@ -149,29 +138,25 @@ std::string JobText(const v1::Job& job) {
   for (const std::string& node : job.excluded_nodes()) {
     excluded.push_back(PrintableBytes(node));
   }
-  absl::StrAppend(
-      &text, "excluded nodes (", excluded.size(),
-      "): ", excluded.empty() ? "none" : absl::StrJoin(excluded, ", "), "\n");
+  absl::StrAppend(&text, "excluded nodes (", excluded.size(),
+                  "): ", excluded.empty() ? "none" : absl::StrJoin(excluded, ", "), "\n");
   absl::StrAppend(&text, "failures (", job.failures_size(),
                   ", newest last):", job.failures().empty() ? " none\n" : "\n");
   for (const v1::Failure& f : job.failures()) {
     absl::StrAppend(&text, "  ", FailureText(f), "\n");
   }
-  absl::StrAppend(&text, "root cause: ",
-                  job.has_root_cause() ? FailureText(job.root_cause()) : "none",
-                  "\n");
+  absl::StrAppend(
+      &text, "root cause: ", job.has_root_cause() ? FailureText(job.root_cause()) : "none", "\n");
   return text;
 }
 
 std::string FailureText(const v1::Failure& f) {
-  std::string text =
-      absl::StrCat(TimeText(f.time_unix_ms()), " generation ", f.generation());
+  std::string text = absl::StrCat(TimeText(f.time_unix_ms()), " generation ", f.generation());
   if (f.node_id().empty()) {
     absl::StrAppend(&text, " coordinator");
   } else {
-    absl::StrAppend(&text, " node ", PrintableBytes(f.node_id()),
-                    " local rank ", f.local_rank(), " global rank ",
-                    f.global_rank());
+    absl::StrAppend(&text, " node ", PrintableBytes(f.node_id()), " local rank ", f.local_rank(),
+                    " global rank ", f.global_rank());
     if (f.pid() > 0) absl::StrAppend(&text, " pid ", f.pid());
     if (f.hang()) {
       absl::StrAppend(&text, " hang");
@@ -188,9 +173,8 @@ std::string FailureText(const v1::Failure& f) {
 }
 
 std::string JobEventText(const v1::JobEvent& event) {
-  std::string text =
-      absl::StrCat("#", event.index(), " ", TimeText(event.time_unix_ms()), " ",
-                   v1::JobEvent::Type_Name(event.type()));
+  std::string text = absl::StrCat("#", event.index(), " ", TimeText(event.time_unix_ms()), " ",
+                                  v1::JobEvent::Type_Name(event.type()));
   if (!event.node_id().empty()) {
     absl::StrAppend(&text, " node ", PrintableBytes(event.node_id()));
   }

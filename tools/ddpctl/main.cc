@@ -56,8 +56,7 @@ int main(int argc, char** argv) {
   });
   signal_waiter.detach();
 
-  const int code =
-      ddp::ddpctl::RunInvocation(*invocation, stop, std::cout, std::cerr);
+  const int code = ddp::ddpctl::RunInvocation(*invocation, stop, std::cout, std::cerr);
   std::cout.flush();
   std::_Exit(code);  // The signal thread may still be in sigwait.
 }

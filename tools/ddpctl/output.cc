@@ -34,8 +34,7 @@ bool IsValidUtf8(absl::string_view bytes) {
     }
     // Overlong forms, surrogates and values past U+10FFFF are invalid.
     static constexpr uint32_t kMinimum[] = {0, 0x80, 0x800, 0x10000};
-    if (code < kMinimum[extra] || code > 0x10FFFF ||
-        (code >= 0xD800 && code <= 0xDFFF)) {
+    if (code < kMinimum[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
       return false;
     }
     i += extra + 1;
@@ -54,17 +53,16 @@ std::string PrintableBytes(absl::string_view bytes) {
 
 std::string KeyValueText(const v1::KeyValue& kv, bool with_value) {
   if (!with_value) return PrintableBytes(kv.key());
-  return absl::StrCat(PrintableBytes(kv.key()), " = ",
-                      PrintableBytes(kv.value()));
+  return absl::StrCat(PrintableBytes(kv.key()), " = ", PrintableBytes(kv.value()));
 }
 
 std::string EventText(const v1::Event& event) {
   if (event.type() == v1::Event::DELETE) {
-    return absl::StrCat("DELETE ", PrintableBytes(event.kv().key()),
-                        " (revision ", event.kv().mod_revision(), ")");
+    return absl::StrCat("DELETE ", PrintableBytes(event.kv().key()), " (revision ",
+                        event.kv().mod_revision(), ")");
   }
-  return absl::StrCat("PUT ", KeyValueText(event.kv()), " (revision ",
-                      event.kv().mod_revision(), ")");
+  return absl::StrCat("PUT ", KeyValueText(event.kv()), " (revision ", event.kv().mod_revision(),
+                      ")");
 }
 
 }  // namespace ddp::ddpctl

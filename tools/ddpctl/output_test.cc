@@ -1,9 +1,8 @@
 #include "tools/ddpctl/output.h"
 
-#include "common/proto_json.h"
-
 #include <string>
 
+#include "common/proto_json.h"
 #include "gtest/gtest.h"
 
 namespace ddp::ddpctl {
@@ -23,8 +22,6 @@ TEST(PrintableBytes, BinaryValue_IsEscapedAndQuoted) {
   EXPECT_EQ(PrintableBytes(std::string("a\0b", 3)), "\"a\\x00\\x62\"");
   EXPECT_EQ(PrintableBytes("\xFF"), "\"\\xff\"");
 }
-
-
 
 TEST(EventText, PutAndDelete_ShowRevision) {
   v1::Event event;
@@ -116,15 +113,10 @@ TEST(JobText, FullJob_ShowsSettingsMembersFailures) {
   const std::string text = JobText(job);
   EXPECT_NE(text.find("state:       RUNNING\n"), std::string::npos) << text;
   EXPECT_NE(text.find("restarts:    1/3\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("created:     2023-11-14T22:13:20.123Z\n"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("  nnodes              2:4\n"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("  join-timeout        10m\n"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("  heartbeat-interval  500ms\n"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("created:     2023-11-14T22:13:20.123Z\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  nnodes              2:4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  join-timeout        10m\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  heartbeat-interval  500ms\n"), std::string::npos) << text;
   EXPECT_NE(text.find("members (1):\n  NODE    GROUP_RANK  RANK_OFFSET  NPROC"
                       "  ADDRESS   HEARTBEAT_AGE  CONNECTED\n"
                       "  node-a  0           0            8      10.0.0.1"
@@ -139,8 +131,7 @@ TEST(JobText, FullJob_ShowsSettingsMembersFailures) {
   const std::string failure =
       "2023-11-14T22:13:20.000Z generation 2 node node-b local rank 1 "
       "global rank 9 exit code 1: CUDA error";
-  EXPECT_NE(text.find("failures (1, newest last):\n  " + failure + "\n"),
-            std::string::npos)
+  EXPECT_NE(text.find("failures (1, newest last):\n  " + failure + "\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("root cause: " + failure + "\n"), std::string::npos);
 }
@@ -151,14 +142,12 @@ TEST(JobText, EmptyJob_SaysNone) {
   job.set_state(v1::CANCELLED);
   job.set_message("cancelled: maintenance");
   const std::string text = JobText(job);
-  EXPECT_NE(text.find("state:       CANCELLED (cancelled: maintenance)\n"),
-            std::string::npos)
+  EXPECT_NE(text.find("state:       CANCELLED (cancelled: maintenance)\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("members (0): none\n"), std::string::npos);
   EXPECT_NE(text.find("failures (0, newest last): none\n"), std::string::npos);
   EXPECT_NE(text.find("root cause: none\n"), std::string::npos);
 }
-
 
 TEST(FailureText, KnownPid_ShownInTextAndJson) {
   v1::Job job = SampleJob();
@@ -180,14 +169,11 @@ TEST(FailureText, SignalHangAndCoordinator_Distinguished) {
             "- generation 0 node n local rank 0 global rank 0 "
             "signal 9");
   f.set_hang(true);
-  EXPECT_EQ(FailureText(f),
-            "- generation 0 node n local rank 0 global rank 0 hang");
+  EXPECT_EQ(FailureText(f), "- generation 0 node n local rank 0 global rank 0 hang");
   v1::Failure c;
   c.set_generation(4);
   c.set_message("join timeout:\nonly 1 of 2 nodes");
-  EXPECT_EQ(
-      FailureText(c),
-      "- generation 4 coordinator: \"join timeout:\\nonly 1 of 2 nodes\"");
+  EXPECT_EQ(FailureText(c), "- generation 4 coordinator: \"join timeout:\\nonly 1 of 2 nodes\"");
 }
 
 TEST(JobEventText, NodeLostAndFinished_OneLineEach) {

@@ -12,8 +12,7 @@
 
 namespace ddp::kv_bench {
 
-std::shared_ptr<grpc::Channel> NewDistinctChannel(const std::string& address,
-                                                  int id);
+std::shared_ptr<grpc::Channel> NewDistinctChannel(const std::string& address, int id);
 
 }  // namespace ddp::kv_bench
 

@@ -8,9 +8,8 @@
 //
 // Exit codes: 0 done; 1 a phase failed (error printed); 2 bad flags.
 
-#include <unistd.h>
-
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -30,10 +29,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "tools/kv_bench/kv_targets.h"
-#include "tools/kv_bench/rest_target.h"
-#include "tools/kv_bench/load_runner.h"
 #include "common/proc_stats.h"
+#include "tools/kv_bench/kv_targets.h"
+#include "tools/kv_bench/load_runner.h"
+#include "tools/kv_bench/rest_target.h"
 
 ABSL_FLAG(std::string, ddp, "", "Coordinator address HOST:PORT (empty: skip)");
 ABSL_FLAG(std::string, etcd, "", "etcd client address HOST:PORT (empty: skip)");

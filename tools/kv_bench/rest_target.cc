@@ -87,10 +87,10 @@ class RestTarget : public KvTarget {
   void Put(int client, std::string key, const std::string& value, OperationDone& done) override {
     v1::PutRequest body;
     body.set_value(value);
-    clients_[client]->Post([this, client, key = std::move(key), json = ProtoJson(body),
-                            &done](httplib::Client& http) {
-      done.Done(client, Outcome(http.Put(Path(key).c_str(), json, "application/json")));
-    });
+    clients_[client]->Post(
+        [this, client, key = std::move(key), json = ProtoJson(body), &done](httplib::Client& http) {
+          done.Done(client, Outcome(http.Put(Path(key).c_str(), json, "application/json")));
+        });
   }
 
   void Get(int client, std::string key, OperationDone& done) override {

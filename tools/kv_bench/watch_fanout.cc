@@ -37,8 +37,7 @@ struct FanoutCounters {
   void Done(const grpc::Status& status) {
     absl::MutexLock lock(&mu);
     ++done;
-    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED &&
-        error.empty()) {
+    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED && error.empty()) {
       error = absl::StrCat("watch stream ended: ", status.error_message());
     }
   }
@@ -68,11 +67,9 @@ class DdpWatcher final : public grpc::ClientReadReactor<v1::WatchResponse> {
 };
 
 class EtcdWatcher final
-    : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest,
-                                     etcdserverpb::WatchResponse> {
+    : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
  public:
-  EtcdWatcher(etcdserverpb::Watch::Stub& stub, const std::string& key,
-              FanoutCounters& counters)
+  EtcdWatcher(etcdserverpb::Watch::Stub& stub, const std::string& key, FanoutCounters& counters)
       : counters_(counters) {
     request_.mutable_create_request()->set_key(key);
     stub.async()->Watch(&context_, this);
@@ -109,19 +106,15 @@ class FanoutBase : public WatchFanout {
       counters_.notified = 0;
     }
     const absl::Time start = absl::Now();
-    if (std::string error = PutOnce(absl::StrCat("round-", round));
-        !error.empty()) {
+    if (std::string error = PutOnce(absl::StrCat("round-", round)); !error.empty()) {
       return error;
     }
     absl::MutexLock lock(&counters_.mu);
     const int expected = static_cast<int>(watchers_.size());
-    auto all = [&] {
-      return counters_.notified >= expected || !counters_.error.empty();
-    };
+    auto all = [&] { return counters_.notified >= expected || !counters_.error.empty(); };
     if (!counters_.mu.AwaitWithTimeout(absl::Condition(&all), kRoundBound)) {
       return absl::StrCat("only ", counters_.notified, " of ", expected,
-                          " watchers notified within ",
-                          absl::FormatDuration(kRoundBound));
+                          " watchers notified within ", absl::FormatDuration(kRoundBound));
     }
     if (!counters_.error.empty()) return counters_.error;
     *last_notified = counters_.last_notified - start;
@@ -130,9 +123,7 @@ class FanoutBase : public WatchFanout {
   void Stop() override {
     for (auto& watcher : watchers_) watcher->Cancel();
     absl::MutexLock lock(&counters_.mu);
-    auto done = [&] {
-      return counters_.done >= static_cast<int>(watchers_.size());
-    };
+    auto done = [&] { return counters_.done >= static_cast<int>(watchers_.size()); };
     counters_.mu.AwaitWithTimeout(absl::Condition(&done), kRoundBound);
   }
   ~FanoutBase() override { Stop(); }
@@ -161,8 +152,8 @@ class DdpFanout final : public FanoutBase<DdpWatcher> {
     request.set_namespace_(name_space_);
     request.set_prefix(key);
     for (int i = 0; i < watchers; ++i) {
-      watchers_.push_back(std::make_unique<DdpWatcher>(
-          *stubs_[i % kWatchConnections], request, counters_));
+      watchers_.push_back(
+          std::make_unique<DdpWatcher>(*stubs_[i % kWatchConnections], request, counters_));
     }
     // ddp sends nothing on registration; its Status counts open watchers.
     const absl::Time deadline = absl::Now() + kRegisterBound;
@@ -210,8 +201,8 @@ class EtcdFanout final : public FanoutBase<EtcdWatcher> {
     }
     kv_ = etcdserverpb::KV::NewStub(channels_[0]);
     for (int i = 0; i < watchers; ++i) {
-      watchers_.push_back(std::make_unique<EtcdWatcher>(
-          *stubs_[i % kWatchConnections], key, counters_));
+      watchers_.push_back(
+          std::make_unique<EtcdWatcher>(*stubs_[i % kWatchConnections], key, counters_));
     }
     absl::MutexLock lock(&counters_.mu);
     auto all = [&] { return counters_.registered >= watchers; };

@@ -34,14 +34,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorChild>> CoordinatorChild::Start(
                      "' is not executable; build //coordinator first or pass "
                      "--coordinator-binary"));
   }
-  std::unique_ptr<CoordinatorChild> child(
-      new CoordinatorChild(std::move(options)));
+  std::unique_ptr<CoordinatorChild> child(new CoordinatorChild(std::move(options)));
   const CoordinatorChildOptions& o = child->options_;
   const std::string port_file = absl::StrCat(o.work_dir, "/port");
   unlink(port_file.c_str());
-  std::vector<std::string> args = {o.binary,      "--port",  "0",
-                                   "--port-file", port_file, "--data-dir",
-                                   o.data_dir,    "--bind",  o.bind};
+  std::vector<std::string> args = {o.binary,     "--port",   "0",      "--port-file", port_file,
+                                   "--data-dir", o.data_dir, "--bind", o.bind};
   args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
@@ -74,21 +72,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorChild>> CoordinatorChild::Start(
     if (exited != -2) {
       child->pid_ = -1;
       return absl::UnavailableError(
-          absl::StrCat("coordinator exited (status ", exited,
-                       ") before serving; see ", log));
+          absl::StrCat("coordinator exited (status ", exited, ") before serving; see ", log));
     }
     absl::SleepFor(o.poll_interval);
   }
-  return absl::UnavailableError(
-      absl::StrCat("coordinator wrote no port file within ",
-                   absl::FormatDuration(o.start_timeout), "; see ", log));
+  return absl::UnavailableError(absl::StrCat("coordinator wrote no port file within ",
+                                             absl::FormatDuration(o.start_timeout), "; see ", log));
 }
 
 CoordinatorChild::~CoordinatorChild() { Stop(); }
 
-std::string CoordinatorChild::target() const {
-  return absl::StrCat(options_.bind, ":", port_);
-}
+std::string CoordinatorChild::target() const { return absl::StrCat(options_.bind, ":", port_); }
 
 std::string CoordinatorChild::log_path() const {
   return absl::StrCat(options_.work_dir, "/coordinator.log");

@@ -35,8 +35,7 @@ struct CoordinatorChildOptions {
 
 class CoordinatorChild {
  public:
-  static absl::StatusOr<std::unique_ptr<CoordinatorChild>> Start(
-      CoordinatorChildOptions options);
+  static absl::StatusOr<std::unique_ptr<CoordinatorChild>> Start(CoordinatorChildOptions options);
   // Stops the process (SIGTERM, then SIGKILL after stop_timeout).
   ~CoordinatorChild();
   CoordinatorChild(const CoordinatorChild&) = delete;
@@ -51,8 +50,7 @@ class CoordinatorChild {
   int Stop();
 
  private:
-  explicit CoordinatorChild(CoordinatorChildOptions options)
-      : options_(std::move(options)) {}
+  explicit CoordinatorChild(CoordinatorChildOptions options) : options_(std::move(options)) {}
 
   const CoordinatorChildOptions options_;
   pid_t pid_ = -1;

@@ -23,8 +23,8 @@ std::string WriteScript(const std::string& dir, const std::string& body) {
 }
 
 std::string TempDir() {
-  std::string pattern = absl::StrCat(
-      getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", "/child.XXXXXX");
+  std::string pattern =
+      absl::StrCat(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", "/child.XXXXXX");
   EXPECT_NE(mkdtemp(pattern.data()), nullptr);
   return pattern;
 }
@@ -36,8 +36,7 @@ TEST(CoordinatorChild, Start_ScriptWritesPortFile_ReportsPortAndPid) {
   options.binary = WriteScript(dir, "echo 4321 > \"$4\"\nexec sleep 30\n");
   options.data_dir = dir + "/data";
   options.work_dir = dir;
-  absl::StatusOr<std::unique_ptr<CoordinatorChild>> child =
-      CoordinatorChild::Start(options);
+  absl::StatusOr<std::unique_ptr<CoordinatorChild>> child = CoordinatorChild::Start(options);
   ASSERT_TRUE(child.ok()) << child.status();
   EXPECT_EQ((*child)->port(), 4321);
   EXPECT_EQ((*child)->target(), "127.0.0.1:4321");
@@ -55,11 +54,9 @@ TEST(CoordinatorChild, Start_ProcessExitsEarly_Unavailable) {
   options.binary = WriteScript(dir, "echo boom >&2\nexit 3\n");
   options.data_dir = dir + "/data";
   options.work_dir = dir;
-  absl::StatusOr<std::unique_ptr<CoordinatorChild>> child =
-      CoordinatorChild::Start(options);
+  absl::StatusOr<std::unique_ptr<CoordinatorChild>> child = CoordinatorChild::Start(options);
   EXPECT_EQ(child.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(child.status().message().find("status 3"), std::string::npos)
-      << child.status();
+  EXPECT_NE(child.status().message().find("status 3"), std::string::npos) << child.status();
 }
 
 TEST(CoordinatorChild, Start_NotExecutable_FailedPrecondition) {

@@ -19,10 +19,8 @@ void FillHeader(const NodeHeaderFields& fields, v1::NodeHeader* header) {
 
 }  // namespace
 
-GrpcAgentStream::GrpcAgentStream(SimAgentIdentity identity,
-                                 v1::JobSettings settings,
-                                 ProgressTracker& tracker,
-                                 AgentStreamCounters& counters,
+GrpcAgentStream::GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings,
+                                 ProgressTracker& tracker, AgentStreamCounters& counters,
                                  const Clock& clock)
     : tracker_(tracker),
       counters_(counters),
@@ -216,8 +214,8 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
         break;
       }
       case v1::CoordinatorMessage::kRequestMasterInfo: {
-        absl::StatusOr<MasterInfoReply> info = agent_.OnRequestMasterInfo(
-            message.request_master_info().generation());
+        absl::StatusOr<MasterInfoReply> info =
+            agent_.OnRequestMasterInfo(message.request_master_info().generation());
         if (!info.ok()) {
           error = info.status();
           break;
@@ -245,8 +243,7 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
           error = header.status();
           break;
         }
-        FillHeader(*header,
-                   reply.emplace().mutable_workers_stopped()->mutable_header());
+        FillHeader(*header, reply.emplace().mutable_workers_stopped()->mutable_header());
         break;
       }
       case v1::CoordinatorMessage::kJobFinished:
@@ -255,8 +252,7 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
         finished_by_coordinator_ = true;
         break;
       default:
-        error = absl::InvalidArgumentError(
-            "the coordinator sent an empty CoordinatorMessage");
+        error = absl::InvalidArgumentError("the coordinator sent an empty CoordinatorMessage");
     }
   }
   if (!error.ok()) Fail(error);

@@ -42,9 +42,8 @@ struct AgentStreamCounters {
 class GrpcAgentStream final
     : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
-  GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings,
-                  ProgressTracker& tracker, AgentStreamCounters& counters,
-                  const Clock& clock);
+  GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings, ProgressTracker& tracker,
+                  AgentStreamCounters& counters, const Clock& clock);
 
   // Opens the stream and sends Register.
   void Start(v1::SessionService::Stub& stub);

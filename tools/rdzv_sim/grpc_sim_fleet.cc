@@ -17,30 +17,27 @@ namespace ddp::rdzv_sim {
 GrpcSimFleet::GrpcSimFleet(SimFleetOptions options, const Clock& clock)
     : options_(std::move(options)), clock_(clock), tracker_(options_.nodes) {}
 
-absl::StatusOr<std::unique_ptr<GrpcSimFleet>> GrpcSimFleet::Create(
-    SimFleetOptions options, const Clock& clock) {
-  std::unique_ptr<GrpcSimFleet> fleet(
-      new GrpcSimFleet(std::move(options), clock));
+absl::StatusOr<std::unique_ptr<GrpcSimFleet>> GrpcSimFleet::Create(SimFleetOptions options,
+                                                                   const Clock& clock) {
+  std::unique_ptr<GrpcSimFleet> fleet(new GrpcSimFleet(std::move(options), clock));
   const SimFleetOptions& o = fleet->options_;
   const gpr_timespec deadline = gpr_time_add(
       gpr_now(GPR_CLOCK_MONOTONIC),
-      gpr_time_from_millis(absl::ToInt64Milliseconds(o.connect_timeout),
-                           GPR_TIMESPAN));
+      gpr_time_from_millis(absl::ToInt64Milliseconds(o.connect_timeout), GPR_TIMESPAN));
   for (int i = 0; i < o.channels; ++i) {
     grpc::ChannelArguments args;
     // A private subchannel pool and a distinct argument: its own connection.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("grpc.channel_id", i);
-    fleet->channels_.push_back(grpc::CreateCustomChannel(
-        o.target, grpc::InsecureChannelCredentials(), args));
+    fleet->channels_.push_back(
+        grpc::CreateCustomChannel(o.target, grpc::InsecureChannelCredentials(), args));
     fleet->channels_.back()->GetState(/*try_to_connect=*/true);
   }
   for (int i = 0; i < o.channels; ++i) {
     if (!fleet->channels_[i]->WaitForConnected(deadline)) {
       return absl::UnavailableError(absl::StrCat(
           "channel ", i, " to ", o.target, " did not connect within ",
-          absl::FormatDuration(o.connect_timeout),
-          "; is the coordinator serving there?"));
+          absl::FormatDuration(o.connect_timeout), "; is the coordinator serving there?"));
     }
     fleet->stubs_.push_back(v1::SessionService::NewStub(fleet->channels_[i]));
   }
@@ -65,8 +62,7 @@ GrpcSimFleet::~GrpcSimFleet() {
 }
 
 void GrpcSimFleet::PacerLoop(int begin, int end) {
-  const absl::Duration interval =
-      absl::Milliseconds(options_.settings.heartbeat_interval_ms());
+  const absl::Duration interval = absl::Milliseconds(options_.settings.heartbeat_interval_ms());
   HeartbeatPacer pacer(end - begin, interval, clock_.Now());
   std::vector<int> due;
   absl::MutexLock lock(&mu_);
@@ -85,8 +81,7 @@ absl::StatusOr<WaveTiming> GrpcSimFleet::Rendezvous(absl::Time deadline) {
   if (assignments_seen_ != 0 || shut_down_) {
     return absl::FailedPreconditionError("Rendezvous runs once, first");
   }
-  const int threads =
-      std::clamp(options_.heartbeat_threads, 1, std::max(options_.nodes, 1));
+  const int threads = std::clamp(options_.heartbeat_threads, 1, std::max(options_.nodes, 1));
   for (int t = 0; t < threads; ++t) {
     const int begin = options_.nodes * t / threads;
     const int end = options_.nodes * (t + 1) / threads;
@@ -102,8 +97,7 @@ absl::StatusOr<WaveTiming> GrpcSimFleet::Rendezvous(absl::Time deadline) {
   }
   WaveTiming timing;
   timing.issue_spread = clock_.Now() - started;
-  absl::StatusOr<AssignmentWave> wave =
-      tracker_.WaitForAssignments(1, deadline);
+  absl::StatusOr<AssignmentWave> wave = tracker_.WaitForAssignments(1, deadline);
   if (!wave.ok()) return wave.status();
   assignments_seen_ = 1;
   timing.elapsed = wave->last - started;
@@ -144,8 +138,7 @@ absl::Status GrpcSimFleet::Shutdown(absl::Duration timeout) {
   StopPacers();
   absl::Status status;
   if (streams_started_) {
-    std::unique_ptr<v1::JobService::Stub> jobs =
-        v1::JobService::NewStub(channels_[0]);
+    std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channels_[0]);
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     v1::CancelJobRequest request;
@@ -162,9 +155,9 @@ absl::Status GrpcSimFleet::Shutdown(absl::Duration timeout) {
     for (auto& stream : streams_) stream->Cancel();
     if (!tracker_.WaitForStreamsDone(absl::Now() + timeout)) {
       for (auto& stream : streams_) stream.release();  // still owned by gRPC
-      return absl::DeadlineExceededError(absl::StrCat(
-          "only ", tracker_.streams_done(), " of ", streams_.size(),
-          " streams ended within ", absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(absl::StrCat("only ", tracker_.streams_done(), " of ",
+                                                      streams_.size(), " streams ended within ",
+                                                      absl::FormatDuration(timeout)));
     }
   }
   streams_.clear();

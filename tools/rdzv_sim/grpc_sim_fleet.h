@@ -56,8 +56,8 @@ struct WaveTiming {
 
 class GrpcSimFleet {
  public:
-  static absl::StatusOr<std::unique_ptr<GrpcSimFleet>> Create(
-      SimFleetOptions options, const Clock& clock);
+  static absl::StatusOr<std::unique_ptr<GrpcSimFleet>> Create(SimFleetOptions options,
+                                                              const Clock& clock);
   ~GrpcSimFleet();
   GrpcSimFleet(const GrpcSimFleet&) = delete;
   GrpcSimFleet& operator=(const GrpcSimFleet&) = delete;
@@ -70,9 +70,7 @@ class GrpcSimFleet {
   absl::StatusOr<WaveTiming> Restart(absl::Time deadline);
 
   int64_t heartbeats_sent() const { return counters_.heartbeats_sent.load(); }
-  int64_t heartbeats_dropped() const {
-    return counters_.heartbeats_dropped.load();
-  }
+  int64_t heartbeats_dropped() const { return counters_.heartbeats_dropped.load(); }
   ProgressTracker& tracker() { return tracker_; }
 
   // Cancels the job (JobFinished to every agent), cancels streams still open

@@ -5,8 +5,7 @@
 
 namespace ddp::rdzv_sim {
 
-absl::Duration NearestRank(const std::vector<absl::Duration>& sorted,
-                           double p) {
+absl::Duration NearestRank(const std::vector<absl::Duration>& sorted, double p) {
   const double n = static_cast<double>(sorted.size());
   size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * n));
   rank = std::clamp<size_t>(rank, 1, sorted.size());

@@ -30,10 +30,8 @@ TEST(LatencyStats, Summarize_Empty_AllZero) {
 
 TEST(LatencyStats, NearestRank_SingleSample_ReturnsIt) {
   EXPECT_EQ(NearestRank({absl::Seconds(2)}, 99), absl::Seconds(2));
-  EXPECT_EQ(NearestRank({absl::Seconds(1), absl::Seconds(2)}, 50),
-            absl::Seconds(1));
-  EXPECT_EQ(NearestRank({absl::Seconds(1), absl::Seconds(2)}, 51),
-            absl::Seconds(2));
+  EXPECT_EQ(NearestRank({absl::Seconds(1), absl::Seconds(2)}, 50), absl::Seconds(1));
+  EXPECT_EQ(NearestRank({absl::Seconds(1), absl::Seconds(2)}, 51), absl::Seconds(2));
 }
 
 }  // namespace

@@ -33,21 +33,18 @@ ABSL_FLAG(std::string, nodes, "256,1024,4096",
           "Comma-separated cluster sizes; each runs as its own job");
 ABSL_FLAG(std::string, coordinator, "",
           "host:port of a running coordinator; empty: start one per size");
-ABSL_FLAG(int, coordinator_pid, 0,
-          "Pid of the --coordinator process, for its CPU and memory");
+ABSL_FLAG(int, coordinator_pid, 0, "Pid of the --coordinator process, for its CPU and memory");
 ABSL_FLAG(std::string, coordinator_binary, "bazel-bin/coordinator/coordinator",
           "Coordinator binary started when --coordinator is empty");
 ABSL_FLAG(std::vector<std::string>, coordinator_args, {},
           "Extra comma-separated arguments for the started coordinator");
 ABSL_FLAG(std::string, work_dir, "/tmp",
           "Where the started coordinator's data dir and log go (removed)");
-ABSL_FLAG(int, channels, 64,
-          "gRPC channels (TCP connections) the agents are spread over");
+ABSL_FLAG(int, channels, 64, "gRPC channels (TCP connections) the agents are spread over");
 ABSL_FLAG(int, heartbeat_threads, 4, "Threads pacing the heartbeats");
 ABSL_FLAG(int, heartbeat_interval_ms, 500, "Agents' heartbeat interval");
 ABSL_FLAG(int, heartbeat_timeout_ms, 3000, "Jobs' heartbeat timeout");
-ABSL_FLAG(double, heartbeat_seconds, 10,
-          "Length of the steady-heartbeat CPU window");
+ABSL_FLAG(double, heartbeat_seconds, 10, "Length of the steady-heartbeat CPU window");
 ABSL_FLAG(int, phase_timeout_s, 60, "Deadline of rendezvous and of restart");
 ABSL_FLAG(int, nproc, 8, "Processes per simulated node");
 ABSL_FLAG(uint64_t, seed, 0, "Seed of incarnations and job ids; 0: random");
@@ -65,11 +62,9 @@ int BadFlag(const std::string& message) {
 }
 
 // Returns a non-empty error for a bad value.
-std::string CheckRange(const char* name, int64_t value, int64_t low,
-                       int64_t high) {
+std::string CheckRange(const char* name, int64_t value, int64_t low, int64_t high) {
   if (value >= low && value <= high) return "";
-  return absl::StrCat("--", name, "=", value, " must be in [", low, ", ", high,
-                      "]");
+  return absl::StrCat("--", name, "=", value, " must be in [", low, ", ", high, "]");
 }
 
 }  // namespace
@@ -80,8 +75,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> storage;
   std::vector<char*> args = ddp::NormalizeFlagNames(argc, argv, &storage);
   std::vector<char*> rest = absl::ParseCommandLine(args.size(), args.data());
-  if (rest.size() > 1)
-    return BadFlag(absl::StrCat("unexpected argument '", rest[1], "'"));
+  if (rest.size() > 1) return BadFlag(absl::StrCat("unexpected argument '", rest[1], "'"));
 
   std::vector<int> sizes;
   for (absl::string_view item :
@@ -89,32 +83,25 @@ int main(int argc, char** argv) {
     int n = 0;
     if (!absl::SimpleAtoi(item, &n) || n < 1 || n > kMaxNodes) {
       return BadFlag(absl::StrCat("--nodes item '", item.substr(0, 20),
-                                  "' must be an integer in [1, ", kMaxNodes,
-                                  "]"));
+                                  "' must be an integer in [1, ", kMaxNodes, "]"));
     }
     sizes.push_back(n);
   }
   if (sizes.empty()) return BadFlag("--nodes lists no size");
   for (const std::string& error :
        {CheckRange("channels", absl::GetFlag(FLAGS_channels), 1, 4096),
-        CheckRange("heartbeat-threads", absl::GetFlag(FLAGS_heartbeat_threads),
-                   1, 64),
-        CheckRange("heartbeat-interval-ms",
-                   absl::GetFlag(FLAGS_heartbeat_interval_ms), 10, 60000),
-        CheckRange("heartbeat-timeout-ms",
-                   absl::GetFlag(FLAGS_heartbeat_timeout_ms),
+        CheckRange("heartbeat-threads", absl::GetFlag(FLAGS_heartbeat_threads), 1, 64),
+        CheckRange("heartbeat-interval-ms", absl::GetFlag(FLAGS_heartbeat_interval_ms), 10, 60000),
+        CheckRange("heartbeat-timeout-ms", absl::GetFlag(FLAGS_heartbeat_timeout_ms),
                    2 * absl::GetFlag(FLAGS_heartbeat_interval_ms), 3600000),
-        CheckRange("phase-timeout-s", absl::GetFlag(FLAGS_phase_timeout_s), 1,
-                   3600),
+        CheckRange("phase-timeout-s", absl::GetFlag(FLAGS_phase_timeout_s), 1, 3600),
         CheckRange("nproc", absl::GetFlag(FLAGS_nproc), 1, 1024),
-        CheckRange("coordinator-pid", absl::GetFlag(FLAGS_coordinator_pid), 0,
-                   1 << 22)}) {
+        CheckRange("coordinator-pid", absl::GetFlag(FLAGS_coordinator_pid), 0, 1 << 22)}) {
     if (!error.empty()) return BadFlag(error);
   }
   const double window = absl::GetFlag(FLAGS_heartbeat_seconds);
   if (!(window >= 0.5 && window <= 600)) {
-    return BadFlag(
-        absl::StrCat("--heartbeat-seconds=", window, " must be in [0.5, 600]"));
+    return BadFlag(absl::StrCat("--heartbeat-seconds=", window, " must be in [0.5, 600]"));
   }
 
   ddp::rdzv_sim::ScenarioOptions options;
@@ -129,10 +116,8 @@ int main(int argc, char** argv) {
   options.channels = absl::GetFlag(FLAGS_channels);
   options.heartbeat_threads = absl::GetFlag(FLAGS_heartbeat_threads);
   options.nproc = absl::GetFlag(FLAGS_nproc);
-  options.heartbeat_interval =
-      absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));
-  options.heartbeat_timeout =
-      absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms));
+  options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));
+  options.heartbeat_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms));
   options.heartbeat_window = absl::Seconds(window);
   options.phase_timeout = absl::Seconds(absl::GetFlag(FLAGS_phase_timeout_s));
   options.seed = absl::GetFlag(FLAGS_seed);
@@ -150,9 +135,8 @@ int main(int argc, char** argv) {
     results.push_back(ddp::rdzv_sim::RunScenario(options, n));
     failed = failed || !results.back().error.empty();
   }
-  const std::string out = absl::GetFlag(FLAGS_json)
-                              ? ddp::rdzv_sim::RenderJson(results, machine)
-                              : ddp::rdzv_sim::RenderTable(results, machine);
+  const std::string out = absl::GetFlag(FLAGS_json) ? ddp::rdzv_sim::RenderJson(results, machine)
+                                                    : ddp::rdzv_sim::RenderTable(results, machine);
   std::fputs(out.c_str(), stdout);
   return failed ? kExitFailure : 0;
 }

@@ -11,8 +11,7 @@ void ProgressTracker::RecordRegistered(absl::Duration round_trip) {
   round_trips_.push_back(round_trip);
 }
 
-void ProgressTracker::RecordAssignment(int ordinal, int64_t generation,
-                                       absl::Time received) {
+void ProgressTracker::RecordAssignment(int ordinal, int64_t generation, absl::Time received) {
   absl::MutexLock lock(&mu_);
   AssignmentWave& wave = waves_[ordinal];
   ++wave.count;
@@ -23,14 +22,12 @@ void ProgressTracker::RecordAssignment(int ordinal, int64_t generation,
   wave.received.push_back(received);
 }
 
-void ProgressTracker::RecordFailure(const std::string& node_id,
-                                    const absl::Status& status) {
+void ProgressTracker::RecordFailure(const std::string& node_id, const absl::Status& status) {
   absl::MutexLock lock(&mu_);
   ++failures_;
   if (first_failure_.ok()) {
-    first_failure_ = absl::Status(status.code(),
-                                  absl::StrCat("stream of node '", node_id,
-                                               "' ended: ", status.message()));
+    first_failure_ = absl::Status(
+        status.code(), absl::StrCat("stream of node '", node_id, "' ended: ", status.message()));
   }
 }
 
@@ -39,8 +36,8 @@ void ProgressTracker::RecordStreamDone() {
   ++streams_done_;
 }
 
-absl::StatusOr<AssignmentWave> ProgressTracker::WaitForAssignments(
-    int ordinal, absl::Time deadline) {
+absl::StatusOr<AssignmentWave> ProgressTracker::WaitForAssignments(int ordinal,
+                                                                   absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto reached = [this, ordinal]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!first_failure_.ok()) return true;
@@ -52,24 +49,21 @@ absl::StatusOr<AssignmentWave> ProgressTracker::WaitForAssignments(
   auto it = waves_.find(ordinal);
   const int have = it == waves_.end() ? 0 : it->second.count;
   if (have < agents_) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("only ", have, " of ", agents_, " agents received ",
-                     "assignment #", ordinal, " before the deadline"));
+    return absl::DeadlineExceededError(absl::StrCat("only ", have, " of ", agents_,
+                                                    " agents received ", "assignment #", ordinal,
+                                                    " before the deadline"));
   }
   if (it->second.min_generation != it->second.max_generation) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("assignment #", ordinal, " names generations ",
-                     it->second.min_generation, "..", it->second.max_generation,
-                     "; every agent of a rendezvous must get the same one"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "assignment #", ordinal, " names generations ", it->second.min_generation, "..",
+        it->second.max_generation, "; every agent of a rendezvous must get the same one"));
   }
   return it->second;
 }
 
 bool ProgressTracker::WaitForStreamsDone(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return streams_done_ >= agents_;
-  };
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return streams_done_ >= agents_; };
   return mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
 }
 

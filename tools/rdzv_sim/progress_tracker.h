@@ -47,8 +47,7 @@ class ProgressTracker {
 
   // Blocks until every agent has its `ordinal`-th assignment, a failure is
   // recorded, or `deadline` passes.
-  absl::StatusOr<AssignmentWave> WaitForAssignments(int ordinal,
-                                                    absl::Time deadline);
+  absl::StatusOr<AssignmentWave> WaitForAssignments(int ordinal, absl::Time deadline);
   // Blocks until every stream has ended; false at the deadline.
   bool WaitForStreamsDone(absl::Time deadline);
 

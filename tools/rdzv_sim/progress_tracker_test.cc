@@ -16,8 +16,7 @@ TEST(ProgressTracker, WaitForAssignments_AllArrived_FirstAndLast) {
   tracker.RecordAssignment(1, 1, kT0 + absl::Milliseconds(2));
   tracker.RecordAssignment(2, 2, kT0 + absl::Milliseconds(9));  // other wave
   tracker.RecordAssignment(1, 1, kT0 + absl::Milliseconds(7));
-  absl::StatusOr<AssignmentWave> wave =
-      tracker.WaitForAssignments(1, kFarFuture);
+  absl::StatusOr<AssignmentWave> wave = tracker.WaitForAssignments(1, kFarFuture);
   ASSERT_TRUE(wave.ok()) << wave.status();
   EXPECT_EQ(wave->count, 3);
   EXPECT_EQ(wave->first, kT0 + absl::Milliseconds(2));
@@ -28,8 +27,7 @@ TEST(ProgressTracker, WaitForAssignments_AllArrived_FirstAndLast) {
 TEST(ProgressTracker, WaitForAssignments_Missing_DeadlineExceededWithCount) {
   ProgressTracker tracker(3);
   tracker.RecordAssignment(1, 1, kT0);
-  absl::StatusOr<AssignmentWave> wave =
-      tracker.WaitForAssignments(1, absl::InfinitePast());
+  absl::StatusOr<AssignmentWave> wave = tracker.WaitForAssignments(1, absl::InfinitePast());
   EXPECT_EQ(wave.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(wave.status().message().find("only 1 of 3"), std::string::npos);
 }
@@ -38,8 +36,7 @@ TEST(ProgressTracker, WaitForAssignments_Failure_ReturnsFirstFailure) {
   ProgressTracker tracker(2);
   tracker.RecordFailure("sim-1", absl::InvalidArgumentError("bad nproc"));
   tracker.RecordFailure("sim-2", absl::UnavailableError("later"));
-  absl::StatusOr<AssignmentWave> wave =
-      tracker.WaitForAssignments(1, kFarFuture);
+  absl::StatusOr<AssignmentWave> wave = tracker.WaitForAssignments(1, kFarFuture);
   EXPECT_EQ(wave.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(wave.status().message().find("sim-1"), std::string::npos);
   EXPECT_EQ(tracker.failures(), 2);
@@ -59,8 +56,7 @@ TEST(ProgressTracker, WaitForAssignments_ArrivesFromOtherThread_Wakes) {
     tracker.RecordAssignment(1, 1, kT0);
     tracker.RecordAssignment(1, 1, kT0);
   });
-  absl::StatusOr<AssignmentWave> wave =
-      tracker.WaitForAssignments(1, kFarFuture);
+  absl::StatusOr<AssignmentWave> wave = tracker.WaitForAssignments(1, kFarFuture);
   recorder.join();
   ASSERT_TRUE(wave.ok());
   EXPECT_EQ(wave->count, 2);
@@ -80,8 +76,7 @@ TEST(ProgressTracker, RecordRegistered_KeepsRoundTrips) {
   tracker.RecordRegistered(absl::Milliseconds(1));
   tracker.RecordRegistered(absl::Milliseconds(4));
   EXPECT_EQ(tracker.registration_round_trips(),
-            (std::vector<absl::Duration>{absl::Milliseconds(1),
-                                         absl::Milliseconds(4)}));
+            (std::vector<absl::Duration>{absl::Milliseconds(1), absl::Milliseconds(4)}));
 }
 
 }  // namespace

@@ -13,9 +13,9 @@
 #include "absl/time/clock.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/proc_stats.h"
 #include "tools/rdzv_sim/coordinator_child.h"
 #include "tools/rdzv_sim/grpc_sim_fleet.h"
-#include "common/proc_stats.h"
 
 namespace ddp::rdzv_sim {
 namespace {
@@ -28,10 +28,8 @@ v1::JobSettings AgentSettings(const ScenarioOptions& o, int nodes) {
   settings.set_max_restarts(3);
   settings.set_join_timeout_ms(absl::ToInt64Milliseconds(o.phase_timeout) * 4);
   settings.set_last_call_timeout_ms(1000);
-  settings.set_heartbeat_interval_ms(
-      absl::ToInt64Milliseconds(o.heartbeat_interval));
-  settings.set_heartbeat_timeout_ms(
-      absl::ToInt64Milliseconds(o.heartbeat_timeout));
+  settings.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(o.heartbeat_interval));
+  settings.set_heartbeat_timeout_ms(absl::ToInt64Milliseconds(o.heartbeat_timeout));
   settings.set_shutdown_timeout_ms(absl::ToInt64Milliseconds(o.phase_timeout));
   return settings;
 }
@@ -80,8 +78,7 @@ class TempDir {
   bool keep_ = false;
 };
 
-SizeResult RunSize(const ScenarioOptions& o, int nodes,
-                   std::unique_ptr<TempDir>& work);
+SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>& work);
 
 }  // namespace
 
@@ -98,13 +95,12 @@ SizeResult RunScenario(const ScenarioOptions& o, int nodes) {
 
 namespace {
 
-SizeResult RunSize(const ScenarioOptions& o, int nodes,
-                   std::unique_ptr<TempDir>& work) {
+SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>& work) {
   SizeResult result;
   result.nodes = nodes;
   result.channels = std::min(o.channels, nodes);
-  result.job_id = absl::StrFormat("rdzv-sim-n%d-%08x", nodes,
-                                  static_cast<uint32_t>(o.seed ^ nodes));
+  result.job_id =
+      absl::StrFormat("rdzv-sim-n%d-%08x", nodes, static_cast<uint32_t>(o.seed ^ nodes));
   const Clock& clock = RealClock::Get();
 
   std::unique_ptr<CoordinatorChild> child;
@@ -143,8 +139,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes,
   fleet_options.nproc = o.nproc;
   fleet_options.settings = AgentSettings(o, nodes);
   fleet_options.seed = o.seed * 1000003 + nodes;
-  absl::StatusOr<std::unique_ptr<GrpcSimFleet>> fleet =
-      GrpcSimFleet::Create(fleet_options, clock);
+  absl::StatusOr<std::unique_ptr<GrpcSimFleet>> fleet = GrpcSimFleet::Create(fleet_options, clock);
   if (!fleet.ok()) {
     result.error = fleet.status().ToString();
     return result;
@@ -152,8 +147,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes,
 
   const std::optional<absl::Duration> coordinator_cpu0 = CpuOf(pid);
   const absl::Duration client_cpu0 = SelfCpu();
-  absl::StatusOr<WaveTiming> rendezvous =
-      (*fleet)->Rendezvous(clock.Now() + o.phase_timeout);
+  absl::StatusOr<WaveTiming> rendezvous = (*fleet)->Rendezvous(clock.Now() + o.phase_timeout);
   if (!rendezvous.ok()) {
     result.error = absl::StrCat("rendezvous: ", rendezvous.status().ToString());
     return result;
@@ -161,11 +155,9 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes,
   result.rendezvous = rendezvous->elapsed;
   result.register_spread = rendezvous->issue_spread;
   result.generation = rendezvous->generation;
-  result.registration_round_trip =
-      Summarize((*fleet)->tracker().registration_round_trips());
+  result.registration_round_trip = Summarize((*fleet)->tracker().registration_round_trips());
 
-  absl::StatusOr<WaveTiming> restart =
-      (*fleet)->Restart(clock.Now() + o.phase_timeout);
+  absl::StatusOr<WaveTiming> restart = (*fleet)->Restart(clock.Now() + o.phase_timeout);
   if (!restart.ok()) {
     result.error = absl::StrCat("restart: ", restart.status().ToString());
     return result;
@@ -190,17 +182,17 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes,
   result.heartbeat_window = clock.Now() - window_start;
   result.heartbeats_sent = (*fleet)->heartbeats_sent() - heartbeats0;
   if (coordinator_cpu2 && coordinator_cpu3) {
-    result.coordinator_cpu_fraction = absl::FDivDuration(
-        *coordinator_cpu3 - *coordinator_cpu2, result.heartbeat_window);
+    result.coordinator_cpu_fraction =
+        absl::FDivDuration(*coordinator_cpu3 - *coordinator_cpu2, result.heartbeat_window);
   }
-  result.coordinator_threads = BusiestThreads(
-      threads_before, threads_after, result.heartbeat_window, /*limit=*/5);
+  result.coordinator_threads =
+      BusiestThreads(threads_before, threads_after, result.heartbeat_window, /*limit=*/5);
   result.client_cpu_fraction =
       absl::FDivDuration(client_cpu3 - client_cpu2, result.heartbeat_window);
   result.rss_connected_bytes = RssOf(pid);
   if ((*fleet)->tracker().failures() > 0) {
-    result.warning = absl::StrCat((*fleet)->tracker().failures(),
-                                  " streams failed while heartbeating");
+    result.warning =
+        absl::StrCat((*fleet)->tracker().failures(), " streams failed while heartbeating");
   }
 
   absl::Status shutdown = (*fleet)->Shutdown(absl::Seconds(10));

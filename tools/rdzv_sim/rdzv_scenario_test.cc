@@ -15,8 +15,7 @@ namespace {
 ScenarioOptions SmallRun() {
   ScenarioOptions options;
   options.coordinator_binary =
-      absl::StrCat(getenv("TEST_SRCDIR"),
-                   "/ddp_coordinator/tools/rdzv_sim/standin_coordinator");
+      absl::StrCat(getenv("TEST_SRCDIR"), "/ddp_coordinator/tools/rdzv_sim/standin_coordinator");
   options.work_root = getenv("TEST_TMPDIR");
   options.channels = 4;
   options.heartbeat_threads = 2;

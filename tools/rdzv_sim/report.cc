@@ -37,8 +37,7 @@ std::string JsonNumber(std::optional<double> value) {
   return value ? absl::StrFormat("%.3f", *value) : "null";
 }
 
-std::string ThreadsJson(
-    const std::vector<std::pair<std::string, double>>& threads) {
+std::string ThreadsJson(const std::vector<std::pair<std::string, double>>& threads) {
   std::vector<std::string> items;
   for (const auto& [name, share] : threads) {
     items.push_back(absl::StrCat(JsonString(name), ":", JsonNumber(share)));
@@ -55,24 +54,19 @@ std::optional<absl::Duration> LatencyTarget(int nodes) {
 }
 
 std::optional<double> BytesPerAgent(const SizeResult& result) {
-  if (!result.rss_idle_bytes || !result.rss_connected_bytes ||
-      result.nodes <= 0) {
+  if (!result.rss_idle_bytes || !result.rss_connected_bytes || result.nodes <= 0) {
     return std::nullopt;
   }
-  return static_cast<double>(*result.rss_connected_bytes -
-                             *result.rss_idle_bytes) /
-         result.nodes;
+  return static_cast<double>(*result.rss_connected_bytes - *result.rss_idle_bytes) / result.nodes;
 }
 
-std::string RenderTable(const std::vector<SizeResult>& results,
-                        const MachineInfo& machine) {
-  std::string out = absl::StrFormat(
-      "rdzv_sim on %d cpus (%s); simulator and coordinator share them\n",
-      machine.cpus, machine.cpu_model);
-  absl::StrAppendFormat(
-      &out, "%6s | %-13s | %8s | %8s | %-13s | %-12s | %7s | %-12s | %s\n",
-      "nodes", "rendezvous", "per join", "reg p99", "restart", "coord CPU",
-      "sim CPU", "mem/agent", "heartbeats/s");
+std::string RenderTable(const std::vector<SizeResult>& results, const MachineInfo& machine) {
+  std::string out =
+      absl::StrFormat("rdzv_sim on %d cpus (%s); simulator and coordinator share them\n",
+                      machine.cpus, machine.cpu_model);
+  absl::StrAppendFormat(&out, "%6s | %-13s | %8s | %8s | %-13s | %-12s | %7s | %-12s | %s\n",
+                        "nodes", "rendezvous", "per join", "reg p99", "restart", "coord CPU",
+                        "sim CPU", "mem/agent", "heartbeats/s");
   for (const SizeResult& r : results) {
     if (!r.error.empty()) {
       absl::StrAppendFormat(&out, "%6d | error: %s\n", r.nodes, r.error);
@@ -80,9 +74,8 @@ std::string RenderTable(const std::vector<SizeResult>& results,
     }
     std::string cpu = "n/a";
     if (r.coordinator_cpu_fraction) {
-      cpu = absl::StrFormat(
-          "%.1f%% %s", 100 * *r.coordinator_cpu_fraction,
-          Verdict(*r.coordinator_cpu_fraction <= kCpuTargetFraction));
+      cpu = absl::StrFormat("%.1f%% %s", 100 * *r.coordinator_cpu_fraction,
+                            Verdict(*r.coordinator_cpu_fraction <= kCpuTargetFraction));
     }
     std::string memory = "n/a";
     if (std::optional<double> bytes = BytesPerAgent(r)) {
@@ -90,15 +83,14 @@ std::string RenderTable(const std::vector<SizeResult>& results,
                                Verdict(*bytes <= kMemoryTargetBytesPerAgent));
     }
     const double window = absl::ToDoubleSeconds(r.heartbeat_window);
-    absl::StrAppendFormat(
-        &out,
-        "%6d | %-13s | %5.0f us | %5.0f ms | %-13s | %-12s | %6.1f%% | %-12s "
-        "| %.0f\n",
-        r.nodes, LatencyCell(r.rendezvous, r.nodes),
-        absl::ToDoubleMicroseconds(r.rendezvous) / r.nodes,
-        Ms(r.registration_round_trip.p99), LatencyCell(r.restart, r.nodes), cpu,
-        100 * r.client_cpu_fraction, memory,
-        window > 0 ? r.heartbeats_sent / window : 0.0);
+    absl::StrAppendFormat(&out,
+                          "%6d | %-13s | %5.0f us | %5.0f ms | %-13s | %-12s | %6.1f%% | %-12s "
+                          "| %.0f\n",
+                          r.nodes, LatencyCell(r.rendezvous, r.nodes),
+                          absl::ToDoubleMicroseconds(r.rendezvous) / r.nodes,
+                          Ms(r.registration_round_trip.p99), LatencyCell(r.restart, r.nodes), cpu,
+                          100 * r.client_cpu_fraction, memory,
+                          window > 0 ? r.heartbeats_sent / window : 0.0);
     if (!r.coordinator_threads.empty()) {
       std::vector<std::string> threads;
       for (const auto& [name, share] : r.coordinator_threads) {
@@ -111,15 +103,13 @@ std::string RenderTable(const std::vector<SizeResult>& results,
       absl::StrAppendFormat(&out, "%6s   warning: %s\n", "", r.warning);
     }
   }
-  absl::StrAppend(
-      &out,
-      "targets: rendezvous/restart <= 1 s up to 1,024 nodes, <= 3 s up to "
-      "4,096; coordinator CPU <= 25% of one core; <= 50 KB per agent\n");
+  absl::StrAppend(&out,
+                  "targets: rendezvous/restart <= 1 s up to 1,024 nodes, <= 3 s up to "
+                  "4,096; coordinator CPU <= 25% of one core; <= 50 KB per agent\n");
   return out;
 }
 
-std::string RenderJson(const std::vector<SizeResult>& results,
-                       const MachineInfo& machine) {
+std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo& machine) {
   std::vector<std::string> rows;
   for (const SizeResult& r : results) {
     std::optional<double> cpu_setup_ms;
@@ -128,37 +118,28 @@ std::string RenderJson(const std::vector<SizeResult>& results,
     if (r.rss_idle_bytes) rss_idle = *r.rss_idle_bytes;
     if (r.rss_connected_bytes) rss_connected = *r.rss_connected_bytes;
     rows.push_back(absl::StrCat(
-        "{\"nodes\":", r.nodes, ",\"channels\":", r.channels, ",\"job_id\":",
-        JsonString(r.job_id), ",\"error\":", JsonString(r.error),
-        ",\"warning\":", JsonString(r.warning), ",\"rendezvous_ms\":",
-        JsonNumber(Ms(r.rendezvous)), ",\"per_join_us\":",
-        JsonNumber(r.nodes > 0
-                       ? absl::ToDoubleMicroseconds(r.rendezvous) / r.nodes
-                       : 0.0),
+        "{\"nodes\":", r.nodes, ",\"channels\":", r.channels, ",\"job_id\":", JsonString(r.job_id),
+        ",\"error\":", JsonString(r.error), ",\"warning\":", JsonString(r.warning),
+        ",\"rendezvous_ms\":", JsonNumber(Ms(r.rendezvous)), ",\"per_join_us\":",
+        JsonNumber(r.nodes > 0 ? absl::ToDoubleMicroseconds(r.rendezvous) / r.nodes : 0.0),
         ",\"register_spread_ms\":", JsonNumber(Ms(r.register_spread)),
-        ",\"registration_rtt_ms\":{\"p50\":",
-        JsonNumber(Ms(r.registration_round_trip.p50)),
+        ",\"registration_rtt_ms\":{\"p50\":", JsonNumber(Ms(r.registration_round_trip.p50)),
         ",\"p99\":", JsonNumber(Ms(r.registration_round_trip.p99)),
         ",\"max\":", JsonNumber(Ms(r.registration_round_trip.max)), "}",
-        ",\"generation\":", r.generation,
-        ",\"restart_ms\":", JsonNumber(Ms(r.restart)),
-        ",\"restart_generation\":", r.restart_generation,
-        ",\"coordinator_cpu_setup_ms\":", JsonNumber(cpu_setup_ms),
-        ",\"client_cpu_setup_ms\":", JsonNumber(Ms(r.client_cpu_setup)),
-        ",\"heartbeat_window_s\":",
-        JsonNumber(absl::ToDoubleSeconds(r.heartbeat_window)),
+        ",\"generation\":", r.generation, ",\"restart_ms\":", JsonNumber(Ms(r.restart)),
+        ",\"restart_generation\":", r.restart_generation, ",\"coordinator_cpu_setup_ms\":",
+        JsonNumber(cpu_setup_ms), ",\"client_cpu_setup_ms\":", JsonNumber(Ms(r.client_cpu_setup)),
+        ",\"heartbeat_window_s\":", JsonNumber(absl::ToDoubleSeconds(r.heartbeat_window)),
         ",\"heartbeats_sent\":", r.heartbeats_sent,
-        ",\"coordinator_cpu_fraction\":",
-        JsonNumber(r.coordinator_cpu_fraction),
+        ",\"coordinator_cpu_fraction\":", JsonNumber(r.coordinator_cpu_fraction),
         ",\"client_cpu_fraction\":", JsonNumber(r.client_cpu_fraction),
         ",\"coordinator_threads\":{", ThreadsJson(r.coordinator_threads), "}",
-        ",\"rss_idle_bytes\":", JsonNumber(rss_idle),
-        ",\"rss_connected_bytes\":", JsonNumber(rss_connected),
-        ",\"bytes_per_agent\":", JsonNumber(BytesPerAgent(r)), "}"));
+        ",\"rss_idle_bytes\":", JsonNumber(rss_idle), ",\"rss_connected_bytes\":",
+        JsonNumber(rss_connected), ",\"bytes_per_agent\":", JsonNumber(BytesPerAgent(r)), "}"));
   }
   return absl::StrCat("{\"machine\":{\"cpus\":", machine.cpus,
-                      ",\"cpu_model\":", JsonString(machine.cpu_model),
-                      "},\"results\":[", absl::StrJoin(rows, ","), "]}\n");
+                      ",\"cpu_model\":", JsonString(machine.cpu_model), "},\"results\":[",
+                      absl::StrJoin(rows, ","), "]}\n");
 }
 
 }  // namespace ddp::rdzv_sim

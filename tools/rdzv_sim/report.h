@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "tools/rdzv_sim/latency_stats.h"
 #include "common/proc_stats.h"
+#include "tools/rdzv_sim/latency_stats.h"
 
 namespace ddp::rdzv_sim {
 
@@ -61,10 +61,8 @@ inline constexpr int64_t kMemoryTargetBytesPerAgent = 50 * 1000;
 // Bytes of coordinator RSS per connected agent; absent when unknown.
 std::optional<double> BytesPerAgent(const SizeResult& result);
 
-std::string RenderTable(const std::vector<SizeResult>& results,
-                        const MachineInfo& machine);
-std::string RenderJson(const std::vector<SizeResult>& results,
-                       const MachineInfo& machine);
+std::string RenderTable(const std::vector<SizeResult>& results, const MachineInfo& machine);
+std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo& machine);
 
 }  // namespace ddp::rdzv_sim
 

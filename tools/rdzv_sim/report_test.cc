@@ -45,9 +45,7 @@ TEST(Report, RenderTable_ShowsFiguresAndVerdicts) {
   EXPECT_NE(table.find("12.5% ok"), std::string::npos) << table;
   EXPECT_NE(table.find("20.0 KB ok"), std::string::npos) << table;
   EXPECT_NE(table.find("2048"), std::string::npos) << table;  // beats/s
-  EXPECT_NE(table.find("grpc-exec 10.0%, rdzv-dispatch 2.5%"),
-            std::string::npos)
-      << table;
+  EXPECT_NE(table.find("grpc-exec 10.0%, rdzv-dispatch 2.5%"), std::string::npos) << table;
 }
 
 TEST(Report, RenderTable_ErrorRow_ShowsError) {
@@ -55,9 +53,7 @@ TEST(Report, RenderTable_ErrorRow_ShowsError) {
   failed.nodes = 4096;
   failed.error = "rendezvous: DEADLINE_EXCEEDED";
   const std::string table = RenderTable({failed}, {2, "x"});
-  EXPECT_NE(table.find("4096 | error: rendezvous: DEADLINE_EXCEEDED"),
-            std::string::npos)
-      << table;
+  EXPECT_NE(table.find("4096 | error: rendezvous: DEADLINE_EXCEEDED"), std::string::npos) << table;
 }
 
 TEST(Report, RenderJson_FieldsAndNulls) {
@@ -69,15 +65,10 @@ TEST(Report, RenderJson_FieldsAndNulls) {
   EXPECT_NE(json.find("\"nodes\":1024"), std::string::npos) << json;
   EXPECT_NE(json.find("\"rendezvous_ms\":512.000"), std::string::npos) << json;
   EXPECT_NE(json.find("\"per_join_us\":500.000"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"coordinator_threads\":{\"grpc-exec\":0.100,"),
-            std::string::npos)
-      << json;
-  EXPECT_NE(json.find("\"coordinator_cpu_fraction\":null"), std::string::npos)
-      << json;
-  EXPECT_NE(json.find("\"bytes_per_agent\":20000.000"), std::string::npos)
-      << json;
-  EXPECT_NE(json.find("\"error\":\"say \\\"hi\\\"\""), std::string::npos)
-      << json;
+  EXPECT_NE(json.find("\"coordinator_threads\":{\"grpc-exec\":0.100,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"coordinator_cpu_fraction\":null"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"bytes_per_agent\":20000.000"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"error\":\"say \\\"hi\\\"\""), std::string::npos) << json;
 }
 
 }  // namespace

@@ -28,9 +28,9 @@ SimAgent::SimAgent(SimAgentIdentity identity)
     : identity_(std::move(identity)), random_(identity_.incarnation) {}
 
 absl::Status SimAgent::Unexpected(absl::string_view order) const {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "node '", identity_.node_id, "' got ", order, " while ",
-      PhaseName(phase_), "; the coordinator broke the session protocol"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("node '", identity_.node_id, "' got ", order, " while ", PhaseName(phase_),
+                   "; the coordinator broke the session protocol"));
 }
 
 void SimAgent::OnRegisterSent(absl::Time now) { register_sent_ = now; }
@@ -41,27 +41,24 @@ absl::StatusOr<absl::Duration> SimAgent::OnRegistered(absl::Time now) {
   return now - register_sent_;
 }
 
-absl::StatusOr<MasterInfoReply> SimAgent::OnRequestMasterInfo(
-    int64_t generation) {
+absl::StatusOr<MasterInfoReply> SimAgent::OnRequestMasterInfo(int64_t generation) {
   if (!ShouldHeartbeat()) return Unexpected("RequestMasterInfo");
   MasterInfoReply reply;
   reply.header = Header();
   reply.header.generation = generation;
-  reply.master_port =
-      identity_.master_port_base + static_cast<int>(generation % 1000);
+  reply.master_port = identity_.master_port_base + static_cast<int>(generation % 1000);
   reply.nccl_unique_id.resize(kNcclUniqueIdBytes);
   for (char& c : reply.nccl_unique_id) c = static_cast<char>(random_());
   return reply;
 }
 
-absl::StatusOr<AssignmentEvent> SimAgent::OnAssignment(int64_t generation,
-                                                       int group_rank,
+absl::StatusOr<AssignmentEvent> SimAgent::OnAssignment(int64_t generation, int group_rank,
                                                        absl::Time now) {
   if (!ShouldHeartbeat()) return Unexpected("Assignment");
   if (generation < generation_) {
-    return absl::AbortedError(absl::StrCat(
-        "node '", identity_.node_id, "' got an assignment of generation ",
-        generation, " after generation ", generation_));
+    return absl::AbortedError(absl::StrCat("node '", identity_.node_id,
+                                           "' got an assignment of generation ", generation,
+                                           " after generation ", generation_));
   }
   AssignmentEvent event;
   event.generation = generation;
@@ -90,14 +87,12 @@ void SimAgent::OnStreamFailed() {
 }
 
 bool SimAgent::ShouldHeartbeat() const {
-  return phase_ == SimAgentPhase::kWaiting ||
-         phase_ == SimAgentPhase::kRunning ||
+  return phase_ == SimAgentPhase::kWaiting || phase_ == SimAgentPhase::kRunning ||
          phase_ == SimAgentPhase::kStopping;
 }
 
 NodeHeaderFields SimAgent::Header() const {
-  return NodeHeaderFields{identity_.job_id, identity_.node_id,
-                          identity_.incarnation, generation_};
+  return NodeHeaderFields{identity_.job_id, identity_.node_id, identity_.incarnation, generation_};
 }
 
 absl::StatusOr<NodeHeaderFields> SimAgent::WorkerExitHeader() const {

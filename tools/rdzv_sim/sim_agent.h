@@ -42,14 +42,7 @@ struct SimAgentIdentity {
   int master_port_base = 29500;  // port of generation g: base + g % 1000
 };
 
-enum class SimAgentPhase {
-  kConnecting,
-  kWaiting,
-  kRunning,
-  kStopping,
-  kFinished,
-  kFailed
-};
+enum class SimAgentPhase { kConnecting, kWaiting, kRunning, kStopping, kFinished, kFailed };
 absl::string_view PhaseName(SimAgentPhase phase);
 
 struct NodeHeaderFields {
@@ -89,8 +82,7 @@ class SimAgent {
   // Returns the registration round trip (Register sent -> Registered).
   absl::StatusOr<absl::Duration> OnRegistered(absl::Time now);
   absl::StatusOr<MasterInfoReply> OnRequestMasterInfo(int64_t generation);
-  absl::StatusOr<AssignmentEvent> OnAssignment(int64_t generation,
-                                               int group_rank, absl::Time now);
+  absl::StatusOr<AssignmentEvent> OnAssignment(int64_t generation, int group_rank, absl::Time now);
   // Returns the header of the WorkersStopped to send at once.
   absl::StatusOr<NodeHeaderFields> OnStopWorkers(int64_t generation);
   void OnFinished();

@@ -25,8 +25,7 @@ void Assign(SimAgent& agent, int64_t generation, absl::Time at) {
 TEST(SimAgent, OnRegistered_AfterRegisterSent_ReturnsRoundTrip) {
   SimAgent agent = MakeAgent();
   agent.OnRegisterSent(kT0);
-  absl::StatusOr<absl::Duration> rtt =
-      agent.OnRegistered(kT0 + absl::Milliseconds(3));
+  absl::StatusOr<absl::Duration> rtt = agent.OnRegistered(kT0 + absl::Milliseconds(3));
   ASSERT_TRUE(rtt.ok());
   EXPECT_EQ(*rtt, absl::Milliseconds(3));
   EXPECT_EQ(agent.phase(), SimAgentPhase::kWaiting);
@@ -36,15 +35,13 @@ TEST(SimAgent, OnRegistered_AfterRegisterSent_ReturnsRoundTrip) {
 TEST(SimAgent, OnRegistered_Twice_FailedPrecondition) {
   SimAgent agent = MakeAgent();
   ASSERT_TRUE(agent.OnRegistered(kT0).ok());
-  EXPECT_EQ(agent.OnRegistered(kT0).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(agent.OnRegistered(kT0).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(SimAgent, ShouldHeartbeat_BeforeRegistered_False) {
   SimAgent agent = MakeAgent();
   EXPECT_FALSE(agent.ShouldHeartbeat());
-  EXPECT_EQ(agent.OnAssignment(1, 0, kT0).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(agent.OnAssignment(1, 0, kT0).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(SimAgent, OnRequestMasterInfo_NamesRequestedGenerationAndFreshId) {
@@ -66,8 +63,7 @@ TEST(SimAgent, OnRequestMasterInfo_NamesRequestedGenerationAndFreshId) {
 TEST(SimAgent, OnAssignment_CountsGenerationsAndIgnoresDuplicates) {
   SimAgent agent = MakeAgent();
   ASSERT_TRUE(agent.OnRegistered(kT0).ok());
-  absl::StatusOr<AssignmentEvent> first =
-      agent.OnAssignment(1, 5, kT0 + absl::Milliseconds(10));
+  absl::StatusOr<AssignmentEvent> first = agent.OnAssignment(1, 5, kT0 + absl::Milliseconds(10));
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->ordinal, 1);
   EXPECT_FALSE(first->duplicate);
@@ -90,8 +86,7 @@ TEST(SimAgent, OnAssignment_OlderGeneration_Aborted) {
   SimAgent agent = MakeAgent();
   ASSERT_TRUE(agent.OnRegistered(kT0).ok());
   Assign(agent, 3, kT0);
-  EXPECT_EQ(agent.OnAssignment(2, 0, kT0).status().code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(agent.OnAssignment(2, 0, kT0).status().code(), absl::StatusCode::kAborted);
 }
 
 TEST(SimAgent, OnStopWorkers_RepliesWithOrderGenerationAndStops) {
@@ -104,8 +99,7 @@ TEST(SimAgent, OnStopWorkers_RepliesWithOrderGenerationAndStops) {
   EXPECT_EQ(header->job_id, "job");
   EXPECT_EQ(agent.phase(), SimAgentPhase::kStopping);
   EXPECT_TRUE(agent.ShouldHeartbeat());
-  EXPECT_EQ(agent.WorkerExitHeader().status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(agent.WorkerExitHeader().status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(SimAgent, WorkerExitHeader_Running_NamesAssignedGeneration) {
@@ -125,8 +119,7 @@ TEST(SimAgent, OnFinished_StopsHeartbeatsAndStreamEndKeepsFinished) {
   EXPECT_FALSE(agent.ShouldHeartbeat());
   agent.OnStreamFailed();
   EXPECT_EQ(agent.phase(), SimAgentPhase::kFinished);
-  EXPECT_EQ(agent.OnStopWorkers(1).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(agent.OnStopWorkers(1).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(SimAgent, OnStreamFailed_WhileRunning_Failed) {

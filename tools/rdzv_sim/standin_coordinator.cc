@@ -51,8 +51,7 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       if (value != "on" && value != "off") return false;
       flags->deadlock_detection = value == "on";
     } else {
-      std::fprintf(stderr, "standin_coordinator: unknown flag '%s'\n",
-                   name.c_str());
+      std::fprintf(stderr, "standin_coordinator: unknown flag '%s'\n", name.c_str());
       return false;
     }
   }
@@ -80,14 +79,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   mkdir(flags.data_dir.c_str(), 0755);
-  auto store = ddp::rendezvous::SqliteJobStateStore::Open(
-      absl::StrCat(flags.data_dir, "/coordinator.db"));
+  auto store =
+      ddp::rendezvous::SqliteJobStateStore::Open(absl::StrCat(flags.data_dir, "/coordinator.db"));
   if (!store.ok()) {
     DDP_LOG(ERROR) << "opening the job store: " << store.status();
     return 1;
   }
-  auto jobs = ddp::session::JobServices::Create(ddp::RealClock::Get(),
-                                                store->get(), {});
+  auto jobs = ddp::session::JobServices::Create(ddp::RealClock::Get(), store->get(), {});
   if (!jobs.ok()) {
     DDP_LOG(ERROR) << "starting the job services: " << jobs.status();
     return 1;

@@ -20,9 +20,7 @@ namespace ddp::kv::testing {
 
 struct InMemoryBackendFactory {
   static constexpr const char* kName = "InMemory";
-  std::unique_ptr<KvBackend> Make() {
-    return std::make_unique<InMemoryKvBackend>();
-  }
+  std::unique_ptr<KvBackend> Make() { return std::make_unique<InMemoryKvBackend>(); }
 };
 
 struct SqliteBackendFactory {
@@ -30,9 +28,8 @@ struct SqliteBackendFactory {
   std::unique_ptr<KvBackend> Make() {
     static std::atomic<int> counter{0};
     const char* dir = std::getenv("TEST_TMPDIR");
-    const std::string path =
-        absl::StrCat(dir ? dir : "/tmp", "/kv_conformance_", getpid(), "_",
-                     counter.fetch_add(1), ".db");
+    const std::string path = absl::StrCat(dir ? dir : "/tmp", "/kv_conformance_", getpid(), "_",
+                                          counter.fetch_add(1), ".db");
     auto backend = SqliteKvBackend::Open(path);
     EXPECT_TRUE(backend.ok()) << backend.status();
     return *std::move(backend);

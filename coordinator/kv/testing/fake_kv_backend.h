@@ -38,8 +38,7 @@ class FakeKvBackend : public KvBackend {
       if (fail_with_.code() != absl::StatusCode::kUnknown) return fail_with_;
       applied_but_unknown = true;
     }
-    if (batch.revision <= state_.revision)
-      return absl::InvalidArgumentError("old revision");
+    if (batch.revision <= state_.revision) return absl::InvalidArgumentError("old revision");
     for (const auto& kv : batch.upserts) keys_[{kv.ns, kv.key}] = kv;
     for (const auto& ref : batch.deletes) keys_.erase(ref);
     for (const auto& lease : batch.lease_grants) leases_[lease.id] = lease;
@@ -54,18 +53,14 @@ class FakeKvBackend : public KvBackend {
     return applied_but_unknown ? fail_with_ : absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& ns,
-                                                const std::string& prefix,
-                                                Revision from,
-                                                size_t max_events) override {
+  absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& ns, const std::string& prefix,
+                                                Revision from, size_t max_events) override {
     absl::MutexLock lock(&mu_);
-    if (from <= state_.compacted_revision)
-      return absl::OutOfRangeError("compacted");
+    if (from <= state_.compacted_revision) return absl::OutOfRangeError("compacted");
     std::vector<Event> out;
     for (const Event& e : events_) {
       if (out.size() >= max_events) break;
-      if (e.revision() >= from && e.kv.ns == ns &&
-          absl::StartsWith(e.kv.key, prefix)) {
+      if (e.revision() >= from && e.kv.ns == ns && absl::StartsWith(e.kv.key, prefix)) {
         out.push_back(e);
       }
     }
@@ -100,17 +95,14 @@ class FakeKvBackend : public KvBackend {
   // True once Commit has been called `n` times (within `timeout`).
   bool AwaitCommits(int n, absl::Duration timeout) const {
     absl::MutexLock lock(&mu_);
-    const auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return commits_ >= n;
-    };
+    const auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return commits_ >= n; };
     return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
   }
 
  private:
   mutable absl::Mutex mu_;
   PersistedKvState state_ ABSL_GUARDED_BY(mu_);
-  std::map<std::pair<std::string, std::string>, KeyValue> keys_
-      ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, KeyValue> keys_ ABSL_GUARDED_BY(mu_);
   std::map<LeaseId, LeaseRecord> leases_ ABSL_GUARDED_BY(mu_);
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
   int fail_commits_ ABSL_GUARDED_BY(mu_) = 0;

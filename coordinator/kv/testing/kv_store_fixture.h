@@ -28,8 +28,8 @@ class KvStoreConformanceTest : public ::testing::Test {
     store_ = *std::move(store);
   }
 
-  PutResult MustPut(const std::string& key, const std::string& value,
-                    LeaseId lease = 0, const std::string& ns = "job") {
+  PutResult MustPut(const std::string& key, const std::string& value, LeaseId lease = 0,
+                    const std::string& ns = "job") {
     PutRequest request;
     request.ns = ns;
     request.key = key;

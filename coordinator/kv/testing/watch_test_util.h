@@ -19,8 +19,7 @@ class CountingSink : public WatchSink {
 };
 
 // Takes batches until one comes back empty; appends events to `events`.
-inline absl::Status Drain(KvStore& store, WatchId id,
-                          std::vector<Event>* events) {
+inline absl::Status Drain(KvStore& store, WatchId id, std::vector<Event>* events) {
   while (true) {
     WatchBatch batch;
     absl::Status status = store.TakeWatchEvents(id, &batch);

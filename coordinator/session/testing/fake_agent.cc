@@ -9,8 +9,7 @@ namespace ddp::session::testing {
 namespace {
 
 absl::Status Timeout(const std::string& what, const std::string& node) {
-  return absl::DeadlineExceededError(
-      absl::StrCat("node ", node, ": timed out waiting for ", what));
+  return absl::DeadlineExceededError(absl::StrCat("node ", node, ": timed out waiting for ", what));
 }
 
 }  // namespace
@@ -19,12 +18,10 @@ std::shared_ptr<grpc::Channel> MakeDedicatedChannel(const std::string& target) {
   static std::atomic<int> next_id{0};
   grpc::ChannelArguments args;
   args.SetInt("ddp.test.channel_id", next_id.fetch_add(1));
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
-FakeAgent::FakeAgent(std::shared_ptr<grpc::Channel> channel,
-                     FakeAgentOptions options)
+FakeAgent::FakeAgent(std::shared_ptr<grpc::Channel> channel, FakeAgentOptions options)
     : channel_(std::move(channel)),
       options_(std::move(options)),
       stub_(v1::SessionService::NewStub(channel_)) {}
@@ -61,17 +58,14 @@ absl::StatusOr<v1::Registered> FakeAgent::Register(absl::Duration timeout) {
   r->set_address(options_.address);
   if (options_.settings) *r->mutable_settings() = *options_.settings;
   OpenAndSend(message);
-  bool done = WaitUntil(
-      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return registered_.has_value() || stream_end_.has_value();
-      },
-      timeout);
+  bool done = WaitUntil([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                            mu_) { return registered_.has_value() || stream_end_.has_value(); },
+                        timeout);
   absl::MutexLock lock(&mu_);
   if (!done) return Timeout("Registered", options_.node_id);
   if (!registered_) {
-    return absl::Status(
-        static_cast<absl::StatusCode>(stream_end_->error_code()),
-        stream_end_->error_message());
+    return absl::Status(static_cast<absl::StatusCode>(stream_end_->error_code()),
+                        stream_end_->error_message());
   }
   heartbeater_ = std::thread([this] { HeartbeatLoop(); });
   return *registered_;
@@ -161,8 +155,7 @@ void FakeAgent::Handle(const v1::CoordinatorMessage& message) {
         m->mutable_header()->set_job_id(options_.job_id);
         m->mutable_header()->set_node_id(options_.node_id);
         m->mutable_header()->set_incarnation(options_.incarnation);
-        m->mutable_header()->set_generation(
-            message.stop_workers().generation());
+        m->mutable_header()->set_generation(message.stop_workers().generation());
         break;
       }
       case v1::CoordinatorMessage::kJobFinished:
@@ -185,8 +178,7 @@ void FakeAgent::HeartbeatLoop() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
-                               options_.heartbeat_interval)) {
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.heartbeat_interval)) {
         return;
       }
     }
@@ -196,29 +188,25 @@ void FakeAgent::HeartbeatLoop() {
   }
 }
 
-bool FakeAgent::WaitUntil(const std::function<bool()>& done,
-                          absl::Duration timeout) {
+bool FakeAgent::WaitUntil(const std::function<bool()>& done, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   return mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
 }
 
-absl::StatusOr<v1::Assignment> FakeAgent::WaitForAssignment(
-    int64_t min_gen, absl::Duration timeout) {
+absl::StatusOr<v1::Assignment> FakeAgent::WaitForAssignment(int64_t min_gen,
+                                                            absl::Duration timeout) {
   auto has = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !assignments_.empty() && assignments_.back().generation() >= min_gen;
   };
   if (!WaitUntil(has, timeout)) {
-    return Timeout(absl::StrCat("assignment of generation >= ", min_gen),
-                   options_.node_id);
+    return Timeout(absl::StrCat("assignment of generation >= ", min_gen), options_.node_id);
   }
   absl::MutexLock lock(&mu_);
   return assignments_.back();
 }
 
-absl::StatusOr<v1::JobFinished> FakeAgent::WaitForJobFinished(
-    absl::Duration timeout) {
-  if (!WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                     mu_) { return finished_.has_value(); },
+absl::StatusOr<v1::JobFinished> FakeAgent::WaitForJobFinished(absl::Duration timeout) {
+  if (!WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return finished_.has_value(); },
                  timeout)) {
     return Timeout("JobFinished", options_.node_id);
   }
@@ -226,10 +214,8 @@ absl::StatusOr<v1::JobFinished> FakeAgent::WaitForJobFinished(
   return *finished_;
 }
 
-absl::StatusOr<v1::NodeDismissed> FakeAgent::WaitForDismissed(
-    absl::Duration timeout) {
-  if (!WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                     mu_) { return dismissed_.has_value(); },
+absl::StatusOr<v1::NodeDismissed> FakeAgent::WaitForDismissed(absl::Duration timeout) {
+  if (!WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return dismissed_.has_value(); },
                  timeout)) {
     return Timeout("NodeDismissed", options_.node_id);
   }
@@ -237,10 +223,8 @@ absl::StatusOr<v1::NodeDismissed> FakeAgent::WaitForDismissed(
   return *dismissed_;
 }
 
-absl::StatusOr<grpc::Status> FakeAgent::WaitForStreamEnd(
-    absl::Duration timeout) {
-  if (!WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                     mu_) { return stream_end_.has_value(); },
+absl::StatusOr<grpc::Status> FakeAgent::WaitForStreamEnd(absl::Duration timeout) {
+  if (!WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stream_end_.has_value(); },
                  timeout)) {
     return Timeout("the end of the stream", options_.node_id);
   }
@@ -249,14 +233,12 @@ absl::StatusOr<grpc::Status> FakeAgent::WaitForStreamEnd(
 }
 
 bool FakeAgent::WaitForStops(size_t count, absl::Duration timeout) {
-  return WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                       mu_) { return stops_.size() >= count; },
+  return WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stops_.size() >= count; },
                    timeout);
 }
 
 bool FakeAgent::WaitForMasterInfoRequest(absl::Duration timeout) {
-  return WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                       mu_) { return master_info_requests_ > 0; },
+  return WaitUntil([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return master_info_requests_ > 0; },
                    timeout);
 }
 

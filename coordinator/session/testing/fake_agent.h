@@ -64,8 +64,7 @@ class FakeAgent {
   void Disconnect();
 
   // Waits (up to `timeout`) for the Assignment of a generation >= `min_gen`.
-  absl::StatusOr<v1::Assignment> WaitForAssignment(int64_t min_gen,
-                                                   absl::Duration timeout);
+  absl::StatusOr<v1::Assignment> WaitForAssignment(int64_t min_gen, absl::Duration timeout);
   absl::StatusOr<v1::JobFinished> WaitForJobFinished(absl::Duration timeout);
   absl::StatusOr<v1::NodeDismissed> WaitForDismissed(absl::Duration timeout);
   // Waits until at least `count` StopWorkers / RequestMasterInfo arrived.
@@ -90,9 +89,7 @@ class FakeAgent {
   const FakeAgentOptions options_;
   std::unique_ptr<v1::SessionService::Stub> stub_;
   grpc::ClientContext context_;
-  std::unique_ptr<
-      grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>>
-      stream_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> stream_;
   std::thread reader_;
   std::thread heartbeater_;
 

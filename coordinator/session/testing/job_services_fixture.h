@@ -23,8 +23,8 @@ namespace ddp::session::testing {
 // A loose upper bound for anything that should take milliseconds.
 inline constexpr absl::Duration kWait = absl::Seconds(10);
 
-inline v1::JobSettings FastSettings(int min_nodes, int max_nodes,
-                                    int max_restarts = 3, int nproc = 1) {
+inline v1::JobSettings FastSettings(int min_nodes, int max_nodes, int max_restarts = 3,
+                                    int nproc = 1) {
   v1::JobSettings s;
   s.set_min_nodes(min_nodes);
   s.set_max_nodes(max_nodes);
@@ -52,22 +52,20 @@ class JobServicesTest : public ::testing::Test {
     services_ = std::move(*services);
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     services_->RegisterWith(builder);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     target_ = "127.0.0.1:" + std::to_string(port);
-    jobs_ = v1::JobService::NewStub(
-        grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
+    jobs_ =
+        v1::JobService::NewStub(grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
   }
 
   void StopServer() {
     agents_.clear();
     if (services_ != nullptr) services_->Shutdown();
     if (server_ != nullptr) {
-      server_->Shutdown(std::chrono::system_clock::now() +
-                        std::chrono::seconds(1));
+      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     }
     server_.reset();
     services_.reset();
@@ -75,8 +73,7 @@ class JobServicesTest : public ::testing::Test {
 
   // An agent of `job` named `node` (not yet registered), owned by the fixture.
   FakeAgent& MakeAgent(const std::string& job, const std::string& node,
-                       std::optional<v1::JobSettings> settings,
-                       uint64_t incarnation = 1) {
+                       std::optional<v1::JobSettings> settings, uint64_t incarnation = 1) {
     FakeAgentOptions options;
     options.job_id = job;
     options.node_id = node;
@@ -86,8 +83,8 @@ class JobServicesTest : public ::testing::Test {
     return MakeAgent(std::move(options));
   }
   FakeAgent& MakeAgent(FakeAgentOptions options) {
-    agents_.push_back(std::make_unique<FakeAgent>(MakeDedicatedChannel(target_),
-                                                  std::move(options)));
+    agents_.push_back(
+        std::make_unique<FakeAgent>(MakeDedicatedChannel(target_), std::move(options)));
     return *agents_.back();
   }
 
