@@ -7,6 +7,8 @@ set -euo pipefail
 PACKAGES=(
   # Build: Bazel 4.2.3 offline, compilers, protoc + gRPC plugin.
   bazel-bootstrap g++ protobuf-compiler protobuf-compiler-grpc
+  # Fuzzing (tools/fuzz.sh): clang-14 with libFuzzer and the sanitizers.
+  clang-14 libclang-rt-14-dev
   # Libraries (third_party/BUILD.bazel links them).
   libgrpc++-dev libprotobuf-dev libabsl-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
