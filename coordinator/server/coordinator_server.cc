@@ -32,6 +32,11 @@ int MaxMessageBytes(const kv::KvLimits& limits) {
   return static_cast<int>(std::min<size_t>(largest, 1ull << 30));
 }
 
+bool IsLoopback(const std::string& address) {
+  return address == "localhost" || address == "::1" || address == "[::1]" ||
+         address.rfind("127.", 0) == 0;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
@@ -132,6 +137,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return why;
   }
   DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir << ")";
+  if (!IsLoopback(opts.bind_address)) {
+    DDP_LOG(WARNING) << "listening on " << opts.bind_address
+                     << " without TLS or authentication: anyone who can reach this address can "
+                        "cancel jobs, register nodes and overwrite keys. Bind to 127.0.0.1 or a "
+                        "private network the cluster alone reaches (--bind)";
+  }
   if (absl::Status http = server->StartHttp(); !http.ok()) {
     server->Shutdown();
     return http;
