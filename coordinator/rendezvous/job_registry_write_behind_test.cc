@@ -192,7 +192,9 @@ TEST_F(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
       r.job_id = "big";
       r.settings = Settings(1, 4096);
       ASSERT_TRUE(registry.Register(r).ok());
-      if (i % 250 == 249) ASSERT_TRUE(registry.PersistPending().ok());
+      if (i % 250 == 249) {
+        ASSERT_TRUE(registry.PersistPending().ok());
+      }
     }
   }
   EXPECT_EQ(store_.apply_count(), 4);

@@ -347,7 +347,9 @@ TEST_F(GrpcKvServiceTest, Watch_ManyWatchers_EachGetsItsEventsOnceInOrder) {
       EXPECT_LT(seen[w].revisions[i - 1], seen[w].revisions[i]);
     }
     for (const std::string& key : seen[w].keys) {
-      if (!all) EXPECT_EQ(key.substr(0, 2), "a/");
+      if (!all) {
+        EXPECT_EQ(key.substr(0, 2), "a/");
+      }
     }
     std::set<std::string> distinct(seen[w].keys.begin(), seen[w].keys.end());
     EXPECT_EQ(distinct.size(), seen[w].keys.size());  // no duplicate

@@ -247,7 +247,9 @@ FinalState ReadState(v1::KeyValueService::Stub& stub) {
     request.set_start_after(response.next_start_after());
   }
   auto it = state.kvs.find(kCounterKey);
-  if (it != state.kvs.end()) EXPECT_TRUE(absl::SimpleAtoi(it->second, &state.counter));
+  if (it != state.kvs.end()) {
+    EXPECT_TRUE(absl::SimpleAtoi(it->second, &state.counter));
+  }
   return state;
 }
 

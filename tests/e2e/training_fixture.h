@@ -121,7 +121,9 @@ class TrainingE2eTest : public ::testing::Test {
     const int leftovers = KillAndReapDescendants(absl::Seconds(10));
     // After a failure, the agents killed above may take their workers along
     // a moment later; only a passing test must have left nothing.
-    if (!HasFailure()) EXPECT_EQ(leftovers, 0) << "processes outlived their agent";
+    if (!HasFailure()) {
+      EXPECT_EQ(leftovers, 0) << "processes outlived their agent";
+    }
   }
 
   std::string Path(const std::string& name) const { return absl::StrCat(dir_, "/", name); }
