@@ -61,39 +61,68 @@ struct StatsAtExit {
   }
 } stats_at_exit;
 
-void Check(bool ok) {
-  if (!ok) std::abort();
+#define CHECK_INVARIANT(condition, message)                                                 \
+  do {                                                                                        \
+    if (!(condition)) {                                                                       \
+      std::fprintf(stderr, "rendezvous_fuzz: violated: %s (node %s, incarnation %llu, "       \
+                           "generation %lld)\n",                                              \
+                   #condition, (message).node_id.c_str(),                                     \
+                   static_cast<unsigned long long>((message).incarnation),                    \
+                   static_cast<long long>(generation_of(message)));                           \
+      std::abort();                                                                           \
+    }                                                                                         \
+  } while (false)
+
+bool IsFinished(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled;
+}
+
+Generation generation_of(const OutboundMessage& message) {
+  const auto* assignment = std::get_if<Assignment>(&message.body);
+  return assignment != nullptr ? assignment->generation : -1;
 }
 
 void CheckOutbox(Outbox outbox, Model& model) {
   for (const OutboundMessage& message : outbox.messages) {
-    if (std::holds_alternative<JobFinished>(message.body)) model.finished = true;
+    if (std::holds_alternative<JobFinished>(message.body)) {
+      model.finished = true;
+      if (std::getenv("FUZZ_TRACE") != nullptr) std::fprintf(stderr, "  job finished\n");
+    }
     if (const auto* request = std::get_if<RequestMasterInfo>(&message.body)) {
       model.generation[message.node_id] = request->generation;
     }
     const auto* assignment = std::get_if<Assignment>(&message.body);
     if (assignment == nullptr) continue;
     ++assignments_checked;
+    if (std::getenv("FUZZ_TRACE") != nullptr) {
+      std::fprintf(stderr, "  assignment to %s/%llu: generation %lld rank %d range %lld+%d of %lld\n",
+                   message.node_id.c_str(), static_cast<unsigned long long>(message.incarnation),
+                   static_cast<long long>(assignment->generation), assignment->group_rank,
+                   static_cast<long long>(assignment->global_rank_offset),
+                   assignment->local_world_size, static_cast<long long>(assignment->world_size));
+    }
     if (model.finished) {  // a new run of the job id
       model.finished = false;
       model.newest = 0;
       model.ranks.clear();
     }
-    Check(message.incarnation == model.incarnation[message.node_id]);
-    Check(assignment->generation >= model.newest);
+    CHECK_INVARIANT(message.incarnation == model.incarnation[message.node_id], message);
+    CHECK_INVARIANT(assignment->generation >= model.newest, message);
     model.newest = assignment->generation;
-    Check(assignment->restart_count <= assignment->max_restarts);
-    Check(assignment->group_rank >= 0 && assignment->group_rank < assignment->group_world_size);
+    CHECK_INVARIANT(assignment->restart_count <= assignment->max_restarts, message);
+    CHECK_INVARIANT(assignment->group_rank >= 0 && assignment->group_rank < assignment->group_world_size,
+                    message);
     const int64_t first = assignment->global_rank_offset;
     const int64_t end = first + assignment->local_world_size;
-    Check(first >= 0 && end <= assignment->world_size);
+    CHECK_INVARIANT(first >= 0 && end <= assignment->world_size, message);
     auto& ranks = model.ranks[assignment->generation];
     auto it = ranks.find(assignment->group_rank);
     if (it != ranks.end()) {
-      Check(it->second == std::make_pair(first, end));  // a resend is identical
+      CHECK_INVARIANT(it->second == std::make_pair(first, end), message);  // resends are identical
     } else {
       for (const auto& [rank, range] : ranks) {
-        Check(end <= range.first || first >= range.second);  // no overlap
+        CHECK_INVARIANT(end <= range.first || first >= range.second, message);  // no overlap
       }
       ranks[assignment->group_rank] = {first, end};
     }
@@ -109,6 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return true;
   }();
   (void)quiet;
+  static const bool trace = std::getenv("FUZZ_TRACE") != nullptr;
   ddp::FakeClock clock;
   JobRegistry registry(clock, nullptr, {});
   Model model;
@@ -116,7 +146,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int step = 0; step < 400 && !in.empty(); ++step) {
     const int op = in.Next(12);
     const std::string node = "n" + std::to_string(in.Next(kNodes));
+    if (trace) std::fprintf(stderr, "step %d: op %d node %s\n", step, op, node.c_str());
     NodeRef ref{kJob, node, model.incarnation[node], model.generation[node]};
+    // A finished job id that registers again starts a new run, whose
+    // generations count from 1 again (even when no node was told the old
+    // run finished).
+    auto before = registry.GetJobIncludingPending(kJob);
+    const bool was_finished = before.ok() && IsFinished(before->state);
     switch (op) {
       case 0:
       case 1: {
@@ -184,9 +220,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           (void)registry.CancelJob(kJob, "fuzz");
         }
     }
+    auto after = registry.GetJobIncludingPending(kJob);
+    if (was_finished && after.ok() && !IsFinished(after->state)) model.finished = true;
     CheckOutbox(registry.TakeOutbox(), model);
     auto status = registry.GetJobIncludingPending(kJob);
-    if (status.ok()) Check(status->restart_count <= status->settings.max_restarts);
+    if (status.ok() && status->restart_count > status->settings.max_restarts) {
+      std::fprintf(stderr, "rendezvous_fuzz: violated: restart_count %d > max_restarts %d\n",
+                   status->restart_count, status->settings.max_restarts);
+      std::abort();
+    }
   }
   return 0;
 }
