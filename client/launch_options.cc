@@ -395,6 +395,12 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
         "SCRIPT.py|EXECUTABLE|-m MODULE "
         "[script args...]");
   }
+  if (args[i].empty()) {
+    // Found by tests/fuzz:command_line_fuzz: `ddp-client ""` was accepted and
+    // failed only when every worker tried to run it.
+    return absl::InvalidArgumentError(
+        "ENTRYPOINT is an empty string: give the training script, an executable or -m MODULE");
+  }
   o.entrypoint = args[i];
   o.script_args.assign(args.begin() + i + 1, args.end());
 

@@ -311,6 +311,15 @@ TEST(ParseLaunchOptionsTest, Parse_BadInput_InvalidArgumentWithClearMessage) {
   }
 }
 
+TEST(ParseLaunchOptionsTest, Parse_EmptyEntrypoint_Refused) {
+  // Found by tests/fuzz:command_line_fuzz.
+  auto parsed = ParseLaunchOptions({"--standalone", "", "--lr", "1"}, TestHost());
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(parsed.status().message().find("ENTRYPOINT is an empty string"), std::string::npos)
+      << parsed.status();
+}
+
 TEST(ParseLaunchOptionsTest, Parse_BadEnvironmentValue_NamesTheVariable) {
   auto parsed = ParseLaunchOptions(Args("t.py"), TestHost(0, {{"PET_NNODES", "zz"}}));
   ASSERT_FALSE(parsed.ok());
