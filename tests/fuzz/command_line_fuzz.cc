@@ -1,6 +1,7 @@
 // ddp-client's command line (torchrun's flags) from arbitrary arguments:
 // NUL-separated words through ParseLaunchOptions. Nothing may crash; an
-// accepted command line has an entry point and sane node counts.
+// accepted command line (other than --help) has an entry point and sane node
+// counts.
 
 #include <cstdint>
 #include <cstdio>
@@ -21,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   host.hostname = "fuzz-host";
   host.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
   auto options = ddp::client::ParseLaunchOptions(args, host);
-  if (options.ok()) {
+  if (options.ok() && !options->help) {  // --help (or a prefix of it) needs no entry point
     if (options->entrypoint.empty() || options->min_nodes < 1 ||
         options->min_nodes > options->max_nodes) {
       std::fprintf(stderr, "command_line_fuzz: accepted with entrypoint '%s', nodes %d:%d; args:",
