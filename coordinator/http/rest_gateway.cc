@@ -10,9 +10,8 @@
 #include "common/proto_json.h"
 #include "common/status_macros.h"
 #include "coordinator/http/http_errors.h"
-#include "coordinator/http/proto_fields.h"
+#include "coordinator/http/rest_request.h"
 #include "google/protobuf/descriptor.h"
-#include "google/protobuf/util/json_util.h"
 #include "httplib.h"
 #include "proto/ddp/v1/jobs.pb.h"
 #include "proto/ddp/v1/kv.pb.h"
@@ -30,33 +29,6 @@ constexpr char kJson[] = "application/json; charset=utf-8";
 void ReplyError(const absl::Status& status, httplib::Response& response) {
   response.status = HttpStatusFromCode(status.code());
   response.set_content(ErrorJson(status), kJson);
-}
-
-// The path without the query string, as sent (still percent-encoded), so an
-// encoded '/' or ':' in a key is not taken for a separator.
-std::string RawPath(const httplib::Request& request) {
-  const std::string& target = request.target.empty() ? request.path : request.target;
-  return target.substr(0, target.find('?'));
-}
-
-// The query parameters, from the request line only: httplib also files a form
-// body's fields under params, and `curl -d` sends JSON as a form.
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> QueryParams(
-    const httplib::Request& request) {
-  std::vector<std::pair<std::string, std::string>> params;
-  const size_t question = request.target.find('?');
-  if (question == std::string::npos) return params;
-  for (absl::string_view pair : absl::StrSplit(
-           absl::string_view(request.target).substr(question + 1), '&', absl::SkipEmpty())) {
-    const size_t eq = pair.find('=');
-    std::string name = absl::StrReplaceAll(pair.substr(0, eq), {{"+", " "}});
-    std::string value =
-        eq == absl::string_view::npos ? "" : absl::StrReplaceAll(pair.substr(eq + 1), {{"+", " "}});
-    DDP_ASSIGN_OR_RETURN(name, PercentDecode(name));
-    DDP_ASSIGN_OR_RETURN(value, PercentDecode(value));
-    params.emplace_back(std::move(name), std::move(value));
-  }
-  return params;
 }
 
 // Credentials and tracing travel to the gRPC method as metadata.
@@ -79,15 +51,13 @@ absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Create(
                                                   ddp::v1::PutRequest::descriptor()};
   (void)linked;
   std::unique_ptr<RestGateway> gateway(new RestGateway(std::move(channel), options));
-  const auto* pool = google::protobuf::DescriptorPool::generated_pool();
   auto* factory = google::protobuf::MessageFactory::generated_factory();
   for (const RestRoute& route : RestRoutes()) {
-    const std::string full_name = absl::StrReplaceAll(route.grpc_method.substr(1), {{"/", "."}});
-    const google::protobuf::MethodDescriptor* method = pool->FindMethodByName(full_name);
+    const google::protobuf::MethodDescriptor* method = FindGrpcMethod(route.grpc_method);
     if (method == nullptr || method->server_streaming() != route.stream) {
       return absl::InternalError(absl::StrCat("route ", route.http_method, " ", route.path,
                                               ": no such ", route.stream ? "streaming " : "",
-                                              "method ", full_name));
+                                              "method ", route.grpc_method));
     }
     auto path = PathTemplate::Parse(route.path);
     if (!path.ok()) return absl::InternalError(path.status().message());
@@ -110,7 +80,7 @@ void RestGateway::Install(httplib::Server& server) {
 }
 
 void RestGateway::Dispatch(const httplib::Request& request, httplib::Response& response) {
-  const std::string path = RawPath(request);
+  const std::string path = TargetPath(request.target.empty() ? request.path : request.target);
   std::vector<std::pair<std::string, std::string>> vars;
   bool path_known = false;
   for (const CompiledRoute& route : routes_) {
@@ -139,39 +109,11 @@ void RestGateway::Dispatch(const httplib::Request& request, httplib::Response& r
 absl::StatusOr<std::unique_ptr<Message>> RestGateway::BuildRequest(
     const CompiledRoute& route, const std::vector<std::pair<std::string, std::string>>& vars,
     const httplib::Request& request) const {
-  std::unique_ptr<Message> call(route.request_prototype->New());
-  if (!request.body.empty()) {
-    if (route.route->body != "*") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(request.method, " ", route.route->path,
-                       " takes no body; give its fields as query parameters"));
-    }
-    google::protobuf::util::JsonParseOptions options;
-    options.ignore_unknown_fields = false;
-    auto parsed = google::protobuf::util::JsonStringToMessage(request.body, call.get(), options);
-    if (!parsed.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("request body is not a valid ",
-                                                     call->GetDescriptor()->full_name(), ": ",
-                                                     parsed.message().as_string()));
-    }
+  RestRequestParts parts{request.method, request.target, request.body, std::nullopt};
+  if (request.has_header("Last-Event-ID")) {
+    parts.last_event_id = request.get_header_value("Last-Event-ID");
   }
-  for (const auto& [name, value] : vars) {
-    DDP_RETURN_IF_ERROR(SetFieldFromText(*call, name, value));
-  }
-  DDP_ASSIGN_OR_RETURN(auto params, QueryParams(request));
-  for (const auto& [name, value] : params) {
-    DDP_RETURN_IF_ERROR(SetFieldFromText(*call, name, value));
-  }
-  if (route.route->stream && request.has_header("Last-Event-ID")) {
-    const std::string last = request.get_header_value("Last-Event-ID");
-    int64_t id;
-    if (!absl::SimpleAtoi(last, &id) || id < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Last-Event-ID '", last, "' is not an event id this API sent"));
-    }
-    DDP_RETURN_IF_ERROR(SetFieldFromText(*call, route.route->resume_field, absl::StrCat(id + 1)));
-  }
-  return call;
+  return BuildRestRequest(*route.route, *route.request_prototype, vars, parts);
 }
 
 void RestGateway::ServeUnary(const CompiledRoute& route, const Message& call,

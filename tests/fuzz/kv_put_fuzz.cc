@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.tick_interval = absl::ZeroDuration();
   options.limits.max_key_bytes = 256;
   options.limits.max_value_bytes = 4096;
-  auto store = ddp::kv::KvStore::Open(std::make_unique<ddp::kv::InMemoryKvBackend>(), clock,
-                                      options);
+  auto store =
+      ddp::kv::KvStore::Open(std::make_unique<ddp::kv::InMemoryKvBackend>(), clock, options);
   if (!store.ok()) std::abort();
   ddp::kv::PutRequest put = ddp::rpc::FromProto(proto);
   auto result = (*store)->Put(put);

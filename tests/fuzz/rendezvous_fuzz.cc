@@ -52,6 +52,8 @@ struct Model {
 // Assignments checked so far (FUZZ_STATS=1 prints it at exit: shows the
 // corpus reaches running generations).
 int64_t assignments_checked = 0;
+// FUZZ_TRACE=1 prints every step and assignment (to read a finding).
+const bool kTrace = std::getenv("FUZZ_TRACE") != nullptr;
 struct StatsAtExit {
   ~StatsAtExit() {
     if (std::getenv("FUZZ_STATS") != nullptr) {
@@ -61,16 +63,17 @@ struct StatsAtExit {
   }
 } stats_at_exit;
 
-#define CHECK_INVARIANT(condition, message)                                                 \
-  do {                                                                                        \
-    if (!(condition)) {                                                                       \
-      std::fprintf(stderr, "rendezvous_fuzz: violated: %s (node %s, incarnation %llu, "       \
-                           "generation %lld)\n",                                              \
-                   #condition, (message).node_id.c_str(),                                     \
-                   static_cast<unsigned long long>((message).incarnation),                    \
-                   static_cast<long long>(generation_of(message)));                           \
-      std::abort();                                                                           \
-    }                                                                                         \
+#define CHECK_INVARIANT(condition, message)                                     \
+  do {                                                                          \
+    if (!(condition)) {                                                         \
+      std::fprintf(stderr,                                                      \
+                   "rendezvous_fuzz: violated: %s (node %s, incarnation %llu, " \
+                   "generation %lld)\n",                                        \
+                   #condition, (message).node_id.c_str(),                       \
+                   static_cast<unsigned long long>((message).incarnation),      \
+                   static_cast<long long>(generation_of(message)));             \
+      std::abort();                                                             \
+    }                                                                           \
   } while (false)
 
 bool IsFinished(JobState state) {
@@ -87,7 +90,7 @@ void CheckOutbox(Outbox outbox, Model& model) {
   for (const OutboundMessage& message : outbox.messages) {
     if (std::holds_alternative<JobFinished>(message.body)) {
       model.finished = true;
-      if (std::getenv("FUZZ_TRACE") != nullptr) std::fprintf(stderr, "  job finished\n");
+      if (kTrace) std::fprintf(stderr, "  job finished\n");
     }
     if (const auto* request = std::get_if<RequestMasterInfo>(&message.body)) {
       model.generation[message.node_id] = request->generation;
@@ -95,8 +98,9 @@ void CheckOutbox(Outbox outbox, Model& model) {
     const auto* assignment = std::get_if<Assignment>(&message.body);
     if (assignment == nullptr) continue;
     ++assignments_checked;
-    if (std::getenv("FUZZ_TRACE") != nullptr) {
-      std::fprintf(stderr, "  assignment to %s/%llu: generation %lld rank %d range %lld+%d of %lld\n",
+    if (kTrace) {
+      std::fprintf(stderr,
+                   "  assignment to %s/%llu: generation %lld rank %d range %lld+%d of %lld\n",
                    message.node_id.c_str(), static_cast<unsigned long long>(message.incarnation),
                    static_cast<long long>(assignment->generation), assignment->group_rank,
                    static_cast<long long>(assignment->global_rank_offset),
@@ -111,8 +115,9 @@ void CheckOutbox(Outbox outbox, Model& model) {
     CHECK_INVARIANT(assignment->generation >= model.newest, message);
     model.newest = assignment->generation;
     CHECK_INVARIANT(assignment->restart_count <= assignment->max_restarts, message);
-    CHECK_INVARIANT(assignment->group_rank >= 0 && assignment->group_rank < assignment->group_world_size,
-                    message);
+    CHECK_INVARIANT(
+        assignment->group_rank >= 0 && assignment->group_rank < assignment->group_world_size,
+        message);
     const int64_t first = assignment->global_rank_offset;
     const int64_t end = first + assignment->local_world_size;
     CHECK_INVARIANT(first >= 0 && end <= assignment->world_size, message);
@@ -138,7 +143,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return true;
   }();
   (void)quiet;
-  static const bool trace = std::getenv("FUZZ_TRACE") != nullptr;
   ddp::FakeClock clock;
   JobRegistry registry(clock, nullptr, {});
   Model model;
@@ -146,7 +150,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int step = 0; step < 400 && !in.empty(); ++step) {
     const int op = in.Next(12);
     const std::string node = "n" + std::to_string(in.Next(kNodes));
-    if (trace) std::fprintf(stderr, "step %d: op %d node %s\n", step, op, node.c_str());
+    if (kTrace) std::fprintf(stderr, "step %d: op %d node %s\n", step, op, node.c_str());
     NodeRef ref{kJob, node, model.incarnation[node], model.generation[node]};
     // A finished job id that registers again starts a new run, whose
     // generations count from 1 again (even when no node was told the old
