@@ -40,6 +40,11 @@ EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c, int local_
   env["DDP_JOB"] = c.job_id;
   env["DDP_GENERATION"] = absl::StrCat(a.generation);
   env["DDP_HEARTBEAT_FILE"] = files.heartbeat_file;
+  if (c.lease_file.empty()) {
+    env.erase("DDP_LEASE_FILE");
+  } else {
+    env["DDP_LEASE_FILE"] = c.lease_file;
+  }
   if (a.nccl_unique_id.empty()) {
     env.erase("DDP_NCCL_UNIQUE_ID");
   } else {

@@ -37,6 +37,9 @@ struct WorkerEnvContext {
   std::string role = "default";
   int max_restarts = 0;
   int local_world_size = 1;
+  // The agent's lease, published for the workers (worker_lease.h); empty:
+  // none (DDP_LEASE_FILE unset).
+  std::string lease_file;
 };
 
 // `base` (usually CurrentEnvironment()) overlaid with the worker's variables.

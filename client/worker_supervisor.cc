@@ -470,6 +470,14 @@ absl::Status WorkerSupervisor::Stop(absl::Duration timeout, int first_signal) {
   return status;
 }
 
+void WorkerSupervisor::Signal(int signal) {
+  absl::MutexLock lock(&mu_);
+  if (!start_done_ || stopped_) return;
+  for (const WorkerState& state : states_) {
+    if (state.pid > 0) SignalProcessGroup(state.pid, signal);
+  }
+}
+
 absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal) {
   std::vector<pid_t> groups;
   {

@@ -158,6 +158,11 @@ class WorkerSupervisor {
   // named).
   absl::Status Stop(absl::Duration timeout, int first_signal = SIGTERM);
 
+  // Sends `signal` to every worker's process group at once, without waiting
+  // (the agent's lease: SIGTERM when it runs out, SIGKILL later); nothing once
+  // Stop() has finished. Stop() still reaps them.
+  void Signal(int signal);
+
   // Blocks until every worker has exited or `timeout` passed; true when all
   // exited (also when none was started).
   bool AwaitAllExited(absl::Duration timeout);

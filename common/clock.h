@@ -22,6 +22,15 @@ class RealClock final : public Clock {
   static const RealClock& Get();
 };
 
+// CLOCK_MONOTONIC as an absl::Time (the Unix epoch plus the time since boot): never steps
+// with the wall clock, and is the same clock across the processes of a host (Python's
+// time.monotonic() on Linux). For deadlines that must not move when NTP sets the time.
+class MonotonicClock final : public Clock {
+ public:
+  absl::Time Now() const override;
+  static const MonotonicClock& Get();
+};
+
 // A clock that moves only when a test says so. Thread-safe.
 class FakeClock final : public Clock {
  public:

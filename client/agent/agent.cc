@@ -117,9 +117,33 @@ Agent::Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link)
     : options_(std::move(options)),
       clock_(clock),
       link_(link),
-      shutdown_timeout_(options_.launch.shutdown_timeout) {}
+      shutdown_timeout_(options_.launch.shutdown_timeout),
+      lease_file_(options_.run_dir.empty() ? "" : options_.run_dir + "/lease.json") {
+  lease_ = std::make_unique<WorkerLease>(
+      options_.lease_clock != nullptr ? *options_.lease_clock : MonotonicClock::Get(),
+      WorkerLease::Options{lease_file_},
+      [this](int signal) {
+        absl::MutexLock lock(&supervisor_mu_);
+        if (supervisor_) supervisor_->Signal(signal);
+      },
+      [this](int64_t generation) {
+        link_->LeaseExpired();
+        Post(LeaseExpiredEvent{generation});
+      });
+}
 
-Agent::~Agent() { StopWorkers("the agent is shutting down"); }
+Agent::~Agent() {
+  StopWorkers("the agent is shutting down");
+  lease_.reset();  // joins its thread before the members it uses go
+}
+
+void Agent::OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) {
+  lease_->Configure(lease, kill_after);
+}
+
+void Agent::OnLeaseRenewed(absl::Time sent_at, int64_t running_generation) {
+  lease_->Renewed(sent_at, running_generation);
+}
 
 bool Agent::Post(Event event) {
   absl::MutexLock lock(&mu_);
@@ -213,6 +237,10 @@ void Agent::Handle(Event& event) {
     DDP_LOG(ERROR) << "giving up: " << s->status;
     StopWorkers("the session with the coordinator failed");
     Finish(kExitCoordinatorError);
+  } else if (auto* expired = std::get_if<LeaseExpiredEvent>(&event)) {
+    // The lease thread sent the signals; this reaps the workers. The
+    // generation stays: the coordinator's StopWorkers for it is answered.
+    if (expired->generation == generation_) StopWorkers("the lease ran out");
   } else if (auto* sig = std::get_if<SignalEvent>(&event)) {
     DDP_LOG(WARNING) << "received signal " << sig->signal
                      << "; stopping the workers and leaving the job";
@@ -320,8 +348,8 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   a.role_rank_offset = p.role_rank_offset();
   a.role_world_size = p.role_world_size();
   const LaunchOptions& launch = options_.launch;
-  WorkerEnvContext context{launch.job_id, launch.coordinator, launch.role, p.max_restarts(),
-                           p.local_world_size()};
+  WorkerEnvContext context{launch.job_id,  launch.coordinator,     launch.role,
+                           p.max_restarts(), p.local_world_size(), lease_file_};
   std::vector<WorkerSpec> specs;
   for (int local_rank = 0; local_rank < p.local_world_size(); ++local_rank) {
     WorkerSpec spec;
@@ -346,6 +374,7 @@ void Agent::StartWorkers(const v1::Assignment& p) {
     absl::MutexLock lock(&supervisor_mu_);
     supervisor_ = supervisor;
   }
+  lease_->Arm(generation_);
   DDP_LOG(INFO) << "generation " << generation_ << ": starting " << p.local_world_size()
                 << " workers, ranks [" << a.global_rank_offset << ", "
                 << a.global_rank_offset + p.local_world_size() << ") of " << a.world_size
@@ -520,13 +549,17 @@ std::vector<WorkerState> Agent::StopWorkers(const std::string& why, int first_si
     supervisor = supervisor_;
   }
   if (!supervisor) return {};
+  lease_->Stopping();
   absl::Status stopped = supervisor->Stop(shutdown_timeout_, first_signal);
   if (!stopped.ok()) {
     DDP_LOG(ERROR) << "stopping the workers (" << why << "): " << stopped;
   }
   std::vector<WorkerState> states = supervisor->Workers();
-  absl::MutexLock lock(&supervisor_mu_);
-  supervisor_.reset();
+  {
+    absl::MutexLock lock(&supervisor_mu_);
+    supervisor_.reset();
+  }
+  lease_->Disarm();
   return states;
 }
 

@@ -34,6 +34,9 @@
 //                                  new incarnation)
 //   session failed                 stop; exit kExitCoordinatorError
 //   RequestShutdown(signal N)      stop; Leave; exit 128 + N
+//   lease ran out (worker_lease.h) SIGTERM/SIGKILL from the lease thread; the
+//                                  session resumes saying so; stop (the
+//                                  generation stays, for WorkersStopped)
 //
 // Every worker is reaped before Run returns (no orphan, no zombie).
 //
@@ -55,6 +58,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "client/agent/session_link.h"
+#include "client/agent/worker_lease.h"
 #include "client/launch_options.h"
 #include "client/root_cause.h"
 #include "client/worker_env.h"
@@ -84,6 +88,9 @@ struct AgentOptions {
   std::function<absl::StatusOr<std::string>()> make_nccl_id;
   // Where the failure summary goes; null: stderr.
   std::function<void(const std::string&)> print_summary;
+  // The lease's clock (worker_lease.h); null: MonotonicClock. The lease file
+  // is run_dir/lease.json (none without a run_dir).
+  const Clock* lease_clock = nullptr;
 };
 
 class Agent : public SessionEvents {
@@ -107,6 +114,8 @@ class Agent : public SessionEvents {
   void OnFenced(const absl::Status& status) override;
   void OnSessionFailed(const absl::Status& status) override;
   std::vector<v1::WorkerState> WorkerStates() override;
+  void OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) override;
+  void OnLeaseRenewed(absl::Time sent_at, int64_t running_generation) override;
 
  private:
   struct RegisteredEvent {
@@ -127,8 +136,11 @@ class Agent : public SessionEvents {
   struct SignalEvent {
     int signal;
   };
+  struct LeaseExpiredEvent {
+    int64_t generation;
+  };
   using Event = std::variant<RegisteredEvent, v1::CoordinatorMessage, ExitEvent, FencedEvent,
-                             SessionFailedEvent, SignalEvent>;
+                             SessionFailedEvent, SignalEvent, LeaseExpiredEvent>;
 
   // False (event dropped) once Run has returned.
   bool Post(Event event);
@@ -172,6 +184,10 @@ class Agent : public SessionEvents {
   std::vector<WorkerExit> exits_;
   std::optional<std::pair<int64_t, v1::MasterInfo>> master_answer_;
   std::optional<int> exit_code_;
+
+  // Last: its thread calls back into the members above.
+  std::string lease_file_;
+  std::unique_ptr<WorkerLease> lease_;
 };
 
 // A JobFinished root cause as root_cause.h's record (global rank etc.).

@@ -30,6 +30,15 @@ class FakeLink : public CoordinatorLink {
   void SetGeneration(int64_t generation) override {
     absl::MutexLock lock(&mu_);
     generation_ = generation;
+    lease_expired_ = false;
+  }
+  void LeaseExpired() override {
+    absl::MutexLock lock(&mu_);
+    lease_expired_ = true;
+  }
+  bool lease_expired() {
+    absl::MutexLock lock(&mu_);
+    return lease_expired_;
   }
   // Waits until `count` messages of `body` were sent; returns them.
   std::vector<v1::AgentMessage> WaitFor(v1::AgentMessage::BodyCase body, size_t count) {
@@ -67,6 +76,7 @@ class FakeLink : public CoordinatorLink {
   absl::Mutex mu_;
   std::vector<v1::AgentMessage> sent_ ABSL_GUARDED_BY(mu_);
   int64_t generation_ ABSL_GUARDED_BY(mu_) = -1;
+  bool lease_expired_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 std::string ReadFile(const std::string& path) {

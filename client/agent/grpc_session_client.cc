@@ -1,9 +1,11 @@
 #include "client/agent/grpc_session_client.h"
 
+#include <optional>
 #include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "grpcpp/create_channel.h"
@@ -32,6 +34,8 @@ bool IsPermanent(absl::StatusCode code) {
       return false;
   }
 }
+
+constexpr size_t kMaxUnacknowledged = 256;
 
 gpr_timespec ToGprDeadline(absl::Duration from_now) {
   return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -132,6 +136,29 @@ int GrpcSessionClient::registrations() const {
 void GrpcSessionClient::SetGeneration(int64_t generation) {
   absl::MutexLock lock(&mu_);
   generation_ = generation;
+  lease_expired_ = false;
+}
+
+void GrpcSessionClient::LeaseExpired() {
+  absl::MutexLock lock(&mu_);
+  lease_expired_ = true;
+  // The coordinator may not know yet (a slow coordinator rather than a cut):
+  // a resume tells it now.
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+void GrpcSessionClient::HandleAck(const v1::HeartbeatAck& ack) {
+  std::optional<absl::Time> sent_at;
+  {
+    absl::MutexLock lock(&mu_);
+    while (!unacknowledged_.empty() && unacknowledged_.front().first <= ack.sequence()) {
+      if (unacknowledged_.front().first == ack.sequence()) {
+        sent_at = unacknowledged_.front().second;
+      }
+      unacknowledged_.pop_front();
+    }
+  }
+  if (sent_at) events_->OnLeaseRenewed(*sent_at, ack.running_generation());
 }
 
 void GrpcSessionClient::Send(v1::AgentMessage message) {
@@ -182,10 +209,13 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     if (closing_) return absl::CancelledError("closing");
     reg->set_incarnation(incarnation_);
     reg->set_generation(generation_);
+    reg->set_lease_expired(lease_expired_);
+    unacknowledged_.clear();  // acks of the old stream never come
     context_ = context.get();
     // The heartbeat thread cancels the attempt if Registered is late.
     register_deadline_ = absl::Now() + options_.attempt_timeout;
   }
+  const absl::Time register_sent_at = MonotonicClock::Get().Now();
   std::unique_ptr<Stream> stream = stub_->Session(context.get());
   v1::CoordinatorMessage first;
   absl::Status status;
@@ -214,6 +244,11 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     return status;
   }
   *registered = first.registered();
+  events_->OnLeaseGranted(absl::Milliseconds(registered->lease_ms()),
+                          absl::Milliseconds(registered->lease_kill_ms()));
+  const bool running =
+      registered->state() == v1::RUNNING && registered->role() == v1::MEMBER;
+  events_->OnLeaseRenewed(register_sent_at, running ? registered->generation() : 0);
   {
     absl::MutexLock lock(&mu_);
     ++registrations_;
@@ -238,7 +273,11 @@ absl::Status GrpcSessionClient::ReadUntilEnd() {
   }
   v1::CoordinatorMessage message;
   while (stream->Read(&message)) {
-    events_->OnCoordinatorMessage(message);
+    if (message.has_heartbeat_ack()) {
+      HandleAck(message.heartbeat_ack());
+    } else {
+      events_->OnCoordinatorMessage(message);
+    }
   }
   {
     absl::MutexLock lock(&write_mu_);
@@ -371,6 +410,11 @@ void GrpcSessionClient::HeartbeatLoop() {
     {
       absl::MutexLock lock(&mu_);
       heartbeat->mutable_header()->set_generation(generation_);
+      heartbeat->set_sequence(next_sequence_++);
+      // A coordinator that does not acknowledge (an older release) must not
+      // make this grow.
+      if (unacknowledged_.size() >= kMaxUnacknowledged) unacknowledged_.pop_front();
+      unacknowledged_.emplace_back(heartbeat->sequence(), MonotonicClock::Get().Now());
     }
     Send(std::move(message));
   }

@@ -27,9 +27,17 @@
 // (a Heartbeat with SessionEvents::WorkerStates every heartbeat interval of
 // the job, while registered). Send may be called from any thread.
 //
+// Lease: every heartbeat carries a sequence number, and its send time
+// (MonotonicClock) is kept until the coordinator's HeartbeatAck for it comes
+// back (at most kMaxUnacknowledged); then SessionEvents::OnLeaseRenewed gets
+// that send time. A Registered renews the lease from its Register's send time.
+// Acks are not delivered as coordinator messages.
+//
 // Thread-safety: thread-safe. SessionEvents callbacks must not call Close().
 
 #include <cstdint>
+#include <deque>
+#include <utility>
 #include <memory>
 #include <string>
 #include <thread>
@@ -84,6 +92,7 @@ class GrpcSessionClient : public CoordinatorLink {
 
   void Send(v1::AgentMessage message) override;
   void SetGeneration(int64_t generation) override;
+  void LeaseExpired() override;
 
   uint64_t incarnation() const;
   // Registrations answered so far (resumes included); for tests and logs.
@@ -102,6 +111,8 @@ class GrpcSessionClient : public CoordinatorLink {
   absl::Status ConnectAndRegister(absl::Time deadline, v1::Registered* registered);
   // Reads until the stream ends; returns its final status.
   absl::Status ReadUntilEnd();
+  // The lease part of a HeartbeatAck.
+  void HandleAck(const v1::HeartbeatAck& ack);
   // Sleeps `delay` unless Close() comes first; false when closing.
   bool SleepUnlessClosing(absl::Duration delay);
   bool closing() const;
@@ -116,6 +127,10 @@ class GrpcSessionClient : public CoordinatorLink {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t incarnation_ ABSL_GUARDED_BY(mu_);
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool lease_expired_ ABSL_GUARDED_BY(mu_) = false;  // until SetGeneration
+  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  // Heartbeats not acknowledged yet: (sequence, send time), oldest first.
+  std::deque<std::pair<uint64_t, absl::Time>> unacknowledged_ ABSL_GUARDED_BY(mu_);
   int registrations_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
   // The live stream; writes are serialized by write_mu_.

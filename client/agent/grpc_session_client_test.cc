@@ -11,6 +11,7 @@
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace ddp::client {
@@ -27,6 +28,7 @@ enum class Plan {
   kPushAndServe,  // Registered + one StopWorkers, then like kServe
   kRefuseLater,   // Registered, then end with FAILED_PRECONDITION
   kSilent,        // never answers Register (until the client cancels)
+  kServeAndAck,   // like kServe, acknowledging every heartbeat (running generation 7)
 };
 
 class FakeSessionService final : public v1::SessionService::Service {
@@ -58,6 +60,8 @@ class FakeSessionService final : public v1::SessionService::Service {
     v1::CoordinatorMessage registered;
     registered.mutable_registered()->set_generation(7);
     registered.mutable_registered()->mutable_settings()->set_heartbeat_interval_ms(20);
+    registered.mutable_registered()->set_lease_ms(2000);
+    registered.mutable_registered()->set_lease_kill_ms(2500);
     stream->Write(registered);
     if (plan == Plan::kBreak) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
@@ -76,6 +80,12 @@ class FakeSessionService final : public v1::SessionService::Service {
     }
     v1::AgentMessage message;
     while (stream->Read(&message)) {
+      if (plan == Plan::kServeAndAck && message.has_heartbeat()) {
+        v1::CoordinatorMessage ack;
+        ack.mutable_heartbeat_ack()->set_sequence(message.heartbeat().sequence());
+        ack.mutable_heartbeat_ack()->set_running_generation(7);
+        stream->Write(ack);
+      }
       absl::MutexLock lock(&mu_);
       received_.push_back(message);
     }
@@ -155,6 +165,25 @@ class FakeEvents : public SessionEvents {
     state.set_state(v1::WORKER_RUNNING);
     return {state};
   }
+  void OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) override {
+    absl::MutexLock lock(&mu_);
+    lease_ = lease;
+    kill_after_ = kill_after;
+  }
+  void OnLeaseRenewed(absl::Time sent_at, int64_t running_generation) override {
+    absl::MutexLock lock(&mu_);
+    renewals_.emplace_back(sent_at, running_generation);
+  }
+  std::vector<std::pair<absl::Time, int64_t>> WaitForRenewals(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return renewals_.size() >= n; };
+    mu_.AwaitWithTimeout(absl::Condition(&ready), kWait);
+    return renewals_;
+  }
+  std::pair<absl::Duration, absl::Duration> granted() {
+    absl::MutexLock lock(&mu_);
+    return {lease_, kill_after_};
+  }
 
   std::optional<absl::Status> WaitForFailure() {
     absl::MutexLock lock(&mu_);
@@ -186,6 +215,9 @@ class FakeEvents : public SessionEvents {
   std::vector<v1::CoordinatorMessage> messages_ ABSL_GUARDED_BY(mu_);
   int fenced_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<absl::Status> failure_ ABSL_GUARDED_BY(mu_);
+  absl::Duration lease_ ABSL_GUARDED_BY(mu_);
+  absl::Duration kill_after_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<absl::Time, int64_t>> renewals_ ABSL_GUARDED_BY(mu_);
 };
 
 class GrpcSessionClientTest : public ::testing::Test {
@@ -389,6 +421,62 @@ TEST(GrpcSessionClient, NewIncarnation_NonZeroAndVaries) {
   EXPECT_NE(a, 0u);
   EXPECT_NE(b, 0u);
   EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace ddp::client
+
+namespace ddp::client {
+namespace {
+
+TEST_F(GrpcSessionClientTest, Acks_RenewTheLeaseFromEachHeartbeatsSendTime) {
+  StartServer({Plan::kServeAndAck});
+  const absl::Time started = MonotonicClock::Get().Now();
+  StartClient(42);
+  ASSERT_TRUE(events_.WaitForRegistrations(1));
+  EXPECT_EQ(events_.granted(),
+            std::make_pair(absl::Milliseconds(2000), absl::Milliseconds(2500)));
+  // The Registered (from the Register's send time), then acks of heartbeats.
+  const auto renewals = events_.WaitForRenewals(4);
+  ASSERT_GE(renewals.size(), 4u);
+  const absl::Time now = MonotonicClock::Get().Now();
+  EXPECT_EQ(renewals[0].second, 0);  // WAITING: nothing runs
+  for (size_t i = 0; i < renewals.size(); ++i) {
+    EXPECT_GE(renewals[i].first, started);
+    EXPECT_LE(renewals[i].first, now);
+    if (i > 0) {
+      EXPECT_EQ(renewals[i].second, 7);
+      EXPECT_GT(renewals[i].first, renewals[i - 1].first);
+    }
+  }
+  // Acks are the session's business, not the agent's.
+  for (const v1::CoordinatorMessage& m : events_.messages()) EXPECT_FALSE(m.has_heartbeat_ack());
+  auto heartbeat =
+      service_->WaitForMessage([](const v1::AgentMessage& m) { return m.has_heartbeat(); });
+  ASSERT_TRUE(heartbeat.has_value());
+  EXPECT_GT(heartbeat->heartbeat().sequence(), 0u);
+}
+
+TEST_F(GrpcSessionClientTest, LeaseExpired_ResumesAtOnceSayingSo_UntilANewGeneration) {
+  StartServer({Plan::kServe, Plan::kServe, Plan::kBreak, Plan::kServe});
+  StartClient(42);
+  client_->SetGeneration(5);
+  ASSERT_TRUE(events_.WaitForRegistrations(1));
+  client_->LeaseExpired();  // drops the live stream
+  ASSERT_TRUE(events_.WaitForRegistrations(2));
+  auto reg = service_->registers();
+  ASSERT_EQ(reg.size(), 2u);
+  EXPECT_FALSE(reg[0].lease_expired());
+  EXPECT_TRUE(reg[1].lease_expired());
+  EXPECT_EQ(reg[1].incarnation(), 42u);  // a resume, not a new agent
+  EXPECT_EQ(reg[1].generation(), 5);
+  EXPECT_EQ(events_.fenced(), 0);
+  client_->SetGeneration(6);  // the next generation's workers run
+  service_->CancelLatest();
+  ASSERT_TRUE(events_.WaitForRegistrations(4));
+  reg = service_->registers();
+  EXPECT_FALSE(reg[3].lease_expired());
+  EXPECT_EQ(reg[3].generation(), 6);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "ddp/v1/session.pb.h"
 
 namespace ddp::client {
@@ -33,8 +34,14 @@ class CoordinatorLink {
   virtual void Send(v1::AgentMessage message) = 0;
 
   // The generation this node's workers run (0: none). Used in heartbeats and
-  // in the Register of a resume. Thread-safe.
+  // in the Register of a resume; clears LeaseExpired. Thread-safe.
   virtual void SetGeneration(int64_t generation) = 0;
+
+  // The workers' lease ran out (worker_lease.h) and they are being stopped:
+  // the link drops its stream, and registers again (a resume) saying so
+  // (Register.lease_expired), so that the coordinator restarts the generation
+  // without this node's workers. Thread-safe.
+  virtual void LeaseExpired() = 0;
 };
 
 class SessionEvents {
@@ -59,6 +66,16 @@ class SessionEvents {
   // The states of the current workers, for a heartbeat. Called on the
   // session's heartbeat thread: thread-safe, quick.
   virtual std::vector<v1::WorkerState> WorkerStates() = 0;
+  // The lease the coordinator grants (Registered.lease_ms, lease_kill_ms;
+  // zero: none), before OnRegistered.
+  virtual void OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) = 0;
+  // The coordinator acknowledged a heartbeat (HeartbeatAck), or answered a
+  // Register, that this agent sent at `sent_at` (MonotonicClock): the lease
+  // runs from then. `running_generation`: HeartbeatAck.running_generation
+  // (for a Registered: its generation while RUNNING as a member, else 0).
+  // Both are called on the session's reader thread, not queued (before the
+  // Registered they belong to is delivered): thread-safe and quick.
+  virtual void OnLeaseRenewed(absl::Time sent_at, int64_t running_generation) = 0;
 };
 
 // The NodeHeader of whichever message `message` holds (null when empty).

@@ -101,6 +101,9 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
       }
       job->pending_stops_ = job->live_members_;
       job->stop_deadline_ = now + r.settings.shutdown_timeout;
+      // A member removed just before the coordinator stopped may still run
+      // workers until its lease runs out; its last heartbeat was before now.
+      job->workers_fenced_until_ = now + r.settings.heartbeat_timeout;
       break;
     default:
       break;

@@ -171,8 +171,11 @@ class Job {
   // finished and node unknown; same incarnation with a different nproc),
   // RESOURCE_EXHAUSTED (max_nodes plus the spare limit already registered).
   absl::StatusOr<RegisterResult> Register(const RegisterRequest& request);
+  // Returns the generation whose workers the node may run and act in (the
+  // lease's HeartbeatAck.running_generation): the current one while RUNNING
+  // and the node is a member, else 0.
   // Possible errors: ABORTED (fenced), FAILED_PRECONDITION (excluded).
-  absl::Status Heartbeat(const NodeRef& ref);
+  absl::StatusOr<Generation> Heartbeat(const NodeRef& ref);
   // The session's stream broke; the node has heartbeat_timeout to resume.
   absl::Status StreamClosed(const NodeRef& ref);
   // The agent leaves for good (it is removed at once).
@@ -254,8 +257,21 @@ class Job {
   void AddNode(const RegisterRequest& request, int nproc);
   // Removes a node for good (lost, left, excluded, declared dead).
   // `cause`: why the generation restarts if the node was a running member.
+  // `workers_stopped`: the agent stopped its workers itself (Leave); otherwise
+  // a member whose workers may still run fences the next generation until its
+  // lease has run out (FenceWorkersOf).
   void RemoveNode(const std::string& node_id, const std::string& reason,
-                  RestartCause cause = RestartCause::kNodeLoss);
+                  RestartCause cause = RestartCause::kNodeLoss, bool workers_stopped = false);
+  // A member that leaves the generation while its workers may still run (cut
+  // off, excluded, declared dead, replaced): no next generation starts before
+  // its agent's lease has run out, heartbeat_timeout after its last heartbeat.
+  void FenceWorkersOf(const Node& node);
+  // Since when a running member has been lost to the coordinator: its stream
+  // closed, or it has been silent for half its lease (its workers are being
+  // stopped by then if it is cut off); nullopt while it is in touch.
+  std::optional<absl::Time> LostSince(const Node& node, absl::Time now) const;
+  // A resume that reports its lease ran out (RegisterRequest::lease_expired).
+  void HandleLeaseExpired(Node& node, const RegisterRequest& request);
   void ResendPending(const Node& node);
 
   // job_generation.cc
@@ -322,6 +338,10 @@ class Job {
   bool reopened_after_restart_ = false;
   absl::Time master_deadline_ = absl::InfiniteFuture();
   absl::Time stop_deadline_ = absl::InfiniteFuture();
+  // The stop barrier does not open the next rendezvous before this time: a
+  // member that left while its workers could still run must have stopped
+  // them (its lease ran out). Not stored: Restore sets it conservatively.
+  absl::Time workers_fenced_until_ = absl::InfinitePast();
   absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
   // Current generation: (role rank offset, role world size) by node id; empty

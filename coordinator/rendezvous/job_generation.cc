@@ -292,15 +292,17 @@ void Job::HandleFailure(const FailureInfo& failure) {
 }
 
 const Job::Node* Job::LostPeerOf(const std::string& reporter) const {
+  const absl::Time now = clock_->Now();
   const Node* lost = nullptr;
+  std::optional<absl::Time> lost_since;
   for (const std::string& node_id : members_) {
     if (node_id.empty() || node_id == reporter) continue;
     auto it = nodes_.find(node_id);
-    if (it == nodes_.end() || !it->second.stream_closed_at.has_value() || it->second.succeeded) {
-      continue;
-    }
-    if (lost == nullptr || *it->second.stream_closed_at < *lost->stream_closed_at) {
+    if (it == nodes_.end() || it->second.succeeded) continue;
+    const std::optional<absl::Time> since = LostSince(it->second, now);
+    if (since.has_value() && (lost == nullptr || *since < *lost_since)) {
       lost = &it->second;
+      lost_since = since;
     }
   }
   return lost;
@@ -312,11 +314,17 @@ void Job::HandleKnockOnFailure(const FailureInfo& failure, const Node& lost) {
   FailureInfo cause;
   cause.node_id = lost.record.node_id;
   cause.generation = generation_;
-  cause.time = *lost.stream_closed_at;
-  cause.message = absl::StrCat("the session of node '", lost.record.node_id,
-                               "' closed (its agent died or was cut off) while its workers of "
-                               "generation ",
-                               generation_, " ran");
+  cause.time = *LostSince(lost, clock_->Now());
+  cause.message =
+      lost.stream_closed_at.has_value()
+          ? absl::StrCat("the session of node '", lost.record.node_id,
+                         "' closed (its agent died or was cut off) while its workers of "
+                         "generation ",
+                         generation_, " ran")
+          : absl::StrCat("node '", lost.record.node_id, "' went silent (no heartbeat for ",
+                         absl::FormatDuration(clock_->Now() - lost.last_heartbeat),
+                         ": cut off or frozen) while its workers of generation ", generation_,
+                         " ran");
   RecordFailure(cause);
   FailureInfo knock_on = failure;
   knock_on.message = absl::StrCat("knock-on of losing node '", lost.record.node_id, "'",
@@ -372,6 +380,8 @@ absl::Status Job::WorkersStopped(const NodeRef& ref) {
 void Job::MaybeFinishStopBarrier() {
   if (state_ != JobState::kRestarting || pending_stops_ > 0) return;
   if (!FailingAfterStop()) {
+    // Tick finishes the barrier once the leases of removed members ran out.
+    if (clock_->Now() < workers_fenced_until_) return;
     OpenRendezvous(/*after_restart=*/true);
     return;
   }

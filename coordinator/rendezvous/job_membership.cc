@@ -126,6 +126,7 @@ absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& re
     node.record.address = request.address;
     MarkNodeDirty(node.record.node_id);
   }
+  if (request.lease_expired) HandleLeaseExpired(node, request);
   ResendPending(node);
   RegisterResult result;
   result.settings = settings_;
@@ -134,6 +135,22 @@ absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& re
   result.role = IsMember(node) ? NodeRole::kMember : NodeRole::kWaiting;
   result.resumed = true;
   return result;
+}
+
+void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
+  if (!IsMember(node) || request.generation != generation_ || node.succeeded) return;
+  const std::string& node_id = node.record.node_id;
+  if (state_ == JobState::kRunning) {
+    BeginRestart(RestartCause::kNodeLoss,
+                 absl::StrCat("node '", node_id, "' was cut off from the coordinator for longer ",
+                              "than its lease (", absl::FormatDuration(LeaseFor(settings_).lease),
+                              ") and stopped its workers of generation ", generation_,
+                              "; a membership change: the restart budget is not charged"));
+  } else if (state_ == JobState::kRestarting && node.stop_pending) {
+    node.stop_pending = false;  // its workers are stopped: as WorkersStopped
+    --pending_stops_;
+    MaybeFinishStopBarrier();
+  }
 }
 
 void Job::ResendPending(const Node& node) {
@@ -207,6 +224,9 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   // The old agent's stream had closed: it died (or was cut off) and this is
   // its replacement, a membership change rather than a worker failure.
   const bool old_session_lost = node.stream_closed_at.has_value();
+  // The old agent may be alive but cut off, its workers running until its
+  // lease runs out.
+  FenceWorkersOf(node);
   node.stream_closed_at.reset();
   const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
   const bool nproc_changed = node.record.nproc != nproc;
@@ -260,14 +280,14 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   }
 }
 
-absl::Status Job::Heartbeat(const NodeRef& ref) {
+absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
   Node* node = nullptr;
   absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
   if (!status.ok()) return status;
   node->last_heartbeat = clock_->Now();
   node->connected = true;
   node->stream_closed_at.reset();
-  return absl::OkStatus();
+  return state_ == JobState::kRunning && IsMember(*node) ? generation_ : 0;
 }
 
 absl::Status Job::StreamClosed(const NodeRef& ref) {
@@ -283,13 +303,30 @@ absl::Status Job::Leave(const NodeRef& ref) {
   Node* node = nullptr;
   absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
   if (!status.ok()) return status;
-  RemoveNode(ref.node_id, "left the job");
+  RemoveNode(ref.node_id, "left the job", RestartCause::kNodeLoss, /*workers_stopped=*/true);
   return absl::OkStatus();
 }
 
-void Job::RemoveNode(const std::string& node_id, const std::string& reason, RestartCause cause) {
+void Job::FenceWorkersOf(const Node& node) {
+  const bool may_run = IsMember(node) && !node.succeeded &&
+                       (state_ == JobState::kRunning ||
+                        (state_ == JobState::kRestarting && node.stop_pending));
+  if (!may_run) return;
+  workers_fenced_until_ =
+      std::max(workers_fenced_until_, node.last_heartbeat + settings_.heartbeat_timeout);
+}
+
+std::optional<absl::Time> Job::LostSince(const Node& node, absl::Time now) const {
+  if (node.stream_closed_at.has_value()) return node.stream_closed_at;
+  if (now - node.last_heartbeat >= LeaseFor(settings_).lease / 2) return node.last_heartbeat;
+  return std::nullopt;
+}
+
+void Job::RemoveNode(const std::string& node_id, const std::string& reason, RestartCause cause,
+                     bool workers_stopped) {
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return;
+  if (!workers_stopped) FenceWorkersOf(it->second);
   const bool member = IsMember(it->second);
   const bool stop_pending = it->second.stop_pending;
   const bool succeeded = it->second.succeeded;

@@ -113,7 +113,7 @@ TEST(JobMembership, StaleGeneration_Aborted) {
   EXPECT_EQ(h.job().WorkersStopped(stale).code(), absl::StatusCode::kAborted);
   NodeRef future = h.Ref("a");
   future.generation = 9;
-  EXPECT_EQ(h.job().Heartbeat(future).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(h.job().Heartbeat(future).status().code(), absl::StatusCode::kAborted);
   EXPECT_TRUE(h.job().Heartbeat(stale).ok());  // liveness only needs incarnation
   EXPECT_EQ(h.job().restart_count(), 0);
   EXPECT_EQ(h.job().state(), JobState::kRunning);
@@ -121,7 +121,7 @@ TEST(JobMembership, StaleGeneration_Aborted) {
 
 TEST(JobMembership, UnknownNode_Aborted) {
   JobHarness h(Settings(1, 2));
-  EXPECT_EQ(h.job().Heartbeat(h.Ref("ghost")).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("ghost")).status().code(), absl::StatusCode::kAborted);
 }
 
 TEST(JobMembership, NewIncarnationOfMember_FencesOldAndRestarts) {
@@ -131,12 +131,17 @@ TEST(JobMembership, NewIncarnationOfMember_FencesOldAndRestarts) {
   h.clock().Advance(absl::Seconds(1));
   ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
   ASSERT_TRUE(h.Register("b", 0, -1, /*version=*/2).ok());
-  EXPECT_EQ(h.job().Heartbeat(h.Ref("b", 1)).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("b", 1)).status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(h.job().restart_count(), 1);  // counts as a failure of the node
   auto stops = MessagesOf<StopWorkers>(h.outbox(), "b");
   ASSERT_EQ(stops.size(), 1u);
   h.ConfirmStops();
+  // The old agent may be alive but cut off: its workers may run until its
+  // lease runs out, heartbeat_timeout after its last heartbeat (1 s ago).
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  h.clock().Advance(absl::Seconds(2));
+  h.job().Tick();
   EXPECT_EQ(h.job().state(), JobState::kStarting);
   EXPECT_EQ(h.job().generation(), 2);
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
@@ -257,10 +262,17 @@ TEST(JobMembership, ExcludeNode_DismissedRestartedAndCannotRejoin) {
   EXPECT_NE(dismissed[0].reason.find("bad GPU"), std::string::npos);
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   h.ConfirmStops();
+  // b is dismissed, but its workers stop for sure only when its lease runs out.
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  for (int i = 0; i < 6; ++i) {
+    h.clock().Advance(absl::Milliseconds(500));
+    ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
+    h.job().Tick();
+  }
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
   EXPECT_EQ(h.LastAssignment("a")->group_world_size, 1);
   EXPECT_EQ(h.Register("b", 0, -1, 2).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(h.job().Heartbeat(h.Ref("b")).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.job().Heartbeat(h.Ref("b")).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(JobMembership, UpdateJobShrink_RestartsAndKeepsLowRanks) {

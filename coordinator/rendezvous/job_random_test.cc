@@ -76,7 +76,7 @@ class Simulation {
         for (auto& [id, agent] : agents_) {
           if (agent.incarnation == 0 || agent.silent) continue;
           NodeRef r{"job1", Name(id), agent.incarnation, agent.generation};
-          if (h_.job().Heartbeat(r).code() == absl::StatusCode::kAborted) {
+          if (h_.job().Heartbeat(r).status().code() == absl::StatusCode::kAborted) {
             agent = Agent{};  // fenced: the agent exits
             continue;
           }

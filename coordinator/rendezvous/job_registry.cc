@@ -310,8 +310,16 @@ absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string
   return events;
 }
 
-absl::Status JobRegistry::Heartbeat(const NodeRef& ref) {
-  return Run(ref.job_id, [&](Job& job) { return job.Heartbeat(ref); });
+absl::StatusOr<Generation> JobRegistry::Heartbeat(const NodeRef& ref) {
+  Generation running = 0;
+  absl::Status status = Run(ref.job_id, [&](Job& job) {
+    absl::StatusOr<Generation> generation = job.Heartbeat(ref);
+    if (!generation.ok()) return generation.status();
+    running = *generation;
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return running;
 }
 
 absl::Status JobRegistry::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {

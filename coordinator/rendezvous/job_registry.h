@@ -113,7 +113,8 @@ class JobRegistry {
   // Creates the job when it does not exist and the request carries settings
   // (NOT_FOUND otherwise; RESOURCE_EXHAUSTED at max_jobs).
   absl::StatusOr<RegisterResult> Register(const RegisterRequest& request);
-  absl::Status Heartbeat(const NodeRef& ref);
+  // The node's running generation (Job::Heartbeat).
+  absl::StatusOr<Generation> Heartbeat(const NodeRef& ref);
   absl::Status WorkerExited(const NodeRef& ref, const WorkerExit& exit);
   absl::Status WorkersStopped(const NodeRef& ref);
   absl::Status ReportMasterInfo(const NodeRef& ref, const MasterInfo& info);

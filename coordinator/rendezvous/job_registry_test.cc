@@ -50,7 +50,7 @@ TEST(JobRegistry, RegisterUnknownJobWithoutSettings_NotFound) {
   FakeClock clock;
   JobRegistry registry(clock, nullptr, {});
   EXPECT_EQ(registry.Register(Req("j", "a", 1)).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(registry.Heartbeat(Ref("j", "a", 1, 0)).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.Heartbeat(Ref("j", "a", 1, 0)).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(JobRegistry, RejectedFirstRegistration_LeavesNoJob) {
@@ -243,6 +243,16 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
   EXPECT_EQ(MessagesOf<StopWorkers>(out, "b").size(), 1u);
   ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "a", 1, 1)).ok());
   ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "b", 2, 1)).ok());
+  ASSERT_TRUE(restarted.PersistPending().ok());
+  // A member removed before the restart (not stored) may run workers until
+  // its lease runs out: the next generation waits heartbeat_timeout.
+  EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kRestarting);
+  for (int i = 0; i < 6; ++i) {
+    clock.Advance(absl::Milliseconds(500));
+    ASSERT_TRUE(restarted.Heartbeat(Ref("j", "a", 1, 1)).ok());
+    ASSERT_TRUE(restarted.Heartbeat(Ref("j", "b", 2, 1)).ok());
+    restarted.Tick();
+  }
   ASSERT_TRUE(restarted.PersistPending().ok());
   EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kStarting);
   EXPECT_EQ(restarted.GetJob("j", false)->generation, 2);

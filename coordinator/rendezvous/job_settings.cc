@@ -23,6 +23,10 @@ absl::Status CheckDuration(const char* name, absl::Duration value, absl::Duratio
 
 }  // namespace
 
+WorkerLease LeaseFor(const JobSettings& settings) {
+  return WorkerLease{settings.heartbeat_timeout * 2 / 3, settings.heartbeat_timeout * 5 / 6};
+}
+
 absl::Status ValidateJobSettings(const JobSettings& s, const RendezvousLimits& limits) {
   if (s.min_nodes < 1) {
     return Bad(absl::StrCat("min_nodes=", s.min_nodes, " must be >= 1"));

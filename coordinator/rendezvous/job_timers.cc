@@ -57,7 +57,9 @@ void Job::Tick() {
       }
       break;
     case JobState::kRestarting:
-      if (now >= stop_deadline_) {
+      if (pending_stops_ == 0) {
+        MaybeFinishStopBarrier();  // waiting for the leases of removed members
+      } else if (now >= stop_deadline_) {
         std::vector<std::string> silent;
         for (const std::string& id : members_) {
           if (!id.empty() && nodes_[id].stop_pending) silent.push_back(id);

@@ -87,6 +87,11 @@ struct RegisterRequest {
   // The agent's own flags. Absent: join an existing job only (NOT_FOUND
   // otherwise).
   std::optional<JobSettings> settings;
+  // A resume after the agent's lease ran out: it stopped its workers of its
+  // generation (NodeRef::generation of the resume).
+  bool lease_expired = false;
+  // A resume: the generation the agent's workers ran (0: none).
+  Generation generation = 0;
 };
 
 enum class NodeRole { kMember = 0, kWaiting = 1 };

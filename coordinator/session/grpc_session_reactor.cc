@@ -104,7 +104,16 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       }
       absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
       if (!ref.ok()) return ref.status();
-      return registry.Heartbeat(*ref);
+      absl::StatusOr<rendezvous::Generation> running = registry.Heartbeat(*ref);
+      if (!running.ok()) return running.status();
+      if (m.sequence() != 0) {  // renews the agent's lease
+        v1::CoordinatorMessage ack;
+        ack.mutable_heartbeat_ack()->set_sequence(m.sequence());
+        ack.mutable_heartbeat_ack()->set_running_generation(*running);
+        absl::MutexLock lock(&sink_->mu);
+        EnqueueLocked(std::move(ack));
+      }
+      return absl::OkStatus();
     }
     case v1::AgentMessage::kWorkerExited: {
       const v1::WorkerExited& m = message.worker_exited();

@@ -237,6 +237,12 @@ absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
   r.address = proto.address();
   r.role = proto.role().empty() ? "default" : proto.role();
   if (proto.has_settings()) r.settings = SettingsFromProto(proto.settings());
+  if (proto.generation() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Register.generation is ", proto.generation(),
+                                                   "; it must be >= 0 (0: no workers)"));
+  }
+  r.generation = proto.generation();
+  r.lease_expired = proto.lease_expired();
   return r;
 }
 
@@ -302,6 +308,9 @@ void RegisteredToProto(const rendezvous::RegisterResult& r, v1::Registered* prot
   proto->set_role(member ? v1::MEMBER : v1::SPARE);
   proto->set_created_job(r.created_job);
   proto->set_resumed(r.resumed);
+  const rendezvous::WorkerLease lease = rendezvous::LeaseFor(r.settings);
+  proto->set_lease_ms(absl::ToInt64Milliseconds(lease.lease));
+  proto->set_lease_kill_ms(absl::ToInt64Milliseconds(lease.kill_after));
 }
 
 namespace {

@@ -1,0 +1,164 @@
+#include "client/agent/worker_lease.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/clock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::client {
+namespace {
+
+// Records what the lease did; waits (in real time) for the lease thread.
+struct Recorder {
+  absl::Mutex mu;
+  std::vector<int> signals;
+  std::vector<int64_t> expired;
+
+  bool AwaitSignals(size_t n) {
+    absl::MutexLock lock(&mu);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return signals.size() >= n; };
+    return mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(10));
+  }
+  size_t SignalCount() {
+    absl::MutexLock lock(&mu);
+    return signals.size();
+  }
+};
+
+class WorkerLeaseTest : public ::testing::Test {
+ protected:
+  WorkerLeaseTest()
+      : file_(::testing::TempDir() + "/lease-" + std::to_string(getpid()) + ".json"),
+        lease_(
+            clock_, WorkerLease::Options{file_, absl::Milliseconds(2)},
+            [this](int signal) {
+              absl::MutexLock lock(&recorder_.mu);
+              recorder_.signals.push_back(signal);
+            },
+            [this](int64_t generation) {
+              absl::MutexLock lock(&recorder_.mu);
+              recorder_.expired.push_back(generation);
+            }) {}
+
+  std::string File() {
+    std::ifstream in(file_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  // Lets the lease thread look at the clock a few times.
+  static void Settle() { absl::SleepFor(absl::Milliseconds(30)); }
+
+  FakeClock clock_;
+  std::string file_;
+  Recorder recorder_;
+  WorkerLease lease_;
+};
+
+TEST_F(WorkerLeaseTest, RunsFromTheSendTimeOfTheLastAcknowledgedHeartbeat) {
+  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+  const absl::Time sent = clock_.Now();
+  clock_.Advance(absl::Milliseconds(300));  // the ack arrives 300 ms later
+  lease_.Renewed(sent, 1);
+  EXPECT_EQ(lease_.expiry(), sent + absl::Seconds(2));
+  // An older send time (a Registered answering an earlier Register) never
+  // shortens the lease.
+  lease_.Renewed(sent - absl::Seconds(1), 1);
+  EXPECT_EQ(lease_.expiry(), sent + absl::Seconds(2));
+}
+
+TEST_F(WorkerLeaseTest, StopsArmedWorkersWhenItRunsOutThenKillsAfterTheGrace) {
+  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+  const absl::Time sent = clock_.Now();
+  lease_.Renewed(sent, 7);
+  lease_.Arm(7);
+  clock_.Advance(absl::Milliseconds(1999));
+  Settle();
+  EXPECT_EQ(recorder_.SignalCount(), 0u);
+  clock_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(recorder_.AwaitSignals(1));
+  {
+    absl::MutexLock lock(&recorder_.mu);
+    EXPECT_EQ(recorder_.signals[0], SIGTERM);
+    EXPECT_EQ(recorder_.expired, std::vector<int64_t>{7});
+  }
+  EXPECT_NE(File().find("\"current\": false"), std::string::npos) << File();
+  // An acknowledgement that arrives late does not call the stop off.
+  lease_.Renewed(clock_.Now(), 7);
+  clock_.Advance(absl::Milliseconds(499));
+  Settle();
+  EXPECT_EQ(recorder_.SignalCount(), 1u);
+  clock_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(recorder_.AwaitSignals(2));
+  absl::MutexLock lock(&recorder_.mu);
+  EXPECT_EQ(recorder_.signals[1], SIGKILL);
+  EXPECT_EQ(recorder_.expired.size(), 1u);
+}
+
+TEST_F(WorkerLeaseTest, WorkersStoppedWithinTheGraceAreNotKilled) {
+  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+  lease_.Renewed(clock_.Now(), 3);
+  lease_.Arm(3);
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_TRUE(recorder_.AwaitSignals(1));
+  lease_.Disarm();  // the agent reaped them
+  clock_.Advance(absl::Seconds(5));
+  Settle();
+  EXPECT_EQ(recorder_.SignalCount(), 1u);
+}
+
+TEST_F(WorkerLeaseTest, RenewalsKeepWorkersRunningAndUnarmedLeasesNeverFire) {
+  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+  lease_.Renewed(clock_.Now(), 0);
+  clock_.Advance(absl::Seconds(10));  // no workers: nothing to stop
+  Settle();
+  lease_.Renewed(clock_.Now(), 4);
+  lease_.Arm(4);
+  for (int i = 0; i < 20; ++i) {
+    clock_.Advance(absl::Milliseconds(500));
+    lease_.Renewed(clock_.Now(), 4);
+  }
+  Settle();
+  EXPECT_EQ(recorder_.SignalCount(), 0u);
+}
+
+TEST_F(WorkerLeaseTest, WithoutAGrantedLeaseNothingExpires) {
+  lease_.Configure(absl::ZeroDuration(), absl::ZeroDuration());
+  lease_.Arm(1);
+  clock_.Advance(absl::Hours(1));
+  Settle();
+  EXPECT_EQ(recorder_.SignalCount(), 0u);
+  EXPECT_EQ(lease_.expiry(), absl::InfiniteFuture());
+  EXPECT_NE(File().find("\"valid_until_monotonic\": null"), std::string::npos) << File();
+}
+
+TEST_F(WorkerLeaseTest, TheFileSaysCurrentOnlyWhileTheCoordinatorRunsThisGeneration) {
+  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+  lease_.Renewed(clock_.Now(), 5);
+  lease_.Arm(5);
+  const std::string expected_until = std::to_string(
+      absl::ToInt64Seconds(clock_.Now() + absl::Seconds(2) - absl::UnixEpoch()));
+  EXPECT_NE(File().find("{\"generation\": 5, \"current\": true, \"valid_until_monotonic\": " +
+                        expected_until + "."),
+            std::string::npos)
+      << File();
+  lease_.Renewed(clock_.Now(), 0);  // a restart is under way
+  EXPECT_NE(File().find("\"current\": false"), std::string::npos) << File();
+  lease_.Renewed(clock_.Now(), 5);
+  EXPECT_NE(File().find("\"current\": true"), std::string::npos) << File();
+  lease_.Stopping();
+  EXPECT_NE(File().find("\"current\": false"), std::string::npos) << File();
+  lease_.Disarm();
+  EXPECT_NE(File().find("{\"generation\": 0, \"current\": false"), std::string::npos) << File();
+}
+
+}  // namespace
+}  // namespace ddp::client
