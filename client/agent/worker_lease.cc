@@ -52,6 +52,8 @@ void WorkerLease::Renewed(absl::Time sent_at, int64_t running_generation) {
 void WorkerLease::Arm(int64_t generation) {
   absl::MutexLock lock(&mu_);
   armed_generation_ = generation;
+  // Its Assignment came from the coordinator once the generation ran.
+  running_generation_ = generation;
   stopping_ = false;
   expired_fired_ = false;
   killed_ = false;

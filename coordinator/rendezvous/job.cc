@@ -101,9 +101,12 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
       }
       job->pending_stops_ = job->live_members_;
       job->stop_deadline_ = now + r.settings.shutdown_timeout;
-      // A member removed just before the coordinator stopped may still run
-      // workers until its lease runs out; its last heartbeat was before now.
-      job->workers_fenced_until_ = now + r.settings.heartbeat_timeout;
+      // A member removed before the coordinator stopped (its ranks are
+      // missing from the stored members) may still run workers until its
+      // lease runs out; its last heartbeat was before now.
+      if (job->MemberProcesses() < job->world_size_) {
+        job->workers_fenced_until_ = now + r.settings.heartbeat_timeout;
+      }
       break;
     default:
       break;
@@ -113,6 +116,14 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   job->dirty_nodes_.clear();
   job->removed_nodes_.clear();
   return job;
+}
+
+int64_t Job::MemberProcesses() const {
+  int64_t processes = 0;
+  for (const std::string& id : members_) {
+    if (!id.empty()) processes += nodes_.at(id).record.nproc;
+  }
+  return processes;
 }
 
 bool Job::IsMember(const Node& node) const {

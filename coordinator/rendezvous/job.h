@@ -246,6 +246,8 @@ class Job {
   void MarkNodeDirty(const std::string& node_id);
   JobRecord MakeRecord() const;
   bool IsMember(const Node& node) const;
+  // Workers of the current generation's members still registered.
+  int64_t MemberProcesses() const;
   int LiveMemberCount() const { return live_members_; }
 
   // job_membership.cc

@@ -1,0 +1,152 @@
+// A node cut off from the coordinator, with real processes: the coordinator
+// binary, two ddp-client processes, one of them behind a TcpProxy that goes
+// silent (no FIN, no RST: a partition), and Python workers that append
+// "generation group-rank time" lines to one shared file. No two generations
+// may write at the same time: the cut-off node's agent stops its workers when
+// its lease runs out, before the coordinator declares the node lost and
+// starts the next generation without it (issue 8.6).
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/e2e/tcp_proxy.h"
+#include "tests/e2e/training_fixture.h"
+
+namespace ddp::testing {
+namespace {
+
+struct Write {
+  int generation = 0;
+  int group_rank = 0;
+  int64_t time_ns = 0;
+};
+
+std::vector<Write> ParseWrites(const std::string& text) {
+  std::vector<Write> writes;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    Write w;
+    if (fields.size() == 3 && absl::SimpleAtoi(fields[0], &w.generation) &&
+        absl::SimpleAtoi(fields[1], &w.group_rank) && absl::SimpleAtoi(fields[2], &w.time_ns)) {
+      writes.push_back(w);
+    }
+  }
+  return writes;
+}
+
+// (first, last) write time of each generation.
+std::map<int, std::pair<int64_t, int64_t>> SpanByGeneration(const std::vector<Write>& writes) {
+  std::map<int, std::pair<int64_t, int64_t>> spans;
+  for (const Write& w : writes) {
+    auto [it, added] = spans.emplace(w.generation, std::make_pair(w.time_ns, w.time_ns));
+    it->second.first = std::min(it->second.first, w.time_ns);
+    it->second.second = std::max(it->second.second, w.time_ns);
+  }
+  return spans;
+}
+
+int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
+
+class PartitionE2eTest : public TrainingE2eTest {
+ protected:
+  // A node of job "cut" with one Python worker that writes a line every 50 ms
+  // until the file "finish" exists, and keeps a copy of its lease file.
+  AgentProcess& StartNode(const std::string& node, const std::string& coordinator) {
+    // Python with no child processes: a shell's finished children would be
+    // left as zombies of this test (a subreaper) and keep the group alive.
+    const std::string script =
+        "import os, sys, time\n"
+        "g, r = os.environ['DDP_GENERATION'], os.environ['GROUP_RANK']\n"
+        "i = 0\n"
+        "while not os.path.exists('finish'):\n"
+        "    i += 1\n"
+        "    with open('writes', 'a') as f: f.write(f'{g} {r} {time.time_ns()}\\n')\n"
+        "    if i == 20:\n"
+        "        with open(os.environ['DDP_LEASE_FILE']) as src, "
+        "open(f'lease_g{g}_r{r}', 'w') as dst: dst.write(src.read())\n"
+        "    time.sleep(0.05)\n";
+    return Launch(node, {"--coordinator", coordinator, "--job", "cut", "--node-id", node,
+                         "--local-addr", "127.0.0.1", "--log-dir", Path("logs"), "--rdzv-conf",
+                         "heartbeat_timeout=3,last_call_timeout=1,join_timeout=60",
+                         "--shutdown-timeout", "3", "--connect-timeout", "30", "--nnodes", "1:2",
+                         "--max-restarts", "0", "--nproc-per-node", "1", "--no-python",
+                         "/bin/sh", "-c", absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""), script});
+  }
+  std::vector<Write> Writes() const { return ParseWrites(ReadWholeFile(Path("writes"))); }
+  // True once generation `g` has written lines from `ranks` group ranks.
+  bool WaitForGeneration(int g, int ranks) {
+    return PollUntil(
+        [&] {
+          std::set<int> seen;
+          for (const Write& w : Writes()) {
+            if (w.generation == g) seen.insert(w.group_rank);
+          }
+          return static_cast<int>(seen.size()) >= ranks;
+        },
+        kBound);
+  }
+};
+
+TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
+  StartCoordinator();
+  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  AgentProcess& a = StartNode("node-a", coordinator_->address());
+  AgentProcess& b = StartNode("node-b", (*proxy)->address());
+  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+  // Let the lease file of generation 1 be written: it says the generation is
+  // current, until when on CLOCK_MONOTONIC.
+  ASSERT_TRUE(PollUntil([&] { return !ReadWholeFile(Path("lease_g1_r1")).empty(); }, kBound));
+  EXPECT_TRUE(absl::StrContains(ReadWholeFile(Path("lease_g1_r1")),
+                                "{\"generation\": 1, \"current\": true, \"valid_until_monotonic\": "))
+      << ReadWholeFile(Path("lease_g1_r1"));
+
+  const int64_t cut_at = NowNs();
+  (*proxy)->SetPartitioned(true);
+  // node-b's lease (2 s) runs out and its worker stops; the coordinator
+  // declares node-b lost after heartbeat_timeout (3 s); node-a goes on alone.
+  ASSERT_TRUE(WaitForGeneration(2, 1)) << Logs();
+  absl::SleepFor(absl::Seconds(1));  // node-a alone for a while
+  (*proxy)->SetPartitioned(false);
+  // node-b comes back as a new member: generation 3 with both nodes.
+  ASSERT_TRUE(WaitForGeneration(3, 2)) << Logs();
+  ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
+  // --max-restarts 0: a charged restart would have failed the job.
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+
+  const std::vector<Write> writes = Writes();
+  const auto spans = SpanByGeneration(writes);
+  for (auto older = spans.begin(); older != spans.end(); ++older) {
+    for (auto newer = std::next(older); newer != spans.end(); ++newer) {
+      EXPECT_LT(older->second.second, newer->second.first)
+          << "generation " << older->first << " wrote after generation " << newer->first
+          << " began\n"
+          << ReadWholeFile(Path("writes"));
+    }
+  }
+  int64_t b_last_g1 = 0;
+  for (const Write& w : writes) {
+    if (w.generation == 1 && w.group_rank == 1) b_last_g1 = std::max(b_last_g1, w.time_ns);
+  }
+  const double stopped_after_s = (b_last_g1 - cut_at) / 1e9;
+  const double next_after_s = (spans.at(2).first - cut_at) / 1e9;
+  std::cerr << "cut-off worker's last write " << stopped_after_s
+            << " s after the cut; generation 2's first write " << next_after_s << " s after it\n";
+  EXPECT_LT(stopped_after_s, 3.0);  // SIGTERM at the 2 s lease, SIGKILL at 2.5 s
+  EXPECT_GE(next_after_s, 2.0);
+  EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
+  EXPECT_FALSE(absl::StrContains(a.log(), "lease of generation")) << a.log();
+}
+
+}  // namespace
+}  // namespace ddp::testing
