@@ -331,6 +331,10 @@ void Agent::HandleAssignment(const v1::Assignment& assignment) {
 }
 
 void Agent::StartWorkers(const v1::Assignment& p) {
+  if (!lease_->AwaitValid(shutdown_timeout_)) {
+    DDP_LOG(WARNING) << "generation " << p.generation() << " starts without a valid lease: no "
+                     << "heartbeat acknowledged lately; the lease will stop its workers";
+  }
   ran_workers_ = true;
   generation_ = p.generation();
   exits_.clear();

@@ -261,6 +261,10 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     if (half_closed_) stream->WritesDone();  // Close() came meanwhile
     stream_ = stream.release();
   }
+  {
+    absl::MutexLock lock(&mu_);
+    heartbeat_now_ = true;
+  }
   context.release();  // owned through context_ until ReadUntilEnd
   return absl::OkStatus();
 }
@@ -385,9 +389,14 @@ void GrpcSessionClient::HeartbeatLoop() {
       absl::MutexLock lock(&mu_);
       interval = heartbeat_interval_;
     }
-    if (!SleepUnlessClosing(interval)) return;
     {
       absl::MutexLock lock(&mu_);
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closing_ || heartbeat_now_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&wake), interval);
+      if (closing_) return;
+      heartbeat_now_ = false;
       if (context_ != nullptr && absl::Now() > register_deadline_) {
         DDP_LOG(WARNING) << "no Registered from " << options_.target << " within "
                          << absl::FormatDuration(options_.attempt_timeout)

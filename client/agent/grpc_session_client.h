@@ -128,6 +128,9 @@ class GrpcSessionClient : public CoordinatorLink {
   uint64_t incarnation_ ABSL_GUARDED_BY(mu_);
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool lease_expired_ ABSL_GUARDED_BY(mu_) = false;  // until SetGeneration
+  // Set when a stream is registered: the next heartbeat goes at once (its
+  // acknowledgement renews the lease from a fresh send time).
+  bool heartbeat_now_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
   // Heartbeats not acknowledged yet: (sequence, send time), oldest first.
   std::deque<std::pair<uint64_t, absl::Time>> unacknowledged_ ABSL_GUARDED_BY(mu_);

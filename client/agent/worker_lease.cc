@@ -74,6 +74,20 @@ void WorkerLease::Disarm() {
   PublishLocked();
 }
 
+bool WorkerLease::AwaitValid(absl::Duration bound) {
+  absl::MutexLock lock(&mu_);
+  auto valid = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return lease_ <= absl::ZeroDuration() || clock_.Now() < ExpiryLocked();
+  };
+  // Renewed() releases the lock, which re-evaluates the condition; the
+  // slices notice a FakeClock that moved.
+  const absl::Time give_up = absl::Now() + bound;
+  while (!valid() && absl::Now() < give_up) {
+    mu_.AwaitWithTimeout(absl::Condition(&valid), std::min(options_.poll, give_up - absl::Now()));
+  }
+  return valid();
+}
+
 absl::Time WorkerLease::expiry() const {
   absl::MutexLock lock(&mu_);
   return ExpiryLocked();

@@ -26,7 +26,7 @@ namespace {
 
 struct Write {
   int generation = 0;
-  int group_rank = 0;
+  std::string node;
   int64_t time_ns = 0;
 };
 
@@ -36,7 +36,8 @@ std::vector<Write> ParseWrites(const std::string& text) {
     std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
     Write w;
     if (fields.size() == 3 && absl::SimpleAtoi(fields[0], &w.generation) &&
-        absl::SimpleAtoi(fields[1], &w.group_rank) && absl::SimpleAtoi(fields[2], &w.time_ns)) {
+        absl::SimpleAtoi(fields[2], &w.time_ns)) {
+      w.node = fields[1];
       writes.push_back(w);
     }
   }
@@ -63,17 +64,17 @@ class PartitionE2eTest : public TrainingE2eTest {
   AgentProcess& StartNode(const std::string& node, const std::string& coordinator) {
     // Python with no child processes: a shell's finished children would be
     // left as zombies of this test (a subreaper) and keep the group alive.
-    const std::string script =
+    const std::string script = absl::StrCat(
         "import os, sys, time\n"
-        "g, r = os.environ['DDP_GENERATION'], os.environ['GROUP_RANK']\n"
+        "g, r = os.environ['DDP_GENERATION'], '", node, "'\n"
         "i = 0\n"
         "while not os.path.exists('finish'):\n"
         "    i += 1\n"
         "    with open('writes', 'a') as f: f.write(f'{g} {r} {time.time_ns()}\\n')\n"
         "    if i == 20:\n"
         "        with open(os.environ['DDP_LEASE_FILE']) as src, "
-        "open(f'lease_g{g}_r{r}', 'w') as dst: dst.write(src.read())\n"
-        "    time.sleep(0.05)\n";
+        "open(f'lease_g{g}_{r}', 'w') as dst: dst.write(src.read())\n"
+        "    time.sleep(0.05)\n");
     return Launch(node, {"--coordinator", coordinator, "--job", "cut", "--node-id", node,
                          "--local-addr", "127.0.0.1", "--log-dir", Path("logs"), "--rdzv-conf",
                          "heartbeat_timeout=3,last_call_timeout=1,join_timeout=60",
@@ -82,15 +83,18 @@ class PartitionE2eTest : public TrainingE2eTest {
                          "/bin/sh", "-c", absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""), script});
   }
   std::vector<Write> Writes() const { return ParseWrites(ReadWholeFile(Path("writes"))); }
-  // True once generation `g` has written lines from `ranks` group ranks.
-  bool WaitForGeneration(int g, int ranks) {
+  // True once a generation >= `g` has written lines from `nodes` nodes.
+  bool WaitForGeneration(int g, int nodes) {
     return PollUntil(
         [&] {
-          std::set<int> seen;
+          std::map<int, std::set<std::string>> seen;
           for (const Write& w : Writes()) {
-            if (w.generation == g) seen.insert(w.group_rank);
+            if (w.generation >= g) seen[w.generation].insert(w.node);
           }
-          return static_cast<int>(seen.size()) >= ranks;
+          for (const auto& [generation, writers] : seen) {
+            if (static_cast<int>(writers.size()) >= nodes) return true;
+          }
+          return false;
         },
         kBound);
   }
@@ -105,10 +109,10 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
   ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
   // Let the lease file of generation 1 be written: it says the generation is
   // current, until when on CLOCK_MONOTONIC.
-  ASSERT_TRUE(PollUntil([&] { return !ReadWholeFile(Path("lease_g1_r1")).empty(); }, kBound));
-  EXPECT_TRUE(absl::StrContains(ReadWholeFile(Path("lease_g1_r1")),
+  ASSERT_TRUE(PollUntil([&] { return !ReadWholeFile(Path("lease_g1_node-b")).empty(); }, kBound));
+  EXPECT_TRUE(absl::StrContains(ReadWholeFile(Path("lease_g1_node-b")),
                                 "{\"generation\": 1, \"current\": true, \"valid_until_monotonic\": "))
-      << ReadWholeFile(Path("lease_g1_r1"));
+      << ReadWholeFile(Path("lease_g1_node-b"));
 
   const int64_t cut_at = NowNs();
   (*proxy)->SetPartitioned(true);
@@ -117,7 +121,7 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
   ASSERT_TRUE(WaitForGeneration(2, 1)) << Logs();
   absl::SleepFor(absl::Seconds(1));  // node-a alone for a while
   (*proxy)->SetPartitioned(false);
-  // node-b comes back as a new member: generation 3 with both nodes.
+  // node-b comes back as a new member: a generation with both nodes.
   ASSERT_TRUE(WaitForGeneration(3, 2)) << Logs();
   ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
   // --max-restarts 0: a charged restart would have failed the job.
@@ -136,16 +140,59 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
   }
   int64_t b_last_g1 = 0;
   for (const Write& w : writes) {
-    if (w.generation == 1 && w.group_rank == 1) b_last_g1 = std::max(b_last_g1, w.time_ns);
+    if (w.generation == 1 && w.node == "node-b") b_last_g1 = std::max(b_last_g1, w.time_ns);
   }
   const double stopped_after_s = (b_last_g1 - cut_at) / 1e9;
   const double next_after_s = (spans.at(2).first - cut_at) / 1e9;
   std::cerr << "cut-off worker's last write " << stopped_after_s
             << " s after the cut; generation 2's first write " << next_after_s << " s after it\n";
-  EXPECT_LT(stopped_after_s, 3.0);  // SIGTERM at the 2 s lease, SIGKILL at 2.5 s
+  EXPECT_LT(stopped_after_s, 3.0) << b.log();  // SIGTERM at the 2 s lease, SIGKILL at 2.5 s
   EXPECT_GE(next_after_s, 2.0);
   EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
   EXPECT_FALSE(absl::StrContains(a.log(), "lease of generation")) << a.log();
+}
+
+// Both nodes lose the coordinator (a coordinator outage, as seen by them).
+TEST_F(PartitionE2eTest, OutageShorterThanTheLease_NoWorkerRestarts) {
+  StartCoordinator();
+  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  AgentProcess& a = StartNode("node-a", (*proxy)->address());
+  AgentProcess& b = StartNode("node-b", (*proxy)->address());
+  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+  (*proxy)->SetPartitioned(true);
+  absl::SleepFor(absl::Milliseconds(1000));  // the lease is 2 s
+  (*proxy)->SetPartitioned(false);
+  absl::SleepFor(absl::Seconds(3));  // past heartbeat_timeout: nothing happened meanwhile
+  ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(SpanByGeneration(Writes()).size(), 1u) << ReadWholeFile(Path("writes"));
+  EXPECT_FALSE(absl::StrContains(Logs(), "lease of generation")) << Logs();
+}
+
+TEST_F(PartitionE2eTest, OutageLongerThanTheLease_WorkersStopThenAFreeRestart) {
+  StartCoordinator();
+  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  AgentProcess& a = StartNode("node-a", (*proxy)->address());
+  AgentProcess& b = StartNode("node-b", (*proxy)->address());
+  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+  (*proxy)->SetPartitioned(true);
+  // Past the lease (2 s) and its grace (2.5 s), short of heartbeat_timeout
+  // (3 s): both agents stop their workers; the coordinator still knows both.
+  absl::SleepFor(absl::Milliseconds(2700));
+  (*proxy)->SetPartitioned(false);
+  ASSERT_TRUE(WaitForGeneration(2, 2)) << Logs();
+  ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
+  // --max-restarts 0: the restart was not charged.
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  const auto spans = SpanByGeneration(Writes());
+  ASSERT_GE(spans.size(), 2u);
+  EXPECT_LT(spans.at(1).second, spans.at(2).first) << ReadWholeFile(Path("writes"));
+  EXPECT_TRUE(absl::StrContains(a.log(), "lease of generation 1 ran out")) << a.log();
+  EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
 }
 
 }  // namespace
