@@ -5,7 +5,8 @@ It reads torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MAST
 TORCHELASTIC_RESTART_COUNT), trains a tiny regression model with DistributedDataParallel
 over gloo (CPU) or NCCL (GPU), checkpoints every few steps from rank 0, and resumes from the
 checkpoint after a group restart. Between steps it touches DDP_HEARTBEAT_FILE when the agent
-provides one, so a hung worker is detected.
+provides one, so a hung worker is detected; before writing a checkpoint it checks that its
+generation is still current (generation_is_current: DDP_LEASE_FILE under ddp-client).
 
 Fault injection for demos and tests (all optional):
   --fail-at-step K      the worker with global rank --fail-rank exits with --fail-exit-code
@@ -50,6 +51,32 @@ def touch(path):
     if path:
         with open(path, "a"):
             os.utime(path, None)
+
+
+def generation_is_current(margin_s=0.5):
+    """Whether this worker's generation may still act outside the job, e.g. write a checkpoint.
+
+    Under ddp-client the agent publishes its lease in DDP_LEASE_FILE (a JSON object:
+    generation, current, valid_until_monotonic). The generation is current while the
+    coordinator runs it, no stop of it has begun, and the lease does not end within
+    `margin_s` on CLOCK_MONOTONIC (time.monotonic()). A node cut off from the coordinator
+    stops its workers when its lease ends, and the next generation may start without it soon
+    after: a worker whose generation is not current must not write shared state. Choose
+    `margin_s` longer than the write takes. Under torchrun there is no lease file, and
+    nothing to check.
+    """
+    path = os.environ.get("DDP_LEASE_FILE")
+    if not path:
+        return True
+    try:
+        with open(path) as f:
+            lease = json.load(f)
+    except (OSError, ValueError):
+        return False
+    if not lease.get("current") or lease.get("generation") != int(os.environ["DDP_GENERATION"]):
+        return False
+    until = lease.get("valid_until_monotonic")
+    return until is None or time.monotonic() + margin_s < until
 
 
 def checksum(model):
@@ -124,11 +151,14 @@ def main():
         if args.step_seconds > 0:
             time.sleep(args.step_seconds)
         if (step + 1) % args.checkpoint_every == 0:
-            if rank == 0:
+            if rank == 0 and generation_is_current():
                 tmp = ckpt_path + ".tmp"
                 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                             "step": step + 1}, tmp)
                 os.replace(tmp, ckpt_path)
+            elif rank == 0:
+                print(f"rank 0 skips the checkpoint of step {step + 1}: generation "
+                      f"{os.environ.get('DDP_GENERATION')} is no longer current", flush=True)
             dist.barrier()
         if rank == 0 and step % 10 == 0:
             print(f"step {step} loss {loss.item():.5f}", flush=True)

@@ -28,16 +28,20 @@ struct Write {
   int generation = 0;
   std::string node;
   int64_t time_ns = 0;
+  bool current = false;  // generation_is_current() just before the write
 };
+
+std::string Dirname(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
 std::vector<Write> ParseWrites(const std::string& text) {
   std::vector<Write> writes;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
     Write w;
-    if (fields.size() == 3 && absl::SimpleAtoi(fields[0], &w.generation) &&
+    if (fields.size() == 4 && absl::SimpleAtoi(fields[0], &w.generation) &&
         absl::SimpleAtoi(fields[2], &w.time_ns)) {
       w.node = fields[1];
+      w.current = fields[3] == "1";
       writes.push_back(w);
     }
   }
@@ -64,13 +68,18 @@ class PartitionE2eTest : public TrainingE2eTest {
   AgentProcess& StartNode(const std::string& node, const std::string& coordinator) {
     // Python with no child processes: a shell's finished children would be
     // left as zombies of this test (a subreaper) and keep the group alive.
+    // Each line also says whether examples/train_ddp.py's worker-side check
+    // (generation_is_current, on DDP_LEASE_FILE) lets the generation act.
     const std::string script = absl::StrCat(
         "import os, sys, time\n"
+        "sys.path.insert(0, '", Dirname(Runfile("examples/train_ddp.py")), "')\n"
+        "from train_ddp import generation_is_current\n"
         "g, r = os.environ['DDP_GENERATION'], '", node, "'\n"
         "i = 0\n"
         "while not os.path.exists('finish'):\n"
         "    i += 1\n"
-        "    with open('writes', 'a') as f: f.write(f'{g} {r} {time.time_ns()}\\n')\n"
+        "    ok = int(generation_is_current())\n"
+        "    with open('writes', 'a') as f: f.write(f'{g} {r} {time.time_ns()} {ok}\\n')\n"
         "    if i == 20:\n"
         "        with open(os.environ['DDP_LEASE_FILE']) as src, "
         "open(f'lease_g{g}_{r}', 'w') as dst: dst.write(src.read())\n"
@@ -139,9 +148,19 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
     }
   }
   int64_t b_last_g1 = 0;
+  bool b_last_g1_current = true;
   for (const Write& w : writes) {
-    if (w.generation == 1 && w.node == "node-b") b_last_g1 = std::max(b_last_g1, w.time_ns);
+    if (w.generation != 1 || w.node != "node-b") continue;
+    // Before the cut, the worker-side check lets generation 1 act.
+    if (w.time_ns < cut_at) EXPECT_TRUE(w.current) << ReadWholeFile(Path("writes"));
+    if (w.time_ns > b_last_g1) {
+      b_last_g1 = w.time_ns;
+      b_last_g1_current = w.current;
+    }
   }
+  // Its last writes, within the check's margin of the lease's end, were told
+  // not to act.
+  EXPECT_FALSE(b_last_g1_current) << ReadWholeFile(Path("writes"));
   const double stopped_after_s = (b_last_g1 - cut_at) / 1e9;
   const double next_after_s = (spans.at(2).first - cut_at) / 1e9;
   std::cerr << "cut-off worker's last write " << stopped_after_s

@@ -101,8 +101,11 @@ TEST_F(TrainingE2eTest, AgentKilled9_KnockOnFailuresFree_ReplacementJoinsAndFini
 TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
   StartCoordinator();
   const int port = coordinator_->port();
-  AgentProcess& a = StartAgent("node-a", {"--nnodes", "2"}, Train(24, "0.25"));
-  AgentProcess& b = StartAgent("node-b", {"--nnodes", "2"}, Train(24, "0.25"));
+  // An outage shorter than the agents' lease (2/3 of heartbeat_timeout: 4 s,
+  // ample for a restart on a loaded machine) restarts no worker.
+  const std::vector<std::string> launch = {"--nnodes", "2", "--rdzv-conf", "heartbeat_timeout=6"};
+  AgentProcess& a = StartAgent("node-a", launch, Train(24, "0.25"));
+  AgentProcess& b = StartAgent("node-b", launch, Train(24, "0.25"));
   ASSERT_TRUE(WaitForLog("step 0 loss")) << Logs();
   ASSERT_FALSE(AnyResult()) << "training ended before the kill";
   coordinator_->Kill9();
