@@ -21,8 +21,9 @@ void FillHeader(const NodeHeaderFields& fields, v1::NodeHeader* header) {
 
 GrpcAgentStream::GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings,
                                  ProgressTracker& tracker, AgentStreamCounters& counters,
-                                 const Clock& clock)
-    : tracker_(tracker),
+                                 const Clock& clock, bool ack_heartbeats)
+    : ack_heartbeats_(ack_heartbeats),
+      tracker_(tracker),
       counters_(counters),
       clock_(clock),
       settings_(std::move(settings)),
@@ -109,6 +110,7 @@ void GrpcAgentStream::SendHeartbeat() {
     heartbeat_queued_ = true;
     v1::Heartbeat* heartbeat = message.mutable_heartbeat();
     FillHeader(agent_.Header(), heartbeat->mutable_header());
+    if (ack_heartbeats_) heartbeat->set_sequence(++heartbeat_sequence_);
     if (agent_.phase() == SimAgentPhase::kRunning) {
       for (int rank = 0; rank < agent_.identity().nproc; ++rank) {
         v1::WorkerState* worker = heartbeat->add_workers();
@@ -246,6 +248,9 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
         FillHeader(*header, reply.emplace().mutable_workers_stopped()->mutable_header());
         break;
       }
+      case v1::CoordinatorMessage::kHeartbeatAck:
+        counters_.heartbeat_acks.fetch_add(1);
+        break;
       case v1::CoordinatorMessage::kJobFinished:
       case v1::CoordinatorMessage::kNodeDismissed:
         agent_.OnFinished();

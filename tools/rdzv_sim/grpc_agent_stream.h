@@ -37,13 +37,16 @@ namespace ddp::rdzv_sim {
 struct AgentStreamCounters {
   std::atomic<int64_t> heartbeats_sent{0};
   std::atomic<int64_t> heartbeats_dropped{0};
+  std::atomic<int64_t> heartbeat_acks{0};
 };
 
 class GrpcAgentStream final
     : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
+  // `ack_heartbeats`: heartbeats carry a sequence number, so the coordinator
+  // answers each with a HeartbeatAck (counted, otherwise ignored).
   GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings, ProgressTracker& tracker,
-                  AgentStreamCounters& counters, const Clock& clock);
+                  AgentStreamCounters& counters, const Clock& clock, bool ack_heartbeats);
 
   // Opens the stream and sends Register.
   void Start(v1::SessionService::Stub& stub);
@@ -76,6 +79,8 @@ class GrpcAgentStream final
   void Handle(const v1::CoordinatorMessage& message);
   void Fail(const absl::Status& status);
 
+  const bool ack_heartbeats_;
+  uint64_t heartbeat_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   ProgressTracker& tracker_;
   AgentStreamCounters& counters_;
   const Clock& clock_;

@@ -51,7 +51,7 @@ absl::StatusOr<std::unique_ptr<GrpcSimFleet>> GrpcSimFleet::Create(SimFleetOptio
     } while (id.incarnation == 0);
     id.nproc = o.nproc;
     fleet->streams_.push_back(std::make_unique<GrpcAgentStream>(
-        std::move(id), o.settings, fleet->tracker_, fleet->counters_, clock));
+        std::move(id), o.settings, fleet->tracker_, fleet->counters_, clock, o.ack_heartbeats));
   }
   return fleet;
 }

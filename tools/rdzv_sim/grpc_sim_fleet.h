@@ -45,6 +45,7 @@ struct SimFleetOptions {
   v1::JobSettings settings;  // every agent's flags; heartbeat_interval_ms used
   absl::Duration connect_timeout = absl::Seconds(10);
   uint64_t seed = 1;  // incarnations are drawn from it (never 0)
+  bool ack_heartbeats = true;  // Heartbeat.sequence set: the coordinator acknowledges
 };
 
 // One wave of assignments: from `started` to the last agent's.

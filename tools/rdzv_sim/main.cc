@@ -49,6 +49,8 @@ ABSL_FLAG(int, phase_timeout_s, 60, "Deadline of rendezvous and of restart");
 ABSL_FLAG(int, nproc, 8, "Processes per simulated node");
 ABSL_FLAG(uint64_t, seed, 0, "Seed of incarnations and job ids; 0: random");
 ABSL_FLAG(bool, json, false, "Print JSON instead of the table");
+ABSL_FLAG(bool, ack_heartbeats, true,
+          "Heartbeats ask for acknowledgements (the lease), as ddp-client's do");
 
 namespace {
 
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
   options.heartbeat_window = absl::Seconds(window);
   options.phase_timeout = absl::Seconds(absl::GetFlag(FLAGS_phase_timeout_s));
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.ack_heartbeats = absl::GetFlag(FLAGS_ack_heartbeats);
   if (options.seed == 0) options.seed = std::random_device{}() | 1;
 
   // The simulator's own locks are few and simple; Abseil's deadlock detector

@@ -139,6 +139,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   fleet_options.nproc = o.nproc;
   fleet_options.settings = AgentSettings(o, nodes);
   fleet_options.seed = o.seed * 1000003 + nodes;
+  fleet_options.ack_heartbeats = o.ack_heartbeats;
   absl::StatusOr<std::unique_ptr<GrpcSimFleet>> fleet = GrpcSimFleet::Create(fleet_options, clock);
   if (!fleet.ok()) {
     result.error = fleet.status().ToString();

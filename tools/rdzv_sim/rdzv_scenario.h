@@ -46,6 +46,8 @@ struct ScenarioOptions {
   absl::Duration phase_timeout = absl::Seconds(60);
   absl::Duration settle = absl::Milliseconds(500);
   uint64_t seed = 1;
+  // Heartbeats ask for a HeartbeatAck (the lease), as ddp-client's do.
+  bool ack_heartbeats = true;
 };
 
 SizeResult RunScenario(const ScenarioOptions& options, int nodes);
