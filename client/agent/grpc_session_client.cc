@@ -79,7 +79,7 @@ GrpcSessionClient::GrpcSessionClient(SessionClientOptions options, SessionEvents
   // a resume miss the heartbeat timeout; our Backoff paces the attempts.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   channel_ = grpc::CreateCustomChannel(options_.target, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::SessionService::NewStub(channel_);
 }

@@ -66,7 +66,9 @@ struct SessionClientOptions {
   absl::Duration attempt_timeout = absl::Seconds(5);
   // Until Registered tells the job's.
   absl::Duration default_heartbeat_interval = absl::Milliseconds(500);
-  BackoffOptions backoff{absl::Milliseconds(100), absl::Seconds(1), 2.0};
+  // At most 500 ms between attempts: a resume must fit in the lease (2/3 of
+  // heartbeat_timeout, 2 s by default) with room to spare.
+  BackoffOptions backoff{absl::Milliseconds(100), absl::Milliseconds(500), 2.0};
   // A stream that lived this long resets the backoff: the next resume is
   // immediate. Shorter-lived streams resume after a backoff delay.
   absl::Duration stable_stream = absl::Seconds(5);
