@@ -50,6 +50,8 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   job->master_ = r.master;
   job->last_event_index_ = r.last_event_index;
   job->created_ = r.created;
+  job->run_ = r.run;
+  job->finished_ = r.finished;
   job->next_join_seq_ = r.next_join_seq;
   const absl::Time now = clock.Now();
   bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
@@ -124,6 +126,25 @@ int64_t Job::MemberProcesses() const {
     if (!id.empty()) processes += nodes_.at(id).record.nproc;
   }
   return processes;
+}
+
+JobStatus StatusOfPastRun(const JobRecord& r) {
+  JobStatus s;
+  s.job_id = r.job_id;
+  s.settings = r.settings;
+  s.state = r.state;
+  s.generation = r.generation;
+  s.restart_count = r.restart_count;
+  s.world_size = r.world_size;
+  s.root_cause = r.root_cause;
+  s.finish_message = r.finish_message;
+  s.failures = r.failures;
+  s.excluded_nodes = r.excluded_nodes;
+  s.last_event_index = r.last_event_index;
+  s.created = r.created;
+  s.run = r.run;
+  s.finished = r.finished;
+  return s;
 }
 
 bool Job::IsMember(const Node& node) const {
@@ -214,6 +235,8 @@ JobRecord Job::MakeRecord() const {
   r.world_size = world_size_;
   r.last_event_index = last_event_index_;
   r.created = created_;
+  r.run = run_;
+  r.finished = finished_;
   r.next_join_seq = next_join_seq_;
   return r;
 }
@@ -255,6 +278,8 @@ JobStatus Job::Status(bool include_nodes) const {
   s.last_event_index = last_event_index_;
   s.first_event_index = events_.empty() ? 0 : events_.front().index;
   s.created = created_;
+  s.run = run_;
+  s.finished = finished_;
   if (include_nodes) {
     for (const auto& [id, node] : nodes_) {
       NodeStatus n;

@@ -128,8 +128,13 @@ struct JobStatus {
   // restart); 0 when none is kept. WatchJob from an older index is OUT_OF_RANGE.
   int64_t first_event_index = 0;
   absl::Time created;             // absl::Time(): unknown
+  int run = 1;                    // of this job id (JobRecord::run)
+  absl::Time finished;            // absl::Time(): not finished (or unknown)
   std::vector<NodeStatus> nodes;  // only when asked for
 };
+
+// A past run as the scheduler API shows it (no nodes, no events).
+JobStatus StatusOfPastRun(const JobRecord& run);
 
 class Job {
  public:
@@ -145,6 +150,12 @@ class Job {
 
   // Where messages and events go from now on (the registry's outbox).
   void set_outbox(Outbox* outbox) { outbox_ = outbox; }
+  // A new job that is the next run of a finished job id (before its first
+  // TakeChanges).
+  void set_run(int run) { run_ = run; }
+  int run() const { return run_; }
+  // Everything stored about the job now (the record a new run archives).
+  JobRecord Record() const { return MakeRecord(); }
 
   const std::string& id() const { return id_; }
   JobState state() const { return state_; }
@@ -314,6 +325,8 @@ class Job {
   const Clock* clock_;
   Outbox* outbox_;
   absl::Time created_;  // absl::Time() for jobs stored before it was kept
+  int run_ = 1;
+  absl::Time finished_;  // set by Finish
 
   JobState state_ = JobState::kWaiting;
   Generation generation_ = 0;

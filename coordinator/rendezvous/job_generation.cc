@@ -396,6 +396,7 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
   state_ = state;
   root_cause_ = std::move(root_cause);
   finish_message_ = message;
+  finished_ = clock_->Now();
   join_deadline_ = master_deadline_ = stop_deadline_ = absl::InfiniteFuture();
   min_reached_at_.reset();
   MarkJobDirty();

@@ -36,6 +36,7 @@ absl::Status JobRegistry::Restore() {
     std::string id = (*job)->id();
     // Stored events are durable (and no longer retained).
     taken_event_index_[id] = (*job)->Status(false).last_event_index;
+    if (!snapshot.past_runs.empty()) past_runs_[id] = snapshot.past_runs;
     jobs_.emplace(std::move(id), std::move(*job));
   }
   DDP_LOG(INFO) << "restored " << jobs_.size() << " jobs";
@@ -125,11 +126,12 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
     }
     bool was_empty = outbox_.empty();
     bool had_pending = write_queue_.has_pending();
+    int run = 1;
     if (existing != jobs_.end()) {
       // A scheduler requeueing with a fixed id: a new run of a finished job.
       DDP_LOG(INFO) << "job " << job_id << " finished (" << JobStateName(existing->second->state())
                     << "); CreateJob starts a new run";
-      ForgetLocked(job_id);
+      run = StartNewRunLocked(job_id);
     }
     if (static_cast<int>(jobs_.size()) >= options_.max_jobs) {
       return absl::ResourceExhaustedError(absl::StrCat("the coordinator holds ", jobs_.size(),
@@ -137,6 +139,7 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
                                                        "finished jobs first"));
     }
     auto job = std::make_unique<Job>(job_id, settings, options_.limits, clock_, &outbox_);
+    job->set_run(run);
     Job& ref = *job;
     jobs_.emplace(job_id, std::move(job));
     AfterChangeLocked(ref);
@@ -159,17 +162,14 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
     bool was_empty = outbox_.empty();
     bool had_pending = write_queue_.has_pending();
     auto it = jobs_.find(request.job_id);
-    if (it != jobs_.end() && IsTerminal(it->second->state()) && request.settings &&
-        !it->second->HasIncarnation(request.node_id, request.incarnation)) {
-      // A new agent with its flags for a finished job id (a rerun, a
-      // scheduler's requeue with a fixed id): a new run of the job. An agent of
-      // the finished run that resumes is told the run is over instead.
-      DDP_LOG(INFO) << "job " << request.job_id << " finished ("
-                    << JobStateName(it->second->state()) << "); node " << Capped(request.node_id)
-                    << " starts a new run";
-      ForgetLocked(request.job_id);
-      it = jobs_.end();
-    }
+    // A new agent with its flags for a finished job id (a rerun, a scheduler's
+    // requeue with a fixed id): a new run of the job, which replaces the
+    // finished one once its first registration is accepted. An agent of the
+    // finished run that resumes is told the run is over instead.
+    const bool new_run = it != jobs_.end() && IsTerminal(it->second->state()) &&
+                         request.settings &&
+                         !it->second->HasIncarnation(request.node_id, request.incarnation);
+    if (new_run) it = jobs_.end();
     if (it != jobs_.end()) {
       result = it->second->Register(request);
       AfterChangeLocked(*it->second);
@@ -181,18 +181,23 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
       }
       status = ValidateJobSettings(*request.settings, options_.limits);
       if (!status.ok()) return status;
-      if (static_cast<int>(jobs_.size()) >= options_.max_jobs) {
+      if (!new_run && static_cast<int>(jobs_.size()) >= options_.max_jobs) {
         return absl::ResourceExhaustedError(absl::StrCat("the coordinator holds ", jobs_.size(),
                                                          " jobs, the limit; cannot create job '",
                                                          request.job_id, "'"));
       }
       // Build the job aside so that a rejected first registration leaves
-      // nothing.
+      // nothing (and the finished run in place).
       Outbox scratch;
       auto job = std::make_unique<Job>(request.job_id, *request.settings, options_.limits, clock_,
                                        &scratch);
       result = job->Register(request);
       if (!result.ok()) return result.status();
+      if (new_run) {
+        job->set_run(StartNewRunLocked(request.job_id));
+        DDP_LOG(INFO) << "job " << request.job_id << " had finished; node "
+                      << Capped(request.node_id) << " starts run " << job->run();
+      }
       result->created_job = true;
       job->set_outbox(&outbox_);
       AppendOutbox(scratch, outbox_);
@@ -219,9 +224,35 @@ absl::Status JobRegistry::ExcludeNode(const std::string& job_id, const std::stri
   return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.ExcludeNode(node_id, reason); }));
 }
 
+int JobRegistry::StartNewRunLocked(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  JobRecord finished = it->second->Record();
+  // What a past run keeps (as the store keeps it): no failure history, no
+  // exclusions, no nodes.
+  finished.failures.clear();
+  finished.excluded_nodes.clear();
+  const int next = finished.run + 1;
+  std::vector<JobRecord>& runs = past_runs_[job_id];
+  runs.push_back(finished);
+  const int keep = std::max(1, options_.limits.max_past_runs);
+  if (static_cast<int>(runs.size()) > keep) runs.erase(runs.begin(), runs.end() - keep);
+  jobs_.erase(it);
+  taken_event_index_.erase(job_id);
+  if (store_ != nullptr) {
+    JobChanges changes;
+    changes.job_id = job_id;
+    changes.job_removed = true;
+    changes.keep_runs_from = runs.front().run;
+    changes.archived_run = std::move(finished);
+    write_queue_.Add(std::move(changes));
+  }
+  return next;
+}
+
 void JobRegistry::ForgetLocked(const std::string& job_id) {
   jobs_.erase(job_id);
   taken_event_index_.erase(job_id);
+  past_runs_.erase(job_id);
   if (store_ == nullptr) return;
   JobChanges changes;
   changes.job_id = job_id;
@@ -265,16 +296,39 @@ absl::StatusOr<T> JobRegistry::DurableRead(uint64_t mark, absl::StatusOr<T> read
   return read;
 }
 
-absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id, bool include_nodes) const {
+absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id, bool include_nodes,
+                                              int run) const {
   absl::StatusOr<JobStatus> read;
   uint64_t mark = 0;
   {
     absl::MutexLock lock(&mu_);
     mark = write_queue_.Mark();
     absl::StatusOr<Job*> job = FindJobLocked(job_id);
-    read = job.ok() ? absl::StatusOr<JobStatus>((*job)->Status(include_nodes)) : job.status();
+    if (run == 0 || (job.ok() && (*job)->run() == run)) {
+      read = job.ok() ? absl::StatusOr<JobStatus>((*job)->Status(include_nodes)) : job.status();
+    } else {
+      read = PastRunLocked(job_id, run, job.ok() ? (*job)->run() : 0);
+    }
   }
   return DurableRead(mark, std::move(read));
+}
+
+absl::StatusOr<JobStatus> JobRegistry::PastRunLocked(const std::string& job_id, int run,
+                                                     int current_run) const {
+  auto runs = past_runs_.find(job_id);
+  if (runs != past_runs_.end()) {
+    for (const JobRecord& record : runs->second) {
+      if (record.run == run) return StatusOfPastRun(record);
+    }
+  }
+  std::string kept = current_run == 0 ? "none" : absl::StrCat(current_run, " (current)");
+  if (runs != past_runs_.end() && !runs->second.empty()) {
+    kept = absl::StrCat(runs->second.front().run, "..", runs->second.back().run, " (past)",
+                        current_run == 0 ? "" : absl::StrCat(" and ", kept));
+  }
+  return absl::NotFoundError(absl::StrCat("job '", Capped(job_id), "' has no run ", run,
+                                          "; runs kept: ", kept, " (at most ",
+                                          options_.limits.max_past_runs, " past runs are kept)"));
 }
 
 absl::StatusOr<JobStatus> JobRegistry::GetJobIncludingPending(const std::string& job_id) const {
@@ -284,14 +338,20 @@ absl::StatusOr<JobStatus> JobRegistry::GetJobIncludingPending(const std::string&
   return (*job)->Status(/*include_nodes=*/false);
 }
 
-absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs() const {
+absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs(bool include_past_runs) const {
   std::vector<JobStatus> out;
   uint64_t mark = 0;
   {
     absl::MutexLock lock(&mu_);
     mark = write_queue_.Mark();
     out.reserve(jobs_.size());
-    for (const auto& [id, job] : jobs_) out.push_back(job->Status(false));
+    for (const auto& [id, job] : jobs_) {
+      out.push_back(job->Status(false));
+      if (!include_past_runs) continue;
+      auto runs = past_runs_.find(id);
+      if (runs == past_runs_.end()) continue;
+      for (const JobRecord& record : runs->second) out.push_back(StatusOfPastRun(record));
+    }
   }
   return DurableRead(mark, absl::StatusOr<std::vector<JobStatus>>(std::move(out)));
 }

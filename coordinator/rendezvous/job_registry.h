@@ -97,8 +97,13 @@ class JobRegistry {
   // read_timeout) until every change they saw is durable.
   // Possible errors: NOT_FOUND; UNAVAILABLE (the state is not durable within
   // read_timeout: the job database is not accepting writes).
-  absl::StatusOr<JobStatus> GetJob(const std::string& job_id, bool include_nodes) const;
-  absl::StatusOr<std::vector<JobStatus>> ListJobs() const;
+  // `run` 0: the current run; otherwise that run of the job id, current or
+  // past (NOT_FOUND naming the runs kept when it is neither).
+  absl::StatusOr<JobStatus> GetJob(const std::string& job_id, bool include_nodes,
+                                   int run = 0) const;
+  // `include_past_runs`: the finished runs that later runs replaced too
+  // (after each job's current run, oldest first).
+  absl::StatusOr<std::vector<JobStatus>> ListJobs(bool include_past_runs = false) const;
   // GetJob without the wait: may show changes that are not durable yet. Only
   // for bookkeeping that must not block (a watch's starting position), never
   // for what a client is shown.
@@ -148,6 +153,11 @@ class JobRegistry {
   absl::StatusOr<T> DurableRead(uint64_t mark, absl::StatusOr<T> read) const;
   // Drops a finished job from memory and queues its removal from the store
   // (before anything queued after it). Returns the signals to fire.
+  absl::StatusOr<JobStatus> PastRunLocked(const std::string& job_id, int run,
+                                          int current_run) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The finished job `job_id` becomes a past run; returns the number of the
+  // run that replaces it.
+  int StartNewRunLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `op` on the job and queues its changes; returns op's status.
   absl::Status RunLocked(const std::string& job_id, const std::function<absl::Status(Job&)>& op)
@@ -178,6 +188,9 @@ class JobRegistry {
   WriteBehindQueue write_queue_ ABSL_GUARDED_BY(mu_);
   // With a store: per job, the newest event index TakeOutbox handed out.
   std::map<std::string, int64_t> taken_event_index_ ABSL_GUARDED_BY(mu_);
+  // Finished runs that a new run of the same job id replaced, oldest first,
+  // at most limits.max_past_runs per job id.
+  absl::flat_hash_map<std::string, std::vector<JobRecord>> past_runs_ ABSL_GUARDED_BY(mu_);
   // Serializes PersistPending (one batch in flight).
   absl::Mutex persist_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 };

@@ -24,6 +24,7 @@ struct RendezvousLimits {
   int max_excluded_nodes = 16384;  // ExcludeNode entries per job
   int max_retained_events = 8192;  // per job, for WatchJob catch-up
   int max_retained_failures = 64;  // per job, failure history (newest kept)
+  int max_past_runs = 16;          // finished runs kept per job id (newest kept)
   int max_id_length = 253;         // job ids and node ids
   int max_address_length = 255;    // node / master address
   int max_message_length = 4096;   // error-file messages, reasons (truncated)

@@ -52,18 +52,30 @@ void JobChanges::Merge(JobChanges later) {
 absl::Status InMemoryJobStateStore::ApplyTo(const JobChanges& changes,
                                             std::map<std::string, StoredJob>& jobs) {
   if (changes.job_removed) {
-    jobs.erase(changes.job_id);
+    auto removed = jobs.find(changes.job_id);
+    if (!changes.archived_run || removed == jobs.end()) {
+      jobs.erase(changes.job_id);
+      return absl::OkStatus();
+    }
+    StoredJob kept;
+    kept.past_runs = std::move(removed->second.past_runs);
+    kept.past_runs.erase(kept.past_runs.begin(), kept.past_runs.lower_bound(changes.keep_runs_from));
+    kept.past_runs[changes.archived_run->run] = *changes.archived_run;
+    removed->second = std::move(kept);
     return absl::OkStatus();
   }
   auto it = jobs.find(changes.job_id);
-  if (it == jobs.end()) {
+  if (it == jobs.end() || !it->second.has_record) {
     if (!changes.job) {
       return absl::InvalidArgumentError(
           absl::StrCat("node changes for job '", changes.job_id, "' which has no record"));
     }
     it = jobs.emplace(changes.job_id, StoredJob{}).first;
   }
-  if (changes.job) it->second.job = *changes.job;
+  if (changes.job) {
+    it->second.job = *changes.job;
+    it->second.has_record = true;
+  }
   if (changes.counters) {
     it->second.job.last_event_index = changes.counters->last_event_index;
     it->second.job.next_join_seq = changes.counters->next_join_seq;
@@ -111,11 +123,13 @@ absl::StatusOr<std::vector<JobSnapshot>> InMemoryJobStateStore::LoadAll() const 
   absl::MutexLock lock(&mu_);
   std::vector<JobSnapshot> out;
   for (const auto& [id, stored] : jobs_) {
+    if (!stored.has_record) continue;
     JobSnapshot snapshot;
     snapshot.job = stored.job;
     for (const auto& [node_id, node] : stored.nodes) {
       snapshot.nodes.push_back(node);
     }
+    for (const auto& [run, record] : stored.past_runs) snapshot.past_runs.push_back(record);
     out.push_back(std::move(snapshot));
   }
   return out;

@@ -42,6 +42,10 @@ struct JobRecord {
   int64_t last_event_index = 0;
   uint64_t next_join_seq = 1;
   absl::Time created;  // absl::Time() when unknown (stored before it was)
+  // Runs of one job id count from 1: a finished job id that starts again is
+  // run 2, and so on (its finished run is kept as a past run).
+  int run = 1;
+  absl::Time finished;  // when it reached a terminal state; absl::Time() before
 };
 
 struct NodeRecord {
@@ -60,6 +64,10 @@ struct NodeRecord {
 struct JobSnapshot {
   JobRecord job;
   std::vector<NodeRecord> nodes;
+  // Finished runs of the same job id, oldest first: the records as they were
+  // when the run was replaced, without their failure history, exclusions and
+  // nodes.
+  std::vector<JobRecord> past_runs;
 };
 
 // Scalars that change on most joins; written apart from the (larger) JobRecord.
@@ -76,6 +84,11 @@ struct JobChanges {
   std::vector<NodeRecord> upserted_nodes;  // by node_id, last one wins
   std::vector<std::string> removed_nodes;
   bool job_removed = false;  // drop the job and all its nodes
+  // With job_removed: the finished run that a new run replaces, kept as a
+  // past run; past runs numbered below `keep_runs_from` are dropped. Without
+  // it, a removal drops the past runs too (DeleteJob).
+  std::optional<JobRecord> archived_run;
+  int keep_runs_from = 0;
   bool empty() const {
     return !job && !counters && upserted_nodes.empty() && removed_nodes.empty() && !job_removed;
   }
@@ -113,7 +126,9 @@ class InMemoryJobStateStore final : public JobStateStore {
  private:
   struct StoredJob {
     JobRecord job;
+    bool has_record = false;  // false: only past runs (within a batch)
     std::map<std::string, NodeRecord> nodes;
+    std::map<int, JobRecord> past_runs;
   };
   static absl::Status ApplyTo(const JobChanges& changes, std::map<std::string, StoredJob>& jobs);
 

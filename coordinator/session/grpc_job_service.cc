@@ -31,10 +31,10 @@ GrpcJobService::GrpcJobService(RendezvousService& rendezvous, GrpcJobServiceOpti
 grpc::ServerUnaryReactor* GrpcJobService::FinishWithJob(grpc::CallbackServerContext* context,
                                                         absl::Status status,
                                                         const std::string& job_id,
-                                                        v1::Job* response) {
+                                                        v1::Job* response, int run) {
   if (status.ok()) {
     absl::StatusOr<rendezvous::JobStatus> job =
-        rendezvous_.registry().GetJob(job_id, /*include_nodes=*/true);
+        rendezvous_.registry().GetJob(job_id, /*include_nodes=*/true, run);
     if (job.ok()) {
       JobStatusToProto(*job, rendezvous_.clock().Now(), response);
     }
@@ -75,7 +75,12 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GrpcJobService::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
-  return FinishWithJob(context, absl::OkStatus(), request->job_id(), response);
+  if (request->run() < 0) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                                  "GetJob of job '", rendezvous::Capped(request->job_id()),
+                                  "': run ", request->run(), " is negative (0: the current run)")));
+  }
+  return FinishWithJob(context, absl::OkStatus(), request->job_id(), response, request->run());
 }
 
 grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* context,
@@ -88,7 +93,8 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* 
     if (!parsed.ok()) return FinishNow(context, parsed.status());
     wanted.insert(state);
   }
-  absl::StatusOr<std::vector<rendezvous::JobStatus>> jobs = rendezvous_.registry().ListJobs();
+  absl::StatusOr<std::vector<rendezvous::JobStatus>> jobs =
+      rendezvous_.registry().ListJobs(request->include_past_runs());
   if (!jobs.ok()) return FinishNow(context, jobs.status());
   const absl::Time now = rendezvous_.clock().Now();
   for (const rendezvous::JobStatus& job : *jobs) {

@@ -61,9 +61,11 @@ class GrpcJobService final : public v1::JobService::CallbackService {
                                         v1::Job* response) override;
 
  private:
-  // Fills `response` with the job (with nodes) after `status`, and finishes.
+  // Fills `response` with the job (with nodes; `run` 0: the current run)
+  // after `status`, and finishes.
   grpc::ServerUnaryReactor* FinishWithJob(grpc::CallbackServerContext* context, absl::Status status,
-                                          const std::string& job_id, v1::Job* response);
+                                          const std::string& job_id, v1::Job* response,
+                                          int run = 0);
 
   RendezvousService& rendezvous_;
   const GrpcJobServiceOptions options_;

@@ -213,6 +213,10 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
   if (s.created != absl::Time()) {
     proto->set_created_unix_ms(absl::ToUnixMillis(s.created));
   }
+  proto->set_run(s.run);
+  if (s.finished != absl::Time()) {
+    proto->set_finished_unix_ms(absl::ToUnixMillis(s.finished));
+  }
 }
 
 absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(

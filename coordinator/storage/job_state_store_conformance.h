@@ -88,6 +88,8 @@ inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
   EXPECT_EQ(got.last_event_index, want.last_event_index);
   EXPECT_EQ(got.next_join_seq, want.next_join_seq);
   EXPECT_EQ(got.created, want.created);
+  EXPECT_EQ(got.run, want.run);
+  EXPECT_EQ(got.finished, want.finished);
 }
 
 inline FailureInfo Failure(std::string node_id, Generation generation, int exit_code,
@@ -147,7 +149,28 @@ inline JobRecord FullRecord(const std::string& job_id) {
   r.last_event_index = 123456789012;
   r.created = absl::FromUnixNanos(1699999999987654321);
   r.next_join_seq = 4097;
+  r.run = 3;
+  r.finished = absl::FromUnixNanos(1700000000987654321);
   return r;
+}
+
+// The batch that replaces finished run `finished` of its job id with `next`
+// (the registry's new run): the finished run is archived without failures,
+// exclusions and nodes; runs below `keep_from` are dropped.
+inline std::vector<JobChanges> NewRun(JobRecord finished, const JobRecord& next, int keep_from,
+                                      std::vector<NodeRecord> nodes = {}) {
+  finished.failures.clear();
+  finished.excluded_nodes.clear();
+  JobChanges removal;
+  removal.job_id = finished.job_id;
+  removal.job_removed = true;
+  removal.keep_runs_from = keep_from;
+  removal.archived_run = std::move(finished);
+  JobChanges creation;
+  creation.job_id = next.job_id;
+  creation.job = next;
+  creation.upserted_nodes = std::move(nodes);
+  return {removal, creation};
 }
 
 inline NodeRecord Node(const std::string& node_id, int group_rank, Incarnation incarnation = 11) {

@@ -136,6 +136,8 @@ absl::Status BindJobRow(const JobRecord& job, const JobCounters& counters, RowBi
   binder.Int(counters.last_event_index);
   binder.Int(Uint64Bits(counters.next_join_seq));
   binder.Int(job.created == absl::Time() ? 0 : absl::ToUnixNanos(job.created));
+  binder.Int(job.run);
+  binder.Int(job.finished == absl::Time() ? 0 : absl::ToUnixNanos(job.finished));
   return binder.status();
 }
 
@@ -167,7 +169,11 @@ std::string ReadJobRow(RowReader& reader, JobRecord* job) {
   job->next_join_seq = Uint64FromBits(reader.Int64());
   const int64_t created_ns = reader.Int64();
   job->created = created_ns == 0 ? absl::Time() : absl::FromUnixNanos(created_ns);
+  job->run = reader.Int("run");
+  const int64_t finished_ns = reader.Int64();
+  job->finished = finished_ns == 0 ? absl::Time() : absl::FromUnixNanos(finished_ns);
   std::string error = reader.error();
+  if (error.empty() && job->run < 1) error = absl::StrCat("has run number ", job->run);
   std::optional<JobState> known = StateFromNumber(state);
   if (known) {
     job->state = *known;

@@ -95,6 +95,16 @@ constexpr char kSchemaV3[] = R"sql(
 ALTER TABLE jobs ADD COLUMN created_ns INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 4: runs of a job id. The current run's number and finish time, and
+// the finished runs a new run replaced (job_runs: the same columns as jobs,
+// one row per past run).
+constexpr char kSchemaV4[] = R"sql(
+ALTER TABLE jobs ADD COLUMN run INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE jobs ADD COLUMN finished_ns INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE job_runs AS SELECT * FROM jobs WHERE 0;
+CREATE UNIQUE INDEX job_runs_by_run ON job_runs (job_id, run);
+)sql";
+
 // Column lists in the order the row codecs of sqlite_job_rows.h bind and read
 // (kInsertFailure and kUpsertNode below list the same columns).
 constexpr const char* kJobColumns[] = {
@@ -130,6 +140,8 @@ constexpr const char* kJobColumns[] = {
     "last_event_index",
     "next_join_seq",
     "created_ns",
+    "run",
+    "finished_ns",
 };
 constexpr const char* kFailureColumns =
     "node_id, generation, local_rank, global_rank, exit_code, signal, "
@@ -154,6 +166,13 @@ std::string UpsertJobSql() {
                       absl::StrJoin(updates, ", "));
 }
 
+std::string InsertRunSql() {
+  std::vector<std::string> params;
+  for (size_t i = 0; i < std::size(kJobColumns); ++i) params.push_back(absl::StrCat("?", i + 1));
+  return absl::StrCat("INSERT OR REPLACE INTO job_runs (", absl::StrJoin(kJobColumns, ", "),
+                      ") VALUES (", absl::StrJoin(params, ", "), ")");
+}
+
 constexpr char kSelectJobExists[] = "SELECT 1 FROM jobs WHERE job_id = ?1";
 constexpr char kUpdateCounters[] =
     "UPDATE jobs SET last_event_index = ?2, next_join_seq = ?3 "
@@ -162,6 +181,8 @@ constexpr char kDeleteJob[] = "DELETE FROM jobs WHERE job_id = ?1";
 constexpr char kDeleteJobFailures[] = "DELETE FROM job_failures WHERE job_id = ?1";
 constexpr char kDeleteJobExcluded[] = "DELETE FROM job_excluded_nodes WHERE job_id = ?1";
 constexpr char kDeleteJobNodes[] = "DELETE FROM job_nodes WHERE job_id = ?1";
+constexpr char kDeleteJobRuns[] = "DELETE FROM job_runs WHERE job_id = ?1";
+constexpr char kDeleteOldRuns[] = "DELETE FROM job_runs WHERE job_id = ?1 AND run < ?2";
 constexpr char kSelectExcluded[] = "SELECT node_id FROM job_excluded_nodes WHERE job_id = ?1";
 constexpr char kInsertExcluded[] =
     "INSERT OR IGNORE INTO job_excluded_nodes (job_id, node_id) "
@@ -189,11 +210,14 @@ std::string Printable(const std::string& id) {
 }  // namespace
 
 std::vector<storage::SqliteMigration> SqliteJobStateStore::SchemaMigrations() {
-  return {{1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}};
+  return {{1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}};
 }
 
 SqliteJobStateStore::SqliteJobStateStore(std::unique_ptr<SqliteDatabase> db)
-    : path_(db->path()), upsert_job_sql_(UpsertJobSql()), db_(std::move(db)) {}
+    : path_(db->path()),
+      upsert_job_sql_(UpsertJobSql()),
+      insert_run_sql_(InsertRunSql()),
+      db_(std::move(db)) {}
 
 absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> SqliteJobStateStore::Open(
     const std::string& db_path, SqliteJobStateStoreOptions options) {
@@ -246,7 +270,10 @@ absl::Status SqliteJobStateStore::ApplyBatch(const std::vector<JobChanges>& batc
 }
 
 absl::Status SqliteJobStateStore::ApplyLocked(const JobChanges& changes) {
-  if (changes.job_removed) return DeleteJobLocked(changes.job_id);
+  if (changes.job_removed) {
+    DDP_RETURN_IF_ERROR(DeleteJobLocked(changes.job_id));
+    return ArchiveRunLocked(changes);
+  }
   if (changes.job) {
     JobCounters counters = changes.counters.value_or(
         JobCounters{changes.job->last_event_index, changes.job->next_join_seq});
@@ -277,6 +304,27 @@ absl::Status SqliteJobStateStore::DeleteJobLocked(const std::string& job_id) {
     DDP_RETURN_IF_ERROR((*statement)->Run());
   }
   return absl::OkStatus();
+}
+
+absl::Status SqliteJobStateStore::ArchiveRunLocked(const JobChanges& changes) {
+  if (!changes.archived_run) {  // DeleteJob: the past runs go too
+    absl::StatusOr<SqliteStatement*> statement = db_->PrepareCached(kDeleteJobRuns);
+    if (!statement.ok()) return statement.status();
+    DDP_RETURN_IF_ERROR((*statement)->BindBlob(1, changes.job_id));
+    return (*statement)->Run();
+  }
+  absl::StatusOr<SqliteStatement*> drop = db_->PrepareCached(kDeleteOldRuns);
+  if (!drop.ok()) return drop.status();
+  DDP_RETURN_IF_ERROR((*drop)->BindBlob(1, changes.job_id));
+  DDP_RETURN_IF_ERROR((*drop)->BindInt64(2, changes.keep_runs_from));
+  DDP_RETURN_IF_ERROR((*drop)->Run());
+  absl::StatusOr<SqliteStatement*> insert = db_->PrepareCached(insert_run_sql_);
+  if (!insert.ok()) return insert.status();
+  const JobRecord& run = *changes.archived_run;
+  sqlite_rows::RowBinder binder(**insert);
+  DDP_RETURN_IF_ERROR(sqlite_rows::BindJobRow(
+      run, JobCounters{run.last_event_index, run.next_join_seq}, binder));
+  return (*insert)->Run();
 }
 
 absl::StatusOr<bool> SqliteJobStateStore::JobExistsLocked(const std::string& job_id) {
@@ -424,6 +472,26 @@ absl::Status SqliteJobStateStore::LoadAllLocked(std::vector<JobSnapshot>* out) c
     auto it = index.find(job_id);
     return it == index.end() ? nullptr : &(*out)[it->second];
   };
+  {
+    absl::StatusOr<SqliteStatement> select = db_->Prepare(absl::StrCat(
+        "SELECT ", absl::StrJoin(kJobColumns, ", "), " FROM job_runs ORDER BY job_id, run"));
+    if (!select.ok()) return select.status();
+    while (true) {
+      absl::StatusOr<bool> row = select->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      JobRecord run;
+      sqlite_rows::RowReader reader(*select);
+      std::string error = sqlite_rows::ReadJobRow(reader, &run);
+      if (!error.empty()) return DataLoss(absl::StrCat("a past run: ", error));
+      JobSnapshot* snapshot = find(run.job_id);
+      if (snapshot == nullptr) {
+        return DataLoss(absl::StrCat("job_runs has rows of job '", Printable(run.job_id),
+                                     "' which has no row"));
+      }
+      snapshot->past_runs.push_back(std::move(run));
+    }
+  }
   {
     absl::StatusOr<SqliteStatement> select = db_->Prepare(absl::StrCat(
         "SELECT job_id, seq, ", kFailureColumns, " FROM job_failures ORDER BY job_id, seq"));

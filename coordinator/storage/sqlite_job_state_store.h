@@ -96,6 +96,9 @@ class SqliteJobStateStore final : public JobStateStore {
   absl::Status ApplyLocked(const JobChanges& changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static absl::Status CheckJobId(const JobChanges& changes);
   absl::Status DeleteJobLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a removal: keeps the replaced run (JobChanges::archived_run) in
+  // job_runs, or drops every past run when there is none (DeleteJob).
+  absl::Status ArchiveRunLocked(const JobChanges& changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> JobExistsLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteJobLocked(const JobRecord& job, const JobCounters& counters)
@@ -111,6 +114,7 @@ class SqliteJobStateStore final : public JobStateStore {
 
   const std::string path_;
   const std::string upsert_job_sql_;
+  const std::string insert_run_sql_;
   mutable absl::Mutex mu_;
   const std::unique_ptr<storage::SqliteDatabase> db_ ABSL_GUARDED_BY(mu_);
 };

@@ -241,12 +241,16 @@ VALUES (X'6F6C64', 0, X'6E6F64652D61', 3, 1, 1, 7, 0, X'626F6F6D',
   EXPECT_FALSE(job.failures[0].hang);
   EXPECT_EQ(job.failures[0].pid, 0);
   EXPECT_EQ(job.created, absl::Time());  // unknown before version 3
-  EXPECT_EQ(QueryInt64("PRAGMA user_version"), 3);
+  EXPECT_EQ(job.run, 1);                 // before version 4: the first run
+  EXPECT_EQ(job.finished, absl::Time());
+  EXPECT_TRUE((*all)[0].past_runs.empty());
+  EXPECT_EQ(QueryInt64("PRAGMA user_version"), 4);
   // The migrated file takes the new fields.
   JobRecord updated = job;
   updated.root_cause->hang = true;
   updated.root_cause->pid = 99;
   updated.created = absl::FromUnixSeconds(1700000000);
+  updated.finished = absl::FromUnixSeconds(1700000100);
   JobChanges changes;
   changes.job_id = "old";
   changes.job = updated;
@@ -258,6 +262,7 @@ VALUES (X'6F6C64', 0, X'6E6F64652D61', 3, 1, 1, 7, 0, X'626F6F6D',
   EXPECT_TRUE((*all)[0].job.root_cause->hang);
   EXPECT_EQ((*all)[0].job.root_cause->pid, 99);
   EXPECT_EQ((*all)[0].job.created, absl::FromUnixSeconds(1700000000));
+  EXPECT_EQ((*all)[0].job.finished, absl::FromUnixSeconds(1700000100));
 }
 
 TEST_F(SqliteJobStateStoreTest, Apply_RecordOfAnotherJob_InvalidArgument) {

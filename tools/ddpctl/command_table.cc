@@ -88,7 +88,10 @@ const std::vector<CommandSpec>& CommandTable() {
        "List jobs: id, state, generation, restarts, members, spares",
        {},
        {{"state", FlagKind::kString, "STATE", "Only jobs in STATE; repeatable or comma-separated",
-         true}},
+         true},
+        {"all-runs", FlagKind::kBool, "",
+         "Past runs of each job id too (a RUN column; a finished id that starts again is its "
+         "next run)"}},
        "STATE is WAITING, STARTING, RUNNING, RESTARTING, SUCCEEDED, FAILED or\n"
        "CANCELLED (any case). With --json, one object a job per line."},
       {"jobs",
@@ -96,8 +99,9 @@ const std::vector<CommandSpec>& CommandTable() {
        "Show a job: settings, state, members, spares, excluded nodes, "
        "failures",
        {{"JOB", "Job id (torchrun's rdzv_id)"}},
-       {},
-       "An unknown job exits 1 with NOT_FOUND. Failures are listed oldest\n"
+       {{"run", FlagKind::kInt64, "N",
+         "That run of the job id (jobs list --all-runs lists them); default: the current run"}},
+       "An unknown job or run exits 1 with NOT_FOUND. Failures are listed oldest\n"
        "first; the root cause is the failure that exhausted the restart "
        "budget."},
       {"jobs",

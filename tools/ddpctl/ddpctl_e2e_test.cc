@@ -230,6 +230,41 @@ TEST_F(DdpctlTest, JobsDelete_RunningNeedsForce_ThenGone) {
   EXPECT_EQ(Ctl("jobs create d-1").exit_code, 0);  // the id is free again
 }
 
+// A scheduler requeueing with a fixed id (Kubeflow, TorchX, Slurm --requeue):
+// each CreateJob of the finished id is the next run, and the past ones stay
+// visible, across a coordinator restart.
+TEST_F(DdpctlTest, JobIdCreatedAgainAfterItFinished_PastRunsListedAndShown) {
+  ASSERT_EQ(Ctl("jobs create r-1 --max-restarts 2").exit_code, 0);
+  ASSERT_EQ(Ctl("jobs cancel r-1 --reason first-attempt").exit_code, 0);
+  Result second = Ctl("jobs create r-1 --max-restarts 5");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_THAT(second.output, StartsWith("r-1: WAITING"));
+  ASSERT_EQ(process_->Terminate(), 0);
+  ASSERT_TRUE(process_->Start().ok());
+
+  Result list = Ctl("--timeout 20s jobs list --all-runs");
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  // (Other tests' jobs share the data dir: match the rows, not the widths.)
+  EXPECT_THAT(list.output, HasSubstr("  RUN  STATE      GENERATION"));
+  EXPECT_THAT(list.output, HasSubstr("  2    WAITING    0           0/5  "));
+  EXPECT_THAT(list.output, HasSubstr("  1    CANCELLED  0           0/2  "));
+  EXPECT_THAT(Ctl("jobs list").output, Not(HasSubstr("0/2")));
+  Result current = Ctl("jobs get r-1");
+  EXPECT_THAT(current.output, HasSubstr("run:         2\n"));
+  EXPECT_THAT(current.output, HasSubstr("restarts:    0/5\n"));
+  Result past = Ctl("jobs get r-1 --run 1");
+  ASSERT_EQ(past.exit_code, 0) << past.output;
+  EXPECT_THAT(past.output, HasSubstr("run:         1\n"));
+  EXPECT_THAT(past.output, HasSubstr("state:       CANCELLED (cancelled: first-attempt)"));
+  EXPECT_THAT(past.output, HasSubstr("restarts:    0/2\n"));
+  EXPECT_THAT(past.output, HasSubstr("finished:    "));
+  EXPECT_THAT(Ctl("--json jobs get r-1 --run 1").output, HasSubstr(R"("run":1)"));
+  Result missing = Ctl("jobs get r-1 --run 9");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("has no run 9; runs kept: 1..1 (past) and 2 (current)"));
+  EXPECT_EQ(Ctl("jobs get r-1 --run 0").exit_code, 2);
+}
+
 TEST_F(DdpctlTest, BadCoordinatorAddress_ExitsTwoNamingValueAndLimit) {
   Result bad = RunDdpctl("--coordinator 127.0.0.1:99999 kv get k");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;

@@ -59,6 +59,8 @@ grpc::Status JobsList(CommandContext& c) {
     if (!state.ok()) return UsageError(state.status());
     request.add_states(*state);
   }
+  const bool all_runs = c.invocation.HasFlag("all-runs");
+  request.set_include_past_runs(all_runs);
   v1::ListJobsResponse listed;
   {
     grpc::ClientContext context;
@@ -70,6 +72,7 @@ grpc::Status JobsList(CommandContext& c) {
   for (const v1::Job& summary : listed.jobs()) {
     v1::GetJobRequest get;
     get.set_job_id(summary.job_id());
+    get.set_run(summary.run());
     v1::Job job;
     grpc::ClientContext context;
     c.SetDeadline(context);
@@ -82,7 +85,7 @@ grpc::Status JobsList(CommandContext& c) {
   if (c.json()) {
     for (const v1::Job& job : jobs) c.out << ProtoJson(job) << "\n";
   } else {
-    c.out << JobListText(jobs);
+    c.out << JobListText(jobs, all_runs);
   }
   return grpc::Status::OK;
 }
@@ -90,6 +93,14 @@ grpc::Status JobsList(CommandContext& c) {
 grpc::Status JobsGet(CommandContext& c) {
   v1::GetJobRequest request;
   request.set_job_id(c.arg(0));
+  if (c.invocation.HasFlag("run")) {
+    const int64_t run = c.invocation.FlagInt64("run", 0);
+    if (run < 1 || run > INT32_MAX) {
+      return UsageError(absl::InvalidArgumentError(
+          absl::StrCat("--run=", c.invocation.FlagString("run"), " must be in [1, 2147483647]")));
+    }
+    request.set_run(static_cast<int32_t>(run));
+  }
   v1::Job job;
   grpc::ClientContext context;
   c.SetDeadline(context);

@@ -89,12 +89,14 @@ absl::StatusOr<v1::JobState> ParseJobState(absl::string_view name) {
   return state;
 }
 
-std::string JobListText(const std::vector<v1::Job>& jobs) {
+std::string JobListText(const std::vector<v1::Job>& jobs, bool show_runs) {
   Table rows = {{"JOB", "STATE", "GENERATION", "RESTARTS", "MEMBERS", "SPARES"}};
+  if (show_runs) rows[0].insert(rows[0].begin() + 1, "RUN");
   for (const v1::Job& job : jobs) {
     rows.push_back({PrintableBytes(job.job_id()), JobStateName(job.state()),
                     absl::StrCat(job.generation()), RestartsText(job),
                     absl::StrCat(job.members_size()), absl::StrCat(job.spares_size())});
+    if (show_runs) rows.back().insert(rows.back().begin() + 1, absl::StrCat(job.run()));
   }
   return AlignedTable(rows, "");
 }
@@ -111,13 +113,15 @@ std::string JobText(const v1::Job& job) {
   if (!job.message().empty()) {
     absl::StrAppend(&state, " (", PrintableBytes(job.message()), ")");
   }
-  std::string text = AlignedTable({{"job:", PrintableBytes(job.job_id())},
-                                   {"state:", state},
-                                   {"generation:", absl::StrCat(job.generation())},
-                                   {"restarts:", RestartsText(job)},
-                                   {"created:", TimeText(job.created_unix_ms())},
-                                   {"last event:", absl::StrCat(job.last_event_index())}},
-                                  "");
+  Table head = {{"job:", PrintableBytes(job.job_id())},
+                {"run:", absl::StrCat(std::max(job.run(), 1))},
+                {"state:", state},
+                {"generation:", absl::StrCat(job.generation())},
+                {"restarts:", RestartsText(job)},
+                {"created:", TimeText(job.created_unix_ms())}};
+  if (job.finished_unix_ms() != 0) head.push_back({"finished:", TimeText(job.finished_unix_ms())});
+  head.push_back({"last event:", absl::StrCat(job.last_event_index())});
+  std::string text = AlignedTable(head, "");
   absl::StrAppend(&text, "settings:\n",
                   AlignedTable({{"nnodes", NodeRangeText(s)},
                                 {"nproc-per-node", absl::StrCat(s.nproc_per_node())},

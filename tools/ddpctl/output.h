@@ -38,7 +38,8 @@ std::string JobStateName(v1::JobState state);
 absl::StatusOr<v1::JobState> ParseJobState(absl::string_view name);
 // `jobs list`: a header line, then one aligned row per job (JOB, STATE,
 // GENERATION, RESTARTS as count/max, MEMBERS, SPARES).
-std::string JobListText(const std::vector<v1::Job>& jobs);
+// `show_runs`: a RUN column (jobs list --all-runs).
+std::string JobListText(const std::vector<v1::Job>& jobs, bool show_runs = false);
 // One line: "JOB: STATE, generation G, restarts R/M, 2 members, 0 spares".
 std::string JobSummaryText(const v1::Job& job);
 // `jobs get`: settings, state, members, spares, excluded nodes, failures

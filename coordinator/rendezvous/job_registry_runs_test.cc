@@ -1,0 +1,155 @@
+// Runs of one job id: a finished job id that starts again is its next run, and
+// the finished run stays visible (GetJob with a run, ListJobs with past runs),
+// bounded, across a coordinator restart.
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "coordinator/rendezvous/job_registry.h"
+#include "coordinator/rendezvous/job_test_util.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rendezvous {
+namespace {
+
+using testing::NcclId;
+using testing::Settings;
+
+class JobRunsTest : public ::testing::Test {
+ protected:
+  explicit JobRunsTest(int max_past_runs = 16) { options_.limits.max_past_runs = max_past_runs; }
+
+  std::unique_ptr<JobRegistry> NewRegistry() {
+    return std::make_unique<JobRegistry>(clock_, &store_, options_);
+  }
+  // One run of job "j" with node "a" (incarnation `incarnation`) to the end:
+  // SUCCEEDED, or FAILED when `fail`.
+  void RunToTheEnd(JobRegistry& registry, Incarnation incarnation, bool fail = false) {
+    RegisterRequest r;
+    r.job_id = "j";
+    r.node_id = "a";
+    r.incarnation = incarnation;
+    r.address = "a.host";
+    r.settings = Settings(1, 1, /*max_restarts=*/0);
+    ASSERT_TRUE(registry.Register(r).ok());
+    const Generation generation = registry.GetJobIncludingPending("j")->generation;
+    const NodeRef ref{"j", "a", incarnation, generation};
+    ASSERT_TRUE(registry.ReportMasterInfo(ref, MasterInfo{"", 29500, NcclId()}).ok());
+    if (fail) {  // no budget: every worker is stopped, then the job fails
+      ASSERT_TRUE(registry.WorkerExited(ref, WorkerExit{0, 3, 0, "", clock_.Now()}).ok());
+      ASSERT_TRUE(registry.WorkersStopped(ref).ok());
+    } else {
+      for (int rank = 0; rank < 2; ++rank) {
+        ASSERT_TRUE(registry.WorkerExited(ref, WorkerExit{rank, 0, 0, "", clock_.Now()}).ok());
+      }
+    }
+    ASSERT_TRUE(registry.PersistPending().ok());
+    clock_.Advance(absl::Seconds(1));
+  }
+  std::vector<int> Runs(const std::vector<JobStatus>& jobs) {
+    std::vector<int> runs;
+    for (const JobStatus& job : jobs) runs.push_back(job.run);
+    return runs;
+  }
+
+  FakeClock clock_;
+  InMemoryJobStateStore store_;
+  JobRegistryOptions options_;
+};
+
+TEST_F(JobRunsTest, FinishedIdStartsAgain_NextRunCurrentPastRunVisible) {
+  std::unique_ptr<JobRegistry> registry = NewRegistry();
+  RunToTheEnd(*registry, 1, /*fail=*/true);
+  const absl::Time first_finished = registry->GetJob("j", false)->finished;
+  EXPECT_NE(first_finished, absl::Time());
+  RunToTheEnd(*registry, 2);
+
+  absl::StatusOr<JobStatus> current = registry->GetJob("j", false);
+  ASSERT_TRUE(current.ok()) << current.status();
+  EXPECT_EQ(current->run, 2);
+  EXPECT_EQ(current->state, JobState::kSucceeded);
+  absl::StatusOr<JobStatus> past = registry->GetJob("j", false, 1);
+  ASSERT_TRUE(past.ok()) << past.status();
+  EXPECT_EQ(past->run, 1);
+  EXPECT_EQ(past->state, JobState::kFailed);
+  ASSERT_TRUE(past->root_cause.has_value());
+  EXPECT_EQ(past->root_cause->exit_code, 3);
+  EXPECT_EQ(past->finished, first_finished);
+  EXPECT_EQ(registry->GetJob("j", false, 2)->run, 2);  // the current run by number
+
+  EXPECT_EQ(Runs(*registry->ListJobs()), std::vector<int>{2});
+  EXPECT_EQ(Runs(*registry->ListJobs(/*include_past_runs=*/true)), (std::vector<int>{2, 1}));
+  absl::StatusOr<JobStatus> missing = registry->GetJob("j", false, 7);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("runs kept: 1..1 (past) and 2 (current)"),
+            std::string::npos)
+      << missing.status();
+
+  // A coordinator restart keeps both.
+  registry = NewRegistry();
+  ASSERT_TRUE(registry->Restore().ok());
+  EXPECT_EQ(registry->GetJob("j", false)->run, 2);
+  EXPECT_EQ(registry->GetJob("j", false, 1)->state, JobState::kFailed);
+  EXPECT_EQ(Runs(*registry->ListJobs(true)), (std::vector<int>{2, 1}));
+}
+
+class BoundedJobRunsTest : public JobRunsTest {
+ protected:
+  BoundedJobRunsTest() : JobRunsTest(/*max_past_runs=*/2) {}
+};
+
+TEST_F(BoundedJobRunsTest, OnlyTheNewestPastRunsAreKept) {
+  std::unique_ptr<JobRegistry> registry = NewRegistry();
+  for (Incarnation incarnation = 1; incarnation <= 5; ++incarnation) {
+    RunToTheEnd(*registry, incarnation);
+  }
+  EXPECT_EQ(Runs(*registry->ListJobs(true)), (std::vector<int>{5, 3, 4}));
+  EXPECT_EQ(registry->GetJob("j", false, 2).status().code(), absl::StatusCode::kNotFound);
+  registry = NewRegistry();
+  ASSERT_TRUE(registry->Restore().ok());
+  EXPECT_EQ(Runs(*registry->ListJobs(true)), (std::vector<int>{5, 3, 4}));
+}
+
+TEST_F(JobRunsTest, RefusedFirstRegistrationOfANewRun_FinishedRunStays) {
+  std::unique_ptr<JobRegistry> registry = NewRegistry();
+  RunToTheEnd(*registry, 1);
+  RegisterRequest bad;
+  bad.job_id = "j";
+  bad.node_id = "a";
+  bad.incarnation = 2;
+  bad.nproc = 100000;  // beyond the limit
+  bad.settings = Settings(1, 1);
+  EXPECT_EQ(registry->Register(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(registry->PersistPending().ok());
+  EXPECT_EQ(registry->GetJob("j", false)->run, 1);
+  EXPECT_EQ(registry->GetJob("j", false)->state, JobState::kSucceeded);
+  EXPECT_EQ(Runs(*registry->ListJobs(true)), std::vector<int>{1});
+}
+
+TEST_F(JobRunsTest, RemoveJob_ForgetsEveryRun) {
+  std::unique_ptr<JobRegistry> registry = NewRegistry();
+  RunToTheEnd(*registry, 1);
+  RunToTheEnd(*registry, 2);
+  // RemoveJob answers once durable: this test is the writer.
+  std::atomic<bool> done{false};
+  absl::Status removed;
+  std::thread scheduler([&] {
+    removed = registry->RemoveJob("j");
+    done = true;
+  });
+  while (!done) {
+    ASSERT_TRUE(registry->PersistPending().ok());
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  scheduler.join();
+  ASSERT_TRUE(removed.ok()) << removed;
+  RunToTheEnd(*registry, 3);
+  EXPECT_EQ(Runs(*registry->ListJobs(true)), std::vector<int>{1});
+  registry = NewRegistry();
+  ASSERT_TRUE(registry->Restore().ok());
+  EXPECT_EQ(Runs(*registry->ListJobs(true)), std::vector<int>{1});
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous
