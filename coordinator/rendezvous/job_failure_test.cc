@@ -12,12 +12,8 @@ namespace {
 using testing::JobHarness;
 using testing::MessagesOf;
 using testing::Settings;
+using testing::StartRunning;
 
-void StartRunning(JobHarness& h, const std::vector<std::string>& nodes) {
-  for (const std::string& n : nodes) ASSERT_TRUE(h.Register(n).ok());
-  ASSERT_TRUE(h.AnswerMasterInfo().ok());
-  ASSERT_EQ(h.job().state(), JobState::kRunning);
-}
 
 WorkerExit Crash(int local_rank, int code, const std::string& message,
                  absl::Time time = absl::UnixEpoch()) {

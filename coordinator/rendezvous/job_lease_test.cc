@@ -12,12 +12,8 @@ namespace {
 using testing::JobHarness;
 using testing::MessagesOf;
 using testing::Settings;
+using testing::StartRunning;
 
-void StartRunning(JobHarness& h, const std::vector<std::string>& nodes) {
-  for (const std::string& n : nodes) ASSERT_TRUE(h.Register(n).ok());
-  ASSERT_TRUE(h.AnswerMasterInfo().ok());
-  ASSERT_EQ(h.job().state(), JobState::kRunning);
-}
 
 // The agent of `node_id` comes back on a new stream after its lease ran out
 // and it stopped its workers of `generation`.

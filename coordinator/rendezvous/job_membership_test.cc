@@ -10,14 +10,9 @@ namespace {
 using testing::JobHarness;
 using testing::MessagesOf;
 using testing::Settings;
+using testing::StartRunning;
 
 // Brings a job with the given nodes to RUNNING at generation 1.
-void StartRunning(JobHarness& h, const std::vector<std::string>& nodes) {
-  for (const std::string& n : nodes) ASSERT_TRUE(h.Register(n).ok());
-  ASSERT_EQ(h.job().state(), JobState::kStarting);
-  ASSERT_TRUE(h.AnswerMasterInfo().ok());
-  ASSERT_EQ(h.job().state(), JobState::kRunning);
-}
 
 void HeartbeatAll(JobHarness& h, const std::vector<std::string>& nodes, absl::Duration total) {
   for (absl::Duration t; t < total; t += absl::Milliseconds(500)) {

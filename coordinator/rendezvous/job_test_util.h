@@ -130,6 +130,15 @@ class JobHarness {
   std::unique_ptr<Job> job_;
 };
 
+// Registers `nodes` (max_nodes of them) and answers the master info: the job
+// runs its first generation.
+inline void StartRunning(JobHarness& h, const std::vector<std::string>& nodes) {
+  for (const std::string& n : nodes) ASSERT_TRUE(h.Register(n).ok());
+  ASSERT_EQ(h.job().state(), JobState::kStarting);
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  ASSERT_EQ(h.job().state(), JobState::kRunning);
+}
+
 }  // namespace ddp::rendezvous::testing
 
 #endif  // DDP_COORDINATOR_RENDEZVOUS_JOB_TEST_UTIL_H_

@@ -91,6 +91,17 @@ class PartitionE2eTest : public TrainingE2eTest {
                          "--max-restarts", "0", "--nproc-per-node", "1", "--no-python",
                          "/bin/sh", "-c", absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""), script});
   }
+  // Both nodes reach the coordinator through one proxy (its silence is a
+  // coordinator outage as they see it); generation 1 runs on both.
+  void StartBothBehindOneProxy() {
+    StartCoordinator();
+    absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
+    ASSERT_TRUE(proxy.ok()) << proxy.status();
+    proxy_ = std::move(*proxy);
+    StartNode("node-a", proxy_->address());
+    StartNode("node-b", proxy_->address());
+    ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+  }
   std::vector<Write> Writes() const { return ParseWrites(ReadWholeFile(Path("writes"))); }
   // True once a generation >= `g` has written lines from `nodes` nodes.
   bool WaitForGeneration(int g, int nodes) {
@@ -107,6 +118,7 @@ class PartitionE2eTest : public TrainingE2eTest {
         },
         kBound);
   }
+  std::unique_ptr<TcpProxy> proxy_;
 };
 
 TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
@@ -173,15 +185,12 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
 
 // Both nodes lose the coordinator (a coordinator outage, as seen by them).
 TEST_F(PartitionE2eTest, OutageShorterThanTheLease_NoWorkerRestarts) {
-  StartCoordinator();
-  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  AgentProcess& a = StartNode("node-a", (*proxy)->address());
-  AgentProcess& b = StartNode("node-b", (*proxy)->address());
-  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
-  (*proxy)->SetPartitioned(true);
+  ASSERT_NO_FATAL_FAILURE(StartBothBehindOneProxy());
+  AgentProcess& a = *agents_[0];
+  AgentProcess& b = *agents_[1];
+  proxy_->SetPartitioned(true);
   absl::SleepFor(absl::Milliseconds(1000));  // the lease is 2 s
-  (*proxy)->SetPartitioned(false);
+  proxy_->SetPartitioned(false);
   absl::SleepFor(absl::Seconds(3));  // past heartbeat_timeout: nothing happened meanwhile
   ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
   EXPECT_EQ(a.Wait(kBound), 0) << Logs();
@@ -191,17 +200,14 @@ TEST_F(PartitionE2eTest, OutageShorterThanTheLease_NoWorkerRestarts) {
 }
 
 TEST_F(PartitionE2eTest, OutageLongerThanTheLease_WorkersStopThenAFreeRestart) {
-  StartCoordinator();
-  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  AgentProcess& a = StartNode("node-a", (*proxy)->address());
-  AgentProcess& b = StartNode("node-b", (*proxy)->address());
-  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
-  (*proxy)->SetPartitioned(true);
+  ASSERT_NO_FATAL_FAILURE(StartBothBehindOneProxy());
+  AgentProcess& a = *agents_[0];
+  AgentProcess& b = *agents_[1];
+  proxy_->SetPartitioned(true);
   // Past the lease (2 s) and its grace (2.5 s), short of heartbeat_timeout
   // (3 s): both agents stop their workers; the coordinator still knows both.
   absl::SleepFor(absl::Milliseconds(2700));
-  (*proxy)->SetPartitioned(false);
+  proxy_->SetPartitioned(false);
   ASSERT_TRUE(WaitForGeneration(2, 2)) << Logs();
   ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
   // --max-restarts 0: the restart was not charged.
