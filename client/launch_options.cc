@@ -266,6 +266,18 @@ const std::vector<Flag>& Flags() {
        true,
        "",
        [](V f, V v, H, O o) { return ParseDuration(f, v, false, &o->connect_timeout); }},
+      {{"--tls-ca"},
+       true,
+       "DDP_TLS_CA",
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, 4096, &o->tls.ca); }},
+      {{"--tls-cert"},
+       true,
+       "DDP_TLS_CERT",
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, 4096, &o->tls.cert); }},
+      {{"--tls-key"},
+       true,
+       "DDP_TLS_KEY",
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, 4096, &o->tls.key); }},
       // torchrun flags that have no meaning with a coordinator: accepted,
       // noted, ignored.
       {{"--master-addr"},
@@ -423,6 +435,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
   }
   if (o.rdzv_conf.shutdown_timeout) o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
   if (absl::Status s = ApplyStaticForm(&o, o.coordinator_given); !s.ok()) return s;
+  if (absl::Status s = CheckTlsClientFiles(o.tls); !s.ok()) return s;
   if (absl::Status s = ResolveJobId(env, &o); !s.ok()) return s;
   if (o.standalone) {
     o.job_id = RandomJobId();

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/std_streams.h"
+#include "common/tls_files.h"
 
 namespace ddp::client {
 
@@ -115,6 +116,9 @@ struct LaunchOptions {
   // --connect-timeout: how long the first registration retries an unreachable
   // coordinator before the agent gives up (exit 2).
   absl::Duration connect_timeout = absl::Seconds(60);
+  // --tls-ca/--tls-cert/--tls-key (DDP_TLS_CA/_CERT/_KEY): TLS to the
+  // coordinator, with a client certificate for mTLS.
+  TlsClientFiles tls;
   std::string python_exec = "python3";  // $PYTHON_EXEC
   std::string entrypoint;
   std::vector<std::string> script_args;

@@ -50,6 +50,10 @@ Job and membership
   --local-addr ADDR               Address other nodes reach this node at (MASTER_ADDR when
                                   this node is group rank 0). Default: looked up.
   --role NAME                     ROLE_NAME of the workers. Default: default.
+  --tls-ca FILE                   PEM CA certificates that signed the coordinator's: connect
+                                  over TLS ($DDP_TLS_CA).
+  --tls-cert FILE, --tls-key FILE A client certificate and its key, for a coordinator that
+                                  requires one (mTLS; $DDP_TLS_CERT, $DDP_TLS_KEY).
   --connect-timeout SECONDS       Keep retrying an unreachable coordinator this long at
                                   start, then exit 2. Default: 60.
 

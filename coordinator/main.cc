@@ -31,6 +31,7 @@
 #include "common/flag_names.h"
 #include "common/logging.h"
 #include "common/proc_stats.h"
+#include "common/tls_files.h"
 #include "coordinator/server/connection_guard.h"
 #include "coordinator/server/coordinator_server.h"
 
@@ -51,6 +52,12 @@ ABSL_FLAG(int, http_port, 29480,
 ABSL_FLAG(std::string, http_port_file, "",
           "If set, write the bound HTTP port (one line) to this file once serving, "
           "atomically, like --port-file");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain: serve gRPC over TLS (plaintext is refused); with --tls-key. "
+          "Reloaded when the file changes (checked every 10 s)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificates: require and verify client certificates signed by them (mTLS)");
 ABSL_FLAG(std::string, log_level, "info", "Minimum log level: debug, info, warning, error");
 ABSL_FLAG(int64_t, max_key_bytes, 4096, "Largest key in bytes (RESOURCE_EXHAUSTED above)");
 ABSL_FLAG(int64_t, max_value_bytes, 1 << 20, "Largest value in bytes (RESOURCE_EXHAUSTED above)");
@@ -111,6 +118,11 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   }
   options->data_dir = absl::GetFlag(FLAGS_data_dir);
   if (options->data_dir.empty()) return "--data-dir must not be empty";
+  options->tls = ddp::TlsServerFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                                     absl::GetFlag(FLAGS_tls_client_ca)};
+  if (absl::Status tls = ddp::CheckTlsServerFiles(options->tls); !tls.ok()) {
+    return std::string(tls.message());
+  }
   ddp::kv::KvLimits& limits = options->kv.limits;
   const int64_t key_bytes = absl::GetFlag(FLAGS_max_key_bytes);
   if (key_bytes < 1 || key_bytes > (1 << 20)) {

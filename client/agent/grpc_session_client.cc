@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/grpc_tls.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "grpcpp/create_channel.h"
@@ -80,7 +81,7 @@ GrpcSessionClient::GrpcSessionClient(SessionClientOptions options, SessionEvents
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-  channel_ = grpc::CreateCustomChannel(options_.target, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(options_.target, GrpcChannelCredentials(options_.tls), args);
   stub_ = v1::SessionService::NewStub(channel_);
 }
 

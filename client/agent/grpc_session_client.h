@@ -48,6 +48,7 @@
 #include "absl/time/time.h"
 #include "client/agent/backoff.h"
 #include "client/agent/session_link.h"
+#include "common/tls_files.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -56,6 +57,7 @@ namespace ddp::client {
 
 struct SessionClientOptions {
   std::string target;  // "host:port"
+  TlsClientFiles tls;  // TLS to the coordinator (off when empty)
   // job_id, node_id, nproc, requested_rank, address, settings, agent_version,
   // token. incarnation and generation are filled by the client.
   v1::Register registration;

@@ -113,6 +113,7 @@ int RunAgent(LaunchOptions launch) {
   session_options.target = launch.coordinator;
   session_options.registration = BuildRegistration(launch, address);
   session_options.connect_timeout = launch.connect_timeout;
+  session_options.tls = launch.tls;
   GrpcSessionClient session(std::move(session_options), &agent,
                             GrpcSessionClient::NewIncarnation());
   agent.set_link(&session);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_tls.h"
 #include "common/logging.h"
 #include "coordinator/http/dashboard.h"
 #include "coordinator/http/health.h"
@@ -45,6 +46,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return absl::InvalidArgumentError(
         absl::StrCat("port ", options.port, " is out of range; give 0 (any free port) to 65535"));
   }
+  absl::Status tls = CheckTlsServerFiles(options.tls);
+  if (!tls.ok()) return tls;
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer(std::move(options)));
   const CoordinatorServerOptions& opts = server->options_;
   const Clock& clock = opts.clock != nullptr ? *opts.clock : RealClock::Get();
@@ -105,7 +108,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   grpc::ServerBuilder builder;
   const std::string listen = absl::StrCat(opts.bind_address, ":", opts.port);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(listen, GrpcServerCredentials(opts.tls, opts.tls_reload_interval),
+                           &server->port_);
   builder.SetMaxReceiveMessageSize(MaxMessageBytes(opts.kv.limits));
   // Every agent holds one connection; BDP probing (pings and a timer per
   // transport to size flow-control windows for bulk transfers) costs the
@@ -136,12 +140,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     }
     return why;
   }
-  DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir << ")";
-  if (!IsLoopback(opts.bind_address)) {
+  DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir
+                << "; gRPC "
+                << (!opts.tls.enabled()          ? "in plaintext"
+                    : opts.tls.client_ca.empty() ? "over TLS"
+                                                 : "over mTLS, client certificates required")
+                << ")";
+  if (!IsLoopback(opts.bind_address) && !opts.tls.enabled()) {
     DDP_LOG(WARNING) << "listening on " << opts.bind_address
                      << " without TLS or authentication: anyone who can reach this address can "
                         "cancel jobs, register nodes and overwrite keys. Bind to 127.0.0.1 or a "
-                        "private network the cluster alone reaches (--bind)";
+                        "private network the cluster alone reaches (--bind), or give --tls-cert "
+                        "and --tls-key (and --tls-client-ca)";
   }
   if (absl::Status http = server->StartHttp(); !http.ok()) {
     server->Shutdown();

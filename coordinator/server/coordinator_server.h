@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/tls_files.h"
 #include "coordinator/http/http_listener.h"
 #include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
@@ -45,6 +46,10 @@ struct CoordinatorServerOptions {
   // no metrics are recorded). Its bind_address is ignored: it binds where
   // gRPC does.
   std::optional<http::HttpListenerOptions> http;
+  // TLS on the gRPC port (and mTLS with a client CA); off when empty. The
+  // files are watched and reloaded every tls_reload_interval.
+  TlsServerFiles tls;
+  absl::Duration tls_reload_interval = absl::Seconds(10);
   // How long Shutdown lets in-flight unary calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(2);
   const Clock* clock = nullptr;  // null: the real clock

@@ -30,6 +30,13 @@ const std::vector<FlagSpec>& GlobalFlags() {
        "Deadline of each call, e.g. 500ms, 10s, 2m (default 10s)"},
       {"namespace", FlagKind::kString, "NS",
        "Key namespace, [A-Za-z0-9._-]{1,128} (default: default)"},
+      {"tls-ca", FlagKind::kString, "FILE",
+       "PEM CA certificates that signed the coordinator's: connect over TLS (default: "
+       "$DDP_TLS_CA)"},
+      {"tls-cert", FlagKind::kString, "FILE",
+       "PEM client certificate for a coordinator that requires one (mTLS; default: "
+       "$DDP_TLS_CERT)"},
+      {"tls-key", FlagKind::kString, "FILE", "PEM private key of --tls-cert (default: $DDP_TLS_KEY)"},
   };
   return *flags;
 }
@@ -229,8 +236,15 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv
       invocation.global.timeout = *ParsePositiveDuration(value, name);
     } else if (name == "namespace") {
       invocation.global.name_space = value;
+    } else if (name == "tls-ca") {
+      invocation.global.tls.ca = value;
+    } else if (name == "tls-cert") {
+      invocation.global.tls.cert = value;
+    } else if (name == "tls-key") {
+      invocation.global.tls.key = value;
     }
   }
+  invocation.global.tls = WithTlsEnvironment(invocation.global.tls);
 
   if (!help) {
     const std::string what =
@@ -238,6 +252,7 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv
             ? "--coordinator (default from $DDP_COORDINATOR or localhost:29400)"
             : "--coordinator";
     DDP_RETURN_IF_ERROR(ValidateEndpoint(what, invocation.global.coordinator));
+    DDP_RETURN_IF_ERROR(CheckTlsClientFiles(invocation.global.tls));
   }
   if (words.empty()) {
     if (help) {

@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/tls_files.h"
 
 namespace ddp::ddpctl {
 
@@ -69,6 +70,8 @@ struct GlobalOptions {
   bool json = false;
   absl::Duration timeout = absl::Seconds(10);
   std::string name_space = "default";
+  // --tls-ca/--tls-cert/--tls-key, else $DDP_TLS_CA/$DDP_TLS_CERT/$DDP_TLS_KEY.
+  TlsClientFiles tls;
 };
 
 // The result of parsing one command line.

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_tls.h"
 #include "common/proto_json.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -327,7 +328,8 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::o
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(kMaxCoordinatorMessageBytes);
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
+      grpc::CreateCustomChannel(address, GrpcChannelCredentials(invocation.global.tls),
+                                channel_args);
   std::unique_ptr<v1::KeyValueService::Stub> stub = v1::KeyValueService::NewStub(channel);
   std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channel);
   CommandContext context{invocation, *stub, *jobs, stop, out, err};
