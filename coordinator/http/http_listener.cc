@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/http/reloading_certificate.h"
 #include "coordinator/server/listen_address.h"
 #include "httplib.h"
 
@@ -21,7 +22,35 @@ void ExclusiveSocketOptions(socket_t sock) {
 
 }  // namespace
 
-HttpListener::HttpListener() : server_(std::make_unique<httplib::Server>()) {}
+HttpListener::HttpListener() = default;
+
+absl::Status HttpListener::MakeServer(const HttpListenerOptions& options) {
+  if (!options.tls.enabled()) {
+    server_ = std::make_unique<httplib::Server>();
+    return absl::OkStatus();
+  }
+  certificate_ = std::make_unique<ReloadingCertificate>(options.tls.cert, options.tls.key,
+                                                        options.tls_reload_interval);
+  if (absl::Status loaded = certificate_->Load(); !loaded.ok()) return loaded;
+  ReloadingCertificate* certificate = certificate_.get();
+  const std::string client_ca = options.tls.client_ca;
+  auto server = std::make_unique<httplib::SSLServer>([certificate, client_ca](SSL_CTX& ctx) {
+    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+    SSL_CTX_set_cert_cb(&ctx, &ReloadingCertificate::CertCallback, certificate);
+    if (!client_ca.empty()) {
+      if (SSL_CTX_load_verify_locations(&ctx, client_ca.c_str(), nullptr) != 1) return false;
+      SSL_CTX_set_client_CA_list(&ctx, SSL_load_client_CA_file(client_ca.c_str()));
+      SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+    }
+    return true;
+  });
+  if (!server->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot set up TLS for HTTP with --tls-client-ca=", client_ca, " (not PEM?)"));
+  }
+  server_ = std::move(server);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
     const HttpListenerOptions& options, const std::function<void(httplib::Server&)>& install) {
@@ -34,6 +63,7 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
         absl::StrCat("HTTP threads ", options.threads, " is out of range 1..4096"));
   }
   std::unique_ptr<HttpListener> listener(new HttpListener());
+  if (absl::Status made = listener->MakeServer(options); !made.ok()) return made;
   httplib::Server& server = *listener->server_;
   const int threads = options.threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -66,7 +96,8 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   for (int i = 0; i < 5000 && !server.is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  DDP_LOG(INFO) << "serving HTTP on " << options.bind_address << ":" << port;
+  DDP_LOG(INFO) << "serving " << (options.tls.enabled() ? "HTTPS" : "HTTP") << " on "
+                << options.bind_address << ":" << port;
   return listener;
 }
 

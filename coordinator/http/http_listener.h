@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/tls_files.h"
 
 namespace httplib {
 class Server;
@@ -23,12 +25,20 @@ class Server;
 
 namespace ddp::http {
 
+class ReloadingCertificate;
+
 struct HttpListenerOptions {
   std::string bind_address = "0.0.0.0";
   int port = 29480;  // 0: any free port
   // Connections served at once. A keep-alive connection or an event stream
   // holds one thread; more wait for a free one.
   int threads = 64;
+  // HTTPS with the gRPC port's files (plaintext refused); with a client CA,
+  // client certificates are required. The certificate and key are read again
+  // when they change (checked at most every tls_reload_interval); the client
+  // CA is read at start.
+  TlsServerFiles tls;
+  absl::Duration tls_reload_interval = absl::Seconds(10);
 };
 
 class HttpListener {
@@ -51,7 +61,10 @@ class HttpListener {
 
  private:
   HttpListener();
+  // httplib::Server, or an SSLServer with options.tls.
+  absl::Status MakeServer(const HttpListenerOptions& options);
 
+  std::unique_ptr<ReloadingCertificate> certificate_;  // with TLS; before server_
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

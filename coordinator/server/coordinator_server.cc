@@ -170,6 +170,8 @@ absl::Status CoordinatorServer::StartHttp() {
   rest_gateway_ = *std::move(gateway);
   http::HttpListenerOptions http_options = *options_.http;
   http_options.bind_address = options_.bind_address;
+  http_options.tls = options_.tls;
+  http_options.tls_reload_interval = options_.tls_reload_interval;
   auto listener = http::HttpListener::Start(http_options, [this](httplib::Server& routes) {
     http::InstallHealthChecks(routes, [this] { return Readiness(); });
     http::InstallMetricsEndpoint(routes, [this] { return metrics_->Scrape(ReadScrapeState()); });

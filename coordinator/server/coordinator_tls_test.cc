@@ -69,6 +69,22 @@ class CoordinatorTlsTest : public ::testing::Test {
     return stub->Put(&context, put, &response);
   }
 
+  // curl's HTTP status code of GET `path` on the HTTP listener, with `flags`
+  // ("000" when the connection or handshake failed).
+  std::string Curl(const std::string& scheme, const std::string& flags,
+                   const std::string& path = "/healthz") {
+    const std::string command =
+        absl::StrCat("curl -s -o /dev/null -w '%{http_code}' --max-time 5 ", flags, " ", scheme,
+                     "://127.0.0.1:", server_->http_port(), path, " 2>/dev/null");
+    std::string out;
+    FILE* pipe = popen(command.c_str(), "r");
+    char buffer[64];
+    size_t n = 0;
+    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+    pclose(pipe);
+    return out;
+  }
+
   std::string dir_;
   testing::TestPki pki_;
   CoordinatorServerOptions options_;
@@ -123,6 +139,32 @@ TEST_F(CoordinatorTlsTest, CertificateReplacedOnDisk_ServedWithoutARestart) {
     status = Put(GrpcChannelCredentials(trusts_next));
   }
   EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(CoordinatorTlsTest, HttpListener_HttpsWithTheSameFiles_MtlsAndRotation) {
+  if (system("curl --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no curl";
+  options_.tls.client_ca = pki_.ca_cert;
+  options_.http.emplace();
+  options_.http->port = 0;
+  ASSERT_NO_FATAL_FAILURE(Start());
+  const std::string client = absl::StrCat("--cacert ", pki_.ca_cert, " --cert ", pki_.client_cert,
+                                          " --key ", pki_.client_key);
+  EXPECT_EQ(Curl("https", client), "200");
+  EXPECT_EQ(Curl("https", "--cacert " + pki_.ca_cert), "000");  // no client certificate
+  EXPECT_EQ(Curl("http", ""), "000");                           // plaintext
+  testing::TestPki next;
+  ASSERT_TRUE(testing::MakeTestPki(dir_ + "-next", "ca-next", &next).ok());
+  ASSERT_EQ(rename(next.server_key.c_str(), pki_.server_key.c_str()), 0);
+  ASSERT_EQ(rename(next.server_cert.c_str(), pki_.server_cert.c_str()), 0);
+  const std::string trusts_next = absl::StrCat("--cacert ", next.ca_cert, " --cert ",
+                                               pki_.client_cert, " --key ", pki_.client_key);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  std::string code = Curl("https", trusts_next);
+  while (code != "200" && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(200));
+    code = Curl("https", trusts_next);
+  }
+  EXPECT_EQ(code, "200");
 }
 
 TEST_F(CoordinatorTlsTest, BadFiles_RefusedAtStartNamingFlagAndFile) {
