@@ -176,6 +176,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         settings.join_timeout = absl::Seconds(5);
         settings.shutdown_timeout = absl::Seconds(1);
         if (op == 0) request.settings = settings;
+        if (op == 1 && in.Next(4) == 0) {  // a resume after the agent's lease ran out
+          request.lease_expired = true;
+          request.generation = model.generation[node];
+        }
         if (registry.Register(request).ok()) model.incarnation[node] = request.incarnation;
         break;
       }
