@@ -14,7 +14,10 @@ command -v clang-14 >/dev/null || { echo "fuzz: clang-14 is not installed (tools
 base="${DDP_FUZZ_OUTPUT_BASE:-$HOME/.cache/bazel-fuzz}"
 labels=()
 for t in "${targets[@]}"; do labels+=("//tests/fuzz:${t}_fuzzer"); done
-bazel --output_base="$base" build --config=fuzz "${labels[@]}" 2>&1 | tail -n 3
+# No convenience symlinks: bazel-bin and friends keep pointing at the main
+# build (symlinks into another output base would make //... see a foreign
+# execroot).
+bazel --output_base="$base" build --config=fuzz --symlink_prefix=/ "${labels[@]}" 2>&1 | tail -n 3
 bin="$(bazel --output_base="$base" info --config=fuzz bazel-bin 2>/dev/null)"
 work="$(mktemp -d -t ddp-fuzz.XXXXXX)"
 status=0
