@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/launch_flag_values.h"
+#include "common/token_file.h"
 
 namespace ddp::client {
 namespace {
@@ -278,6 +279,15 @@ const std::vector<Flag>& Flags() {
        true,
        "DDP_TLS_KEY",
        [](V f, V v, H, O o) { return ParseNonBlank(f, v, 4096, &o->tls.key); }},
+      {{"--token-file"},
+       true,
+       "",
+       [](V f, V v, H, O o) -> absl::Status {
+         absl::StatusOr<std::string> token = ReadTokenFile(f, std::string(v));
+         if (!token.ok()) return token.status();
+         o->token = *std::move(token);
+         return absl::OkStatus();
+       }},
       // torchrun flags that have no meaning with a coordinator: accepted,
       // noted, ignored.
       {{"--master-addr"},
@@ -436,6 +446,9 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
   if (o.rdzv_conf.shutdown_timeout) o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
   if (absl::Status s = ApplyStaticForm(&o, o.coordinator_given); !s.ok()) return s;
   if (absl::Status s = CheckTlsClientFiles(o.tls); !s.ok()) return s;
+  if (o.token.empty()) {
+    if (std::optional<std::string> token = env("DDP_TOKEN"); token.has_value()) o.token = *token;
+  }
   if (absl::Status s = ResolveJobId(env, &o); !s.ok()) return s;
   if (o.standalone) {
     o.job_id = RandomJobId();

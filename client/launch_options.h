@@ -119,6 +119,9 @@ struct LaunchOptions {
   // --tls-ca/--tls-cert/--tls-key (DDP_TLS_CA/_CERT/_KEY): TLS to the
   // coordinator, with a client certificate for mTLS.
   TlsClientFiles tls;
+  // --token-file's contents, else $DDP_TOKEN: the bearer token for a
+  // coordinator with authorization; the workers get it as DDP_TOKEN.
+  std::string token;
   std::string python_exec = "python3";  // $PYTHON_EXEC
   std::string entrypoint;
   std::vector<std::string> script_args;

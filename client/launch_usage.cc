@@ -54,6 +54,8 @@ Job and membership
                                   over TLS ($DDP_TLS_CA).
   --tls-cert FILE, --tls-key FILE A client certificate and its key, for a coordinator that
                                   requires one (mTLS; $DDP_TLS_CERT, $DDP_TLS_KEY).
+  --token-file FILE               Bearer token for a coordinator with authorization; the
+                                  workers get it as DDP_TOKEN ($DDP_TOKEN).
   --connect-timeout SECONDS       Keep retrying an unreachable coordinator this long at
                                   start, then exit 2. Default: 60.
 

@@ -40,6 +40,7 @@ EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c, int local_
   env["DDP_JOB"] = c.job_id;
   env["DDP_GENERATION"] = absl::StrCat(a.generation);
   env["DDP_HEARTBEAT_FILE"] = files.heartbeat_file;
+  if (!c.token.empty()) env["DDP_TOKEN"] = c.token;
   if (c.lease_file.empty()) {
     env.erase("DDP_LEASE_FILE");
   } else {

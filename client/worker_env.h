@@ -40,6 +40,9 @@ struct WorkerEnvContext {
   // The agent's lease, published for the workers (worker_lease.h); empty:
   // none (DDP_LEASE_FILE unset).
   std::string lease_file;
+  // The agent's bearer token (DDP_TOKEN), for workers that call the
+  // coordinator; empty: none.
+  std::string token;
 };
 
 // `base` (usually CurrentEnvironment()) overlaid with the worker's variables.

@@ -14,7 +14,9 @@
 #include "absl/time/time.h"
 #include "common/tls_files.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/security/server_credentials.h"
+#include "grpcpp/support/channel_arguments.h"
 
 namespace ddp {
 
@@ -23,6 +25,13 @@ std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
     const TlsServerFiles& files, absl::Duration reload_interval = absl::Seconds(10));
 std::shared_ptr<grpc::ChannelCredentials> GrpcChannelCredentials(
     const TlsClientFiles& files, absl::Duration reload_interval = absl::Seconds(10));
+
+// A client channel to the coordinator: TLS per `files`, and, when `token` is
+// not empty, "authorization: Bearer TOKEN" on every call (coordinator/auth).
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& target,
+                                                  const TlsClientFiles& files,
+                                                  const std::string& token,
+                                                  const grpc::ChannelArguments& args);
 
 }  // namespace ddp
 

@@ -32,6 +32,7 @@
 #include "common/logging.h"
 #include "common/proc_stats.h"
 #include "common/tls_files.h"
+#include "common/token_file.h"
 #include "coordinator/server/connection_guard.h"
 #include "coordinator/server/coordinator_server.h"
 
@@ -58,6 +59,10 @@ ABSL_FLAG(std::string, tls_cert, "",
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA certificates: require and verify client certificates signed by them (mTLS)");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "File holding the admin token (16 bytes or more, one line): every call must then carry "
+          "'authorization: Bearer TOKEN' (ddpctl and ddp-client: --token-file or DDP_TOKEN). "
+          "Unset: no authorization");
 ABSL_FLAG(std::string, log_level, "info", "Minimum log level: debug, info, warning, error");
 ABSL_FLAG(int64_t, max_key_bytes, 4096, "Largest key in bytes (RESOURCE_EXHAUSTED above)");
 ABSL_FLAG(int64_t, max_value_bytes, 1 << 20, "Largest value in bytes (RESOURCE_EXHAUSTED above)");
@@ -122,6 +127,11 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
                                      absl::GetFlag(FLAGS_tls_client_ca)};
   if (absl::Status tls = ddp::CheckTlsServerFiles(options->tls); !tls.ok()) {
     return std::string(tls.message());
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_admin_token_file); !path.empty()) {
+    absl::StatusOr<std::string> token = ddp::ReadTokenFile("--admin-token-file", path);
+    if (!token.ok()) return std::string(token.status().message());
+    options->admin_token = *std::move(token);
   }
   ddp::kv::KvLimits& limits = options->kv.limits;
   const int64_t key_bytes = absl::GetFlag(FLAGS_max_key_bytes);

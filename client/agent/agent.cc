@@ -353,7 +353,8 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   a.role_world_size = p.role_world_size();
   const LaunchOptions& launch = options_.launch;
   WorkerEnvContext context{launch.job_id,  launch.coordinator,     launch.role,
-                           p.max_restarts(), p.local_world_size(), lease_file_};
+                           p.max_restarts(), p.local_world_size(), lease_file_,
+                           launch.token};
   std::vector<WorkerSpec> specs;
   for (int local_rank = 0; local_rank < p.local_world_size(); ++local_rank) {
     WorkerSpec spec;

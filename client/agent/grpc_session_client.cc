@@ -81,7 +81,7 @@ GrpcSessionClient::GrpcSessionClient(SessionClientOptions options, SessionEvents
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-  channel_ = grpc::CreateCustomChannel(options_.target, GrpcChannelCredentials(options_.tls), args);
+  channel_ = CoordinatorChannel(options_.target, options_.tls, options_.token, args);
   stub_ = v1::SessionService::NewStub(channel_);
 }
 

@@ -58,6 +58,7 @@ namespace ddp::client {
 struct SessionClientOptions {
   std::string target;  // "host:port"
   TlsClientFiles tls;  // TLS to the coordinator (off when empty)
+  std::string token;   // bearer token of every call (none when empty)
   // job_id, node_id, nproc, requested_rank, address, settings, agent_version,
   // token. incarnation and generation are filled by the client.
   v1::Register registration;

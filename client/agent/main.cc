@@ -114,6 +114,7 @@ int RunAgent(LaunchOptions launch) {
   session_options.registration = BuildRegistration(launch, address);
   session_options.connect_timeout = launch.connect_timeout;
   session_options.tls = launch.tls;
+  session_options.token = launch.token;
   GrpcSessionClient session(std::move(session_options), &agent,
                             GrpcSessionClient::NewIncarnation());
   agent.set_link(&session);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/grpc_status.h"
+#include "coordinator/rpc/call_auth.h"
 #include "coordinator/kv/kv_validation.h"
 #include "coordinator/rpc/grpc_watch_reactor.h"
 #include "coordinator/rpc/kv_proto_convert.h"
@@ -35,6 +36,11 @@ GrpcKvService::GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options)
 grpc::ServerUnaryReactor* GrpcKvService::Put(grpc::CallbackServerContext* context,
                                              const v1::PutRequest* request,
                                              v1::PutResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/Put", request->namespace_());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   absl::Status valid = PrecheckKey(request->namespace_(), request->key(), store_.limits());
   if (valid.ok()) valid = kv::ValidateValue(request->value(), store_.limits());
   if (!valid.ok()) return FinishNow(context, valid);
@@ -55,6 +61,11 @@ grpc::ServerUnaryReactor* GrpcKvService::Put(grpc::CallbackServerContext* contex
 grpc::ServerUnaryReactor* GrpcKvService::Get(grpc::CallbackServerContext* context,
                                              const v1::GetRequest* request,
                                              v1::GetResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/Get", request->namespace_());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   absl::StatusOr<kv::GetResult> r = store_.Get({request->namespace_(), request->key()});
   if (r.ok()) {
     ToProto(r->kv, response->mutable_kv());
@@ -66,6 +77,11 @@ grpc::ServerUnaryReactor* GrpcKvService::Get(grpc::CallbackServerContext* contex
 grpc::ServerUnaryReactor* GrpcKvService::Range(grpc::CallbackServerContext* context,
                                                const v1::RangeRequest* request,
                                                v1::RangeResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/Range", request->namespace_());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   kv::RangeRequest range;
   range.ns = request->namespace_();
   range.prefix = request->prefix();
@@ -85,6 +101,11 @@ grpc::ServerUnaryReactor* GrpcKvService::Range(grpc::CallbackServerContext* cont
 grpc::ServerUnaryReactor* GrpcKvService::Delete(grpc::CallbackServerContext* context,
                                                 const v1::DeleteRequest* request,
                                                 v1::DeleteResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/Delete", request->namespace_());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.DeleteAsync({request->namespace_(), request->key(), request->prefix()},
                      [reactor, response](absl::StatusOr<kv::DeleteResult> r) {
@@ -100,6 +121,11 @@ grpc::ServerUnaryReactor* GrpcKvService::Delete(grpc::CallbackServerContext* con
 grpc::ServerUnaryReactor* GrpcKvService::CompareAndSet(grpc::CallbackServerContext* context,
                                                        const v1::CompareAndSetRequest* request,
                                                        v1::CompareAndSetResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/CompareAndSet", request->namespace_());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   absl::Status valid = PrecheckKey(request->namespace_(), request->key(), store_.limits());
   if (valid.ok()) valid = kv::ValidateValue(request->expected(), store_.limits());
   if (valid.ok()) valid = kv::ValidateValue(request->desired(), store_.limits());
@@ -121,6 +147,11 @@ grpc::ServerUnaryReactor* GrpcKvService::CompareAndSet(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* GrpcKvService::Add(grpc::CallbackServerContext* context,
                                              const v1::AddRequest* request,
                                              v1::AddResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/Add", request->namespace_());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.AddAsync({request->namespace_(), request->key(), request->delta()},
                   [reactor, response](absl::StatusOr<kv::AddResult> r) {
@@ -136,6 +167,11 @@ grpc::ServerUnaryReactor* GrpcKvService::Add(grpc::CallbackServerContext* contex
 grpc::ServerUnaryReactor* GrpcKvService::Wait(grpc::CallbackServerContext* context,
                                               const v1::WaitRequest* request,
                                               v1::WaitResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/Wait", request->namespace_());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   const kv::KvLimits& limits = store_.limits();
   absl::Status valid = kv::ValidateNamespace(request->namespace_(), limits);
   if (valid.ok()) valid = kv::ValidateWaitKeyCount(request->keys_size(), limits);
@@ -167,13 +203,23 @@ grpc::ServerUnaryReactor* GrpcKvService::Wait(grpc::CallbackServerContext* conte
 }
 
 grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
-    grpc::CallbackServerContext* /*context*/, const v1::WatchRequest* request) {
+    grpc::CallbackServerContext* context, const v1::WatchRequest* request) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                           "/ddp.v1.KeyValueService/Watch", request->namespace_());
+      !allowed.ok()) {
+    return new RefusedStream<v1::WatchResponse>(allowed);
+  }
   return new WatchReactor(store_, *request, options_.watch_message_bytes);
 }
 
 grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext* context,
                                                     const v1::LeaseGrantRequest* request,
                                                     v1::LeaseGrantResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/LeaseGrant", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.LeaseGrantAsync(request->ttl_ms(),
                          [reactor, response](absl::StatusOr<kv::LeaseGrantResult> r) {
@@ -189,6 +235,11 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(grpc::CallbackServerContext* context,
                                                         const v1::LeaseKeepAliveRequest* request,
                                                         v1::LeaseKeepAliveResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/LeaseKeepAlive", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   absl::StatusOr<kv::LeaseKeepAliveResult> r = store_.LeaseKeepAlive(request->lease());
   if (r.ok()) {
     response->set_lease(r->lease);
@@ -200,6 +251,11 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* GrpcKvService::LeaseRevoke(grpc::CallbackServerContext* context,
                                                      const v1::LeaseRevokeRequest* request,
                                                      v1::LeaseRevokeResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/LeaseRevoke", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.LeaseRevokeAsync(request->lease(),
                           [reactor, response](absl::StatusOr<kv::LeaseRevokeResult> r) {
@@ -215,6 +271,11 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseRevoke(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* GrpcKvService::Compact(grpc::CallbackServerContext* context,
                                                  const v1::CompactRequest* request,
                                                  v1::CompactResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/Compact", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.CompactAsync(request->revision(),
                       [reactor, response](absl::StatusOr<kv::CompactResult> r) {
@@ -227,6 +288,11 @@ grpc::ServerUnaryReactor* GrpcKvService::Compact(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* GrpcKvService::Status(grpc::CallbackServerContext* context,
                                                 const v1::StatusRequest* /*request*/,
                                                 v1::StatusResponse* response) {
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+                                              "/ddp.v1.KeyValueService/Status", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   const kv::KvStoreStatus status = store_.Status();
   response->set_revision(status.revision);
   response->set_compacted_revision(status.compacted_revision);

@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "coordinator/auth/authorizer.h"
 #include "coordinator/kv/kv_store.h"
 #include "ddp/v1/kv.grpc.pb.h"
 
@@ -26,6 +27,8 @@ struct GrpcKvServiceOptions {
   std::string version = "ddp-coordinator 0.1.0";  // reported by Status
   // Watch messages are cut at about this size (a single event may exceed it).
   size_t watch_message_bytes = 1 << 20;
+  // Checks every call's bearer token (null: no checks).
+  const auth::Authorizer* authorizer = nullptr;
 };
 
 class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {

@@ -62,7 +62,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!identity.ok()) return identity.status();
 
   kv::KvStoreOptions kv_options = opts.kv;
+  server->authorizer_ = std::make_unique<auth::Authorizer>(opts.admin_token);
   session::JobServicesOptions job_options = opts.jobs;
+  job_options.session.authorizer = server->authorizer_.get();
+  job_options.jobs.authorizer = server->authorizer_.get();
   if (opts.http.has_value()) {
     server->metrics_ = std::make_unique<metrics::CoordinatorMetrics>(clock);
     metrics::CoordinatorMetrics* recorder = server->metrics_.get();
@@ -86,8 +89,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   auto store = kv::KvStore::Open(*std::move(backend), clock, kv_options);
   if (!store.ok()) return store.status();
   server->kv_store_ = *std::move(store);
+  rpc::GrpcKvServiceOptions kv_service_options;
+  kv_service_options.authorizer = server->authorizer_.get();
   server->kv_service_ =
-      std::make_unique<rpc::GrpcKvService>(*server->kv_store_, rpc::GrpcKvServiceOptions{});
+      std::make_unique<rpc::GrpcKvService>(*server->kv_store_, kv_service_options);
 
   const std::string jobs_path = absl::StrCat(opts.data_dir, "/", kJobsDatabase);
   auto job_store = rendezvous::SqliteJobStateStore::Open(jobs_path);
@@ -146,6 +151,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                     : opts.tls.client_ca.empty() ? "over TLS"
                                                  : "over mTLS, client certificates required")
                 << ")";
+  DDP_LOG(INFO) << "authorization "
+                << (server->authorizer_->enabled()
+                        ? "on: every call needs the admin token (--admin-token-file)"
+                        : "off (no --admin-token-file)");
   if (!IsLoopback(opts.bind_address) && !opts.tls.enabled()) {
     DDP_LOG(WARNING) << "listening on " << opts.bind_address
                      << " without TLS or authentication: anyone who can reach this address can "

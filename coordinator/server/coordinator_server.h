@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/tls_files.h"
+#include "coordinator/auth/authorizer.h"
 #include "coordinator/http/http_listener.h"
 #include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
@@ -50,6 +51,9 @@ struct CoordinatorServerOptions {
   // files are watched and reloaded every tls_reload_interval.
   TlsServerFiles tls;
   absl::Duration tls_reload_interval = absl::Seconds(10);
+  // Authorization (coordinator/auth): every call must carry this token as
+  // "authorization: Bearer TOKEN"; empty: off. Never logged.
+  std::string admin_token;
   // How long Shutdown lets in-flight unary calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(2);
   const Clock* clock = nullptr;  // null: the real clock
@@ -94,6 +98,7 @@ class CoordinatorServer {
   // Before the stores: their commit observers record into it.
   std::unique_ptr<metrics::CoordinatorMetrics> metrics_;
   std::unique_ptr<kv::KvStore> kv_store_;
+  std::unique_ptr<auth::Authorizer> authorizer_;  // before the services that use it
   std::unique_ptr<rpc::GrpcKvService> kv_service_;
   std::unique_ptr<rendezvous::JobStateStore> job_store_;
   std::unique_ptr<session::JobServices> job_services_;

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "coordinator/rpc/call_auth.h"
 #include "coordinator/session/grpc_job_watch_reactor.h"
 #include "coordinator/session/job_proto_convert.h"
 
@@ -46,6 +47,11 @@ grpc::ServerUnaryReactor* GrpcJobService::FinishWithJob(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext* context,
                                                     const v1::CreateJobRequest* request,
                                                     v1::Job* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                   "/ddp.v1.JobService/CreateJob", request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
   absl::Status status = rendezvous::ValidateId(request->job_id(), "job id", limits);
   if (status.ok() && !request->has_settings()) {
@@ -75,6 +81,11 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GrpcJobService::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                   "/ddp.v1.JobService/GetJob", request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   if (request->run() < 0) {
     return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
                                   "GetJob of job '", rendezvous::Capped(request->job_id()),
@@ -86,6 +97,13 @@ grpc::ServerUnaryReactor* GrpcJobService::GetJob(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* context,
                                                    const v1::ListJobsRequest* request,
                                                    v1::ListJobsResponse* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                 "/ddp.v1.JobService/ListJobs", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
+  // A job's token lists that job alone.
+  const auth::Identity caller = rpc::CallIdentity(options_.authorizer, *context);
   absl::flat_hash_set<int> wanted;
   for (int state : request->states()) {
     absl::StatusOr<rendezvous::JobState> parsed =
@@ -101,19 +119,30 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* 
     if (!wanted.empty() && !wanted.contains(JobStateToProto(job.state))) {
       continue;
     }
+    if (caller.kind == auth::Identity::Kind::kJob && caller.job_id != job.job_id) continue;
     JobStatusToProto(job, now, response->add_jobs());
   }
   return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* GrpcJobService::WatchJob(
-    grpc::CallbackServerContext* /*context*/, const v1::WatchJobRequest* request) {
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                 "/ddp.v1.JobService/WatchJob", request->job_id());
+      !allowed.ok()) {
+    return new rpc::RefusedStream<v1::JobEvent>(allowed);
+  }
   return new JobWatchReactor(rendezvous_, *request, options_.catch_up_page);
 }
 
 grpc::ServerUnaryReactor* GrpcJobService::UpdateJob(grpc::CallbackServerContext* context,
                                                     const v1::UpdateJobRequest* request,
                                                     v1::Job* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                   "/ddp.v1.JobService/UpdateJob", request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   absl::Status status = rendezvous_.registry().UpdateJob(request->job_id(), request->min_nodes(),
                                                          request->max_nodes());
   return FinishWithJob(context, status, request->job_id(), response);
@@ -122,6 +151,11 @@ grpc::ServerUnaryReactor* GrpcJobService::UpdateJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GrpcJobService::CancelJob(grpc::CallbackServerContext* context,
                                                     const v1::CancelJobRequest* request,
                                                     v1::Job* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                   "/ddp.v1.JobService/CancelJob", request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   absl::Status status = rendezvous_.registry().CancelJob(
       request->job_id(), CappedReason(request->reason(), rendezvous_.options().limits));
   return FinishWithJob(context, status, request->job_id(), response);
@@ -130,6 +164,11 @@ grpc::ServerUnaryReactor* GrpcJobService::CancelJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext* context,
                                                     const v1::DeleteJobRequest* request,
                                                     v1::DeleteJobResponse* /*response*/) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                   "/ddp.v1.JobService/DeleteJob", request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   absl::Status status =
       rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.options().limits);
   if (status.ok()) status = rendezvous_.registry().RemoveJob(request->job_id());
@@ -139,6 +178,11 @@ grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(grpc::CallbackServerContext* context,
                                                       const v1::ExcludeNodeRequest* request,
                                                       v1::Job* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                   "/ddp.v1.JobService/ExcludeNode", request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
   absl::Status status = rendezvous::ValidateId(request->node_id(), "node id", limits);
   if (status.ok()) {

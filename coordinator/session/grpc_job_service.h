@@ -23,6 +23,7 @@
 // Thread-safety: thread-safe; the RendezvousService must outlive the service,
 // and the service the grpc::Server it is registered with.
 
+#include "coordinator/auth/authorizer.h"
 #include "coordinator/session/rendezvous_service.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 
@@ -31,6 +32,8 @@ namespace ddp::session {
 struct GrpcJobServiceOptions {
   // Retained events read per EventsSince call while a watcher catches up.
   int catch_up_page = 256;
+  // Checks every call's bearer token (null: no checks).
+  const auth::Authorizer* authorizer = nullptr;
 };
 
 class GrpcJobService final : public v1::JobService::CallbackService {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "coordinator/rpc/call_auth.h"
 #include "common/logging.h"
 #include "coordinator/session/job_proto_convert.h"
 
@@ -36,9 +37,10 @@ const char* BodyName(const v1::AgentMessage& message) {
 
 SessionReactor::SessionReactor(RendezvousService& rendezvous,
                                const GrpcSessionServiceOptions& options,
-                               std::atomic<int>* open_streams)
+                               std::atomic<int>* open_streams, auth::Identity identity)
     : rendezvous_(rendezvous),
       options_(options),
+      identity_(std::move(identity)),
       open_streams_(open_streams),
       sink_(std::make_shared<Sink>(this)) {
   open_streams_->fetch_add(1);
@@ -170,6 +172,11 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
   absl::StatusOr<rendezvous::RegisterRequest> request =
       RegisterFromProto(message, rendezvous_.options().limits);
   if (!request.ok()) return request.status();
+  if (options_.authorizer != nullptr && options_.authorizer->enabled()) {
+    absl::Status allowed = options_.authorizer->Authorize(
+        identity_, "/ddp.v1.SessionService/Session", request->job_id);
+    if (!allowed.ok()) return allowed;
+  }
   {
     absl::MutexLock lock(&sink_->mu);
     awaiting_registered_ = true;
@@ -327,8 +334,9 @@ GrpcSessionService::GrpcSessionService(RendezvousService& rendezvous,
     : rendezvous_(rendezvous), options_(options) {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GrpcSessionService::Session(
-    grpc::CallbackServerContext* /*context*/) {
-  return new SessionReactor(rendezvous_, options_, &open_streams_);
+    grpc::CallbackServerContext* context) {
+  return new SessionReactor(rendezvous_, options_, &open_streams_,
+                            rpc::CallIdentity(options_.authorizer, *context));
 }
 
 }  // namespace ddp::session

@@ -54,8 +54,9 @@ namespace ddp::session {
 // (gRPC's typed handler would report a clean end of stream).
 class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
+  // `identity`: of the stream's bearer token (checked at Register).
   SessionReactor(RendezvousService& rendezvous, const GrpcSessionServiceOptions& options,
-                 std::atomic<int>* open_streams);
+                 std::atomic<int>* open_streams, auth::Identity identity);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -90,6 +91,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
 
   RendezvousService& rendezvous_;
   const GrpcSessionServiceOptions& options_;
+  // Of the stream's bearer token, checked against the job each Register names.
+  auth::Identity identity_;
   std::atomic<int>* const open_streams_;
   const std::shared_ptr<Sink> sink_;
 

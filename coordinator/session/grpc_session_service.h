@@ -10,6 +10,7 @@
 
 #include <atomic>
 
+#include "coordinator/auth/authorizer.h"
 #include "coordinator/session/rendezvous_service.h"
 #include "ddp/v1/session.grpc.pb.h"
 
@@ -19,6 +20,8 @@ struct GrpcSessionServiceOptions {
   // Coordinator messages queued for one agent beyond the one being written; an
   // agent that does not read is disconnected (RESOURCE_EXHAUSTED) instead.
   int max_queued_messages = 64;
+  // Checks the bearer token of each stream at Register (null: no checks).
+  const auth::Authorizer* authorizer = nullptr;
 };
 
 class GrpcSessionService final

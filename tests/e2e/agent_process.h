@@ -29,6 +29,14 @@ std::string Runfile(const std::string& relative);
 // Reads a whole file; empty when it does not exist.
 std::string ReadWholeFile(const std::string& path);
 
+// Runs `command` through /bin/sh; its exit code (-1 when killed by a signal)
+// and its stdout and stderr together.
+struct ShellResult {
+  int exit_code = -1;
+  std::string output;
+};
+ShellResult RunShell(const std::string& command);
+
 class AgentProcess {
  public:
   // Starts the process at once; pid() is -1 if fork failed.

@@ -17,23 +17,6 @@
 namespace ddp::testing {
 namespace {
 
-struct Output {
-  int exit_code = -1;
-  std::string text;  // stdout and stderr
-};
-
-// Runs `command` through the shell; its exit code and output.
-Output Shell(const std::string& command) {
-  Output out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.text.append(buffer, n);
-  const int status = pclose(pipe);
-  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 class TlsE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -84,33 +67,33 @@ TEST_F(TlsE2eTest, JobRunsOverMtls_DdpctlWithFlagsOrEnvironment_PlaintextRefused
   EXPECT_EQ(process.Wait(absl::Seconds(60)), 0) << process.log();
   EXPECT_TRUE(absl::StrContains(process.log(), "rank 1 over tls")) << process.log();
 
-  const Output get = Shell(Ddpctl(TlsFlags() + " jobs get tls-job"));
-  EXPECT_EQ(get.exit_code, 0) << get.text;
-  EXPECT_TRUE(absl::StrContains(get.text, "state:       SUCCEEDED")) << get.text;
-  const Output env = Shell(absl::StrCat("DDP_TLS_CA=", pki_.ca_cert, " DDP_TLS_CERT=",
+  const ShellResult get = RunShell(Ddpctl(TlsFlags() + " jobs get tls-job"));
+  EXPECT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "state:       SUCCEEDED")) << get.output;
+  const ShellResult env = RunShell(absl::StrCat("DDP_TLS_CA=", pki_.ca_cert, " DDP_TLS_CERT=",
                                         pki_.client_cert, " DDP_TLS_KEY=", pki_.client_key, " ",
                                         Ddpctl("kv put k v")));
-  EXPECT_EQ(env.exit_code, 0) << env.text;
+  EXPECT_EQ(env.exit_code, 0) << env.output;
 
   // No client certificate, or no TLS at all: refused (exit 3: not reachable).
-  const Output no_cert = Shell(Ddpctl(absl::StrCat("--timeout 3s --tls-ca ", pki_.ca_cert,
+  const ShellResult no_cert = RunShell(Ddpctl(absl::StrCat("--timeout 3s --tls-ca ", pki_.ca_cert,
                                                    " jobs get tls-job")));
-  EXPECT_EQ(no_cert.exit_code, 3) << no_cert.text;
-  const Output plaintext = Shell(Ddpctl("--timeout 3s jobs get tls-job"));
-  EXPECT_EQ(plaintext.exit_code, 3) << plaintext.text;
+  EXPECT_EQ(no_cert.exit_code, 3) << no_cert.output;
+  const ShellResult plaintext = RunShell(Ddpctl("--timeout 3s jobs get tls-job"));
+  EXPECT_EQ(plaintext.exit_code, 3) << plaintext.output;
   // A bad file is a usage error naming it, before any connection.
-  const Output bad = Shell(Ddpctl(absl::StrCat("--tls-ca /no/ca.pem jobs get tls-job")));
-  EXPECT_EQ(bad.exit_code, 2) << bad.text;
-  EXPECT_TRUE(absl::StrContains(bad.text, "--tls-ca=/no/ca.pem: cannot open it")) << bad.text;
+  const ShellResult bad = RunShell(Ddpctl(absl::StrCat("--tls-ca /no/ca.pem jobs get tls-job")));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(absl::StrContains(bad.output, "--tls-ca=/no/ca.pem: cannot open it")) << bad.output;
 }
 
 TEST_F(TlsE2eTest, CoordinatorWithAKeyThatIsNotTheCertificates_ExitsTwoNamingIt) {
-  const Output bad = Shell(absl::StrCat(Runfile("coordinator/coordinator"),
+  const ShellResult bad = RunShell(absl::StrCat(Runfile("coordinator/coordinator"),
                                         " --port 0 --http-port 0 --data-dir ", dir_, "-bad",
                                         " --tls-cert ", pki_.server_cert, " --tls-key ",
                                         pki_.client_key));
-  EXPECT_EQ(bad.exit_code, 2) << bad.text;
-  EXPECT_TRUE(absl::StrContains(bad.text, "does not belong to the certificate")) << bad.text;
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(absl::StrContains(bad.output, "does not belong to the certificate")) << bad.output;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "common/endpoint.h"
 #include "common/status_macros.h"
+#include "common/token_file.h"
 
 namespace ddp::ddpctl {
 namespace {
@@ -37,6 +38,9 @@ const std::vector<FlagSpec>& GlobalFlags() {
        "PEM client certificate for a coordinator that requires one (mTLS; default: "
        "$DDP_TLS_CERT)"},
       {"tls-key", FlagKind::kString, "FILE", "PEM private key of --tls-cert (default: $DDP_TLS_KEY)"},
+      {"token-file", FlagKind::kString, "FILE",
+       "File with the bearer token for a coordinator with authorization (default: the token "
+       "in $DDP_TOKEN)"},
   };
   return *flags;
 }
@@ -242,6 +246,15 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv
       invocation.global.tls.cert = value;
     } else if (name == "tls-key") {
       invocation.global.tls.key = value;
+    } else if (name == "token-file") {
+      absl::StatusOr<std::string> token = ReadTokenFile("--token-file", value);
+      if (!token.ok()) return token.status();
+      invocation.global.token = *std::move(token);
+    }
+  }
+  if (invocation.global.token.empty()) {
+    if (const char* token = std::getenv("DDP_TOKEN"); token != nullptr) {
+      invocation.global.token = token;
     }
   }
   invocation.global.tls = WithTlsEnvironment(invocation.global.tls);

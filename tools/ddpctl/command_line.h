@@ -72,6 +72,8 @@ struct GlobalOptions {
   std::string name_space = "default";
   // --tls-ca/--tls-cert/--tls-key, else $DDP_TLS_CA/$DDP_TLS_CERT/$DDP_TLS_KEY.
   TlsClientFiles tls;
+  // --token-file's contents, else $DDP_TOKEN: sent as "authorization: Bearer".
+  std::string token;
 };
 
 // The result of parsing one command line.

@@ -328,8 +328,7 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::o
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(kMaxCoordinatorMessageBytes);
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address, GrpcChannelCredentials(invocation.global.tls),
-                                channel_args);
+      CoordinatorChannel(address, invocation.global.tls, invocation.global.token, channel_args);
   std::unique_ptr<v1::KeyValueService::Stub> stub = v1::KeyValueService::NewStub(channel);
   std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channel);
   CommandContext context{invocation, *stub, *jobs, stop, out, err};

@@ -1,0 +1,37 @@
+#ifndef DDP_COORDINATOR_RPC_CALL_AUTH_H_
+#define DDP_COORDINATOR_RPC_CALL_AUTH_H_
+
+// The gRPC side of authorization (coordinator/auth): a call's identity from
+// its "authorization" metadata, checked against the method's rule.
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/grpc_status.h"
+#include "coordinator/auth/authorizer.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
+
+namespace ddp::rpc {
+
+// The identity of the call (kNone without an authorizer or credentials).
+auth::Identity CallIdentity(const auth::Authorizer* authorizer,
+                            const grpc::CallbackServerContext& context);
+
+// OK when `authorizer` is null or off, or the call may run `method` on
+// `target` (the job id or KV namespace it names; empty when none). Possible
+// errors: those of Authorizer::Authorize.
+absl::Status AuthorizeCall(const auth::Authorizer* authorizer,
+                           const grpc::CallbackServerContext& context, absl::string_view method,
+                           absl::string_view target);
+
+// A server stream that ends at once with `status` (a refused call).
+template <typename Response>
+class RefusedStream final : public grpc::ServerWriteReactor<Response> {
+ public:
+  explicit RefusedStream(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace ddp::rpc
+
+#endif  // DDP_COORDINATOR_RPC_CALL_AUTH_H_

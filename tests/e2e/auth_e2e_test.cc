@@ -1,0 +1,108 @@
+// Authorization end to end with real processes: the coordinator binary with
+// --admin-token-file; ddpctl, REST and a ddp-client job with and without the
+// token (--token-file, DDP_TOKEN).
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/crash/coordinator_process.h"
+#include "tests/e2e/agent_process.h"
+
+namespace ddp::testing {
+namespace {
+
+constexpr char kAdminToken[] = "admin-token-for-the-auth-e2e-test";
+
+class AuthE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    token_file_ = dir_ + "-admin.token";
+    std::ofstream(token_file_) << kAdminToken << "\n";
+    std::ofstream(dir_ + "-wrong.token") << "not-the-admin-token-at-all\n";
+    CoordinatorProcessOptions options;
+    options.binary = CoordinatorBinaryFromRunfiles();
+    options.data_dir = dir_ + "-data";
+    options.work_dir = std::getenv("TEST_TMPDIR");
+    options.extra_args = {"--admin-token-file", token_file_, "--http-port", "-1",
+                          "--http-port-file", dir_ + "-http.port"};
+    coordinator_ = std::make_unique<CoordinatorProcess>(options);
+    absl::Status started = coordinator_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  ShellResult Ddpctl(const std::string& args) const {
+    return RunShell(absl::StrCat(Runfile("tools/ddpctl/ddpctl"), " --coordinator ",
+                                 coordinator_->address(), " ", args));
+  }
+  std::string HttpBase() const {
+    std::string port = ReadWholeFile(dir_ + "-http.port");
+    while (!port.empty() && (port.back() == '\n' || port.back() == ' ')) port.pop_back();
+    return "http://127.0.0.1:" + port;
+  }
+
+  std::string dir_;
+  std::string token_file_;
+  std::unique_ptr<CoordinatorProcess> coordinator_;
+};
+
+TEST_F(AuthE2eTest, NothingWithoutTheToken_EverythingWithIt) {
+  const ShellResult none = Ddpctl("jobs create a-1");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_TRUE(absl::StrContains(none.output, "UNAUTHENTICATED")) << none.output;
+  EXPECT_TRUE(absl::StrContains(none.output, "DDP_TOKEN")) << none.output;
+  const ShellResult wrong = Ddpctl(absl::StrCat("--token-file ", dir_, "-wrong.token kv get k"));
+  EXPECT_TRUE(absl::StrContains(wrong.output, "UNAUTHENTICATED")) << wrong.output;
+  EXPECT_FALSE(absl::StrContains(wrong.output, "not-the-admin-token")) << wrong.output;
+  const ShellResult admin = Ddpctl("--token-file " + token_file_ + " jobs create a-1");
+  EXPECT_EQ(admin.exit_code, 0) << admin.output;
+  const ShellResult env =
+      RunShell(absl::StrCat("DDP_TOKEN=", kAdminToken, " ", Runfile("tools/ddpctl/ddpctl"),
+                            " --coordinator ", coordinator_->address(), " kv put k v"));
+  EXPECT_EQ(env.exit_code, 0) << env.output;
+
+  // REST: the same rules through the gateway (the header is forwarded).
+  const ShellResult rest_none =
+      RunShell("curl -s -o /dev/null -w '%{http_code}' " + HttpBase() + "/v1/jobs");
+  EXPECT_EQ(rest_none.output, "401") << rest_none.output;
+  const ShellResult rest_admin =
+      RunShell(absl::StrCat("curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ",
+                            kAdminToken, "' ", HttpBase(), "/v1/jobs"));
+  EXPECT_EQ(rest_admin.output, "200") << rest_admin.output;
+
+  // An agent without the token is refused at once (exit 2); with it, its job
+  // runs and its workers get the token.
+  AgentProcessOptions agent;
+  agent.binary = Runfile("client/agent/ddp-client");
+  agent.args = {"--coordinator", coordinator_->address(), "--job", "auth-job", "--node-id", "n",
+                "--nnodes", "1", "--nproc-per-node", "1", "--connect-timeout", "20",
+                "--no-python", "/bin/sh", "-c", "test -n \"$DDP_TOKEN\" && echo worker has a token"};
+  agent.log_path = dir_ + "-refused.log";
+  AgentProcess refused(agent);
+  EXPECT_EQ(refused.Wait(absl::Seconds(30)), 2) << refused.log();
+  EXPECT_TRUE(absl::StrContains(refused.log(), "UNAUTHENTICATED")) << refused.log();
+  agent.log_path = dir_ + "-admitted.log";
+  agent.env = {absl::StrCat("DDP_TOKEN=", kAdminToken)};
+  AgentProcess admitted(agent);
+  EXPECT_EQ(admitted.Wait(absl::Seconds(60)), 0) << admitted.log();
+  EXPECT_TRUE(absl::StrContains(admitted.log(), "worker has a token")) << admitted.log();
+  EXPECT_FALSE(absl::StrContains(ReadWholeFile(coordinator_->log_path()), kAdminToken));
+}
+
+TEST_F(AuthE2eTest, ShortTokenFile_CoordinatorRefusesToStartNamingIt) {
+  std::ofstream(dir_ + "-short.token") << "short\n";
+  const ShellResult bad = RunShell(absl::StrCat(Runfile("coordinator/coordinator"),
+                                                " --port 0 --http-port 0 --data-dir ", dir_,
+                                                "-bad --admin-token-file ", dir_, "-short.token"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(absl::StrContains(bad.output, "at least 16 bytes")) << bad.output;
+  EXPECT_FALSE(absl::StrContains(bad.output, "short\n")) << bad.output;
+}
+
+}  // namespace
+}  // namespace ddp::testing
