@@ -136,6 +136,18 @@ void RestGateway::ServeStream(const CompiledRoute& route, std::unique_ptr<Messag
                                        "); close one or use the gRPC method")),
                       response);
   }
+  if (options_.authorize_stream) {
+    std::string authorization;
+    for (const auto& [key, value] : metadata) {
+      if (key == "authorization") authorization = value;
+    }
+    absl::Status allowed =
+        options_.authorize_stream(route.route->grpc_method, *call, authorization);
+    if (!allowed.ok()) {
+      open_streams_.fetch_sub(1);
+      return ReplyError(allowed, response);
+    }
+  }
   response.set_header("Cache-Control", "no-cache");
   response.set_header("X-Accel-Buffering", "no");
   std::shared_ptr<const Message> shared_call(std::move(call));

@@ -11,6 +11,7 @@
 // once. BeginShutdown may be called from any thread.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,6 +39,12 @@ struct RestGatewayOptions {
   // A comment line on an idle event stream, so proxies keep it open and a
   // vanished client is noticed.
   absl::Duration stream_keepalive = absl::Seconds(15);
+  // Checks an event stream's credentials before its 200 and headers go out
+  // (a unary call's refusal comes from the gRPC method itself); null: none.
+  // Arguments: the gRPC method, the request, the "authorization" header value.
+  std::function<absl::Status(const std::string& grpc_method, const google::protobuf::Message&,
+                             const std::string& authorization)>
+      authorize_stream;
 };
 
 class RestGateway {

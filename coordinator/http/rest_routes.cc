@@ -47,6 +47,10 @@ std::vector<RestRoute> BuildRoutes() {
       Unary("POST", "/v1/jobs/{job_id}:cancel", j + "CancelJob", "*",
             "Cancel a job: stop its workers, state CANCELLED",
             "-X POST " + host + "/v1/jobs/train-1:cancel -d '{\"reason\":\"preempted\"}'"),
+      Unary("POST", "/v1/jobs/{job_id}:token", j + "IssueJobToken", "*",
+            "Issue the job a new bearer token, the old one stops working (admin; "
+            "`{\"revoke\":true}`: none)",
+            "-X POST " + host + "/v1/jobs/train-1:token -d '{}'"),
       Unary("POST", "/v1/jobs/{job_id}:excludeNode", j + "ExcludeNode", "*",
             "Exclude a node: it leaves the job and may not rejoin",
             "-X POST " + host + "/v1/jobs/train-1:excludeNode -d '{\"nodeId\":\"node-7\"}'"),

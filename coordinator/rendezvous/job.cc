@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   job->created_ = r.created;
   job->run_ = r.run;
   job->finished_ = r.finished;
+  job->token_hash_ = r.token_hash;
   job->next_join_seq_ = r.next_join_seq;
   const absl::Time now = clock.Now();
   bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
@@ -237,6 +238,7 @@ JobRecord Job::MakeRecord() const {
   r.created = created_;
   r.run = run_;
   r.finished = finished_;
+  r.token_hash = token_hash_;
   r.next_join_seq = next_join_seq_;
   return r;
 }

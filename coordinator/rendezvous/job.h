@@ -154,6 +154,12 @@ class Job {
   // TakeChanges).
   void set_run(int run) { run_ = run; }
   int run() const { return run_; }
+  // The job's bearer token's hash (stored; coordinator/auth checks it).
+  const std::string& token_hash() const { return token_hash_; }
+  void SetTokenHash(const std::string& token_hash) {
+    token_hash_ = token_hash;
+    MarkJobDirty();
+  }
   // Everything stored about the job now (the record a new run archives).
   JobRecord Record() const { return MakeRecord(); }
 
@@ -327,6 +333,7 @@ class Job {
   absl::Time created_;  // absl::Time() for jobs stored before it was kept
   int run_ = 1;
   absl::Time finished_;  // set by Finish
+  std::string token_hash_;
 
   JobState state_ = JobState::kWaiting;
   Generation generation_ = 0;

@@ -111,7 +111,8 @@ absl::Status JobRegistry::AwaitOwnChanges(absl::Status status) {
 }
 
 absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
-                                                 const JobSettings& settings) {
+                                                 const JobSettings& settings,
+                                                 const std::string& token_hash) {
   absl::Status status = ValidateId(job_id, "job id", options_.limits);
   if (!status.ok()) return status;
   status = ValidateJobSettings(settings, options_.limits);
@@ -140,6 +141,7 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
     }
     auto job = std::make_unique<Job>(job_id, settings, options_.limits, clock_, &outbox_);
     job->set_run(run);
+    if (!token_hash.empty()) job->SetTokenHash(token_hash);
     Job& ref = *job;
     jobs_.emplace(job_id, std::move(job));
     AfterChangeLocked(ref);
@@ -217,6 +219,23 @@ absl::Status JobRegistry::UpdateJob(const std::string& job_id, int min_nodes, in
 
 absl::Status JobRegistry::CancelJob(const std::string& job_id, const std::string& reason) {
   return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.Cancel(reason); }));
+}
+
+absl::Status JobRegistry::SetJobTokenHash(const std::string& job_id,
+                                          const std::string& token_hash) {
+  return AwaitOwnChanges(Run(job_id, [&](Job& job) {
+    job.SetTokenHash(token_hash);
+    return absl::OkStatus();
+  }));
+}
+
+std::vector<std::pair<std::string, std::string>> JobRegistry::JobTokenHashes() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, job] : jobs_) {
+    if (!job->token_hash().empty()) out.emplace_back(id, job->token_hash());
+  }
+  return out;
 }
 
 absl::Status JobRegistry::ExcludeNode(const std::string& job_id, const std::string& node_id,

@@ -84,7 +84,14 @@ class JobRegistry {
   // not see it until it is durable.
   // Possible errors: INVALID_ARGUMENT (id, settings), ALREADY_EXISTS,
   // RESOURCE_EXHAUSTED (max_jobs), UNKNOWN (not durable in time).
-  absl::StatusOr<JobStatus> CreateJob(const std::string& job_id, const JobSettings& settings);
+  // `token_hash`: of the job's bearer token (stored with the job; empty: none).
+  absl::StatusOr<JobStatus> CreateJob(const std::string& job_id, const JobSettings& settings,
+                                      const std::string& token_hash = "");
+  // Replaces the job's token hash (empty: none), durably. Possible errors:
+  // NOT_FOUND, and AwaitOwnChanges's.
+  absl::Status SetJobTokenHash(const std::string& job_id, const std::string& token_hash);
+  // (job id, token hash) of every job that has a token.
+  std::vector<std::pair<std::string, std::string>> JobTokenHashes() const;
   // Possible errors: NOT_FOUND, and Job::Update / Cancel / ExcludeNode's.
   absl::Status UpdateJob(const std::string& job_id, int min_nodes, int max_nodes);
   absl::Status CancelJob(const std::string& job_id, const std::string& reason);

@@ -46,6 +46,8 @@ struct JobRecord {
   // run 2, and so on (its finished run is kept as a past run).
   int run = 1;
   absl::Time finished;  // when it reached a terminal state; absl::Time() before
+  // SHA-256 (hex) of the job's bearer token; empty: none (coordinator/auth).
+  std::string token_hash;
 };
 
 struct NodeRecord {

@@ -40,6 +40,26 @@ bool IsLoopback(const std::string& address) {
 
 }  // namespace
 
+http::RestGatewayOptions CoordinatorServer::RestOptions() const {
+  http::RestGatewayOptions options;
+  if (!authorizer_->enabled()) return options;
+  const auth::Authorizer* authorizer = authorizer_.get();
+  options.authorize_stream = [authorizer](const std::string& method,
+                                          const google::protobuf::Message& request,
+                                          const std::string& authorization) {
+    // The job a request names: its job_id, or the KV namespace.
+    std::string target;
+    for (const char* name : {"job_id", "namespace"}) {
+      const auto* field = request.GetDescriptor()->FindFieldByName(name);
+      if (field != nullptr && field->type() == google::protobuf::FieldDescriptor::TYPE_STRING) {
+        target = request.GetReflection()->GetString(request, field);
+      }
+    }
+    return authorizer->Authorize(authorizer->Resolve(authorization), method, target);
+  };
+  return options;
+}
+
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     CoordinatorServerOptions options) {
   if (options.port < 0 || options.port > 65535) {
@@ -110,6 +130,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                      job_services.status().message()));
   }
   server->job_services_ = *std::move(job_services);
+  for (const auto& [job_id, token_hash] :
+       server->job_services_->rendezvous().registry().JobTokenHashes()) {
+    server->authorizer_->SetJobTokenHash(job_id, token_hash);
+  }
 
   grpc::ServerBuilder builder;
   const std::string listen = absl::StrCat(opts.bind_address, ":", opts.port);
@@ -174,7 +198,7 @@ absl::Status CoordinatorServer::StartHttp() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   auto gateway =
-      http::RestGateway::Create(grpc_server_->InProcessChannel(args), http::RestGatewayOptions{});
+      http::RestGateway::Create(grpc_server_->InProcessChannel(args), RestOptions());
   if (!gateway.ok()) return gateway.status();
   rest_gateway_ = *std::move(gateway);
   http::HttpListenerOptions http_options = *options_.http;

@@ -88,6 +88,9 @@ class CoordinatorServer {
   void Shutdown();
 
  private:
+  // The REST gateway's options: with authorization on, event streams are
+  // checked before their headers go out.
+  http::RestGatewayOptions RestOptions() const;
   explicit CoordinatorServer(CoordinatorServerOptions options) : options_(std::move(options)) {}
   absl::Status StartHttp();
   absl::Status Readiness();

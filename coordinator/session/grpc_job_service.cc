@@ -62,8 +62,17 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
   }
   if (!status.ok()) return FinishNow(context, status);
   const rendezvous::JobSettings settings = SettingsFromProto(request->settings());
+  // With authorization on, every new job gets its own token (its hash is
+  // stored with the job; the token itself is in this reply only).
+  const bool with_token = options_.authorizer != nullptr && options_.authorizer->enabled();
+  const std::string token = with_token ? auth::NewToken() : "";
+  const std::string token_hash = with_token ? auth::HashToken(token) : "";
   absl::StatusOr<rendezvous::JobStatus> created =
-      rendezvous_.registry().CreateJob(request->job_id(), settings);
+      rendezvous_.registry().CreateJob(request->job_id(), settings, token_hash);
+  if (created.ok() && with_token) {
+    options_.authorizer->SetJobTokenHash(request->job_id(), token_hash);
+    response->set_token(token);
+  }
   if (absl::IsAlreadyExists(created.status())) {
     absl::StatusOr<rendezvous::JobStatus> existing =
         rendezvous_.registry().GetJob(request->job_id(), false);
@@ -172,7 +181,37 @@ grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext*
   absl::Status status =
       rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.options().limits);
   if (status.ok()) status = rendezvous_.registry().RemoveJob(request->job_id());
+  if (status.ok() && options_.authorizer != nullptr) {
+    options_.authorizer->SetJobTokenHash(request->job_id(), "");
+  }
   return FinishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* GrpcJobService::IssueJobToken(grpc::CallbackServerContext* context,
+                                                        const v1::IssueJobTokenRequest* request,
+                                                        v1::Job* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                 "/ddp.v1.JobService/IssueJobToken",
+                                                 request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
+  if (options_.authorizer == nullptr || !options_.authorizer->enabled()) {
+    return FinishNow(context, absl::FailedPreconditionError(
+                                  "authorization is off (no --admin-token-file): jobs have no "
+                                  "tokens"));
+  }
+  absl::Status status =
+      rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.options().limits);
+  const std::string token = request->revoke() ? "" : auth::NewToken();
+  const std::string token_hash = request->revoke() ? "" : auth::HashToken(token);
+  if (status.ok()) status = rendezvous_.registry().SetJobTokenHash(request->job_id(), token_hash);
+  if (status.ok()) {
+    // The old token stops working now; the new one once durable (above).
+    options_.authorizer->SetJobTokenHash(request->job_id(), token_hash);
+    response->set_token(token);
+  }
+  return FinishWithJob(context, status, request->job_id(), response);
 }
 
 grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(grpc::CallbackServerContext* context,

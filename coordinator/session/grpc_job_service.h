@@ -32,8 +32,9 @@ namespace ddp::session {
 struct GrpcJobServiceOptions {
   // Retained events read per EventsSince call while a watcher catches up.
   int catch_up_page = 256;
-  // Checks every call's bearer token (null: no checks).
-  const auth::Authorizer* authorizer = nullptr;
+  // Checks every call's bearer token, and learns the tokens of the jobs it
+  // creates (null: no checks, no tokens).
+  auth::Authorizer* authorizer = nullptr;
 };
 
 class GrpcJobService final : public v1::JobService::CallbackService {
@@ -56,6 +57,9 @@ class GrpcJobService final : public v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
                                       const v1::DeleteJobRequest* request,
                                       v1::DeleteJobResponse* response) override;
+  grpc::ServerUnaryReactor* IssueJobToken(grpc::CallbackServerContext* context,
+                                          const v1::IssueJobTokenRequest* request,
+                                          v1::Job* response) override;
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::Job* response) override;

@@ -90,6 +90,7 @@ inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
   EXPECT_EQ(got.created, want.created);
   EXPECT_EQ(got.run, want.run);
   EXPECT_EQ(got.finished, want.finished);
+  EXPECT_EQ(got.token_hash, want.token_hash);
 }
 
 inline FailureInfo Failure(std::string node_id, Generation generation, int exit_code,
@@ -151,6 +152,7 @@ inline JobRecord FullRecord(const std::string& job_id) {
   r.next_join_seq = 4097;
   r.run = 3;
   r.finished = absl::FromUnixNanos(1700000000987654321);
+  r.token_hash = std::string(64, 'a');
   return r;
 }
 

@@ -138,6 +138,7 @@ absl::Status BindJobRow(const JobRecord& job, const JobCounters& counters, RowBi
   binder.Int(job.created == absl::Time() ? 0 : absl::ToUnixNanos(job.created));
   binder.Int(job.run);
   binder.Int(job.finished == absl::Time() ? 0 : absl::ToUnixNanos(job.finished));
+  binder.Blob(job.token_hash);
   return binder.status();
 }
 
@@ -172,6 +173,7 @@ std::string ReadJobRow(RowReader& reader, JobRecord* job) {
   job->run = reader.Int("run");
   const int64_t finished_ns = reader.Int64();
   job->finished = finished_ns == 0 ? absl::Time() : absl::FromUnixNanos(finished_ns);
+  job->token_hash = reader.Blob();
   std::string error = reader.error();
   if (error.empty() && job->run < 1) error = absl::StrCat("has run number ", job->run);
   std::optional<JobState> known = StateFromNumber(state);

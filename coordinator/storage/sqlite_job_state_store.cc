@@ -105,6 +105,12 @@ CREATE TABLE job_runs AS SELECT * FROM jobs WHERE 0;
 CREATE UNIQUE INDEX job_runs_by_run ON job_runs (job_id, run);
 )sql";
 
+// Version 5: the hash of a job's bearer token (coordinator/auth).
+constexpr char kSchemaV5[] = R"sql(
+ALTER TABLE jobs ADD COLUMN token_hash BLOB NOT NULL DEFAULT x'';
+ALTER TABLE job_runs ADD COLUMN token_hash BLOB NOT NULL DEFAULT x'';
+)sql";
+
 // Column lists in the order the row codecs of sqlite_job_rows.h bind and read
 // (kInsertFailure and kUpsertNode below list the same columns).
 constexpr const char* kJobColumns[] = {
@@ -142,6 +148,7 @@ constexpr const char* kJobColumns[] = {
     "created_ns",
     "run",
     "finished_ns",
+    "token_hash",
 };
 constexpr const char* kFailureColumns =
     "node_id, generation, local_rank, global_rank, exit_code, signal, "
@@ -210,7 +217,7 @@ std::string Printable(const std::string& id) {
 }  // namespace
 
 std::vector<storage::SqliteMigration> SqliteJobStateStore::SchemaMigrations() {
-  return {{1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}};
+  return {{1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5}};
 }
 
 SqliteJobStateStore::SqliteJobStateStore(std::unique_ptr<SqliteDatabase> db)

@@ -244,7 +244,8 @@ VALUES (X'6F6C64', 0, X'6E6F64652D61', 3, 1, 1, 7, 0, X'626F6F6D',
   EXPECT_EQ(job.run, 1);                 // before version 4: the first run
   EXPECT_EQ(job.finished, absl::Time());
   EXPECT_TRUE((*all)[0].past_runs.empty());
-  EXPECT_EQ(QueryInt64("PRAGMA user_version"), 4);
+  EXPECT_EQ(job.token_hash, "");  // before version 5: no token
+  EXPECT_EQ(QueryInt64("PRAGMA user_version"), 5);
   // The migrated file takes the new fields.
   JobRecord updated = job;
   updated.root_cause->hang = true;

@@ -94,6 +94,53 @@ TEST_F(AuthE2eTest, NothingWithoutTheToken_EverythingWithIt) {
   EXPECT_FALSE(absl::StrContains(ReadWholeFile(coordinator_->log_path()), kAdminToken));
 }
 
+// A job token: issued by CreateJob (its hash stored with the job), good for
+// the job's agents, its reads and its key namespace only, across a restart,
+// until revoked.
+TEST_F(AuthE2eTest, JobToken_ScopedToItsJob_SurvivesARestart_Revocable) {
+  const std::string admin = "--token-file " + token_file_ + " ";
+  const ShellResult created =
+      Ddpctl(admin + "jobs create tok-job --nnodes 1 --nproc-per-node 1 --max-restarts 0");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  const size_t at = created.output.find("token: ");
+  ASSERT_NE(at, std::string::npos) << created.output;
+  const std::string token = created.output.substr(at + 7, created.output.find('\n', at) - at - 7);
+  ASSERT_GE(token.size(), 40u) << created.output;
+  ASSERT_EQ(Ddpctl(admin + "jobs create other-job").exit_code, 0);
+  const std::string job = absl::StrCat("DDP_TOKEN=", token, " ");
+  auto as_job = [&](const std::string& args) {
+    return RunShell(absl::StrCat(job, Runfile("tools/ddpctl/ddpctl"), " --coordinator ",
+                                 coordinator_->address(), " ", args));
+  };
+  EXPECT_EQ(as_job("kv put --namespace tok-job k v").exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(as_job("kv put --namespace other-job k v").output,
+                                "PERMISSION_DENIED"));
+  EXPECT_TRUE(absl::StrContains(as_job("jobs get other-job").output, "PERMISSION_DENIED"));
+  EXPECT_TRUE(absl::StrContains(as_job("jobs cancel tok-job").output, "PERMISSION_DENIED"));
+  const ShellResult listed = as_job("jobs list");
+  EXPECT_TRUE(absl::StrContains(listed.output, "tok-job")) << listed.output;
+  EXPECT_FALSE(absl::StrContains(listed.output, "other-job")) << listed.output;
+
+  // The job's agent runs with the job's token.
+  AgentProcessOptions agent;
+  agent.binary = Runfile("client/agent/ddp-client");
+  agent.args = {"--coordinator", coordinator_->address(), "--job", "tok-job", "--node-id", "n",
+                "--nnodes", "1", "--nproc-per-node", "1", "--connect-timeout", "20",
+                "--no-python", "/bin/sh", "-c", "echo ran with the job token"};
+  agent.log_path = dir_ + "-job-agent.log";
+  agent.env = {"DDP_TOKEN=" + token};
+  AgentProcess process(agent);
+  EXPECT_EQ(process.Wait(absl::Seconds(60)), 0) << process.log();
+
+  // Stored hashed: still valid after a restart.
+  ASSERT_EQ(coordinator_->Terminate(), 0);
+  ASSERT_TRUE(coordinator_->Start().ok());
+  EXPECT_EQ(as_job("--timeout 20s jobs get tok-job").exit_code, 0);
+  ASSERT_EQ(Ddpctl(admin + "jobs token tok-job --revoke").exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(as_job("jobs get tok-job").output, "UNAUTHENTICATED"));
+  EXPECT_FALSE(absl::StrContains(ReadWholeFile(coordinator_->log_path()), token));
+}
+
 TEST_F(AuthE2eTest, ShortTokenFile_CoordinatorRefusesToStartNamingIt) {
   std::ofstream(dir_ + "-short.token") << "short\n";
   const ShellResult bad = RunShell(absl::StrCat(Runfile("coordinator/coordinator"),

@@ -161,6 +161,13 @@ const std::vector<CommandSpec>& CommandTable() {
        {{"force", FlagKind::kBool, "", "Cancel the job first if it still runs"}},
        "A job that still runs exits 1 with FAILED_PRECONDITION unless --force.\n"
        "A finished job id can also simply be started again (a new run)."},
+      {"jobs",
+       "token",
+       "Issue job JOB a new bearer token (the old one stops working); admin only",
+       {{"JOB", "Job id"}},
+       {{"revoke", FlagKind::kBool, "", "Leave the job without a token instead"}},
+       "Needs a coordinator with authorization on (--admin-token-file) and\n"
+       "the admin token. The token is printed once; the coordinator keeps its hash."},
   };
   return *table;
 }

@@ -24,6 +24,11 @@ constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 // one summary line.
 void PrintJobSummary(CommandContext& c, const v1::Job& job) {
   c.out << (c.json() ? ProtoJson(job) : JobSummaryText(job)) << "\n";
+  // A token comes only from CreateJob and IssueJobToken, once.
+  if (!c.json() && !job.token().empty()) {
+    c.out << "token: " << job.token() << "\n(give it to the job's agents as DDP_TOKEN or "
+          << "--token-file; the coordinator keeps only its hash)\n";
+  }
 }
 
 // Reads an int flag that must lie in [min, kMaxInt32]; `*value` keeps its
@@ -146,6 +151,20 @@ grpc::Status JobsCreate(CommandContext& c) {
   c.SetDeadline(context);
   grpc::Status status = c.jobs.CreateJob(&context, request, &job);
   if (!status.ok()) return status;
+  PrintJobSummary(c, job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobsToken(CommandContext& c) {
+  v1::IssueJobTokenRequest request;
+  request.set_job_id(c.arg(0));
+  request.set_revoke(c.invocation.HasFlag("revoke"));
+  v1::Job job;
+  grpc::ClientContext context;
+  c.SetDeadline(context);
+  grpc::Status status = c.jobs.IssueJobToken(&context, request, &job);
+  if (!status.ok()) return status;
+  if (request.revoke()) c.out << "job " << c.arg(0) << " has no token any more\n";
   PrintJobSummary(c, job);
   return grpc::Status::OK;
 }
@@ -276,7 +295,7 @@ std::map<std::string, Handler> JobCommandHandlers() {
   return {
       {"jobs list", JobsList},       {"jobs get", JobsGet},       {"jobs create", JobsCreate},
       {"jobs watch", JobsWatch},     {"jobs update", JobsUpdate}, {"jobs cancel", JobsCancel},
-      {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete},
+      {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete},  {"jobs token", JobsToken},
   };
 }
 
