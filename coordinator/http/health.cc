@@ -23,11 +23,20 @@ void InstallHealthChecks(httplib::Server& server, std::function<absl::Status()> 
   });
 }
 
-void InstallMetricsEndpoint(httplib::Server& server, std::function<std::string()> scrape) {
-  server.Get("/metrics",
-             [scrape = std::move(scrape)](const httplib::Request&, httplib::Response& response) {
-               response.set_content(scrape(), "text/plain; version=0.0.4; charset=utf-8");
-             });
+void InstallMetricsEndpoint(httplib::Server& server, std::function<std::string()> scrape,
+                            std::function<absl::Status(const std::string&)> authorize) {
+  server.Get("/metrics", [scrape = std::move(scrape), authorize = std::move(authorize)](
+                             const httplib::Request& request, httplib::Response& response) {
+    if (authorize) {
+      const absl::Status allowed = authorize(request.get_header_value("Authorization"));
+      if (!allowed.ok()) {
+        response.status = absl::IsUnauthenticated(allowed) ? 401 : 403;
+        response.set_content(std::string(allowed.message()) + "\n", "text/plain");
+        return;
+      }
+    }
+    response.set_content(scrape(), "text/plain; version=0.0.4; charset=utf-8");
+  });
 }
 
 }  // namespace ddp::http

@@ -20,7 +20,10 @@ namespace ddp::http {
 void InstallHealthChecks(httplib::Server& server, std::function<absl::Status()> readiness);
 
 // GET /metrics: `scrape()` in Prometheus' text exposition format 0.0.4.
-void InstallMetricsEndpoint(httplib::Server& server, std::function<std::string()> scrape);
+// `authorize` (may be null) gets the request's Authorization header value
+// and refuses with UNAUTHENTICATED (401) or PERMISSION_DENIED (403).
+void InstallMetricsEndpoint(httplib::Server& server, std::function<std::string()> scrape,
+                            std::function<absl::Status(const std::string&)> authorize = nullptr);
 
 }  // namespace ddp::http
 

@@ -54,6 +54,7 @@ class CoordinatorAuthTest : public ::testing::Test {
     httplib::Headers headers;
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
     int streamed_status = 0;
+    std::string got;  // a GET's body
     auto send = [&]() -> httplib::Result {
       if (verb == "POST") return client_->Post(path, headers, body, "application/json");
       if (verb == "PATCH") return client_->Patch(path, headers, body, "application/json");
@@ -67,12 +68,15 @@ class CoordinatorAuthTest : public ::testing::Test {
             return response.status == 200 && response.get_header_value("Content-Type").find(
                                                   "text/event-stream") == std::string::npos;
           },
-          [](const char*, size_t) { return true; });
+          [&](const char* data, size_t size) {
+            got.append(data, size);
+            return true;
+          });
     };
     httplib::Result result = send();
     if (verb == "GET" && result.error() == httplib::Error::Canceled) return {streamed_status, ""};
     if (!result) return {-1, httplib::to_string(result.error())};
-    return {result->status, result->body};
+    return {result->status, verb == "GET" ? got : result->body};
   }
 
   std::unique_ptr<CoordinatorServer> server_;
@@ -127,6 +131,16 @@ TEST_F(CoordinatorAuthTest, EveryRouteEveryIdentity) {
         break;
     }
   }
+}
+
+TEST_F(CoordinatorAuthTest, MetricsNeedTheAdminToken_HealthChecksNone) {
+  EXPECT_EQ(Call("GET", "/metrics", "").first, 401);
+  EXPECT_EQ(Call("GET", "/metrics", token_a_).first, 403);
+  const auto admin = Call("GET", "/metrics", kAdmin);
+  EXPECT_EQ(admin.first, 200);
+  EXPECT_NE(admin.second.find("ddp_"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/healthz", "").first, 200);
+  EXPECT_EQ(Call("GET", "/readyz", "").first, 200);
 }
 
 }  // namespace

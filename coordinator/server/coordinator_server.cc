@@ -207,7 +207,24 @@ absl::Status CoordinatorServer::StartHttp() {
   http_options.tls_reload_interval = options_.tls_reload_interval;
   auto listener = http::HttpListener::Start(http_options, [this](httplib::Server& routes) {
     http::InstallHealthChecks(routes, [this] { return Readiness(); });
-    http::InstallMetricsEndpoint(routes, [this] { return metrics_->Scrape(ReadScrapeState()); });
+    std::function<absl::Status(const std::string&)> authorize;
+    if (authorizer_->enabled()) {
+      // Every job's figures: the admin token (Prometheus: `authorization`
+      // with `credentials_file`).
+      const auth::Authorizer* authorizer = authorizer_.get();
+      authorize = [authorizer](const std::string& header) {
+        const auth::Identity identity = authorizer->Resolve(header);
+        if (identity.kind == auth::Identity::Kind::kAdmin) return absl::OkStatus();
+        if (identity.kind == auth::Identity::Kind::kNone) {
+          return absl::UnauthenticatedError(
+              "/metrics: send 'Authorization: Bearer ADMIN_TOKEN' (Prometheus: "
+              "authorization.credentials_file)");
+        }
+        return absl::PermissionDeniedError("/metrics needs the admin token, not a job's");
+      };
+    }
+    http::InstallMetricsEndpoint(
+        routes, [this] { return metrics_->Scrape(ReadScrapeState()); }, std::move(authorize));
     rest_gateway_->Install(routes);
     http::InstallDashboard(routes);
   });

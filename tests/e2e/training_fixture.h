@@ -134,6 +134,7 @@ class TrainingE2eTest : public ::testing::Test {
     options.data_dir = Path("data");
     options.work_dir = dir_;
     options.keep_port_across_restarts = true;
+    options.extra_args = coordinator_args_;
     coordinator_ = std::make_unique<CoordinatorProcess>(options);
     const absl::Status started = coordinator_->Start();
     ASSERT_TRUE(started.ok()) << started;
@@ -207,6 +208,7 @@ class TrainingE2eTest : public ::testing::Test {
                    // As TorchX and SageMaker give the launcher its own.
                    absl::StrCat("TORCHELASTIC_ERROR_FILE=", Path(node + ".launcher_error.json")),
                    absl::StrCat("PATH=", Runfile("coordinator"), ":", getenv("PATH"))};
+    options.env.insert(options.env.end(), agent_env_.begin(), agent_env_.end());
     agents_.push_back(std::make_unique<AgentProcess>(options));
     return *agents_.back();
   }
@@ -297,6 +299,10 @@ class TrainingE2eTest : public ::testing::Test {
   }
 
   std::string dir_;
+  // Set before StartCoordinator / StartAgent: the coordinator's extra flags
+  // and the agents' extra environment ("NAME=value").
+  std::vector<std::string> coordinator_args_;
+  std::vector<std::string> agent_env_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
   std::vector<std::unique_ptr<AgentProcess>> agents_;
 };
