@@ -179,12 +179,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                 << (server->authorizer_->enabled()
                         ? "on: every call needs the admin token (--admin-token-file)"
                         : "off (no --admin-token-file)");
+  if (!IsLoopback(opts.bind_address) && !server->authorizer_->enabled()) {
+    DDP_LOG(WARNING) << "no authorization on " << opts.bind_address
+                     << ": anyone who can reach this address can cancel jobs, register nodes "
+                        "and overwrite keys. Give --admin-token-file, or bind to 127.0.0.1 or a "
+                        "network the cluster alone reaches (--bind)";
+  }
   if (!IsLoopback(opts.bind_address) && !opts.tls.enabled()) {
-    DDP_LOG(WARNING) << "listening on " << opts.bind_address
-                     << " without TLS or authentication: anyone who can reach this address can "
-                        "cancel jobs, register nodes and overwrite keys. Bind to 127.0.0.1 or a "
-                        "private network the cluster alone reaches (--bind), or give --tls-cert "
-                        "and --tls-key (and --tls-client-ca)";
+    DDP_LOG(WARNING) << "plaintext on " << opts.bind_address
+                     << ": tokens and data can be read off the network. Give --tls-cert and "
+                        "--tls-key (and --tls-client-ca for mTLS)";
   }
   if (absl::Status http = server->StartHttp(); !http.ok()) {
     server->Shutdown();

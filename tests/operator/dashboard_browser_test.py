@@ -18,8 +18,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 JOB = "dash-e2e"
+ADMIN_TOKEN = "admin-token-of-the-dashboard-test"
 
 sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "tools/cdp"))
 from cdp_browser import Browser, text  # noqa: E402
@@ -123,7 +125,37 @@ def main():
         browser.navigate(f"{http}/#/kv?namespace={JOB}&prefix=")
         wait_for("the key-value browser", lambda: "keys at revision" in (text(browser, "main") or ""))
         screenshot(browser, "5-kv.png")
-        log("PASSED: the dashboard showed the job live, its restart and its root cause")
+
+        # With authorization on, the dashboard asks for a token, then works,
+        # its job page following the event stream through fetch.
+        with open(f"{work}/admin.token", "w") as f:
+            f.write(ADMIN_TOKEN + "\n")
+        secured = subprocess.Popen(
+            [runfile("coordinator/coordinator"), "--port", "0", "--bind", "127.0.0.1",
+             "--port-file", f"{work}/port2", "--http-port-file", f"{work}/http_port2",
+             "--data-dir", f"{work}/data2", "--admin-token-file", f"{work}/admin.token"],
+            stderr=open(f"{work}/coordinator2.log", "w"))
+        processes.append(secured)
+        wait_for("the second coordinator's ports", lambda: os.path.exists(f"{work}/http_port2"), 20)
+        time.sleep(0.1)
+        http2 = f"http://127.0.0.1:{open(f'{work}/http_port2').read().strip()}"
+        request = urllib.request.Request(
+            f"{http2}/v1/jobs", method="POST",
+            data=json.dumps({"jobId": "secured", "settings": {"minNodes": 1, "maxNodes": 1}}).encode(),
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+        browser.navigate(f"{http2}/#/jobs")
+        wait_for("the token form", lambda: browser.evaluate("!!document.querySelector('form.token')"))
+        browser.evaluate("document.querySelector('form.token input').value = %s;"
+                         "document.querySelector('form.token').requestSubmit()" % json.dumps(ADMIN_TOKEN))
+        wait_for("the jobs list with the token",
+                 lambda: text(browser, 'tr[data-job="secured"] [data-field=state]') == "WAITING")
+        browser.evaluate("document.querySelector('tr[data-job=\"secured\"] a').click()")
+        wait_for("the job page with the token",
+                 lambda: text(browser, "[data-field=state]") == "WAITING")
+        screenshot(browser, "6-token.png")
+        log("PASSED: the dashboard showed the job live, its restart and its root cause, "
+            "and asked for a token where authorization is on")
         return 0
     except Exception:
         for name in ("coordinator.log", "agent.log"):

@@ -26,11 +26,80 @@ function fill(el, ...children) {
   el.replaceChildren(...children.flat(2).filter((c) => c !== undefined && c !== null && c !== false));
 }
 
+// With authorization on (coordinator --admin-token-file) every API call needs
+// a bearer token: asked for once, kept for this browser tab only.
+let token = sessionStorage.getItem('ddp-token') || '';
+
+function authHeaders() {
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+function askForToken(why) {
+  const input = h('input', { name: 'token', type: 'password', placeholder: 'admin or job token', autocomplete: 'off' });
+  const form = h('form', { class: 'token', onsubmit: (event) => {
+    event.preventDefault();
+    token = input.value.trim();
+    sessionStorage.setItem('ddp-token', token);
+    route();
+  } }, h('p', {}, why), input, h('button', { type: 'submit' }, 'Use token'));
+  fill(main, form);
+}
+
+class Unauthorized extends Error {}
+
+// A call was refused for want of a (valid) token: stop the view, ask for one.
+function needToken(error) {
+  if (view) view.stop();
+  view = null;
+  connected(false, 'token needed');
+  askForToken(token
+    ? `The coordinator refused this token: ${error.message}`
+    : 'This coordinator requires a token (authorization is on): paste the admin token, or a job\'s token to see that job.');
+}
+
 async function api(path, options) {
-  const response = await fetch(path, options);
+  const response = await fetch(path, { ...(options || {}), headers: { ...((options || {}).headers), ...authHeaders() } });
   const body = await response.json().catch(() => ({}));
+  if (response.status === 401 || response.status === 403) {
+    throw new Unauthorized(body.message || `${response.status} ${response.statusText}`);
+  }
   if (!response.ok) throw new Error(body.message || `${response.status} ${response.statusText}`);
   return body;
+}
+
+// Server-Sent Events with the token: EventSource cannot send headers, so with
+// a token the stream is read through fetch. Calls onEvent(data) for each
+// message and onError(data) for the stream's own error event.
+function openEvents(url, onEvent, onError) {
+  if (!token) {
+    const source = new EventSource(url);
+    source.onmessage = (message) => onEvent(message.data);
+    source.addEventListener('error', (e) => { if (e.data) onError(e.data); });
+    return { close() { source.close(); } };
+  }
+  const controller = new AbortController();
+  (async () => {
+    const response = await fetch(url, { headers: authHeaders(), signal: controller.signal });
+    if (!response.ok) { onError(JSON.stringify(await response.json().catch(() => ({ code: 16, message: `${response.status}` })))); return; }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffered += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffered.indexOf('\n\n')) >= 0) {
+        const block = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        const lines = block.split('\n');
+        const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+        if (!data) continue;
+        if (lines.includes('event: error')) onError(data); else onEvent(data);
+      }
+    }
+  })().catch(() => {});
+  return { close() { controller.abort(); } };
 }
 
 function connected(ok, why) {
@@ -93,6 +162,7 @@ function JobsView() {
         [['Job'], ['State'], ['Nodes', 'num'], ['Generation', 'num'], ['Restarts', 'num'], ['Age', 'num'], ['Message']],
         rows, 'No jobs yet. Start one with ddp-client or POST /v1/jobs.'));
     } catch (e) {
+      if (e instanceof Unauthorized) { needToken(e); return; }
       connected(false, e.message);
     }
   }
@@ -208,6 +278,7 @@ function JobView(jobId) {
       render();
       if (!source && !stopped) follow();
     } catch (e) {
+      if (e instanceof Unauthorized) { needToken(e); return; }
       connected(false, e.message);
       document.getElementById('job').replaceChildren(h('p', { class: 'error' }, e.message));
     }
@@ -215,21 +286,17 @@ function JobView(jobId) {
 
   function follow() {
     const from = Number(job.firstEventIndex) || Number(job.lastEventIndex) + 1;
-    source = new EventSource(`/v1/jobs/${encodeURIComponent(jobId)}:watch?from_index=${from}`);
-    source.onmessage = (message) => {
-      const event = JSON.parse(message.data);
+    source = openEvents(`/v1/jobs/${encodeURIComponent(jobId)}:watch?from_index=${from}`, (data) => {
+      const event = JSON.parse(data);
       if (events.length && Number(event.index) <= Number(events[events.length - 1].index)) return;
       events.push(event);
       clearTimeout(pending);
       pending = setTimeout(refresh, 50);
-    };
-    source.addEventListener('error', (e) => {
-      if (e.data) {  // the stream's own error event: {code, message}
-        const error = JSON.parse(e.data);
-        source.close();
-        source = null;
-        if (error.code !== 14) connected(false, error.message);  // 14: shutting down, retry
-      }
+    }, (data) => {  // the stream's own error event: {code, message}
+      const error = JSON.parse(data);
+      source.close();
+      source = null;
+      if (error.code !== 14) connected(false, error.message);  // 14: shutting down, retry
     });
   }
 
@@ -270,6 +337,7 @@ function KvView() {
         h('p', { class: 'muted' }, `${rows.length} keys at revision ${r.revision}${r.more ? ' (more not shown)' : ''}`),
         table([['Key'], ['Value'], ['Modified at', 'num'], ['Version', 'num'], ['Lease', 'num']], rows, 'No keys.'));
     } catch (e) {
+      if (e instanceof Unauthorized) { needToken(e); return; }
       out.replaceChildren(h('p', { class: 'error' }, e.message));
     }
   }
