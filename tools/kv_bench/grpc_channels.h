@@ -8,11 +8,18 @@
 #include <memory>
 #include <string>
 
+#include "common/tls_files.h"
 #include "grpcpp/grpcpp.h"
 
 namespace ddp::kv_bench {
 
 std::shared_ptr<grpc::Channel> NewDistinctChannel(const std::string& address, int id);
+
+// Channels to `address` (the coordinator) from now on use TLS per `files` and
+// send `token` as a bearer token (empty: plaintext, no token). Call before the
+// channels are made.
+void SecureChannelsTo(const std::string& address, const TlsClientFiles& files,
+                      const std::string& token);
 
 }  // namespace ddp::kv_bench
 

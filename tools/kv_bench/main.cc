@@ -30,6 +30,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/proc_stats.h"
+#include "common/tls_files.h"
+#include "common/token_file.h"
+#include "tools/kv_bench/grpc_channels.h"
 #include "tools/kv_bench/kv_targets.h"
 #include "tools/kv_bench/load_runner.h"
 #include "tools/kv_bench/rest_target.h"
@@ -57,6 +60,10 @@ ABSL_FLAG(int, watch_rounds, 20, "Puts measured in the fan-out test");
 ABSL_FLAG(std::string, phases, "put,get,add,watch",
           "Phases to run, comma-separated: put, get, add, watch");
 ABSL_FLAG(std::string, ddp_namespace, "bench", "Namespace used on ddp");
+ABSL_FLAG(std::string, ddp_tls_ca, "", "TLS to the coordinator: its CA (PEM)");
+ABSL_FLAG(std::string, ddp_tls_cert, "", "mTLS: client certificate (PEM)");
+ABSL_FLAG(std::string, ddp_tls_key, "", "mTLS: client key (PEM)");
+ABSL_FLAG(std::string, ddp_token_file, "", "Bearer token for a coordinator with authorization");
 
 namespace ddp::kv_bench {
 namespace {
@@ -292,6 +299,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string ddp_address = absl::GetFlag(FLAGS_ddp);
+  {
+    ddp::TlsClientFiles tls{absl::GetFlag(FLAGS_ddp_tls_ca), absl::GetFlag(FLAGS_ddp_tls_cert),
+                            absl::GetFlag(FLAGS_ddp_tls_key)};
+    if (absl::Status checked = ddp::CheckTlsClientFiles(tls); !checked.ok()) {
+      std::cerr << "kv_bench: " << checked.message() << "\n";
+      return 2;
+    }
+    std::string token;
+    if (!absl::GetFlag(FLAGS_ddp_token_file).empty()) {
+      absl::StatusOr<std::string> read =
+          ddp::ReadTokenFile("--ddp_token_file", absl::GetFlag(FLAGS_ddp_token_file));
+      if (!read.ok()) {
+        std::cerr << "kv_bench: " << read.status().message() << "\n";
+        return 2;
+      }
+      token = *read;
+    }
+    ddp::kv_bench::SecureChannelsTo(ddp_address, tls, token);
+  }
   const std::string etcd_address = absl::GetFlag(FLAGS_etcd);
   const std::string rest_address = absl::GetFlag(FLAGS_rest);
   if (ddp_address.empty() && etcd_address.empty() && rest_address.empty()) {
