@@ -171,6 +171,9 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
     const bool new_run = it != jobs_.end() && IsTerminal(it->second->state()) &&
                          request.settings &&
                          !it->second->HasIncarnation(request.node_id, request.incarnation);
+    // A rerun started by an agent keeps the job's token (CreateJob issues a
+    // new one).
+    const std::string inherited_token_hash = new_run ? it->second->token_hash() : "";
     if (new_run) it = jobs_.end();
     if (it != jobs_.end()) {
       result = it->second->Register(request);
@@ -197,6 +200,7 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
       if (!result.ok()) return result.status();
       if (new_run) {
         job->set_run(StartNewRunLocked(request.job_id));
+        if (!inherited_token_hash.empty()) job->SetTokenHash(inherited_token_hash);
         DDP_LOG(INFO) << "job " << request.job_id << " had finished; node "
                       << Capped(request.node_id) << " starts run " << job->run();
       }

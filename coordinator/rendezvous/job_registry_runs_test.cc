@@ -111,6 +111,30 @@ TEST_F(BoundedJobRunsTest, OnlyTheNewestPastRunsAreKept) {
   EXPECT_EQ(Runs(*registry->ListJobs(true)), (std::vector<int>{5, 3, 4}));
 }
 
+TEST_F(JobRunsTest, RerunByAnAgent_KeepsTheJobsToken) {
+  std::unique_ptr<JobRegistry> registry = NewRegistry();
+  // CreateJob's reply waits for durability: this test is the writer.
+  std::atomic<bool> done{false};
+  absl::StatusOr<JobStatus> created;
+  std::thread scheduler([&] {
+    created = registry->CreateJob("j", Settings(1, 1, 0), std::string(64, 'f'));
+    done = true;
+  });
+  while (!done) {
+    ASSERT_TRUE(registry->PersistPending().ok());
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  scheduler.join();
+  ASSERT_TRUE(created.ok()) << created.status();
+  RunToTheEnd(*registry, 1);
+  RunToTheEnd(*registry, 2);  // an agent starts run 2 (then 3)
+  EXPECT_EQ(registry->JobTokenHashes(),
+            (std::vector<std::pair<std::string, std::string>>{{"j", std::string(64, 'f')}}));
+  registry = NewRegistry();
+  ASSERT_TRUE(registry->Restore().ok());
+  EXPECT_EQ(registry->JobTokenHashes().size(), 1u);
+}
+
 TEST_F(JobRunsTest, RefusedFirstRegistrationOfANewRun_FinishedRunStays) {
   std::unique_ptr<JobRegistry> registry = NewRegistry();
   RunToTheEnd(*registry, 1);
