@@ -2,12 +2,11 @@
 // the finished run stays visible (GetJob with a run, ListJobs with past runs),
 // bounded, across a coordinator restart.
 
-#include <atomic>
-#include <thread>
 #include <vector>
 
 #include "coordinator/rendezvous/job_registry.h"
 #include "coordinator/rendezvous/job_test_util.h"
+#include "coordinator/rendezvous/registry_test_util.h"
 #include "gtest/gtest.h"
 
 namespace ddp::rendezvous {
@@ -113,18 +112,8 @@ TEST_F(BoundedJobRunsTest, OnlyTheNewestPastRunsAreKept) {
 
 TEST_F(JobRunsTest, RerunByAnAgent_KeepsTheJobsToken) {
   std::unique_ptr<JobRegistry> registry = NewRegistry();
-  // CreateJob's reply waits for durability: this test is the writer.
-  std::atomic<bool> done{false};
-  absl::StatusOr<JobStatus> created;
-  std::thread scheduler([&] {
-    created = registry->CreateJob("j", Settings(1, 1, 0), std::string(64, 'f'));
-    done = true;
-  });
-  while (!done) {
-    ASSERT_TRUE(registry->PersistPending().ok());
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  scheduler.join();
+  const absl::StatusOr<JobStatus> created = testing::WhileWriting(
+      *registry, [&] { return registry->CreateJob("j", Settings(1, 1, 0), std::string(64, 'f')); });
   ASSERT_TRUE(created.ok()) << created.status();
   RunToTheEnd(*registry, 1);
   RunToTheEnd(*registry, 2);  // an agent starts run 2 (then 3)
@@ -155,18 +144,8 @@ TEST_F(JobRunsTest, RemoveJob_ForgetsEveryRun) {
   std::unique_ptr<JobRegistry> registry = NewRegistry();
   RunToTheEnd(*registry, 1);
   RunToTheEnd(*registry, 2);
-  // RemoveJob answers once durable: this test is the writer.
-  std::atomic<bool> done{false};
-  absl::Status removed;
-  std::thread scheduler([&] {
-    removed = registry->RemoveJob("j");
-    done = true;
-  });
-  while (!done) {
-    ASSERT_TRUE(registry->PersistPending().ok());
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  scheduler.join();
+  const absl::Status removed =
+      testing::WhileWriting(*registry, [&] { return registry->RemoveJob("j"); });
   ASSERT_TRUE(removed.ok()) << removed;
   RunToTheEnd(*registry, 3);
   EXPECT_EQ(Runs(*registry->ListJobs(true)), std::vector<int>{1});

@@ -1,10 +1,8 @@
 #include "coordinator/rendezvous/job_registry.h"
 
-#include <atomic>
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "coordinator/rendezvous/job_test_util.h"
+#include "coordinator/rendezvous/registry_test_util.h"
 #include "gtest/gtest.h"
 
 namespace ddp::rendezvous {
@@ -258,19 +256,9 @@ TEST(JobRegistry, RestoreDuringStopBarrierAfterAMemberWasRemoved_WaitsForItsLeas
     }
     ASSERT_TRUE(
         registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
-    // c's workers may still run. ExcludeNode answers once durable: this
-    // test is the writer.
-    std::atomic<bool> done{false};
-    absl::Status excluded;
-    std::thread scheduler([&] {
-      excluded = registry.ExcludeNode("j", "c", "bad GPU");
-      done = true;
-    });
-    while (!done) {
-      ASSERT_TRUE(registry.PersistPending().ok());
-      absl::SleepFor(absl::Milliseconds(1));
-    }
-    scheduler.join();
+    // c's workers may still run.
+    const absl::Status excluded = testing::WhileWriting(
+        registry, [&] { return registry.ExcludeNode("j", "c", "bad GPU"); });
     ASSERT_TRUE(excluded.ok()) << excluded;
   }
   JobRegistry restarted(clock, &store, {});
