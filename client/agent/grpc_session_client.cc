@@ -385,17 +385,12 @@ void GrpcSessionClient::ReaderLoop() {
 
 void GrpcSessionClient::HeartbeatLoop() {
   while (true) {
-    absl::Duration interval;
-    {
-      absl::MutexLock lock(&mu_);
-      interval = heartbeat_interval_;
-    }
     {
       absl::MutexLock lock(&mu_);
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return closing_ || heartbeat_now_;
       };
-      mu_.AwaitWithTimeout(absl::Condition(&wake), interval);
+      mu_.AwaitWithTimeout(absl::Condition(&wake), heartbeat_interval_);
       if (closing_) return;
       heartbeat_now_ = false;
       if (context_ != nullptr && absl::Now() > register_deadline_) {

@@ -47,7 +47,9 @@
 // ExcludeNode, declared dead) restarts without it; when fewer than min_nodes
 // remain the reopened rendezvous waits for nodes up to the join timeout. A node
 // that arrives while RUNNING below max_nodes triggers a restart that includes
-// it.
+// it. Leases (session.proto): a member removed while its workers may still run
+// holds the next generation back until heartbeat_timeout after its last
+// heartbeat, when its agent's lease has stopped them (workers_fenced_until_).
 //
 // Restart budget: only worker failures (and an agent re-registering with a new
 // incarnation while its workers ran and its old session was still open) spend

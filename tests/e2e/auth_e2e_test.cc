@@ -40,6 +40,17 @@ class AuthE2eTest : public ::testing::Test {
     return RunShell(absl::StrCat(Runfile("tools/ddpctl/ddpctl"), " --coordinator ",
                                  coordinator_->address(), " ", args));
   }
+  // A one-node ddp-client job `job` whose one worker runs `script`.
+  AgentProcessOptions Agent(const std::string& job, const std::string& script,
+                            const std::string& log) const {
+    AgentProcessOptions agent;
+    agent.binary = Runfile("client/agent/ddp-client");
+    agent.args = {"--coordinator", coordinator_->address(), "--job", job, "--node-id", "n",
+                  "--nnodes", "1", "--nproc-per-node", "1", "--connect-timeout", "20",
+                  "--no-python", "/bin/sh", "-c", script};
+    agent.log_path = dir_ + "-" + log;
+    return agent;
+  }
   std::string HttpBase() const {
     std::string port = ReadWholeFile(dir_ + "-http.port");
     while (!port.empty() && (port.back() == '\n' || port.back() == ' ')) port.pop_back();
@@ -77,12 +88,8 @@ TEST_F(AuthE2eTest, NothingWithoutTheToken_EverythingWithIt) {
 
   // An agent without the token is refused at once (exit 2); with it, its job
   // runs and its workers get the token.
-  AgentProcessOptions agent;
-  agent.binary = Runfile("client/agent/ddp-client");
-  agent.args = {"--coordinator", coordinator_->address(), "--job", "auth-job", "--node-id", "n",
-                "--nnodes", "1", "--nproc-per-node", "1", "--connect-timeout", "20",
-                "--no-python", "/bin/sh", "-c", "test -n \"$DDP_TOKEN\" && echo worker has a token"};
-  agent.log_path = dir_ + "-refused.log";
+  AgentProcessOptions agent =
+      Agent("auth-job", "test -n \"$DDP_TOKEN\" && echo worker has a token", "refused.log");
   AgentProcess refused(agent);
   EXPECT_EQ(refused.Wait(absl::Seconds(30)), 2) << refused.log();
   EXPECT_TRUE(absl::StrContains(refused.log(), "UNAUTHENTICATED")) << refused.log();
@@ -122,12 +129,7 @@ TEST_F(AuthE2eTest, JobToken_ScopedToItsJob_SurvivesARestart_Revocable) {
   EXPECT_FALSE(absl::StrContains(listed.output, "other-job")) << listed.output;
 
   // The job's agent runs with the job's token.
-  AgentProcessOptions agent;
-  agent.binary = Runfile("client/agent/ddp-client");
-  agent.args = {"--coordinator", coordinator_->address(), "--job", "tok-job", "--node-id", "n",
-                "--nnodes", "1", "--nproc-per-node", "1", "--connect-timeout", "20",
-                "--no-python", "/bin/sh", "-c", "echo ran with the job token"};
-  agent.log_path = dir_ + "-job-agent.log";
+  AgentProcessOptions agent = Agent("tok-job", "echo ran with the job token", "job-agent.log");
   agent.env = {"DDP_TOKEN=" + token};
   AgentProcess process(agent);
   EXPECT_EQ(process.Wait(absl::Seconds(60)), 0) << process.log();

@@ -248,8 +248,7 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
         FillHeader(*header, reply.emplace().mutable_workers_stopped()->mutable_header());
         break;
       }
-      case v1::CoordinatorMessage::kHeartbeatAck:
-        counters_.heartbeat_acks.fetch_add(1);
+      case v1::CoordinatorMessage::kHeartbeatAck:  // a real agent's lease; nothing to do here
         break;
       case v1::CoordinatorMessage::kJobFinished:
       case v1::CoordinatorMessage::kNodeDismissed:

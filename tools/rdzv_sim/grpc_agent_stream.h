@@ -37,14 +37,13 @@ namespace ddp::rdzv_sim {
 struct AgentStreamCounters {
   std::atomic<int64_t> heartbeats_sent{0};
   std::atomic<int64_t> heartbeats_dropped{0};
-  std::atomic<int64_t> heartbeat_acks{0};
 };
 
 class GrpcAgentStream final
     : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
   // `ack_heartbeats`: heartbeats carry a sequence number, so the coordinator
-  // answers each with a HeartbeatAck (counted, otherwise ignored).
+  // answers each with a HeartbeatAck (read and ignored).
   GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings, ProgressTracker& tracker,
                   AgentStreamCounters& counters, const Clock& clock, bool ack_heartbeats);
 
