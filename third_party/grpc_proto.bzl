@@ -38,3 +38,30 @@ def cc_grpc_proto_library(name, srcs, deps = [], visibility = None):
         deps = deps + ["//third_party:grpc", "//third_party:protobuf"],
         visibility = visibility,
     )
+
+def cc_proto_only_library(name, srcs, deps = [], visibility = None):
+    """Messages only (protoc --cpp_out): for protos without services, linked without gRPC."""
+    outs = []
+    for src in srcs:
+        if not src.endswith(".proto"):
+            fail("cc_proto_only_library: %s is not a .proto file" % src)
+        base = src[:-len(".proto")]
+        outs += [base + ".pb.h", base + ".pb.cc"]
+    package = native.package_name()
+    native.genrule(
+        name = name + "_gen",
+        srcs = srcs,
+        outs = outs,
+        cmd = "/usr/bin/protoc -I{pkg} --cpp_out=$(GENDIR)/{pkg} {files}".format(
+            pkg = package,
+            files = " ".join([package + "/" + s for s in srcs]),
+        ),
+    )
+    native.cc_library(
+        name = name,
+        srcs = [o for o in outs if o.endswith(".cc")],
+        hdrs = [o for o in outs if o.endswith(".h")],
+        includes = ["."],
+        deps = deps + ["//third_party:protobuf"],
+        visibility = visibility,
+    )

@@ -1,13 +1,13 @@
 #include "coordinator/kv/kv_store.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
+#include "coordinator/commit/split_state_store.h"
 #include "coordinator/kv/kv_validation.h"
 
 namespace ddp::kv {
@@ -28,28 +28,43 @@ absl::Status ShuttingDown() {
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(std::unique_ptr<KvBackend> backend,
                                                        const Clock& clock, KvStoreOptions options) {
-  std::unique_ptr<KvStore> store(new KvStore(std::move(backend), clock, std::move(options)));
-  absl::Status loaded = store->LoadState();
-  if (!loaded.ok()) return loaded;
-  store->delivery_ = std::thread([s = store.get()] { s->DeliveryLoop(); });
-  store->committer_ = std::thread([s = store.get()] { s->CommitterLoop(); });
-  if (store->options_.tick_interval > absl::ZeroDuration()) {
-    store->ticker_ = std::thread([s = store.get()] { s->TickerLoop(); });
-  }
+  commit::CommitLoopOptions loop_options;
+  loop_options.tick_interval = options.tick_interval;
+  std::unique_ptr<KvStore> store(new KvStore(*backend, clock, std::move(options)));
+  store->owned_backend_ = std::move(backend);
+  store->owned_state_ =
+      std::make_unique<commit::SplitStateStore>(store->owned_backend_.get(), nullptr);
+  store->owned_loop_ = std::make_unique<commit::CommitLoop>(*store->owned_state_, loop_options);
+  DDP_ASSIGN_OR_RETURN(store, Join(std::move(store), *store->owned_loop_));
+  store->owned_loop_->Start();
   return store;
 }
 
-KvStore::KvStore(std::unique_ptr<KvBackend> backend, const Clock& clock, KvStoreOptions options)
-    : backend_(std::move(backend)),
+absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(commit::CommitLoop& loop,
+                                                       const Clock& clock, KvStoreOptions options) {
+  std::unique_ptr<KvStore> store(new KvStore(loop.store(), clock, std::move(options)));
+  return Join(std::move(store), loop);
+}
+
+absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Join(std::unique_ptr<KvStore> store,
+                                                       commit::CommitLoop& loop) {
+  DDP_RETURN_IF_ERROR(store->LoadState());
+  store->loop_ = &loop;
+  loop.Add(store.get());
+  return store;
+}
+
+KvStore::KvStore(KvBackend& backend, const Clock& clock, KvStoreOptions options)
+    : backend_(backend),
       clock_(clock),
       options_(std::move(options)),
-      hub_(*backend_, HubOptions(options_)),
+      hub_(backend_, HubOptions(options_)),
       notifier_(std::max(1, options_.notify_threads), options_.notify_parallel_min) {}
 
 KvStore::~KvStore() { Shutdown(); }
 
 absl::Status KvStore::LoadState() {
-  absl::StatusOr<PersistedKvState> state = backend_->Load();
+  absl::StatusOr<PersistedKvState> state = backend_.Load();
   if (!state.ok()) return state.status();
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&state_mu_);
@@ -82,20 +97,15 @@ void KvStore::Shutdown() {
     shut_down_ = true;
   }
   {
-    absl::MutexLock lock(&ticker_mu_);
-    ticker_stop_ = true;
-  }
-  if (ticker_.joinable()) ticker_.join();
-  {
     absl::MutexLock lock(&queue_mu_);
     stopping_ = true;
   }
-  if (committer_.joinable()) committer_.join();  // commits what is queued first
-  {
-    absl::MutexLock lock(&delivery_mu_);
-    delivery_stopping_ = true;
+  // What is queued is committed and its callbacks run.
+  if (owned_loop_ != nullptr) {
+    owned_loop_->Shutdown();
+  } else if (loop_ != nullptr) {
+    loop_->Flush();
   }
-  if (delivery_.joinable()) delivery_.join();  // delivers what is left first
   hub_.CancelAll(
       absl::UnavailableError("the coordinator is shutting down; watch again "
                              "from the last revision seen + 1"));
@@ -122,94 +132,90 @@ void KvStore::Enqueue(PendingWrite write) {
                                                     " writes); retry with backoff"));
     } else {
       queue_.push_back(std::move(write));
-      return;
+      if (queue_.size() > 1) return;  // the loop was told of the first one
     }
+  }
+  if (refused.ok()) {
+    loop_->Notify();
+    return;
   }
   write.done(refused);
 }
 
-void KvStore::CommitterLoop() {
-  pthread_setname_np(pthread_self(), "kv-committer");
-  while (true) {
-    std::vector<PendingWrite> batch = SpareBatch();
-    {
-      absl::MutexLock lock(&queue_mu_);
-      queue_mu_.Await(absl::Condition(this, &KvStore::HasWorkOrStopping));
-      if (queue_.empty()) return;  // stopping, and everything queued is done
-      if (queue_.size() <= options_.max_batch_writes) {
-        batch.swap(queue_);  // the queue keeps the spare's capacity
-      } else {
-        auto end = queue_.begin() + options_.max_batch_writes;
-        batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(end));
-        queue_.erase(queue_.begin(), end);
-      }
-    }
-    ProcessBatch(std::move(batch));
-  }
-}
-
 std::vector<KvStore::PendingWrite> KvStore::SpareBatch() {
-  absl::MutexLock lock(&delivery_mu_);
+  absl::MutexLock lock(&spare_mu_);
   if (spare_batches_.empty()) return {};
   std::vector<PendingWrite> spare = std::move(spare_batches_.back());
   spare_batches_.pop_back();
   return spare;
 }
 
-void KvStore::ProcessBatch(std::vector<PendingWrite> batch) {
-  std::optional<WriteBatchBuilder> builder;
-  KvWriteBatch to_commit;
+bool KvStore::Prepare(commit::StateBatch& batch) {
+  batch_ = SpareBatch();
+  bool more = false;
   {
-    absl::ReaderMutexLock lock(&state_mu_);
-    builder.emplace(keys_, leases_, revision_, next_lease_id_, options_.limits.max_leases,
-                    batch.size());
-    for (PendingWrite& write : batch) {
-      if (write.compact_to == 0) {
-        write.result = builder->Apply(std::move(write.op));
-      }
+    absl::MutexLock lock(&queue_mu_);
+    if (queue_.empty()) return false;
+    if (queue_.size() <= options_.max_batch_writes) {
+      batch_.swap(queue_);  // the queue keeps the spare's capacity
+    } else {
+      auto end = queue_.begin() + options_.max_batch_writes;
+      batch_.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(end));
+      queue_.erase(queue_.begin(), end);
+      more = true;
     }
-    if (!builder->empty()) to_commit = builder->Build();
   }
-  Delivery delivery;
+  absl::ReaderMutexLock lock(&state_mu_);
+  builder_.emplace(keys_, leases_, revision_, next_lease_id_, options_.limits.max_leases,
+                   batch_.size());
+  for (PendingWrite& write : batch_) {
+    if (write.compact_to == 0) write.result = builder_->Apply(std::move(write.op));
+  }
+  if (!builder_->empty()) batch.kv = builder_->Build();
+  return more;
+}
+
+void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch,
+                     commit::Sends& sends) {
+  if (batch_.empty()) return;
+  auto delivery = std::make_shared<Delivery>();
   absl::Status commit_status;
-  if (!builder->empty()) {
-    const absl::Time commit_start = absl::Now();
-    commit_status = backend_->Commit(to_commit);
-    if (commit_status.ok() && options_.on_commit) {
-      options_.on_commit(batch.size(), absl::Now() - commit_start);
-    }
-    if (commit_status.ok()) {
+  if (batch.kv) {
+    KvWriteBatch& committed = *batch.kv;
+    if (status.ok()) {
       {
         absl::MutexLock lock(&state_mu_);
-        builder->ApplyTo(to_commit, keys_, leases_, clock_.Now());
-        revision_ = builder->revision();
-        next_lease_id_ = builder->next_lease_id();
+        builder_->ApplyTo(committed, keys_, leases_, clock_.Now());
+        revision_ = builder_->revision();
+        next_lease_id_ = builder_->next_lease_id();
         if (waits_.size() != 0) {
-          for (const Event& event : to_commit.events) {
+          for (const Event& event : committed.events) {
             if (event.type == EventType::kPut)
-              waits_.OnKeyPut(event.kv.ns, event.kv.key, &delivery.waits);
+              waits_.OnKeyPut(event.kv.ns, event.kv.key, &delivery->waits);
           }
         }
       }
       // The batch's own copy of the events goes to the watchers (no copy).
-      hub_.Publish(std::move(to_commit.events), builder->revision(), &delivery.ready);
+      hub_.Publish(std::move(committed.events), builder_->revision(), &delivery->ready);
     } else {
-      commit_status = CommitFailure(commit_status, batch.size());
+      commit_status = CommitFailure(status, batch_.size());
     }
   }
-  for (PendingWrite& write : batch) {
+  builder_.reset();
+  for (PendingWrite& write : batch_) {
     if (write.compact_to > 0) {
       Revision compacted = 0;
-      absl::Status status = RunCompaction(write.compact_to, &compacted);
+      absl::Status compaction = RunCompaction(write.compact_to, &compacted);
       WriteOutcome outcome;
       outcome.revision = compacted;
-      write.result = status.ok() ? absl::StatusOr<WriteOutcome>(outcome) : status;
+      write.result = compaction.ok() ? absl::StatusOr<WriteOutcome>(outcome) : compaction;
     } else if (!commit_status.ok()) {
       write.result = commit_status;
     }
   }
-  delivery.writes = std::move(batch);
-  Deliver(std::move(delivery));
+  delivery->writes = std::move(batch_);
+  batch_ = {};
+  sends.push_back([this, delivery] { Deliver(*delivery); });
   MaybeRetainHistory();
 }
 
@@ -249,35 +255,13 @@ absl::Status KvStore::CommitFailure(const absl::Status& cause, size_t writes) {
   return write_failure_;
 }
 
-void KvStore::Deliver(Delivery delivery) {
-  absl::MutexLock lock(&delivery_mu_);
-  deliveries_.push_back(std::move(delivery));
-}
-
-void KvStore::DeliveryLoop() {
-  pthread_setname_np(pthread_self(), "kv-delivery");
-  std::vector<Delivery> ready;
-  while (true) {
-    ready.clear();
-    {
-      absl::MutexLock lock(&delivery_mu_);
-      delivery_mu_.Await(absl::Condition(this, &KvStore::HasDeliveryOrStopping));
-      if (deliveries_.empty()) return;  // stopping, and everything delivered
-      ready.swap(deliveries_);
-    }
-    for (Delivery& delivery : ready) {
-      notifier_.NotifyAll(delivery.ready);
-      for (auto& [done, status] : delivery.waits) done(status);
-      for (PendingWrite& write : delivery.writes) {
-        write.done(std::move(write.result));
-      }
-      delivery.writes.clear();  // keeps the capacity for the committer
-      absl::MutexLock lock(&delivery_mu_);
-      if (spare_batches_.size() < 4) {
-        spare_batches_.push_back(std::move(delivery.writes));
-      }
-    }
-  }
+void KvStore::Deliver(Delivery& delivery) {
+  notifier_.NotifyAll(delivery.ready);
+  for (auto& [done, status] : delivery.waits) done(status);
+  for (PendingWrite& write : delivery.writes) write.done(std::move(write.result));
+  delivery.writes.clear();  // keeps the capacity for the commit thread
+  absl::MutexLock lock(&spare_mu_);
+  if (spare_batches_.size() < 4) spare_batches_.push_back(std::move(delivery.writes));
 }
 
 absl::Status KvStore::RunCompaction(Revision compact_to, Revision* compacted) {
@@ -296,7 +280,7 @@ absl::Status KvStore::RunCompaction(Revision compact_to, Revision* compacted) {
     *compacted = already;
     return absl::OkStatus();
   }
-  absl::Status status = backend_->Compact(target);
+  absl::Status status = backend_.Compact(target);
   if (!status.ok()) {
     return absl::UnavailableError(absl::StrCat("compaction failed (", status.message(), ")"));
   }
@@ -320,19 +304,6 @@ void KvStore::MaybeRetainHistory() {
   Revision done = 0;
   absl::Status status = RunCompaction(current - options_.history_revisions + 1, &done);
   if (!status.ok()) DDP_LOG_EVERY_N_SEC(WARNING, 10) << "history retention: " << status;
-}
-
-void KvStore::TickerLoop() {
-  pthread_setname_np(pthread_self(), "kv-ticker");
-  while (true) {
-    {
-      absl::MutexLock lock(&ticker_mu_);
-      if (ticker_mu_.AwaitWithTimeout(absl::Condition(&ticker_stop_), options_.tick_interval)) {
-        return;
-      }
-    }
-    Tick();
-  }
 }
 
 void KvStore::Tick() {

@@ -5,31 +5,34 @@
 // TCPStore-style compare-and-set / add / wait, and watches. Plain C++ (no
 // gRPC); the gRPC adapter and tests drive it directly.
 //
-// Writes are asynchronous and group-committed: every write is queued; one
-// committer thread takes all queued writes (up to max_batch_writes), evaluates
-// them in order against the committed state plus the earlier writes of the
-// batch, persists the batch with ONE KvBackend::Commit (one transaction, one
-// fsync), then publishes it (readable state, waits, watcher queues) and hands
-// the batch's notifications and completion callbacks to the delivery thread in
-// one step. Reads see only committed, published state, so the store is
+// Writes are asynchronous and group-committed through the coordinator's one
+// commit pipeline (coordinator/commit/commit_loop.h): every write is queued
+// and the loop's commit thread takes all queued writes (up to
+// max_batch_writes) in Prepare, evaluates them in order against the committed
+// state plus the earlier writes of the batch, and puts the result into the
+// loop's batch, which the StateStore commits in ONE transaction together with
+// whatever job changes wait. In Finish the store publishes the batch (readable
+// state, waits, watcher queues) and hands the watchers' notifications and the
+// completion callbacks to the loop's delivery thread, which runs them in commit
+// order. Reads see only committed, published state, so the store is
 // linearizable: a write takes effect at publication, before its reply.
 //
 // The delivery thread first tells idle watchers that events are waiting
 // (WatchSink::OnReady: the gRPC adapter starts its write there; with many
 // watchers, on notify_threads threads), then runs the batch's completion
-// callbacks (the gRPC replies), in commit order. The committer meanwhile evaluates and commits the
+// callbacks (the gRPC replies). The commit thread meanwhile evaluates and commits the
 // next batch, so sending replies and watch messages overlaps the next fsync instead of delaying it.
 //
 // Lifecycle:
 //
 //   Open (Load) --> serving --Shutdown--> closed
-//                     | committer thread: batches, commits, publishes
-//                     | delivery thread: OnReady, then completions
-//                     | ticker thread (tick_interval > 0): Tick()
+//     Open(backend, ...)  runs its own CommitLoop over the backend (tests,
+//                         tools): commit, delivery and ticker threads
+//     Open(loop, ...)     joins the coordinator's loop (before loop.Start())
 //
-// Shutdown refuses new calls with UNAVAILABLE, commits what is queued, runs
-// what is left to deliver, stops the threads, fails pending waits and cancels
-// watchers with UNAVAILABLE.
+// Shutdown refuses new calls with UNAVAILABLE, lets the loop commit what is
+// queued and send what is left, fails pending waits and cancels watchers with
+// UNAVAILABLE.
 //
 // Possible errors (besides those of kv_validation.h, returned before anything
 // is queued):
@@ -53,15 +56,15 @@
 //            the coordinator restarts"; it had no effect); reads still serve
 //            what was acknowledged. A restart recovers from the backend's log.
 //
-// Thread-safety: thread-safe. Completion callbacks run on the delivery thread
-// (in commit order), the ticker thread (wait timeouts) or, for invalid input,
+// Thread-safety: thread-safe. Completion callbacks run on the loop's delivery
+// thread (in commit order), its ticker thread (wait timeouts) or, for invalid input,
 // the calling thread: they must be quick and must not call the synchronous
 // wrappers (deadlock). When a write's callback runs, every watcher that the
 // write concerns has it queued and, if it was idle, has been sent OnReady.
 
 #include <functional>
 #include <memory>
-#include <thread>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -71,7 +74,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/commit/commit_loop.h"
+#include "coordinator/commit/state_store.h"
 #include "coordinator/kv/key_space.h"
+#include "coordinator/kv/kv_backend.h"
 #include "coordinator/kv/kv_ops.h"
 #include "coordinator/kv/kv_types.h"
 #include "coordinator/kv/lease_table.h"
@@ -79,7 +85,6 @@
 #include "coordinator/kv/wait_registry.h"
 #include "coordinator/kv/watch_hub.h"
 #include "coordinator/kv/write_batch_builder.h"
-#include "coordinator/storage/kv_backend.h"
 
 namespace ddp::kv {
 
@@ -88,8 +93,9 @@ struct KvStoreOptions {
   // Automatic retention: keep the history of the last N revisions (0: keep
   // everything).
   int64_t history_revisions = 100'000;
-  // How often the ticker thread expires leases and waits; zero: no ticker
-  // thread (tests call Tick() after advancing a FakeClock).
+  // With its own loop (Open(backend, ...)): how often the ticker thread
+  // expires leases and waits; zero: no ticker thread (tests call Tick() after
+  // advancing a FakeClock). In the coordinator's loop, the loop's own.
   absl::Duration tick_interval = absl::Milliseconds(50);
   // At most this many writes per group commit.
   size_t max_batch_writes = 8192;
@@ -101,21 +107,22 @@ struct KvStoreOptions {
   // see sink_notifier.h), and the fewest watchers worth more than one.
   int notify_threads = 2;
   size_t notify_parallel_min = 32;
-  // Called on the committer thread after each durable commit with its number
-  // of writes and its time (transaction and fsync); for metrics. Keep it cheap.
-  std::function<void(size_t writes, absl::Duration took)> on_commit;
 };
 
 template <typename T>
 using Callback = std::function<void(absl::StatusOr<T>)>;
 
-class KvStore {
+class KvStore final : public commit::CommitParticipant {
  public:
-  // Loads the backend's state (leases get a full TTL from now) and starts the
-  // threads. Errors: those of KvBackend::Load.
+  // Loads the backend's state (leases get a full TTL from now) and starts a
+  // CommitLoop of its own over it. Errors: those of KvBackend::Load.
   static absl::StatusOr<std::unique_ptr<KvStore>> Open(std::unique_ptr<KvBackend> backend,
                                                        const Clock& clock, KvStoreOptions options);
-  ~KvStore();  // Shutdown()
+  // Loads the KV state of loop.store() and joins `loop` (which must outlive
+  // the store and not be started yet). Errors: those of KvBackend::Load.
+  static absl::StatusOr<std::unique_ptr<KvStore>> Open(commit::CommitLoop& loop,
+                                                       const Clock& clock, KvStoreOptions options);
+  ~KvStore() override;  // Shutdown()
   KvStore(const KvStore&) = delete;
   KvStore& operator=(const KvStore&) = delete;
 
@@ -149,9 +156,14 @@ class KvStore {
   void CancelWatch(WatchId id);
 
   // Expires leases (their keys are deleted through a normal write) and waits
-  // whose deadline passed. Called by the ticker thread, or by tests after
-  // moving a FakeClock.
-  void Tick();
+  // whose deadline passed. Called by the loop's ticker thread, or by tests
+  // after moving a FakeClock.
+  void Tick() override;
+
+  // commit::CommitParticipant (the loop's commit thread).
+  bool Prepare(commit::StateBatch& batch) override;
+  void Finish(const absl::Status& status, commit::StateBatch& batch,
+              commit::Sends& sends) override;
 
   // Synchronous wrappers (tests, tools). Never call them from a completion
   // callback.
@@ -172,7 +184,7 @@ class KvStore {
     WriteOp op;               // unused for compactions
     Revision compact_to = 0;  // > 0: a compaction (runs after the batch's commit)
     WriteDone done;
-    absl::StatusOr<WriteOutcome> result;  // set by the committer
+    absl::StatusOr<WriteOutcome> result;  // set on the commit thread
   };
   // What one committed batch leaves for the delivery thread, in this order.
   struct Delivery {
@@ -181,22 +193,13 @@ class KvStore {
     std::vector<PendingWrite> writes;               // done(result)
   };
 
-  KvStore(std::unique_ptr<KvBackend> backend, const Clock& clock, KvStoreOptions options);
+  KvStore(KvBackend& backend, const Clock& clock, KvStoreOptions options);
+  static absl::StatusOr<std::unique_ptr<KvStore>> Join(std::unique_ptr<KvStore> store,
+                                                       commit::CommitLoop& loop);
   absl::Status LoadState();
   void Enqueue(PendingWrite write);
-  void CommitterLoop();
-  void TickerLoop();
-  void DeliveryLoop();
-  // Hands one batch's notifications and callbacks to the delivery thread.
-  void Deliver(Delivery delivery);
-  bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
-    return stopping_ || !queue_.empty();
-  }
-  bool HasDeliveryOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(delivery_mu_) {
-    return delivery_stopping_ || !deliveries_.empty();
-  }
-  // Commits `batch` and hands it (with the results) to the delivery thread.
-  void ProcessBatch(std::vector<PendingWrite> batch);
+  // Runs one batch's notifications and callbacks (delivery thread).
+  void Deliver(Delivery& delivery);
   // The status a failed group commit's writes get; stops all writes unless
   // the backend says nothing was written (UNAVAILABLE).
   absl::Status CommitFailure(const absl::Status& cause, size_t writes)
@@ -208,13 +211,18 @@ class KvStore {
   void MaybeRetainHistory();
   absl::Status RunCompaction(Revision compact_to, Revision* compacted);
 
-  std::unique_ptr<KvBackend> backend_;
+  // With Open(backend, ...): the backend, a StateStore over it, and the loop.
+  std::unique_ptr<KvBackend> owned_backend_;
+  std::unique_ptr<commit::StateStore> owned_state_;
+  std::unique_ptr<commit::CommitLoop> owned_loop_;
+  KvBackend& backend_;
+  commit::CommitLoop* loop_ = nullptr;
   const Clock& clock_;
   const KvStoreOptions options_;
   WatchHub hub_;
   SinkNotifier notifier_;  // used by the delivery thread
 
-  // Readable, committed state. Written only by the committer (and
+  // Readable, committed state. Written only by the commit thread (and
   // Tick/KeepAlive for lease deadlines and waits).
   mutable absl::Mutex state_mu_;
   KeySpace keys_ ABSL_GUARDED_BY(state_mu_);
@@ -233,21 +241,15 @@ class KvStore {
   // comment); every later write is refused with it.
   absl::Status write_failure_ ABSL_GUARDED_BY(queue_mu_);
 
-  // Batches committed but not yet delivered, in commit order.
-  absl::Mutex delivery_mu_;
-  std::vector<Delivery> deliveries_ ABSL_GUARDED_BY(delivery_mu_);
-  bool delivery_stopping_ ABSL_GUARDED_BY(delivery_mu_) = false;
-  std::vector<std::vector<PendingWrite>> spare_batches_ ABSL_GUARDED_BY(delivery_mu_);
+  // Commit thread only: the batch between Prepare and Finish.
+  std::vector<PendingWrite> batch_;
+  std::optional<WriteBatchBuilder> builder_;
 
-  absl::Mutex ticker_mu_;
-  bool ticker_stop_ ABSL_GUARDED_BY(ticker_mu_) = false;
+  absl::Mutex spare_mu_;
+  std::vector<std::vector<PendingWrite>> spare_batches_ ABSL_GUARDED_BY(spare_mu_);
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
-
-  std::thread committer_;
-  std::thread delivery_;
-  std::thread ticker_;
 };
 
 }  // namespace ddp::kv

@@ -50,7 +50,7 @@
 #include "coordinator/kv/kv_ops.h"
 #include "coordinator/kv/kv_types.h"
 #include "coordinator/kv/published_events.h"
-#include "coordinator/storage/kv_backend.h"
+#include "coordinator/kv/kv_backend.h"
 
 namespace ddp::kv {
 

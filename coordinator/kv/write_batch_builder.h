@@ -36,7 +36,7 @@
 #include "coordinator/kv/kv_ops.h"
 #include "coordinator/kv/kv_types.h"
 #include "coordinator/kv/lease_table.h"
-#include "coordinator/storage/kv_backend.h"
+#include "coordinator/kv/kv_backend.h"
 
 namespace ddp::kv {
 

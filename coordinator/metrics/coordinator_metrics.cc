@@ -38,22 +38,26 @@ CoordinatorMetrics::CoordinatorMetrics(const Clock& clock, JobMetricsOptions job
       jobs_(*registry_, clock, jobs),
       commit_seconds_(prometheus::BuildHistogram()
                           .Name("ddp_store_commit_duration_seconds")
-                          .Help("One durable commit (a transaction with its fsync) by store: "
-                                "kv (coordinator.db) or jobs (jobs.db)")
+                          .Help("One durable commit of the commit loop: one transaction "
+                                "of coordinator.db (KV and jobs) with its fsync")
                           .Register(*registry_)),
       commit_writes_(prometheus::BuildHistogram()
                          .Name("ddp_store_commit_batch_writes")
-                         .Help("Writes per group commit by store")
+                         .Help("What one commit held, by part: kv (key events) or jobs "
+                               "(changes of one job each)")
                          .Register(*registry_)),
       started_(clock.Now()),
       clock_(clock) {}
 
-void CoordinatorMetrics::ObserveCommit(absl::string_view store, size_t writes,
-                                       absl::Duration took) {
-  const prometheus::Labels labels = {{"store", std::string(store)}};
-  commit_seconds_.Add(labels, CommitSecondsBuckets()).Observe(absl::ToDoubleSeconds(took));
-  if (writes > 0) {
-    commit_writes_.Add(labels, CommitWritesBuckets()).Observe(static_cast<double>(writes));
+void CoordinatorMetrics::ObserveCommit(const commit::StateBatch& batch, absl::Duration took) {
+  commit_seconds_.Add({}, CommitSecondsBuckets()).Observe(absl::ToDoubleSeconds(took));
+  if (batch.kv && !batch.kv->events.empty()) {
+    commit_writes_.Add({{"part", "kv"}}, CommitWritesBuckets())
+        .Observe(static_cast<double>(batch.kv->events.size()));
+  }
+  if (!batch.jobs.empty()) {
+    commit_writes_.Add({{"part", "jobs"}}, CommitWritesBuckets())
+        .Observe(static_cast<double>(batch.jobs.size()));
   }
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/commit/state_store.h"
 #include "coordinator/metrics/job_metrics.h"
 #include "coordinator/metrics/rpc_metrics.h"
 #include "coordinator/rendezvous/job.h"
@@ -41,9 +42,9 @@ class CoordinatorMetrics {
 
   RpcMetrics& rpc() { return rpc_; }
   JobMetrics& jobs() { return jobs_; }
-  // One durable commit of `store` ("kv" or "jobs"): its transaction time
-  // (fsync included) and, when known (> 0), how many writes it carried.
-  void ObserveCommit(absl::string_view store, size_t writes, absl::Duration took);
+  // One durable commit of the commit loop: its transaction time (fsync
+  // included) and what it carried.
+  void ObserveCommit(const commit::StateBatch& batch, absl::Duration took);
 
   // The text exposition of every metric.
   std::string Scrape(const ScrapeState& state);

@@ -110,7 +110,11 @@ TEST(RpcMetricsTest, RecordsByServiceMethodAndCode) {
   metrics.rpc().Record("/ddp.v1.KeyValueService/Put", grpc::StatusCode::OK, true, 0.002);
   metrics.rpc().Record("/ddp.v1.KeyValueService/Get", grpc::StatusCode::NOT_FOUND, true, 0.0001);
   metrics.rpc().Record("/ddp.v1.KeyValueService/Watch", grpc::StatusCode::CANCELLED, false, 9);
-  metrics.ObserveCommit("kv", 16, absl::Milliseconds(3));
+  commit::StateBatch batch;
+  batch.kv.emplace();
+  batch.kv->events.resize(16);
+  batch.jobs.resize(3);
+  metrics.ObserveCommit(batch, absl::Milliseconds(3));
   const std::string text = metrics.Scrape({});
   EXPECT_THAT(
       text,
@@ -119,8 +123,9 @@ TEST(RpcMetricsTest, RecordsByServiceMethodAndCode) {
   EXPECT_THAT(text, HasSubstr("code=\"NOT_FOUND\",method=\"Get\""));
   EXPECT_THAT(text, HasSubstr("code=\"CANCELLED\",method=\"Watch\""));
   EXPECT_THAT(text, Not(HasSubstr("ddp_rpc_request_duration_seconds_count{method=\"Watch\"")));
-  EXPECT_THAT(text, HasSubstr("ddp_store_commit_batch_writes_sum{store=\"kv\"} 16"));
-  EXPECT_THAT(text, HasSubstr("ddp_store_commit_duration_seconds_count{store=\"kv\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ddp_store_commit_batch_writes_sum{part=\"kv\"} 16"));
+  EXPECT_THAT(text, HasSubstr("ddp_store_commit_batch_writes_sum{part=\"jobs\"} 3"));
+  EXPECT_THAT(text, HasSubstr("ddp_store_commit_duration_seconds_count 1"));
 }
 
 }  // namespace

@@ -16,6 +16,15 @@ void AppendOutbox(Outbox& from, Outbox& to) {
   from.events.clear();
 }
 
+// The Registered reply goes before what the registration made the job send
+// (an assignment, a request for master info): the session's first message.
+void InsertRegistered(const RegisterRequest& request, const RegisterResult& result, size_t at,
+                      Outbox& outbox) {
+  OutboundMessage reply{request.job_id, request.node_id, request.incarnation, Registered{result}};
+  outbox.messages.insert(outbox.messages.begin() + static_cast<std::ptrdiff_t>(at),
+                         std::move(reply));
+}
+
 }  // namespace
 
 JobRegistry::JobRegistry(const Clock& clock, JobStateStore* store, JobRegistryOptions options)
@@ -176,7 +185,9 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
     const std::string inherited_token_hash = new_run ? it->second->token_hash() : "";
     if (new_run) it = jobs_.end();
     if (it != jobs_.end()) {
+      const size_t first_new = outbox_.messages.size();
       result = it->second->Register(request);
+      if (result.ok()) InsertRegistered(request, *result, first_new, outbox_);
       AfterChangeLocked(*it->second);
     } else {
       if (!request.settings) {
@@ -205,6 +216,7 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
                       << Capped(request.node_id) << " starts run " << job->run();
       }
       result->created_job = true;
+      InsertRegistered(request, *result, 0, scratch);
       job->set_outbox(&outbox_);
       AppendOutbox(scratch, outbox_);
       Job& ref = *job;
@@ -454,15 +466,15 @@ Outbox JobRegistry::TakeOutbox() {
   return out;
 }
 
-absl::Status JobRegistry::PersistPending() {
-  absl::MutexLock persist_lock(&persist_mu_);
-  WriteBehindQueue::Batch batch;
-  {
-    absl::MutexLock lock(&mu_);
-    batch = write_queue_.TakeBatch();
-  }
-  if (batch.number == 0) return absl::OkStatus();
-  absl::Status status = store_->ApplyBatch(batch.changes);
+WriteBehindQueue::Batch JobRegistry::TakeCommitBatch() {
+  absl::MutexLock lock(&mu_);
+  if (write_queue_.in_flight()) return {};
+  return write_queue_.TakeBatch();
+}
+
+std::vector<std::function<void()>> JobRegistry::BatchDone(const absl::Status& status,
+                                                          WriteBehindQueue::Batch batch) {
+  if (batch.number == 0) return {};
   std::vector<std::function<void()>> due;
   Signals signals;
   {
@@ -476,7 +488,15 @@ absl::Status JobRegistry::PersistPending() {
     signals = SignalsLocked(was_empty, /*had_pending=*/true);
   }
   Fire(signals);
-  for (std::function<void()>& fn : due) fn();
+  return due;
+}
+
+absl::Status JobRegistry::PersistPending() {
+  absl::MutexLock persist_lock(&persist_mu_);
+  WriteBehindQueue::Batch batch = TakeCommitBatch();
+  if (batch.number == 0) return absl::OkStatus();
+  absl::Status status = store_->ApplyBatch(batch.changes);
+  for (std::function<void()>& fn : BatchDone(status, std::move(batch))) fn();
   if (!status.ok()) {
     return absl::UnavailableError(
         absl::StrCat("job changes are not durable yet (storage: ", status.message(),

@@ -7,28 +7,30 @@
 // queues each change for its JobStateStore, and queues the messages and events
 // the jobs produce in one ordered outbox.
 //
-// Delivery: one dispatcher thread of the session layer calls TakeOutbox()
-// whenever the `on_outbox` callback fired (it is called after the lock is
-// released, so it may call back in) and routes each OutboundMessage to the
-// session of (job, node, incarnation); a message for another incarnation is
-// dropped. Order is preserved. A session layer that sees a second live Register
-// of a node with a new incarnation closes the older stream (the core has
-// already fenced it).
+// Delivery: the commit loop's delivery thread takes the outbox (TakeOutbox)
+// after each commit, and whenever the `on_outbox` callback fired (it is called
+// after the lock is released, so it may call back in), and routes each
+// OutboundMessage to the session of (job, node, incarnation); a message for
+// another incarnation is dropped. Order is preserved. A successful Register
+// puts a Registered message first (before what the registration made the job
+// send): the reply is an ordinary message. A session layer that sees a second
+// live Register of a node with a new incarnation closes the older stream (the
+// core has already fenced it).
 //
 // Durability (with a store; without one nothing is persisted and messages go
 // out at once): changes are written behind, not inside the call. They queue in
-// a WriteBehindQueue and the owner's writer thread makes them durable in
-// batches (PersistPending, one transaction per batch), woken by `on_pending`.
-// Every message and event the changes produced is held until its batch
-// committed, so nothing leaves the coordinator that a crash could take back; an
-// agent call returns at once and its reply waits (WhenDurable); a scheduler
-// call waits for its batch (AwaitDurable, UNAVAILABLE after write_timeout). A
-// batch the store refuses stays queued and is retried by the next
-// PersistPending. 4,096 joins cost a few transactions instead of 4,096 fsyncs
-// under the mutex. The outbox is unbounded: the dispatcher must drain it.
+// a WriteBehindQueue; `on_pending` tells the commit loop, whose commit thread
+// takes them as one batch (TakeCommitBatch) into the transaction it commits
+// anyway for the KV store, and reports the outcome (BatchDone). Every message
+// and event the changes produced is held until its batch committed, so nothing
+// leaves the coordinator that a crash could take back; an agent call returns
+// at once and its reply waits in the outbox; a scheduler call waits for its
+// batch (AwaitDurable, UNKNOWN after write_timeout). A batch the store refuses
+// stays queued and is taken again. 4,096 joins cost a few transactions instead
+// of 4,096 fsyncs under the mutex. The outbox is unbounded: the loop drains it.
 //
-// Timeouts: the owner runs one background thread that calls Tick() at a
-// cadence well below the smallest heartbeat_interval (e.g. every 100 ms);
+// Timeouts: the commit loop's ticker calls Tick() at a cadence well below the
+// smallest heartbeat_interval (every 50 ms);
 // Tick is amortized O(1) per job when nothing is due.
 //
 // Thread-safety: thread-safe.
@@ -140,7 +142,17 @@ class JobRegistry {
   Outbox TakeOutbox();
 
   // ---- Durability (see above) ----
-  // Writes every pending change as one batch. Call from one thread at a time.
+  // The commit loop's side (session/rendezvous_service.h): the changes made
+  // since the last batch, as the next batch (number 0: none, or one is still
+  // in flight); and that batch's outcome: OK releases the messages and events
+  // held for it (into the outbox) and returns the callbacks that waited for
+  // it (run them without the lock); an error puts the batch back in front of
+  // newer changes, to be taken again.
+  WriteBehindQueue::Batch TakeCommitBatch();
+  std::vector<std::function<void()>> BatchDone(const absl::Status& status,
+                                               WriteBehindQueue::Batch batch);
+  // One pass of that loop for the registry alone, through its store: the
+  // registry's unit tests and fuzz target drive durability with it.
   // Possible errors: the store's (the batch stays queued; retry later).
   absl::Status PersistPending();
   bool HasPendingWrites() const;

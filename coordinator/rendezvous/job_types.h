@@ -169,8 +169,14 @@ struct Notice {
   std::string message;
 };
 
-using MessageBody =
-    std::variant<Assignment, RequestMasterInfo, StopWorkers, JobFinished, NodeDismissed, Notice>;
+// The answer to a Register: the first message of a session, sent (like every
+// other message) once the registration is durable.
+struct Registered {
+  RegisterResult result;
+};
+
+using MessageBody = std::variant<Registered, Assignment, RequestMasterInfo, StopWorkers,
+                                 JobFinished, NodeDismissed, Notice>;
 
 struct OutboundMessage {
   std::string job_id;

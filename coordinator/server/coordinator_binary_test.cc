@@ -228,7 +228,7 @@ void InitialiseDataDir(const std::string& dir) {
   EXPECT_EQ(WaitExit(pid), 0);
 }
 
-TEST(CoordinatorBinaryTest, DeletedKvDatabase_ExitsThreeNamingFile) {
+TEST(CoordinatorBinaryTest, DeletedDatabase_ExitsThreeNamingFile) {
   const std::string dir = TestDir();
   InitialiseDataDir(dir);
   for (const char* suffix : {"", "-wal", "-shm"}) {
@@ -239,15 +239,16 @@ TEST(CoordinatorBinaryTest, DeletedKvDatabase_ExitsThreeNamingFile) {
   EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr(dir + "/coordinator.db is missing"));
 }
 
-TEST(CoordinatorBinaryTest, TruncatedJobsDatabase_ExitsThree) {
+// (A previous release's jobs.db, truncated or missing: tests/migration.)
+TEST(CoordinatorBinaryTest, TruncatedDatabase_ExitsThree) {
   const std::string dir = TestDir();
   InitialiseDataDir(dir);
-  std::remove((dir + "/jobs.db-wal").c_str());
-  std::remove((dir + "/jobs.db-shm").c_str());
-  ASSERT_EQ(truncate((dir + "/jobs.db").c_str(), 0), 0);
+  std::remove((dir + "/coordinator.db-wal").c_str());
+  std::remove((dir + "/coordinator.db-shm").c_str());
+  ASSERT_EQ(truncate((dir + "/coordinator.db").c_str(), 0), 0);
   pid_t pid = Spawn({"--port=0", "--bind=127.0.0.1", "--data-dir=" + dir}, dir + ".log");
   EXPECT_EQ(WaitExit(pid), 3);
-  EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr(dir + "/jobs.db is empty"));
+  EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr(dir + "/coordinator.db is empty"));
 }
 
 TEST(CoordinatorBinaryTest, Help_ExitsZero) {

@@ -12,16 +12,17 @@
 #include "coordinator/rpc/malformed_request.h"
 #include "coordinator/server/listen_address.h"
 #include "coordinator/storage/data_dir_identity.h"
-#include "coordinator/storage/sqlite_job_state_store.h"
-#include "coordinator/storage/sqlite_kv_backend.h"
+#include "coordinator/storage/sqlite_state_store.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
 namespace ddp::server {
 namespace {
 
-constexpr char kKvDatabase[] = "coordinator.db";
-constexpr char kJobsDatabase[] = "jobs.db";
+// The one database (KV and jobs), and the second file earlier releases kept
+// the jobs in (imported once, then renamed jobs.db.imported).
+constexpr char kStateDatabase[] = "coordinator.db";
+constexpr char kLegacyJobsDatabase[] = "jobs.db";
 
 // Room for the largest valid request (a Put of max key + max value, or a Wait
 // of max_keys_per_request maximal keys) plus protobuf framing.
@@ -77,8 +78,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->lock_ = *std::move(lock);
 
   // Refuse a data dir whose databases went missing, empty or foreign: serving
-  // them would look like an empty store.
-  auto identity = storage::EnsureDataDirIdentity(opts.data_dir, {kKvDatabase, kJobsDatabase});
+  // them would look like an empty store. A dir of an earlier release also has
+  // jobs.db, imported below.
+  std::vector<std::string> databases = {kStateDatabase};
+  const std::string db_path = absl::StrCat(opts.data_dir, "/", kStateDatabase);
+  const std::string jobs_path = absl::StrCat(opts.data_dir, "/", kLegacyJobsDatabase);
+  absl::StatusOr<bool> legacy = storage::ExpectsLegacyJobsDatabase(db_path, jobs_path);
+  if (!legacy.ok()) return legacy.status();
+  if (*legacy) databases.push_back(kLegacyJobsDatabase);
+  auto identity = storage::EnsureDataDirIdentity(opts.data_dir, databases);
   if (!identity.ok()) return identity.status();
 
   kv::KvStoreOptions kv_options = opts.kv;
@@ -86,27 +94,33 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   session::JobServicesOptions job_options = opts.jobs;
   job_options.session.authorizer = server->authorizer_.get();
   job_options.jobs.authorizer = server->authorizer_.get();
+  commit::CommitLoopOptions loop_options;
+  loop_options.tick_interval = opts.kv.tick_interval;
+  loop_options.retry_interval = opts.jobs.rendezvous.write_retry_interval;
   if (opts.http.has_value()) {
     server->metrics_ = std::make_unique<metrics::CoordinatorMetrics>(clock);
     metrics::CoordinatorMetrics* recorder = server->metrics_.get();
-    kv_options.on_commit = [recorder](size_t writes, absl::Duration took) {
-      recorder->ObserveCommit("kv", writes, took);
-    };
-    job_options.rendezvous.on_commit = [recorder](absl::Duration took) {
-      recorder->ObserveCommit("jobs", 0, took);
+    loop_options.on_commit = [recorder](const commit::StateBatch& batch, absl::Duration took) {
+      recorder->ObserveCommit(batch, took);
     };
     job_options.rendezvous.on_events = [recorder](const std::vector<rendezvous::JobEvent>& e) {
       recorder->jobs().OnEvents(e);
     };
   }
 
-  const std::string db_path = absl::StrCat(opts.data_dir, "/", kKvDatabase);
-  auto backend = kv::SqliteKvBackend::Open(db_path);
-  if (!backend.ok()) {
-    return absl::Status(backend.status().code(),
-                        absl::StrCat("cannot open ", db_path, ": ", backend.status().message()));
+  auto state = storage::SqliteStateStore::Open(db_path);
+  if (!state.ok()) {
+    return absl::Status(state.status().code(),
+                        absl::StrCat("cannot open ", db_path, ": ", state.status().message()));
   }
-  auto store = kv::KvStore::Open(*std::move(backend), clock, kv_options);
+  server->state_store_ = *std::move(state);
+  if (*legacy) {
+    absl::StatusOr<int> imported = server->state_store_->ImportJobsDatabase(jobs_path);
+    if (!imported.ok()) return imported.status();
+  }
+  server->commit_loop_ =
+      std::make_unique<commit::CommitLoop>(*server->state_store_, loop_options);
+  auto store = kv::KvStore::Open(*server->commit_loop_, clock, kv_options);
   if (!store.ok()) return store.status();
   server->kv_store_ = *std::move(store);
   rpc::GrpcKvServiceOptions kv_service_options;
@@ -114,22 +128,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->kv_service_ =
       std::make_unique<rpc::GrpcKvService>(*server->kv_store_, kv_service_options);
 
-  const std::string jobs_path = absl::StrCat(opts.data_dir, "/", kJobsDatabase);
-  auto job_store = rendezvous::SqliteJobStateStore::Open(jobs_path);
-  if (!job_store.ok()) {
-    server->kv_store_->Shutdown();
-    return absl::Status(job_store.status().code(), absl::StrCat("cannot open ", jobs_path, ": ",
-                                                                job_store.status().message()));
-  }
-  server->job_store_ = *std::move(job_store);
-  auto job_services = session::JobServices::Create(clock, server->job_store_.get(), job_options);
+  auto job_services = session::JobServices::Create(clock, *server->commit_loop_, job_options);
   if (!job_services.ok()) {
-    server->kv_store_->Shutdown();
     return absl::Status(job_services.status().code(),
-                        absl::StrCat("cannot restore the jobs of ", jobs_path, ": ",
+                        absl::StrCat("cannot restore the jobs of ", db_path, ": ",
                                      job_services.status().message()));
   }
   server->job_services_ = *std::move(job_services);
+  server->commit_loop_->Start();
   for (const auto& [job_id, token_hash] :
        server->job_services_->rendezvous().registry().JobTokenHashes()) {
     server->authorizer_->SetJobTokenHash(job_id, token_hash);
@@ -162,6 +168,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
     server->job_services_->Shutdown();
     server->kv_store_->Shutdown();
+    server->commit_loop_->Shutdown();
     absl::Status why = DiagnoseListen(opts.bind_address, opts.port, "gRPC", "--port");
     if (why.ok()) {
       why = absl::UnavailableError(
@@ -293,6 +300,7 @@ void CoordinatorServer::Shutdown() {
   // long-lived call left to wait for.
   job_services_->Shutdown();
   kv_store_->Shutdown();
+  commit_loop_->Shutdown();  // the last commit; nothing is sent after it
   const auto deadline =
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(absl::ToInt64Milliseconds(options_.shutdown_grace));
@@ -302,9 +310,10 @@ void CoordinatorServer::Shutdown() {
   http_listener_.reset();
   rest_gateway_.reset();
   job_services_.reset();  // after the server: reactors may still reference it
-  job_store_.reset();
   kv_service_.reset();
-  kv_store_.reset();  // closes the database
+  kv_store_.reset();
+  commit_loop_.reset();
+  state_store_.reset();  // closes the database
   lock_.reset();
   DDP_LOG(INFO) << "shutdown complete";
 }

@@ -2,13 +2,16 @@
 #define DDP_COORDINATOR_SERVER_COORDINATOR_SERVER_H_
 
 // The composition root of the coordinator: wires, in dependency order,
-//   data dir lock -> SQLite (DATA_DIR/coordinator.db) -> KvStore
-//                 -> SQLite (DATA_DIR/jobs.db) -> JobServices (rendezvous
-//                    registry restored from it, session + job services)
+//   data dir lock -> SqliteStateStore (DATA_DIR/coordinator.db: KV and jobs;
+//                    a jobs.db of an earlier release is imported)
+//                 -> CommitLoop (the one commit pipeline) -> KvStore and
+//                    JobServices (rendezvous registry restored from the same
+//                    file, session + job services) join it -> loop started
 //     -> gRPC services -> gRPC server
 //     -> HTTP listener (health, REST gateway onto the gRPC server in process),
 // and tears them down in reverse: agent sessions end first (UNAVAILABLE, so
-// agents resume against the restarted coordinator), then the KV store.
+// agents resume against the restarted coordinator), then the KV store, then
+// the loop commits what is left.
 //
 // Lifecycle:  Start --> serving --Shutdown (or destructor)--> stopped
 //
@@ -29,7 +32,8 @@
 #include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/metrics/coordinator_metrics.h"
-#include "coordinator/rendezvous/job_state_store.h"
+#include "coordinator/commit/commit_loop.h"
+#include "coordinator/storage/sqlite_state_store.h"
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/server/data_dir_lock.h"
 #include "coordinator/session/job_services.h"
@@ -100,10 +104,13 @@ class CoordinatorServer {
   std::unique_ptr<DataDirLock> lock_;
   // Before the stores: their commit observers record into it.
   std::unique_ptr<metrics::CoordinatorMetrics> metrics_;
+  std::unique_ptr<storage::SqliteStateStore> state_store_;
+  // Shut down explicitly before its participants (the KV store, the job
+  // services) go, and destroyed after them.
+  std::unique_ptr<commit::CommitLoop> commit_loop_;
   std::unique_ptr<kv::KvStore> kv_store_;
   std::unique_ptr<auth::Authorizer> authorizer_;  // before the services that use it
   std::unique_ptr<rpc::GrpcKvService> kv_service_;
-  std::unique_ptr<rendezvous::JobStateStore> job_store_;
   std::unique_ptr<session::JobServices> job_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<http::RestGateway> rest_gateway_;

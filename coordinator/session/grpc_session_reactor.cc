@@ -177,10 +177,6 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
         identity_, "/ddp.v1.SessionService/Session", request->job_id);
     if (!allowed.ok()) return allowed;
   }
-  {
-    absl::MutexLock lock(&sink_->mu);
-    awaiting_registered_ = true;
-  }
   // Attached before the core sees the registration, so no message it produces
   // can miss this stream.
   SessionRouter& router = rendezvous_.router();
@@ -200,13 +196,8 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
         "node '", node_id_, "' of job '", job_id_, "' was replaced by incarnation ", incarnation_,
         result->resumed ? " (session resumed on a newer stream)" : "", "; this stream is closed")));
   }
-  auto reply = std::make_shared<v1::CoordinatorMessage>();
-  RegisteredToProto(*result, reply->mutable_registered());
-  // Acknowledged only once the registration is durable (write-behind).
-  rendezvous::JobRegistry& registry = rendezvous_.registry();
-  std::shared_ptr<Sink> sink = sink_;
-  registry.WhenDurable(registry.DurabilityMark(),
-                       [sink, reply] { sink->SendRegistered(std::move(*reply)); });
+  // The Registered reply is the first message the core queued for this
+  // session: it leaves once the registration is durable.
   return absl::OkStatus();
 }
 
@@ -234,15 +225,6 @@ void SessionReactor::Sink::Deliver(const rendezvous::OutboundMessage& message) {
   reactor_->EnqueueLocked(std::move(proto));
 }
 
-void SessionReactor::Sink::SendRegistered(v1::CoordinatorMessage reply) {
-  absl::MutexLock lock(&mu);
-  if (reactor_ == nullptr) return;
-  reactor_->awaiting_registered_ = false;
-  if (reactor_->finished_) return;
-  reactor_->queue_.push_front(std::move(reply));
-  reactor_->PumpLocked();
-}
-
 void SessionReactor::Sink::Close(const absl::Status& status) {
   absl::MutexLock lock(&mu);
   if (reactor_ != nullptr) reactor_->FinishLocked(ToGrpcStatus(status));
@@ -262,7 +244,7 @@ void SessionReactor::EnqueueLocked(v1::CoordinatorMessage message) {
 }
 
 void SessionReactor::PumpLocked() {
-  if (writing_ || finished_ || awaiting_registered_ || queue_.empty()) return;
+  if (writing_ || finished_ || queue_.empty()) return;
   bool own_buffer = false;
   outgoing_.Clear();  // the serializer wants an empty buffer
   const grpc::Status serialized = grpc::SerializationTraits<v1::CoordinatorMessage>::Serialize(

@@ -13,15 +13,17 @@
 //                                (ABORTED), agent not reading
 //                                (RESOURCE_EXHAUSTED): finished
 //
-// The first message must be Register; the reply is Registered, written before
-// any message the registration produced (those are held until it is queued).
+// The first message must be Register; the reply is Registered, the first
+// message the core queues for the session (before any message the registration
+// produced), sent like them once the registration is durable.
 // Every later message carries a NodeHeader naming the stream's job, node and
 // incarnation; the core fences it. Any error ends the stream with that status:
 // the agent re-registers (same incarnation: the session resumes and the core
 // re-sends what the node waits for; after ABORTED: kill the workers, new
 // incarnation).
 //
-// Outbound messages come from the dispatcher through the SessionSink; at most
+// Outbound messages come from the commit loop's delivery thread through the
+// SessionSink; at most
 // one Write is in flight and at most max_queued_messages wait, so an agent that
 // stops reading is disconnected rather than growing memory. When the stream
 // ends without a Leave the core learns it through StreamClosed (unless a newer
@@ -70,9 +72,6 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     explicit Sink(SessionReactor* reactor) : reactor_(reactor) {}
     void Deliver(const rendezvous::OutboundMessage& message) override;
     void Close(const absl::Status& status) override;
-    // The Registered reply, first on the stream, once the registration is
-    // durable; releases the messages queued behind it.
-    void SendRegistered(v1::CoordinatorMessage reply);
 
     absl::Mutex mu;
     SessionReactor* reactor_ ABSL_GUARDED_BY(mu);
@@ -107,7 +106,6 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   rendezvous::Incarnation incarnation_ = 0;
 
   // Write side.
-  bool awaiting_registered_ ABSL_GUARDED_BY(sink_->mu) = false;
   bool writing_ ABSL_GUARDED_BY(sink_->mu) = false;
   bool finished_ ABSL_GUARDED_BY(sink_->mu) = false;
   bool finish_pending_ ABSL_GUARDED_BY(sink_->mu) = false;

@@ -351,6 +351,9 @@ struct BodyToProto {
     if (f.root_cause) FailureToProto(*f.root_cause, m->mutable_root_cause());
     m->set_message(f.message);
   }
+  void operator()(const rendezvous::Registered& r) const {
+    RegisteredToProto(r.result, proto->mutable_registered());
+  }
   void operator()(const rendezvous::NodeDismissed& d) const {
     proto->mutable_node_dismissed()->set_reason(d.reason);
   }

@@ -10,8 +10,22 @@ absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& cl
   absl::StatusOr<std::unique_ptr<RendezvousService>> rendezvous =
       RendezvousService::Create(clock, store, options.rendezvous);
   if (!rendezvous.ok()) return rendezvous.status();
+  return Around(std::move(*rendezvous), options);
+}
+
+absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& clock,
+                                                                 commit::CommitLoop& loop,
+                                                                 JobServicesOptions options) {
+  absl::StatusOr<std::unique_ptr<RendezvousService>> rendezvous =
+      RendezvousService::Create(clock, loop, options.rendezvous);
+  if (!rendezvous.ok()) return rendezvous.status();
+  return Around(std::move(*rendezvous), options);
+}
+
+std::unique_ptr<JobServices> JobServices::Around(std::unique_ptr<RendezvousService> rendezvous,
+                                                 const JobServicesOptions& options) {
   std::unique_ptr<JobServices> services(new JobServices());
-  services->rendezvous_ = std::move(*rendezvous);
+  services->rendezvous_ = std::move(rendezvous);
   services->session_service_ =
       std::make_unique<GrpcSessionService>(*services->rendezvous_, options.session);
   services->job_service_ = std::make_unique<GrpcJobService>(*services->rendezvous_, options.jobs);

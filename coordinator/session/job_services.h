@@ -2,8 +2,8 @@
 #define DDP_COORDINATOR_SESSION_JOB_SERVICES_H_
 
 // Everything the coordinator binary needs for jobs and agent sessions, in one
-// piece for its composition root: the RendezvousService (registry, ticker and
-// dispatcher threads) and the two gRPC services over it.
+// piece for its composition root: the RendezvousService (registry, in the
+// commit loop) and the two gRPC services over it.
 //
 //   auto jobs = JobServices::Create(clock, store, options);   // restores jobs
 //   grpc::ServerBuilder builder; ... (*jobs)->RegisterWith(builder);
@@ -41,6 +41,10 @@ class JobServices {
   static absl::StatusOr<std::unique_ptr<JobServices>> Create(const Clock& clock,
                                                              rendezvous::JobStateStore* store,
                                                              JobServicesOptions options);
+  // In the coordinator's commit loop (see RendezvousService::Create).
+  static absl::StatusOr<std::unique_ptr<JobServices>> Create(const Clock& clock,
+                                                             commit::CommitLoop& loop,
+                                                             JobServicesOptions options);
   ~JobServices();
   JobServices(const JobServices&) = delete;
   JobServices& operator=(const JobServices&) = delete;
@@ -58,6 +62,8 @@ class JobServices {
 
  private:
   JobServices() = default;
+  static std::unique_ptr<JobServices> Around(std::unique_ptr<RendezvousService> rendezvous,
+                                             const JobServicesOptions& options);
 
   std::unique_ptr<RendezvousService> rendezvous_;
   std::unique_ptr<GrpcSessionService> session_service_;

@@ -1,18 +1,12 @@
 #include "coordinator/session/rendezvous_service.h"
 
-#include <pthread.h>
-
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/commit/split_state_store.h"
 
 namespace ddp::session {
-namespace {
-
-void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
     const Clock& clock, rendezvous::JobStateStore* store, RendezvousServiceOptions options) {
@@ -21,142 +15,108 @@ absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
                                                    absl::FormatDuration(options.tick_interval),
                                                    "; it must be positive (e.g. 100ms)"));
   }
+  commit::CommitLoopOptions loop_options;
+  loop_options.tick_interval = options.tick_interval;
+  loop_options.retry_interval = options.write_retry_interval;
   std::unique_ptr<RendezvousService> service(
       new RendezvousService(clock, store, std::move(options)));
-  absl::Status status = service->registry_->Restore();
+  service->owned_state_ = std::make_unique<commit::SplitStateStore>(nullptr, store);
+  service->owned_loop_ = std::make_unique<commit::CommitLoop>(*service->owned_state_, loop_options);
+  absl::Status status = service->Join(*service->owned_loop_);
   if (!status.ok()) return status;
-  service->Start();
+  service->owned_loop_->Start();
+  return service;
+}
+
+absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
+    const Clock& clock, commit::CommitLoop& loop, RendezvousServiceOptions options) {
+  std::unique_ptr<RendezvousService> service(
+      new RendezvousService(clock, &loop.store(), std::move(options)));
+  absl::Status status = service->Join(loop);
+  if (!status.ok()) return status;
   return service;
 }
 
 RendezvousService::RendezvousService(const Clock& clock, rendezvous::JobStateStore* store,
                                      RendezvousServiceOptions options)
-    : clock_(clock),
-      options_(std::move(options)),
-      watch_hub_(options_.watch),
-      write_behind_(store != nullptr) {
+    : clock_(clock), options_(std::move(options)), watch_hub_(options_.watch) {
   rendezvous::JobRegistryOptions registry_options;
   registry_options.max_jobs = options_.max_jobs;
   registry_options.limits = options_.limits;
-  registry_options.on_outbox = [this] { OnOutbox(); };
-  registry_options.on_pending = [this] { OnPending(); };
+  // Both wake the loop; set before Join, used only once it runs.
+  registry_options.on_outbox = [this] {
+    if (loop_ != nullptr) loop_->Notify();
+  };
+  registry_options.on_pending = [this] {
+    if (loop_ != nullptr) loop_->Notify();
+  };
   registry_ = std::make_unique<rendezvous::JobRegistry>(clock_, store, registry_options);
+}
+
+absl::Status RendezvousService::Join(commit::CommitLoop& loop) {
+  absl::Status status = registry_->Restore();
+  if (!status.ok()) return status;
+  loop_ = &loop;
+  loop.Add(this);
+  // What the restore queued (messages to nobody yet, events) leaves with the
+  // loop's first pass.
+  loop.Notify();
+  return absl::OkStatus();
 }
 
 RendezvousService::~RendezvousService() { Shutdown(); }
 
-void RendezvousService::Start() {
-  if (write_behind_) writer_ = std::thread([this] { WriterLoop(); });
-  ticker_ = std::thread([this] { TickerLoop(); });
-  dispatcher_ = std::thread([this] { DispatchLoop(); });
-}
-
-void RendezvousService::OnOutbox() {
-  absl::MutexLock lock(&mu_);
-  outbox_ready_ = true;
-}
-
-void RendezvousService::OnPending() {
-  absl::MutexLock lock(&mu_);
-  writes_pending_ = true;
-}
-
-void RendezvousService::WriterLoop() {
-  NameThisThread("rdzv-writer");
-  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || writes_pending_; };
-  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-  while (true) {
-    bool stop = false;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&wake));
-      stop = stopping_;
-      writes_pending_ = false;
-    }
-    // Changes that arrive while a batch is written form the next batch.
-    while (registry_->HasPendingWrites()) {
-      const absl::Time start = absl::Now();
-      absl::Status status = registry_->PersistPending();
-      if (status.ok()) {
-        if (options_.on_commit) options_.on_commit(absl::Now() - start);
-        continue;
-      }
-      DDP_LOG_EVERY_N_SEC(WARNING, 10) << status.message();
-      absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.write_retry_interval)) {
-        return;  // what is not durable was never acknowledged
-      }
-    }
-    if (stop) return;
+bool RendezvousService::Prepare(commit::StateBatch& batch) {
+  in_flight_ = registry_->TakeCommitBatch();
+  for (rendezvous::JobChanges& changes : in_flight_.changes) {
+    batch.jobs.push_back(std::move(changes));
   }
+  in_flight_.changes.clear();
+  return false;
 }
 
-void RendezvousService::TickerLoop() {
-  NameThisThread("rdzv-ticker");
-  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.tick_interval)) {
-        return;
-      }
-    }
-    registry_->Tick();
+void RendezvousService::Finish(const absl::Status& status, commit::StateBatch& batch,
+                               commit::Sends& sends) {
+  std::vector<std::function<void()>> due;
+  if (in_flight_.number != 0) {
+    if (!status.ok()) in_flight_.changes = std::move(batch.jobs);  // kept, taken again
+    due = registry_->BatchDone(status, std::move(in_flight_));
+    in_flight_ = {};
   }
+  auto outbox = std::make_shared<rendezvous::Outbox>(registry_->TakeOutbox());
+  if (outbox->empty() && due.empty()) return;
+  sends.push_back([this, outbox, due = std::move(due)] {
+    Send(*outbox);
+    for (const std::function<void()>& fn : due) fn();
+  });
 }
 
-void RendezvousService::DispatchLoop() {
-  NameThisThread("rdzv-dispatch");
-  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return dispatcher_stopping_ || outbox_ready_;
-  };
-  while (true) {
-    bool stop = false;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&wake));
-      stop = dispatcher_stopping_;
-      outbox_ready_ = false;
+void RendezvousService::Send(const rendezvous::Outbox& outbox) {
+  for (const rendezvous::OutboundMessage& message : outbox.messages) {
+    if (!router_.Route(message)) {
+      DDP_LOG(DEBUG) << "no session of node " << message.node_id << " incarnation "
+                     << message.incarnation << " in job " << message.job_id
+                     << "; message dropped";
     }
-    // Drain even when stopping: the last changes' messages go out.
-    Drain();
-    if (stop) return;
   }
-}
-
-void RendezvousService::Drain() {
-  // on_outbox fires only on empty -> non-empty, so keep taking until empty.
-  while (true) {
-    rendezvous::Outbox outbox = registry_->TakeOutbox();
-    if (outbox.empty()) return;
-    for (const rendezvous::OutboundMessage& message : outbox.messages) {
-      if (!router_.Route(message)) {
-        DDP_LOG(DEBUG) << "no session of node " << message.node_id << " incarnation "
-                       << message.incarnation << " in job " << message.job_id
-                       << "; message dropped";
-      }
-    }
-    if (!outbox.events.empty()) {
-      watch_hub_.Publish(outbox.events);
-      if (options_.on_events) options_.on_events(outbox.events);
-    }
+  if (!outbox.events.empty()) {
+    watch_hub_.Publish(outbox.events);
+    if (options_.on_events) options_.on_events(outbox.events);
   }
 }
 
 void RendezvousService::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) return;  // another caller stops the threads
-    stopping_ = true;
+    if (stopped_) return;
+    stopped_ = true;
   }
-  // The writer first: its last batch releases held messages to the dispatcher.
-  if (writer_.joinable()) writer_.join();
-  if (ticker_.joinable()) ticker_.join();
-  {
-    absl::MutexLock lock(&mu_);
-    dispatcher_stopping_ = true;
+  // The last changes are committed and their messages sent.
+  if (owned_loop_ != nullptr) {
+    owned_loop_->Shutdown();
+  } else if (loop_ != nullptr) {
+    loop_->Flush();
   }
-  if (dispatcher_.joinable()) dispatcher_.join();
   watch_hub_.Shutdown();
 }
 

@@ -1,21 +1,24 @@
 #ifndef DDP_COORDINATOR_SESSION_RENDEZVOUS_SERVICE_H_
 #define DDP_COORDINATOR_SESSION_RENDEZVOUS_SERVICE_H_
 
-// The running rendezvous core: owns the JobRegistry and its two background
-// threads, and connects the registry's outbox to the sessions and watchers.
+// The running rendezvous core: owns the JobRegistry, the SessionRouter and the
+// JobWatchHub, and takes part in the commit loop (commit/commit_loop.h):
 //
-//   rdzv-ticker    calls JobRegistry::Tick() every tick_interval (timeouts).
-//   rdzv-dispatch  woken by the registry's on_outbox callback; drains
-//                  TakeOutbox() (always: the outbox is unbounded), routes each
-//                  message through the SessionRouter (dropped when the
-//                  incarnation no longer matches) and publishes the job events
-//                  to the JobWatchHub (bounded queue per watcher).
-//   rdzv-writer    with a store: woken by on_pending, writes the registry's
-//                  queued changes in batches (JobRegistry "Write-behind"),
-//                  one transaction each; retries every retry_interval while
-//                  the store fails.
+//   Prepare  (commit thread)   the registry's queued job changes go into the
+//                              loop's batch (JobRegistry::TakeCommitBatch)
+//   Finish   (commit thread)   the batch's outcome goes back to the registry
+//                              (BatchDone: durable releases what was held for
+//                              it), then the outbox is taken and handed over
+//   send     (delivery thread) each message is routed through the
+//                              SessionRouter (dropped when the incarnation no
+//                              longer matches), the job events are published
+//                              to the JobWatchHub; then the WhenDurable
+//                              callbacks of the batch run
+//   Tick     (ticker thread)   JobRegistry::Tick (timeouts)
 //
-// Lifecycle:  Create (Restore + threads started) --> serving --Shutdown--> done
+// The registry's on_pending and on_outbox callbacks wake the loop.
+//
+// Lifecycle:  Create (Restore, join a loop) --> serving --Shutdown--> done
 //
 // Plain C++ (no gRPC): the grpc_* services are adapters around it.
 // Thread-safety: thread-safe; Shutdown is idempotent and also run by the
@@ -23,14 +26,14 @@
 
 #include <functional>
 #include <memory>
-#include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/commit/commit_loop.h"
+#include "coordinator/commit/state_store.h"
 #include "coordinator/rendezvous/job_registry.h"
-#include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/session/job_watch_hub.h"
 #include "coordinator/session/session_router.h"
@@ -38,31 +41,34 @@
 namespace ddp::session {
 
 struct RendezvousServiceOptions {
-  // Cadence of JobRegistry::Tick (real time); keep it well below the smallest
-  // heartbeat_interval a job may use.
+  // With a loop of its own (Create(clock, store, ...)): the cadence of
+  // JobRegistry::Tick (real time; keep it well below the smallest
+  // heartbeat_interval a job may use) and the pause between two tries to
+  // write job changes while the store fails. In the coordinator's loop, the
+  // loop's own.
   absl::Duration tick_interval = absl::Milliseconds(100);
+  absl::Duration write_retry_interval = absl::Milliseconds(200);
   int max_jobs = 1024;
   rendezvous::RendezvousLimits limits;
   JobWatchHubOptions watch;
-  // Pause between two tries to write job changes while the store fails.
-  absl::Duration write_retry_interval = absl::Milliseconds(200);
-  // Observers for metrics, called on the service's threads; keep them cheap.
-  // Each batch of the core's events, in order, once durable and published.
+  // Observer for metrics: each batch of the core's events, in order, once
+  // durable and published (delivery thread); keep it cheap.
   std::function<void(const std::vector<rendezvous::JobEvent>&)> on_events;
-  // Each durable write of job changes, with its time (transaction and fsync).
-  std::function<void(absl::Duration took)> on_commit;
 };
 
-class RendezvousService {
+class RendezvousService final : public commit::CommitParticipant {
  public:
-  // Builds the registry over `store` (nullable: nothing persisted; otherwise it
-  // must outlive the service), restores the stored jobs and starts the threads.
-  // `clock` must outlive the service.
-  // Possible errors: INVALID_ARGUMENT (tick_interval <= 0), and
-  // JobRegistry::Restore's (UNAVAILABLE, DATA_LOSS).
+  // With a CommitLoop of its own over `store` (nullable: nothing persisted;
+  // otherwise it must outlive the service): restores the stored jobs and
+  // starts the loop. Possible errors: INVALID_ARGUMENT (tick_interval <= 0),
+  // and JobRegistry::Restore's (UNAVAILABLE, DATA_LOSS).
   static absl::StatusOr<std::unique_ptr<RendezvousService>> Create(
       const Clock& clock, rendezvous::JobStateStore* store, RendezvousServiceOptions options);
-  ~RendezvousService();
+  // In the coordinator's loop (not started yet; it must outlive the service):
+  // restores the jobs of loop.store(). Possible errors: Restore's.
+  static absl::StatusOr<std::unique_ptr<RendezvousService>> Create(
+      const Clock& clock, commit::CommitLoop& loop, RendezvousServiceOptions options);
+  ~RendezvousService() override;
   RendezvousService(const RendezvousService&) = delete;
   RendezvousService& operator=(const RendezvousService&) = delete;
 
@@ -72,35 +78,35 @@ class RendezvousService {
   const Clock& clock() const { return clock_; }
   const RendezvousServiceOptions& options() const { return options_; }
 
-  // Stops both threads after a last drain of the outbox and ends every watch.
+  // Lets the loop commit and send what is queued, then ends every watch.
   void Shutdown();
+
+  // commit::CommitParticipant.
+  bool Prepare(commit::StateBatch& batch) override;
+  void Finish(const absl::Status& status, commit::StateBatch& batch,
+              commit::Sends& sends) override;
+  void Tick() override { registry_->Tick(); }
 
  private:
   RendezvousService(const Clock& clock, rendezvous::JobStateStore* store,
                     RendezvousServiceOptions options);
-  void Start();
-  void OnOutbox();
-  void OnPending();
-  void WriterLoop();
-  void TickerLoop();
-  void DispatchLoop();
-  void Drain();
+  absl::Status Join(commit::CommitLoop& loop);
+  // Delivery thread: routes the messages and publishes the events.
+  void Send(const rendezvous::Outbox& outbox);
 
   const Clock& clock_;
   const RendezvousServiceOptions options_;
   SessionRouter router_;
   JobWatchHub watch_hub_;
   std::unique_ptr<rendezvous::JobRegistry> registry_;
-
+  // With Create(clock, store, ...): the loop of its own.
+  std::unique_ptr<commit::StateStore> owned_state_;
+  std::unique_ptr<commit::CommitLoop> owned_loop_;
+  commit::CommitLoop* loop_ = nullptr;
+  // Commit thread only: the batch between Prepare and Finish.
+  rendezvous::WriteBehindQueue::Batch in_flight_;
   absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool outbox_ready_ ABSL_GUARDED_BY(mu_) = false;
-  bool writes_pending_ ABSL_GUARDED_BY(mu_) = false;
-  bool dispatcher_stopping_ ABSL_GUARDED_BY(mu_) = false;
-  const bool write_behind_;
-  std::thread writer_;
-  std::thread ticker_;
-  std::thread dispatcher_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ddp::session

@@ -34,7 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
-#include "coordinator/storage/kv_backend.h"
+#include "coordinator/kv/kv_backend.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

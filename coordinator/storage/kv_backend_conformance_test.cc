@@ -1,4 +1,5 @@
-// Runs the KvBackend conformance suite against both implementations.
+// Runs the KvBackend conformance suite against every implementation: the KV
+// backends and the state stores (which are KV backends too).
 
 #include "coordinator/storage/kv_backend_conformance.h"
 
@@ -8,7 +9,9 @@
 #include <string>
 
 #include "coordinator/storage/memory_kv_backend.h"
+#include "coordinator/storage/memory_state_store.h"
 #include "coordinator/storage/sqlite_kv_backend.h"
+#include "coordinator/storage/sqlite_state_store.h"
 
 namespace ddp::kv {
 namespace {
@@ -52,7 +55,45 @@ class SqliteFactory {
   std::string path_;
 };
 
+class MemoryStateFactory {
+ public:
+  absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
+    return std::unique_ptr<KvBackend>(std::make_unique<storage::MemoryStateStore>());
+  }
+  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(std::unique_ptr<KvBackend> backend) {
+    return backend;
+  }
+};
+
+class SqliteStateFactory {
+ public:
+  SqliteStateFactory() {
+    const char* root = getenv("TEST_TMPDIR");
+    std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/stateconfXXXXXX";
+    const char* dir = mkdtemp(pattern.data());
+    EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << pattern;
+    path_ = pattern + "/coordinator.db";
+  }
+  absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
+    SqliteKvBackendOptions options;
+    options.compaction_chunk_events = 2;
+    absl::StatusOr<std::unique_ptr<storage::SqliteStateStore>> store =
+        storage::SqliteStateStore::Open(path_, options);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<KvBackend>(std::move(store).value());
+  }
+  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(std::unique_ptr<KvBackend> backend) {
+    backend.reset();
+    return Open();
+  }
+
+ private:
+  std::string path_;
+};
+
 INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, KvBackendConformanceTest, InMemoryFactory);
+INSTANTIATE_TYPED_TEST_SUITE_P(MemoryState, KvBackendConformanceTest, MemoryStateFactory);
+INSTANTIATE_TYPED_TEST_SUITE_P(SqliteState, KvBackendConformanceTest, SqliteStateFactory);
 INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, KvBackendConformanceTest, SqliteFactory);
 
 }  // namespace

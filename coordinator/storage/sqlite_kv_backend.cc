@@ -140,7 +140,8 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
   absl::StatusOr<std::unique_ptr<SqliteDatabase>> write_db =
       SqliteDatabase::Open(db_path, db_options);
   if (!write_db.ok()) return write_db.status();
-  DDP_RETURN_IF_ERROR((*write_db)->Migrate(SchemaMigrations()));
+  DDP_RETURN_IF_ERROR(
+      (*write_db)->Migrate(options.schema.empty() ? SchemaMigrations() : options.schema));
   DDP_RETURN_IF_ERROR(
       (*write_db)->Execute(absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
   db_options.create_if_missing = false;
@@ -219,23 +220,34 @@ absl::StatusOr<SqliteKvBackend::Meta> SqliteKvBackend::ReadMetaLocked() {
   return meta;
 }
 
-absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) {
+absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) { return CommitWith(&batch, {}); }
+
+absl::Status SqliteKvBackend::CommitWith(const KvWriteBatch* batch, const OtherTables& also) {
   absl::MutexLock lock(&write_mu_);
-  DDP_RETURN_IF_ERROR(CheckWriteBatch(batch, meta_.revision));
+  if (batch == nullptr) {  // the other tables alone
+    absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
+    if (!transaction.ok()) return transaction.status();
+    DDP_RETURN_IF_ERROR(also(*write_db_));
+    DDP_RETURN_IF_ERROR(transaction->Commit());
+    MaybeRestartWalLocked();
+    return absl::OkStatus();
+  }
+  DDP_RETURN_IF_ERROR(CheckWriteBatch(*batch, meta_.revision));
   const absl::Span<const KeyChange> slice =
-      deferred_.NextSlice(batch.upserts.size() + batch.deletes.size());
+      deferred_.NextSlice(batch->upserts.size() + batch->deletes.size());
   Meta next = meta_;
-  next.revision = batch.revision;
-  if (batch.next_lease_id != 0) next.next_lease_id = batch.next_lease_id;
-  next.keys_revision = deferred_.KeysRevisionAfter(slice.size(), batch);
+  next.revision = batch->revision;
+  if (batch->next_lease_id != 0) next.next_lease_id = batch->next_lease_id;
+  next.keys_revision = deferred_.KeysRevisionAfter(slice.size(), *batch);
   absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
   if (!transaction.ok()) return transaction.status();
-  DDP_RETURN_IF_ERROR(ApplyBatchLocked(batch));
+  DDP_RETURN_IF_ERROR(ApplyBatchLocked(*batch));
   DDP_RETURN_IF_ERROR(WriteKeysLocked(slice));
   DDP_RETURN_IF_ERROR(UpdateMetaLocked(next));
+  if (also) DDP_RETURN_IF_ERROR(also(*write_db_));
   bool compaction_done = !compaction_backlog_;
   if (!compaction_done) {
-    const int64_t limit = std::max<int64_t>(256, 2 * static_cast<int64_t>(batch.events.size()));
+    const int64_t limit = std::max<int64_t>(256, 2 * static_cast<int64_t>(batch->events.size()));
     DDP_RETURN_IF_ERROR(DeleteCompactedLocked(limit, &compaction_done));
   }
   DDP_RETURN_IF_ERROR(transaction->Commit());
@@ -244,13 +256,18 @@ absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) {
                                              meta_.compacted_revision > meta_.keys_revision);
   meta_ = next;
   ++commits_;
-  deferred_.Committed(slice.size(), batch);
+  deferred_.Committed(slice.size(), *batch);
   if (deferred_.NeedsSort()) {
     absl::MutexLock lock(&maintenance_mu_);
     sort_wanted_ = true;
   }
   MaybeRestartWalLocked();
   return absl::OkStatus();
+}
+
+absl::Status SqliteKvBackend::ReadOtherTables(const OtherTables& read) {
+  absl::MutexLock lock(&write_mu_);
+  return read(*write_db_);
 }
 
 absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {

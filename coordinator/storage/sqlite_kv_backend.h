@@ -64,6 +64,7 @@
 // concurrently with them.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -75,7 +76,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "coordinator/storage/kv_backend.h"
+#include "coordinator/kv/kv_backend.h"
 #include "coordinator/storage/sqlite_database.h"
 #include "coordinator/storage/sqlite_kv_backend_deferred_keys.h"
 
@@ -99,6 +100,9 @@ struct SqliteKvBackendOptions {
   int wal_restart_frames = 8192;
   // When kv_keys is written (see sqlite_kv_backend_deferred_keys.h).
   DeferredKeyWritesOptions deferred_keys;
+  // The file's schema steps when other tables share it (SqliteStateStore):
+  // SchemaMigrations() followed by theirs. Empty: SchemaMigrations().
+  std::vector<storage::SqliteMigration> schema;
 };
 
 class SqliteKvBackend final : public KvBackend {
@@ -124,6 +128,14 @@ class SqliteKvBackend final : public KvBackend {
   // Possible errors: INVALID_ARGUMENT (see CheckWriteBatch), UNAVAILABLE (I/O
   // error, disk full; nothing applied), DATA_LOSS (corruption detected).
   absl::Status Commit(const KvWriteBatch& batch) override;
+  // The other tables of the file (options.schema) are written by `also`, on
+  // the writer connection inside the commit's transaction: both become durable
+  // together or not at all. `batch` null: a transaction of `also` alone.
+  using OtherTables = std::function<absl::Status(storage::SqliteDatabase&)>;
+  absl::Status CommitWith(const KvWriteBatch* batch, const OtherTables& also);
+  // Runs `read` on the writer connection, under the writer mutex.
+  absl::Status ReadOtherTables(const OtherTables& read);
+
   // Possible errors: OUT_OF_RANGE (from_revision <= compacted revision),
   // UNAVAILABLE.
   absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& ns, const std::string& prefix,

@@ -43,7 +43,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
-#include "coordinator/storage/kv_backend.h"
+#include "coordinator/kv/kv_backend.h"
 
 namespace ddp::kv {
 

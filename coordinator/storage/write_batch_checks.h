@@ -5,7 +5,7 @@
 // the same codes before anything is applied.
 
 #include "absl/status/status.h"
-#include "coordinator/storage/kv_backend.h"
+#include "coordinator/kv/kv_backend.h"
 
 namespace ddp::kv {
 

@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
-#include "coordinator/storage/kv_backend.h"
+#include "coordinator/kv/kv_backend.h"
 
 namespace ddp::kv::testing {
 

@@ -1,5 +1,5 @@
-#ifndef DDP_COORDINATOR_STORAGE_KV_BACKEND_H_
-#define DDP_COORDINATOR_STORAGE_KV_BACKEND_H_
+#ifndef DDP_COORDINATOR_KV_KV_BACKEND_H_
+#define DDP_COORDINATOR_KV_KV_BACKEND_H_
 
 // Durable storage under the key-value store. The KvStore core owns all semantics
 // (revisions, conditions, leases, watches); a backend only persists the result of each
@@ -81,4 +81,4 @@ class KvBackend {
 
 }  // namespace ddp::kv
 
-#endif  // DDP_COORDINATOR_STORAGE_KV_BACKEND_H_
+#endif  // DDP_COORDINATOR_KV_KV_BACKEND_H_

@@ -1,0 +1,174 @@
+#include "coordinator/storage/job_record_codec.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ddp/state/v1/records.pb.h"
+
+namespace ddp::storage {
+namespace {
+
+namespace pb = ::ddp::state::v1;
+using rendezvous::FailureInfo;
+using rendezvous::JobRecord;
+using rendezvous::JobSettings;
+using rendezvous::JobState;
+using rendezvous::NodeRecord;
+
+int64_t Ms(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+int64_t Ns(absl::Time t) { return t == absl::Time() ? 0 : absl::ToUnixNanos(t); }
+absl::Time TimeFromNs(int64_t ns) { return ns == 0 ? absl::Time() : absl::FromUnixNanos(ns); }
+
+void ToProto(const FailureInfo& f, pb::FailureRecord* out) {
+  out->set_node_id(f.node_id);
+  out->set_generation(f.generation);
+  out->set_local_rank(f.local_rank);
+  out->set_global_rank(f.global_rank);
+  out->set_exit_code(f.exit_code);
+  out->set_signal(f.signal);
+  out->set_message(f.message);
+  out->set_time_unix_ns(Ns(f.time));
+  out->set_hang(f.hang);
+  out->set_pid(f.pid);
+}
+
+FailureInfo FromProto(const pb::FailureRecord& f) {
+  FailureInfo out;
+  out.node_id = f.node_id();
+  out.generation = f.generation();
+  out.local_rank = f.local_rank();
+  out.global_rank = f.global_rank();
+  out.exit_code = f.exit_code();
+  out.signal = f.signal();
+  out.message = f.message();
+  out.time = TimeFromNs(f.time_unix_ns());
+  out.hang = f.hang();
+  out.pid = f.pid();
+  return out;
+}
+
+void ToProto(const JobSettings& s, pb::JobSettingsRecord* out) {
+  out->set_min_nodes(s.min_nodes);
+  out->set_max_nodes(s.max_nodes);
+  out->set_nproc_per_node(s.nproc_per_node);
+  out->set_max_restarts(s.max_restarts);
+  out->set_join_timeout_ms(Ms(s.join_timeout));
+  out->set_last_call_timeout_ms(Ms(s.last_call_timeout));
+  out->set_heartbeat_interval_ms(Ms(s.heartbeat_interval));
+  out->set_heartbeat_timeout_ms(Ms(s.heartbeat_timeout));
+  out->set_shutdown_timeout_ms(Ms(s.shutdown_timeout));
+}
+
+absl::StatusOr<JobSettings> FromProto(const pb::JobSettingsRecord& s) {
+  for (auto [name, ms] : {std::pair{"join_timeout_ms", s.join_timeout_ms()},
+                          {"last_call_timeout_ms", s.last_call_timeout_ms()},
+                          {"heartbeat_interval_ms", s.heartbeat_interval_ms()},
+                          {"heartbeat_timeout_ms", s.heartbeat_timeout_ms()},
+                          {"shutdown_timeout_ms", s.shutdown_timeout_ms()}}) {
+    if (ms < 0) return absl::DataLossError(absl::StrCat("settings.", name, " is negative (", ms, ")"));
+  }
+  JobSettings out;
+  out.min_nodes = s.min_nodes();
+  out.max_nodes = s.max_nodes();
+  out.nproc_per_node = s.nproc_per_node();
+  out.max_restarts = s.max_restarts();
+  out.join_timeout = absl::Milliseconds(s.join_timeout_ms());
+  out.last_call_timeout = absl::Milliseconds(s.last_call_timeout_ms());
+  out.heartbeat_interval = absl::Milliseconds(s.heartbeat_interval_ms());
+  out.heartbeat_timeout = absl::Milliseconds(s.heartbeat_timeout_ms());
+  out.shutdown_timeout = absl::Milliseconds(s.shutdown_timeout_ms());
+  return out;
+}
+
+}  // namespace
+
+std::string EncodeJobRecord(const JobRecord& r) {
+  pb::JobRecord out;
+  out.set_job_id(r.job_id);
+  ToProto(r.settings, out.mutable_settings());
+  out.set_state(static_cast<int32_t>(r.state));
+  out.set_generation(r.generation);
+  out.set_restart_count(r.restart_count);
+  if (r.root_cause) ToProto(*r.root_cause, out.mutable_root_cause());
+  out.set_finish_message(r.finish_message);
+  for (const FailureInfo& f : r.failures) ToProto(f, out.add_failures());
+  for (const std::string& node : r.excluded_nodes) out.add_excluded_nodes(node);
+  out.mutable_master()->set_master_addr(r.master.master_addr);
+  out.mutable_master()->set_master_port(r.master.master_port);
+  out.mutable_master()->set_nccl_unique_id(r.master.nccl_unique_id);
+  out.set_world_size(r.world_size);
+  out.set_created_unix_ns(Ns(r.created));
+  out.set_run(r.run);
+  out.set_finished_unix_ns(Ns(r.finished));
+  out.set_token_hash(r.token_hash);
+  return out.SerializeAsString();
+}
+
+absl::StatusOr<JobRecord> DecodeJobRecord(absl::string_view bytes,
+                                          const rendezvous::JobCounters& counters) {
+  pb::JobRecord in;
+  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat("a job record (", bytes.size(),
+                                            " bytes) is not a ddp.state.v1.JobRecord"));
+  }
+  if (in.state() < static_cast<int32_t>(JobState::kWaiting) ||
+      in.state() > static_cast<int32_t>(JobState::kCancelled)) {
+    return absl::DataLossError(absl::StrCat("job state ", in.state(), " is not a known state"));
+  }
+  absl::StatusOr<JobSettings> settings = FromProto(in.settings());
+  if (!settings.ok()) return settings.status();
+  JobRecord r;
+  r.job_id = in.job_id();
+  r.settings = *settings;
+  r.state = static_cast<JobState>(in.state());
+  r.generation = in.generation();
+  r.restart_count = in.restart_count();
+  if (in.has_root_cause()) r.root_cause = FromProto(in.root_cause());
+  r.finish_message = in.finish_message();
+  for (const pb::FailureRecord& f : in.failures()) r.failures.push_back(FromProto(f));
+  r.excluded_nodes.assign(in.excluded_nodes().begin(), in.excluded_nodes().end());
+  r.master.master_addr = in.master().master_addr();
+  r.master.master_port = in.master().master_port();
+  r.master.nccl_unique_id = in.master().nccl_unique_id();
+  r.world_size = in.world_size();
+  r.last_event_index = counters.last_event_index;
+  r.next_join_seq = counters.next_join_seq;
+  r.created = TimeFromNs(in.created_unix_ns());
+  r.run = in.run();
+  r.finished = TimeFromNs(in.finished_unix_ns());
+  r.token_hash = in.token_hash();
+  return r;
+}
+
+std::string EncodeNodeRecord(const NodeRecord& n) {
+  pb::NodeRecord out;
+  out.set_node_id(n.node_id);
+  out.set_incarnation(n.incarnation);
+  out.set_nproc(n.nproc);
+  out.set_requested_rank(n.requested_rank);
+  out.set_address(n.address);
+  out.set_group_rank(n.group_rank);
+  out.set_global_rank_offset(n.global_rank_offset);
+  out.set_join_seq(n.join_seq);
+  return out.SerializeAsString();
+}
+
+absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
+  pb::NodeRecord in;
+  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat("a node record (", bytes.size(),
+                                            " bytes) is not a ddp.state.v1.NodeRecord"));
+  }
+  NodeRecord n;
+  n.node_id = in.node_id();
+  n.incarnation = in.incarnation();
+  n.nproc = in.nproc();
+  n.requested_rank = in.requested_rank();
+  n.address = in.address();
+  n.group_rank = in.group_rank();
+  n.global_rank_offset = in.global_rank_offset();
+  n.join_seq = in.join_seq();
+  return n;
+}
+
+}  // namespace ddp::storage

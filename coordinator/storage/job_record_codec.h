@@ -1,0 +1,33 @@
+#ifndef DDP_COORDINATOR_STORAGE_JOB_RECORD_CODEC_H_
+#define DDP_COORDINATOR_STORAGE_JOB_RECORD_CODEC_H_
+
+// The one mapping between the rendezvous core's records and what is stored:
+// a serialized ddp.state.v1 message per row (proto/ddp/state/v1/records.proto).
+// A job record is stored without its counters (last_event_index,
+// next_join_seq): they have columns of their own.
+//
+// Decoding checks what the message format cannot: the job state is a known
+// value and durations are not negative (DATA_LOSS naming the field). Whether
+// the records make a consistent job is Job::Restore's to check.
+//
+// Thread-safety: plain functions.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "coordinator/rendezvous/job_state_store.h"
+
+namespace ddp::storage {
+
+std::string EncodeJobRecord(const rendezvous::JobRecord& record);
+// `counters` replace the record's (they are stored beside it).
+absl::StatusOr<rendezvous::JobRecord> DecodeJobRecord(absl::string_view bytes,
+                                                      const rendezvous::JobCounters& counters);
+
+std::string EncodeNodeRecord(const rendezvous::NodeRecord& node);
+absl::StatusOr<rendezvous::NodeRecord> DecodeNodeRecord(absl::string_view bytes);
+
+}  // namespace ddp::storage
+
+#endif  // DDP_COORDINATOR_STORAGE_JOB_RECORD_CODEC_H_

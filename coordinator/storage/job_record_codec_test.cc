@@ -1,0 +1,139 @@
+#include "coordinator/storage/job_record_codec.h"
+
+#include "ddp/state/v1/records.pb.h"
+#include "gtest/gtest.h"
+
+namespace ddp::storage {
+namespace {
+
+using rendezvous::FailureInfo;
+using rendezvous::JobCounters;
+using rendezvous::JobRecord;
+using rendezvous::JobState;
+using rendezvous::NodeRecord;
+
+FailureInfo Failure(const std::string& node, int rank) {
+  FailureInfo f;
+  f.node_id = node;
+  f.generation = 3;
+  f.local_rank = rank;
+  f.global_rank = 10 + rank;
+  f.exit_code = 1;
+  f.signal = 9;
+  f.message = std::string("boom\0\xff", 6);
+  f.time = absl::FromUnixNanos(1'700'000'000'123'456'789);
+  f.hang = true;
+  f.pid = 4242;
+  return f;
+}
+
+TEST(JobRecordCodecTest, JobRecordRoundTripsEveryField) {
+  JobRecord r;
+  r.job_id = std::string("job\0\xfe", 5);
+  r.settings.min_nodes = 2;
+  r.settings.max_nodes = 7;
+  r.settings.nproc_per_node = 8;
+  r.settings.max_restarts = 5;
+  r.settings.join_timeout = absl::Seconds(61);
+  r.settings.last_call_timeout = absl::Milliseconds(1500);
+  r.settings.heartbeat_interval = absl::Milliseconds(250);
+  r.settings.heartbeat_timeout = absl::Seconds(15);
+  r.settings.shutdown_timeout = absl::Seconds(9);
+  r.state = JobState::kRestarting;
+  r.generation = 12;
+  r.restart_count = 2;
+  r.root_cause = Failure("n1", 0);
+  r.finish_message = "done";
+  r.failures = {Failure("n1", 0), Failure("n2", 3)};
+  r.excluded_nodes = {"n9", "n3"};
+  r.master = {"10.0.0.1", 29500, std::string(128, '\x01')};
+  r.world_size = 64;
+  r.created = absl::FromUnixMillis(1'700'000'000'000);
+  r.run = 3;
+  r.finished = absl::FromUnixMillis(1'700'000'100'000);
+  r.token_hash = "abc123";
+
+  absl::StatusOr<JobRecord> back = DecodeJobRecord(EncodeJobRecord(r), JobCounters{77, 99});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->job_id, r.job_id);
+  EXPECT_TRUE(back->settings == r.settings);
+  EXPECT_EQ(back->state, r.state);
+  EXPECT_EQ(back->generation, 12);
+  EXPECT_EQ(back->restart_count, 2);
+  ASSERT_TRUE(back->root_cause.has_value());
+  EXPECT_EQ(back->root_cause->message, r.root_cause->message);
+  EXPECT_EQ(back->root_cause->time, r.root_cause->time);
+  EXPECT_TRUE(back->root_cause->hang);
+  EXPECT_EQ(back->root_cause->pid, 4242);
+  EXPECT_EQ(back->finish_message, "done");
+  ASSERT_EQ(back->failures.size(), 2u);
+  EXPECT_EQ(back->failures[1].node_id, "n2");
+  EXPECT_EQ(back->failures[1].global_rank, 13);
+  EXPECT_EQ(back->excluded_nodes, r.excluded_nodes);
+  EXPECT_EQ(back->master.master_addr, "10.0.0.1");
+  EXPECT_EQ(back->master.master_port, 29500);
+  EXPECT_EQ(back->master.nccl_unique_id, r.master.nccl_unique_id);
+  EXPECT_EQ(back->world_size, 64);
+  EXPECT_EQ(back->last_event_index, 77);  // from the counters, not the record
+  EXPECT_EQ(back->next_join_seq, 99u);
+  EXPECT_EQ(back->created, r.created);
+  EXPECT_EQ(back->run, 3);
+  EXPECT_EQ(back->finished, r.finished);
+  EXPECT_EQ(back->token_hash, "abc123");
+}
+
+TEST(JobRecordCodecTest, UnknownTimesAndNoRootCauseStayUnknown) {
+  JobRecord r;
+  r.job_id = "j";
+  absl::StatusOr<JobRecord> back = DecodeJobRecord(EncodeJobRecord(r), JobCounters{});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->root_cause.has_value());
+  EXPECT_EQ(back->created, absl::Time());
+  EXPECT_EQ(back->finished, absl::Time());
+  EXPECT_EQ(back->run, 1);
+}
+
+TEST(JobRecordCodecTest, RefusesWhatIsNotARecord) {
+  absl::StatusOr<JobRecord> garbage = DecodeJobRecord("\xff\xff\xff", JobCounters{});
+  EXPECT_EQ(garbage.status().code(), absl::StatusCode::kDataLoss);
+
+  ddp::state::v1::JobRecord bad_state;
+  bad_state.set_state(42);
+  absl::StatusOr<JobRecord> state = DecodeJobRecord(bad_state.SerializeAsString(), JobCounters{});
+  EXPECT_EQ(state.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(state.status().message().find("42"), std::string::npos);
+
+  ddp::state::v1::JobRecord bad_timeout;
+  bad_timeout.mutable_settings()->set_heartbeat_timeout_ms(-5);
+  absl::StatusOr<JobRecord> timeout =
+      DecodeJobRecord(bad_timeout.SerializeAsString(), JobCounters{});
+  EXPECT_EQ(timeout.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(timeout.status().message().find("heartbeat_timeout_ms"), std::string::npos);
+
+  EXPECT_EQ(DecodeNodeRecord("\xff\xff").status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(JobRecordCodecTest, NodeRecordRoundTrips) {
+  NodeRecord n;
+  n.node_id = "node-7";
+  n.incarnation = ~0ull;
+  n.nproc = 8;
+  n.requested_rank = 3;
+  n.address = "10.1.2.3";
+  n.group_rank = 2;
+  n.global_rank_offset = 16;
+  n.join_seq = 1ull << 63;
+  absl::StatusOr<NodeRecord> back = DecodeNodeRecord(EncodeNodeRecord(n));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->node_id, n.node_id);
+  EXPECT_EQ(back->incarnation, n.incarnation);
+  EXPECT_EQ(back->nproc, 8);
+  EXPECT_EQ(back->requested_rank, 3);
+  EXPECT_EQ(back->address, n.address);
+  EXPECT_EQ(back->group_rank, 2);
+  EXPECT_EQ(back->global_rank_offset, 16);
+  EXPECT_EQ(back->join_seq, n.join_seq);
+}
+
+}  // namespace
+}  // namespace ddp::storage

@@ -1,0 +1,32 @@
+#include "coordinator/storage/memory_state_store.h"
+
+#include "common/status_macros.h"
+#include "coordinator/storage/write_batch_checks.h"
+
+namespace ddp::storage {
+
+absl::Status MemoryStateStore::CommitState(const commit::StateBatch& batch) {
+  absl::MutexLock lock(&mu_);
+  if (!fail_with_.ok()) return fail_with_;
+  if (batch.kv) DDP_RETURN_IF_ERROR(kv::CheckWriteBatch(*batch.kv, revision_));
+  // The job part is all or nothing itself; the KV part, checked, cannot fail.
+  if (!batch.jobs.empty()) DDP_RETURN_IF_ERROR(jobs_.ApplyBatch(batch.jobs));
+  if (batch.kv) {
+    DDP_RETURN_IF_ERROR(kv_.Commit(*batch.kv));
+    revision_ = batch.kv->revision;
+  }
+  ++commits_;
+  return absl::OkStatus();
+}
+
+void MemoryStateStore::FailWith(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  fail_with_ = std::move(status);
+}
+
+int MemoryStateStore::commit_count() const {
+  absl::MutexLock lock(&mu_);
+  return commits_;
+}
+
+}  // namespace ddp::storage

@@ -1,0 +1,161 @@
+#include "coordinator/storage/sqlite_state_store.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "coordinator/storage/sqlite_job_state_store.h"
+#include "coordinator/storage/sqlite_job_tables.h"
+
+namespace ddp::storage {
+namespace {
+
+// Which earlier files were imported, so that a crash between the import's
+// commit and the rename of the old file does not import it twice.
+constexpr char kImportsSchema[] = R"sql(
+CREATE TABLE state_imports (
+  source TEXT PRIMARY KEY,
+  imported_unix_ms INTEGER NOT NULL,
+  jobs INTEGER NOT NULL);
+)sql";
+
+constexpr char kJobsImport[] = "jobs.db";
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+absl::StatusOr<bool> AlreadyImported(SqliteDatabase& db) {
+  DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                       db.Prepare("SELECT 1 FROM state_imports WHERE source = ?1"));
+  DDP_RETURN_IF_ERROR(select.BindBlob(1, kJobsImport));
+  return select.Step();
+}
+
+// A whole stored job as the changes that create it.
+rendezvous::JobChanges Creating(const rendezvous::JobSnapshot& snapshot) {
+  rendezvous::JobChanges changes;
+  changes.job_id = snapshot.job.job_id;
+  changes.job = snapshot.job;
+  changes.upserted_nodes = snapshot.nodes;
+  return changes;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> ExpectsLegacyJobsDatabase(const std::string& state_db_path,
+                                               const std::string& jobs_db_path) {
+  if (Exists(jobs_db_path)) return true;
+  struct stat st;
+  if (stat(state_db_path.c_str(), &st) != 0 || st.st_size == 0) return false;
+  SqliteDatabaseOptions options;
+  options.create_if_missing = false;
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> db,
+                       SqliteDatabase::Open(state_db_path, options));
+  DDP_ASSIGN_OR_RETURN(int64_t version, db->UserVersion());
+  // Versions 1-2: the KV tables alone, beside a jobs.db.
+  return version >= 1 && version < 3;
+}
+
+std::vector<SqliteMigration> SqliteStateStore::SchemaMigrations() {
+  std::vector<SqliteMigration> steps = kv::SqliteKvBackend::SchemaMigrations();
+  steps.push_back({3, absl::StrCat(kJobTablesSchema, kImportsSchema)});
+  return steps;
+}
+
+absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
+    const std::string& db_path, kv::SqliteKvBackendOptions options) {
+  options.schema = SchemaMigrations();
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<kv::SqliteKvBackend> kv,
+                       kv::SqliteKvBackend::Open(db_path, std::move(options)));
+  return std::unique_ptr<SqliteStateStore>(new SqliteStateStore(std::move(kv)));
+}
+
+absl::Status SqliteStateStore::CommitState(const commit::StateBatch& batch) {
+  if (batch.empty()) return absl::OkStatus();
+  auto write_jobs = [&batch](SqliteDatabase& db) -> absl::Status {
+    for (const rendezvous::JobChanges& changes : batch.jobs) {
+      DDP_RETURN_IF_ERROR(WriteJobChanges(db, changes));
+    }
+    return absl::OkStatus();
+  };
+  return kv_->CommitWith(batch.kv ? &*batch.kv : nullptr, write_jobs);
+}
+
+absl::StatusOr<std::vector<rendezvous::JobSnapshot>> SqliteStateStore::LoadAll() const {
+  std::vector<rendezvous::JobSnapshot> jobs;
+  DDP_RETURN_IF_ERROR(kv_->ReadOtherTables([&jobs](SqliteDatabase& db) -> absl::Status {
+    DDP_ASSIGN_OR_RETURN(jobs, ReadJobSnapshots(db));
+    return absl::OkStatus();
+  }));
+  return jobs;
+}
+
+absl::StatusOr<int> SqliteStateStore::ImportJobsDatabase(const std::string& jobs_db_path) {
+  if (!Exists(jobs_db_path)) return 0;
+  bool imported = false;
+  DDP_RETURN_IF_ERROR(kv_->ReadOtherTables([&imported](SqliteDatabase& db) -> absl::Status {
+    DDP_ASSIGN_OR_RETURN(imported, AlreadyImported(db));
+    return absl::OkStatus();
+  }));
+  int count = 0;
+  if (!imported) {
+    std::vector<rendezvous::JobSnapshot> jobs;
+    {
+      absl::StatusOr<std::unique_ptr<rendezvous::SqliteJobStateStore>> old =
+          rendezvous::SqliteJobStateStore::Open(jobs_db_path);
+      if (!old.ok()) {
+        return absl::Status(old.status().code(), absl::StrCat("cannot import ", jobs_db_path, ": ",
+                                                              old.status().message()));
+      }
+      absl::StatusOr<std::vector<rendezvous::JobSnapshot>> loaded = (*old)->LoadAll();
+      if (!loaded.ok()) {
+        return absl::Status(loaded.status().code(), absl::StrCat("cannot import ", jobs_db_path,
+                                                                 ": ", loaded.status().message()));
+      }
+      jobs = *std::move(loaded);
+    }
+    count = static_cast<int>(jobs.size());
+    DDP_RETURN_IF_ERROR(kv_->CommitWith(nullptr, [&](SqliteDatabase& db) -> absl::Status {
+      DDP_ASSIGN_OR_RETURN(bool again, AlreadyImported(db));
+      if (again) return absl::OkStatus();
+      for (const rendezvous::JobSnapshot& job : jobs) {
+        DDP_RETURN_IF_ERROR(WriteJobChanges(db, Creating(job)));
+        for (const rendezvous::JobRecord& run : job.past_runs) {
+          DDP_RETURN_IF_ERROR(WritePastRun(db, run));
+        }
+      }
+      DDP_ASSIGN_OR_RETURN(
+          SqliteStatement mark,
+          db.Prepare("INSERT INTO state_imports (source, imported_unix_ms, jobs) VALUES "
+                     "(?1, CAST(strftime('%s','now') AS INTEGER) * 1000, ?2)"));
+      DDP_RETURN_IF_ERROR(mark.BindBlob(1, kJobsImport));
+      DDP_RETURN_IF_ERROR(mark.BindInt64(2, count));
+      return mark.Run();
+    }));
+  }
+  // The old file (and its WAL) is kept beside, renamed: nothing reads it again.
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string from = absl::StrCat(jobs_db_path, suffix);
+    const std::string to = absl::StrCat(jobs_db_path, ".imported", suffix);
+    if (Exists(from) && std::rename(from.c_str(), to.c_str()) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot rename ", from, " to ", to, ": ",
+                                                        std::strerror(errno),
+                                                        "; check the data dir's permissions"));
+    }
+  }
+  if (!imported) {
+    DDP_LOG(INFO) << "imported " << count << " jobs from " << jobs_db_path << " (kept as "
+                  << jobs_db_path << ".imported)";
+  }
+  return count;
+}
+
+}  // namespace ddp::storage
