@@ -49,7 +49,7 @@ std::shared_ptr<const v1::WatchResponse> EncodeCommit(const kv::PublishedEvents&
 }  // namespace
 
 void WatchReactor::PumpLocked(bool force) {
-  if (writing_ || finished_) return;
+  if (gate_.busy()) return;
   if (pending_.empty()) {
     kv::WatchBatch batch;
     absl::Status status = store_.TakeWatchEvents(id_, &batch);
@@ -73,8 +73,7 @@ void WatchReactor::PumpLocked(bool force) {
   } else {
     BuildOwnMessageLocked();
   }
-  writing_ = true;
-  StartWrite(message);
+  gate_.Write(this, message);
 }
 
 void WatchReactor::BuildOwnMessageLocked() {
@@ -93,32 +92,12 @@ void WatchReactor::BuildOwnMessageLocked() {
   response_.set_revision(revision_);
 }
 
-void WatchReactor::FinishLocked(const grpc::Status& status) {
-  if (finished_) return;
-  finished_ = true;
-  if (writing_) {
-    // Finish after the write in flight completes.
-    finish_pending_ = true;
-    final_status_ = status;
-    return;
-  }
-  Finish(status);
-}
+void WatchReactor::FinishLocked(const grpc::Status& status) { gate_.Finish(this, status); }
 
 void WatchReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&sink_->mu);
-  writing_ = false;
   shared_in_flight_.reset();
-  if (finish_pending_) {
-    finish_pending_ = false;
-    Finish(final_status_);
-    return;
-  }
-  if (!ok) {
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch stream broken"));
-    return;
-  }
-  PumpLocked(/*force=*/false);
+  if (gate_.WriteDone(this, ok, "watch stream broken")) PumpLocked(/*force=*/false);
 }
 
 void WatchReactor::OnCancel() {

@@ -26,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/kv/kv_store.h"
+#include "coordinator/rpc/stream_write_gate.h"
 #include "ddp/v1/kv.grpc.pb.h"
 
 namespace ddp::rpc {
@@ -61,10 +62,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
   std::shared_ptr<Sink> sink_;
   kv::WatchId id_ = 0;
   bool registered_ = false;
-  bool writing_ ABSL_GUARDED_BY(sink_->mu) = false;
-  bool finished_ ABSL_GUARDED_BY(sink_->mu) = false;
-  bool finish_pending_ ABSL_GUARDED_BY(sink_->mu) = false;
-  grpc::Status final_status_ ABSL_GUARDED_BY(sink_->mu);
+  StreamWriteGate gate_ ABSL_GUARDED_BY(sink_->mu);
   kv::Revision revision_ ABSL_GUARDED_BY(sink_->mu) = 0;
   // Taken from the store, not yet sent; the first `pending_offset_` events of
   // the front chunk are sent already.

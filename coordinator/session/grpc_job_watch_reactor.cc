@@ -86,7 +86,7 @@ absl::Status JobWatchReactor::RefillLocked() {
 }
 
 void JobWatchReactor::PumpLocked() {
-  if (writing_ || finished_) return;
+  if (gate_.busy()) return;
   if (job_finished_sent_) {
     FinishLocked(grpc::Status::OK);
     return;
@@ -108,34 +108,14 @@ void JobWatchReactor::PumpLocked() {
   job_finished_sent_ = event.type == rendezvous::JobEventType::kJobFinished;
   outgoing_.Clear();
   JobEventToProto(event, &outgoing_);
-  writing_ = true;
-  StartWrite(&outgoing_);
+  gate_.Write(this, &outgoing_);
 }
 
-void JobWatchReactor::FinishLocked(const grpc::Status& status) {
-  if (finished_) return;
-  finished_ = true;
-  if (writing_) {
-    finish_pending_ = true;
-    final_status_ = status;
-    return;
-  }
-  Finish(status);
-}
+void JobWatchReactor::FinishLocked(const grpc::Status& status) { gate_.Finish(this, status); }
 
 void JobWatchReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&listener_->mu);
-  writing_ = false;
-  if (finish_pending_) {
-    finish_pending_ = false;
-    Finish(final_status_);
-    return;
-  }
-  if (!ok) {
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch stream broken while writing"));
-    return;
-  }
-  PumpLocked();
+  if (gate_.WriteDone(this, ok, "watch stream broken while writing")) PumpLocked();
 }
 
 void JobWatchReactor::OnCancel() {

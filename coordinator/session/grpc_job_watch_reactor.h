@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/session/grpc_job_service.h"
 #include "coordinator/session/job_watch_hub.h"
+#include "coordinator/rpc/stream_write_gate.h"
 #include "coordinator/session/rendezvous_service.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 
@@ -58,13 +59,10 @@ class JobWatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
   bool catching_up_ ABSL_GUARDED_BY(listener_->mu) = false;
   int64_t next_index_ ABSL_GUARDED_BY(listener_->mu) = 0;
-  bool writing_ ABSL_GUARDED_BY(listener_->mu) = false;
-  bool finished_ ABSL_GUARDED_BY(listener_->mu) = false;
-  bool finish_pending_ ABSL_GUARDED_BY(listener_->mu) = false;
+  rpc::StreamWriteGate gate_ ABSL_GUARDED_BY(listener_->mu);
   bool job_finished_sent_ ABSL_GUARDED_BY(listener_->mu) = false;
   // The job was already finished when catch-up ended: end once drained.
   bool end_when_drained_ ABSL_GUARDED_BY(listener_->mu) = false;
-  grpc::Status final_status_ ABSL_GUARDED_BY(listener_->mu);
   std::deque<rendezvous::JobEvent> pending_ ABSL_GUARDED_BY(listener_->mu);
   v1::JobEvent outgoing_ ABSL_GUARDED_BY(listener_->mu);
 };

@@ -52,7 +52,7 @@ SessionReactor::SessionReactor(RendezvousService& rendezvous,
 void SessionReactor::OnReadDone(bool ok) {
   {
     absl::MutexLock lock(&sink_->mu);
-    if (finished_) return;
+    if (gate_.finished()) return;
     if (!ok) {  // the agent closed its side, or the stream broke
       FinishLocked(grpc::Status::OK);
       return;
@@ -79,7 +79,7 @@ void SessionReactor::OnReadDone(bool ok) {
     FinishLocked(ToGrpcStatus(status));
   } else if (left_) {
     // Finished once the departure is durable (see kLeave).
-  } else if (!finished_) {
+  } else if (!gate_.finished()) {
     StartRead(&incoming_bytes_);
   }
 }
@@ -231,7 +231,7 @@ void SessionReactor::Sink::Close(const absl::Status& status) {
 }
 
 void SessionReactor::EnqueueLocked(v1::CoordinatorMessage message) {
-  if (finished_) return;
+  if (gate_.finished()) return;
   if (static_cast<int>(queue_.size()) >= options_.max_queued_messages) {
     FinishLocked(ToGrpcStatus(absl::ResourceExhaustedError(
         absl::StrCat("the agent is not reading: ", queue_.size(),
@@ -244,7 +244,7 @@ void SessionReactor::EnqueueLocked(v1::CoordinatorMessage message) {
 }
 
 void SessionReactor::PumpLocked() {
-  if (writing_ || finished_ || queue_.empty()) return;
+  if (gate_.busy() || queue_.empty()) return;
   bool own_buffer = false;
   outgoing_.Clear();  // the serializer wants an empty buffer
   const grpc::Status serialized = grpc::SerializationTraits<v1::CoordinatorMessage>::Serialize(
@@ -256,35 +256,18 @@ void SessionReactor::PumpLocked() {
                      "cannot serialize a message to the agent: " + serialized.error_message()));
     return;
   }
-  writing_ = true;
-  StartWrite(&outgoing_);
+  gate_.Write(this, &outgoing_);
 }
 
 void SessionReactor::FinishLocked(const grpc::Status& status) {
-  if (finished_) return;
-  finished_ = true;
+  if (gate_.finished()) return;
   queue_.clear();
-  if (writing_) {  // one operation of a kind at a time: finish after the write
-    finish_pending_ = true;
-    final_status_ = status;
-    return;
-  }
-  Finish(status);
+  gate_.Finish(this, status);
 }
 
 void SessionReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&sink_->mu);
-  writing_ = false;
-  if (finish_pending_) {
-    finish_pending_ = false;
-    Finish(final_status_);
-    return;
-  }
-  if (!ok) {
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "session stream broken while writing"));
-    return;
-  }
-  PumpLocked();
+  if (gate_.WriteDone(this, ok, "session stream broken while writing")) PumpLocked();
 }
 
 void SessionReactor::OnCancel() {

@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/session/grpc_session_service.h"
+#include "coordinator/rpc/stream_write_gate.h"
 #include "coordinator/session/rendezvous_service.h"
 #include "coordinator/session/session_router.h"
 #include "ddp/v1/session.grpc.pb.h"
@@ -106,10 +107,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   rendezvous::Incarnation incarnation_ = 0;
 
   // Write side.
-  bool writing_ ABSL_GUARDED_BY(sink_->mu) = false;
-  bool finished_ ABSL_GUARDED_BY(sink_->mu) = false;
-  bool finish_pending_ ABSL_GUARDED_BY(sink_->mu) = false;
-  grpc::Status final_status_ ABSL_GUARDED_BY(sink_->mu);
+  rpc::StreamWriteGate gate_ ABSL_GUARDED_BY(sink_->mu);
   std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(sink_->mu);
   grpc::ByteBuffer outgoing_ ABSL_GUARDED_BY(sink_->mu);
 };
