@@ -495,34 +495,38 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
     }
     return false;
   };
-  auto await_all = [&](absl::Time deadline) {
+  // Real waits for real processes: measured on CLOCK_MONOTONIC, which never
+  // steps with the wall clock (the injected clock_ only dates exits).
+  const Clock& monotonic = MonotonicClock::Get();
+  auto await_all = [&](absl::Duration budget) {
+    const absl::Time deadline = monotonic.Now() + budget;
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithDeadline(absl::Condition(
-                                +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                  return self->AllExitedLocked();
-                                },
-                                this),
-                            deadline);
+      mu_.AwaitWithTimeout(absl::Condition(
+                               +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                 return self->AllExitedLocked();
+                               },
+                               this),
+                           budget);
     }
-    while (any_group_alive() && absl::Now() < deadline) absl::SleepFor(kGroupPollPeriod);
+    while (any_group_alive() && monotonic.Now() < deadline) absl::SleepFor(kGroupPollPeriod);
     absl::MutexLock lock(&mu_);
     return AllExitedLocked() && !any_group_alive();
   };
 
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time started = monotonic.Now();
   if (first_signal == SIGINT) {
     for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGINT);
-    if (await_all(absl::Now() + timeout / 2)) return absl::OkStatus();
+    if (await_all(timeout / 2)) return absl::OkStatus();
     DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout / 2)
                      << " after SIGINT; sending SIGTERM";
   }
   for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGTERM);
-  if (await_all(deadline)) return absl::OkStatus();
+  if (await_all(timeout - (monotonic.Now() - started))) return absl::OkStatus();
   DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout)
                    << " after SIGTERM; sending SIGKILL";
   for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGKILL);
-  if (await_all(absl::Now() + options_.kill_grace)) return absl::OkStatus();
+  if (await_all(options_.kill_grace)) return absl::OkStatus();
   std::vector<pid_t> alive;
   for (pid_t pgid : groups) {
     if (ProcessGroupAlive(pgid)) alive.push_back(pgid);

@@ -72,6 +72,7 @@ uint64_t GrpcSessionClient::NewIncarnation() {
 GrpcSessionClient::GrpcSessionClient(SessionClientOptions options, SessionEvents* events,
                                      uint64_t incarnation)
     : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : MonotonicClock::Get()),
       events_(events),
       incarnation_(incarnation == 0 ? NewIncarnation() : incarnation),
       heartbeat_interval_(options_.default_heartbeat_interval) {
@@ -189,12 +190,12 @@ bool GrpcSessionClient::SleepUnlessClosing(absl::Duration delay) {
 absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
                                                    v1::Registered* registered) {
   // Wait for the connection in slices so Close() is never held up for long.
-  const absl::Time give_up = std::min(deadline, absl::Now() + options_.attempt_timeout);
+  const absl::Time give_up = std::min(deadline, clock_.Now() + options_.attempt_timeout);
   bool connected = false;
-  while (!connected && absl::Now() < give_up) {
+  while (!connected && clock_.Now() < give_up) {
     if (closing()) return absl::CancelledError("closing");
     connected = channel_->WaitForConnected(
-        ToGprDeadline(std::min(absl::Milliseconds(200), give_up - absl::Now())));
+        ToGprDeadline(std::min(absl::Milliseconds(200), give_up - clock_.Now())));
   }
   if (!connected) {
     return absl::UnavailableError(absl::StrCat(
@@ -214,9 +215,9 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     unacknowledged_.clear();  // acks of the old stream never come
     context_ = context.get();
     // The heartbeat thread cancels the attempt if Registered is late.
-    register_deadline_ = absl::Now() + options_.attempt_timeout;
+    register_deadline_ = clock_.Now() + options_.attempt_timeout;
   }
-  const absl::Time register_sent_at = MonotonicClock::Get().Now();
+  const absl::Time register_sent_at = clock_.Now();
   std::unique_ptr<Stream> stream = stub_->Session(context.get());
   v1::CoordinatorMessage first;
   absl::Status status;
@@ -299,7 +300,7 @@ absl::Status GrpcSessionClient::ReadUntilEnd() {
 void GrpcSessionClient::ReaderLoop() {
   Backoff backoff(options_.backoff);
   bool registered_once = false;  // with the current incarnation
-  absl::Time lost_at = absl::Now();
+  absl::Time lost_at = clock_.Now();
   absl::Status last_error;
   while (!closing()) {
     v1::Registered registered;
@@ -307,7 +308,7 @@ void GrpcSessionClient::ReaderLoop() {
         registered_once ? options_.resume_timeout : options_.connect_timeout;
     absl::Status status = ConnectAndRegister(lost_at + window, &registered);
     if (status.ok()) {
-      const absl::Time registered_at = absl::Now();
+      const absl::Time registered_at = clock_.Now();
       DDP_LOG(INFO) << (registered_once ? "session resumed" : "registered")
                     << " with the coordinator at " << options_.target << " (incarnation "
                     << incarnation() << "): " << registered.ShortDebugString();
@@ -315,7 +316,7 @@ void GrpcSessionClient::ReaderLoop() {
       registered_once = true;
       status = ReadUntilEnd();
       if (closing()) break;
-      lost_at = absl::Now();
+      lost_at = clock_.Now();
       // Any other code ending a live stream (a refused message, a broken
       // connection, a coordinator shutting down) is answered by resuming; a
       // refusal that still holds shows up as the answer to that Register.
@@ -345,7 +346,7 @@ void GrpcSessionClient::ReaderLoop() {
         generation_ = 0;
       }
       registered_once = false;
-      lost_at = absl::Now();
+      lost_at = clock_.Now();
       backoff.Reset();
       continue;
     }
@@ -370,7 +371,7 @@ void GrpcSessionClient::ReaderLoop() {
     const absl::Duration limit =
         registered_once ? options_.resume_timeout : options_.connect_timeout;
     const absl::Duration delay = backoff.NextDelay();
-    if (absl::Now() + delay - lost_at > limit) {
+    if (clock_.Now() + delay - lost_at > limit) {
       events_->OnSessionFailed(absl::UnavailableError(
           absl::StrCat("coordinator at ", options_.target, " unreachable for ",
                        absl::FormatDuration(limit), " (", registered_once ? "resume" : "connect",
@@ -393,7 +394,7 @@ void GrpcSessionClient::HeartbeatLoop() {
       mu_.AwaitWithTimeout(absl::Condition(&wake), heartbeat_interval_);
       if (closing_) return;
       heartbeat_now_ = false;
-      if (context_ != nullptr && absl::Now() > register_deadline_) {
+      if (context_ != nullptr && clock_.Now() > register_deadline_) {
         DDP_LOG(WARNING) << "no Registered from " << options_.target << " within "
                          << absl::FormatDuration(options_.attempt_timeout)
                          << "; cancelling the attempt";
@@ -419,6 +420,7 @@ void GrpcSessionClient::HeartbeatLoop() {
       // A coordinator that does not acknowledge (an older release) must not
       // make this grow.
       if (unacknowledged_.size() >= kMaxUnacknowledged) unacknowledged_.pop_front();
+      // The lease counts on CLOCK_MONOTONIC whatever clock_ is (worker_lease.h).
       unacknowledged_.emplace_back(heartbeat->sequence(), MonotonicClock::Get().Now());
     }
     Send(std::move(message));

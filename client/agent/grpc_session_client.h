@@ -48,6 +48,7 @@
 #include "absl/time/time.h"
 #include "client/agent/backoff.h"
 #include "client/agent/session_link.h"
+#include "common/clock.h"
 #include "common/tls_files.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/channel.h"
@@ -77,6 +78,10 @@ struct SessionClientOptions {
   absl::Duration stable_stream = absl::Seconds(5);
   // Close: how long the coordinator gets to end the stream after WritesDone.
   absl::Duration close_grace = absl::Seconds(1);
+  // Reads the time for every deadline above (resume limit, register
+  // deadline, stable stream); null: MonotonicClock, which never steps with
+  // the wall clock. Waits themselves are relative (durations).
+  const Clock* clock = nullptr;
 };
 
 class GrpcSessionClient : public CoordinatorLink {
@@ -123,6 +128,7 @@ class GrpcSessionClient : public CoordinatorLink {
   bool closing() const;
 
   const SessionClientOptions options_;
+  const Clock& clock_;  // options_.clock, or MonotonicClock
   SessionEvents* const events_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::SessionService::Stub> stub_;
