@@ -170,8 +170,7 @@ absl::Status ParseRdzvConf(absl::string_view flag, absl::string_view value, Rend
     if (key == "shutdown_timeout") target = &conf->shutdown_timeout;
     if (target != nullptr) {
       absl::Duration d;
-      absl::Status s = ParseDuration(label, val, /*allow_zero=*/false, &d);
-      if (!s.ok()) return s;
+      DDP_RETURN_IF_ERROR(ParseDuration(label, val, /*allow_zero=*/false, &d));
       *target = d;
       continue;
     }

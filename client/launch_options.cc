@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/launch_flag_values.h"
+#include "common/status_macros.h"
 #include "common/token_file.h"
 
 namespace ddp::client {
@@ -283,9 +284,8 @@ const std::vector<Flag>& Flags() {
        true,
        "",
        [](V f, V v, H, O o) -> absl::Status {
-         absl::StatusOr<std::string> token = ReadTokenFile(f, std::string(v));
-         if (!token.ok()) return token.status();
-         o->token = *std::move(token);
+         DDP_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(f, std::string(v)));
+         o->token = std::move(token);
          return absl::OkStatus();
        }},
       // torchrun flags that have no meaning with a coordinator: accepted,
@@ -367,8 +367,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
   if (auto python = env("PYTHON_EXEC"); python && !python->empty()) o.python_exec = *python;
   if (auto coord = env("DDP_COORDINATOR"); coord && !coord->empty()) {
     o.coordinator_given = true;
-    absl::Status s = ParseEndpoint("$DDP_COORDINATOR", *coord, &o.coordinator);
-    if (!s.ok()) return s;
+    DDP_RETURN_IF_ERROR(ParseEndpoint("$DDP_COORDINATOR", *coord, &o.coordinator));
   }
   // Defaults from PET_* (torchrun's argparse `env` action), before the command
   // line.
@@ -376,8 +375,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
     if (flag.env.empty()) continue;
     std::optional<std::string> value = env(flag.env);
     if (!value) continue;
-    absl::Status s = flag.apply("$" + flag.env, *value, host, &o);
-    if (!s.ok()) return s;
+    DDP_RETURN_IF_ERROR(flag.apply("$" + flag.env, *value, host, &o));
   }
 
   size_t i = 0;
@@ -398,17 +396,15 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
       value = arg.substr(2);
     }
     name = NormalizeName(name);
-    absl::StatusOr<const Flag*> found = FindFlag(name);
-    if (!found.ok()) return found.status();
-    const Flag* flag = *found;
+    DDP_ASSIGN_OR_RETURN(const Flag* found, FindFlag(name));
+    const Flag* flag = found;
     if (flag->takes_value && !value) {
       if (i + 1 >= args.size()) {
         return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
       }
       value = args[++i];
     }
-    absl::Status s = flag->apply(flag->names[0], value.value_or("true"), host, &o);
-    if (!s.ok()) return s;
+    DDP_RETURN_IF_ERROR(flag->apply(flag->names[0], value.value_or("true"), host, &o));
   }
   if (o.help) return o;
   if (i >= args.size()) {

@@ -19,6 +19,7 @@
 #include "client/worker_process.h"
 #include "common/logging.h"
 #include "common/proc_stats.h"
+#include "common/status_macros.h"
 
 namespace ddp::client {
 namespace {
@@ -192,9 +193,9 @@ class WorkerSupervisor::EventLoop {
         if (absl::Status s = w.err->Open(); !s.ok()) return s;
       }
 
-      absl::StatusOr<SpawnedWorker> process = SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio);
-      if (!process.ok()) return process.status();
-      w.process = *process;
+      DDP_ASSIGN_OR_RETURN(SpawnedWorker process,
+                           SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio));
+      w.process = process;
       {
         absl::MutexLock lock(&owner_->mu_);
         owner_->states_[i].pid = w.process.pid;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace ddp {
 namespace {
@@ -137,28 +138,23 @@ absl::StatusOr<char> ParseStatState(absl::string_view stat) {
 }
 
 absl::StatusOr<ProcessSample> SampleProcess(pid_t pid) {
-  absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat.ok()) return stat.status();
+  DDP_ASSIGN_OR_RETURN(std::string stat, ReadFile(absl::StrCat("/proc/", pid, "/stat")));
   ProcessSample sample;
-  absl::StatusOr<char> state = ParseStatState(*stat);
-  if (!state.ok()) return state.status();
-  sample.state = *state;
-  absl::StatusOr<absl::Duration> cpu = ParseStatCpuTime(*stat, sysconf(_SC_CLK_TCK));
-  if (!cpu.ok()) return cpu.status();
-  sample.cpu = *cpu;
+  DDP_ASSIGN_OR_RETURN(char state, ParseStatState(stat));
+  sample.state = state;
+  DDP_ASSIGN_OR_RETURN(absl::Duration cpu, ParseStatCpuTime(stat, sysconf(_SC_CLK_TCK)));
+  sample.cpu = cpu;
   return sample;
 }
 
 absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid) {
-  absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat.ok()) return stat.status();
-  return ParseStatCpuTime(*stat, sysconf(_SC_CLK_TCK));
+  DDP_ASSIGN_OR_RETURN(std::string stat, ReadFile(absl::StrCat("/proc/", pid, "/stat")));
+  return ParseStatCpuTime(stat, sysconf(_SC_CLK_TCK));
 }
 
 absl::StatusOr<int64_t> ReadProcessRssBytes(pid_t pid) {
-  absl::StatusOr<std::string> status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
-  if (!status.ok()) return status.status();
-  return ParseStatusRssBytes(*status);
+  DDP_ASSIGN_OR_RETURN(std::string status, ReadFile(absl::StrCat("/proc/", pid, "/status")));
+  return ParseStatusRssBytes(status);
 }
 
 MachineInfo ReadMachineInfo() {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ddp {
 namespace {
@@ -50,13 +51,12 @@ absl::Status CheckPair(const char* cert_flag, const std::string& cert_path, cons
                        const std::string& key_path) {
   if (cert_path.empty() != key_path.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(cert_path.empty() ? cert_flag : key_flag, " is missing: ", cert_flag,
-                     " and ", key_flag, " go together (a certificate and its private key)"));
+        absl::StrCat(cert_path.empty() ? cert_flag : key_flag, " is missing: ", cert_flag, " and ",
+                     key_flag, " go together (a certificate and its private key)"));
   }
   if (cert_path.empty()) return absl::OkStatus();
   X509* cert = nullptr;
-  absl::Status status = CheckCertificates(cert_flag, cert_path, &cert);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(CheckCertificates(cert_flag, cert_path, &cert));
   FILE* file = fopen(key_path.c_str(), "r");
   if (file == nullptr) {
     X509_free(cert);
@@ -74,8 +74,8 @@ absl::Status CheckPair(const char* cert_flag, const std::string& cert_path, cons
   EVP_PKEY_free(key);
   X509_free(cert);
   if (!matches) {
-    return Bad(key_flag, key_path, absl::StrCat("does not belong to the certificate in ",
-                                                cert_flag, "=", cert_path));
+    return Bad(key_flag, key_path,
+               absl::StrCat("does not belong to the certificate in ", cert_flag, "=", cert_path));
   }
   return absl::OkStatus();
 }
@@ -100,8 +100,7 @@ absl::Status CheckTlsClientFiles(const TlsClientFiles& files) {
         "--tls-cert/--tls-key need --tls-ca (DDP_TLS_CA): the CA that signed the "
         "coordinator's certificate");
   }
-  absl::Status status = CheckCertificates("--tls-ca", files.ca, nullptr);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(CheckCertificates("--tls-ca", files.ca, nullptr));
   return CheckPair("--tls-cert", files.cert, "--tls-key", files.key);
 }
 

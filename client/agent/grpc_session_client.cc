@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
-#include "common/grpc_tls.h"
 #include "common/grpc_status.h"
+#include "common/grpc_tls.h"
 #include "common/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -248,8 +248,7 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
   *registered = first.registered();
   events_->OnLeaseGranted(absl::Milliseconds(registered->lease_ms()),
                           absl::Milliseconds(registered->lease_kill_ms()));
-  const bool running =
-      registered->state() == v1::RUNNING && registered->role() == v1::MEMBER;
+  const bool running = registered->state() == v1::RUNNING && registered->role() == v1::MEMBER;
   events_->OnLeaseRenewed(register_sent_at, running ? registered->generation() : 0);
   {
     absl::MutexLock lock(&mu_);
@@ -388,9 +387,8 @@ void GrpcSessionClient::HeartbeatLoop() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return closing_ || heartbeat_now_;
-      };
+      auto wake = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closing_ || heartbeat_now_; };
       mu_.AwaitWithTimeout(absl::Condition(&wake), heartbeat_interval_);
       if (closing_) return;
       heartbeat_now_ = false;

@@ -37,10 +37,10 @@
 
 #include <cstdint>
 #include <deque>
-#include <utility>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"

@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "common/exit_codes.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace ddp::client {
 namespace {
@@ -78,9 +79,9 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::St
   if (binary.empty()) {
     char self[4096] = {};
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    absl::StatusOr<std::string> found = FindCoordinatorBinary(n > 0 ? std::string(self, n) : "");
-    if (!found.ok()) return found.status();
-    binary = *found;
+    DDP_ASSIGN_OR_RETURN(std::string found,
+                         FindCoordinatorBinary(n > 0 ? std::string(self, n) : ""));
+    binary = found;
   }
   const char* tmp = getenv("TMPDIR");
   std::string pattern =

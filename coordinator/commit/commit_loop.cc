@@ -58,7 +58,8 @@ absl::Status CommitLoop::RunOnce(uint64_t through) {
     if (status.ok() && options_.on_commit) options_.on_commit(batch, absl::Now() - start);
   }
   Delivery delivery{through, {}};
-  for (CommitParticipant* participant : participants_) participant->Finish(status, batch, delivery.sends);
+  for (CommitParticipant* participant : participants_)
+    participant->Finish(status, batch, delivery.sends);
   {
     absl::MutexLock lock(&delivery_mu_);
     deliveries_.push_back(std::move(delivery));

@@ -117,15 +117,15 @@ class CommitLoop {
   std::vector<CommitParticipant*> participants_;
 
   absl::Mutex mu_;
-  uint64_t notified_ ABSL_GUARDED_BY(mu_) = 0;   // Notify() calls so far
-  uint64_t taken_ ABSL_GUARDED_BY(mu_) = 0;      // notifications the commit thread took
-  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;       // notifications whose sends ran
-  bool more_ ABSL_GUARDED_BY(mu_) = false;       // a participant left work queued
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;   // commit thread: finish and exit
+  uint64_t notified_ ABSL_GUARDED_BY(mu_) = 0;  // Notify() calls so far
+  uint64_t taken_ ABSL_GUARDED_BY(mu_) = 0;     // notifications the commit thread took
+  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;      // notifications whose sends ran
+  bool more_ ABSL_GUARDED_BY(mu_) = false;      // a participant left work queued
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // commit thread: finish and exit
   bool ticker_stop_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;   // the threads are gone
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // the threads are gone
 
   absl::Mutex delivery_mu_;
   std::vector<Delivery> deliveries_ ABSL_GUARDED_BY(delivery_mu_);

@@ -202,13 +202,12 @@ TEST(CommitLoopTest, FailedCommit_NothingSent_KeptChangesRetried) {
   t.loop.Notify();
   {
     absl::MutexLock lock(&t.jobs.mu_);
-    t.jobs.mu_.AwaitWithTimeout(
-        absl::Condition(
-            +[](QueueParticipant* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
-              return p->failures >= 2;  // tried, and retried
-            },
-            &t.jobs),
-        kWait);
+    t.jobs.mu_.AwaitWithTimeout(absl::Condition(
+                                    +[](QueueParticipant* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+                                      return p->failures >= 2;  // tried, and retried
+                                    },
+                                    &t.jobs),
+                                kWait);
   }
   EXPECT_TRUE(t.Log().empty());
   {

@@ -1,6 +1,7 @@
 #include "coordinator/commit/split_state_store.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ddp::commit {
 namespace {
@@ -16,8 +17,7 @@ absl::Status SplitStateStore::CommitState(const StateBatch& batch) {
   if (batch.kv && kv_ == nullptr) return Absent("KV");
   if (!batch.jobs.empty() && jobs_ == nullptr) return Absent("job");
   if (!batch.jobs.empty()) {
-    absl::Status status = jobs_->ApplyBatch(batch.jobs);
-    if (!status.ok()) return status;
+    DDP_RETURN_IF_ERROR(jobs_->ApplyBatch(batch.jobs));
   }
   return batch.kv ? kv_->Commit(*batch.kv) : absl::OkStatus();
 }

@@ -40,8 +40,8 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(std::unique_ptr<KvBackend
   return store;
 }
 
-absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(commit::CommitLoop& loop,
-                                                       const Clock& clock, KvStoreOptions options) {
+absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(commit::CommitLoop& loop, const Clock& clock,
+                                                       KvStoreOptions options) {
   std::unique_ptr<KvStore> store(new KvStore(loop.store(), clock, std::move(options)));
   return Join(std::move(store), loop);
 }
@@ -64,12 +64,11 @@ KvStore::KvStore(KvBackend& backend, const Clock& clock, KvStoreOptions options)
 KvStore::~KvStore() { Shutdown(); }
 
 absl::Status KvStore::LoadState() {
-  absl::StatusOr<PersistedKvState> state = backend_.Load();
-  if (!state.ok()) return state.status();
+  DDP_ASSIGN_OR_RETURN(PersistedKvState state, backend_.Load());
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&state_mu_);
-  for (const LeaseRecord& lease : state->leases) leases_.Grant(lease.id, lease.ttl_ms, now);
-  for (KeyValue& kv : state->keys) {
+  for (const LeaseRecord& lease : state.leases) leases_.Grant(lease.id, lease.ttl_ms, now);
+  for (KeyValue& kv : state.keys) {
     if (kv.lease != 0) {
       if (leases_.Contains(kv.lease)) {
         leases_.AttachKey(kv.lease, kv.ns, kv.key);
@@ -80,9 +79,9 @@ absl::Status KvStore::LoadState() {
     }
     keys_.Upsert(std::move(kv));
   }
-  revision_ = state->revision;
-  compacted_revision_ = state->compacted_revision;
-  next_lease_id_ = state->next_lease_id;
+  revision_ = state.revision;
+  compacted_revision_ = state.compacted_revision;
+  next_lease_id_ = state.next_lease_id;
   hub_.SetPublishedRevision(revision_);
   DDP_LOG(INFO) << "kv store loaded: revision " << revision_ << ", compacted "
                 << compacted_revision_ << ", " << keys_.size() << " keys, " << leases_.size()
@@ -175,8 +174,7 @@ bool KvStore::Prepare(commit::StateBatch& batch) {
   return more;
 }
 
-void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch,
-                     commit::Sends& sends) {
+void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) {
   if (batch_.empty()) return;
   auto delivery = std::make_shared<Delivery>();
   absl::Status commit_status;
@@ -348,12 +346,11 @@ absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {
   if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok()) return s;
   if (absl::Status s = ValidatePrefix(request.prefix, options_.limits); !s.ok()) return s;
   if (absl::Status s = ValidatePrefix(request.start_after, options_.limits); !s.ok()) return s;
-  absl::StatusOr<size_t> limit = ResolveRangeLimit(request.limit, options_.limits);
-  if (!limit.ok()) return limit.status();
+  DDP_ASSIGN_OR_RETURN(size_t limit, ResolveRangeLimit(request.limit, options_.limits));
   RangeResult result;
   absl::ReaderMutexLock lock(&state_mu_);
   keys_.Scan(request.ns, request.prefix, request.start_after, [&](const KeyValue& kv) {
-    if (result.kvs.size() == *limit) {
+    if (result.kvs.size() == limit) {
       result.more = true;
       return false;
     }
@@ -369,9 +366,8 @@ absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {
 absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease) {
   if (absl::Status s = ValidateLeaseId(lease); !s.ok()) return s;
   absl::MutexLock lock(&state_mu_);
-  absl::StatusOr<int64_t> ttl = leases_.KeepAlive(lease, clock_.Now());
-  if (!ttl.ok()) return ttl.status();
-  return LeaseKeepAliveResult{lease, *ttl};
+  DDP_ASSIGN_OR_RETURN(int64_t ttl, leases_.KeepAlive(lease, clock_.Now()));
+  return LeaseKeepAliveResult{lease, ttl};
 }
 
 absl::Status KvStore::WriteHealth() const {

@@ -120,8 +120,8 @@ class KvStore final : public commit::CommitParticipant {
                                                        const Clock& clock, KvStoreOptions options);
   // Loads the KV state of loop.store() and joins `loop` (which must outlive
   // the store and not be started yet). Errors: those of KvBackend::Load.
-  static absl::StatusOr<std::unique_ptr<KvStore>> Open(commit::CommitLoop& loop,
-                                                       const Clock& clock, KvStoreOptions options);
+  static absl::StatusOr<std::unique_ptr<KvStore>> Open(commit::CommitLoop& loop, const Clock& clock,
+                                                       KvStoreOptions options);
   ~KvStore() override;  // Shutdown()
   KvStore(const KvStore&) = delete;
   KvStore& operator=(const KvStore&) = delete;
@@ -162,8 +162,7 @@ class KvStore final : public commit::CommitParticipant {
 
   // commit::CommitParticipant (the loop's commit thread).
   bool Prepare(commit::StateBatch& batch) override;
-  void Finish(const absl::Status& status, commit::StateBatch& batch,
-              commit::Sends& sends) override;
+  void Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) override;
 
   // Synchronous wrappers (tests, tools). Never call them from a completion
   // callback.

@@ -47,10 +47,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/kv/kv_backend.h"
 #include "coordinator/kv/kv_ops.h"
 #include "coordinator/kv/kv_types.h"
 #include "coordinator/kv/published_events.h"
-#include "coordinator/kv/kv_backend.h"
 
 namespace ddp::kv {
 

@@ -33,10 +33,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/kv/key_space.h"
+#include "coordinator/kv/kv_backend.h"
 #include "coordinator/kv/kv_ops.h"
 #include "coordinator/kv/kv_types.h"
 #include "coordinator/kv/lease_table.h"
-#include "coordinator/kv/kv_backend.h"
 
 namespace ddp::kv {
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "coordinator/rendezvous/job.h"
 #include "coordinator/rendezvous/rank_table.h"
 
@@ -115,8 +116,7 @@ void Job::CloseRendezvous() {
 
 absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
   Node* node = nullptr;
-  absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/true, &node));
   if (!IsMember(*node) || node->record.group_rank != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ", generation_,
@@ -191,8 +191,7 @@ void Job::PushAssignments() {
 
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   Node* node = nullptr;
-  absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/true, &node));
   if (exit.local_rank < 0 || exit.local_rank >= node->record.nproc) {
     return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank, " of node '",
                                                    ref.node_id, "' is outside [0, ",
@@ -363,8 +362,7 @@ void Job::StopAllWorkers(const std::string& reason) {
 
 absl::Status Job::WorkersStopped(const NodeRef& ref) {
   Node* node = nullptr;
-  absl::Status status = Fence(ref, /*exact_generation=*/true, &node);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/true, &node));
   if (state_ == JobState::kRunning || state_ == JobState::kStarting) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no stop of generation ", generation_, " was requested from node '", ref.node_id, "'"));

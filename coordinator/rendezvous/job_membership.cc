@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "coordinator/rendezvous/job.h"
 
 namespace ddp::rendezvous {
@@ -282,8 +283,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
 
 absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
   Node* node = nullptr;
-  absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/false, &node));
   node->last_heartbeat = clock_->Now();
   node->connected = true;
   node->stream_closed_at.reset();
@@ -292,8 +292,7 @@ absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
 
 absl::Status Job::StreamClosed(const NodeRef& ref) {
   Node* node = nullptr;
-  absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/false, &node));
   node->connected = false;
   if (!node->stream_closed_at.has_value()) node->stream_closed_at = clock_->Now();
   return absl::OkStatus();
@@ -301,16 +300,15 @@ absl::Status Job::StreamClosed(const NodeRef& ref) {
 
 absl::Status Job::Leave(const NodeRef& ref) {
   Node* node = nullptr;
-  absl::Status status = Fence(ref, /*exact_generation=*/false, &node);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/false, &node));
   RemoveNode(ref.node_id, "left the job", RestartCause::kNodeLoss, /*workers_stopped=*/true);
   return absl::OkStatus();
 }
 
 void Job::FenceWorkersOf(const Node& node) {
-  const bool may_run = IsMember(node) && !node.succeeded &&
-                       (state_ == JobState::kRunning ||
-                        (state_ == JobState::kRestarting && node.stop_pending));
+  const bool may_run =
+      IsMember(node) && !node.succeeded &&
+      (state_ == JobState::kRunning || (state_ == JobState::kRestarting && node.stop_pending));
   if (!may_run) return;
   workers_fenced_until_ =
       std::max(workers_fenced_until_, node.last_heartbeat + settings_.heartbeat_timeout);

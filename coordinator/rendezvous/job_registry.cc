@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace ddp::rendezvous {
 namespace {
@@ -32,21 +33,19 @@ JobRegistry::JobRegistry(const Clock& clock, JobStateStore* store, JobRegistryOp
 
 absl::Status JobRegistry::Restore() {
   if (store_ == nullptr) return absl::OkStatus();
-  absl::StatusOr<std::vector<JobSnapshot>> snapshots = store_->LoadAll();
-  if (!snapshots.ok()) return snapshots.status();
+  DDP_ASSIGN_OR_RETURN(std::vector<JobSnapshot> snapshots, store_->LoadAll());
   absl::MutexLock lock(&mu_);
   if (!jobs_.empty()) {
     return absl::FailedPreconditionError("Restore must run before any job is created");
   }
-  for (const JobSnapshot& snapshot : *snapshots) {
-    absl::StatusOr<std::unique_ptr<Job>> job =
-        Job::Restore(snapshot, options_.limits, clock_, &outbox_);
-    if (!job.ok()) return job.status();
-    std::string id = (*job)->id();
+  for (const JobSnapshot& snapshot : snapshots) {
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<Job> job,
+                         Job::Restore(snapshot, options_.limits, clock_, &outbox_));
+    std::string id = (job)->id();
     // Stored events are durable (and no longer retained).
-    taken_event_index_[id] = (*job)->Status(false).last_event_index;
+    taken_event_index_[id] = (job)->Status(false).last_event_index;
     if (!snapshot.past_runs.empty()) past_runs_[id] = snapshot.past_runs;
-    jobs_.emplace(std::move(id), std::move(*job));
+    jobs_.emplace(std::move(id), std::move(job));
   }
   DDP_LOG(INFO) << "restored " << jobs_.size() << " jobs";
   return absl::OkStatus();
@@ -85,10 +84,9 @@ void JobRegistry::Fire(Signals signals) const {
 
 absl::Status JobRegistry::RunLocked(const std::string& job_id,
                                     const std::function<absl::Status(Job&)>& op) {
-  absl::StatusOr<Job*> job = FindJobLocked(job_id);
-  if (!job.ok()) return job.status();
-  absl::Status status = op(**job);
-  AfterChangeLocked(**job);
+  DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
+  absl::Status status = op(*job);
+  AfterChangeLocked(*job);
   return status;
 }
 
@@ -177,8 +175,7 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
     // requeue with a fixed id): a new run of the job, which replaces the
     // finished one once its first registration is accepted. An agent of the
     // finished run that resumes is told the run is over instead.
-    const bool new_run = it != jobs_.end() && IsTerminal(it->second->state()) &&
-                         request.settings &&
+    const bool new_run = it != jobs_.end() && IsTerminal(it->second->state()) && request.settings &&
                          !it->second->HasIncarnation(request.node_id, request.incarnation);
     // A rerun started by an agent keeps the job's token (CreateJob issues a
     // new one).
@@ -299,11 +296,10 @@ absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
   Signals signals;
   {
     absl::MutexLock lock(&mu_);
-    absl::StatusOr<Job*> job = FindJobLocked(job_id);
-    if (!job.ok()) return job.status();
-    if (!IsTerminal((*job)->state())) {
+    DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
+    if (!IsTerminal((job)->state())) {
       return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' is ",
-                                                        JobStateName((*job)->state()),
+                                                        JobStateName((job)->state()),
                                                         "; cancel it before removing it"));
     }
     if (store_ == nullptr) {
@@ -368,9 +364,8 @@ absl::StatusOr<JobStatus> JobRegistry::PastRunLocked(const std::string& job_id, 
 
 absl::StatusOr<JobStatus> JobRegistry::GetJobIncludingPending(const std::string& job_id) const {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Job*> job = FindJobLocked(job_id);
-  if (!job.ok()) return job.status();
-  return (*job)->Status(/*include_nodes=*/false);
+  DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
+  return (job)->Status(/*include_nodes=*/false);
 }
 
 absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs(bool include_past_runs) const {
@@ -395,9 +390,8 @@ absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string
                                                                int64_t after_index,
                                                                int limit) const {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Job*> job = FindJobLocked(job_id);
-  if (!job.ok()) return job.status();
-  absl::StatusOr<std::vector<JobEvent>> events = (*job)->EventsSince(after_index, limit);
+  DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
+  absl::StatusOr<std::vector<JobEvent>> events = (job)->EventsSince(after_index, limit);
   if (!events.ok() || store_ == nullptr) return events;
   auto taken = taken_event_index_.find(job_id);
   const int64_t cap = taken == taken_event_index_.end() ? 0 : taken->second;
@@ -408,9 +402,8 @@ absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string
 absl::StatusOr<Generation> JobRegistry::Heartbeat(const NodeRef& ref) {
   Generation running = 0;
   absl::Status status = Run(ref.job_id, [&](Job& job) {
-    absl::StatusOr<Generation> generation = job.Heartbeat(ref);
-    if (!generation.ok()) return generation.status();
-    running = *generation;
+    DDP_ASSIGN_OR_RETURN(Generation generation, job.Heartbeat(ref));
+    running = generation;
     return absl::OkStatus();
   });
   if (!status.ok()) return status;

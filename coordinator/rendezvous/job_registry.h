@@ -172,8 +172,8 @@ class JobRegistry {
   absl::StatusOr<T> DurableRead(uint64_t mark, absl::StatusOr<T> read) const;
   // Drops a finished job from memory and queues its removal from the store
   // (before anything queued after it). Returns the signals to fire.
-  absl::StatusOr<JobStatus> PastRunLocked(const std::string& job_id, int run,
-                                          int current_run) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobStatus> PastRunLocked(const std::string& job_id, int run, int current_run) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The finished job `job_id` becomes a past run; returns the number of the
   // run that replaces it.
   int StartNewRunLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,6 +1,7 @@
 // Job: scheduler operations (UpdateJob, CancelJob, ExcludeNode).
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "coordinator/rendezvous/job.h"
 
 namespace ddp::rendezvous {
@@ -13,8 +14,7 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
   JobSettings updated = settings_;
   updated.min_nodes = min_nodes;
   updated.max_nodes = max_nodes;
-  absl::Status status = ValidateJobSettings(updated, limits_);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(ValidateJobSettings(updated, limits_));
   const JobSettings old = settings_;
   settings_ = updated;
   MarkJobDirty();
@@ -57,8 +57,7 @@ absl::Status Job::Cancel(const std::string& reason) {
 }
 
 absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& reason) {
-  absl::Status status = ValidateId(node_id, "node id", limits_);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(ValidateId(node_id, "node id", limits_));
   if (IsTerminal(state_)) {
     return absl::FailedPreconditionError(
         absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));

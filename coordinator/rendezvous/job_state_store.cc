@@ -4,13 +4,13 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ddp::rendezvous {
 
 absl::Status JobStateStore::ApplyBatch(const std::vector<JobChanges>& batch) {
   for (const JobChanges& changes : batch) {
-    absl::Status status = Apply(changes);
-    if (!status.ok()) return status;
+    DDP_RETURN_IF_ERROR(Apply(changes));
   }
   return absl::OkStatus();
 }
@@ -59,7 +59,8 @@ absl::Status InMemoryJobStateStore::ApplyTo(const JobChanges& changes,
     }
     StoredJob kept;
     kept.past_runs = std::move(removed->second.past_runs);
-    kept.past_runs.erase(kept.past_runs.begin(), kept.past_runs.lower_bound(changes.keep_runs_from));
+    kept.past_runs.erase(kept.past_runs.begin(),
+                         kept.past_runs.lower_bound(changes.keep_runs_from));
     kept.past_runs[changes.archived_run->run] = *changes.archived_run;
     removed->second = std::move(kept);
     return absl::OkStatus();
@@ -104,8 +105,7 @@ absl::Status InMemoryJobStateStore::ApplyBatch(const std::vector<JobChanges>& ba
   }
   std::map<std::string, bool> removed;
   for (const JobChanges& changes : batch) {
-    absl::Status status = ApplyTo(changes, touched);
-    if (!status.ok()) return status;
+    DDP_RETURN_IF_ERROR(ApplyTo(changes, touched));
     removed[changes.job_id] = changes.job_removed;
   }
   for (const auto& [id, was_removed] : removed) {

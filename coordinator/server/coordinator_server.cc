@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_tls.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "coordinator/http/dashboard.h"
 #include "coordinator/http/health.h"
 #include "coordinator/rpc/malformed_request.h"
@@ -73,9 +74,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   const CoordinatorServerOptions& opts = server->options_;
   const Clock& clock = opts.clock != nullptr ? *opts.clock : RealClock::Get();
 
-  absl::StatusOr<std::unique_ptr<DataDirLock>> lock = DataDirLock::Acquire(opts.data_dir);
-  if (!lock.ok()) return lock.status();
-  server->lock_ = *std::move(lock);
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<DataDirLock> lock, DataDirLock::Acquire(opts.data_dir));
+  server->lock_ = std::move(lock);
 
   // Refuse a data dir whose databases went missing, empty or foreign: serving
   // them would look like an empty store. A dir of an earlier release also has
@@ -83,9 +83,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::vector<std::string> databases = {kStateDatabase};
   const std::string db_path = absl::StrCat(opts.data_dir, "/", kStateDatabase);
   const std::string jobs_path = absl::StrCat(opts.data_dir, "/", kLegacyJobsDatabase);
-  absl::StatusOr<bool> legacy = storage::ExpectsLegacyJobsDatabase(db_path, jobs_path);
-  if (!legacy.ok()) return legacy.status();
-  if (*legacy) databases.push_back(kLegacyJobsDatabase);
+  DDP_ASSIGN_OR_RETURN(bool legacy, storage::ExpectsLegacyJobsDatabase(db_path, jobs_path));
+  if (legacy) databases.push_back(kLegacyJobsDatabase);
   auto identity = storage::EnsureDataDirIdentity(opts.data_dir, databases);
   if (!identity.ok()) return identity.status();
 
@@ -114,12 +113,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                         absl::StrCat("cannot open ", db_path, ": ", state.status().message()));
   }
   server->state_store_ = *std::move(state);
-  if (*legacy) {
-    absl::StatusOr<int> imported = server->state_store_->ImportJobsDatabase(jobs_path);
-    if (!imported.ok()) return imported.status();
+  if (legacy) {
+    DDP_ASSIGN_OR_RETURN(int imported, server->state_store_->ImportJobsDatabase(jobs_path));
   }
-  server->commit_loop_ =
-      std::make_unique<commit::CommitLoop>(*server->state_store_, loop_options);
+  server->commit_loop_ = std::make_unique<commit::CommitLoop>(*server->state_store_, loop_options);
   auto store = kv::KvStore::Open(*server->commit_loop_, clock, kv_options);
   if (!store.ok()) return store.status();
   server->kv_store_ = *std::move(store);
@@ -176,8 +173,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     }
     return why;
   }
-  DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir
-                << "; gRPC "
+  DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir << "; gRPC "
                 << (!opts.tls.enabled()          ? "in plaintext"
                     : opts.tls.client_ca.empty() ? "over TLS"
                                                  : "over mTLS, client certificates required")
@@ -208,8 +204,7 @@ absl::Status CoordinatorServer::StartHttp() {
   if (!options_.http.has_value()) return absl::OkStatus();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  auto gateway =
-      http::RestGateway::Create(grpc_server_->InProcessChannel(args), RestOptions());
+  auto gateway = http::RestGateway::Create(grpc_server_->InProcessChannel(args), RestOptions());
   if (!gateway.ok()) return gateway.status();
   rest_gateway_ = *std::move(gateway);
   http::HttpListenerOptions http_options = *options_.http;

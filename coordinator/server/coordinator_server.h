@@ -28,15 +28,15 @@
 #include "common/clock.h"
 #include "common/tls_files.h"
 #include "coordinator/auth/authorizer.h"
+#include "coordinator/commit/commit_loop.h"
 #include "coordinator/http/http_listener.h"
 #include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/metrics/coordinator_metrics.h"
-#include "coordinator/commit/commit_loop.h"
-#include "coordinator/storage/sqlite_state_store.h"
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/server/data_dir_lock.h"
 #include "coordinator/session/job_services.h"
+#include "coordinator/storage/sqlite_state_store.h"
 #include "grpcpp/server.h"
 
 namespace ddp::server {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "coordinator/session/job_proto_convert.h"
 
 namespace ddp::session {
@@ -63,22 +64,20 @@ void JobWatchReactor::Listener::OnReady() {
 
 absl::Status JobWatchReactor::RefillLocked() {
   if (catching_up_) {
-    absl::StatusOr<std::vector<rendezvous::JobEvent>> page =
-        rendezvous_.registry().EventsSince(job_id_, next_index_ - 1, catch_up_page_);
-    if (!page.ok()) return page.status();
-    if (static_cast<int>(page->size()) < catch_up_page_) {
+    DDP_ASSIGN_OR_RETURN(
+        std::vector<rendezvous::JobEvent> page,
+        rendezvous_.registry().EventsSince(job_id_, next_index_ - 1, catch_up_page_));
+    if (static_cast<int>(page.size()) < catch_up_page_) {
       catching_up_ = false;
-      absl::StatusOr<rendezvous::JobStatus> job =
-          rendezvous_.registry().GetJobIncludingPending(job_id_);
-      if (!job.ok()) return job.status();
-      end_when_drained_ = rendezvous::IsTerminal(job->state);
+      DDP_ASSIGN_OR_RETURN(rendezvous::JobStatus job,
+                           rendezvous_.registry().GetJobIncludingPending(job_id_));
+      end_when_drained_ = rendezvous::IsTerminal(job.state);
     }
-    for (rendezvous::JobEvent& e : *page) pending_.push_back(std::move(e));
+    for (rendezvous::JobEvent& e : page) pending_.push_back(std::move(e));
     if (!pending_.empty() || catching_up_) return absl::OkStatus();
   }
   std::vector<rendezvous::JobEvent> live;
-  absl::Status status = rendezvous_.watch_hub().Take(watch_id_, &live);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(rendezvous_.watch_hub().Take(watch_id_, &live));
   for (rendezvous::JobEvent& e : live) {
     if (e.index >= next_index_) pending_.push_back(std::move(e));
   }

@@ -19,9 +19,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/rpc/stream_write_gate.h"
 #include "coordinator/session/grpc_job_service.h"
 #include "coordinator/session/job_watch_hub.h"
-#include "coordinator/rpc/stream_write_gate.h"
 #include "coordinator/session/rendezvous_service.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 

@@ -4,8 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
-#include "coordinator/rpc/call_auth.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
+#include "coordinator/rpc/call_auth.h"
 #include "coordinator/session/job_proto_convert.h"
 
 namespace ddp::session {
@@ -104,14 +105,12 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
                                                        " workers; the limit is ",
                                                        limits.max_nproc_per_node));
       }
-      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
-      if (!ref.ok()) return ref.status();
-      absl::StatusOr<rendezvous::Generation> running = registry.Heartbeat(*ref);
-      if (!running.ok()) return running.status();
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
+      DDP_ASSIGN_OR_RETURN(rendezvous::Generation running, registry.Heartbeat(ref));
       if (m.sequence() != 0) {  // renews the agent's lease
         v1::CoordinatorMessage ack;
         ack.mutable_heartbeat_ack()->set_sequence(m.sequence());
-        ack.mutable_heartbeat_ack()->set_running_generation(*running);
+        ack.mutable_heartbeat_ack()->set_running_generation(running);
         absl::MutexLock lock(&sink_->mu);
         EnqueueLocked(std::move(ack));
       }
@@ -119,29 +118,24 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
     }
     case v1::AgentMessage::kWorkerExited: {
       const v1::WorkerExited& m = message.worker_exited();
-      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
-      if (!ref.ok()) return ref.status();
-      absl::StatusOr<rendezvous::WorkerExit> exit = WorkerExitFromProto(m, limits);
-      if (!exit.ok()) return exit.status();
-      return registry.WorkerExited(*ref, *exit);
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
+      DDP_ASSIGN_OR_RETURN(rendezvous::WorkerExit exit, WorkerExitFromProto(m, limits));
+      return registry.WorkerExited(ref, exit);
     }
     case v1::AgentMessage::kWorkersStopped: {
-      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(message.workers_stopped().header());
-      if (!ref.ok()) return ref.status();
-      return registry.WorkersStopped(*ref);
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref,
+                           CheckHeader(message.workers_stopped().header()));
+      return registry.WorkersStopped(ref);
     }
     case v1::AgentMessage::kMasterInfo: {
       const v1::MasterInfo& m = message.master_info();
-      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(m.header());
-      if (!ref.ok()) return ref.status();
-      absl::StatusOr<rendezvous::MasterInfo> info = MasterInfoFromProto(m, limits);
-      if (!info.ok()) return info.status();
-      return registry.ReportMasterInfo(*ref, *info);
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
+      DDP_ASSIGN_OR_RETURN(rendezvous::MasterInfo info, MasterInfoFromProto(m, limits));
+      return registry.ReportMasterInfo(ref, info);
     }
     case v1::AgentMessage::kLeave: {
-      absl::StatusOr<rendezvous::NodeRef> ref = CheckHeader(message.leave().header());
-      if (!ref.ok()) return ref.status();
-      absl::Status status = registry.Leave(*ref);
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(message.leave().header()));
+      absl::Status status = registry.Leave(ref);
       // UNAVAILABLE: removed in memory, not yet durable; the node is gone.
       if (status.ok() || absl::IsUnavailable(status)) {
         left_ = true;
@@ -169,28 +163,26 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
                      "' already registered on this stream; open a new "
                      "stream to register again"));
   }
-  absl::StatusOr<rendezvous::RegisterRequest> request =
-      RegisterFromProto(message, rendezvous_.options().limits);
-  if (!request.ok()) return request.status();
+  DDP_ASSIGN_OR_RETURN(rendezvous::RegisterRequest request,
+                       RegisterFromProto(message, rendezvous_.options().limits));
   if (options_.authorizer != nullptr && options_.authorizer->enabled()) {
-    absl::Status allowed = options_.authorizer->Authorize(
-        identity_, "/ddp.v1.SessionService/Session", request->job_id);
-    if (!allowed.ok()) return allowed;
+    DDP_RETURN_IF_ERROR(options_.authorizer->Authorize(identity_, "/ddp.v1.SessionService/Session",
+                                                       request.job_id));
   }
   // Attached before the core sees the registration, so no message it produces
   // can miss this stream.
   SessionRouter& router = rendezvous_.router();
-  router.Attach(request->job_id, request->node_id, request->incarnation, sink_);
-  absl::StatusOr<rendezvous::RegisterResult> result = rendezvous_.registry().Register(*request);
+  router.Attach(request.job_id, request.node_id, request.incarnation, sink_);
+  absl::StatusOr<rendezvous::RegisterResult> result = rendezvous_.registry().Register(request);
   if (!result.ok()) {
-    router.Detach(request->job_id, request->node_id, sink_.get());
+    router.Detach(request.job_id, request.node_id, sink_.get());
     return result.status();
   }
   attached_ = true;
   registered_ = true;
-  job_id_ = request->job_id;
-  node_id_ = request->node_id;
-  incarnation_ = request->incarnation;
+  job_id_ = request.job_id;
+  node_id_ = request.node_id;
+  incarnation_ = request.incarnation;
   for (const SessionRouter::SinkPtr& older : router.Confirm(job_id_, node_id_, sink_.get())) {
     older->Close(absl::AbortedError(absl::StrCat(
         "node '", node_id_, "' of job '", job_id_, "' was replaced by incarnation ", incarnation_,
@@ -203,12 +195,12 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
 
 absl::StatusOr<rendezvous::NodeRef> SessionReactor::CheckHeader(
     const v1::NodeHeader& header) const {
-  absl::StatusOr<rendezvous::NodeRef> ref = NodeRefFromProto(header, rendezvous_.options().limits);
-  if (!ref.ok()) return ref.status();
-  if (ref->job_id != job_id_ || ref->node_id != node_id_ || ref->incarnation != incarnation_) {
+  DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref,
+                       NodeRefFromProto(header, rendezvous_.options().limits));
+  if (ref.job_id != job_id_ || ref.node_id != node_id_ || ref.incarnation != incarnation_) {
     return absl::InvalidArgumentError(
-        absl::StrCat("header names job '", rendezvous::Capped(ref->job_id), "' node '",
-                     rendezvous::Capped(ref->node_id), "' incarnation ", ref->incarnation,
+        absl::StrCat("header names job '", rendezvous::Capped(ref.job_id), "' node '",
+                     rendezvous::Capped(ref.node_id), "' incarnation ", ref.incarnation,
                      " but this stream registered job '", job_id_, "' node '", node_id_,
                      "' incarnation ", incarnation_));
   }

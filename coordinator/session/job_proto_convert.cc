@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ddp::session {
 namespace {
@@ -252,8 +253,7 @@ absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
 
 absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(const v1::NodeHeader& proto,
                                                      const rendezvous::RendezvousLimits& limits) {
-  absl::Status status = CheckIds(proto.job_id(), proto.node_id(), limits);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(CheckIds(proto.job_id(), proto.node_id(), limits));
   if (proto.generation() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("header generation ", proto.generation(), " is negative"));
@@ -290,9 +290,8 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
         absl::StrCat("NCCL unique id is ", id_size, " bytes; it must be ",
                      rendezvous::kNcclUniqueIdBytes, " (ncclGetUniqueId) or empty"));
   }
-  absl::Status status = CheckLength(
-      proto.master_addr(), static_cast<size_t>(limits.max_address_length), "master address");
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(CheckLength(
+      proto.master_addr(), static_cast<size_t>(limits.max_address_length), "master address"));
   rendezvous::MasterInfo info;
   info.master_addr = proto.master_addr();
   info.master_port = proto.master_port();

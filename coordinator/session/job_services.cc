@@ -2,24 +2,24 @@
 
 #include <utility>
 
+#include "common/status_macros.h"
+
 namespace ddp::session {
 
 absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& clock,
                                                                  rendezvous::JobStateStore* store,
                                                                  JobServicesOptions options) {
-  absl::StatusOr<std::unique_ptr<RendezvousService>> rendezvous =
-      RendezvousService::Create(clock, store, options.rendezvous);
-  if (!rendezvous.ok()) return rendezvous.status();
-  return Around(std::move(*rendezvous), options);
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<RendezvousService> rendezvous,
+                       RendezvousService::Create(clock, store, options.rendezvous));
+  return Around(std::move(rendezvous), options);
 }
 
 absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& clock,
                                                                  commit::CommitLoop& loop,
                                                                  JobServicesOptions options) {
-  absl::StatusOr<std::unique_ptr<RendezvousService>> rendezvous =
-      RendezvousService::Create(clock, loop, options.rendezvous);
-  if (!rendezvous.ok()) return rendezvous.status();
-  return Around(std::move(*rendezvous), options);
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<RendezvousService> rendezvous,
+                       RendezvousService::Create(clock, loop, options.rendezvous));
+  return Around(std::move(rendezvous), options);
 }
 
 std::unique_ptr<JobServices> JobServices::Around(std::unique_ptr<RendezvousService> rendezvous,

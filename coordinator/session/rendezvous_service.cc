@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "coordinator/commit/split_state_store.h"
 
 namespace ddp::session {
@@ -22,8 +23,7 @@ absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
       new RendezvousService(clock, store, std::move(options)));
   service->owned_state_ = std::make_unique<commit::SplitStateStore>(nullptr, store);
   service->owned_loop_ = std::make_unique<commit::CommitLoop>(*service->owned_state_, loop_options);
-  absl::Status status = service->Join(*service->owned_loop_);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(service->Join(*service->owned_loop_));
   service->owned_loop_->Start();
   return service;
 }
@@ -32,8 +32,7 @@ absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
     const Clock& clock, commit::CommitLoop& loop, RendezvousServiceOptions options) {
   std::unique_ptr<RendezvousService> service(
       new RendezvousService(clock, &loop.store(), std::move(options)));
-  absl::Status status = service->Join(loop);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(service->Join(loop));
   return service;
 }
 
@@ -54,8 +53,7 @@ RendezvousService::RendezvousService(const Clock& clock, rendezvous::JobStateSto
 }
 
 absl::Status RendezvousService::Join(commit::CommitLoop& loop) {
-  absl::Status status = registry_->Restore();
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(registry_->Restore());
   loop_ = &loop;
   loop.Add(this);
   // What the restore queued (messages to nobody yet, events) leaves with the
@@ -95,8 +93,7 @@ void RendezvousService::Send(const rendezvous::Outbox& outbox) {
   for (const rendezvous::OutboundMessage& message : outbox.messages) {
     if (!router_.Route(message)) {
       DDP_LOG(DEBUG) << "no session of node " << message.node_id << " incarnation "
-                     << message.incarnation << " in job " << message.job_id
-                     << "; message dropped";
+                     << message.incarnation << " in job " << message.job_id << "; message dropped";
     }
   }
   if (!outbox.events.empty()) {

@@ -83,8 +83,7 @@ class RendezvousService final : public commit::CommitParticipant {
 
   // commit::CommitParticipant.
   bool Prepare(commit::StateBatch& batch) override;
-  void Finish(const absl::Status& status, commit::StateBatch& batch,
-              commit::Sends& sends) override;
+  void Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) override;
   void Tick() override { registry_->Tick(); }
 
  private:

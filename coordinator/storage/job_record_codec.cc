@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "ddp/state/v1/records.pb.h"
 
 namespace ddp::storage {
@@ -65,7 +66,8 @@ absl::StatusOr<JobSettings> FromProto(const pb::JobSettingsRecord& s) {
                           {"heartbeat_interval_ms", s.heartbeat_interval_ms()},
                           {"heartbeat_timeout_ms", s.heartbeat_timeout_ms()},
                           {"shutdown_timeout_ms", s.shutdown_timeout_ms()}}) {
-    if (ms < 0) return absl::DataLossError(absl::StrCat("settings.", name, " is negative (", ms, ")"));
+    if (ms < 0)
+      return absl::DataLossError(absl::StrCat("settings.", name, " is negative (", ms, ")"));
   }
   JobSettings out;
   out.min_nodes = s.min_nodes();
@@ -108,18 +110,17 @@ absl::StatusOr<JobRecord> DecodeJobRecord(absl::string_view bytes,
                                           const rendezvous::JobCounters& counters) {
   pb::JobRecord in;
   if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(absl::StrCat("a job record (", bytes.size(),
-                                            " bytes) is not a ddp.state.v1.JobRecord"));
+    return absl::DataLossError(
+        absl::StrCat("a job record (", bytes.size(), " bytes) is not a ddp.state.v1.JobRecord"));
   }
   if (in.state() < static_cast<int32_t>(JobState::kWaiting) ||
       in.state() > static_cast<int32_t>(JobState::kCancelled)) {
     return absl::DataLossError(absl::StrCat("job state ", in.state(), " is not a known state"));
   }
-  absl::StatusOr<JobSettings> settings = FromProto(in.settings());
-  if (!settings.ok()) return settings.status();
+  DDP_ASSIGN_OR_RETURN(JobSettings settings, FromProto(in.settings()));
   JobRecord r;
   r.job_id = in.job_id();
-  r.settings = *settings;
+  r.settings = settings;
   r.state = static_cast<JobState>(in.state());
   r.generation = in.generation();
   r.restart_count = in.restart_count();
@@ -156,8 +157,8 @@ std::string EncodeNodeRecord(const NodeRecord& n) {
 absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
   pb::NodeRecord in;
   if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(absl::StrCat("a node record (", bytes.size(),
-                                            " bytes) is not a ddp.state.v1.NodeRecord"));
+    return absl::DataLossError(
+        absl::StrCat("a node record (", bytes.size(), " bytes) is not a ddp.state.v1.NodeRecord"));
   }
   NodeRecord n;
   n.node_id = in.node_id();

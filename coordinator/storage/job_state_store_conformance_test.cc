@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "common/status_macros.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/storage/memory_state_store.h"
 #include "coordinator/storage/sqlite_job_state_store.h"
@@ -40,9 +41,9 @@ class SqliteFactory {
     path_ = pattern + "/jobs.db";
   }
   absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
-    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store = SqliteJobStateStore::Open(path_);
-    if (!store.ok()) return store.status();
-    return std::unique_ptr<JobStateStore>(std::move(store).value());
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteJobStateStore> store,
+                         SqliteJobStateStore::Open(path_));
+    return std::unique_ptr<JobStateStore>(std::move(store));
   }
   absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(std::unique_ptr<JobStateStore> store) {
     store.reset();
@@ -73,10 +74,9 @@ class SqliteStateFactory {
     path_ = pattern + "/coordinator.db";
   }
   absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
-    absl::StatusOr<std::unique_ptr<storage::SqliteStateStore>> store =
-        storage::SqliteStateStore::Open(path_);
-    if (!store.ok()) return store.status();
-    return std::unique_ptr<JobStateStore>(std::move(store).value());
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteStateStore> store,
+                         storage::SqliteStateStore::Open(path_));
+    return std::unique_ptr<JobStateStore>(std::move(store));
   }
   absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(std::unique_ptr<JobStateStore> store) {
     store.reset();

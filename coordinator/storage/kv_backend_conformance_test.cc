@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/status_macros.h"
 #include "coordinator/storage/memory_kv_backend.h"
 #include "coordinator/storage/memory_state_store.h"
 #include "coordinator/storage/sqlite_kv_backend.h"
@@ -41,10 +42,9 @@ class SqliteFactory {
   absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
     SqliteKvBackendOptions options;
     options.compaction_chunk_events = 2;  // exercise chunked compaction
-    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend =
-        SqliteKvBackend::Open(path_, options);
-    if (!backend.ok()) return backend.status();
-    return std::unique_ptr<KvBackend>(std::move(backend).value());
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteKvBackend> backend,
+                         SqliteKvBackend::Open(path_, options));
+    return std::unique_ptr<KvBackend>(std::move(backend));
   }
   absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(std::unique_ptr<KvBackend> backend) {
     backend.reset();
@@ -77,10 +77,9 @@ class SqliteStateFactory {
   absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
     SqliteKvBackendOptions options;
     options.compaction_chunk_events = 2;
-    absl::StatusOr<std::unique_ptr<storage::SqliteStateStore>> store =
-        storage::SqliteStateStore::Open(path_, options);
-    if (!store.ok()) return store.status();
-    return std::unique_ptr<KvBackend>(std::move(store).value());
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteStateStore> store,
+                         storage::SqliteStateStore::Open(path_, options));
+    return std::unique_ptr<KvBackend>(std::move(store));
   }
   absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(std::unique_ptr<KvBackend> backend) {
     backend.reset();

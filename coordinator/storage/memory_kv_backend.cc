@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/match.h"
+#include "common/status_macros.h"
 #include "coordinator/storage/write_batch_checks.h"
 
 namespace ddp::kv {
@@ -22,8 +23,7 @@ absl::StatusOr<PersistedKvState> InMemoryKvBackend::Load() {
 
 absl::Status InMemoryKvBackend::Commit(const KvWriteBatch& batch) {
   absl::MutexLock lock(&mu_);
-  absl::Status status = CheckWriteBatch(batch, revision_);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(CheckWriteBatch(batch, revision_));
   for (const KeyValue& kv : batch.upserts) keys_[{kv.ns, kv.key}] = kv;
   for (const auto& ref : batch.deletes) keys_.erase(ref);
   for (const Event& event : batch.events) events_by_ns_[event.kv.ns].push_back(event);
@@ -39,8 +39,7 @@ absl::StatusOr<std::vector<Event>> InMemoryKvBackend::ReadEvents(const std::stri
                                                                  Revision from_revision,
                                                                  size_t max_events) {
   absl::MutexLock lock(&mu_);
-  absl::Status status = CheckReadFrom(from_revision, compacted_revision_);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(CheckReadFrom(from_revision, compacted_revision_));
   std::vector<Event> out;
   auto it = events_by_ns_.find(ns);
   if (it == events_by_ns_.end()) return out;
@@ -56,8 +55,7 @@ absl::StatusOr<std::vector<Event>> InMemoryKvBackend::ReadEvents(const std::stri
 
 absl::Status InMemoryKvBackend::Compact(Revision revision) {
   absl::MutexLock lock(&mu_);
-  absl::Status status = CheckCompactRevision(revision, revision_);
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(CheckCompactRevision(revision, revision_));
   if (revision <= compacted_revision_) return absl::OkStatus();
   compacted_revision_ = revision;
   for (auto it = events_by_ns_.begin(); it != events_by_ns_.end();) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 
 namespace ddp::storage {
 namespace {
@@ -218,12 +219,10 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(
 
   // journal_mode returns the mode actually in effect; an in-memory database
   // stays "memory", anything else must become WAL.
-  absl::StatusOr<SqliteStatement> journal = db->Prepare("PRAGMA journal_mode=WAL");
-  if (!journal.ok()) return journal.status();
-  absl::StatusOr<bool> row = journal->Step();
-  if (!row.ok()) return row.status();
-  const std::string mode = *row ? journal->ColumnBlob(0) : std::string();
-  journal->Reset();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement journal, db->Prepare("PRAGMA journal_mode=WAL"));
+  DDP_ASSIGN_OR_RETURN(bool row, journal.Step());
+  const std::string mode = row ? journal.ColumnBlob(0) : std::string();
+  journal.Reset();
   if (mode != "wal" && mode != "memory") {
     return absl::FailedPreconditionError(
         absl::StrFormat("SQLite database %s: could not switch to WAL journal mode (got '%s'); "
@@ -231,8 +230,7 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(
                         "system may not support shared memory (use a local disk)",
                         path, mode));
   }
-  absl::Status status = db->Execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
-  if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(db->Execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"));
   return db;
 }
 
@@ -289,28 +287,26 @@ absl::StatusOr<SqliteStatement*> SqliteDatabase::PrepareCached(absl::string_view
     it->second->Reset();
     return it->second.get();
   }
-  absl::StatusOr<SqliteStatement> statement = Prepare(sql);
-  if (!statement.ok()) return statement.status();
-  auto owned = std::make_unique<SqliteStatement>(std::move(*statement));
+  DDP_ASSIGN_OR_RETURN(SqliteStatement statement, Prepare(sql));
+  auto owned = std::make_unique<SqliteStatement>(std::move(statement));
   SqliteStatement* result = owned.get();
   cache_.emplace(std::string(sql), std::move(owned));
   return result;
 }
 
 absl::StatusOr<int64_t> SqliteDatabase::QueryInt64(absl::string_view sql) {
-  absl::StatusOr<SqliteStatement*> statement = PrepareCached(sql);
-  if (!statement.ok()) return statement.status();
-  absl::StatusOr<bool> row = (*statement)->Step();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * statement, PrepareCached(sql));
+  absl::StatusOr<bool> row = (statement)->Step();
   if (!row.ok()) {
-    (*statement)->Reset();
+    (statement)->Reset();
     return row.status();
   }
   if (!*row) {
     return absl::InternalError(
         absl::StrFormat("SQL `%s` returned no row (database %s)", CapSql(sql), path_));
   }
-  const int64_t value = (*statement)->ColumnInt64(0);
-  (*statement)->Reset();
+  const int64_t value = (statement)->ColumnInt64(0);
+  (statement)->Reset();
   return value;
 }
 
@@ -333,28 +329,25 @@ absl::Status SqliteDatabase::Migrate(const std::vector<SqliteMigration>& migrati
   for (const SqliteMigration& migration : migrations) {
     // Read the version inside the write transaction: a concurrent migrator
     // either finished before us (we skip) or waits for us.
-    absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*this);
-    if (!transaction.ok()) return transaction.status();
-    absl::StatusOr<int64_t> current = UserVersion();
-    if (!current.ok()) return current.status();
-    if (*current > latest) break;  // reported below
-    if (*current >= migration.version) continue;
+    DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*this));
+    DDP_ASSIGN_OR_RETURN(int64_t current, UserVersion());
+    if (current > latest) break;  // reported below
+    if (current >= migration.version) continue;
     absl::Status status = Execute(migration.sql);
     if (!status.ok()) return status;
     status = Execute(absl::StrCat("PRAGMA user_version = ", migration.version));
     if (!status.ok()) return status;
-    status = transaction->Commit();
+    status = transaction.Commit();
     if (!status.ok()) return status;
   }
-  absl::StatusOr<int64_t> current = UserVersion();
-  if (!current.ok()) return current.status();
-  if (*current > latest) {
+  DDP_ASSIGN_OR_RETURN(int64_t current, UserVersion());
+  if (current > latest) {
     return absl::FailedPreconditionError(
         absl::StrFormat("database %s has schema version %d but this binary "
                         "knows versions up to %d; it "
                         "was written by a newer coordinator: run that version "
                         "or use another file",
-                        path_, *current, latest));
+                        path_, current, latest));
   }
   return absl::OkStatus();
 }
@@ -376,10 +369,8 @@ absl::StatusOr<SqliteTransaction> SqliteTransaction::Begin(SqliteDatabase& db) {
                         "coordinator: SQLite recovers the file from its write-ahead log at start",
                         db.path(), db.failure().message()));
   }
-  absl::StatusOr<SqliteStatement*> begin = db.PrepareCached("BEGIN IMMEDIATE");
-  if (!begin.ok()) return begin.status();
-  absl::Status status = (*begin)->Run();
-  if (!status.ok()) return status;
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * begin, db.PrepareCached("BEGIN IMMEDIATE"));
+  DDP_RETURN_IF_ERROR((begin)->Run());
   return SqliteTransaction(&db);
 }
 
@@ -418,9 +409,8 @@ absl::Status SqliteTransaction::Rollback() {
   db_ = nullptr;
   // Some errors (I/O, full disk) already rolled the transaction back.
   if (db->InAutocommit()) return absl::OkStatus();
-  absl::StatusOr<SqliteStatement*> rollback = db->PrepareCached("ROLLBACK");
-  if (!rollback.ok()) return rollback.status();
-  return (*rollback)->Run();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * rollback, db->PrepareCached("ROLLBACK"));
+  return (rollback)->Run();
 }
 
 }  // namespace ddp::storage

@@ -230,10 +230,10 @@ absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> SqliteJobStateStore::Open(
     const std::string& db_path, SqliteJobStateStoreOptions options) {
   storage::SqliteDatabaseOptions db_options;
   db_options.busy_timeout = options.busy_timeout;
-  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(db_path, db_options);
-  if (!db.ok()) return db.status();
-  DDP_RETURN_IF_ERROR((*db)->Migrate(SchemaMigrations()));
-  return std::unique_ptr<SqliteJobStateStore>(new SqliteJobStateStore(std::move(db).value()));
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> db,
+                       SqliteDatabase::Open(db_path, db_options));
+  DDP_RETURN_IF_ERROR((db)->Migrate(SchemaMigrations()));
+  return std::unique_ptr<SqliteJobStateStore>(new SqliteJobStateStore(std::move(db)));
 }
 
 absl::Status SqliteJobStateStore::DataLoss(absl::string_view what) const {
@@ -256,11 +256,10 @@ absl::Status SqliteJobStateStore::CheckJobId(const JobChanges& changes) {
 absl::Status SqliteJobStateStore::Apply(const JobChanges& changes) {
   DDP_RETURN_IF_ERROR(CheckJobId(changes));
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*db_);
-  if (!transaction.ok()) return transaction.status();
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*db_));
   // On error the transaction rolls back when it goes out of scope.
   DDP_RETURN_IF_ERROR(ApplyLocked(changes));
-  return transaction->Commit();
+  return transaction.Commit();
 }
 
 absl::Status SqliteJobStateStore::ApplyBatch(const std::vector<JobChanges>& batch) {
@@ -268,12 +267,11 @@ absl::Status SqliteJobStateStore::ApplyBatch(const std::vector<JobChanges>& batc
     DDP_RETURN_IF_ERROR(CheckJobId(changes));
   }
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*db_);
-  if (!transaction.ok()) return transaction.status();
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*db_));
   for (const JobChanges& changes : batch) {
     DDP_RETURN_IF_ERROR(ApplyLocked(changes));
   }
-  return transaction->Commit();
+  return transaction.Commit();
 }
 
 absl::Status SqliteJobStateStore::ApplyLocked(const JobChanges& changes) {
@@ -288,9 +286,8 @@ absl::Status SqliteJobStateStore::ApplyLocked(const JobChanges& changes) {
     DDP_RETURN_IF_ERROR(WriteFailuresLocked(*changes.job));
     DDP_RETURN_IF_ERROR(SyncExcludedLocked(*changes.job));
   } else {
-    absl::StatusOr<bool> exists = JobExistsLocked(changes.job_id);
-    if (!exists.ok()) return exists.status();
-    if (!*exists) {
+    DDP_ASSIGN_OR_RETURN(bool exists, JobExistsLocked(changes.job_id));
+    if (!exists) {
       return absl::InvalidArgumentError(
           absl::StrFormat("node changes for job '%s' which has no record; the first batch of "
                           "a job must carry its record",
@@ -305,69 +302,61 @@ absl::Status SqliteJobStateStore::ApplyLocked(const JobChanges& changes) {
 
 absl::Status SqliteJobStateStore::DeleteJobLocked(const std::string& job_id) {
   for (const char* sql : {kDeleteJobNodes, kDeleteJobFailures, kDeleteJobExcluded, kDeleteJob}) {
-    absl::StatusOr<SqliteStatement*> statement = db_->PrepareCached(sql);
-    if (!statement.ok()) return statement.status();
-    DDP_RETURN_IF_ERROR((*statement)->BindBlob(1, job_id));
-    DDP_RETURN_IF_ERROR((*statement)->Run());
+    DDP_ASSIGN_OR_RETURN(SqliteStatement * statement, db_->PrepareCached(sql));
+    DDP_RETURN_IF_ERROR((statement)->BindBlob(1, job_id));
+    DDP_RETURN_IF_ERROR((statement)->Run());
   }
   return absl::OkStatus();
 }
 
 absl::Status SqliteJobStateStore::ArchiveRunLocked(const JobChanges& changes) {
   if (!changes.archived_run) {  // DeleteJob: the past runs go too
-    absl::StatusOr<SqliteStatement*> statement = db_->PrepareCached(kDeleteJobRuns);
-    if (!statement.ok()) return statement.status();
-    DDP_RETURN_IF_ERROR((*statement)->BindBlob(1, changes.job_id));
-    return (*statement)->Run();
+    DDP_ASSIGN_OR_RETURN(SqliteStatement * statement, db_->PrepareCached(kDeleteJobRuns));
+    DDP_RETURN_IF_ERROR((statement)->BindBlob(1, changes.job_id));
+    return (statement)->Run();
   }
-  absl::StatusOr<SqliteStatement*> drop = db_->PrepareCached(kDeleteOldRuns);
-  if (!drop.ok()) return drop.status();
-  DDP_RETURN_IF_ERROR((*drop)->BindBlob(1, changes.job_id));
-  DDP_RETURN_IF_ERROR((*drop)->BindInt64(2, changes.keep_runs_from));
-  DDP_RETURN_IF_ERROR((*drop)->Run());
-  absl::StatusOr<SqliteStatement*> insert = db_->PrepareCached(insert_run_sql_);
-  if (!insert.ok()) return insert.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * drop, db_->PrepareCached(kDeleteOldRuns));
+  DDP_RETURN_IF_ERROR((drop)->BindBlob(1, changes.job_id));
+  DDP_RETURN_IF_ERROR((drop)->BindInt64(2, changes.keep_runs_from));
+  DDP_RETURN_IF_ERROR((drop)->Run());
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * insert, db_->PrepareCached(insert_run_sql_));
   const JobRecord& run = *changes.archived_run;
-  sqlite_rows::RowBinder binder(**insert);
-  DDP_RETURN_IF_ERROR(sqlite_rows::BindJobRow(
-      run, JobCounters{run.last_event_index, run.next_join_seq}, binder));
-  return (*insert)->Run();
+  sqlite_rows::RowBinder binder(*insert);
+  DDP_RETURN_IF_ERROR(
+      sqlite_rows::BindJobRow(run, JobCounters{run.last_event_index, run.next_join_seq}, binder));
+  return (insert)->Run();
 }
 
 absl::StatusOr<bool> SqliteJobStateStore::JobExistsLocked(const std::string& job_id) {
-  absl::StatusOr<SqliteStatement*> select = db_->PrepareCached(kSelectJobExists);
-  if (!select.ok()) return select.status();
-  DDP_RETURN_IF_ERROR((*select)->BindBlob(1, job_id));
-  absl::StatusOr<bool> row = (*select)->Step();
-  (*select)->Reset();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * select, db_->PrepareCached(kSelectJobExists));
+  DDP_RETURN_IF_ERROR((select)->BindBlob(1, job_id));
+  absl::StatusOr<bool> row = (select)->Step();
+  (select)->Reset();
   return row;
 }
 
 absl::Status SqliteJobStateStore::WriteJobLocked(const JobRecord& job,
                                                  const JobCounters& counters) {
-  absl::StatusOr<SqliteStatement*> upsert = db_->PrepareCached(upsert_job_sql_);
-  if (!upsert.ok()) return upsert.status();
-  sqlite_rows::RowBinder binder(**upsert);
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * upsert, db_->PrepareCached(upsert_job_sql_));
+  sqlite_rows::RowBinder binder(*upsert);
   DDP_RETURN_IF_ERROR(sqlite_rows::BindJobRow(job, counters, binder));
-  return (*upsert)->Run();
+  return (upsert)->Run();
 }
 
 absl::Status SqliteJobStateStore::WriteFailuresLocked(const JobRecord& job) {
   // Bounded by RendezvousLimits::max_retained_failures, and written only with
   // the job record (generation changes, failures), never per join.
-  absl::StatusOr<SqliteStatement*> clear = db_->PrepareCached(kDeleteJobFailures);
-  if (!clear.ok()) return clear.status();
-  DDP_RETURN_IF_ERROR((*clear)->BindBlob(1, job.job_id));
-  DDP_RETURN_IF_ERROR((*clear)->Run());
-  absl::StatusOr<SqliteStatement*> insert = db_->PrepareCached(kInsertFailure);
-  if (!insert.ok()) return insert.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * clear, db_->PrepareCached(kDeleteJobFailures));
+  DDP_RETURN_IF_ERROR((clear)->BindBlob(1, job.job_id));
+  DDP_RETURN_IF_ERROR((clear)->Run());
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * insert, db_->PrepareCached(kInsertFailure));
   for (size_t i = 0; i < job.failures.size(); ++i) {
-    sqlite_rows::RowBinder binder(**insert);
+    sqlite_rows::RowBinder binder(*insert);
     binder.Blob(job.job_id);
     binder.Int(static_cast<int64_t>(i));
     sqlite_rows::BindFailure(job.failures[i], binder);
     DDP_RETURN_IF_ERROR(binder.status());
-    DDP_RETURN_IF_ERROR((*insert)->Run());
+    DDP_RETURN_IF_ERROR((insert)->Run());
   }
   return absl::OkStatus();
 }
@@ -375,69 +364,63 @@ absl::Status SqliteJobStateStore::WriteFailuresLocked(const JobRecord& job) {
 absl::Status SqliteJobStateStore::SyncExcludedLocked(const JobRecord& job) {
   // The excluded set may hold thousands of ids: write only the differences.
   absl::flat_hash_set<std::string> stored;
-  absl::StatusOr<SqliteStatement*> select = db_->PrepareCached(kSelectExcluded);
-  if (!select.ok()) return select.status();
-  DDP_RETURN_IF_ERROR((*select)->BindBlob(1, job.job_id));
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * select, db_->PrepareCached(kSelectExcluded));
+  DDP_RETURN_IF_ERROR((select)->BindBlob(1, job.job_id));
   while (true) {
-    absl::StatusOr<bool> row = (*select)->Step();
+    absl::StatusOr<bool> row = (select)->Step();
     if (!row.ok()) {
-      (*select)->Reset();
+      (select)->Reset();
       return row.status();
     }
     if (!*row) break;
-    stored.insert((*select)->ColumnBlob(0));
+    stored.insert((select)->ColumnBlob(0));
   }
-  (*select)->Reset();
+  (select)->Reset();
   const absl::flat_hash_set<std::string> wanted(job.excluded_nodes.begin(),
                                                 job.excluded_nodes.end());
-  absl::StatusOr<SqliteStatement*> remove = db_->PrepareCached(kDeleteExcluded);
-  if (!remove.ok()) return remove.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, db_->PrepareCached(kDeleteExcluded));
   for (const std::string& node_id : stored) {
     if (wanted.contains(node_id)) continue;
-    DDP_RETURN_IF_ERROR((*remove)->BindBlob(1, job.job_id));
-    DDP_RETURN_IF_ERROR((*remove)->BindBlob(2, node_id));
-    DDP_RETURN_IF_ERROR((*remove)->Run());
+    DDP_RETURN_IF_ERROR((remove)->BindBlob(1, job.job_id));
+    DDP_RETURN_IF_ERROR((remove)->BindBlob(2, node_id));
+    DDP_RETURN_IF_ERROR((remove)->Run());
   }
-  absl::StatusOr<SqliteStatement*> insert = db_->PrepareCached(kInsertExcluded);
-  if (!insert.ok()) return insert.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * insert, db_->PrepareCached(kInsertExcluded));
   for (const std::string& node_id : wanted) {
     if (stored.contains(node_id)) continue;
-    DDP_RETURN_IF_ERROR((*insert)->BindBlob(1, job.job_id));
-    DDP_RETURN_IF_ERROR((*insert)->BindBlob(2, node_id));
-    DDP_RETURN_IF_ERROR((*insert)->Run());
+    DDP_RETURN_IF_ERROR((insert)->BindBlob(1, job.job_id));
+    DDP_RETURN_IF_ERROR((insert)->BindBlob(2, node_id));
+    DDP_RETURN_IF_ERROR((insert)->Run());
   }
   return absl::OkStatus();
 }
 
 absl::Status SqliteJobStateStore::WriteCountersLocked(const std::string& job_id,
                                                       const JobCounters& counters) {
-  absl::StatusOr<SqliteStatement*> update = db_->PrepareCached(kUpdateCounters);
-  if (!update.ok()) return update.status();
-  DDP_RETURN_IF_ERROR((*update)->BindBlob(1, job_id));
-  DDP_RETURN_IF_ERROR((*update)->BindInt64(2, counters.last_event_index));
-  DDP_RETURN_IF_ERROR((*update)->BindInt64(3, sqlite_rows::Uint64Bits(counters.next_join_seq)));
-  return (*update)->Run();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * update, db_->PrepareCached(kUpdateCounters));
+  DDP_RETURN_IF_ERROR((update)->BindBlob(1, job_id));
+  DDP_RETURN_IF_ERROR((update)->BindInt64(2, counters.last_event_index));
+  DDP_RETURN_IF_ERROR((update)->BindInt64(3, sqlite_rows::Uint64Bits(counters.next_join_seq)));
+  return (update)->Run();
 }
 
 absl::Status SqliteJobStateStore::WriteNodesLocked(const JobChanges& changes) {
   // Removals first: a batch that removes and re-adds a node ends with the node.
   if (!changes.removed_nodes.empty()) {
-    absl::StatusOr<SqliteStatement*> remove = db_->PrepareCached(kDeleteNode);
-    if (!remove.ok()) return remove.status();
+    DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, db_->PrepareCached(kDeleteNode));
     for (const std::string& node_id : changes.removed_nodes) {
-      DDP_RETURN_IF_ERROR((*remove)->BindBlob(1, changes.job_id));
-      DDP_RETURN_IF_ERROR((*remove)->BindBlob(2, node_id));
-      DDP_RETURN_IF_ERROR((*remove)->Run());
+      DDP_RETURN_IF_ERROR((remove)->BindBlob(1, changes.job_id));
+      DDP_RETURN_IF_ERROR((remove)->BindBlob(2, node_id));
+      DDP_RETURN_IF_ERROR((remove)->Run());
     }
   }
   if (changes.upserted_nodes.empty()) return absl::OkStatus();
-  absl::StatusOr<SqliteStatement*> upsert = db_->PrepareCached(kUpsertNode);
-  if (!upsert.ok()) return upsert.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * upsert, db_->PrepareCached(kUpsertNode));
   for (const NodeRecord& node : changes.upserted_nodes) {
-    sqlite_rows::RowBinder binder(**upsert);
+    sqlite_rows::RowBinder binder(*upsert);
     binder.Blob(changes.job_id);
     DDP_RETURN_IF_ERROR(sqlite_rows::BindNode(node, binder));
-    DDP_RETURN_IF_ERROR((*upsert)->Run());
+    DDP_RETURN_IF_ERROR((upsert)->Run());
   }
   return absl::OkStatus();
 }
@@ -459,15 +442,14 @@ absl::StatusOr<std::vector<JobSnapshot>> SqliteJobStateStore::LoadAll() const {
 absl::Status SqliteJobStateStore::LoadAllLocked(std::vector<JobSnapshot>* out) const {
   absl::flat_hash_map<std::string, size_t> index;
   {
-    absl::StatusOr<SqliteStatement> select = db_->Prepare(
-        absl::StrCat("SELECT ", absl::StrJoin(kJobColumns, ", "), " FROM jobs ORDER BY job_id"));
-    if (!select.ok()) return select.status();
+    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                         db_->Prepare(absl::StrCat("SELECT ", absl::StrJoin(kJobColumns, ", "),
+                                                   " FROM jobs ORDER BY job_id")));
     while (true) {
-      absl::StatusOr<bool> row = select->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
+      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) break;
       JobSnapshot snapshot;
-      sqlite_rows::RowReader reader(*select);
+      sqlite_rows::RowReader reader(select);
       std::string error = sqlite_rows::ReadJobRow(reader, &snapshot.job);
       if (!error.empty()) return DataLoss(error);
       index[snapshot.job.job_id] = out->size();
@@ -480,15 +462,14 @@ absl::Status SqliteJobStateStore::LoadAllLocked(std::vector<JobSnapshot>* out) c
     return it == index.end() ? nullptr : &(*out)[it->second];
   };
   {
-    absl::StatusOr<SqliteStatement> select = db_->Prepare(absl::StrCat(
-        "SELECT ", absl::StrJoin(kJobColumns, ", "), " FROM job_runs ORDER BY job_id, run"));
-    if (!select.ok()) return select.status();
+    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                         db_->Prepare(absl::StrCat("SELECT ", absl::StrJoin(kJobColumns, ", "),
+                                                   " FROM job_runs ORDER BY job_id, run")));
     while (true) {
-      absl::StatusOr<bool> row = select->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
+      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) break;
       JobRecord run;
-      sqlite_rows::RowReader reader(*select);
+      sqlite_rows::RowReader reader(select);
       std::string error = sqlite_rows::ReadJobRow(reader, &run);
       if (!error.empty()) return DataLoss(absl::StrCat("a past run: ", error));
       JobSnapshot* snapshot = find(run.job_id);
@@ -500,14 +481,13 @@ absl::Status SqliteJobStateStore::LoadAllLocked(std::vector<JobSnapshot>* out) c
     }
   }
   {
-    absl::StatusOr<SqliteStatement> select = db_->Prepare(absl::StrCat(
-        "SELECT job_id, seq, ", kFailureColumns, " FROM job_failures ORDER BY job_id, seq"));
-    if (!select.ok()) return select.status();
+    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                         db_->Prepare(absl::StrCat("SELECT job_id, seq, ", kFailureColumns,
+                                                   " FROM job_failures ORDER BY job_id, seq")));
     while (true) {
-      absl::StatusOr<bool> row = select->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      sqlite_rows::RowReader reader(*select);
+      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) break;
+      sqlite_rows::RowReader reader(select);
       const std::string job_id = reader.Blob();
       JobSnapshot* snapshot = find(job_id);
       if (snapshot == nullptr) {
@@ -524,31 +504,28 @@ absl::Status SqliteJobStateStore::LoadAllLocked(std::vector<JobSnapshot>* out) c
     }
   }
   {
-    absl::StatusOr<SqliteStatement> select = db_->Prepare(
-        "SELECT job_id, node_id FROM job_excluded_nodes "
-        "ORDER BY job_id, node_id");
-    if (!select.ok()) return select.status();
+    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                         db_->Prepare("SELECT job_id, node_id FROM job_excluded_nodes "
+                                      "ORDER BY job_id, node_id"));
     while (true) {
-      absl::StatusOr<bool> row = select->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      const std::string job_id = select->ColumnBlob(0);
+      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) break;
+      const std::string job_id = select.ColumnBlob(0);
       JobSnapshot* snapshot = find(job_id);
       if (snapshot == nullptr) {
         return DataLoss(absl::StrCat("job_excluded_nodes has rows of job '", Printable(job_id),
                                      "' which has no row"));
       }
-      snapshot->job.excluded_nodes.push_back(select->ColumnBlob(1));
+      snapshot->job.excluded_nodes.push_back(select.ColumnBlob(1));
     }
   }
-  absl::StatusOr<SqliteStatement> select = db_->Prepare(
-      absl::StrCat("SELECT job_id, ", kNodeColumns, " FROM job_nodes ORDER BY job_id, node_id"));
-  if (!select.ok()) return select.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                       db_->Prepare(absl::StrCat("SELECT job_id, ", kNodeColumns,
+                                                 " FROM job_nodes ORDER BY job_id, node_id")));
   while (true) {
-    absl::StatusOr<bool> row = select->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    sqlite_rows::RowReader reader(*select);
+    DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    sqlite_rows::RowReader reader(select);
     const std::string job_id = reader.Blob();
     JobSnapshot* snapshot = find(job_id);
     if (snapshot == nullptr) {

@@ -17,6 +17,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "coordinator/storage/sqlite_database.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -73,9 +74,9 @@ class SqliteJobStateStoreTest : public ::testing::Test {
 
   // The first error of Open + LoadAll (a damaged file may fail either).
   absl::Status OpenAndLoad() {
-    absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> store = SqliteJobStateStore::Open(path_);
-    if (!store.ok()) return store.status();
-    return (*store)->LoadAll().status();
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteJobStateStore> store,
+                         SqliteJobStateStore::Open(path_));
+    return (store)->LoadAll().status();
   }
 
   // Runs `sql` on the raw file through a second connection.

@@ -69,10 +69,9 @@ std::string Printable(const std::string& id) {
 // Runs a cached statement with `bind` filling its parameters.
 template <typename Bind>
 absl::Status RunCached(SqliteDatabase& db, const char* sql, Bind bind) {
-  absl::StatusOr<SqliteStatement*> statement = db.PrepareCached(sql);
-  if (!statement.ok()) return statement.status();
-  DDP_RETURN_IF_ERROR(bind(**statement));
-  return (*statement)->Run();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * statement, db.PrepareCached(sql));
+  DDP_RETURN_IF_ERROR(bind(*statement));
+  return (statement)->Run();
 }
 
 absl::Status WriteJob(SqliteDatabase& db, const JobRecord& job, const JobCounters& counters) {
@@ -86,11 +85,10 @@ absl::Status WriteJob(SqliteDatabase& db, const JobRecord& job, const JobCounter
 }
 
 absl::StatusOr<bool> JobExists(SqliteDatabase& db, const std::string& job_id) {
-  absl::StatusOr<SqliteStatement*> select = db.PrepareCached(kSelectJobExists);
-  if (!select.ok()) return select.status();
-  DDP_RETURN_IF_ERROR((*select)->BindBlob(1, job_id));
-  absl::StatusOr<bool> row = (*select)->Step();
-  (*select)->Reset();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * select, db.PrepareCached(kSelectJobExists));
+  DDP_RETURN_IF_ERROR((select)->BindBlob(1, job_id));
+  absl::StatusOr<bool> row = (select)->Step();
+  (select)->Reset();
   return row;
 }
 
@@ -161,15 +159,16 @@ absl::Status ReadAll(SqliteDatabase& db, std::vector<JobSnapshot>* out) {
   auto find = [&](const char* table, const std::string& job_id) -> absl::StatusOr<JobSnapshot*> {
     auto it = index.find(job_id);
     if (it == index.end()) {
-      return DataLoss(absl::StrCat(table, " has rows of job '", Printable(job_id),
-                                   "' which has no record"));
+      return DataLoss(
+          absl::StrCat(table, " has rows of job '", Printable(job_id), "' which has no record"));
     }
     return &(*out)[it->second];
   };
   {
-    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
-                         db.Prepare("SELECT job_id, record, last_event_index, next_join_seq FROM job_runs "
-                                    "ORDER BY job_id, run"));
+    DDP_ASSIGN_OR_RETURN(
+        SqliteStatement select,
+        db.Prepare("SELECT job_id, record, last_event_index, next_join_seq FROM job_runs "
+                   "ORDER BY job_id, run"));
     while (true) {
       DDP_ASSIGN_OR_RETURN(bool row, select.Step());
       if (!row) break;
@@ -212,10 +211,9 @@ absl::Status WritePastRun(SqliteDatabase& db, const JobRecord& run) {
 
 absl::Status WriteJobChanges(SqliteDatabase& db, const JobChanges& changes) {
   if (changes.job && !changes.job_removed && changes.job->job_id != changes.job_id) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("JobChanges for job '", Printable(changes.job_id),
-                     "' carries a record of job '", Printable(changes.job->job_id),
-                     "'; they must name the same job"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "JobChanges for job '", Printable(changes.job_id), "' carries a record of job '",
+        Printable(changes.job->job_id), "'; they must name the same job"));
   }
   if (changes.job_removed) return RemoveJob(db, changes);
   if (changes.job) {

@@ -137,17 +137,15 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
   }
   storage::SqliteDatabaseOptions db_options;
   db_options.busy_timeout = options.busy_timeout;
-  absl::StatusOr<std::unique_ptr<SqliteDatabase>> write_db =
-      SqliteDatabase::Open(db_path, db_options);
-  if (!write_db.ok()) return write_db.status();
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> write_db,
+                       SqliteDatabase::Open(db_path, db_options));
   DDP_RETURN_IF_ERROR(
-      (*write_db)->Migrate(options.schema.empty() ? SchemaMigrations() : options.schema));
+      (write_db)->Migrate(options.schema.empty() ? SchemaMigrations() : options.schema));
   DDP_RETURN_IF_ERROR(
-      (*write_db)->Execute(absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
+      (write_db)->Execute(absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
   db_options.create_if_missing = false;
-  absl::StatusOr<std::unique_ptr<SqliteDatabase>> read_db =
-      SqliteDatabase::Open(db_path, db_options);
-  if (!read_db.ok()) return read_db.status();
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> read_db,
+                       SqliteDatabase::Open(db_path, db_options));
   std::unique_ptr<SqliteDatabase> checkpoint_db;
   if (options.checkpoint_interval > absl::ZeroDuration()) {
     if (options.wal_restart_frames < 1) {
@@ -156,25 +154,23 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
                           "least 1",
                           options.wal_restart_frames));
     }
-    DDP_RETURN_IF_ERROR((*write_db)->Execute("PRAGMA wal_autocheckpoint=0"));
-    const absl::StatusOr<int64_t> page_size = (*write_db)->QueryInt64("PRAGMA page_size");
+    DDP_RETURN_IF_ERROR((write_db)->Execute("PRAGMA wal_autocheckpoint=0"));
+    const absl::StatusOr<int64_t> page_size = (write_db)->QueryInt64("PRAGMA page_size");
     if (!page_size.ok()) return page_size.status();
-    DDP_RETURN_IF_ERROR((*write_db)->Execute(absl::StrFormat(
+    DDP_RETURN_IF_ERROR((write_db)->Execute(absl::StrFormat(
         "PRAGMA journal_size_limit=%d", 2 * *page_size * options.wal_restart_frames)));
-    absl::StatusOr<std::unique_ptr<SqliteDatabase>> opened =
-        SqliteDatabase::Open(db_path, db_options);
-    if (!opened.ok()) return opened.status();
-    checkpoint_db = std::move(opened).value();
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> opened,
+                         SqliteDatabase::Open(db_path, db_options));
+    checkpoint_db = std::move(opened);
   }
 
   std::unique_ptr<SqliteKvBackend> backend(new SqliteKvBackend(
-      options, std::move(write_db).value(), std::move(read_db).value(), std::move(checkpoint_db)));
+      options, std::move(write_db), std::move(read_db), std::move(checkpoint_db)));
   {
     absl::MutexLock lock(&backend->write_mu_);
-    absl::StatusOr<Meta> meta = backend->ReadMetaLocked();
-    if (!meta.ok()) return meta.status();
-    backend->meta_ = *meta;
-    backend->deferred_.Reset(meta->keys_revision, meta->revision, {});
+    DDP_ASSIGN_OR_RETURN(Meta meta, backend->ReadMetaLocked());
+    backend->meta_ = meta;
+    backend->deferred_.Reset(meta.keys_revision, meta.revision, {});
   }
   DDP_RETURN_IF_ERROR(backend->DeleteAllCompacted());
   return backend;
@@ -189,18 +185,16 @@ absl::Status SqliteKvBackend::DataLoss(absl::string_view what) const {
 }
 
 absl::StatusOr<SqliteKvBackend::Meta> SqliteKvBackend::ReadMetaLocked() {
-  absl::StatusOr<SqliteStatement*> select = write_db_->PrepareCached(kSelectMeta);
-  if (!select.ok()) return select.status();
-  absl::StatusOr<bool> row = (*select)->Step();
-  if (!row.ok()) return row.status();
-  if (!*row) return DataLoss("the kv_meta row is missing");
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * select, write_db_->PrepareCached(kSelectMeta));
+  DDP_ASSIGN_OR_RETURN(bool row, (select)->Step());
+  if (!row) return DataLoss("the kv_meta row is missing");
   Meta meta;
-  meta.revision = (*select)->ColumnInt64(0);
-  meta.compacted_revision = (*select)->ColumnInt64(1);
-  meta.next_lease_id = (*select)->ColumnInt64(2);
-  meta.keys_revision = (*select)->ColumnInt64(3);
-  const int64_t rows = (*select)->ColumnInt64(4);
-  (*select)->Reset();
+  meta.revision = (select)->ColumnInt64(0);
+  meta.compacted_revision = (select)->ColumnInt64(1);
+  meta.next_lease_id = (select)->ColumnInt64(2);
+  meta.keys_revision = (select)->ColumnInt64(3);
+  const int64_t rows = (select)->ColumnInt64(4);
+  (select)->Reset();
   if (rows != 1) return DataLoss(absl::StrFormat("kv_meta has %d rows, expected 1", rows));
   if (meta.revision < 0) {
     return DataLoss(absl::StrFormat("the revision is negative (%d)", meta.revision));
@@ -225,10 +219,9 @@ absl::Status SqliteKvBackend::Commit(const KvWriteBatch& batch) { return CommitW
 absl::Status SqliteKvBackend::CommitWith(const KvWriteBatch* batch, const OtherTables& also) {
   absl::MutexLock lock(&write_mu_);
   if (batch == nullptr) {  // the other tables alone
-    absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
-    if (!transaction.ok()) return transaction.status();
+    DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*write_db_));
     DDP_RETURN_IF_ERROR(also(*write_db_));
-    DDP_RETURN_IF_ERROR(transaction->Commit());
+    DDP_RETURN_IF_ERROR(transaction.Commit());
     MaybeRestartWalLocked();
     return absl::OkStatus();
   }
@@ -239,8 +232,7 @@ absl::Status SqliteKvBackend::CommitWith(const KvWriteBatch* batch, const OtherT
   next.revision = batch->revision;
   if (batch->next_lease_id != 0) next.next_lease_id = batch->next_lease_id;
   next.keys_revision = deferred_.KeysRevisionAfter(slice.size(), *batch);
-  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
-  if (!transaction.ok()) return transaction.status();
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*write_db_));
   DDP_RETURN_IF_ERROR(ApplyBatchLocked(*batch));
   DDP_RETURN_IF_ERROR(WriteKeysLocked(slice));
   DDP_RETURN_IF_ERROR(UpdateMetaLocked(next));
@@ -250,7 +242,7 @@ absl::Status SqliteKvBackend::CommitWith(const KvWriteBatch* batch, const OtherT
     const int64_t limit = std::max<int64_t>(256, 2 * static_cast<int64_t>(batch->events.size()));
     DDP_RETURN_IF_ERROR(DeleteCompactedLocked(limit, &compaction_done));
   }
-  DDP_RETURN_IF_ERROR(transaction->Commit());
+  DDP_RETURN_IF_ERROR(transaction.Commit());
   // kv_keys caught up past the compacted revision: those events can go too.
   compaction_backlog_ = !compaction_done || (next.keys_revision > meta_.keys_revision &&
                                              meta_.compacted_revision > meta_.keys_revision);
@@ -272,13 +264,12 @@ absl::Status SqliteKvBackend::ReadOtherTables(const OtherTables& read) {
 
 absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
   SqliteDatabase& db = *write_db_;
-  absl::StatusOr<SqliteStatement*> insert_event = db.PrepareCached(kInsertEvent);
-  if (!insert_event.ok()) return insert_event.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * insert_event, db.PrepareCached(kInsertEvent));
   int64_t seq = 0;
   for (size_t i = 0; i < batch.events.size(); ++i) {
     const Event& event = batch.events[i];
     seq = (i > 0 && batch.events[i - 1].revision() == event.revision()) ? seq + 1 : 0;
-    SqliteStatement& s = **insert_event;
+    SqliteStatement& s = *insert_event;
     DDP_RETURN_IF_ERROR(s.BindInt64(1, event.revision()));
     DDP_RETURN_IF_ERROR(s.BindInt64(2, seq));
     DDP_RETURN_IF_ERROR(s.BindInt64(3, static_cast<int64_t>(event.type)));
@@ -290,18 +281,16 @@ absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
     DDP_RETURN_IF_ERROR(s.BindInt64(9, event.kv.lease));
     DDP_RETURN_IF_ERROR(s.Run());
   }
-  absl::StatusOr<SqliteStatement*> grant = db.PrepareCached(kUpsertLease);
-  if (!grant.ok()) return grant.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * grant, db.PrepareCached(kUpsertLease));
   for (const LeaseRecord& lease : batch.lease_grants) {
-    DDP_RETURN_IF_ERROR((*grant)->BindInt64(1, lease.id));
-    DDP_RETURN_IF_ERROR((*grant)->BindInt64(2, lease.ttl_ms));
-    DDP_RETURN_IF_ERROR((*grant)->Run());
+    DDP_RETURN_IF_ERROR((grant)->BindInt64(1, lease.id));
+    DDP_RETURN_IF_ERROR((grant)->BindInt64(2, lease.ttl_ms));
+    DDP_RETURN_IF_ERROR((grant)->Run());
   }
-  absl::StatusOr<SqliteStatement*> revoke = db.PrepareCached(kDeleteLease);
-  if (!revoke.ok()) return revoke.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * revoke, db.PrepareCached(kDeleteLease));
   for (LeaseId id : batch.lease_revokes) {
-    DDP_RETURN_IF_ERROR((*revoke)->BindInt64(1, id));
-    DDP_RETURN_IF_ERROR((*revoke)->Run());
+    DDP_RETURN_IF_ERROR((revoke)->BindInt64(1, id));
+    DDP_RETURN_IF_ERROR((revoke)->Run());
   }
   return absl::OkStatus();
 }
@@ -309,18 +298,16 @@ absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
 absl::Status SqliteKvBackend::WriteKeysLocked(absl::Span<const KeyChange> changes) {
   if (changes.empty()) return absl::OkStatus();
   SqliteDatabase& db = *write_db_;
-  absl::StatusOr<SqliteStatement*> upsert = db.PrepareCached(kUpsertKey);
-  if (!upsert.ok()) return upsert.status();
-  absl::StatusOr<SqliteStatement*> remove = db.PrepareCached(kDeleteKey);
-  if (!remove.ok()) return remove.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * upsert, db.PrepareCached(kUpsertKey));
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, db.PrepareCached(kDeleteKey));
   for (const auto& [ref, state] : changes) {
     if (!state) {
-      DDP_RETURN_IF_ERROR((*remove)->BindBlob(1, ref.first));
-      DDP_RETURN_IF_ERROR((*remove)->BindBlob(2, ref.second));
-      DDP_RETURN_IF_ERROR((*remove)->Run());
+      DDP_RETURN_IF_ERROR((remove)->BindBlob(1, ref.first));
+      DDP_RETURN_IF_ERROR((remove)->BindBlob(2, ref.second));
+      DDP_RETURN_IF_ERROR((remove)->Run());
       continue;
     }
-    SqliteStatement& s = **upsert;
+    SqliteStatement& s = *upsert;
     DDP_RETURN_IF_ERROR(s.BindBlob(1, state->ns));
     DDP_RETURN_IF_ERROR(s.BindBlob(2, state->key));
     DDP_RETURN_IF_ERROR(s.BindBlob(3, state->value));
@@ -334,13 +321,12 @@ absl::Status SqliteKvBackend::WriteKeysLocked(absl::Span<const KeyChange> change
 }
 
 absl::Status SqliteKvBackend::UpdateMetaLocked(const Meta& meta) {
-  absl::StatusOr<SqliteStatement*> update = write_db_->PrepareCached(kUpdateMeta);
-  if (!update.ok()) return update.status();
-  DDP_RETURN_IF_ERROR((*update)->BindInt64(1, meta.revision));
-  DDP_RETURN_IF_ERROR((*update)->BindInt64(2, meta.next_lease_id));
-  DDP_RETURN_IF_ERROR((*update)->BindInt64(3, meta.compacted_revision));
-  DDP_RETURN_IF_ERROR((*update)->BindInt64(4, meta.keys_revision));
-  DDP_RETURN_IF_ERROR((*update)->Run());
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * update, write_db_->PrepareCached(kUpdateMeta));
+  DDP_RETURN_IF_ERROR((update)->BindInt64(1, meta.revision));
+  DDP_RETURN_IF_ERROR((update)->BindInt64(2, meta.next_lease_id));
+  DDP_RETURN_IF_ERROR((update)->BindInt64(3, meta.compacted_revision));
+  DDP_RETURN_IF_ERROR((update)->BindInt64(4, meta.keys_revision));
+  DDP_RETURN_IF_ERROR((update)->Run());
   if (write_db_->ChangedRows() != 1) {
     return DataLoss("the kv_meta row is missing");
   }
@@ -348,13 +334,12 @@ absl::Status SqliteKvBackend::UpdateMetaLocked(const Meta& meta) {
 }
 
 absl::Status SqliteKvBackend::WriteAllDeferredLocked() {
-  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
-  if (!transaction.ok()) return transaction.status();
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*write_db_));
   DDP_RETURN_IF_ERROR(WriteKeysLocked(deferred_.All()));
   Meta next = meta_;
   next.keys_revision = meta_.revision;
   DDP_RETURN_IF_ERROR(UpdateMetaLocked(next));
-  DDP_RETURN_IF_ERROR(transaction->Commit());
+  DDP_RETURN_IF_ERROR(transaction.Commit());
   meta_ = next;
   deferred_.Reset(meta_.keys_revision, meta_.revision, {});
   return absl::OkStatus();

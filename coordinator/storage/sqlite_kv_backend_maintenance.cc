@@ -133,14 +133,13 @@ absl::Status SqliteKvBackend::Compact(Revision revision) {
     // Record the new compacted revision first: from then on readers get
     // OUT_OF_RANGE for the old history, so deleting it in several transactions
     // is invisible.
-    absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
-    if (!transaction.ok()) return transaction.status();
-    absl::StatusOr<SqliteStatement*> update =
-        write_db_->PrepareCached("UPDATE kv_meta SET compacted_revision = ?1 WHERE id = 1");
-    if (!update.ok()) return update.status();
-    DDP_RETURN_IF_ERROR((*update)->BindInt64(1, revision));
-    DDP_RETURN_IF_ERROR((*update)->Run());
-    DDP_RETURN_IF_ERROR(transaction->Commit());
+    DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*write_db_));
+    DDP_ASSIGN_OR_RETURN(
+        SqliteStatement * update,
+        write_db_->PrepareCached("UPDATE kv_meta SET compacted_revision = ?1 WHERE id = 1"));
+    DDP_RETURN_IF_ERROR((update)->BindInt64(1, revision));
+    DDP_RETURN_IF_ERROR((update)->Run());
+    DDP_RETURN_IF_ERROR(transaction.Commit());
     meta_.compacted_revision = revision;
     compaction_backlog_ = true;  // commits or the maintenance thread delete
   }
@@ -155,13 +154,12 @@ absl::Status SqliteKvBackend::DeleteAllCompacted() {
 }
 
 absl::Status SqliteKvBackend::DeleteCompactedLocked(int64_t limit, bool* done) {
-  absl::StatusOr<SqliteStatement*> remove = write_db_->PrepareCached(kDeleteCompactedChunk);
-  if (!remove.ok()) return remove.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, write_db_->PrepareCached(kDeleteCompactedChunk));
   // Events after keys_revision are still needed to rebuild kv_keys.
   DDP_RETURN_IF_ERROR(
-      (*remove)->BindInt64(1, std::min(meta_.compacted_revision, meta_.keys_revision)));
-  DDP_RETURN_IF_ERROR((*remove)->BindInt64(2, limit));
-  DDP_RETURN_IF_ERROR((*remove)->Run());
+      (remove)->BindInt64(1, std::min(meta_.compacted_revision, meta_.keys_revision)));
+  DDP_RETURN_IF_ERROR((remove)->BindInt64(2, limit));
+  DDP_RETURN_IF_ERROR((remove)->Run());
   *done = write_db_->ChangedRows() < limit;
   return absl::OkStatus();
 }
@@ -174,10 +172,9 @@ absl::Status SqliteKvBackend::DeleteCompactedChunk(bool* done) {
     *done = true;
     return absl::OkStatus();
   }
-  absl::StatusOr<SqliteTransaction> transaction = SqliteTransaction::Begin(*write_db_);
-  if (!transaction.ok()) return transaction.status();
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*write_db_));
   DDP_RETURN_IF_ERROR(DeleteCompactedLocked(options_.compaction_chunk_events, done));
-  DDP_RETURN_IF_ERROR(transaction->Commit());
+  DDP_RETURN_IF_ERROR(transaction.Commit());
   compaction_backlog_ = !*done;
   return absl::OkStatus();
 }

@@ -52,40 +52,37 @@ bool PrefixUpperBound(const std::string& prefix, std::string* bound) {
 
 absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
   absl::MutexLock lock(&write_mu_);
-  absl::StatusOr<Meta> meta = ReadMetaLocked();
-  if (!meta.ok()) return meta.status();
+  DDP_ASSIGN_OR_RETURN(Meta meta, ReadMetaLocked());
   PersistedKvState state;
-  state.revision = meta->revision;
-  state.compacted_revision = meta->compacted_revision;
-  state.next_lease_id = meta->next_lease_id;
+  state.revision = meta.revision;
+  state.compacted_revision = meta.compacted_revision;
+  state.next_lease_id = meta.next_lease_id;
 
-  absl::StatusOr<int64_t> max_event_revision =
-      write_db_->QueryInt64("SELECT IFNULL(MAX(revision), 0) FROM kv_events");
-  if (!max_event_revision.ok()) return max_event_revision.status();
-  if (*max_event_revision > state.revision) {
+  DDP_ASSIGN_OR_RETURN(int64_t max_event_revision,
+                       write_db_->QueryInt64("SELECT IFNULL(MAX(revision), 0) FROM kv_events"));
+  if (max_event_revision > state.revision) {
     return DataLoss(absl::StrFormat("an event has revision %d, after the store's revision %d",
-                                    *max_event_revision, state.revision));
+                                    max_event_revision, state.revision));
   }
 
-  absl::StatusOr<SqliteStatement> keys = write_db_->Prepare(
-      "SELECT ns, key, value, create_revision, mod_revision, version, lease "
-      "FROM kv_keys");
-  if (!keys.ok()) return keys.status();
+  DDP_ASSIGN_OR_RETURN(
+      SqliteStatement keys,
+      write_db_->Prepare("SELECT ns, key, value, create_revision, mod_revision, version, lease "
+                         "FROM kv_keys"));
   while (true) {
-    absl::StatusOr<bool> row = keys->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+    DDP_ASSIGN_OR_RETURN(bool row, keys.Step());
+    if (!row) break;
     KeyValue kv;
-    kv.ns = keys->ColumnBlob(0);
-    kv.key = keys->ColumnBlob(1);
-    kv.value = keys->ColumnBlob(2);
-    kv.create_revision = keys->ColumnInt64(3);
-    kv.mod_revision = keys->ColumnInt64(4);
-    kv.version = keys->ColumnInt64(5);
-    kv.lease = keys->ColumnInt64(6);
+    kv.ns = keys.ColumnBlob(0);
+    kv.key = keys.ColumnBlob(1);
+    kv.value = keys.ColumnBlob(2);
+    kv.create_revision = keys.ColumnInt64(3);
+    kv.mod_revision = keys.ColumnInt64(4);
+    kv.version = keys.ColumnInt64(5);
+    kv.lease = keys.ColumnInt64(6);
     state.keys.push_back(std::move(kv));
   }
-  DDP_RETURN_IF_ERROR(ReplayEventsLocked(*meta, &state));
+  DDP_RETURN_IF_ERROR(ReplayEventsLocked(meta, &state));
   for (const KeyValue& kv : state.keys) {
     if (kv.mod_revision < 1 || kv.mod_revision > state.revision || kv.create_revision < 1 ||
         kv.create_revision > kv.mod_revision) {
@@ -98,43 +95,39 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
     }
   }
 
-  absl::StatusOr<SqliteStatement> leases =
-      write_db_->Prepare("SELECT id, ttl_ms FROM kv_leases ORDER BY id");
-  if (!leases.ok()) return leases.status();
+  DDP_ASSIGN_OR_RETURN(SqliteStatement leases,
+                       write_db_->Prepare("SELECT id, ttl_ms FROM kv_leases ORDER BY id"));
   while (true) {
-    absl::StatusOr<bool> row = leases->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+    DDP_ASSIGN_OR_RETURN(bool row, leases.Step());
+    if (!row) break;
     LeaseRecord lease;
-    lease.id = leases->ColumnInt64(0);
-    lease.ttl_ms = leases->ColumnInt64(1);
+    lease.id = leases.ColumnInt64(0);
+    lease.ttl_ms = leases.ColumnInt64(1);
     if (lease.id < 1) return DataLoss(absl::StrFormat("a lease has id %d", lease.id));
     state.leases.push_back(lease);
   }
-  meta_ = *meta;
+  meta_ = meta;
   return state;
 }
 
 absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta, PersistedKvState* state) {
-  absl::StatusOr<SqliteStatement> events = write_db_->Prepare(kSelectEventsAfter);
-  if (!events.ok()) return events.status();
-  DDP_RETURN_IF_ERROR(events->BindInt64(1, meta.keys_revision));
+  DDP_ASSIGN_OR_RETURN(SqliteStatement events, write_db_->Prepare(kSelectEventsAfter));
+  DDP_RETURN_IF_ERROR(events.BindInt64(1, meta.keys_revision));
   // Built on the first event only: a cleanly closed file has none to replay.
   absl::flat_hash_map<DeferredKeyWrites::KeyRef, size_t> index;
   std::vector<bool> alive;
   absl::flat_hash_map<DeferredKeyWrites::KeyRef, std::optional<KeyValue>> changes;
   while (true) {
-    absl::StatusOr<bool> row = events->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+    DDP_ASSIGN_OR_RETURN(bool row, events.Step());
+    if (!row) break;
     if (alive.empty() && !state->keys.empty()) {
       alive.assign(state->keys.size(), true);
       for (size_t i = 0; i < state->keys.size(); ++i) {
         index.emplace(DeferredKeyWrites::KeyRef(state->keys[i].ns, state->keys[i].key), i);
       }
     }
-    const int64_t type = events->ColumnInt64(0);
-    DeferredKeyWrites::KeyRef ref(events->ColumnBlob(1), events->ColumnBlob(2));
+    const int64_t type = events.ColumnInt64(0);
+    DeferredKeyWrites::KeyRef ref(events.ColumnBlob(1), events.ColumnBlob(2));
     auto it = index.find(ref);
     if (type == static_cast<int64_t>(EventType::kDelete)) {
       if (it != index.end()) alive[it->second] = false;
@@ -147,11 +140,11 @@ absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta, PersistedKvSt
     KeyValue kv;
     kv.ns = ref.first;
     kv.key = ref.second;
-    kv.value = events->ColumnBlob(3);
-    kv.create_revision = events->ColumnInt64(4);
-    kv.mod_revision = events->ColumnInt64(5);
-    kv.version = events->ColumnInt64(6);
-    kv.lease = events->ColumnInt64(7);
+    kv.value = events.ColumnBlob(3);
+    kv.create_revision = events.ColumnInt64(4);
+    kv.mod_revision = events.ColumnInt64(5);
+    kv.version = events.ColumnInt64(6);
+    kv.lease = events.ColumnInt64(7);
     if (it != index.end()) {
       state->keys[it->second] = kv;
       alive[it->second] = true;
@@ -186,9 +179,8 @@ absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(const std::string
   std::vector<Event> events;
   // One read transaction: the compacted revision and the events come from one
   // snapshot, so a concurrent Compact cannot leave holes in what is returned.
-  absl::StatusOr<SqliteStatement*> begin = read_db_->PrepareCached("BEGIN");
-  if (!begin.ok()) return begin.status();
-  DDP_RETURN_IF_ERROR((*begin)->Run());
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * begin, read_db_->PrepareCached("BEGIN"));
+  DDP_RETURN_IF_ERROR((begin)->Run());
   absl::Status status = ReadEventsLocked(ns, prefix, from_revision, max_events, &events);
   absl::StatusOr<SqliteStatement*> end = read_db_->PrepareCached("COMMIT");
   absl::Status end_status = end.ok() ? (*end)->Run() : end.status();
@@ -203,15 +195,13 @@ absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(const std::string
 absl::Status SqliteKvBackend::ReadEventsLocked(const std::string& ns, const std::string& prefix,
                                                Revision from_revision, size_t max_events,
                                                std::vector<Event>* out) {
-  absl::StatusOr<int64_t> compacted =
-      read_db_->QueryInt64("SELECT compacted_revision FROM kv_meta WHERE id = 1");
-  if (!compacted.ok()) return compacted.status();
-  DDP_RETURN_IF_ERROR(CheckReadFrom(from_revision, *compacted));
+  DDP_ASSIGN_OR_RETURN(int64_t compacted,
+                       read_db_->QueryInt64("SELECT compacted_revision FROM kv_meta WHERE id = 1"));
+  DDP_RETURN_IF_ERROR(CheckReadFrom(from_revision, compacted));
   if (max_events == 0) return absl::OkStatus();
 
-  absl::StatusOr<SqliteStatement*> select = read_db_->PrepareCached(kSelectEvents);
-  if (!select.ok()) return select.status();
-  SqliteStatement& s = **select;
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * select, read_db_->PrepareCached(kSelectEvents));
+  SqliteStatement& s = *select;
   DDP_RETURN_IF_ERROR(s.BindBlob(1, ns));
   DDP_RETURN_IF_ERROR(s.BindInt64(2, from_revision));
   DDP_RETURN_IF_ERROR(s.BindBlob(3, prefix));

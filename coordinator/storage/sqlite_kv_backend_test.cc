@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "coordinator/storage/sqlite_database.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -53,9 +54,8 @@ class SqliteKvBackendTest : public ::testing::Test {
 
   // The first error of Open + Load (a damaged file may be caught by either).
   absl::Status OpenAndLoad() {
-    absl::StatusOr<std::unique_ptr<SqliteKvBackend>> backend = SqliteKvBackend::Open(path_);
-    if (!backend.ok()) return backend.status();
-    return (*backend)->Load().status();
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteKvBackend> backend, SqliteKvBackend::Open(path_));
+    return (backend)->Load().status();
   }
 
   // Creates a store at revision 3 (keys k1..k3), closes it, runs `sql` on the

@@ -63,8 +63,8 @@ TEST(SqliteStateStoreTest, KvAndJobParts_OneTransaction_BothSurviveReopen) {
     std::unique_ptr<SqliteStateStore> store = MustOpen(path);
     commit::StateBatch batch;
     batch.kv = PutOne(1, "k");
-    batch.jobs.push_back(conformance::CreateJob(conformance::FullRecord("j"),
-                                                {conformance::Node("a", 0)}));
+    batch.jobs.push_back(
+        conformance::CreateJob(conformance::FullRecord("j"), {conformance::Node("a", 0)}));
     ASSERT_TRUE(store->CommitState(batch).ok());
   }
   std::unique_ptr<SqliteStateStore> store = MustOpen(path);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ddp::testing {
 namespace {
@@ -31,8 +32,8 @@ absl::Status MakeTestPki(const std::string& dir, const std::string& name, TestPk
                                      << "extendedKeyUsage=serverAuth\n";
   std::ofstream(dir + "/client.ext") << "extendedKeyUsage=clientAuth\n";
   for (const std::string& command : {
-           absl::StrCat("openssl req -x509 ", ec, " -keyout ca.key -out ca.crt -days 2 -subj /CN=",
-                        name),
+           absl::StrCat("openssl req -x509 ", ec,
+                        " -keyout ca.key -out ca.crt -days 2 -subj /CN=", name),
            absl::StrCat("openssl req ", ec, " -keyout server.key -out server.csr -subj /CN=server"),
            std::string("openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key "
                        "-CAcreateserial -out server.crt -days 2 -extfile server.ext"),
@@ -40,8 +41,7 @@ absl::Status MakeTestPki(const std::string& dir, const std::string& name, TestPk
            std::string("openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key "
                        "-CAcreateserial -out client.crt -days 2 -extfile client.ext"),
        }) {
-    absl::Status status = Run(dir, command);
-    if (!status.ok()) return status;
+    DDP_RETURN_IF_ERROR(Run(dir, command));
   }
   *pki = TestPki{dir,
                  dir + "/ca.crt",

@@ -37,7 +37,8 @@ const std::vector<FlagSpec>& GlobalFlags() {
       {"tls-cert", FlagKind::kString, "FILE",
        "PEM client certificate for a coordinator that requires one (mTLS; default: "
        "$DDP_TLS_CERT)"},
-      {"tls-key", FlagKind::kString, "FILE", "PEM private key of --tls-cert (default: $DDP_TLS_KEY)"},
+      {"tls-key", FlagKind::kString, "FILE",
+       "PEM private key of --tls-cert (default: $DDP_TLS_KEY)"},
       {"token-file", FlagKind::kString, "FILE",
        "File with the bearer token for a coordinator with authorization (default: the token "
        "in $DDP_TOKEN)"},
@@ -247,9 +248,8 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv
     } else if (name == "tls-key") {
       invocation.global.tls.key = value;
     } else if (name == "token-file") {
-      absl::StatusOr<std::string> token = ReadTokenFile("--token-file", value);
-      if (!token.ok()) return token.status();
-      invocation.global.token = *std::move(token);
+      DDP_ASSIGN_OR_RETURN(std::string token, ReadTokenFile("--token-file", value));
+      invocation.global.token = std::move(token);
     }
   }
   if (invocation.global.token.empty()) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 
 namespace ddp::rdzv_sim {
 namespace {
@@ -129,10 +130,9 @@ absl::Status GrpcAgentStream::SendWorkerExited(int exit_code) {
   v1::AgentMessage message;
   {
     absl::MutexLock lock(&mu_);
-    absl::StatusOr<NodeHeaderFields> header = agent_.WorkerExitHeader();
-    if (!header.ok()) return header.status();
+    DDP_ASSIGN_OR_RETURN(NodeHeaderFields header, agent_.WorkerExitHeader());
     v1::WorkerExited* exited = message.mutable_worker_exited();
-    FillHeader(*header, exited->mutable_header());
+    FillHeader(header, exited->mutable_header());
     exited->set_local_rank(0);
     exited->set_exit_code(exit_code);
     exited->set_error_message("rdzv_sim: simulated worker failure");

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "tools/rdzv_sim/heartbeat_pacer.h"
 
 namespace ddp::rdzv_sim {
@@ -97,11 +98,10 @@ absl::StatusOr<WaveTiming> GrpcSimFleet::Rendezvous(absl::Time deadline) {
   }
   WaveTiming timing;
   timing.issue_spread = clock_.Now() - started;
-  absl::StatusOr<AssignmentWave> wave = tracker_.WaitForAssignments(1, deadline);
-  if (!wave.ok()) return wave.status();
+  DDP_ASSIGN_OR_RETURN(AssignmentWave wave, tracker_.WaitForAssignments(1, deadline));
   assignments_seen_ = 1;
-  timing.elapsed = wave->last - started;
-  timing.generation = wave->max_generation;
+  timing.elapsed = wave.last - started;
+  timing.generation = wave.max_generation;
   return timing;
 }
 
@@ -110,16 +110,14 @@ absl::StatusOr<WaveTiming> GrpcSimFleet::Restart(absl::Time deadline) {
     return absl::FailedPreconditionError("Restart needs a rendezvous first");
   }
   const absl::Time started = clock_.Now();
-  absl::Status sent = streams_[streams_.size() / 2]->SendWorkerExited(1);
-  if (!sent.ok()) return sent;
+  DDP_RETURN_IF_ERROR(streams_[streams_.size() / 2]->SendWorkerExited(1));
   WaveTiming timing;
   timing.issue_spread = clock_.Now() - started;
-  absl::StatusOr<AssignmentWave> wave =
-      tracker_.WaitForAssignments(assignments_seen_ + 1, deadline);
-  if (!wave.ok()) return wave.status();
+  DDP_ASSIGN_OR_RETURN(AssignmentWave wave,
+                       tracker_.WaitForAssignments(assignments_seen_ + 1, deadline));
   ++assignments_seen_;
-  timing.elapsed = wave->last - started;
-  timing.generation = wave->max_generation;
+  timing.elapsed = wave.last - started;
+  timing.generation = wave.max_generation;
   return timing;
 }
 
