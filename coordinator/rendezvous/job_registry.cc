@@ -41,9 +41,9 @@ absl::Status JobRegistry::Restore() {
   for (const JobSnapshot& snapshot : snapshots) {
     DDP_ASSIGN_OR_RETURN(std::unique_ptr<Job> job,
                          Job::Restore(snapshot, options_.limits, clock_, &outbox_));
-    std::string id = (job)->id();
+    std::string id = job->id();
     // Stored events are durable (and no longer retained).
-    taken_event_index_[id] = (job)->Status(false).last_event_index;
+    taken_event_index_[id] = job->Status(false).last_event_index;
     if (!snapshot.past_runs.empty()) past_runs_[id] = snapshot.past_runs;
     jobs_.emplace(std::move(id), std::move(job));
   }
@@ -297,9 +297,9 @@ absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
   {
     absl::MutexLock lock(&mu_);
     DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
-    if (!IsTerminal((job)->state())) {
+    if (!IsTerminal(job->state())) {
       return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' is ",
-                                                        JobStateName((job)->state()),
+                                                        JobStateName(job->state()),
                                                         "; cancel it before removing it"));
     }
     if (store_ == nullptr) {
@@ -365,7 +365,7 @@ absl::StatusOr<JobStatus> JobRegistry::PastRunLocked(const std::string& job_id, 
 absl::StatusOr<JobStatus> JobRegistry::GetJobIncludingPending(const std::string& job_id) const {
   absl::MutexLock lock(&mu_);
   DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
-  return (job)->Status(/*include_nodes=*/false);
+  return job->Status(/*include_nodes=*/false);
 }
 
 absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs(bool include_past_runs) const {
@@ -391,7 +391,7 @@ absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string
                                                                int limit) const {
   absl::MutexLock lock(&mu_);
   DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
-  absl::StatusOr<std::vector<JobEvent>> events = (job)->EventsSince(after_index, limit);
+  absl::StatusOr<std::vector<JobEvent>> events = job->EventsSince(after_index, limit);
   if (!events.ok() || store_ == nullptr) return events;
   auto taken = taken_event_index_.find(job_id);
   const int64_t cap = taken == taken_event_index_.end() ? 0 : taken->second;

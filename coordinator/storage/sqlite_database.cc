@@ -296,17 +296,17 @@ absl::StatusOr<SqliteStatement*> SqliteDatabase::PrepareCached(absl::string_view
 
 absl::StatusOr<int64_t> SqliteDatabase::QueryInt64(absl::string_view sql) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement * statement, PrepareCached(sql));
-  absl::StatusOr<bool> row = (statement)->Step();
+  absl::StatusOr<bool> row = statement->Step();
   if (!row.ok()) {
-    (statement)->Reset();
+    statement->Reset();
     return row.status();
   }
   if (!*row) {
     return absl::InternalError(
         absl::StrFormat("SQL `%s` returned no row (database %s)", CapSql(sql), path_));
   }
-  const int64_t value = (statement)->ColumnInt64(0);
-  (statement)->Reset();
+  const int64_t value = statement->ColumnInt64(0);
+  statement->Reset();
   return value;
 }
 
@@ -370,7 +370,7 @@ absl::StatusOr<SqliteTransaction> SqliteTransaction::Begin(SqliteDatabase& db) {
                         db.path(), db.failure().message()));
   }
   DDP_ASSIGN_OR_RETURN(SqliteStatement * begin, db.PrepareCached("BEGIN IMMEDIATE"));
-  DDP_RETURN_IF_ERROR((begin)->Run());
+  DDP_RETURN_IF_ERROR(begin->Run());
   return SqliteTransaction(&db);
 }
 
@@ -410,7 +410,7 @@ absl::Status SqliteTransaction::Rollback() {
   // Some errors (I/O, full disk) already rolled the transaction back.
   if (db->InAutocommit()) return absl::OkStatus();
   DDP_ASSIGN_OR_RETURN(SqliteStatement * rollback, db->PrepareCached("ROLLBACK"));
-  return (rollback)->Run();
+  return rollback->Run();
 }
 
 }  // namespace ddp::storage

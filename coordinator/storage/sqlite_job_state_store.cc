@@ -232,7 +232,7 @@ absl::StatusOr<std::unique_ptr<SqliteJobStateStore>> SqliteJobStateStore::Open(
   db_options.busy_timeout = options.busy_timeout;
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> db,
                        SqliteDatabase::Open(db_path, db_options));
-  DDP_RETURN_IF_ERROR((db)->Migrate(SchemaMigrations()));
+  DDP_RETURN_IF_ERROR(db->Migrate(SchemaMigrations()));
   return std::unique_ptr<SqliteJobStateStore>(new SqliteJobStateStore(std::move(db)));
 }
 
@@ -303,8 +303,8 @@ absl::Status SqliteJobStateStore::ApplyLocked(const JobChanges& changes) {
 absl::Status SqliteJobStateStore::DeleteJobLocked(const std::string& job_id) {
   for (const char* sql : {kDeleteJobNodes, kDeleteJobFailures, kDeleteJobExcluded, kDeleteJob}) {
     DDP_ASSIGN_OR_RETURN(SqliteStatement * statement, db_->PrepareCached(sql));
-    DDP_RETURN_IF_ERROR((statement)->BindBlob(1, job_id));
-    DDP_RETURN_IF_ERROR((statement)->Run());
+    DDP_RETURN_IF_ERROR(statement->BindBlob(1, job_id));
+    DDP_RETURN_IF_ERROR(statement->Run());
   }
   return absl::OkStatus();
 }
@@ -312,26 +312,26 @@ absl::Status SqliteJobStateStore::DeleteJobLocked(const std::string& job_id) {
 absl::Status SqliteJobStateStore::ArchiveRunLocked(const JobChanges& changes) {
   if (!changes.archived_run) {  // DeleteJob: the past runs go too
     DDP_ASSIGN_OR_RETURN(SqliteStatement * statement, db_->PrepareCached(kDeleteJobRuns));
-    DDP_RETURN_IF_ERROR((statement)->BindBlob(1, changes.job_id));
-    return (statement)->Run();
+    DDP_RETURN_IF_ERROR(statement->BindBlob(1, changes.job_id));
+    return statement->Run();
   }
   DDP_ASSIGN_OR_RETURN(SqliteStatement * drop, db_->PrepareCached(kDeleteOldRuns));
-  DDP_RETURN_IF_ERROR((drop)->BindBlob(1, changes.job_id));
-  DDP_RETURN_IF_ERROR((drop)->BindInt64(2, changes.keep_runs_from));
-  DDP_RETURN_IF_ERROR((drop)->Run());
+  DDP_RETURN_IF_ERROR(drop->BindBlob(1, changes.job_id));
+  DDP_RETURN_IF_ERROR(drop->BindInt64(2, changes.keep_runs_from));
+  DDP_RETURN_IF_ERROR(drop->Run());
   DDP_ASSIGN_OR_RETURN(SqliteStatement * insert, db_->PrepareCached(insert_run_sql_));
   const JobRecord& run = *changes.archived_run;
   sqlite_rows::RowBinder binder(*insert);
   DDP_RETURN_IF_ERROR(
       sqlite_rows::BindJobRow(run, JobCounters{run.last_event_index, run.next_join_seq}, binder));
-  return (insert)->Run();
+  return insert->Run();
 }
 
 absl::StatusOr<bool> SqliteJobStateStore::JobExistsLocked(const std::string& job_id) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement * select, db_->PrepareCached(kSelectJobExists));
-  DDP_RETURN_IF_ERROR((select)->BindBlob(1, job_id));
-  absl::StatusOr<bool> row = (select)->Step();
-  (select)->Reset();
+  DDP_RETURN_IF_ERROR(select->BindBlob(1, job_id));
+  absl::StatusOr<bool> row = select->Step();
+  select->Reset();
   return row;
 }
 
@@ -340,15 +340,15 @@ absl::Status SqliteJobStateStore::WriteJobLocked(const JobRecord& job,
   DDP_ASSIGN_OR_RETURN(SqliteStatement * upsert, db_->PrepareCached(upsert_job_sql_));
   sqlite_rows::RowBinder binder(*upsert);
   DDP_RETURN_IF_ERROR(sqlite_rows::BindJobRow(job, counters, binder));
-  return (upsert)->Run();
+  return upsert->Run();
 }
 
 absl::Status SqliteJobStateStore::WriteFailuresLocked(const JobRecord& job) {
   // Bounded by RendezvousLimits::max_retained_failures, and written only with
   // the job record (generation changes, failures), never per join.
   DDP_ASSIGN_OR_RETURN(SqliteStatement * clear, db_->PrepareCached(kDeleteJobFailures));
-  DDP_RETURN_IF_ERROR((clear)->BindBlob(1, job.job_id));
-  DDP_RETURN_IF_ERROR((clear)->Run());
+  DDP_RETURN_IF_ERROR(clear->BindBlob(1, job.job_id));
+  DDP_RETURN_IF_ERROR(clear->Run());
   DDP_ASSIGN_OR_RETURN(SqliteStatement * insert, db_->PrepareCached(kInsertFailure));
   for (size_t i = 0; i < job.failures.size(); ++i) {
     sqlite_rows::RowBinder binder(*insert);
@@ -356,7 +356,7 @@ absl::Status SqliteJobStateStore::WriteFailuresLocked(const JobRecord& job) {
     binder.Int(static_cast<int64_t>(i));
     sqlite_rows::BindFailure(job.failures[i], binder);
     DDP_RETURN_IF_ERROR(binder.status());
-    DDP_RETURN_IF_ERROR((insert)->Run());
+    DDP_RETURN_IF_ERROR(insert->Run());
   }
   return absl::OkStatus();
 }
@@ -365,32 +365,32 @@ absl::Status SqliteJobStateStore::SyncExcludedLocked(const JobRecord& job) {
   // The excluded set may hold thousands of ids: write only the differences.
   absl::flat_hash_set<std::string> stored;
   DDP_ASSIGN_OR_RETURN(SqliteStatement * select, db_->PrepareCached(kSelectExcluded));
-  DDP_RETURN_IF_ERROR((select)->BindBlob(1, job.job_id));
+  DDP_RETURN_IF_ERROR(select->BindBlob(1, job.job_id));
   while (true) {
-    absl::StatusOr<bool> row = (select)->Step();
+    absl::StatusOr<bool> row = select->Step();
     if (!row.ok()) {
-      (select)->Reset();
+      select->Reset();
       return row.status();
     }
     if (!*row) break;
-    stored.insert((select)->ColumnBlob(0));
+    stored.insert(select->ColumnBlob(0));
   }
-  (select)->Reset();
+  select->Reset();
   const absl::flat_hash_set<std::string> wanted(job.excluded_nodes.begin(),
                                                 job.excluded_nodes.end());
   DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, db_->PrepareCached(kDeleteExcluded));
   for (const std::string& node_id : stored) {
     if (wanted.contains(node_id)) continue;
-    DDP_RETURN_IF_ERROR((remove)->BindBlob(1, job.job_id));
-    DDP_RETURN_IF_ERROR((remove)->BindBlob(2, node_id));
-    DDP_RETURN_IF_ERROR((remove)->Run());
+    DDP_RETURN_IF_ERROR(remove->BindBlob(1, job.job_id));
+    DDP_RETURN_IF_ERROR(remove->BindBlob(2, node_id));
+    DDP_RETURN_IF_ERROR(remove->Run());
   }
   DDP_ASSIGN_OR_RETURN(SqliteStatement * insert, db_->PrepareCached(kInsertExcluded));
   for (const std::string& node_id : wanted) {
     if (stored.contains(node_id)) continue;
-    DDP_RETURN_IF_ERROR((insert)->BindBlob(1, job.job_id));
-    DDP_RETURN_IF_ERROR((insert)->BindBlob(2, node_id));
-    DDP_RETURN_IF_ERROR((insert)->Run());
+    DDP_RETURN_IF_ERROR(insert->BindBlob(1, job.job_id));
+    DDP_RETURN_IF_ERROR(insert->BindBlob(2, node_id));
+    DDP_RETURN_IF_ERROR(insert->Run());
   }
   return absl::OkStatus();
 }
@@ -398,10 +398,10 @@ absl::Status SqliteJobStateStore::SyncExcludedLocked(const JobRecord& job) {
 absl::Status SqliteJobStateStore::WriteCountersLocked(const std::string& job_id,
                                                       const JobCounters& counters) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement * update, db_->PrepareCached(kUpdateCounters));
-  DDP_RETURN_IF_ERROR((update)->BindBlob(1, job_id));
-  DDP_RETURN_IF_ERROR((update)->BindInt64(2, counters.last_event_index));
-  DDP_RETURN_IF_ERROR((update)->BindInt64(3, sqlite_rows::Uint64Bits(counters.next_join_seq)));
-  return (update)->Run();
+  DDP_RETURN_IF_ERROR(update->BindBlob(1, job_id));
+  DDP_RETURN_IF_ERROR(update->BindInt64(2, counters.last_event_index));
+  DDP_RETURN_IF_ERROR(update->BindInt64(3, sqlite_rows::Uint64Bits(counters.next_join_seq)));
+  return update->Run();
 }
 
 absl::Status SqliteJobStateStore::WriteNodesLocked(const JobChanges& changes) {
@@ -409,9 +409,9 @@ absl::Status SqliteJobStateStore::WriteNodesLocked(const JobChanges& changes) {
   if (!changes.removed_nodes.empty()) {
     DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, db_->PrepareCached(kDeleteNode));
     for (const std::string& node_id : changes.removed_nodes) {
-      DDP_RETURN_IF_ERROR((remove)->BindBlob(1, changes.job_id));
-      DDP_RETURN_IF_ERROR((remove)->BindBlob(2, node_id));
-      DDP_RETURN_IF_ERROR((remove)->Run());
+      DDP_RETURN_IF_ERROR(remove->BindBlob(1, changes.job_id));
+      DDP_RETURN_IF_ERROR(remove->BindBlob(2, node_id));
+      DDP_RETURN_IF_ERROR(remove->Run());
     }
   }
   if (changes.upserted_nodes.empty()) return absl::OkStatus();
@@ -420,7 +420,7 @@ absl::Status SqliteJobStateStore::WriteNodesLocked(const JobChanges& changes) {
     sqlite_rows::RowBinder binder(*upsert);
     binder.Blob(changes.job_id);
     DDP_RETURN_IF_ERROR(sqlite_rows::BindNode(node, binder));
-    DDP_RETURN_IF_ERROR((upsert)->Run());
+    DDP_RETURN_IF_ERROR(upsert->Run());
   }
   return absl::OkStatus();
 }

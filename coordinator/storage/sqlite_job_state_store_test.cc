@@ -76,7 +76,7 @@ class SqliteJobStateStoreTest : public ::testing::Test {
   absl::Status OpenAndLoad() {
     DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteJobStateStore> store,
                          SqliteJobStateStore::Open(path_));
-    return (store)->LoadAll().status();
+    return store->LoadAll().status();
   }
 
   // Runs `sql` on the raw file through a second connection.

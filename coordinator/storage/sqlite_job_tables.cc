@@ -71,7 +71,7 @@ template <typename Bind>
 absl::Status RunCached(SqliteDatabase& db, const char* sql, Bind bind) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement * statement, db.PrepareCached(sql));
   DDP_RETURN_IF_ERROR(bind(*statement));
-  return (statement)->Run();
+  return statement->Run();
 }
 
 absl::Status WriteJob(SqliteDatabase& db, const JobRecord& job, const JobCounters& counters) {
@@ -86,9 +86,9 @@ absl::Status WriteJob(SqliteDatabase& db, const JobRecord& job, const JobCounter
 
 absl::StatusOr<bool> JobExists(SqliteDatabase& db, const std::string& job_id) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement * select, db.PrepareCached(kSelectJobExists));
-  DDP_RETURN_IF_ERROR((select)->BindBlob(1, job_id));
-  absl::StatusOr<bool> row = (select)->Step();
-  (select)->Reset();
+  DDP_RETURN_IF_ERROR(select->BindBlob(1, job_id));
+  absl::StatusOr<bool> row = select->Step();
+  select->Reset();
   return row;
 }
 

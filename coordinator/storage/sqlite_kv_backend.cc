@@ -140,9 +140,9 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> write_db,
                        SqliteDatabase::Open(db_path, db_options));
   DDP_RETURN_IF_ERROR(
-      (write_db)->Migrate(options.schema.empty() ? SchemaMigrations() : options.schema));
+      write_db->Migrate(options.schema.empty() ? SchemaMigrations() : options.schema));
   DDP_RETURN_IF_ERROR(
-      (write_db)->Execute(absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
+      write_db->Execute(absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
   db_options.create_if_missing = false;
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> read_db,
                        SqliteDatabase::Open(db_path, db_options));
@@ -154,10 +154,10 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
                           "least 1",
                           options.wal_restart_frames));
     }
-    DDP_RETURN_IF_ERROR((write_db)->Execute("PRAGMA wal_autocheckpoint=0"));
-    const absl::StatusOr<int64_t> page_size = (write_db)->QueryInt64("PRAGMA page_size");
+    DDP_RETURN_IF_ERROR(write_db->Execute("PRAGMA wal_autocheckpoint=0"));
+    const absl::StatusOr<int64_t> page_size = write_db->QueryInt64("PRAGMA page_size");
     if (!page_size.ok()) return page_size.status();
-    DDP_RETURN_IF_ERROR((write_db)->Execute(absl::StrFormat(
+    DDP_RETURN_IF_ERROR(write_db->Execute(absl::StrFormat(
         "PRAGMA journal_size_limit=%d", 2 * *page_size * options.wal_restart_frames)));
     DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> opened,
                          SqliteDatabase::Open(db_path, db_options));
@@ -186,15 +186,15 @@ absl::Status SqliteKvBackend::DataLoss(absl::string_view what) const {
 
 absl::StatusOr<SqliteKvBackend::Meta> SqliteKvBackend::ReadMetaLocked() {
   DDP_ASSIGN_OR_RETURN(SqliteStatement * select, write_db_->PrepareCached(kSelectMeta));
-  DDP_ASSIGN_OR_RETURN(bool row, (select)->Step());
+  DDP_ASSIGN_OR_RETURN(bool row, select->Step());
   if (!row) return DataLoss("the kv_meta row is missing");
   Meta meta;
-  meta.revision = (select)->ColumnInt64(0);
-  meta.compacted_revision = (select)->ColumnInt64(1);
-  meta.next_lease_id = (select)->ColumnInt64(2);
-  meta.keys_revision = (select)->ColumnInt64(3);
-  const int64_t rows = (select)->ColumnInt64(4);
-  (select)->Reset();
+  meta.revision = select->ColumnInt64(0);
+  meta.compacted_revision = select->ColumnInt64(1);
+  meta.next_lease_id = select->ColumnInt64(2);
+  meta.keys_revision = select->ColumnInt64(3);
+  const int64_t rows = select->ColumnInt64(4);
+  select->Reset();
   if (rows != 1) return DataLoss(absl::StrFormat("kv_meta has %d rows, expected 1", rows));
   if (meta.revision < 0) {
     return DataLoss(absl::StrFormat("the revision is negative (%d)", meta.revision));
@@ -283,14 +283,14 @@ absl::Status SqliteKvBackend::ApplyBatchLocked(const KvWriteBatch& batch) {
   }
   DDP_ASSIGN_OR_RETURN(SqliteStatement * grant, db.PrepareCached(kUpsertLease));
   for (const LeaseRecord& lease : batch.lease_grants) {
-    DDP_RETURN_IF_ERROR((grant)->BindInt64(1, lease.id));
-    DDP_RETURN_IF_ERROR((grant)->BindInt64(2, lease.ttl_ms));
-    DDP_RETURN_IF_ERROR((grant)->Run());
+    DDP_RETURN_IF_ERROR(grant->BindInt64(1, lease.id));
+    DDP_RETURN_IF_ERROR(grant->BindInt64(2, lease.ttl_ms));
+    DDP_RETURN_IF_ERROR(grant->Run());
   }
   DDP_ASSIGN_OR_RETURN(SqliteStatement * revoke, db.PrepareCached(kDeleteLease));
   for (LeaseId id : batch.lease_revokes) {
-    DDP_RETURN_IF_ERROR((revoke)->BindInt64(1, id));
-    DDP_RETURN_IF_ERROR((revoke)->Run());
+    DDP_RETURN_IF_ERROR(revoke->BindInt64(1, id));
+    DDP_RETURN_IF_ERROR(revoke->Run());
   }
   return absl::OkStatus();
 }
@@ -302,9 +302,9 @@ absl::Status SqliteKvBackend::WriteKeysLocked(absl::Span<const KeyChange> change
   DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, db.PrepareCached(kDeleteKey));
   for (const auto& [ref, state] : changes) {
     if (!state) {
-      DDP_RETURN_IF_ERROR((remove)->BindBlob(1, ref.first));
-      DDP_RETURN_IF_ERROR((remove)->BindBlob(2, ref.second));
-      DDP_RETURN_IF_ERROR((remove)->Run());
+      DDP_RETURN_IF_ERROR(remove->BindBlob(1, ref.first));
+      DDP_RETURN_IF_ERROR(remove->BindBlob(2, ref.second));
+      DDP_RETURN_IF_ERROR(remove->Run());
       continue;
     }
     SqliteStatement& s = *upsert;
@@ -322,11 +322,11 @@ absl::Status SqliteKvBackend::WriteKeysLocked(absl::Span<const KeyChange> change
 
 absl::Status SqliteKvBackend::UpdateMetaLocked(const Meta& meta) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement * update, write_db_->PrepareCached(kUpdateMeta));
-  DDP_RETURN_IF_ERROR((update)->BindInt64(1, meta.revision));
-  DDP_RETURN_IF_ERROR((update)->BindInt64(2, meta.next_lease_id));
-  DDP_RETURN_IF_ERROR((update)->BindInt64(3, meta.compacted_revision));
-  DDP_RETURN_IF_ERROR((update)->BindInt64(4, meta.keys_revision));
-  DDP_RETURN_IF_ERROR((update)->Run());
+  DDP_RETURN_IF_ERROR(update->BindInt64(1, meta.revision));
+  DDP_RETURN_IF_ERROR(update->BindInt64(2, meta.next_lease_id));
+  DDP_RETURN_IF_ERROR(update->BindInt64(3, meta.compacted_revision));
+  DDP_RETURN_IF_ERROR(update->BindInt64(4, meta.keys_revision));
+  DDP_RETURN_IF_ERROR(update->Run());
   if (write_db_->ChangedRows() != 1) {
     return DataLoss("the kv_meta row is missing");
   }

@@ -137,8 +137,8 @@ absl::Status SqliteKvBackend::Compact(Revision revision) {
     DDP_ASSIGN_OR_RETURN(
         SqliteStatement * update,
         write_db_->PrepareCached("UPDATE kv_meta SET compacted_revision = ?1 WHERE id = 1"));
-    DDP_RETURN_IF_ERROR((update)->BindInt64(1, revision));
-    DDP_RETURN_IF_ERROR((update)->Run());
+    DDP_RETURN_IF_ERROR(update->BindInt64(1, revision));
+    DDP_RETURN_IF_ERROR(update->Run());
     DDP_RETURN_IF_ERROR(transaction.Commit());
     meta_.compacted_revision = revision;
     compaction_backlog_ = true;  // commits or the maintenance thread delete
@@ -157,9 +157,9 @@ absl::Status SqliteKvBackend::DeleteCompactedLocked(int64_t limit, bool* done) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, write_db_->PrepareCached(kDeleteCompactedChunk));
   // Events after keys_revision are still needed to rebuild kv_keys.
   DDP_RETURN_IF_ERROR(
-      (remove)->BindInt64(1, std::min(meta_.compacted_revision, meta_.keys_revision)));
-  DDP_RETURN_IF_ERROR((remove)->BindInt64(2, limit));
-  DDP_RETURN_IF_ERROR((remove)->Run());
+      remove->BindInt64(1, std::min(meta_.compacted_revision, meta_.keys_revision)));
+  DDP_RETURN_IF_ERROR(remove->BindInt64(2, limit));
+  DDP_RETURN_IF_ERROR(remove->Run());
   *done = write_db_->ChangedRows() < limit;
   return absl::OkStatus();
 }

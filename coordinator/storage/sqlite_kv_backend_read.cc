@@ -180,7 +180,7 @@ absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(const std::string
   // One read transaction: the compacted revision and the events come from one
   // snapshot, so a concurrent Compact cannot leave holes in what is returned.
   DDP_ASSIGN_OR_RETURN(SqliteStatement * begin, read_db_->PrepareCached("BEGIN"));
-  DDP_RETURN_IF_ERROR((begin)->Run());
+  DDP_RETURN_IF_ERROR(begin->Run());
   absl::Status status = ReadEventsLocked(ns, prefix, from_revision, max_events, &events);
   absl::StatusOr<SqliteStatement*> end = read_db_->PrepareCached("COMMIT");
   absl::Status end_status = end.ok() ? (*end)->Run() : end.status();

@@ -55,7 +55,7 @@ class SqliteKvBackendTest : public ::testing::Test {
   // The first error of Open + Load (a damaged file may be caught by either).
   absl::Status OpenAndLoad() {
     DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteKvBackend> backend, SqliteKvBackend::Open(path_));
-    return (backend)->Load().status();
+    return backend->Load().status();
   }
 
   // Creates a store at revision 3 (keys k1..k3), closes it, runs `sql` on the

@@ -364,7 +364,7 @@ std::string MainHelp() {
   absl::StrAppend(&text,
                   "\n`ddpctl COMMAND --help` explains a command's arguments and flags.\n"
                   "Keys and values are taken as given (bytes); output prints them as text\n"
-                  "when they are valid UTF-8, else as base64 (JSON) or escaped (text).\n\n"
+                  "when they are valid UTF-8, else as base64 (JSON) or escaped text.\n\n"
                   "Exit codes:\n"
                   "  0  success\n"
                   "  1  the coordinator refused or failed the call (message on stderr)\n"
