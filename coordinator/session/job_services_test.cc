@@ -6,7 +6,7 @@
 #include <string>
 
 #include "coordinator/session/testing/job_services_fixture.h"
-#include "coordinator/storage/sqlite_job_state_store.h"
+#include "coordinator/storage/sqlite_state_store.h"
 #include "gtest/gtest.h"
 
 namespace ddp::session {
@@ -20,18 +20,18 @@ class JobServicesRestartTest : public testing::JobServicesTest {
  protected:
   void SetUp() override {
     const char* dir = std::getenv("TEST_TMPDIR");
-    db_path_ = std::string(dir != nullptr ? dir : "/tmp") + "/jobs.db";
-    std::remove(db_path_.c_str());
+    db_path_ = std::string(dir != nullptr ? dir : "/tmp") + "/coordinator.db";
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db_path_ + suffix).c_str());
     OpenStore();
     StartServer(store_.get());
   }
   void OpenStore() {
-    auto store = rendezvous::SqliteJobStateStore::Open(db_path_);
+    auto store = storage::SqliteStateStore::Open(db_path_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
   std::string db_path_;
-  std::unique_ptr<rendezvous::SqliteJobStateStore> store_;
+  std::unique_ptr<storage::SqliteStateStore> store_;
 };
 
 class JobServicesStoreDownTest : public testing::JobServicesTest {};

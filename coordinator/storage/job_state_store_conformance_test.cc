@@ -1,6 +1,5 @@
 // Runs the JobStateStore conformance suite against every implementation: the
-// in-memory store, the state stores (the coordinator's), and the jobs.db of
-// earlier releases (still read to import it).
+// in-memory store and the state stores (the coordinator's).
 
 #include "coordinator/storage/job_state_store_conformance.h"
 
@@ -12,7 +11,6 @@
 #include "common/status_macros.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/storage/memory_state_store.h"
-#include "coordinator/storage/sqlite_job_state_store.h"
 #include "coordinator/storage/sqlite_state_store.h"
 
 namespace ddp::rendezvous {
@@ -27,31 +25,6 @@ class InMemoryFactory {
   absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(std::unique_ptr<JobStateStore> store) {
     return store;
   }
-};
-
-// Durable: each test gets its own directory under TEST_TMPDIR; Reopen destroys
-// the store (closing the file) and opens the file again.
-class SqliteFactory {
- public:
-  SqliteFactory() {
-    const char* root = getenv("TEST_TMPDIR");
-    std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/jobconfXXXXXX";
-    const char* dir = mkdtemp(pattern.data());
-    EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << pattern;
-    path_ = pattern + "/jobs.db";
-  }
-  absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
-    DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteJobStateStore> store,
-                         SqliteJobStateStore::Open(path_));
-    return std::unique_ptr<JobStateStore>(std::move(store));
-  }
-  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(std::unique_ptr<JobStateStore> store) {
-    store.reset();
-    return Open();
-  }
-
- private:
-  std::string path_;
 };
 
 class MemoryStateFactory {
@@ -90,7 +63,6 @@ class SqliteStateFactory {
 INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, JobStateStoreConformanceTest, InMemoryFactory);
 INSTANTIATE_TYPED_TEST_SUITE_P(MemoryState, JobStateStoreConformanceTest, MemoryStateFactory);
 INSTANTIATE_TYPED_TEST_SUITE_P(SqliteState, JobStateStoreConformanceTest, SqliteStateFactory);
-INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, JobStateStoreConformanceTest, SqliteFactory);
 
 }  // namespace
 }  // namespace ddp::rendezvous

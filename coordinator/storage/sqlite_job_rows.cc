@@ -11,15 +11,6 @@
 namespace ddp::rendezvous::sqlite_rows {
 namespace {
 
-// Durations are stored in whole milliseconds (settings arrive in ms).
-int64_t DurationMs(absl::Duration duration) { return absl::ToInt64Milliseconds(duration); }
-
-// Unix nanoseconds; the infinite times map to the int64 extremes and back.
-int64_t TimeNanos(absl::Time time) {
-  if (time == absl::InfiniteFuture()) return std::numeric_limits<int64_t>::max();
-  if (time == absl::InfinitePast()) return std::numeric_limits<int64_t>::min();
-  return absl::ToUnixNanos(time);
-}
 absl::Time TimeFromNanos(int64_t nanos) {
   if (nanos == std::numeric_limits<int64_t>::max()) return absl::InfiniteFuture();
   if (nanos == std::numeric_limits<int64_t>::min()) return absl::InfinitePast();
@@ -43,26 +34,10 @@ std::optional<JobState> StateFromNumber(int64_t number) {
 
 }  // namespace
 
-int64_t Uint64Bits(uint64_t value) {
-  int64_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
 uint64_t Uint64FromBits(int64_t bits) {
   uint64_t value;
   std::memcpy(&value, &bits, sizeof(value));
   return value;
-}
-
-void RowBinder::Int(int64_t value) {
-  const int index = next_++;
-  if (status_.ok()) status_ = statement_.BindInt64(index, value);
-}
-
-void RowBinder::Blob(absl::string_view bytes) {
-  const int index = next_++;
-  if (status_.ok()) status_ = statement_.BindBlob(index, bytes);
 }
 
 int RowReader::Int(absl::string_view column) {
@@ -84,19 +59,6 @@ bool RowReader::Bool(absl::string_view column) {
   return value == 1;
 }
 
-void BindFailure(const FailureInfo& failure, RowBinder& binder) {
-  binder.Blob(failure.node_id);
-  binder.Int(failure.generation);
-  binder.Int(failure.local_rank);
-  binder.Int(failure.global_rank);
-  binder.Int(failure.exit_code);
-  binder.Int(failure.signal);
-  binder.Blob(failure.message);
-  binder.Int(TimeNanos(failure.time));
-  binder.Int(failure.hang ? 1 : 0);
-  binder.Int(failure.pid);
-}
-
 std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
   failure->node_id = reader.Blob();
   failure->generation = reader.Int64();
@@ -109,37 +71,6 @@ std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
   failure->hang = reader.Bool("hang");
   failure->pid = reader.Int("pid");
   return reader.error();
-}
-
-absl::Status BindJobRow(const JobRecord& job, const JobCounters& counters, RowBinder& binder) {
-  binder.Blob(job.job_id);
-  const JobSettings& s = job.settings;
-  binder.Int(s.min_nodes);
-  binder.Int(s.max_nodes);
-  binder.Int(s.nproc_per_node);
-  binder.Int(s.max_restarts);
-  binder.Int(DurationMs(s.join_timeout));
-  binder.Int(DurationMs(s.last_call_timeout));
-  binder.Int(DurationMs(s.heartbeat_interval));
-  binder.Int(DurationMs(s.heartbeat_timeout));
-  binder.Int(DurationMs(s.shutdown_timeout));
-  binder.Int(static_cast<int64_t>(job.state));
-  binder.Int(job.generation);
-  binder.Int(job.restart_count);
-  binder.Int(job.root_cause.has_value() ? 1 : 0);
-  BindFailure(job.root_cause.value_or(FailureInfo{}), binder);
-  binder.Blob(job.finish_message);
-  binder.Blob(job.master.master_addr);
-  binder.Int(job.master.master_port);
-  binder.Blob(job.master.nccl_unique_id);
-  binder.Int(job.world_size);
-  binder.Int(counters.last_event_index);
-  binder.Int(Uint64Bits(counters.next_join_seq));
-  binder.Int(job.created == absl::Time() ? 0 : absl::ToUnixNanos(job.created));
-  binder.Int(job.run);
-  binder.Int(job.finished == absl::Time() ? 0 : absl::ToUnixNanos(job.finished));
-  binder.Blob(job.token_hash);
-  return binder.status();
 }
 
 std::string ReadJobRow(RowReader& reader, JobRecord* job) {
@@ -184,18 +115,6 @@ std::string ReadJobRow(RowReader& reader, JobRecord* job) {
   }
   if (error.empty()) return "";
   return absl::StrCat("job '", absl::CHexEscape(job->job_id.substr(0, 64)), "' ", error);
-}
-
-absl::Status BindNode(const NodeRecord& node, RowBinder& binder) {
-  binder.Blob(node.node_id);
-  binder.Int(Uint64Bits(node.incarnation));
-  binder.Int(node.nproc);
-  binder.Int(node.requested_rank);
-  binder.Blob(node.address);
-  binder.Int(node.group_rank);
-  binder.Int(node.global_rank_offset);
-  binder.Int(Uint64Bits(node.join_seq));
-  return binder.status();
 }
 
 std::string ReadNode(RowReader& reader, NodeRecord* node) {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "coordinator/storage/sqlite_job_state_store.h"
+#include "coordinator/storage/legacy_jobs_database.h"
 #include "coordinator/storage/sqlite_job_tables.h"
 
 namespace ddp::storage {
@@ -107,21 +107,13 @@ absl::StatusOr<int> SqliteStateStore::ImportJobsDatabase(const std::string& jobs
   }));
   int count = 0;
   if (!imported) {
-    std::vector<rendezvous::JobSnapshot> jobs;
-    {
-      absl::StatusOr<std::unique_ptr<rendezvous::SqliteJobStateStore>> old =
-          rendezvous::SqliteJobStateStore::Open(jobs_db_path);
-      if (!old.ok()) {
-        return absl::Status(old.status().code(), absl::StrCat("cannot import ", jobs_db_path, ": ",
-                                                              old.status().message()));
-      }
-      absl::StatusOr<std::vector<rendezvous::JobSnapshot>> loaded = (*old)->LoadAll();
-      if (!loaded.ok()) {
-        return absl::Status(loaded.status().code(), absl::StrCat("cannot import ", jobs_db_path,
-                                                                 ": ", loaded.status().message()));
-      }
-      jobs = *std::move(loaded);
+    absl::StatusOr<std::vector<rendezvous::JobSnapshot>> loaded =
+        ReadLegacyJobsDatabase(jobs_db_path);
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(), absl::StrCat("cannot import ", jobs_db_path,
+                                                               ": ", loaded.status().message()));
     }
+    std::vector<rendezvous::JobSnapshot> jobs = *std::move(loaded);
     count = static_cast<int>(jobs.size());
     DDP_RETURN_IF_ERROR(kv_->CommitWith(nullptr, [&](SqliteDatabase& db) -> absl::Status {
       DDP_ASSIGN_OR_RETURN(bool again, AlreadyImported(db));

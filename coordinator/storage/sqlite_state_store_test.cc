@@ -9,12 +9,13 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "coordinator/storage/job_state_store_conformance.h"
 #include "coordinator/storage/sqlite_database.h"
-#include "coordinator/storage/sqlite_job_state_store.h"
+#include "coordinator/storage/legacy_jobs_database.h"
 #include "gtest/gtest.h"
 
 namespace ddp::rendezvous {
@@ -121,37 +122,31 @@ TEST(SqliteStateStoreTest, KvOnlyFileOfAnEarlierRelease_GainsTheJobTables) {
   EXPECT_FALSE(*expects) << "a new data dir";
 }
 
-// A jobs.db as an earlier release wrote it: two jobs, nodes, a past run.
-void WriteOldJobsDatabase(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<rendezvous::SqliteJobStateStore>> old =
-      rendezvous::SqliteJobStateStore::Open(path);
-  ASSERT_TRUE(old.ok()) << old.status();
-  JobRecord first = conformance::FullRecord("j");
-  first.run = 1;
-  first.state = rendezvous::JobState::kFailed;
-  ASSERT_TRUE((*old)->Apply(conformance::CreateJob(first, {conformance::Node("a", 0)})).ok());
-  JobRecord second = conformance::FullRecord("j");
-  second.run = 2;
-  ASSERT_TRUE(
-      (*old)->ApplyBatch(conformance::NewRun(first, second, 1, {conformance::Node("b", 1)})).ok());
-  ASSERT_TRUE((*old)->Apply(conformance::CreateJob(conformance::FullRecord("k"))).ok());
+// A copy of the jobs.db the previous release wrote (tests/migration): three
+// jobs, one with nodes, failures and a past run.
+void CopyPreviousReleaseJobsDatabase(const std::string& to) {
+  const std::string from = std::string(getenv("TEST_SRCDIR")) + "/" + getenv("TEST_WORKSPACE") +
+                           "/tests/migration/previous_release_data_dir/jobs.db";
+  std::filesystem::copy_file(from, to);
+  std::filesystem::permissions(to, std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::add);
 }
 
 TEST(SqliteStateStoreTest, ImportJobsDatabase_SameJobsThenRenamed_OnlyOnce) {
   const std::string dir = TempDir();
   const std::string jobs_db = dir + "/jobs.db";
-  WriteOldJobsDatabase(jobs_db);
-  absl::StatusOr<std::unique_ptr<rendezvous::SqliteJobStateStore>> old =
-      rendezvous::SqliteJobStateStore::Open(jobs_db);
-  ASSERT_TRUE(old.ok());
-  absl::StatusOr<std::vector<JobSnapshot>> want = (*old)->LoadAll();
-  ASSERT_TRUE(want.ok());
-  old->reset();
+  CopyPreviousReleaseJobsDatabase(jobs_db);
+  CopyPreviousReleaseJobsDatabase(dir + "/reference.db");
+  absl::StatusOr<std::vector<JobSnapshot>> want = ReadLegacyJobsDatabase(dir + "/reference.db");
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(want->size(), 3u);
+  ASSERT_EQ((*want)[2].past_runs.size(), 1u);  // failed-twice: run 1
+  ASSERT_EQ((*want)[2].nodes.size(), 2u);
 
   std::unique_ptr<SqliteStateStore> store = MustOpen(dir + "/coordinator.db");
   absl::StatusOr<int> imported = store->ImportJobsDatabase(jobs_db);
   ASSERT_TRUE(imported.ok()) << imported.status();
-  EXPECT_EQ(*imported, 2);
+  EXPECT_EQ(*imported, 3);
   EXPECT_FALSE(Exists(jobs_db));
   EXPECT_TRUE(Exists(jobs_db + ".imported"));
   absl::StatusOr<std::vector<JobSnapshot>> got = store->LoadAll();
@@ -175,7 +170,7 @@ TEST(SqliteStateStoreTest, ImportJobsDatabase_SameJobsThenRenamed_OnlyOnce) {
   EXPECT_FALSE(Exists(jobs_db));
   got = store->LoadAll();
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(got->size(), 2u);
+  EXPECT_EQ(got->size(), 3u);
 
   // Nothing to import: nothing happens.
   imported = store->ImportJobsDatabase(jobs_db);

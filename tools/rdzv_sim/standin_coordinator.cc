@@ -22,7 +22,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "coordinator/session/job_services.h"
-#include "coordinator/storage/sqlite_job_state_store.h"
+#include "coordinator/storage/sqlite_state_store.h"
 #include "grpcpp/grpcpp.h"
 
 namespace {
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
 
   mkdir(flags.data_dir.c_str(), 0755);
   auto store =
-      ddp::rendezvous::SqliteJobStateStore::Open(absl::StrCat(flags.data_dir, "/coordinator.db"));
+      ddp::storage::SqliteStateStore::Open(absl::StrCat(flags.data_dir, "/coordinator.db"));
   if (!store.ok()) {
     DDP_LOG(ERROR) << "opening the job store: " << store.status();
     return 1;
