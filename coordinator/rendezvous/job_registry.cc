@@ -73,13 +73,20 @@ void JobRegistry::AfterChangeLocked(Job& job) {
   write_queue_.Hold(outbox_);
 }
 
-JobRegistry::Signals JobRegistry::SignalsLocked(bool outbox_was_empty, bool had_pending) const {
-  return Signals{outbox_was_empty && !outbox_.empty(), !had_pending && write_queue_.has_pending()};
-}
+// Reads the registry's state under the lock it takes (the initializers run
+// after Lock()).
+JobRegistry::ChangeScope::ChangeScope(JobRegistry* registry)
+    : registry_((registry->mu_.Lock(), registry)),
+      outbox_was_empty_(registry->outbox_.empty()),
+      had_pending_(registry->write_queue_.has_pending()) {}
 
-void JobRegistry::Fire(Signals signals) const {
-  if (signals.outbox && options_.on_outbox) options_.on_outbox();
-  if (signals.pending && options_.on_pending) options_.on_pending();
+JobRegistry::ChangeScope::~ChangeScope() {
+  const bool outbox = outbox_was_empty_ && !registry_->outbox_.empty();
+  const bool pending = !had_pending_ && registry_->write_queue_.has_pending();
+  registry_->mu_.Unlock();
+  const JobRegistryOptions& options = registry_->options_;
+  if (outbox && options.on_outbox) options.on_outbox();
+  if (pending && options.on_pending) options.on_pending();
 }
 
 absl::Status JobRegistry::RunLocked(const std::string& job_id,
@@ -92,17 +99,8 @@ absl::Status JobRegistry::RunLocked(const std::string& job_id,
 
 absl::Status JobRegistry::Run(const std::string& job_id,
                               const std::function<absl::Status(Job&)>& op) {
-  Signals signals;
-  absl::Status status;
-  {
-    absl::MutexLock lock(&mu_);
-    bool was_empty = outbox_.empty();
-    bool had_pending = write_queue_.has_pending();
-    status = RunLocked(job_id, op);
-    signals = SignalsLocked(was_empty, had_pending);
-  }
-  Fire(signals);
-  return status;
+  ChangeScope locked(this);
+  return RunLocked(job_id, op);
 }
 
 absl::Status JobRegistry::AwaitOwnChanges(absl::Status status) {
@@ -124,16 +122,13 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
   if (!status.ok()) return status;
   status = ValidateJobSettings(settings, options_.limits);
   if (!status.ok()) return status;
-  Signals signals;
   absl::StatusOr<JobStatus> result;
   {
-    absl::MutexLock lock(&mu_);
+    ChangeScope locked(this);
     auto existing = jobs_.find(job_id);
     if (existing != jobs_.end() && !IsTerminal(existing->second->state())) {
       return absl::AlreadyExistsError(absl::StrCat("job '", job_id, "' already exists"));
     }
-    bool was_empty = outbox_.empty();
-    bool had_pending = write_queue_.has_pending();
     int run = 1;
     if (existing != jobs_.end()) {
       // A scheduler requeueing with a fixed id: a new run of a finished job.
@@ -153,9 +148,7 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
     jobs_.emplace(job_id, std::move(job));
     AfterChangeLocked(ref);
     result = ref.Status(false);
-    signals = SignalsLocked(was_empty, had_pending);
   }
-  Fire(signals);
   status = AwaitOwnChanges(absl::OkStatus());
   if (!status.ok()) return status;
   return result;
@@ -164,12 +157,9 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
 absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& request) {
   absl::Status status = ValidateId(request.job_id, "job id", options_.limits);
   if (!status.ok()) return status;
-  Signals signals;
   absl::StatusOr<RegisterResult> result;
   {
-    absl::MutexLock lock(&mu_);
-    bool was_empty = outbox_.empty();
-    bool had_pending = write_queue_.has_pending();
+    ChangeScope locked(this);
     auto it = jobs_.find(request.job_id);
     // A new agent with its flags for a finished job id (a rerun, a scheduler's
     // requeue with a fixed id): a new run of the job, which replaces the
@@ -220,9 +210,7 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
       jobs_.emplace(request.job_id, std::move(job));
       AfterChangeLocked(ref);
     }
-    signals = SignalsLocked(was_empty, had_pending);
   }
-  Fire(signals);
   return result;
 }
 
@@ -293,24 +281,16 @@ void JobRegistry::ForgetLocked(const std::string& job_id) {
 }
 
 absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
-  Signals signals;
   {
-    absl::MutexLock lock(&mu_);
+    ChangeScope locked(this);
     DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
     if (!IsTerminal(job->state())) {
       return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' is ",
                                                         JobStateName(job->state()),
                                                         "; cancel it before removing it"));
     }
-    if (store_ == nullptr) {
-      ForgetLocked(job_id);
-      return absl::OkStatus();
-    }
-    bool had_pending = write_queue_.has_pending();
     ForgetLocked(job_id);
-    signals = SignalsLocked(/*outbox_was_empty=*/false, had_pending);
   }
-  Fire(signals);
   return AwaitOwnChanges(absl::OkStatus());
 }
 
@@ -431,18 +411,11 @@ absl::Status JobRegistry::Leave(const NodeRef& ref) {
 }
 
 void JobRegistry::Tick() {
-  Signals signals;
-  {
-    absl::MutexLock lock(&mu_);
-    bool was_empty = outbox_.empty();
-    bool had_pending = write_queue_.has_pending();
-    for (auto& [id, job] : jobs_) {
-      job->Tick();
-      AfterChangeLocked(*job);
-    }
-    signals = SignalsLocked(was_empty, had_pending);
+  ChangeScope locked(this);
+  for (auto& [id, job] : jobs_) {
+    job->Tick();
+    AfterChangeLocked(*job);
   }
-  Fire(signals);
 }
 
 Outbox JobRegistry::TakeOutbox() {
@@ -468,20 +441,10 @@ WriteBehindQueue::Batch JobRegistry::TakeCommitBatch() {
 std::vector<std::function<void()>> JobRegistry::BatchDone(const absl::Status& status,
                                                           WriteBehindQueue::Batch batch) {
   if (batch.number == 0) return {};
-  std::vector<std::function<void()>> due;
-  Signals signals;
-  {
-    absl::MutexLock lock(&mu_);
-    bool was_empty = outbox_.empty();
-    if (status.ok()) {
-      due = write_queue_.Committed(outbox_);
-    } else {
-      write_queue_.Failed(std::move(batch));
-    }
-    signals = SignalsLocked(was_empty, /*had_pending=*/true);
-  }
-  Fire(signals);
-  return due;
+  ChangeScope locked(this);
+  if (status.ok()) return write_queue_.Committed(outbox_);
+  write_queue_.Failed(std::move(batch));
+  return {};
 }
 
 absl::Status JobRegistry::PersistPending() {

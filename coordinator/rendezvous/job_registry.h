@@ -186,14 +186,21 @@ class JobRegistry {
   void QueueChangesLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // QueueChangesLocked, then holds the outbox behind the pending writes.
   void AfterChangeLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Fires on_outbox / on_pending for what the locked section produced.
-  struct Signals {
-    bool outbox = false;
-    bool pending = false;
+  // Holds mu_ for one change; on the way out, after unlocking, fires
+  // on_outbox / on_pending when the section filled the empty outbox or queued
+  // the first pending change.
+  class ABSL_SCOPED_LOCKABLE ChangeScope {
+   public:
+    explicit ChangeScope(JobRegistry* registry) ABSL_EXCLUSIVE_LOCK_FUNCTION(registry->mu_);
+    ~ChangeScope() ABSL_UNLOCK_FUNCTION();
+    ChangeScope(const ChangeScope&) = delete;
+    ChangeScope& operator=(const ChangeScope&) = delete;
+
+   private:
+    JobRegistry* const registry_;
+    const bool outbox_was_empty_;
+    const bool had_pending_;
   };
-  Signals SignalsLocked(bool outbox_was_empty, bool had_pending) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Fire(Signals signals) const;
   // Scheduler calls: waits until the call's changes are durable.
   absl::Status AwaitOwnChanges(absl::Status status);
 
