@@ -12,14 +12,40 @@
 
 namespace ddp::rendezvous {
 
-Job::Job(std::string job_id, const JobSettings& settings, const RendezvousLimits& limits,
-         const Clock& clock, Outbox* outbox)
-    : id_(std::move(job_id)),
-      settings_(settings),
+Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock, Outbox* outbox)
+    : id_(r.job_id),
+      settings_(r.settings),
       limits_(limits),
       clock_(&clock),
       outbox_(outbox),
-      created_(clock.Now()) {
+      created_(r.created),
+      run_(r.run),
+      finished_(r.finished),
+      token_hash_(r.token_hash),
+      state_(r.state),
+      generation_(r.generation),
+      restart_count_(r.restart_count),
+      root_cause_(r.root_cause),
+      finish_message_(r.finish_message),
+      failures_(r.failures),
+      excluded_(r.excluded_nodes.begin(), r.excluded_nodes.end()),
+      master_(r.master),
+      next_join_seq_(r.next_join_seq),
+      last_event_index_(r.last_event_index) {}
+
+// A new job is the record of one that was never stored, plus its first event
+// and an open rendezvous.
+JobRecord Job::NewRecord(std::string job_id, const JobSettings& settings, const Clock& clock) {
+  JobRecord record;
+  record.job_id = std::move(job_id);
+  record.settings = settings;
+  record.created = clock.Now();
+  return record;
+}
+
+Job::Job(std::string job_id, const JobSettings& settings, const RendezvousLimits& limits,
+         const Clock& clock, Outbox* outbox)
+    : Job(NewRecord(std::move(job_id), settings, clock), limits, clock, outbox) {
   Emit(JobEventType::kJobCreated, "",
        absl::StrCat("job created: nodes ", settings_.min_nodes, ":", settings_.max_nodes,
                     ", max_restarts ", settings_.max_restarts));
@@ -35,25 +61,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
     return absl::DataLossError(
         absl::StrCat("stored job '", Capped(r.job_id), "': ", status.message()));
   }
-  // Private constructor path: build with the stored settings, then overwrite.
-  Outbox discard;
-  std::unique_ptr<Job> job(new Job(r.job_id, r.settings, limits, clock, &discard));
-  job->set_outbox(outbox);
-  job->events_.clear();
-  job->state_ = r.state;
-  job->generation_ = r.generation;
-  job->restart_count_ = r.restart_count;
-  job->root_cause_ = r.root_cause;
-  job->finish_message_ = r.finish_message;
-  job->failures_ = r.failures;
-  job->excluded_.insert(r.excluded_nodes.begin(), r.excluded_nodes.end());
-  job->master_ = r.master;
-  job->last_event_index_ = r.last_event_index;
-  job->created_ = r.created;
-  job->run_ = r.run;
-  job->finished_ = r.finished;
-  job->token_hash_ = r.token_hash;
-  job->next_join_seq_ = r.next_join_seq;
+  std::unique_ptr<Job> job(new Job(r, limits, clock, outbox));
   const absl::Time now = clock.Now();
   bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
                      job->state_ == JobState::kRestarting;

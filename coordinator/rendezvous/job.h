@@ -237,6 +237,11 @@ class Job {
   }
 
  private:
+  // The job as `record` describes it (Restore adds the nodes, the new-job
+  // constructor the first event and the rendezvous).
+  Job(const JobRecord& record, const RendezvousLimits& limits, const Clock& clock,
+      Outbox* outbox);
+  static JobRecord NewRecord(std::string job_id, const JobSettings& settings, const Clock& clock);
   struct Node {
     NodeRecord record;
     bool connected = true;
