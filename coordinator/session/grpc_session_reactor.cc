@@ -135,19 +135,14 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
     }
     case v1::AgentMessage::kLeave: {
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(message.leave().header()));
-      absl::Status status = registry.Leave(ref);
-      // UNAVAILABLE: removed in memory, not yet durable; the node is gone.
-      if (status.ok() || absl::IsUnavailable(status)) {
-        left_ = true;
-        // The stream ends (the agent's acknowledgement) once the departure
-        // is durable.
-        std::shared_ptr<Sink> sink = sink_;
-        registry.WhenDurable(registry.DurabilityMark(), [sink] { sink->Close(absl::OkStatus()); });
-        return absl::OkStatus();
+      absl::Status status = rendezvous_.LeaveSession(ref, sink_);
+      if (!status.ok()) {
+        DDP_LOG(INFO) << "node " << node_id_ << " left job " << job_id_ << ": "
+                      << rendezvous::Capped(message.leave().reason());
+        return status;
       }
-      DDP_LOG(INFO) << "node " << node_id_ << " left job " << job_id_ << ": "
-                    << rendezvous::Capped(message.leave().reason());
-      return status;
+      left_ = true;  // the stream ends once the departure is durable
+      return absl::OkStatus();
     }
     default:
       return absl::InvalidArgumentError(
@@ -169,27 +164,13 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
     DDP_RETURN_IF_ERROR(options_.authorizer->Authorize(identity_, "/ddp.v1.SessionService/Session",
                                                        request.job_id));
   }
-  // Attached before the core sees the registration, so no message it produces
-  // can miss this stream.
-  SessionRouter& router = rendezvous_.router();
-  router.Attach(request.job_id, request.node_id, request.incarnation, sink_);
-  absl::StatusOr<rendezvous::RegisterResult> result = rendezvous_.registry().Register(request);
-  if (!result.ok()) {
-    router.Detach(request.job_id, request.node_id, sink_.get());
-    return result.status();
-  }
-  attached_ = true;
+  // The Registered reply is the first message the core queues for this
+  // session: it leaves once the registration is durable.
+  DDP_RETURN_IF_ERROR(rendezvous_.OpenSession(request, sink_).status());
   registered_ = true;
   job_id_ = request.job_id;
   node_id_ = request.node_id;
   incarnation_ = request.incarnation;
-  for (const SessionRouter::SinkPtr& older : router.Confirm(job_id_, node_id_, sink_.get())) {
-    older->Close(absl::AbortedError(absl::StrCat(
-        "node '", node_id_, "' of job '", job_id_, "' was replaced by incarnation ", incarnation_,
-        result->resumed ? " (session resumed on a newer stream)" : "", "; this stream is closed")));
-  }
-  // The Registered reply is the first message the core queued for this
-  // session: it leaves once the registration is durable.
   return absl::OkStatus();
 }
 
@@ -272,13 +253,9 @@ void SessionReactor::OnDone() {
     absl::MutexLock lock(&sink_->mu);
     sink_->reactor_ = nullptr;
   }
-  const bool current = attached_ && rendezvous_.router().Detach(job_id_, node_id_, sink_.get());
-  if (registered_ && !left_ && current) {
-    absl::Status status = rendezvous_.registry().StreamClosed(
-        rendezvous::NodeRef{job_id_, node_id_, incarnation_, 0});
-    if (!status.ok()) {
-      DDP_LOG(DEBUG) << "stream close of node " << node_id_ << ": " << status.message();
-    }
+  if (registered_) {
+    rendezvous_.SessionEnded(rendezvous::NodeRef{job_id_, node_id_, incarnation_, 0}, sink_.get(),
+                             left_);
   }
   open_streams_->fetch_sub(1);
   delete this;

@@ -99,7 +99,6 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   // Read side (see thread-safety above).
   grpc::ByteBuffer incoming_bytes_;
   v1::AgentMessage incoming_;
-  bool attached_ = false;  // in the router
   bool registered_ = false;
   bool left_ = false;
   std::string job_id_;

@@ -102,6 +102,45 @@ void RendezvousService::Send(const rendezvous::Outbox& outbox) {
   }
 }
 
+absl::StatusOr<rendezvous::RegisterResult> RendezvousService::OpenSession(
+    const rendezvous::RegisterRequest& request, std::shared_ptr<SessionSink> sink) {
+  SessionSink* const stream = sink.get();
+  router_.Attach(request.job_id, request.node_id, request.incarnation, std::move(sink));
+  absl::StatusOr<rendezvous::RegisterResult> result = registry_->Register(request);
+  if (!result.ok()) {
+    router_.Detach(request.job_id, request.node_id, stream);
+    return result.status();
+  }
+  for (const SessionRouter::SinkPtr& older :
+       router_.Confirm(request.job_id, request.node_id, stream)) {
+    older->Close(absl::AbortedError(absl::StrCat(
+        "node '", request.node_id, "' of job '", request.job_id, "' was replaced by incarnation ",
+        request.incarnation, result->resumed ? " (session resumed on a newer stream)" : "",
+        "; this stream is closed")));
+  }
+  return result;
+}
+
+absl::Status RendezvousService::LeaveSession(const rendezvous::NodeRef& ref,
+                                             std::shared_ptr<SessionSink> sink) {
+  absl::Status status = registry_->Leave(ref);
+  // UNAVAILABLE: removed in memory, not yet durable; the node is gone.
+  if (!status.ok() && !absl::IsUnavailable(status)) return status;
+  registry_->WhenDurable(registry_->DurabilityMark(),
+                         [sink = std::move(sink)] { sink->Close(absl::OkStatus()); });
+  return absl::OkStatus();
+}
+
+void RendezvousService::SessionEnded(const rendezvous::NodeRef& ref, const SessionSink* sink,
+                                     bool left) {
+  const bool current = router_.Detach(ref.job_id, ref.node_id, sink);
+  if (left || !current) return;  // gone already, or a newer stream took over
+  absl::Status status = registry_->StreamClosed(ref);
+  if (!status.ok()) {
+    DDP_LOG(DEBUG) << "stream close of node " << ref.node_id << ": " << status.message();
+  }
+}
+
 void RendezvousService::Shutdown() {
   {
     absl::MutexLock lock(&mu_);

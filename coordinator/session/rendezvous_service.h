@@ -78,6 +78,25 @@ class RendezvousService final : public commit::CommitParticipant {
   const Clock& clock() const { return clock_; }
   const RendezvousServiceOptions& options() const { return options_; }
 
+  // ---- One agent session (the gRPC session adapter calls these) ----
+  // Registers the node and binds `sink` to (job, node, incarnation): the
+  // sink is attached before the core sees the registration (so no message
+  // can miss it), detached again if the core refuses it, and an older stream
+  // of the node is closed (ABORTED) once it is accepted. The Registered reply
+  // reaches the sink as the first message, once durable.
+  // Possible errors: JobRegistry::Register's.
+  absl::StatusOr<rendezvous::RegisterResult> OpenSession(
+      const rendezvous::RegisterRequest& request, std::shared_ptr<SessionSink> sink);
+  // The node leaves the job; `sink` is closed with OK (the agent's
+  // acknowledgement) once the departure is durable. Possible errors:
+  // JobRegistry::Leave's (UNAVAILABLE is not one: the node is gone in
+  // memory, and the stream closes once that is durable).
+  absl::Status LeaveSession(const rendezvous::NodeRef& ref, std::shared_ptr<SessionSink> sink);
+  // The stream of `sink` ended: it leaves the router, and, when the node had
+  // not left, the core learns it unless a newer stream of the node already
+  // took over.
+  void SessionEnded(const rendezvous::NodeRef& ref, const SessionSink* sink, bool left);
+
   // Lets the loop commit and send what is queued, then ends every watch.
   void Shutdown();
 
