@@ -123,6 +123,15 @@ struct Loop {
     options.retry_interval = absl::Milliseconds(1);
     return options;
   }
+  // Returns once the store is inside a CommitState (held there by `hold`).
+  void WaitUntilACommitStarted() {
+    absl::MutexLock lock(&store.mu);
+    store.mu.AwaitWithTimeout(
+        absl::Condition(
+            +[](RecordingStore* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->entered > 0; },
+            &store),
+        kWait);
+  }
   std::vector<std::string> Log() {
     absl::MutexLock lock(&log_mu);
     return log;
@@ -144,13 +153,9 @@ TEST(CommitLoopTest, KvAndJobChangesQueuedTogether_OneCommitHoldsBoth) {
   t.kv.Queue("1");
   t.jobs.Queue("a");
   t.loop.Notify();
+  t.WaitUntilACommitStarted();
   {
     absl::MutexLock lock(&t.store.mu);
-    t.store.mu.AwaitWithTimeout(
-        absl::Condition(
-            +[](RecordingStore* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->entered > 0; },
-            &t.store),
-        kWait);
     t.store.hold = false;
   }
   t.loop.Flush();
@@ -168,14 +173,7 @@ TEST(CommitLoopTest, SendsWaitForTheirCommit_ThenLeaveInCommitOrder) {
   }
   t.kv.Queue("1");
   t.loop.Notify();
-  {
-    absl::MutexLock lock(&t.store.mu);
-    t.store.mu.AwaitWithTimeout(
-        absl::Condition(
-            +[](RecordingStore* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->entered > 0; },
-            &t.store),
-        kWait);
-  }
+  t.WaitUntilACommitStarted();
   // The commit is in progress: its send must not have left.
   absl::SleepFor(absl::Milliseconds(20));
   EXPECT_TRUE(t.Log().empty());

@@ -8,10 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "common/status_macros.h"
 #include "coordinator/rendezvous/job_state_store.h"
-#include "coordinator/storage/memory_state_store.h"
-#include "coordinator/storage/sqlite_state_store.h"
+#include "coordinator/storage/state_store_factories.h"
 
 namespace ddp::rendezvous {
 namespace {
@@ -27,38 +25,8 @@ class InMemoryFactory {
   }
 };
 
-class MemoryStateFactory {
- public:
-  absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
-    return std::unique_ptr<JobStateStore>(std::make_unique<storage::MemoryStateStore>());
-  }
-  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(std::unique_ptr<JobStateStore> store) {
-    return store;
-  }
-};
-
-class SqliteStateFactory {
- public:
-  SqliteStateFactory() {
-    const char* root = getenv("TEST_TMPDIR");
-    std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/stateconfXXXXXX";
-    const char* dir = mkdtemp(pattern.data());
-    EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << pattern;
-    path_ = pattern + "/coordinator.db";
-  }
-  absl::StatusOr<std::unique_ptr<JobStateStore>> Open() {
-    DDP_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteStateStore> store,
-                         storage::SqliteStateStore::Open(path_));
-    return std::unique_ptr<JobStateStore>(std::move(store));
-  }
-  absl::StatusOr<std::unique_ptr<JobStateStore>> Reopen(std::unique_ptr<JobStateStore> store) {
-    store.reset();
-    return Open();
-  }
-
- private:
-  std::string path_;
-};
+using MemoryStateFactory = storage::testing::MemoryStateFactory<JobStateStore>;
+using SqliteStateFactory = storage::testing::SqliteStateFactory<JobStateStore>;
 
 INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, JobStateStoreConformanceTest, InMemoryFactory);
 INSTANTIATE_TYPED_TEST_SUITE_P(MemoryState, JobStateStoreConformanceTest, MemoryStateFactory);

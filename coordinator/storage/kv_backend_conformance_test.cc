@@ -10,9 +10,8 @@
 
 #include "common/status_macros.h"
 #include "coordinator/storage/memory_kv_backend.h"
-#include "coordinator/storage/memory_state_store.h"
 #include "coordinator/storage/sqlite_kv_backend.h"
-#include "coordinator/storage/sqlite_state_store.h"
+#include "coordinator/storage/state_store_factories.h"
 
 namespace ddp::kv {
 namespace {
@@ -55,40 +54,8 @@ class SqliteFactory {
   std::string path_;
 };
 
-class MemoryStateFactory {
- public:
-  absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
-    return std::unique_ptr<KvBackend>(std::make_unique<storage::MemoryStateStore>());
-  }
-  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(std::unique_ptr<KvBackend> backend) {
-    return backend;
-  }
-};
-
-class SqliteStateFactory {
- public:
-  SqliteStateFactory() {
-    const char* root = getenv("TEST_TMPDIR");
-    std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/stateconfXXXXXX";
-    const char* dir = mkdtemp(pattern.data());
-    EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << pattern;
-    path_ = pattern + "/coordinator.db";
-  }
-  absl::StatusOr<std::unique_ptr<KvBackend>> Open() {
-    SqliteKvBackendOptions options;
-    options.compaction_chunk_events = 2;
-    DDP_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteStateStore> store,
-                         storage::SqliteStateStore::Open(path_, options));
-    return std::unique_ptr<KvBackend>(std::move(store));
-  }
-  absl::StatusOr<std::unique_ptr<KvBackend>> Reopen(std::unique_ptr<KvBackend> backend) {
-    backend.reset();
-    return Open();
-  }
-
- private:
-  std::string path_;
-};
+using MemoryStateFactory = storage::testing::MemoryStateFactory<KvBackend>;
+using SqliteStateFactory = storage::testing::SqliteStateFactory<KvBackend>;
 
 INSTANTIATE_TYPED_TEST_SUITE_P(InMemory, KvBackendConformanceTest, InMemoryFactory);
 INSTANTIATE_TYPED_TEST_SUITE_P(MemoryState, KvBackendConformanceTest, MemoryStateFactory);

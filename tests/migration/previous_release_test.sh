@@ -69,22 +69,19 @@ for name in list get get_run1; do same "$name"; done
 stop
 
 # 3. A previous-release dir whose jobs.db was truncated, or deleted, is refused.
+refused() {  # refused NAME HOW: the coordinator exits 3 on that dir, naming jobs.db
+  set +e
+  "$COORDINATOR" --port 0 --bind 127.0.0.1 --http-port -1 --data-dir "$WORK/$1" 2>"$WORK/$1.log"
+  local status=$?
+  set -e
+  [ "$status" -eq 3 ] || fail "a dir with $2 exited $status, not 3"
+  grep -q "jobs.db" "$WORK/$1.log" || fail "the refusal of a dir with $2 does not name jobs.db"
+}
 fresh_copy truncated
 : >"$WORK/truncated/jobs.db"
-set +e
-"$COORDINATOR" --port 0 --bind 127.0.0.1 --http-port -1 --data-dir "$WORK/truncated" \
-  2>"$WORK/truncated.log"
-status=$?
-set -e
-[ "$status" -eq 3 ] || fail "a truncated jobs.db exited $status, not 3"
-grep -q "jobs.db is empty" "$WORK/truncated.log" || fail "the refusal does not name jobs.db"
+refused truncated "an empty jobs.db"
+grep -q "jobs.db is empty" "$WORK/truncated.log" || fail "the refusal does not say jobs.db is empty"
 fresh_copy missing
 rm "$WORK/missing/jobs.db"
-set +e
-"$COORDINATOR" --port 0 --bind 127.0.0.1 --http-port -1 --data-dir "$WORK/missing" \
-  2>"$WORK/missing.log"
-status=$?
-set -e
-[ "$status" -eq 3 ] || fail "a missing jobs.db exited $status, not 3"
-grep -q "jobs.db" "$WORK/missing.log" || fail "the refusal does not name jobs.db"
+refused missing "no jobs.db"
 echo "PASSED"
