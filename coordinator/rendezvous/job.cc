@@ -107,16 +107,12 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
       break;
     case JobState::kRestarting:
       // Confirmations were not stored: ask again on resume.
-      for (auto& [id, node] : job->nodes_) {
-        node.stop_pending = job->IsMember(node);
-      }
-      job->pending_stops_ = job->live_members_;
-      job->stop_deadline_ = now + r.settings.shutdown_timeout;
+      job->stop_barrier_.Open(job->members_, now + r.settings.shutdown_timeout);
       // A member removed before the coordinator stopped (its ranks are
       // missing from the stored members) may still run workers until its
       // lease runs out; its last heartbeat was before now.
       if (job->MemberProcesses() < job->world_size_) {
-        job->workers_fenced_until_ = now + r.settings.heartbeat_timeout;
+        job->stop_barrier_.FenceUntil(now + r.settings.heartbeat_timeout);
       }
       break;
     default:

@@ -49,7 +49,7 @@
 // that arrives while RUNNING below max_nodes triggers a restart that includes
 // it. Leases (session.proto): a member removed while its workers may still run
 // holds the next generation back until heartbeat_timeout after its last
-// heartbeat, when its agent's lease has stopped them (workers_fenced_until_).
+// heartbeat, when its agent's lease has stopped them (StopBarrier::FenceUntil).
 //
 // Restart budget: only worker failures (and an agent re-registering with a new
 // incarnation while its workers ran and its old session was still open) spend
@@ -98,6 +98,7 @@
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_types.h"
+#include "coordinator/rendezvous/stop_barrier.h"
 
 namespace ddp::rendezvous {
 
@@ -254,7 +255,6 @@ class Job {
     std::string role;
     absl::Time last_heartbeat;
     // Current-generation state.
-    bool stop_pending = false;
     bool succeeded = false;
     int exited_ok = 0;
     std::vector<bool> exited;  // by local rank, allocated on first exit report
@@ -359,18 +359,16 @@ class Job {
   int64_t world_size_ = 0;
   int live_members_ = 0;
   int succeeded_members_ = 0;
-  int pending_stops_ = 0;
 
   // Timers of the current state.
   absl::Time join_deadline_ = absl::InfiniteFuture();
   std::optional<absl::Time> min_reached_at_;
   bool reopened_after_restart_ = false;
   absl::Time master_deadline_ = absl::InfiniteFuture();
-  absl::Time stop_deadline_ = absl::InfiniteFuture();
-  // The stop barrier does not open the next rendezvous before this time: a
-  // member that left while its workers could still run must have stopped
-  // them (its lease ran out). Not stored: Restore sets it conservatively.
-  absl::Time workers_fenced_until_ = absl::InfinitePast();
+  // RESTARTING: the members whose workers must be confirmed stopped, and the
+  // fence of members that left while theirs could still run (not stored:
+  // Restore sets it conservatively).
+  StopBarrier stop_barrier_;
   absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
   // Current generation: (role rank offset, role world size) by node id; empty

@@ -18,9 +18,8 @@ void Job::OpenRendezvous(bool after_restart) {
   members_.clear();
   live_members_ = 0;
   succeeded_members_ = 0;
-  pending_stops_ = 0;
+  stop_barrier_.Close();
   master_deadline_ = absl::InfiniteFuture();
-  stop_deadline_ = absl::InfiniteFuture();
   join_deadline_ = now + settings_.join_timeout;
   min_reached_at_.reset();
   MarkJobDirty();
@@ -97,7 +96,6 @@ void Job::CloseRendezvous() {
     }
   }
   for (auto& [id, node] : nodes_) {
-    node.stop_pending = false;
     node.succeeded = false;
     node.exited_ok = 0;
     node.exited.clear();
@@ -347,15 +345,10 @@ void Job::BeginRestart(RestartCause cause, const std::string& reason) {
 void Job::StopAllWorkers(const std::string& reason) {
   state_ = JobState::kRestarting;
   master_deadline_ = absl::InfiniteFuture();
-  stop_deadline_ = clock_->Now() + settings_.shutdown_timeout;
-  pending_stops_ = 0;
+  stop_barrier_.Open(members_, clock_->Now() + settings_.shutdown_timeout);
   MarkJobDirty();
-  for (const std::string& node_id : members_) {
-    if (node_id.empty()) continue;
-    Node& node = nodes_[node_id];
-    node.stop_pending = true;
-    ++pending_stops_;
-    Send(node, StopWorkers{generation_, reason});
+  for (const std::string& node_id : stop_barrier_.Awaited()) {
+    Send(nodes_[node_id], StopWorkers{generation_, reason});
   }
   MaybeFinishStopBarrier();
 }
@@ -367,19 +360,17 @@ absl::Status Job::WorkersStopped(const NodeRef& ref) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no stop of generation ", generation_, " was requested from node '", ref.node_id, "'"));
   }
-  if (state_ == JobState::kRestarting && node->stop_pending) {
-    node->stop_pending = false;
-    --pending_stops_;
+  if (state_ == JobState::kRestarting && stop_barrier_.Confirm(ref.node_id)) {
     MaybeFinishStopBarrier();
   }
   return absl::OkStatus();  // duplicates and late confirmations are harmless
 }
 
 void Job::MaybeFinishStopBarrier() {
-  if (state_ != JobState::kRestarting || pending_stops_ > 0) return;
+  if (state_ != JobState::kRestarting || !stop_barrier_.complete()) return;
   if (!FailingAfterStop()) {
     // Tick finishes the barrier once the leases of removed members ran out.
-    if (clock_->Now() < workers_fenced_until_) return;
+    if (clock_->Now() < stop_barrier_.fenced_until()) return;
     OpenRendezvous(/*after_restart=*/true);
     return;
   }
@@ -395,7 +386,8 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
   root_cause_ = std::move(root_cause);
   finish_message_ = message;
   finished_ = clock_->Now();
-  join_deadline_ = master_deadline_ = stop_deadline_ = absl::InfiniteFuture();
+  join_deadline_ = master_deadline_ = absl::InfiniteFuture();
+  stop_barrier_.Close();
   min_reached_at_.reset();
   MarkJobDirty();
   for (const auto& [id, node] : nodes_) {

@@ -147,10 +147,8 @@ void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
                               "than its lease (", absl::FormatDuration(LeaseFor(settings_).lease),
                               ") and stopped its workers of generation ", generation_,
                               "; a membership change: the restart budget is not charged"));
-  } else if (state_ == JobState::kRestarting && node.stop_pending) {
-    node.stop_pending = false;  // its workers are stopped: as WorkersStopped
-    --pending_stops_;
-    MaybeFinishStopBarrier();
+  } else if (state_ == JobState::kRestarting && stop_barrier_.Confirm(node_id)) {
+    MaybeFinishStopBarrier();  // its workers are stopped: as WorkersStopped
   }
 }
 
@@ -178,7 +176,7 @@ void Job::ResendPending(const Node& node) {
       a.role_world_size = role->second.second;
     }
     Send(node, std::move(a));
-  } else if (state_ == JobState::kRestarting && node.stop_pending) {
+  } else if (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)) {
     Send(node, StopWorkers{generation_, "resent after the session resumed"});
   }
 }
@@ -272,7 +270,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
       }
       break;
     case JobState::kRestarting:
-      if (node.stop_pending) {
+      if (stop_barrier_.Awaits(node.record.node_id)) {
         Send(node, StopWorkers{generation_, "agent restarted during a stop"});
       }
       break;
@@ -308,10 +306,10 @@ absl::Status Job::Leave(const NodeRef& ref) {
 void Job::FenceWorkersOf(const Node& node) {
   const bool may_run =
       IsMember(node) && !node.succeeded &&
-      (state_ == JobState::kRunning || (state_ == JobState::kRestarting && node.stop_pending));
+      (state_ == JobState::kRunning ||
+       (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)));
   if (!may_run) return;
-  workers_fenced_until_ =
-      std::max(workers_fenced_until_, node.last_heartbeat + settings_.heartbeat_timeout);
+  stop_barrier_.FenceUntil(node.last_heartbeat + settings_.heartbeat_timeout);
 }
 
 std::optional<absl::Time> Job::LostSince(const Node& node, absl::Time now) const {
@@ -326,7 +324,7 @@ void Job::RemoveNode(const std::string& node_id, const std::string& reason, Rest
   if (it == nodes_.end()) return;
   if (!workers_stopped) FenceWorkersOf(it->second);
   const bool member = IsMember(it->second);
-  const bool stop_pending = it->second.stop_pending;
+  const bool stop_pending = stop_barrier_.Confirm(node_id);  // it is gone either way
   const bool succeeded = it->second.succeeded;
   if (member) {
     members_[it->second.record.group_rank].clear();
@@ -351,10 +349,7 @@ void Job::RemoveNode(const std::string& node_id, const std::string& reason, Rest
       }
       break;
     case JobState::kRestarting:
-      if (stop_pending) {
-        --pending_stops_;
-        MaybeFinishStopBarrier();
-      }
+      if (stop_pending) MaybeFinishStopBarrier();
       break;
     default:
       break;

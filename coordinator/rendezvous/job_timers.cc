@@ -62,14 +62,10 @@ void Job::Tick() {
       }
       break;
     case JobState::kRestarting:
-      if (pending_stops_ == 0) {
+      if (stop_barrier_.complete()) {
         MaybeFinishStopBarrier();  // waiting for the leases of removed members
-      } else if (now >= stop_deadline_) {
-        std::vector<std::string> silent;
-        for (const std::string& id : members_) {
-          if (!id.empty() && nodes_[id].stop_pending) silent.push_back(id);
-        }
-        for (const std::string& id : silent) {
+      } else if (now >= stop_barrier_.deadline()) {
+        for (const std::string& id : stop_barrier_.Awaited()) {
           RemoveNode(id, absl::StrCat("declared dead: workers not confirmed stopped "
                                       "within ",
                                       absl::FormatDuration(settings_.shutdown_timeout)));
