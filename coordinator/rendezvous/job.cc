@@ -85,18 +85,18 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
     job->nodes_.emplace(record.node_id, std::move(node));
   }
   if (has_members) {
-    job->members_.assign(max_rank + 1, "");
+    job->current_.by_rank.assign(max_rank + 1, "");
     for (auto& [id, node] : job->nodes_) {
       int rank = node.record.group_rank;
       if (rank < 0) continue;
-      if (!job->members_[rank].empty()) {
+      if (!job->current_.by_rank[rank].empty()) {
         return absl::DataLossError(absl::StrCat("stored job '", Capped(r.job_id),
                                                 "' has two nodes with group rank ", rank));
       }
-      job->members_[rank] = id;
-      ++job->live_members_;
+      job->current_.by_rank[rank] = id;
+      ++job->current_.live;
     }
-    job->world_size_ = r.world_size;
+    job->current_.world_size = r.world_size;
   }
   switch (job->state_) {
     case JobState::kWaiting:
@@ -107,11 +107,11 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
       break;
     case JobState::kRestarting:
       // Confirmations were not stored: ask again on resume.
-      job->stop_barrier_.Open(job->members_, now + r.settings.shutdown_timeout);
+      job->stop_barrier_.Open(job->current_.by_rank, now + r.settings.shutdown_timeout);
       // A member removed before the coordinator stopped (its ranks are
       // missing from the stored members) may still run workers until its
       // lease runs out; its last heartbeat was before now.
-      if (job->MemberProcesses() < job->world_size_) {
+      if (job->MemberProcesses() < job->current_.world_size) {
         job->stop_barrier_.FenceUntil(now + r.settings.heartbeat_timeout);
       }
       break;
@@ -127,7 +127,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
 
 int64_t Job::MemberProcesses() const {
   int64_t processes = 0;
-  for (const std::string& id : members_) {
+  for (const std::string& id : current_.by_rank) {
     if (!id.empty()) processes += nodes_.at(id).record.nproc;
   }
   return processes;
@@ -156,8 +156,7 @@ bool Job::IsMember(const Node& node) const {
   int rank = node.record.group_rank;
   return (state_ == JobState::kStarting || state_ == JobState::kRunning ||
           state_ == JobState::kRestarting) &&
-         rank >= 0 && rank < static_cast<int>(members_.size()) &&
-         members_[rank] == node.record.node_id;
+         current_.Holds(rank, node.record.node_id);
 }
 
 Job::Node* Job::FindNode(const std::string& node_id) {
@@ -237,7 +236,7 @@ JobRecord Job::MakeRecord() const {
   r.excluded_nodes.assign(excluded_.begin(), excluded_.end());
   std::sort(r.excluded_nodes.begin(), r.excluded_nodes.end());
   r.master = master_;
-  r.world_size = world_size_;
+  r.world_size = current_.world_size;
   r.last_event_index = last_event_index_;
   r.created = created_;
   r.run = run_;
@@ -274,8 +273,8 @@ JobStatus Job::Status(bool include_nodes) const {
   s.generation = generation_;
   s.restart_count = restart_count_;
   s.registered_nodes = static_cast<int>(nodes_.size());
-  s.member_nodes = live_members_;
-  s.world_size = world_size_;
+  s.member_nodes = current_.live;
+  s.world_size = current_.world_size;
   s.root_cause = root_cause_;
   s.finish_message = finish_message_;
   s.failures = failures_;

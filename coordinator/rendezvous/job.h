@@ -95,6 +95,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/rendezvous/generation_members.h"
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_types.h"
@@ -240,8 +241,7 @@ class Job {
  private:
   // The job as `record` describes it (Restore adds the nodes, the new-job
   // constructor the first event and the rendezvous).
-  Job(const JobRecord& record, const RendezvousLimits& limits, const Clock& clock,
-      Outbox* outbox);
+  Job(const JobRecord& record, const RendezvousLimits& limits, const Clock& clock, Outbox* outbox);
   static JobRecord NewRecord(std::string job_id, const JobSettings& settings, const Clock& clock);
   struct Node {
     NodeRecord record;
@@ -272,7 +272,7 @@ class Job {
   bool IsMember(const Node& node) const;
   // Workers of the current generation's members still registered.
   int64_t MemberProcesses() const;
-  int LiveMemberCount() const { return live_members_; }
+  int LiveMemberCount() const { return current_.live; }
 
   // job_membership.cc
   absl::Status ValidateRegister(const RegisterRequest& request) const;
@@ -305,7 +305,7 @@ class Job {
   void MaybeCloseRendezvous();
   void CloseRendezvous();
   void PushAssignments();
-  // Fills role_ranks_ from the members' roles, in group-rank order.
+  // Fills current_.role_ranks from the members' roles, in group-rank order.
   void ComputeRoleRanks();
   // Emits kRestarting, then StopAllWorkers.
   void BeginRestart(RestartCause cause, const std::string& reason);
@@ -354,11 +354,7 @@ class Job {
   uint64_t next_join_seq_ = 1;
 
   absl::flat_hash_map<std::string, Node> nodes_;
-  // Current generation: node id by group rank ("" once removed).
-  std::vector<std::string> members_;
-  int64_t world_size_ = 0;
-  int live_members_ = 0;
-  int succeeded_members_ = 0;
+  GenerationMembers current_;  // the current (or last) generation's members
 
   // Timers of the current state.
   absl::Time join_deadline_ = absl::InfiniteFuture();
@@ -371,9 +367,6 @@ class Job {
   StopBarrier stop_barrier_;
   absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
-  // Current generation: (role rank offset, role world size) by node id; empty
-  // when not known (restored, not recomputed).
-  absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> role_ranks_;
 
   // Events (bounded) and persistence delta.
   std::deque<JobEvent> events_;

@@ -14,7 +14,6 @@ using testing::MessagesOf;
 using testing::Settings;
 using testing::StartRunning;
 
-
 WorkerExit Crash(int local_rank, int code, const std::string& message,
                  absl::Time time = absl::UnixEpoch()) {
   return WorkerExit{local_rank, code, 0, message, time};

@@ -15,9 +15,7 @@ namespace ddp::rendezvous {
 void Job::OpenRendezvous(bool after_restart) {
   const absl::Time now = clock_->Now();
   state_ = JobState::kWaiting;
-  members_.clear();
-  live_members_ = 0;
-  succeeded_members_ = 0;
+  current_.Clear();
   stop_barrier_.Close();
   master_deadline_ = absl::InfiniteFuture();
   join_deadline_ = now + settings_.join_timeout;
@@ -77,7 +75,7 @@ void Job::CloseRendezvous() {
                      << " is out of range or contested; ignored";
   }
   ++generation_;
-  members_.assign(n, "");
+  current_.Form(n, table->world_size);
   for (const RankEntry& e : table->entries) {
     Node& node = nodes_[e.node_id];
     if (node.record.group_rank != e.group_rank ||
@@ -86,7 +84,7 @@ void Job::CloseRendezvous() {
       node.record.global_rank_offset = e.global_rank_offset;
       MarkNodeDirty(e.node_id);
     }
-    members_[e.group_rank] = e.node_id;
+    current_.by_rank[e.group_rank] = e.node_id;
   }
   for (size_t i = n; i < candidates.size(); ++i) {  // hot spares
     Node* spare = candidates[i];
@@ -100,16 +98,13 @@ void Job::CloseRendezvous() {
     node.exited_ok = 0;
     node.exited.clear();
   }
-  world_size_ = table->world_size;
-  live_members_ = static_cast<int>(n);
-  succeeded_members_ = 0;
   master_ = MasterInfo{};
   state_ = JobState::kStarting;
   min_reached_at_.reset();
   join_deadline_ = absl::InfiniteFuture();
   master_deadline_ = clock_->Now() + settings_.shutdown_timeout;
   MarkJobDirty();
-  Send(nodes_[members_[0]], RequestMasterInfo{generation_});
+  Send(nodes_[current_.by_rank[0]], RequestMasterInfo{generation_});
 }
 
 absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
@@ -152,26 +147,27 @@ absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
 }
 
 void Job::ComputeRoleRanks() {
-  role_ranks_.clear();
+  current_.role_ranks.clear();
   absl::flat_hash_map<std::string, int64_t> next_offset;  // by role
-  for (const std::string& node_id : members_) {
+  for (const std::string& node_id : current_.by_rank) {
     if (node_id.empty()) continue;
     const Node& node = nodes_[node_id];
     if (node.role.empty()) {  // not known (restored, not resumed yet)
-      role_ranks_.clear();
+      current_.role_ranks.clear();
       return;
     }
-    role_ranks_[node_id].first = next_offset[node.role];
+    current_.role_ranks[node_id].first = next_offset[node.role];
     next_offset[node.role] += node.record.nproc;
   }
   // One role (the usual case): role ranks are the global ranks, which the
   // assignment carries anyway; leaving them out keeps an assignment resent
   // after a coordinator restart (roles are not stored) identical.
   if (next_offset.size() <= 1) {
-    role_ranks_.clear();
+    current_.role_ranks.clear();
     return;
   }
-  for (auto& [node_id, ranks] : role_ranks_) ranks.second = next_offset[nodes_[node_id].role];
+  for (auto& [node_id, ranks] : current_.role_ranks)
+    ranks.second = next_offset[nodes_[node_id].role];
 }
 
 void Job::PushAssignments() {
@@ -179,12 +175,13 @@ void Job::PushAssignments() {
   state_ = JobState::kRunning;
   master_deadline_ = absl::InfiniteFuture();
   MarkJobDirty();
-  for (const std::string& node_id : members_) {
+  for (const std::string& node_id : current_.by_rank) {
     if (!node_id.empty()) ResendPending(nodes_[node_id]);
   }
-  Emit(JobEventType::kGenerationOpened, members_[0],
-       absl::StrCat("generation ", generation_, ": ", live_members_, " nodes, world size ",
-                    world_size_, ", restart ", restart_count_, " of ", settings_.max_restarts));
+  Emit(JobEventType::kGenerationOpened, current_.by_rank[0],
+       absl::StrCat("generation ", generation_, ": ", current_.live, " nodes, world size ",
+                    current_.world_size, ", restart ", restart_count_, " of ",
+                    settings_.max_restarts));
 }
 
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
@@ -211,7 +208,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
     node->exited[exit.local_rank] = true;
     if (++node->exited_ok == node->record.nproc && !node->succeeded) {
       node->succeeded = true;
-      if (++succeeded_members_ == static_cast<int>(members_.size())) {
+      if (++current_.succeeded == static_cast<int>(current_.by_rank.size())) {
         Finish(JobState::kSucceeded, std::nullopt,
                absl::StrCat("every worker of generation ", generation_, " exited 0"));
       }
@@ -292,7 +289,7 @@ const Job::Node* Job::LostPeerOf(const std::string& reporter) const {
   const absl::Time now = clock_->Now();
   const Node* lost = nullptr;
   std::optional<absl::Time> lost_since;
-  for (const std::string& node_id : members_) {
+  for (const std::string& node_id : current_.by_rank) {
     if (node_id.empty() || node_id == reporter) continue;
     auto it = nodes_.find(node_id);
     if (it == nodes_.end() || it->second.succeeded) continue;
@@ -345,7 +342,7 @@ void Job::BeginRestart(RestartCause cause, const std::string& reason) {
 void Job::StopAllWorkers(const std::string& reason) {
   state_ = JobState::kRestarting;
   master_deadline_ = absl::InfiniteFuture();
-  stop_barrier_.Open(members_, clock_->Now() + settings_.shutdown_timeout);
+  stop_barrier_.Open(current_.by_rank, clock_->Now() + settings_.shutdown_timeout);
   MarkJobDirty();
   for (const std::string& node_id : stop_barrier_.Awaited()) {
     Send(nodes_[node_id], StopWorkers{generation_, reason});

@@ -14,7 +14,6 @@ using testing::MessagesOf;
 using testing::Settings;
 using testing::StartRunning;
 
-
 // The agent of `node_id` comes back on a new stream after its lease ran out
 // and it stopped its workers of `generation`.
 absl::StatusOr<RegisterResult> ResumeAfterLease(JobHarness& h, const std::string& node_id,
@@ -79,9 +78,9 @@ TEST(JobLease, SilentMemberThenPeerFails_KnockOnOfTheSilentNodeIsFree) {
   // a's workers fail on the broken collective.
   h.clock().Advance(absl::Milliseconds(2100));
   ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
-  ASSERT_TRUE(
-      h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "gloo: timed out", h.clock().Now()})
-          .ok());
+  ASSERT_TRUE(h.job()
+                  .WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "gloo: timed out", h.clock().Now()})
+                  .ok());
   EXPECT_EQ(h.job().state(), JobState::kRestarting);  // not FAILED: budget untouched
   EXPECT_EQ(h.job().restart_count(), 0);
   const JobStatus status = h.job().Status(false);

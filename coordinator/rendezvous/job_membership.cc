@@ -164,14 +164,15 @@ void Job::ResendPending(const Node& node) {
     a.restart_count = restart_count_;
     a.max_restarts = settings_.max_restarts;
     a.group_rank = node.record.group_rank;
-    a.group_world_size = static_cast<int>(members_.size());
+    a.group_world_size = static_cast<int>(current_.by_rank.size());
     a.global_rank_offset = node.record.global_rank_offset;
     a.local_world_size = node.record.nproc;
-    a.world_size = world_size_;
+    a.world_size = current_.world_size;
     a.master_addr = master_.master_addr;
     a.master_port = master_.master_port;
     a.nccl_unique_id = master_.nccl_unique_id;
-    if (auto role = role_ranks_.find(node.record.node_id); role != role_ranks_.end()) {
+    if (auto role = current_.role_ranks.find(node.record.node_id);
+        role != current_.role_ranks.end()) {
       a.role_rank_offset = role->second.first;
       a.role_world_size = role->second.second;
     }
@@ -204,10 +205,10 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
       break;
     case JobState::kStarting:
       // No worker started yet: reform at once with the newcomer.
-      if (live_members_ < settings_.max_nodes) OpenRendezvous(true);
+      if (current_.live < settings_.max_nodes) OpenRendezvous(true);
       break;
     case JobState::kRunning:
-      if (live_members_ < settings_.max_nodes) {
+      if (current_.live < settings_.max_nodes) {
         BeginRestart(RestartCause::kScale,
                      absl::StrCat("node '", request.node_id, "' joined below max_nodes"));
       }
@@ -327,8 +328,7 @@ void Job::RemoveNode(const std::string& node_id, const std::string& reason, Rest
   const bool stop_pending = stop_barrier_.Confirm(node_id);  // it is gone either way
   const bool succeeded = it->second.succeeded;
   if (member) {
-    members_[it->second.record.group_rank].clear();
-    --live_members_;
+    current_.Remove(it->second.record.group_rank);
   }
   nodes_.erase(it);
   dirty_nodes_.erase(node_id);

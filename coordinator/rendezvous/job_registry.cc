@@ -285,9 +285,8 @@ absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
     ChangeScope locked(this);
     DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
     if (!IsTerminal(job->state())) {
-      return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' is ",
-                                                        JobStateName(job->state()),
-                                                        "; cancel it before removing it"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job '", job_id, "' is ", JobStateName(job->state()), "; cancel it before removing it"));
     }
     ForgetLocked(job_id);
   }

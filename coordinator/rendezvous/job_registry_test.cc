@@ -257,8 +257,8 @@ TEST(JobRegistry, RestoreDuringStopBarrierAfterAMemberWasRemoved_WaitsForItsLeas
     ASSERT_TRUE(
         registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
     // c's workers may still run.
-    const absl::Status excluded = testing::WhileWriting(
-        registry, [&] { return registry.ExcludeNode("j", "c", "bad GPU"); });
+    const absl::Status excluded =
+        testing::WhileWriting(registry, [&] { return registry.ExcludeNode("j", "c", "bad GPU"); });
     ASSERT_TRUE(excluded.ok()) << excluded;
   }
   JobRegistry restarted(clock, &store, {});

@@ -25,7 +25,7 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
   // Membership must change when members exceed the new max, or when spares can
   // now fill places below it.
   const bool membership_changes =
-      live_members_ > max_nodes || (live_members_ < max_nodes && registered > live_members_);
+      current_.live > max_nodes || (current_.live < max_nodes && registered > current_.live);
   switch (state_) {
     case JobState::kWaiting:
       if (registered < min_nodes) min_reached_at_.reset();

@@ -51,13 +51,14 @@ void Job::Tick() {
       break;
     case JobState::kStarting:
       if (now >= master_deadline_) {
-        if (members_.empty() || members_[0].empty()) {
+        if (current_.by_rank.empty() || current_.by_rank[0].empty()) {
           // No group rank 0 to ask (a stored job restored without it): form again.
           OpenRendezvous(/*after_restart=*/true);
         } else {
           // Group rank 0 did not answer: declare it dead and form again.
-          RemoveNode(members_[0], absl::StrCat("declared dead: no master info within ",
-                                               absl::FormatDuration(settings_.shutdown_timeout)));
+          RemoveNode(current_.by_rank[0],
+                     absl::StrCat("declared dead: no master info within ",
+                                  absl::FormatDuration(settings_.shutdown_timeout)));
         }
       }
       break;
