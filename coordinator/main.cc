@@ -74,7 +74,8 @@ ABSL_FLAG(int64_t, max_watchers, 100000, "Most watch streams open at once");
 ABSL_FLAG(int64_t, max_wait_calls, 100000, "Most Wait calls pending at once");
 ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000, "Timeout of a Wait that gives none");
 ABSL_FLAG(int64_t, tick_interval_ms, 50,
-          "How often lease expiry and Wait deadlines are checked, in milliseconds");
+          "How often lease expiry and Wait deadlines are checked, in milliseconds (job "
+          "timeouts are checked at least every 100 ms)");
 
 namespace {
 

@@ -94,7 +94,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   job_options.session.authorizer = server->authorizer_.get();
   job_options.jobs.authorizer = server->authorizer_.get();
   commit::CommitLoopOptions loop_options;
-  loop_options.tick_interval = opts.kv.tick_interval;
+  // One ticker for both: KV leases and waits at --tick-interval-ms, job
+  // timeouts at least every rendezvous tick (100 ms), whichever is shorter.
+  loop_options.tick_interval = opts.jobs.rendezvous.tick_interval;
+  if (opts.kv.tick_interval > absl::ZeroDuration()) {
+    loop_options.tick_interval = std::min(loop_options.tick_interval, opts.kv.tick_interval);
+  }
   loop_options.retry_interval = opts.jobs.rendezvous.write_retry_interval;
   if (opts.http.has_value()) {
     server->metrics_ = std::make_unique<metrics::CoordinatorMetrics>(clock);
