@@ -16,28 +16,6 @@
 namespace ddp::client {
 namespace {
 
-// Codes that a retry cannot fix: the coordinator refused this registration
-// (bad or contradicting flags, unknown job, full job, finished job, excluded
-// node, no SessionService at that address).
-bool IsPermanent(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kResourceExhausted:
-    case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kUnauthenticated:
-    case absl::StatusCode::kUnimplemented:
-      return true;
-    default:
-      return false;
-  }
-}
-
-constexpr size_t kMaxUnacknowledged = 256;
-
 gpr_timespec ToGprDeadline(absl::Duration from_now) {
   return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                       gpr_time_from_millis(absl::ToInt64Milliseconds(from_now), GPR_TIMESPAN));
@@ -59,6 +37,18 @@ const char* ChannelStateName(grpc_connectivity_state state) {
   return "unknown";
 }
 
+SessionCoreOptions CoreOptions(const SessionClientOptions& options) {
+  SessionCoreOptions core;
+  core.target = options.target;
+  core.registration = options.registration;
+  core.connect_timeout = options.connect_timeout;
+  core.resume_timeout = options.resume_timeout;
+  core.default_heartbeat_interval = options.default_heartbeat_interval;
+  core.backoff = options.backoff;
+  core.stable_stream = options.stable_stream;
+  return core;
+}
+
 }  // namespace
 
 uint64_t GrpcSessionClient::NewIncarnation() {
@@ -74,8 +64,7 @@ GrpcSessionClient::GrpcSessionClient(SessionClientOptions options, SessionEvents
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : MonotonicClock::Get()),
       events_(events),
-      incarnation_(incarnation == 0 ? NewIncarnation() : incarnation),
-      heartbeat_interval_(options_.default_heartbeat_interval) {
+      core_(CoreOptions(options_), incarnation == 0 ? NewIncarnation() : incarnation, clock_) {
   grpc::ChannelArguments args;
   // gRPC's own reconnect backoff (1 s growing to 120 s by default) would make
   // a resume miss the heartbeat timeout; our Backoff paces the attempts.
@@ -127,7 +116,7 @@ bool GrpcSessionClient::closing() const {
 
 uint64_t GrpcSessionClient::incarnation() const {
   absl::MutexLock lock(&mu_);
-  return incarnation_;
+  return core_.incarnation();
 }
 
 int GrpcSessionClient::registrations() const {
@@ -137,13 +126,12 @@ int GrpcSessionClient::registrations() const {
 
 void GrpcSessionClient::SetGeneration(int64_t generation) {
   absl::MutexLock lock(&mu_);
-  generation_ = generation;
-  lease_expired_ = false;
+  core_.SetGeneration(generation);
 }
 
 void GrpcSessionClient::LeaseExpired() {
   absl::MutexLock lock(&mu_);
-  lease_expired_ = true;
+  core_.SetLeaseExpired();
   // The coordinator may not know yet (a slow coordinator rather than a cut):
   // a resume tells it now.
   if (context_ != nullptr) context_->TryCancel();
@@ -153,22 +141,15 @@ void GrpcSessionClient::HandleAck(const v1::HeartbeatAck& ack) {
   std::optional<absl::Time> sent_at;
   {
     absl::MutexLock lock(&mu_);
-    while (!unacknowledged_.empty() && unacknowledged_.front().first <= ack.sequence()) {
-      if (unacknowledged_.front().first == ack.sequence()) {
-        sent_at = unacknowledged_.front().second;
-      }
-      unacknowledged_.pop_front();
-    }
+    sent_at = core_.Acknowledged(ack);
   }
   if (sent_at) events_->OnLeaseRenewed(*sent_at, ack.running_generation());
 }
 
 void GrpcSessionClient::Send(v1::AgentMessage message) {
-  if (v1::NodeHeader* header = MutableHeader(&message)) {
+  {
     absl::MutexLock lock(&mu_);
-    header->set_job_id(options_.registration.job_id());
-    header->set_node_id(options_.registration.node_id());
-    header->set_incarnation(incarnation_);
+    core_.StampHeader(&message);
   }
   absl::MutexLock lock(&write_mu_);
   if (stream_ == nullptr || half_closed_) {
@@ -204,15 +185,10 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
   }
   auto context = std::make_unique<grpc::ClientContext>();
   v1::AgentMessage hello;
-  v1::Register* reg = hello.mutable_register_();
-  *reg = options_.registration;
   {
     absl::MutexLock lock(&mu_);
     if (closing_) return absl::CancelledError("closing");
-    reg->set_incarnation(incarnation_);
-    reg->set_generation(generation_);
-    reg->set_lease_expired(lease_expired_);
-    unacknowledged_.clear();  // acks of the old stream never come
+    hello = core_.RegisterMessage();
     context_ = context.get();
     // The heartbeat thread cancels the attempt if Registered is late.
     register_deadline_ = clock_.Now() + options_.attempt_timeout;
@@ -253,9 +229,6 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
   {
     absl::MutexLock lock(&mu_);
     ++registrations_;
-    if (registered->settings().heartbeat_interval_ms() > 0) {
-      heartbeat_interval_ = absl::Milliseconds(registered->settings().heartbeat_interval_ms());
-    }
   }
   {
     absl::MutexLock lock(&write_mu_);
@@ -297,89 +270,62 @@ absl::Status GrpcSessionClient::ReadUntilEnd() {
 }
 
 void GrpcSessionClient::ReaderLoop() {
-  Backoff backoff(options_.backoff);
-  bool registered_once = false;  // with the current incarnation
-  absl::Time lost_at = clock_.Now();
-  absl::Status last_error;
   while (!closing()) {
     v1::Registered registered;
-    const absl::Duration window =
-        registered_once ? options_.resume_timeout : options_.connect_timeout;
-    absl::Status status = ConnectAndRegister(lost_at + window, &registered);
-    if (status.ok()) {
-      const absl::Time registered_at = clock_.Now();
-      DDP_LOG(INFO) << (registered_once ? "session resumed" : "registered")
-                    << " with the coordinator at " << options_.target << " (incarnation "
-                    << incarnation() << "): " << registered.ShortDebugString();
-      events_->OnRegistered(registered, registered_once);
-      registered_once = true;
-      status = ReadUntilEnd();
-      if (closing()) break;
-      lost_at = clock_.Now();
-      // Any other code ending a live stream (a refused message, a broken
-      // connection, a coordinator shutting down) is answered by resuming; a
-      // refusal that still holds shows up as the answer to that Register.
-      if (status.code() != absl::StatusCode::kAborted) {
-        // A stream that keeps ending soon after registering (a message the
-        // coordinator refuses again and again) must not spin: back off.
-        absl::Duration delay = absl::ZeroDuration();
-        if (lost_at - registered_at >= options_.stable_stream) {
-          backoff.Reset();
-        } else {
-          delay = backoff.NextDelay();
-        }
-        DDP_LOG(WARNING) << "session stream ended (" << status << "); resuming with incarnation "
-                         << incarnation() << " in " << delay;
-        if (!SleepUnlessClosing(delay)) break;
-        continue;
-      }
+    absl::Time deadline;
+    {
+      absl::MutexLock lock(&mu_);
+      deadline = core_.AttemptDeadline();
     }
-    if (status.code() == absl::StatusCode::kAborted) {
-      DDP_LOG(WARNING) << "the coordinator fenced incarnation " << incarnation() << ": " << status
-                       << "; stopping the workers and registering again";
-      events_->OnFenced(status);
-      const uint64_t fresh = NewIncarnation();
+    absl::Status status = ConnectAndRegister(deadline, &registered);
+    const bool was_live = status.ok();
+    SessionStep step;
+    if (was_live) {
+      bool resumed = false;
       {
         absl::MutexLock lock(&mu_);
-        incarnation_ = fresh;
-        generation_ = 0;
+        resumed = core_.OnRegistered(registered);
       }
-      registered_once = false;
-      lost_at = clock_.Now();
-      backoff.Reset();
-      continue;
+      DDP_LOG(INFO) << (resumed ? "session resumed" : "registered") << " with the coordinator at "
+                    << options_.target << " (incarnation " << incarnation()
+                    << "): " << registered.ShortDebugString();
+      events_->OnRegistered(registered, resumed);
+      status = ReadUntilEnd();
+      if (closing()) break;
+      absl::MutexLock lock(&mu_);
+      step = core_.OnStreamEnded(status);
+    } else {
+      absl::MutexLock lock(&mu_);
+      step = core_.OnAttemptFailed(status);
     }
-    if (status.ok() || status.code() == absl::StatusCode::kCancelled) {
-      status = absl::UnavailableError(
-          absl::StrCat("the coordinator ended the session (", status.ToString(), ")"));
+    switch (step.kind) {
+      case SessionStep::Kind::kFenced: {
+        DDP_LOG(WARNING) << "the coordinator fenced incarnation " << incarnation() << ": "
+                         << step.status << "; stopping the workers and registering again";
+        events_->OnFenced(step.status);
+        const uint64_t fresh = NewIncarnation();
+        absl::MutexLock lock(&mu_);
+        core_.Refenced(fresh);
+        continue;
+      }
+      case SessionStep::Kind::kGiveUp:
+        DDP_LOG(ERROR) << "session of node '" << options_.registration.node_id()
+                       << "' with the coordinator at " << options_.target
+                       << " ends: " << step.status;
+        events_->OnSessionFailed(step.status);
+        return;
+      case SessionStep::Kind::kRetry:
+        if (was_live) {
+          DDP_LOG(WARNING) << "session stream ended (" << step.status
+                           << "); resuming with incarnation " << incarnation() << " in "
+                           << step.delay;
+        } else {
+          DDP_LOG(INFO) << "session with " << options_.target << " not up (" << step.status
+                        << "); retrying in " << step.delay;
+        }
+        if (!SleepUnlessClosing(step.delay)) return;
+        continue;
     }
-    if (status.code() == absl::StatusCode::kUnimplemented) {
-      status = absl::UnimplementedError(
-          absl::StrCat("the server at ", options_.target,
-                       " does not serve ddp.v1.SessionService: is it a ddp coordinator of "
-                       "this version? (",
-                       status.message(), ")"));
-    }
-    if (IsPermanent(status.code())) {
-      DDP_LOG(ERROR) << "the coordinator at " << options_.target << " refused node '"
-                     << options_.registration.node_id() << "': " << status;
-      events_->OnSessionFailed(status);
-      return;
-    }
-    last_error = status;
-    const absl::Duration limit =
-        registered_once ? options_.resume_timeout : options_.connect_timeout;
-    const absl::Duration delay = backoff.NextDelay();
-    if (clock_.Now() + delay - lost_at > limit) {
-      events_->OnSessionFailed(absl::UnavailableError(
-          absl::StrCat("coordinator at ", options_.target, " unreachable for ",
-                       absl::FormatDuration(limit), " (", registered_once ? "resume" : "connect",
-                       " timeout); last error: ", last_error.ToString())));
-      return;
-    }
-    DDP_LOG(INFO) << "session with " << options_.target << " not up (" << status
-                  << "); retrying in " << delay;
-    if (!SleepUnlessClosing(delay)) break;
   }
 }
 
@@ -389,7 +335,7 @@ void GrpcSessionClient::HeartbeatLoop() {
       absl::MutexLock lock(&mu_);
       auto wake = [this]()
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closing_ || heartbeat_now_; };
-      mu_.AwaitWithTimeout(absl::Condition(&wake), heartbeat_interval_);
+      mu_.AwaitWithTimeout(absl::Condition(&wake), core_.heartbeat_interval());
       if (closing_) return;
       heartbeat_now_ = false;
       if (context_ != nullptr && clock_.Now() > register_deadline_) {
@@ -406,20 +352,15 @@ void GrpcSessionClient::HeartbeatLoop() {
       live = stream_ != nullptr;
     }
     if (!live) continue;
+    std::vector<v1::WorkerState> workers = events_->WorkerStates();
     v1::AgentMessage message;
-    v1::Heartbeat* heartbeat = message.mutable_heartbeat();
-    for (v1::WorkerState& state : events_->WorkerStates()) {
-      *heartbeat->add_workers() = std::move(state);
-    }
     {
       absl::MutexLock lock(&mu_);
-      heartbeat->mutable_header()->set_generation(generation_);
-      heartbeat->set_sequence(next_sequence_++);
-      // A coordinator that does not acknowledge (an older release) must not
-      // make this grow.
-      if (unacknowledged_.size() >= kMaxUnacknowledged) unacknowledged_.pop_front();
       // The lease counts on CLOCK_MONOTONIC whatever clock_ is (worker_lease.h).
-      unacknowledged_.emplace_back(heartbeat->sequence(), MonotonicClock::Get().Now());
+      message = core_.HeartbeatMessage(/*ask_ack=*/true, MonotonicClock::Get().Now());
+    }
+    for (v1::WorkerState& state : workers) {
+      *message.mutable_heartbeat()->add_workers() = std::move(state);
     }
     Send(std::move(message));
   }

@@ -47,6 +47,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/agent/backoff.h"
+#include "client/agent/session_core.h"
 #include "client/agent/session_link.h"
 #include "common/clock.h"
 #include "common/tls_files.h"
@@ -136,17 +137,13 @@ class GrpcSessionClient : public CoordinatorLink {
   mutable absl::Mutex mu_;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t incarnation_ ABSL_GUARDED_BY(mu_);
-  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
-  bool lease_expired_ ABSL_GUARDED_BY(mu_) = false;  // until SetGeneration
+  // The protocol state: identity, generation, heartbeat acks, what to do
+  // when a stream ends.
+  SessionCore core_ ABSL_GUARDED_BY(mu_);
   // Set when a stream is registered: the next heartbeat goes at once (its
   // acknowledgement renews the lease from a fresh send time).
   bool heartbeat_now_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
-  // Heartbeats not acknowledged yet: (sequence, send time), oldest first.
-  std::deque<std::pair<uint64_t, absl::Time>> unacknowledged_ ABSL_GUARDED_BY(mu_);
   int registrations_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
   // The live stream; writes are serialized by write_mu_.
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   // While waiting for Registered: when the attempt is given up.

@@ -11,11 +11,16 @@
 namespace ddp::rdzv_sim {
 namespace {
 
-void FillHeader(const NodeHeaderFields& fields, v1::NodeHeader* header) {
-  header->set_job_id(fields.job_id);
-  header->set_node_id(fields.node_id);
-  header->set_incarnation(fields.incarnation);
-  header->set_generation(fields.generation);
+client::SessionCoreOptions CoreOptions(const SimAgentIdentity& id, v1::JobSettings settings) {
+  client::SessionCoreOptions core;
+  core.registration.set_job_id(id.job_id);
+  core.registration.set_node_id(id.node_id);
+  core.registration.set_nproc(id.nproc);
+  core.registration.set_requested_rank(-1);
+  core.registration.set_address(id.address);
+  *core.registration.mutable_settings() = std::move(settings);
+  core.registration.set_agent_version("rdzv_sim");
+  return core;
 }
 
 }  // namespace
@@ -27,23 +32,14 @@ GrpcAgentStream::GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings sett
       tracker_(tracker),
       counters_(counters),
       clock_(clock),
-      settings_(std::move(settings)),
-      agent_(std::move(identity)) {}
+      agent_(identity),
+      core_(CoreOptions(identity, std::move(settings)), identity.incarnation, clock) {}
 
 void GrpcAgentStream::Start(v1::SessionService::Stub& stub) {
   v1::AgentMessage message;
   {
     absl::MutexLock lock(&mu_);
-    const SimAgentIdentity& id = agent_.identity();
-    v1::Register* reg = message.mutable_register_();
-    reg->set_job_id(id.job_id);
-    reg->set_node_id(id.node_id);
-    reg->set_incarnation(id.incarnation);
-    reg->set_nproc(id.nproc);
-    reg->set_requested_rank(-1);
-    reg->set_address(id.address);
-    *reg->mutable_settings() = settings_;
-    reg->set_agent_version("rdzv_sim");
+    message = core_.RegisterMessage();
     agent_.OnRegisterSent(clock_.Now());
   }
   stub.async()->Session(&context_, this);
@@ -109,9 +105,9 @@ void GrpcAgentStream::SendHeartbeat() {
       return;
     }
     heartbeat_queued_ = true;
+    core_.SetGeneration(agent_.Header().generation);
+    message = core_.HeartbeatMessage(ack_heartbeats_, clock_.Now());
     v1::Heartbeat* heartbeat = message.mutable_heartbeat();
-    FillHeader(agent_.Header(), heartbeat->mutable_header());
-    if (ack_heartbeats_) heartbeat->set_sequence(++heartbeat_sequence_);
     if (agent_.phase() == SimAgentPhase::kRunning) {
       for (int rank = 0; rank < agent_.identity().nproc; ++rank) {
         v1::WorkerState* worker = heartbeat->add_workers();
@@ -132,7 +128,7 @@ absl::Status GrpcAgentStream::SendWorkerExited(int exit_code) {
     absl::MutexLock lock(&mu_);
     DDP_ASSIGN_OR_RETURN(NodeHeaderFields header, agent_.WorkerExitHeader());
     v1::WorkerExited* exited = message.mutable_worker_exited();
-    FillHeader(header, exited->mutable_header());
+    *exited->mutable_header() = core_.Header(header.generation);
     exited->set_local_rank(0);
     exited->set_exit_code(exit_code);
     exited->set_error_message("rdzv_sim: simulated worker failure");
@@ -223,7 +219,7 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
           break;
         }
         v1::MasterInfo* m = reply.emplace().mutable_master_info();
-        FillHeader(info->header, m->mutable_header());
+        *m->mutable_header() = core_.Header(info->header.generation);
         m->set_master_port(info->master_port);
         m->set_nccl_unique_id(info->nccl_unique_id);
         break;
@@ -245,10 +241,12 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
           error = header.status();
           break;
         }
-        FillHeader(*header, reply.emplace().mutable_workers_stopped()->mutable_header());
+        *reply.emplace().mutable_workers_stopped()->mutable_header() =
+            core_.Header(header->generation);
         break;
       }
-      case v1::CoordinatorMessage::kHeartbeatAck:  // a real agent's lease; nothing to do here
+      case v1::CoordinatorMessage::kHeartbeatAck:  // a real agent renews its lease here
+        core_.Acknowledged(message.heartbeat_ack());
         break;
       case v1::CoordinatorMessage::kJobFinished:
       case v1::CoordinatorMessage::kNodeDismissed:

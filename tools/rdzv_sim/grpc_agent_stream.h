@@ -26,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "client/agent/session_core.h"
 #include "common/clock.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -79,16 +80,17 @@ class GrpcAgentStream final
   void Fail(const absl::Status& status);
 
   const bool ack_heartbeats_;
-  uint64_t heartbeat_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   ProgressTracker& tracker_;
   AgentStreamCounters& counters_;
   const Clock& clock_;
-  const v1::JobSettings settings_;
   grpc::ClientContext context_;
   v1::CoordinatorMessage incoming_;  // one read in flight at a time
 
   absl::Mutex mu_;
   SimAgent agent_ ABSL_GUARDED_BY(mu_);
+  // The messages' form and the heartbeat sequence (the agents' shared
+  // protocol core); SimAgent keeps the simulated agent's phase.
+  client::SessionCore core_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::AgentMessage> queue_ ABSL_GUARDED_BY(mu_);
   // Owned by whoever set write_in_flight_ (StartWrite runs unlocked).
   v1::AgentMessage writing_;

@@ -21,10 +21,26 @@ std::shared_ptr<grpc::Channel> MakeDedicatedChannel(const std::string& target) {
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
+namespace {
+
+client::SessionCoreOptions CoreOptions(const FakeAgentOptions& options) {
+  client::SessionCoreOptions core;
+  core.registration.set_job_id(options.job_id);
+  core.registration.set_node_id(options.node_id);
+  core.registration.set_nproc(options.nproc);
+  core.registration.set_requested_rank(-1);
+  core.registration.set_address(options.address);
+  if (options.settings) *core.registration.mutable_settings() = *options.settings;
+  return core;
+}
+
+}  // namespace
+
 FakeAgent::FakeAgent(std::shared_ptr<grpc::Channel> channel, FakeAgentOptions options)
     : channel_(std::move(channel)),
       options_(std::move(options)),
-      stub_(v1::SessionService::NewStub(channel_)) {}
+      stub_(v1::SessionService::NewStub(channel_)),
+      core_(CoreOptions(options_), options_.incarnation, RealClock::Get()) {}
 
 FakeAgent::~FakeAgent() {
   {
@@ -49,14 +65,10 @@ bool FakeAgent::Send(const v1::AgentMessage& message) {
 
 absl::StatusOr<v1::Registered> FakeAgent::Register(absl::Duration timeout) {
   v1::AgentMessage message;
-  v1::Register* r = message.mutable_register_();
-  r->set_job_id(options_.job_id);
-  r->set_node_id(options_.node_id);
-  r->set_incarnation(options_.incarnation);
-  r->set_nproc(options_.nproc);
-  r->set_requested_rank(-1);
-  r->set_address(options_.address);
-  if (options_.settings) *r->mutable_settings() = *options_.settings;
+  {
+    absl::MutexLock lock(&mu_);
+    message = core_.RegisterMessage();
+  }
   OpenAndSend(message);
   bool done = WaitUntil([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                             mu_) { return registered_.has_value() || stream_end_.has_value(); },
@@ -72,13 +84,8 @@ absl::StatusOr<v1::Registered> FakeAgent::Register(absl::Duration timeout) {
 }
 
 v1::NodeHeader FakeAgent::Header() const {
-  v1::NodeHeader h;
-  h.set_job_id(options_.job_id);
-  h.set_node_id(options_.node_id);
-  h.set_incarnation(options_.incarnation);
   absl::MutexLock lock(&mu_);
-  h.set_generation(generation_);
-  return h;
+  return core_.Header(core_.generation());
 }
 
 void FakeAgent::ReportExit(int local_rank, int exit_code, int signal,
@@ -133,29 +140,23 @@ void FakeAgent::Handle(const v1::CoordinatorMessage& message) {
         break;
       case v1::CoordinatorMessage::kRequestMasterInfo: {
         ++master_info_requests_;
-        generation_ = message.request_master_info().generation();
+        core_.SetGeneration(message.request_master_info().generation());
         if (!options_.answer_master_info) break;
         v1::MasterInfo* m = reply.mutable_master_info();
-        m->mutable_header()->set_job_id(options_.job_id);
-        m->mutable_header()->set_node_id(options_.node_id);
-        m->mutable_header()->set_incarnation(options_.incarnation);
-        m->mutable_header()->set_generation(generation_);
+        *m->mutable_header() = core_.Header(core_.generation());
         m->set_master_port(options_.master_port);
-        m->set_nccl_unique_id(std::string(128, static_cast<char>(generation_)));
+        m->set_nccl_unique_id(std::string(128, static_cast<char>(core_.generation())));
         break;
       }
       case v1::CoordinatorMessage::kAssignment:
-        generation_ = message.assignment().generation();
+        core_.SetGeneration(message.assignment().generation());
         assignments_.push_back(message.assignment());
         break;
       case v1::CoordinatorMessage::kStopWorkers: {
         stops_.push_back(message.stop_workers());
         if (!options_.confirm_stops) break;
-        v1::WorkersStopped* m = reply.mutable_workers_stopped();
-        m->mutable_header()->set_job_id(options_.job_id);
-        m->mutable_header()->set_node_id(options_.node_id);
-        m->mutable_header()->set_incarnation(options_.incarnation);
-        m->mutable_header()->set_generation(message.stop_workers().generation());
+        *reply.mutable_workers_stopped()->mutable_header() =
+            core_.Header(message.stop_workers().generation());
         break;
       }
       case v1::CoordinatorMessage::kJobFinished:
@@ -183,7 +184,10 @@ void FakeAgent::HeartbeatLoop() {
       }
     }
     v1::AgentMessage message;
-    *message.mutable_heartbeat()->mutable_header() = Header();
+    {
+      absl::MutexLock lock(&mu_);
+      message = core_.HeartbeatMessage(/*ask_ack=*/false, absl::Time());
+    }
     Send(message);
   }
 }
@@ -259,7 +263,7 @@ int FakeAgent::master_info_requests() const {
 
 int64_t FakeAgent::generation() const {
   absl::MutexLock lock(&mu_);
-  return generation_;
+  return core_.generation();
 }
 
 }  // namespace ddp::session::testing

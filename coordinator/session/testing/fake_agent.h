@@ -22,6 +22,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/agent/session_core.h"
+#include "common/clock.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -99,7 +101,9 @@ class FakeAgent {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<v1::Registered> registered_ ABSL_GUARDED_BY(mu_);
   std::optional<grpc::Status> stream_end_ ABSL_GUARDED_BY(mu_);
-  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // Identity, generation and the messages' form (the agents' shared
+  // protocol core; no resume here: tests drive the stream).
+  client::SessionCore core_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::Assignment> assignments_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::StopWorkers> stops_ ABSL_GUARDED_BY(mu_);
   int master_info_requests_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,0 +1,169 @@
+#include "client/agent/session_core.h"
+
+#include "absl/strings/str_cat.h"
+#include "client/agent/session_link.h"
+
+namespace ddp::client {
+namespace {
+
+// Codes that a retry cannot fix: the coordinator refused this registration
+// (bad or contradicting flags, unknown job, full job, finished job, excluded
+// node, no SessionService at that address).
+bool IsPermanent(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kUnimplemented:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr size_t kMaxUnacknowledged = 256;
+
+}  // namespace
+
+SessionCore::SessionCore(SessionCoreOptions options, uint64_t incarnation, const Clock& clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      backoff_(options_.backoff),
+      incarnation_(incarnation),
+      heartbeat_interval_(options_.default_heartbeat_interval),
+      lost_at_(clock.Now()) {}
+
+void SessionCore::SetGeneration(int64_t generation) {
+  generation_ = generation;
+  lease_expired_ = false;
+}
+
+v1::AgentMessage SessionCore::RegisterMessage() {
+  v1::AgentMessage message;
+  v1::Register* reg = message.mutable_register_();
+  *reg = options_.registration;
+  reg->set_incarnation(incarnation_);
+  reg->set_generation(generation_);
+  reg->set_lease_expired(lease_expired_);
+  unacknowledged_.clear();
+  return message;
+}
+
+v1::AgentMessage SessionCore::HeartbeatMessage(bool ask_ack, absl::Time sent_at) {
+  v1::AgentMessage message;
+  v1::Heartbeat* heartbeat = message.mutable_heartbeat();
+  *heartbeat->mutable_header() = Header(generation_);
+  if (ask_ack) {
+    heartbeat->set_sequence(next_sequence_++);
+    if (unacknowledged_.size() >= kMaxUnacknowledged) unacknowledged_.pop_front();
+    unacknowledged_.emplace_back(heartbeat->sequence(), sent_at);
+  }
+  return message;
+}
+
+v1::NodeHeader SessionCore::Header(int64_t generation) const {
+  v1::NodeHeader header;
+  header.set_job_id(options_.registration.job_id());
+  header.set_node_id(options_.registration.node_id());
+  header.set_incarnation(incarnation_);
+  header.set_generation(generation);
+  return header;
+}
+
+void SessionCore::StampHeader(v1::AgentMessage* message) const {
+  v1::NodeHeader* header = MutableHeader(message);
+  if (header == nullptr) return;
+  header->set_job_id(options_.registration.job_id());
+  header->set_node_id(options_.registration.node_id());
+  header->set_incarnation(incarnation_);
+}
+
+std::optional<absl::Time> SessionCore::Acknowledged(const v1::HeartbeatAck& ack) {
+  std::optional<absl::Time> sent_at;
+  while (!unacknowledged_.empty() && unacknowledged_.front().first <= ack.sequence()) {
+    if (unacknowledged_.front().first == ack.sequence()) sent_at = unacknowledged_.front().second;
+    unacknowledged_.pop_front();
+  }
+  return sent_at;
+}
+
+absl::Time SessionCore::AttemptDeadline() const {
+  return lost_at_ + (registered_once_ ? options_.resume_timeout : options_.connect_timeout);
+}
+
+bool SessionCore::OnRegistered(const v1::Registered& registered) {
+  const bool resumed = registered_once_;
+  registered_once_ = true;
+  registered_at_ = clock_.Now();
+  if (registered.settings().heartbeat_interval_ms() > 0) {
+    heartbeat_interval_ = absl::Milliseconds(registered.settings().heartbeat_interval_ms());
+  }
+  return resumed;
+}
+
+SessionStep SessionCore::OnStreamEnded(const absl::Status& status) {
+  lost_at_ = clock_.Now();
+  if (status.code() == absl::StatusCode::kAborted) {
+    return SessionStep{SessionStep::Kind::kFenced, absl::ZeroDuration(), status};
+  }
+  // Any other code ending a live stream (a refused message, a broken
+  // connection, a coordinator shutting down) is answered by resuming; a
+  // refusal that still holds shows up as the answer to that Register. A stream
+  // that keeps ending soon after registering (a message the coordinator
+  // refuses again and again) must not spin: back off.
+  absl::Duration delay = absl::ZeroDuration();
+  if (lost_at_ - registered_at_ >= options_.stable_stream) {
+    backoff_.Reset();
+  } else {
+    delay = backoff_.NextDelay();
+  }
+  return SessionStep{SessionStep::Kind::kRetry, delay, status};
+}
+
+SessionStep SessionCore::OnAttemptFailed(absl::Status status) {
+  if (status.code() == absl::StatusCode::kAborted) {
+    return SessionStep{SessionStep::Kind::kFenced, absl::ZeroDuration(), status};
+  }
+  if (status.ok() || status.code() == absl::StatusCode::kCancelled) {
+    status = absl::UnavailableError(
+        absl::StrCat("the coordinator ended the session (", status.ToString(), ")"));
+  }
+  if (status.code() == absl::StatusCode::kUnimplemented) {
+    status = absl::UnimplementedError(
+        absl::StrCat("the server at ", options_.target,
+                     " does not serve ddp.v1.SessionService: is it a ddp coordinator of "
+                     "this version? (",
+                     status.message(), ")"));
+  }
+  if (IsPermanent(status.code())) {
+    return SessionStep{SessionStep::Kind::kGiveUp, absl::ZeroDuration(), status};
+  }
+  last_error_ = status;
+  const absl::Duration limit =
+      registered_once_ ? options_.resume_timeout : options_.connect_timeout;
+  const absl::Duration delay = backoff_.NextDelay();
+  if (clock_.Now() + delay - lost_at_ > limit) {
+    return SessionStep{
+        SessionStep::Kind::kGiveUp, absl::ZeroDuration(),
+        absl::UnavailableError(absl::StrCat("coordinator at ", options_.target, " unreachable for ",
+                                            absl::FormatDuration(limit), " (",
+                                            registered_once_ ? "resume" : "connect",
+                                            " timeout); last error: ", last_error_.ToString()))};
+  }
+  return SessionStep{SessionStep::Kind::kRetry, delay, status};
+}
+
+void SessionCore::Refenced(uint64_t incarnation) {
+  incarnation_ = incarnation;
+  generation_ = 0;
+  registered_once_ = false;
+  lost_at_ = clock_.Now();
+  backoff_.Reset();
+}
+
+}  // namespace ddp::client

@@ -1,0 +1,130 @@
+#ifndef DDP_CLIENT_AGENT_SESSION_CORE_H_
+#define DDP_CLIENT_AGENT_SESSION_CORE_H_
+
+// The agent side of the Session protocol (ddp/v1/session.proto) without a
+// transport: what every client of the coordinator's SessionService shares.
+// ddp-client's GrpcSessionClient (blocking threads), the test FakeAgent and
+// rdzv_sim's callback-API streams drive it; each owns the stream.
+//
+//   messages   Register (incarnation, generation, lease_expired stamped),
+//              Heartbeat (sequence numbers; send times kept until acked),
+//              the NodeHeader of every other message
+//   lifecycle  after an attempt or a live stream ends, what to do next:
+//              retry after a backoff delay, re-register with a new
+//              incarnation (fenced: ABORTED), or give up (a refusal a retry
+//              cannot fix, or the coordinator unreachable past the connect
+//              or resume timeout); time is read from the injected clock
+//
+// Thread-safety: none; the owner guards it (GrpcSessionClient with its mutex).
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "client/agent/backoff.h"
+#include "common/clock.h"
+#include "ddp/v1/session.pb.h"
+
+namespace ddp::client {
+
+struct SessionCoreOptions {
+  std::string target;  // the coordinator's address, for messages
+  // job_id, node_id, nproc, requested_rank, address, settings, agent_version,
+  // token. incarnation, generation and lease_expired are stamped.
+  v1::Register registration;
+  absl::Duration connect_timeout = absl::Seconds(60);
+  absl::Duration resume_timeout = absl::Minutes(10);
+  // Until Registered tells the job's.
+  absl::Duration default_heartbeat_interval = absl::Milliseconds(500);
+  // At most 500 ms between attempts: a resume must fit in the lease (2/3 of
+  // heartbeat_timeout, 2 s by default) with room to spare.
+  BackoffOptions backoff{absl::Milliseconds(100), absl::Milliseconds(500), 2.0};
+  // A stream that lived this long resets the backoff: the next resume is
+  // immediate. Shorter-lived streams resume after a backoff delay.
+  absl::Duration stable_stream = absl::Seconds(5);
+};
+
+// What the owner does next.
+struct SessionStep {
+  enum class Kind {
+    kRetry,   // register again (same incarnation) after `delay`
+    kFenced,  // the coordinator refused this incarnation (ABORTED, `status`):
+              // stop the workers, then Refenced() and register again
+    kGiveUp,  // `status` is final
+  };
+  Kind kind = Kind::kRetry;
+  absl::Duration delay;
+  absl::Status status;
+};
+
+class SessionCore {
+ public:
+  SessionCore(SessionCoreOptions options, uint64_t incarnation, const Clock& clock);
+
+  uint64_t incarnation() const { return incarnation_; }
+  int64_t generation() const { return generation_; }
+  // The generation the node's workers run (0: none); clears a lease expiry.
+  void SetGeneration(int64_t generation);
+  // The workers' lease ran out: the next Register says so.
+  void SetLeaseExpired() { lease_expired_ = true; }
+  const SessionCoreOptions& options() const { return options_; }
+
+  // ---- Messages ----
+  // A Register of this incarnation. The acknowledgements of heartbeats sent
+  // on an older stream never come: forgotten here.
+  v1::AgentMessage RegisterMessage();
+  // A Heartbeat of the current generation. `ask_ack`: with a sequence number
+  // (the coordinator answers HeartbeatAck), its send time `sent_at` kept for
+  // Acknowledged (at most 256 kept: an old coordinator never acks).
+  v1::AgentMessage HeartbeatMessage(bool ask_ack, absl::Time sent_at);
+  // Stamps job, node and incarnation into the message's NodeHeader (the
+  // caller sets the generation the message is about). Register is left as is.
+  void StampHeader(v1::AgentMessage* message) const;
+  // A header of this node for `generation`.
+  v1::NodeHeader Header(int64_t generation) const;
+  // The send time of the heartbeat `ack` answers (older unacknowledged ones
+  // are dropped); nullopt for an unknown sequence.
+  std::optional<absl::Time> Acknowledged(const v1::HeartbeatAck& ack);
+  absl::Duration heartbeat_interval() const { return heartbeat_interval_; }
+
+  // ---- Lifecycle ----
+  // When the current attempt (connect, Register, Registered) must be done:
+  // the connect (first registration) or resume timeout after the session was
+  // lost.
+  absl::Time AttemptDeadline() const;
+  // Registered arrived. Returns true when it resumed this incarnation's
+  // session (a reconnect), false for its first registration.
+  bool OnRegistered(const v1::Registered& registered);
+  // The registered stream ended with `status`.
+  SessionStep OnStreamEnded(const absl::Status& status);
+  // An attempt ended before Registered with `status`.
+  SessionStep OnAttemptFailed(absl::Status status);
+  // After kFenced, once the workers are stopped: `incarnation` (new,
+  // non-zero) registers afresh with generation 0.
+  void Refenced(uint64_t incarnation);
+
+ private:
+  const SessionCoreOptions options_;
+  const Clock& clock_;
+  Backoff backoff_;
+  uint64_t incarnation_;
+  int64_t generation_ = 0;
+  bool lease_expired_ = false;  // until SetGeneration
+  uint64_t next_sequence_ = 1;
+  // Heartbeats not acknowledged yet: (sequence, send time), oldest first.
+  std::deque<std::pair<uint64_t, absl::Time>> unacknowledged_;
+  absl::Duration heartbeat_interval_;
+  bool registered_once_ = false;  // with the current incarnation
+  absl::Time lost_at_;            // when the session was last lost (or started)
+  absl::Time registered_at_;
+  absl::Status last_error_;
+};
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_AGENT_SESSION_CORE_H_

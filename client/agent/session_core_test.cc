@@ -1,0 +1,143 @@
+#include "client/agent/session_core.h"
+
+#include "common/clock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::client {
+namespace {
+
+SessionCoreOptions Options() {
+  SessionCoreOptions options;
+  options.target = "coord:29400";
+  options.registration.set_job_id("job");
+  options.registration.set_node_id("node-a");
+  options.registration.set_nproc(4);
+  options.connect_timeout = absl::Seconds(60);
+  options.resume_timeout = absl::Minutes(10);
+  options.backoff = BackoffOptions{absl::Milliseconds(100), absl::Milliseconds(500), 2.0};
+  options.stable_stream = absl::Seconds(5);
+  return options;
+}
+
+TEST(SessionCoreTest, RegisterCarriesIdentityGenerationAndLeaseExpiry) {
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  core.SetGeneration(3);
+  core.SetLeaseExpired();
+  v1::AgentMessage message = core.RegisterMessage();
+  ASSERT_TRUE(message.has_register_());
+  EXPECT_EQ(message.register_().job_id(), "job");
+  EXPECT_EQ(message.register_().node_id(), "node-a");
+  EXPECT_EQ(message.register_().nproc(), 4);
+  EXPECT_EQ(message.register_().incarnation(), 77u);
+  EXPECT_EQ(message.register_().generation(), 3);
+  EXPECT_TRUE(message.register_().lease_expired());
+  core.SetGeneration(4);  // a new generation clears the lease expiry
+  EXPECT_FALSE(core.RegisterMessage().register_().lease_expired());
+}
+
+TEST(SessionCoreTest, HeartbeatAcks_ReturnTheirSendTimes_OldStreamsForgotten) {
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  core.SetGeneration(2);
+  const absl::Time t1 = clock.Now();
+  v1::AgentMessage first = core.HeartbeatMessage(/*ask_ack=*/true, t1);
+  v1::AgentMessage second = core.HeartbeatMessage(/*ask_ack=*/true, t1 + absl::Seconds(1));
+  EXPECT_EQ(first.heartbeat().header().generation(), 2);
+  EXPECT_EQ(first.heartbeat().header().incarnation(), 77u);
+  EXPECT_EQ(second.heartbeat().sequence(), first.heartbeat().sequence() + 1);
+  EXPECT_EQ(core.HeartbeatMessage(/*ask_ack=*/false, t1).heartbeat().sequence(), 0u);
+  v1::HeartbeatAck ack;
+  ack.set_sequence(second.heartbeat().sequence());
+  EXPECT_EQ(core.Acknowledged(ack), t1 + absl::Seconds(1));  // the first one is dropped
+  ack.set_sequence(first.heartbeat().sequence());
+  EXPECT_EQ(core.Acknowledged(ack), std::nullopt);
+  v1::AgentMessage third = core.HeartbeatMessage(/*ask_ack=*/true, t1);
+  core.RegisterMessage();  // a new stream: acks of the old one never come
+  ack.set_sequence(third.heartbeat().sequence());
+  EXPECT_EQ(core.Acknowledged(ack), std::nullopt);
+}
+
+TEST(SessionCoreTest, StampHeader_FillsIdsKeepsGeneration_LeavesRegisterAlone) {
+  FakeClock clock;
+  SessionCore core(Options(), 9, clock);
+  v1::AgentMessage message;
+  message.mutable_workers_stopped()->mutable_header()->set_generation(5);
+  core.StampHeader(&message);
+  EXPECT_EQ(message.workers_stopped().header().job_id(), "job");
+  EXPECT_EQ(message.workers_stopped().header().node_id(), "node-a");
+  EXPECT_EQ(message.workers_stopped().header().incarnation(), 9u);
+  EXPECT_EQ(message.workers_stopped().header().generation(), 5);
+  v1::AgentMessage reg;
+  reg.mutable_register_()->set_job_id("other");
+  core.StampHeader(&reg);
+  EXPECT_EQ(reg.register_().job_id(), "other");
+}
+
+TEST(SessionCoreTest, StreamEnded_AbortedFences_ShortLivedBacksOff_StableResumesAtOnce) {
+  FakeClock clock;
+  SessionCore core(Options(), 1, clock);
+  EXPECT_FALSE(core.OnRegistered(v1::Registered()));  // the first registration
+  clock.Advance(absl::Seconds(1));
+  SessionStep step = core.OnStreamEnded(absl::UnavailableError("broken"));
+  EXPECT_EQ(step.kind, SessionStep::Kind::kRetry);
+  EXPECT_GT(step.delay, absl::ZeroDuration()) << "a stream that lived 1 s must not spin";
+  EXPECT_TRUE(core.OnRegistered(v1::Registered()));  // a resume
+  clock.Advance(absl::Seconds(6));
+  step = core.OnStreamEnded(absl::UnavailableError("coordinator restarted"));
+  EXPECT_EQ(step.kind, SessionStep::Kind::kRetry);
+  EXPECT_EQ(step.delay, absl::ZeroDuration()) << "a stable stream resumes at once";
+  step = core.OnStreamEnded(absl::AbortedError("replaced"));
+  EXPECT_EQ(step.kind, SessionStep::Kind::kFenced);
+  core.Refenced(2);
+  EXPECT_EQ(core.incarnation(), 2u);
+  EXPECT_EQ(core.generation(), 0);
+  EXPECT_FALSE(core.OnRegistered(v1::Registered())) << "a new incarnation registers afresh";
+}
+
+TEST(SessionCoreTest, AttemptFailed_PermanentGivesUp_TransientRetriesUntilTheTimeout) {
+  FakeClock clock;
+  SessionCore core(Options(), 1, clock);
+  SessionStep step = core.OnAttemptFailed(absl::InvalidArgumentError("bad flags"));
+  EXPECT_EQ(step.kind, SessionStep::Kind::kGiveUp);
+  EXPECT_EQ(step.status.code(), absl::StatusCode::kInvalidArgument);
+  step = core.OnAttemptFailed(absl::UnimplementedError("no such service"));
+  EXPECT_EQ(step.kind, SessionStep::Kind::kGiveUp);
+  EXPECT_NE(step.status.message().find("coord:29400"), std::string::npos) << step.status;
+  step = core.OnAttemptFailed(absl::CancelledError("cut"));
+  EXPECT_EQ(step.kind, SessionStep::Kind::kRetry);
+  EXPECT_EQ(step.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(core.AttemptDeadline(), clock.Now() + absl::Seconds(60));
+  clock.Advance(absl::Seconds(61));
+  step = core.OnAttemptFailed(absl::UnavailableError("connection refused"));
+  EXPECT_EQ(step.kind, SessionStep::Kind::kGiveUp);
+  EXPECT_NE(step.status.message().find("connect timeout"), std::string::npos) << step.status;
+}
+
+TEST(SessionCoreTest, AfterARegistration_TheResumeTimeoutApplies) {
+  FakeClock clock;
+  SessionCore core(Options(), 1, clock);
+  core.OnRegistered(v1::Registered());
+  clock.Advance(absl::Seconds(10));
+  core.OnStreamEnded(absl::UnavailableError("broken"));
+  EXPECT_EQ(core.AttemptDeadline(), clock.Now() + absl::Minutes(10));
+  clock.Advance(absl::Minutes(5));
+  EXPECT_EQ(core.OnAttemptFailed(absl::UnavailableError("down")).kind, SessionStep::Kind::kRetry);
+  clock.Advance(absl::Minutes(6));
+  SessionStep step = core.OnAttemptFailed(absl::UnavailableError("down"));
+  EXPECT_EQ(step.kind, SessionStep::Kind::kGiveUp);
+  EXPECT_NE(step.status.message().find("resume timeout"), std::string::npos) << step.status;
+}
+
+TEST(SessionCoreTest, RegisteredSetsTheJobsHeartbeatInterval) {
+  FakeClock clock;
+  SessionCore core(Options(), 1, clock);
+  EXPECT_EQ(core.heartbeat_interval(), absl::Milliseconds(500));
+  v1::Registered registered;
+  registered.mutable_settings()->set_heartbeat_interval_ms(250);
+  core.OnRegistered(registered);
+  EXPECT_EQ(core.heartbeat_interval(), absl::Milliseconds(250));
+}
+
+}  // namespace
+}  // namespace ddp::client
