@@ -7,24 +7,24 @@ extern char** environ;
 
 namespace ddp::client {
 
-EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c, int local_rank,
+EnvMap BuildWorkerEnv(const v1::Assignment& a, const WorkerEnvContext& c, int local_rank,
                       const WorkerFiles& files, const EnvMap& base) {
   EnvMap env = base;
-  const int rank = a.global_rank_offset + local_rank;
+  const int rank = a.global_rank_offset() + local_rank;
   env["RANK"] = absl::StrCat(rank);
   env["LOCAL_RANK"] = absl::StrCat(local_rank);
-  env["WORLD_SIZE"] = absl::StrCat(a.world_size);
+  env["WORLD_SIZE"] = absl::StrCat(a.world_size());
   env["LOCAL_WORLD_SIZE"] = absl::StrCat(c.local_world_size);
-  env["GROUP_RANK"] = absl::StrCat(a.group_rank);
-  env["GROUP_WORLD_SIZE"] = absl::StrCat(a.group_world_size);
+  env["GROUP_RANK"] = absl::StrCat(a.group_rank());
+  env["GROUP_WORLD_SIZE"] = absl::StrCat(a.group_world_size());
   // torchrun counts ROLE_RANK among the workers of the same --role.
-  const bool role_known = a.role_world_size > 0;
-  env["ROLE_RANK"] = absl::StrCat(role_known ? a.role_rank_offset + local_rank : rank);
-  env["ROLE_WORLD_SIZE"] = absl::StrCat(role_known ? a.role_world_size : a.world_size);
+  const bool role_known = a.role_world_size() > 0;
+  env["ROLE_RANK"] = absl::StrCat(role_known ? a.role_rank_offset() + local_rank : rank);
+  env["ROLE_WORLD_SIZE"] = absl::StrCat(role_known ? a.role_world_size() : a.world_size());
   env["ROLE_NAME"] = c.role;
-  env["MASTER_ADDR"] = a.master_addr;
-  env["MASTER_PORT"] = absl::StrCat(a.master_port);
-  env["TORCHELASTIC_RESTART_COUNT"] = absl::StrCat(a.restart_count);
+  env["MASTER_ADDR"] = a.master_addr();
+  env["MASTER_PORT"] = absl::StrCat(a.master_port());
+  env["TORCHELASTIC_RESTART_COUNT"] = absl::StrCat(a.restart_count());
   env["TORCHELASTIC_MAX_RESTARTS"] = absl::StrCat(c.max_restarts);
   env["TORCHELASTIC_RUN_ID"] = c.job_id;
   env["TORCHELASTIC_ERROR_FILE"] = files.error_file;
@@ -38,7 +38,7 @@ EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c, int local_
   if (c.local_world_size > 1) env.emplace("OMP_NUM_THREADS", "1");
   env["DDP_COORDINATOR"] = c.coordinator;
   env["DDP_JOB"] = c.job_id;
-  env["DDP_GENERATION"] = absl::StrCat(a.generation);
+  env["DDP_GENERATION"] = absl::StrCat(a.generation());
   env["DDP_HEARTBEAT_FILE"] = files.heartbeat_file;
   if (!c.token.empty()) env["DDP_TOKEN"] = c.token;
   if (c.lease_file.empty()) {
@@ -46,10 +46,10 @@ EnvMap BuildWorkerEnv(const Assignment& a, const WorkerEnvContext& c, int local_
   } else {
     env["DDP_LEASE_FILE"] = c.lease_file;
   }
-  if (a.nccl_unique_id.empty()) {
+  if (a.nccl_unique_id().empty()) {
     env.erase("DDP_NCCL_UNIQUE_ID");
   } else {
-    env["DDP_NCCL_UNIQUE_ID"] = absl::BytesToHexString(a.nccl_unique_id);
+    env["DDP_NCCL_UNIQUE_ID"] = absl::BytesToHexString(a.nccl_unique_id());
   }
   return env;
 }

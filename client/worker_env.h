@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "client/assignment.h"
 #include "client/worker_files.h"
+#include "ddp/v1/session.pb.h"
 
 namespace ddp::client {
 
@@ -46,8 +46,8 @@ struct WorkerEnvContext {
 };
 
 // `base` (usually CurrentEnvironment()) overlaid with the worker's variables.
-EnvMap BuildWorkerEnv(const Assignment& assignment, const WorkerEnvContext& context, int local_rank,
-                      const WorkerFiles& files, const EnvMap& base);
+EnvMap BuildWorkerEnv(const v1::Assignment& assignment, const WorkerEnvContext& context,
+                      int local_rank, const WorkerFiles& files, const EnvMap& base);
 
 // This process's environment.
 EnvMap CurrentEnvironment();

@@ -9,17 +9,17 @@
 namespace ddp::client {
 namespace {
 
-Assignment TwoNodeAssignment() {
-  Assignment a;
-  a.generation = 7;
-  a.restart_count = 2;
-  a.group_rank = 1;
-  a.group_world_size = 2;
-  a.global_rank_offset = 4;
-  a.world_size = 8;
-  a.master_addr = "10.0.0.1";
-  a.master_port = 29501;
-  a.nccl_unique_id = std::string(128, '\x01');
+v1::Assignment TwoNodeAssignment() {
+  v1::Assignment a;
+  a.set_generation(7);
+  a.set_restart_count(2);
+  a.set_group_rank(1);
+  a.set_group_world_size(2);
+  a.set_global_rank_offset(4);
+  a.set_world_size(8);
+  a.set_master_addr("10.0.0.1");
+  a.set_master_port(29501);
+  a.set_nccl_unique_id(std::string(128, '\x01'));
   return a;
 }
 
@@ -34,9 +34,9 @@ WorkerEnvContext Context(int local_world_size) {
 }
 
 TEST(BuildWorkerEnvTest, Build_RoleRanksKnown_CountedPerRole) {
-  Assignment a = TwoNodeAssignment();
-  a.role_rank_offset = 2;
-  a.role_world_size = 6;
+  v1::Assignment a = TwoNodeAssignment();
+  a.set_role_rank_offset(2);
+  a.set_role_world_size(6);
   EnvMap env = BuildWorkerEnv(a, Context(4), 1, WorkerFilesFor("/logs/run", 7, 1), {});
   EXPECT_EQ(env["ROLE_RANK"], "3");
   EXPECT_EQ(env["ROLE_WORLD_SIZE"], "6");
@@ -101,8 +101,8 @@ TEST(BuildWorkerEnvTest, Build_SingleWorker_NoOmpOverride) {
 }
 
 TEST(BuildWorkerEnvTest, Build_NoNcclId_VariableAbsentEvenIfInherited) {
-  Assignment a = TwoNodeAssignment();
-  a.nccl_unique_id.clear();
+  v1::Assignment a = TwoNodeAssignment();
+  a.clear_nccl_unique_id();
   EnvMap env = BuildWorkerEnv(a, Context(2), 0, WorkerFilesFor("/r", 1, 0),
                               {{"DDP_NCCL_UNIQUE_ID", "stale"}});
   EXPECT_EQ(env.count("DDP_NCCL_UNIQUE_ID"), 0u);

@@ -72,12 +72,12 @@ class WorkerTorchTest : public ::testing::Test {
     options.entrypoint = script_;
     options.python_exec = kPython;
     options.nproc_per_node = nproc;
-    Assignment assignment;
-    assignment.generation = 3;
-    assignment.restart_count = 1;
-    assignment.world_size = nproc;
-    assignment.master_addr = "127.0.0.1";
-    assignment.master_port = *PickFreePort({"127.0.0.1", 20000, 16});
+    v1::Assignment assignment;
+    assignment.set_generation(3);
+    assignment.set_restart_count(1);
+    assignment.set_world_size(nproc);
+    assignment.set_master_addr("127.0.0.1");
+    assignment.set_master_port(*PickFreePort({"127.0.0.1", 20000, 16}));
     WorkerEnvContext context{"torchjob", "localhost:29400", "default", 2, nproc};
     EnvMap base = CurrentEnvironment();
     base["GLOO_SOCKET_IFNAME"] = "lo";
@@ -89,7 +89,7 @@ class WorkerTorchTest : public ::testing::Test {
       spec.local_rank = local_rank;
       spec.global_rank = local_rank;
       spec.argv = BuildWorkerArgv(options, local_rank);
-      spec.files = WorkerFilesFor(dir_, assignment.generation, local_rank);
+      spec.files = WorkerFilesFor(dir_, assignment.generation(), local_rank);
       spec.env = BuildWorkerEnv(assignment, context, local_rank, spec.files, base);
       spec.redirect = Std::kAll;
       specs.push_back(spec);

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "client/assignment.h"
 #include "client/free_port.h"
 #include "client/launcher_error_file.h"
 #include "client/nccl_unique_id.h"
@@ -339,30 +338,17 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   generation_ = p.generation();
   exits_.clear();
   link_->SetGeneration(generation_);
-  Assignment a;
-  a.generation = p.generation();
-  a.restart_count = p.restart_count();
-  a.group_rank = p.group_rank();
-  a.group_world_size = p.group_world_size();
-  a.global_rank_offset = static_cast<int>(p.global_rank_offset());
-  a.world_size = static_cast<int>(p.world_size());
-  a.master_addr = p.master_addr();
-  a.master_port = p.master_port();
-  a.nccl_unique_id = p.nccl_unique_id();
-  a.role_rank_offset = p.role_rank_offset();
-  a.role_world_size = p.role_world_size();
   const LaunchOptions& launch = options_.launch;
-  WorkerEnvContext context{launch.job_id,  launch.coordinator,     launch.role,
-                           p.max_restarts(), p.local_world_size(), lease_file_,
-                           launch.token};
+  WorkerEnvContext context{launch.job_id,        launch.coordinator, launch.role, p.max_restarts(),
+                           p.local_world_size(), lease_file_,        launch.token};
   std::vector<WorkerSpec> specs;
   for (int local_rank = 0; local_rank < p.local_world_size(); ++local_rank) {
     WorkerSpec spec;
     spec.local_rank = local_rank;
-    spec.global_rank = a.global_rank_offset + local_rank;
+    spec.global_rank = static_cast<int>(p.global_rank_offset()) + local_rank;
     spec.argv = BuildWorkerArgv(launch, local_rank);
-    spec.files = WorkerFilesFor(options_.run_dir, a.generation, local_rank);
-    spec.env = BuildWorkerEnv(a, context, local_rank, spec.files, options_.base_env);
+    spec.files = WorkerFilesFor(options_.run_dir, p.generation(), local_rank);
+    spec.env = BuildWorkerEnv(p, context, local_rank, spec.files, options_.base_env);
     spec.redirect = launch.redirects.ForRank(local_rank);
     spec.tee = launch.tee.ForRank(local_rank);
     spec.show_on_console =
@@ -381,10 +367,10 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   }
   lease_->Arm(generation_);
   DDP_LOG(INFO) << "generation " << generation_ << ": starting " << p.local_world_size()
-                << " workers, ranks [" << a.global_rank_offset << ", "
-                << a.global_rank_offset + p.local_world_size() << ") of " << a.world_size
-                << ", group rank " << a.group_rank << "/" << a.group_world_size << ", master "
-                << a.master_addr << ":" << a.master_port << ", restart " << a.restart_count;
+                << " workers, ranks [" << p.global_rank_offset() << ", "
+                << p.global_rank_offset() + p.local_world_size() << ") of " << p.world_size()
+                << ", group rank " << p.group_rank() << "/" << p.group_world_size() << ", master "
+                << p.master_addr() << ":" << p.master_port() << ", restart " << p.restart_count();
   absl::Status started = supervisor->Start(std::move(specs));
   if (!started.ok()) {
     DDP_LOG(ERROR) << "cannot start the workers of generation " << generation_ << ": " << started;
