@@ -186,8 +186,10 @@ class Job {
   absl::StatusOr<std::vector<JobEvent>> EventsSince(int64_t after_index, int limit) const;
 
   // ---- Agent inputs (job_membership.cc) ----
-  // Possible errors: INVALID_ARGUMENT (bad id, incarnation 0, nproc or
-  // requested rank out of range, address too long, bad settings),
+  // request.settings, when present, must be valid (JobRegistry::Register
+  // checks them, and the job id, before any job sees the request).
+  // Possible errors: INVALID_ARGUMENT (bad node id, incarnation 0, nproc or
+  // requested rank out of range, address or role too long),
   // FAILED_PRECONDITION (settings contradict the job's; node excluded; job
   // finished and node unknown; same incarnation with a different nproc),
   // RESOURCE_EXHAUSTED (max_nodes plus the spare limit already registered).

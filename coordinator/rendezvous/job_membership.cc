@@ -34,9 +34,9 @@ absl::Status Job::ValidateRegister(const RegisterRequest& request) const {
         absl::StrCat("address '", Capped(request.address), "' of node '", request.node_id,
                      "' is longer than ", limits_.max_address_length, " bytes"));
   }
-  if (request.settings) {
-    status = ValidateJobSettings(*request.settings, limits_);
-    if (!status.ok()) return status;
+  if (request.role.size() > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("role '", Capped(request.role), "' of node '",
+                                                   request.node_id, "' is longer than 64 bytes"));
   }
   if (excluded_.contains(request.node_id)) {
     return absl::FailedPreconditionError(absl::StrCat(

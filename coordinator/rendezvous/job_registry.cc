@@ -155,8 +155,12 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
 }
 
 absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& request) {
+  // The job id and the agent's settings are checked here, once; the rest of
+  // the request by Job::Register.
   absl::Status status = ValidateId(request.job_id, "job id", options_.limits);
   if (!status.ok()) return status;
+  if (request.settings)
+    DDP_RETURN_IF_ERROR(ValidateJobSettings(*request.settings, options_.limits));
   absl::StatusOr<RegisterResult> result;
   {
     ChangeScope locked(this);
@@ -182,8 +186,6 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
             absl::StrCat("job '", request.job_id, "' does not exist and node '",
                          Capped(request.node_id), "' sent no settings to create it"));
       }
-      status = ValidateJobSettings(*request.settings, options_.limits);
-      if (!status.ok()) return status;
       if (!new_run && static_cast<int>(jobs_.size()) >= options_.max_jobs) {
         return absl::ResourceExhaustedError(absl::StrCat("the coordinator holds ", jobs_.size(),
                                                          " jobs, the limit; cannot create job '",

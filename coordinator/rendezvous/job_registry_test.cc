@@ -78,6 +78,24 @@ TEST(JobRegistry, CreateJob_ValidatesAndLimits) {
             absl::StatusCode::kResourceExhausted);
 }
 
+TEST(JobRegistry, Register_ChecksTheJobIdAndSettingsOnce_NamingTheBadValue) {
+  FakeClock clock;
+  JobRegistry registry(clock, nullptr, {});
+  absl::Status status =
+      registry.Register(Req(std::string(254, 'j'), "a", 1, Settings(1, 1))).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("job id"), std::string::npos) << status;
+  JobSettings bad = Settings(1, 1);
+  bad.min_nodes = 0;
+  status = registry.Register(Req("j", "a", 1, bad)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("min_nodes"), std::string::npos) << status;
+  // Also when the job exists: the settings are checked before the job sees them.
+  ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(1, 2))).ok());
+  EXPECT_EQ(registry.Register(Req("j", "b", 2, bad)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(JobRegistry, OutboxListener_CalledWhenOutboxFills) {
   FakeClock clock;
   std::atomic<int> calls{0};

@@ -222,13 +222,10 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
 
 absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
     const v1::Register& proto, const rendezvous::RendezvousLimits& limits) {
-  absl::Status status = CheckIds(proto.job_id(), proto.node_id(), limits);
-  if (status.ok()) {
-    status =
-        CheckLength(proto.address(), static_cast<size_t>(limits.max_address_length), "address");
-  }
-  if (status.ok()) status = CheckLength(proto.token(), kMaxTokenBytes, "token");
-  if (status.ok()) status = CheckLength(proto.role(), 64, "role");
+  // Ids, address, role, nproc, rank and settings are the core's to check
+  // (JobRegistry::Register and Job::Register, once each); here only what the
+  // core never sees.
+  absl::Status status = CheckLength(proto.token(), kMaxTokenBytes, "token");
   if (status.ok()) {
     status = CheckLength(proto.agent_version(), kMaxAgentVersionBytes, "agent version");
   }

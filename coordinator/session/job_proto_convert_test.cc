@@ -79,9 +79,10 @@ TEST(RegisterFromProto, OversizedFields_InvalidArgumentNamingTheField) {
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->settings.has_value());
 
+  // Ids and the address are checked once, by the core (job_registry_test).
   v1::Register long_job = proto;
   long_job.set_job_id(std::string(254, 'j'));
-  EXPECT_THAT(RegisterFromProto(long_job, limits).status().message(), HasSubstr("job id"));
+  EXPECT_TRUE(RegisterFromProto(long_job, limits).ok());
   v1::Register long_token = proto;
   long_token.set_token(std::string(kMaxTokenBytes + 1, 't'));
   EXPECT_THAT(RegisterFromProto(long_token, limits).status().message(), HasSubstr("token"));
