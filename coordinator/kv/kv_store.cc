@@ -150,7 +150,9 @@ std::vector<KvStore::PendingWrite> KvStore::SpareBatch() {
 }
 
 bool KvStore::Prepare(commit::StateBatch& batch) {
-  batch_ = SpareBatch();
+  // A vector with capacity from the delivery thread; kept over passes with
+  // nothing to write (most passes when only jobs change).
+  if (batch_.capacity() == 0) batch_ = SpareBatch();
   bool more = false;
   {
     absl::MutexLock lock(&queue_mu_);

@@ -81,8 +81,9 @@ void RendezvousService::Finish(const absl::Status& status, commit::StateBatch& b
     due = registry_->BatchDone(status, std::move(in_flight_));
     in_flight_ = {};
   }
-  auto outbox = std::make_shared<rendezvous::Outbox>(registry_->TakeOutbox());
-  if (outbox->empty() && due.empty()) return;
+  rendezvous::Outbox taken = registry_->TakeOutbox();
+  if (taken.empty() && due.empty()) return;
+  auto outbox = std::make_shared<rendezvous::Outbox>(std::move(taken));
   sends.push_back([this, outbox, due = std::move(due)] {
     Send(*outbox);
     for (const std::function<void()>& fn : due) fn();
