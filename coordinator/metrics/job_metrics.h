@@ -50,7 +50,7 @@ class JobMetrics {
  public:
   JobMetrics(prometheus::Registry& registry, const Clock& clock, JobMetricsOptions options);
 
-  // The core's events in the order they happened (the dispatcher thread).
+  // The core's events in the order they happened (the commit loop's delivery thread).
   void OnEvents(const std::vector<rendezvous::JobEvent>& events);
 
   // Scrape-time families from `jobs` (live ones with their nodes).

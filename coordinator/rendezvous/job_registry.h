@@ -159,7 +159,7 @@ class JobRegistry {
   // The batch after whose commit every change made so far is durable.
   uint64_t DurabilityMark() const;
   // Runs `fn` (without the lock) once batch `mark` committed: at once when it
-  // already did, otherwise on the writer thread.
+  // already did, otherwise on the commit loop's delivery thread.
   void WhenDurable(uint64_t mark, std::function<void()> fn);
   // Possible errors: UNAVAILABLE (not durable within `timeout`).
   absl::Status AwaitDurable(uint64_t mark, absl::Duration timeout) const;

@@ -1,7 +1,7 @@
 #ifndef DDP_COORDINATOR_RENDEZVOUS_REGISTRY_TEST_UTIL_H_
 #define DDP_COORDINATOR_RENDEZVOUS_REGISTRY_TEST_UTIL_H_
 
-// JobRegistry tests without the RendezvousService's writer thread.
+// JobRegistry tests without the commit loop.
 
 #include <atomic>
 #include <thread>
@@ -13,7 +13,7 @@ namespace ddp::rendezvous::testing {
 
 // Runs `call` (a scheduler operation, which answers only once its changes are
 // durable) on a thread while this thread writes them (PersistPending), as the
-// writer thread would; returns what `call` returned.
+// commit loop would; returns what `call` returned.
 template <typename Call>
 auto WhileWriting(JobRegistry& registry, Call call) -> decltype(call()) {
   std::atomic<bool> done{false};

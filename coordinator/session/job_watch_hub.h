@@ -2,7 +2,7 @@
 #define DDP_COORDINATOR_SESSION_JOB_WATCH_HUB_H_
 
 // Fans the rendezvous core's job events out to WatchJob subscribers. Each
-// subscriber has a bounded queue: the dispatcher appends, the subscriber takes
+// subscriber has a bounded queue: the delivery thread appends, the subscriber takes
 // when it is ready to write. A subscriber whose queue is full is cut off (its
 // next Take returns RESOURCE_EXHAUSTED naming the index to watch again from),
 // so a slow watcher never makes the coordinator buffer without limit.
@@ -55,7 +55,7 @@ class JobWatchHub {
   absl::Status Take(WatchId id, std::vector<rendezvous::JobEvent>* events);
   void Cancel(WatchId id);
 
-  // Called by the dispatcher with each batch of the core's events.
+  // Called by the commit loop's delivery thread with each batch of the core's events.
   void Publish(const std::vector<rendezvous::JobEvent>& events);
   // Ends every subscription with UNAVAILABLE; later Watch calls fail.
   void Shutdown();

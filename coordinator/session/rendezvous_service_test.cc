@@ -1,5 +1,5 @@
 // RendezvousService with a fake clock: the ticker fires the core's timeouts,
-// the dispatcher routes messages to sessions and events to watchers.
+// the commit loop's sends route messages to sessions and events to watchers.
 
 #include "coordinator/session/rendezvous_service.h"
 

@@ -21,7 +21,7 @@
 // counted (the core re-sends what a node waits for when it resumes).
 //
 // Thread-safety: thread-safe. Sinks are called without the router's lock held;
-// one thread (the dispatcher) calls Route, so each sink sees messages in
+// one thread (the commit loop's delivery thread) calls Route, so each sink sees messages in
 // order.
 
 #include <cstdint>
