@@ -1,0 +1,412 @@
+#include "coordinator/storage/etcd/etcd_state_store.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "coordinator/storage/job_record_codec.h"
+#include "coordinator/storage/write_batch_checks.h"
+#include "ddp/state/v1/records.pb.h"
+#include "grpcpp/create_channel.h"
+
+namespace ddp::storage {
+namespace {
+
+namespace pb = ::ddp::state::v1;
+using rendezvous::JobChanges;
+using rendezvous::JobCounters;
+using rendezvous::JobRecord;
+using rendezvous::JobSnapshot;
+
+std::string Hex(absl::string_view bytes) { return absl::BytesToHexString(bytes); }
+
+// The first key after every key that starts with `prefix` (which ends in
+// '/', so the next character will do).
+std::string RangeEnd(std::string prefix) {
+  prefix.back() = static_cast<char>(prefix.back() + 1);
+  return prefix;
+}
+
+absl::Status DataLoss(absl::string_view what) {
+  return absl::DataLossError(
+      absl::StrCat("etcd state store: ", what,
+                   ". The keys were damaged or written by another "
+                   "program: restore them from a backup (etcdctl snapshot)"));
+}
+
+std::string EncodeStoredJob(const JobRecord& record, const JobCounters& counters) {
+  pb::StoredJobRecord stored;
+  stored.mutable_record()->ParseFromString(EncodeJobRecord(record));
+  stored.set_last_event_index(counters.last_event_index);
+  stored.set_next_join_seq(counters.next_join_seq);
+  return stored.SerializeAsString();
+}
+
+absl::StatusOr<JobRecord> DecodeStoredJob(absl::string_view bytes) {
+  pb::StoredJobRecord stored;
+  if (!stored.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return DataLoss("a job record does not decode");
+  }
+  return DecodeJobRecord(stored.record().SerializeAsString(),
+                         JobCounters{stored.last_event_index(), stored.next_join_seq()});
+}
+
+pb::KeyValueRecord ToRecord(const kv::KeyValue& kv) {
+  pb::KeyValueRecord r;
+  r.set_ns(kv.ns);
+  r.set_key(kv.key);
+  r.set_value(kv.value);
+  r.set_create_revision(kv.create_revision);
+  r.set_mod_revision(kv.mod_revision);
+  r.set_version(kv.version);
+  r.set_lease(kv.lease);
+  return r;
+}
+
+kv::KeyValue FromRecord(const pb::KeyValueRecord& r) {
+  return kv::KeyValue{r.ns(),           r.key(),     r.value(), r.create_revision(),
+                      r.mod_revision(), r.version(), r.lease()};
+}
+
+// An RPC failure of a transaction: whether it was applied is not known.
+absl::Status TxnFailure(const grpc::Status& status) {
+  const absl::Status s = FromGrpcStatus(status);
+  if (s.code() == absl::StatusCode::kInvalidArgument) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd refused the transaction (", s.message(),
+                     "); a batch must fit etcd's --max-txn-ops and --max-request-bytes"));
+  }
+  return absl::UnknownError(absl::StrCat("the outcome of an etcd transaction is unknown (",
+                                         s.ToString(), "); read before retrying"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(const std::string& endpoint,
+                                                                     const std::string& prefix,
+                                                                     absl::Duration timeout) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  auto channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  std::unique_ptr<EtcdStateStore> store(
+      new EtcdStateStore(etcdserverpb::KV::NewStub(channel), absl::StrCat(prefix, "/"), timeout));
+  DDP_RETURN_IF_ERROR(store->Init());
+  return store;
+}
+
+absl::StatusOr<std::vector<etcdserverpb::KeyValue>> EtcdStateStore::RangePrefix(
+    const std::string& prefix) const {
+  std::vector<etcdserverpb::KeyValue> out;
+  std::string from = prefix;
+  const std::string end = RangeEnd(prefix);
+  while (true) {
+    etcdserverpb::RangeRequest request;
+    request.set_key(from);
+    request.set_range_end(end);
+    request.set_limit(1000);
+    etcdserverpb::RangeResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+    grpc::Status status = stub_->Range(&context, request, &response);
+    if (!status.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read from etcd: ", FromGrpcStatus(status).ToString()));
+    }
+    for (const etcdserverpb::KeyValue& kv : response.kvs()) out.push_back(kv);
+    if (!response.more() || response.kvs_size() == 0) return out;
+    from = response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0');
+  }
+}
+
+absl::Status EtcdStateStore::Init() {
+  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> meta, RangePrefix(prefix_ + "m/"));
+  absl::MutexLock lock(&mu_);
+  if (!meta.empty()) {
+    pb::KvMetaRecord record;
+    if (!record.ParseFromString(meta[0].value()))
+      return DataLoss("the meta record does not decode");
+    revision_ = record.revision();
+    compacted_ = record.compacted_revision();
+    next_lease_id_ = record.next_lease_id();
+    meta_mod_revision_ = meta[0].mod_revision();
+  }
+  for (const char* part : {"j/", "n/", "r/"}) {
+    DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> kvs, RangePrefix(prefix_ + part));
+    for (etcdserverpb::KeyValue& kv : kvs) job_keys_[kv.key()] = std::move(*kv.mutable_value());
+  }
+  return absl::OkStatus();
+}
+
+std::string EtcdStateStore::MetaValue() const {
+  pb::KvMetaRecord record;
+  record.set_revision(revision_);
+  record.set_compacted_revision(compacted_);
+  record.set_next_lease_id(next_lease_id_);
+  return record.SerializeAsString();
+}
+
+absl::Status EtcdStateStore::Txn(
+    const std::map<std::string, std::optional<std::string>>& writes,
+    const std::vector<std::pair<std::string, std::string>>& delete_ranges) {
+  etcdserverpb::TxnRequest txn;
+  etcdserverpb::Compare* guard = txn.add_compare();
+  guard->set_key(prefix_ + "m/meta");
+  guard->set_result(etcdserverpb::Compare::EQUAL);
+  if (meta_mod_revision_ == 0) {
+    guard->set_target(etcdserverpb::Compare::VERSION);
+    guard->set_version(0);
+  } else {
+    guard->set_target(etcdserverpb::Compare::MOD);
+    guard->set_mod_revision(meta_mod_revision_);
+  }
+  for (const auto& [key, value] : writes) {
+    etcdserverpb::RequestOp* op = txn.add_success();
+    if (value) {
+      op->mutable_request_put()->set_key(key);
+      op->mutable_request_put()->set_value(*value);
+    } else {
+      op->mutable_request_delete_range()->set_key(key);
+    }
+  }
+  for (const auto& [from, to] : delete_ranges) {
+    etcdserverpb::DeleteRangeRequest* op = txn.add_success()->mutable_request_delete_range();
+    op->set_key(from);
+    op->set_range_end(to);
+  }
+  etcdserverpb::RequestOp* meta = txn.add_success();
+  meta->mutable_request_put()->set_key(prefix_ + "m/meta");
+  meta->mutable_request_put()->set_value(MetaValue());
+  etcdserverpb::TxnResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+  grpc::Status status = stub_->Txn(&context, txn, &response);
+  if (!status.ok()) return TxnFailure(status);
+  if (!response.succeeded()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("another writer changed ", prefix_,
+                     " in etcd since this coordinator's last commit; nothing was written"));
+  }
+  meta_mod_revision_ = response.header().revision();
+  return absl::OkStatus();
+}
+
+absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
+  if (batch.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, std::optional<std::string>> writes;
+  // The job part, on a copy of the job keys; the differences are written.
+  std::map<std::string, std::string> jobs = job_keys_;
+  for (const JobChanges& c : batch.jobs) {
+    if (c.job && !c.job_removed && c.job->job_id != c.job_id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("JobChanges for job '", absl::CHexEscape(c.job_id),
+                       "' carries a record of another job; they must name the same job"));
+    }
+    const std::string job_key = prefix_ + "j/" + Hex(c.job_id);
+    const std::string nodes = prefix_ + "n/" + Hex(c.job_id) + "/";
+    const std::string runs = prefix_ + "r/" + Hex(c.job_id) + "/";
+    auto erase_from = [&jobs](const std::string& from, const std::string& to) {
+      jobs.erase(jobs.lower_bound(from), jobs.lower_bound(to));
+    };
+    auto run_key = [&runs](int run) { return runs + absl::StrFormat("%08x", run); };
+    if (c.job_removed) {
+      jobs.erase(job_key);
+      erase_from(nodes, RangeEnd(nodes));
+      if (!c.archived_run) {  // DeleteJob: the past runs go too
+        erase_from(runs, RangeEnd(runs));
+        continue;
+      }
+      erase_from(runs, run_key(c.keep_runs_from));
+      JobRecord run = *c.archived_run;
+      run.job_id = c.job_id;
+      jobs[run_key(run.run)] =
+          EncodeStoredJob(run, JobCounters{run.last_event_index, run.next_join_seq});
+      continue;
+    }
+    if (c.job) {
+      jobs[job_key] = EncodeStoredJob(
+          *c.job, c.counters.value_or(JobCounters{c.job->last_event_index, c.job->next_join_seq}));
+    } else {
+      auto it = jobs.find(job_key);
+      if (it == jobs.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node changes for job '", absl::CHexEscape(c.job_id),
+                         "' which has no record; the first batch of a job must carry its record"));
+      }
+      if (c.counters) {
+        DDP_ASSIGN_OR_RETURN(JobRecord record, DecodeStoredJob(it->second));
+        it->second = EncodeStoredJob(record, *c.counters);
+      }
+    }
+    // Removals first: a batch that removes and re-adds a node ends with the node.
+    for (const std::string& node : c.removed_nodes) jobs.erase(nodes + Hex(node));
+    for (const rendezvous::NodeRecord& node : c.upserted_nodes) {
+      jobs[nodes + Hex(node.node_id)] = EncodeNodeRecord(node);
+    }
+  }
+  for (const auto& [key, value] : jobs) {
+    auto old = job_keys_.find(key);
+    if (old == job_keys_.end() || old->second != value) writes[key] = value;
+  }
+  for (const auto& [key, value] : job_keys_) {
+    if (jobs.count(key) == 0) writes[key] = std::nullopt;
+  }
+  // The KV part.
+  const kv::Revision old_revision = revision_;
+  const kv::LeaseId old_next_lease = next_lease_id_;
+  if (batch.kv) {
+    const kv::KvWriteBatch& k = *batch.kv;
+    DDP_RETURN_IF_ERROR(kv::CheckWriteBatch(k, revision_));
+    auto key_of = [this](const std::string& ns, const std::string& key) {
+      return prefix_ + "k/" + Hex(ns) + "/" + Hex(key);
+    };
+    for (const kv::KeyValue& kv : k.upserts) {
+      writes[key_of(kv.ns, kv.key)] = ToRecord(kv).SerializeAsString();
+    }
+    for (const auto& [ns, key] : k.deletes) writes[key_of(ns, key)] = std::nullopt;
+    int64_t seq = 0;
+    for (size_t i = 0; i < k.events.size(); ++i) {
+      const kv::Event& event = k.events[i];
+      seq = (i > 0 && k.events[i - 1].revision() == event.revision()) ? seq + 1 : 0;
+      pb::EventRecord record;
+      record.set_type(static_cast<int32_t>(event.type));
+      *record.mutable_kv() = ToRecord(event.kv);
+      writes[prefix_ + absl::StrFormat("e/%016x%08x", event.revision(), seq)] =
+          record.SerializeAsString();
+    }
+    for (const kv::LeaseRecord& lease : k.lease_grants) {
+      pb::LeaseRecord record;
+      record.set_id(lease.id);
+      record.set_ttl_ms(lease.ttl_ms);
+      writes[prefix_ + absl::StrFormat("l/%016x", lease.id)] = record.SerializeAsString();
+    }
+    for (kv::LeaseId id : k.lease_revokes) {
+      writes[prefix_ + absl::StrFormat("l/%016x", id)] = std::nullopt;
+    }
+    revision_ = k.revision;
+    if (k.next_lease_id != 0) next_lease_id_ = k.next_lease_id;
+  }
+  absl::Status status = Txn(writes, {});
+  if (!status.ok()) {
+    revision_ = old_revision;
+    next_lease_id_ = old_next_lease;
+    return status;
+  }
+  job_keys_ = std::move(jobs);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<kv::PersistedKvState> EtcdStateStore::Load() {
+  kv::PersistedKvState state;
+  {
+    absl::MutexLock lock(&mu_);
+    state.revision = revision_;
+    state.compacted_revision = compacted_;
+    state.next_lease_id = next_lease_id_;
+  }
+  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> keys, RangePrefix(prefix_ + "k/"));
+  for (const etcdserverpb::KeyValue& kv : keys) {
+    pb::KeyValueRecord record;
+    if (!record.ParseFromString(kv.value())) return DataLoss("a key record does not decode");
+    state.keys.push_back(FromRecord(record));
+  }
+  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> leases, RangePrefix(prefix_ + "l/"));
+  for (const etcdserverpb::KeyValue& kv : leases) {
+    pb::LeaseRecord record;
+    if (!record.ParseFromString(kv.value())) return DataLoss("a lease record does not decode");
+    state.leases.push_back(kv::LeaseRecord{record.id(), record.ttl_ms()});
+  }
+  return state;
+}
+
+absl::StatusOr<std::vector<kv::Event>> EtcdStateStore::ReadEvents(const std::string& ns,
+                                                                  const std::string& prefix,
+                                                                  kv::Revision from_revision,
+                                                                  size_t max_events) {
+  {
+    absl::MutexLock lock(&mu_);
+    DDP_RETURN_IF_ERROR(kv::CheckReadFrom(from_revision, compacted_));
+  }
+  std::vector<kv::Event> out;
+  std::string from =
+      prefix_ + absl::StrFormat("e/%016x%08x", std::max<kv::Revision>(0, from_revision), 0);
+  const std::string end = RangeEnd(prefix_ + "e/");
+  while (out.size() < max_events) {
+    etcdserverpb::RangeRequest request;
+    request.set_key(from);
+    request.set_range_end(end);
+    request.set_limit(1000);
+    etcdserverpb::RangeResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+    grpc::Status status = stub_->Range(&context, request, &response);
+    if (!status.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read events from etcd: ", FromGrpcStatus(status).ToString()));
+    }
+    for (const etcdserverpb::KeyValue& kv : response.kvs()) {
+      pb::EventRecord record;
+      if (!record.ParseFromString(kv.value())) return DataLoss("an event record does not decode");
+      if (record.kv().ns() != ns || !absl::StartsWith(record.kv().key(), prefix)) continue;
+      out.push_back(kv::Event{static_cast<kv::EventType>(record.type()), FromRecord(record.kv())});
+      if (out.size() == max_events) break;
+    }
+    if (!response.more() || response.kvs_size() == 0) break;
+    from = response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0');
+  }
+  return out;
+}
+
+absl::Status EtcdStateStore::Compact(kv::Revision revision) {
+  absl::MutexLock lock(&mu_);
+  DDP_RETURN_IF_ERROR(kv::CheckCompactRevision(revision, revision_));
+  if (revision <= compacted_) return absl::OkStatus();
+  const kv::Revision old = compacted_;
+  compacted_ = revision;
+  absl::Status status =
+      Txn({}, {{prefix_ + "e/", prefix_ + absl::StrFormat("e/%016x", revision + 1)}});
+  if (!status.ok()) compacted_ = old;
+  return status;
+}
+
+absl::StatusOr<std::vector<JobSnapshot>> EtcdStateStore::LoadAll() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobSnapshot> out;
+  std::map<std::string, size_t> index;  // hex job id -> snapshot
+  const std::string jobs = prefix_ + "j/", nodes = prefix_ + "n/", runs = prefix_ + "r/";
+  for (auto it = job_keys_.lower_bound(jobs);
+       it != job_keys_.end() && absl::StartsWith(it->first, jobs); ++it) {
+    DDP_ASSIGN_OR_RETURN(JobRecord record, DecodeStoredJob(it->second));
+    index[it->first.substr(jobs.size())] = out.size();
+    out.push_back(JobSnapshot{std::move(record), {}, {}});
+  }
+  // "HEX(job)/...": the snapshot of the job the key belongs to.
+  auto owner = [&](const std::string& rest) -> absl::StatusOr<JobSnapshot*> {
+    auto found = index.find(rest.substr(0, rest.find('/')));
+    if (found == index.end()) return DataLoss("rows of a job without a record");
+    return &out[found->second];
+  };
+  for (auto it = job_keys_.lower_bound(nodes);
+       it != job_keys_.end() && absl::StartsWith(it->first, nodes); ++it) {
+    DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, owner(it->first.substr(nodes.size())));
+    DDP_ASSIGN_OR_RETURN(rendezvous::NodeRecord node, DecodeNodeRecord(it->second));
+    snapshot->nodes.push_back(std::move(node));
+  }
+  for (auto it = job_keys_.lower_bound(runs);
+       it != job_keys_.end() && absl::StartsWith(it->first, runs); ++it) {
+    DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, owner(it->first.substr(runs.size())));
+    DDP_ASSIGN_OR_RETURN(JobRecord run, DecodeStoredJob(it->second));
+    snapshot->past_runs.push_back(std::move(run));
+  }
+  return out;
+}
+
+}  // namespace ddp::storage
