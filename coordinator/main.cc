@@ -35,6 +35,7 @@
 #include "common/token_file.h"
 #include "coordinator/server/connection_guard.h"
 #include "coordinator/server/coordinator_server.h"
+#include "coordinator/storage/etcd/etcd_store_spec.h"
 
 ABSL_FLAG(int, port, 29400, "TCP port to serve gRPC on; 0 picks any free port (see --port-file)");
 ABSL_FLAG(std::string, bind, "0.0.0.0", "Address to bind, e.g. 0.0.0.0, 127.0.0.1 or [::]");
@@ -42,6 +43,10 @@ ABSL_FLAG(std::string, data_dir, "./ddp-coordinator-data",
           "Directory of the durable state (coordinator.db) and its LOCK file; "
           "created if "
           "missing. Only one coordinator may use a directory at a time");
+ABSL_FLAG(std::string, store, "",
+          "Where the state lives: empty (default) = SQLite in --data-dir; "
+          "etcd://HOST:PORT[,HOST:PORT...][/PREFIX] = an etcd 3.4 cluster (run it with "
+          "--max-txn-ops 100000; one coordinator per prefix until leader election comes)");
 ABSL_FLAG(std::string, port_file, "",
           "If set, write the bound port (one line) to this file once serving, "
           "atomically "
@@ -124,6 +129,12 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   }
   options->data_dir = absl::GetFlag(FLAGS_data_dir);
   if (options->data_dir.empty()) return "--data-dir must not be empty";
+  options->store = absl::GetFlag(FLAGS_store);
+  if (!options->store.empty()) {
+    absl::StatusOr<ddp::storage::EtcdStoreSpec> spec =
+        ddp::storage::ParseEtcdStoreSpec(options->store);
+    if (!spec.ok()) return std::string(spec.status().message());
+  }
   options->tls = ddp::TlsServerFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                                      absl::GetFlag(FLAGS_tls_client_ca)};
   if (absl::Status tls = ddp::CheckTlsServerFiles(options->tls); !tls.ok()) {

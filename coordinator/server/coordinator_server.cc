@@ -13,6 +13,8 @@
 #include "coordinator/rpc/malformed_request.h"
 #include "coordinator/server/listen_address.h"
 #include "coordinator/storage/data_dir_identity.h"
+#include "coordinator/storage/etcd/etcd_state_store.h"
+#include "coordinator/storage/etcd/etcd_store_spec.h"
 #include "coordinator/storage/sqlite_state_store.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -62,6 +64,38 @@ http::RestGatewayOptions CoordinatorServer::RestOptions() const {
   return options;
 }
 
+absl::StatusOr<std::unique_ptr<commit::StateStore>> CoordinatorServer::OpenStateStore(
+    const CoordinatorServerOptions& opts) {
+  if (!opts.store.empty()) {
+    DDP_ASSIGN_OR_RETURN(storage::EtcdStoreSpec spec, storage::ParseEtcdStoreSpec(opts.store));
+    absl::StatusOr<std::unique_ptr<storage::EtcdStateStore>> etcd =
+        storage::EtcdStateStore::Open(storage::EtcdTarget(spec.endpoints), spec.prefix);
+    if (!etcd.ok()) {
+      return absl::Status(etcd.status().code(), absl::StrCat("cannot open --store=", opts.store,
+                                                             ": ", etcd.status().message()));
+    }
+    DDP_LOG(INFO) << "state in etcd at " << opts.store;
+    return std::unique_ptr<commit::StateStore>(std::move(etcd).value());
+  }
+  // Refuse a data dir whose databases went missing, empty or foreign: serving
+  // them would look like an empty store. A dir of an earlier release also has
+  // jobs.db, imported below.
+  std::vector<std::string> databases = {kStateDatabase};
+  const std::string db_path = absl::StrCat(opts.data_dir, "/", kStateDatabase);
+  const std::string jobs_path = absl::StrCat(opts.data_dir, "/", kLegacyJobsDatabase);
+  DDP_ASSIGN_OR_RETURN(bool legacy, storage::ExpectsLegacyJobsDatabase(db_path, jobs_path));
+  if (legacy) databases.push_back(kLegacyJobsDatabase);
+  DDP_RETURN_IF_ERROR(storage::EnsureDataDirIdentity(opts.data_dir, databases).status());
+  absl::StatusOr<std::unique_ptr<storage::SqliteStateStore>> state =
+      storage::SqliteStateStore::Open(db_path);
+  if (!state.ok()) {
+    return absl::Status(state.status().code(),
+                        absl::StrCat("cannot open ", db_path, ": ", state.status().message()));
+  }
+  if (legacy) DDP_RETURN_IF_ERROR((*state)->ImportJobsDatabase(jobs_path).status());
+  return std::unique_ptr<commit::StateStore>(std::move(state).value());
+}
+
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     CoordinatorServerOptions options) {
   if (options.port < 0 || options.port > 65535) {
@@ -77,17 +111,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<DataDirLock> lock, DataDirLock::Acquire(opts.data_dir));
   server->lock_ = std::move(lock);
 
-  // Refuse a data dir whose databases went missing, empty or foreign: serving
-  // them would look like an empty store. A dir of an earlier release also has
-  // jobs.db, imported below.
-  std::vector<std::string> databases = {kStateDatabase};
-  const std::string db_path = absl::StrCat(opts.data_dir, "/", kStateDatabase);
-  const std::string jobs_path = absl::StrCat(opts.data_dir, "/", kLegacyJobsDatabase);
-  DDP_ASSIGN_OR_RETURN(bool legacy, storage::ExpectsLegacyJobsDatabase(db_path, jobs_path));
-  if (legacy) databases.push_back(kLegacyJobsDatabase);
-  auto identity = storage::EnsureDataDirIdentity(opts.data_dir, databases);
-  if (!identity.ok()) return identity.status();
-
+  DDP_ASSIGN_OR_RETURN(server->state_store_, OpenStateStore(opts));
   kv::KvStoreOptions kv_options = opts.kv;
   server->authorizer_ = std::make_unique<auth::Authorizer>(opts.admin_token);
   session::JobServicesOptions job_options = opts.jobs;
@@ -112,15 +136,6 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     };
   }
 
-  auto state = storage::SqliteStateStore::Open(db_path);
-  if (!state.ok()) {
-    return absl::Status(state.status().code(),
-                        absl::StrCat("cannot open ", db_path, ": ", state.status().message()));
-  }
-  server->state_store_ = *std::move(state);
-  if (legacy) {
-    DDP_ASSIGN_OR_RETURN(int imported, server->state_store_->ImportJobsDatabase(jobs_path));
-  }
   server->commit_loop_ = std::make_unique<commit::CommitLoop>(*server->state_store_, loop_options);
   auto store = kv::KvStore::Open(*server->commit_loop_, clock, kv_options);
   if (!store.ok()) return store.status();
@@ -132,9 +147,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   auto job_services = session::JobServices::Create(clock, *server->commit_loop_, job_options);
   if (!job_services.ok()) {
-    return absl::Status(job_services.status().code(),
-                        absl::StrCat("cannot restore the jobs of ", db_path, ": ",
-                                     job_services.status().message()));
+    return absl::Status(
+        job_services.status().code(),
+        absl::StrCat("cannot restore the jobs of ", opts.store.empty() ? opts.data_dir : opts.store,
+                     ": ", job_services.status().message()));
   }
   server->job_services_ = *std::move(job_services);
   server->commit_loop_->Start();

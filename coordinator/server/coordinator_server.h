@@ -29,6 +29,7 @@
 #include "common/tls_files.h"
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/commit/commit_loop.h"
+#include "coordinator/commit/state_store.h"
 #include "coordinator/http/http_listener.h"
 #include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
@@ -36,7 +37,6 @@
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/server/data_dir_lock.h"
 #include "coordinator/session/job_services.h"
-#include "coordinator/storage/sqlite_state_store.h"
 #include "grpcpp/server.h"
 
 namespace ddp::server {
@@ -45,6 +45,11 @@ struct CoordinatorServerOptions {
   std::string bind_address = "0.0.0.0";
   int port = 29400;  // 0: any free port (see CoordinatorServer::port())
   std::string data_dir = "./ddp-coordinator-data";
+  // Where the state lives: empty, SQLite in data_dir (coordinator.db);
+  // "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]", an etcd 3.4 cluster (one
+  // coordinator per prefix until leader election comes; the data dir then
+  // holds only the LOCK).
+  std::string store;
   kv::KvStoreOptions kv;
   session::JobServicesOptions jobs;
   // The HTTP listener (REST API, /metrics, health checks); nullopt: none (and
@@ -92,6 +97,10 @@ class CoordinatorServer {
   void Shutdown();
 
  private:
+  // SQLite in the data dir (identity checked, an earlier release's jobs.db
+  // imported), or etcd (options.store).
+  static absl::StatusOr<std::unique_ptr<commit::StateStore>> OpenStateStore(
+      const CoordinatorServerOptions& opts);
   // The REST gateway's options: with authorization on, event streams are
   // checked before their headers go out.
   http::RestGatewayOptions RestOptions() const;
@@ -104,7 +113,7 @@ class CoordinatorServer {
   std::unique_ptr<DataDirLock> lock_;
   // Before the stores: their commit observers record into it.
   std::unique_ptr<metrics::CoordinatorMetrics> metrics_;
-  std::unique_ptr<storage::SqliteStateStore> state_store_;
+  std::unique_ptr<commit::StateStore> state_store_;
   // Shut down explicitly before its participants (the KV store, the job
   // services) go, and destroyed after them.
   std::unique_ptr<commit::CommitLoop> commit_loop_;

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The coordinator with its state in a real etcd (--store etcd://...): what one
+# coordinator acknowledged is there for the next one after kill -9, even on
+# another host's data dir (revisions continue, jobs are restored); a bad
+# --store value and an unreachable etcd are refused with a clear message.
+# Skips, saying why, where etcd is missing.
+set -euo pipefail
+
+COORDINATOR="$TEST_SRCDIR/$TEST_WORKSPACE/coordinator/coordinator"
+DDPCTL="$TEST_SRCDIR/$TEST_WORKSPACE/tools/ddpctl/ddpctl"
+ETCD=/usr/bin/etcd
+if [ ! -x "$ETCD" ]; then
+  echo "SKIPPED: $ETCD is not installed (tools/setup.sh installs etcd-server)"
+  exit 0
+fi
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/etcd.XXXXXX")"
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+fail() { echo "FAILED: $*" >&2; tail -n 20 "$WORK"/*.log >&2 || true; exit 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+client=$(free_port)
+peer=$(free_port)
+"$ETCD" --data-dir "$WORK/etcd" --name t --listen-client-urls "http://127.0.0.1:$client" \
+  --advertise-client-urls "http://127.0.0.1:$client" --listen-peer-urls "http://127.0.0.1:$peer" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "t=http://127.0.0.1:$peer" \
+  --max-txn-ops 100000 --log-level warn 2>"$WORK/etcd.log" &
+PIDS+=($!)
+STORE="etcd://127.0.0.1:$client/e2e"
+
+start() {  # start DATA_DIR LOG: a coordinator on etcd; sets PID and ADDR
+  rm -f "$WORK/port"
+  "$COORDINATOR" --port 0 --bind 127.0.0.1 --http-port -1 --store "$STORE" --data-dir "$1" \
+    --port-file "$WORK/port" 2>"$2" &
+  PID=$!
+  PIDS+=($PID)
+  for _ in $(seq 1 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+  [ -s "$WORK/port" ] || fail "the coordinator did not start on $STORE"
+  ADDR="127.0.0.1:$(cat "$WORK/port")"
+}
+ctl() { "$DDPCTL" --coordinator "$ADDR" "$@"; }
+
+for _ in $(seq 1 100); do  # etcd ready: its client port answers
+  python3 -c "import socket; socket.create_connection(('127.0.0.1', $client), 0.2)" 2>/dev/null && break
+  sleep 0.1
+done
+
+start "$WORK/a" "$WORK/a.log"
+grep -q "state in etcd at $STORE" "$WORK/a.log" || fail "the log does not say where the state is"
+ctl kv put alpha 1 | grep -q "revision 1" || fail "the first put is not revision 1"
+ctl jobs create trainer --nnodes 1:2 >/dev/null || fail "jobs create"
+kill -KILL "$PID"
+wait "$PID" 2>/dev/null || true
+
+# Another coordinator (another data dir: another host) on the same etcd prefix.
+start "$WORK/b" "$WORK/b.log"
+[ "$(ctl kv get alpha)" = "1" ] || fail "alpha is lost after kill -9"
+ctl kv put beta 2 | grep -q "revision 2" || fail "revisions do not continue from etcd"
+ctl jobs get trainer | grep -q "WAITING" || fail "the job is lost after kill -9"
+kill -TERM "$PID"
+wait "$PID" || fail "the coordinator exited non-zero on SIGTERM"
+
+# Refusals.
+set +e
+"$COORDINATOR" --port 0 --http-port -1 --data-dir "$WORK/c" --store "etcd://nohost" 2>"$WORK/bad.log"
+status=$?
+"$COORDINATOR" --port 0 --http-port -1 --data-dir "$WORK/d" \
+  --store "etcd://127.0.0.1:$(free_port)/x" 2>"$WORK/down.log"
+down=$?
+set -e
+[ "$status" -eq 2 ] || fail "a bad --store exited $status, not 2"
+grep -q "etcd://HOST:PORT" "$WORK/bad.log" || fail "the bad --store message shows no form"
+[ "$down" -ne 0 ] || fail "an unreachable etcd was accepted"
+grep -q "cannot open --store" "$WORK/down.log" || fail "an unreachable etcd is not named"
+echo "PASSED"
