@@ -99,25 +99,31 @@ absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(const std::
   return store;
 }
 
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdStateStore::RangePage(
+    const std::string& from, const std::string& end) const {
+  etcdserverpb::RangeRequest request;
+  request.set_key(from);
+  request.set_range_end(end);
+  request.set_limit(1000);
+  etcdserverpb::RangeResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+  grpc::Status status = stub_->Range(&context, request, &response);
+  if (!status.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot read from etcd: ", FromGrpcStatus(status).ToString()));
+  }
+  return response;
+}
+
 absl::StatusOr<std::vector<etcdserverpb::KeyValue>> EtcdStateStore::RangePrefix(
     const std::string& prefix) const {
   std::vector<etcdserverpb::KeyValue> out;
   std::string from = prefix;
   const std::string end = RangeEnd(prefix);
   while (true) {
-    etcdserverpb::RangeRequest request;
-    request.set_key(from);
-    request.set_range_end(end);
-    request.set_limit(1000);
-    etcdserverpb::RangeResponse response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
-    grpc::Status status = stub_->Range(&context, request, &response);
-    if (!status.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot read from etcd: ", FromGrpcStatus(status).ToString()));
-    }
+    DDP_ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response, RangePage(from, end));
     for (const etcdserverpb::KeyValue& kv : response.kvs()) out.push_back(kv);
     if (!response.more() || response.kvs_size() == 0) return out;
     from = response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0');
@@ -339,19 +345,7 @@ absl::StatusOr<std::vector<kv::Event>> EtcdStateStore::ReadEvents(const std::str
       prefix_ + absl::StrFormat("e/%016x%08x", std::max<kv::Revision>(0, from_revision), 0);
   const std::string end = RangeEnd(prefix_ + "e/");
   while (out.size() < max_events) {
-    etcdserverpb::RangeRequest request;
-    request.set_key(from);
-    request.set_range_end(end);
-    request.set_limit(1000);
-    etcdserverpb::RangeResponse response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
-    grpc::Status status = stub_->Range(&context, request, &response);
-    if (!status.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot read events from etcd: ", FromGrpcStatus(status).ToString()));
-    }
+    DDP_ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response, RangePage(from, end));
     for (const etcdserverpb::KeyValue& kv : response.kvs()) {
       pb::EventRecord record;
       if (!record.ParseFromString(kv.value())) return DataLoss("an event record does not decode");

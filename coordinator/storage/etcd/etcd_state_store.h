@@ -66,6 +66,9 @@ class EtcdStateStore final : public commit::StateStore {
       : stub_(std::move(stub)), prefix_(std::move(prefix)), timeout_(timeout) {}
   // Reads meta and the job keys (Open).
   absl::Status Init();
+  // One page (up to 1,000 keys) of [from, end).
+  absl::StatusOr<etcdserverpb::RangeResponse> RangePage(const std::string& from,
+                                                        const std::string& end) const;
   // Every key/value under `prefix` (paged).
   absl::StatusOr<std::vector<etcdserverpb::KeyValue>> RangePrefix(const std::string& prefix) const;
   // One transaction: the meta guard, then `writes` (nullopt: delete).
