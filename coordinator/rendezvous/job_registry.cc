@@ -442,7 +442,9 @@ WriteBehindQueue::Batch JobRegistry::TakeCommitBatch() {
 std::vector<std::function<void()>> JobRegistry::BatchDone(const absl::Status& status,
                                                           WriteBehindQueue::Batch batch) {
   if (batch.number == 0) return {};
-  ChangeScope locked(this);
+  // No signals: the caller takes the released outbox next (TakeOutbox) and
+  // tries a failed batch again itself; waking the loop would cost an empty pass.
+  absl::MutexLock lock(&mu_);
   if (status.ok()) return write_queue_.Committed(outbox_);
   write_queue_.Failed(std::move(batch));
   return {};

@@ -147,7 +147,8 @@ class JobRegistry {
   // in flight); and that batch's outcome: OK releases the messages and events
   // held for it (into the outbox) and returns the callbacks that waited for
   // it (run them without the lock); an error puts the batch back in front of
-  // newer changes, to be taken again.
+  // newer changes, to be taken again. BatchDone fires no callback: the
+  // caller takes the outbox right after it.
   WriteBehindQueue::Batch TakeCommitBatch();
   std::vector<std::function<void()>> BatchDone(const absl::Status& status,
                                                WriteBehindQueue::Batch batch);

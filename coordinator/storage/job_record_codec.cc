@@ -82,9 +82,7 @@ absl::StatusOr<JobSettings> FromProto(const pb::JobSettingsRecord& s) {
   return out;
 }
 
-}  // namespace
-
-std::string EncodeJobRecord(const JobRecord& r) {
+pb::JobRecord JobToProto(const JobRecord& r) {
   pb::JobRecord out;
   out.set_job_id(r.job_id);
   ToProto(r.settings, out.mutable_settings());
@@ -103,16 +101,11 @@ std::string EncodeJobRecord(const JobRecord& r) {
   out.set_run(r.run);
   out.set_finished_unix_ns(Ns(r.finished));
   out.set_token_hash(r.token_hash);
-  return out.SerializeAsString();
+  return out;
 }
 
-absl::StatusOr<JobRecord> DecodeJobRecord(absl::string_view bytes,
-                                          const rendezvous::JobCounters& counters) {
-  pb::JobRecord in;
-  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(
-        absl::StrCat("a job record (", bytes.size(), " bytes) is not a ddp.state.v1.JobRecord"));
-  }
+absl::StatusOr<JobRecord> JobFromProto(const pb::JobRecord& in,
+                                       const rendezvous::JobCounters& counters) {
   if (in.state() < static_cast<int32_t>(JobState::kWaiting) ||
       in.state() > static_cast<int32_t>(JobState::kCancelled)) {
     return absl::DataLossError(absl::StrCat("job state ", in.state(), " is not a known state"));
@@ -139,6 +132,40 @@ absl::StatusOr<JobRecord> DecodeJobRecord(absl::string_view bytes,
   r.finished = TimeFromNs(in.finished_unix_ns());
   r.token_hash = in.token_hash();
   return r;
+}
+
+}  // namespace
+
+std::string EncodeJobRecord(const JobRecord& record) {
+  return JobToProto(record).SerializeAsString();
+}
+
+absl::StatusOr<JobRecord> DecodeJobRecord(absl::string_view bytes,
+                                          const rendezvous::JobCounters& counters) {
+  pb::JobRecord in;
+  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(
+        absl::StrCat("a job record (", bytes.size(), " bytes) is not a ddp.state.v1.JobRecord"));
+  }
+  return JobFromProto(in, counters);
+}
+
+std::string EncodeStoredJob(const JobRecord& record, const rendezvous::JobCounters& counters) {
+  pb::StoredJobRecord out;
+  *out.mutable_record() = JobToProto(record);
+  out.set_last_event_index(counters.last_event_index);
+  out.set_next_join_seq(counters.next_join_seq);
+  return out.SerializeAsString();
+}
+
+absl::StatusOr<JobRecord> DecodeStoredJob(absl::string_view bytes) {
+  pb::StoredJobRecord in;
+  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat("a stored job (", bytes.size(),
+                                            " bytes) is not a ddp.state.v1.StoredJobRecord"));
+  }
+  return JobFromProto(in.record(),
+                      rendezvous::JobCounters{in.last_event_index(), in.next_join_seq()});
 }
 
 std::string EncodeNodeRecord(const NodeRecord& n) {

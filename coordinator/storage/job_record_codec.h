@@ -3,8 +3,9 @@
 
 // The one mapping between the rendezvous core's records and what is stored:
 // a serialized ddp.state.v1 message per row (proto/ddp/state/v1/records.proto).
-// A job record is stored without its counters (last_event_index,
-// next_join_seq): they have columns of their own.
+// SQLite stores a job record without its counters (last_event_index,
+// next_join_seq), which have columns of their own; engines without columns
+// store both in one StoredJobRecord.
 //
 // Decoding checks what the message format cannot: the job state is a known
 // value and durations are not negative (DATA_LOSS naming the field). Whether
@@ -24,6 +25,12 @@ std::string EncodeJobRecord(const rendezvous::JobRecord& record);
 // `counters` replace the record's (they are stored beside it).
 absl::StatusOr<rendezvous::JobRecord> DecodeJobRecord(absl::string_view bytes,
                                                       const rendezvous::JobCounters& counters);
+
+// The record with its counters in one message (StoredJobRecord), for engines
+// without columns (storage/etcd).
+std::string EncodeStoredJob(const rendezvous::JobRecord& record,
+                            const rendezvous::JobCounters& counters);
+absl::StatusOr<rendezvous::JobRecord> DecodeStoredJob(absl::string_view bytes);
 
 std::string EncodeNodeRecord(const rendezvous::NodeRecord& node);
 absl::StatusOr<rendezvous::NodeRecord> DecodeNodeRecord(absl::string_view bytes);

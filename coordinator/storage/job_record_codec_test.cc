@@ -113,6 +113,18 @@ TEST(JobRecordCodecTest, RefusesWhatIsNotARecord) {
   EXPECT_EQ(DecodeNodeRecord("\xff\xff").status().code(), absl::StatusCode::kDataLoss);
 }
 
+TEST(JobRecordCodecTest, StoredJobCarriesItsCounters) {
+  JobRecord r;
+  r.job_id = "j";
+  r.generation = 4;
+  absl::StatusOr<JobRecord> back = DecodeStoredJob(EncodeStoredJob(r, JobCounters{12, 34}));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->generation, 4);
+  EXPECT_EQ(back->last_event_index, 12);
+  EXPECT_EQ(back->next_join_seq, 34u);
+  EXPECT_EQ(DecodeStoredJob("\xff\xff").status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(JobRecordCodecTest, NodeRecordRoundTrips) {
   NodeRecord n;
   n.node_id = "node-7";

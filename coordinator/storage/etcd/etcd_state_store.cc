@@ -39,23 +39,6 @@ absl::Status DataLoss(absl::string_view what) {
                    "program: restore them from a backup (etcdctl snapshot)"));
 }
 
-std::string EncodeStoredJob(const JobRecord& record, const JobCounters& counters) {
-  pb::StoredJobRecord stored;
-  stored.mutable_record()->ParseFromString(EncodeJobRecord(record));
-  stored.set_last_event_index(counters.last_event_index);
-  stored.set_next_join_seq(counters.next_join_seq);
-  return stored.SerializeAsString();
-}
-
-absl::StatusOr<JobRecord> DecodeStoredJob(absl::string_view bytes) {
-  pb::StoredJobRecord stored;
-  if (!stored.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return DataLoss("a job record does not decode");
-  }
-  return DecodeJobRecord(stored.record().SerializeAsString(),
-                         JobCounters{stored.last_event_index(), stored.next_join_seq()});
-}
-
 pb::KeyValueRecord ToRecord(const kv::KeyValue& kv) {
   pb::KeyValueRecord r;
   r.set_ns(kv.ns);
