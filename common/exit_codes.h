@@ -19,6 +19,10 @@ inline constexpr int kExitBadFlags = 2;
 inline constexpr int kExitDataError = 3;
 // The address (port) to listen on is taken, e.g. by another coordinator.
 inline constexpr int kExitAddressInUse = 4;
+// A coordinator that led lost the leadership (its etcd lease ran out, or a
+// transaction found another leader): it stopped serving at once; its
+// supervisor starts it again as a standby.
+inline constexpr int kExitLostLeadership = 5;
 
 // The exit code for a start-up failure: DATA_LOSS -> kExitDataError,
 // ALREADY_EXISTS (the listen address is in use) -> kExitAddressInUse, any other

@@ -1,8 +1,12 @@
 // The coordinator binary: parses flags, starts the CoordinatorServer, writes
 // the bound port to --port-file, and shuts down cleanly on SIGINT/SIGTERM.
 //
+// With --store etcd://... it is one of the coordinators sharing the prefix:
+// HaCoordinator elects the leader, the others stand by and redirect.
+//
 // Exit codes: 0 clean shutdown; 1 runtime failure (data dir locked, cannot
-// listen, storage error); 2 bad flags.
+// listen, storage error, etcd unreachable); 2 bad flags; 3 data error; 4
+// address in use; 5 lost the leadership.
 
 #include <malloc.h>
 #include <signal.h>
@@ -35,6 +39,7 @@
 #include "common/token_file.h"
 #include "coordinator/server/connection_guard.h"
 #include "coordinator/server/coordinator_server.h"
+#include "coordinator/server/ha_coordinator.h"
 #include "coordinator/storage/etcd/etcd_store_spec.h"
 
 ABSL_FLAG(int, port, 29400, "TCP port to serve gRPC on; 0 picks any free port (see --port-file)");
@@ -46,7 +51,17 @@ ABSL_FLAG(std::string, data_dir, "./ddp-coordinator-data",
 ABSL_FLAG(std::string, store, "",
           "Where the state lives: empty (default) = SQLite in --data-dir; "
           "etcd://HOST:PORT[,HOST:PORT...][/PREFIX] = an etcd 3.4 cluster (run it with "
-          "--max-txn-ops 100000; one coordinator per prefix until leader election comes)");
+          "--max-txn-ops 100000; give IP addresses to use every member). Coordinators on one "
+          "prefix elect a leader; the others stand by and redirect clients to it");
+ABSL_FLAG(std::string, advertise_host, "",
+          "With --store etcd://: the host (name or address) clients dial to reach this "
+          "coordinator when it leads; standbys redirect them there. Default: --bind, or this "
+          "machine's hostname when --bind is 0.0.0.0 or ::");
+ABSL_FLAG(int64_t, leader_lease_ms, 2000,
+          "With --store etcd://: the lease of the leader key in etcd, in milliseconds (etcd "
+          "raises it to 1.5 x its --election-timeout at least). A leader that cannot renew it "
+          "stops serving (exit 5); a dead leader is replaced after at most this long. Agents "
+          "keep their workers through a failover shorter than the job's heartbeat timeout");
 ABSL_FLAG(std::string, port_file, "",
           "If set, write the bound port (one line) to this file once serving, "
           "atomically "
@@ -134,6 +149,12 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
     absl::StatusOr<ddp::storage::EtcdStoreSpec> spec =
         ddp::storage::ParseEtcdStoreSpec(options->store);
     if (!spec.ok()) return std::string(spec.status().message());
+  } else if (!absl::GetFlag(FLAGS_advertise_host).empty()) {
+    return "--advertise-host needs --store etcd://... (it names the leader to the standbys)";
+  }
+  const int64_t lease_ms = absl::GetFlag(FLAGS_leader_lease_ms);
+  if (lease_ms < 1000 || lease_ms > 600000) {
+    return absl::StrCat("--leader-lease-ms=", lease_ms, " must be 1000..600000");
   }
   options->tls = ddp::TlsServerFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                                      absl::GetFlag(FLAGS_tls_client_ca)};
@@ -258,7 +279,8 @@ int main(int argc, char** argv) {
       "Flags may be spelled with '-' or '_'. Exit codes: 0 clean shutdown "
       "(SIGINT/SIGTERM) or --help, 1 runtime failure (e.g. data dir locked), "
       "2 bad flags, 3 data error (a database of the data dir is missing, empty, "
-      "foreign or corrupt: the message names it), 4 address in use.");
+      "foreign or corrupt: the message names it), 4 address in use, 5 lost the "
+      "leadership (--store etcd://: the etcd lease ran out; start it again to stand by).");
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {
     return absl::EndsWith(file, "coordinator/main.cc");
@@ -308,21 +330,53 @@ int main(int argc, char** argv) {
                         ? ""
                         : "; WARNING: the accept guard is not active, a connection flood "
                           "that exhausts descriptors may stop the listener");
-  auto server = ddp::server::CoordinatorServer::Start(options);
-  if (!server.ok()) {
-    DDP_LOG(ERROR) << "cannot start: " << server.status();
-    return ddp::ExitCodeForStartError(server.status());
+  // The SQLite coordinator, or one of the coordinators on an etcd prefix.
+  std::unique_ptr<ddp::server::CoordinatorServer> single;
+  std::unique_ptr<ddp::server::HaCoordinator> ha;
+  int port = 0, http_port = 0;
+  if (options.store.empty()) {
+    auto server = ddp::server::CoordinatorServer::Start(options);
+    if (!server.ok()) {
+      DDP_LOG(ERROR) << "cannot start: " << server.status();
+      return ddp::ExitCodeForStartError(server.status());
+    }
+    single = *std::move(server);
+    port = single->port();
+    http_port = single->http_port();
+  } else {
+    ddp::server::HaCoordinatorOptions ha_options;
+    ha_options.server = options;
+    ha_options.advertise_host = absl::GetFlag(FLAGS_advertise_host);
+    ha_options.leader_lease = absl::Milliseconds(absl::GetFlag(FLAGS_leader_lease_ms));
+    ha_options.on_fatal = [](const absl::Status& why) {
+      DDP_LOG(ERROR) << "stopping at once: " << why.message()
+                     << " (exit 5; started again, this coordinator stands by)";
+      std::fflush(nullptr);
+      std::_Exit(ddp::kExitLostLeadership);
+    };
+    auto server = ddp::server::HaCoordinator::Start(std::move(ha_options));
+    if (!server.ok()) {
+      DDP_LOG(ERROR) << "cannot start: " << server.status();
+      return ddp::ExitCodeForStartError(server.status());
+    }
+    ha = *std::move(server);
+    port = ha->port();
+    http_port = ha->http_port();
   }
+  auto shutdown = [&] {
+    if (single != nullptr) single->Shutdown();
+    if (ha != nullptr) ha->Shutdown();
+  };
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty() && !WritePortFile(port_file, (*server)->port())) {
+  if (!port_file.empty() && !WritePortFile(port_file, port)) {
     DDP_LOG(ERROR) << "cannot write --port-file " << port_file;
-    (*server)->Shutdown();
+    shutdown();
     return ddp::kExitFailure;
   }
   const std::string http_port_file = absl::GetFlag(FLAGS_http_port_file);
-  if (!http_port_file.empty() && !WritePortFile(http_port_file, (*server)->http_port())) {
+  if (!http_port_file.empty() && !WritePortFile(http_port_file, http_port)) {
     DDP_LOG(ERROR) << "cannot write --http-port-file " << http_port_file;
-    (*server)->Shutdown();
+    shutdown();
     return ddp::kExitFailure;
   }
   // Wait for SIGINT/SIGTERM; meanwhile hand memory freed after bursts (a
@@ -335,6 +389,6 @@ int main(int argc, char** argv) {
   }
   DDP_LOG(INFO) << "received " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
                 << "; shutting down";
-  (*server)->Shutdown();
+  shutdown();
   return ddp::kExitOk;
 }

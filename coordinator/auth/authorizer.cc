@@ -40,6 +40,7 @@ const std::vector<MethodRule>& MethodRules() {
       {"/ddp.v1.KeyValueService/LeaseRevoke", Access::kAuthenticated},
       {"/ddp.v1.KeyValueService/Compact", Access::kAdmin},
       {"/ddp.v1.KeyValueService/Status", Access::kAuthenticated},
+      {"/ddp.v1.ClusterService/GetClusterStatus", Access::kAuthenticated},
       {"/ddp.v1.JobService/CreateJob", Access::kAdmin},
       {"/ddp.v1.JobService/GetJob", Access::kJob},
       {"/ddp.v1.JobService/ListJobs", Access::kAuthenticated},
@@ -58,8 +59,7 @@ std::string HashToken(absl::string_view token) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(token.data(), token.size(), digest, &length, EVP_sha256(), nullptr);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), length));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
 std::string NewToken() {
@@ -128,9 +128,9 @@ absl::Status Authorizer::Authorize(const Identity& identity, absl::string_view m
     case Access::kAdmin:
       break;
   }
-  return absl::PermissionDeniedError(absl::StrCat(
-      method, ": needs the admin token (--admin-token-file); the token of job '", identity.job_id,
-      "' may not call it"));
+  return absl::PermissionDeniedError(
+      absl::StrCat(method, ": needs the admin token (--admin-token-file); the token of job '",
+                   identity.job_id, "' may not call it"));
 }
 
 }  // namespace ddp::auth

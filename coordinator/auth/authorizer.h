@@ -17,8 +17,8 @@
 //   kAdmin        admin only (job creation and scheduling, compaction);
 //   kJob          admin, or the token of the job the request names (its
 //                 job_id, or the KV namespace);
-//   kAuthenticated any identity (ListJobs, filtered by the caller; leases and
-//                 Status, which name no job).
+//   kAuthenticated any identity (ListJobs, filtered by the caller; leases,
+//                 Status and GetClusterStatus, which name no job).
 //
 // Thread-safety: thread-safe.
 

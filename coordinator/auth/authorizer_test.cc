@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "ddp/v1/cluster.pb.h"
 #include "ddp/v1/jobs.pb.h"
 #include "ddp/v1/kv.pb.h"
 #include "ddp/v1/session.pb.h"
@@ -36,7 +37,7 @@ TEST(MethodRules, CoverEveryMethodOfTheServices) {
   std::set<std::string> in_protos;
   for (const google::protobuf::FileDescriptor* file :
        {v1::PutRequest::descriptor()->file(), v1::Job::descriptor()->file(),
-        v1::AgentMessage::descriptor()->file()}) {
+        v1::AgentMessage::descriptor()->file(), v1::ClusterStatus::descriptor()->file()}) {
     for (int s = 0; s < file->service_count(); ++s) {
       const google::protobuf::ServiceDescriptor* service = file->service(s);
       for (int m = 0; m < service->method_count(); ++m) {
@@ -84,8 +85,7 @@ TEST_F(AuthorizerTest, MessagesNeverEchoATokenAndSayWhatToDo) {
   const absl::Status none = auth_.Authorize(As("not-a-token"), "/ddp.v1.JobService/GetJob", "x");
   EXPECT_THAT(none.message(), HasSubstr("DDP_TOKEN"));
   EXPECT_THAT(none.message(), Not(HasSubstr("not-a-token")));
-  const absl::Status denied =
-      auth_.Authorize(As(kTokenB), "/ddp.v1.JobService/CancelJob", "job-b");
+  const absl::Status denied = auth_.Authorize(As(kTokenB), "/ddp.v1.JobService/CancelJob", "job-b");
   EXPECT_THAT(denied.message(), HasSubstr("admin token"));
   EXPECT_THAT(denied.message(), Not(HasSubstr(kTokenB)));
 }
@@ -118,8 +118,7 @@ TEST(Tokens, NewTokensAreLongRandomAndHashesStable) {
   const std::string b = NewToken();
   EXPECT_NE(a, b);
   EXPECT_GE(a.size(), 43u);  // 32 bytes in base64
-  EXPECT_EQ(HashToken("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(HashToken("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "coordinator/http/rest_request.h"
 #include "google/protobuf/descriptor.h"
 #include "httplib.h"
+#include "proto/ddp/v1/cluster.pb.h"
 #include "proto/ddp/v1/jobs.pb.h"
 #include "proto/ddp/v1/kv.pb.h"
 
@@ -48,7 +49,8 @@ absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Create(
     std::shared_ptr<grpc::Channel> channel, RestGatewayOptions options) {
   // Referencing the descriptors links the generated code that registers them.
   const google::protobuf::Descriptor* linked[] = {ddp::v1::Job::descriptor(),
-                                                  ddp::v1::PutRequest::descriptor()};
+                                                  ddp::v1::PutRequest::descriptor(),
+                                                  ddp::v1::ClusterStatus::descriptor()};
   (void)linked;
   std::unique_ptr<RestGateway> gateway(new RestGateway(std::move(channel), options));
   auto* factory = google::protobuf::MessageFactory::generated_factory();

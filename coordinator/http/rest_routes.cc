@@ -33,6 +33,10 @@ std::vector<RestRoute> BuildRoutes() {
   const std::string k = kKv;
   const std::string host = "http://localhost:29480";
   return {
+      // The coordinators (answered by a standby too).
+      Unary("GET", "/v1/cluster", "/ddp.v1.ClusterService/GetClusterStatus", "",
+            "Which coordinator leads, this one's role, the etcd members' health",
+            host + "/v1/cluster"),
       // Jobs.
       Unary("GET", "/v1/jobs", j + "ListJobs", "",
             "List jobs; `?states=RUNNING&states=WAITING` filters by state",

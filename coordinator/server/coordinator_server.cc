@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "coordinator/http/dashboard.h"
 #include "coordinator/http/health.h"
+#include "coordinator/rpc/call_auth.h"
 #include "coordinator/rpc/malformed_request.h"
 #include "coordinator/server/listen_address.h"
 #include "coordinator/storage/data_dir_identity.h"
@@ -97,7 +98,7 @@ absl::StatusOr<std::unique_ptr<commit::StateStore>> CoordinatorServer::OpenState
 }
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
-    CoordinatorServerOptions options) {
+    CoordinatorServerOptions options, std::unique_ptr<commit::StateStore> store_given) {
   if (options.port < 0 || options.port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("port ", options.port, " is out of range; give 0 (any free port) to 65535"));
@@ -111,7 +112,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<DataDirLock> lock, DataDirLock::Acquire(opts.data_dir));
   server->lock_ = std::move(lock);
 
-  DDP_ASSIGN_OR_RETURN(server->state_store_, OpenStateStore(opts));
+  if (store_given != nullptr) {
+    server->state_store_ = std::move(store_given);
+  } else {
+    DDP_ASSIGN_OR_RETURN(server->state_store_, OpenStateStore(opts));
+  }
   kv::KvStoreOptions kv_options = opts.kv;
   server->authorizer_ = std::make_unique<auth::Authorizer>(opts.admin_token);
   session::JobServicesOptions job_options = opts.jobs;
@@ -181,6 +186,25 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (server->metrics_ != nullptr) creators.push_back(server->metrics_->rpc().InterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(creators));
   builder.RegisterService(server->kv_service_.get());
+  std::function<v1::ClusterStatus()> cluster_status = opts.cluster_status;
+  if (!cluster_status) {
+    const std::string where = opts.store.empty()
+                                  ? absl::StrCat("sqlite:", opts.data_dir, "/", kStateDatabase)
+                                  : opts.store;
+    cluster_status = [where] {
+      v1::ClusterStatus status;
+      status.set_store(where);
+      status.set_role(v1::ClusterStatus::SINGLE);
+      return status;
+    };
+  }
+  const auth::Authorizer* authorizer = server->authorizer_.get();
+  server->cluster_service_ = std::make_unique<ha::ClusterService>(
+      std::move(cluster_status), [authorizer](grpc::CallbackServerContext* context) {
+        return rpc::AuthorizeCall(authorizer, *context, "/ddp.v1.ClusterService/GetClusterStatus",
+                                  "");
+      });
+  builder.RegisterService(server->cluster_service_.get());
   server->job_services_->RegisterWith(builder);
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
@@ -327,6 +351,7 @@ void CoordinatorServer::Shutdown() {
   rest_gateway_.reset();
   job_services_.reset();  // after the server: reactors may still reference it
   kv_service_.reset();
+  cluster_service_.reset();
   kv_store_.reset();
   commit_loop_.reset();
   state_store_.reset();  // closes the database

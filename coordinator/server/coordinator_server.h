@@ -18,6 +18,7 @@
 // Thread-safety: port()/address()/kv_store() any time while serving; Shutdown
 // is idempotent and may be called from any thread (not from an RPC handler).
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/commit/commit_loop.h"
 #include "coordinator/commit/state_store.h"
+#include "coordinator/ha/cluster_service.h"
 #include "coordinator/http/http_listener.h"
 #include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
@@ -46,10 +48,12 @@ struct CoordinatorServerOptions {
   int port = 29400;  // 0: any free port (see CoordinatorServer::port())
   std::string data_dir = "./ddp-coordinator-data";
   // Where the state lives: empty, SQLite in data_dir (coordinator.db);
-  // "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]", an etcd 3.4 cluster (one
-  // coordinator per prefix until leader election comes; the data dir then
-  // holds only the LOCK).
+  // "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]", an etcd 3.4 cluster (the
+  // data dir then holds only the LOCK; HaCoordinator elects the one
+  // coordinator that serves it and hands Start the fenced store).
   std::string store;
+  // ClusterService's answer; null: this coordinator alone (role SINGLE).
+  std::function<v1::ClusterStatus()> cluster_status;
   kv::KvStoreOptions kv;
   session::JobServicesOptions jobs;
   // The HTTP listener (REST API, /metrics, health checks); nullopt: none (and
@@ -70,13 +74,15 @@ struct CoordinatorServerOptions {
 
 class CoordinatorServer {
  public:
-  // Locks the data dir, opens the database, and starts serving.
+  // Locks the data dir, opens the database (or takes `store`, already open),
+  // and starts serving.
   // Errors: INVALID_ARGUMENT bad port; FAILED_PRECONDITION data dir locked by
   // another coordinator (message names the dir and the holder's pid);
   // ALREADY_EXISTS the listen address is in use; UNAVAILABLE cannot listen or
   // storage failure; DATA_LOSS a database is corrupt, missing, empty or foreign
   // in an initialised data dir (see storage/data_dir_identity.h).
-  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(CoordinatorServerOptions options);
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
+      CoordinatorServerOptions options, std::unique_ptr<commit::StateStore> store = nullptr);
   ~CoordinatorServer();
   CoordinatorServer(const CoordinatorServer&) = delete;
   CoordinatorServer& operator=(const CoordinatorServer&) = delete;
@@ -120,6 +126,7 @@ class CoordinatorServer {
   std::unique_ptr<kv::KvStore> kv_store_;
   std::unique_ptr<auth::Authorizer> authorizer_;  // before the services that use it
   std::unique_ptr<rpc::GrpcKvService> kv_service_;
+  std::unique_ptr<ha::ClusterService> cluster_service_;
   std::unique_ptr<session::JobServices> job_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<http::RestGateway> rest_gateway_;

@@ -9,10 +9,10 @@
 #include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "coordinator/storage/etcd/etcd_channel.h"
 #include "coordinator/storage/job_record_codec.h"
 #include "coordinator/storage/write_batch_checks.h"
 #include "ddp/state/v1/records.pb.h"
-#include "grpcpp/create_channel.h"
 
 namespace ddp::storage {
 namespace {
@@ -73,11 +73,16 @@ absl::Status TxnFailure(const grpc::Status& status) {
 absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(const std::string& endpoint,
                                                                      const std::string& prefix,
                                                                      absl::Duration timeout) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(256 << 20);
-  auto channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
-  std::unique_ptr<EtcdStateStore> store(
-      new EtcdStateStore(etcdserverpb::KV::NewStub(channel), absl::StrCat(prefix, "/"), timeout));
+  EtcdStateStoreOptions options;
+  options.timeout = timeout;
+  return Open(OpenEtcdChannel({endpoint}), prefix, std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(
+    std::shared_ptr<grpc::Channel> channel, const std::string& prefix,
+    EtcdStateStoreOptions options) {
+  std::unique_ptr<EtcdStateStore> store(new EtcdStateStore(
+      etcdserverpb::KV::NewStub(channel), absl::StrCat(prefix, "/"), std::move(options)));
   DDP_RETURN_IF_ERROR(store->Init());
   return store;
 }
@@ -90,8 +95,7 @@ absl::StatusOr<etcdserverpb::RangeResponse> EtcdStateStore::RangePage(
   request.set_limit(1000);
   etcdserverpb::RangeResponse response;
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+  context.set_deadline(EtcdDeadline(timeout_));
   grpc::Status status = stub_->Range(&context, request, &response);
   if (!status.ok()) {
     return absl::UnavailableError(
@@ -154,6 +158,13 @@ absl::Status EtcdStateStore::Txn(
     guard->set_target(etcdserverpb::Compare::MOD);
     guard->set_mod_revision(meta_mod_revision_);
   }
+  if (options_.fence) {
+    etcdserverpb::Compare* leads = txn.add_compare();
+    leads->set_key(options_.fence->key);
+    leads->set_result(etcdserverpb::Compare::EQUAL);
+    leads->set_target(etcdserverpb::Compare::CREATE);
+    leads->set_create_revision(options_.fence->create_revision);
+  }
   for (const auto& [key, value] : writes) {
     etcdserverpb::RequestOp* op = txn.add_success();
     if (value) {
@@ -173,14 +184,18 @@ absl::Status EtcdStateStore::Txn(
   meta->mutable_request_put()->set_value(MetaValue());
   etcdserverpb::TxnResponse response;
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+  context.set_deadline(EtcdDeadline(timeout_));
   grpc::Status status = stub_->Txn(&context, txn, &response);
   if (!status.ok()) return TxnFailure(status);
   if (!response.succeeded()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("another writer changed ", prefix_,
-                     " in etcd since this coordinator's last commit; nothing was written"));
+    const absl::Status refused = absl::FailedPreconditionError(absl::StrCat(
+        options_.fence ? "this coordinator no longer leads (its election key was deleted or "
+                         "re-created) or another writer changed "
+                       : "another writer changed ",
+        prefix_, " in etcd since this coordinator's last commit; nothing was written"));
+    if (!fenced_ && options_.on_fenced) options_.on_fenced(refused);
+    fenced_ = true;
+    return refused;
   }
   meta_mod_revision_ = response.header().revision();
   return absl::OkStatus();

@@ -16,7 +16,9 @@
 //
 // Every transaction compares the meta key's mod_revision with the one this
 // store last wrote: a second writer on the same prefix makes the commit fail
-// (FAILED_PRECONDITION) instead of interleaving. A batch becomes one etcd
+// (FAILED_PRECONDITION) instead of interleaving. With a fence (the leader's
+// election key, coordinator/ha), every transaction also requires that key to
+// be the one this leader created: once deposed, it cannot write. A batch becomes one etcd
 // transaction, so it must fit etcd's --max-txn-ops (default 128: run etcd with
 // a larger value, e.g. 100000, as tests/etcd does) and --max-request-bytes.
 //
@@ -24,11 +26,9 @@
 // a transaction never both deletes a range and writes inside it, which etcd
 // refuses), and the KV meta.
 //
-// Status: a storage engine with both conformance suites (this directory's
-// test, against a real etcd); not yet selectable with --store (issue 12).
-//
 // Thread-safety: thread-safe (one mutex).
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,8 +39,25 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/commit/state_store.h"
 #include "etcd/rpc.grpc.pb.h"
+#include "grpcpp/channel.h"
 
 namespace ddp::storage {
+
+// The key whose creation made this coordinator the leader.
+struct EtcdFence {
+  std::string key;
+  int64_t create_revision = 0;
+};
+
+struct EtcdStateStoreOptions {
+  // Of every read and transaction.
+  absl::Duration timeout = absl::Seconds(5);
+  // Every transaction requires it; nullopt: none (one coordinator alone).
+  std::optional<EtcdFence> fence;
+  // Called (once, from the committing thread) when a transaction was refused
+  // by a guard: this coordinator is no longer the prefix's writer.
+  std::function<void(const absl::Status&)> on_fenced;
+};
 
 class EtcdStateStore final : public commit::StateStore {
  public:
@@ -50,6 +67,10 @@ class EtcdStateStore final : public commit::StateStore {
   static absl::StatusOr<std::unique_ptr<EtcdStateStore>> Open(
       const std::string& endpoint, const std::string& prefix,
       absl::Duration timeout = absl::Seconds(5));
+  // The same over `channel` (OpenEtcdChannel), with options.
+  static absl::StatusOr<std::unique_ptr<EtcdStateStore>> Open(
+      std::shared_ptr<grpc::Channel> channel, const std::string& prefix,
+      EtcdStateStoreOptions options);
 
   absl::Status CommitState(const commit::StateBatch& batch) override;
   absl::StatusOr<kv::PersistedKvState> Load() override;
@@ -62,8 +83,11 @@ class EtcdStateStore final : public commit::StateStore {
 
  private:
   EtcdStateStore(std::unique_ptr<etcdserverpb::KV::Stub> stub, std::string prefix,
-                 absl::Duration timeout)
-      : stub_(std::move(stub)), prefix_(std::move(prefix)), timeout_(timeout) {}
+                 EtcdStateStoreOptions options)
+      : stub_(std::move(stub)),
+        prefix_(std::move(prefix)),
+        timeout_(options.timeout),
+        options_(std::move(options)) {}
   // Reads meta and the job keys (Open).
   absl::Status Init();
   // One page (up to 1,000 keys) of [from, end).
@@ -80,12 +104,14 @@ class EtcdStateStore final : public commit::StateStore {
   const std::unique_ptr<etcdserverpb::KV::Stub> stub_;
   const std::string prefix_;
   const absl::Duration timeout_;
+  const EtcdStateStoreOptions options_;
 
   mutable absl::Mutex mu_;
   kv::Revision revision_ ABSL_GUARDED_BY(mu_) = 0;
   kv::Revision compacted_ ABSL_GUARDED_BY(mu_) = 0;
   kv::LeaseId next_lease_id_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t meta_mod_revision_ ABSL_GUARDED_BY(mu_) = 0;  // 0: no meta key yet
+  bool fenced_ ABSL_GUARDED_BY(mu_) = false;            // on_fenced was called
   // The job keys (j/, n/, r/) as stored.
   std::map<std::string, std::string> job_keys_ ABSL_GUARDED_BY(mu_);
 };
