@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/endpoint.h"
@@ -96,8 +97,19 @@ absl::Status ParseNonBlank(absl::string_view flag, absl::string_view value, size
 
 // host:port or [ipv6]:port.
 absl::Status ParseEndpoint(absl::string_view flag, absl::string_view value, std::string* out) {
-  DDP_RETURN_IF_ERROR(ValidateEndpoint(flag, value));
-  *out = std::string(value);
+  // One coordinator, or the coordinators of an HA deployment; a port-less
+  // entry means torchrun's default port 29400.
+  std::vector<std::string> entries;
+  for (absl::string_view entry : absl::StrSplit(value, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    const bool has_port =
+        entry.rfind(':') != absl::string_view::npos && !entry.empty() && entry.back() != ']';
+    entries.push_back(has_port || entry.empty() ? std::string(entry)
+                                                : absl::StrCat(entry, ":29400"));
+  }
+  DDP_ASSIGN_OR_RETURN(std::vector<std::string> list,
+                       ParseEndpointList(flag, absl::StrJoin(entries, ",")));
+  *out = absl::StrJoin(list, ",");
   return absl::OkStatus();
 }
 

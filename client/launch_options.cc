@@ -144,10 +144,8 @@ const std::vector<Flag>& Flags() {
        true,
        "PET_RDZV_ENDPOINT",
        [](V f, V v, H, O o) {
-         // A port-less endpoint means torchrun's default port 29400.
-         const bool has_port = v.rfind(':') != std::string::npos && v.back() != ']';
          o->coordinator_given = true;
-         return ParseEndpoint(f, has_port ? v : absl::StrCat(v, ":29400"), &o->coordinator);
+         return ParseEndpoint(f, v, &o->coordinator);
        }},
       {{"--rdzv-conf"},
        true,
@@ -440,6 +438,11 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
         "interpreter");
   }
   if (o.rdzv_conf.shutdown_timeout) o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
+  if (o.rdzv_backend == "c10d" && o.coordinator.find(',') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--rdzv-backend c10d serves one endpoint on its host, but --rdzv-endpoint names several (",
+        o.coordinator, "); for coordinators in HA drop --rdzv-backend"));
+  }
   if (absl::Status s = ApplyStaticForm(&o, o.coordinator_given); !s.ok()) return s;
   if (absl::Status s = CheckTlsClientFiles(o.tls); !s.ok()) return s;
   if (o.token.empty()) {

@@ -173,6 +173,18 @@ TEST(ParseLaunchOptionsTest, Parse_PortlessEndpoint_DefaultsTo29400) {
   EXPECT_EQ(ParseOk("--rdzv-endpoint [::1] t.py").coordinator, "[::1]:29400");
 }
 
+TEST(ParseLaunchOptionsTest, Parse_CoordinatorList_EachEntryCheckedAndDefaulted) {
+  EXPECT_EQ(ParseOk("--coordinator a,b:1,[::1] t.py").coordinator, "a:29400,b:1,[::1]:29400");
+  HostInfo host = TestHost(0, {{"DDP_COORDINATOR", "c1:7000,c2:7000"}});
+  EXPECT_EQ(ParseOk("t.py", host).coordinator, "c1:7000,c2:7000");
+  auto bad = ParseLaunchOptions(Args("--coordinator a:1,b:99999 t.py"), TestHost());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'b:99999'"), absl::string_view::npos) << bad.status();
+  auto c10d = ParseLaunchOptions(Args("--rdzv-backend c10d --rdzv-endpoint a,b t.py"), TestHost());
+  ASSERT_FALSE(c10d.ok());
+  EXPECT_NE(c10d.status().message().find("names several"), absl::string_view::npos);
+}
+
 TEST(ParseLaunchOptionsTest, Parse_RdzvBackendsWeDoNotServe_ClearErrors) {
   for (const char* backend : {"etcd", "etcd-v2", "static", "zookeeper"}) {
     auto parsed =

@@ -22,8 +22,10 @@ Job and membership
                                   up to 128 chars). Default: the scheduler's
                                   (TORCHELASTIC_RUN_ID, SLURM_JOB_ID, LSB_JOBID, PBS_JOBID),
                                   else a fresh one for a single node; required otherwise.
-  --rdzv-endpoint, --coordinator HOST[:PORT]
-                                  Coordinator address (port 29400 when none is given).
+  --rdzv-endpoint, --coordinator HOST[:PORT][,HOST[:PORT]...]
+                                  Coordinator address (port 29400 when none is given); for
+                                  coordinators in HA, all of them: the agent finds the
+                                  leader and follows it across failovers.
                                   Default: $DDP_COORDINATOR, else localhost:29400.
   --nnodes N|MIN:MAX              Nodes in the job; the rendezvous closes at MAX nodes, or
                                   after the last-call timeout at MIN nodes. Default: 1:1.

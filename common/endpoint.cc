@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace ddp {
 
@@ -24,6 +25,21 @@ absl::Status ValidateEndpoint(absl::string_view what, absl::string_view value) {
   return absl::InvalidArgumentError(
       absl::StrCat("invalid value '", shown, value.size() > kMaxShown ? "..." : "", "' for ", what,
                    ": expected HOST:PORT with a port in [1, 65535]"));
+}
+
+absl::StatusOr<std::vector<std::string>> ParseEndpointList(absl::string_view what,
+                                                           absl::string_view value) {
+  std::vector<std::string> out;
+  for (absl::string_view entry : absl::StrSplit(value, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    if (absl::Status valid = ValidateEndpoint(what, entry); !valid.ok()) return valid;
+    out.emplace_back(entry);
+  }
+  if (out.size() > kMaxEndpoints) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid value for ", what, ": ", out.size(),
+                                                   " coordinators; at most ", kMaxEndpoints));
+  }
+  return out;
 }
 
 }  // namespace ddp

@@ -1,12 +1,16 @@
 #ifndef DDP_COMMON_ENDPOINT_H_
 #define DDP_COMMON_ENDPOINT_H_
 
-// The one check of a HOST:PORT endpoint given on a command line or in the
-// environment (ddp-client's --coordinator / --rdzv-endpoint, ddpctl's
+// The one check of a HOST:PORT endpoint (or a comma-separated list of them) given on a command line
+// or in the environment (ddp-client's --coordinator / --rdzv-endpoint, ddpctl's
 // --coordinator, $DDP_COORDINATOR): gRPC would otherwise dial something else
 // silently (port 99999 wraps around).
 
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace ddp {
@@ -15,6 +19,16 @@ namespace ddp {
 // to 255 characters without spaces. INVALID_ARGUMENT otherwise, naming `what`
 // (e.g. "--coordinator") and the value (capped).
 absl::Status ValidateEndpoint(absl::string_view what, absl::string_view value);
+
+// The most coordinators a list may name.
+inline constexpr size_t kMaxEndpoints = 16;
+
+// "HOST:PORT[,HOST:PORT...]": the coordinators of an HA deployment (any of
+// them will do: a standby names the leader). Each entry is checked as
+// ValidateEndpoint does; INVALID_ARGUMENT names `what`, the bad entry, or the
+// count over kMaxEndpoints.
+absl::StatusOr<std::vector<std::string>> ParseEndpointList(absl::string_view what,
+                                                           absl::string_view value);
 
 }  // namespace ddp
 

@@ -22,5 +22,23 @@ TEST(ValidateEndpointTest, BadEndpoints_InvalidArgumentNamingValueAndLimit) {
   }
 }
 
+TEST(ParseEndpointListTest, ListsAndTheirErrors) {
+  auto one = ParseEndpointList("--coordinator", "a:1");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, std::vector<std::string>({"a:1"}));
+  auto three = ParseEndpointList("--coordinator", "a:1, b:2,[::1]:3");
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(*three, std::vector<std::string>({"a:1", "b:2", "[::1]:3"}));
+  auto bad = ParseEndpointList("$DDP_COORDINATOR", "a:1,b:99999");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'b:99999'"), absl::string_view::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("$DDP_COORDINATOR"), absl::string_view::npos);
+  EXPECT_FALSE(ParseEndpointList("--coordinator", "a:1,").ok());
+  std::string many = "h:1";
+  for (int i = 0; i < 16; ++i) many += ",h:1";
+  auto too_many = ParseEndpointList("--coordinator", many);
+  EXPECT_NE(too_many.status().message().find("at most 16"), absl::string_view::npos);
+}
+
 }  // namespace
 }  // namespace ddp

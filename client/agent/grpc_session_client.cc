@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "common/grpc_status.h"
 #include "common/grpc_tls.h"
@@ -64,15 +65,26 @@ GrpcSessionClient::GrpcSessionClient(SessionClientOptions options, SessionEvents
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : MonotonicClock::Get()),
       events_(events),
-      core_(CoreOptions(options_), incarnation == 0 ? NewIncarnation() : incarnation, clock_) {
-  grpc::ChannelArguments args;
-  // gRPC's own reconnect backoff (1 s growing to 120 s by default) would make
-  // a resume miss the heartbeat timeout; our Backoff paces the attempts.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-  channel_ = CoordinatorChannel(options_.target, options_.tls, options_.token, args);
-  stub_ = v1::SessionService::NewStub(channel_);
+      core_(CoreOptions(options_), incarnation == 0 ? NewIncarnation() : incarnation, clock_),
+      endpoints_(absl::StrSplit(options_.target, ',', absl::SkipEmpty())) {}
+
+std::shared_ptr<grpc::Channel> GrpcSessionClient::ChannelTo(const std::string& endpoint) {
+  std::shared_ptr<grpc::Channel>& channel = channels_[endpoint];
+  if (channel == nullptr) {
+    grpc::ChannelArguments args;
+    // gRPC's own reconnect backoff (1 s growing to 120 s by default) would
+    // make a resume miss the heartbeat timeout; our Backoff paces attempts.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+    channel = CoordinatorChannel(endpoint, options_.tls, options_.token, args);
+  }
+  return channel;
+}
+
+std::string GrpcSessionClient::current_target() const {
+  absl::MutexLock lock(&mu_);
+  return endpoints_.current();
 }
 
 GrpcSessionClient::~GrpcSessionClient() { Close(); }
@@ -170,19 +182,29 @@ bool GrpcSessionClient::SleepUnlessClosing(absl::Duration delay) {
 
 absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
                                                    v1::Registered* registered) {
+  const std::string target = current_target();
+  const bool alternatives = options_.target.find(',') != std::string::npos;
+  std::shared_ptr<grpc::Channel> channel = ChannelTo(target);
+  leader_hint_.clear();
   // Wait for the connection in slices so Close() is never held up for long.
+  // With other coordinators to try, one whose connection fails is left at
+  // once (it is down: a failover).
   const absl::Time give_up = std::min(deadline, clock_.Now() + options_.attempt_timeout);
   bool connected = false;
   while (!connected && clock_.Now() < give_up) {
     if (closing()) return absl::CancelledError("closing");
-    connected = channel_->WaitForConnected(
-        ToGprDeadline(std::min(absl::Milliseconds(200), give_up - clock_.Now())));
+    connected = channel->WaitForConnected(ToGprDeadline(
+        std::min(absl::Milliseconds(alternatives ? 50 : 200), give_up - clock_.Now())));
+    if (!connected && alternatives && channel->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      break;
+    }
   }
   if (!connected) {
     return absl::UnavailableError(absl::StrCat(
-        "cannot connect to the coordinator at ", options_.target, " (channel ",
-        ChannelStateName(channel_->GetState(false)), "): is it running and reachable?"));
+        "cannot connect to the coordinator at ", target, " (channel ",
+        ChannelStateName(channel->GetState(false)), "): is it running and reachable?"));
   }
+  std::unique_ptr<v1::SessionService::Stub> stub = v1::SessionService::NewStub(channel);
   auto context = std::make_unique<grpc::ClientContext>();
   v1::AgentMessage hello;
   {
@@ -194,7 +216,7 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     register_deadline_ = clock_.Now() + options_.attempt_timeout;
   }
   const absl::Time register_sent_at = clock_.Now();
-  std::unique_ptr<Stream> stream = stub_->Session(context.get());
+  std::unique_ptr<Stream> stream = stub->Session(context.get());
   v1::CoordinatorMessage first;
   absl::Status status;
   const bool answered = stream->Write(hello) && stream->Read(&first);
@@ -204,6 +226,7 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
   }
   if (!answered) {
     status = FromGrpcStatus(stream->Finish());
+    leader_hint_ = LeaderHint(*context);
     if (status.ok()) {
       status = absl::UnavailableError(
           "the coordinator ended the session "
@@ -264,6 +287,7 @@ absl::Status GrpcSessionClient::ReadUntilEnd() {
   absl::Status status = FromGrpcStatus(stream->Finish());
   delete stream;
   absl::MutexLock lock(&mu_);
+  leader_hint_ = LeaderHint(*context_);
   delete context_;
   context_ = nullptr;
   return status;
@@ -287,7 +311,7 @@ void GrpcSessionClient::ReaderLoop() {
         resumed = core_.OnRegistered(registered);
       }
       DDP_LOG(INFO) << (resumed ? "session resumed" : "registered") << " with the coordinator at "
-                    << options_.target << " (incarnation " << incarnation()
+                    << current_target() << " (incarnation " << incarnation()
                     << "): " << registered.ShortDebugString();
       events_->OnRegistered(registered, resumed);
       status = ReadUntilEnd();
@@ -297,6 +321,21 @@ void GrpcSessionClient::ReaderLoop() {
     } else {
       absl::MutexLock lock(&mu_);
       step = core_.OnAttemptFailed(status);
+    }
+    bool redirected = false;
+    if (step.kind == SessionStep::Kind::kRetry) {
+      absl::MutexLock lock(&mu_);
+      const std::string from = endpoints_.current();
+      redirected = endpoints_.Next(leader_hint_);
+      if (from != endpoints_.current()) {
+        DDP_LOG(INFO) << "coordinator " << from << " "
+                      << (redirected ? "is a standby; the leader is " : "failed; trying ")
+                      << endpoints_.current();
+      }
+      // A standby named the leader: go now, once (a stale name is not
+      // followed in a loop: the next failure waits its backoff).
+      if (redirected && !redirected_last_) step.delay = absl::ZeroDuration();
+      redirected_last_ = redirected;
     }
     switch (step.kind) {
       case SessionStep::Kind::kFenced: {
@@ -310,7 +349,7 @@ void GrpcSessionClient::ReaderLoop() {
       }
       case SessionStep::Kind::kGiveUp:
         DDP_LOG(ERROR) << "session of node '" << options_.registration.node_id()
-                       << "' with the coordinator at " << options_.target
+                       << "' with the coordinator at " << current_target()
                        << " ends: " << step.status;
         events_->OnSessionFailed(step.status);
         return;
@@ -320,7 +359,7 @@ void GrpcSessionClient::ReaderLoop() {
                            << "); resuming with incarnation " << incarnation() << " in "
                            << step.delay;
         } else {
-          DDP_LOG(INFO) << "session with " << options_.target << " not up (" << step.status
+          DDP_LOG(INFO) << "session with " << current_target() << " not up (" << step.status
                         << "); retrying in " << step.delay;
         }
         if (!SleepUnlessClosing(step.delay)) return;
@@ -339,7 +378,7 @@ void GrpcSessionClient::HeartbeatLoop() {
       if (closing_) return;
       heartbeat_now_ = false;
       if (context_ != nullptr && clock_.Now() > register_deadline_) {
-        DDP_LOG(WARNING) << "no Registered from " << options_.target << " within "
+        DDP_LOG(WARNING) << "no Registered from " << endpoints_.current() << " within "
                          << absl::FormatDuration(options_.attempt_timeout)
                          << "; cancelling the attempt";
         register_deadline_ = absl::InfiniteFuture();

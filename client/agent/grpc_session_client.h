@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -50,6 +51,7 @@
 #include "client/agent/session_core.h"
 #include "client/agent/session_link.h"
 #include "common/clock.h"
+#include "common/coordinator_endpoints.h"
 #include "common/tls_files.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/channel.h"
@@ -58,7 +60,11 @@
 namespace ddp::client {
 
 struct SessionClientOptions {
-  std::string target;  // "host:port"
+  // "host:port", or several ("a:29400,b:29400,c:29400": the coordinators of
+  // an HA deployment). A standby's answer names the leader (ddp-leader),
+  // which the next attempt calls at once; a coordinator that cannot be
+  // reached is left for the next in the list.
+  std::string target;
   TlsClientFiles tls;  // TLS to the coordinator (off when empty)
   std::string token;   // bearer token of every call (none when empty)
   // job_id, node_id, nproc, requested_rank, address, settings, agent_version,
@@ -131,8 +137,15 @@ class GrpcSessionClient : public CoordinatorLink {
   const SessionClientOptions options_;
   const Clock& clock_;  // options_.clock, or MonotonicClock
   SessionEvents* const events_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::SessionService::Stub> stub_;
+  // The channel to `endpoint` (one per coordinator, kept).
+  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint);
+  // The current coordinator (reader thread), for messages.
+  std::string current_target() const;
+
+  // Reader thread only.
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+  std::string leader_hint_;  // ddp-leader of the last call that ended
+  bool redirected_last_ = false;
 
   mutable absl::Mutex mu_;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
@@ -140,6 +153,7 @@ class GrpcSessionClient : public CoordinatorLink {
   // The protocol state: identity, generation, heartbeat acks, what to do
   // when a stream ends.
   SessionCore core_ ABSL_GUARDED_BY(mu_);
+  CoordinatorEndpoints endpoints_ ABSL_GUARDED_BY(mu_);
   // Set when a stream is registered: the next heartbeat goes at once (its
   // acknowledgement renews the lease from a fresh send time).
   bool heartbeat_now_ ABSL_GUARDED_BY(mu_) = false;

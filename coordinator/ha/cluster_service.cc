@@ -7,7 +7,7 @@
 namespace ddp::ha {
 
 grpc::ServerUnaryReactor* ClusterService::GetClusterStatus(
-    grpc::CallbackServerContext* context, const v1::GetClusterStatusRequest* /*request*/,
+    grpc::CallbackServerContext* context, const v1::GetClusterStatusRequest* request,
     v1::ClusterStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (authorize_) {
@@ -18,8 +18,8 @@ grpc::ServerUnaryReactor* ClusterService::GetClusterStatus(
     }
   }
   // Asking the etcd members takes up to a second: not on gRPC's threads.
-  std::thread([this, reactor, response] {
-    *response = status_();
+  std::thread([this, reactor, response, etcd_health = request->etcd_health()] {
+    *response = status_(etcd_health);
     reactor->Finish(grpc::Status::OK);
   }).detach();
   return reactor;

@@ -17,7 +17,9 @@ class ClusterService final : public v1::ClusterService::CallbackService {
  public:
   // `authorize` may add trailing metadata to the call it refuses; null: none.
   using Authorize = std::function<absl::Status(grpc::CallbackServerContext*)>;
-  ClusterService(std::function<v1::ClusterStatus()> status, Authorize authorize)
+  // `status(etcd_health)`: GetClusterStatusRequest.etcd_health.
+  using Status = std::function<v1::ClusterStatus(bool etcd_health)>;
+  ClusterService(Status status, Authorize authorize)
       : status_(std::move(status)), authorize_(std::move(authorize)) {}
 
   grpc::ServerUnaryReactor* GetClusterStatus(grpc::CallbackServerContext* context,
@@ -25,7 +27,7 @@ class ClusterService final : public v1::ClusterService::CallbackService {
                                              v1::ClusterStatus* response) override;
 
  private:
-  const std::function<v1::ClusterStatus()> status_;
+  const Status status_;
   const Authorize authorize_;
 };
 

@@ -154,7 +154,10 @@ void StandbyServer::InstallRoutes(httplib::Server& server) {
                                              httplib::Response& response) {
     const absl::Status allowed = AuthorizeStatus(request.get_header_value("Authorization"));
     if (!allowed.ok()) return redirect(request, response);  // the leader knows job tokens
-    response.set_content(ProtoJson(options_.status()), "application/json");
+    response.set_content(
+        ProtoJson(options_.status(request.get_param_value("etcdHealth") == "true" ||
+                                  request.get_param_value("etcd_health") == "true")),
+        "application/json");
   });
   server.Get(".*", redirect);
   server.Post(".*", redirect);

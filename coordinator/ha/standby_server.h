@@ -43,7 +43,7 @@ struct StandbyServerOptions {
   TlsServerFiles tls;
   absl::Duration tls_reload_interval = absl::Seconds(10);
   // ClusterService's answer (and GET /v1/cluster's).
-  std::function<v1::ClusterStatus()> status;
+  ClusterService::Status status;
   // --admin-token-file's token (empty: no authorization). A standby knows
   // no job's token: GetClusterStatus with another one is sent to the leader.
   std::string admin_token;

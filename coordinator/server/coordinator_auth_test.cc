@@ -40,7 +40,8 @@ class CoordinatorAuthTest : public ::testing::Test {
     client_->set_read_timeout(5, 0);
     for (const char* job : {"job-a", "job-b"}) {
       const auto [code, body] =
-          Call("POST", "/v1/jobs", kAdmin, absl::StrCat(R"({"jobId":")", job, R"(","settings":{"minNodes":1,"maxNodes":1}})"));
+          Call("POST", "/v1/jobs", kAdmin,
+               absl::StrCat(R"({"jobId":")", job, R"(","settings":{"minNodes":1,"maxNodes":1}})"));
       ASSERT_EQ(code, 200) << body;
       const size_t at = body.find(R"("token":")");
       ASSERT_NE(at, std::string::npos) << body;
@@ -65,8 +66,9 @@ class CoordinatorAuthTest : public ::testing::Test {
           path, headers,
           [&](const httplib::Response& response) {
             streamed_status = response.status;
-            return response.status == 200 && response.get_header_value("Content-Type").find(
-                                                  "text/event-stream") == std::string::npos;
+            return response.status == 200 &&
+                   response.get_header_value("Content-Type").find("text/event-stream") ==
+                       std::string::npos;
           },
           [&](const char* data, size_t size) {
             got.append(data, size);
@@ -94,7 +96,8 @@ TEST_F(CoordinatorAuthTest, EveryRouteEveryIdentity) {
     ASSERT_NE(rule, nullptr) << route.grpc_method;
     // Every route names job-a (or its key namespace) where it names a job.
     std::string path = absl::StrReplaceAll(
-        route.path, {{"{job_id}", "job-a"}, {"{namespace}", "job-a"}, {"{key=**}", "k"}, {"{lease}", "1"}});
+        route.path,
+        {{"{job_id}", "job-a"}, {"{namespace}", "job-a"}, {"{key=**}", "k"}, {"{lease}", "1"}});
     if (route.grpc_method == "/ddp.v1.JobService/DeleteJob") continue;  // would remove job-a
     SCOPED_TRACE(route.http_method + " " + path);
     const auto none = Call(route.http_method, path, "");

@@ -186,12 +186,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (server->metrics_ != nullptr) creators.push_back(server->metrics_->rpc().InterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(creators));
   builder.RegisterService(server->kv_service_.get());
-  std::function<v1::ClusterStatus()> cluster_status = opts.cluster_status;
+  ha::ClusterService::Status cluster_status = opts.cluster_status;
   if (!cluster_status) {
     const std::string where = opts.store.empty()
                                   ? absl::StrCat("sqlite:", opts.data_dir, "/", kStateDatabase)
                                   : opts.store;
-    cluster_status = [where] {
+    cluster_status = [where](bool /*etcd_health*/) {
       v1::ClusterStatus status;
       status.set_store(where);
       status.set_role(v1::ClusterStatus::SINGLE);

@@ -53,7 +53,7 @@ struct CoordinatorServerOptions {
   // coordinator that serves it and hands Start the fenced store).
   std::string store;
   // ClusterService's answer; null: this coordinator alone (role SINGLE).
-  std::function<v1::ClusterStatus()> cluster_status;
+  ha::ClusterService::Status cluster_status;
   kv::KvStoreOptions kv;
   session::JobServicesOptions jobs;
   // The HTTP listener (REST API, /metrics, health checks); nullopt: none (and

@@ -57,8 +57,8 @@ class CoordinatorTlsTest : public ::testing::Test {
                    const std::string& host = "127.0.0.1", const std::string& server_name = "") {
     grpc::ChannelArguments args;
     if (!server_name.empty()) args.SetSslTargetNameOverride(server_name);
-    auto stub = v1::KeyValueService::NewStub(grpc::CreateCustomChannel(
-        absl::StrCat(host, ":", server_->port()), credentials, args));
+    auto stub = v1::KeyValueService::NewStub(
+        grpc::CreateCustomChannel(absl::StrCat(host, ":", server_->port()), credentials, args));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::PutRequest put;
@@ -112,14 +112,14 @@ TEST_F(CoordinatorTlsTest, Mtls_ClientCertificateRequired) {
   ASSERT_NO_FATAL_FAILURE(Start());
   const grpc::Status without = Put(GrpcChannelCredentials(TlsClientFiles{pki_.ca_cert, "", ""}));
   EXPECT_EQ(without.error_code(), grpc::StatusCode::UNAVAILABLE) << without.error_message();
-  EXPECT_TRUE(Put(GrpcChannelCredentials(
-                      TlsClientFiles{pki_.ca_cert, pki_.client_cert, pki_.client_key}))
-                  .ok());
+  EXPECT_TRUE(
+      Put(GrpcChannelCredentials(TlsClientFiles{pki_.ca_cert, pki_.client_cert, pki_.client_key}))
+          .ok());
   testing::TestPki other;
   ASSERT_TRUE(testing::MakeTestPki(dir_ + "-other", "ca-other", &other).ok());
   // A client certificate that another CA signed.
-  const grpc::Status foreign =
-      Put(GrpcChannelCredentials(TlsClientFiles{pki_.ca_cert, other.client_cert, other.client_key}));
+  const grpc::Status foreign = Put(
+      GrpcChannelCredentials(TlsClientFiles{pki_.ca_cert, other.client_cert, other.client_key}));
   EXPECT_EQ(foreign.error_code(), grpc::StatusCode::UNAVAILABLE) << foreign.error_message();
 }
 
@@ -184,8 +184,7 @@ TEST_F(CoordinatorTlsTest, BadFiles_RefusedAtStartNamingFlagAndFile) {
   status = CheckTlsClientFiles(TlsClientFiles{"", pki_.client_cert, pki_.client_key});
   EXPECT_THAT(status.message(), HasSubstr("need --tls-ca"));
   options_.tls = mismatched;
-  EXPECT_EQ(CoordinatorServer::Start(options_).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CoordinatorServer::Start(options_).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<HaCoordinator>> HaCoordinator::Start(HaCoordinato
   standby.tls_reload_interval = server.tls_reload_interval;
   standby.admin_token = server.admin_token;
   HaCoordinator* self = ha.get();
-  standby.status = [self] { return self->Status(); };
+  standby.status = [self](bool etcd_health) { return self->Status(etcd_health); };
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<ha::StandbyServer> listeners,
                        ha::StandbyServer::Start(std::move(standby)));
   ha->port_ = listeners->port();
@@ -126,7 +126,7 @@ absl::Status HaCoordinator::Promote() {
   CoordinatorServerOptions server_options = options_.server;
   server_options.port = port_;
   if (server_options.http) server_options.http->port = http_port_;
-  server_options.cluster_status = [this] { return Status(); };
+  server_options.cluster_status = [this](bool etcd_health) { return Status(etcd_health); };
   {
     absl::MutexLock lock(&info_mu_);
     leading_ = true;
@@ -147,7 +147,7 @@ absl::Status HaCoordinator::Promote() {
   return absl::CancelledError("shutting down");
 }
 
-v1::ClusterStatus HaCoordinator::Status() const {
+v1::ClusterStatus HaCoordinator::Status(bool etcd_health) const {
   v1::ClusterStatus status;
   status.set_store(options_.server.store);
   *status.mutable_self() = self_;
@@ -160,6 +160,7 @@ v1::ClusterStatus HaCoordinator::Status() const {
   if (election_ != nullptr) {
     status.set_leader_lease_ms(absl::ToInt64Milliseconds(election_->lease_ttl()));
   }
+  if (!etcd_health) return status;
   for (v1::EtcdEndpointStatus& endpoint :
        ha::CheckEtcdEndpoints(spec_.endpoints, absl::Seconds(1))) {
     *status.add_etcd_endpoints() = std::move(endpoint);

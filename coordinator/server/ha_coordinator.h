@@ -62,7 +62,7 @@ class HaCoordinator {
   explicit HaCoordinator(HaCoordinatorOptions options) : options_(std::move(options)) {}
   void CampaignThenLead();
   absl::Status Promote();
-  v1::ClusterStatus Status() const;
+  v1::ClusterStatus Status(bool etcd_health) const;
 
   const HaCoordinatorOptions options_;
   storage::EtcdStoreSpec spec_;

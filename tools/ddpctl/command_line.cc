@@ -24,8 +24,9 @@ std::string Echo(const std::string& text) {
 
 const std::vector<FlagSpec>& GlobalFlags() {
   static const auto* flags = new std::vector<FlagSpec>{
-      {"coordinator", FlagKind::kString, "HOST:PORT",
-       "Coordinator address (default: $DDP_COORDINATOR, else localhost:29400)"},
+      {"coordinator", FlagKind::kString, "HOST:PORT[,HOST:PORT...]",
+       "Coordinator address; for coordinators in HA, all of them (ddpctl finds the leader). "
+       "Default: $DDP_COORDINATOR, else localhost:29400"},
       {"json", FlagKind::kBool, "", "Print results as JSON, one object a line"},
       {"timeout", FlagKind::kDuration, "DURATION",
        "Deadline of each call, e.g. 500ms, 10s, 2m (default 10s)"},
@@ -264,7 +265,7 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv
         invocation.global.coordinator == default_coordinator
             ? "--coordinator (default from $DDP_COORDINATOR or localhost:29400)"
             : "--coordinator";
-    DDP_RETURN_IF_ERROR(ValidateEndpoint(what, invocation.global.coordinator));
+    DDP_RETURN_IF_ERROR(ParseEndpointList(what, invocation.global.coordinator).status());
     DDP_RETURN_IF_ERROR(CheckTlsClientFiles(invocation.global.tls));
   }
   if (words.empty()) {

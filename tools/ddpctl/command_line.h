@@ -66,7 +66,7 @@ struct CommandSpec {
 const std::vector<CommandSpec>& CommandTable();
 
 struct GlobalOptions {
-  std::string coordinator;  // HOST:PORT.
+  std::string coordinator;  // HOST:PORT, or several comma-separated (HA).
   bool json = false;
   absl::Duration timeout = absl::Seconds(10);
   std::string name_space = "default";

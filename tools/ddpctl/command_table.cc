@@ -168,6 +168,13 @@ const std::vector<CommandSpec>& CommandTable() {
        {{"revoke", FlagKind::kBool, "", "Leave the job without a token instead"}},
        "Needs a coordinator with authorization on (--admin-token-file) and\n"
        "the admin token. The token is printed once; the coordinator keeps its hash."},
+      {"cluster",
+       "status",
+       "Which coordinator leads, each coordinator's role, the etcd members' health",
+       {},
+       {},
+       "Asks every coordinator of --coordinator (a comma-separated list) and the\n"
+       "etcd members of --store through the one that answers first."},
   };
   return *table;
 }

@@ -19,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "ddp/v1/cluster.grpc.pb.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -30,6 +31,7 @@ struct CommandContext {
   const Invocation& invocation;
   v1::KeyValueService::Stub& stub;
   v1::JobService::Stub& jobs;
+  v1::ClusterService::Stub& cluster;
   absl::Notification& stop;
   std::ostream& out;
   std::ostream& err;  // notes for the user (not results)
@@ -80,6 +82,14 @@ class CancelOnStop {
 
 // The handlers of `jobs ...`, keyed "jobs VERB" (grpc_job_commands.cc).
 std::map<std::string, Handler> JobCommandHandlers();
+// `cluster status` (cluster_commands.cc).
+std::map<std::string, Handler> ClusterCommandHandlers();
+
+// The coordinator of `endpoints` that leads: each is asked GetClusterStatus
+// (a standby names the leader, which is then asked). UNAVAILABLE naming
+// every coordinator and its answer when none leads.
+absl::StatusOr<std::string> FindLeader(const std::vector<std::string>& endpoints,
+                                       const GlobalOptions& global);
 
 }  // namespace ddp::ddpctl
 

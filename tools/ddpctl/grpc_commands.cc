@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/grpc_tls.h"
 #include "common/proto_json.h"
@@ -303,6 +304,7 @@ const std::map<std::string, Handler>& Handlers() {
         {"lease revoke", LeaseRevoke},
     };
     all->merge(JobCommandHandlers());
+    all->merge(ClusterCommandHandlers());
     return all;
   }();
   return *handlers;
@@ -322,7 +324,17 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::o
     err << "ddpctl: " << name << " is not implemented in this build\n";
     return kExitError;
   }
-  const std::string& address = invocation.global.coordinator;
+  // Several coordinators (HA): the command goes to the one that leads.
+  std::string address = invocation.global.coordinator;
+  if (address.find(',') != std::string::npos && name != "cluster status") {
+    absl::StatusOr<std::string> leader =
+        FindLeader(absl::StrSplit(address, ','), invocation.global);
+    if (!leader.ok()) {
+      err << "ddpctl: " << name << ": " << leader.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    address = *leader;
+  }
   // The coordinator accepts values up to 256 MiB (--max-value-bytes) and
   // caps its messages at 1 GiB: read whatever it may send.
   grpc::ChannelArguments channel_args;
@@ -331,7 +343,8 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::o
       CoordinatorChannel(address, invocation.global.tls, invocation.global.token, channel_args);
   std::unique_ptr<v1::KeyValueService::Stub> stub = v1::KeyValueService::NewStub(channel);
   std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channel);
-  CommandContext context{invocation, *stub, *jobs, stop, out, err};
+  std::unique_ptr<v1::ClusterService::Stub> cluster = v1::ClusterService::NewStub(channel);
+  CommandContext context{invocation, *stub, *jobs, *cluster, stop, out, err};
   grpc::Status status = handler->second(context);
   out.flush();
   if (status.ok()) return kExitOk;

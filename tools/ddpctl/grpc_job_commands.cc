@@ -295,7 +295,7 @@ std::map<std::string, Handler> JobCommandHandlers() {
   return {
       {"jobs list", JobsList},       {"jobs get", JobsGet},       {"jobs create", JobsCreate},
       {"jobs watch", JobsWatch},     {"jobs update", JobsUpdate}, {"jobs cancel", JobsCancel},
-      {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete},  {"jobs token", JobsToken},
+      {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete}, {"jobs token", JobsToken},
   };
 }
 

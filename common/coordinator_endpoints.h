@@ -1,0 +1,48 @@
+#ifndef DDP_COMMON_COORDINATOR_ENDPOINTS_H_
+#define DDP_COMMON_COORDINATOR_ENDPOINTS_H_
+
+// Which coordinator a client calls next, when it was given several (an HA
+// deployment: --coordinator a:29400,b:29400,c:29400). A standby ends every
+// call with UNAVAILABLE and names the leader in the trailing metadata
+// "ddp-leader"; the client goes there at once. Without a hint (the
+// coordinator is down, or no leader is elected yet) it tries the next one in
+// the list.
+//
+// Thread-safety: not thread-safe (one per caller).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "grpcpp/client_context.h"
+
+namespace ddp {
+
+class CoordinatorEndpoints {
+ public:
+  // `endpoints` must not be empty (ParseEndpointList).
+  explicit CoordinatorEndpoints(std::vector<std::string> endpoints);
+
+  const std::string& current() const { return hinted_ ? *hinted_ : endpoints_[index_]; }
+  const std::vector<std::string>& all() const { return endpoints_; }
+  // "a:1,b:2", for messages.
+  std::string Joined() const;
+  // After a call to current() failed: to `leader_hint` when it names another
+  // coordinator (returns true: worth calling at once), else to the next in
+  // the list (returns false).
+  bool Next(absl::string_view leader_hint);
+
+ private:
+  std::vector<std::string> endpoints_;
+  size_t index_ = 0;
+  std::optional<std::string> hinted_;  // a leader named by a standby
+};
+
+// The leader a standby named in the trailing metadata of a finished call;
+// empty when none.
+std::string LeaderHint(const grpc::ClientContext& context);
+
+}  // namespace ddp
+
+#endif  // DDP_COMMON_COORDINATOR_ENDPOINTS_H_
