@@ -120,7 +120,7 @@ absl::Status HaCoordinator::Promote() {
   standby.reset();
   storage::EtcdStateStoreOptions store_options;
   store_options.fence = election_->fence();
-  store_options.on_fenced = options_.on_fatal;
+  store_options.on_fatal = options_.on_fatal;
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<storage::EtcdStateStore> store,
                        storage::EtcdStateStore::Open(etcd_, spec_.prefix, store_options));
   CoordinatorServerOptions server_options = options_.server;

@@ -122,6 +122,14 @@ void CoordinatorProcess::Kill9() {
   pid_ = -1;
 }
 
+std::optional<int> CoordinatorProcess::ExitedWith() {
+  if (!running()) return std::nullopt;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 int CoordinatorProcess::Terminate() {
   if (!running()) return -1;
   kill(pid_, SIGTERM);

@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ class CoordinatorProcess {
   // SIGTERM and wait for exit; returns the exit code (-1 if it had to be
   // killed after stop_timeout or died by a signal).
   int Terminate();
+  // Without waiting: the exit code if the process ended on its own (reaped
+  // now; -1 for a signal), nullopt while it runs (or was never started).
+  std::optional<int> ExitedWith();
 
   bool running() const { return pid_ > 0; }
   int port() const { return port_; }

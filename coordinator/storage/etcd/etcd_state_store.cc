@@ -1,6 +1,7 @@
 #include "coordinator/storage/etcd/etcd_state_store.h"
 
 #include <chrono>
+#include <random>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -22,6 +23,10 @@ using rendezvous::JobChanges;
 using rendezvous::JobCounters;
 using rendezvous::JobRecord;
 using rendezvous::JobSnapshot;
+
+// One attempt of a transaction; lost answers are retried up to the timeout.
+constexpr absl::Duration kAttemptTimeout = absl::Seconds(1);
+constexpr absl::Duration kRetryPause = absl::Milliseconds(100);
 
 std::string Hex(absl::string_view bytes) { return absl::BytesToHexString(bytes); }
 
@@ -136,12 +141,35 @@ absl::Status EtcdStateStore::Init() {
   return absl::OkStatus();
 }
 
-std::string EtcdStateStore::MetaValue() const {
+std::string EtcdStateStore::NewWriterId() {
+  std::random_device device;
+  return absl::StrFormat("%08x%08x", device(), device());
+}
+
+std::string EtcdStateStore::MetaValue(const std::string& commit) const {
   pb::KvMetaRecord record;
   record.set_revision(revision_);
   record.set_compacted_revision(compacted_);
   record.set_next_lease_id(next_lease_id_);
+  record.set_last_commit(commit);
   return record.SerializeAsString();
+}
+
+void EtcdStateStore::Fatal(const absl::Status& why) {
+  if (!fatal_ && options_.on_fatal) options_.on_fatal(why);
+  fatal_ = true;
+}
+
+absl::StatusOr<bool> EtcdStateStore::WasApplied(const std::string& commit) {
+  DDP_ASSIGN_OR_RETURN(etcdserverpb::RangeResponse meta,
+                       RangePage(prefix_ + "m/meta", prefix_ + "m/meta" + std::string(1, '\0')));
+  if (meta.kvs_size() == 0) return false;
+  pb::KvMetaRecord record;
+  if (!record.ParseFromString(meta.kvs(0).value()))
+    return DataLoss("the meta record does not decode");
+  if (record.last_commit() != commit) return false;
+  meta_mod_revision_ = meta.kvs(0).mod_revision();
+  return true;
 }
 
 absl::Status EtcdStateStore::Txn(
@@ -181,23 +209,45 @@ absl::Status EtcdStateStore::Txn(
   }
   etcdserverpb::RequestOp* meta = txn.add_success();
   meta->mutable_request_put()->set_key(prefix_ + "m/meta");
-  meta->mutable_request_put()->set_value(MetaValue());
-  etcdserverpb::TxnResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(EtcdDeadline(timeout_));
-  grpc::Status status = stub_->Txn(&context, txn, &response);
-  if (!status.ok()) return TxnFailure(status);
-  if (!response.succeeded()) {
-    const absl::Status refused = absl::FailedPreconditionError(absl::StrCat(
-        options_.fence ? "this coordinator no longer leads (its election key was deleted or "
-                         "re-created) or another writer changed "
-                       : "another writer changed ",
-        prefix_, " in etcd since this coordinator's last commit; nothing was written"));
-    if (!fenced_ && options_.on_fenced) options_.on_fenced(refused);
-    fenced_ = true;
-    return refused;
+  const std::string commit = absl::StrCat(writer_id_, "/", ++commits_);
+  meta->mutable_request_put()->set_value(MetaValue(commit));
+  // An answer lost (an etcd member died, its raft leader changed) leaves the
+  // outcome unknown: the same transaction is sent again. It applies at most
+  // once (the meta guard), and the meta key says whether an earlier attempt
+  // did (it names its commit).
+  const absl::Time give_up = absl::Now() + timeout_;
+  grpc::Status failure;
+  while (true) {
+    etcdserverpb::TxnResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(EtcdDeadline(std::min(kAttemptTimeout, give_up - absl::Now())));
+    grpc::Status status = stub_->Txn(&context, txn, &response);
+    if (status.ok() && response.succeeded()) {
+      meta_mod_revision_ = response.header().revision();
+      break;
+    }
+    if (status.ok()) {
+      if (!failure.ok()) {
+        absl::StatusOr<bool> applied = WasApplied(commit);
+        if (applied.ok() && *applied) break;
+      }
+      const absl::Status refused = absl::FailedPreconditionError(absl::StrCat(
+          options_.fence ? "this coordinator no longer leads (its election key was deleted or "
+                           "re-created) or another writer changed "
+                         : "another writer changed ",
+          prefix_, " in etcd since this coordinator's last commit; nothing was written"));
+      Fatal(refused);
+      return refused;
+    }
+    const absl::Status s = TxnFailure(status);
+    if (s.code() == absl::StatusCode::kInvalidArgument) return s;  // refused: not applied
+    failure = status;
+    if (absl::Now() >= give_up) {
+      Fatal(s);
+      return s;
+    }
+    absl::SleepFor(kRetryPause);
   }
-  meta_mod_revision_ = response.header().revision();
   return absl::OkStatus();
 }
 

@@ -54,9 +54,11 @@ struct EtcdStateStoreOptions {
   absl::Duration timeout = absl::Seconds(5);
   // Every transaction requires it; nullopt: none (one coordinator alone).
   std::optional<EtcdFence> fence;
-  // Called (once, from the committing thread) when a transaction was refused
-  // by a guard: this coordinator is no longer the prefix's writer.
-  std::function<void(const absl::Status&)> on_fenced;
+  // Called (once, from the committing thread, which holds the store's lock:
+  // it must not call the store) when this coordinator must stop serving: a
+  // transaction was refused by a guard (it is no longer the prefix's
+  // writer), or its outcome stayed unknown past `timeout` of retries.
+  std::function<void(const absl::Status&)> on_fatal;
 };
 
 class EtcdStateStore final : public commit::StateStore {
@@ -87,7 +89,9 @@ class EtcdStateStore final : public commit::StateStore {
       : stub_(std::move(stub)),
         prefix_(std::move(prefix)),
         timeout_(options.timeout),
-        options_(std::move(options)) {}
+        options_(std::move(options)),
+        writer_id_(NewWriterId()) {}
+  static std::string NewWriterId();
   // Reads meta and the job keys (Open).
   absl::Status Init();
   // One page (up to 1,000 keys) of [from, end).
@@ -99,7 +103,12 @@ class EtcdStateStore final : public commit::StateStore {
   absl::Status Txn(const std::map<std::string, std::optional<std::string>>& writes,
                    const std::vector<std::pair<std::string, std::string>>& delete_ranges)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string MetaValue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string MetaValue(const std::string& commit) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a transaction whose answer was lost: whether the meta key holds
+  // this store's commit `commit` (then it was applied; meta_mod_revision_
+  // follows it).
+  absl::StatusOr<bool> WasApplied(const std::string& commit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Fatal(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<etcdserverpb::KV::Stub> stub_;
   const std::string prefix_;
@@ -111,7 +120,10 @@ class EtcdStateStore final : public commit::StateStore {
   kv::Revision compacted_ ABSL_GUARDED_BY(mu_) = 0;
   kv::LeaseId next_lease_id_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t meta_mod_revision_ ABSL_GUARDED_BY(mu_) = 0;  // 0: no meta key yet
-  bool fenced_ ABSL_GUARDED_BY(mu_) = false;            // on_fenced was called
+  bool fatal_ ABSL_GUARDED_BY(mu_) = false;             // on_fatal was called
+  // This store's id in the meta record's last_commit, and its commits.
+  const std::string writer_id_;
+  int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   // The job keys (j/, n/, r/) as stored.
   std::map<std::string, std::string> job_keys_ ABSL_GUARDED_BY(mu_);
 };
