@@ -88,14 +88,17 @@ bool LeaderElection::stopping() const {
 
 absl::StatusOr<int64_t> LeaderElection::KeepAliveOnce() {
   int64_t id;
-  absl::Duration ttl;
+  absl::Duration wait;
   {
     absl::MutexLock lock(&mu_);
     id = lease_id_;
-    ttl = ttl_;
+    // Never waits past the local end of the lease: a leader notices it at
+    // once, not when a hung keep-alive gives up.
+    wait = std::min(
+        {options_.rpc_timeout, ttl_ / 2, std::max(absl::Milliseconds(10), LocalEnd() - Now())});
   }
   grpc::ClientContext context;
-  context.set_deadline(EtcdDeadline(std::min(options_.rpc_timeout, ttl / 2)));
+  context.set_deadline(EtcdDeadline(wait));
   auto stream = lease_->LeaseKeepAlive(&context);
   etcdserverpb::LeaseKeepAliveRequest request;
   request.set_id(id);
@@ -123,7 +126,7 @@ void LeaderElection::KeepAliveLoop() {
         lease_end_ = sent + ttl_;
       }
       period = ttl.ok() ? ttl_ / 4 : std::min(ttl_ / 4, kRetryPause);
-      expired = (ttl.ok() && *ttl <= 0) || Now() >= lease_end_;
+      expired = (ttl.ok() && *ttl <= 0) || Now() >= LocalEnd();
     }
     if (expired) {
       const absl::Status why = absl::AbortedError(
@@ -139,7 +142,8 @@ void LeaderElection::KeepAliveLoop() {
     }
     absl::MutexLock lock(&mu_);
     if (lost_) return;
-    const absl::Duration wait = std::max(absl::ZeroDuration(), sent + period - Now());
+    const absl::Duration wait =
+        std::max(absl::ZeroDuration(), std::min(sent + period, LocalEnd()) - Now());
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
   }
 }

@@ -20,8 +20,9 @@
 //
 // A leader stops being one locally before etcd can expire its lease: its
 // lease counts from when the last answered keep-alive was SENT (etcd counts
-// from when it received it), so on_lost fires while the key still exists
-// and before a rival can be elected. A keep-alive answered with TTL 0 (the
+// from when it received it), less a tenth of the TTL, and no keep-alive waits
+// past that point, so on_lost fires while the key still exists and before a
+// rival can be elected. A keep-alive answered with TTL 0 (the
 // lease is gone) fires it at once.
 //
 // Thread-safety: thread-safe. Campaign blocks (call it from one thread);
@@ -115,8 +116,11 @@ class LeaderElection {
   mutable absl::Mutex mu_;
   int64_t lease_id_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration ttl_ ABSL_GUARDED_BY(mu_);
-  // Local end of the lease: send time of the last answered keep-alive + TTL.
+  // End of the lease: send time of the last answered keep-alive + TTL.
   absl::Time lease_end_ ABSL_GUARDED_BY(mu_);
+  // When this candidate stops counting on the lease: a tenth of the TTL
+  // before lease_end_ (scheduling delays, clock rates).
+  absl::Time LocalEnd() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return lease_end_ - ttl_ / 10; }
   bool leading_ ABSL_GUARDED_BY(mu_) = false;
   bool lost_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -176,24 +176,25 @@ class TrainingE2eTest : public ::testing::Test {
 
   AgentProcess& StartAgent(const std::string& node, const std::vector<std::string>& launch,
                            const std::vector<std::string>& train) {
-    std::vector<std::string> args = {"--coordinator",
-                                     coordinator_->address(),
-                                     "--job",
-                                     kJob,
-                                     "--node-id",
-                                     node,
-                                     "--local-addr",
-                                     "127.0.0.1",
-                                     "--log-dir",
-                                     Path("logs"),
-                                     "--rdzv-conf",
-                                     "heartbeat_timeout=2,last_call_timeout=1,join_timeout=60",
-                                     "--shutdown-timeout",
-                                     "3",
-                                     "--connect-timeout",
-                                     "30",
-                                     "--nproc-per-node",
-                                     "2"};
+    std::vector<std::string> args = {
+        "--coordinator",
+        coordinator_target_.empty() ? coordinator_->address() : coordinator_target_,
+        "--job",
+        kJob,
+        "--node-id",
+        node,
+        "--local-addr",
+        "127.0.0.1",
+        "--log-dir",
+        Path("logs"),
+        "--rdzv-conf",
+        "heartbeat_timeout=2,last_call_timeout=1,join_timeout=60",
+        "--shutdown-timeout",
+        "3",
+        "--connect-timeout",
+        "30",
+        "--nproc-per-node",
+        "2"};
     args.insert(args.end(), launch.begin(), launch.end());
     args.insert(args.end(), train.begin(), train.end());
     return Launch(node, args);
@@ -304,6 +305,9 @@ class TrainingE2eTest : public ::testing::Test {
   std::vector<std::string> coordinator_args_;
   std::vector<std::string> agent_env_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
+  // The agents' --coordinator when set (several coordinators); else
+  // coordinator_'s address.
+  std::string coordinator_target_;
   std::vector<std::unique_ptr<AgentProcess>> agents_;
 };
 

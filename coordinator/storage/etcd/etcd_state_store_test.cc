@@ -19,8 +19,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "coordinator/storage/etcd/etcd_channel.h"
 #include "coordinator/storage/job_state_store_conformance.h"
 #include "coordinator/storage/kv_backend_conformance.h"
+#include "etcd/rpc.grpc.pb.h"
+#include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
 
 namespace ddp::storage {
@@ -130,6 +133,51 @@ TEST(EtcdStateStoreTest, SecondWriterOnThePrefix_TheFirstCannotCommit) {
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> jobs = (*reader)->LoadAll();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   EXPECT_EQ(jobs->size(), 2u) << "the stale writer's job must not be there";
+}
+
+// The leader's fence: once its election key is gone (deleted, or created
+// again by another leader), its transactions are refused and it is told to
+// stop; nothing of them is written.
+TEST(EtcdStateStoreTest, Fenced_ElectionKeyReplaced_CommitRefusedAndFatal) {
+  const std::string prefix = Etcd::Get().NewPrefix();
+  auto kv = etcdserverpb::KV::NewStub(OpenEtcdChannel({Etcd::Get().endpoint()}));
+  auto put_leader_key = [&]() -> int64_t {
+    etcdserverpb::PutRequest put;
+    put.set_key(prefix + "/leader");
+    put.set_value("me");
+    etcdserverpb::PutResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(kv->Put(&context, put, &response).ok());
+    return response.header().revision();
+  };
+  EtcdStateStoreOptions options;
+  options.fence = EtcdFence{prefix + "/leader", put_leader_key()};
+  int fatal_calls = 0;
+  options.on_fatal = [&](const absl::Status&) { ++fatal_calls; };
+  auto store = EtcdStateStore::Open(OpenEtcdChannel({Etcd::Get().endpoint()}), prefix, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE(
+      (*store)
+          ->Apply(rendezvous::conformance::CreateJob(rendezvous::conformance::FullRecord("a")))
+          .ok());
+  {
+    etcdserverpb::DeleteRangeRequest del;
+    del.set_key(prefix + "/leader");
+    etcdserverpb::DeleteRangeResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(kv->DeleteRange(&context, del, &response).ok());
+  }
+  put_leader_key();  // another leader's key: a newer create revision
+  absl::Status deposed =
+      (*store)->Apply(rendezvous::conformance::CreateJob(rendezvous::conformance::FullRecord("b")));
+  EXPECT_EQ(deposed.code(), absl::StatusCode::kFailedPrecondition) << deposed;
+  EXPECT_NE(deposed.message().find("no longer leads"), absl::string_view::npos) << deposed;
+  EXPECT_EQ(fatal_calls, 1);
+  auto reader = EtcdStateStore::Open(Etcd::Get().endpoint(), prefix);
+  ASSERT_TRUE(reader.ok());
+  absl::StatusOr<std::vector<rendezvous::JobSnapshot>> jobs = (*reader)->LoadAll();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(jobs->size(), 1u) << "the deposed leader's job must not be there";
 }
 
 }  // namespace
