@@ -1,0 +1,193 @@
+// failover_bench: how long a failover of the coordinators takes, as agents
+// see it. A real 3-member etcd cluster and three coordinators on loopback
+// (tests/ha), N agents in this process, each the real agent's session client
+// (GrpcSessionClient, given every coordinator), all in one running job. Then,
+// --kills times: kill -9 of the leader; the failover time is from the kill
+// to the moment the LAST agent has resumed its session with the new leader
+// (Registered on a resume). The killed coordinator is started again as a
+// standby before the next round.
+//
+//   bazel run //tools/failover_bench -- --kills 20 --agents 16
+//
+// Prints one line per kill and min / median / max.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/agent/grpc_session_client.h"
+#include "common/logging.h"
+#include "tests/ha/ha_cluster.h"
+
+ABSL_FLAG(int, kills, 20, "Leader kills (kill -9) to time");
+ABSL_FLAG(int, agents, 16, "Agents (nodes of one job)");
+ABSL_FLAG(int64_t, leader_lease_ms, 2000, "The coordinators' --leader-lease-ms");
+ABSL_FLAG(std::string, work_dir, "/tmp", "Where the etcd and coordinator data dirs go");
+
+namespace ddp::failover_bench {
+namespace {
+
+// Registers, answers RequestMasterInfo, reports 1 running worker; notes when
+// it (re)registered.
+class BenchAgent : public client::SessionEvents {
+ public:
+  void set_link(client::GrpcSessionClient* link) { link_ = link; }
+  void OnRegistered(const v1::Registered&, bool) override {
+    absl::MutexLock lock(&mu_);
+    registered_at_ = absl::Now();
+  }
+  void OnCoordinatorMessage(const v1::CoordinatorMessage& message) override {
+    if (message.has_request_master_info()) {
+      v1::AgentMessage reply;
+      reply.mutable_master_info()->mutable_header()->set_generation(
+          message.request_master_info().generation());
+      reply.mutable_master_info()->set_master_port(29500);
+      link_->Send(reply);
+    } else if (message.has_assignment()) {
+      generation_ = message.assignment().generation();
+      link_->SetGeneration(generation_);
+    }
+  }
+  void OnFenced(const absl::Status& status) override { DDP_LOG(WARNING) << "fenced: " << status; }
+  void OnSessionFailed(const absl::Status& status) override {
+    DDP_LOG(ERROR) << "session failed: " << status;
+  }
+  std::vector<v1::WorkerState> WorkerStates() override {
+    if (generation_ == 0) return {};
+    v1::WorkerState state;
+    state.set_local_rank(0);
+    state.set_state(v1::WORKER_RUNNING);
+    state.set_pid(getpid());
+    state.set_heartbeat_age_ms(-1);
+    return {state};
+  }
+  void OnLeaseGranted(absl::Duration, absl::Duration) override {}
+  void OnLeaseRenewed(absl::Time, int64_t) override {}
+
+  absl::Time registered_at() const {
+    absl::MutexLock lock(&mu_);
+    return registered_at_;
+  }
+  bool running() const { return generation_ > 0; }
+
+ private:
+  client::GrpcSessionClient* link_ = nullptr;
+  std::atomic<int64_t> generation_{0};
+  mutable absl::Mutex mu_;
+  absl::Time registered_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+int Run() {
+  const std::string dir = absl::StrCat(absl::GetFlag(FLAGS_work_dir), "/failover_bench.", getpid());
+  mkdir(dir.c_str(), 0755);
+  auto etcd = testing::EtcdCluster::Start(dir);
+  if (!etcd.ok()) {
+    std::cerr << etcd.status() << "\n";
+    return 1;
+  }
+  testing::CoordinatorGroup group(
+      dir, (*etcd)->Store("bench"), 3,
+      {"--leader-lease-ms", absl::StrCat(absl::GetFlag(FLAGS_leader_lease_ms)), "--log-level",
+       "warning"});
+  if (absl::Status started = group.StartAll(); !started.ok()) {
+    std::cerr << started << "\n";
+    return 1;
+  }
+  if (group.WaitForLeader(absl::Seconds(15)) < 0) {
+    std::cerr << "no leader elected\n";
+    return 1;
+  }
+  const int n = absl::GetFlag(FLAGS_agents);
+  std::vector<std::unique_ptr<BenchAgent>> agents;
+  std::vector<std::unique_ptr<client::GrpcSessionClient>> links;
+  for (int i = 0; i < n; ++i) {
+    client::SessionClientOptions options;
+    options.target = group.Targets();
+    v1::Register& r = options.registration;
+    r.set_job_id("failover-bench");
+    r.set_node_id(absl::StrCat("node-", i));
+    r.set_nproc(1);
+    r.set_address("127.0.0.1");
+    r.set_agent_version("failover_bench");
+    r.mutable_settings()->set_min_nodes(n);
+    r.mutable_settings()->set_max_nodes(n);
+    r.mutable_settings()->set_nproc_per_node(1);
+    // A lease (2/3 of it: 10 s) longer than any failover.
+    r.mutable_settings()->set_heartbeat_timeout_ms(15000);
+    agents.push_back(std::make_unique<BenchAgent>());
+    links.push_back(std::make_unique<client::GrpcSessionClient>(options, agents.back().get(), 0));
+    agents.back()->set_link(links.back().get());
+    links.back()->Start();
+  }
+  const absl::Time running_by = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < running_by &&
+         !std::all_of(agents.begin(), agents.end(), [](auto& a) { return a->running(); })) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  std::cout << n << " agents running; killing the leader " << absl::GetFlag(FLAGS_kills)
+            << " times (leader lease " << absl::GetFlag(FLAGS_leader_lease_ms) << " ms)\n";
+  std::vector<double> seconds;
+  for (int kill = 0; kill < absl::GetFlag(FLAGS_kills); ++kill) {
+    const int leader = group.WaitForLeader(absl::Seconds(15));
+    if (leader < 0) {
+      std::cerr << "no leader before kill " << kill << "\n";
+      return 1;
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+    const absl::Time killed = absl::Now();
+    group.at(leader).Kill9();
+    const absl::Time deadline = killed + absl::Seconds(30);
+    absl::Time last = absl::InfinitePast();
+    while (absl::Now() < deadline) {
+      last = killed;
+      bool all = true;
+      for (auto& agent : agents) {
+        const absl::Time at = agent->registered_at();
+        if (at < killed) {
+          all = false;
+          break;
+        }
+        last = std::max(last, at);
+      }
+      if (all) break;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    if (last <= killed) {
+      std::cerr << "kill " << kill << ": not every agent resumed within 30 s\n";
+      return 1;
+    }
+    const double took = absl::ToDoubleSeconds(last - killed);
+    seconds.push_back(took);
+    std::printf("kill %2d: every agent resumed %.3f s after the kill\n", kill + 1, took);
+    if (absl::Status restarted = group.at(leader).Start(); !restarted.ok()) {
+      std::cerr << restarted << "\n";
+      return 1;
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  std::printf(
+      "failover (kill -9 of the leader -> all %d agents resumed), %zu kills: min %.3f s, "
+      "median %.3f s, max %.3f s\n",
+      n, seconds.size(), seconds.front(), seconds[seconds.size() / 2], seconds.back());
+  for (auto& link : links) link->Close();
+  return 0;
+}
+
+}  // namespace
+}  // namespace ddp::failover_bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return ddp::failover_bench::Run();
+}
