@@ -39,7 +39,8 @@ CoordinatorMetrics::CoordinatorMetrics(const Clock& clock, JobMetricsOptions job
       commit_seconds_(prometheus::BuildHistogram()
                           .Name("ddp_store_commit_duration_seconds")
                           .Help("One durable commit of the commit loop: one transaction "
-                                "of coordinator.db (KV and jobs) with its fsync")
+                                "of the store (coordinator.db with its fsync, or etcd), KV "
+                                "and jobs")
                           .Register(*registry_)),
       commit_writes_(prometheus::BuildHistogram()
                          .Name("ddp_store_commit_batch_writes")
@@ -64,6 +65,10 @@ void CoordinatorMetrics::ObserveCommit(const commit::StateBatch& batch, absl::Du
 std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   for (auto& family : jobs_.Collect(state.jobs)) families.push_back(std::move(family));
+  families.push_back(OneGauge("ddp_coordinator_leader",
+                              "1 on the coordinator that serves (the leader, or the only one), "
+                              "0 on a standby",
+                              1));
   families.push_back(OneGauge("ddp_kv_revision", "Current revision of the key-value store",
                               static_cast<double>(state.kv_revision)));
   families.push_back(
