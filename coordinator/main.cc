@@ -40,6 +40,7 @@
 #include "coordinator/server/connection_guard.h"
 #include "coordinator/server/coordinator_server.h"
 #include "coordinator/server/ha_coordinator.h"
+#include "coordinator/server/state_copy_command.h"
 #include "coordinator/storage/etcd/etcd_store_spec.h"
 
 ABSL_FLAG(int, port, 29400, "TCP port to serve gRPC on; 0 picks any free port (see --port-file)");
@@ -53,6 +54,11 @@ ABSL_FLAG(std::string, store, "",
           "etcd://HOST:PORT[,HOST:PORT...][/PREFIX] = an etcd 3.4 cluster (run it with "
           "--max-txn-ops 100000; give IP addresses to use every member). Coordinators on one "
           "prefix elect a leader; the others stand by and redirect clients to it");
+ABSL_FLAG(std::string, copy_state_to, "",
+          "etcd://HOST:PORT[,...][/PREFIX]: copy the state of --data-dir (SQLite: keys, "
+          "leases, jobs with their nodes and past runs; not the watch history) into this "
+          "empty etcd prefix in one transaction, then exit (0: copied). How a site moves to "
+          "--store etcd://; stop the coordinator of --data-dir first (its LOCK is taken)");
 ABSL_FLAG(std::string, advertise_host, "",
           "With --store etcd://: the host (name or address) clients dial to reach this "
           "coordinator when it leads; standbys redirect them there. Default: --bind, or this "
@@ -151,6 +157,16 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
     if (!spec.ok()) return std::string(spec.status().message());
   } else if (!absl::GetFlag(FLAGS_advertise_host).empty()) {
     return "--advertise-host needs --store etcd://... (it names the leader to the standbys)";
+  }
+  const std::string copy_to = absl::GetFlag(FLAGS_copy_state_to);
+  if (!copy_to.empty()) {
+    if (!options->store.empty()) {
+      return "--copy-state-to copies the SQLite state of --data-dir: give it without --store";
+    }
+    absl::StatusOr<ddp::storage::EtcdStoreSpec> spec = ddp::storage::ParseEtcdStoreSpec(copy_to);
+    if (!spec.ok()) {
+      return absl::StrCat("--copy-state-to: ", spec.status().message());
+    }
   }
   const int64_t lease_ms = absl::GetFlag(FLAGS_leader_lease_ms);
   if (lease_ms < 1000 || lease_ms > 600000) {
@@ -266,6 +282,30 @@ void ReturnFreedMemory() {
   }
 }
 
+// --copy-state-to: one copy, a summary line, an exit code.
+int CopyStateAndExit(const std::string& data_dir, const std::string& store) {
+  DDP_LOG(INFO) << "copying the state of " << data_dir << " into " << store;
+  absl::StatusOr<ddp::storage::StateCopySummary> copied =
+      ddp::server::CopyDataDirToStore(data_dir, store);
+  if (!copied.ok()) {
+    DDP_LOG(ERROR) << "copy failed: " << copied.status()
+                   << (copied.status().code() == absl::StatusCode::kUnknown
+                           ? " (the outcome is unknown: run the same command again; it "
+                             "finishes the copy or says the prefix is not empty)"
+                           : "");
+    return ddp::ExitCodeForStartError(copied.status());
+  }
+  if (copied->finished_earlier_copy) {
+    DDP_LOG(INFO) << "the state was already in " << store
+                  << " (an earlier copy stopped before its last step): finished";
+  }
+  DDP_LOG(INFO) << "copied revision " << copied->revision << ": " << copied->keys << " keys, "
+                << copied->leases << " leases, " << copied->jobs << " jobs (" << copied->nodes
+                << " nodes, " << copied->past_runs << " past runs); start the coordinators "
+                << "with --store " << store;
+  return ddp::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -313,6 +353,10 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   ddp::server::CoordinatorServerOptions options;
   if (std::string error = OptionsFromFlags(&options); !error.empty()) return BadFlag(error);
+
+  if (const std::string copy_to = absl::GetFlag(FLAGS_copy_state_to); !copy_to.empty()) {
+    return CopyStateAndExit(options.data_dir, copy_to);
+  }
 
   // Block the shutdown signals in every thread (threads inherit the mask); this
   // thread takes them with sigwait, so no work happens in a signal handler.

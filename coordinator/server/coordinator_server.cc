@@ -23,9 +23,8 @@
 namespace ddp::server {
 namespace {
 
-// The one database (KV and jobs), and the second file earlier releases kept
-// the jobs in (imported once, then renamed jobs.db.imported).
-constexpr char kStateDatabase[] = "coordinator.db";
+// The second file earlier releases kept the jobs in (imported once, then
+// renamed jobs.db.imported).
 constexpr char kLegacyJobsDatabase[] = "jobs.db";
 
 // Room for the largest valid request (a Put of max key + max value, or a Wait

@@ -43,6 +43,9 @@
 
 namespace ddp::server {
 
+// The one database of a data dir (KV and jobs).
+inline constexpr char kStateDatabase[] = "coordinator.db";
+
 struct CoordinatorServerOptions {
   std::string bind_address = "0.0.0.0";
   int port = 29400;  // 0: any free port (see CoordinatorServer::port())
@@ -102,11 +105,12 @@ class CoordinatorServer {
   // threads, closes the database, unlocks.
   void Shutdown();
 
- private:
   // SQLite in the data dir (identity checked, an earlier release's jobs.db
-  // imported), or etcd (options.store).
+  // imported), or etcd (options.store). The caller holds the data dir's lock.
   static absl::StatusOr<std::unique_ptr<commit::StateStore>> OpenStateStore(
       const CoordinatorServerOptions& opts);
+
+ private:
   // The REST gateway's options: with authorization on, event streams are
   // checked before their headers go out.
   http::RestGatewayOptions RestOptions() const;

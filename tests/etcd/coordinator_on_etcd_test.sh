@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The coordinator with its state in a real etcd (--store etcd://...): what one
 # coordinator acknowledged is there for the next one after kill -9, even on
-# another host's data dir (revisions continue, jobs are restored); a bad
+# another host's data dir (revisions continue, jobs are restored); a SQLite
+# data dir copied with --copy-state-to is served from etcd; a bad
 # --store value and an unreachable etcd are refused with a clear message.
 # Skips, saying why, where etcd is missing.
 set -euo pipefail
@@ -65,6 +66,45 @@ ctl kv put beta 2 | grep -q "revision 2" || fail "revisions do not continue from
 ctl jobs get trainer | grep -q "WAITING" || fail "the job is lost after kill -9"
 kill -TERM "$PID"
 wait "$PID" || fail "the coordinator exited non-zero on SIGTERM"
+
+# Moving a site from SQLite to etcd: a SQLite coordinator's keys and jobs,
+# copied with --copy-state-to, are served by a coordinator on etcd.
+rm -f "$WORK/port"
+"$COORDINATOR" --port 0 --bind 127.0.0.1 --http-port -1 --data-dir "$WORK/sqlite" \
+  --port-file "$WORK/port" 2>"$WORK/sqlite.log" &
+PID=$!
+PIDS+=($PID)
+for _ in $(seq 1 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+ADDR="127.0.0.1:$(cat "$WORK/port")"
+ctl kv put --namespace keep gamma 3 >/dev/null || fail "put on SQLite"
+ctl kv put --namespace keep delta 4 >/dev/null || fail "put on SQLite"
+ctl jobs create mover --nnodes 2:4 >/dev/null || fail "jobs create on SQLite"
+set +e
+"$COORDINATOR" --data-dir "$WORK/sqlite" --copy-state-to "etcd://127.0.0.1:$client/moved" \
+  2>"$WORK/copy-running.log"
+running=$?
+set -e
+[ "$running" -ne 0 ] || fail "a copy of a data dir in use was not refused"
+grep -q "is in use by another coordinator" "$WORK/copy-running.log" || fail "the refusal of a locked data dir does not say why"
+kill -TERM "$PID"
+wait "$PID" || fail "the SQLite coordinator exited non-zero on SIGTERM"
+"$COORDINATOR" --data-dir "$WORK/sqlite" --copy-state-to "etcd://127.0.0.1:$client/moved" \
+  2>"$WORK/copy.log" || fail "--copy-state-to failed"
+grep -q "copied revision 2: 2 keys, 0 leases, 1 jobs" "$WORK/copy.log" || fail "no copy summary"
+set +e
+"$COORDINATOR" --data-dir "$WORK/sqlite" --copy-state-to "etcd://127.0.0.1:$client/moved" \
+  2>"$WORK/copy-again.log"
+again=$?
+set -e
+[ "$again" -eq 1 ] || fail "a second copy into the same prefix exited $again, not 1"
+grep -q "not empty" "$WORK/copy-again.log" || fail "the second copy does not say the prefix is not empty"
+STORE="etcd://127.0.0.1:$client/moved"
+start "$WORK/moved" "$WORK/moved.log"
+[ "$(ctl kv get --namespace keep delta)" = "4" ] || fail "delta not moved to etcd"
+ctl kv put --namespace keep epsilon 5 | grep -q "revision 3" || fail "revisions do not continue after the move"
+ctl jobs get mover | grep -q "WAITING" || fail "the job was not moved to etcd"
+kill -TERM "$PID"
+wait "$PID" || fail "the coordinator on the moved prefix exited non-zero on SIGTERM"
 
 # Refusals.
 set +e
