@@ -50,7 +50,7 @@ std::string CoordinatorProcess::log_path() const {
   return absl::StrCat(options_.work_dir, "/coordinator.log");
 }
 
-std::string CoordinatorProcess::address() const { return absl::StrCat("127.0.0.1:", port_); }
+std::string CoordinatorProcess::address() const { return absl::StrCat(options_.host, ":", port_); }
 
 absl::Status CoordinatorProcess::Start() {
   if (running()) {
@@ -58,12 +58,13 @@ absl::Status CoordinatorProcess::Start() {
   }
   std::remove(PortFilePath().c_str());
   const int port_arg = options_.keep_port_across_restarts && port_ > 0 ? port_ : 0;
-  std::vector<std::string> args = {options_.binary, "--port", absl::StrCat(port_arg), "--bind",
-                                   "127.0.0.1", "--port-file", PortFilePath(), "--data-dir",
-                                   options_.data_dir,
-                                   // A fixed --port would leave HTTP on its fixed default: parallel
-                                   // tests would collide there.
-                                   "--http-port", "-1"};
+  std::vector<std::string> args = options_.command_prefix;
+  args.insert(args.end(),
+              {options_.binary, "--port", absl::StrCat(port_arg), "--bind", options_.host,
+               "--port-file", PortFilePath(), "--data-dir", options_.data_dir,
+               // A fixed --port would leave HTTP on its fixed default: parallel
+               // tests would collide there.
+               "--http-port", "-1"});
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   const std::string log = log_path();
   // Built before fork: the child only execs.

@@ -26,6 +26,11 @@ struct CoordinatorProcessOptions {
   std::string data_dir;  // --data-dir; reused across restarts.
   std::string work_dir;  // Port file and log live here.
   std::vector<std::string> extra_args;
+  // Run as PREFIX... BINARY ARGS (e.g. {"/usr/sbin/ip", "netns", "exec", NS}:
+  // `ip netns exec` execs the binary, so the pid is the coordinator's).
+  std::vector<std::string> command_prefix;
+  // --bind, and the host of address().
+  std::string host = "127.0.0.1";
   // "NAME=value" entries added to the inherited environment (e.g. LD_PRELOAD
   // of a fault injector).
   std::vector<std::string> extra_env;
@@ -60,7 +65,7 @@ class CoordinatorProcess {
 
   bool running() const { return pid_ > 0; }
   int port() const { return port_; }
-  std::string address() const;  // "127.0.0.1:PORT".
+  std::string address() const;  // "HOST:PORT".
   std::string log_path() const;
 
  private:

@@ -48,9 +48,9 @@ int FreeLoopbackPort() {
   return port;
 }
 
-absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(const std::string& dir,
-                                                                int members) {
-  std::unique_ptr<EtcdCluster> cluster(new EtcdCluster(dir));
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(const std::string& dir, int members,
+                                                                std::string also_listen_on) {
+  std::unique_ptr<EtcdCluster> cluster(new EtcdCluster(dir, std::move(also_listen_on)));
   std::vector<std::string> peers;
   for (int i = 0; i < members; ++i) {
     Member m;
@@ -79,8 +79,12 @@ absl::Status EtcdCluster::Spawn(int index, bool existing) {
   const std::string data = absl::StrCat(dir_, "/", m.name);
   const std::string client = absl::StrCat("http://127.0.0.1:", m.client_port);
   const std::string peer = absl::StrCat("http://127.0.0.1:", m.peer_port);
+  const std::string listen =
+      also_listen_on_.empty()
+          ? client
+          : absl::StrCat(client, ",http://", also_listen_on_, ":", m.client_port);
   std::vector<std::string> args = {
-      kEtcdBinary, "--name", m.name, "--data-dir", data, "--listen-client-urls", client,
+      kEtcdBinary, "--name", m.name, "--data-dir", data, "--listen-client-urls", listen,
       "--advertise-client-urls", client, "--listen-peer-urls", peer,
       "--initial-advertise-peer-urls", peer, "--initial-cluster", initial_cluster_,
       "--initial-cluster-state", existing ? "existing" : "new",
@@ -107,9 +111,11 @@ absl::Status EtcdCluster::Spawn(int index, bool existing) {
   return absl::OkStatus();
 }
 
-std::vector<std::string> EtcdCluster::endpoints() const {
+std::vector<std::string> EtcdCluster::endpoints() const { return endpoints_on("127.0.0.1"); }
+
+std::vector<std::string> EtcdCluster::endpoints_on(const std::string& host) const {
   std::vector<std::string> out;
-  for (const Member& m : members_) out.push_back(absl::StrCat("127.0.0.1:", m.client_port));
+  for (const Member& m : members_) out.push_back(absl::StrCat(host, ":", m.client_port));
   return out;
 }
 
@@ -158,7 +164,8 @@ void EtcdCluster::Kill9(int index) {
 absl::Status EtcdCluster::Restart(int index) { return Spawn(index, true); }
 
 CoordinatorGroup::CoordinatorGroup(const std::string& dir, const std::string& store, int count,
-                                   std::vector<std::string> extra_args) {
+                                   std::vector<std::string> extra_args,
+                                   std::function<void(CoordinatorProcessOptions&)> customize) {
   for (int i = 0; i < count; ++i) {
     const std::string own = absl::StrCat(dir, "/c", i);
     mkdir(own.c_str(), 0755);
@@ -168,6 +175,7 @@ CoordinatorGroup::CoordinatorGroup(const std::string& dir, const std::string& st
     options.work_dir = own;
     options.extra_args = {"--store", store};
     options.extra_args.insert(options.extra_args.end(), extra_args.begin(), extra_args.end());
+    if (customize) customize(options);
     coordinators_.push_back(std::make_unique<CoordinatorProcess>(options));
   }
 }

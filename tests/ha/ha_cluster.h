@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,14 +29,18 @@ bool EtcdInstalled();
 class EtcdCluster {
  public:
   // Starts `members` members under `dir` and waits until they elected a raft
-  // leader. UNAVAILABLE (with the logs' tails) when they do not.
-  static absl::StatusOr<std::unique_ptr<EtcdCluster>> Start(const std::string& dir,
-                                                            int members = 3);
+  // leader. UNAVAILABLE (with the logs' tails) when they do not. With
+  // `also_listen_on` (an address of this host), clients may also connect
+  // there, on the same ports (endpoints_on).
+  static absl::StatusOr<std::unique_ptr<EtcdCluster>> Start(const std::string& dir, int members = 3,
+                                                            std::string also_listen_on = "");
   ~EtcdCluster();  // kill -9 of every member
 
   int size() const { return static_cast<int>(members_.size()); }
   // "127.0.0.1:PORT" of each member's client port.
   std::vector<std::string> endpoints() const;
+  // "HOST:PORT" of each member's client port on `host` (also_listen_on).
+  std::vector<std::string> endpoints_on(const std::string& host) const;
   // --store value: etcd://A,B,C/PREFIX.
   std::string Store(const std::string& prefix) const;
   // The member that leads raft now (-1: none answers as leader).
@@ -53,10 +58,12 @@ class EtcdCluster {
     int peer_port = 0;
     pid_t pid = -1;
   };
-  explicit EtcdCluster(std::string dir) : dir_(std::move(dir)) {}
+  EtcdCluster(std::string dir, std::string also_listen_on)
+      : dir_(std::move(dir)), also_listen_on_(std::move(also_listen_on)) {}
   absl::Status Spawn(int member, bool existing);
 
   const std::string dir_;
+  const std::string also_listen_on_;
   std::vector<Member> members_;
   std::string initial_cluster_;
 };
@@ -65,8 +72,11 @@ class EtcdCluster {
 // `dir` (c0, c1, ...), ports kept across restarts.
 class CoordinatorGroup {
  public:
+  // `customize` may change each coordinator's options (a command prefix,
+  // its host) before it is made.
   CoordinatorGroup(const std::string& dir, const std::string& store, int count,
-                   std::vector<std::string> extra_args = {});
+                   std::vector<std::string> extra_args = {},
+                   std::function<void(CoordinatorProcessOptions&)> customize = nullptr);
 
   absl::Status StartAll();
   CoordinatorProcess& at(int i) { return *coordinators_[i]; }
