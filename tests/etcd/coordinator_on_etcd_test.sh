@@ -9,28 +9,9 @@ set -euo pipefail
 
 COORDINATOR="$TEST_SRCDIR/$TEST_WORKSPACE/coordinator/coordinator"
 DDPCTL="$TEST_SRCDIR/$TEST_WORKSPACE/tools/ddpctl/ddpctl"
-ETCD=/usr/bin/etcd
-if [ ! -x "$ETCD" ]; then
-  echo "SKIPPED: $ETCD is not installed (tools/setup.sh installs etcd-server)"
-  exit 0
-fi
-WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/etcd.XXXXXX")"
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
-fail() { echo "FAILED: $*" >&2; tail -n 20 "$WORK"/*.log >&2 || true; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-client=$(free_port)
-peer=$(free_port)
-"$ETCD" --data-dir "$WORK/etcd" --name t --listen-client-urls "http://127.0.0.1:$client" \
-  --advertise-client-urls "http://127.0.0.1:$client" --listen-peer-urls "http://127.0.0.1:$peer" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "t=http://127.0.0.1:$peer" \
-  --max-txn-ops 100000 --log-level warn 2>"$WORK/etcd.log" &
-PIDS+=($!)
+source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/etcd/etcd_test_lib.sh"
+start_etcd
+client=$ETCD_CLIENT_PORT
 STORE="etcd://127.0.0.1:$client/e2e"
 
 start() {  # start DATA_DIR LOG: a coordinator on etcd; sets PID and ADDR
@@ -48,10 +29,6 @@ start() {  # start DATA_DIR LOG: a coordinator on etcd; sets PID and ADDR
 }
 ctl() { "$DDPCTL" --coordinator "$ADDR" "$@"; }
 
-for _ in $(seq 1 100); do  # etcd ready: its client port answers
-  python3 -c "import socket; socket.create_connection(('127.0.0.1', $client), 0.2)" 2>/dev/null && break
-  sleep 0.1
-done
 
 start "$WORK/a" "$WORK/a.log"
 ctl kv put alpha 1 | grep -q "revision 1" || fail "the first put is not revision 1"

@@ -13,37 +13,11 @@ set -euo pipefail
 
 COORDINATOR="$TEST_SRCDIR/$TEST_WORKSPACE/coordinator/coordinator"
 DDPCTL="$TEST_SRCDIR/$TEST_WORKSPACE/tools/ddpctl/ddpctl"
-ETCD=/usr/bin/etcd
-if [ ! -x "$ETCD" ]; then
-  echo "SKIPPED: $ETCD is not installed (tools/setup.sh installs etcd-server)"
-  exit 0
-fi
-if ! command -v curl >/dev/null; then
-  echo "SKIPPED: curl is not installed (tools/setup.sh installs it)"
-  exit 0
-fi
-WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/standby.XXXXXX")"
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
-fail() { echo "FAILED: $*" >&2; tail -n 20 "$WORK"/*.log >&2 || true; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-client=$(free_port)
-peer=$(free_port)
-"$ETCD" --data-dir "$WORK/etcd" --name t --listen-client-urls "http://127.0.0.1:$client" \
-  --advertise-client-urls "http://127.0.0.1:$client" --listen-peer-urls "http://127.0.0.1:$peer" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "t=http://127.0.0.1:$peer" \
-  --max-txn-ops 100000 --log-level warn 2>"$WORK/etcd.log" &
-PIDS+=($!)
+source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/etcd/etcd_test_lib.sh"
+command -v curl >/dev/null || fail "curl is not installed (tools/setup.sh installs it)"
+start_etcd
+client=$ETCD_CLIENT_PORT
 STORE="etcd://127.0.0.1:$client/standby"
-for _ in $(seq 1 100); do  # etcd ready: its client port answers
-  python3 -c "import socket; socket.create_connection(('127.0.0.1', $client), 0.2)" 2>/dev/null && break
-  sleep 0.1
-done
 
 declare -A GRPC HTTP PID
 start() {  # start NAME: a coordinator on $STORE with fixed gRPC and HTTP ports

@@ -11,9 +11,11 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -90,11 +92,24 @@ class HaPartitionTest : public ::testing::Test {
     EXPECT_EQ(lost, 0) << "of " << acked_.size() << " acknowledged writes";
   }
 
-  // After the cut at `cut_at`: the leader of `cut` stops serving (exit 5,
-  // "lost the leadership") within its 2 s lease, a coordinator of `standbys`
-  // leads, the writers go on through it, and nothing acknowledged is lost.
-  void ExpectStopsAndAStandbyTakesOver(CoordinatorGroup& cut, CoordinatorGroup& standbys,
-                                       absl::Time cut_at, FailoverKvClient* client) {
+  // `cut` (one coordinator, its etcd reached by a path `partition` breaks)
+  // leads, two standbys on etcd_ wait, writers put through all three. Then
+  // `partition`: the leader stops serving (exit 5, "lost the leadership")
+  // within its 2 s lease, a standby leads, the writers go on through it, and
+  // nothing acknowledged is lost.
+  void PartitionAndExpectAStandbyTakesOver(CoordinatorGroup& cut,
+                                           const std::function<absl::Status()>& partition) {
+    ASSERT_TRUE(cut.StartAll().ok());
+    ASSERT_EQ(cut.WaitForLeader(absl::Seconds(15)), 0) << "the first coordinator was not elected";
+    CoordinatorGroup standbys(dir_, etcd_->Store("p"), 2);
+    ASSERT_TRUE(standbys.StartAll().ok());
+    FailoverKvClient client(absl::StrCat(cut.Targets(), ",", standbys.Targets()));
+    StartWriters(&client);
+    // The writers use `client`: they end before it does, also on a failure.
+    absl::Cleanup stop_writers = [this] { StopWriters(); };
+    absl::SleepFor(absl::Milliseconds(500));
+    const absl::Time cut_at = absl::Now();
+    ASSERT_TRUE(partition().ok());
     std::optional<int> exited;
     while (!exited && absl::Now() < cut_at + absl::Seconds(10)) {
       exited = cut.at(0).ExitedWith();
@@ -124,7 +139,7 @@ class HaPartitionTest : public ::testing::Test {
     }
     EXPECT_GT(now, before + 10) << "no writes through the new leader";
     StopWriters();
-    ExpectAckedPresent(client);
+    ExpectAckedPresent(&client);
   }
 
   std::string dir_;
@@ -148,17 +163,10 @@ TEST_F(HaPartitionTest, LeaderCutOffFromEtcd_StopsWithinItsLease_AStandbyTakesOv
   mkdir((dir_ + "/cut").c_str(), 0755);
   CoordinatorGroup cut(dir_ + "/cut", absl::StrCat("etcd://", absl::StrJoin(through, ","), "/p"),
                        1);
-  ASSERT_TRUE(cut.StartAll().ok());
-  ASSERT_EQ(cut.WaitForLeader(absl::Seconds(15)), 0) << "the first coordinator was not elected";
-  CoordinatorGroup standbys(dir_, etcd_->Store("p"), 2);
-  ASSERT_TRUE(standbys.StartAll().ok());
-  FailoverKvClient client(absl::StrCat(cut.Targets(), ",", standbys.Targets()));
-  StartWriters(&client);
-  absl::SleepFor(absl::Milliseconds(500));
-
-  const absl::Time cut_at = absl::Now();
-  for (auto& proxy : proxies) proxy->SetPartitioned(true);
-  ExpectStopsAndAStandbyTakesOver(cut, standbys, cut_at, &client);
+  PartitionAndExpectAStandbyTakesOver(cut, [&] {
+    for (auto& proxy : proxies) proxy->SetPartitioned(true);
+    return absl::OkStatus();
+  });
 }
 
 // The same with the kernel making the partition: the leader runs in a network
@@ -182,18 +190,7 @@ TEST_F(HaPartitionTest, LeaderInANetworkNamespaceCutOffFromEtcd_StopsWithinItsLe
         options.command_prefix = (*ns)->ExecPrefix();
         options.host = (*ns)->address();
       });
-  ASSERT_TRUE(cut.StartAll().ok());
-  ASSERT_EQ(cut.WaitForLeader(absl::Seconds(15)), 0)
-      << "the namespaced coordinator was not elected";
-  CoordinatorGroup standbys(dir_, etcd_->Store("p"), 2);
-  ASSERT_TRUE(standbys.StartAll().ok());
-  FailoverKvClient client(absl::StrCat(cut.Targets(), ",", standbys.Targets()));
-  StartWriters(&client);
-  absl::SleepFor(absl::Milliseconds(500));
-
-  const absl::Time cut_at = absl::Now();
-  ASSERT_TRUE((*ns)->Cut().ok());
-  ExpectStopsAndAStandbyTakesOver(cut, standbys, cut_at, &client);
+  PartitionAndExpectAStandbyTakesOver(cut, [&] { return (*ns)->Cut(); });
 }
 
 TEST_F(HaPartitionTest, EtcdDown_LeaderStops_NothingAcknowledged_BackWithEverything) {
