@@ -217,4 +217,25 @@ absl::Status ParseRankList(absl::string_view flag, absl::string_view value, std:
   return absl::OkStatus();
 }
 
+absl::Status ParseModuleList(absl::string_view flag, absl::string_view value,
+                             std::vector<std::string>* out) {
+  out->clear();
+  const std::string expected =
+      absl::StrCat("up to ", kMaxPrewarmModules, " comma-separated Python modules of up to ",
+                   kMaxModuleNameChars, " characters, e.g. torch,torch.distributed");
+  for (absl::string_view module : absl::StrSplit(value, ',')) {
+    bool valid = !module.empty() && module.size() <= kMaxModuleNameChars;
+    for (absl::string_view part : absl::StrSplit(module, '.')) {
+      valid = valid && !part.empty() && !absl::ascii_isdigit(part[0]);
+      for (char c : part) valid = valid && (absl::ascii_isalnum(c) || c == '_');
+    }
+    if (!valid || out->size() == kMaxPrewarmModules) {
+      out->clear();
+      return BadValue(flag, value, expected);
+    }
+    out->emplace_back(module);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ddp::client::launch_flags

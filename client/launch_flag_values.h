@@ -20,6 +20,8 @@ inline constexpr int kMaxProcsPerNode = 1024;
 inline constexpr int kMaxRestarts = 1000000;
 inline constexpr size_t kMaxIdChars = 128;
 inline constexpr size_t kMaxShownChars = 80;
+inline constexpr size_t kMaxPrewarmModules = 32;
+inline constexpr size_t kMaxModuleNameChars = 200;
 
 // `text`, cut to kMaxShownChars with "..." appended.
 std::string Shown(absl::string_view text);
@@ -40,6 +42,10 @@ absl::Status ParseNproc(absl::string_view flag, absl::string_view value, const H
                         LaunchOptions* o);
 absl::Status ParseRdzvConf(absl::string_view flag, absl::string_view value, RendezvousConf* conf);
 absl::Status ParseRankList(absl::string_view flag, absl::string_view value, std::set<int>* out);
+// MODULE[,MODULE...]: up to kMaxPrewarmModules dotted Python names
+// (torch.distributed), each up to kMaxModuleNameChars.
+absl::Status ParseModuleList(absl::string_view flag, absl::string_view value,
+                             std::vector<std::string>* out);
 
 }  // namespace ddp::client::launch_flags
 

@@ -34,6 +34,7 @@ using launch_flags::ParseDuration;
 using launch_flags::ParseEndpoint;
 using launch_flags::ParseId;
 using launch_flags::ParseInt;
+using launch_flags::ParseModuleList;
 using launch_flags::ParseNnodes;
 using launch_flags::ParseNonBlank;
 using launch_flags::ParseNproc;
@@ -237,6 +238,10 @@ const std::vector<Flag>& Flags() {
        true,
        "PET_LOCAL_RANKS_FILTER",
        [](V f, V v, H, O o) { return ParseRankList(f, v, &o->local_ranks_filter); }},
+      {{"--prewarm"},
+       true,
+       "DDP_PREWARM",
+       [](V f, V v, H, O o) { return ParseModuleList(f, v, &o->prewarm); }},
       {{"--local-addr"},
        true,
        "PET_LOCAL_ADDR",
@@ -436,6 +441,11 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
     return absl::InvalidArgumentError(
         "--module and --no-python cannot be used together: a module needs the "
         "interpreter");
+  }
+  if (!o.prewarm.empty() && o.no_python) {
+    return absl::InvalidArgumentError(
+        "--prewarm keeps Python interpreters ready, but --no-python runs ENTRYPOINT without "
+        "one: drop one of the two");
   }
   if (o.rdzv_conf.shutdown_timeout) o.shutdown_timeout = *o.rdzv_conf.shutdown_timeout;
   if (o.rdzv_backend == "c10d" && o.coordinator.find(',') != std::string::npos) {

@@ -123,6 +123,10 @@ struct LaunchOptions {
   // coordinator with authorization; the workers get it as DDP_TOKEN.
   std::string token;
   std::string python_exec = "python3";  // $PYTHON_EXEC
+  // --prewarm MODULE[,MODULE...]: a standby interpreter per local rank with
+  // these imported, handed over as the worker of the next generation
+  // (client/prewarm/standby_pool.h); empty: every start is cold.
+  std::vector<std::string> prewarm;
   std::string entrypoint;
   std::vector<std::string> script_args;
   bool help = false;  // -h / --help given: print LaunchUsage() and exit 0

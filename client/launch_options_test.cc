@@ -213,6 +213,19 @@ TEST(ParseLaunchOptionsTest, Parse_StaticForm_CoordinatorAtMasterPortPlusOne) {
   EXPECT_EQ(with.coordinator, "c:1");
 }
 
+TEST(ParseLaunchOptionsTest, Parse_Prewarm_ModulesInOrder) {
+  EXPECT_TRUE(ParseOk("t.py").prewarm.empty());
+  EXPECT_EQ(ParseOk("--prewarm torch,torch.distributed,_x9 t.py").prewarm,
+            (std::vector<std::string>{"torch", "torch.distributed", "_x9"}));
+  EXPECT_EQ(ParseOk("t.py", TestHost(0, {{"DDP_PREWARM", "numpy"}})).prewarm,
+            (std::vector<std::string>{"numpy"}));
+  std::string many = "m0";
+  for (int i = 1; i < 33; ++i) many += ",m" + std::to_string(i);
+  auto parsed = ParseLaunchOptions(Args("--prewarm " + many + " t.py"), TestHost());
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("up to 32"), std::string::npos) << parsed.status();
+}
+
 TEST(ParseLaunchOptionsTest, Parse_RunPath_WinsOverNoPython) {
   LaunchOptions o = ParseOk("--no-python --run-path /abs/train.py");
   EXPECT_TRUE(o.run_path);
@@ -286,6 +299,11 @@ struct BadRow {
 TEST(ParseLaunchOptionsTest, Parse_BadInput_InvalidArgumentWithClearMessage) {
   const std::vector<BadRow> rows = {
       {"--bogus t.py", "unknown flag '--bogus'"},
+      {"--prewarm torch,,numpy t.py", "invalid value 'torch,,numpy' for --prewarm"},
+      {"--prewarm 1torch t.py", "comma-separated Python modules"},
+      {"--prewarm torch;rm t.py", "e.g. torch,torch.distributed"},
+      {"--prewarm torch. t.py", "--prewarm"},
+      {"--prewarm torch --no-python t.sh", "--no-python runs ENTRYPOINT without"},
       {"--nproc_pre_node=2 t.py", "unknown flag '--nproc-pre-node'"},
       {"--nnodes 3:2 t.py", "MIN (3) is greater than MAX (2)"},
       {"--nnodes 0 t.py", "1 <= MIN <= MAX"},

@@ -72,6 +72,15 @@ Workers
                                   launch; default) or --local-rank=N (torch 2.x's).
   --run-path                      Run ENTRYPOINT (a path) through Python even when it is an
                                   executable; wins over --no-python (torchrun's --run-path).
+  --prewarm MODULE[,MODULE...]    Keep one standby interpreter per local rank with these
+                                  modules imported (e.g. torch,torch.distributed), its
+                                  rank's static environment set; the next generation's
+                                  worker is that interpreter, given the generation's
+                                  environment: a restart does not pay for `import torch`.
+                                  The script sees what a cold start sees. A standby that
+                                  cannot serve (environment changed, died, not a Python
+                                  entry point) means a cold start, logged. Costs one idle
+                                  interpreter's memory per local rank ($DDP_PREWARM).
   PYTHON_EXEC (environment)       Interpreter for Python entry points. Default: python3.
   A `.py` ENTRYPOINT or -m runs as $PYTHON_EXEC -u ...; an executable file runs as it is;
   anything else runs under Python, as torchrun does.

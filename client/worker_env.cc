@@ -1,5 +1,7 @@
 #include "client/worker_env.h"
 
+#include <set>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
@@ -52,6 +54,32 @@ EnvMap BuildWorkerEnv(const v1::Assignment& a, const WorkerEnvContext& c, int lo
     env["DDP_NCCL_UNIQUE_ID"] = absl::BytesToHexString(a.nccl_unique_id());
   }
   return env;
+}
+
+bool ChangesEveryGeneration(const std::string& key) {
+  static const auto* const kGenerationVariables =
+      new std::set<std::string>{"RANK",
+                                "WORLD_SIZE",
+                                "GROUP_RANK",
+                                "GROUP_WORLD_SIZE",
+                                "ROLE_RANK",
+                                "ROLE_WORLD_SIZE",
+                                "MASTER_ADDR",
+                                "MASTER_PORT",
+                                "DDP_GENERATION",
+                                "DDP_HEARTBEAT_FILE",
+                                "DDP_NCCL_UNIQUE_ID",
+                                "TORCHELASTIC_RESTART_COUNT",
+                                "TORCHELASTIC_ERROR_FILE"};
+  return kGenerationVariables->count(key) > 0;
+}
+
+EnvMap StaticPart(const EnvMap& env) {
+  EnvMap part;
+  for (const auto& [key, value] : env) {
+    if (!ChangesEveryGeneration(key)) part.emplace(key, value);
+  }
+  return part;
 }
 
 EnvMap CurrentEnvironment() {

@@ -49,6 +49,17 @@ struct WorkerEnvContext {
 EnvMap BuildWorkerEnv(const v1::Assignment& assignment, const WorkerEnvContext& context,
                       int local_rank, const WorkerFiles& files, const EnvMap& base);
 
+// True for the variables whose values change from one generation to the next
+// (RANK, WORLD_SIZE, MASTER_ADDR/PORT, the restart count, the NCCL id, the
+// generation's files, ...); everything else a worker gets is its rank's
+// static environment (LOCAL_RANK, LOCAL_WORLD_SIZE, OMP_NUM_THREADS,
+// CUDA_VISIBLE_DEVICES, the user's variables), which a --prewarm standby
+// already has when it imports.
+bool ChangesEveryGeneration(const std::string& key);
+
+// `env` without the variables of ChangesEveryGeneration.
+EnvMap StaticPart(const EnvMap& env);
+
 // This process's environment.
 EnvMap CurrentEnvironment();
 

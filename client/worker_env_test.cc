@@ -115,6 +115,37 @@ TEST(BuildWorkerEnvTest, Build_InheritedTorchVars_Overwritten) {
   EXPECT_EQ(env["WORLD_SIZE"], "8");
 }
 
+TEST(StaticPartTest, TwoGenerations_EveryDifferenceIsAGenerationVariable) {
+  v1::Assignment later = TwoNodeAssignment();
+  later.set_generation(8);
+  later.set_restart_count(3);
+  later.set_group_rank(0);
+  later.set_group_world_size(3);
+  later.set_global_rank_offset(0);
+  later.set_world_size(12);
+  later.set_role_rank_offset(2);
+  later.set_role_world_size(6);
+  later.set_master_addr("10.0.0.2");
+  later.set_master_port(29502);
+  later.set_nccl_unique_id(std::string(128, '\x02'));
+  const EnvMap base = {{"PATH", "/bin"}, {"CUDA_VISIBLE_DEVICES", "1"}};
+  const EnvMap first =
+      BuildWorkerEnv(TwoNodeAssignment(), Context(2), 1, WorkerFilesFor("/r", 7, 1), base);
+  const EnvMap second = BuildWorkerEnv(later, Context(2), 1, WorkerFilesFor("/r", 8, 1), base);
+  for (const auto& [key, value] : first) {
+    if (second.at(key) != value) EXPECT_TRUE(ChangesEveryGeneration(key)) << key;
+  }
+  EXPECT_EQ(StaticPart(first), StaticPart(second));
+  const EnvMap part = StaticPart(first);
+  EXPECT_EQ(part.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(part.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(part.at("OMP_NUM_THREADS"), "1");
+  EXPECT_EQ(part.at("CUDA_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(part.count("RANK"), 0u);
+  EXPECT_EQ(part.count("DDP_NCCL_UNIQUE_ID"), 0u);
+  EXPECT_EQ(part.count("TORCHELASTIC_ERROR_FILE"), 0u);
+}
+
 TEST(EnvHelpersTest, ToEnvStrings_And_CurrentEnvironment_RoundTrip) {
   EXPECT_EQ(ToEnvStrings({{"A", "1"}, {"B", "x=y"}}), (std::vector<std::string>{"A=1", "B=x=y"}));
   setenv("DDP_WORKER_ENV_TEST", "v=1", 1);

@@ -29,8 +29,8 @@ absl::Status ErrnoError(absl::string_view what) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write, int report_write,
-                            char* const argv[], char* const envp[]) {
+[[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write, int control,
+                            int report_write, char* const argv[], char* const envp[]) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);  // the agent died before prctl took effect
@@ -45,6 +45,17 @@ absl::Status ErrnoError(absl::string_view what) {
     const int err = errno;
     (void)!write(report_write, &err, sizeof(err));
     _exit(127);
+  }
+  if (control >= 0) {
+    // Descriptor 3 becomes the control pipe; the report pipe moves away if it
+    // sits there. dup2 clears close-on-exec on its copy; a control pipe
+    // already at 3 keeps its flag, so clear it.
+    if (report_write == 3) report_write = fcntl(3, F_DUPFD_CLOEXEC, 10);
+    if ((control == 3 ? fcntl(3, F_SETFD, 0) : dup2(control, 3)) < 0) {
+      const int err = errno;
+      (void)!write(report_write, &err, sizeof(err));
+      _exit(127);
+    }
   }
   execvpe(argv[0], argv, envp);
   const int err = errno;
@@ -89,8 +100,8 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
   }
   if (pid == 0) {
     ExecChild(parent, stdio.stdout_target >= 0 ? stdio.stdout_target : out[1],
-              stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], report[1], argv_ptrs.data(),
-              env_ptrs.data());
+              stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], stdio.control_fd, report[1],
+              argv_ptrs.data(), env_ptrs.data());
   }
   setpgid(pid, pid);  // EACCES after exec is fine: the child did it itself
   CloseIfOpen(out[1]);

@@ -48,6 +48,9 @@ struct SpawnedWorker {
 struct WorkerStdio {
   int stdout_target = -1;
   int stderr_target = -1;
+  // >= 0: this descriptor of the caller becomes the child's descriptor 3
+  // (a standby's start-message pipe, client/prewarm/); -1: none.
+  int control_fd = -1;
 };
 
 // Possible errors: INVALID_ARGUMENT (empty argv), INTERNAL

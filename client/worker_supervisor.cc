@@ -41,6 +41,17 @@ void CloseFd(int& fd) {
 
 }  // namespace
 
+WorkerStdio DirectConsoleTargets(const WorkerSpec& spec, int console_out_fd, int console_err_fd) {
+  WorkerStdio stdio;
+  if (!IncludesStdout(spec.tee) && !IncludesStdout(spec.redirect)) {
+    stdio.stdout_target = console_out_fd;
+  }
+  if (!IncludesStderr(spec.tee) && !IncludesStderr(spec.redirect)) {
+    stdio.stderr_target = console_err_fd;
+  }
+  return stdio;
+}
+
 std::string WorkerExit::Describe() const {
   switch (kind) {
     case Kind::kExited:
@@ -165,21 +176,20 @@ class WorkerSupervisor::EventLoop {
       if (absl::Status s = MakeDirectories(spec.files.dir); !s.ok()) return s;
       unlink(spec.files.error_file.c_str());  // stale files of a reused directory
       unlink(spec.files.heartbeat_file.c_str());
-      WorkerStdio stdio;
+      const WorkerStdio stdio = DirectConsoleTargets(spec, o.console_out_fd, o.console_err_fd);
       auto make_router = [&](bool is_out) -> std::unique_ptr<OutputRouter> {
+        if ((is_out ? stdio.stdout_target : stdio.stderr_target) >= 0) {
+          return nullptr;  // the worker writes to the console itself
+        }
         const bool teed = is_out ? IncludesStdout(spec.tee) : IncludesStderr(spec.tee);
         const bool redirected =
             is_out ? IncludesStdout(spec.redirect) : IncludesStderr(spec.redirect);
-        const int console = is_out ? o.console_out_fd : o.console_err_fd;
-        if (!teed && !redirected && console >= 0) {
-          (is_out ? stdio.stdout_target : stdio.stderr_target) = console;
-          return nullptr;  // the worker writes to the console itself
-        }
         OutputRouter::Options r;
         if (teed || redirected) {
           r.file_path = is_out ? spec.files.stdout_log : spec.files.stderr_log;
         }
-        if (teed && spec.show_on_console) r.console_fd = console;
+        if (teed && spec.show_on_console)
+          r.console_fd = is_out ? o.console_out_fd : o.console_err_fd;
         r.prefix = spec.console_prefix;
         r.max_line_bytes = o.max_line_bytes;
         return std::make_unique<OutputRouter>(std::move(r));
@@ -193,8 +203,9 @@ class WorkerSupervisor::EventLoop {
         if (absl::Status s = w.err->Open(); !s.ok()) return s;
       }
 
-      DDP_ASSIGN_OR_RETURN(SpawnedWorker process,
-                           SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio));
+      DDP_ASSIGN_OR_RETURN(
+          SpawnedWorker process,
+          o.launch ? o.launch(spec, stdio) : SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio));
       w.process = process;
       {
         absl::MutexLock lock(&owner_->mu_);

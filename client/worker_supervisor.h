@@ -57,12 +57,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/error_file.h"
 #include "client/std_streams.h"
 #include "client/worker_env.h"
 #include "client/worker_files.h"
+#include "client/worker_process.h"
 #include "common/clock.h"
 
 namespace ddp::client {
@@ -124,6 +126,11 @@ struct WorkerState {
   bool hung = false;
 };
 
+// Which of the worker's streams it writes to the console itself (the
+// console's descriptor; the worker holds it): those neither redirected nor
+// teed, as torchrun. The others (-1) go through a pipe to an OutputRouter.
+WorkerStdio DirectConsoleTargets(const WorkerSpec& spec, int console_out_fd, int console_err_fd);
+
 class WorkerSupervisor {
  public:
   struct Options {
@@ -135,6 +142,10 @@ class WorkerSupervisor {
     int console_err_fd = 2;
     size_t max_line_bytes = 64 << 10;
     ErrorFileLimits error_file_limits;
+    // Starts one worker with the descriptors of DirectConsoleTargets (a
+    // --prewarm StandbyPool hands over a warm interpreter here); called on
+    // the monitor thread. null: SpawnWorker, a cold start.
+    std::function<absl::StatusOr<SpawnedWorker>(const WorkerSpec&, const WorkerStdio&)> launch;
   };
   using ExitCallback = std::function<void(const WorkerExit&)>;
 

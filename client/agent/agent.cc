@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/free_port.h"
 #include "client/launcher_error_file.h"
 #include "client/nccl_unique_id.h"
@@ -129,11 +130,15 @@ Agent::Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link)
         link_->LeaseExpired();
         Post(LeaseExpiredEvent{generation});
       });
+  StartStandbys();
 }
 
 Agent::~Agent() {
   StopWorkers("the agent is shutting down");
   lease_.reset();  // joins its thread before the members it uses go
+  // After every worker it started stopped: its thread is their
+  // PR_SET_PDEATHSIG parent.
+  standby_pool_.reset();
 }
 
 void Agent::OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) {
@@ -338,26 +343,19 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   generation_ = p.generation();
   exits_.clear();
   link_->SetGeneration(generation_);
-  const LaunchOptions& launch = options_.launch;
-  WorkerEnvContext context{launch.job_id,        launch.coordinator, launch.role, p.max_restarts(),
-                           p.local_world_size(), lease_file_,        launch.token};
   std::vector<WorkerSpec> specs;
   for (int local_rank = 0; local_rank < p.local_world_size(); ++local_rank) {
-    WorkerSpec spec;
-    spec.local_rank = local_rank;
-    spec.global_rank = static_cast<int>(p.global_rank_offset()) + local_rank;
-    spec.argv = BuildWorkerArgv(launch, local_rank);
-    spec.files = WorkerFilesFor(options_.run_dir, p.generation(), local_rank);
-    spec.env = BuildWorkerEnv(p, context, local_rank, spec.files, options_.base_env);
-    spec.redirect = launch.redirects.ForRank(local_rank);
-    spec.tee = launch.tee.ForRank(local_rank);
-    spec.show_on_console =
-        launch.local_ranks_filter.empty() || launch.local_ranks_filter.count(local_rank) > 0;
-    spec.console_prefix = absl::StrCat("[", launch.role, local_rank, "]:");
-    specs.push_back(std::move(spec));
+    specs.push_back(SpecFor(p, local_rank));
+  }
+  WorkerSupervisor::Options supervisor_options = options_.supervisor;
+  if (standby_pool_ != nullptr) {
+    supervisor_options.launch = [pool = standby_pool_.get()](const WorkerSpec& spec,
+                                                             const WorkerStdio& stdio) {
+      return pool->Launch(spec, stdio);
+    };
   }
   const int64_t generation = generation_;
-  auto supervisor = std::make_shared<WorkerSupervisor>(options_.supervisor, clock_,
+  auto supervisor = std::make_shared<WorkerSupervisor>(supervisor_options, clock_,
                                                        [this, generation](const WorkerExit& exit) {
                                                          Post(ExitEvent{generation, exit});
                                                        });
@@ -383,6 +381,57 @@ void Agent::StartWorkers(const v1::Assignment& p) {
     exits_.push_back(failure);
     ReportExit(failure);
   }
+}
+
+WorkerSpec Agent::SpecFor(const v1::Assignment& p, int local_rank) const {
+  const LaunchOptions& launch = options_.launch;
+  WorkerEnvContext context{launch.job_id,        launch.coordinator, launch.role, p.max_restarts(),
+                           p.local_world_size(), lease_file_,        launch.token};
+  WorkerSpec spec;
+  spec.local_rank = local_rank;
+  spec.global_rank = static_cast<int>(p.global_rank_offset()) + local_rank;
+  spec.argv = BuildWorkerArgv(launch, local_rank);
+  spec.files = WorkerFilesFor(options_.run_dir, p.generation(), local_rank);
+  spec.env = BuildWorkerEnv(p, context, local_rank, spec.files, options_.base_env);
+  spec.redirect = launch.redirects.ForRank(local_rank);
+  spec.tee = launch.tee.ForRank(local_rank);
+  spec.show_on_console =
+      launch.local_ranks_filter.empty() || launch.local_ranks_filter.count(local_rank) > 0;
+  spec.console_prefix = absl::StrCat("[", launch.role, local_rank, "]:");
+  return spec;
+}
+
+void Agent::StartStandbys() {
+  const LaunchOptions& launch = options_.launch;
+  if (launch.prewarm.empty()) return;
+  if (options_.run_dir.empty()) {
+    DDP_LOG(WARNING) << "--prewarm ignored: no run directory for its files";
+    return;
+  }
+  StandbyPoolOptions pool_options;
+  pool_options.modules = launch.prewarm;
+  pool_options.python_exec = launch.python_exec;
+  pool_options.site_dir = options_.run_dir + "/prewarm";
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool = StandbyPool::Create(pool_options);
+  if (!pool.ok()) {
+    DDP_LOG(WARNING) << "--prewarm off: " << pool.status();
+    return;
+  }
+  standby_pool_ = std::move(*pool);
+  // The environment the first assignment will most likely bring (this node's
+  // nproc and restart budget); a different one means a cold start, logged.
+  v1::Assignment expected;
+  expected.set_local_world_size(launch.nproc_per_node);
+  expected.set_max_restarts(launch.max_restarts);
+  for (int local_rank = 0; local_rank < launch.nproc_per_node; ++local_rank) {
+    const WorkerSpec spec = SpecFor(expected, local_rank);
+    standby_pool_->Prepare(spec,
+                           DirectConsoleTargets(spec, options_.supervisor.console_out_fd,
+                                                options_.supervisor.console_err_fd),
+                           absl::ZeroDuration());
+  }
+  DDP_LOG(INFO) << "--prewarm: preparing " << launch.nproc_per_node << " standby interpreters with "
+                << absl::StrJoin(launch.prewarm, ",") << " imported";
 }
 
 void Agent::HandleRequestMasterInfo(const v1::RequestMasterInfo& request) {

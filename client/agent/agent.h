@@ -60,6 +60,7 @@
 #include "client/agent/session_link.h"
 #include "client/agent/worker_lease.h"
 #include "client/launch_options.h"
+#include "client/prewarm/standby_pool.h"
 #include "client/root_cause.h"
 #include "client/worker_env.h"
 #include "client/worker_supervisor.h"
@@ -157,6 +158,11 @@ class Agent : public SessionEvents {
   void RecordExit(const WorkerExit& exit);
   void ReportExit(const WorkerExit& exit);
   void StartWorkers(const v1::Assignment& assignment);
+  // The worker of `local_rank` for assignment `p`.
+  WorkerSpec SpecFor(const v1::Assignment& p, int local_rank) const;
+  // --prewarm: the standby pool, and a standby per local rank for the
+  // environment the first assignment will most likely bring.
+  void StartStandbys();
   // Stops and releases the current workers (if any); blocks until reaped.
   // Returns their final states (empty when there were none).
   // `first_signal`: see WorkerSupervisor::Stop.
@@ -184,6 +190,9 @@ class Agent : public SessionEvents {
   std::vector<WorkerExit> exits_;
   std::optional<std::pair<int64_t, v1::MasterInfo>> master_answer_;
   std::optional<int> exit_code_;
+
+  // --prewarm; null without. Reset in the destructor after the workers stop.
+  std::unique_ptr<StandbyPool> standby_pool_;
 
   // Last: its thread calls back into the members above.
   std::string lease_file_;

@@ -1,0 +1,140 @@
+#ifndef DDP_CLIENT_PREWARM_STANDBY_POOL_H_
+#define DDP_CLIENT_PREWARM_STANDBY_POOL_H_
+
+// ddp-client --prewarm MODULE[,MODULE...]: one standby interpreter per local
+// rank, with MODULE... already imported, handed over as the worker when its
+// generation starts. What the import costs (seconds for torch) is then paid
+// before the failure, not after it.
+//
+// A standby is the worker's own command line (`PY -u SCRIPT ARGS` or
+// `PY -u -m MODULE ARGS`) started with its rank's static environment
+// (StaticPart of worker_env.h: everything but the generation's variables) and
+// PYTHONPATH led by a directory holding sitecustomize.py (client/prewarm/):
+// the interpreter imports that while it starts, and there the standby imports
+// MODULE..., says "ready" on descriptor 3 (a socket to this pool) and waits.
+// Launch() sends the generation's complete environment over the socket and
+// closes it; the interpreter sets os.environ to it and goes on to run the
+// entry point as __main__ itself, as a cold start does.
+//
+//   Prepare(spec)      a standby for spec.local_rank, after `delay`, made on
+//                      the pool's thread (its PR_SET_PDEATHSIG thread: the
+//                      pool outlives every process it started)
+//   Launch(spec)       the standby of that rank when it can serve: same argv,
+//                      same static environment, same console descriptors,
+//                      still alive (importing still: it goes on and starts
+//                      when done); else a cold SpawnWorker, and a log line
+//                      with the reason (variable names, never values). Either
+//                      way a new standby for the rank is prepared after
+//                      `refill_delay` (so it does not compete with the
+//                      workers starting now).
+//   a standby that cannot import MODULE exits 17; its error is logged once
+//   and that rank starts cold until its command or environment changes.
+//
+// Thread-safety: every public method is thread-safe. Launch runs on a
+// WorkerSupervisor's monitor thread (WorkerSupervisor::Options::launch).
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/worker_env.h"
+#include "client/worker_process.h"
+#include "client/worker_supervisor.h"
+
+namespace ddp::client {
+
+struct StandbyPoolOptions {
+  std::vector<std::string> modules;  // what a standby imports (validated dotted names)
+  std::string python_exec = "python3";
+  // Where sitecustomize.py is written (created if missing), e.g.
+  // RUN_DIR/prewarm.
+  std::string site_dir;
+  absl::Duration refill_delay = absl::Seconds(3);
+};
+
+class StandbyPool {
+ public:
+  struct Counts {
+    int warm_starts = 0;
+    int cold_starts = 0;
+    int standbys_ready = 0;  // imported and waiting now
+  };
+
+  // Writes sitecustomize.py into options.site_dir and starts the pool's
+  // thread. Possible errors: INVALID_ARGUMENT (no modules), INTERNAL (the
+  // directory or file, named).
+  static absl::StatusOr<std::unique_ptr<StandbyPool>> Create(StandbyPoolOptions options);
+  // Drops every standby (each exits at EOF; SIGKILL after a second) and
+  // reaps it.
+  ~StandbyPool();
+  StandbyPool(const StandbyPool&) = delete;
+  StandbyPool& operator=(const StandbyPool&) = delete;
+
+  // A standby for spec.local_rank (replacing the one it has) `delay` from
+  // now. Nothing when the command is not `python_exec -u ...`.
+  void Prepare(const WorkerSpec& spec, const WorkerStdio& stdio, absl::Duration delay);
+  // Starts spec's worker: warm from the rank's standby, else cold (see above).
+  absl::StatusOr<SpawnedWorker> Launch(const WorkerSpec& spec, const WorkerStdio& stdio);
+
+  // Blocks until every rank in `local_ranks` has a ready standby or `timeout`
+  // passed; true when they all do.
+  bool AwaitReady(const std::vector<int>& local_ranks, absl::Duration timeout);
+  Counts counts() const;
+
+ private:
+  struct Standby;
+  struct Request {
+    std::vector<std::string> argv;
+    EnvMap static_env;
+    WorkerStdio stdio;
+    absl::Time due;
+  };
+
+  explicit StandbyPool(StandbyPoolOptions options);
+  void Loop();
+  // On the pool's thread.
+  void StartDue() ABSL_LOCKS_EXCLUDED(mu_);
+  void ReadMessages() ABSL_LOCKS_EXCLUDED(mu_);
+  void ReapRetired() ABSL_LOCKS_EXCLUDED(mu_);
+  void Wake();
+  // Why `standby` cannot serve `spec`; empty when it can.
+  std::string Mismatch(const Standby& standby, const WorkerSpec& spec,
+                       const WorkerStdio& stdio) const;
+  void RetireLocked(std::unique_ptr<Standby> standby) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const StandbyPoolOptions options_;
+  int wake_fd_ = -1;
+
+  mutable absl::Mutex mu_;
+  bool quit_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<int, Request> requests_ ABSL_GUARDED_BY(mu_);                   // by local rank
+  std::map<int, std::unique_ptr<Standby>> standbys_ ABSL_GUARDED_BY(mu_);  // by local rank
+  // Dropped standbys not yet reaped.
+  std::vector<std::unique_ptr<Standby>> retired_ ABSL_GUARDED_BY(mu_);
+  // Rank -> the argv + static environment whose import failed (not retried).
+  std::map<int, std::string> failed_ ABSL_GUARDED_BY(mu_);
+  Counts counts_ ABSL_GUARDED_BY(mu_);
+  // Sockets of handed-over standbys, closed on the pool's thread (which may
+  // be polling them).
+  std::vector<int> closing_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+// True when `argv` is a Python worker a standby can be: `python_exec -u ...`.
+bool IsWarmableCommand(const std::vector<std::string>& argv, const std::string& python_exec);
+
+// The start message: the environment's KEY=VALUE entries, each ended by a
+// NUL, then one more NUL (the standby runs nothing on a message cut short).
+std::string EncodeStartMessage(const EnvMap& env);
+
+}  // namespace ddp::client
+
+#endif  // DDP_CLIENT_PREWARM_STANDBY_POOL_H_

@@ -1,0 +1,244 @@
+#include "client/prewarm/standby_pool.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "client/worker_supervisor.h"
+#include "common/clock.h"
+#include "gtest/gtest.h"
+
+namespace ddp::client {
+namespace {
+
+// Loose bounds for real interpreters on a loaded 2-core machine.
+constexpr absl::Duration kImport = absl::Seconds(60);
+constexpr absl::Duration kRun = absl::Seconds(120);
+
+std::string TestDir(const std::string& name) {
+  const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
+  EXPECT_TRUE(MakeDirectories(dir).ok());
+  return dir;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The interpreter with PyTorch where there is one (Debian's), else python3.
+std::string Python() {
+  return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+std::string DumpScriptDir() {
+  return absl::StrCat(getenv("TEST_SRCDIR"), "/", getenv("TEST_WORKSPACE"),
+                      "/client/prewarm/testdata");
+}
+
+// A worker of generation `generation` running dump_main into `dir`/OUT.
+WorkerSpec DumpSpec(const std::string& dir, int generation, bool as_module,
+                    const std::vector<std::string>& extra_args = {}) {
+  WorkerSpec spec;
+  spec.local_rank = 0;
+  spec.global_rank = generation;
+  const std::string out = absl::StrCat(dir, "/dump.json");
+  spec.argv =
+      as_module ? std::vector<std::string>{Python(), "-u", "-m", "dump_main", out}
+                : std::vector<std::string>{Python(), "-u", DumpScriptDir() + "/dump_main.py", out};
+  spec.argv.insert(spec.argv.end(), extra_args.begin(), extra_args.end());
+  spec.env = {{"PATH", getenv("PATH")},
+              {"HOME", "/nonexistent"},
+              {"LOCAL_RANK", "0"},
+              {"RANK", absl::StrCat(generation)},
+              {"MASTER_PORT", absl::StrCat(29500 + generation)},
+              {"DDP_GENERATION", absl::StrCat(generation)}};
+  if (as_module) spec.env["PYTHONPATH"] = DumpScriptDir();
+  spec.files = WorkerFilesFor(dir, generation, 0);
+  spec.redirect = Std::kAll;  // the traceback lands in stderr.log
+  return spec;
+}
+
+// How dump_main writes one os.environ entry.
+std::string EnvEntry(const std::string& key, const std::string& value) {
+  return absl::StrCat("[\n   \"", key, "\",\n   \"", value, "\"\n  ]");
+}
+
+struct WorkerRun {
+  std::string dump;
+  std::string stderr_log;
+  pid_t pid = -1;
+  WorkerExit exit;
+};
+
+// Runs one worker through a WorkerSupervisor with `launch` (null: cold).
+WorkerRun RunWorker(WorkerSpec spec, StandbyPool* pool) {
+  WorkerSupervisor::Options options;
+  options.heartbeat_timeout = absl::ZeroDuration();
+  if (pool != nullptr) {
+    options.launch = [pool](const WorkerSpec& s, const WorkerStdio& stdio) {
+      return pool->Launch(s, stdio);
+    };
+  }
+  WorkerRun run;
+  absl::Mutex mu;
+  WorkerSupervisor supervisor(options, MonotonicClock::Get(), [&](const WorkerExit& exit) {
+    absl::MutexLock lock(&mu);
+    run.exit = exit;
+  });
+  const std::string dump_path = spec.argv[spec.argv[2] == "-m" ? 4 : 3];
+  const WorkerFiles files = spec.files;
+  EXPECT_TRUE(supervisor.Start({std::move(spec)}).ok());
+  EXPECT_TRUE(supervisor.AwaitAllExited(kRun));
+  run.pid = supervisor.Workers()[0].pid;
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(5)).ok());
+  run.dump = ReadFile(dump_path);
+  run.stderr_log = ReadFile(files.stderr_log);
+  return run;
+}
+
+std::unique_ptr<StandbyPool> MakePool(const std::string& dir, std::vector<std::string> modules,
+                                      absl::Duration refill_delay = absl::Seconds(3)) {
+  StandbyPoolOptions options;
+  options.modules = std::move(modules);
+  options.python_exec = Python();
+  options.site_dir = absl::StrCat(dir, "/prewarm");
+  options.refill_delay = refill_delay;
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool = StandbyPool::Create(options);
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  return pool.ok() ? std::move(*pool) : nullptr;
+}
+
+// Everything of a cold start and a warm start of the same generation, with
+// the directory names made equal.
+void ExpectSameAsCold(bool as_module) {
+  const std::string cold_dir = TestDir(as_module ? "cold_m" : "cold");
+  const std::string warm_dir = TestDir(as_module ? "warm_m" : "warm");
+  const WorkerRun cold = RunWorker(DumpSpec(cold_dir, 2, as_module, {"raise"}), nullptr);
+
+  std::unique_ptr<StandbyPool> pool = MakePool(warm_dir, {"json", "email.mime.text"});
+  // Prepared with generation 1's environment, launched with generation 2's.
+  WorkerSpec first = DumpSpec(warm_dir, 1, as_module, {"raise"});
+  pool->Prepare(first, DirectConsoleTargets(first, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  const WorkerRun warm = RunWorker(DumpSpec(warm_dir, 2, as_module, {"raise"}), pool.get());
+  EXPECT_EQ(pool->counts().warm_starts, 1);
+  EXPECT_EQ(pool->counts().cold_starts, 0);
+
+  ASSERT_FALSE(cold.dump.empty());
+  EXPECT_EQ(absl::StrReplaceAll(warm.dump, {{warm_dir, cold_dir}}), cold.dump);
+  EXPECT_NE(cold.dump.find(EnvEntry("RANK", "2")), std::string::npos) << cold.dump;
+  // The uncaught exception's traceback: the script's frames only, as cold.
+  EXPECT_NE(cold.stderr_log.find("the script's own error"), std::string::npos);
+  EXPECT_EQ(absl::StrReplaceAll(warm.stderr_log, {{warm_dir, cold_dir}}), cold.stderr_log);
+  EXPECT_EQ(warm.exit.exit_code, 1);
+  EXPECT_EQ(cold.exit.exit_code, 1);
+}
+
+TEST(StandbyPoolTest, WarmScript_ObservesWhatAColdStartObserves) { ExpectSameAsCold(false); }
+
+TEST(StandbyPoolTest, WarmModule_ObservesWhatAColdStartObserves) { ExpectSameAsCold(true); }
+
+TEST(StandbyPoolTest, AfterAWarmStart_ANewStandbyIsMade) {
+  const std::string dir = TestDir("refill");
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"}, absl::Milliseconds(10));
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  const WorkerRun first = RunWorker(DumpSpec(dir, 2, false), pool.get());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  const WorkerRun second = RunWorker(DumpSpec(dir, 3, false), pool.get());
+  EXPECT_EQ(pool->counts().warm_starts, 2);
+  EXPECT_NE(first.pid, second.pid);
+  EXPECT_TRUE(first.exit.succeeded());
+  EXPECT_TRUE(second.exit.succeeded());
+  EXPECT_NE(second.dump.find(EnvEntry("RANK", "3")), std::string::npos) << second.dump;
+}
+
+TEST(StandbyPoolTest, StaticEnvironmentChanged_StartsColdWithTheNewOne) {
+  const std::string dir = TestDir("changed");
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});
+  WorkerSpec prepared = DumpSpec(dir, 1, false);
+  prepared.env["CUDA_VISIBLE_DEVICES"] = "0";
+  pool->Prepare(prepared, DirectConsoleTargets(prepared, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  WorkerSpec launched = DumpSpec(dir, 2, false);
+  launched.env["CUDA_VISIBLE_DEVICES"] = "1";
+  const WorkerRun run = RunWorker(launched, pool.get());
+  EXPECT_EQ(pool->counts().warm_starts, 0);
+  EXPECT_EQ(pool->counts().cold_starts, 1);
+  EXPECT_NE(run.dump.find(EnvEntry("CUDA_VISIBLE_DEVICES", "1")), std::string::npos) << run.dump;
+}
+
+TEST(StandbyPoolTest, ImportFails_StartsColdAndDoesNotRetry) {
+  const std::string dir = TestDir("import_fails");
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json", "no_such_module_for_ddp_test"});
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  EXPECT_FALSE(pool->AwaitReady({0}, absl::Seconds(3)));
+  const WorkerRun run = RunWorker(DumpSpec(dir, 2, false), pool.get());
+  EXPECT_TRUE(run.exit.succeeded());
+  EXPECT_EQ(pool->counts().cold_starts, 1);
+  // The same command again: no new standby (the import would fail again).
+  EXPECT_FALSE(pool->AwaitReady({0}, absl::Seconds(2)));
+}
+
+TEST(StandbyPoolTest, NotAPythonCommand_StartsCold) {
+  const std::string dir = TestDir("not_python");
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  spec.argv = {"/bin/sh", "-c", absl::StrCat("echo $RANK > ", dir, "/rank.txt")};
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  WorkerSupervisor::Options options;
+  options.heartbeat_timeout = absl::ZeroDuration();
+  StandbyPool* raw = pool.get();
+  options.launch = [raw](const WorkerSpec& s, const WorkerStdio& stdio) {
+    return raw->Launch(s, stdio);
+  };
+  WorkerSupervisor supervisor(options, MonotonicClock::Get(), nullptr);
+  ASSERT_TRUE(supervisor.Start({spec}).ok());
+  EXPECT_TRUE(supervisor.AwaitAllExited(kRun));
+  EXPECT_EQ(ReadFile(dir + "/rank.txt"), "1\n");
+  EXPECT_EQ(pool->counts().cold_starts, 1);
+}
+
+TEST(StandbyPoolTest, Destroyed_StandbysEndAndAreReaped) {
+  const std::string dir = TestDir("destroyed");
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  spec.local_rank = 0;
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  spec.local_rank = 1;
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0, 1}, kImport));
+  EXPECT_EQ(pool->counts().standbys_ready, 2);
+  pool.reset();
+  // Reaped: no child of this process is left (ECHILD), none ran the script.
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_EQ(access((dir + "/dump.json").c_str(), F_OK), -1);
+}
+
+TEST(StartMessageTest, EndsWithAnEmptyEntry) {
+  EXPECT_EQ(EncodeStartMessage({{"A", "1"}, {"B", "x=y"}}), std::string("A=1\0B=x=y\0\0", 11));
+  EXPECT_EQ(EncodeStartMessage({}), std::string("\0", 1));
+}
+
+TEST(IsWarmableCommandTest, OnlyThePythonExecWithU) {
+  EXPECT_TRUE(IsWarmableCommand({"python3", "-u", "train.py"}, "python3"));
+  EXPECT_TRUE(IsWarmableCommand({"python3", "-u", "-m", "pkg.train"}, "python3"));
+  EXPECT_FALSE(IsWarmableCommand({"/usr/bin/python3", "-u", "train.py"}, "python3"));
+  EXPECT_FALSE(IsWarmableCommand({"./train.sh"}, "python3"));
+  EXPECT_FALSE(IsWarmableCommand({"python3", "train.py"}, "python3"));
+}
+
+}  // namespace
+}  // namespace ddp::client
