@@ -180,7 +180,7 @@ class TrainingE2eTest : public ::testing::Test {
         "--coordinator",
         coordinator_target_.empty() ? coordinator_->address() : coordinator_target_,
         "--job",
-        kJob,
+        job_,
         "--node-id",
         node,
         "--local-addr",
@@ -300,6 +300,7 @@ class TrainingE2eTest : public ::testing::Test {
   }
 
   std::string dir_;
+  std::string job_ = kJob;  // the agents' --job
   // Set before StartCoordinator / StartAgent: the coordinator's extra flags
   // and the agents' extra environment ("NAME=value").
   std::vector<std::string> coordinator_args_;

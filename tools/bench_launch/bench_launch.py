@@ -10,7 +10,13 @@ For N local "nodes" x 2 workers, both systems run the same worker script
   restart  rank 1 of generation 0 exits 1 one second after the whole group is
            up; from the exit time it recorded just before sys.exit until all
            2N workers of the next generation run. That generation exits 0 and
-           both systems must end with exit code 0 on every agent.
+           every system must end with exit code 0 on every agent.
+
+"Run" means past init_process_group and one all_reduce in the gloo variant.
+Systems: torchrun, ddp-client, and ddp-prewarm (ddp-client --prewarm
+torch,torch.distributed: rank 1 fails only once the agents' standby
+interpreters for the next generation have imported torch, as in a job whose
+failures come more than a few seconds apart).
 
 torchrun: N processes of /usr/bin/torchrun --rdzv_backend c10d (the first one
 to bind the endpoint hosts the TCPStore). ddp-client: one coordinator started
@@ -47,6 +53,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 WORKER = os.path.join(HERE, "bench_worker.py")
 MONITOR_INTERVAL_S = "0.1"
 MAX_RESTARTS = "1"
+PREWARM_MODULES = "torch,torch.distributed"
+SYSTEMS = ("torchrun", "ddp-client", "ddp-prewarm")
 
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z \w \S+\] (.*)$")
 
@@ -273,8 +281,22 @@ def agent_argvs(system, args, nodes, endpoint, job, work, out_dir, variant):
                 "--node-id", f"node{node}",
                 "--log-dir", os.path.join(work, f"worker-logs{node}"),
             ]  # fmt: skip
+            if system == "ddp-prewarm":
+                argv += ["--prewarm", PREWARM_MODULES]
         argvs.append(argv + common)
     return argvs
+
+
+def standbys_ready(work, nodes, count):
+    """True once every agent's log says `count` standbys imported."""
+    for i in range(nodes):
+        try:
+            with open(os.path.join(work, f"agent{i}.log"), errors="replace") as f:
+                if f.read().count("it waits for the next generation") < count:
+                    return False
+        except OSError:
+            return False
+    return True
 
 
 def run_trial(system, args, nodes, variant, index, root):
@@ -285,9 +307,10 @@ def run_trial(system, args, nodes, variant, index, root):
     world = nodes * WORKERS_PER_NODE
     result = {"system": system, "nodes": nodes, "variant": variant, "trial": index}
     pset = ProcessSet(out_dir)
-    env = dict(os.environ, PYTHON_EXEC=args.python)
+    gate = os.path.join(work, "fail-gate")
+    env = dict(os.environ, PYTHON_EXEC=args.python, BENCH_FAIL_GATE=gate)
     try:
-        if system == "ddp-client":
+        if system != "torchrun":
             port, coord_s = start_coordinator(pset, args, work)
             result["coordinator_start_s"] = coord_s
             endpoint = f"127.0.0.1:{port}"
@@ -305,6 +328,13 @@ def run_trial(system, args, nodes, variant, index, root):
         )
         result["launch_s"] = max(v[1] for v in gen0.values()) - t_launch
         result["launch_first_line_s"] = max(v[0] for v in gen0.values()) - t_launch
+        if system == "ddp-prewarm":
+            # Failures come hours apart in training: fail once the next
+            # generation's standbys (one per worker, after the first ones) wait.
+            wait_for("standbys for generation 1",
+                     lambda: standbys_ready(work, nodes, 2 * WORKERS_PER_NODE), deadline, agents)
+        with open(gate, "w"):
+            pass
 
         def exit_time():
             try:
@@ -326,7 +356,7 @@ def run_trial(system, args, nodes, variant, index, root):
         rcs = [p.returncode for p in agents]
         if any(rcs):
             raise TrialError(f"agent exit codes {rcs}, expected all 0")
-        if system == "ddp-client":
+        if system != "torchrun":
             result["phases"] = ddp_phases(work, nodes, t_launch, gen0, t_exit, gen1)
     except TrialError as e:
         result["error"] = str(e)
@@ -424,14 +454,20 @@ def main():
     p.add_argument("--ddp-client", default=os.path.join(REPO, "bazel-bin/client/agent/ddp-client"))
     p.add_argument("--torchrun", default="/usr/bin/torchrun")
     p.add_argument("--python", default="/usr/bin/python3", help="workers' interpreter")
+    p.add_argument("--systems", default=",".join(SYSTEMS),
+                   help="which of torchrun,ddp-client,ddp-prewarm (ddp-client --prewarm "
+                   + PREWARM_MODULES + ")")
     args = p.parse_args()
     try:
         nodes_list = [int(n) for n in args.nodes.split(",")]
         variants = args.variants.split(",")
-        if any(n < 1 or n > 16 for n in nodes_list) or not set(variants) <= {"plain", "gloo"}:
-            raise ValueError(args.nodes + " / " + args.variants)
+        systems_run = args.systems.split(",")
+        if (any(n < 1 or n > 16 for n in nodes_list) or not set(variants) <= {"plain", "gloo"}
+                or not set(systems_run) <= set(SYSTEMS)):
+            raise ValueError(" / ".join((args.nodes, args.variants, args.systems)))
     except ValueError as e:
-        p.error(f"bad --nodes or --variants ({e}): nodes 1..16, variants plain,gloo")
+        p.error(f"bad --nodes, --variants or --systems ({e}): nodes 1..16, variants plain,gloo, "
+                f"systems {','.join(SYSTEMS)}")
     for path in (args.coordinator, args.ddp_client, args.torchrun, args.python):
         if not os.access(path, os.X_OK):
             p.error(f"{path} is not executable (build with tools/bench_launch.sh)")
@@ -447,7 +483,7 @@ def main():
             repeat = args.repeat if variant == "plain" else args.gloo_repeat
             for nodes in nodes_list:
                 for i in range(repeat):
-                    systems = ["torchrun", "ddp-client"]
+                    systems = list(systems_run)
                     if i % 2:
                         systems.reverse()  # interleave, alternating which goes first
                     for system in systems:
@@ -456,7 +492,7 @@ def main():
                         if not args.json:
                             got = r.get("error") or (f"launch {r['launch_s']:.3f} s, "
                                                      f"restart {r['restart_s']:.3f} s")  # fmt: skip
-                            print(f"  {system:10} {nodes}x2 {variant:5} #{i}: {got}",
+                            print(f"  {system:11} {nodes}x2 {variant:5} #{i}: {got}",
                                   file=sys.stderr, flush=True)  # fmt: skip
                         time.sleep(0.5)  # let the previous trial's exits settle
                     if variant == "plain":
@@ -471,11 +507,12 @@ def main():
             shutil.rmtree(root, ignore_errors=True)
         elif results:
             print(f"work directory kept: {root}", file=sys.stderr)
-    rows = summarize(results, nodes_list, variants)
+    rows = summarize(results, nodes_list, variants, systems_run)
     machine = machine_info()
     settings = (f"{WORKERS_PER_NODE} workers per node, max restarts {MAX_RESTARTS}, monitor "
                 f"interval {MONITOR_INTERVAL_S} s on both; torchrun --rdzv_backend c10d -r 1 -t 1; "
-                f"ddp-client defaults otherwise; workers under {args.python}")  # fmt: skip
+                f"ddp-client defaults otherwise (ddp-prewarm: --prewarm {PREWARM_MODULES}, the "
+                f"failure injected once its standbys wait); workers under {args.python}")  # fmt: skip
     report = {"machine": machine, "settings": settings, "rows": rows, "trials": results}
     if args.json_out:
         with open(args.json_out, "w") as f:

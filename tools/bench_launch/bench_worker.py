@@ -10,7 +10,8 @@ T_START = time.time()  # first statement: the moment the launcher's work is done
 #   bench_worker.py OUT_DIR plain|gloo
 #
 # Generation 0: record the start; rank 1 waits until every rank of the
-# generation is up, sleeps 1 s, records its exit time and exits 1; the others
+# generation is up, sleeps 1 s (and until the file $BENCH_FAIL_GATE exists,
+# when set), records its exit time and exits 1; the others
 # sleep until the launcher stops them. Generation 1: record the start and exit 0
 # once every rank of the generation has started. The generation is counted from
 # files, not from TORCHELASTIC_RESTART_COUNT: torchrun bumps that count only on
@@ -18,8 +19,8 @@ T_START = time.time()  # first statement: the moment the launcher's work is done
 #
 # Files (written atomically: temporary name + rename):
 #   start.g<G>.rank<R>  "<t_start> <t_ready> <restart_count> <pid>"
-#                       (t_ready = after init_process_group in the gloo variant,
-#                       = t_start in the plain variant)
+#                       (t_ready = after init_process_group and one all_reduce
+#                       in the gloo variant, = t_start in the plain variant)
 #   exit.g<G>.rank<R>   "<t_exit>"
 
 import os
@@ -65,9 +66,14 @@ def main():
     if variant == "gloo":
         import datetime
 
+        import torch
         import torch.distributed as dist
 
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+        total = torch.ones(1)
+        dist.all_reduce(total)  # "training resumed": past the first collective
+        if int(total.item()) != world_size:
+            sys.exit(5)
         t_ready = time.time()
     write_atomically(
         os.path.join(out_dir, f"start.g{generation}.rank{rank}"),
@@ -79,6 +85,11 @@ def main():
             if not wait_for_all(out_dir, 0, world_size):
                 sys.exit(3)
             time.sleep(FAIL_AFTER_S)
+            # The launcher may hold the failure until it is ready for it (a
+            # --prewarm agent's standbys for the next generation imported).
+            gate = os.environ.get("BENCH_FAIL_GATE")
+            while gate and not os.path.exists(gate) and time.time() < T_START + MAX_WAIT_S:
+                time.sleep(0.01)
             write_atomically(
                 os.path.join(out_dir, f"exit.g0.rank{rank}"), f"{time.time():.6f}\n"
             )
