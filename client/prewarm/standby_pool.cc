@@ -15,8 +15,10 @@
 #include <fstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/prewarm/listener_probe.h"
 #include "client/prewarm/standby_site.h"
 #include "client/worker_files.h"
 #include "common/logging.h"
@@ -276,6 +278,22 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
   }
   if (warmable) Prepare(spec, stdio, options_.refill_delay);
   return process;
+}
+
+void StandbyPool::AwaitMaster(const WorkerSpec& spec) const {
+  auto rank = spec.env.find("RANK");
+  auto addr = spec.env.find("MASTER_ADDR");
+  auto port_text = spec.env.find("MASTER_PORT");
+  int port = 0;
+  if (rank == spec.env.end() || rank->second == "0" || addr == spec.env.end() ||
+      port_text == spec.env.end() || !absl::SimpleAtoi(port_text->second, &port)) {
+    return;
+  }
+  const absl::Time started = absl::Now();
+  const bool listening = AwaitListener(addr->second, port, options_.master_wait);
+  DDP_LOG(DEBUG) << "--prewarm: local rank " << spec.local_rank << ": MASTER_ADDR:MASTER_PORT "
+                 << (listening ? "listens" : "does not listen yet") << " after "
+                 << absl::FormatDuration(absl::Now() - started);
 }
 
 void StandbyPool::RetireLocked(std::unique_ptr<Standby> standby) {

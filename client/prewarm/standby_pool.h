@@ -22,7 +22,10 @@
 //   Launch(spec)       the standby of that rank when it can serve: same argv,
 //                      same static environment, same console descriptors,
 //                      still alive (importing still: it goes on and starts
-//                      when done); else a cold SpawnWorker, and a log line
+//                      when done); a rank other than 0 once MASTER_ADDR:
+//                      MASTER_PORT listens (listener_probe.h: PyTorch's store
+//                      client sleeps a second when refused, longer than a
+//                      warm start takes); else a cold SpawnWorker, a log line
 //                      with the reason (variable names, never values). Either
 //                      way a new standby for the rank is prepared after
 //                      `refill_delay` (so it does not compete with the
@@ -58,6 +61,9 @@ struct StandbyPoolOptions {
   // RUN_DIR/prewarm.
   std::string site_dir;
   absl::Duration refill_delay = absl::Seconds(3);
+  // A warm worker other than rank 0 is handed over once MASTER_ADDR:
+  // MASTER_PORT accepts connections (listener_probe.h), at most this late.
+  absl::Duration master_wait = absl::Seconds(5);
 };
 
 class StandbyPool {
@@ -105,6 +111,8 @@ class StandbyPool {
   void ReadMessages() ABSL_LOCKS_EXCLUDED(mu_);
   void ReapRetired() ABSL_LOCKS_EXCLUDED(mu_);
   void Wake();
+  // Blocks until rank 0's store listens (see master_wait); not for rank 0.
+  void AwaitMaster(const WorkerSpec& spec) const;
   // Why `standby` cannot serve `spec`; empty when it can.
   std::string Mismatch(const Standby& standby, const WorkerSpec& spec,
                        const WorkerStdio& stdio) const;

@@ -287,15 +287,17 @@ def agent_argvs(system, args, nodes, endpoint, job, work, out_dir, variant):
     return argvs
 
 
-def standbys_ready(work, nodes, count):
-    """True once every agent's log says `count` standbys imported."""
+def standbys_ready(work, nodes):
+    """True once every agent logged a standby per worker since generation 1
+    started (None before: wait_for's "not yet")."""
     for i in range(nodes):
         try:
             with open(os.path.join(work, f"agent{i}.log"), errors="replace") as f:
-                if f.read().count("it waits for the next generation") < count:
-                    return False
+                since = f.read().split("generation 1: starting")
         except OSError:
-            return False
+            return None
+        if len(since) < 2 or since[-1].count("it waits for the next generation") < WORKERS_PER_NODE:
+            return None
     return True
 
 
@@ -332,7 +334,7 @@ def run_trial(system, args, nodes, variant, index, root):
             # Failures come hours apart in training: fail once the next
             # generation's standbys (one per worker, after the first ones) wait.
             wait_for("standbys for generation 1",
-                     lambda: standbys_ready(work, nodes, 2 * WORKERS_PER_NODE), deadline, agents)
+                     lambda: standbys_ready(work, nodes), deadline, agents)
         with open(gate, "w"):
             pass
 
