@@ -250,6 +250,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
       poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now())) + 1);
       standby->Read();
     }
+    if (standby->ready && !standby->gone) AwaitMaster(spec);
     if (standby->ready && !standby->gone &&
         SendAll(standby->socket, EncodeStartMessage(spec.env)) &&
         shutdown(standby->socket, SHUT_WR) == 0) {
