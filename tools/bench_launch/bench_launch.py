@@ -6,7 +6,9 @@ For N local "nodes" x 2 workers, both systems run the same worker script
 
   launch   from starting the N agents until all 2N workers run (the largest
            time.time() a worker recorded at its first line, minus the moment
-           just before the first agent was started);
+           just before the first agent was started; with --stagger S, the last
+           agent starts S seconds after the others and the clock starts just
+           before it: the job could not start earlier);
   restart  rank 1 of generation 0 exits 1 one second after the whole group is
            up; from the exit time it recorded just before sys.exit until all
            2N workers of the next generation run. That generation exits 0 and
@@ -319,12 +321,16 @@ def run_trial(system, args, nodes, variant, index, root):
         else:
             endpoint = f"127.0.0.1:{free_port()}"
         argvs = agent_argvs(system, args, nodes, endpoint, name, work, out_dir, variant)
-        deadline = time.time() + args.trial_timeout
+        deadline = time.time() + args.trial_timeout + args.stagger
         t_launch = time.time()
-        agents = [
-            pset.start(argv, os.path.join(work, f"agent{i}.log"), env)
-            for i, argv in enumerate(argvs)
-        ]
+        agents = []
+        for i, argv in enumerate(argvs):
+            if i == len(argvs) - 1 and args.stagger > 0:
+                # The job can start only once the last node is there: the
+                # others' agents (and their standbys) were up before it.
+                time.sleep(args.stagger)
+                t_launch = time.time()
+            agents.append(pset.start(argv, os.path.join(work, f"agent{i}.log"), env))
         gen0 = wait_for(
             "generation 0 up", lambda: read_starts(out_dir, 0, world), deadline, agents
         )
@@ -456,6 +462,9 @@ def main():
     p.add_argument("--ddp-client", default=os.path.join(REPO, "bazel-bin/client/agent/ddp-client"))
     p.add_argument("--torchrun", default="/usr/bin/torchrun")
     p.add_argument("--python", default="/usr/bin/python3", help="workers' interpreter")
+    p.add_argument("--stagger", type=float, default=0.0,
+                   help="start the last node's agent this many seconds after the others; "
+                   "launch counts from its start")
     p.add_argument("--systems", default=",".join(SYSTEMS),
                    help="which of torchrun,ddp-client,ddp-prewarm (ddp-client --prewarm "
                    + PREWARM_MODULES + ")")
@@ -514,7 +523,7 @@ def main():
     settings = (f"{WORKERS_PER_NODE} workers per node, max restarts {MAX_RESTARTS}, monitor "
                 f"interval {MONITOR_INTERVAL_S} s on both; torchrun --rdzv_backend c10d -r 1 -t 1; "
                 f"ddp-client defaults otherwise (ddp-prewarm: --prewarm {PREWARM_MODULES}, the "
-                f"failure injected once its standbys wait); workers under {args.python}")  # fmt: skip
+                f"failure injected once its standbys wait); workers under {args.python}; stagger {args.stagger} s")  # fmt: skip
     report = {"machine": machine, "settings": settings, "rows": rows, "trials": results}
     if args.json_out:
         with open(args.json_out, "w") as f:
