@@ -393,13 +393,25 @@ void GrpcSessionClient::HeartbeatLoop() {
     if (!live) continue;
     std::vector<v1::WorkerState> workers = events_->WorkerStates();
     v1::AgentMessage message;
+    int registration = 0;
     {
       absl::MutexLock lock(&mu_);
       // The lease counts on CLOCK_MONOTONIC whatever clock_ is (worker_lease.h).
-      message = core_.HeartbeatMessage(/*ask_ack=*/true, MonotonicClock::Get().Now());
+      const absl::Time now = MonotonicClock::Get().Now();
+      message = core_.HeartbeatMessage(core_.AckDue(now), now);
+      registration = registrations_;
     }
-    for (v1::WorkerState& state : workers) {
-      *message.mutable_heartbeat()->add_workers() = std::move(state);
+    // The workers' states only when they changed since the last heartbeat on
+    // this stream (a heartbeat that carries nothing costs the coordinator
+    // least).
+    std::string states;
+    for (const v1::WorkerState& state : workers) states += state.SerializeAsString();
+    if (states != last_worker_states_ || registration != worker_states_registration_) {
+      worker_states_registration_ = registration;
+      for (v1::WorkerState& state : workers) {
+        *message.mutable_heartbeat()->add_workers() = std::move(state);
+      }
+      last_worker_states_ = std::move(states);
     }
     Send(std::move(message));
   }

@@ -1,5 +1,7 @@
 #include "client/agent/session_core.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "client/agent/session_link.h"
 
@@ -89,7 +91,12 @@ std::optional<absl::Time> SessionCore::Acknowledged(const v1::HeartbeatAck& ack)
     if (unacknowledged_.front().first == ack.sequence()) sent_at = unacknowledged_.front().second;
     unacknowledged_.pop_front();
   }
+  if (sent_at) renewed_sent_at_ = std::max(renewed_sent_at_, *sent_at);
   return sent_at;
+}
+
+bool SessionCore::AckDue(absl::Time now) const {
+  return lease_ <= absl::ZeroDuration() || now - renewed_sent_at_ >= lease_ / 3;
 }
 
 absl::Time SessionCore::AttemptDeadline() const {
@@ -100,6 +107,7 @@ bool SessionCore::OnRegistered(const v1::Registered& registered) {
   const bool resumed = registered_once_;
   registered_once_ = true;
   registered_at_ = clock_.Now();
+  lease_ = absl::Milliseconds(registered.lease_ms());
   if (registered.settings().heartbeat_interval_ms() > 0) {
     heartbeat_interval_ = absl::Milliseconds(registered.settings().heartbeat_interval_ms());
   }

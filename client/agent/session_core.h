@@ -90,6 +90,14 @@ class SessionCore {
   // The send time of the heartbeat `ack` answers (older unacknowledged ones
   // are dropped); nullopt for an unknown sequence.
   std::optional<absl::Time> Acknowledged(const v1::HeartbeatAck& ack);
+  // Whether a heartbeat sent at `now` should ask for an acknowledgement: the
+  // lease needs renewing once a third of it has passed since the send time
+  // of the last acknowledged heartbeat (then every heartbeat asks until one
+  // is answered), always before the first answer and when the coordinator
+  // named no lease. At the default 500 ms interval and 2 s lease that is
+  // every other heartbeat, with three more chances before the lease ends.
+  // `now` is on the clock of HeartbeatMessage's `sent_at`.
+  bool AckDue(absl::Time now) const;
   absl::Duration heartbeat_interval() const { return heartbeat_interval_; }
 
   // ---- Lifecycle ----
@@ -119,8 +127,10 @@ class SessionCore {
   // Heartbeats not acknowledged yet: (sequence, send time), oldest first.
   std::deque<std::pair<uint64_t, absl::Time>> unacknowledged_;
   absl::Duration heartbeat_interval_;
-  bool registered_once_ = false;  // with the current incarnation
-  absl::Time lost_at_;            // when the session was last lost (or started)
+  absl::Duration lease_;                               // Registered.lease_ms; 0: none
+  absl::Time renewed_sent_at_ = absl::InfinitePast();  // of the last acknowledged heartbeat
+  bool registered_once_ = false;                       // with the current incarnation
+  absl::Time lost_at_;  // when the session was last lost (or started)
   absl::Time registered_at_;
   absl::Status last_error_;
 };

@@ -58,6 +58,31 @@ TEST(SessionCoreTest, HeartbeatAcks_ReturnTheirSendTimes_OldStreamsForgotten) {
   EXPECT_EQ(core.Acknowledged(ack), std::nullopt);
 }
 
+TEST(SessionCoreTest, AckDue_OnceAThirdOfTheLeasePassed_UntilAnswered) {
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  const absl::Time t0 = clock.Now();
+  EXPECT_TRUE(core.AckDue(t0));  // no lease named yet: every heartbeat asks
+  v1::Registered registered;
+  registered.set_lease_ms(2000);
+  core.OnRegistered(registered);
+  EXPECT_TRUE(core.AckDue(t0));  // nothing answered yet
+  v1::AgentMessage asked = core.HeartbeatMessage(/*ask_ack=*/true, t0);
+  EXPECT_TRUE(core.AckDue(t0 + absl::Milliseconds(500)));  // still unanswered
+  v1::HeartbeatAck ack;
+  ack.set_sequence(asked.heartbeat().sequence());
+  ASSERT_EQ(core.Acknowledged(ack), t0);
+  // Renewed from t0: no ask for a third of the 2 s lease, then every time.
+  EXPECT_FALSE(core.AckDue(t0 + absl::Milliseconds(500)));
+  EXPECT_FALSE(core.AckDue(t0 + absl::Milliseconds(666)));
+  EXPECT_TRUE(core.AckDue(t0 + absl::Milliseconds(667)));
+  EXPECT_TRUE(core.AckDue(t0 + absl::Milliseconds(1500)));
+  // A coordinator that names no lease: every heartbeat asks.
+  registered.set_lease_ms(0);
+  core.OnRegistered(registered);
+  EXPECT_TRUE(core.AckDue(t0 + absl::Milliseconds(100)));
+}
+
 TEST(SessionCoreTest, StampHeader_FillsIdsKeepsGeneration_LeavesRegisterAlone) {
   FakeClock clock;
   SessionCore core(Options(), 9, clock);

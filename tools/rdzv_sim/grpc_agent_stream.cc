@@ -106,9 +106,15 @@ void GrpcAgentStream::SendHeartbeat() {
     }
     heartbeat_queued_ = true;
     core_.SetGeneration(agent_.Header().generation);
-    message = core_.HeartbeatMessage(ack_heartbeats_, clock_.Now());
+    const absl::Time now = clock_.Now();
+    message = core_.HeartbeatMessage(ack_heartbeats_ && core_.AckDue(now), now);
     v1::Heartbeat* heartbeat = message.mutable_heartbeat();
-    if (agent_.phase() == SimAgentPhase::kRunning) {
+    // As ddp-client: the workers' states only when they changed (here: once
+    // per generation, when they start running).
+    const bool running = agent_.phase() == SimAgentPhase::kRunning;
+    const bool states_changed = running && states_sent_for_ != agent_.Header().generation;
+    if (states_changed) states_sent_for_ = agent_.Header().generation;
+    if (states_changed) {
       for (int rank = 0; rank < agent_.identity().nproc; ++rank) {
         v1::WorkerState* worker = heartbeat->add_workers();
         worker->set_local_rank(rank);
@@ -206,6 +212,7 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
     absl::MutexLock lock(&mu_);
     switch (message.body_case()) {
       case v1::CoordinatorMessage::kRegistered: {
+        core_.OnRegistered(message.registered());
         absl::StatusOr<absl::Duration> rtt = agent_.OnRegistered(now);
         if (rtt.ok()) tracker_.RecordRegistered(*rtt);
         error = rtt.status();

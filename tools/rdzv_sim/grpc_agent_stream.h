@@ -43,8 +43,8 @@ struct AgentStreamCounters {
 class GrpcAgentStream final
     : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
-  // `ack_heartbeats`: heartbeats carry a sequence number, so the coordinator
-  // answers each with a HeartbeatAck (read and ignored).
+  // `ack_heartbeats`: heartbeats ask for acknowledgements when the lease
+  // needs renewing (SessionCore::AckDue), as ddp-client's do.
   GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings, ProgressTracker& tracker,
                   AgentStreamCounters& counters, const Clock& clock, bool ack_heartbeats);
 
@@ -96,6 +96,8 @@ class GrpcAgentStream final
   v1::AgentMessage writing_;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool heartbeat_queued_ ABSL_GUARDED_BY(mu_) = false;
+  // The generation whose running workers' states were sent (-1: none).
+  int64_t states_sent_for_ ABSL_GUARDED_BY(mu_) = -1;
   bool writes_stopped_ ABSL_GUARDED_BY(mu_) = false;
   bool close_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
