@@ -32,6 +32,9 @@ constexpr int kSendBuffer = 1 << 20;   // the start message fits without waiting
 constexpr absl::Duration kMaxIdlePoll = absl::Seconds(1);
 // How long Launch waits for a standby still importing before it starts cold.
 constexpr absl::Duration kMaxImportWait = absl::Minutes(2);
+// Standbys of a rank that may die in a row (killed, no import error) before
+// the rank starts cold for good.
+constexpr int kMaxDeaths = 3;
 
 void CloseFd(int& fd) {
   if (fd >= 0) close(fd);
@@ -251,6 +254,11 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
       standby->Read();
     }
     if (standby->ready && !standby->gone) AwaitMaster(spec);
+    // Still there? (A standby that dies after this is a worker that died at
+    // its start: reported as such.)
+    standby->Read();
+    pollfd exited{standby->process.pidfd, POLLIN, 0};
+    if (poll(&exited, 1, 0) == 1) standby->gone = true;
     if (standby->ready && !standby->gone &&
         SendAll(standby->socket, EncodeStartMessage(spec.env)) &&
         shutdown(standby->socket, SHUT_WR) == 0) {
@@ -260,6 +268,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
       {
         absl::MutexLock lock(&mu_);
         ++counts_.warm_starts;
+        deaths_.erase(spec.local_rank);
         closing_.push_back(standby->socket);  // the pool's thread closes it
       }
       standby->socket = -1;
@@ -326,6 +335,13 @@ StandbyPool::Counts StandbyPool::counts() const {
   return counts;
 }
 
+std::map<int, pid_t> StandbyPool::StandbyPids() const {
+  absl::MutexLock lock(&mu_);
+  std::map<int, pid_t> pids;
+  for (const auto& [rank, standby] : standbys_) pids[rank] = standby->process.pid;
+  return pids;
+}
+
 void StandbyPool::Loop() {
   pthread_setname_np(pthread_self(), "standby-pool");
   while (true) {
@@ -375,11 +391,24 @@ void StandbyPool::ReadMessages() {
       ++it;
       continue;
     }
-    DDP_LOG(WARNING) << "--prewarm: local rank " << standby.local_rank << ": standby (pid "
-                     << standby.process.pid << ") ended before it was used"
-                     << (standby.failure.empty() ? "" : ": ") << standby.failure
-                     << "; this rank starts cold until its command or environment changes";
-    failed_[standby.local_rank] = Key(standby.argv, standby.static_env);
+    // An import error is for good (until the command or environment
+    // changes); a standby killed from outside (the OOM killer, an operator)
+    // is replaced, kMaxDeaths times in a row at most.
+    const int rank = standby.local_rank;
+    const bool for_good = !standby.failure.empty() || ++deaths_[rank] >= kMaxDeaths;
+    DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": standby (pid " << standby.process.pid
+                     << ") ended before it was used" << (standby.failure.empty() ? "" : ": ")
+                     << standby.failure
+                     << (for_good ? "; this rank starts cold until its command or environment "
+                                    "changes"
+                                  : absl::StrCat("; a new one in ",
+                                                 absl::FormatDuration(options_.refill_delay)));
+    if (for_good) {
+      failed_[rank] = Key(standby.argv, standby.static_env);
+    } else {
+      requests_[rank] = Request{standby.argv, standby.static_env, standby.stdio,
+                                absl::Now() + options_.refill_delay};
+    }
     RetireLocked(std::move(it->second));
     it = standbys_.erase(it);
   }

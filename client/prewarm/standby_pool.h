@@ -31,7 +31,9 @@
 //                      `refill_delay` (so it does not compete with the
 //                      workers starting now).
 //   a standby that cannot import MODULE exits 17; its error is logged once
-//   and that rank starts cold until its command or environment changes.
+//   and that rank starts cold until its command or environment changes. A
+//   standby killed from outside is replaced after `refill_delay` (three in a
+//   row at most).
 //
 // Thread-safety: every public method is thread-safe. Launch runs on a
 // WorkerSupervisor's monitor thread (WorkerSupervisor::Options::launch).
@@ -94,6 +96,8 @@ class StandbyPool {
   // passed; true when they all do.
   bool AwaitReady(const std::vector<int>& local_ranks, absl::Duration timeout);
   Counts counts() const;
+  // Local rank -> pid of its standby (diagnostics, tests).
+  std::map<int, pid_t> StandbyPids() const;
 
  private:
   struct Standby;
@@ -129,6 +133,8 @@ class StandbyPool {
   std::vector<std::unique_ptr<Standby>> retired_ ABSL_GUARDED_BY(mu_);
   // Rank -> the argv + static environment whose import failed (not retried).
   std::map<int, std::string> failed_ ABSL_GUARDED_BY(mu_);
+  // Rank -> standbys that died unused in a row (reset by a warm start).
+  std::map<int, int> deaths_ ABSL_GUARDED_BY(mu_);
   Counts counts_ ABSL_GUARDED_BY(mu_);
   // Sockets of handed-over standbys, closed on the pool's thread (which may
   // be polling them).

@@ -178,6 +178,25 @@ TEST(StandbyPoolTest, StaticEnvironmentChanged_StartsColdWithTheNewOne) {
   EXPECT_NE(run.dump.find(EnvEntry("CUDA_VISIBLE_DEVICES", "1")), std::string::npos) << run.dump;
 }
 
+TEST(StandbyPoolTest, StandbyKilled_StartsColdWithTheReason) {
+  const std::string dir = TestDir("killed");
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  const pid_t standby = pool->StandbyPids().at(0);
+  ASSERT_EQ(kill(standby, SIGKILL), 0);
+  absl::SleepFor(absl::Milliseconds(300));  // SIGKILL takes effect asynchronously
+  const WorkerRun run = RunWorker(DumpSpec(dir, 2, false), pool.get());
+  EXPECT_TRUE(run.exit.succeeded());
+  EXPECT_NE(run.pid, standby);
+  EXPECT_EQ(pool->counts().warm_starts, 0);
+  EXPECT_EQ(pool->counts().cold_starts, 1);
+  EXPECT_NE(run.dump.find(EnvEntry("RANK", "2")), std::string::npos) << run.dump;
+  // Killed is not broken: a new standby comes.
+  EXPECT_TRUE(pool->AwaitReady({0}, kImport));
+}
+
 TEST(StandbyPoolTest, ImportFails_StartsColdAndDoesNotRetry) {
   const std::string dir = TestDir("import_fails");
   std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json", "no_such_module_for_ddp_test"});
