@@ -277,6 +277,8 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
     }
     reason = standby->failure.empty() ? "its standby ended or did not become ready"
                                       : absl::StrCat("its standby failed: ", standby->failure);
+    // It may hold part (or all) of a start message: it must never run.
+    SignalProcessGroup(standby->process.pid, SIGKILL);
     absl::MutexLock lock(&mu_);
     RetireLocked(std::move(standby));
   }
@@ -290,7 +292,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
   return process;
 }
 
-void StandbyPool::AwaitMaster(const WorkerSpec& spec) const {
+void StandbyPool::AwaitMaster(const WorkerSpec& spec) {
   auto rank = spec.env.find("RANK");
   auto addr = spec.env.find("MASTER_ADDR");
   auto port_text = spec.env.find("MASTER_PORT");
@@ -299,11 +301,22 @@ void StandbyPool::AwaitMaster(const WorkerSpec& spec) const {
       port_text == spec.env.end() || !absl::SimpleAtoi(port_text->second, &port)) {
     return;
   }
+  // Once per generation at most: a script with no store at MASTER_PORT must
+  // not cost every rank the whole wait.
+  const std::string master = absl::StrCat(addr->second, ":", port);
+  {
+    absl::MutexLock lock(&mu_);
+    if (master == master_not_listening_) return;
+  }
   const absl::Time started = absl::Now();
   const bool listening = AwaitListener(addr->second, port, options_.master_wait);
-  DDP_LOG(DEBUG) << "--prewarm: local rank " << spec.local_rank << ": MASTER_ADDR:MASTER_PORT "
-                 << (listening ? "listens" : "does not listen yet") << " after "
+  DDP_LOG(DEBUG) << "--prewarm: local rank " << spec.local_rank << ": " << master
+                 << (listening ? " listens" : " does not listen") << " after "
                  << absl::FormatDuration(absl::Now() - started);
+  if (!listening) {
+    absl::MutexLock lock(&mu_);
+    master_not_listening_ = master;
+  }
 }
 
 void StandbyPool::RetireLocked(std::unique_ptr<Standby> standby) {

@@ -64,8 +64,10 @@ struct StandbyPoolOptions {
   std::string site_dir;
   absl::Duration refill_delay = absl::Seconds(3);
   // A warm worker other than rank 0 is handed over once MASTER_ADDR:
-  // MASTER_PORT accepts connections (listener_probe.h), at most this late.
-  absl::Duration master_wait = absl::Seconds(5);
+  // MASTER_PORT accepts connections (listener_probe.h), at most this late;
+  // when nothing listens by then (a script without torch.distributed's
+  // store), the other ranks of that generation do not wait.
+  absl::Duration master_wait = absl::Seconds(2);
 };
 
 class StandbyPool {
@@ -116,7 +118,7 @@ class StandbyPool {
   void ReapRetired() ABSL_LOCKS_EXCLUDED(mu_);
   void Wake();
   // Blocks until rank 0's store listens (see master_wait); not for rank 0.
-  void AwaitMaster(const WorkerSpec& spec) const;
+  void AwaitMaster(const WorkerSpec& spec);
   // Why `standby` cannot serve `spec`; empty when it can.
   std::string Mismatch(const Standby& standby, const WorkerSpec& spec,
                        const WorkerStdio& stdio) const;
@@ -135,6 +137,8 @@ class StandbyPool {
   std::map<int, std::string> failed_ ABSL_GUARDED_BY(mu_);
   // Rank -> standbys that died unused in a row (reset by a warm start).
   std::map<int, int> deaths_ ABSL_GUARDED_BY(mu_);
+  // MASTER_ADDR:MASTER_PORT that did not listen within master_wait.
+  std::string master_not_listening_ ABSL_GUARDED_BY(mu_);
   Counts counts_ ABSL_GUARDED_BY(mu_);
   // Sockets of handed-over standbys, closed on the pool's thread (which may
   // be polling them).

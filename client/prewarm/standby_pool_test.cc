@@ -1,7 +1,9 @@
 #include "client/prewarm/standby_pool.h"
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,8 +108,10 @@ WorkerRun RunWorker(WorkerSpec spec, StandbyPool* pool) {
 }
 
 std::unique_ptr<StandbyPool> MakePool(const std::string& dir, std::vector<std::string> modules,
-                                      absl::Duration refill_delay = absl::Seconds(3)) {
+                                      absl::Duration refill_delay = absl::Seconds(3),
+                                      absl::Duration master_wait = absl::Seconds(2)) {
   StandbyPoolOptions options;
+  options.master_wait = master_wait;
   options.modules = std::move(modules);
   options.python_exec = Python();
   options.site_dir = absl::StrCat(dir, "/prewarm");
@@ -244,6 +248,51 @@ TEST(StandbyPoolTest, Destroyed_StandbysEndAndAreReaped) {
   EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD);
   EXPECT_EQ(access((dir + "/dump.json").c_str(), F_OK), -1);
+}
+
+// A MASTER_PORT where nothing listens (a script without torch's store): the
+// first rank other than 0 waits master_wait, the next ones do not wait again.
+TEST(StandbyPoolTest, NothingListensAtMasterPort_OnlyOneWait) {
+  const std::string dir = TestDir("no_master");
+  const int silent_fd = socket(AF_INET, SOCK_STREAM, 0);  // bound, never listening
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  getsockname(silent_fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string port = absl::StrCat(ntohs(address.sin_port));
+
+  std::unique_ptr<StandbyPool> pool =
+      MakePool(dir, {"json"}, absl::Seconds(3), absl::Milliseconds(600));
+  std::vector<WorkerSpec> specs;
+  for (int local_rank = 0; local_rank < 3; ++local_rank) {
+    WorkerSpec spec = DumpSpec(absl::StrCat(dir, "/", local_rank), 1, false);
+    spec.local_rank = local_rank;
+    spec.env["LOCAL_RANK"] = absl::StrCat(local_rank);
+    spec.env["RANK"] = absl::StrCat(local_rank + 1);
+    spec.env["MASTER_ADDR"] = "127.0.0.1";
+    spec.env["MASTER_PORT"] = port;
+    ASSERT_TRUE(MakeDirectories(absl::StrCat(dir, "/", local_rank)).ok());
+    pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+    specs.push_back(spec);
+  }
+  ASSERT_TRUE(pool->AwaitReady({0, 1, 2}, kImport));
+  WorkerSupervisor::Options options;
+  options.heartbeat_timeout = absl::ZeroDuration();
+  StandbyPool* raw = pool.get();
+  options.launch = [raw](const WorkerSpec& s, const WorkerStdio& stdio) {
+    return raw->Launch(s, stdio);
+  };
+  WorkerSupervisor supervisor(options, MonotonicClock::Get(), nullptr);
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(supervisor.Start(specs).ok());
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(550));
+  EXPECT_LT(took, absl::Milliseconds(1150)) << "each rank waited";
+  EXPECT_TRUE(supervisor.AwaitAllExited(kRun));
+  EXPECT_EQ(pool->counts().warm_starts, 3);
+  close(silent_fd);
 }
 
 TEST(StartMessageTest, EndsWithAnEmptyEntry) {
