@@ -1,0 +1,64 @@
+// The agent's workers as specs: what each local rank runs for an
+// assignment, and the --prewarm standbys made before the first one.
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/agent/agent.h"
+#include "client/worker_command.h"
+#include "client/worker_files.h"
+#include "common/logging.h"
+
+namespace ddp::client {
+
+WorkerSpec Agent::SpecFor(const v1::Assignment& p, int local_rank) const {
+  const LaunchOptions& launch = options_.launch;
+  WorkerEnvContext context{launch.job_id,        launch.coordinator, launch.role, p.max_restarts(),
+                           p.local_world_size(), lease_file_,        launch.token};
+  WorkerSpec spec;
+  spec.local_rank = local_rank;
+  spec.global_rank = static_cast<int>(p.global_rank_offset()) + local_rank;
+  spec.argv = BuildWorkerArgv(launch, local_rank);
+  spec.files = WorkerFilesFor(options_.run_dir, p.generation(), local_rank);
+  spec.env = BuildWorkerEnv(p, context, local_rank, spec.files, options_.base_env);
+  spec.redirect = launch.redirects.ForRank(local_rank);
+  spec.tee = launch.tee.ForRank(local_rank);
+  spec.show_on_console =
+      launch.local_ranks_filter.empty() || launch.local_ranks_filter.count(local_rank) > 0;
+  spec.console_prefix = absl::StrCat("[", launch.role, local_rank, "]:");
+  return spec;
+}
+
+void Agent::StartStandbys() {
+  const LaunchOptions& launch = options_.launch;
+  if (launch.prewarm.empty()) return;
+  if (options_.run_dir.empty()) {
+    DDP_LOG(WARNING) << "--prewarm ignored: no run directory for its files";
+    return;
+  }
+  StandbyPoolOptions pool_options;
+  pool_options.modules = launch.prewarm;
+  pool_options.python_exec = launch.python_exec;
+  pool_options.site_dir = options_.run_dir + "/prewarm";
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool = StandbyPool::Create(pool_options);
+  if (!pool.ok()) {
+    DDP_LOG(WARNING) << "--prewarm off: " << pool.status();
+    return;
+  }
+  standby_pool_ = std::move(*pool);
+  // The environment the first assignment will most likely bring (this node's
+  // nproc and restart budget); a different one means a cold start, logged.
+  v1::Assignment expected;
+  expected.set_local_world_size(launch.nproc_per_node);
+  expected.set_max_restarts(launch.max_restarts);
+  for (int local_rank = 0; local_rank < launch.nproc_per_node; ++local_rank) {
+    const WorkerSpec spec = SpecFor(expected, local_rank);
+    standby_pool_->Prepare(spec,
+                           DirectConsoleTargets(spec, options_.supervisor.console_out_fd,
+                                                options_.supervisor.console_err_fd),
+                           absl::ZeroDuration());
+  }
+  DDP_LOG(INFO) << "--prewarm: preparing " << launch.nproc_per_node << " standby interpreters with "
+                << absl::StrJoin(launch.prewarm, ",") << " imported";
+}
+
+}  // namespace ddp::client
