@@ -99,6 +99,10 @@ ABSL_FLAG(int64_t, max_leases, 1000000, "Most leases alive at once");
 ABSL_FLAG(int64_t, max_watchers, 100000, "Most watch streams open at once");
 ABSL_FLAG(int64_t, max_wait_calls, 100000, "Most Wait calls pending at once");
 ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000, "Timeout of a Wait that gives none");
+ABSL_FLAG(int, session_queues, 4,
+          "Agent sessions on gRPC's async API over this many completion queues, each with a "
+          "thread of its own (for many thousand agents: each message then costs O(agents / "
+          "queues) in Debian's libgrpc instead of O(agents)); 0: the callback API. 0..64");
 ABSL_FLAG(int64_t, tick_interval_ms, 50,
           "How often lease expiry and Wait deadlines are checked, in milliseconds (job "
           "timeouts are checked at least every 100 ms)");
@@ -216,6 +220,11 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
     return absl::StrCat("--tick-interval-ms=", tick_ms, " must be 1..10000");
   }
   options->kv.tick_interval = absl::Milliseconds(tick_ms);
+  const int queues = absl::GetFlag(FLAGS_session_queues);
+  if (queues < 0 || queues > 64) {
+    return absl::StrCat("--session-queues=", queues, " must be 0..64");
+  }
+  options->jobs.session.completion_queues = queues;
   return "";
 }
 

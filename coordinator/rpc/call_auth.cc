@@ -5,7 +5,7 @@
 namespace ddp::rpc {
 
 auth::Identity CallIdentity(const auth::Authorizer* authorizer,
-                            const grpc::CallbackServerContext& context) {
+                            const grpc::ServerContextBase& context) {
   if (authorizer == nullptr || !authorizer->enabled()) return auth::Identity{};
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
@@ -14,7 +14,7 @@ auth::Identity CallIdentity(const auth::Authorizer* authorizer,
 }
 
 absl::Status AuthorizeCall(const auth::Authorizer* authorizer,
-                           const grpc::CallbackServerContext& context, absl::string_view method,
+                           const grpc::ServerContextBase& context, absl::string_view method,
                            absl::string_view target) {
   if (authorizer == nullptr || !authorizer->enabled()) return absl::OkStatus();
   return authorizer->Authorize(CallIdentity(authorizer, context), method, target);

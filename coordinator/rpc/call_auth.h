@@ -15,13 +15,13 @@ namespace ddp::rpc {
 
 // The identity of the call (kNone without an authorizer or credentials).
 auth::Identity CallIdentity(const auth::Authorizer* authorizer,
-                            const grpc::CallbackServerContext& context);
+                            const grpc::ServerContextBase& context);
 
 // OK when `authorizer` is null or off, or the call may run `method` on
 // `target` (the job id or KV namespace it names; empty when none). Possible
 // errors: those of Authorizer::Authorize.
 absl::Status AuthorizeCall(const auth::Authorizer* authorizer,
-                           const grpc::CallbackServerContext& context, absl::string_view method,
+                           const grpc::ServerContextBase& context, absl::string_view method,
                            absl::string_view target);
 
 // A server stream that ends at once with `status` (a refused call).

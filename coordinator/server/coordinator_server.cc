@@ -217,6 +217,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     }
     return why;
   }
+  server->job_services_->StartSessionQueues();
   DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir << "; gRPC "
                 << (!opts.tls.enabled()          ? "in plaintext"
                     : opts.tls.client_ca.empty() ? "over TLS"
@@ -293,7 +294,7 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.writes_accepted = kv_store_->WriteHealth().ok();
   session::RendezvousService& rendezvous = job_services_->rendezvous();
   state.job_watchers = rendezvous.watch_hub().watcher_count();
-  state.sessions_open = job_services_->session_service().open_streams();
+  state.sessions_open = job_services_->open_sessions();
   auto jobs = rendezvous.registry().ListJobs();
   if (!jobs.ok()) return state;
   for (rendezvous::JobStatus& job : *jobs) {
@@ -345,6 +346,7 @@ void CoordinatorServer::Shutdown() {
       std::chrono::milliseconds(absl::ToInt64Milliseconds(options_.shutdown_grace));
   grpc_server_->Shutdown(deadline);
   grpc_server_->Wait();
+  job_services_->StopSessionQueues();  // after the server, before it is destroyed
   grpc_server_.reset();
   http_listener_.reset();
   rest_gateway_.reset();

@@ -36,16 +36,17 @@ const char* BodyName(const v1::AgentMessage& message) {
 
 }  // namespace
 
-SessionReactor::SessionReactor(RendezvousService& rendezvous,
+SessionReactor::SessionReactor(SessionTransport* transport, RendezvousService& rendezvous,
                                const GrpcSessionServiceOptions& options,
                                std::atomic<int>* open_streams, auth::Identity identity)
-    : rendezvous_(rendezvous),
+    : transport_(transport),
+      rendezvous_(rendezvous),
       options_(options),
       identity_(std::move(identity)),
       open_streams_(open_streams),
       sink_(std::make_shared<Sink>(this)) {
   open_streams_->fetch_add(1);
-  StartRead(&incoming_bytes_);
+  transport_->StartRead(&incoming_bytes_);
 }
 
 // ---- Read side ----
@@ -81,7 +82,7 @@ void SessionReactor::OnReadDone(bool ok) {
   } else if (left_) {
     // Finished once the departure is durable (see kLeave).
   } else if (!gate_.finished()) {
-    StartRead(&incoming_bytes_);
+    transport_->StartRead(&incoming_bytes_);
   }
 }
 
@@ -229,18 +230,18 @@ void SessionReactor::PumpLocked() {
                      "cannot serialize a message to the agent: " + serialized.error_message()));
     return;
   }
-  gate_.Write(this, &outgoing_);
+  gate_.Write(transport_, &outgoing_);
 }
 
 void SessionReactor::FinishLocked(const grpc::Status& status) {
   if (gate_.finished()) return;
   queue_.clear();
-  gate_.Finish(this, status);
+  gate_.Finish(transport_, status);
 }
 
 void SessionReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&sink_->mu);
-  if (gate_.WriteDone(this, ok, "session stream broken while writing")) PumpLocked();
+  if (gate_.WriteDone(transport_, ok, "session stream broken while writing")) PumpLocked();
 }
 
 void SessionReactor::OnCancel() {
@@ -258,10 +259,44 @@ void SessionReactor::OnDone() {
                              left_);
   }
   open_streams_->fetch_sub(1);
-  delete this;
 }
 
 // ---- Service ----
+
+namespace {
+
+// The callback API's reactor as the session's transport.
+class CallbackSessionStream final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+      public SessionTransport {
+ public:
+  CallbackSessionStream(RendezvousService& rendezvous, const GrpcSessionServiceOptions& options,
+                        std::atomic<int>* open_streams, auth::Identity identity)
+      : session_(this, rendezvous, options, open_streams, std::move(identity)) {}
+
+  void StartRead(grpc::ByteBuffer* buffer) override {
+    grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>::StartRead(buffer);
+  }
+  void StartWrite(const grpc::ByteBuffer* buffer) override {
+    grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>::StartWrite(buffer);
+  }
+  void Finish(const grpc::Status& status) override {
+    grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>::Finish(status);
+  }
+
+  void OnReadDone(bool ok) override { session_.OnReadDone(ok); }
+  void OnWriteDone(bool ok) override { session_.OnWriteDone(ok); }
+  void OnCancel() override { session_.OnCancel(); }
+  void OnDone() override {
+    session_.OnDone();
+    delete this;
+  }
+
+ private:
+  SessionReactor session_;
+};
+
+}  // namespace
 
 GrpcSessionService::GrpcSessionService(RendezvousService& rendezvous,
                                        GrpcSessionServiceOptions options)
@@ -269,8 +304,8 @@ GrpcSessionService::GrpcSessionService(RendezvousService& rendezvous,
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GrpcSessionService::Session(
     grpc::CallbackServerContext* context) {
-  return new SessionReactor(rendezvous_, options_, &open_streams_,
-                            rpc::CallIdentity(options_.authorizer, *context));
+  return new CallbackSessionStream(rendezvous_, options_, &open_streams_,
+                                   rpc::CallIdentity(options_.authorizer, *context));
 }
 
 }  // namespace ddp::session

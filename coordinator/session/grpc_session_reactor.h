@@ -29,7 +29,12 @@
 // ends without a Leave the core learns it through StreamClosed (unless a newer
 // stream of the node already took over).
 //
-// Lifecycle: created by GrpcSessionService::Session, deletes itself in OnDone.
+// Transport: the gRPC stream it reads and writes is a SessionTransport (the
+// callback API's reactor, or an async-API stream over one of several
+// completion queues, async_session_queues.h), which forwards the stream's
+// events here and owns this object.
+// Lifecycle: created by the transport when the call starts; OnDone is the
+// last event, after which the transport destroys it.
 // Thread-safety: write-side state is guarded by the sink's mutex; read-side
 // state (registration) is touched only by OnReadDone (one read in flight at a
 // time) and by OnDone, which gRPC runs after every other reaction. The mutex is
@@ -52,19 +57,34 @@
 
 namespace ddp::session {
 
+// The operations a session starts on its stream: those of
+// grpc::ServerBidiReactor<ByteBuffer, ByteBuffer>. At most one read and one
+// write in flight; StartWrite and Finish may be called from any thread, and
+// must not run the session's events inline.
+class SessionTransport {
+ public:
+  virtual ~SessionTransport() = default;
+  virtual void StartRead(grpc::ByteBuffer* buffer) = 0;
+  virtual void StartWrite(const grpc::ByteBuffer* buffer) = 0;
+  virtual void Finish(const grpc::Status& status) = 0;
+};
+
 // Reads and writes raw bytes and parses them itself, so that bytes which are
 // not an AgentMessage end the stream with INVALID_ARGUMENT naming the method
 // (gRPC's typed handler would report a clean end of stream).
-class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class SessionReactor final {
  public:
-  // `identity`: of the stream's bearer token (checked at Register).
-  SessionReactor(RendezvousService& rendezvous, const GrpcSessionServiceOptions& options,
-                 std::atomic<int>* open_streams, auth::Identity identity);
+  // `identity`: of the stream's bearer token (checked at Register). Starts
+  // the first read on `transport`, which must outlive this object.
+  SessionReactor(SessionTransport* transport, RendezvousService& rendezvous,
+                 const GrpcSessionServiceOptions& options, std::atomic<int>* open_streams,
+                 auth::Identity identity);
 
-  void OnReadDone(bool ok) override;
-  void OnWriteDone(bool ok) override;
-  void OnCancel() override;
-  void OnDone() override;
+  // The stream's events, as grpc::ServerBidiReactor's.
+  void OnReadDone(bool ok);
+  void OnWriteDone(bool ok);
+  void OnCancel();
+  void OnDone();
 
  private:
   // What the router holds; forwards to the reactor while it lives.
@@ -89,6 +109,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
   void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_->mu);
 
+  SessionTransport* const transport_;
   RendezvousService& rendezvous_;
   const GrpcSessionServiceOptions& options_;
   // Of the stream's bearer token, checked against the job each Register names.

@@ -22,6 +22,9 @@ struct GrpcSessionServiceOptions {
   int max_queued_messages = 64;
   // Checks the bearer token of each stream at Register (null: no checks).
   const auth::Authorizer* authorizer = nullptr;
+  // > 0: the sessions run on the async API over this many completion queues
+  // (AsyncSessionQueues); 0: on the callback API (GrpcSessionService).
+  int completion_queues = 0;
 };
 
 class GrpcSessionService final

@@ -147,7 +147,7 @@ TEST_F(SessionServiceTest, Rendezvous_SixtyFourNodes_DistinctRanks) {
   }
   EXPECT_EQ(ranks.size(), 64u);
   EXPECT_EQ(*ranks.rbegin(), 63);
-  EXPECT_EQ(services_->session_service().open_streams(), 64);
+  EXPECT_EQ(services_->open_sessions(), 64);
 }
 
 TEST_F(SessionServiceTest, FirstMessageNotRegister_FailedPrecondition) {

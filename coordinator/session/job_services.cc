@@ -26,17 +26,42 @@ std::unique_ptr<JobServices> JobServices::Around(std::unique_ptr<RendezvousServi
                                                  const JobServicesOptions& options) {
   std::unique_ptr<JobServices> services(new JobServices());
   services->rendezvous_ = std::move(rendezvous);
-  services->session_service_ =
-      std::make_unique<GrpcSessionService>(*services->rendezvous_, options.session);
+  if (options.session.completion_queues > 0) {
+    services->session_queues_ = std::make_unique<AsyncSessionQueues>(
+        *services->rendezvous_, options.session, options.session.completion_queues);
+  } else {
+    services->session_service_ =
+        std::make_unique<GrpcSessionService>(*services->rendezvous_, options.session);
+  }
   services->job_service_ = std::make_unique<GrpcJobService>(*services->rendezvous_, options.jobs);
   return services;
 }
 
-JobServices::~JobServices() { Shutdown(); }
+JobServices::~JobServices() {
+  Shutdown();
+  StopSessionQueues();
+}
 
 void JobServices::RegisterWith(grpc::ServerBuilder& builder) {
-  builder.RegisterService(session_service_.get());
+  if (session_queues_ != nullptr) {
+    session_queues_->RegisterWith(builder);
+  } else {
+    builder.RegisterService(session_service_.get());
+  }
   builder.RegisterService(job_service_.get());
+}
+
+void JobServices::StartSessionQueues() {
+  if (session_queues_ != nullptr) session_queues_->Start();
+}
+
+void JobServices::StopSessionQueues() {
+  if (session_queues_ != nullptr) session_queues_->Stop();
+}
+
+int JobServices::open_sessions() const {
+  return session_queues_ != nullptr ? session_queues_->open_streams()
+                                    : session_service_->open_streams();
 }
 
 void JobServices::Shutdown() {

@@ -8,10 +8,12 @@
 //   auto jobs = JobServices::Create(clock, store, options);   // restores jobs
 //   grpc::ServerBuilder builder; ... (*jobs)->RegisterWith(builder);
 //   server = builder.BuildAndStart();
+//   (*jobs)->StartSessionQueues();
 //   ...
 //   (*jobs)->Shutdown();   // closes sessions (UNAVAILABLE: agents resume
 //                          // later) and watches, stops the threads
 //   server->Shutdown();    // then the gRPC server
+//   server->Wait(); (*jobs)->StopSessionQueues();
 //   jobs.reset();          // only after the server is destroyed or shut down
 //
 // Thread-safety: thread-safe; Shutdown is idempotent (the destructor runs it).
@@ -21,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "coordinator/rendezvous/job_state_store.h"
+#include "coordinator/session/async_session_queues.h"
 #include "coordinator/session/grpc_job_service.h"
 #include "coordinator/session/grpc_session_service.h"
 #include "coordinator/session/rendezvous_service.h"
@@ -51,6 +54,13 @@ class JobServices {
 
   // Adds SessionService and JobService to `builder` (before BuildAndStart).
   void RegisterWith(grpc::ServerBuilder& builder);
+  // After BuildAndStart: starts accepting sessions on the async queues (when
+  // options.session.completion_queues > 0; nothing otherwise).
+  void StartSessionQueues();
+  // After the server's Shutdown and Wait: stops the async queues' threads.
+  void StopSessionQueues();
+  // Agent streams whose session has not ended.
+  int open_sessions() const;
 
   // Ends every agent session with UNAVAILABLE and every watch, then stops the
   // rendezvous threads. The services keep answering (with the core's state)
@@ -58,7 +68,6 @@ class JobServices {
   void Shutdown();
 
   RendezvousService& rendezvous() { return *rendezvous_; }
-  GrpcSessionService& session_service() { return *session_service_; }
 
  private:
   JobServices() = default;
@@ -66,7 +75,8 @@ class JobServices {
                                              const JobServicesOptions& options);
 
   std::unique_ptr<RendezvousService> rendezvous_;
-  std::unique_ptr<GrpcSessionService> session_service_;
+  std::unique_ptr<GrpcSessionService> session_service_;  // or
+  std::unique_ptr<AsyncSessionQueues> session_queues_;
   std::unique_ptr<GrpcJobService> job_service_;
 };
 

@@ -6,6 +6,7 @@
 // agents and a JobService stub. Timing is real (short settings: heartbeat 50
 // ms, timeout 300 ms), and every wait has a loose deadline.
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ class JobServicesTest : public ::testing::Test {
   void StartServer(rendezvous::JobStateStore* store) {
     JobServicesOptions options;
     options.rendezvous.tick_interval = absl::Milliseconds(10);
+    // The same tests over the async transport: DDP_TEST_SESSION_QUEUES=K.
+    if (const char* queues = std::getenv("DDP_TEST_SESSION_QUEUES")) {
+      options.session.completion_queues = std::atoi(queues);
+    }
     absl::StatusOr<std::unique_ptr<JobServices>> services =
         JobServices::Create(RealClock::Get(), store, options);
     ASSERT_TRUE(services.ok()) << services.status();
@@ -56,6 +61,7 @@ class JobServicesTest : public ::testing::Test {
     services_->RegisterWith(builder);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
+    services_->StartSessionQueues();
     target_ = "127.0.0.1:" + std::to_string(port);
     jobs_ =
         v1::JobService::NewStub(grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
@@ -66,7 +72,9 @@ class JobServicesTest : public ::testing::Test {
     if (services_ != nullptr) services_->Shutdown();
     if (server_ != nullptr) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      server_->Wait();
     }
+    if (services_ != nullptr) services_->StopSessionQueues();
     server_.reset();
     services_.reset();
   }
