@@ -35,14 +35,14 @@ GrpcAgentStream::GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings sett
       agent_(identity),
       core_(CoreOptions(identity, std::move(settings)), identity.incarnation, clock) {}
 
-void GrpcAgentStream::Start(v1::SessionService::Stub& stub) {
+void GrpcAgentStream::Start(v1::SessionService::Stub& stub, grpc::CompletionQueue* queue) {
   v1::AgentMessage message;
   {
     absl::MutexLock lock(&mu_);
     message = core_.RegisterMessage();
     agent_.OnRegisterSent(clock_.Now());
   }
-  stub.async()->Session(&context_, this);
+  Bind(stub.PrepareAsyncSession(&context(), queue));
   AddHold();  // released by TakeHoldReleaseLocked
   StartRead(&incoming_);
   Enqueue(std::move(message));
@@ -149,7 +149,7 @@ void GrpcAgentStream::Cancel() {
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
   }
-  context_.TryCancel();
+  context().TryCancel();
 }
 
 void GrpcAgentStream::OnWriteDone(bool ok) {

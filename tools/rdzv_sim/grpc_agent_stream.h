@@ -1,9 +1,9 @@
 #ifndef DDP_TOOLS_RDZV_SIM_GRPC_AGENT_STREAM_H_
 #define DDP_TOOLS_RDZV_SIM_GRPC_AGENT_STREAM_H_
 
-// One simulated agent's Session stream over the gRPC callback API (no thread
-// per stream): registers, answers the coordinator's orders through its
-// SimAgent, and sends heartbeats when a pacing thread asks it to.
+// One simulated agent's Session stream over the gRPC async API, on one of
+// several completion queues (AsyncClientBidi; no thread per stream): registers, answers the
+// coordinator's orders through its SimAgent, and sends heartbeats when a pacing thread asks it to.
 //
 // Writes: at most one in flight; the rest wait in a queue. A heartbeat asked
 // for while the previous one is still queued is dropped (counted), so a slow
@@ -30,6 +30,7 @@
 #include "common/clock.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tools/rdzv_sim/async_client_bidi.h"
 #include "tools/rdzv_sim/progress_tracker.h"
 #include "tools/rdzv_sim/sim_agent.h"
 
@@ -40,16 +41,15 @@ struct AgentStreamCounters {
   std::atomic<int64_t> heartbeats_dropped{0};
 };
 
-class GrpcAgentStream final
-    : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+class GrpcAgentStream final : public AsyncClientBidi<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
   // `ack_heartbeats`: heartbeats ask for acknowledgements when the lease
   // needs renewing (SessionCore::AckDue), as ddp-client's do.
   GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings, ProgressTracker& tracker,
                   AgentStreamCounters& counters, const Clock& clock, bool ack_heartbeats);
 
-  // Opens the stream and sends Register.
-  void Start(v1::SessionService::Stub& stub);
+  // Opens the stream on `queue` (AsyncClientQueues) and sends Register.
+  void Start(v1::SessionService::Stub& stub, grpc::CompletionQueue* queue);
   // Queues a Heartbeat if the agent is registered and none is queued.
   void SendHeartbeat();
   // Reports worker local_rank 0 exited with `exit_code`.
@@ -83,7 +83,6 @@ class GrpcAgentStream final
   ProgressTracker& tracker_;
   AgentStreamCounters& counters_;
   const Clock& clock_;
-  grpc::ClientContext context_;
   v1::CoordinatorMessage incoming_;  // one read in flight at a time
 
   absl::Mutex mu_;

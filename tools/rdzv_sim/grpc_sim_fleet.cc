@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<GrpcSimFleet>> GrpcSimFleet::Create(SimFleetOptio
     }
     fleet->stubs_.push_back(v1::SessionService::NewStub(fleet->channels_[i]));
   }
+  fleet->queues_ = std::make_unique<AsyncClientQueues>(o.completion_queues);
   std::mt19937_64 random(o.seed);
   for (int i = 0; i < o.nodes; ++i) {
     SimAgentIdentity id;
@@ -94,7 +95,7 @@ absl::StatusOr<WaveTiming> GrpcSimFleet::Rendezvous(absl::Time deadline) {
   streams_started_ = true;
   const absl::Time started = clock_.Now();
   for (size_t i = 0; i < streams_.size(); ++i) {
-    streams_[i]->Start(*stubs_[i % stubs_.size()]);
+    streams_[i]->Start(*stubs_[i % stubs_.size()], queues_->queue(i));
   }
   WaveTiming timing;
   timing.issue_spread = clock_.Now() - started;
@@ -153,12 +154,14 @@ absl::Status GrpcSimFleet::Shutdown(absl::Duration timeout) {
     for (auto& stream : streams_) stream->Cancel();
     if (!tracker_.WaitForStreamsDone(absl::Now() + timeout)) {
       for (auto& stream : streams_) stream.release();  // still owned by gRPC
+      queues_.release();                               // their threads may still run those streams
       return absl::DeadlineExceededError(absl::StrCat("only ", tracker_.streams_done(), " of ",
                                                       streams_.size(), " streams ended within ",
                                                       absl::FormatDuration(timeout)));
     }
   }
   streams_.clear();
+  queues_->Stop();
   return status;
 }
 

@@ -29,6 +29,7 @@
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tools/rdzv_sim/async_client_queues.h"
 #include "tools/rdzv_sim/grpc_agent_stream.h"
 #include "tools/rdzv_sim/progress_tracker.h"
 
@@ -44,8 +45,9 @@ struct SimFleetOptions {
   int nproc = 8;
   v1::JobSettings settings;  // every agent's flags; heartbeat_interval_ms used
   absl::Duration connect_timeout = absl::Seconds(10);
-  uint64_t seed = 1;  // incarnations are drawn from it (never 0)
+  uint64_t seed = 1;           // incarnations are drawn from it (never 0)
   bool ack_heartbeats = true;  // Heartbeat.sequence set: the coordinator acknowledges
+  int completion_queues = 4;   // the streams' queues, each with a thread (AsyncClientQueues)
 };
 
 // One wave of assignments: from `started` to the last agent's.
@@ -91,6 +93,7 @@ class GrpcSimFleet {
   AgentStreamCounters counters_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<v1::SessionService::Stub>> stubs_;
+  std::unique_ptr<AsyncClientQueues> queues_;  // outlives streams_
   std::vector<std::unique_ptr<GrpcAgentStream>> streams_;
   int assignments_seen_ = 0;  // waves completed (driver thread only)
   bool shut_down_ = false;

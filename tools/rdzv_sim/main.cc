@@ -41,6 +41,8 @@ ABSL_FLAG(std::vector<std::string>, coordinator_args, {},
 ABSL_FLAG(std::string, work_dir, "/tmp",
           "Where the started coordinator's data dir and log go (removed)");
 ABSL_FLAG(int, channels, 64, "gRPC channels (TCP connections) the agents are spread over");
+ABSL_FLAG(int, completion_queues, 4,
+          "Completion queues the agents' streams are spread over, each with its own thread");
 ABSL_FLAG(int, heartbeat_threads, 4, "Threads pacing the heartbeats");
 ABSL_FLAG(int, heartbeat_interval_ms, 500, "Agents' heartbeat interval");
 ABSL_FLAG(int, heartbeat_timeout_ms, 3000, "Jobs' heartbeat timeout");
@@ -92,6 +94,7 @@ int main(int argc, char** argv) {
   if (sizes.empty()) return BadFlag("--nodes lists no size");
   for (const std::string& error :
        {CheckRange("channels", absl::GetFlag(FLAGS_channels), 1, 4096),
+        CheckRange("completion-queues", absl::GetFlag(FLAGS_completion_queues), 1, 64),
         CheckRange("heartbeat-threads", absl::GetFlag(FLAGS_heartbeat_threads), 1, 64),
         CheckRange("heartbeat-interval-ms", absl::GetFlag(FLAGS_heartbeat_interval_ms), 10, 60000),
         CheckRange("heartbeat-timeout-ms", absl::GetFlag(FLAGS_heartbeat_timeout_ms),
@@ -116,6 +119,7 @@ int main(int argc, char** argv) {
   options.coordinator_args = absl::GetFlag(FLAGS_coordinator_args);
   options.work_root = absl::GetFlag(FLAGS_work_dir);
   options.channels = absl::GetFlag(FLAGS_channels);
+  options.completion_queues = absl::GetFlag(FLAGS_completion_queues);
   options.heartbeat_threads = absl::GetFlag(FLAGS_heartbeat_threads);
   options.nproc = absl::GetFlag(FLAGS_nproc);
   options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));

@@ -38,6 +38,7 @@ struct ScenarioOptions {
   std::string work_root = "/tmp";
 
   int channels = 64;
+  int completion_queues = 4;  // the streams' (GrpcSimFleet)
   int heartbeat_threads = 4;
   int nproc = 8;
   absl::Duration heartbeat_interval = absl::Milliseconds(500);
