@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rendezvous benchmark: builds tools/rdzv_sim and the coordinator with the
 # default configuration (never -c opt: it would invalidate the shared Bazel
-# cache), then simulates 256, 1,024 and 4,096 node agents over real gRPC
+# cache), then simulates 1,024, 4,096 and 16,384 node agents over real gRPC
 # Session streams against a fresh coordinator per size and prints the table
 # (see docs/benchmarks.md, section "Rendezvous").
 #
@@ -22,4 +22,4 @@ fi
 bazel build //tools/rdzv_sim:rdzv_sim "${target}"
 echo "machine: $(nproc) cpus, $(lscpu | sed -n 's/^Model name: *//p')" >&2
 exec bazel-bin/tools/rdzv_sim/rdzv_sim --coordinator-binary "${binary}" \
-  --nodes 256,1024,4096 "$@"
+  --nodes 1024,4096,16384 "$@"
