@@ -81,8 +81,8 @@ struct WorkerRun {
   WorkerExit exit;
 };
 
-// Runs one worker through a WorkerSupervisor with `launch` (null: cold).
-WorkerRun RunWorker(WorkerSpec spec, StandbyPool* pool) {
+// A supervisor's options that start workers through `pool` (null: cold).
+WorkerSupervisor::Options LaunchingFrom(StandbyPool* pool) {
   WorkerSupervisor::Options options;
   options.heartbeat_timeout = absl::ZeroDuration();
   if (pool != nullptr) {
@@ -90,6 +90,12 @@ WorkerRun RunWorker(WorkerSpec spec, StandbyPool* pool) {
       return pool->Launch(s, stdio);
     };
   }
+  return options;
+}
+
+// Runs one worker through a WorkerSupervisor with `launch` (null: cold).
+WorkerRun RunWorker(WorkerSpec spec, StandbyPool* pool) {
+  const WorkerSupervisor::Options options = LaunchingFrom(pool);
   WorkerRun run;
   absl::Mutex mu;
   WorkerSupervisor supervisor(options, MonotonicClock::Get(), [&](const WorkerExit& exit) {
@@ -220,13 +226,7 @@ TEST(StandbyPoolTest, NotAPythonCommand_StartsCold) {
   WorkerSpec spec = DumpSpec(dir, 1, false);
   spec.argv = {"/bin/sh", "-c", absl::StrCat("echo $RANK > ", dir, "/rank.txt")};
   pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
-  WorkerSupervisor::Options options;
-  options.heartbeat_timeout = absl::ZeroDuration();
-  StandbyPool* raw = pool.get();
-  options.launch = [raw](const WorkerSpec& s, const WorkerStdio& stdio) {
-    return raw->Launch(s, stdio);
-  };
-  WorkerSupervisor supervisor(options, MonotonicClock::Get(), nullptr);
+  WorkerSupervisor supervisor(LaunchingFrom(pool.get()), MonotonicClock::Get(), nullptr);
   ASSERT_TRUE(supervisor.Start({spec}).ok());
   EXPECT_TRUE(supervisor.AwaitAllExited(kRun));
   EXPECT_EQ(ReadFile(dir + "/rank.txt"), "1\n");
@@ -278,13 +278,7 @@ TEST(StandbyPoolTest, NothingListensAtMasterPort_OnlyOneWait) {
     specs.push_back(spec);
   }
   ASSERT_TRUE(pool->AwaitReady({0, 1, 2}, kImport));
-  WorkerSupervisor::Options options;
-  options.heartbeat_timeout = absl::ZeroDuration();
-  StandbyPool* raw = pool.get();
-  options.launch = [raw](const WorkerSpec& s, const WorkerStdio& stdio) {
-    return raw->Launch(s, stdio);
-  };
-  WorkerSupervisor supervisor(options, MonotonicClock::Get(), nullptr);
+  WorkerSupervisor supervisor(LaunchingFrom(pool.get()), MonotonicClock::Get(), nullptr);
   const absl::Time start = absl::Now();
   ASSERT_TRUE(supervisor.Start(specs).ok());
   const absl::Duration took = absl::Now() - start;
