@@ -78,7 +78,9 @@ class AsyncSessionStream final : public SessionTransport {
           std::lock_guard<std::mutex> lock(mu_);
           call_done_ = true;
         }
-        if (context_.IsCancelled()) session_->OnCancel();
+        // (A call cancelled at once may report its end before its start
+        // was handled: the session then sees a failed first read.)
+        if (session_.has_value() && context_.IsCancelled()) session_->OnCancel();
         break;
       }
     }
@@ -128,6 +130,7 @@ class AsyncSessionStream final : public SessionTransport {
   // The session ends once the call is over (finished by the session, or
   // cancelled) and no operation of it is in flight.
   void MaybeEnd() {
+    if (!session_.has_value()) return;  // its start is still to be handled
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!call_done_ || reading_ || writing_ || finishing_) return;
