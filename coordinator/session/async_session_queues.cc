@@ -20,7 +20,7 @@ constexpr int kPendingAccepts = 8;
 
 // A completion-queue tag: the operation of one stream it completes.
 struct AsyncOp {
-  enum class Kind { kAccept, kRead, kWrite, kFinish, kDone };
+  enum class Kind { kAccept, kRead, kWrite, kFinish };
   class AsyncSessionStream* stream;
   Kind kind;
 };
@@ -51,9 +51,11 @@ class AsyncSessionStream final : public SessionTransport {
         open_streams_(open_streams),
         stream_(&context_) {}
 
-  // Asks the server for the next call on this queue.
+  // Asks the server for the next call on this queue. No AsyncNotifyWhenDone:
+  // a cancelled call fails the read the session always keeps pending (or the
+  // session is finishing already), and one tag less per stream halves what
+  // each completion scans.
   void Request() {
-    context_.AsyncNotifyWhenDone(&done_op_);  // returned only if the call starts
     service_->RequestSession(&context_, &stream_, queue_->cq.get(), queue_->cq.get(), &accept_op_);
   }
 
@@ -70,17 +72,10 @@ class AsyncSessionStream final : public SessionTransport {
         Completed(&writing_);
         session_->OnWriteDone(ok);
         break;
-      case AsyncOp::Kind::kFinish:
-        Completed(&finishing_);
-        break;
-      case AsyncOp::Kind::kDone: {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          call_done_ = true;
-        }
-        // (A call cancelled at once may report its end before its start
-        // was handled: the session then sees a failed first read.)
-        if (session_.has_value() && context_.IsCancelled()) session_->OnCancel();
+      case AsyncOp::Kind::kFinish: {
+        std::lock_guard<std::mutex> lock(mu_);
+        finishing_ = false;
+        finished_ = true;
         break;
       }
     }
@@ -97,11 +92,7 @@ class AsyncSessionStream final : public SessionTransport {
     stream_.Write(*buffer, &write_op_);
   }
   void Finish(const grpc::Status& status) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);  // both at once: see MaybeEnd
-      finish_started_ = true;
-      finishing_ = true;
-    }
+    Begin(&finishing_);
     stream_.Finish(status, &finish_op_);
   }
 
@@ -127,14 +118,12 @@ class AsyncSessionStream final : public SessionTransport {
     *pending = false;
   }
 
-  // The session ends once the call is over (finished by the session, or
-  // cancelled) and no operation of it is in flight.
+  // The session ends once its Finish completed (the call is over) and no
+  // read or write of it is in flight.
   void MaybeEnd() {
-    if (!session_.has_value()) return;  // its start is still to be handled
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!call_done_ || reading_ || writing_ || finishing_) return;
-      if (!finish_started_ && !context_.IsCancelled()) return;
+      if (!finished_ || reading_ || writing_) return;
     }
     session_->OnDone();
     delete this;
@@ -152,15 +141,13 @@ class AsyncSessionStream final : public SessionTransport {
   AsyncOp read_op_{this, AsyncOp::Kind::kRead};
   AsyncOp write_op_{this, AsyncOp::Kind::kWrite};
   AsyncOp finish_op_{this, AsyncOp::Kind::kFinish};
-  AsyncOp done_op_{this, AsyncOp::Kind::kDone};
   std::optional<SessionReactor> session_;  // from the call's start
 
   std::mutex mu_;
   bool reading_ = false;
   bool writing_ = false;
   bool finishing_ = false;
-  bool finish_started_ = false;
-  bool call_done_ = false;
+  bool finished_ = false;  // Finish completed
 };
 
 void Drain(AsyncSessionQueues::Queue* queue, int index) {
