@@ -81,6 +81,10 @@ class AsyncClientBidi {
   }
   void StartWritesDone() {
     std::unique_lock<std::mutex> lock(mu_);
+    if (!start_done_) {
+      deferred_writes_done_ = true;
+      return;
+    }
     ++pending_;
     stream_->WritesDone(&writes_done_op_);
   }
@@ -131,6 +135,11 @@ class AsyncClientBidi {
       start_done_ = true;
       if (deferred_write_ != nullptr) IssueWriteLocked(deferred_write_);
       deferred_write_ = nullptr;
+      if (deferred_writes_done_) {  // the caller never has a write in flight then
+        ++pending_;
+        stream_->WritesDone(&writes_done_op_);
+      }
+      deferred_writes_done_ = false;
     }
     Settle(nullptr, false);
   }
@@ -176,6 +185,7 @@ class AsyncClientBidi {
   bool start_done_ = false;  // StartCall's operations completed: writes may go
   Response* deferred_read_ = nullptr;
   const Request* deferred_write_ = nullptr;
+  bool deferred_writes_done_ = false;
   int pending_ = 0;   // operations issued and not completed
   int reacting_ = 0;  // reactions running
   int holds_ = 0;
