@@ -173,6 +173,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // timer thread ~8 % of a core at 4,096 connections and buys nothing for
   // small control messages.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // Clients may keep their connections alive with HTTP/2 pings (agents behind
+  // a NAT or a load balancer; rdzv_sim --keepalive-ms): one a second per
+  // connection is accepted, data or not (gRPC's default calls anything more
+  // than one per 5 minutes without data abuse and closes the connection).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // gRPC sets SO_REUSEPORT by default, which lets a second coordinator bind
   // the same port and split the clients between two stores.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -115,6 +115,37 @@ TEST_F(CoordinatorServerTest, Shutdown_OpenWatch_StreamEndsUnavailable) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+// A client that keeps its connection alive with an HTTP/2 ping a second and
+// no data (an idle watch) is not taken for an abuser (gRPC's default would
+// close the connection with too_many_pings after a few).
+TEST_F(CoordinatorServerTest, KeepalivePingsEverySecond_IdleStreamStaysOpen) {
+  auto server = MustStart();
+  ASSERT_NE(server, nullptr);
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 3000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  auto pinging = v1::KeyValueService::NewStub(grpc::CreateCustomChannel(
+      "127.0.0.1:" + std::to_string(server->port()), grpc::InsecureChannelCredentials(), args));
+  v1::WatchRequest request;
+  request.set_namespace_("job");
+  auto context = Context();
+  auto reader = pinging->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  absl::SleepFor(absl::Seconds(5));  // about five pings, no data
+  auto writer = Connect(*server);
+  v1::PutRequest put;
+  put.set_namespace_("job");
+  put.set_key("k");
+  put.set_value("v");
+  v1::PutResponse put_response;
+  ASSERT_TRUE(writer->Put(Context().get(), put, &put_response).ok());
+  ASSERT_TRUE(reader->Read(&response)) << reader->Finish().error_message();
+  context->TryCancel();
+}
+
 TEST_F(CoordinatorServerTest, Start_BadPort_InvalidArgument) {
   options_.port = 70000;
   EXPECT_EQ(CoordinatorServer::Start(options_).status().code(), absl::StatusCode::kInvalidArgument);

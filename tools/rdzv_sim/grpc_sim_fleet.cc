@@ -30,6 +30,14 @@ absl::StatusOr<std::unique_ptr<GrpcSimFleet>> GrpcSimFleet::Create(SimFleetOptio
     // A private subchannel pool and a distinct argument: its own connection.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("grpc.channel_id", i);
+    if (o.keepalive > absl::ZeroDuration()) {  // HTTP/2 pings on each connection
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+                  static_cast<int>(absl::ToInt64Milliseconds(o.keepalive)));
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                  3 * static_cast<int>(absl::ToInt64Milliseconds(o.keepalive)));
+      args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+      args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    }
     fleet->channels_.push_back(
         grpc::CreateCustomChannel(o.target, grpc::InsecureChannelCredentials(), args));
     fleet->channels_.back()->GetState(/*try_to_connect=*/true);

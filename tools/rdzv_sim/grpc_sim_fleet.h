@@ -48,6 +48,7 @@ struct SimFleetOptions {
   uint64_t seed = 1;           // incarnations are drawn from it (never 0)
   bool ack_heartbeats = true;  // Heartbeat.sequence set: the coordinator acknowledges
   int completion_queues = 4;   // the streams' queues, each with a thread (AsyncClientQueues)
+  absl::Duration keepalive;    // > 0: HTTP/2 keepalive pings this often on each connection
 };
 
 // One wave of assignments: from `started` to the last agent's.

@@ -41,6 +41,9 @@ ABSL_FLAG(std::vector<std::string>, coordinator_args, {},
 ABSL_FLAG(std::string, work_dir, "/tmp",
           "Where the started coordinator's data dir and log go (removed)");
 ABSL_FLAG(int, channels, 64, "gRPC channels (TCP connections) the agents are spread over");
+ABSL_FLAG(int, keepalive_ms, 0,
+          "HTTP/2 keepalive pings on each connection this often (0: none; the coordinator "
+          "accepts one a second at most)");
 ABSL_FLAG(int, completion_queues, 4,
           "Completion queues the agents' streams are spread over, each with its own thread");
 ABSL_FLAG(int, heartbeat_threads, 4, "Threads pacing the heartbeats");
@@ -95,6 +98,9 @@ int main(int argc, char** argv) {
   for (const std::string& error :
        {CheckRange("channels", absl::GetFlag(FLAGS_channels), 1, 4096),
         CheckRange("completion-queues", absl::GetFlag(FLAGS_completion_queues), 1, 64),
+        absl::GetFlag(FLAGS_keepalive_ms) == 0
+            ? std::string()
+            : CheckRange("keepalive-ms", absl::GetFlag(FLAGS_keepalive_ms), 1000, 3600000),
         CheckRange("heartbeat-threads", absl::GetFlag(FLAGS_heartbeat_threads), 1, 64),
         CheckRange("heartbeat-interval-ms", absl::GetFlag(FLAGS_heartbeat_interval_ms), 10, 60000),
         CheckRange("heartbeat-timeout-ms", absl::GetFlag(FLAGS_heartbeat_timeout_ms),
@@ -120,6 +126,7 @@ int main(int argc, char** argv) {
   options.work_root = absl::GetFlag(FLAGS_work_dir);
   options.channels = absl::GetFlag(FLAGS_channels);
   options.completion_queues = absl::GetFlag(FLAGS_completion_queues);
+  options.keepalive = absl::Milliseconds(absl::GetFlag(FLAGS_keepalive_ms));
   options.heartbeat_threads = absl::GetFlag(FLAGS_heartbeat_threads);
   options.nproc = absl::GetFlag(FLAGS_nproc);
   options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));

@@ -141,6 +141,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   fleet_options.seed = o.seed * 1000003 + nodes;
   fleet_options.ack_heartbeats = o.ack_heartbeats;
   fleet_options.completion_queues = o.completion_queues;
+  fleet_options.keepalive = o.keepalive;
   absl::StatusOr<std::unique_ptr<GrpcSimFleet>> fleet = GrpcSimFleet::Create(fleet_options, clock);
   if (!fleet.ok()) {
     result.error = fleet.status().ToString();

@@ -39,6 +39,7 @@ struct ScenarioOptions {
 
   int channels = 64;
   int completion_queues = 4;  // the streams' (GrpcSimFleet)
+  absl::Duration keepalive;   // HTTP/2 pings per connection (GrpcSimFleet); 0: none
   int heartbeat_threads = 4;
   int nproc = 8;
   absl::Duration heartbeat_interval = absl::Milliseconds(500);

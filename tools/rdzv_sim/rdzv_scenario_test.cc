@@ -1,4 +1,4 @@
-// End to end: the real simulator (gRPC callback streams) against a real
+// End to end: the real simulator (gRPC async streams) against a real
 // server process on port 0 — the stand-in coordinator that serves the same
 // SessionService and JobService as //coordinator.
 
