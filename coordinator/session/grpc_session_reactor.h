@@ -80,7 +80,9 @@ class SessionReactor final {
                  const GrpcSessionServiceOptions& options, std::atomic<int>* open_streams,
                  auth::Identity identity);
 
-  // The stream's events, as grpc::ServerBidiReactor's.
+  // The stream's events, as grpc::ServerBidiReactor's. (The async transport
+  // has no OnCancel: a cancelled call fails the read the session keeps
+  // pending, which ends the stream the same way.)
   void OnReadDone(bool ok);
   void OnWriteDone(bool ok);
   void OnCancel();
