@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace ddp::client {
@@ -121,6 +121,13 @@ class FakeSessionService final : public v1::SessionService::Service {
     };
     mu_.AwaitWithTimeout(absl::Condition(&ready), kWait);
     return found;
+  }
+  // Received messages matching `pred`.
+  int CountMessages(const std::function<bool(const v1::AgentMessage&)>& pred) {
+    absl::MutexLock lock(&mu_);
+    int count = 0;
+    for (const auto& m : received_) count += pred(m) ? 1 : 0;
+    return count;
   }
   // Breaks the latest live stream from the server side.
   void CancelLatest() {
@@ -283,6 +290,38 @@ TEST_F(GrpcSessionClientTest, Start_Registers_HeartbeatsCarryHeader) {
   EXPECT_EQ(heartbeat->heartbeat().workers(0).state(), v1::WORKER_RUNNING);
 }
 
+// Worker states travel only when they changed (or on a new stream), and only
+// the heartbeats whose acknowledgement renews a lease due for it ask for one.
+TEST_F(GrpcSessionClientTest, Heartbeats_StatesOnlyWhenChanged_AcksOnlyWhenDue) {
+  StartServer({Plan::kServeAndAck, Plan::kServeAndAck});
+  StartClient(42);
+  ASSERT_TRUE(events_.WaitForRegistrations(1));
+  auto with_states = [](const v1::AgentMessage& m) {
+    return m.has_heartbeat() && m.heartbeat().workers_size() > 0;
+  };
+  auto without_states = [](const v1::AgentMessage& m) {
+    return m.has_heartbeat() && m.heartbeat().workers_size() == 0;
+  };
+  ASSERT_TRUE(service_->WaitForMessage(without_states).has_value());
+  EXPECT_EQ(service_->CountMessages(with_states), 1);
+  EXPECT_TRUE(service_
+                  ->WaitForMessage([](const v1::AgentMessage& m) {
+                    return m.has_heartbeat() && m.heartbeat().sequence() == 0;
+                  })
+                  .has_value());
+  EXPECT_GT(service_->CountMessages([](const v1::AgentMessage& m) {
+    return m.has_heartbeat() && m.heartbeat().sequence() != 0;
+  }),
+            0);
+  service_->CancelLatest();  // a new stream gets the states again
+  ASSERT_TRUE(events_.WaitForRegistrations(2));
+  const absl::Time deadline = absl::Now() + kWait;
+  while (service_->CountMessages(with_states) < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(service_->CountMessages(with_states), 2);
+}
+
 TEST_F(GrpcSessionClientTest, Send_StampsIdentityKeepsGeneration) {
   StartServer({Plan::kServe});
   StartClient(42);
@@ -434,8 +473,7 @@ TEST_F(GrpcSessionClientTest, Acks_RenewTheLeaseFromEachHeartbeatsSendTime) {
   const absl::Time started = MonotonicClock::Get().Now();
   StartClient(42);
   ASSERT_TRUE(events_.WaitForRegistrations(1));
-  EXPECT_EQ(events_.granted(),
-            std::make_pair(absl::Milliseconds(2000), absl::Milliseconds(2500)));
+  EXPECT_EQ(events_.granted(), std::make_pair(absl::Milliseconds(2000), absl::Milliseconds(2500)));
   // The Registered (from the Register's send time), then acks of heartbeats.
   const auto renewals = events_.WaitForRenewals(4);
   ASSERT_GE(renewals.size(), 4u);

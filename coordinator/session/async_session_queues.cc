@@ -28,7 +28,6 @@ struct AsyncOp {
 }  // namespace
 
 struct AsyncSessionQueues::Queue {
-  AsyncSessionQueues* owner = nullptr;
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   std::atomic<bool> accepting{true};
 };
@@ -174,7 +173,6 @@ void AsyncSessionQueues::RegisterWith(grpc::ServerBuilder& builder) {
   builder.RegisterService(&service_);
   for (int i = 0; i < queue_count_; ++i) {
     auto queue = std::make_unique<Queue>();
-    queue->owner = this;
     queue->cq = builder.AddCompletionQueue();
     queues_.push_back(std::move(queue));
   }

@@ -112,9 +112,8 @@ void GrpcAgentStream::SendHeartbeat() {
     // As ddp-client: the workers' states only when they changed (here: once
     // per generation, when they start running).
     const bool running = agent_.phase() == SimAgentPhase::kRunning;
-    const bool states_changed = running && states_sent_for_ != agent_.Header().generation;
-    if (states_changed) states_sent_for_ = agent_.Header().generation;
-    if (states_changed) {
+    if (running && states_sent_for_ != agent_.Header().generation) {
+      states_sent_for_ = agent_.Header().generation;
       for (int rank = 0; rank < agent_.identity().nproc; ++rank) {
         v1::WorkerState* worker = heartbeat->add_workers();
         worker->set_local_rank(rank);
