@@ -1,9 +1,11 @@
 #ifndef DDP_COORDINATOR_SESSION_GRPC_SESSION_SERVICE_H_
 #define DDP_COORDINATOR_SESSION_GRPC_SESSION_SERVICE_H_
 
-// ddp.v1.SessionService over the gRPC callback API: one SessionReactor per
-// agent stream (no thread per stream). See grpc_session_reactor.h for the
-// per-stream protocol.
+// ddp.v1.SessionService over the gRPC callback API (--session-queues 0): one
+// SessionReactor per agent stream (no thread per stream), carried by a
+// callback reactor. The default transport is AsyncSessionQueues
+// (async_session_queues.h); the options below serve both. See
+// grpc_session_reactor.h for the per-stream protocol.
 //
 // Thread-safety: thread-safe. The RendezvousService must outlive the service,
 // and the service must outlive the grpc::Server it is registered with.
