@@ -103,6 +103,15 @@ ABSL_FLAG(int, session_queues, 4,
           "Agent sessions on gRPC's async API over this many completion queues, each with a "
           "thread of its own (for many thousand agents: each message then costs O(agents / "
           "queues) in Debian's libgrpc instead of O(agents)); 0: the callback API. 0..64");
+ABSL_FLAG(bool, heartbeat_udp, false,
+          "Take agents' heartbeats over UDP as well (a few microseconds of CPU each instead of "
+          "tens for a stream message; docs/operations.md, \"Heartbeats over UDP\"): each "
+          "session gets a signed channel, and an agent whose datagrams go unanswered "
+          "heartbeats on its stream. Open the UDP port (--heartbeat-udp-port) where the gRPC "
+          "port is open");
+ABSL_FLAG(int, heartbeat_udp_port, -1,
+          "UDP port for --heartbeat-udp: -1, the gRPC port's number (--port); 0, any free "
+          "port; else 1..65535");
 ABSL_FLAG(int64_t, tick_interval_ms, 50,
           "How often lease expiry and Wait deadlines are checked, in milliseconds (job "
           "timeouts are checked at least every 100 ms)");
@@ -225,6 +234,13 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
     return absl::StrCat("--session-queues=", queues, " must be 0..64");
   }
   options->jobs.session.completion_queues = queues;
+  options->jobs.heartbeat_udp = absl::GetFlag(FLAGS_heartbeat_udp);
+  const int udp_port = absl::GetFlag(FLAGS_heartbeat_udp_port);
+  if (udp_port < -1 || udp_port > 65535) {
+    return absl::StrCat("--heartbeat-udp-port=", udp_port,
+                        " must be -1 (the gRPC port's number), 0 (any free port) or 1..65535");
+  }
+  options->heartbeat_udp_port = udp_port;
   return "";
 }
 

@@ -97,6 +97,7 @@ void GrpcSessionClient::Start() {
   }
   reader_ = std::thread([this] { ReaderLoop(); });
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  datagrams_ = std::thread([this] { DatagramLoop(); });
 }
 
 void GrpcSessionClient::Close() {
@@ -119,6 +120,7 @@ void GrpcSessionClient::Close() {
   }
   if (reader_.joinable()) reader_.join();
   if (heartbeat_.joinable()) heartbeat_.join();
+  if (datagrams_.joinable()) datagrams_.join();
 }
 
 bool GrpcSessionClient::closing() const {
@@ -310,11 +312,15 @@ void GrpcSessionClient::ReaderLoop() {
         absl::MutexLock lock(&mu_);
         resumed = core_.OnRegistered(registered);
       }
+      OpenHeartbeatChannel();
+      v1::Registered logged = registered;
+      if (logged.has_heartbeat_channel()) logged.mutable_heartbeat_channel()->clear_key();
       DDP_LOG(INFO) << (resumed ? "session resumed" : "registered") << " with the coordinator at "
                     << current_target() << " (incarnation " << incarnation()
-                    << "): " << registered.ShortDebugString();
+                    << "): " << logged.ShortDebugString();
       events_->OnRegistered(registered, resumed);
       status = ReadUntilEnd();
+      CloseHeartbeatChannel();
       if (closing()) break;
       absl::MutexLock lock(&mu_);
       step = core_.OnStreamEnded(status);
@@ -392,21 +398,27 @@ void GrpcSessionClient::HeartbeatLoop() {
     }
     if (!live) continue;
     std::vector<v1::WorkerState> workers = events_->WorkerStates();
-    v1::AgentMessage message;
     int registration = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      registration = registrations_;
+    }
+    // The workers' states only when they changed since the last heartbeat on
+    // this stream (a heartbeat that carries nothing costs the coordinator
+    // least, and can go as a datagram).
+    std::string states;
+    for (const v1::WorkerState& state : workers) states += state.SerializeAsString();
+    const bool carries_states =
+        states != last_worker_states_ || registration != worker_states_registration_;
+    if (SendHeartbeatDatagram(carries_states)) continue;
+    v1::AgentMessage message;
     {
       absl::MutexLock lock(&mu_);
       // The lease counts on CLOCK_MONOTONIC whatever clock_ is (worker_lease.h).
       const absl::Time now = MonotonicClock::Get().Now();
       message = core_.HeartbeatMessage(core_.AckDue(now), now);
-      registration = registrations_;
     }
-    // The workers' states only when they changed since the last heartbeat on
-    // this stream (a heartbeat that carries nothing costs the coordinator
-    // least).
-    std::string states;
-    for (const v1::WorkerState& state : workers) states += state.SerializeAsString();
-    if (states != last_worker_states_ || registration != worker_states_registration_) {
+    if (carries_states) {
       worker_states_registration_ = registration;
       for (v1::WorkerState& state : workers) {
         *message.mutable_heartbeat()->add_workers() = std::move(state);

@@ -23,9 +23,17 @@
 // place and its running workers (Registered.resumed).
 //
 // Threads: "session-reader" (connect, register, read, deliver events; it also
-// runs the SessionEvents callbacks, in stream order) and "session-heartbeat"
+// runs the SessionEvents callbacks, in stream order), "session-heartbeat"
 // (a Heartbeat with SessionEvents::WorkerStates every heartbeat interval of
-// the job, while registered). Send may be called from any thread.
+// the job, while registered) and "session-udp" (reads heartbeat acks over
+// UDP). Send may be called from any thread.
+//
+// Heartbeats over UDP: when Registered names a heartbeat_channel, empty
+// heartbeats (worker states unchanged) go as signed datagrams to that port of
+// the coordinator's host, and its ack datagrams renew the lease like
+// HeartbeatAcks; heartbeats carrying worker states, and any heartbeat while
+// the datagram channel is unanswered (SessionCore::SendAsDatagram), go on the
+// stream. The channel lives as long as its stream.
 //
 // Lease: every heartbeat carries a sequence number, and its send time
 // (MonotonicClock) is kept until the coordinator's HeartbeatAck for it comes
@@ -52,6 +60,7 @@
 #include "client/agent/session_link.h"
 #include "common/clock.h"
 #include "common/coordinator_endpoints.h"
+#include "common/heartbeat/udp_socket.h"
 #include "common/tls_files.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/channel.h"
@@ -130,6 +139,16 @@ class GrpcSessionClient : public CoordinatorLink {
   absl::Status ReadUntilEnd();
   // The lease part of a HeartbeatAck.
   void HandleAck(const v1::HeartbeatAck& ack);
+  // Heartbeats over UDP (grpc_session_client_datagrams.cc). After a
+  // Registered: opens the socket to the channel it names, if any.
+  void OpenHeartbeatChannel();
+  // The stream ended: no more datagrams.
+  void CloseHeartbeatChannel();
+  // The heartbeat due now as a datagram, when the core says so; false: send
+  // it on the stream.
+  bool SendHeartbeatDatagram(bool carries_states);
+  // "session-udp": reads acks until Close.
+  void DatagramLoop();
   // Sleeps `delay` unless Close() comes first; false when closing.
   bool SleepUnlessClosing(absl::Duration delay);
   bool closing() const;
@@ -162,6 +181,9 @@ class GrpcSessionClient : public CoordinatorLink {
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   // While waiting for Registered: when the attempt is given up.
   absl::Time register_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // The socket of the current stream's heartbeat channel (shared with the
+  // threads using it while the reader replaces it); null: none.
+  std::shared_ptr<heartbeat::UdpSocket> udp_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex write_mu_ ABSL_ACQUIRED_AFTER(mu_);
   Stream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;
@@ -174,6 +196,7 @@ class GrpcSessionClient : public CoordinatorLink {
 
   std::thread reader_;
   std::thread heartbeat_;
+  std::thread datagrams_;
 };
 
 }  // namespace ddp::client

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/agent/session_link.h"
+#include "common/logging.h"
 
 namespace ddp::client {
 namespace {
@@ -60,6 +61,18 @@ v1::AgentMessage SessionCore::HeartbeatMessage(bool ask_ack, absl::Time sent_at)
   v1::AgentMessage message;
   v1::Heartbeat* heartbeat = message.mutable_heartbeat();
   *heartbeat->mutable_header() = Header(generation_);
+  if (ask_ack && datagram_ask_pending_) {
+    // The datagram's ack did not come: this heartbeat renews the lease instead.
+    datagram_ask_pending_ = false;
+    if (++datagram_misses_ >= kMaxDatagramMisses && channel_.has_value()) {
+      DDP_LOG(WARNING) << "no answer to " << datagram_misses_
+                       << " heartbeat datagrams in a row from UDP port " << channel_->udp_port()
+                       << " of the coordinator at " << options_.target
+                       << " (is UDP blocked on the way?); heartbeating on the stream until the "
+                          "next registration";
+      channel_.reset();
+    }
+  }
   if (ask_ack) {
     heartbeat->set_sequence(next_sequence_++);
     if (unacknowledged_.size() >= kMaxUnacknowledged) unacknowledged_.pop_front();
@@ -95,6 +108,38 @@ std::optional<absl::Time> SessionCore::Acknowledged(const v1::HeartbeatAck& ack)
   return sent_at;
 }
 
+bool SessionCore::SendAsDatagram(absl::Time now) const {
+  return channel_.has_value() && !(datagram_ask_pending_ && AckDue(now));
+}
+
+heartbeat::DatagramFields SessionCore::HeartbeatDatagram(bool ask_ack, absl::Time sent_at) {
+  heartbeat::DatagramFields fields;
+  fields.kind = heartbeat::DatagramKind::kHeartbeat;
+  fields.flag = ask_ack;
+  fields.session = channel_.has_value() ? channel_->session() : 0;
+  fields.sequence = next_sequence_++;
+  fields.generation = generation_;
+  if (ask_ack) {
+    datagram_ask_pending_ = true;
+    if (unacknowledged_.size() >= kMaxUnacknowledged) unacknowledged_.pop_front();
+    unacknowledged_.emplace_back(fields.sequence, sent_at);
+  }
+  return fields;
+}
+
+std::optional<absl::Time> SessionCore::DatagramAnswered(const heartbeat::DatagramFields& ack) {
+  datagram_ask_pending_ = false;
+  if (ack.flag) {  // refused: the stream carries heartbeats (and the refusal) from now on
+    channel_.reset();
+    return std::nullopt;
+  }
+  datagram_misses_ = 0;
+  v1::HeartbeatAck proto;
+  proto.set_sequence(ack.sequence);
+  proto.set_running_generation(ack.generation);
+  return Acknowledged(proto);
+}
+
 bool SessionCore::AckDue(absl::Time now) const {
   return lease_ <= absl::ZeroDuration() || now - renewed_sent_at_ >= lease_ / 3;
 }
@@ -108,6 +153,14 @@ bool SessionCore::OnRegistered(const v1::Registered& registered) {
   registered_once_ = true;
   registered_at_ = clock_.Now();
   lease_ = absl::Milliseconds(registered.lease_ms());
+  channel_.reset();
+  datagram_ask_pending_ = false;
+  datagram_misses_ = 0;
+  const v1::HeartbeatChannel& channel = registered.heartbeat_channel();
+  if (registered.has_heartbeat_channel() && channel.udp_port() > 0 && channel.udp_port() <= 65535 &&
+      channel.key().size() == heartbeat::kKeySize) {
+    channel_ = channel;
+  }
   if (registered.settings().heartbeat_interval_ms() > 0) {
     heartbeat_interval_ = absl::Milliseconds(registered.settings().heartbeat_interval_ms());
   }
@@ -116,6 +169,7 @@ bool SessionCore::OnRegistered(const v1::Registered& registered) {
 
 SessionStep SessionCore::OnStreamEnded(const absl::Status& status) {
   lost_at_ = clock_.Now();
+  channel_.reset();  // valid while its stream is open
   if (status.code() == absl::StatusCode::kAborted) {
     return SessionStep{SessionStep::Kind::kFenced, absl::ZeroDuration(), status};
   }

@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "client/agent/backoff.h"
 #include "common/clock.h"
+#include "common/heartbeat/heartbeat_datagram.h"
 #include "ddp/v1/session.pb.h"
 
 namespace ddp::client {
@@ -100,6 +101,30 @@ class SessionCore {
   bool AckDue(absl::Time now) const;
   absl::Duration heartbeat_interval() const { return heartbeat_interval_; }
 
+  // ---- Heartbeats over UDP (Registered.heartbeat_channel) ----
+  // The current stream's channel; null when none was granted, the
+  // coordinator refused a datagram, the owner dropped it (DropHeartbeatChannel)
+  // or kMaxDatagramMisses datagrams in a row that asked for an ack went
+  // unanswered (UDP blocked on the way: every heartbeat then goes on the
+  // stream until the next Registered).
+  const v1::HeartbeatChannel* heartbeat_channel() const {
+    return channel_.has_value() ? &*channel_ : nullptr;
+  }
+  void DropHeartbeatChannel() { channel_.reset(); }
+  // Whether an empty heartbeat due at `now` goes as a datagram: a channel is
+  // up, unless the last datagram that asked for an ack is still unanswered
+  // while the lease needs renewing (then this one goes on the stream: a lost
+  // datagram costs one stream heartbeat, never the lease).
+  bool SendAsDatagram(absl::Time now) const;
+  // A heartbeat datagram of the current generation (heartbeat_channel() must
+  // be set). Every datagram gets a sequence number (the coordinator drops
+  // replays); one that asks for an ack is remembered like HeartbeatMessage's.
+  heartbeat::DatagramFields HeartbeatDatagram(bool ask_ack, absl::Time sent_at);
+  // An ack datagram, already verified with the channel's key: the send time
+  // it renews (as Acknowledged). A refusal drops the channel.
+  std::optional<absl::Time> DatagramAnswered(const heartbeat::DatagramFields& ack);
+  static constexpr int kMaxDatagramMisses = 3;
+
   // ---- Lifecycle ----
   // When the current attempt (connect, Register, Registered) must be done:
   // the connect (first registration) or resume timeout after the session was
@@ -129,6 +154,9 @@ class SessionCore {
   absl::Duration heartbeat_interval_;
   absl::Duration lease_;                               // Registered.lease_ms; 0: none
   absl::Time renewed_sent_at_ = absl::InfinitePast();  // of the last acknowledged heartbeat
+  std::optional<v1::HeartbeatChannel> channel_;        // of the current stream
+  bool datagram_ask_pending_ = false;                  // a datagram asked for an ack, none came yet
+  int datagram_misses_ = 0;                            // asks unanswered in a row
   bool registered_once_ = false;                       // with the current incarnation
   absl::Time lost_at_;  // when the session was last lost (or started)
   absl::Time registered_at_;

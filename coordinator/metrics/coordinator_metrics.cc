@@ -1,6 +1,8 @@
 #include "coordinator/metrics/coordinator_metrics.h"
 
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "prometheus/text_serializer.h"
 
@@ -28,6 +30,36 @@ prometheus::MetricFamily OneGauge(std::string name, std::string help, double val
   metric.gauge.value = value;
   family.metric.push_back(std::move(metric));
   return family;
+}
+
+// ddp_heartbeat_datagrams_total{result} and ddp_heartbeat_datagram_acks_total.
+void AddHeartbeatDatagrams(const ScrapeState::HeartbeatDatagrams& d,
+                           std::vector<prometheus::MetricFamily>* families) {
+  prometheus::MetricFamily received;
+  received.name = "ddp_heartbeat_datagrams_total";
+  received.help =
+      "Heartbeat datagrams received over UDP, by result: accepted (the core took it), dropped "
+      "(malformed, bad MAC, replayed or of a closed session: a steady rate of them is "
+      "misconfiguration or an attack), refused (the core refused it: the agent moved to its "
+      "stream)";
+  received.type = prometheus::MetricType::Counter;
+  for (const auto& [result, value] : {std::pair<const char*, int64_t>{"accepted", d.accepted},
+                                      {"dropped", d.dropped},
+                                      {"refused", d.refused}}) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({"result", result});
+    metric.counter.value = static_cast<double>(value);
+    received.metric.push_back(std::move(metric));
+  }
+  families->push_back(std::move(received));
+  prometheus::MetricFamily acks;
+  acks.name = "ddp_heartbeat_datagram_acks_total";
+  acks.help = "Ack datagrams sent to agents (each renews an agent's lease, or refuses)";
+  acks.type = prometheus::MetricType::Counter;
+  prometheus::ClientMetric metric;
+  metric.counter.value = static_cast<double>(d.acks);
+  acks.metric.push_back(std::move(metric));
+  families->push_back(std::move(acks));
 }
 
 }  // namespace
@@ -81,6 +113,9 @@ std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
                               static_cast<double>(state.job_watchers)));
   families.push_back(OneGauge("ddp_sessions_open", "Agent Session streams open (registered or not)",
                               static_cast<double>(state.sessions_open)));
+  if (state.heartbeat_datagrams.has_value()) {
+    AddHeartbeatDatagrams(*state.heartbeat_datagrams, &families);
+  }
   families.push_back(OneGauge("ddp_store_writes_accepted",
                               "1 while the stores accept writes; 0 after a storage failure "
                               "(fail-stop until restarted: alert on it)",

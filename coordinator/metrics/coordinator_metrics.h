@@ -10,6 +10,7 @@
 // Thread-safety: thread-safe.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,16 @@ struct ScrapeState {
   int64_t kv_leases = 0;
   int64_t kv_watchers = 0;
   int64_t job_watchers = 0;
-  int64_t sessions_open = 0;    // agent Session streams not yet ended
+  int64_t sessions_open = 0;  // agent Session streams not yet ended
+  // Heartbeats over UDP (coordinator --heartbeat-udp); absent when off.
+  struct HeartbeatDatagrams {
+    int64_t received = 0;
+    int64_t accepted = 0;
+    int64_t dropped = 0;
+    int64_t refused = 0;
+    int64_t acks = 0;
+  };
+  std::optional<HeartbeatDatagrams> heartbeat_datagrams;
   bool writes_accepted = true;  // false: fail-stopped after a storage error
 };
 

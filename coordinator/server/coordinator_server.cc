@@ -224,6 +224,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return why;
   }
   server->job_services_->StartSessionQueues();
+  const int udp_port = opts.heartbeat_udp_port < 0 ? server->port_ : opts.heartbeat_udp_port;
+  if (absl::Status udp = server->job_services_->StartHeartbeatUdp(opts.bind_address, udp_port);
+      !udp.ok()) {
+    server->Shutdown();
+    return absl::Status(udp.code(),
+                        absl::StrCat(udp.message(),
+                                     "; pick another --heartbeat-udp-port (0: any free port), "
+                                     "or leave --heartbeat-udp off"));
+  }
+  if (server->heartbeat_udp_port() != 0) {
+    DDP_LOG(INFO) << "heartbeats over UDP on " << opts.bind_address << ":"
+                  << server->heartbeat_udp_port();
+  }
   DDP_LOG(INFO) << "serving on " << server->address() << " (data dir " << opts.data_dir << "; gRPC "
                 << (!opts.tls.enabled()          ? "in plaintext"
                     : opts.tls.client_ca.empty() ? "over TLS"
@@ -301,6 +314,11 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   session::RendezvousService& rendezvous = job_services_->rendezvous();
   state.job_watchers = rendezvous.watch_hub().watcher_count();
   state.sessions_open = job_services_->open_sessions();
+  if (const session::UdpHeartbeatEndpoint* udp = job_services_->heartbeat_endpoint()) {
+    const session::UdpHeartbeatEndpoint::Stats stats = udp->stats();
+    state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
+        stats.received, stats.accepted, stats.dropped, stats.refused, stats.acks};
+  }
   auto jobs = rendezvous.registry().ListJobs();
   if (!jobs.ok()) return state;
   for (rendezvous::JobStatus& job : *jobs) {

@@ -59,6 +59,9 @@ struct CoordinatorServerOptions {
   ha::ClusterService::Status cluster_status;
   kv::KvStoreOptions kv;
   session::JobServicesOptions jobs;
+  // With jobs.heartbeat_udp: the UDP port of heartbeats; -1, the gRPC port's
+  // number; 0, any free one (see heartbeat_udp_port()).
+  int heartbeat_udp_port = -1;
   // The HTTP listener (REST API, /metrics, health checks); nullopt: none (and
   // no metrics are recorded). Its bind_address is ignored: it binds where
   // gRPC does.
@@ -94,6 +97,8 @@ class CoordinatorServer {
   int port() const { return port_; }
   // "host:port" as bound, e.g. "0.0.0.0:29400".
   std::string address() const;
+  // The bound UDP port of heartbeats; 0 without jobs.heartbeat_udp.
+  int heartbeat_udp_port() const { return job_services_->heartbeat_udp_port(); }
   // The bound HTTP port; 0 when HTTP is off.
   int http_port() const { return http_listener_ ? http_listener_->port() : 0; }
   kv::KvStore& kv_store() { return *kv_store_; }

@@ -165,9 +165,22 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
     DDP_RETURN_IF_ERROR(options_.authorizer->Authorize(identity_, "/ddp.v1.SessionService/Session",
                                                        request.job_id));
   }
+  std::optional<HeartbeatChannelGrant> channel;
+  if (options_.heartbeat_endpoint != nullptr) {
+    channel = options_.heartbeat_endpoint->Open(
+        rendezvous::NodeRef{request.job_id, request.node_id, request.incarnation, 0});
+  }
+  if (channel.has_value()) {
+    absl::MutexLock lock(&sink_->mu);
+    sink_->heartbeat_channel = channel;
+  }
   // The Registered reply is the first message the core queues for this
   // session: it leaves once the registration is durable.
-  DDP_RETURN_IF_ERROR(rendezvous_.OpenSession(request, sink_).status());
+  if (absl::Status opened = rendezvous_.OpenSession(request, sink_).status(); !opened.ok()) {
+    if (channel.has_value()) options_.heartbeat_endpoint->Close(channel->session);
+    return opened;
+  }
+  if (channel.has_value()) heartbeat_session_ = channel->session;
   registered_ = true;
   job_id_ = request.job_id;
   node_id_ = request.node_id;
@@ -196,6 +209,12 @@ void SessionReactor::Sink::Deliver(const rendezvous::OutboundMessage& message) {
   if (reactor_ == nullptr) return;
   v1::CoordinatorMessage proto;
   OutboundToProto(message.body, &proto);
+  if (proto.has_registered() && heartbeat_channel.has_value()) {
+    v1::HeartbeatChannel* channel = proto.mutable_registered()->mutable_heartbeat_channel();
+    channel->set_udp_port(heartbeat_channel->port);
+    channel->set_session(heartbeat_channel->session);
+    channel->set_key(heartbeat_channel->key);
+  }
   reactor_->EnqueueLocked(std::move(proto));
 }
 
@@ -254,6 +273,9 @@ void SessionReactor::OnDone() {
     absl::MutexLock lock(&sink_->mu);
     sink_->reactor_ = nullptr;
   }
+  // Before the core hears of the end: no heartbeat datagram may mark the node
+  // connected again after it.
+  if (heartbeat_session_ != 0) options_.heartbeat_endpoint->Close(heartbeat_session_);
   if (registered_) {
     rendezvous_.SessionEnded(rendezvous::NodeRef{job_id_, node_id_, incarnation_, 0}, sink_.get(),
                              left_);

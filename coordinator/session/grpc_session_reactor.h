@@ -29,6 +29,11 @@
 // ends without a Leave the core learns it through StreamClosed (unless a newer
 // stream of the node already took over).
 //
+// Heartbeats over UDP: with options.heartbeat_endpoint, Register opens a
+// session there and Registered names it (heartbeat_channel); it is closed
+// before the core learns that the stream ended, so heartbeats count only while
+// the stream is open.
+//
 // Transport: the gRPC stream it reads and writes is a SessionTransport (the
 // callback API's reactor, or an async-API stream over one of several
 // completion queues, async_session_queues.h), which forwards the stream's
@@ -43,6 +48,7 @@
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -98,6 +104,8 @@ class SessionReactor final {
 
     absl::Mutex mu;
     SessionReactor* reactor_ ABSL_GUARDED_BY(mu);
+    // Goes into the session's Registered (set before the core can queue it).
+    std::optional<HeartbeatChannelGrant> heartbeat_channel ABSL_GUARDED_BY(mu);
   };
 
   // Read side.
@@ -127,6 +135,7 @@ class SessionReactor final {
   std::string job_id_;
   std::string node_id_;
   rendezvous::Incarnation incarnation_ = 0;
+  uint64_t heartbeat_session_ = 0;  // of options_.heartbeat_endpoint; 0: none
 
   // Write side.
   rpc::StreamWriteGate gate_ ABSL_GUARDED_BY(sink_->mu);

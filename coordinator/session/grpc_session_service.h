@@ -14,6 +14,7 @@
 
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/session/rendezvous_service.h"
+#include "coordinator/session/udp_heartbeat_endpoint.h"
 #include "ddp/v1/session.grpc.pb.h"
 
 namespace ddp::session {
@@ -27,6 +28,9 @@ struct GrpcSessionServiceOptions {
   // > 0: the sessions run on the async API over this many completion queues
   // (AsyncSessionQueues); 0: on the callback API (GrpcSessionService).
   int completion_queues = 0;
+  // Offers each session heartbeats over UDP (Registered.heartbeat_channel)
+  // while it runs; null: heartbeats on the stream only.
+  UdpHeartbeatEndpoint* heartbeat_endpoint = nullptr;
 };
 
 class GrpcSessionService final

@@ -26,12 +26,19 @@ std::unique_ptr<JobServices> JobServices::Around(std::unique_ptr<RendezvousServi
                                                  const JobServicesOptions& options) {
   std::unique_ptr<JobServices> services(new JobServices());
   services->rendezvous_ = std::move(rendezvous);
-  if (options.session.completion_queues > 0) {
+  GrpcSessionServiceOptions session = options.session;
+  if (options.heartbeat_udp) {
+    rendezvous::JobRegistry* registry = &services->rendezvous_->registry();
+    services->heartbeat_endpoint_ = std::make_unique<UdpHeartbeatEndpoint>(
+        [registry](const rendezvous::NodeRef& ref) { return registry->Heartbeat(ref); });
+    session.heartbeat_endpoint = services->heartbeat_endpoint_.get();
+  }
+  if (session.completion_queues > 0) {
     services->session_queues_ = std::make_unique<AsyncSessionQueues>(
-        *services->rendezvous_, options.session, options.session.completion_queues);
+        *services->rendezvous_, session, session.completion_queues);
   } else {
     services->session_service_ =
-        std::make_unique<GrpcSessionService>(*services->rendezvous_, options.session);
+        std::make_unique<GrpcSessionService>(*services->rendezvous_, session);
   }
   services->job_service_ = std::make_unique<GrpcJobService>(*services->rendezvous_, options.jobs);
   return services;
@@ -59,12 +66,22 @@ void JobServices::StopSessionQueues() {
   if (session_queues_ != nullptr) session_queues_->Stop();
 }
 
+absl::Status JobServices::StartHeartbeatUdp(const std::string& address, int port) {
+  if (heartbeat_endpoint_ == nullptr) return absl::OkStatus();
+  return heartbeat_endpoint_->Start(address, port);
+}
+
+int JobServices::heartbeat_udp_port() const {
+  return heartbeat_endpoint_ != nullptr ? heartbeat_endpoint_->port() : 0;
+}
+
 int JobServices::open_sessions() const {
   return session_queues_ != nullptr ? session_queues_->open_streams()
                                     : session_service_->open_streams();
 }
 
 void JobServices::Shutdown() {
+  if (heartbeat_endpoint_ != nullptr) heartbeat_endpoint_->Stop();
   rendezvous_->router().CloseAll(
       absl::UnavailableError("the coordinator is shutting down; reconnect and register again with "
                              "the same incarnation to resume"));

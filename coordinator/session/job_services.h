@@ -19,6 +19,7 @@
 // Thread-safety: thread-safe; Shutdown is idempotent (the destructor runs it).
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
@@ -27,14 +28,18 @@
 #include "coordinator/session/grpc_job_service.h"
 #include "coordinator/session/grpc_session_service.h"
 #include "coordinator/session/rendezvous_service.h"
+#include "coordinator/session/udp_heartbeat_endpoint.h"
 #include "grpcpp/server_builder.h"
 
 namespace ddp::session {
 
 struct JobServicesOptions {
   RendezvousServiceOptions rendezvous;
-  GrpcSessionServiceOptions session;
+  GrpcSessionServiceOptions session;  // its heartbeat_endpoint is set here
   GrpcJobServiceOptions jobs;
+  // Heartbeats over UDP (udp_heartbeat_endpoint.h) once StartHeartbeatUdp
+  // binds a port.
+  bool heartbeat_udp = false;
 };
 
 class JobServices {
@@ -59,6 +64,14 @@ class JobServices {
   void StartSessionQueues();
   // After the server's Shutdown and Wait: stops the async queues' threads.
   void StopSessionQueues();
+  // With options.heartbeat_udp: binds UDP `address`:`port` (0: any free port)
+  // and offers every session registering from now on heartbeats there;
+  // nothing otherwise. Errors: UdpHeartbeatEndpoint::Start's.
+  absl::Status StartHeartbeatUdp(const std::string& address, int port);
+  // The UDP port heartbeats go to; 0: none.
+  int heartbeat_udp_port() const;
+  // Null without options.heartbeat_udp.
+  const UdpHeartbeatEndpoint* heartbeat_endpoint() const { return heartbeat_endpoint_.get(); }
   // Agent streams whose session has not ended.
   int open_sessions() const;
 
@@ -75,7 +88,8 @@ class JobServices {
                                              const JobServicesOptions& options);
 
   std::unique_ptr<RendezvousService> rendezvous_;
-  std::unique_ptr<GrpcSessionService> session_service_;  // or
+  std::unique_ptr<UdpHeartbeatEndpoint> heartbeat_endpoint_;  // before the services using it
+  std::unique_ptr<GrpcSessionService> session_service_;       // or
   std::unique_ptr<AsyncSessionQueues> session_queues_;
   std::unique_ptr<GrpcJobService> job_service_;
 };

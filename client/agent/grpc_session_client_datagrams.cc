@@ -1,0 +1,114 @@
+// GrpcSessionClient: heartbeats over UDP (see grpc_session_client.h).
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "client/agent/grpc_session_client.h"
+#include "common/clock.h"
+#include "common/heartbeat/heartbeat_datagram.h"
+#include "common/logging.h"
+
+namespace ddp::client {
+namespace {
+
+// "host:port" / "[v6]:port" -> host.
+std::string HostOf(absl::string_view endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  absl::string_view host = colon == absl::string_view::npos ? endpoint : endpoint.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return std::string(host);
+}
+
+}  // namespace
+
+void GrpcSessionClient::OpenHeartbeatChannel() {
+  int port = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    udp_.reset();
+    if (core_.heartbeat_channel() == nullptr) return;
+    port = core_.heartbeat_channel()->udp_port();
+  }
+  const std::string host = HostOf(current_target());
+  auto socket = heartbeat::UdpSocket::Connect(host, port);
+  absl::MutexLock lock(&mu_);
+  if (!socket.ok()) {
+    DDP_LOG(WARNING) << "heartbeats stay on the stream: " << socket.status();
+    core_.DropHeartbeatChannel();
+    return;
+  }
+  udp_ = std::make_shared<heartbeat::UdpSocket>(*std::move(socket));
+  DDP_LOG(DEBUG) << "heartbeats over UDP to " << host << ":" << port;
+}
+
+void GrpcSessionClient::CloseHeartbeatChannel() {
+  absl::MutexLock lock(&mu_);
+  udp_.reset();
+}
+
+bool GrpcSessionClient::SendHeartbeatDatagram(bool carries_states) {
+  if (carries_states) return false;
+  std::shared_ptr<heartbeat::UdpSocket> udp;
+  heartbeat::Datagram datagram;
+  {
+    absl::MutexLock lock(&mu_);
+    // The lease counts on CLOCK_MONOTONIC whatever clock_ is (worker_lease.h).
+    const absl::Time now = MonotonicClock::Get().Now();
+    if (udp_ == nullptr || !core_.SendAsDatagram(now)) return false;
+    udp = udp_;
+    datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(core_.AckDue(now), now),
+                                         core_.heartbeat_channel()->key());
+  }
+  // A datagram the kernel refuses is lost like one the network drops: an
+  // asked one is made up for on the stream (SessionCore::SendAsDatagram).
+  if (!udp->Send(datagram.data(), datagram.size())) {
+    DDP_LOG(DEBUG) << "heartbeat datagram not sent";
+  }
+  return true;
+}
+
+void GrpcSessionClient::DatagramLoop() {
+  while (true) {
+    std::shared_ptr<heartbeat::UdpSocket> udp;
+    std::string key;
+    uint64_t session = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closing_ || udp_ != nullptr; };
+      mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(500));
+      if (closing_) return;
+      if (udp_ == nullptr || core_.heartbeat_channel() == nullptr) continue;
+      udp = udp_;
+      key = core_.heartbeat_channel()->key();
+      session = core_.heartbeat_channel()->session();
+    }
+    char buffer[heartbeat::kDatagramSize + 1];
+    // Short waits: Close and a replaced socket are noticed soon.
+    const int n = udp->Receive(buffer, sizeof(buffer), absl::Milliseconds(200));
+    if (n < 0) continue;
+    auto ack =
+        heartbeat::DecodeDatagram(absl::string_view(buffer, n), heartbeat::DatagramKind::kAck, key);
+    if (!ack.ok() || ack->session != session) {
+      DDP_LOG(DEBUG) << "ignored a datagram from the coordinator's UDP port: "
+                     << (ack.ok() ? "another session's" : ack.status().ToString());
+      continue;
+    }
+    std::optional<absl::Time> sent_at;
+    {
+      absl::MutexLock lock(&mu_);
+      if (udp_ != udp) continue;  // the stream that granted it ended meanwhile
+      sent_at = core_.DatagramAnswered(*ack);
+      if (ack->flag) {
+        DDP_LOG(INFO) << "the coordinator refused a heartbeat datagram; heartbeating on the "
+                         "stream";
+        udp_.reset();
+      }
+    }
+    if (sent_at) events_->OnLeaseRenewed(*sent_at, ack->generation);
+  }
+}
+
+}  // namespace ddp::client

@@ -1,0 +1,60 @@
+#include "common/heartbeat/udp_socket.h"
+
+#include <sys/socket.h>
+
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace ddp::heartbeat {
+namespace {
+
+TEST(UdpSocketTest, ConnectedPeersExchangeDatagrams) {
+  auto server = UdpSocket::Bind("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = server->local_port();
+  ASSERT_GT(port, 0);
+  auto client = UdpSocket::Connect("localhost", port);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE(client->Send("ping", 4));
+  char buffer[64];
+  sockaddr_storage from{};
+  socklen_t from_length = sizeof(from);
+  const ssize_t n = recvfrom(server->fd(), buffer, sizeof(buffer), 0,
+                             reinterpret_cast<sockaddr*>(&from), &from_length);
+  ASSERT_EQ(n, 4);
+  ASSERT_EQ(sendto(server->fd(), "pong", 4, 0, reinterpret_cast<sockaddr*>(&from), from_length), 4);
+  ASSERT_EQ(client->Receive(buffer, sizeof(buffer), absl::Seconds(5)), 4);
+  EXPECT_EQ(std::string(buffer, 4), "pong");
+  EXPECT_EQ(client->Receive(buffer, sizeof(buffer), absl::Milliseconds(10)), -1);  // timeout
+}
+
+TEST(UdpSocketTest, ErrorsNameTheAddress) {
+  auto bad = UdpSocket::Bind("not-an-address", 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("not-an-address"), std::string::npos);
+  auto first = UdpSocket::Bind("127.0.0.1", 0);
+  ASSERT_TRUE(first.ok());
+  auto taken = UdpSocket::Bind("127.0.0.1", first->local_port());
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_FALSE(UdpSocket::Connect("127.0.0.1", 0).ok());
+  EXPECT_FALSE(UdpSocket::Connect("127.0.0.1", 70000).ok());
+  EXPECT_FALSE(UdpSocket::Connect("no-such-host.invalid", 9).ok());
+}
+
+TEST(UdpSocketTest, ShutdownReadsWakesAReceiver) {
+  auto socket = UdpSocket::Connect("127.0.0.1", 9);
+  ASSERT_TRUE(socket.ok());
+  std::thread reader([&] {
+    char buffer[8];
+    socket->Receive(buffer, sizeof(buffer), absl::Seconds(30));
+  });
+  socket->ShutdownReads();
+  reader.join();  // returns long before 30 s
+}
+
+}  // namespace
+}  // namespace ddp::heartbeat

@@ -1,0 +1,184 @@
+#include "coordinator/session/udp_heartbeat_endpoint.h"
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "common/heartbeat/heartbeat_datagram.h"
+#include "common/logging.h"
+
+namespace ddp::session {
+namespace {
+
+using heartbeat::Datagram;
+using heartbeat::DatagramFields;
+using heartbeat::DatagramKind;
+
+constexpr int kBatch = 64;
+
+uint64_t NewSessionId() {
+  static thread_local std::mt19937_64 engine(std::random_device{}());
+  uint64_t id = 0;
+  while (id == 0) id = engine();
+  return id;
+}
+
+}  // namespace
+
+UdpHeartbeatEndpoint::UdpHeartbeatEndpoint(Heartbeat heartbeat)
+    : heartbeat_(std::move(heartbeat)) {}
+
+UdpHeartbeatEndpoint::~UdpHeartbeatEndpoint() { Stop(); }
+
+absl::Status UdpHeartbeatEndpoint::Start(const std::string& address, int port) {
+  DDP_CHECK(!thread_.joinable()) << "UdpHeartbeatEndpoint::Start called twice";
+  auto socket = heartbeat::UdpSocket::Bind(address, port);
+  if (!socket.ok()) return socket.status();
+  socket_ = *std::move(socket);
+  port_ = socket_.local_port();
+  thread_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void UdpHeartbeatEndpoint::Stop() {
+  if (stopping_.exchange(true)) return;
+  port_ = 0;
+  if (thread_.joinable()) {
+    socket_.ShutdownReads();
+    thread_.join();
+  }
+  absl::MutexLock lock(&mu_);
+  sessions_.clear();
+}
+
+std::optional<HeartbeatChannelGrant> UdpHeartbeatEndpoint::Open(const rendezvous::NodeRef& ref) {
+  const int port = port_.load();
+  if (port == 0) return std::nullopt;
+  HeartbeatChannelGrant grant;
+  grant.port = port;
+  grant.key = heartbeat::NewKey();
+  absl::MutexLock lock(&mu_);
+  do {
+    grant.session = NewSessionId();
+  } while (sessions_.contains(grant.session));
+  Session& session = sessions_[grant.session];
+  session.ref = ref;
+  session.ref.generation = 0;
+  session.key = grant.key;
+  return grant;
+}
+
+void UdpHeartbeatEndpoint::Close(uint64_t session) {
+  absl::MutexLock lock(&mu_);
+  sessions_.erase(session);
+}
+
+UdpHeartbeatEndpoint::Stats UdpHeartbeatEndpoint::stats() const {
+  Stats s;
+  s.received = received_.load();
+  s.accepted = accepted_.load();
+  s.acks = acks_.load();
+  s.dropped = dropped_.load();
+  s.refused = refused_.load();
+  return s;
+}
+
+size_t UdpHeartbeatEndpoint::open_sessions() const {
+  absl::MutexLock lock(&mu_);
+  return sessions_.size();
+}
+
+void UdpHeartbeatEndpoint::Loop() {
+  std::vector<iovec> in_iov(kBatch);
+  std::vector<sockaddr_storage> from(kBatch);
+  std::vector<mmsghdr> in_msgs(kBatch);
+  std::vector<Datagram> out(kBatch);
+  std::vector<iovec> out_iov(kBatch);
+  std::vector<mmsghdr> out_msgs(kBatch);
+  // One byte more than a datagram: a longer one is seen as too long, not cut.
+  std::vector<std::array<unsigned char, heartbeat::kDatagramSize + 1>> buffers(kBatch);
+  while (!stopping_.load()) {
+    for (int i = 0; i < kBatch; ++i) {
+      in_iov[i] = {buffers[i].data(), buffers[i].size()};
+      in_msgs[i] = mmsghdr{};
+      in_msgs[i].msg_hdr.msg_iov = &in_iov[i];
+      in_msgs[i].msg_hdr.msg_iovlen = 1;
+      in_msgs[i].msg_hdr.msg_name = &from[i];
+      in_msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+    }
+    const int n = recvmmsg(socket_.fd(), in_msgs.data(), kBatch, MSG_WAITFORONE, nullptr);
+    if (n <= 0) {
+      if (stopping_.load()) break;
+      if (n < 0 && errno != EINTR && errno != EAGAIN) {
+        DDP_LOG(WARNING) << "heartbeat UDP receive failed: " << strerror(errno);
+        absl::SleepFor(absl::Milliseconds(10));  // no busy loop on a persistent error
+      }
+      continue;
+    }
+    received_ += n;
+    int answers = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      for (int i = 0; i < n; ++i) {
+        const absl::string_view bytes(reinterpret_cast<const char*>(buffers[i].data()),
+                                      in_msgs[i].msg_len);
+        auto id = heartbeat::PeekSession(bytes);
+        auto it = id.ok() ? sessions_.find(*id) : sessions_.end();
+        if (it == sessions_.end()) {
+          ++dropped_;
+          continue;
+        }
+        Session& session = it->second;
+        auto fields = heartbeat::DecodeDatagram(bytes, DatagramKind::kHeartbeat, session.key);
+        if (!fields.ok() || fields->sequence <= session.last_sequence) {
+          ++dropped_;
+          continue;
+        }
+        session.last_sequence = fields->sequence;
+        rendezvous::NodeRef ref = session.ref;
+        ref.generation = fields->generation;
+        absl::StatusOr<rendezvous::Generation> running = heartbeat_(ref);
+        DatagramFields ack;
+        ack.kind = DatagramKind::kAck;
+        ack.session = fields->session;
+        ack.sequence = fields->sequence;
+        if (running.ok()) {
+          ++accepted_;
+          if (!fields->flag) continue;  // no ack asked
+          ack.generation = *running;
+        } else {
+          ++refused_;
+          DDP_LOG(INFO) << "heartbeat datagram of node " << ref.node_id << " refused ("
+                        << running.status() << "); it heartbeats on its stream from now on";
+          ack.flag = true;
+        }
+        out[answers] = heartbeat::EncodeDatagram(ack, session.key);
+        if (!running.ok()) sessions_.erase(it);
+        out_iov[answers] = {out[answers].data(), out[answers].size()};
+        out_msgs[answers] = mmsghdr{};
+        out_msgs[answers].msg_hdr.msg_iov = &out_iov[answers];
+        out_msgs[answers].msg_hdr.msg_iovlen = 1;
+        out_msgs[answers].msg_hdr.msg_name = &from[i];
+        out_msgs[answers].msg_hdr.msg_namelen = in_msgs[i].msg_hdr.msg_namelen;
+        ++answers;
+      }
+    }
+    // A full send buffer loses acks like the network would: the agent asks
+    // again with its next heartbeat.
+    for (int sent = 0; sent < answers;) {
+      const int k = sendmmsg(socket_.fd(), out_msgs.data() + sent, answers - sent, MSG_DONTWAIT);
+      if (k <= 0) break;
+      sent += k;
+      acks_ += k;
+    }
+  }
+}
+
+}  // namespace ddp::session

@@ -1,0 +1,124 @@
+#ifndef DDP_COORDINATOR_SESSION_UDP_HEARTBEAT_ENDPOINT_H_
+#define DDP_COORDINATOR_SESSION_UDP_HEARTBEAT_ENDPOINT_H_
+
+// Heartbeats over UDP (coordinator --heartbeat-udp; the datagram format is
+// common/heartbeat/heartbeat_datagram.h): a transport for the one message an
+// agent sends every heartbeat interval, at a few microseconds of coordinator
+// CPU where a gRPC stream message costs tens (docs/benchmarks.md).
+//
+//   SessionReactor, at Register:  Open(ref) -> {port, session id, key}, sent
+//                                 in Registered.heartbeat_channel
+//   agent:                        heartbeat datagrams (empty heartbeats only:
+//                                 worker states still go on the stream)
+//   this endpoint, per datagram:  checks size, MAC, session and sequence
+//                                 (later than the session's last), then
+//                                 `heartbeat(ref)` as a stream Heartbeat
+//                                 would; answers with an ack datagram when
+//                                 asked (HeartbeatAck: the lease)
+//   SessionReactor, stream ended: Close(session) BEFORE the core hears of it,
+//                                 so no datagram marks a node whose stream
+//                                 closed as connected again
+//
+// A datagram the core refuses (ABORTED: fenced, ...) closes the session here
+// and is answered with a refused ack: the agent heartbeats on its stream,
+// where the same refusal ends the stream with that status. Datagrams that
+// are malformed, forged, replayed or of an unknown session are dropped and
+// counted (no answer: an unknown session has no key to sign one).
+//
+// Liveness stays the stream's: heartbeats count only while the session's
+// stream is open (Open..Close); the lease is the same (acks carry the
+// running generation, and the agent renews from the send time it kept).
+//
+// Thread: "udp-heartbeats" receives and answers in batches (recvmmsg,
+// sendmmsg). Thread-safety: thread-safe. `heartbeat` runs under the
+// endpoint's lock (that is what orders it before Close) and must not call
+// Open or Close.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/heartbeat/udp_socket.h"
+#include "coordinator/rendezvous/job_types.h"
+
+namespace ddp::session {
+
+// What Registered.heartbeat_channel tells the agent.
+struct HeartbeatChannelGrant {
+  int port = 0;
+  uint64_t session = 0;
+  std::string key;  // secret: never logged
+};
+
+class UdpHeartbeatEndpoint {
+ public:
+  // The core's Heartbeat (JobRegistry::Heartbeat): the running generation.
+  using Heartbeat =
+      std::function<absl::StatusOr<rendezvous::Generation>(const rendezvous::NodeRef&)>;
+  struct Stats {
+    int64_t received = 0;  // datagrams
+    int64_t accepted = 0;  // heartbeats the core took
+    int64_t acks = 0;      // ack datagrams sent (refusals included)
+    int64_t dropped = 0;   // malformed, forged, replayed, unknown session
+    int64_t refused = 0;   // the core refused: the session moved to its stream
+  };
+
+  explicit UdpHeartbeatEndpoint(Heartbeat heartbeat);
+  ~UdpHeartbeatEndpoint();  // Stop()
+  UdpHeartbeatEndpoint(const UdpHeartbeatEndpoint&) = delete;
+  UdpHeartbeatEndpoint& operator=(const UdpHeartbeatEndpoint&) = delete;
+
+  // Binds `address`:`port` (0: any free port) and starts the thread. Once.
+  // Errors: UdpSocket::Bind's.
+  absl::Status Start(const std::string& address, int port);
+  // Stops the thread; Open returns nullopt from then on. Idempotent.
+  void Stop();
+  // The bound port; 0 before Start or after Stop.
+  int port() const { return port_.load(); }
+
+  // A new session for the node `ref` (its generation is ignored: every
+  // datagram names its own); nullopt when not running.
+  std::optional<HeartbeatChannelGrant> Open(const rendezvous::NodeRef& ref);
+  // No datagram of `session` reaches the core once this returns.
+  void Close(uint64_t session);
+
+  Stats stats() const;
+  size_t open_sessions() const;
+
+ private:
+  struct Session {
+    rendezvous::NodeRef ref;
+    std::string key;
+    uint64_t last_sequence = 0;
+  };
+  void Loop();
+
+  const Heartbeat heartbeat_;
+  heartbeat::UdpSocket socket_;
+  std::atomic<int> port_{0};
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+
+  // Held while a datagram is checked and handed to the core, so that Close
+  // orders against it.
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, Session> sessions_ ABSL_GUARDED_BY(mu_);
+
+  std::atomic<int64_t> received_{0};
+  std::atomic<int64_t> accepted_{0};
+  std::atomic<int64_t> acks_{0};
+  std::atomic<int64_t> dropped_{0};
+  std::atomic<int64_t> refused_{0};
+};
+
+}  // namespace ddp::session
+
+#endif  // DDP_COORDINATOR_SESSION_UDP_HEARTBEAT_ENDPOINT_H_
