@@ -1,5 +1,6 @@
 #include "coordinator/session/udp_heartbeat_endpoint.h"
 
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -43,7 +44,10 @@ absl::Status UdpHeartbeatEndpoint::Start(const std::string& address, int port) {
   if (!socket.ok()) return socket.status();
   socket_ = *std::move(socket);
   port_ = socket_.local_port();
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "udp-heartbeats");
+    Loop();
+  });
   return absl::OkStatus();
 }
 

@@ -1,5 +1,6 @@
 #include "tools/rdzv_sim/grpc_agent_stream.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -27,8 +28,11 @@ client::SessionCoreOptions CoreOptions(const SimAgentIdentity& id, v1::JobSettin
 
 GrpcAgentStream::GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings,
                                  ProgressTracker& tracker, AgentStreamCounters& counters,
-                                 const Clock& clock, bool ack_heartbeats)
+                                 const Clock& clock, bool ack_heartbeats, SimDatagrams* datagrams,
+                                 int shard)
     : ack_heartbeats_(ack_heartbeats),
+      datagrams_(datagrams),
+      shard_(shard),
       tracker_(tracker),
       counters_(counters),
       clock_(clock),
@@ -98,19 +102,40 @@ bool GrpcAgentStream::TakeHoldReleaseLocked() {
 
 void GrpcAgentStream::SendHeartbeat() {
   v1::AgentMessage message;
+  std::optional<heartbeat::Datagram> datagram;
+  int port = 0;
   {
     absl::MutexLock lock(&mu_);
     if (!agent_.ShouldHeartbeat() || heartbeat_queued_ || writes_stopped_) {
       if (heartbeat_queued_) counters_.heartbeats_dropped.fetch_add(1);
       return;
     }
-    heartbeat_queued_ = true;
     core_.SetGeneration(agent_.Header().generation);
+    const absl::Time now = clock_.Now();
+    const bool ask = ack_heartbeats_ && core_.AckDue(now);
+    // As ddp-client: the workers' states only when they changed (here: once
+    // per generation, when they start running), and only on the stream.
+    const bool running = agent_.phase() == SimAgentPhase::kRunning;
+    const bool states = running && states_sent_for_ != agent_.Header().generation;
+    if (!states && core_.heartbeat_channel() != nullptr && core_.SendAsDatagram(now)) {
+      port = core_.heartbeat_channel()->udp_port();
+      datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(ask, now),
+                                           core_.heartbeat_channel()->key());
+    }
+  }
+  if (datagram.has_value()) {
+    counters_.heartbeats_sent.fetch_add(1);
+    counters_.heartbeat_datagrams.fetch_add(1);
+    datagrams_->Send(shard_, port, *datagram);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (heartbeat_queued_ || writes_stopped_) return;
+    heartbeat_queued_ = true;
     const absl::Time now = clock_.Now();
     message = core_.HeartbeatMessage(ack_heartbeats_ && core_.AckDue(now), now);
     v1::Heartbeat* heartbeat = message.mutable_heartbeat();
-    // As ddp-client: the workers' states only when they changed (here: once
-    // per generation, when they start running).
     const bool running = agent_.phase() == SimAgentPhase::kRunning;
     if (running && states_sent_for_ != agent_.Header().generation) {
       states_sent_for_ = agent_.Header().generation;
@@ -212,6 +237,14 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
     switch (message.body_case()) {
       case v1::CoordinatorMessage::kRegistered: {
         core_.OnRegistered(message.registered());
+        if (const v1::HeartbeatChannel* channel = core_.heartbeat_channel()) {
+          if (datagrams_ == nullptr) {
+            core_.DropHeartbeatChannel();
+          } else {
+            datagrams_->Register(channel->session(),
+                                 [this](absl::string_view bytes) { OnAckDatagram(bytes); });
+          }
+        }
         absl::StatusOr<absl::Duration> rtt = agent_.OnRegistered(now);
         if (rtt.ok()) tracker_.RecordRegistered(*rtt);
         error = rtt.status();
@@ -265,6 +298,14 @@ void GrpcAgentStream::Handle(const v1::CoordinatorMessage& message) {
   }
   if (!error.ok()) Fail(error);
   if (reply) Enqueue(std::move(*reply));
+}
+
+void GrpcAgentStream::OnAckDatagram(absl::string_view bytes) {
+  absl::MutexLock lock(&mu_);
+  const v1::HeartbeatChannel* channel = core_.heartbeat_channel();
+  if (channel == nullptr) return;
+  auto ack = heartbeat::DecodeDatagram(bytes, heartbeat::DatagramKind::kAck, channel->key());
+  if (ack.ok() && ack->session == channel->session()) core_.DatagramAnswered(*ack);
 }
 
 void GrpcAgentStream::Fail(const absl::Status& status) {

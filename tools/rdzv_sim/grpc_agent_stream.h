@@ -33,24 +33,30 @@
 #include "tools/rdzv_sim/async_client_bidi.h"
 #include "tools/rdzv_sim/progress_tracker.h"
 #include "tools/rdzv_sim/sim_agent.h"
+#include "tools/rdzv_sim/sim_datagrams.h"
 
 namespace ddp::rdzv_sim {
 
 struct AgentStreamCounters {
   std::atomic<int64_t> heartbeats_sent{0};
   std::atomic<int64_t> heartbeats_dropped{0};
+  std::atomic<int64_t> heartbeat_datagrams{0};  // of heartbeats_sent
 };
 
 class GrpcAgentStream final : public AsyncClientBidi<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
   // `ack_heartbeats`: heartbeats ask for acknowledgements when the lease
   // needs renewing (SessionCore::AckDue), as ddp-client's do.
+  // `datagrams` (nullable): heartbeats over UDP when the coordinator grants a
+  // channel, on socket `shard`.
   GrpcAgentStream(SimAgentIdentity identity, v1::JobSettings settings, ProgressTracker& tracker,
-                  AgentStreamCounters& counters, const Clock& clock, bool ack_heartbeats);
+                  AgentStreamCounters& counters, const Clock& clock, bool ack_heartbeats,
+                  SimDatagrams* datagrams = nullptr, int shard = 0);
 
   // Opens the stream on `queue` (AsyncClientQueues) and sends Register.
   void Start(v1::SessionService::Stub& stub, grpc::CompletionQueue* queue);
-  // Queues a Heartbeat if the agent is registered and none is queued.
+  // Queues a Heartbeat if the agent is registered and none is queued, or
+  // sends it as a datagram (SessionCore::SendAsDatagram; no worker states).
   void SendHeartbeat();
   // Reports worker local_rank 0 exited with `exit_code`.
   // Possible errors: FAILED_PRECONDITION unless the agent is running.
@@ -77,9 +83,13 @@ class GrpcAgentStream final : public AsyncClientBidi<v1::AgentMessage, v1::Coord
   bool TakeHoldReleaseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopWritesAndMaybeRelease();
   void Handle(const v1::CoordinatorMessage& message);
+  // An ack datagram naming this agent's session (SimDatagrams' thread).
+  void OnAckDatagram(absl::string_view bytes);
   void Fail(const absl::Status& status);
 
   const bool ack_heartbeats_;
+  SimDatagrams* const datagrams_;
+  const int shard_;
   ProgressTracker& tracker_;
   AgentStreamCounters& counters_;
   const Clock& clock_;

@@ -51,6 +51,12 @@ absl::StatusOr<std::unique_ptr<GrpcSimFleet>> GrpcSimFleet::Create(SimFleetOptio
     fleet->stubs_.push_back(v1::SessionService::NewStub(fleet->channels_[i]));
   }
   fleet->queues_ = std::make_unique<AsyncClientQueues>(o.completion_queues);
+  const std::string host = o.target.substr(0, o.target.rfind(':'));
+  auto datagrams = SimDatagrams::Create(
+      host.size() > 2 && host.front() == '[' ? host.substr(1, host.size() - 2) : host,
+      std::max(o.heartbeat_threads, 1));
+  if (!datagrams.ok()) return datagrams.status();
+  fleet->datagrams_ = *std::move(datagrams);
   std::mt19937_64 random(o.seed);
   for (int i = 0; i < o.nodes; ++i) {
     SimAgentIdentity id;
@@ -61,7 +67,8 @@ absl::StatusOr<std::unique_ptr<GrpcSimFleet>> GrpcSimFleet::Create(SimFleetOptio
     } while (id.incarnation == 0);
     id.nproc = o.nproc;
     fleet->streams_.push_back(std::make_unique<GrpcAgentStream>(
-        std::move(id), o.settings, fleet->tracker_, fleet->counters_, clock, o.ack_heartbeats));
+        std::move(id), o.settings, fleet->tracker_, fleet->counters_, clock, o.ack_heartbeats,
+        fleet->datagrams_.get(), i));
   }
   return fleet;
 }

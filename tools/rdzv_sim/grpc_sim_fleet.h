@@ -75,6 +75,8 @@ class GrpcSimFleet {
 
   int64_t heartbeats_sent() const { return counters_.heartbeats_sent.load(); }
   int64_t heartbeats_dropped() const { return counters_.heartbeats_dropped.load(); }
+  // Of heartbeats_sent(): those sent as datagrams.
+  int64_t heartbeat_datagrams() const { return counters_.heartbeat_datagrams.load(); }
   ProgressTracker& tracker() { return tracker_; }
 
   // Cancels the job (JobFinished to every agent), cancels streams still open
@@ -96,6 +98,9 @@ class GrpcSimFleet {
   std::vector<std::unique_ptr<v1::SessionService::Stub>> stubs_;
   std::unique_ptr<AsyncClientQueues> queues_;  // outlives streams_
   std::vector<std::unique_ptr<GrpcAgentStream>> streams_;
+  // Heartbeats over UDP when the coordinator offers them; stopped (destroyed)
+  // before the streams its threads call.
+  std::unique_ptr<SimDatagrams> datagrams_;
   int assignments_seen_ = 0;  // waves completed (driver thread only)
   bool shut_down_ = false;
   bool streams_started_ = false;

@@ -175,6 +175,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
 
   const absl::Time window_start = clock.Now();
   const int64_t heartbeats0 = (*fleet)->heartbeats_sent();
+  const int64_t datagrams0 = (*fleet)->heartbeat_datagrams();
   const std::optional<absl::Duration> coordinator_cpu2 = CpuOf(pid);
   const absl::Duration client_cpu2 = SelfCpu();
   const auto threads_before = ThreadsOf(pid);
@@ -184,6 +185,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   const absl::Duration client_cpu3 = SelfCpu();
   result.heartbeat_window = clock.Now() - window_start;
   result.heartbeats_sent = (*fleet)->heartbeats_sent() - heartbeats0;
+  result.heartbeat_datagrams = (*fleet)->heartbeat_datagrams() - datagrams0;
   if (coordinator_cpu2 && coordinator_cpu3) {
     result.coordinator_cpu_fraction =
         absl::FDivDuration(*coordinator_cpu3 - *coordinator_cpu2, result.heartbeat_window);

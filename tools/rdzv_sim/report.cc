@@ -66,7 +66,7 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
                       machine.cpus, machine.cpu_model);
   absl::StrAppendFormat(&out, "%6s | %-13s | %8s | %8s | %-13s | %-12s | %7s | %-12s | %s\n",
                         "nodes", "rendezvous", "per join", "reg p99", "restart", "coord CPU",
-                        "sim CPU", "mem/agent", "heartbeats/s");
+                        "sim CPU", "mem/agent", "heartbeats/s (CPU each; share over UDP)");
   for (const SizeResult& r : results) {
     if (!r.error.empty()) {
       absl::StrAppendFormat(&out, "%6d | error: %s\n", r.nodes, r.error);
@@ -83,14 +83,21 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
                                Verdict(*bytes <= kMemoryTargetBytesPerAgent));
     }
     const double window = absl::ToDoubleSeconds(r.heartbeat_window);
+    std::string per_heartbeat;
+    if (r.coordinator_cpu_fraction && r.heartbeats_sent > 0) {
+      per_heartbeat =
+          absl::StrFormat(" (%.1f us each; %.0f%% UDP)",
+                          1e6 * *r.coordinator_cpu_fraction * window / r.heartbeats_sent,
+                          100.0 * r.heartbeat_datagrams / r.heartbeats_sent);
+    }
     absl::StrAppendFormat(&out,
                           "%6d | %-13s | %5.0f us | %5.0f ms | %-13s | %-12s | %6.1f%% | %-12s "
-                          "| %.0f\n",
+                          "| %.0f%s\n",
                           r.nodes, LatencyCell(r.rendezvous, r.nodes),
                           absl::ToDoubleMicroseconds(r.rendezvous) / r.nodes,
                           Ms(r.registration_round_trip.p99), LatencyCell(r.restart, r.nodes), cpu,
                           100 * r.client_cpu_fraction, memory,
-                          window > 0 ? r.heartbeats_sent / window : 0.0);
+                          window > 0 ? r.heartbeats_sent / window : 0.0, per_heartbeat);
     if (!r.coordinator_threads.empty()) {
       std::vector<std::string> threads;
       for (const auto& [name, share] : r.coordinator_threads) {
@@ -131,6 +138,7 @@ std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo
         JsonNumber(cpu_setup_ms), ",\"client_cpu_setup_ms\":", JsonNumber(Ms(r.client_cpu_setup)),
         ",\"heartbeat_window_s\":", JsonNumber(absl::ToDoubleSeconds(r.heartbeat_window)),
         ",\"heartbeats_sent\":", r.heartbeats_sent,
+        ",\"heartbeat_datagrams\":", r.heartbeat_datagrams,
         ",\"coordinator_cpu_fraction\":", JsonNumber(r.coordinator_cpu_fraction),
         ",\"client_cpu_fraction\":", JsonNumber(r.client_cpu_fraction),
         ",\"coordinator_threads\":{", ThreadsJson(r.coordinator_threads), "}",

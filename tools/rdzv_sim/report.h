@@ -42,6 +42,7 @@ struct SizeResult {
   // Steady heartbeating.
   absl::Duration heartbeat_window;
   int64_t heartbeats_sent = 0;
+  int64_t heartbeat_datagrams = 0;                 // of heartbeats_sent: over UDP
   std::optional<double> coordinator_cpu_fraction;  // of one core
   double client_cpu_fraction = 0;
   // The coordinator's busiest threads in that window: (name, share of a core).
