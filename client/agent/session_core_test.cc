@@ -164,5 +164,107 @@ TEST(SessionCoreTest, RegisteredSetsTheJobsHeartbeatInterval) {
   EXPECT_EQ(core.heartbeat_interval(), absl::Milliseconds(250));
 }
 
+// ---- Heartbeats over UDP ----
+
+v1::Registered WithChannel(int lease_ms) {
+  v1::Registered registered;
+  registered.set_lease_ms(lease_ms);
+  registered.mutable_heartbeat_channel()->set_udp_port(29400);
+  registered.mutable_heartbeat_channel()->set_session(99);
+  registered.mutable_heartbeat_channel()->set_key(std::string(heartbeat::kKeySize, 'k'));
+  return registered;
+}
+
+heartbeat::DatagramFields AckOf(const heartbeat::DatagramFields& sent, bool refused = false) {
+  heartbeat::DatagramFields ack = sent;
+  ack.kind = heartbeat::DatagramKind::kAck;
+  ack.flag = refused;
+  ack.generation = 5;
+  return ack;
+}
+
+TEST(SessionCoreTest, Datagrams_OnlyWithAValidChannel_WhileItsStreamLives) {
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  EXPECT_EQ(core.heartbeat_channel(), nullptr);
+  EXPECT_FALSE(core.SendAsDatagram(clock.Now()));
+  v1::Registered bad_key = WithChannel(3000);
+  bad_key.mutable_heartbeat_channel()->set_key("short");
+  core.OnRegistered(bad_key);
+  EXPECT_EQ(core.heartbeat_channel(), nullptr);
+  v1::Registered bad_port = WithChannel(3000);
+  bad_port.mutable_heartbeat_channel()->set_udp_port(70000);
+  core.OnRegistered(bad_port);
+  EXPECT_EQ(core.heartbeat_channel(), nullptr);
+  core.OnRegistered(WithChannel(3000));
+  ASSERT_NE(core.heartbeat_channel(), nullptr);
+  EXPECT_TRUE(core.SendAsDatagram(clock.Now()));
+  core.OnStreamEnded(absl::UnavailableError("broken"));
+  EXPECT_EQ(core.heartbeat_channel(), nullptr);
+  core.OnRegistered(WithChannel(3000));
+  core.DropHeartbeatChannel();
+  EXPECT_EQ(core.heartbeat_channel(), nullptr);
+}
+
+TEST(SessionCoreTest, Datagrams_ShareTheSequence_AndTheirAcksRenewTheLease) {
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  core.SetGeneration(4);
+  core.OnRegistered(WithChannel(3000));
+  const absl::Time t0 = clock.Now();
+  const heartbeat::DatagramFields quiet = core.HeartbeatDatagram(/*ask_ack=*/false, t0);
+  const heartbeat::DatagramFields asked = core.HeartbeatDatagram(/*ask_ack=*/true, t0);
+  const v1::AgentMessage on_stream = core.HeartbeatMessage(/*ask_ack=*/true, t0);
+  EXPECT_EQ(quiet.session, 99u);
+  EXPECT_EQ(quiet.generation, 4);
+  EXPECT_FALSE(quiet.flag);
+  EXPECT_TRUE(asked.flag);
+  EXPECT_GT(asked.sequence, quiet.sequence);  // every datagram is numbered
+  EXPECT_GT(on_stream.heartbeat().sequence(), asked.sequence);
+  EXPECT_EQ(core.DatagramAnswered(AckOf(asked)), t0);
+  EXPECT_FALSE(core.AckDue(t0 + absl::Milliseconds(999)));  // a third of 3 s
+  EXPECT_TRUE(core.AckDue(t0 + absl::Seconds(1)));
+}
+
+TEST(SessionCoreTest, Datagrams_AnUnansweredAskGoesOnTheStream_ThreeInARowGiveUp) {
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  core.OnRegistered(WithChannel(3000));
+  absl::Time now = clock.Now();
+  for (int miss = 1; miss <= SessionCore::kMaxDatagramMisses; ++miss) {
+    ASSERT_TRUE(core.SendAsDatagram(now)) << miss;
+    core.HeartbeatDatagram(/*ask_ack=*/true, now);  // lost
+    now += absl::Milliseconds(500);
+    EXPECT_FALSE(core.SendAsDatagram(now)) << "the lease is due and the ask went unanswered";
+    v1::HeartbeatAck ack;
+    ack.set_sequence(core.HeartbeatMessage(/*ask_ack=*/true, now).heartbeat().sequence());
+    EXPECT_EQ(core.Acknowledged(ack), now);
+    now += absl::Seconds(1);  // the next ack is due
+  }
+  EXPECT_EQ(core.heartbeat_channel(), nullptr);  // UDP given up until the next Registered
+  core.OnRegistered(WithChannel(3000));
+  EXPECT_TRUE(core.SendAsDatagram(now));
+}
+
+TEST(SessionCoreTest, Datagrams_AnAnswerResetsTheMisses_ARefusalDropsTheChannel) {
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  core.OnRegistered(WithChannel(3000));
+  absl::Time now = clock.Now();
+  for (int round = 0; round < 2 * SessionCore::kMaxDatagramMisses; ++round) {
+    core.HeartbeatDatagram(/*ask_ack=*/true, now);  // lost
+    now += absl::Milliseconds(500);
+    core.HeartbeatMessage(/*ask_ack=*/true, now);  // made up for on the stream
+    const heartbeat::DatagramFields asked = core.HeartbeatDatagram(/*ask_ack=*/true, now);
+    EXPECT_EQ(core.DatagramAnswered(AckOf(asked)), now);  // answered: misses reset
+    now += absl::Seconds(1);
+  }
+  ASSERT_NE(core.heartbeat_channel(), nullptr);
+  const heartbeat::DatagramFields asked = core.HeartbeatDatagram(/*ask_ack=*/true, now);
+  EXPECT_EQ(core.DatagramAnswered(AckOf(asked, /*refused=*/true)), std::nullopt);
+  EXPECT_EQ(core.heartbeat_channel(), nullptr);
+  EXPECT_FALSE(core.SendAsDatagram(now));
+}
+
 }  // namespace
 }  // namespace ddp::client

@@ -110,10 +110,9 @@ void WorkerLease::PublishLocked() {
       expiry == absl::InfiniteFuture()
           ? "null"
           : absl::StrFormat("%.6f", absl::ToDoubleSeconds(expiry - absl::UnixEpoch()));
-  const std::string text =
-      absl::StrCat("{\"generation\": ", armed_generation_,
-                   ", \"current\": ", CurrentLocked() ? "true" : "false",
-                   ", \"valid_until_monotonic\": ", valid_until, "}\n");
+  const std::string text = absl::StrCat("{\"generation\": ", armed_generation_,
+                                        ", \"current\": ", CurrentLocked() ? "true" : "false",
+                                        ", \"valid_until_monotonic\": ", valid_until, "}\n");
   const std::string temporary = options_.lease_file + ".tmp";
   FILE* file = fopen(temporary.c_str(), "w");
   bool ok = file != nullptr;

@@ -144,8 +144,8 @@ TEST_F(WorkerLeaseTest, TheFileSaysCurrentOnlyWhileTheCoordinatorRunsThisGenerat
   lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
   lease_.Renewed(clock_.Now(), 5);
   lease_.Arm(5);
-  const std::string expected_until = std::to_string(
-      absl::ToInt64Seconds(clock_.Now() + absl::Seconds(2) - absl::UnixEpoch()));
+  const std::string expected_until =
+      std::to_string(absl::ToInt64Seconds(clock_.Now() + absl::Seconds(2) - absl::UnixEpoch()));
   EXPECT_NE(File().find("{\"generation\": 5, \"current\": true, \"valid_until_monotonic\": " +
                         expected_until + "."),
             std::string::npos)

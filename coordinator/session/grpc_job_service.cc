@@ -48,7 +48,7 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
                                                     const v1::CreateJobRequest* request,
                                                     v1::Job* response) {
   if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                   "/ddp.v1.JobService/CreateJob", request->job_id());
+                                                "/ddp.v1.JobService/CreateJob", request->job_id());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -91,7 +91,7 @@ grpc::ServerUnaryReactor* GrpcJobService::GetJob(grpc::CallbackServerContext* co
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
   if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                   "/ddp.v1.JobService/GetJob", request->job_id());
+                                                "/ddp.v1.JobService/GetJob", request->job_id());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -106,8 +106,8 @@ grpc::ServerUnaryReactor* GrpcJobService::GetJob(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* context,
                                                    const v1::ListJobsRequest* request,
                                                    v1::ListJobsResponse* response) {
-  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                 "/ddp.v1.JobService/ListJobs", "");
+  if (absl::Status allowed =
+          rpc::AuthorizeCall(options_.authorizer, *context, "/ddp.v1.JobService/ListJobs", "");
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -137,7 +137,7 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* 
 grpc::ServerWriteReactor<v1::JobEvent>* GrpcJobService::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
   if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                 "/ddp.v1.JobService/WatchJob", request->job_id());
+                                                "/ddp.v1.JobService/WatchJob", request->job_id());
       !allowed.ok()) {
     return new rpc::RefusedStream<v1::JobEvent>(allowed);
   }
@@ -148,7 +148,7 @@ grpc::ServerUnaryReactor* GrpcJobService::UpdateJob(grpc::CallbackServerContext*
                                                     const v1::UpdateJobRequest* request,
                                                     v1::Job* response) {
   if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                   "/ddp.v1.JobService/UpdateJob", request->job_id());
+                                                "/ddp.v1.JobService/UpdateJob", request->job_id());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -161,7 +161,7 @@ grpc::ServerUnaryReactor* GrpcJobService::CancelJob(grpc::CallbackServerContext*
                                                     const v1::CancelJobRequest* request,
                                                     v1::Job* response) {
   if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                   "/ddp.v1.JobService/CancelJob", request->job_id());
+                                                "/ddp.v1.JobService/CancelJob", request->job_id());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -174,7 +174,7 @@ grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext*
                                                     const v1::DeleteJobRequest* request,
                                                     v1::DeleteJobResponse* /*response*/) {
   if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                   "/ddp.v1.JobService/DeleteJob", request->job_id());
+                                                "/ddp.v1.JobService/DeleteJob", request->job_id());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -190,9 +190,8 @@ grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GrpcJobService::IssueJobToken(grpc::CallbackServerContext* context,
                                                         const v1::IssueJobTokenRequest* request,
                                                         v1::Job* response) {
-  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                 "/ddp.v1.JobService/IssueJobToken",
-                                                 request->job_id());
+  if (absl::Status allowed = rpc::AuthorizeCall(
+          options_.authorizer, *context, "/ddp.v1.JobService/IssueJobToken", request->job_id());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -217,8 +216,8 @@ grpc::ServerUnaryReactor* GrpcJobService::IssueJobToken(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(grpc::CallbackServerContext* context,
                                                       const v1::ExcludeNodeRequest* request,
                                                       v1::Job* response) {
-  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
-                                                   "/ddp.v1.JobService/ExcludeNode", request->job_id());
+  if (absl::Status allowed = rpc::AuthorizeCall(
+          options_.authorizer, *context, "/ddp.v1.JobService/ExcludeNode", request->job_id());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }

@@ -51,6 +51,7 @@ class JobServicesTest : public ::testing::Test {
     if (const char* queues = std::getenv("DDP_TEST_SESSION_QUEUES")) {
       options.session.completion_queues = std::atoi(queues);
     }
+    options.heartbeat_udp = heartbeat_udp_;
     absl::StatusOr<std::unique_ptr<JobServices>> services =
         JobServices::Create(RealClock::Get(), store, options);
     ASSERT_TRUE(services.ok()) << services.status();
@@ -62,6 +63,7 @@ class JobServicesTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     services_->StartSessionQueues();
+    ASSERT_TRUE(services_->StartHeartbeatUdp("127.0.0.1", 0).ok());
     target_ = "127.0.0.1:" + std::to_string(port);
     jobs_ =
         v1::JobService::NewStub(grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
@@ -106,6 +108,7 @@ class JobServicesTest : public ::testing::Test {
     return job;
   }
 
+  bool heartbeat_udp_ = false;  // before StartServer: sessions get UDP channels
   rendezvous::InMemoryJobStateStore memory_store_;
   std::unique_ptr<JobServices> services_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,0 +1,126 @@
+// Heartbeats over UDP through the real registry: datagrams keep a node
+// alive only while its session's stream is open, and their acks carry the
+// running generation (the lease).
+
+#include <memory>
+#include <string>
+
+#include "common/heartbeat/heartbeat_datagram.h"
+#include "common/heartbeat/udp_socket.h"
+#include "coordinator/session/testing/job_services_fixture.h"
+#include "gtest/gtest.h"
+
+namespace ddp::session {
+namespace {
+
+using ::ddp::session::testing::FakeAgent;
+using ::ddp::session::testing::FakeAgentOptions;
+using ::ddp::session::testing::FastSettings;
+using ::ddp::session::testing::kWait;
+
+class HeartbeatUdpTest : public testing::JobServicesTest {
+ protected:
+  void SetUp() override {
+    heartbeat_udp_ = true;
+    JobServicesTest::SetUp();
+  }
+
+  // An agent that never heartbeats on its stream (the datagrams are the
+  // test's), registered in a one-node job with a 300 ms heartbeat timeout.
+  FakeAgent& QuietAgent(const std::string& job) {
+    FakeAgentOptions options;
+    options.job_id = job;
+    options.node_id = "a";
+    options.incarnation = 5;
+    options.settings = FastSettings(1, 1);
+    options.heartbeat_interval = absl::Hours(1);
+    return MakeAgent(std::move(options));
+  }
+
+  // Sends heartbeat datagrams every 50 ms for `how_long`; returns the acks'
+  // running generations (of those asked: every other).
+  std::vector<int64_t> Heartbeat(const v1::HeartbeatChannel& channel, int64_t generation,
+                                 absl::Duration how_long) {
+    auto socket = heartbeat::UdpSocket::Connect("127.0.0.1", channel.udp_port());
+    EXPECT_TRUE(socket.ok()) << socket.status();
+    std::vector<int64_t> running;
+    for (absl::Time end = absl::Now() + how_long; absl::Now() < end;) {
+      heartbeat::DatagramFields f;
+      f.session = channel.session();
+      f.sequence = ++sequence_;
+      f.generation = generation;
+      f.flag = sequence_ % 2 == 0;
+      const heartbeat::Datagram d = heartbeat::EncodeDatagram(f, channel.key());
+      EXPECT_TRUE(socket->Send(d.data(), d.size()));
+      char buffer[64];
+      const int n = socket->Receive(buffer, sizeof(buffer), absl::Milliseconds(50));
+      if (n > 0) {
+        auto ack = heartbeat::DecodeDatagram(absl::string_view(buffer, n),
+                                             heartbeat::DatagramKind::kAck, channel.key());
+        EXPECT_TRUE(ack.ok()) << ack.status();
+        if (ack.ok()) running.push_back(ack->generation);
+        absl::SleepFor(absl::Milliseconds(50));
+      }
+    }
+    return running;
+  }
+
+  uint64_t sequence_ = 0;
+};
+
+TEST_F(HeartbeatUdpTest, DatagramsAloneKeepTheNode_AndTheirAcksCarryTheRunningGeneration) {
+  FakeAgent& agent = QuietAgent("udp");
+  absl::StatusOr<v1::Registered> registered = agent.Register(kWait);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  ASSERT_TRUE(registered->has_heartbeat_channel());
+  const v1::HeartbeatChannel channel = registered->heartbeat_channel();
+  EXPECT_EQ(channel.udp_port(), services_->heartbeat_udp_port());
+  EXPECT_EQ(channel.key().size(), heartbeat::kKeySize);
+  ASSERT_TRUE(agent.WaitForAssignment(1, kWait).ok());
+
+  // Five heartbeat timeouts on datagrams alone: the node stays, nothing restarts.
+  const std::vector<int64_t> running = Heartbeat(channel, 1, absl::Milliseconds(1500));
+  ASSERT_GE(running.size(), 5u);
+  EXPECT_EQ(running.back(), 1);
+  v1::Job job = GetJob("udp");
+  EXPECT_EQ(job.state(), v1::RUNNING);
+  EXPECT_EQ(job.generation(), 1);
+  EXPECT_EQ(job.member_count(), 1);
+  EXPECT_GE(services_->heartbeat_endpoint()->stats().accepted, 10);
+
+  // Silence: the node is lost within the heartbeat timeout, as without UDP.
+  absl::SleepFor(absl::Milliseconds(600));
+  EXPECT_EQ(GetJob("udp").member_count(), 0);
+}
+
+TEST_F(HeartbeatUdpTest, AfterTheStreamClosesDatagramsNoLongerCount) {
+  FakeAgent& agent = QuietAgent("closed");
+  absl::StatusOr<v1::Registered> registered = agent.Register(kWait);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  ASSERT_TRUE(agent.WaitForAssignment(1, kWait).ok());
+  const v1::HeartbeatChannel channel = registered->heartbeat_channel();
+  agent.Disconnect();  // the stream ends; the datagrams go on
+  for (int i = 0; i < 200 && services_->heartbeat_endpoint()->open_sessions() > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(services_->heartbeat_endpoint()->open_sessions(), 0u);
+  const std::vector<int64_t> running = Heartbeat(channel, 1, absl::Milliseconds(800));
+  EXPECT_TRUE(running.empty());                   // no answers
+  EXPECT_EQ(GetJob("closed").member_count(), 0);  // lost after 300 ms
+  EXPECT_GE(services_->heartbeat_endpoint()->stats().dropped, 5);
+}
+
+TEST_F(HeartbeatUdpTest, WithoutTheOptionRegisteredNamesNoChannel) {
+  StopServer();
+  heartbeat_udp_ = false;
+  StartServer(&memory_store_);
+  FakeAgent& agent = QuietAgent("plain");
+  absl::StatusOr<v1::Registered> registered = agent.Register(kWait);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  EXPECT_FALSE(registered->has_heartbeat_channel());
+  EXPECT_EQ(services_->heartbeat_endpoint(), nullptr);
+  EXPECT_EQ(services_->heartbeat_udp_port(), 0);
+}
+
+}  // namespace
+}  // namespace ddp::session
