@@ -92,6 +92,14 @@ struct SessionClientOptions {
   // A stream that lived this long resets the backoff: the next resume is
   // immediate. Shorter-lived streams resume after a backoff delay.
   absl::Duration stable_stream = absl::Seconds(5);
+  // An HTTP/2 ping this often on the connection (the coordinator accepts one a
+  // second), and the stream ends when one is unanswered for keepalive_timeout
+  // (the agent resumes on a new connection). With heartbeats over UDP the
+  // stream can be idle for long: a NAT or firewall that forgets an idle TCP
+  // flow, or a path that carries UDP but no longer TCP, would otherwise keep a
+  // dead stream (and UDP lease renewals) until a write found it.
+  absl::Duration keepalive_time = absl::Seconds(20);
+  absl::Duration keepalive_timeout = absl::Seconds(10);
   // Close: how long the coordinator gets to end the stream after WritesDone.
   absl::Duration close_grace = absl::Seconds(1);
   // Reads the time for every deadline above (resume limit, register

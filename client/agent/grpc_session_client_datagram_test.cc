@@ -19,6 +19,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/tcp_proxy.h"
 
 namespace ddp::client {
 namespace {
@@ -148,7 +149,10 @@ class FakeSessionService final : public v1::SessionService::Service {
 
 class CountingEvents : public SessionEvents {
  public:
-  void OnRegistered(const v1::Registered&, bool) override {}
+  void OnRegistered(const v1::Registered&, bool) override {
+    absl::MutexLock lock(&mu_);
+    ++registrations_;
+  }
   void OnCoordinatorMessage(const v1::CoordinatorMessage&) override {}
   void OnFenced(const absl::Status&) override {}
   void OnSessionFailed(const absl::Status&) override {}
@@ -168,16 +172,23 @@ class CountingEvents : public SessionEvents {
     absl::MutexLock lock(&mu_);
     return renewals_;
   }
+  int registrations() {
+    absl::MutexLock lock(&mu_);
+    return registrations_;
+  }
 
  private:
   absl::Mutex mu_;
   int renewals_ ABSL_GUARDED_BY(mu_) = 0;
+  int registrations_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class GrpcSessionClientDatagramTest : public ::testing::Test {
  protected:
-  void Start(UdpMode mode) {
+  // `via_proxy`: the stream goes through a TcpProxy (proxy_) the test can
+  // silence; the datagrams go straight to the UDP endpoint.
+  void Start(UdpMode mode, bool via_proxy = false) {
     const std::string key = heartbeat::NewKey();
     udp_ = std::make_unique<FakeUdpEndpoint>(key);
     udp_->set_mode(mode);
@@ -190,6 +201,14 @@ class GrpcSessionClientDatagramTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
     SessionClientOptions options;
     options.target = absl::StrCat("127.0.0.1:", port);
+    if (via_proxy) {
+      auto proxy = testing::TcpProxy::Start(port);
+      ASSERT_TRUE(proxy.ok()) << proxy.status();
+      proxy_ = *std::move(proxy);
+      options.target = proxy_->address();
+      options.keepalive_time = absl::Seconds(1);
+      options.keepalive_timeout = absl::Seconds(1);
+    }
     options.registration.set_job_id("j");
     options.registration.set_node_id("node-a");
     options.registration.set_nproc(1);
@@ -198,6 +217,7 @@ class GrpcSessionClientDatagramTest : public ::testing::Test {
     client_->Start();
   }
   void TearDown() override {
+    if (proxy_) proxy_->SetPartitioned(false);
     if (client_) client_->Close();
     if (server_) server_->Shutdown();
   }
@@ -216,6 +236,7 @@ class GrpcSessionClientDatagramTest : public ::testing::Test {
   std::unique_ptr<FakeSessionService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<GrpcSessionClient> client_;
+  std::unique_ptr<testing::TcpProxy> proxy_;
 };
 
 TEST_F(GrpcSessionClientDatagramTest, EmptyHeartbeatsGoAsDatagramsAndTheirAcksRenewTheLease) {
@@ -253,6 +274,27 @@ TEST_F(GrpcSessionClientDatagramTest, ARefusalMovesHeartbeatsToTheStream) {
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_EQ(udp_->heartbeats(), datagrams);
   EXPECT_GE(events_.renewals(), 2);
+}
+
+// A path that carries UDP but no longer TCP (or a NAT that forgot the idle
+// TCP flow): the keepalive ping finds the dead stream, which ends, and with it
+// the datagrams and the lease renewals they brought.
+TEST_F(GrpcSessionClientDatagramTest, ASilentStreamEndsAndItsDatagramsStop) {
+  Start(UdpMode::kAnswer, /*via_proxy=*/true);
+  ASSERT_TRUE(Eventually([&] { return events_.renewals() >= 3 && udp_->heartbeats() >= 10; }));
+  proxy_->SetPartitioned(true);
+  // Within keepalive time + timeout (1 s + 1 s, loosely) the stream ends; the
+  // client then only tries to register again (through the silent proxy).
+  absl::SleepFor(absl::Seconds(4));
+  const int datagrams = udp_->heartbeats();
+  const int renewals = events_.renewals();
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(udp_->heartbeats(), datagrams) << "datagrams still sent for a dead stream";
+  EXPECT_EQ(events_.renewals(), renewals) << "the lease still renewed over UDP";
+  // The path heals: the session resumes, and UDP with it.
+  proxy_->SetPartitioned(false);
+  ASSERT_TRUE(Eventually([&] { return events_.registrations() >= 2; }));
+  ASSERT_TRUE(Eventually([&] { return udp_->heartbeats() > datagrams + 5; }));
 }
 
 }  // namespace

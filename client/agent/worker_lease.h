@@ -54,8 +54,7 @@ class WorkerLease {
 
   // `clock` must be monotonic in production (MonotonicClock): the lease file
   // states its deadline on that clock.
-  WorkerLease(const Clock& clock, Options options, SignalWorkers signal_workers,
-              Expired expired);
+  WorkerLease(const Clock& clock, Options options, SignalWorkers signal_workers, Expired expired);
   ~WorkerLease();
   WorkerLease(const WorkerLease&) = delete;
   WorkerLease& operator=(const WorkerLease&) = delete;
@@ -96,7 +95,7 @@ class WorkerLease {
   int64_t running_generation_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t armed_generation_ ABSL_GUARDED_BY(mu_) = 0;  // 0: disarmed
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool expired_fired_ ABSL_GUARDED_BY(mu_) = false;  // for armed_generation_
+  bool expired_fired_ ABSL_GUARDED_BY(mu_) = false;                   // for armed_generation_
   absl::Time kill_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();  // set at expiry
   bool killed_ ABSL_GUARDED_BY(mu_) = false;
   bool publish_failed_ ABSL_GUARDED_BY(mu_) = false;  // warned once

@@ -215,6 +215,32 @@ TEST(CoordinatorBinaryTest, SecondInstance_SamePort_ExitsFourNamingAddress) {
   EXPECT_EQ(WaitExit(first), 0);
 }
 
+TEST(CoordinatorBinaryTest, HeartbeatUdp_OnTheGrpcPortsNumber_APortInUseExitsFour) {
+  const std::string dir = TestDir();
+  pid_t first = Spawn({"--port=0", "--bind=127.0.0.1", "--heartbeat-udp",
+                       "--data-dir=" + dir + "-a", "--port-file=" + dir + ".port1"},
+                      dir + ".log1");
+  const int port = ReadPort(dir + ".port1");
+  ASSERT_GT(port, 0) << ReadFile(dir + ".log1");
+  EXPECT_THAT(ReadFile(dir + ".log1"),
+              HasSubstr("heartbeats over UDP on 127.0.0.1:" + std::to_string(port)));
+  // The UDP port is taken (TCP's is free): the second exits 4 naming the flag.
+  pid_t second = Spawn({"--port=0", "--bind=127.0.0.1", "--heartbeat-udp",
+                        "--heartbeat-udp-port=" + std::to_string(port), "--data-dir=" + dir + "-b"},
+                       dir + ".log2");
+  EXPECT_EQ(WaitExit(second), 4);
+  const std::string log = ReadFile(dir + ".log2");
+  EXPECT_THAT(log, HasSubstr("127.0.0.1:" + std::to_string(port)));
+  EXPECT_THAT(log, HasSubstr("--heartbeat-udp-port"));
+  pid_t bad =
+      Spawn({"--port=0", "--heartbeat-udp-port=70000", "--data-dir=" + dir + "-c"}, dir + ".log3");
+  EXPECT_EQ(WaitExit(bad), 2);
+  EXPECT_THAT(ReadFile(dir + ".log3"), HasSubstr("--heartbeat-udp-port=70000"));
+  EXPECT_EQ(PutAndGetRevision(port, "a"), 1) << "the first still serves";
+  kill(first, SIGTERM);
+  EXPECT_EQ(WaitExit(first), 0);
+}
+
 // Serves once (one Put) and stops, so the data dir is initialised.
 void InitialiseDataDir(const std::string& dir) {
   const std::string port_file = dir + ".init-port";
