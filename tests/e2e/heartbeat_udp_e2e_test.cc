@@ -1,0 +1,115 @@
+// Heartbeats over UDP end to end: the coordinator binary with --heartbeat-udp,
+// two ddp-client processes, real PyTorch workers over gloo. The agents'
+// heartbeats go as datagrams (the coordinator's /metrics counts them), a
+// worker failure restarts the group as without UDP, and a coordinator killed
+// and restarted (new session keys: the old datagrams are dropped) costs no
+// worker restart.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/e2e/training_fixture.h"
+
+namespace ddp::testing {
+namespace {
+
+class HeartbeatUdpE2eTest : public TrainingE2eTest {
+ protected:
+  void StartUdpCoordinator() {
+    coordinator_args_ = {"--heartbeat-udp", "--http-port-file=" + Path("http_port")};
+    StartCoordinator();
+  }
+
+  // The value of a /metrics sample line that starts with `series`, or -1.
+  int64_t Metric(const std::string& series) {
+    int port = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadWholeFile(Path("http_port"))), &port)) {
+      return -1;
+    }
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string response;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+      const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+      if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+        char buffer[4096];
+        ssize_t n = 0;
+        while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+      }
+    }
+    close(fd);
+    for (absl::string_view line : absl::StrSplit(response, '\n')) {
+      if (absl::StartsWith(line, series + " ")) {
+        double value = 0;
+        if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) {
+          return static_cast<int64_t>(value);
+        }
+      }
+    }
+    return -1;
+  }
+};
+
+TEST_F(HeartbeatUdpE2eTest, WorkerExitsOne_GroupRestarts_HeartbeatsWentOverUdp) {
+  StartUdpCoordinator();
+  const std::vector<std::string> launch = {"--nnodes", "2", "--max-restarts", "2"};
+  const std::vector<std::string> train =
+      Train(12, "0.2", {"--fail-at-step", "7", "--fail-rank", "2"});
+  AgentProcess& a = StartAgent("node-a", launch, train);
+  AgentProcess& b = StartAgent("node-b", launch, train);
+  ASSERT_TRUE(WaitForLog("step 0 loss")) << Logs();
+  EXPECT_TRUE(PollUntil(
+      [&] { return Metric("ddp_heartbeat_datagrams_total{result=\"accepted\"}") > 4; }, kBound))
+      << "no heartbeats over UDP while training\n"
+      << Logs();
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  const std::string logs = Logs();
+  EXPECT_TRUE(absl::StrContains(logs, "rank 2 failing on purpose at step 7")) << logs;
+  EXPECT_TRUE(absl::StrContains(logs, "heartbeat_channel { udp_port: ")) << logs;
+  EXPECT_FALSE(absl::StrContains(logs, "key:")) << "a heartbeat key in a log\n" << logs;
+  EXPECT_FALSE(absl::StrContains(logs, "heartbeat datagrams in a row")) << logs;
+  EXPECT_EQ(Metric("ddp_heartbeat_datagrams_total{result=\"dropped\"}"), 0);
+  ExpectTrainedTogether(4, 1);
+}
+
+TEST_F(HeartbeatUdpE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
+  StartUdpCoordinator();
+  const std::vector<std::string> launch = {"--nnodes", "2", "--rdzv-conf", "heartbeat_timeout=6"};
+  AgentProcess& a = StartAgent("node-a", launch, Train(24, "0.25"));
+  AgentProcess& b = StartAgent("node-b", launch, Train(24, "0.25"));
+  ASSERT_TRUE(WaitForLog("step 0 loss")) << Logs();
+  ASSERT_FALSE(AnyResult()) << "training ended before the kill";
+  coordinator_->Kill9();
+  ASSERT_TRUE(coordinator_->Start().ok());  // same dir and ports: the UDP port too
+  // The resumed sessions heartbeat over UDP again, with new keys.
+  ASSERT_TRUE(PollUntil(
+      [&] { return Metric("ddp_heartbeat_datagrams_total{result=\"accepted\"}") > 4; }, kBound))
+      << Logs();
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  EXPECT_TRUE(absl::StrContains(a.log(), "session resumed")) << a.log();
+  EXPECT_TRUE(absl::StrContains(b.log(), "session resumed")) << b.log();
+  const std::string logs = Logs();
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(CountOf(logs, absl::StrCat("rank ", rank, "/4 local_rank")), 1)
+        << "rank " << rank << " did not start exactly once\n"
+        << logs;
+  }
+  ExpectTrainedTogether(4, 0);
+}
+
+}  // namespace
+}  // namespace ddp::testing
