@@ -116,13 +116,7 @@ TEST_F(TrainingE2eTest, CoordinatorKilled9AndRestarted_NoWorkerRestart) {
   EXPECT_EQ(b.Wait(kBound), 0) << Logs();
   EXPECT_TRUE(absl::StrContains(a.log(), "session resumed")) << a.log();
   EXPECT_TRUE(absl::StrContains(b.log(), "session resumed")) << b.log();
-  const std::string logs = Logs();
-  for (int rank = 0; rank < 4; ++rank) {
-    EXPECT_EQ(CountOf(logs, absl::StrCat("rank ", rank, "/4 local_rank")), 1)
-        << "rank " << rank << " did not start exactly once\n"
-        << logs;
-  }
-  ExpectTrainedTogether(4, 0);
+  ExpectEveryRankStartedOnce(4);
 }
 
 // Rank 3 is SIGKILLed; its peers die a moment later on the broken gloo

@@ -257,6 +257,18 @@ class TrainingE2eTest : public ::testing::Test {
     EXPECT_FALSE(Result(world_size).present) << "a rank beyond the world";
   }
 
+  // Every rank of a `world_size` job started exactly once (a coordinator
+  // outage restarted no worker), and trained together in one generation.
+  void ExpectEveryRankStartedOnce(int world_size) {
+    const std::string logs = Logs();
+    for (int rank = 0; rank < world_size; ++rank) {
+      EXPECT_EQ(CountOf(logs, absl::StrCat("rank ", rank, "/", world_size, " local_rank")), 1)
+          << "rank " << rank << " did not start exactly once\n"
+          << logs;
+    }
+    ExpectTrainedTogether(world_size, 0);  // TORCHELASTIC_RESTART_COUNT stayed 0
+  }
+
   // True once `a` and `b` run in one 4-rank generation and training is under
   // way (rank 0 logged its first step).
   bool BothTrainingInOneWorld(const AgentProcess& a, const AgentProcess& b) {

@@ -64,13 +64,7 @@ TEST_F(HaTrainingTest, LeaderKilled9DuringTraining_SameWorkersFinish_NoRestart) 
   }
   EXPECT_EQ(a.Wait(kBound), 0) << Logs();
   EXPECT_EQ(b.Wait(kBound), 0) << Logs();
-  const std::string logs = Logs();
-  for (int rank = 0; rank < 4; ++rank) {
-    EXPECT_EQ(CountOf(logs, absl::StrCat("rank ", rank, "/4 local_rank")), 1)
-        << "rank " << rank << " did not start exactly once\n"
-        << logs;
-  }
-  ExpectTrainedTogether(4, 0);  // TORCHELASTIC_RESTART_COUNT stayed 0
+  ExpectEveryRankStartedOnce(4);
 }
 
 }  // namespace
