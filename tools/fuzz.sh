@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -eq 0 ] && targets=(rest_request error_file kv_put rendezvous command_line job_request stored_job)
+[ "${#targets[@]}" -eq 0 ] && targets=(rest_request error_file kv_put rendezvous command_line job_request stored_job heartbeat_datagram)
 command -v clang-14 >/dev/null || { echo "fuzz: clang-14 is not installed (tools/setup.sh)"; exit 1; }
 base="${DDP_FUZZ_OUTPUT_BASE:-$HOME/.cache/bazel-fuzz}"
 labels=()
