@@ -28,7 +28,7 @@ fail() { echo "FAILED: $*" >&2; tail -n 30 "$WORK"/*.log >&2 || true; exit 1; }
 wait_file() { for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-"$COORDINATOR" --port 0 --bind 127.0.0.1 --port-file "$WORK/port" \
+"$COORDINATOR" --port 0 --bind 127.0.0.1 --port-file "$WORK/port" --heartbeat-udp \
   --http-port-file "$WORK/http_port" --data-dir "$WORK/data" 2>"$WORK/coordinator.log" &
 PIDS+=($!)
 wait_file "$WORK/http_port" || fail "the coordinator wrote no --http-port-file"
@@ -46,12 +46,21 @@ done
 curl -sf "http://$HTTP/v1/jobs/metrics-e2e" | grep -q '"state":"RUNNING"' ||
   fail "the job did not reach RUNNING"
 
+# The agent's heartbeats go over UDP (--heartbeat-udp): counted once one arrived.
+for _ in $(seq 1 50); do
+  curl -sf "http://$HTTP/metrics" | grep -q '^ddp_heartbeat_datagrams_total{result="accepted"} [1-9]' &&
+    break
+  sleep 0.2
+done
 curl -sf "http://$HTTP/metrics" >"$WORK/scrape.txt" || fail "GET /metrics failed"
 promtool check metrics <"$WORK/scrape.txt" || fail "promtool check metrics rejected the scrape"
 grep -q '^ddp_job_generation{job_id="metrics-e2e"} 1' "$WORK/scrape.txt" ||
   fail "the scrape lacks the job's generation"
 grep -q '^ddp_agents_connected 1' "$WORK/scrape.txt" || fail "the scrape lacks the agent"
 grep -q '^ddp_sessions_open 1' "$WORK/scrape.txt" || fail "the scrape lacks the agent's session"
+grep -q '^ddp_heartbeat_datagrams_total{result="accepted"} [1-9]' "$WORK/scrape.txt" ||
+  fail "no heartbeat datagram accepted"
+grep -q '^ddp_heartbeat_datagram_acks_total ' "$WORK/scrape.txt" || fail "the scrape lacks the acks"
 echo "promtool check metrics: OK ($(grep -vc '^#' "$WORK/scrape.txt") samples)"
 
 PROM_PORT="$(free_port)"
