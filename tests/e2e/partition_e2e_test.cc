@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "tests/e2e/tcp_proxy.h"
 #include "tests/e2e/training_fixture.h"
+#include "tests/ha/network_namespace.h"
 
 namespace ddp::testing {
 namespace {
@@ -72,9 +73,13 @@ class PartitionE2eTest : public TrainingE2eTest {
     // (generation_is_current, on DDP_LEASE_FILE) lets the generation act.
     const std::string script = absl::StrCat(
         "import os, sys, time\n"
-        "sys.path.insert(0, '", Dirname(Runfile("examples/train_ddp.py")), "')\n"
+        "sys.path.insert(0, '",
+        Dirname(Runfile("examples/train_ddp.py")),
+        "')\n"
         "from train_ddp import generation_is_current\n"
-        "g, r = os.environ['DDP_GENERATION'], '", node, "'\n"
+        "g, r = os.environ['DDP_GENERATION'], '",
+        node,
+        "'\n"
         "i = 0\n"
         "while not os.path.exists('finish'):\n"
         "    i += 1\n"
@@ -84,12 +89,33 @@ class PartitionE2eTest : public TrainingE2eTest {
         "        with open(os.environ['DDP_LEASE_FILE']) as src, "
         "open(f'lease_g{g}_{r}', 'w') as dst: dst.write(src.read())\n"
         "    time.sleep(0.05)\n");
-    return Launch(node, {"--coordinator", coordinator, "--job", "cut", "--node-id", node,
-                         "--local-addr", "127.0.0.1", "--log-dir", Path("logs"), "--rdzv-conf",
+    return Launch(node, {"--coordinator",
+                         coordinator,
+                         "--job",
+                         "cut",
+                         "--node-id",
+                         node,
+                         "--local-addr",
+                         "127.0.0.1",
+                         "--log-dir",
+                         Path("logs"),
+                         "--rdzv-conf",
                          "heartbeat_timeout=3,last_call_timeout=1,join_timeout=60",
-                         "--shutdown-timeout", "3", "--connect-timeout", "30", "--nnodes", "1:2",
-                         "--max-restarts", "0", "--nproc-per-node", "1", "--no-python",
-                         "/bin/sh", "-c", absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""), script});
+                         "--shutdown-timeout",
+                         "3",
+                         "--connect-timeout",
+                         "30",
+                         "--nnodes",
+                         "1:2",
+                         "--max-restarts",
+                         "0",
+                         "--nproc-per-node",
+                         "1",
+                         "--no-python",
+                         "/bin/sh",
+                         "-c",
+                         absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""),
+                         script});
   }
   // Both nodes reach the coordinator through one proxy (its silence is a
   // coordinator outage as they see it); generation 1 runs on both.
@@ -144,8 +170,9 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
   // Let the lease file of generation 1 be written: it says the generation is
   // current, until when on CLOCK_MONOTONIC.
   ASSERT_TRUE(PollUntil([&] { return !ReadWholeFile(Path("lease_g1_node-b")).empty(); }, kBound));
-  EXPECT_TRUE(absl::StrContains(ReadWholeFile(Path("lease_g1_node-b")),
-                                "{\"generation\": 1, \"current\": true, \"valid_until_monotonic\": "))
+  EXPECT_TRUE(
+      absl::StrContains(ReadWholeFile(Path("lease_g1_node-b")),
+                        "{\"generation\": 1, \"current\": true, \"valid_until_monotonic\": "))
       << ReadWholeFile(Path("lease_g1_node-b"));
 
   const int64_t cut_at = NowNs();
@@ -188,6 +215,51 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
   EXPECT_GE(next_after_s, 2.0);
   EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
   EXPECT_FALSE(absl::StrContains(a.log(), "lease of generation")) << a.log();
+}
+
+// The same cut made by the kernel, and with the heartbeats over UDP: node-b's
+// agent runs in a network namespace (another host) that reaches the
+// coordinator over a veth link; taking the link down silences its stream and
+// its heartbeat datagrams alike. Its lease still stops its worker before the
+// next generation runs. Needs root and iproute2 (skipped otherwise).
+TEST_F(PartitionE2eTest, KernelCutWithHeartbeatsOverUdp_NoTwoGenerationsAtOnce) {
+  auto ns = NetworkNamespace::Create();
+  if (!ns.ok()) GTEST_SKIP() << ns.status();
+  coordinator_args_ = {"--heartbeat-udp", "--bind=0.0.0.0"};
+  StartCoordinator();
+  const std::string port = std::to_string(coordinator_->port());
+  AgentProcess& a = StartNode("node-a", "127.0.0.1:" + port);
+  launch_prefix_ = (*ns)->ExecPrefix();
+  AgentProcess& b = StartNode("node-b", (*ns)->host_store_address() + ":" + port);
+  launch_prefix_.clear();
+  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+  EXPECT_TRUE(absl::StrContains(b.log(), "heartbeat_channel { udp_port: " + port)) << b.log();
+  absl::SleepFor(absl::Seconds(1));  // heartbeats over UDP for a while
+
+  const int64_t cut_at = NowNs();
+  ASSERT_TRUE((*ns)->Cut().ok());
+  ASSERT_TRUE(WaitForGeneration(2, 1)) << Logs();
+  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE((*ns)->Heal().ok());
+  ASSERT_TRUE(WaitForGeneration(3, 2)) << Logs();
+  ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+
+  ExpectGenerationsNeverOverlap();
+  const auto spans = SpanByGeneration(Writes());
+  int64_t b_last_g1 = 0;
+  for (const Write& w : Writes()) {
+    if (w.generation == 1 && w.node == "node-b") b_last_g1 = std::max(b_last_g1, w.time_ns);
+  }
+  ASSERT_NE(spans.upper_bound(1), spans.end());
+  const double stopped_after_s = (b_last_g1 - cut_at) / 1e9;
+  const double next_after_s = (spans.upper_bound(1)->second.first - cut_at) / 1e9;
+  std::cerr << "over UDP: cut-off worker's last write " << stopped_after_s
+            << " s after the cut; generation 2's first write " << next_after_s << " s after it\n";
+  EXPECT_LT(stopped_after_s, 3.0) << b.log();
+  EXPECT_GE(next_after_s, 2.0);
+  EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
 }
 
 // Both nodes lose the coordinator (a coordinator outage, as seen by them).

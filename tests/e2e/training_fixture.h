@@ -204,6 +204,12 @@ class TrainingE2eTest : public ::testing::Test {
     AgentProcessOptions options;
     options.binary = Runfile("client/agent/ddp-client");
     options.args = args;
+    if (!launch_prefix_.empty()) {  // e.g. ip netns exec NAME ddp-client ARGS
+      options.args = std::vector<std::string>(launch_prefix_.begin() + 1, launch_prefix_.end());
+      options.args.push_back(options.binary);
+      options.args.insert(options.args.end(), args.begin(), args.end());
+      options.binary = launch_prefix_.front();
+    }
     options.log_path = Path(node + ".log");
     options.env = {"PYTHON_EXEC=/usr/bin/python3", "GLOO_SOCKET_IFNAME=lo",
                    // As TorchX and SageMaker give the launcher its own.
@@ -317,6 +323,9 @@ class TrainingE2eTest : public ::testing::Test {
   // and the agents' extra environment ("NAME=value").
   std::vector<std::string> coordinator_args_;
   std::vector<std::string> agent_env_;
+  // Set before StartAgent / Launch: the agent runs as PREFIX... ddp-client
+  // ARGS (e.g. NetworkNamespace::ExecPrefix()).
+  std::vector<std::string> launch_prefix_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
   // The agents' --coordinator when set (several coordinators); else
   // coordinator_'s address.
