@@ -18,8 +18,12 @@ struct AddrInfoDeleter {
   void operator()(addrinfo* info) const { freeaddrinfo(info); }
 };
 
-absl::StatusOr<std::unique_ptr<addrinfo, AddrInfoDeleter>> Resolve(const std::string& host,
-                                                                   int port, bool passive) {
+absl::StatusOr<std::unique_ptr<addrinfo, AddrInfoDeleter>> Resolve(std::string host, int port,
+                                                                   bool passive) {
+  // "[::]" as in a listen address: the brackets are not part of the address.
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("UDP port ", port, " for ", host, " is outside 0..65535"));

@@ -21,7 +21,7 @@ class UdpSocket {
   UdpSocket(const UdpSocket&) = delete;
   UdpSocket& operator=(const UdpSocket&) = delete;
 
-  // Bound to `address` ("0.0.0.0", "::", an interface's address) and `port`
+  // Bound to `address` ("0.0.0.0", "::" or "[::]", an interface's address) and `port`
   // (0: any free one). The receive buffer is raised to `receive_buffer` bytes
   // where the system allows (a burst of heartbeats from every agent at once).
   // Errors: INVALID_ARGUMENT (address), ALREADY_EXISTS (port in use),

@@ -30,6 +30,16 @@ TEST(UdpSocketTest, ConnectedPeersExchangeDatagrams) {
   EXPECT_EQ(client->Receive(buffer, sizeof(buffer), absl::Milliseconds(10)), -1);  // timeout
 }
 
+TEST(UdpSocketTest, Ipv6InBrackets_AsListenAddressesSpellIt) {
+  auto server = UdpSocket::Bind("[::1]", 0);
+  if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here: " << server.status();
+  auto client = UdpSocket::Connect("[::1]", server->local_port());
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE(client->Send("ping", 4));
+  char buffer[8];
+  EXPECT_EQ(recv(server->fd(), buffer, sizeof(buffer), 0), 4);
+}
+
 TEST(UdpSocketTest, ErrorsNameTheAddress) {
   auto bad = UdpSocket::Bind("not-an-address", 0);
   ASSERT_FALSE(bad.ok());
