@@ -114,6 +114,13 @@ int UdpSocket::local_port() const {
   return ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
 }
 
+int UdpSocket::receive_buffer_bytes() const {
+  int bytes = 0;
+  socklen_t length = sizeof(bytes);
+  if (getsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, &length) != 0) return 0;
+  return bytes;
+}
+
 bool UdpSocket::Send(const void* data, size_t size) const {
   return ::send(fd_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(size);
 }

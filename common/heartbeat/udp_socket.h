@@ -38,6 +38,9 @@ class UdpSocket {
   bool valid() const { return fd_ >= 0; }
   // The bound local port.
   int local_port() const;
+  // The kernel's receive buffer as granted (SO_RCVBUF: twice what the socket
+  // may hold in data, the kernel's accounting).
+  int receive_buffer_bytes() const;
   // Connected sockets: sends one datagram; false when the kernel refused it
   // (the caller counts it as lost: heartbeats are idempotent).
   bool Send(const void* data, size_t size) const;

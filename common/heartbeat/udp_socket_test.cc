@@ -15,6 +15,7 @@ TEST(UdpSocketTest, ConnectedPeersExchangeDatagrams) {
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = server->local_port();
   ASSERT_GT(port, 0);
+  EXPECT_GT(server->receive_buffer_bytes(), 0);
   auto client = UdpSocket::Connect("localhost", port);
   ASSERT_TRUE(client.ok()) << client.status();
   ASSERT_TRUE(client->Send("ping", 4));

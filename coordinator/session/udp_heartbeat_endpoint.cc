@@ -23,6 +23,7 @@ using heartbeat::DatagramFields;
 using heartbeat::DatagramKind;
 
 constexpr int kBatch = 64;
+constexpr int kWantedReceiveBuffer = 8 << 20;
 
 uint64_t NewSessionId() {
   static thread_local std::mt19937_64 engine(std::random_device{}());
@@ -40,10 +41,21 @@ UdpHeartbeatEndpoint::~UdpHeartbeatEndpoint() { Stop(); }
 
 absl::Status UdpHeartbeatEndpoint::Start(const std::string& address, int port) {
   DDP_CHECK(!thread_.joinable()) << "UdpHeartbeatEndpoint::Start called twice";
-  auto socket = heartbeat::UdpSocket::Bind(address, port);
+  auto socket = heartbeat::UdpSocket::Bind(address, port, kWantedReceiveBuffer);
   if (!socket.ok()) return socket.status();
   socket_ = *std::move(socket);
   port_ = socket_.local_port();
+  // Without root the buffer stops at net.core.rmem_max (about 200 KB by
+  // default: some hundreds of datagrams), which a burst from thousands of
+  // agents overflows while this thread waits for the registry.
+  if (const int granted = socket_.receive_buffer_bytes(); granted < kWantedReceiveBuffer) {
+    DDP_LOG(WARNING) << "heartbeat UDP receive buffer is " << granted << " bytes (wanted "
+                     << kWantedReceiveBuffer
+                     << "): with thousands of agents the kernel may drop heartbeat datagrams "
+                        "(agents then heartbeat on their streams); raise the limit with sysctl "
+                        "-w net.core.rmem_max="
+                     << kWantedReceiveBuffer;
+  }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "udp-heartbeats");
     Loop();
