@@ -4,11 +4,15 @@
 // The agent side of the Session protocol (ddp/v1/session.proto) without a
 // transport: what every client of the coordinator's SessionService shares.
 // ddp-client's GrpcSessionClient (blocking threads), the test FakeAgent and
-// rdzv_sim's callback-API streams drive it; each owns the stream.
+// rdzv_sim's async-API streams drive it; each owns the stream (and any UDP
+// socket).
 //
 //   messages   Register (incarnation, generation, lease_expired stamped),
 //              Heartbeat (sequence numbers; send times kept until acked),
 //              the NodeHeader of every other message
+//   datagrams  with Registered.heartbeat_channel: which heartbeats go over
+//              UDP, their fields and sequence, what their acks renew, when
+//              to fall back to the stream (see "Heartbeats over UDP" below)
 //   lifecycle  after an attempt or a live stream ends, what to do next:
 //              retry after a backoff delay, re-register with a new
 //              incarnation (fenced: ABORTED), or give up (a refusal a retry
