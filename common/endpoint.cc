@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace ddp {
 
@@ -25,6 +26,14 @@ absl::Status ValidateEndpoint(absl::string_view what, absl::string_view value) {
   return absl::InvalidArgumentError(
       absl::StrCat("invalid value '", shown, value.size() > kMaxShown ? "..." : "", "' for ", what,
                    ": expected HOST:PORT with a port in [1, 65535]"));
+}
+
+std::string EndpointHost(absl::string_view endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == absl::string_view::npos) return "";
+  absl::string_view host = endpoint.substr(0, colon);
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return std::string(host);
 }
 
 absl::StatusOr<std::vector<std::string>> ParseEndpointList(absl::string_view what,

@@ -20,6 +20,11 @@ namespace ddp {
 // (e.g. "--coordinator") and the value (capped).
 absl::Status ValidateEndpoint(absl::string_view what, absl::string_view value);
 
+// The host of "host:port" or "[ipv6]:port", without brackets ("" when there
+// is no colon, or nothing before it). The endpoint is not checked (see
+// ValidateEndpoint).
+std::string EndpointHost(absl::string_view endpoint);
+
 // The most coordinators a list may name.
 inline constexpr size_t kMaxEndpoints = 16;
 

@@ -22,6 +22,14 @@ TEST(ValidateEndpointTest, BadEndpoints_InvalidArgumentNamingValueAndLimit) {
   }
 }
 
+TEST(EndpointHostTest, HostWithoutBrackets) {
+  EXPECT_EQ(EndpointHost("coord.example:29400"), "coord.example");
+  EXPECT_EQ(EndpointHost("127.0.0.1:1"), "127.0.0.1");
+  EXPECT_EQ(EndpointHost("[::1]:29400"), "::1");
+  EXPECT_EQ(EndpointHost("no-port"), "");
+  EXPECT_EQ(EndpointHost(":29400"), "");
+}
+
 TEST(ParseEndpointListTest, ListsAndTheirErrors) {
   auto one = ParseEndpointList("--coordinator", "a:1");
   ASSERT_TRUE(one.ok());

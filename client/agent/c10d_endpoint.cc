@@ -10,7 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "common/endpoint.h"
 #include "common/logging.h"
 
 namespace ddp::client {
@@ -20,9 +20,7 @@ namespace {
 bool SplitEndpoint(const std::string& endpoint, std::string* host, std::string* port) {
   const size_t colon = endpoint.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
-  absl::string_view h(endpoint.data(), colon);
-  if (absl::ConsumePrefix(&h, "[")) absl::ConsumeSuffix(&h, "]");
-  *host = std::string(h);
+  *host = EndpointHost(endpoint);
   *port = endpoint.substr(colon + 1);
   int number = 0;
   return absl::SimpleAtoi(*port, &number) && number > 0 && number < 65536;

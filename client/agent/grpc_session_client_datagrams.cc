@@ -5,23 +5,11 @@
 #include "absl/strings/string_view.h"
 #include "client/agent/grpc_session_client.h"
 #include "common/clock.h"
+#include "common/endpoint.h"
 #include "common/heartbeat/heartbeat_datagram.h"
 #include "common/logging.h"
 
 namespace ddp::client {
-namespace {
-
-// "host:port" / "[v6]:port" -> host.
-std::string HostOf(absl::string_view endpoint) {
-  const size_t colon = endpoint.rfind(':');
-  absl::string_view host = colon == absl::string_view::npos ? endpoint : endpoint.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return std::string(host);
-}
-
-}  // namespace
 
 void GrpcSessionClient::OpenHeartbeatChannel() {
   int port = 0;
@@ -31,7 +19,7 @@ void GrpcSessionClient::OpenHeartbeatChannel() {
     if (core_.heartbeat_channel() == nullptr) return;
     port = core_.heartbeat_channel()->udp_port();
   }
-  const std::string host = HostOf(current_target());
+  const std::string host = EndpointHost(current_target());
   auto socket = heartbeat::UdpSocket::Connect(host, port);
   absl::MutexLock lock(&mu_);
   if (!socket.ok()) {

@@ -36,7 +36,6 @@ struct ScrapeState {
   int64_t sessions_open = 0;  // agent Session streams not yet ended
   // Heartbeats over UDP (coordinator --heartbeat-udp); absent when off.
   struct HeartbeatDatagrams {
-    int64_t received = 0;
     int64_t accepted = 0;
     int64_t dropped = 0;
     int64_t refused = 0;

@@ -317,7 +317,7 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   if (const session::UdpHeartbeatEndpoint* udp = job_services_->heartbeat_endpoint()) {
     const session::UdpHeartbeatEndpoint::Stats stats = udp->stats();
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
-        stats.received, stats.accepted, stats.dropped, stats.refused, stats.acks};
+        stats.accepted, stats.dropped, stats.refused, stats.acks};
   }
   auto jobs = rendezvous.registry().ListJobs();
   if (!jobs.ok()) return state;

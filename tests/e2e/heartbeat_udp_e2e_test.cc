@@ -5,10 +5,6 @@
 // and restarted (new session keys: the old datagrams are dropped) costs no
 // worker restart.
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <string>
 #include <vector>
 
@@ -17,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "tests/e2e/training_fixture.h"
 
 namespace ddp::testing {
@@ -31,31 +28,13 @@ class HeartbeatUdpE2eTest : public TrainingE2eTest {
 
   // The value of a /metrics sample line that starts with `series`, or -1.
   int64_t Metric(const std::string& series) {
-    int port = 0;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadWholeFile(Path("http_port"))), &port)) {
-      return -1;
-    }
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    std::string response;
-    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-      const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-      if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-        char buffer[4096];
-        ssize_t n = 0;
-        while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
-      }
-    }
-    close(fd);
-    for (absl::string_view line : absl::StrSplit(response, '\n')) {
-      if (absl::StartsWith(line, series + " ")) {
-        double value = 0;
-        if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) {
-          return static_cast<int64_t>(value);
-        }
+    const std::string port =
+        std::string(absl::StripAsciiWhitespace(ReadWholeFile(Path("http_port"))));
+    const ShellResult scrape = RunShell("curl -s http://127.0.0.1:" + port + "/metrics");
+    for (absl::string_view line : absl::StrSplit(scrape.output, '\n')) {
+      double value = 0;
+      if (absl::ConsumePrefix(&line, series + " ") && absl::SimpleAtod(line, &value)) {
+        return static_cast<int64_t>(value);
       }
     }
     return -1;

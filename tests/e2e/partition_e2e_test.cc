@@ -73,13 +73,9 @@ class PartitionE2eTest : public TrainingE2eTest {
     // (generation_is_current, on DDP_LEASE_FILE) lets the generation act.
     const std::string script = absl::StrCat(
         "import os, sys, time\n"
-        "sys.path.insert(0, '",
-        Dirname(Runfile("examples/train_ddp.py")),
-        "')\n"
+        "sys.path.insert(0, '", Dirname(Runfile("examples/train_ddp.py")), "')\n"
         "from train_ddp import generation_is_current\n"
-        "g, r = os.environ['DDP_GENERATION'], '",
-        node,
-        "'\n"
+        "g, r = os.environ['DDP_GENERATION'], '", node, "'\n"
         "i = 0\n"
         "while not os.path.exists('finish'):\n"
         "    i += 1\n"
@@ -89,33 +85,12 @@ class PartitionE2eTest : public TrainingE2eTest {
         "        with open(os.environ['DDP_LEASE_FILE']) as src, "
         "open(f'lease_g{g}_{r}', 'w') as dst: dst.write(src.read())\n"
         "    time.sleep(0.05)\n");
-    return Launch(node, {"--coordinator",
-                         coordinator,
-                         "--job",
-                         "cut",
-                         "--node-id",
-                         node,
-                         "--local-addr",
-                         "127.0.0.1",
-                         "--log-dir",
-                         Path("logs"),
-                         "--rdzv-conf",
+    return Launch(node, {"--coordinator", coordinator, "--job", "cut", "--node-id", node,
+                         "--local-addr", "127.0.0.1", "--log-dir", Path("logs"), "--rdzv-conf",
                          "heartbeat_timeout=3,last_call_timeout=1,join_timeout=60",
-                         "--shutdown-timeout",
-                         "3",
-                         "--connect-timeout",
-                         "30",
-                         "--nnodes",
-                         "1:2",
-                         "--max-restarts",
-                         "0",
-                         "--nproc-per-node",
-                         "1",
-                         "--no-python",
-                         "/bin/sh",
-                         "-c",
-                         absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""),
-                         script});
+                         "--shutdown-timeout", "3", "--connect-timeout", "30", "--nnodes", "1:2",
+                         "--max-restarts", "0", "--nproc-per-node", "1", "--no-python",
+                         "/bin/sh", "-c", absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""), script});
   }
   // Both nodes reach the coordinator through one proxy (its silence is a
   // coordinator outage as they see it); generation 1 runs on both.
@@ -170,9 +145,8 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
   // Let the lease file of generation 1 be written: it says the generation is
   // current, until when on CLOCK_MONOTONIC.
   ASSERT_TRUE(PollUntil([&] { return !ReadWholeFile(Path("lease_g1_node-b")).empty(); }, kBound));
-  EXPECT_TRUE(
-      absl::StrContains(ReadWholeFile(Path("lease_g1_node-b")),
-                        "{\"generation\": 1, \"current\": true, \"valid_until_monotonic\": "))
+  EXPECT_TRUE(absl::StrContains(ReadWholeFile(Path("lease_g1_node-b")),
+                                "{\"generation\": 1, \"current\": true, \"valid_until_monotonic\": "))
       << ReadWholeFile(Path("lease_g1_node-b"));
 
   const int64_t cut_at = NowNs();

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/endpoint.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -51,10 +52,7 @@ absl::StatusOr<std::unique_ptr<GrpcSimFleet>> GrpcSimFleet::Create(SimFleetOptio
     fleet->stubs_.push_back(v1::SessionService::NewStub(fleet->channels_[i]));
   }
   fleet->queues_ = std::make_unique<AsyncClientQueues>(o.completion_queues);
-  const std::string host = o.target.substr(0, o.target.rfind(':'));
-  auto datagrams = SimDatagrams::Create(
-      host.size() > 2 && host.front() == '[' ? host.substr(1, host.size() - 2) : host,
-      std::max(o.heartbeat_threads, 1));
+  auto datagrams = SimDatagrams::Create(EndpointHost(o.target), std::max(o.heartbeat_threads, 1));
   if (!datagrams.ok()) return datagrams.status();
   fleet->datagrams_ = *std::move(datagrams);
   std::mt19937_64 random(o.seed);
