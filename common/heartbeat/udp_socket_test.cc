@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace ddp::heartbeat {
@@ -59,12 +60,15 @@ TEST(UdpSocketTest, ErrorsNameTheAddress) {
 TEST(UdpSocketTest, ShutdownReadsWakesAReceiver) {
   auto socket = UdpSocket::Connect("127.0.0.1", 9);
   ASSERT_TRUE(socket.ok());
+  const absl::Time start = absl::Now();
   std::thread reader([&] {
     char buffer[8];
     socket->Receive(buffer, sizeof(buffer), absl::Seconds(30));
   });
+  absl::SleepFor(absl::Milliseconds(50));  // the reader is waiting
   socket->ShutdownReads();
-  reader.join();  // returns long before 30 s
+  reader.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "the receiver waited out its timeout";
 }
 
 }  // namespace
