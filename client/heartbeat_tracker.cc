@@ -17,6 +17,10 @@ bool HeartbeatTracker::Observe(std::optional<absl::Time> mtime, absl::Time now) 
   return now - *last_touch_ > timeout_;
 }
 
+void HeartbeatTracker::Forgive(absl::Duration paused) {
+  if (last_touch_ && paused > absl::ZeroDuration()) *last_touch_ += paused;
+}
+
 absl::Duration HeartbeatTracker::SilentFor(absl::Time now) const {
   return last_touch_ ? now - *last_touch_ : absl::ZeroDuration();
 }

@@ -37,6 +37,9 @@ class HeartbeatTracker {
   std::optional<absl::Time> last_mtime() const { return last_mtime_; }
   // Time since the last observed touch (zero before the first one).
   absl::Duration SilentFor(absl::Time now) const;
+  // The worker was frozen (SIGSTOP by the agent's lease) for `paused`: a
+  // silence it did not choose. The last touch moves that much later.
+  void Forgive(absl::Duration paused);
 
  private:
   absl::Duration timeout_;

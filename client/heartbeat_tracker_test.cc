@@ -56,6 +56,26 @@ TEST(HeartbeatTrackerTest, Observe_ZeroTimeout_Disabled) {
   EXPECT_FALSE(tracker.Observe(kMtime, clock.Now()));
 }
 
+TEST(HeartbeatTrackerTest, Forgive_FrozenTime_NotCountedAsSilence) {
+  FakeClock clock;
+  HeartbeatTracker tracker(absl::Seconds(10));
+  tracker.Observe(kMtime, clock.Now());
+  clock.Advance(absl::Seconds(4));
+  // Frozen by the agent for 30 s, then thawed: 4 s of its own silence count.
+  clock.Advance(absl::Seconds(30));
+  tracker.Forgive(absl::Seconds(30));
+  EXPECT_FALSE(tracker.Observe(kMtime, clock.Now()));
+  EXPECT_EQ(tracker.SilentFor(clock.Now()), absl::Seconds(4));
+  clock.Advance(absl::Seconds(6) + absl::Milliseconds(1));
+  EXPECT_TRUE(tracker.Observe(kMtime, clock.Now()));
+}
+
+TEST(HeartbeatTrackerTest, Forgive_NeverTouched_StaysUntouched) {
+  HeartbeatTracker tracker(absl::Seconds(10));
+  tracker.Forgive(absl::Seconds(30));
+  EXPECT_FALSE(tracker.touched());
+}
+
 TEST(DescribeSilenceTest, OneDecimalInSeconds) {
   EXPECT_EQ(DescribeSilence(absl::Milliseconds(5049)), "no heartbeat for 5.0 s");
   EXPECT_EQ(DescribeSilence(absl::Seconds(30)), "no heartbeat for 30.0 s");

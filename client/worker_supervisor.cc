@@ -306,9 +306,18 @@ class WorkerSupervisor::EventLoop {
   }
 
   void CheckHeartbeats() {
+    absl::Duration forgive;
     {
       absl::MutexLock lock(&owner_->mu_);
-      if (owner_->stopping_) return;
+      if (owner_->stopping_ || owner_->frozen_) return;
+      forgive = owner_->unforgiven_pause_;
+      owner_->unforgiven_pause_ = absl::ZeroDuration();
+    }
+    if (forgive > absl::ZeroDuration()) {
+      for (auto& w : workers_) {
+        w->tracker.Forgive(forgive);
+        w->last_sample.reset();  // its CPU time did not move while frozen
+      }
     }
     const absl::Time now = owner_->clock_.Now();
     std::vector<HungWorker> hung;
@@ -490,8 +499,36 @@ void WorkerSupervisor::Signal(int signal) {
   }
 }
 
+void WorkerSupervisor::Freeze() {
+  absl::MutexLock lock(&mu_);
+  // While stopping, too: a SIGTERM handler stops where it is, and the stop
+  // goes on to SIGKILL.
+  if (!start_done_ || stopped_ || frozen_) return;
+  frozen_ = true;
+  frozen_at_ = MonotonicClock::Get().Now();
+  for (const WorkerState& state : states_) {
+    if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGSTOP);
+  }
+}
+
+void WorkerSupervisor::Thaw() {
+  absl::MutexLock lock(&mu_);
+  if (!frozen_ || stopping_ || stopped_) return;
+  frozen_ = false;
+  unforgiven_pause_ += MonotonicClock::Get().Now() - frozen_at_;
+  for (const WorkerState& state : states_) {
+    if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGCONT);
+  }
+}
+
+bool WorkerSupervisor::frozen() const {
+  absl::MutexLock lock(&mu_);
+  return frozen_;
+}
+
 absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal) {
   std::vector<pid_t> groups;
+  bool was_frozen = false;
   {
     absl::MutexLock lock(&mu_);
     // Start() may still be spawning on another thread: wait so no worker is
@@ -500,6 +537,7 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
     for (const WorkerState& state : states_) {
       if (state.pid > 0) groups.push_back(state.pid);
     }
+    was_frozen = frozen_;
   }
   auto any_group_alive = [&] {
     for (pid_t pgid : groups) {
@@ -510,35 +548,40 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
   // Real waits for real processes: measured on CLOCK_MONOTONIC, which never
   // steps with the wall clock (the injected clock_ only dates exits).
   const Clock& monotonic = MonotonicClock::Get();
-  auto await_all = [&](absl::Duration budget) {
+  // A freeze (the lease ran out meanwhile) ends a wait for a polite exit:
+  // frozen workers cannot exit; SIGKILL follows.
+  auto await_all = [&](absl::Duration budget, bool until_frozen) {
     const absl::Time deadline = monotonic.Now() + budget;
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(
-                               +[](WorkerSupervisor* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                 return self->AllExitedLocked();
-                               },
-                               this),
-                           budget);
+      auto done = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return AllExitedLocked() || (until_frozen && frozen_);
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&done), budget);
     }
-    while (any_group_alive() && monotonic.Now() < deadline) absl::SleepFor(kGroupPollPeriod);
+    while (any_group_alive() && monotonic.Now() < deadline && !(until_frozen && frozen())) {
+      absl::SleepFor(kGroupPollPeriod);
+    }
     absl::MutexLock lock(&mu_);
     return AllExitedLocked() && !any_group_alive();
   };
 
   const absl::Time started = monotonic.Now();
-  if (first_signal == SIGINT) {
-    for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGINT);
-    if (await_all(timeout / 2)) return absl::OkStatus();
-    DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout / 2)
-                     << " after SIGINT; sending SIGTERM";
+  if (!was_frozen) {
+    if (first_signal == SIGINT) {
+      for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGINT);
+      if (await_all(timeout / 2, true)) return absl::OkStatus();
+      DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout / 2)
+                       << " after SIGINT; sending SIGTERM";
+    }
+    for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGTERM);
+    if (await_all(timeout - (monotonic.Now() - started), true)) return absl::OkStatus();
+    DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout)
+                     << " after SIGTERM; sending SIGKILL";
   }
-  for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGTERM);
-  if (await_all(timeout - (monotonic.Now() - started))) return absl::OkStatus();
-  DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout)
-                   << " after SIGTERM; sending SIGKILL";
+  // Frozen workers are not asked: SIGKILL ends them in place.
   for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGKILL);
-  if (await_all(options_.kill_grace)) return absl::OkStatus();
+  if (await_all(options_.kill_grace, false)) return absl::OkStatus();
   std::vector<pid_t> alive;
   for (pid_t pgid : groups) {
     if (ProcessGroupAlive(pgid)) alive.push_back(pgid);

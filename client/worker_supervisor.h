@@ -36,7 +36,13 @@
 // Stop(timeout): SIGTERM to every worker's process group; when the leaders have
 // exited and the groups are empty, done; otherwise SIGKILL to the groups at the
 // deadline, then wait up to `kill_grace` for them to vanish. Returns once every
-// worker is reaped. Grandchildren are orphans reparented to init: they are
+// worker is reaped. Frozen workers (Freeze) get SIGKILL at once: they are not
+// asked, because a frozen generation may have been superseded and must not
+// run another instruction (a SIGTERM handler that writes a checkpoint).
+//
+// Freeze/Thaw (the agent's lease, worker_lease.h): SIGSTOP / SIGCONT to every
+// worker's process group. While frozen, hang detection is paused, and the time
+// frozen never counts as a worker's heartbeat silence. Grandchildren are orphans reparented to init: they are
 // killed through their group, but the supervisor cannot reap them (no
 // subreaper, so as not to steal other children).
 //
@@ -174,6 +180,15 @@ class WorkerSupervisor {
   // Stop() has finished. Stop() still reaps them.
   void Signal(int signal);
 
+  // SIGSTOP to every worker's process group: no instruction of theirs runs
+  // until Thaw (descendants that left the group are not reached, as for
+  // Stop). Idempotent; nothing before Start() or after Stop().
+  void Freeze();
+  // SIGCONT to the groups frozen by Freeze; the time they were frozen is
+  // forgiven by hang detection. Idempotent.
+  void Thaw();
+  bool frozen() const;
+
   // Blocks until every worker has exited or `timeout` passed; true when all
   // exited (also when none was started).
   bool AwaitAllExited(absl::Duration timeout);
@@ -198,6 +213,10 @@ class WorkerSupervisor {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  bool frozen_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time frozen_at_ ABSL_GUARDED_BY(mu_);  // MonotonicClock
+  // Frozen time the monitor loop has not yet forgiven in the trackers.
+  absl::Duration unforgiven_pause_ ABSL_GUARDED_BY(mu_);
   std::vector<WorkerState> states_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> spawn_result_ ABSL_GUARDED_BY(mu_);  // set by the loop
   bool quit_ ABSL_GUARDED_BY(mu_) = false;                         // the loop exits once set

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,15 @@ bool WaitForFile(const std::string& path, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   struct stat st;
   while (stat(path.c_str(), &st) != 0 || st.st_size == 0) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+bool PollFor(const std::function<bool()>& done, absl::Duration timeout = kPrompt) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
     if (absl::Now() > deadline) return false;
     absl::SleepFor(absl::Milliseconds(10));
   }
@@ -233,6 +243,103 @@ TEST_F(WorkerSupervisorTest, Stop_Grandchild_KilledWithTheGroup) {
   EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
   EXPECT_TRUE(WaitGone(grandchild, kPrompt));
   EXPECT_EQ(events.ForRank(0)->signal, SIGTERM);
+}
+
+// The state letter of /proc/PID/stat ('T' stopped, 'S' sleeping, ...).
+char ProcessState(pid_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return '?';
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
+
+bool WaitForState(pid_t pid, char state, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (ProcessState(pid) != state) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+// A frozen worker and its child run no instruction: a counter file stops
+// growing; thawed, it grows again, and no exit was reported.
+TEST_F(WorkerSupervisorTest, FreezeThaw_GroupStopsAndResumes) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  const std::string ticks = run_dir_ + "/ticks";
+  const std::string child_pid = run_dir_ + "/child.pid";
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "sleep 1000 & echo $! > " + child_pid +
+                                     "; while true; do echo x >> " + ticks +
+                                     "; sleep 0.02; done")})
+                  .ok());
+  ASSERT_TRUE(WaitForFile(child_pid, kPrompt));
+  ASSERT_TRUE(WaitForFile(ticks, kPrompt));
+  const pid_t worker = supervisor.Workers()[0].pid;
+  const pid_t child = std::stoi(ReadFile(child_pid));
+  supervisor.Freeze();
+  EXPECT_TRUE(supervisor.frozen());
+  ASSERT_TRUE(WaitForState(worker, 'T', kPrompt));
+  ASSERT_TRUE(WaitForState(child, 'T', kPrompt));
+  const size_t frozen_size = ReadFile(ticks).size();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(ReadFile(ticks).size(), frozen_size);
+  supervisor.Thaw();
+  EXPECT_FALSE(supervisor.frozen());
+  ASSERT_TRUE(PollFor([&] { return ReadFile(ticks).size() > frozen_size; }));
+  EXPECT_NE(ProcessState(child), 'T');
+  EXPECT_TRUE(events.Await(1, absl::Milliseconds(100)).empty());
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+}
+
+// A stop of frozen workers never lets them run again: not even a SIGTERM
+// handler (which could write a checkpoint of a superseded generation).
+TEST_F(WorkerSupervisorTest, Stop_Frozen_KilledWithoutRunningTheirHandlers) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  const std::string marker = run_dir_ + "/handler-ran";
+  const std::string ready = run_dir_ + "/ready";
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "trap 'echo term > " + marker + "; exit 0' TERM INT; echo x > " +
+                                     ready + "; while true; do sleep 0.05; done")})
+                  .ok());
+  ASSERT_TRUE(WaitForFile(ready, kPrompt));
+  supervisor.Freeze();
+  ASSERT_TRUE(WaitForState(supervisor.Workers()[0].pid, 'T', kPrompt));
+  const absl::Time start = absl::Now();
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(10), SIGINT).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // no SIGINT/SIGTERM wait
+  ASSERT_EQ(events.Await(1).size(), 1u);
+  EXPECT_EQ(events.ForRank(0)->signal, SIGKILL);
+  EXPECT_TRUE(events.ForRank(0)->during_stop);
+  struct stat st;
+  EXPECT_NE(stat(marker.c_str(), &st), 0) << "a frozen worker ran its handler";
+  EXPECT_EQ(ZombieChildren(), 0);
+}
+
+// Hang detection is paused while frozen, and the frozen time is not silence:
+// a worker frozen for three hang timeouts is not reported when thawed.
+TEST_F(WorkerSupervisorTest, Hang_FrozenLongerThanTheTimeout_NotAHang) {
+  Events events;
+  WorkerSupervisor::Options options = QuietOptions(console_fd_);
+  options.heartbeat_timeout = absl::Milliseconds(400);
+  options.check_interval = absl::Milliseconds(50);
+  WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "while true; do touch \"$DDP_HEARTBEAT_FILE\"; sleep 0.05; "
+                                 "done")})
+                  .ok());
+  absl::SleepFor(absl::Milliseconds(300));  // touched a few times
+  supervisor.Freeze();
+  absl::SleepFor(absl::Milliseconds(1200));
+  supervisor.Thaw();
+  EXPECT_TRUE(events.Await(1, absl::Milliseconds(600)).empty());
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
 }
 
 // Without -r/-t the console gets the workers' bytes as they are: no prefix,

@@ -120,14 +120,16 @@ Agent::Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link)
   lease_ = std::make_unique<WorkerLease>(
       options_.lease_clock != nullptr ? *options_.lease_clock : MonotonicClock::Get(),
       WorkerLease::Options{lease_file_},
-      [this](int signal) {
+      [this](bool freeze) {
         absl::MutexLock lock(&supervisor_mu_);
-        if (supervisor_) supervisor_->Signal(signal);
+        if (!supervisor_) return;
+        if (freeze) {
+          supervisor_->Freeze();
+        } else {
+          supervisor_->Thaw();
+        }
       },
-      [this](int64_t generation) {
-        link_->LeaseExpired();
-        Post(LeaseExpiredEvent{generation});
-      });
+      [this](int64_t) { link_->LeaseExpired(); });
   StartStandbys();
 }
 
@@ -139,8 +141,10 @@ Agent::~Agent() {
   standby_pool_.reset();
 }
 
-void Agent::OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) {
-  lease_->Configure(lease, kill_after);
+void Agent::OnLeaseGranted(absl::Duration lease, absl::Duration /*kill_after*/) {
+  // kill_after is for agents that stopped their workers at the end of the
+  // lease; this one freezes them (worker_lease.h).
+  lease_->Configure(lease);
 }
 
 void Agent::OnLeaseRenewed(absl::Time sent_at, int64_t running_generation) {
@@ -239,10 +243,6 @@ void Agent::Handle(Event& event) {
     DDP_LOG(ERROR) << "giving up: " << s->status;
     StopWorkers("the session with the coordinator failed");
     Finish(kExitCoordinatorError);
-  } else if (auto* expired = std::get_if<LeaseExpiredEvent>(&event)) {
-    // The lease thread sent the signals; this reaps the workers. The
-    // generation stays: the coordinator's StopWorkers for it is answered.
-    if (expired->generation == generation_) StopWorkers("the lease ran out");
   } else if (auto* sig = std::get_if<SignalEvent>(&event)) {
     DDP_LOG(WARNING) << "received signal " << sig->signal
                      << "; stopping the workers and leaving the job";

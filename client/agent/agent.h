@@ -34,9 +34,13 @@
 //                                  new incarnation)
 //   session failed                 stop; exit kExitCoordinatorError
 //   RequestShutdown(signal N)      stop; Leave; exit 128 + N
-//   lease ran out (worker_lease.h) SIGTERM/SIGKILL from the lease thread; the
-//                                  session resumes saying so; stop (the
-//                                  generation stays, for WorkersStopped)
+//   lease ran out (worker_lease.h) the lease thread freezes the workers
+//                                  (SIGSTOP) and the session resumes at once
+//                                  saying so; a renewal that names their
+//                                  generation thaws them (SIGCONT); any stop
+//                                  of frozen workers (StopWorkers, a newer
+//                                  Assignment, not resumed, fenced, JobFinished,
+//                                  a signal) kills them with SIGKILL
 //
 // Every worker is reaped before Run returns (no orphan, no zombie).
 //
@@ -137,11 +141,8 @@ class Agent : public SessionEvents {
   struct SignalEvent {
     int signal;
   };
-  struct LeaseExpiredEvent {
-    int64_t generation;
-  };
   using Event = std::variant<RegisteredEvent, v1::CoordinatorMessage, ExitEvent, FencedEvent,
-                             SessionFailedEvent, SignalEvent, LeaseExpiredEvent>;
+                             SessionFailedEvent, SignalEvent>;
 
   // False (event dropped) once Run has returned.
   bool Post(Event event);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -39,6 +40,10 @@ class FakeLink : public CoordinatorLink {
   bool lease_expired() {
     absl::MutexLock lock(&mu_);
     return lease_expired_;
+  }
+  bool WaitForLeaseExpired() {
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(&lease_expired_), kWait);
   }
   // Waits until `count` messages of `body` were sent; returns them.
   std::vector<v1::AgentMessage> WaitFor(v1::AgentMessage::BodyCase body, size_t count) {
@@ -152,6 +157,25 @@ class AgentTest : public ::testing::Test {
     return m;
   }
 
+  // Workers of generation 2 under a 400 ms lease renewed once at start;
+  // their pids once they run.
+  std::vector<int> StartUnderALease() {
+    agent_->OnLeaseGranted(absl::Milliseconds(400), absl::Milliseconds(500));
+    agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 0);
+    agent_->OnCoordinatorMessage(AssignmentOf(2, 2));
+    std::vector<int> pids;
+    const absl::Time deadline = absl::Now() + kWait;
+    while (absl::Now() < deadline) {
+      pids.clear();
+      for (const auto& s : agent_->WorkerStates()) {
+        if (s.state() == v1::WORKER_RUNNING && s.pid() > 0) pids.push_back(s.pid());
+      }
+      if (pids.size() == 2) break;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return pids;
+  }
+
   std::string summary() {
     absl::MutexLock lock(&mu_);
     return summary_;
@@ -223,6 +247,96 @@ TEST_F(AgentTest, StopWorkers_RunningWorkers_WorkersStoppedAfterTheyAreGone) {
   EXPECT_TRUE(agent_->WorkerStates().empty());
   // Exits caused by the stop are not failures to report.
   EXPECT_TRUE(link_.Of(v1::AgentMessage::kWorkerExited).empty());
+}
+
+// The state letter of /proc/PID/stat ('T': stopped).
+char ProcessState(int pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return '?';
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
+
+bool PollFor(const std::function<bool()>& done) {
+  const absl::Time deadline = absl::Now() + kWait;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+// The lease runs out: the workers are frozen, not stopped, and the session is
+// told to resume; a renewal that names their generation thaws them where they
+// were: no worker restarted, no exit reported.
+TEST_F(AgentTest, LeaseRunsOut_WorkersFrozen_RenewalOfTheirGenerationThawsThem) {
+  StartAgent("trap 'echo term >> $OUT/handler' TERM; while true; do echo x >> $OUT/ticks_$LOCAL_RANK; sleep 0.02; done");
+  std::vector<int> pids = StartUnderALease();
+  ASSERT_EQ(pids.size(), 2u);
+  ASSERT_TRUE(link_.WaitForLeaseExpired());
+  for (int pid : pids) {
+    EXPECT_TRUE(PollFor([&] { return ProcessState(pid) == 'T'; })) << ProcessState(pid);
+  }
+  const std::string lease = ReadFile(dir_ + "/lease.json");
+  EXPECT_NE(lease.find("\"current\": false"), std::string::npos) << lease;
+  const size_t frozen_ticks = ReadFile(dir_ + "/ticks_0").size();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(ReadFile(dir_ + "/ticks_0").size(), frozen_ticks);
+  // A renewal naming another generation (a restart under way) thaws nothing.
+  agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 0);
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(ProcessState(pids[0]), 'T');
+  agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 2);
+  for (int pid : pids) {
+    EXPECT_TRUE(PollFor([&] { return ProcessState(pid) != 'T'; }));
+  }
+  EXPECT_TRUE(PollFor([&] { return ReadFile(dir_ + "/ticks_0").size() > frozen_ticks; }));
+  EXPECT_TRUE(PollFor([&] {
+    return ReadFile(dir_ + "/lease.json").find("\"current\": true") != std::string::npos;
+  }));
+  std::vector<int> after;
+  for (const auto& s : agent_->WorkerStates()) after.push_back(s.pid());
+  EXPECT_EQ(after, pids);  // the same processes
+  EXPECT_TRUE(link_.Of(v1::AgentMessage::kWorkerExited).empty());
+  EXPECT_EQ(ReadFile(dir_ + "/handler"), "");
+}
+
+// Frozen, then the coordinator says the generation is being stopped: the
+// workers are killed where they stand (no SIGTERM handler runs) and the stop
+// is confirmed.
+TEST_F(AgentTest, LeaseRunsOut_ThenStopWorkers_FrozenWorkersKilledWithoutRunning) {
+  StartAgent("trap 'echo term >> $OUT/handler; exit 0' TERM; while true; do sleep 0.02; done");
+  std::vector<int> pids = StartUnderALease();
+  ASSERT_EQ(pids.size(), 2u);
+  ASSERT_TRUE(link_.WaitForLeaseExpired());
+  ASSERT_TRUE(PollFor([&] { return ProcessState(pids[1]) == 'T'; }));
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop_workers()->set_generation(2);
+  stop.mutable_stop_workers()->set_reason("node lost");
+  agent_->OnCoordinatorMessage(stop);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkersStopped, 1).size(), 1u);
+  for (int pid : pids) EXPECT_NE(kill(pid, 0), 0) << "worker " << pid << " still exists";
+  EXPECT_EQ(ReadFile(dir_ + "/handler"), "");
+  EXPECT_TRUE(link_.Of(v1::AgentMessage::kWorkerExited).empty());
+}
+
+// Frozen, then the next generation's Assignment arrives (the job went on
+// without this node and took it back): the frozen workers are killed, the
+// new ones start.
+TEST_F(AgentTest, LeaseRunsOut_ThenANewerAssignment_FrozenKilledNewStarted) {
+  StartAgent("trap 'echo term >> $OUT/handler; exit 0' TERM; echo $DDP_GENERATION >> $OUT/started; while true; do sleep 0.02; done");
+  std::vector<int> pids = StartUnderALease();
+  ASSERT_EQ(pids.size(), 2u);
+  ASSERT_TRUE(link_.WaitForLeaseExpired());
+  ASSERT_TRUE(PollFor([&] { return ProcessState(pids[0]) == 'T'; }));
+  agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 3);
+  agent_->OnCoordinatorMessage(AssignmentOf(3, 2));
+  ASSERT_TRUE(PollFor([&] { return ReadFile(dir_ + "/started") == "2\n2\n3\n3\n"; }))
+      << ReadFile(dir_ + "/started");
+  for (int pid : pids) EXPECT_NE(kill(pid, 0), 0) << "worker " << pid << " still exists";
+  EXPECT_EQ(ReadFile(dir_ + "/handler"), "");
+  EXPECT_EQ(link_.generation(), 3);
 }
 
 TEST_F(AgentTest, JobFinishedFailed_ExitCodeOneAndSummaryPrinted) {

@@ -152,9 +152,10 @@ void GrpcSessionClient::SetGeneration(int64_t generation) {
 
 void GrpcSessionClient::LeaseExpired() {
   absl::MutexLock lock(&mu_);
-  core_.SetLeaseExpired();
-  // The coordinator may not know yet (a slow coordinator rather than a cut):
-  // a resume tells it now.
+  core_.SetWorkersFrozen();
+  // The stream is silent: its coordinator stalled, was replaced, or is cut
+  // off. A new attempt (the next coordinator of the list when there are
+  // several) finds one that answers.
   if (context_ != nullptr) context_->TryCancel();
 }
 

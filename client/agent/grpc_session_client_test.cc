@@ -495,7 +495,7 @@ TEST_F(GrpcSessionClientTest, Acks_RenewTheLeaseFromEachHeartbeatsSendTime) {
   EXPECT_GT(heartbeat->heartbeat().sequence(), 0u);
 }
 
-TEST_F(GrpcSessionClientTest, LeaseExpired_ResumesAtOnceSayingSo_UntilANewGeneration) {
+TEST_F(GrpcSessionClientTest, LeaseExpired_ResumesAtOnceSayingWorkersAreFrozen_Once) {
   StartServer({Plan::kServe, Plan::kServe, Plan::kBreak, Plan::kServe});
   StartClient(42);
   client_->SetGeneration(5);
@@ -504,8 +504,8 @@ TEST_F(GrpcSessionClientTest, LeaseExpired_ResumesAtOnceSayingSo_UntilANewGenera
   ASSERT_TRUE(events_.WaitForRegistrations(2));
   auto reg = service_->registers();
   ASSERT_EQ(reg.size(), 2u);
-  EXPECT_FALSE(reg[0].lease_expired());
-  EXPECT_TRUE(reg[1].lease_expired());
+  EXPECT_FALSE(reg[0].workers_frozen());
+  EXPECT_TRUE(reg[1].workers_frozen());
   EXPECT_EQ(reg[1].incarnation(), 42u);  // a resume, not a new agent
   EXPECT_EQ(reg[1].generation(), 5);
   EXPECT_EQ(events_.fenced(), 0);
@@ -513,7 +513,7 @@ TEST_F(GrpcSessionClientTest, LeaseExpired_ResumesAtOnceSayingSo_UntilANewGenera
   service_->CancelLatest();
   ASSERT_TRUE(events_.WaitForRegistrations(4));
   reg = service_->registers();
-  EXPECT_FALSE(reg[3].lease_expired());
+  EXPECT_FALSE(reg[3].workers_frozen());
   EXPECT_EQ(reg[3].generation(), 6);
 }
 

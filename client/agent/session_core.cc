@@ -43,7 +43,7 @@ SessionCore::SessionCore(SessionCoreOptions options, uint64_t incarnation, const
 
 void SessionCore::SetGeneration(int64_t generation) {
   generation_ = generation;
-  lease_expired_ = false;
+  workers_frozen_ = false;
 }
 
 v1::AgentMessage SessionCore::RegisterMessage() {
@@ -52,7 +52,7 @@ v1::AgentMessage SessionCore::RegisterMessage() {
   *reg = options_.registration;
   reg->set_incarnation(incarnation_);
   reg->set_generation(generation_);
-  reg->set_lease_expired(lease_expired_);
+  reg->set_workers_frozen(workers_frozen_);
   unacknowledged_.clear();
   return message;
 }
@@ -152,6 +152,7 @@ bool SessionCore::OnRegistered(const v1::Registered& registered) {
   const bool resumed = registered_once_;
   registered_once_ = true;
   registered_at_ = clock_.Now();
+  workers_frozen_ = false;  // told
   lease_ = absl::Milliseconds(registered.lease_ms());
   channel_.reset();
   datagram_ask_pending_ = false;

@@ -7,7 +7,7 @@
 // rdzv_sim's async-API streams drive it; each owns the stream (and any UDP
 // socket).
 //
-//   messages   Register (incarnation, generation, lease_expired stamped),
+//   messages   Register (incarnation, generation, workers_frozen stamped),
 //              Heartbeat (sequence numbers; send times kept until acked),
 //              the NodeHeader of every other message
 //   datagrams  with Registered.heartbeat_channel: which heartbeats go over
@@ -40,7 +40,7 @@ namespace ddp::client {
 struct SessionCoreOptions {
   std::string target;  // the coordinator's address, for messages
   // job_id, node_id, nproc, requested_rank, address, settings, agent_version,
-  // token. incarnation, generation and lease_expired are stamped.
+  // token. incarnation, generation and workers_frozen are stamped.
   v1::Register registration;
   absl::Duration connect_timeout = absl::Seconds(60);
   absl::Duration resume_timeout = absl::Minutes(10);
@@ -75,8 +75,9 @@ class SessionCore {
   int64_t generation() const { return generation_; }
   // The generation the node's workers run (0: none); clears a lease expiry.
   void SetGeneration(int64_t generation);
-  // The workers' lease ran out: the next Register says so.
-  void SetLeaseExpired() { lease_expired_ = true; }
+  // The workers' lease ran out and they are frozen: the next Register says so
+  // (once: a Registered or SetGeneration clears it).
+  void SetWorkersFrozen() { workers_frozen_ = true; }
   const SessionCoreOptions& options() const { return options_; }
 
   // ---- Messages ----
@@ -151,7 +152,7 @@ class SessionCore {
   Backoff backoff_;
   uint64_t incarnation_;
   int64_t generation_ = 0;
-  bool lease_expired_ = false;  // until SetGeneration
+  bool workers_frozen_ = false;  // until SetGeneration
   uint64_t next_sequence_ = 1;
   // Heartbeats not acknowledged yet: (sequence, send time), oldest first.
   std::deque<std::pair<uint64_t, absl::Time>> unacknowledged_;

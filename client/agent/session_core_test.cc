@@ -19,11 +19,11 @@ SessionCoreOptions Options() {
   return options;
 }
 
-TEST(SessionCoreTest, RegisterCarriesIdentityGenerationAndLeaseExpiry) {
+TEST(SessionCoreTest, RegisterCarriesIdentityGenerationAndFrozenWorkers) {
   FakeClock clock;
   SessionCore core(Options(), 77, clock);
   core.SetGeneration(3);
-  core.SetLeaseExpired();
+  core.SetWorkersFrozen();
   v1::AgentMessage message = core.RegisterMessage();
   ASSERT_TRUE(message.has_register_());
   EXPECT_EQ(message.register_().job_id(), "job");
@@ -31,9 +31,13 @@ TEST(SessionCoreTest, RegisterCarriesIdentityGenerationAndLeaseExpiry) {
   EXPECT_EQ(message.register_().nproc(), 4);
   EXPECT_EQ(message.register_().incarnation(), 77u);
   EXPECT_EQ(message.register_().generation(), 3);
-  EXPECT_TRUE(message.register_().lease_expired());
-  core.SetGeneration(4);  // a new generation clears the lease expiry
-  EXPECT_FALSE(core.RegisterMessage().register_().lease_expired());
+  EXPECT_TRUE(message.register_().workers_frozen());
+  EXPECT_FALSE(message.register_().lease_expired());  // the old agents' stop
+  core.SetGeneration(4);  // a new generation's workers run: not frozen
+  EXPECT_FALSE(core.RegisterMessage().register_().workers_frozen());
+  core.SetWorkersFrozen();
+  core.OnRegistered(v1::Registered());  // the coordinator was told
+  EXPECT_FALSE(core.RegisterMessage().register_().workers_frozen());
 }
 
 TEST(SessionCoreTest, HeartbeatAcks_ReturnTheirSendTimes_OldStreamsForgotten) {

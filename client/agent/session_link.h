@@ -37,10 +37,12 @@ class CoordinatorLink {
   // in the Register of a resume; clears LeaseExpired. Thread-safe.
   virtual void SetGeneration(int64_t generation) = 0;
 
-  // The workers' lease ran out (worker_lease.h) and they are being stopped:
-  // the link drops its stream, and registers again (a resume) saying so
-  // (Register.lease_expired), so that the coordinator restarts the generation
-  // without this node's workers. Thread-safe.
+  // The workers' lease ran out (worker_lease.h) and they are frozen: the
+  // link drops its stream (a coordinator that stalled, or a leader that was
+  // replaced, holds it) and registers again at once (a resume, to the next
+  // coordinator of its list), saying so (Register.workers_frozen). The
+  // answer decides: their generation still running thaws them, anything
+  // else ends them. Thread-safe.
   virtual void LeaseExpired() = 0;
 };
 

@@ -15,11 +15,11 @@
 
 namespace ddp::client {
 
-WorkerLease::WorkerLease(const Clock& clock, Options options, SignalWorkers signal_workers,
+WorkerLease::WorkerLease(const Clock& clock, Options options, FreezeWorkers freeze_workers,
                          Expired expired)
     : clock_(clock),
       options_(std::move(options)),
-      signal_workers_(std::move(signal_workers)),
+      freeze_workers_(std::move(freeze_workers)),
       expired_(std::move(expired)) {
   thread_ = std::thread([this] { Loop(); });
 }
@@ -32,10 +32,9 @@ WorkerLease::~WorkerLease() {
   thread_.join();
 }
 
-void WorkerLease::Configure(absl::Duration lease, absl::Duration kill_after) {
+void WorkerLease::Configure(absl::Duration lease) {
   absl::MutexLock lock(&mu_);
   lease_ = std::max(lease, absl::ZeroDuration());
-  kill_after_ = std::max(kill_after, lease_);
   PublishLocked();
 }
 
@@ -46,6 +45,7 @@ void WorkerLease::Renewed(absl::Time sent_at, int64_t running_generation) {
   renewed_from_ = std::max(renewed_from_, sent_at);
   const bool changed = running_generation_ != running_generation;
   running_generation_ = running_generation;
+  if (frozen_) renewal_pending_ = true;  // the loop decides whether to thaw
   if (armed_generation_ != 0 || changed) PublishLocked();
 }
 
@@ -55,9 +55,7 @@ void WorkerLease::Arm(int64_t generation) {
   // Its Assignment came from the coordinator once the generation ran.
   running_generation_ = generation;
   stopping_ = false;
-  expired_fired_ = false;
-  killed_ = false;
-  kill_at_ = absl::InfiniteFuture();
+  frozen_ = false;
   PublishLocked();
 }
 
@@ -71,6 +69,7 @@ void WorkerLease::Disarm() {
   absl::MutexLock lock(&mu_);
   armed_generation_ = 0;
   stopping_ = false;
+  frozen_ = false;
   PublishLocked();
 }
 
@@ -93,13 +92,18 @@ absl::Time WorkerLease::expiry() const {
   return ExpiryLocked();
 }
 
+bool WorkerLease::frozen() const {
+  absl::MutexLock lock(&mu_);
+  return frozen_;
+}
+
 absl::Time WorkerLease::ExpiryLocked() const {
   if (lease_ <= absl::ZeroDuration()) return absl::InfiniteFuture();
   return renewed_from_ + lease_;
 }
 
 bool WorkerLease::CurrentLocked() const {
-  return armed_generation_ != 0 && !stopping_ && !expired_fired_ &&
+  return armed_generation_ != 0 && !stopping_ && !frozen_ &&
          running_generation_ == armed_generation_ && clock_.Now() < ExpiryLocked();
 }
 
@@ -131,44 +135,59 @@ void WorkerLease::PublishLocked() {
 void WorkerLease::Loop() {
   pthread_setname_np(pthread_self(), "worker-lease");
   while (true) {
-    int signal = 0;
-    int64_t expired_generation = 0;
+    enum class Action { kNone, kFreeze, kThaw } action = Action::kNone;
+    int64_t generation = 0;
     absl::Duration silent;
     {
       absl::MutexLock lock(&mu_);
       if (quit_) return;
+      renewal_pending_ = false;
       const absl::Time now = clock_.Now();
+      // Workers being stopped are frozen too when the lease runs out (their
+      // SIGTERM handlers must not outlive it); they are thawed only while
+      // they run on.
       const bool armed = armed_generation_ != 0;
-      if (armed && !expired_fired_ && now >= ExpiryLocked()) {
-        expired_fired_ = true;
-        kill_at_ = renewed_from_ + kill_after_;
-        signal = SIGTERM;
-        expired_generation = armed_generation_;
+      generation = armed_generation_;
+      if (armed && !frozen_ && now >= ExpiryLocked()) {
+        frozen_ = true;
+        frozen_at_ = now;
         silent = now - renewed_from_;
+        action = Action::kFreeze;
         PublishLocked();
-      } else if (armed && expired_fired_ && !killed_ && now >= kill_at_) {
-        killed_ = true;
-        signal = SIGKILL;
+      } else if (armed && frozen_ && !stopping_ && running_generation_ == armed_generation_ &&
+                 now < ExpiryLocked()) {
+        // The coordinator answered a heartbeat (or Register) sent after the
+        // freeze began, naming this generation as the running one.
+        frozen_ = false;
+        silent = now - frozen_at_;
+        action = Action::kThaw;
+        PublishLocked();
       }
-      if (signal == 0) {
+      if (action == Action::kNone) {
         absl::Time next = absl::InfiniteFuture();
-        if (armed && !expired_fired_) next = ExpiryLocked();
-        if (armed && expired_fired_ && !killed_) next = kill_at_;
+        if (armed && !frozen_) next = ExpiryLocked();
         const absl::Duration wait = std::clamp(next - now, absl::Milliseconds(1), options_.poll);
-        mu_.AwaitWithTimeout(absl::Condition(&quit_), wait);
+        auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return quit_ || renewal_pending_;
+        };
+        mu_.AwaitWithTimeout(absl::Condition(&wake), wait);
         continue;
       }
     }
-    if (signal == SIGTERM) {
-      DDP_LOG(ERROR) << "lease of generation " << expired_generation << " ran out: no heartbeat "
+    if (action == Action::kFreeze) {
+      // Frozen first, logged after: SIGSTOP must not wait for a slow console.
+      freeze_workers_(true);
+      DDP_LOG(ERROR) << "lease of generation " << generation << " ran out: no heartbeat "
                      << "acknowledged by the coordinator for " << absl::FormatDuration(silent)
-                     << " (cut off, or the coordinator is down); stopping the workers so that "
-                     << "they cannot run beside a generation formed without this node";
-      signal_workers_(SIGTERM);
-      expired_(expired_generation);
+                     << " (the coordinator is down or restarting, or this node is cut off); "
+                     << "froze the workers (SIGSTOP) until the coordinator confirms generation "
+                     << generation << " is still current (then they go on where they stopped; "
+                     << "if another generation began without this node they are killed)";
+      expired_(generation);
     } else {
-      DDP_LOG(WARNING) << "workers still running at the end of the lease's grace: SIGKILL";
-      signal_workers_(SIGKILL);
+      freeze_workers_(false);
+      DDP_LOG(WARNING) << "generation " << generation << " is still current: thawed the workers "
+                       << "(SIGCONT) after " << absl::FormatDuration(silent) << " frozen";
     }
   }
 }

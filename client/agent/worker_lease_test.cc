@@ -19,17 +19,17 @@ namespace {
 // Records what the lease did; waits (in real time) for the lease thread.
 struct Recorder {
   absl::Mutex mu;
-  std::vector<int> signals;
+  std::vector<bool> freezes;  // true: frozen, false: thawed
   std::vector<int64_t> expired;
 
-  bool AwaitSignals(size_t n) {
+  bool AwaitActions(size_t n) {
     absl::MutexLock lock(&mu);
-    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return signals.size() >= n; };
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return freezes.size() >= n; };
     return mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(10));
   }
-  size_t SignalCount() {
+  size_t ActionCount() {
     absl::MutexLock lock(&mu);
-    return signals.size();
+    return freezes.size();
   }
 };
 
@@ -39,9 +39,9 @@ class WorkerLeaseTest : public ::testing::Test {
       : file_(::testing::TempDir() + "/lease-" + std::to_string(getpid()) + ".json"),
         lease_(
             clock_, WorkerLease::Options{file_, absl::Milliseconds(2)},
-            [this](int signal) {
+            [this](bool freeze) {
               absl::MutexLock lock(&recorder_.mu);
-              recorder_.signals.push_back(signal);
+              recorder_.freezes.push_back(freeze);
             },
             [this](int64_t generation) {
               absl::MutexLock lock(&recorder_.mu);
@@ -64,7 +64,7 @@ class WorkerLeaseTest : public ::testing::Test {
 };
 
 TEST_F(WorkerLeaseTest, RunsFromTheSendTimeOfTheLastAcknowledgedHeartbeat) {
-  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+  lease_.Configure(absl::Seconds(2));
   const absl::Time sent = clock_.Now();
   clock_.Advance(absl::Milliseconds(300));  // the ack arrives 300 ms later
   lease_.Renewed(sent, 1);
@@ -75,48 +75,87 @@ TEST_F(WorkerLeaseTest, RunsFromTheSendTimeOfTheLastAcknowledgedHeartbeat) {
   EXPECT_EQ(lease_.expiry(), sent + absl::Seconds(2));
 }
 
-TEST_F(WorkerLeaseTest, StopsArmedWorkersWhenItRunsOutThenKillsAfterTheGrace) {
-  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+TEST_F(WorkerLeaseTest, RunsOut_FreezesArmedWorkers_ThawsOnAFreshRenewalOfTheirGeneration) {
+  lease_.Configure(absl::Seconds(2));
   const absl::Time sent = clock_.Now();
   lease_.Renewed(sent, 7);
   lease_.Arm(7);
   clock_.Advance(absl::Milliseconds(1999));
   Settle();
-  EXPECT_EQ(recorder_.SignalCount(), 0u);
+  EXPECT_EQ(recorder_.ActionCount(), 0u);
   clock_.Advance(absl::Milliseconds(1));
-  ASSERT_TRUE(recorder_.AwaitSignals(1));
+  ASSERT_TRUE(recorder_.AwaitActions(1));
   {
     absl::MutexLock lock(&recorder_.mu);
-    EXPECT_EQ(recorder_.signals[0], SIGTERM);
+    EXPECT_EQ(recorder_.freezes, std::vector<bool>{true});
     EXPECT_EQ(recorder_.expired, std::vector<int64_t>{7});
   }
+  EXPECT_TRUE(lease_.frozen());
   EXPECT_NE(File().find("\"current\": false"), std::string::npos) << File();
-  // An acknowledgement that arrives late does not call the stop off.
-  lease_.Renewed(clock_.Now(), 7);
-  clock_.Advance(absl::Milliseconds(499));
+  // Frozen for as long as the coordinator is away: nothing more happens.
+  clock_.Advance(absl::Minutes(5));
   Settle();
-  EXPECT_EQ(recorder_.SignalCount(), 1u);
-  clock_.Advance(absl::Milliseconds(1));
-  ASSERT_TRUE(recorder_.AwaitSignals(2));
+  EXPECT_EQ(recorder_.ActionCount(), 1u);
+  // A late acknowledgement of a heartbeat sent before the freeze: still out.
+  lease_.Renewed(sent + absl::Seconds(1), 7);
+  Settle();
+  EXPECT_EQ(recorder_.ActionCount(), 1u);
+  // A fresh answer that names another generation (or none): stays frozen.
+  lease_.Renewed(clock_.Now(), 0);
+  Settle();
+  lease_.Renewed(clock_.Now(), 8);
+  Settle();
+  EXPECT_EQ(recorder_.ActionCount(), 1u);
+  EXPECT_TRUE(lease_.frozen());
+  // A fresh answer naming generation 7: thawed, current again.
+  lease_.Renewed(clock_.Now(), 7);
+  ASSERT_TRUE(recorder_.AwaitActions(2));
+  {
+    absl::MutexLock lock(&recorder_.mu);
+    EXPECT_EQ(recorder_.freezes, (std::vector<bool>{true, false}));
+    EXPECT_EQ(recorder_.expired.size(), 1u);
+  }
+  EXPECT_FALSE(lease_.frozen());
+  EXPECT_NE(File().find("\"current\": true"), std::string::npos) << File();
+  // And the lease is enforced again.
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_TRUE(recorder_.AwaitActions(3));
   absl::MutexLock lock(&recorder_.mu);
-  EXPECT_EQ(recorder_.signals[1], SIGKILL);
-  EXPECT_EQ(recorder_.expired.size(), 1u);
+  EXPECT_EQ(recorder_.expired, (std::vector<int64_t>{7, 7}));
 }
 
-TEST_F(WorkerLeaseTest, WorkersStoppedWithinTheGraceAreNotKilled) {
-  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+TEST_F(WorkerLeaseTest, FrozenThenStopping_NeverThawed) {
+  lease_.Configure(absl::Seconds(2));
   lease_.Renewed(clock_.Now(), 3);
   lease_.Arm(3);
   clock_.Advance(absl::Seconds(2));
-  ASSERT_TRUE(recorder_.AwaitSignals(1));
-  lease_.Disarm();  // the agent reaped them
+  ASSERT_TRUE(recorder_.AwaitActions(1));
+  lease_.Stopping();  // the agent kills them
+  lease_.Renewed(clock_.Now(), 3);
+  Settle();
+  EXPECT_EQ(recorder_.ActionCount(), 1u);
+  lease_.Disarm();
   clock_.Advance(absl::Seconds(5));
   Settle();
-  EXPECT_EQ(recorder_.SignalCount(), 1u);
+  EXPECT_EQ(recorder_.ActionCount(), 1u);
+  EXPECT_FALSE(lease_.frozen());
+}
+
+// Workers being stopped (SIGTERM handlers running) are frozen too when the
+// lease runs out: a handler must not outlive the lease.
+TEST_F(WorkerLeaseTest, RunsOutWhileStopping_FreezesThem) {
+  lease_.Configure(absl::Seconds(2));
+  lease_.Renewed(clock_.Now(), 3);
+  lease_.Arm(3);
+  lease_.Stopping();
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_TRUE(recorder_.AwaitActions(1));
+  absl::MutexLock lock(&recorder_.mu);
+  EXPECT_EQ(recorder_.freezes, std::vector<bool>{true});
 }
 
 TEST_F(WorkerLeaseTest, RenewalsKeepWorkersRunningAndUnarmedLeasesNeverFire) {
-  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+  lease_.Configure(absl::Seconds(2));
   lease_.Renewed(clock_.Now(), 0);
   clock_.Advance(absl::Seconds(10));  // no workers: nothing to stop
   Settle();
@@ -127,21 +166,21 @@ TEST_F(WorkerLeaseTest, RenewalsKeepWorkersRunningAndUnarmedLeasesNeverFire) {
     lease_.Renewed(clock_.Now(), 4);
   }
   Settle();
-  EXPECT_EQ(recorder_.SignalCount(), 0u);
+  EXPECT_EQ(recorder_.ActionCount(), 0u);
 }
 
 TEST_F(WorkerLeaseTest, WithoutAGrantedLeaseNothingExpires) {
-  lease_.Configure(absl::ZeroDuration(), absl::ZeroDuration());
+  lease_.Configure(absl::ZeroDuration());
   lease_.Arm(1);
   clock_.Advance(absl::Hours(1));
   Settle();
-  EXPECT_EQ(recorder_.SignalCount(), 0u);
+  EXPECT_EQ(recorder_.ActionCount(), 0u);
   EXPECT_EQ(lease_.expiry(), absl::InfiniteFuture());
   EXPECT_NE(File().find("\"valid_until_monotonic\": null"), std::string::npos) << File();
 }
 
 TEST_F(WorkerLeaseTest, TheFileSaysCurrentOnlyWhileTheCoordinatorRunsThisGeneration) {
-  lease_.Configure(absl::Seconds(2), absl::Milliseconds(2500));
+  lease_.Configure(absl::Seconds(2));
   lease_.Renewed(clock_.Now(), 5);
   lease_.Arm(5);
   const std::string expected_until =
