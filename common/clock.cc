@@ -20,4 +20,10 @@ const MonotonicClock& MonotonicClock::Get() {
   return *clock;
 }
 
+const SteadyWallClock& SteadyWallClock::Get() {
+  static const SteadyWallClock* const clock =
+      new SteadyWallClock(RealClock::Get(), MonotonicClock::Get());
+  return *clock;
+}
+
 }  // namespace ddp

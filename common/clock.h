@@ -31,6 +31,29 @@ class MonotonicClock final : public Clock {
   static const MonotonicClock& Get();
 };
 
+// Wall-clock time that never steps: the wall clock read once, at
+// construction, advanced by a monotonic clock since. Timestamps read like the
+// wall clock's (to within corrections NTP makes later), and deadlines counted
+// on it do not jump when someone sets the time (a forward step would otherwise
+// make every heartbeat look late at once). The coordinator's jobs and KV
+// leases run on it.
+class SteadyWallClock final : public Clock {
+ public:
+  // Both must outlive the clock (tests pass fakes).
+  SteadyWallClock(const Clock& wall, const Clock& monotonic)
+      : monotonic_(monotonic), wall_at_start_(wall.Now()), monotonic_at_start_(monotonic.Now()) {}
+  absl::Time Now() const override {
+    return wall_at_start_ + (monotonic_.Now() - monotonic_at_start_);
+  }
+  // Over RealClock and MonotonicClock, anchored at its first use.
+  static const SteadyWallClock& Get();
+
+ private:
+  const Clock& monotonic_;
+  const absl::Time wall_at_start_;
+  const absl::Time monotonic_at_start_;
+};
+
 // A clock that moves only when a test says so. Thread-safe.
 class FakeClock final : public Clock {
  public:

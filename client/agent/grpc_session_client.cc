@@ -47,6 +47,7 @@ SessionCoreOptions CoreOptions(const SessionClientOptions& options) {
   core.default_heartbeat_interval = options.default_heartbeat_interval;
   core.backoff = options.backoff;
   core.stable_stream = options.stable_stream;
+  core.waiting_notice_interval = options.waiting_notice_interval;
   return core;
 }
 
@@ -205,8 +206,9 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     if (closing()) return absl::CancelledError("closing");
     connected = channel->WaitForConnected(ToGprDeadline(
         std::min(absl::Milliseconds(alternatives ? 50 : 200), give_up - clock_.Now())));
-    if (!connected && alternatives && channel->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE) {
-      break;
+    if (!connected && channel->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      if (alternatives) break;
+      NoticeWaiting(absl::StrCat("cannot connect to ", target, " (connection failing)"));
     }
   }
   if (!connected) {
@@ -222,8 +224,12 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     if (closing_) return absl::CancelledError("closing");
     hello = core_.RegisterMessage();
     context_ = context.get();
-    // The heartbeat thread cancels the attempt if Registered is late.
-    register_deadline_ = clock_.Now() + options_.attempt_timeout;
+    // The heartbeat thread cancels the attempt if Registered is late. With
+    // other coordinators to try, sooner: a leader that stalled (paused)
+    // accepts connections but answers nothing.
+    register_deadline_ = clock_.Now() + (alternatives ? std::min(options_.attempt_timeout,
+                                                                 options_.failover_attempt_timeout)
+                                                      : options_.attempt_timeout);
   }
   const absl::Time register_sent_at = clock_.Now();
   std::unique_ptr<Stream> stream = stub->Session(context.get());
@@ -323,6 +329,12 @@ void GrpcSessionClient::ReaderLoop() {
       OpenHeartbeatChannel();
       v1::Registered logged = registered;
       if (logged.has_heartbeat_channel()) logged.mutable_heartbeat_channel()->clear_key();
+      std::optional<std::string> reached;
+      {
+        absl::MutexLock lock(&mu_);
+        reached = core_.ReachedNotice();
+      }
+      if (reached) DDP_LOG(WARNING) << *reached;
       DDP_LOG(INFO) << (resumed ? "session resumed" : "registered") << " with the coordinator at "
                     << current_target() << " (incarnation " << incarnation()
                     << "): " << logged.ShortDebugString();
@@ -373,13 +385,23 @@ void GrpcSessionClient::ReaderLoop() {
                            << "); resuming with incarnation " << incarnation() << " in "
                            << step.delay;
         } else {
-          DDP_LOG(INFO) << "session with " << current_target() << " not up (" << step.status
-                        << "); retrying in " << step.delay;
+          DDP_LOG(DEBUG) << "session with " << current_target() << " not up (" << step.status
+                         << "); retrying in " << step.delay;
+          NoticeWaiting(std::string(step.status.message()));
         }
         if (!SleepUnlessClosing(step.delay)) return;
         continue;
     }
   }
+}
+
+void GrpcSessionClient::NoticeWaiting(const std::string& why) {
+  std::optional<std::string> notice;
+  {
+    absl::MutexLock lock(&mu_);
+    notice = core_.WaitingNotice(why);
+  }
+  if (notice) DDP_LOG(WARNING) << *notice;
 }
 
 void GrpcSessionClient::HeartbeatLoop() {

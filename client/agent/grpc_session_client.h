@@ -84,6 +84,14 @@ struct SessionClientOptions {
   // One attempt: wait for the TCP/HTTP2 connection, and then for Registered
   // (checked at the heartbeat cadence), at most this long each.
   absl::Duration attempt_timeout = absl::Seconds(5);
+  // With several coordinators: the wait for Registered before the next one
+  // is tried (a leader that was paused accepts connections and answers
+  // nothing; the agents must reach the new leader well within its first
+  // heartbeat timeout).
+  absl::Duration failover_attempt_timeout = absl::Milliseconds(1500);
+  // While the coordinator cannot be reached: a warning at once, then this
+  // often, saying for how long and until when (SessionCore::WaitingNotice).
+  absl::Duration waiting_notice_interval = absl::Seconds(10);
   // Until Registered tells the job's.
   absl::Duration default_heartbeat_interval = absl::Milliseconds(500);
   // At most 500 ms between attempts: a resume must fit in the lease (2/3 of
@@ -159,6 +167,8 @@ class GrpcSessionClient : public CoordinatorLink {
   void DatagramLoop();
   // Sleeps `delay` unless Close() comes first; false when closing.
   bool SleepUnlessClosing(absl::Duration delay);
+  // Logs SessionCore::WaitingNotice when one is due.
+  void NoticeWaiting(const std::string& why);
   bool closing() const;
 
   const SessionClientOptions options_;

@@ -221,6 +221,29 @@ SessionStep SessionCore::OnAttemptFailed(absl::Status status) {
   return SessionStep{SessionStep::Kind::kRetry, delay, status};
 }
 
+std::optional<std::string> SessionCore::WaitingNotice(const std::string& why) {
+  const absl::Time now = clock_.Now();
+  if (waiting_noticed_at_ != absl::InfinitePast() &&
+      now - waiting_noticed_at_ < options_.waiting_notice_interval) {
+    return std::nullopt;
+  }
+  waiting_noticed_at_ = now;
+  const absl::Duration limit =
+      registered_once_ ? options_.resume_timeout : options_.connect_timeout;
+  return absl::StrCat("waiting for the coordinator at ", options_.target, " (unreachable for ",
+                      absl::ToInt64Seconds(now - lost_at_), " s; giving up after ",
+                      absl::FormatDuration(limit), ", ",
+                      registered_once_ ? "the resume timeout" : "--connect-timeout", "): ", why);
+}
+
+std::optional<std::string> SessionCore::ReachedNotice() {
+  if (waiting_noticed_at_ == absl::InfinitePast()) return std::nullopt;
+  waiting_noticed_at_ = absl::InfinitePast();
+  return absl::StrCat(
+      "reached the coordinator at ", options_.target, " after ",
+      absl::FormatDuration(absl::Trunc(clock_.Now() - lost_at_, absl::Milliseconds(100))));
+}
+
 void SessionCore::Refenced(uint64_t incarnation) {
   incarnation_ = incarnation;
   generation_ = 0;

@@ -52,6 +52,9 @@ struct SessionCoreOptions {
   // A stream that lived this long resets the backoff: the next resume is
   // immediate. Shorter-lived streams resume after a backoff delay.
   absl::Duration stable_stream = absl::Seconds(5);
+  // While the coordinator cannot be reached, a log line says so at once and
+  // then this often (WaitingNotice).
+  absl::Duration waiting_notice_interval = absl::Seconds(10);
 };
 
 // What the owner does next.
@@ -146,6 +149,15 @@ class SessionCore {
   // non-zero) registers afresh with generation 0.
   void Refenced(uint64_t incarnation);
 
+  // While no attempt succeeds: a line for the log, the first time at once and
+  // then every waiting_notice_interval ("waiting for the coordinator at
+  // HOST:PORT (unreachable for 12 s; giving up after 60 s): WHY"); nullopt
+  // when none is due. `why`: what the last attempt met.
+  std::optional<std::string> WaitingNotice(const std::string& why);
+  // After a Registered that ended a wait WaitingNotice spoke of: the line
+  // that says so; nullopt otherwise (also clears the wait).
+  std::optional<std::string> ReachedNotice();
+
  private:
   const SessionCoreOptions options_;
   const Clock& clock_;
@@ -164,6 +176,8 @@ class SessionCore {
   int datagram_misses_ = 0;                            // asks unanswered in a row
   bool registered_once_ = false;                       // with the current incarnation
   absl::Time lost_at_;  // when the session was last lost (or started)
+  // The last WaitingNotice of the current wait; InfinitePast: none yet.
+  absl::Time waiting_noticed_at_ = absl::InfinitePast();
   absl::Time registered_at_;
   absl::Status last_error_;
 };

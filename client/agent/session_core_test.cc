@@ -33,11 +33,41 @@ TEST(SessionCoreTest, RegisterCarriesIdentityGenerationAndFrozenWorkers) {
   EXPECT_EQ(message.register_().generation(), 3);
   EXPECT_TRUE(message.register_().workers_frozen());
   EXPECT_FALSE(message.register_().lease_expired());  // the old agents' stop
-  core.SetGeneration(4);  // a new generation's workers run: not frozen
+  core.SetGeneration(4);                              // a new generation's workers run: not frozen
   EXPECT_FALSE(core.RegisterMessage().register_().workers_frozen());
   core.SetWorkersFrozen();
   core.OnRegistered(v1::Registered());  // the coordinator was told
   EXPECT_FALSE(core.RegisterMessage().register_().workers_frozen());
+}
+
+TEST(SessionCoreTest, WaitingNotice_AtOnceThenEveryInterval_SaysHowLongAndUntilWhen) {
+  FakeClock clock;
+  SessionCoreOptions options = Options();
+  options.target = "head:29400";
+  options.waiting_notice_interval = absl::Seconds(10);
+  SessionCore core(options, 77, clock);
+  clock.Advance(absl::Milliseconds(200));
+  std::optional<std::string> first = core.WaitingNotice("connection refused");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(*first,
+            "waiting for the coordinator at head:29400 (unreachable for 0 s; giving up after 1m, "
+            "--connect-timeout): connection refused");
+  clock.Advance(absl::Seconds(5));
+  EXPECT_FALSE(core.WaitingNotice("connection refused").has_value());
+  clock.Advance(absl::Seconds(7));
+  std::optional<std::string> second = core.WaitingNotice("connection refused");
+  ASSERT_TRUE(second.has_value());
+  EXPECT_NE(second->find("unreachable for 12 s; giving up after 1m"), std::string::npos) << *second;
+  std::optional<std::string> reached = core.ReachedNotice();
+  ASSERT_TRUE(reached.has_value());
+  EXPECT_EQ(*reached, "reached the coordinator at head:29400 after 12.2s");
+  EXPECT_FALSE(core.ReachedNotice().has_value());
+  // A resume speaks of the resume timeout.
+  core.OnRegistered(v1::Registered());
+  core.OnStreamEnded(absl::UnavailableError("broken"));
+  std::optional<std::string> resume = core.WaitingNotice("refused");
+  ASSERT_TRUE(resume.has_value());
+  EXPECT_NE(resume->find("giving up after 10m, the resume timeout"), std::string::npos) << *resume;
 }
 
 TEST(SessionCoreTest, HeartbeatAcks_ReturnTheirSendTimes_OldStreamsForgotten) {

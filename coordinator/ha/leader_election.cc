@@ -148,6 +148,14 @@ void LeaderElection::KeepAliveLoop() {
   }
 }
 
+absl::Status LeaderElection::CheckLeading() const {
+  absl::MutexLock lock(&mu_);
+  if (leading_ && Now() < LocalEnd()) return absl::OkStatus();
+  return absl::UnavailableError(
+      "this coordinator's leadership lease ran out (it may have been paused or cut off from "
+      "etcd); another coordinator may lead: retry with the coordinator list");
+}
+
 bool LeaderElection::Lost(const absl::Status& why) {
   {
     absl::MutexLock lock(&mu_);

@@ -82,6 +82,12 @@ class LeaderElection {
   absl::Status Campaign();
   // While leading: the key and revision every write must be fenced with.
   storage::EtcdFence fence() const;
+  // OK while this candidate leads and its lease is still valid at this very
+  // moment, on CLOCK_MONOTONIC (a pause of the process counts; etcd's
+  // fence only guards writes); UNAVAILABLE otherwise. Asked before answers
+  // that only the leader may give and that no write fences: a renewal of an
+  // agent's lease, a read.
+  absl::Status CheckLeading() const;
   // The lease as etcd granted it.
   absl::Duration lease_ttl() const;
   // Deletes the leader key (if this candidate still holds it) and revokes

@@ -233,6 +233,11 @@ class Job {
   // Fires due timeouts (heartbeats, last call, join, master info, stop
   // barrier). Amortized O(1) when nothing is due (job_timers.cc).
   void Tick();
+  // The coordinator served nothing for `gap` until now (it stalled): as
+  // after a restart, every node gets a full heartbeat_timeout from now, and
+  // the other timers (last call, join, master info, stop barrier) move `gap`
+  // later. Only ever delays a decision; fences stay.
+  void ServingResumed(absl::Duration gap);
 
   // Persistence delta since the last call (empty when nothing changed).
   JobChanges TakeChanges();

@@ -140,5 +140,70 @@ TEST(JobLease, ResumeAfterLeaseOfAnOlderGeneration_ChangesNothing) {
   EXPECT_EQ(h.job().state(), JobState::kRunning);
 }
 
+// The continuity promise: an agent whose lease ran out froze its workers and
+// resumes; its generation still runs, so nothing restarts and nothing is
+// charged or blamed.
+TEST(JobLease, ResumeWithFrozenWorkers_GenerationStillRunning_NothingRestarts) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/0));
+  StartRunning(h, {"a", "b"});
+  h.ClearOutbox();
+  h.clock().Advance(absl::Milliseconds(2800));  // both cut off, back before 3 s
+  for (const std::string node : {"a", "b"}) {
+    RegisterRequest r;
+    r.job_id = "job1";
+    r.node_id = node;
+    r.incarnation = JobHarness::IncarnationOf(node);
+    r.address = node + ".example";
+    r.generation = 1;
+    absl::StatusOr<RegisterResult> resumed = h.job().Register(r);
+    ASSERT_TRUE(resumed.ok()) << resumed.status();
+    EXPECT_TRUE(resumed->resumed);
+    EXPECT_EQ(resumed->state, JobState::kRunning);
+    EXPECT_EQ(resumed->role, NodeRole::kMember);
+    EXPECT_EQ(resumed->generation, 1);
+  }
+  h.Advance(absl::Seconds(1));
+  EXPECT_EQ(h.job().state(), JobState::kRunning);
+  EXPECT_EQ(h.job().generation(), 1);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 0);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kNodeLost), 0);
+  EXPECT_EQ(*h.job().Heartbeat(h.Ref("a")), 1);  // thaws the workers
+}
+
+// The coordinator stalled for longer than heartbeat_timeout: when it serves
+// again nobody is lost for the silence it did not hear; a node that stays
+// silent is lost a full timeout later.
+TEST(JobLease, ServingResumedAfterAStall_NoNodeLostForTheStall) {
+  JobHarness h(Settings(1, 2));
+  StartRunning(h, {"a", "b"});
+  h.ClearOutbox();
+  h.clock().Advance(absl::Seconds(20));  // stalled: no tick, no heartbeat
+  h.job().ServingResumed(absl::Seconds(20));
+  h.Advance(absl::Milliseconds(100));
+  EXPECT_EQ(h.job().state(), JobState::kRunning);
+  EXPECT_EQ(h.job().registered_nodes(), 2);
+  for (int i = 0; i < 40; ++i) {  // a heartbeats on; b stays silent
+    ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
+    h.Advance(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(h.job().registered_nodes(), 1);
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kNodeLost), 1);
+}
+
+TEST(JobLease, ServingResumed_StopBarrierDeadlineMovesByTheStall) {
+  JobHarness h(Settings(2, 2));
+  StartRunning(h, {"a", "b"});
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "", h.clock().Now()}).ok());
+  ASSERT_EQ(h.job().state(), JobState::kRestarting);
+  h.clock().Advance(absl::Seconds(15));  // past the 10 s shutdown timeout, stalled
+  h.job().ServingResumed(absl::Seconds(15));
+  h.Advance(absl::Milliseconds(100));
+  EXPECT_EQ(h.job().registered_nodes(), 2);  // nobody declared dead
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kStarting);
+}
+
 }  // namespace
 }  // namespace ddp::rendezvous

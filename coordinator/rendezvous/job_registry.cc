@@ -161,6 +161,7 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
   if (!status.ok()) return status;
   if (request.settings)
     DDP_RETURN_IF_ERROR(ValidateJobSettings(*request.settings, options_.limits));
+  if (options_.serving_check) DDP_RETURN_IF_ERROR(options_.serving_check());
   absl::StatusOr<RegisterResult> result;
   {
     ChangeScope locked(this);
@@ -381,6 +382,7 @@ absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string
 }
 
 absl::StatusOr<Generation> JobRegistry::Heartbeat(const NodeRef& ref) {
+  if (options_.serving_check) DDP_RETURN_IF_ERROR(options_.serving_check());
   Generation running = 0;
   absl::Status status = Run(ref.job_id, [&](Job& job) {
     DDP_ASSIGN_OR_RETURN(Generation generation, job.Heartbeat(ref));
@@ -413,7 +415,18 @@ absl::Status JobRegistry::Leave(const NodeRef& ref) {
 
 void JobRegistry::Tick() {
   ChangeScope locked(this);
+  const absl::Time now = clock_.Now();
+  const absl::Duration gap = now - last_tick_;
+  const bool stalled = options_.stall_threshold > absl::ZeroDuration() &&
+                       last_tick_ != absl::InfinitePast() && gap > options_.stall_threshold;
+  last_tick_ = now;
+  if (stalled) {
+    DDP_LOG(WARNING) << "the coordinator did not run its timers for " << absl::FormatDuration(gap)
+                     << " (paused, frozen, or blocked): no node's silence meanwhile counts; "
+                     << "every node has a full heartbeat timeout from now";
+  }
   for (auto& [id, job] : jobs_) {
+    if (stalled) job->ServingResumed(gap);
     job->Tick();
     AfterChangeLocked(*job);
   }

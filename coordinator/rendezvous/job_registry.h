@@ -65,6 +65,19 @@ struct JobRegistryOptions {
   // How long a read (GetJob, ListJobs) waits for the state it read to be
   // durable: readers never see a change that a crash could take back.
   absl::Duration read_timeout = absl::Seconds(5);
+  // A Tick that comes more than this after the previous one means the
+  // coordinator itself stalled (SIGSTOP, a VM freeze, a commit that blocked
+  // the loop): it heard no one meanwhile, so no node's silence counts; every
+  // job gives its nodes a full heartbeat_timeout from then, as after a
+  // restart (Job::ServingResumed). Zero: off (unit tests that move a fake
+  // clock by hand between ticks). RendezvousService turns it on.
+  absl::Duration stall_threshold = absl::ZeroDuration();
+  // Asked before a Register or Heartbeat is answered (the answers renew the
+  // agent's lease): an error (UNAVAILABLE) refuses the call. A coordinator of
+  // an HA group that may no longer lead (its leadership lease ran out, e.g.
+  // while it was paused) must not renew leases that the new leader does not
+  // know about. Null: always serving.
+  std::function<absl::Status()> serving_check;
 };
 
 class JobRegistry {
@@ -136,6 +149,7 @@ class JobRegistry {
   absl::Status Leave(const NodeRef& ref);
 
   // Fires due timeouts in every job; call every heartbeat_interval or so.
+  // A late call (stall_threshold) first resumes every job's timers.
   void Tick();
 
   // Everything queued since the last call, in order.
@@ -218,6 +232,8 @@ class JobRegistry {
   // Finished runs that a new run of the same job id replaced, oldest first,
   // at most limits.max_past_runs per job id.
   absl::flat_hash_map<std::string, std::vector<JobRecord>> past_runs_ ABSL_GUARDED_BY(mu_);
+  // When Tick last ran (stall_threshold).
+  absl::Time last_tick_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Serializes PersistPending (one batch in flight).
   absl::Mutex persist_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 };

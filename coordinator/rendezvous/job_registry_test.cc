@@ -144,6 +144,53 @@ TEST(JobRegistry, Tick_FiresTimeoutsOfEveryJob) {
   EXPECT_EQ(registry.GetJob("j2", false)->registered_nodes, 0);
 }
 
+// A tick that comes long after the previous one: the coordinator stalled
+// (paused, frozen) and heard nobody; nobody is lost for it.
+TEST(JobRegistry, Tick_AfterAStall_NoNodeLostForTheSilenceItDidNotHear) {
+  FakeClock clock;
+  JobRegistryOptions options;
+  options.stall_threshold = absl::Seconds(1);
+  JobRegistry registry(clock, nullptr, options);
+  ASSERT_TRUE(registry.Register(Req("j1", "a", 1, Settings(2, 2))).ok());
+  registry.Tick();
+  clock.Advance(absl::Seconds(30));
+  registry.Tick();
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 1);
+  // Ticks at the usual cadence from now on: the node, still silent, is lost
+  // a full heartbeat timeout (3 s) after the coordinator resumed.
+  for (int i = 0; i < 29; ++i) {
+    clock.Advance(absl::Milliseconds(100));
+    registry.Tick();
+  }
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 1);
+  clock.Advance(absl::Milliseconds(200));
+  registry.Tick();
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 0);
+}
+
+// A coordinator that may no longer lead answers no Register and no
+// Heartbeat: both would renew a lease the new leader does not know about.
+TEST(JobRegistry, ServingCheckFails_RegisterAndHeartbeatRefused) {
+  FakeClock clock;
+  JobRegistryOptions options;
+  bool leading = true;
+  options.serving_check = [&leading] {
+    return leading ? absl::OkStatus()
+                   : absl::UnavailableError("this coordinator is no longer the leader");
+  };
+  JobRegistry registry(clock, nullptr, options);
+  ASSERT_TRUE(registry.Register(Req("j1", "a", 1, Settings(2, 2))).ok());
+  ASSERT_TRUE(registry.Heartbeat(Ref("j1", "a", 1, 0)).ok());
+  leading = false;
+  absl::StatusOr<Generation> heartbeat = registry.Heartbeat(Ref("j1", "a", 1, 0));
+  EXPECT_EQ(heartbeat.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(heartbeat.status().message().find("no longer the leader"), std::string::npos);
+  EXPECT_EQ(registry.Register(Req("j1", "a", 1, Settings(2, 2))).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(registry.Register(Req("j1", "b", 2, Settings(2, 2))).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
 TEST(JobRegistry, ConcurrentRegistrations_AllCounted) {
   FakeClock clock;
   JobRegistry registry(clock, nullptr, {});

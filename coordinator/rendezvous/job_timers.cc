@@ -3,6 +3,7 @@
 // passed (heartbeats only move deadlines later, new nodes lower the bound in
 // AddNode).
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +29,20 @@ void Job::CheckLiveness(absl::Time now) {
     RemoveNode(id, absl::StrCat("lost: no heartbeat or resumed session for ",
                                 absl::FormatDuration(settings_.heartbeat_timeout)));
   }
+}
+
+void Job::ServingResumed(absl::Duration gap) {
+  if (IsTerminal(state_)) return;
+  const absl::Time now = clock_->Now();
+  for (auto& [id, node] : nodes_) node.last_heartbeat = std::max(node.last_heartbeat, now);
+  next_liveness_check_ = now + settings_.heartbeat_timeout;
+  auto postpone = [gap](absl::Time& deadline) {
+    if (deadline != absl::InfiniteFuture()) deadline += gap;
+  };
+  postpone(join_deadline_);
+  postpone(master_deadline_);
+  if (min_reached_at_) *min_reached_at_ += gap;
+  stop_barrier_.Postpone(gap);
 }
 
 void Job::Tick() {

@@ -34,6 +34,11 @@ class StopBarrier {
   // The members still awaited, in the order Open was given them.
   std::vector<std::string> Awaited() const;
 
+  // The deadline moves `by` later (the coordinator stalled); the fence stays.
+  void Postpone(absl::Duration by) {
+    if (deadline_ != absl::InfiniteFuture()) deadline_ += by;
+  }
+
   // No generation forms before `until` (kept when later than the fence).
   void FenceUntil(absl::Time until);
   absl::Time fenced_until() const { return fenced_until_; }

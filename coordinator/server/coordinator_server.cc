@@ -106,7 +106,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!tls.ok()) return tls;
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer(std::move(options)));
   const CoordinatorServerOptions& opts = server->options_;
-  const Clock& clock = opts.clock != nullptr ? *opts.clock : RealClock::Get();
+  // Deadlines (heartbeat timeouts, KV lease TTLs) must not jump when the
+  // wall clock is set: a forward step would declare every node lost at once.
+  const Clock& clock = opts.clock != nullptr ? *opts.clock : SteadyWallClock::Get();
 
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<DataDirLock> lock, DataDirLock::Acquire(opts.data_dir));
   server->lock_ = std::move(lock);

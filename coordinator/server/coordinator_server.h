@@ -75,7 +75,7 @@ struct CoordinatorServerOptions {
   std::string admin_token;
   // How long Shutdown lets in-flight unary calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(2);
-  const Clock* clock = nullptr;  // null: the real clock
+  const Clock* clock = nullptr;  // null: SteadyWallClock (the wall clock, never stepping)
 };
 
 class CoordinatorServer {

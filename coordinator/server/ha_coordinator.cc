@@ -127,6 +127,11 @@ absl::Status HaCoordinator::Promote() {
   server_options.port = port_;
   if (server_options.http) server_options.http->port = http_port_;
   server_options.cluster_status = [this](bool etcd_health) { return Status(etcd_health); };
+  // A leader that was paused past its leadership lease must not renew an
+  // agent's lease on resuming (the new leader counts from its own start).
+  server_options.jobs.rendezvous.serving_check = [election = election_.get()] {
+    return election->CheckLeading();
+  };
   {
     absl::MutexLock lock(&info_mu_);
     leading_ = true;

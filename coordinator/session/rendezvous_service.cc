@@ -42,6 +42,8 @@ RendezvousService::RendezvousService(const Clock& clock, rendezvous::JobStateSto
   rendezvous::JobRegistryOptions registry_options;
   registry_options.max_jobs = options_.max_jobs;
   registry_options.limits = options_.limits;
+  registry_options.stall_threshold = options_.stall_threshold;
+  registry_options.serving_check = options_.serving_check;
   // Both wake the loop; set before Join, used only once it runs.
   registry_options.on_outbox = [this] {
     if (loop_ != nullptr) loop_->Notify();

@@ -51,6 +51,12 @@ struct RendezvousServiceOptions {
   int max_jobs = 1024;
   rendezvous::RendezvousLimits limits;
   JobWatchHubOptions watch;
+  // JobRegistryOptions::stall_threshold: a tick this late means the
+  // coordinator stalled, and every node gets a full heartbeat timeout.
+  absl::Duration stall_threshold = absl::Seconds(1);
+  // JobRegistryOptions::serving_check (HA: is this coordinator still the
+  // leader?); null: always.
+  std::function<absl::Status()> serving_check;
   // Observer for metrics: each batch of the core's events, in order, once
   // durable and published (delivery thread); keep it cheap.
   std::function<void(const std::vector<rendezvous::JobEvent>&)> on_events;
@@ -85,8 +91,8 @@ class RendezvousService final : public commit::CommitParticipant {
   // of the node is closed (ABORTED) once it is accepted. The Registered reply
   // reaches the sink as the first message, once durable.
   // Possible errors: JobRegistry::Register's.
-  absl::StatusOr<rendezvous::RegisterResult> OpenSession(
-      const rendezvous::RegisterRequest& request, std::shared_ptr<SessionSink> sink);
+  absl::StatusOr<rendezvous::RegisterResult> OpenSession(const rendezvous::RegisterRequest& request,
+                                                         std::shared_ptr<SessionSink> sink);
   // The node leaves the job; `sink` is closed with OK (the agent's
   // acknowledgement) once the departure is durable. Possible errors:
   // JobRegistry::Leave's (UNAVAILABLE is not one: the node is gone in

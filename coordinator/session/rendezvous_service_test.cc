@@ -53,6 +53,7 @@ rendezvous::JobSettings Settings() {
 std::unique_ptr<RendezvousService> Make(FakeClock& clock, rendezvous::JobStateStore* store) {
   RendezvousServiceOptions options;
   options.tick_interval = absl::Milliseconds(5);
+  options.stall_threshold = absl::ZeroDuration();  // the fake clock jumps between ticks
   auto service = RendezvousService::Create(clock, store, options);
   EXPECT_TRUE(service.ok()) << service.status();
   return std::move(*service);
