@@ -17,6 +17,7 @@ Fault injection for demos and tests (all optional):
 At the end, every rank writes its final parameters' checksum to --result-dir/rank<R>.txt.
 """
 import argparse
+import datetime
 import hashlib
 import json
 import os
@@ -42,6 +43,8 @@ def parse_args():
     parser.add_argument("--fail-exit-code", type=int, default=1)
     parser.add_argument("--fail-on-restart", type=int, default=0)
     parser.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
+    parser.add_argument("--collective-timeout", type=float, default=0,
+                        help="seconds a collective may wait (0: torch's default, 30 min)")
     # torch.distributed.launch passes --local-rank / --local_rank unless --use-env.
     parser.add_argument("--local-rank", "--local_rank", type=int, default=None)
     return parser.parse_args()
@@ -60,7 +63,7 @@ def generation_is_current(margin_s=0.5):
     generation, current, valid_until_monotonic). The generation is current while the
     coordinator runs it, no stop of it has begun, and the lease does not end within
     `margin_s` on CLOCK_MONOTONIC (time.monotonic()). A node cut off from the coordinator
-    stops its workers when its lease ends, and the next generation may start without it soon
+    freezes its workers when its lease ends, and the next generation may start without it soon
     after: a worker whose generation is not current must not write shared state. Choose
     `margin_s` longer than the write takes. Under torchrun there is no lease file, and
     nothing to check.
@@ -103,7 +106,11 @@ def main():
         torch.cuda.set_device(device)
 
     touch(heartbeat_file)
-    dist.init_process_group(backend=backend)
+    if args.collective_timeout > 0:
+        dist.init_process_group(backend=backend,
+                                timeout=datetime.timedelta(seconds=args.collective_timeout))
+    else:
+        dist.init_process_group(backend=backend)
     print(f"rank {rank}/{world_size} local_rank {local_rank} restart {restart} "
           f"generation {os.environ.get('DDP_GENERATION', '-')} backend {backend}", flush=True)
 

@@ -63,7 +63,11 @@ class CoordinatorProcess {
   // now; -1 for a signal), nullopt while it runs (or was never started).
   std::optional<int> ExitedWith();
 
+  // The binary the next Start runs (a rolling upgrade: stop, replace, start).
+  void set_binary(const std::string& binary) { options_.binary = binary; }
+
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   std::string address() const;  // "HOST:PORT".
   std::string log_path() const;

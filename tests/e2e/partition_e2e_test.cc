@@ -2,14 +2,17 @@
 // binary, two ddp-client processes, one of them behind a TcpProxy that goes
 // silent (no FIN, no RST: a partition), and Python workers that append
 // "generation group-rank time" lines to one shared file. No two generations
-// may write at the same time: the cut-off node's agent stops its workers when
-// its lease runs out, before the coordinator declares the node lost and
-// starts the next generation without it (issue 8.6).
+// may write at the same time: the cut-off node's agent freezes its workers
+// (SIGSTOP) when its lease runs out, before the coordinator declares the node
+// lost and starts the next generation without it (issue 8.6), and kills them
+// when it learns, on its way back, that another generation began (issue 22).
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -151,12 +154,13 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
 
   const int64_t cut_at = NowNs();
   (*proxy)->SetPartitioned(true);
-  // node-b's lease (2 s) runs out and its worker stops; the coordinator
+  // node-b's lease (2 s) runs out and its worker freezes; the coordinator
   // declares node-b lost after heartbeat_timeout (3 s); node-a goes on alone.
   ASSERT_TRUE(WaitForGeneration(2, 1)) << Logs();
   absl::SleepFor(absl::Seconds(1));  // node-a alone for a while
   (*proxy)->SetPartitioned(false);
-  // node-b comes back as a new member: a generation with both nodes.
+  // node-b comes back: its frozen worker of generation 1 is killed, never
+  // running again, and node-b joins a generation with both nodes.
   ASSERT_TRUE(WaitForGeneration(3, 2)) << Logs();
   ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
   // --max-restarts 0: a charged restart would have failed the job.
@@ -185,7 +189,7 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
   const double next_after_s = (spans.upper_bound(1)->second.first - cut_at) / 1e9;
   std::cerr << "cut-off worker's last write " << stopped_after_s
             << " s after the cut; generation 2's first write " << next_after_s << " s after it\n";
-  EXPECT_LT(stopped_after_s, 3.0) << b.log();  // SIGTERM at the 2 s lease, SIGKILL at 2.5 s
+  EXPECT_LT(stopped_after_s, 3.0) << b.log();  // frozen at the 2 s lease
   EXPECT_GE(next_after_s, 2.0);
   EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
   EXPECT_FALSE(absl::StrContains(a.log(), "lease of generation")) << a.log();
@@ -252,22 +256,71 @@ TEST_F(PartitionE2eTest, OutageShorterThanTheLease_NoWorkerRestarts) {
   EXPECT_FALSE(absl::StrContains(Logs(), "lease of generation")) << Logs();
 }
 
-TEST_F(PartitionE2eTest, OutageLongerThanTheLease_WorkersStopThenAFreeRestart) {
+// The coordinator itself is paused (SIGSTOP: a VM freeze, a stall) for longer
+// than heartbeat_timeout: both agents' leases run out and they freeze their
+// workers; the coordinator, when it runs again, sees that it stalled and
+// declares nobody lost for the silence it did not hear; the sessions resume,
+// generation 1 is still the running one, and the workers are thawed.
+TEST_F(PartitionE2eTest, CoordinatorPausedPastTheTimeout_WorkersFrozenThenThawed_NoRestart) {
   ASSERT_NO_FATAL_FAILURE(StartBothBehindOneProxy());
   AgentProcess& a = *agents_[0];
   AgentProcess& b = *agents_[1];
-  proxy_->SetPartitioned(true);
-  // Past the lease (2 s) and its grace (2.5 s), short of heartbeat_timeout
-  // (3 s): both agents stop their workers; the coordinator still knows both.
-  absl::SleepFor(absl::Milliseconds(2700));
-  proxy_->SetPartitioned(false);
-  ASSERT_TRUE(WaitForGeneration(2, 2)) << Logs();
+  ASSERT_EQ(kill(coordinator_->pid(), SIGSTOP), 0);
+  absl::SleepFor(absl::Seconds(5));
+  const int64_t resumed_at = NowNs();
+  ASSERT_EQ(kill(coordinator_->pid(), SIGCONT), 0);
+  ASSERT_TRUE(PollUntil([&] { return CountOf(Logs(), "thawed the workers") >= 2; }, kBound))
+      << Logs();
+  // Both write again, still as generation 1.
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        std::set<std::string> writers;
+        for (const Write& w : Writes()) {
+          if (w.time_ns > resumed_at) writers.insert(w.node);
+        }
+        return writers.size() == 2;
+      },
+      kBound))
+      << Logs();
   ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
-  // --max-restarts 0: the restart was not charged.
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(SpanByGeneration(Writes()).size(), 1u) << ReadWholeFile(Path("writes"));
+  EXPECT_TRUE(absl::StrContains(a.log(), "lease of generation 1 ran out")) << a.log();
+  EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
+}
+
+// The coordinator is killed and restarted while node-b is cut off: the
+// restarted coordinator gives node-b a full heartbeat timeout from its start,
+// then declares it lost and goes on with node-a; node-b's frozen worker never
+// runs again, and no two generations ever write at once.
+TEST_F(PartitionE2eTest, CoordinatorRestartDuringAPartition_NoTwoGenerationsAtOnce) {
+  StartCoordinator();
+  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  AgentProcess& a = StartNode("node-a", coordinator_->address());
+  AgentProcess& b = StartNode("node-b", (*proxy)->address());
+  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+  const int64_t cut_at = NowNs();
+  (*proxy)->SetPartitioned(true);
+  absl::SleepFor(absl::Milliseconds(500));
+  coordinator_->Kill9();
+  absl::SleepFor(absl::Seconds(2));
+  ASSERT_TRUE(coordinator_->Start().ok());
+  // node-a resumes and thaws; node-b stays cut off past heartbeat_timeout.
+  ASSERT_TRUE(WaitForGeneration(2, 1)) << Logs();
+  absl::SleepFor(absl::Seconds(1));
+  (*proxy)->SetPartitioned(false);
+  ASSERT_TRUE(WaitForGeneration(3, 2)) << Logs();
+  ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
   EXPECT_EQ(a.Wait(kBound), 0) << Logs();
   EXPECT_EQ(b.Wait(kBound), 0) << Logs();
   ExpectGenerationsNeverOverlap();
-  EXPECT_TRUE(absl::StrContains(a.log(), "lease of generation 1 ran out")) << a.log();
+  int64_t b_last_g1 = 0;
+  for (const Write& w : Writes()) {
+    if (w.generation == 1 && w.node == "node-b") b_last_g1 = std::max(b_last_g1, w.time_ns);
+  }
+  EXPECT_LT((b_last_g1 - cut_at) / 1e9, 3.0) << ReadWholeFile(Path("writes"));
   EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
 }
 

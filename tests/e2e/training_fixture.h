@@ -188,7 +188,7 @@ class TrainingE2eTest : public ::testing::Test {
         "--log-dir",
         Path("logs"),
         "--rdzv-conf",
-        "heartbeat_timeout=2,last_call_timeout=1,join_timeout=60",
+        rdzv_conf_,
         "--shutdown-timeout",
         "3",
         "--connect-timeout",
@@ -323,6 +323,9 @@ class TrainingE2eTest : public ::testing::Test {
   // and the agents' extra environment ("NAME=value").
   std::vector<std::string> coordinator_args_;
   std::vector<std::string> agent_env_;
+  // The agents' --rdzv-conf: short timeouts for quick tests; the continuity
+  // tests drop heartbeat_timeout to run with the job's default (3 s).
+  std::string rdzv_conf_ = "heartbeat_timeout=2,last_call_timeout=1,join_timeout=60";
   // Set before StartAgent / Launch: the agent runs as PREFIX... ddp-client
   // ARGS (e.g. NetworkNamespace::ExecPrefix()).
   std::vector<std::string> launch_prefix_;
