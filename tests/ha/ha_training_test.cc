@@ -1,8 +1,12 @@
 // A 2-node PyTorch (gloo) job through three coordinators on a 3-member etcd
-// cluster (issue 12): kill -9 of the leading coordinator mid-training costs
-// no worker restart. The agents, given every coordinator, resume their
-// sessions with the new leader within the job's lease; the same worker
+// cluster (issues 12, 22): kill -9 or SIGSTOP of the leading coordinator
+// mid-training costs no worker restart, with the job's default settings. The
+// agents' leases run out during the failover: they freeze their workers,
+// resume their sessions with the new leader (which gives every node a full
+// heartbeat timeout from when it serves), and thaw them; the same worker
 // processes finish, TORCHELASTIC_RESTART_COUNT stays 0.
+
+#include <signal.h>
 
 #include "tests/e2e/training_fixture.h"
 #include "tests/ha/ha_cluster.h"
@@ -32,39 +36,63 @@ class HaTrainingTest : public TrainingE2eTest {
     TrainingE2eTest::TearDown();
   }
 
+  void FailoverKeepsTheWorkers(int signal) {
+    rdzv_conf_ = "last_call_timeout=1,join_timeout=60";  // the job's lease settings
+    const std::vector<std::string> launch = {"--nnodes", "2"};
+    AgentProcess& a = StartAgent("node-a", launch, Train(60, "0.25"));
+    AgentProcess& b = StartAgent("node-b", launch, Train(60, "0.25"));
+    ASSERT_TRUE(BothTrainingInOneWorld(a, b)) << Logs();
+    ASSERT_FALSE(AnyResult()) << "training ended before the failover";
+    const std::set<pid_t> workers_a = ProcessesOf(a), workers_b = ProcessesOf(b);
+    const int leader = group_->WaitForLeader(absl::Seconds(5));
+    ASSERT_GE(leader, 0);
+    const pid_t leader_pid = group_->at(leader).pid();
+    if (signal == SIGKILL) {
+      group_->at(leader).Kill9();
+    } else {
+      ASSERT_EQ(kill(leader_pid, SIGSTOP), 0);
+    }
+    const int next = group_->WaitForLeader(absl::Seconds(15), leader);
+    ASSERT_GE(next, 0) << "no coordinator took over";
+    ASSERT_NE(next, leader);
+    // Both agents resumed with the new leader while their workers lived on.
+    ASSERT_TRUE(PollUntil(
+        [&] {
+          return CountOf(a.log(), "session resumed") >= 1 &&
+                 CountOf(b.log(), "session resumed") >= 1;
+        },
+        kBound))
+        << Logs();
+    if (signal == SIGSTOP) {
+      // The paused leader, let go: it finds its leadership gone and exits 5
+      // without renewing anyone's lease.
+      ASSERT_EQ(kill(leader_pid, SIGCONT), 0);
+      ASSERT_TRUE(PollUntil([&] { return group_->at(leader).ExitedWith().has_value(); }, kBound));
+      EXPECT_EQ(group_->at(leader).ExitedWith().value_or(5), 5);
+    }
+    if (!AnyResult()) {
+      for (pid_t pid : workers_a) EXPECT_TRUE(ProcessesOf(a).count(pid)) << "worker " << pid;
+      for (pid_t pid : workers_b) EXPECT_TRUE(ProcessesOf(b).count(pid)) << "worker " << pid;
+    }
+    EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+    EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+    ExpectEveryRankStartedOnce(4);
+  }
+
   std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<CoordinatorGroup> group_;
 };
 
-TEST_F(HaTrainingTest, LeaderKilled9DuringTraining_SameWorkersFinish_NoRestart) {
-  // The agents' lease (2/3 of heartbeat_timeout: 10 s) outlasts a failover
-  // (the 2 s leader lease and an election) with room for a loaded machine.
-  const std::vector<std::string> launch = {"--nnodes", "2", "--rdzv-conf", "heartbeat_timeout=15"};
-  AgentProcess& a = StartAgent("node-a", launch, Train(32, "0.25"));
-  AgentProcess& b = StartAgent("node-b", launch, Train(32, "0.25"));
-  ASSERT_TRUE(BothTrainingInOneWorld(a, b)) << Logs();
-  ASSERT_FALSE(AnyResult()) << "training ended before the kill";
-  const std::set<pid_t> workers_a = ProcessesOf(a), workers_b = ProcessesOf(b);
-  const int leader = group_->WaitForLeader(absl::Seconds(5));
-  ASSERT_GE(leader, 0);
-  group_->at(leader).Kill9();
-  const int next = group_->WaitForLeader(absl::Seconds(15));
-  ASSERT_GE(next, 0) << "no coordinator took over";
-  ASSERT_NE(next, leader);
-  // Both agents resumed with the new leader while their workers ran on.
-  ASSERT_TRUE(PollUntil(
-      [&] {
-        return CountOf(a.log(), "session resumed") >= 1 && CountOf(b.log(), "session resumed") >= 1;
-      },
-      kBound))
-      << Logs();
-  if (!AnyResult()) {
-    for (pid_t pid : workers_a) EXPECT_TRUE(ProcessesOf(a).count(pid)) << "worker " << pid;
-    for (pid_t pid : workers_b) EXPECT_TRUE(ProcessesOf(b).count(pid)) << "worker " << pid;
-  }
-  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
-  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
-  ExpectEveryRankStartedOnce(4);
+// Kills (kill -9) or pauses (SIGSTOP) the leading coordinator while both
+// agents train, with the job's default settings (heartbeat_timeout 3 s, a 2 s
+// lease: shorter than a failover, so the workers freeze and thaw); a standby
+// takes over, the agents move to it, the same workers finish.
+TEST_F(HaTrainingTest, LeaderKilled9DuringTraining_DefaultSettings_SameWorkersFinish) {
+  FailoverKeepsTheWorkers(SIGKILL);
+}
+
+TEST_F(HaTrainingTest, LeaderPausedDuringTraining_DefaultSettings_SameWorkersFinish) {
+  FailoverKeepsTheWorkers(SIGSTOP);
 }
 
 }  // namespace
