@@ -95,5 +95,36 @@ TEST_F(HaTrainingTest, LeaderPausedDuringTraining_DefaultSettings_SameWorkersFin
   FailoverKeepsTheWorkers(SIGSTOP);
 }
 
+// docs/operations.md, "Upgrading the coordinator", HA: one coordinator at a
+// time, the standbys first, the leader last (SIGTERM resigns), each replaced
+// by another binary and started again; the job trains on with the default
+// settings and no worker restarts.
+TEST_F(HaTrainingTest, RollingUpgrade_OneCoordinatorAtATime_NoWorkerRestart) {
+  rdzv_conf_ = "last_call_timeout=1,join_timeout=60";
+  AgentProcess& a = StartAgent("node-a", {"--nnodes", "2"}, Train(80, "0.25"));
+  AgentProcess& b = StartAgent("node-b", {"--nnodes", "2"}, Train(80, "0.25"));
+  ASSERT_TRUE(BothTrainingInOneWorld(a, b)) << Logs();
+  const std::string upgraded = Path("coordinator-next");
+  ASSERT_EQ(RunShell(absl::StrCat("cp ", Runfile("coordinator/coordinator"), " ", upgraded))
+                .exit_code,
+            0);
+  const int leader = group_->WaitForLeader(absl::Seconds(5));
+  ASSERT_GE(leader, 0);
+  std::vector<int> order;
+  for (int i = 0; i < group_->size(); ++i) {
+    if (i != leader) order.push_back(i);
+  }
+  order.push_back(leader);
+  for (int i : order) {
+    EXPECT_EQ(group_->at(i).Terminate(), 0) << "coordinator " << i;
+    group_->at(i).set_binary(upgraded);
+    ASSERT_TRUE(group_->at(i).Start().ok()) << "coordinator " << i;
+    ASSERT_GE(group_->WaitForLeader(absl::Seconds(15)), 0) << "no leader after upgrading " << i;
+  }
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+  ExpectEveryRankStartedOnce(4);
+}
+
 }  // namespace
 }  // namespace ddp::testing
