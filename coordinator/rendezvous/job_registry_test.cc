@@ -168,6 +168,39 @@ TEST(JobRegistry, Tick_AfterAStall_NoNodeLostForTheSilenceItDidNotHear) {
   EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 0);
 }
 
+// The coordinator's jobs run on SteadyWallClock: someone sets the wall clock
+// an hour ahead (or back) while nodes heartbeat: nobody is declared lost, and
+// a silent node is still lost heartbeat_timeout after its last heartbeat.
+TEST(JobRegistry, WallClockSteps_NoNodeLostAndTimeoutsUnchanged) {
+  FakeClock wall(absl::FromUnixSeconds(1'800'000'000));
+  FakeClock monotonic(absl::FromUnixSeconds(100));
+  SteadyWallClock clock(wall, monotonic);
+  JobRegistryOptions options;
+  options.stall_threshold = absl::Seconds(1);
+  JobRegistry registry(clock, nullptr, options);
+  ASSERT_TRUE(registry.Register(Req("j1", "a", 1, Settings(1, 2))).ok());
+  ASSERT_TRUE(registry.Register(Req("j1", "b", 2, Settings(1, 2))).ok());
+  auto run = [&](absl::Duration for_how_long, bool b_heartbeats) {
+    for (absl::Duration t; t < for_how_long; t += absl::Milliseconds(100)) {
+      monotonic.Advance(absl::Milliseconds(100));
+      wall.Advance(absl::Milliseconds(100));
+      ASSERT_TRUE(registry.Heartbeat(Ref("j1", "a", 1, 0)).ok());
+      if (b_heartbeats) ASSERT_TRUE(registry.Heartbeat(Ref("j1", "b", 2, 0)).ok());
+      registry.Tick();
+    }
+  };
+  run(absl::Seconds(1), true);
+  wall.Advance(absl::Hours(1));
+  run(absl::Seconds(1), true);
+  wall.Advance(-absl::Hours(3));
+  run(absl::Seconds(1), true);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 2);
+  run(absl::Milliseconds(2900), false);  // b silent: not yet
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 2);
+  run(absl::Milliseconds(300), false);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 1);
+}
+
 // A coordinator that may no longer lead answers no Register and no
 // Heartbeat: both would renew a lease the new leader does not know about.
 TEST(JobRegistry, ServingCheckFails_RegisterAndHeartbeatRefused) {

@@ -20,9 +20,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tests/e2e/tcp_proxy.h"
 #include "tests/e2e/training_fixture.h"
+#include "tests/ha/ha_cluster.h"
 #include "tests/ha/network_namespace.h"
 
 namespace ddp::testing {
@@ -322,6 +324,57 @@ TEST_F(PartitionE2eTest, CoordinatorRestartDuringAPartition_NoTwoGenerationsAtOn
   }
   EXPECT_LT((b_last_g1 - cut_at) / 1e9, 3.0) << ReadWholeFile(Path("writes"));
   EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
+}
+
+// A partition that starts during a failover: three coordinators on a
+// 3-member etcd; the leader is killed, and at once node-b (another host: a
+// network namespace) is cut off from every coordinator. The new leader gives
+// both nodes a full heartbeat timeout from when it serves; node-a resumes
+// with it and thaws, node-b stays frozen, is declared lost, and its worker
+// never runs again; the job goes on with node-a, then takes node-b back. No
+// two generations ever write at once. Needs root, iproute2 and etcd.
+TEST_F(PartitionE2eTest, PartitionStartsDuringAFailover_NoTwoGenerationsAtOnce) {
+  auto ns = NetworkNamespace::Create();
+  if (!ns.ok()) GTEST_SKIP() << ns.status();
+  if (!EtcdInstalled()) GTEST_SKIP() << kEtcdBinary << " is not installed (tools/setup.sh)";
+  auto etcd = EtcdCluster::Start(Path("etcd-cluster"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  CoordinatorGroup group(dir_, (*etcd)->Store("cut-ha"), 3, {"--advertise-host", "127.0.0.1"},
+                         [](CoordinatorProcessOptions& o) { o.host = "0.0.0.0"; });
+  ASSERT_TRUE(group.StartAll().ok());
+  const int leader = group.WaitForLeader(absl::Seconds(15));
+  ASSERT_GE(leader, 0);
+  std::vector<std::string> local, remote;
+  for (int i = 0; i < group.size(); ++i) {
+    local.push_back(absl::StrCat("127.0.0.1:", group.at(i).port()));
+    remote.push_back(absl::StrCat((*ns)->host_store_address(), ":", group.at(i).port()));
+  }
+  AgentProcess& a = StartNode("node-a", absl::StrJoin(local, ","));
+  launch_prefix_ = (*ns)->ExecPrefix();
+  AgentProcess& b = StartNode("node-b", absl::StrJoin(remote, ","));
+  launch_prefix_.clear();
+  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+
+  const int64_t cut_at = NowNs();
+  group.at(leader).Kill9();
+  ASSERT_TRUE((*ns)->Cut().ok());
+  ASSERT_GE(group.WaitForLeader(absl::Seconds(15), leader), 0) << "no coordinator took over";
+  ASSERT_TRUE(WaitForGeneration(2, 1)) << Logs();
+  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE((*ns)->Heal().ok());
+  ASSERT_TRUE(WaitForGeneration(3, 2)) << Logs();
+  ASSERT_EQ(mkdir(Path("finish").c_str(), 0755), 0);
+  EXPECT_EQ(a.Wait(kBound), 0) << Logs();
+  EXPECT_EQ(b.Wait(kBound), 0) << Logs();
+
+  ExpectGenerationsNeverOverlap();
+  int64_t b_last_g1 = 0;
+  for (const Write& w : Writes()) {
+    if (w.generation == 1 && w.node == "node-b") b_last_g1 = std::max(b_last_g1, w.time_ns);
+  }
+  EXPECT_LT((b_last_g1 - cut_at) / 1e9, 3.0) << ReadWholeFile(Path("writes"));
+  EXPECT_TRUE(absl::StrContains(b.log(), "lease of generation 1 ran out")) << b.log();
+  EXPECT_TRUE(absl::StrContains(a.log(), "session resumed")) << a.log();
 }
 
 }  // namespace
