@@ -87,6 +87,10 @@ TEST_F(WorkerLeaseTest, RunsOut_FreezesArmedWorkers_ThawsOnAFreshRenewalOfTheirG
   ASSERT_TRUE(recorder_.AwaitActions(1));
   {
     absl::MutexLock lock(&recorder_.mu);
+    auto expired = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(recorder_.mu) {
+      return !recorder_.expired.empty();
+    };
+    recorder_.mu.AwaitWithTimeout(absl::Condition(&expired), absl::Seconds(10));
     EXPECT_EQ(recorder_.freezes, std::vector<bool>{true});
     EXPECT_EQ(recorder_.expired, std::vector<int64_t>{7});
   }
@@ -121,6 +125,10 @@ TEST_F(WorkerLeaseTest, RunsOut_FreezesArmedWorkers_ThawsOnAFreshRenewalOfTheirG
   clock_.Advance(absl::Seconds(2));
   ASSERT_TRUE(recorder_.AwaitActions(3));
   absl::MutexLock lock(&recorder_.mu);
+  auto expired_twice = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(recorder_.mu) {
+    return recorder_.expired.size() >= 2;
+  };
+  recorder_.mu.AwaitWithTimeout(absl::Condition(&expired_twice), absl::Seconds(10));
   EXPECT_EQ(recorder_.expired, (std::vector<int64_t>{7, 7}));
 }
 
