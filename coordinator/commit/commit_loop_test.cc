@@ -36,6 +36,9 @@ class RecordingStore final : public StateStore {
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override {
     return std::vector<rendezvous::JobSnapshot>{};
   }
+  absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override {
+    return rendezvous::JobEventCounts{};
+  }
 
   struct Commit {
     kv::Revision kv_revision = 0;

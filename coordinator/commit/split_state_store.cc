@@ -45,4 +45,9 @@ absl::StatusOr<std::vector<rendezvous::JobSnapshot>> SplitStateStore::LoadAll() 
   return jobs_->LoadAll();
 }
 
+absl::StatusOr<rendezvous::JobEventCounts> SplitStateStore::LoadEventCounts() const {
+  if (jobs_ == nullptr) return rendezvous::JobEventCounts{};
+  return jobs_->LoadEventCounts();
+}
+
 }  // namespace ddp::commit

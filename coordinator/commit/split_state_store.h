@@ -30,6 +30,7 @@ class SplitStateStore final : public StateStore {
                                                     size_t max_events) override;
   absl::Status Compact(kv::Revision revision) override;
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override;
+  absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
 
  private:
   kv::KvBackend* const kv_;

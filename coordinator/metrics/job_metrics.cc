@@ -93,7 +93,48 @@ JobMetrics::JobMetrics(prometheus::Registry& registry, const Clock& clock,
 
 void JobMetrics::OnEvents(const std::vector<rendezvous::JobEvent>& events) {
   absl::MutexLock lock(&mu_);
-  for (const rendezvous::JobEvent& event : events) OnEvent(event);
+  for (const rendezvous::JobEvent& event : events) {
+    if (!replayed_through_.empty()) {
+      auto replayed = replayed_through_.find(event.job_id);
+      if (replayed != replayed_through_.end()) {
+        if (event.index <= replayed->second) continue;
+        replayed_through_.erase(replayed);
+      }
+    }
+    OnEvent(event);
+  }
+}
+
+void JobMetrics::ReplayRetained(const std::vector<rendezvous::JobEvent>& events) {
+  absl::MutexLock lock(&mu_);
+  for (const rendezvous::JobEvent& event : events) {
+    OnEvent(event, /*count=*/false);
+    int64_t& through = replayed_through_[event.job_id];
+    through = std::max(through, event.index);
+  }
+}
+
+void JobMetrics::RestoreCounts(const rendezvous::JobEventCounts& counts) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, n] : counts.counts) {
+    const double value = static_cast<double>(n);
+    switch (key.first) {
+      case JobEventType::kGenerationOpened:
+        generations_opened_.Increment(value);
+        break;
+      case JobEventType::kWorkerFailed:
+        worker_failures_.Increment(value);
+        break;
+      case JobEventType::kNodeLost:
+        node_losses_.Increment(value);
+        break;
+      case JobEventType::kRestarting:
+        restarts_.Add({{"cause", rendezvous::RestartCauseName(key.second)}}).Increment(value);
+        break;
+      default:
+        break;
+    }
+  }
 }
 
 void JobMetrics::ClosePhase(Track& track, absl::Time at) {
@@ -108,7 +149,7 @@ void JobMetrics::ClosePhase(Track& track, absl::Time at) {
   track.since = at;
 }
 
-void JobMetrics::OnEvent(const rendezvous::JobEvent& event) {
+void JobMetrics::OnEvent(const rendezvous::JobEvent& event, bool count) {
   auto [it, inserted] = tracks_.try_emplace(event.job_id);
   Track& track = it->second;
   if (inserted) {
@@ -120,24 +161,26 @@ void JobMetrics::OnEvent(const rendezvous::JobEvent& event) {
       track.rendezvous_start = event.time;
       break;
     case JobEventType::kWorkerFailed: {
-      worker_failures_.Increment();
+      if (count) worker_failures_.Increment();
       const absl::Time at = event.failure ? event.failure->time : event.time;
       if (!track.first_failure || at < *track.first_failure) track.first_failure = at;
       break;
     }
     case JobEventType::kNodeLost:
-      node_losses_.Increment();
+      if (count) node_losses_.Increment();
       if (track.training && !track.first_failure) track.first_failure = event.time;
       break;
     case JobEventType::kRestarting:
-      restarts_.Add({{"cause", rendezvous::RestartCauseName(event.restart_cause)}}).Increment();
+      if (count) {
+        restarts_.Add({{"cause", rendezvous::RestartCauseName(event.restart_cause)}}).Increment();
+      }
       if (track.training) ClosePhase(track, event.time);
       track.training = false;
       track.rendezvous_start = event.time;
       if (!track.first_failure) track.first_failure = event.time;
       break;
     case JobEventType::kGenerationOpened:
-      generations_opened_.Increment();
+      if (count) generations_opened_.Increment();
       if (!track.training) ClosePhase(track, event.time);
       track.training = true;
       if (track.rendezvous_start) {
@@ -180,8 +223,8 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   auto oldest = Gauge("ddp_job_heartbeat_age_max_seconds",
                       "Age of the oldest heartbeat among a live job's connected nodes");
   auto training = Gauge("ddp_job_training_seconds",
-                        "Time a live job spent with a running generation (since this "
-                        "coordinator started or the job was created)");
+                        "Time a live job spent with a running generation (since it was "
+                        "created, as far as its retained events tell)");
   auto lost = Gauge("ddp_job_lost_seconds", "Time a live job spent in rendezvous and restarts");
   auto ratio = Gauge("ddp_job_effective_training_ratio",
                      "training / (training + lost) of a live job: its effective training time");
@@ -228,7 +271,7 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
     ++labeled;
     auto [it, inserted] = tracks_.try_emplace(job.job_id);
     Track& track = it->second;
-    if (inserted) {  // restored by this coordinator: account from now
+    if (inserted) {  // restored without retained events: account from now
       track.since = now;
       track.training = job.state == JobState::kRunning;
     }

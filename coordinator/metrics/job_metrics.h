@@ -19,6 +19,12 @@
 // spares, the oldest heartbeat, training and lost seconds and the effective
 // training ratio; agents connected; a histogram of heartbeat ages.
 //
+// Across a coordinator restart or failover (RestoreCounts, ReplayRetained): the event counters
+// (generations opened, restarts by cause, worker failures, node losses) start from the store's
+// counts of every event it ever committed, so they go on from the same totals; the per-job training
+// and lost time, the two histograms and the seconds totals are rebuilt by replaying the events the
+// jobs retain (a job removed or rerun, or events beyond the retention, are not in those).
+//
 // Thread-safety: thread-safe.
 
 #include <cstdint>
@@ -53,6 +59,14 @@ class JobMetrics {
   // The core's events in the order they happened (the commit loop's delivery thread).
   void OnEvents(const std::vector<rendezvous::JobEvent>& events);
 
+  // Starting from what the store kept (see the file comment), before the
+  // first OnEvents: the counts of every committed event
+  // (JobStateStore::LoadEventCounts), once; then each restored job's retained
+  // events in index order (ReplayRetained, job by job). An event OnEvents
+  // delivers later that was replayed is not taken again.
+  void RestoreCounts(const rendezvous::JobEventCounts& counts);
+  void ReplayRetained(const std::vector<rendezvous::JobEvent>& events);
+
   // Scrape-time families from `jobs` (live ones with their nodes).
   std::vector<prometheus::MetricFamily> Collect(const std::vector<rendezvous::JobStatus>& jobs);
 
@@ -67,7 +81,9 @@ class JobMetrics {
     std::optional<absl::Time> first_failure;  // of the running generation
   };
 
-  void OnEvent(const rendezvous::JobEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `count`: false while replaying (the counters come from the store's counts).
+  void OnEvent(const rendezvous::JobEvent& event, bool count = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes the current phase of `track` at `at`.
   void ClosePhase(Track& track, absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -83,6 +99,9 @@ class JobMetrics {
   prometheus::Counter& lost_seconds_;
   absl::Mutex mu_;
   std::map<std::string, Track> tracks_ ABSL_GUARDED_BY(mu_);
+  // Per restored job, the last event Restore replayed (until a later one
+  // arrives).
+  std::map<std::string, int64_t> replayed_through_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp::metrics

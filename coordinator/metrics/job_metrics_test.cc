@@ -1,5 +1,10 @@
 #include "coordinator/metrics/job_metrics.h"
 
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "gmock/gmock.h"
@@ -102,6 +107,112 @@ TEST_F(JobMetricsTest, FinishedJobsLoseTheirSeriesAndTheCapBoundsLabels) {
   EXPECT_THAT(text, HasSubstr("ddp_training_seconds_total 20"));
   EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total 10"));
   EXPECT_THAT(text, HasSubstr("ddp_jobs{state=\"succeeded\"} 1"));
+}
+
+// The lines of `text` of the job metrics (those built from events), in order.
+std::vector<std::string> JobEventLines(const std::string& text) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    for (const char* family :
+         {"ddp_generations_opened_total", "ddp_restarts_total", "ddp_worker_failures_total",
+          "ddp_node_losses_total", "ddp_recovery_duration_seconds",
+          "ddp_rendezvous_duration_seconds", "ddp_training_seconds_total", "ddp_lost_seconds_total",
+          "ddp_job_training_seconds", "ddp_job_lost_seconds", "ddp_job_effective_training_ratio"}) {
+      if (absl::StartsWith(line, family)) out.emplace_back(line);
+    }
+  }
+  return out;
+}
+
+class JobMetricsRestoreTest : public JobMetricsTest {
+ protected:
+  // Job "train": created, generation 1, a worker failure and its restart,
+  // generation 2, a node lost and a free restart, generation 3.
+  std::vector<JobEvent> History(const std::string& job_id) {
+    std::vector<JobEvent> events;
+    auto add = [&](JobEventType type, int64_t at,
+                   rendezvous::RestartCause cause = rendezvous::RestartCause::kNone) {
+      JobEvent event = Event(type, at);
+      event.job_id = job_id;
+      event.index = static_cast<int64_t>(events.size()) + 1;
+      event.restart_cause = cause;
+      if (type == JobEventType::kWorkerFailed) {
+        event.failure.emplace();
+        event.failure->time = event.time - absl::Seconds(1);
+      }
+      events.push_back(event);
+    };
+    add(JobEventType::kJobCreated, 0);
+    add(JobEventType::kNodeJoined, 1);
+    add(JobEventType::kGenerationOpened, 10);
+    add(JobEventType::kWorkerFailed, 100);
+    add(JobEventType::kRestarting, 100, rendezvous::RestartCause::kWorkerFailure);
+    add(JobEventType::kGenerationOpened, 105);
+    add(JobEventType::kNodeLost, 150);
+    add(JobEventType::kRestarting, 150, rendezvous::RestartCause::kNodeLoss);
+    add(JobEventType::kGenerationOpened, 153);
+    return events;
+  }
+  static rendezvous::JobEventCounts CountsOf(const std::vector<JobEvent>& events) {
+    rendezvous::JobEventCounts counts;
+    for (const JobEvent& event : events) counts.Add(event);
+    return counts;
+  }
+};
+
+// A coordinator restart: the new process starts from the store's counts and
+// the retained events, and a scrape shows what the old one showed.
+TEST_F(JobMetricsRestoreTest, Restore_SameEvents_ScrapeShowsTheSameTotals) {
+  const std::vector<JobEvent> history = History("train");
+  CoordinatorMetrics before(clock_);
+  before.jobs().OnEvents(history);
+  clock_.Advance(absl::Seconds(200));
+  ScrapeState state;
+  state.jobs.push_back(LiveJob("train"));
+  const std::vector<std::string> want = JobEventLines(before.Scrape(state));
+  ASSERT_THAT(want, ::testing::Contains("ddp_restarts_total{cause=\"node_loss\"} 1"));
+  ASSERT_THAT(want, ::testing::Contains("ddp_generations_opened_total 3"));
+
+  CoordinatorMetrics after(clock_);
+  after.jobs().RestoreCounts(CountsOf(history));
+  after.jobs().ReplayRetained(history);
+  EXPECT_EQ(JobEventLines(after.Scrape(state)), want);
+}
+
+// Counters come from the counts (every committed event, a removed job's
+// too); histograms and seconds from the events still retained.
+TEST_F(JobMetricsRestoreTest, Restore_RemovedJobsEvents_CountedNotReplayed) {
+  std::vector<JobEvent> all = History("train");
+  const std::vector<JobEvent> removed = History("gone");
+  all.insert(all.end(), removed.begin(), removed.end());
+  CoordinatorMetrics metrics(clock_);
+  metrics.jobs().RestoreCounts(CountsOf(all));
+  metrics.jobs().ReplayRetained(History("train"));
+  const std::string text = metrics.Scrape(ScrapeState{});
+  EXPECT_THAT(text, HasSubstr("ddp_restarts_total{cause=\"worker_failure\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_restarts_total{cause=\"node_loss\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_restarts_total{cause=\"hang\"} 0"));
+  EXPECT_THAT(text, HasSubstr("ddp_worker_failures_total 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_node_losses_total 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_generations_opened_total 6"));
+  EXPECT_THAT(text, HasSubstr("ddp_rendezvous_duration_seconds_count 3"));  // train's alone
+}
+
+// Events the restored coordinator delivers after Restore: those replayed are
+// not counted again, new ones are.
+TEST_F(JobMetricsRestoreTest, OnEventsAfterRestore_ReplayedSkippedNewCounted) {
+  std::vector<JobEvent> history = History("train");
+  CoordinatorMetrics metrics(clock_);
+  metrics.jobs().RestoreCounts(CountsOf(history));
+  metrics.jobs().ReplayRetained(history);
+  JobEvent next = Event(JobEventType::kRestarting, 300);
+  next.index = static_cast<int64_t>(history.size()) + 1;
+  next.restart_cause = rendezvous::RestartCause::kScale;
+  metrics.jobs().OnEvents({history.back(), next});
+  const std::string text = metrics.Scrape(ScrapeState{});
+  EXPECT_THAT(text, HasSubstr("ddp_generations_opened_total 3"));
+  EXPECT_THAT(text, HasSubstr("ddp_restarts_total{cause=\"scale\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ddp_rendezvous_duration_seconds_count 3"));
 }
 
 TEST(RpcMetricsTest, RecordsByServiceMethodAndCode) {

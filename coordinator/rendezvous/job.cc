@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ddp::rendezvous {
 
@@ -62,6 +63,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
         absl::StrCat("stored job '", Capped(r.job_id), "': ", status.message()));
   }
   std::unique_ptr<Job> job(new Job(r, limits, clock, outbox));
+  DDP_RETURN_IF_ERROR(job->RestoreEvents(snapshot.events));
   const absl::Time now = clock.Now();
   bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
                      job->state_ == JobState::kRestarting;
@@ -123,6 +125,27 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   job->dirty_nodes_.clear();
   job->removed_nodes_.clear();
   return job;
+}
+
+absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
+  int64_t previous = 0;
+  for (const JobEvent& event : stored) {
+    if (event.index <= previous || event.index > last_event_index_ || event.job_id != id_) {
+      return absl::DataLossError(absl::StrCat(
+          "stored event ", event.index, " of job '", Capped(id_), "' is inconsistent (after event ",
+          previous, ", last event ", last_event_index_, ", of job '", Capped(event.job_id), "')"));
+    }
+    previous = event.index;
+  }
+  // A lower retention than the stored events had keeps the newest.
+  const size_t keep = static_cast<size_t>(std::max(0, limits_.max_retained_events));
+  const size_t skip = stored.size() > keep ? stored.size() - keep : 0;
+  events_.assign(stored.begin() + static_cast<std::ptrdiff_t>(skip), stored.end());
+  events_dropped_ = skip > 0;
+  // Every stored event is durable; those after them were lost with the batch
+  // that carried them, which no one was told of.
+  events_taken_index_ = last_event_index_;
+  return absl::OkStatus();
 }
 
 int64_t Job::MemberProcesses() const {
@@ -207,6 +230,7 @@ void Job::Emit(JobEventType type, const std::string& node_id, const std::string&
   events_.push_back(event);
   while (static_cast<int>(events_.size()) > limits_.max_retained_events) {
     events_.pop_front();
+    events_dropped_ = true;
   }
   outbox_->events.push_back(std::move(event));
   counters_dirty_ = true;  // last_event_index must survive a restart
@@ -260,6 +284,19 @@ JobChanges Job::TakeChanges() {
     if (it != nodes_.end()) changes.upserted_nodes.push_back(it->second.record);
   }
   dirty_nodes_.clear();
+  // The events emitted since the last call (read from events_, so that what
+  // was set on an event after Emit, its restart cause, is stored too).
+  for (auto it = std::upper_bound(
+           events_.begin(), events_.end(), events_taken_index_,
+           [](int64_t index, const JobEvent&event) { return index < event.index; });
+       it != events_.end(); ++it) {
+    changes.appended_events.push_back(*it);
+  }
+  if (!events_.empty()) events_taken_index_ = std::max(events_taken_index_, events_.back().index);
+  if (events_dropped_) {
+    changes.drop_events_before = events_.empty() ? last_event_index_ + 1 : events_.front().index;
+    events_dropped_ = false;
+  }
   job_dirty_ = false;
   counters_dirty_ = false;
   return changes;

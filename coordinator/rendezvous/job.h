@@ -137,7 +137,8 @@ struct JobStatus {
   std::vector<NodeStatus> nodes;  // only when asked for
 };
 
-// A past run as the scheduler API shows it (no nodes, no events).
+// A past run as the scheduler API shows it (its root cause and failures; no
+// nodes, no exclusions, no events).
 JobStatus StatusOfPastRun(const JobRecord& run);
 
 class Job {
@@ -147,7 +148,8 @@ class Job {
       const Clock& clock, Outbox* outbox);
   // Rebuilds a job from storage. Nodes start disconnected with a fresh
   // heartbeat deadline: those that resume (Register, same incarnation) within
-  // heartbeat_timeout keep their generation; the others are lost.
+  // heartbeat_timeout keep their generation; the others are lost. The stored
+  // events are retained again (EventsSince answers as before the restart).
   static absl::StatusOr<std::unique_ptr<Job>> Restore(const JobSnapshot& snapshot,
                                                       const RendezvousLimits& limits,
                                                       const Clock& clock, Outbox* outbox);
@@ -242,7 +244,8 @@ class Job {
   // Persistence delta since the last call (empty when nothing changed).
   JobChanges TakeChanges();
   bool HasChanges() const {
-    return job_dirty_ || counters_dirty_ || !dirty_nodes_.empty() || !removed_nodes_.empty();
+    return job_dirty_ || counters_dirty_ || !dirty_nodes_.empty() || !removed_nodes_.empty() ||
+           events_dropped_ || (!events_.empty() && events_.back().index > events_taken_index_);
   }
 
  private:
@@ -250,6 +253,8 @@ class Job {
   // constructor the first event and the rendezvous).
   Job(const JobRecord& record, const RendezvousLimits& limits, const Clock& clock, Outbox* outbox);
   static JobRecord NewRecord(std::string job_id, const JobSettings& settings, const Clock& clock);
+  // Retains the stored events again (Restore). Possible errors: DATA_LOSS.
+  absl::Status RestoreEvents(const std::vector<JobEvent>& stored);
   struct Node {
     NodeRecord record;
     bool connected = true;
@@ -375,9 +380,13 @@ class Job {
   absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
 
-  // Events (bounded) and persistence delta.
+  // Events (bounded) and persistence delta: the events after
+  // events_taken_index_ go into the next TakeChanges; events_dropped_: older
+  // ones left events_ since (the store drops them too).
   std::deque<JobEvent> events_;
   int64_t last_event_index_ = 0;
+  int64_t events_taken_index_ = 0;
+  bool events_dropped_ = false;
   bool job_dirty_ = true;
   bool counters_dirty_ = true;
   absl::flat_hash_set<std::string> dirty_nodes_;

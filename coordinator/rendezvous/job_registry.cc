@@ -250,9 +250,8 @@ absl::Status JobRegistry::ExcludeNode(const std::string& job_id, const std::stri
 int JobRegistry::StartNewRunLocked(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   JobRecord finished = it->second->Record();
-  // What a past run keeps (as the store keeps it): no failure history, no
-  // exclusions, no nodes.
-  finished.failures.clear();
+  // What a past run keeps (as the store keeps it): its root cause and failure
+  // history, no exclusions, no nodes, no events.
   finished.excluded_nodes.clear();
   const int next = finished.run + 1;
   std::vector<JobRecord>& runs = past_runs_[job_id];

@@ -93,6 +93,36 @@ TEST_F(JobRunsTest, FinishedIdStartsAgain_NextRunCurrentPastRunVisible) {
   EXPECT_EQ(Runs(*registry->ListJobs(true)), (std::vector<int>{2, 1}));
 }
 
+// What a past run shows (root cause, failure history, finish message) is what
+// it showed when it was the current run, and a restart keeps it.
+TEST_F(JobRunsTest, PastRun_KeepsRootCauseAndFailures_AcrossRestart) {
+  std::unique_ptr<JobRegistry> registry = NewRegistry();
+  RunToTheEnd(*registry, 1, /*fail=*/true);
+  const JobStatus finished = *registry->GetJob("j", false);
+  ASSERT_EQ(finished.failures.size(), 1u);
+  ASSERT_TRUE(finished.root_cause.has_value());
+  RunToTheEnd(*registry, 2);
+  auto expect_as_finished = [&](const JobStatus& past) {
+    EXPECT_EQ(past.state, JobState::kFailed);
+    ASSERT_TRUE(past.root_cause.has_value());
+    EXPECT_EQ(past.root_cause->exit_code, finished.root_cause->exit_code);
+    EXPECT_EQ(past.root_cause->node_id, finished.root_cause->node_id);
+    ASSERT_EQ(past.failures.size(), finished.failures.size());
+    EXPECT_EQ(past.failures[0].exit_code, 3);
+    EXPECT_EQ(past.failures[0].time, finished.failures[0].time);
+    EXPECT_EQ(past.finish_message, finished.finish_message);
+    EXPECT_EQ(past.restart_count, finished.restart_count);
+    EXPECT_EQ(past.last_event_index, finished.last_event_index);
+  };
+  expect_as_finished(*registry->GetJob("j", false, 1));
+  registry = NewRegistry();
+  ASSERT_TRUE(registry->Restore().ok());
+  expect_as_finished(*registry->GetJob("j", false, 1));
+  const std::vector<JobStatus> all = *registry->ListJobs(/*include_past_runs=*/true);
+  ASSERT_EQ(all.size(), 2u);
+  expect_as_finished(all[1]);
+}
+
 class BoundedJobRunsTest : public JobRunsTest {
  protected:
   BoundedJobRunsTest() : JobRunsTest(/*max_past_runs=*/2) {}

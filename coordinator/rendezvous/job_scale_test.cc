@@ -22,6 +22,9 @@ class CountingStore final : public JobStateStore {
     return inner.Apply(changes);
   }
   absl::StatusOr<std::vector<JobSnapshot>> LoadAll() const override { return inner.LoadAll(); }
+  absl::StatusOr<JobEventCounts> LoadEventCounts() const override {
+    return inner.LoadEventCounts();
+  }
   InMemoryJobStateStore inner;
   int64_t applies = 0;
   int64_t node_records = 0;

@@ -4,19 +4,28 @@
 // The persistence seam of the rendezvous core: everything about a job that must
 // survive a coordinator restart (settings, state, generation, restart count,
 // failure history, exclusions, members with incarnations and ranks, the current
-// master info). Changes are incremental (one node record per join, never the
-// whole job), so a 4,096-node rendezvous writes O(1) per join. A SQLite
-// implementation belongs to the storage layer; InMemoryJobStateStore is the
-// fake for tests.
+// master info, the retained job events). Changes are incremental (one node
+// record per join, one row per new event, never the whole job), so a
+// 4,096-node rendezvous writes O(1) per join. A SQLite implementation belongs
+// to the storage layer; InMemoryJobStateStore is the fake for tests.
+//
+// Events: a job's events are appended with the batch that produced them and
+// kept up to the core's retention (RendezvousLimits::max_retained_events): the
+// core says which ones it dropped (JobChanges::drop_events_before), and the
+// store drops them in the same transaction. LoadAll returns them, so WatchJob
+// resumes across a restart or a failover from the index it had. A job's
+// removal drops its events (a past run keeps none). Besides, the store counts
+// every event it appends by type (restarts by cause) in the same transaction,
+// never decreasing (LoadEventCounts): the totals the metrics start from.
 //
 // Not persisted (rebuilt after a restart): heartbeat times, session state, the
-// stop confirmations and worker exits of the current generation, retained
-// events.
+// stop confirmations and worker exits of the current generation.
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -67,9 +76,27 @@ struct JobSnapshot {
   JobRecord job;
   std::vector<NodeRecord> nodes;
   // Finished runs of the same job id, oldest first: the records as they were
-  // when the run was replaced, without their failure history, exclusions and
-  // nodes.
+  // when the run was replaced (with their root cause and failure history),
+  // without their exclusions, nodes and events.
   std::vector<JobRecord> past_runs;
+  // The retained events of the current run, by index (oldest first).
+  std::vector<JobEvent> events;
+};
+
+// How many job events a store ever appended, by type, and kRestarting events
+// by restart cause: what the metrics' counters are built from. Removing a job
+// or dropping its old events does not lower them.
+struct JobEventCounts {
+  // (type, cause) -> events; cause is kNone except for kRestarting.
+  std::map<std::pair<JobEventType, RestartCause>, int64_t> counts;
+
+  // Counts `event` once.
+  void Add(const JobEvent& event);
+  void Add(JobEventType type, RestartCause cause, int64_t n);
+  int64_t Of(JobEventType type, RestartCause cause = RestartCause::kNone) const;
+  friend bool operator==(const JobEventCounts& a, const JobEventCounts& b) {
+    return a.counts == b.counts;
+  }
 };
 
 // Scalars that change on most joins; written apart from the (larger) JobRecord.
@@ -91,8 +118,16 @@ struct JobChanges {
   // it, a removal drops the past runs too (DeleteJob).
   std::optional<JobRecord> archived_run;
   int keep_runs_from = 0;
+  // Events the job emitted since its last batch, by index (appended after the
+  // record and nodes; ignored with job_removed). An index already stored is
+  // replaced.
+  std::vector<JobEvent> appended_events;
+  // > 0: stored events with a lower index are dropped (the core no longer
+  // retains them).
+  int64_t drop_events_before = 0;
   bool empty() const {
-    return !job && !counters && upserted_nodes.empty() && removed_nodes.empty() && !job_removed;
+    return !job && !counters && upserted_nodes.empty() && removed_nodes.empty() && !job_removed &&
+           appended_events.empty() && drop_events_before == 0;
   }
   // Folds `later` into this batch (later wins).
   void Merge(JobChanges later);
@@ -104,13 +139,17 @@ class JobStateStore {
   virtual ~JobStateStore() = default;
   // Makes `changes` durable, all or nothing.
   // Possible errors: UNAVAILABLE (storage failed; the caller keeps the batch
-  // and retries), INVALID_ARGUMENT (node changes for a job that has no record).
+  // and retries), INVALID_ARGUMENT (node changes or events for a job that has
+  // no record).
   virtual absl::Status Apply(const JobChanges& changes) = 0;
   // Makes every batch durable in order, all or nothing (one transaction where
   // the store has them). The default applies them one by one.
   virtual absl::Status ApplyBatch(const std::vector<JobChanges>& batch);
   // Every stored job. Possible errors: UNAVAILABLE, DATA_LOSS.
   virtual absl::StatusOr<std::vector<JobSnapshot>> LoadAll() const = 0;
+  // The events appended so far, counted. Possible errors: UNAVAILABLE,
+  // DATA_LOSS.
+  virtual absl::StatusOr<JobEventCounts> LoadEventCounts() const = 0;
 };
 
 // In-memory store for tests and for a coordinator without a data directory.
@@ -119,6 +158,7 @@ class InMemoryJobStateStore final : public JobStateStore {
   absl::Status Apply(const JobChanges& changes) override;
   absl::Status ApplyBatch(const std::vector<JobChanges>& batch) override;
   absl::StatusOr<std::vector<JobSnapshot>> LoadAll() const override;
+  absl::StatusOr<JobEventCounts> LoadEventCounts() const override;
 
   // Test hook: the next Apply calls fail with `status` until cleared
   // (OkStatus()).
@@ -131,11 +171,14 @@ class InMemoryJobStateStore final : public JobStateStore {
     bool has_record = false;  // false: only past runs (within a batch)
     std::map<std::string, NodeRecord> nodes;
     std::map<int, JobRecord> past_runs;
+    std::map<int64_t, JobEvent> events;  // by index
   };
-  static absl::Status ApplyTo(const JobChanges& changes, std::map<std::string, StoredJob>& jobs);
+  static absl::Status ApplyTo(const JobChanges& changes, std::map<std::string, StoredJob>& jobs,
+                              JobEventCounts& counts);
 
   mutable absl::Mutex mu_;
   std::map<std::string, StoredJob> jobs_ ABSL_GUARDED_BY(mu_);
+  JobEventCounts counts_ ABSL_GUARDED_BY(mu_);
   absl::Status fail_with_ ABSL_GUARDED_BY(mu_);
   int apply_count_ ABSL_GUARDED_BY(mu_) = 0;
 };

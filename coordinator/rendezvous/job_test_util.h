@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -39,6 +40,20 @@ std::vector<T> MessagesOf(const Outbox& outbox, const std::string& node_id = "")
   for (const OutboundMessage& m : outbox.messages) {
     if (!node_id.empty() && m.node_id != node_id) continue;
     if (const T* body = std::get_if<T>(&m.body)) out.push_back(*body);
+  }
+  return out;
+}
+
+// Every field of job events, so that gtest compares and prints them.
+inline auto EventFields(const std::vector<JobEvent>& events) {
+  std::vector<std::tuple<std::string, int64_t, absl::Time, JobEventType, std::string, Generation,
+                         std::string, bool, std::string, int64_t, bool, RestartCause>>
+      out;
+  for (const JobEvent& e : events) {
+    out.emplace_back(e.job_id, e.index, e.time, e.type, e.node_id, e.generation, e.message,
+                     e.failure.has_value(), e.failure ? e.failure->node_id : "",
+                     e.failure ? e.failure->global_rank : 0,
+                     e.failure ? e.failure->process_stopped : false, e.restart_cause);
   }
   return out;
 }

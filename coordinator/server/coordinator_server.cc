@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,26 @@ int MaxMessageBytes(const kv::KvLimits& limits) {
   const size_t cas = limits.max_key_bytes + 2 * limits.max_value_bytes;
   const size_t largest = std::max({put, wait, cas}) + 64 * 1024;
   return static_cast<int>(std::min<size_t>(largest, 1ull << 30));
+}
+
+// The job metrics of a coordinator that starts on stored state go on from
+// it: the store's counts of every committed event, and each restored job's
+// retained events (before the commit loop runs, so nothing is delivered in
+// between).
+absl::Status RestoreJobMetrics(const commit::StateStore& store,
+                               const rendezvous::JobRegistry& registry,
+                               metrics::JobMetrics& metrics) {
+  DDP_ASSIGN_OR_RETURN(rendezvous::JobEventCounts counts, store.LoadEventCounts());
+  metrics.RestoreCounts(counts);
+  DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobStatus> jobs, registry.ListJobs());
+  for (const rendezvous::JobStatus& job : jobs) {
+    if (job.first_event_index == 0) continue;
+    DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobEvent> events,
+                         registry.EventsSince(job.job_id, job.first_event_index - 1,
+                                              std::numeric_limits<int>::max()));
+    metrics.ReplayRetained(events);
+  }
+  return absl::OkStatus();
 }
 
 bool IsLoopback(const std::string& address) {
@@ -159,6 +180,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                      ": ", job_services.status().message()));
   }
   server->job_services_ = *std::move(job_services);
+  if (server->metrics_ != nullptr) {
+    // Metrics are not worth refusing to serve for: they start from zero then.
+    absl::Status restored =
+        RestoreJobMetrics(*server->state_store_, server->job_services_->rendezvous().registry(),
+                          server->metrics_->jobs());
+    if (!restored.ok()) {
+      DDP_LOG(WARNING) << "the job metrics start from zero: cannot read what the store kept ("
+                       << restored << ")";
+    }
+  }
   server->commit_loop_->Start();
   for (const auto& [job_id, token_hash] :
        server->job_services_->rendezvous().registry().JobTokenHashes()) {

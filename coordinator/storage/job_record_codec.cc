@@ -11,10 +11,14 @@ namespace {
 
 namespace pb = ::ddp::state::v1;
 using rendezvous::FailureInfo;
+using rendezvous::JobEvent;
+using rendezvous::JobEventCounts;
+using rendezvous::JobEventType;
 using rendezvous::JobRecord;
 using rendezvous::JobSettings;
 using rendezvous::JobState;
 using rendezvous::NodeRecord;
+using rendezvous::RestartCause;
 
 int64_t Ms(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 int64_t Ns(absl::Time t) { return t == absl::Time() ? 0 : absl::ToUnixNanos(t); }
@@ -31,6 +35,7 @@ void ToProto(const FailureInfo& f, pb::FailureRecord* out) {
   out->set_time_unix_ns(Ns(f.time));
   out->set_hang(f.hang);
   out->set_pid(f.pid);
+  out->set_process_stopped(f.process_stopped);
 }
 
 FailureInfo FromProto(const pb::FailureRecord& f) {
@@ -45,6 +50,7 @@ FailureInfo FromProto(const pb::FailureRecord& f) {
   out.time = TimeFromNs(f.time_unix_ns());
   out.hang = f.hang();
   out.pid = f.pid();
+  out.process_stopped = f.process_stopped();
   return out;
 }
 
@@ -197,6 +203,77 @@ absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
   n.global_rank_offset = in.global_rank_offset();
   n.join_seq = in.join_seq();
   return n;
+}
+
+absl::Status CheckEventType(int64_t type, int64_t cause) {
+  if (type < static_cast<int64_t>(JobEventType::kJobCreated) ||
+      type > static_cast<int64_t>(JobEventType::kJobUpdated)) {
+    return absl::DataLossError(absl::StrCat("job event type ", type, " is not a known type"));
+  }
+  if (cause < static_cast<int64_t>(RestartCause::kNone) ||
+      cause > static_cast<int64_t>(RestartCause::kOperator)) {
+    return absl::DataLossError(absl::StrCat("restart cause ", cause, " is not a known cause"));
+  }
+  return absl::OkStatus();
+}
+
+std::string EncodeJobEvent(const JobEvent& e) {
+  pb::JobEventRecord out;
+  out.set_index(e.index);
+  out.set_time_unix_ns(Ns(e.time));
+  out.set_type(static_cast<int32_t>(e.type));
+  out.set_node_id(e.node_id);
+  out.set_generation(e.generation);
+  out.set_message(e.message);
+  if (e.failure) ToProto(*e.failure, out.mutable_failure());
+  out.set_restart_cause(static_cast<int32_t>(e.restart_cause));
+  return out.SerializeAsString();
+}
+
+absl::StatusOr<JobEvent> DecodeJobEvent(absl::string_view bytes, const std::string& job_id) {
+  pb::JobEventRecord in;
+  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat("a job event (", bytes.size(),
+                                            " bytes) is not a ddp.state.v1.JobEventRecord"));
+  }
+  DDP_RETURN_IF_ERROR(CheckEventType(in.type(), in.restart_cause()));
+  JobEvent e;
+  e.job_id = job_id;
+  e.index = in.index();
+  e.time = TimeFromNs(in.time_unix_ns());
+  e.type = static_cast<JobEventType>(in.type());
+  e.node_id = in.node_id();
+  e.generation = in.generation();
+  e.message = in.message();
+  if (in.has_failure()) e.failure = FromProto(in.failure());
+  e.restart_cause = static_cast<RestartCause>(in.restart_cause());
+  return e;
+}
+
+std::string EncodeEventCounts(const JobEventCounts& counts) {
+  pb::JobEventCountsRecord out;
+  for (const auto& [key, count] : counts.counts) {
+    pb::JobEventCountsRecord::Count* c = out.add_counts();
+    c->set_type(static_cast<int32_t>(key.first));
+    c->set_cause(static_cast<int32_t>(key.second));
+    c->set_count(count);
+  }
+  return out.SerializeAsString();
+}
+
+absl::StatusOr<JobEventCounts> DecodeEventCounts(absl::string_view bytes) {
+  pb::JobEventCountsRecord in;
+  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat("event counts (", bytes.size(),
+                                            " bytes) are not a ddp.state.v1.JobEventCountsRecord"));
+  }
+  JobEventCounts counts;
+  for (const pb::JobEventCountsRecord::Count& c : in.counts()) {
+    DDP_RETURN_IF_ERROR(CheckEventType(c.type(), c.cause()));
+    counts.Add(static_cast<JobEventType>(c.type()), static_cast<RestartCause>(c.cause()),
+               c.count());
+  }
+  return counts;
 }
 
 }  // namespace ddp::storage

@@ -7,12 +7,14 @@
 // next_join_seq), which have columns of their own; engines without columns
 // store both in one StoredJobRecord.
 //
-// Decoding checks what the message format cannot: the job state is a known
-// value and durations are not negative (DATA_LOSS naming the field). Whether
+// Decoding checks what the message format cannot: the job state, event type
+// and restart cause are known values and durations are not negative
+// (DATA_LOSS naming the field). Whether
 // the records make a consistent job is Job::Restore's to check.
 //
 // Thread-safety: plain functions.
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -34,6 +36,20 @@ absl::StatusOr<rendezvous::JobRecord> DecodeStoredJob(absl::string_view bytes);
 
 std::string EncodeNodeRecord(const rendezvous::NodeRecord& node);
 absl::StatusOr<rendezvous::NodeRecord> DecodeNodeRecord(absl::string_view bytes);
+
+// A job event without its job id (the key holds it); decoding puts `job_id`
+// back and checks the type and restart cause are known values.
+std::string EncodeJobEvent(const rendezvous::JobEvent& event);
+absl::StatusOr<rendezvous::JobEvent> DecodeJobEvent(absl::string_view bytes,
+                                                    const std::string& job_id);
+// Whether `type` and `cause` are values this binary knows (DATA_LOSS naming
+// them otherwise): stored numbers are checked before they are cast.
+absl::Status CheckEventType(int64_t type, int64_t cause);
+
+// The event counts in one message (JobEventCountsRecord), for engines without
+// columns.
+std::string EncodeEventCounts(const rendezvous::JobEventCounts& counts);
+absl::StatusOr<rendezvous::JobEventCounts> DecodeEventCounts(absl::string_view bytes);
 
 }  // namespace ddp::storage
 

@@ -147,5 +147,64 @@ TEST(JobRecordCodecTest, NodeRecordRoundTrips) {
   EXPECT_EQ(back->join_seq, n.join_seq);
 }
 
+TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {
+  rendezvous::JobEvent e;
+  e.job_id = "dropped: the key holds it";
+  e.index = 5'000'000'000;
+  e.time = absl::FromUnixNanos(1'700'000'000'987'654'321);
+  e.type = rendezvous::JobEventType::kRestarting;
+  e.node_id = std::string("n\0de", 4);
+  e.generation = 7;
+  e.message = std::string("why\0\xff", 5);
+  e.failure = Failure("node-b", 1);
+  e.failure->process_stopped = true;
+  e.restart_cause = rendezvous::RestartCause::kHang;
+  const std::string bytes = EncodeJobEvent(e);
+  EXPECT_EQ(bytes.find("dropped"), std::string::npos);
+  absl::StatusOr<rendezvous::JobEvent> back = DecodeJobEvent(bytes, "j");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->job_id, "j");
+  EXPECT_EQ(back->index, e.index);
+  EXPECT_EQ(back->time, e.time);
+  EXPECT_EQ(back->type, e.type);
+  EXPECT_EQ(back->node_id, e.node_id);
+  EXPECT_EQ(back->generation, 7);
+  EXPECT_EQ(back->message, e.message);
+  ASSERT_TRUE(back->failure.has_value());
+  EXPECT_EQ(back->failure->message, e.failure->message);
+  EXPECT_TRUE(back->failure->process_stopped);
+  EXPECT_TRUE(back->failure->hang);
+  EXPECT_EQ(back->restart_cause, rendezvous::RestartCause::kHang);
+
+  e.failure.reset();
+  back = DecodeJobEvent(EncodeJobEvent(e), "j");
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->failure.has_value());
+}
+
+TEST(JobRecordCodecTest, JobEventOfUnknownTypeOrCause_DataLossNamingIt) {
+  ddp::state::v1::JobEventRecord type;
+  type.set_type(99);
+  absl::StatusOr<rendezvous::JobEvent> bad = DecodeJobEvent(type.SerializeAsString(), "j");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().message().find("99"), std::string::npos) << bad.status();
+  ddp::state::v1::JobEventRecord cause;
+  cause.set_restart_cause(-1);
+  EXPECT_EQ(DecodeJobEvent(cause.SerializeAsString(), "j").status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeJobEvent("\xff\xff", "j").status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(JobRecordCodecTest, EventCountsRoundTrip) {
+  rendezvous::JobEventCounts counts;
+  counts.Add(rendezvous::JobEventType::kRestarting, rendezvous::RestartCause::kScale, 3);
+  counts.Add(rendezvous::JobEventType::kWorkerFailed, rendezvous::RestartCause::kNone,
+             1'000'000'000'000);
+  absl::StatusOr<rendezvous::JobEventCounts> back = DecodeEventCounts(EncodeEventCounts(counts));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->counts, counts.counts);
+  EXPECT_EQ(DecodeEventCounts("\xff\xff").status().code(), absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace ddp::storage

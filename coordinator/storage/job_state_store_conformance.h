@@ -43,12 +43,19 @@ namespace conformance {
 // Every field as a tuple, so gtest compares and prints them.
 inline auto FieldsOf(const FailureInfo& f) {
   return std::make_tuple(f.node_id, f.generation, f.local_rank, f.global_rank, f.exit_code,
-                         f.signal, f.message, f.time, f.hang, f.pid);
+                         f.signal, f.message, f.time, f.hang, f.pid, f.process_stopped);
 }
 inline auto FieldsOf(const NodeRecord& n) {
   return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank, n.address,
                          n.group_rank, n.global_rank_offset, n.join_seq);
 }
+inline auto FieldsOf(const JobEvent& e) {
+  return std::make_tuple(e.job_id, e.index, e.time, static_cast<int>(e.type), e.node_id,
+                         e.generation, e.message, e.failure.has_value(),
+                         e.failure ? FieldsOf(*e.failure) : FieldsOf(FailureInfo{}),
+                         static_cast<int>(e.restart_cause));
+}
+
 template <typename T>
 auto FieldsOf(const std::vector<T>& items) {
   std::vector<decltype(FieldsOf(items.front()))> out;
@@ -138,6 +145,7 @@ inline JobRecord FullRecord(const std::string& job_id) {
   r.finish_message = "not finished";
   r.failures = {Failure("node-3", 1, 1, "first"), Failure("node-1", 2, 0, "second: killed"),
                 Hang("node-5", 2, 77), Failure("node-7", 3, 137, std::string("oom\0killed", 10))};
+  r.failures[2].process_stopped = true;  // a hang of a stopped process
   r.excluded_nodes = {"bad-a", "bad-b", "bad-c"};
   r.master.master_addr = "10.0.0.7";
   r.master.master_port = 29500;
@@ -157,11 +165,10 @@ inline JobRecord FullRecord(const std::string& job_id) {
 }
 
 // The batch that replaces finished run `finished` of its job id with `next`
-// (the registry's new run): the finished run is archived without failures,
-// exclusions and nodes; runs below `keep_from` are dropped.
+// (the registry's new run): the finished run is archived without exclusions,
+// nodes and events; runs below `keep_from` are dropped.
 inline std::vector<JobChanges> NewRun(JobRecord finished, const JobRecord& next, int keep_from,
                                       std::vector<NodeRecord> nodes = {}) {
-  finished.failures.clear();
   finished.excluded_nodes.clear();
   JobChanges removal;
   removal.job_id = finished.job_id;
@@ -173,6 +180,36 @@ inline std::vector<JobChanges> NewRun(JobRecord finished, const JobRecord& next,
   creation.job = next;
   creation.upserted_nodes = std::move(nodes);
   return {removal, creation};
+}
+
+// Event `index` of `job_id` with every field set; its type and contents vary
+// with the index (a failure with every field, a restart with a cause).
+inline JobEvent Event(const std::string& job_id, int64_t index) {
+  JobEvent e;
+  e.job_id = job_id;
+  e.index = index;
+  e.time = absl::FromUnixNanos(1700000000000000000 + index * 1000003);
+  const JobEventType types[] = {JobEventType::kNodeJoined, JobEventType::kWorkerFailed,
+                                JobEventType::kRestarting, JobEventType::kGenerationOpened};
+  e.type = index == 1 ? JobEventType::kJobCreated : types[index % 4];
+  e.node_id = "node-" + std::to_string(index % 3);
+  e.generation = 5000000000 + index;
+  e.message = std::string("event\0", 6) + std::to_string(index);
+  if (e.type == JobEventType::kWorkerFailed) {
+    e.failure = Hang(e.node_id, e.generation, static_cast<int>(index));
+    e.failure->process_stopped = index % 8 == 1;
+  }
+  if (e.type == JobEventType::kRestarting) {
+    e.restart_cause = index % 8 == 2 ? RestartCause::kNodeLoss : RestartCause::kWorkerFailure;
+  }
+  return e;
+}
+
+// Events `from` to `to` (inclusive) of `job_id`.
+inline std::vector<JobEvent> Events(const std::string& job_id, int64_t from, int64_t to) {
+  std::vector<JobEvent> events;
+  for (int64_t i = from; i <= to; ++i) events.push_back(Event(job_id, i));
+  return events;
 }
 
 inline NodeRecord Node(const std::string& node_id, int group_rank, Incarnation incarnation = 11) {

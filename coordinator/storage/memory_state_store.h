@@ -30,6 +30,9 @@ class MemoryStateStore final : public commit::StateStore {
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override {
     return jobs_.LoadAll();
   }
+  absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override {
+    return jobs_.LoadEventCounts();
+  }
 
   // Test hooks: every later CommitState fails with `status` (nothing applied)
   // until given OkStatus(); how many batches were committed.

@@ -36,8 +36,28 @@ CREATE TABLE job_runs (
   PRIMARY KEY (job_id, run)) WITHOUT ROWID;
 )sql";
 
+const char kJobEventTablesSchema[] = R"sql(
+CREATE TABLE job_events (
+  job_id BLOB NOT NULL,
+  event_index INTEGER NOT NULL,
+  record BLOB NOT NULL,
+  PRIMARY KEY (job_id, event_index)) WITHOUT ROWID;
+CREATE TABLE job_event_counts (
+  type INTEGER NOT NULL,
+  cause INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (type, cause)) WITHOUT ROWID;
+)sql";
+
 namespace {
 
+constexpr char kInsertEvent[] =
+    "INSERT OR REPLACE INTO job_events (job_id, event_index, record) VALUES (?1, ?2, ?3)";
+constexpr char kDeleteOldEvents[] = "DELETE FROM job_events WHERE job_id = ?1 AND event_index < ?2";
+constexpr char kDeleteJobEvents[] = "DELETE FROM job_events WHERE job_id = ?1";
+constexpr char kAddEventCount[] =
+    "INSERT INTO job_event_counts (type, cause, count) VALUES (?1, ?2, ?3) "
+    "ON CONFLICT (type, cause) DO UPDATE SET count = count + excluded.count";
 constexpr char kUpsertJob[] =
     "INSERT INTO jobs (job_id, record, last_event_index, next_join_seq) VALUES (?1, ?2, ?3, ?4) "
     "ON CONFLICT (job_id) DO UPDATE SET record = excluded.record, "
@@ -94,6 +114,7 @@ absl::StatusOr<bool> JobExists(SqliteDatabase& db, const std::string& job_id) {
 
 absl::Status RemoveJob(SqliteDatabase& db, const JobChanges& changes) {
   auto by_job = [&](SqliteStatement& s) { return s.BindBlob(1, changes.job_id); };
+  DDP_RETURN_IF_ERROR(RunCached(db, kDeleteJobEvents, by_job));
   DDP_RETURN_IF_ERROR(RunCached(db, kDeleteJobNodes, by_job));
   DDP_RETURN_IF_ERROR(RunCached(db, kDeleteJob, by_job));
   if (!changes.archived_run) return RunCached(db, kDeleteJobRuns, by_job);  // DeleteJob
@@ -123,6 +144,23 @@ absl::Status WriteNodes(SqliteDatabase& db, const JobChanges& changes) {
     }));
   }
   return absl::OkStatus();
+}
+
+// One row per new event; then the events the core no longer retains go.
+absl::Status WriteEvents(SqliteDatabase& db, const JobChanges& changes) {
+  for (const rendezvous::JobEvent& event : changes.appended_events) {
+    const std::string record = EncodeJobEvent(event);
+    DDP_RETURN_IF_ERROR(RunCached(db, kInsertEvent, [&](SqliteStatement& s) {
+      DDP_RETURN_IF_ERROR(s.BindBlob(1, changes.job_id));
+      DDP_RETURN_IF_ERROR(s.BindInt64(2, event.index));
+      return s.BindBlob(3, record);
+    }));
+  }
+  if (changes.drop_events_before <= 0) return absl::OkStatus();
+  return RunCached(db, kDeleteOldEvents, [&](SqliteStatement& s) {
+    DDP_RETURN_IF_ERROR(s.BindBlob(1, changes.job_id));
+    return s.BindInt64(2, changes.drop_events_before);
+  });
 }
 
 absl::Status DataLoss(absl::string_view what) {
@@ -193,6 +231,24 @@ absl::Status ReadAll(SqliteDatabase& db, std::vector<JobSnapshot>* out) {
       snapshot->nodes.push_back(*std::move(node));
     }
   }
+  {
+    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                         db.Prepare("SELECT job_id, event_index, record FROM job_events "
+                                    "ORDER BY job_id, event_index"));
+    while (true) {
+      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) break;
+      const std::string job_id = select.ColumnBlob(0);
+      DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, find("job_events", job_id));
+      absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(select.ColumnBlob(2), job_id);
+      if (!event.ok()) return DataLoss(event.status().message());
+      if (event->index != select.ColumnInt64(1)) {
+        return DataLoss(absl::StrCat("the row of event ", select.ColumnInt64(1), " of job '",
+                                     Printable(job_id), "' holds event ", event->index));
+      }
+      snapshot->events.push_back(*std::move(event));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -207,6 +263,33 @@ absl::Status WritePastRun(SqliteDatabase& db, const JobRecord& run) {
     DDP_RETURN_IF_ERROR(s.BindInt64(4, run.last_event_index));
     return s.BindInt64(5, Bits(run.next_join_seq));
   });
+}
+
+absl::Status AddEventCounts(SqliteDatabase& db, const rendezvous::JobEventCounts& counts) {
+  for (const auto& [key, count] : counts.counts) {
+    DDP_RETURN_IF_ERROR(RunCached(db, kAddEventCount, [&](SqliteStatement& s) {
+      DDP_RETURN_IF_ERROR(s.BindInt64(1, static_cast<int64_t>(key.first)));
+      DDP_RETURN_IF_ERROR(s.BindInt64(2, static_cast<int64_t>(key.second)));
+      return s.BindInt64(3, count);
+    }));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<rendezvous::JobEventCounts> ReadEventCounts(SqliteDatabase& db) {
+  DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                       db.Prepare("SELECT type, cause, count FROM job_event_counts"));
+  rendezvous::JobEventCounts counts;
+  while (true) {
+    DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    const int64_t type = select.ColumnInt64(0), cause = select.ColumnInt64(1);
+    absl::Status known = CheckEventType(type, cause);
+    if (!known.ok()) return DataLoss(absl::StrCat("job_event_counts: ", known.message()));
+    counts.Add(static_cast<rendezvous::JobEventType>(type),
+               static_cast<rendezvous::RestartCause>(cause), select.ColumnInt64(2));
+  }
+  return counts;
 }
 
 absl::Status WriteJobChanges(SqliteDatabase& db, const JobChanges& changes) {
@@ -235,7 +318,8 @@ absl::Status WriteJobChanges(SqliteDatabase& db, const JobChanges& changes) {
       }));
     }
   }
-  return WriteNodes(db, changes);
+  DDP_RETURN_IF_ERROR(WriteNodes(db, changes));
+  return WriteEvents(db, changes);
 }
 
 absl::StatusOr<std::vector<JobSnapshot>> ReadJobSnapshots(SqliteDatabase& db) {

@@ -67,6 +67,7 @@ absl::StatusOr<bool> ExpectsLegacyJobsDatabase(const std::string& state_db_path,
 std::vector<SqliteMigration> SqliteStateStore::SchemaMigrations() {
   std::vector<SqliteMigration> steps = kv::SqliteKvBackend::SchemaMigrations();
   steps.push_back({3, absl::StrCat(kJobTablesSchema, kImportsSchema)});
+  steps.push_back({4, kJobEventTablesSchema});
   return steps;
 }
 
@@ -81,10 +82,13 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
 absl::Status SqliteStateStore::CommitState(const commit::StateBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   auto write_jobs = [&batch](SqliteDatabase& db) -> absl::Status {
+    rendezvous::JobEventCounts appended;  // one row per (type, cause) per batch
     for (const rendezvous::JobChanges& changes : batch.jobs) {
       DDP_RETURN_IF_ERROR(WriteJobChanges(db, changes));
+      if (changes.job_removed) continue;
+      for (const rendezvous::JobEvent& event : changes.appended_events) appended.Add(event);
     }
-    return absl::OkStatus();
+    return AddEventCounts(db, appended);
   };
   return kv_->CommitWith(batch.kv ? &*batch.kv : nullptr, write_jobs);
 }
@@ -96,6 +100,15 @@ absl::StatusOr<std::vector<rendezvous::JobSnapshot>> SqliteStateStore::LoadAll()
     return absl::OkStatus();
   }));
   return jobs;
+}
+
+absl::StatusOr<rendezvous::JobEventCounts> SqliteStateStore::LoadEventCounts() const {
+  rendezvous::JobEventCounts counts;
+  DDP_RETURN_IF_ERROR(kv_->ReadOtherTables([&counts](SqliteDatabase& db) -> absl::Status {
+    DDP_ASSIGN_OR_RETURN(counts, ReadEventCounts(db));
+    return absl::OkStatus();
+  }));
+  return counts;
 }
 
 absl::StatusOr<int> SqliteStateStore::ImportJobsDatabase(const std::string& jobs_db_path) {

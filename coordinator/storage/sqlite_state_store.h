@@ -7,7 +7,9 @@
 // batch's KV part and job changes in ONE transaction: one fsync for both.
 //
 // Schema: versions 1-2 are the KV tables (a file of an earlier release that
-// held only them opens and gains the job tables as version 3).
+// held only them opens and gains the job tables as version 3); version 4 adds
+// the job events and their counts (a version-3 file gains them empty: its jobs
+// load without events, their numbering goes on).
 //
 // Earlier releases kept the jobs in a second file, DATA_DIR/jobs.db. Open
 // imports it: ImportJobsDatabase reads every job of that file (any of its
@@ -61,6 +63,7 @@ class SqliteStateStore final : public commit::StateStore {
   }
   absl::Status Compact(kv::Revision revision) override { return kv_->Compact(revision); }
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override;
+  absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
 
  private:
   explicit SqliteStateStore(std::unique_ptr<kv::SqliteKvBackend> kv) : kv_(std::move(kv)) {}

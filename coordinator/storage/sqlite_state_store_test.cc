@@ -14,8 +14,9 @@
 #include <string>
 
 #include "coordinator/storage/job_state_store_conformance.h"
-#include "coordinator/storage/sqlite_database.h"
 #include "coordinator/storage/legacy_jobs_database.h"
+#include "coordinator/storage/sqlite_database.h"
+#include "coordinator/storage/sqlite_job_tables.h"
 #include "gtest/gtest.h"
 
 namespace ddp::rendezvous {
@@ -120,6 +121,73 @@ TEST(SqliteStateStoreTest, KvOnlyFileOfAnEarlierRelease_GainsTheJobTables) {
   expects = ExpectsLegacyJobsDatabase(path + ".none", path + ".absent");
   ASSERT_TRUE(expects.ok());
   EXPECT_FALSE(*expects) << "a new data dir";
+}
+
+// Schema version 4 adds the job events: a version-3 file (jobs, no events)
+// opens at version 4 with its jobs as they were, and their events go on from
+// the stored last index.
+TEST(SqliteStateStoreTest, Version3File_GainsTheEventTables_JobsKeptEventsGoOn) {
+  const std::string path = TempDir() + "/coordinator.db";
+  JobRecord record = conformance::FullRecord("j");
+  record.last_event_index = 7;  // events 1-7 were kept in memory only
+  {
+    std::vector<SqliteMigration> version3 = SqliteStateStore::SchemaMigrations();
+    ASSERT_EQ(version3.size(), 4u);
+    version3.resize(3);
+    kv::SqliteKvBackendOptions options;
+    options.schema = version3;
+    absl::StatusOr<std::unique_ptr<kv::SqliteKvBackend>> old =
+        kv::SqliteKvBackend::Open(path, options);
+    ASSERT_TRUE(old.ok()) << old.status();
+    ASSERT_TRUE((*old)->Commit(PutOne(1, "k")).ok());
+    ASSERT_TRUE((*old)
+                    ->CommitWith(nullptr,
+                                 [&](SqliteDatabase& db) {
+                                   return WriteJobChanges(
+                                       db,
+                                       conformance::CreateJob(record, {conformance::Node("a", 0)}));
+                                 })
+                    .ok());
+  }
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(path);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(*(*db)->UserVersion(), 3);
+    EXPECT_FALSE((*db)->Execute("SELECT count(*) FROM job_events").ok()) << "no table yet";
+  }
+  std::unique_ptr<SqliteStateStore> store = MustOpen(path);
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(path);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(*(*db)->UserVersion(), 4);
+  }
+  absl::StatusOr<std::vector<JobSnapshot>> jobs = store->LoadAll();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  conformance::ExpectSameRecord((*jobs)[0].job, record);
+  EXPECT_EQ(conformance::NodeIds((*jobs)[0]), std::vector<std::string>{"a"});
+  EXPECT_TRUE((*jobs)[0].events.empty());
+  absl::StatusOr<rendezvous::JobEventCounts> counts = store->LoadEventCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_TRUE(counts->counts.empty());
+  // The next events follow the stored index; the KV part is untouched.
+  JobChanges next = conformance::NodeChanges("j", {});
+  next.counters = rendezvous::JobCounters{9, record.next_join_seq};
+  next.appended_events = conformance::Events("j", 8, 9);
+  ASSERT_TRUE(store->Apply(next).ok());
+  store.reset();
+  store = MustOpen(path);
+  jobs = store->LoadAll();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(conformance::FieldsOf((*jobs)[0].events),
+            conformance::FieldsOf(conformance::Events("j", 8, 9)));
+  EXPECT_EQ((*jobs)[0].job.last_event_index, 9);
+  EXPECT_EQ(store->Load()->revision, 1);
+  EXPECT_EQ(store->LoadEventCounts()->Of(rendezvous::JobEventType::kNodeJoined) +
+                store->LoadEventCounts()->Of(rendezvous::JobEventType::kWorkerFailed) +
+                store->LoadEventCounts()->Of(rendezvous::JobEventType::kRestarting) +
+                store->LoadEventCounts()->Of(rendezvous::JobEventType::kGenerationOpened),
+            2);
 }
 
 // A copy of the jobs.db the previous release wrote (tests/migration): three

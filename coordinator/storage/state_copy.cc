@@ -30,6 +30,7 @@ void AppendJob(const rendezvous::JobSnapshot& snapshot,
   current.job_id = snapshot.job.job_id;
   current.job = snapshot.job;
   current.upserted_nodes = snapshot.nodes;
+  current.appended_events = snapshot.events;
   changes->push_back(std::move(current));
 }
 
@@ -49,6 +50,7 @@ absl::StatusOr<StateCopySummary> CopyState(commit::StateStore& from, commit::Sta
   for (const rendezvous::JobSnapshot& job : jobs) {
     summary.past_runs += static_cast<int64_t>(job.past_runs.size());
     summary.nodes += static_cast<int64_t>(job.nodes.size());
+    summary.events += static_cast<int64_t>(job.events.size());
   }
 
   const bool target_empty =

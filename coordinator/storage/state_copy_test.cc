@@ -1,5 +1,5 @@
-// CopyState from a real SQLite store (keys, leases, deletes, jobs with nodes
-// and past runs) into an empty store: everything but the watch history
+// CopyState from a real SQLite store (keys, leases, deletes, jobs with nodes,
+// past runs and events) into an empty store: everything but the KV watch history
 // arrives, in one batch; a store that is not empty is refused untouched; a
 // copy stopped before its compaction is finished by the next run.
 
@@ -87,6 +87,13 @@ void WriteJobs(commit::StateStore& store) {
             .ok());
     run = replacement;
   }
+  // The current run's events, the oldest ones no longer retained.
+  rendezvous::JobChanges events = conformance::NodeChanges("j", {});
+  events.appended_events = conformance::Events("j", 1, 12);
+  ASSERT_TRUE(store.Apply(events).ok());
+  events.appended_events.clear();
+  events.drop_events_before = 4;
+  ASSERT_TRUE(store.Apply(events).ok());
   JobRecord other = conformance::FullRecord("k");
   other.run = 1;
   ASSERT_TRUE(store.Apply(conformance::CreateJob(other)).ok());
@@ -127,6 +134,8 @@ void ExpectSameState(commit::StateStore& got, commit::StateStore& want) {
   for (size_t i = 0; i < got_jobs.size(); ++i) {
     conformance::ExpectSameRecord(got_jobs[i].job, want_jobs[i].job);
     EXPECT_EQ(conformance::FieldsOf(got_jobs[i].nodes), conformance::FieldsOf(want_jobs[i].nodes));
+    EXPECT_EQ(conformance::FieldsOf(got_jobs[i].events),
+              conformance::FieldsOf(want_jobs[i].events));
     ASSERT_EQ(got_jobs[i].past_runs.size(), want_jobs[i].past_runs.size());
     for (size_t r = 0; r < got_jobs[i].past_runs.size(); ++r) {
       conformance::ExpectSameRecord(got_jobs[i].past_runs[r], want_jobs[i].past_runs[r]);
@@ -156,6 +165,7 @@ TEST_F(StateCopyTest, EverythingButHistoryArrivesInADurableTarget) {
   EXPECT_EQ(summary->jobs, 2);
   EXPECT_EQ(summary->past_runs, 2);
   EXPECT_EQ(summary->nodes, 2);
+  EXPECT_EQ(summary->events, 9);  // 4-12 of j
   EXPECT_FALSE(summary->finished_earlier_copy);
   target.reset();
   target = MustOpen(path);  // from disk
@@ -223,6 +233,9 @@ class CompactFailsOnce : public commit::StateStore {
     return absl::UnknownError("injected: compaction outcome unknown");
   }
   absl::StatusOr<std::vector<JobSnapshot>> LoadAll() const override { return inner_.LoadAll(); }
+  absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override {
+    return inner_.LoadEventCounts();
+  }
 
  private:
   commit::StateStore& inner_;

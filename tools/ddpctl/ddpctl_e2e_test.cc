@@ -204,18 +204,22 @@ TEST_F(DdpctlTest, CoordinatorDown_ExitsThreeNamingAddress) {
               HasSubstr(absl::StrCat("coordinator at ", address, " is not answering")));
 }
 
-TEST_F(DdpctlTest, JobsWatchAfterRestart_StartsFromOldestKeptEventAndSaysSo) {
+TEST_F(DdpctlTest, JobsWatchAfterRestart_HistoryFromBeforeTheRestartKept) {
   ASSERT_EQ(Ctl("jobs create w-2").exit_code, 0);
   ASSERT_EQ(process_->Terminate(), 0);
   ASSERT_TRUE(process_->Start().ok());
-  // The history before the restart is gone; the cancel makes a new event.
+  // The events before the restart are kept (stored with the job); the
+  // cancel makes a new one, numbered after them.
   Result cancel = Ctl("--timeout 20s jobs cancel w-2");
   ASSERT_EQ(cancel.exit_code, 0) << cancel.output;
   Result watch = Ctl("jobs watch w-2");
   EXPECT_EQ(watch.exit_code, 0) << watch.output;
-  EXPECT_THAT(watch.output, HasSubstr("are no longer kept"));
+  EXPECT_THAT(watch.output, Not(HasSubstr("are no longer kept")));
+  EXPECT_THAT(watch.output, HasSubstr(" JOB_CREATED "));
   EXPECT_THAT(watch.output, HasSubstr(" JOB_FINISHED "));
-  EXPECT_THAT(watch.output, Not(HasSubstr("OUT_OF_RANGE")));
+  Result json = Ctl("--json jobs watch w-2 --from-index 1");
+  EXPECT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_THAT(json.output, StartsWith(R"({"jobId":"w-2","index":"1",)"));
 }
 
 TEST_F(DdpctlTest, JobsDelete_RunningNeedsForce_ThenGone) {

@@ -199,8 +199,9 @@ grpc::Status JobsWatch(CommandContext& c) {
     if (status.error_code() != grpc::StatusCode::OUT_OF_RANGE || read_any || moved_on) {
       return status;
     }
-    // The events asked for are gone (e.g. the coordinator restarted): start
-    // from the oldest one kept, and say so.
+    // The events asked for are gone (beyond the bound the coordinator keeps per
+    // job, or stored by a release that kept none): start from the oldest one
+    // kept, and say so.
     grpc::ClientContext get_context;
     v1::GetJobRequest get;
     get.set_job_id(c.arg(0));
@@ -211,8 +212,8 @@ grpc::Status JobsWatch(CommandContext& c) {
     moved_on = true;
     c.err << "ddpctl: events " << from << " to " << (next > 0 ? next - 1 : job.last_event_index())
           << " of job " << c.arg(0)
-          << " are no longer kept (the coordinator keeps a bounded history in memory, and a "
-             "restart starts it afresh); watching from "
+          << " are no longer kept (the coordinator keeps the newest events of each job, "
+             "across restarts, up to a bound); watching from "
           << (next > 0 ? absl::StrCat("event ", next) : std::string("the next new event")) << "\n";
   }
 }

@@ -1,5 +1,6 @@
 #include "coordinator/storage/etcd/etcd_state_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <utility>
@@ -73,6 +74,39 @@ absl::Status TxnFailure(const grpc::Status& status) {
                                          s.ToString(), "); read before retrying"));
 }
 
+// The key of event `index` of the job whose events are under `events`.
+std::string EventKey(const std::string& events, int64_t index) {
+  return events + absl::StrFormat("%016x", std::max<int64_t>(0, index));
+}
+
+// `ranges` (to delete) merged, less every key `writes` puts: etcd refuses a
+// transaction that puts a key inside a range it deletes.
+std::vector<std::pair<std::string, std::string>> OutsidePuts(
+    std::vector<std::pair<std::string, std::string>> ranges,
+    const std::map<std::string, std::optional<std::string>>& writes) {
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<std::string, std::string>> merged;
+  for (auto& range : ranges) {
+    if (range.first >= range.second) continue;
+    if (!merged.empty() && range.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, range.second);
+    } else {
+      merged.push_back(std::move(range));
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& [from, to] : merged) {
+    std::string start = from;
+    for (auto it = writes.lower_bound(from); it != writes.end() && it->first < to; ++it) {
+      if (!it->second) continue;  // a delete inside: harmless
+      if (start < it->first) out.emplace_back(start, it->first);
+      start = it->first + std::string(1, '\0');
+    }
+    if (start < to) out.emplace_back(start, to);
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(const std::string& endpoint,
@@ -137,6 +171,13 @@ absl::Status EtcdStateStore::Init() {
   for (const char* part : {"j/", "n/", "r/"}) {
     DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> kvs, RangePrefix(prefix_ + part));
     for (etcdserverpb::KeyValue& kv : kvs) job_keys_[kv.key()] = std::move(*kv.mutable_value());
+  }
+  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> counts, RangePrefix(prefix_ + "c/"));
+  for (const etcdserverpb::KeyValue& kv : counts) {
+    if (kv.key() != prefix_ + "c/events") continue;
+    absl::StatusOr<rendezvous::JobEventCounts> decoded = DecodeEventCounts(kv.value());
+    if (!decoded.ok()) return DataLoss(decoded.status().message());
+    event_counts_ = *std::move(decoded);
   }
   return absl::OkStatus();
 }
@@ -257,6 +298,10 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
   std::map<std::string, std::optional<std::string>> writes;
   // The job part, on a copy of the job keys; the differences are written.
   std::map<std::string, std::string> jobs = job_keys_;
+  // Events: written as they come (never kept in memory); deleted by range.
+  std::map<std::string, std::string> event_puts;
+  std::vector<std::pair<std::string, std::string>> event_deletes;
+  rendezvous::JobEventCounts counts = event_counts_;
   for (const JobChanges& c : batch.jobs) {
     if (c.job && !c.job_removed && c.job->job_id != c.job_id) {
       return absl::InvalidArgumentError(
@@ -270,9 +315,12 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
       jobs.erase(jobs.lower_bound(from), jobs.lower_bound(to));
     };
     auto run_key = [&runs](int run) { return runs + absl::StrFormat("%08x", run); };
+    const std::string events = prefix_ + "v/" + Hex(c.job_id) + "/";
     if (c.job_removed) {
       jobs.erase(job_key);
       erase_from(nodes, RangeEnd(nodes));
+      event_puts.erase(event_puts.lower_bound(events), event_puts.lower_bound(RangeEnd(events)));
+      event_deletes.emplace_back(events, RangeEnd(events));
       if (!c.archived_run) {  // DeleteJob: the past runs go too
         erase_from(runs, RangeEnd(runs));
         continue;
@@ -304,7 +352,18 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
     for (const rendezvous::NodeRecord& node : c.upserted_nodes) {
       jobs[nodes + Hex(node.node_id)] = EncodeNodeRecord(node);
     }
+    for (const rendezvous::JobEvent& event : c.appended_events) {
+      event_puts[EventKey(events, event.index)] = EncodeJobEvent(event);
+      counts.Add(event);
+    }
+    if (c.drop_events_before > 0) {
+      const std::string below = EventKey(events, c.drop_events_before);
+      event_puts.erase(event_puts.lower_bound(events), event_puts.lower_bound(below));
+      event_deletes.emplace_back(events, below);
+    }
   }
+  for (auto& [key, value] : event_puts) writes[key] = std::move(value);
+  if (!(counts == event_counts_)) writes[prefix_ + "c/events"] = EncodeEventCounts(counts);
   for (const auto& [key, value] : jobs) {
     auto old = job_keys_.find(key);
     if (old == job_keys_.end() || old->second != value) writes[key] = value;
@@ -347,13 +406,14 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
     revision_ = k.revision;
     if (k.next_lease_id != 0) next_lease_id_ = k.next_lease_id;
   }
-  absl::Status status = Txn(writes, {});
+  absl::Status status = Txn(writes, OutsidePuts(std::move(event_deletes), writes));
   if (!status.ok()) {
     revision_ = old_revision;
     next_lease_id_ = old_next_lease;
     return status;
   }
   job_keys_ = std::move(jobs);
+  event_counts_ = std::move(counts);
   return absl::OkStatus();
 }
 
@@ -448,7 +508,22 @@ absl::StatusOr<std::vector<JobSnapshot>> EtcdStateStore::LoadAll() const {
     DDP_ASSIGN_OR_RETURN(JobRecord run, DecodeStoredJob(it->second));
     snapshot->past_runs.push_back(std::move(run));
   }
+  // Events are not kept in memory: read them (in key order: by job, then
+  // index).
+  const std::string events = prefix_ + "v/";
+  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> stored, RangePrefix(events));
+  for (const etcdserverpb::KeyValue& kv : stored) {
+    DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, owner(kv.key().substr(events.size())));
+    absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(kv.value(), snapshot->job.job_id);
+    if (!event.ok()) return DataLoss(event.status().message());
+    snapshot->events.push_back(*std::move(event));
+  }
   return out;
+}
+
+absl::StatusOr<rendezvous::JobEventCounts> EtcdStateStore::LoadEventCounts() const {
+  absl::MutexLock lock(&mu_);
+  return event_counts_;
 }
 
 }  // namespace ddp::storage

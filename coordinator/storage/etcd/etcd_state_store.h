@@ -11,8 +11,12 @@
 //   PREFIX/j/HEX(job)            StoredJobRecord (record and counters)
 //   PREFIX/n/HEX(job)/HEX(node)  NodeRecord
 //   PREFIX/r/HEX(job)/RUN8       StoredJobRecord of a past run
+//   PREFIX/v/HEX(job)/INDEX16    JobEventRecord: a retained job event
+//   PREFIX/c/events              JobEventCountsRecord: events ever appended
 // (records: proto/ddp/state/v1/records.proto; ids hex-encoded, so any bytes
-// round-trip and keys sort bytewise as the ids do).
+// round-trip and keys sort bytewise as the ids do). A job's new events are
+// one key each in the batch's transaction; the events it no longer retains
+// and those of a removed job go by a range delete in the same transaction.
 //
 // Every transaction compares the meta key's mod_revision with the one this
 // store last wrote: a second writer on the same prefix makes the commit fail
@@ -22,9 +26,11 @@
 // transaction, so it must fit etcd's --max-txn-ops (default 128: run etcd with
 // a larger value, e.g. 100000, as tests/etcd does) and --max-request-bytes.
 //
-// The store is the prefix's only writer: it keeps the job keys in memory (so
-// a transaction never both deletes a range and writes inside it, which etcd
-// refuses), and the KV meta.
+// The store is the prefix's only writer: it keeps the job keys (not the
+// events) in memory, the event counts and the KV meta. A transaction never
+// both deletes a range and writes inside it, which etcd refuses: the job keys
+// are written as differences, and a range delete of events skips the event
+// keys the same transaction writes (a job removed and started again).
 //
 // Thread-safety: thread-safe (one mutex).
 
@@ -82,6 +88,7 @@ class EtcdStateStore final : public commit::StateStore {
                                                     size_t max_events) override;
   absl::Status Compact(kv::Revision revision) override;
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override;
+  absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
 
  private:
   EtcdStateStore(std::unique_ptr<etcdserverpb::KV::Stub> stub, std::string prefix,
@@ -126,6 +133,7 @@ class EtcdStateStore final : public commit::StateStore {
   int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   // The job keys (j/, n/, r/) as stored.
   std::map<std::string, std::string> job_keys_ ABSL_GUARDED_BY(mu_);
+  rendezvous::JobEventCounts event_counts_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp::storage
