@@ -35,8 +35,24 @@ class ContinuityE2eTest : public TrainingE2eTest {
         .output;
   }
 
-  // The job finished with nothing charged to anyone: no restart, no failure.
+  // Every event of the job, from the first (they survive coordinator
+  // restarts), one JSON object a line.
+  std::string JobEvents() const {
+    return RunShell(absl::StrCat(Runfile("tools/ddpctl/ddpctl"), " --coordinator ",
+                                 coordinator_->address(), " --json jobs watch ", kJob,
+                                 " --from-index 1"))
+        .output;
+  }
+
+  // The job finished with nothing charged to anyone: no restart, no failure,
+  // no node lost, in its state and in its whole history.
   void ExpectNoRestartNoFailure() const {
+    const std::string events = JobEvents();
+    EXPECT_TRUE(absl::StrContains(events, "JOB_CREATED")) << events;
+    EXPECT_TRUE(absl::StrContains(events, "JOB_FINISHED")) << events;
+    EXPECT_FALSE(absl::StrContains(events, "NODE_LOST")) << events;
+    EXPECT_FALSE(absl::StrContains(events, "RESTARTING")) << events;
+    EXPECT_FALSE(absl::StrContains(events, "WORKER_FAILED")) << events;
     const std::string job = JobJson();
     EXPECT_TRUE(absl::StrContains(job, "\"state\":\"SUCCEEDED\"")) << job;
     EXPECT_TRUE(absl::StrContains(job, "\"restartCount\":0,")) << job;
