@@ -91,8 +91,15 @@ absl::Status FsyncPath(const std::string& path, int flags) {
   return absl::OkStatus();
 }
 
-absl::Status WriteIdentityFile(const std::string& dir, const std::string& id) {
-  const std::string path = IdentityPath(dir);
+// Written before a new identity touches any database, removed once IDENTITY
+// is written: a start that died in between (and left, say, a 0-byte
+// database) is finished by the next one, while a 0-byte database with neither
+// file was damaged.
+std::string PendingIdentityPath(const std::string& dir) {
+  return absl::StrCat(IdentityPath(dir), ".initialising");
+}
+
+absl::Status WriteIdFile(const std::string& dir, const std::string& path, const std::string& id) {
   const std::string temp = absl::StrCat(path, ".tmp");
   {
     std::ofstream out(temp, std::ios::trunc);
@@ -103,6 +110,13 @@ absl::Status WriteIdentityFile(const std::string& dir, const std::string& id) {
   DDP_RETURN_IF_ERROR(FsyncPath(temp, O_RDONLY));
   if (std::rename(temp.c_str(), path.c_str()) != 0) return IoError("rename to", path);
   return FsyncPath(dir, O_RDONLY | O_DIRECTORY);
+}
+
+absl::Status WriteIdentityFile(const std::string& dir, const std::string& id) {
+  DDP_RETURN_IF_ERROR(WriteIdFile(dir, IdentityPath(dir), id));
+  const std::string pending = PendingIdentityPath(dir);
+  if (unlink(pending.c_str()) != 0 && errno != ENOENT) return IoError("unlink", pending);
+  return absl::OkStatus();
 }
 
 // The id stamped into the database, or "" when it carries none.
@@ -209,6 +223,20 @@ absl::StatusOr<std::string> EnsureDataDirIdentity(const std::string& data_dir,
   // before identities existed.
   bool any_data = false;
   for (const DatabaseFile& file : files) any_data |= file.exists && file.size > 0;
+  DDP_ASSIGN_OR_RETURN(std::optional<std::string> pending,
+                       ReadIdentityFile(PendingIdentityPath(data_dir)));
+  if (!any_data && !pending.has_value()) {
+    // A new dir has no database at all; a 0-byte one without IDENTITY (and
+    // without an initialisation under way) lost what it held.
+    for (const DatabaseFile& file : files) {
+      if (!file.exists) continue;
+      return absl::DataLossError(absl::StrCat(
+          file.path, " is empty (0 bytes), but ", data_dir,
+          " has no IDENTITY: a new data dir has no database at all, so this one was used "
+          "before and its state is gone (truncated, or the identity removed). ",
+          StartOver(data_dir)));
+    }
+  }
   std::string id;
   if (any_data) {
     std::string stamped;
@@ -234,8 +262,10 @@ absl::StatusOr<std::string> EnsureDataDirIdentity(const std::string& data_dir,
     }
     id = stamped;
   }
+  if (id.empty() && pending.has_value()) id = *pending;  // an interrupted first start
   if (id.empty()) {
     DDP_ASSIGN_OR_RETURN(id, NewIdentity());
+    DDP_RETURN_IF_ERROR(WriteIdFile(data_dir, PendingIdentityPath(data_dir), id));
   }
   for (const DatabaseFile& file : files) {
     DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> db, SqliteDatabase::Open(file.path));

@@ -8,10 +8,12 @@
 // truncated to zero bytes, or was copied in from another directory is refused
 // instead of being served as an empty store.
 //
-//   IDENTITY absent, no database (or only empty files) -> initialise: new id,
-//       stamped into every database first, IDENTITY written last (temp file,
-//       fsync, rename, fsync of the directory), so an interrupted start is
-//       finished by the next one.
+//   IDENTITY absent, no database -> initialise: new id, written to
+//       IDENTITY.initialising first, then stamped into every database, IDENTITY
+//       written last (temp file, fsync, rename, fsync of the directory), so an
+//       interrupted start is finished by the next one.
+//   IDENTITY absent, 0-byte databases and no IDENTITY.initialising -> DATA_LOSS
+//       (the dir was used before; a new one has no database file at all).
 //   IDENTITY absent, databases present -> a directory written before identities
 //       existed (or an interrupted initialisation): every database must be
 //       there and non-empty; the id they carry (all the same) or a new one is

@@ -123,6 +123,40 @@ TEST(DataDirIdentityTest, InterruptedInitialisation_IsFinished) {
   EXPECT_EQ(*again, *id);
 }
 
+// Issue 23.9: a used dir whose database was truncated to 0 bytes and whose
+// IDENTITY is gone must not start as a new, empty store.
+TEST(DataDirIdentityTest, ZeroByteDatabaseWithoutIdentity_IsDataLoss) {
+  const std::string dir = MakeTempDir();
+  ASSERT_TRUE(EnsureDataDirIdentity(dir, kDatabases).ok());
+  ASSERT_EQ(std::remove((dir + "/IDENTITY").c_str()), 0);
+  for (const std::string& name : kDatabases) {
+    std::ofstream(dir + "/" + name, std::ios::trunc).close();
+  }
+  auto id = EnsureDataDirIdentity(dir, kDatabases);
+  ASSERT_EQ(id.status().code(), absl::StatusCode::kDataLoss) << id.status();
+  EXPECT_TRUE(absl::StrContains(id.status().message(), "coordinator.db is empty (0 bytes)"))
+      << id.status();
+  EXPECT_TRUE(absl::StrContains(id.status().message(), "has no IDENTITY")) << id.status();
+  struct stat st;
+  EXPECT_NE(stat((dir + "/IDENTITY").c_str(), &st), 0);  // nothing initialised
+}
+
+// A first start that died after creating a database file but before stamping
+// it: the next start finishes with the same identity.
+TEST(DataDirIdentityTest, InterruptedBeforeStamping_IsFinishedWithTheSameId) {
+  const std::string dir = MakeTempDir();
+  auto id = EnsureDataDirIdentity(dir, kDatabases);
+  ASSERT_TRUE(id.ok());
+  ASSERT_EQ(std::rename((dir + "/IDENTITY").c_str(), (dir + "/IDENTITY.initialising").c_str()), 0);
+  std::ofstream(dir + "/coordinator.db", std::ios::trunc).close();
+  ASSERT_EQ(std::remove((dir + "/jobs.db").c_str()), 0);
+  auto again = EnsureDataDirIdentity(dir, kDatabases);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *id);
+  struct stat st;
+  EXPECT_NE(stat((dir + "/IDENTITY.initialising").c_str(), &st), 0);
+}
+
 TEST(DataDirIdentityTest, GarbledIdentityFile_IsDataLoss) {
   const std::string dir = MakeTempDir();
   ASSERT_TRUE(EnsureDataDirIdentity(dir, kDatabases).ok());

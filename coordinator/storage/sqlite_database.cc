@@ -388,14 +388,21 @@ absl::Status SqliteTransaction::Commit() {
   absl::Status status = commit.ok() ? (*commit)->Run() : commit.status();
   if (!status.ok()) {
     SqliteDatabase* db = db_;
-    const int rc = sqlite3_extended_errcode(db->handle()) & 0xff;
+    const int extended = sqlite3_extended_errcode(db->handle());
+    const int rc = extended & 0xff;
+    const std::string detail = sqlite3_errmsg(db->handle());
     Rollback().IgnoreError();
     // A busy file refuses COMMIT before writing anything; any other failure
     // may come after some or all of the transaction reached the disk.
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return status;
-    absl::Status unknown = absl::UnknownError(
-        absl::StrCat("the outcome of a commit is unknown: it may or may not be durable (",
-                     status.message(), ")"));
+    // Not the message of `status`: its advice ("had no effect; retry") is
+    // what an unknown outcome must never say.
+    absl::Status unknown = absl::UnknownError(absl::StrFormat(
+        "the outcome of a commit is unknown: it may or may not be durable (SQLite error %d "
+        "(%s) on COMMIT in database %s: %s); the database refuses writes until the "
+        "coordinator is restarted; read the state before retrying a write that is not "
+        "idempotent",
+        extended, sqlite3_errstr(extended), db->path(), detail));
     db->Fail(unknown);
     return unknown;
   }

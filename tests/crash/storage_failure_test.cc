@@ -36,6 +36,7 @@ class StorageFailureTest : public ::testing::Test {
     root_ = std::string(tmp != nullptr ? tmp : "/tmp") + "/storage-failure";
     std::system(absl::StrCat("rm -rf ", root_, " && mkdir -p ", root_).c_str());
     trigger_ = root_ + "/fail-fsync";
+    full_trigger_ = root_ + "/disk-full";
     const char* srcdir = std::getenv("TEST_SRCDIR");
     options_.binary = CoordinatorBinaryFromRunfiles();
     options_.data_dir = root_ + "/data";
@@ -43,7 +44,8 @@ class StorageFailureTest : public ::testing::Test {
     options_.extra_env = {absl::StrCat("LD_PRELOAD=", srcdir != nullptr ? srcdir : ".",
                                        "/ddp_coordinator/tests/crash/libslow_fsync.so"),
                           "DDP_TEST_FSYNC_DELAY_MS=0",
-                          absl::StrCat("DDP_TEST_FSYNC_FAIL_FILE=", trigger_)};
+                          absl::StrCat("DDP_TEST_FSYNC_FAIL_FILE=", trigger_),
+                          absl::StrCat("DDP_TEST_WAL_FULL_FILE=", full_trigger_)};
   }
 
   grpc::Status Put(v1::KeyValueService::Stub& stub, const std::string& key,
@@ -85,6 +87,7 @@ class StorageFailureTest : public ::testing::Test {
 
   std::string root_;
   std::string trigger_;
+  std::string full_trigger_;
   CoordinatorProcessOptions options_;
 };
 
@@ -116,6 +119,29 @@ TEST_F(StorageFailureTest, FsyncFails_UnknownThenFailStopThenRestartRecovers) {
   EXPECT_EQ(Get(*stub, "a"), "2");
   EXPECT_TRUE(Put(*stub, "b", "1").ok());
   EXPECT_EQ(Get(*stub, "b"), "1");
+  EXPECT_EQ(process.Terminate(), 0);
+}
+
+// Issue 23.10: the disk fills up under a COMMIT (SQLite writes the WAL
+// then). Whether the commit reached the disk is not known: UNKNOWN, and never
+// "no effect" or "retry" (a client would retry a non-idempotent write).
+TEST_F(StorageFailureTest, DiskFullOnCommit_UnknownNeverSaysNoEffect) {
+  CoordinatorProcess process(options_);
+  ASSERT_TRUE(process.Start().ok());
+  auto stub = v1::KeyValueService::NewStub(MakeFastReconnectChannel(process.address(), 1));
+  ASSERT_TRUE(Put(*stub, "a", "1").ok());
+
+  std::ofstream(full_trigger_) << "full\n";
+  grpc::Status unknown = Put(*stub, "a", "2");
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::UNKNOWN) << unknown.error_message();
+  EXPECT_THAT(unknown.error_message(), HasSubstr("unknown"));
+  EXPECT_THAT(unknown.error_message(), HasSubstr("disk is full"));
+  EXPECT_THAT(unknown.error_message(), Not(HasSubstr("no effect")));
+  EXPECT_THAT(unknown.error_message(), Not(HasSubstr("retry later")));
+  std::remove(full_trigger_.c_str());
+  grpc::Status refused = Put(*stub, "b", "1");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("until the coordinator is restarted"));
   EXPECT_EQ(process.Terminate(), 0);
 }
 
