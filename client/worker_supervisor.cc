@@ -122,6 +122,14 @@ class WorkerSupervisor::EventLoop {
     return absl::OkStatus();
   }
 
+  // Set before the monitor thread starts, never changed: any thread.
+  std::string HeartbeatFileOf(int local_rank) const {
+    for (const auto& w : workers_) {
+      if (w->spec.local_rank == local_rank) return w->spec.files.heartbeat_file;
+    }
+    return "";
+  }
+
   void Wake() {
     const uint64_t one = 1;
     (void)!write(wake_fd_, &one, sizeof(one));
@@ -360,9 +368,12 @@ class WorkerSupervisor::EventLoop {
       hang.error_file = w.spec.files.error_file;
       // The first hang of this generation on this node is the culprit; every
       // later one (same check, younger heartbeat, or a later check) blocked
-      // behind it.
-      if (first_hang_rank_ < 0) {
+      // behind it. Except a stopped process found after a hang that was not
+      // stopped: a stopped process stalls its peers, never the other way
+      // round, so it is a hang of its own (and the likelier cause).
+      if (first_hang_rank_ < 0 || (hang.process_stopped && !first_hang_stopped_)) {
         first_hang_rank_ = w.spec.global_rank;
+        first_hang_stopped_ = hang.process_stopped;
       } else {
         hang.knock_on_of_rank = first_hang_rank_;
       }
@@ -377,6 +388,7 @@ class WorkerSupervisor::EventLoop {
   int wake_fd_ = -1;
   int timer_fd_ = -1;
   int first_hang_rank_ = -1;  // global rank of the first reported hang
+  bool first_hang_stopped_ = false;  // that hang's process was stopped
 };
 
 WorkerSupervisor::WorkerSupervisor(Options options, const Clock& clock, ExitCallback on_exit)
@@ -521,6 +533,42 @@ void WorkerSupervisor::Thaw() {
   }
 }
 
+std::vector<WorkerExit> WorkerSupervisor::StoppedWorkers() const {
+  std::vector<WorkerState> states;
+  std::vector<std::string> heartbeat_files;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!start_done_ || stopped_ || frozen_ || loop_ == nullptr) return {};
+    states = states_;
+    for (const WorkerState& state : states) {
+      heartbeat_files.push_back(loop_->HeartbeatFileOf(state.local_rank));
+    }
+  }
+  std::vector<WorkerExit> stopped;
+  for (size_t i = 0; i < states.size(); ++i) {
+    const WorkerState& state = states[i];
+    if (state.pid <= 0 || !state.running || state.hung || state.exit) continue;
+    absl::StatusOr<ProcessSample> sample = SampleProcess(state.pid);
+    if (!sample.ok() || (sample->state != 'T' && sample->state != 't')) continue;
+    WorkerExit hang;
+    hang.kind = WorkerExit::Kind::kHung;
+    hang.local_rank = state.local_rank;
+    hang.global_rank = state.global_rank;
+    hang.pid = state.pid;
+    hang.time = clock_.Now();
+    hang.process_stopped = true;
+    hang.evidence = absl::StrCat("process stopped (state ", std::string(1, sample->state),
+                                 ": SIGSTOP or a debugger) when the group stop began");
+    struct stat st;
+    if (!heartbeat_files[i].empty() && stat(heartbeat_files[i].c_str(), &st) == 0) {
+      hang.last_heartbeat = absl::TimeFromTimespec(st.st_mtim);
+      hang.silent_for = hang.time - hang.last_heartbeat;
+    }
+    stopped.push_back(std::move(hang));
+  }
+  return stopped;
+}
+
 bool WorkerSupervisor::frozen() const {
   absl::MutexLock lock(&mu_);
   return frozen_;
@@ -567,14 +615,23 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
   };
 
   const absl::Time started = monotonic.Now();
+  // As systemd does: SIGCONT after the polite signal, so that a worker
+  // stopped by someone else (a stray SIGSTOP, a debugger's detach) handles it
+  // instead of holding the stop up to the timeout. Not for a group the lease
+  // froze: that one may be superseded and is never let run again.
+  auto resume_stopped = [&] {
+    for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGCONT);
+  };
   if (!was_frozen) {
     if (first_signal == SIGINT) {
       for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGINT);
+      resume_stopped();
       if (await_all(timeout / 2, true)) return absl::OkStatus();
       DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout / 2)
                        << " after SIGINT; sending SIGTERM";
     }
     for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGTERM);
+    resume_stopped();
     if (await_all(timeout - (monotonic.Now() - started), true)) return absl::OkStatus();
     DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout)
                      << " after SIGTERM; sending SIGKILL";

@@ -189,6 +189,14 @@ class WorkerSupervisor {
   void Thaw();
   bool frozen() const;
 
+  // Workers whose process is stopped (state T or t) by someone else than
+  // Freeze (a stray SIGSTOP, a debugger) and not reported hung yet, as hangs
+  // with that evidence (process_stopped; last_heartbeat from the heartbeat
+  // file when it was touched). The agent reports them before a group stop
+  // kills them: a stopped rank stalls its peers, and the peers' hangs must
+  // not be taken for the cause. Empty while frozen.
+  std::vector<WorkerExit> StoppedWorkers() const;
+
   // Blocks until every worker has exited or `timeout` passed; true when all
   // exited (also when none was started).
   bool AwaitAllExited(absl::Duration timeout);

@@ -295,6 +295,29 @@ TEST_F(WorkerSupervisorTest, FreezeThaw_GroupStopsAndResumes) {
   EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
 }
 
+// A worker stopped by someone else (not the lease's freeze) is let go on
+// after the SIGTERM, as systemd does: it handles the signal at once instead
+// of holding the stop up to its timeout.
+TEST_F(WorkerSupervisorTest, Stop_WorkerStoppedBySomeoneElse_HandlesSigtermPromptly) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  const std::string marker = run_dir_ + "/got-term";
+  const std::string ready = run_dir_ + "/ready";
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "trap 'echo term > " + marker + "; exit 0' TERM; echo x > " +
+                                     ready + "; while true; do sleep 0.05; done")})
+                  .ok());
+  ASSERT_TRUE(WaitForFile(ready, kPrompt));
+  const pid_t pid = supervisor.Workers()[0].pid;
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  ASSERT_TRUE(WaitForState(pid, 'T', kPrompt));
+  const absl::Time start = absl::Now();
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(20)).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(ReadFile(marker), "term\n");
+}
+
 // A stop of frozen workers never lets them run again: not even a SIGTERM
 // handler (which could write a checkpoint of a superseded generation).
 TEST_F(WorkerSupervisorTest, Stop_Frozen_KilledWithoutRunningTheirHandlers) {
@@ -541,6 +564,61 @@ TEST_F(WorkerSupervisorTest, Hang_SecondHangInLaterCheck_KnockOnOfFirst) {
   EXPECT_EQ(hangs[1].local_rank, 1);
   EXPECT_EQ(hangs[1].knock_on_of_rank, 0);
   EXPECT_LT(hangs[0].time, hangs[1].time);
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+}
+
+// Worker 0 blocks (its heartbeat stops) a moment before worker 1 is stopped
+// (SIGSTOP): worker 0's hang is found first, but the stopped one found in a
+// later check is a hang of its own, not a knock-on of the blocked one.
+TEST_F(WorkerSupervisorTest, Hang_StoppedProcessInALaterCheck_NotAKnockOn) {
+  Events events;
+  WorkerSupervisor::Options options = QuietOptions(console_fd_);
+  options.heartbeat_timeout = absl::Milliseconds(300);
+  options.check_interval = absl::Milliseconds(20);
+  WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
+                          Script(run_dir_, 1,
+                                 "while true; do touch \"$DDP_HEARTBEAT_FILE\"; sleep 0.02; "
+                                 "done")})
+                  .ok());
+  absl::SleepFor(absl::Milliseconds(150));
+  const pid_t stopped = supervisor.Workers()[1].pid;
+  ASSERT_EQ(kill(stopped, SIGSTOP), 0);
+  const std::vector<WorkerExit> hangs = events.Await(2, absl::Seconds(10));
+  ASSERT_EQ(hangs.size(), 2u);
+  EXPECT_EQ(hangs[0].local_rank, 0);
+  EXPECT_FALSE(hangs[0].process_stopped);
+  EXPECT_EQ(hangs[1].local_rank, 1);
+  EXPECT_TRUE(hangs[1].process_stopped);
+  EXPECT_FALSE(hangs[1].knock_on()) << hangs[1].knock_on_of_rank;
+  kill(stopped, SIGCONT);
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+}
+
+// StoppedWorkers: a worker stopped by someone else, not yet found hung, is
+// returned as a hang of a stopped process; none while frozen by Freeze.
+TEST_F(WorkerSupervisorTest, StoppedWorkers_StoppedBySomeoneElse_ReturnedAsStoppedHang) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0, "while true; do sleep 0.02; done"),
+                          Script(run_dir_, 1, "while true; do sleep 0.02; done")})
+                  .ok());
+  EXPECT_TRUE(supervisor.StoppedWorkers().empty());
+  const pid_t stopped = supervisor.Workers()[1].pid;
+  ASSERT_EQ(kill(stopped, SIGSTOP), 0);
+  ASSERT_TRUE(WaitForState(stopped, 'T', kPrompt));
+  std::vector<WorkerExit> found = supervisor.StoppedWorkers();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].local_rank, 1);
+  EXPECT_EQ(found[0].pid, stopped);
+  EXPECT_EQ(found[0].kind, WorkerExit::Kind::kHung);
+  EXPECT_TRUE(found[0].process_stopped);
+  EXPECT_NE(found[0].Describe().find("process stopped (state T"), std::string::npos)
+      << found[0].Describe();
+  supervisor.Freeze();
+  EXPECT_TRUE(supervisor.StoppedWorkers().empty());
   EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
 }
 

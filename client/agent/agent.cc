@@ -418,6 +418,19 @@ void Agent::HandleRequestMasterInfo(const v1::RequestMasterInfo& request) {
 void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
   DDP_LOG(INFO) << "stopping the workers of generation " << stop.generation() << ": "
                 << stop.reason();
+  if (stop.generation() == generation_) {
+    // A worker found stopped (SIGSTOP, a debugger) is what its peers hang
+    // behind: report it, with that evidence, before the stop kills it and
+    // the evidence with it, so that the coordinator blames it and not them.
+    std::shared_ptr<WorkerSupervisor> supervisor;
+    {
+      absl::MutexLock lock(&supervisor_mu_);
+      supervisor = supervisor_;
+    }
+    if (supervisor) {
+      for (const WorkerExit& hang : supervisor->StoppedWorkers()) RecordExit(hang);
+    }
+  }
   const std::vector<WorkerState> stopped = StopWorkers(stop.reason());
   if (stop.generation() == generation_) {
     // A worker that failed on its own but whose exit was seen only during

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -337,6 +338,45 @@ TEST_F(AgentTest, LeaseRunsOut_ThenANewerAssignment_FrozenKilledNewStarted) {
   for (int pid : pids) EXPECT_NE(kill(pid, 0), 0) << "worker " << pid << " still exists";
   EXPECT_EQ(ReadFile(dir_ + "/handler"), "");
   EXPECT_EQ(link_.generation(), 3);
+}
+
+// Issue 23.6: a worker stopped by someone else (SIGSTOP, a debugger) when the
+// coordinator orders a group stop is reported as a hang of a stopped
+// process, before WorkersStopped: the evidence that it stalled its peers
+// would die with it.
+TEST_F(AgentTest, StopWorkers_AWorkerStoppedBySomeoneElse_ReportedAsStoppedHangFirst) {
+  StartAgent("while true; do sleep 0.02; done");
+  std::vector<int> pids = StartUnderALease();
+  ASSERT_EQ(pids.size(), 2u);
+  agent_->OnLeaseRenewed(MonotonicClock::Get().Now() + absl::Hours(1), 2);  // no freeze here
+  int stopped_pid = 0;
+  int stopped_rank = -1;
+  for (const auto& s : agent_->WorkerStates()) {
+    if (s.local_rank() == 1) {
+      stopped_pid = s.pid();
+      stopped_rank = s.local_rank();
+    }
+  }
+  ASSERT_GT(stopped_pid, 0);
+  ASSERT_EQ(kill(stopped_pid, SIGSTOP), 0);
+  ASSERT_TRUE(PollFor([&] { return ProcessState(stopped_pid) == 'T'; }));
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop_workers()->set_generation(2);
+  stop.mutable_stop_workers()->set_reason("a hang was reported elsewhere");
+  agent_->OnCoordinatorMessage(stop);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkersStopped, 1).size(), 1u);
+  const std::vector<v1::AgentMessage> exits = link_.Of(v1::AgentMessage::kWorkerExited);
+  ASSERT_EQ(exits.size(), 1u);
+  const v1::WorkerExited& hang = exits[0].worker_exited();
+  EXPECT_EQ(hang.local_rank(), stopped_rank);
+  EXPECT_TRUE(hang.hang());
+  EXPECT_TRUE(hang.process_stopped());
+  EXPECT_EQ(hang.pid(), stopped_pid);
+  EXPECT_NE(hang.error_message().find("process stopped"), std::string::npos)
+      << hang.error_message();
+  const std::vector<v1::AgentMessage::BodyCase> order = link_.Sequence();
+  EXPECT_LT(std::find(order.begin(), order.end(), v1::AgentMessage::kWorkerExited),
+            std::find(order.begin(), order.end(), v1::AgentMessage::kWorkersStopped));
 }
 
 TEST_F(AgentTest, JobFinishedFailed_ExitCodeOneAndSummaryPrinted) {

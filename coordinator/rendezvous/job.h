@@ -380,6 +380,17 @@ class Job {
   absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
 
+  // RESTARTING after a hang report with budget left: the worst failure of
+  // the generation so far (FailedEarlier), which the restart names once the
+  // stop barrier completes, and when the restart began. Not stored: a job
+  // restored meanwhile finishes the barrier without the event (the restart
+  // is counted already).
+  struct HangReview {
+    FailureInfo culprit;
+    absl::Time began;
+  };
+  std::optional<HangReview> hang_review_;
+
   // Events (bounded) and persistence delta: the events after
   // events_taken_index_ go into the next TakeChanges; events_dropped_: older
   // ones left events_ since (the store drops them too).

@@ -166,6 +166,59 @@ TEST(JobFailure, HangOfStoppedProcess_RootCauseOverEarlierBlockedPeer) {
   EXPECT_TRUE(status.root_cause->process_stopped);
 }
 
+// Issue 23.6: with restarts left, a hang report does not name the restart's
+// cause at once: the peers of a stopped rank hang behind it and their agent
+// may report first. Every worker is stopped, each node's evidence comes in
+// (the stopped process, reported by its agent when the stop began), and the
+// RESTARTING event names the stopped rank, dated from the first report.
+TEST(JobFailure, HangWithBudget_RestartNamesTheStoppedRankNotTheFirstReport) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/3));
+  StartRunning(h, {"a", "b"});
+  h.ClearOutbox();
+  const absl::Time t = h.clock().Now();
+  WorkerExit blocked{0, 0, 0, "hang", t, /*hang=*/true, 11};
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), blocked).ok());
+  EXPECT_EQ(h.job().state(), JobState::kRestarting);
+  EXPECT_EQ(h.job().restart_count(), 1);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 0);
+  EXPECT_EQ(testing::MessagesOf<StopWorkers>(h.outbox()).size(), 2u);
+  h.clock().Advance(absl::Milliseconds(300));
+  WorkerExit stopped{1,
+                     0,
+                     0,
+                     "hang; process stopped when the group stop began",
+                     t - absl::Milliseconds(40),
+                     /*hang=*/true,
+                     22,
+                     /*process_stopped=*/true};
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), stopped).ok());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
+  ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kStarting);  // both back in the next round
+  EXPECT_EQ(h.job().restart_count(), 1);
+  ASSERT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 1);
+  for (const JobEvent& e : h.outbox().events) {
+    if (e.type != JobEventType::kRestarting) continue;
+    EXPECT_EQ(e.restart_cause, RestartCause::kHang);
+    EXPECT_NE(e.message.find("on node 'b'"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("process was stopped"), std::string::npos) << e.message;
+    EXPECT_EQ(e.message.find("node 'a'"), std::string::npos) << e.message;
+    EXPECT_EQ(e.time, t);  // when the restart began, not when it was decided
+  }
+  const JobStatus status = h.job().Status(false);
+  ASSERT_FALSE(status.failures.empty());
+  EXPECT_EQ(status.failures.front().node_id, "b");
+}
+
+// An exit (not a hang) with budget left restarts at once, as before.
+TEST(JobFailure, ExitWithBudget_RestartingEventAtOnce) {
+  JobHarness h(Settings(2, 2, /*max_restarts=*/3));
+  StartRunning(h, {"a", "b"});
+  h.ClearOutbox();
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "boom", h.clock().Now()}).ok());
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 1);
+}
+
 TEST(JobFailure, TwoFailuresAtOnce_OneRestart) {
   JobHarness h(Settings(2, 2, 5));
   StartRunning(h, {"a", "b"});

@@ -245,6 +245,9 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
     root_cause_ = failure;
     MarkJobDirty();
   }
+  if (hang_review_.has_value() && FailedEarlier(failure, hang_review_->culprit)) {
+    hang_review_->culprit = failure;
+  }
   return absl::OkStatus();
 }
 
@@ -269,9 +272,21 @@ std::string Job::FailureSentence(const FailureInfo& failure) {
 void Job::HandleFailure(const FailureInfo& failure) {
   RecordFailure(failure);
   const std::string what = FailureSentence(failure);
+  if (restart_count_ < settings_.max_restarts && failure.hang) {
+    // The first hang reported is often not the one that stalled the others:
+    // every rank blocked behind a stopped or stuck one goes silent too, and
+    // the agents race. Stop every worker first, taking each node's evidence
+    // (a process found stopped, the oldest heartbeat), and name the restart's
+    // cause once the barrier completes (MaybeFinishStopBarrier).
+    ++restart_count_;
+    hang_review_ = HangReview{failure, clock_->Now()};
+    StopAllWorkers(absl::StrCat("a hang was reported (", what,
+                                "); stopping every worker to find the rank that hung first"));
+    return;
+  }
   if (restart_count_ < settings_.max_restarts) {
     ++restart_count_;
-    BeginRestart(failure.hang ? RestartCause::kHang : RestartCause::kWorkerFailure,
+    BeginRestart(RestartCause::kWorkerFailure,
                  absl::StrCat(what, "; restart ", restart_count_, " of ", settings_.max_restarts));
     return;
   }
@@ -365,6 +380,21 @@ absl::Status Job::WorkersStopped(const NodeRef& ref) {
 
 void Job::MaybeFinishStopBarrier() {
   if (state_ != JobState::kRestarting || !stop_barrier_.complete()) return;
+  if (hang_review_.has_value()) {
+    // Every member's reports are in: the restart names the culprit, and is
+    // dated from when it began.
+    const HangReview review = *std::move(hang_review_);
+    hang_review_.reset();
+    const RestartCause cause =
+        review.culprit.hang ? RestartCause::kHang : RestartCause::kWorkerFailure;
+    Emit(JobEventType::kRestarting, "",
+         absl::StrCat(FailureSentence(review.culprit), "; restart ", restart_count_, " of ",
+                      settings_.max_restarts));
+    for (JobEvent* event : {&outbox_->events.back(), &events_.back()}) {
+      event->restart_cause = cause;
+      event->time = review.began;
+    }
+  }
   if (!FailingAfterStop()) {
     // Tick finishes the barrier once the leases of removed members ran out.
     if (clock_->Now() < stop_barrier_.fenced_until()) return;
@@ -381,6 +411,7 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
                  const std::string& message) {
   state_ = state;
   root_cause_ = std::move(root_cause);
+  hang_review_.reset();
   finish_message_ = message;
   finished_ = clock_->Now();
   join_deadline_ = master_deadline_ = absl::InfiniteFuture();
