@@ -103,6 +103,11 @@ absl::Status JobRegistry::Run(const std::string& job_id,
   return RunLocked(job_id, op);
 }
 
+absl::Status JobRegistry::CheckWritable() const {
+  if (!options_.write_check) return absl::OkStatus();
+  return options_.write_check();
+}
+
 absl::Status JobRegistry::AwaitOwnChanges(absl::Status status) {
   if (!status.ok() || store_ == nullptr) return status;
   absl::Status durable = AwaitDurable(DurabilityMark(), options_.write_timeout);
@@ -122,6 +127,7 @@ absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
   if (!status.ok()) return status;
   status = ValidateJobSettings(settings, options_.limits);
   if (!status.ok()) return status;
+  DDP_RETURN_IF_ERROR(CheckWritable());
   absl::StatusOr<JobStatus> result;
   {
     ChangeScope locked(this);
@@ -218,15 +224,18 @@ absl::StatusOr<RegisterResult> JobRegistry::Register(const RegisterRequest& requ
 }
 
 absl::Status JobRegistry::UpdateJob(const std::string& job_id, int min_nodes, int max_nodes) {
+  DDP_RETURN_IF_ERROR(CheckWritable());
   return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.Update(min_nodes, max_nodes); }));
 }
 
 absl::Status JobRegistry::CancelJob(const std::string& job_id, const std::string& reason) {
+  DDP_RETURN_IF_ERROR(CheckWritable());
   return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.Cancel(reason); }));
 }
 
 absl::Status JobRegistry::SetJobTokenHash(const std::string& job_id,
                                           const std::string& token_hash) {
+  DDP_RETURN_IF_ERROR(CheckWritable());
   return AwaitOwnChanges(Run(job_id, [&](Job& job) {
     job.SetTokenHash(token_hash);
     return absl::OkStatus();
@@ -244,6 +253,7 @@ std::vector<std::pair<std::string, std::string>> JobRegistry::JobTokenHashes() c
 
 absl::Status JobRegistry::ExcludeNode(const std::string& job_id, const std::string& node_id,
                                       const std::string& reason) {
+  DDP_RETURN_IF_ERROR(CheckWritable());
   return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.ExcludeNode(node_id, reason); }));
 }
 
@@ -283,6 +293,7 @@ void JobRegistry::ForgetLocked(const std::string& job_id) {
 }
 
 absl::Status JobRegistry::RemoveJob(const std::string& job_id) {
+  DDP_RETURN_IF_ERROR(CheckWritable());
   {
     ChangeScope locked(this);
     DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));

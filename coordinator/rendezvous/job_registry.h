@@ -78,6 +78,12 @@ struct JobRegistryOptions {
   // while it was paused) must not renew leases that the new leader does not
   // know about. Null: always serving.
   std::function<absl::Status()> serving_check;
+  // Asked before a scheduler change (CreateJob, UpdateJob, CancelJob,
+  // ExcludeNode, RemoveJob, SetJobTokenHash): an error refuses it at once,
+  // with no effect (the store stopped accepting writes after an I/O error:
+  // the change could only wait out write_timeout and end UNKNOWN). Null:
+  // always writable.
+  std::function<absl::Status()> write_check;
 };
 
 class JobRegistry {
@@ -216,6 +222,8 @@ class JobRegistry {
     const bool outbox_was_empty_;
     const bool had_pending_;
   };
+  // options_.write_check, before a scheduler change.
+  absl::Status CheckWritable() const;
   // Scheduler calls: waits until the call's changes are durable.
   absl::Status AwaitOwnChanges(absl::Status status);
 

@@ -172,6 +172,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->kv_service_ =
       std::make_unique<rpc::GrpcKvService>(*server->kv_store_, kv_service_options);
 
+  // After an I/O error the store takes no writes until a restart: scheduler
+  // changes are refused at once (UNAVAILABLE, no effect), as KV writes are.
+  job_options.rendezvous.write_check = [kv = server->kv_store_.get()] {
+    return kv->WriteHealth();
+  };
   auto job_services = session::JobServices::Create(clock, *server->commit_loop_, job_options);
   if (!job_services.ok()) {
     return absl::Status(

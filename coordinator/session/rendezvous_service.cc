@@ -44,6 +44,7 @@ RendezvousService::RendezvousService(const Clock& clock, rendezvous::JobStateSto
   registry_options.limits = options_.limits;
   registry_options.stall_threshold = options_.stall_threshold;
   registry_options.serving_check = options_.serving_check;
+  registry_options.write_check = options_.write_check;
   // Both wake the loop; set before Join, used only once it runs.
   registry_options.on_outbox = [this] {
     if (loop_ != nullptr) loop_->Notify();

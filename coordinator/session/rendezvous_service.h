@@ -57,6 +57,8 @@ struct RendezvousServiceOptions {
   // JobRegistryOptions::serving_check (HA: is this coordinator still the
   // leader?); null: always.
   std::function<absl::Status()> serving_check;
+  // JobRegistryOptions::write_check (the store's write health); null: none.
+  std::function<absl::Status()> write_check;
   // Observer for metrics: each batch of the core's events, in order, once
   // durable and published (delivery thread); keep it cheap.
   std::function<void(const std::vector<rendezvous::JobEvent>&)> on_events;

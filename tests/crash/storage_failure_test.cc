@@ -17,6 +17,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -139,6 +141,21 @@ TEST_F(StorageFailureTest, DiskFullOnCommit_UnknownNeverSaysNoEffect) {
   EXPECT_THAT(unknown.error_message(), Not(HasSubstr("no effect")));
   EXPECT_THAT(unknown.error_message(), Not(HasSubstr("retry later")));
   std::remove(full_trigger_.c_str());
+  // Issue 23.12: a scheduler change is refused at once, as a KV write is,
+  // instead of waiting 10 s to end UNKNOWN.
+  auto jobs = v1::JobService::NewStub(MakeFastReconnectChannel(process.address(), 1));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  v1::CreateJobRequest create;
+  create.set_job_id("j");
+  create.mutable_settings()->set_min_nodes(1);
+  create.mutable_settings()->set_max_nodes(1);
+  v1::Job created;
+  const absl::Time asked = absl::Now();
+  const grpc::Status job = jobs->CreateJob(&context, create, &created);
+  EXPECT_EQ(job.error_code(), grpc::StatusCode::UNAVAILABLE) << job.error_message();
+  EXPECT_THAT(job.error_message(), HasSubstr("until the coordinator is restarted"));
+  EXPECT_LT(absl::Now() - asked, absl::Seconds(5));
   grpc::Status refused = Put(*stub, "b", "1");
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
   EXPECT_THAT(refused.error_message(), HasSubstr("until the coordinator is restarted"));
