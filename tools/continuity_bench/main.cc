@@ -390,6 +390,7 @@ struct AgentCycle {
 };
 
 struct CycleResult {
+  absl::Time killed;  // to find the cycle in the logs
   std::string what;
   AgentCycle agents[kNodes];
   std::optional<double> first_put_s;  // kill -> first acknowledged put
@@ -426,6 +427,7 @@ CycleResult RunCycle(int cycle, Disruption& disruption, TrainingJob& job, PutPro
   std::vector<size_t> offsets;
   for (int i = 0; i < kNodes; ++i) offsets.push_back(job.LogSize(i));
   const absl::Time killed = absl::Now();
+  result.killed = killed;
   disruption.Kill();
   absl::Time serving = killed;
   absl::StatusOr<std::string> what = disruption.Recover(cycle, killed, &serving);
@@ -541,8 +543,10 @@ bool RunPart(const std::string& name, const std::string& dir, Disruption& disrup
   for (int cycle = 0; cycle < cycles && !interrupted; ++cycle) {
     const CycleResult r = RunCycle(cycle, disruption, job, prober);
     ++cycles_run;
-    std::string line = absl::StrFormat("%s %2d: %s", is_restart ? "cycle" : "failover", cycle + 1,
-                                       r.what.empty() ? "-" : r.what);
+    std::string line =
+        absl::StrFormat("%s %2d (kill %sZ): %s", is_restart ? "cycle" : "failover", cycle + 1,
+                        absl::FormatTime("%H:%M:%E3S", r.killed, absl::UTCTimeZone()),
+                        r.what.empty() ? "-" : r.what);
     for (int i = 0; i < kNodes; ++i) {
       const AgentCycle& a = r.agents[i];
       absl::StrAppend(&line, " | ", AgentColumn(job, i, a));
