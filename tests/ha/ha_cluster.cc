@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -51,6 +53,10 @@ int FreeLoopbackPort() {
 absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(const std::string& dir, int members,
                                                                 std::string also_listen_on) {
   std::unique_ptr<EtcdCluster> cluster(new EtcdCluster(dir, std::move(also_listen_on)));
+  // The members' logs go to DIR/mN.log (else to this process's stderr).
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+  }
   std::vector<std::string> peers;
   for (int i = 0; i < members; ++i) {
     Member m;
