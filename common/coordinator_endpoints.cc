@@ -14,15 +14,20 @@ CoordinatorEndpoints::CoordinatorEndpoints(std::vector<std::string> endpoints)
 std::string CoordinatorEndpoints::Joined() const { return absl::StrJoin(endpoints_, ","); }
 
 bool CoordinatorEndpoints::Next(absl::string_view leader_hint) {
-  if (!leader_hint.empty() && leader_hint != current()) {
+  if (!leader_hint.empty() && leader_hint != current() && leader_hint != failed_hint_) {
     hinted_ = std::string(leader_hint);
     return true;
   }
   if (hinted_) {
-    hinted_.reset();  // the named leader failed too: back to the list
-  } else {
-    index_ = (index_ + 1) % endpoints_.size();
+    // The named leader failed too: it is down, or not reachable by the name
+    // it advertises from here (another network). Not followed again this
+    // round, and the list goes on after the coordinator that named it (going
+    // back there would only hear the same name again).
+    failed_hint_ = *std::move(hinted_);
+    hinted_.reset();
   }
+  index_ = (index_ + 1) % endpoints_.size();
+  if (index_ == 0) failed_hint_.clear();  // a new round trusts names again
   return false;
 }
 

@@ -30,13 +30,18 @@ class CoordinatorEndpoints {
   std::string Joined() const;
   // After a call to current() failed: to `leader_hint` when it names another
   // coordinator (returns true: worth calling at once), else to the next in
-  // the list (returns false).
+  // the list (returns false). A named leader that failed is not followed
+  // again until the list went round once, and the list goes on after the
+  // coordinator that named it: a standby that names the leader by an address
+  // this client cannot reach (its --advertise-host seen from another
+  // network) must not send it back and forth between the two.
   bool Next(absl::string_view leader_hint);
 
  private:
   std::vector<std::string> endpoints_;
   size_t index_ = 0;
   std::optional<std::string> hinted_;  // a leader named by a standby
+  std::string failed_hint_;            // a named leader that failed, this round
 };
 
 // The leader a standby named in the trailing metadata of a finished call;

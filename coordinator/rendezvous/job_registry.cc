@@ -316,6 +316,9 @@ absl::StatusOr<T> JobRegistry::DurableRead(uint64_t mark, absl::StatusOr<T> read
         " (the job database is not accepting writes), so it is not shown; retry later, and "
         "check the coordinator's log and disk"));
   }
+  // Linearizable: the state was read before this check, so a coordinator
+  // that still leads now read the latest (a deposed one refuses).
+  if (options_.serving_check) DDP_RETURN_IF_ERROR(options_.serving_check());
   return read;
 }
 
@@ -381,13 +384,17 @@ absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs(bool include_past_r
 absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string& job_id,
                                                                int64_t after_index,
                                                                int limit) const {
-  absl::MutexLock lock(&mu_);
-  DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
-  absl::StatusOr<std::vector<JobEvent>> events = job->EventsSince(after_index, limit);
-  if (!events.ok() || store_ == nullptr) return events;
-  auto taken = taken_event_index_.find(job_id);
-  const int64_t cap = taken == taken_event_index_.end() ? 0 : taken->second;
-  while (!events->empty() && events->back().index > cap) events->pop_back();
+  absl::StatusOr<std::vector<JobEvent>> events;
+  {
+    absl::MutexLock lock(&mu_);
+    DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
+    events = job->EventsSince(after_index, limit);
+    if (!events.ok() || store_ == nullptr) return events;
+    auto taken = taken_event_index_.find(job_id);
+    const int64_t cap = taken == taken_event_index_.end() ? 0 : taken->second;
+    while (!events->empty() && events->back().index > cap) events->pop_back();
+  }
+  if (options_.serving_check) DDP_RETURN_IF_ERROR(options_.serving_check());
   return events;
 }
 

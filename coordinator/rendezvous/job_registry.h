@@ -73,10 +73,12 @@ struct JobRegistryOptions {
   // clock by hand between ticks). RendezvousService turns it on.
   absl::Duration stall_threshold = absl::ZeroDuration();
   // Asked before a Register or Heartbeat is answered (the answers renew the
-  // agent's lease): an error (UNAVAILABLE) refuses the call. A coordinator of
-  // an HA group that may no longer lead (its leadership lease ran out, e.g.
+  // agent's lease), and after a read (GetJob, ListJobs, EventsSince) took
+  // its state: an error (UNAVAILABLE) refuses the call. A coordinator of an
+  // HA group that may no longer lead (its leadership lease ran out, e.g.
   // while it was paused) must not renew leases that the new leader does not
-  // know about. Null: always serving.
+  // know about, nor serve state a new leader may have changed (reads stay
+  // linearizable). Null: always serving.
   std::function<absl::Status()> serving_check;
   // Asked before a scheduler change (CreateJob, UpdateJob, CancelJob,
   // ExcludeNode, RemoveJob, SetJobTokenHash): an error refuses it at once,

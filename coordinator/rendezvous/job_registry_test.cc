@@ -224,6 +224,29 @@ TEST(JobRegistry, ServingCheckFails_RegisterAndHeartbeatRefused) {
             absl::StatusCode::kUnavailable);
 }
 
+// Issue 23.1, job reads: a deposed leader answers no read (its state may be
+// stale); with a store, GetJob, ListJobs and EventsSince check after reading.
+TEST(JobRegistry, ServingCheckFails_ReadsRefused) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  JobRegistryOptions options;
+  bool leading = true;
+  options.serving_check = [&leading] {
+    return leading ? absl::OkStatus() : absl::UnavailableError("not the leader");
+  };
+  JobRegistry registry(clock, &store, options);
+  ASSERT_TRUE(registry.Register(Req("j1", "a", 1, Settings(2, 2))).ok());
+  ASSERT_TRUE(registry.PersistPending().ok());
+  (void)registry.TakeOutbox();
+  ASSERT_TRUE(registry.GetJob("j1", false).ok());
+  ASSERT_TRUE(registry.ListJobs().ok());
+  ASSERT_TRUE(registry.EventsSince("j1", 0, 10).ok());
+  leading = false;
+  EXPECT_EQ(registry.GetJob("j1", false).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(registry.ListJobs().status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(registry.EventsSince("j1", 0, 10).status().code(), absl::StatusCode::kUnavailable);
+}
+
 TEST(JobRegistry, ConcurrentRegistrations_AllCounted) {
   FakeClock clock;
   JobRegistry registry(clock, nullptr, {});
