@@ -368,6 +368,9 @@ void Agent::StartWorkers(const v1::Assignment& p) {
                 << ", group rank " << p.group_rank() << "/" << p.group_world_size() << ", master "
                 << p.master_addr() << ":" << p.master_port() << ", restart " << p.restart_count();
   absl::Status started = supervisor->Start(std::move(specs));
+  // The lease may have run out while they were being spawned (the freeze
+  // then found no worker yet): freeze them now.
+  if (lease_->frozen()) supervisor->Freeze();
   if (!started.ok()) {
     DDP_LOG(ERROR) << "cannot start the workers of generation " << generation_ << ": " << started;
     StopWorkers("start failed");

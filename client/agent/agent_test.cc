@@ -331,7 +331,8 @@ TEST_F(AgentTest, LeaseRunsOut_ThenANewerAssignment_FrozenKilledNewStarted) {
   ASSERT_EQ(pids.size(), 2u);
   ASSERT_TRUE(link_.WaitForLeaseExpired());
   ASSERT_TRUE(PollFor([&] { return ProcessState(pids[0]) == 'T'; }));
-  agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 3);
+  // The coordinator runs generation 3 (a lease that lasts the test).
+  agent_->OnLeaseRenewed(MonotonicClock::Get().Now() + absl::Hours(1), 3);
   agent_->OnCoordinatorMessage(AssignmentOf(3, 2));
   ASSERT_TRUE(PollFor([&] { return ReadFile(dir_ + "/started") == "2\n2\n3\n3\n"; }))
       << ReadFile(dir_ + "/started");
