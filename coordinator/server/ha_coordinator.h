@@ -4,10 +4,13 @@
 // A coordinator whose state is in etcd (--store etcd://...): one of the
 // coordinators on the prefix leads, the others stand by.
 //
-//   Start --> standby (StandbyServer on the ports: redirects to the leader)
-//     --elected--> standby's listeners closed; the state loaded from etcd
-//                  into a CoordinatorServer on the same ports, its every
-//                  transaction fenced by the election key --> leader
+//   Start --> standby (StandbyServer on the ports: redirects to the leader;
+//             an EtcdPrefixMirror follows the prefix: the state kept warm)
+//     --elected--> standby's listeners closed; the state taken from the
+//                  mirror once it reflects the last commit (read from etcd
+//                  if it does not within a second), into a CoordinatorServer
+//                  on the same ports, its every transaction fenced by the
+//                  election key --> leader
 //     --lease lost / a transaction refused by the fence--> on_fatal (the
 //                  process exits: its supervisor starts it again, a standby)
 //   Shutdown: a leader commits what is queued, then resigns (a standby takes
@@ -27,6 +30,7 @@
 #include "coordinator/ha/leader_election.h"
 #include "coordinator/ha/standby_server.h"
 #include "coordinator/server/coordinator_server.h"
+#include "coordinator/storage/etcd/etcd_prefix_mirror.h"
 #include "coordinator/storage/etcd/etcd_store_spec.h"
 
 namespace ddp::server {
@@ -82,6 +86,8 @@ class HaCoordinator {
   mutable absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<ha::StandbyServer> standby_ ABSL_GUARDED_BY(mu_);
+  // While standing by: the prefix followed (taken by Promote).
+  std::unique_ptr<storage::EtcdPrefixMirror> mirror_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<CoordinatorServer> server_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -14,7 +14,9 @@
 // has a store of that size to take over. Each kill's line also gives how
 // long the new leader took from its election to serving, as it logged it
 // ("leading: serving ... after the election"): the promotion, most of it
-// loading the state.
+// loading the state. A killed leader is started again and waited for until
+// it is ready to take over (--standby_ready: its log says its mirror of the
+// store follows it) before the next kill.
 //
 // Prints one line per kill and min / median / p90 / max of both.
 
@@ -47,6 +49,10 @@ ABSL_FLAG(int, kills, 20, "Leader kills (kill -9) to time");
 ABSL_FLAG(int, preload_keys, 0, "Keys written before the kills (the store's size)");
 ABSL_FLAG(int, value_bytes, 100, "Bytes of each preloaded key's value");
 ABSL_FLAG(int, preload_clients, 32, "Concurrent puts while preloading");
+ABSL_FLAG(std::string, standby_ready, "following its changes",
+          "A standby is ready to take over once its log has this line (its mirror of the "
+          "store is warm); the killed leader, started again, is waited for before the next "
+          "kill. Empty: as soon as it stands by");
 ABSL_FLAG(int, agents, 16, "Agents (nodes of one job)");
 ABSL_FLAG(int64_t, leader_lease_ms, 2000, "The coordinators' --leader-lease-ms");
 ABSL_FLAG(std::string, work_dir, "/tmp", "Where the etcd and coordinator data dirs go");
@@ -164,6 +170,19 @@ bool Preload(const std::string& targets) {
   return true;
 }
 
+// Waits (up to `bound`) until the log at `path` has `line` after its first
+// `offset` bytes.
+bool WaitForLine(const std::string& path, size_t offset, const std::string& line,
+                 absl::Duration bound) {
+  const absl::Time deadline = absl::Now() + bound;
+  while (true) {
+    const std::string log = ReadFile(path);
+    if (log.size() > offset && log.find(line, offset) != std::string::npos) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
 // "min A, median B, p90 C, max D" of sorted `values` (in `unit`).
 std::string Summary(std::vector<double> values, const char* unit) {
   if (values.empty()) return "none";
@@ -223,6 +242,14 @@ int Run() {
          !std::all_of(agents.begin(), agents.end(), [](auto& a) { return a->running(); })) {
     absl::SleepFor(absl::Milliseconds(20));
   }
+  if (const std::string ready = absl::GetFlag(FLAGS_standby_ready); !ready.empty()) {
+    for (int i = 0; i < group.size(); ++i) {
+      if (!WaitForLine(group.at(i).log_path(), 0, ready, absl::Seconds(60))) {
+        std::cerr << "coordinator " << i << " never logged '" << ready << "'\n";
+        return 1;
+      }
+    }
+  }
   std::cout << n << " agents running; killing the leader " << absl::GetFlag(FLAGS_kills)
             << " times (leader lease " << absl::GetFlag(FLAGS_leader_lease_ms) << " ms)\n";
   std::vector<double> seconds, promotions_ms;
@@ -269,8 +296,16 @@ int Run() {
     }
     std::printf("kill %2d: every agent resumed %.3f s after the kill; %s\n", kill + 1, took,
                 promoted.c_str());
+    const size_t logged = ReadFile(group.at(leader).log_path()).size();
     if (absl::Status restarted = group.at(leader).Start(); !restarted.ok()) {
       std::cerr << restarted << "\n";
+      return 1;
+    }
+    const std::string ready = absl::GetFlag(FLAGS_standby_ready);
+    if (!ready.empty() &&
+        !WaitForLine(group.at(leader).log_path(), logged, ready, absl::Seconds(60))) {
+      std::cerr << "kill " << kill << ": the restarted coordinator never logged '" << ready
+                << "'\n";
       return 1;
     }
   }
