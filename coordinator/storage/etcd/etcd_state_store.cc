@@ -326,6 +326,8 @@ absl::Status EtcdStateStore::Txn(
     op->set_key(from);
     op->set_range_end(to);
   }
+  // The meta key last: a standby's mirror that holds it holds the whole
+  // transaction (OpenFromMirror relies on it).
   etcdserverpb::RequestOp* meta = txn.add_success();
   meta->mutable_request_put()->set_key(prefix_ + "m/meta");
   const std::string commit = absl::StrCat(writer_id_, "/", ++commits_);

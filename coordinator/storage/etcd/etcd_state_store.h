@@ -92,9 +92,10 @@ class EtcdStateStore final : public commit::StateStore {
   // transactions), it reads the meta key, which every commit writes as its
   // transaction's last change; waits up to `catch_up` until the mirror
   // reflects that revision; takes the mirror and checks that it holds that
-  // very meta key. The store then holds exactly what etcd holds; were the
-  // mirror behind after all, the first commit would fail on the meta guard
-  // (FAILED_PRECONDITION, on_fatal) rather than overwrite what it missed.
+  // very meta key (every commit changes it, as its transaction's last
+  // change): the store then holds exactly what etcd holds. Its meta guard
+  // comes from the mirror's meta key too, so a mirror that had missed a
+  // commit could not write (FAILED_PRECONDITION, on_fatal) either.
   // An empty prefix (no meta key) is read from etcd. Possible errors: those
   // of Open; DEADLINE_EXCEEDED (the mirror did not catch up in time),
   // FAILED_PRECONDITION (the mirror was stopped or taken, or holds another
