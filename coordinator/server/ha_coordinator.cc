@@ -21,12 +21,6 @@ std::string DefaultAdvertiseHost(const std::string& bind) {
   return name;
 }
 
-// How long a new leader waits for its mirror to reflect the last commit
-// before it reads the state from etcd instead. A mirror that follows is
-// there at once (the last commit came a lease ago); one still reading its
-// snapshot, or cut off, is not worth more than a cold load.
-constexpr absl::Duration kMirrorCatchUp = absl::Seconds(1);
-
 std::string HostName() {
   char name[256] = {0};
   gethostname(name, sizeof(name) - 1);
@@ -139,9 +133,10 @@ absl::Status HaCoordinator::Promote() {
   store_options.on_fatal = options_.on_fatal;
   const absl::Time loading = absl::Now();
   absl::StatusOr<std::unique_ptr<storage::EtcdStateStore>> opened =
-      mirror == nullptr ? absl::FailedPreconditionError("no mirror")
-                        : storage::EtcdStateStore::OpenFromMirror(
-                              etcd_, spec_.prefix, store_options, *mirror, kMirrorCatchUp);
+      mirror == nullptr
+          ? absl::FailedPreconditionError("no mirror")
+          : storage::EtcdStateStore::OpenFromMirror(etcd_, spec_.prefix, store_options, *mirror,
+                                                    options_.mirror_catch_up);
   std::string source = "this standby's mirror";
   if (!opened.ok()) {
     DDP_LOG(WARNING) << "the state cannot come from this standby's mirror of "

@@ -8,9 +8,9 @@
 //             an EtcdPrefixMirror follows the prefix: the state kept warm)
 //     --elected--> standby's listeners closed; the state taken from the
 //                  mirror once it reflects the last commit (read from etcd
-//                  if it does not within a second), into a CoordinatorServer
-//                  on the same ports, its every transaction fenced by the
-//                  election key --> leader
+//                  if it does not within mirror_catch_up), into a
+//                  CoordinatorServer on the same ports, its every
+//                  transaction fenced by the election key --> leader
 //     --lease lost / a transaction refused by the fence--> on_fatal (the
 //                  process exits: its supervisor starts it again, a standby)
 //   Shutdown: a leader commits what is queued, then resigns (a standby takes
@@ -44,6 +44,11 @@ struct HaCoordinatorOptions {
   std::string advertise_host;
   // The leader key's lease: a dead leader is replaced after at most this.
   absl::Duration leader_lease = absl::Seconds(2);
+  // How long a new leader waits for its mirror of the prefix to show the
+  // last commit before it reads the state from etcd instead. A mirror that
+  // follows is there at once (the last commit came a lease ago); one still
+  // reading its snapshot, or cut off, is not worth more than a cold load.
+  absl::Duration mirror_catch_up = absl::Seconds(1);
   // Leadership lost, or promotion failed: the process must end now (it
   // must not return). The status says why.
   std::function<void(const absl::Status&)> on_fatal;
