@@ -61,6 +61,14 @@ absl::StatusOr<std::unique_ptr<HaCoordinator>> HaCoordinator::Start(HaCoordinato
   ha->self_.set_http_scheme(server.tls.enabled() ? "https" : "http");
   ha->self_.set_name(absl::StrCat(HostName(), "/", getpid()));
 
+  // The prefix followed from now on, so that the state is warm when this
+  // coordinator is elected.
+  {
+    absl::MutexLock lock(&ha->mu_);
+    ha->mirror_ = storage::EtcdPrefixMirror::Start(
+        ha->etcd_, storage::EtcdStateStore::MirrorOptions(ha->spec_.prefix));
+  }
+
   ha::LeaderElectionOptions election;
   election.prefix = ha->spec_.prefix;
   election.self = ha->self_;
@@ -109,10 +117,12 @@ void HaCoordinator::CampaignThenLead() {
 absl::Status HaCoordinator::Promote() {
   const absl::Time elected = absl::Now();
   std::unique_ptr<ha::StandbyServer> standby;
+  std::unique_ptr<storage::EtcdPrefixMirror> mirror;
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return absl::CancelledError("shutting down");
     standby = std::move(standby_);
+    mirror = std::move(mirror_);
   }
   DDP_LOG(INFO) << "elected leader of " << options_.server.store << " (fence revision "
                 << election_->fence().create_revision << "); loading the state";
@@ -121,8 +131,23 @@ absl::Status HaCoordinator::Promote() {
   storage::EtcdStateStoreOptions store_options;
   store_options.fence = election_->fence();
   store_options.on_fatal = options_.on_fatal;
-  DDP_ASSIGN_OR_RETURN(std::unique_ptr<storage::EtcdStateStore> store,
-                       storage::EtcdStateStore::Open(etcd_, spec_.prefix, store_options));
+  const absl::Time loading = absl::Now();
+  absl::StatusOr<std::unique_ptr<storage::EtcdStateStore>> opened =
+      mirror == nullptr
+          ? absl::FailedPreconditionError("no mirror")
+          : storage::EtcdStateStore::OpenFromMirror(etcd_, spec_.prefix, store_options, *mirror,
+                                                    options_.mirror_catch_up);
+  std::string source = "this standby's mirror";
+  if (!opened.ok()) {
+    DDP_LOG(WARNING) << "the state cannot come from this standby's mirror of "
+                     << options_.server.store << " (" << opened.status()
+                     << "); reading it from etcd";
+    source = "etcd";
+    opened = storage::EtcdStateStore::Open(etcd_, spec_.prefix, store_options);
+  }
+  mirror.reset();
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<storage::EtcdStateStore> store, std::move(opened));
+  const absl::Duration opening = absl::Now() - loading;
   CoordinatorServerOptions server_options = options_.server;
   server_options.port = port_;
   if (server_options.http) server_options.http->port = http_port_;
@@ -139,7 +164,10 @@ absl::Status HaCoordinator::Promote() {
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorServer> server,
                        CoordinatorServer::Start(server_options, std::move(store)));
   DDP_LOG(INFO) << "leading: serving " << options_.server.store << " on " << self_.grpc_address()
-                << " " << absl::FormatDuration(absl::Now() - elected) << " after the election";
+                << " " << absl::FormatDuration(absl::Now() - elected)
+                << " after the election (state from " << source << ": store opened in "
+                << absl::FormatDuration(opening) << ", loaded and served in "
+                << absl::FormatDuration(absl::Now() - loading) << ")";
   {
     absl::MutexLock lock(&mu_);
     if (!shutting_down_) {
@@ -176,13 +204,16 @@ v1::ClusterStatus HaCoordinator::Status(bool etcd_health) const {
 void HaCoordinator::Shutdown() {
   std::unique_ptr<CoordinatorServer> server;
   std::unique_ptr<ha::StandbyServer> standby;
+  std::unique_ptr<storage::EtcdPrefixMirror> mirror;
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return;
     shutting_down_ = true;
     server = std::move(server_);
     standby = std::move(standby_);
+    mirror = std::move(mirror_);
   }
+  mirror.reset();
   if (server != nullptr) {
     server->Shutdown();  // the last commits, still fenced by a live lease
     election_->Resign();

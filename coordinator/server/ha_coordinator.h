@@ -4,9 +4,12 @@
 // A coordinator whose state is in etcd (--store etcd://...): one of the
 // coordinators on the prefix leads, the others stand by.
 //
-//   Start --> standby (StandbyServer on the ports: redirects to the leader)
-//     --elected--> standby's listeners closed; the state loaded from etcd
-//                  into a CoordinatorServer on the same ports, its every
+//   Start --> standby (StandbyServer on the ports: redirects to the leader;
+//             an EtcdPrefixMirror follows the prefix: the state kept warm)
+//     --elected--> standby's listeners closed; the state taken from the
+//                  mirror once it reflects the last commit (read from etcd
+//                  if it does not within mirror_catch_up), into a
+//                  CoordinatorServer on the same ports, its every
 //                  transaction fenced by the election key --> leader
 //     --lease lost / a transaction refused by the fence--> on_fatal (the
 //                  process exits: its supervisor starts it again, a standby)
@@ -27,6 +30,7 @@
 #include "coordinator/ha/leader_election.h"
 #include "coordinator/ha/standby_server.h"
 #include "coordinator/server/coordinator_server.h"
+#include "coordinator/storage/etcd/etcd_prefix_mirror.h"
 #include "coordinator/storage/etcd/etcd_store_spec.h"
 
 namespace ddp::server {
@@ -40,6 +44,11 @@ struct HaCoordinatorOptions {
   std::string advertise_host;
   // The leader key's lease: a dead leader is replaced after at most this.
   absl::Duration leader_lease = absl::Seconds(2);
+  // How long a new leader waits for its mirror of the prefix to show the
+  // last commit before it reads the state from etcd instead. A mirror that
+  // follows is there at once (the last commit came a lease ago); one still
+  // reading its snapshot, or cut off, is not worth more than a cold load.
+  absl::Duration mirror_catch_up = absl::Seconds(1);
   // Leadership lost, or promotion failed: the process must end now (it
   // must not return). The status says why.
   std::function<void(const absl::Status&)> on_fatal;
@@ -82,6 +91,8 @@ class HaCoordinator {
   mutable absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<ha::StandbyServer> standby_ ABSL_GUARDED_BY(mu_);
+  // While standing by: the prefix followed (taken by Promote).
+  std::unique_ptr<storage::EtcdPrefixMirror> mirror_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<CoordinatorServer> server_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "coordinator/storage/etcd/etcd_channel.h"
 #include "coordinator/storage/job_record_codec.h"
@@ -60,6 +61,17 @@ pb::KeyValueRecord ToRecord(const kv::KeyValue& kv) {
 kv::KeyValue FromRecord(const pb::KeyValueRecord& r) {
   return kv::KeyValue{r.ns(),           r.key(),     r.value(), r.create_revision(),
                       r.mod_revision(), r.version(), r.lease()};
+}
+
+// The same, the strings moved out of `r` (a load decodes every key).
+kv::KeyValue FromRecord(pb::KeyValueRecord&& r) {
+  return kv::KeyValue{std::move(*r.mutable_ns()),
+                      std::move(*r.mutable_key()),
+                      std::move(*r.mutable_value()),
+                      r.create_revision(),
+                      r.mod_revision(),
+                      r.version(),
+                      r.lease()};
 }
 
 // An RPC failure of a transaction: whether it was applied is not known.
@@ -156,29 +168,95 @@ absl::StatusOr<std::vector<etcdserverpb::KeyValue>> EtcdStateStore::RangePrefix(
   }
 }
 
+EtcdPrefixMirrorOptions EtcdStateStore::MirrorOptions(const std::string& prefix) {
+  EtcdPrefixMirrorOptions options;
+  options.prefix = absl::StrCat(prefix, "/");
+  options.skip = {absl::StrCat(prefix, "/e/")};
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::OpenFromMirror(
+    std::shared_ptr<grpc::Channel> channel, const std::string& prefix,
+    EtcdStateStoreOptions options, EtcdPrefixMirror& mirror, absl::Duration catch_up) {
+  std::unique_ptr<EtcdStateStore> store(new EtcdStateStore(
+      etcdserverpb::KV::NewStub(channel), absl::StrCat(prefix, "/"), std::move(options)));
+  const std::string meta_key = store->prefix_ + "m/meta";
+  DDP_ASSIGN_OR_RETURN(etcdserverpb::RangeResponse meta,
+                       store->RangePage(meta_key, meta_key + std::string(1, '\0')));
+  if (meta.kvs_size() == 0) {  // nothing committed yet: nothing to load either
+    mirror.Stop();
+    DDP_RETURN_IF_ERROR(store->Init());
+    return store;
+  }
+  const etcdserverpb::KeyValue& last = meta.kvs(0);
+  DDP_ASSIGN_OR_RETURN(EtcdPrefixSnapshot snapshot, mirror.TakeAt(last.mod_revision(), catch_up));
+  auto held = snapshot.keys.find(meta_key);
+  if (held == snapshot.keys.end() || held->second.mod_revision != last.mod_revision() ||
+      held->second.value != last.value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the mirror at etcd revision ", snapshot.revision, " holds ",
+                     held == snapshot.keys.end()
+                         ? std::string("no meta key")
+                         : absl::StrCat("the meta key of revision ", held->second.mod_revision),
+                     ", etcd the one of revision ", last.mod_revision()));
+  }
+  absl::MutexLock lock(&store->mu_);
+  DDP_RETURN_IF_ERROR(store->InitFrom(snapshot));
+  store->warm_ = std::move(snapshot);
+  return store;
+}
+
 absl::Status EtcdStateStore::Init() {
-  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> meta, RangePrefix(prefix_ + "m/"));
+  EtcdPrefixSnapshot stored;
+  for (const char* part : {"m/", "j/", "n/", "r/", "c/"}) {
+    DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> kvs, RangePrefix(prefix_ + part));
+    for (etcdserverpb::KeyValue& kv : kvs) {
+      stored.keys[kv.key()] = EtcdMirroredValue{std::move(*kv.mutable_value()), kv.mod_revision()};
+    }
+  }
   absl::MutexLock lock(&mu_);
-  if (!meta.empty()) {
+  return InitFrom(stored);
+}
+
+absl::Status EtcdStateStore::InitFrom(EtcdPrefixSnapshot& stored) {
+  if (auto meta = stored.keys.find(prefix_ + "m/meta"); meta != stored.keys.end()) {
     pb::KvMetaRecord record;
-    if (!record.ParseFromString(meta[0].value()))
+    if (!record.ParseFromString(meta->second.value))
       return DataLoss("the meta record does not decode");
     revision_ = record.revision();
     compacted_ = record.compacted_revision();
     next_lease_id_ = record.next_lease_id();
-    meta_mod_revision_ = meta[0].mod_revision();
+    meta_mod_revision_ = meta->second.mod_revision;
   }
   for (const char* part : {"j/", "n/", "r/"}) {
-    DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> kvs, RangePrefix(prefix_ + part));
-    for (etcdserverpb::KeyValue& kv : kvs) job_keys_[kv.key()] = std::move(*kv.mutable_value());
+    const std::string from = prefix_ + part;
+    auto it = stored.keys.lower_bound(from);
+    while (it != stored.keys.end() && absl::StartsWith(it->first, from)) {
+      job_keys_.emplace_hint(job_keys_.end(), it->first, std::move(it->second.value));
+      it = stored.keys.erase(it);
+    }
   }
-  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> counts, RangePrefix(prefix_ + "c/"));
-  for (const etcdserverpb::KeyValue& kv : counts) {
-    if (kv.key() != prefix_ + "c/events") continue;
-    absl::StatusOr<rendezvous::JobEventCounts> decoded = DecodeEventCounts(kv.value());
+  if (auto counts = stored.keys.find(prefix_ + "c/events"); counts != stored.keys.end()) {
+    absl::StatusOr<rendezvous::JobEventCounts> decoded = DecodeEventCounts(counts->second.value);
     if (!decoded.ok()) return DataLoss(decoded.status().message());
     event_counts_ = *std::move(decoded);
   }
+  return absl::OkStatus();
+}
+
+absl::Status EtcdStateStore::ForEachStored(
+    const std::string& part,
+    const std::function<absl::Status(const std::string& key, const std::string& value)>& f) const {
+  const std::string from = prefix_ + part;
+  if (warm_) {
+    for (auto it = warm_->keys.lower_bound(from);
+         it != warm_->keys.end() && absl::StartsWith(it->first, from); ++it) {
+      DDP_RETURN_IF_ERROR(f(it->first, it->second.value));
+    }
+    return absl::OkStatus();
+  }
+  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> kvs, RangePrefix(from));
+  for (const etcdserverpb::KeyValue& kv : kvs) DDP_RETURN_IF_ERROR(f(kv.key(), kv.value()));
   return absl::OkStatus();
 }
 
@@ -248,6 +326,8 @@ absl::Status EtcdStateStore::Txn(
     op->set_key(from);
     op->set_range_end(to);
   }
+  // The meta key last: a standby's mirror that holds it holds the whole
+  // transaction (OpenFromMirror relies on it).
   etcdserverpb::RequestOp* meta = txn.add_success();
   meta->mutable_request_put()->set_key(prefix_ + "m/meta");
   const std::string commit = absl::StrCat(writer_id_, "/", ++commits_);
@@ -295,6 +375,7 @@ absl::Status EtcdStateStore::Txn(
 absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
+  warm_.reset();  // etcd holds more than the mirror's keys from now on
   std::map<std::string, std::optional<std::string>> writes;
   // The job part, on a copy of the job keys; the differences are written.
   std::map<std::string, std::string> jobs = job_keys_;
@@ -419,24 +500,27 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
 
 absl::StatusOr<kv::PersistedKvState> EtcdStateStore::Load() {
   kv::PersistedKvState state;
-  {
-    absl::MutexLock lock(&mu_);
-    state.revision = revision_;
-    state.compacted_revision = compacted_;
-    state.next_lease_id = next_lease_id_;
-  }
-  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> keys, RangePrefix(prefix_ + "k/"));
-  for (const etcdserverpb::KeyValue& kv : keys) {
-    pb::KeyValueRecord record;
-    if (!record.ParseFromString(kv.value())) return DataLoss("a key record does not decode");
-    state.keys.push_back(FromRecord(record));
-  }
-  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> leases, RangePrefix(prefix_ + "l/"));
-  for (const etcdserverpb::KeyValue& kv : leases) {
-    pb::LeaseRecord record;
-    if (!record.ParseFromString(kv.value())) return DataLoss("a lease record does not decode");
-    state.leases.push_back(kv::LeaseRecord{record.id(), record.ttl_ms()});
-  }
+  const absl::Time start = absl::Now();
+  absl::MutexLock lock(&mu_);
+  const bool warm = warm_.has_value();
+  state.revision = revision_;
+  state.compacted_revision = compacted_;
+  state.next_lease_id = next_lease_id_;
+  pb::KeyValueRecord record;
+  DDP_RETURN_IF_ERROR(ForEachStored("k/", [&](const std::string&, const std::string& value) {
+    if (!record.ParseFromString(value)) return DataLoss("a key record does not decode");
+    state.keys.push_back(FromRecord(std::move(record)));
+    return absl::OkStatus();
+  }));
+  DDP_RETURN_IF_ERROR(ForEachStored("l/", [&](const std::string&, const std::string& value) {
+    pb::LeaseRecord lease;
+    if (!lease.ParseFromString(value)) return DataLoss("a lease record does not decode");
+    state.leases.push_back(kv::LeaseRecord{lease.id(), lease.ttl_ms()});
+    return absl::OkStatus();
+  }));
+  DDP_LOG(INFO) << "etcd state store: " << state.keys.size() << " keys and " << state.leases.size()
+                << " leases " << (warm ? "decoded from the mirror" : "read from etcd") << " in "
+                << absl::FormatDuration(absl::Now() - start);
   return state;
 }
 
@@ -471,6 +555,7 @@ absl::Status EtcdStateStore::Compact(kv::Revision revision) {
   absl::MutexLock lock(&mu_);
   DDP_RETURN_IF_ERROR(kv::CheckCompactRevision(revision, revision_));
   if (revision <= compacted_) return absl::OkStatus();
+  warm_.reset();
   const kv::Revision old = compacted_;
   compacted_ = revision;
   absl::Status status =
@@ -511,13 +596,14 @@ absl::StatusOr<std::vector<JobSnapshot>> EtcdStateStore::LoadAll() const {
   // Events are not kept in memory: read them (in key order: by job, then
   // index).
   const std::string events = prefix_ + "v/";
-  DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> stored, RangePrefix(events));
-  for (const etcdserverpb::KeyValue& kv : stored) {
-    DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, owner(kv.key().substr(events.size())));
-    absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(kv.value(), snapshot->job.job_id);
-    if (!event.ok()) return DataLoss(event.status().message());
-    snapshot->events.push_back(*std::move(event));
-  }
+  DDP_RETURN_IF_ERROR(
+      ForEachStored("v/", [&](const std::string& key, const std::string& value) -> absl::Status {
+        DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, owner(key.substr(events.size())));
+        absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(value, snapshot->job.job_id);
+        if (!event.ok()) return DataLoss(event.status().message());
+        snapshot->events.push_back(*std::move(event));
+        return absl::OkStatus();
+      }));
   return out;
 }
 

@@ -27,7 +27,9 @@
 // a larger value, e.g. 100000, as tests/etcd does) and --max-request-bytes.
 //
 // The store is the prefix's only writer: it keeps the job keys (not the
-// events) in memory, the event counts and the KV meta. A transaction never
+// events) in memory, the event counts and the KV meta. Opened from a
+// standby's mirror of the prefix (OpenFromMirror), it also answers Load and
+// LoadAll from the mirror's keys until its first commit, which frees them. A transaction never
 // both deletes a range and writes inside it, which etcd refuses: the job keys
 // are written as differences, and a range delete of events skips the event
 // keys the same transaction writes (a job removed and started again).
@@ -44,6 +46,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/commit/state_store.h"
+#include "coordinator/storage/etcd/etcd_prefix_mirror.h"
 #include "etcd/rpc.grpc.pb.h"
 #include "grpcpp/channel.h"
 
@@ -80,6 +83,27 @@ class EtcdStateStore final : public commit::StateStore {
       std::shared_ptr<grpc::Channel> channel, const std::string& prefix,
       EtcdStateStoreOptions options);
 
+  // What a mirror of `prefix` must follow for OpenFromMirror: every key but
+  // the KV event history (read from etcd when a watch needs it).
+  static EtcdPrefixMirrorOptions MirrorOptions(const std::string& prefix);
+  // The same as Open, from `mirror` (following MirrorOptions(prefix)) instead
+  // of reading every key. Once no one else can commit on the prefix (this
+  // coordinator was elected: the fence refuses the old leader's
+  // transactions), it reads the meta key, which every commit writes as its
+  // transaction's last change; waits up to `catch_up` until the mirror
+  // reflects that revision; takes the mirror and checks that it holds that
+  // very meta key (every commit changes it, as its transaction's last
+  // change): the store then holds exactly what etcd holds. Its meta guard
+  // comes from the mirror's meta key too, so a mirror that had missed a
+  // commit could not write (FAILED_PRECONDITION, on_fatal) either.
+  // An empty prefix (no meta key) is read from etcd. Possible errors: those
+  // of Open; DEADLINE_EXCEEDED (the mirror did not catch up in time),
+  // FAILED_PRECONDITION (the mirror was stopped or taken, or holds another
+  // meta key): open with Open instead.
+  static absl::StatusOr<std::unique_ptr<EtcdStateStore>> OpenFromMirror(
+      std::shared_ptr<grpc::Channel> channel, const std::string& prefix,
+      EtcdStateStoreOptions options, EtcdPrefixMirror& mirror, absl::Duration catch_up);
+
   absl::Status CommitState(const commit::StateBatch& batch) override;
   absl::StatusOr<kv::PersistedKvState> Load() override;
   absl::StatusOr<std::vector<kv::Event>> ReadEvents(const std::string& ns,
@@ -99,8 +123,17 @@ class EtcdStateStore final : public commit::StateStore {
         options_(std::move(options)),
         writer_id_(NewWriterId()) {}
   static std::string NewWriterId();
-  // Reads meta and the job keys (Open).
+  // Reads meta, the job keys and the event counts from etcd (Open).
   absl::Status Init();
+  // Takes meta, the job keys and the event counts from `stored` (the job
+  // keys are moved out of it).
+  absl::Status InitFrom(EtcdPrefixSnapshot& stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls `f` with every stored key under PREFIX/`part` and its value, in
+  // key order: from warm_ while it is there, from etcd otherwise.
+  absl::Status ForEachStored(
+      const std::string& part,
+      const std::function<absl::Status(const std::string& key, const std::string& value)>& f) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One page (up to 1,000 keys) of [from, end).
   absl::StatusOr<etcdserverpb::RangeResponse> RangePage(const std::string& from,
                                                         const std::string& end) const;
@@ -134,6 +167,9 @@ class EtcdStateStore final : public commit::StateStore {
   // The job keys (j/, n/, r/) as stored.
   std::map<std::string, std::string> job_keys_ ABSL_GUARDED_BY(mu_);
   rendezvous::JobEventCounts event_counts_ ABSL_GUARDED_BY(mu_);
+  // Opened from a mirror: its keys (KV keys, leases, job events), exactly
+  // what etcd holds until this store commits; dropped at the first commit.
+  std::optional<EtcdPrefixSnapshot> warm_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp::storage

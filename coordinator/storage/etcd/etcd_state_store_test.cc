@@ -1,25 +1,24 @@
 // EtcdStateStore against a real etcd 3.4 (Debian's etcd-server, started by
 // this test on loopback ports with its own data dir): both conformance suites
-// (KvBackend and JobStateStore), and the guard against a second writer.
+// (KvBackend and JobStateStore), opened by reading etcd and opened from a
+// mirror of the prefix (what a standby does when elected), and the guard
+// against a second writer.
 // Without /usr/bin/etcd the test says so and does nothing (tools/setup.sh
 // installs it).
 
 #include "coordinator/storage/etcd/etcd_state_store.h"
 
-#include <netinet/in.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/storage/etcd/etcd_channel.h"
+#include "coordinator/storage/etcd/etcd_prefix_mirror.h"
+#include "coordinator/storage/etcd/etcd_test_server.h"
 #include "coordinator/storage/job_state_store_conformance.h"
 #include "coordinator/storage/kv_backend_conformance.h"
 #include "etcd/rpc.grpc.pb.h"
@@ -29,69 +28,7 @@
 namespace ddp::storage {
 namespace {
 
-constexpr char kEtcd[] = "/usr/bin/etcd";
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// One etcd for the whole test binary; every store gets a prefix of its own.
-class Etcd {
- public:
-  static Etcd& Get() {
-    static Etcd* etcd = new Etcd();
-    return *etcd;
-  }
-  const std::string& endpoint() const { return endpoint_; }
-  std::string NewPrefix() { return absl::StrCat("/test/", next_.fetch_add(1)); }
-  void Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-  }
-
- private:
-  Etcd() {
-    const char* root = getenv("TEST_TMPDIR");
-    std::string dir = std::string(root != nullptr ? root : "/tmp") + "/etcdXXXXXX";
-    mkdtemp(dir.data());
-    const int client = FreePort(), peer = FreePort();
-    endpoint_ = absl::StrCat("127.0.0.1:", client);
-    const std::string client_url = absl::StrCat("http://", endpoint_);
-    const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer);
-    pid_ = fork();
-    if (pid_ == 0) {
-      freopen((dir + ".log").c_str(), "w", stderr);
-      execl(kEtcd, kEtcd, "--data-dir", (dir + "/data").c_str(), "--name", "test",
-            "--listen-client-urls", client_url.c_str(), "--advertise-client-urls",
-            client_url.c_str(), "--listen-peer-urls", peer_url.c_str(),
-            "--initial-advertise-peer-urls", peer_url.c_str(), "--initial-cluster",
-            absl::StrCat("test=", peer_url).c_str(), "--max-txn-ops", "100000", "--log-level",
-            "warn", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    // Ready once a store opens.
-    for (int i = 0; i < 200; ++i) {
-      if (EtcdStateStore::Open(endpoint_, "/probe", absl::Milliseconds(200)).ok()) return;
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    ADD_FAILURE() << "etcd did not start; see " << dir << ".log";
-  }
-
-  std::string endpoint_;
-  pid_t pid_ = -1;
-  std::atomic<int> next_{0};
-};
+using Etcd = EtcdTestServer;
 
 template <typename Interface>
 class EtcdFactory {
@@ -99,6 +36,29 @@ class EtcdFactory {
   absl::StatusOr<std::unique_ptr<Interface>> Open() {
     absl::StatusOr<std::unique_ptr<EtcdStateStore>> store =
         EtcdStateStore::Open(Etcd::Get().endpoint(), prefix_);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<Interface>(std::move(store).value());
+  }
+  absl::StatusOr<std::unique_ptr<Interface>> Reopen(std::unique_ptr<Interface> store) {
+    store.reset();
+    return Open();
+  }
+
+ private:
+  const std::string prefix_ = Etcd::Get().NewPrefix();
+};
+
+// Each open: a mirror of the prefix started, then the store opened from it,
+// as a standby does when it is elected (the first open of a test finds the
+// prefix empty and reads etcd; every reopen is from the mirror).
+template <typename Interface>
+class EtcdFromMirrorFactory {
+ public:
+  absl::StatusOr<std::unique_ptr<Interface>> Open() {
+    auto channel = OpenEtcdChannel({Etcd::Get().endpoint()});
+    auto mirror = EtcdPrefixMirror::Start(channel, EtcdStateStore::MirrorOptions(prefix_));
+    absl::StatusOr<std::unique_ptr<EtcdStateStore>> store = EtcdStateStore::OpenFromMirror(
+        channel, prefix_, EtcdStateStoreOptions(), *mirror, absl::Seconds(10));
     if (!store.ok()) return store.status();
     return std::unique_ptr<Interface>(std::move(store).value());
   }
@@ -180,6 +140,145 @@ TEST(EtcdStateStoreTest, Fenced_ElectionKeyReplaced_CommitRefusedAndFatal) {
   EXPECT_EQ(jobs->size(), 1u) << "the deposed leader's job must not be there";
 }
 
+namespace conf = rendezvous::conformance;
+
+// One KV batch at `revision`: key k<revision % 20> written (a put event),
+// every seventh revision k<revision % 5> deleted instead; a lease granted at
+// 10 (the key of 11 attached to it), revoked at 100.
+kv::KvWriteBatch KvBatch(kv::Revision revision) {
+  kv::KvWriteBatch batch;
+  batch.revision = revision;
+  kv::KeyValue kv{"ns",
+                  absl::StrCat("k", revision % 20),
+                  absl::StrCat("v", revision),
+                  revision,
+                  revision,
+                  1,
+                  revision == 11 ? 1 : 0};
+  if (revision % 7 == 0) {
+    kv.key = absl::StrCat("k", revision % 5);
+    batch.deletes.emplace_back(kv.ns, kv.key);
+    batch.events.push_back(kv::Event{kv::EventType::kDelete, kv});
+  } else {
+    batch.upserts.push_back(kv);
+    batch.events.push_back(kv::Event{kv::EventType::kPut, kv});
+  }
+  if (revision == 10) {
+    batch.lease_grants.push_back(kv::LeaseRecord{1, 5000});
+    batch.next_lease_id = 2;
+  }
+  if (revision == 100) batch.lease_revokes.push_back(1);
+  return batch;
+}
+
+void ExpectSameJobs(const std::vector<rendezvous::JobSnapshot>& got,
+                    const std::vector<rendezvous::JobSnapshot>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    conf::ExpectSameRecord(got[i].job, want[i].job);
+    ASSERT_EQ(got[i].nodes.size(), want[i].nodes.size());
+    for (size_t n = 0; n < got[i].nodes.size(); ++n) {
+      EXPECT_EQ(conf::FieldsOf(got[i].nodes[n]), conf::FieldsOf(want[i].nodes[n]));
+    }
+    EXPECT_EQ(got[i].past_runs.size(), want[i].past_runs.size());
+    ASSERT_EQ(got[i].events.size(), want[i].events.size());
+    for (size_t e = 0; e < got[i].events.size(); ++e) {
+      EXPECT_EQ(conf::FieldsOf(got[i].events[e]), conf::FieldsOf(want[i].events[e]));
+    }
+  }
+}
+
+// A standby's mirror, started before the leader commits, follows its
+// commits through the watch (KV writes, deletes, a lease, jobs, job events
+// and their trimming, a removed job); once the leader stopped, a store opened
+// from the mirror holds what a store reading etcd holds, and its first
+// commit passes the meta guard.
+TEST(EtcdStateStoreTest, OpenFromMirror_FollowedTheCommits_SameStateAsReadingEtcd) {
+  const std::string prefix = Etcd::Get().NewPrefix();
+  auto channel = OpenEtcdChannel({Etcd::Get().endpoint()});
+  auto mirror = EtcdPrefixMirror::Start(channel, EtcdStateStore::MirrorOptions(prefix));
+  {
+    auto leader = EtcdStateStore::Open(channel, prefix, EtcdStateStoreOptions());
+    ASSERT_TRUE(leader.ok()) << leader.status();
+    ASSERT_TRUE(
+        (*leader)->Apply(conf::CreateJob(conf::FullRecord("a"), {conf::Node("n1", 0)})).ok());
+    ASSERT_TRUE((*leader)->Apply(conf::CreateJob(conf::FullRecord("b"))).ok());
+    for (kv::Revision r = 1; r <= 200; ++r) {
+      commit::StateBatch batch{KvBatch(r), {}};
+      if (r % 10 == 0) {
+        rendezvous::JobChanges events = conf::NodeChanges("a", {conf::Node("n2", 1)});
+        events.appended_events = conf::Events("a", r / 10 * 3 - 2, r / 10 * 3);
+        if (r == 150) events.drop_events_before = 20;
+        batch.jobs.push_back(std::move(events));
+      }
+      if (r == 120) {
+        rendezvous::JobChanges removed;
+        removed.job_id = "b";
+        removed.job_removed = true;
+        batch.jobs.push_back(std::move(removed));
+      }
+      ASSERT_TRUE((*leader)->CommitState(batch).ok()) << "revision " << r;
+    }
+  }
+  auto cold = EtcdStateStore::Open(channel, prefix, EtcdStateStoreOptions());
+  ASSERT_TRUE(cold.ok()) << cold.status();
+  auto warm = EtcdStateStore::OpenFromMirror(channel, prefix, EtcdStateStoreOptions(), *mirror,
+                                             absl::Seconds(10));
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  EXPECT_EQ(mirror->snapshots(), 1) << "followed by the watch, not read again";
+
+  absl::StatusOr<kv::PersistedKvState> want = (*cold)->Load(), got = (*warm)->Load();
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(got->revision, 200);
+  EXPECT_EQ(got->revision, want->revision);
+  EXPECT_EQ(got->next_lease_id, want->next_lease_id);
+  EXPECT_EQ(got->keys, want->keys);
+  std::set<std::string> live;  // what the batches leave
+  for (kv::Revision r = 1; r <= 200; ++r) {
+    for (const kv::KeyValue& kv : KvBatch(r).upserts) live.insert(kv.key);
+    for (const auto& deleted : KvBatch(r).deletes) live.erase(deleted.second);
+  }
+  EXPECT_EQ(got->keys.size(), live.size());
+  EXPECT_EQ(got->leases, want->leases);
+  absl::StatusOr<std::vector<rendezvous::JobSnapshot>> want_jobs = (*cold)->LoadAll(),
+                                                       got_jobs = (*warm)->LoadAll();
+  ASSERT_TRUE(want_jobs.ok() && got_jobs.ok());
+  ASSERT_EQ(got_jobs->size(), 1u);
+  EXPECT_EQ(got_jobs->front().events.size(), 41u);  // 20..60
+  ExpectSameJobs(*got_jobs, *want_jobs);
+  EXPECT_TRUE(*(*warm)->LoadEventCounts() == *(*cold)->LoadEventCounts());
+
+  ASSERT_TRUE((*warm)->Commit(KvBatch(201)).ok()) << "the meta guard of the mirror's meta key";
+  auto after = EtcdStateStore::Open(channel, prefix, EtcdStateStoreOptions());
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)->Load()->revision, 201);
+}
+
+// A mirror that cannot show the last commit is refused, never served: the
+// caller reads etcd instead.
+TEST(EtcdStateStoreTest, OpenFromMirror_MirrorStoppedOrBehind_Refused) {
+  const std::string prefix = Etcd::Get().NewPrefix();
+  auto channel = OpenEtcdChannel({Etcd::Get().endpoint()});
+  auto leader = EtcdStateStore::Open(channel, prefix, EtcdStateStoreOptions());
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  ASSERT_TRUE((*leader)->Commit(KvBatch(1)).ok());
+
+  auto stopped = EtcdPrefixMirror::Start(channel, EtcdStateStore::MirrorOptions(prefix));
+  stopped->Stop();
+  auto from_stopped = EtcdStateStore::OpenFromMirror(channel, prefix, EtcdStateStoreOptions(),
+                                                     *stopped, absl::Seconds(1));
+  EXPECT_EQ(from_stopped.status().code(), absl::StatusCode::kFailedPrecondition)
+      << from_stopped.status();
+
+  // A mirror cut off from etcd (it reaches no member) stays behind.
+  auto cut_off = EtcdPrefixMirror::Start(OpenEtcdChannel({"127.0.0.1:1"}),
+                                         EtcdStateStore::MirrorOptions(prefix));
+  auto from_behind = EtcdStateStore::OpenFromMirror(channel, prefix, EtcdStateStoreOptions(),
+                                                    *cut_off, absl::Milliseconds(300));
+  EXPECT_EQ(from_behind.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << from_behind.status();
+}
+
 }  // namespace
 }  // namespace ddp::storage
 
@@ -187,6 +286,8 @@ namespace ddp::kv {
 namespace {
 using EtcdKvFactory = storage::EtcdFactory<KvBackend>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Etcd, KvBackendConformanceTest, EtcdKvFactory);
+using EtcdFromMirrorKvFactory = storage::EtcdFromMirrorFactory<KvBackend>;
+INSTANTIATE_TYPED_TEST_SUITE_P(EtcdFromMirror, KvBackendConformanceTest, EtcdFromMirrorKvFactory);
 }  // namespace
 }  // namespace ddp::kv
 
@@ -194,14 +295,17 @@ namespace ddp::rendezvous {
 namespace {
 using EtcdJobFactory = storage::EtcdFactory<JobStateStore>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Etcd, JobStateStoreConformanceTest, EtcdJobFactory);
+using EtcdFromMirrorJobFactory = storage::EtcdFromMirrorFactory<JobStateStore>;
+INSTANTIATE_TYPED_TEST_SUITE_P(EtcdFromMirror, JobStateStoreConformanceTest,
+                               EtcdFromMirrorJobFactory);
 }  // namespace
 }  // namespace ddp::rendezvous
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
-  if (access(ddp::storage::kEtcd, X_OK) != 0) {
+  if (!ddp::storage::EtcdTestServer::Installed()) {
     std::printf("SKIPPED: %s is not installed (tools/setup.sh installs etcd-server)\n",
-                ddp::storage::kEtcd);
+                ddp::storage::EtcdTestServer::kBinary);
     return 0;
   }
   const int result = RUN_ALL_TESTS();

@@ -1,0 +1,45 @@
+#ifndef DDP_COORDINATOR_STORAGE_ETCD_ETCD_TEST_SERVER_H_
+#define DDP_COORDINATOR_STORAGE_ETCD_ETCD_TEST_SERVER_H_
+
+// One etcd 3.4 (Debian's etcd-server) for a whole test binary, started on
+// loopback ports with its own data dir under $TEST_TMPDIR on first use
+// (--max-txn-ops 100000, as the coordinators need). Every user takes a
+// prefix of its own. A test's main checks EtcdTestServer::Installed() first
+// and says SKIPPED without it (tools/setup.sh installs it).
+//
+// Thread-safety: Get and NewPrefix from any thread; Stop once, at the end.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <string>
+
+namespace ddp::storage {
+
+class EtcdTestServer {
+ public:
+  static constexpr char kBinary[] = "/usr/bin/etcd";
+  static bool Installed();
+  // Starts it on first use; a failure to start is a test failure.
+  static EtcdTestServer& Get();
+
+  // "127.0.0.1:PORT", its client port.
+  const std::string& endpoint() const { return endpoint_; }
+  int client_port() const { return client_port_; }
+  // "/test/N": a prefix no other user of this server has.
+  std::string NewPrefix();
+  // SIGTERM, and waits for it.
+  void Stop();
+
+ private:
+  EtcdTestServer();
+
+  std::string endpoint_;
+  int client_port_ = 0;
+  pid_t pid_ = -1;
+  std::atomic<int> next_{0};
+};
+
+}  // namespace ddp::storage
+
+#endif  // DDP_COORDINATOR_STORAGE_ETCD_ETCD_TEST_SERVER_H_
