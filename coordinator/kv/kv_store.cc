@@ -335,13 +335,20 @@ void KvStore::Tick() {
 absl::StatusOr<GetResult> KvStore::Get(const GetRequest& request) const {
   if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok()) return s;
   if (absl::Status s = ValidateKey(request.key, options_.limits); !s.ok()) return s;
-  absl::ReaderMutexLock lock(&state_mu_);
-  const KeyValue* kv = keys_.Find(request.ns, request.key);
-  if (kv == nullptr) {
-    return absl::NotFoundError(absl::StrCat("key '", AbbreviateForMessage(request.key),
-                                            "' not found in namespace '", request.ns, "'"));
+  absl::StatusOr<GetResult> result;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    const KeyValue* kv = keys_.Find(request.ns, request.key);
+    if (kv == nullptr) {
+      result = absl::NotFoundError(absl::StrCat("key '", AbbreviateForMessage(request.key),
+                                                "' not found in namespace '", request.ns, "'"));
+    } else {
+      result = GetResult{*kv, revision_};
+    }
   }
-  return GetResult{*kv, revision_};
+  // Checked after the read: what was read was current while still leading.
+  if (options_.read_check) DDP_RETURN_IF_ERROR(options_.read_check());
+  return result;
 }
 
 absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {
@@ -350,18 +357,21 @@ absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {
   if (absl::Status s = ValidatePrefix(request.start_after, options_.limits); !s.ok()) return s;
   DDP_ASSIGN_OR_RETURN(size_t limit, ResolveRangeLimit(request.limit, options_.limits));
   RangeResult result;
-  absl::ReaderMutexLock lock(&state_mu_);
-  keys_.Scan(request.ns, request.prefix, request.start_after, [&](const KeyValue& kv) {
-    if (result.kvs.size() == limit) {
-      result.more = true;
-      return false;
-    }
-    result.kvs.push_back(kv);
-    if (request.keys_only) result.kvs.back().value.clear();
-    return true;
-  });
-  if (result.more) result.next_start_after = result.kvs.back().key;
-  result.revision = revision_;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    keys_.Scan(request.ns, request.prefix, request.start_after, [&](const KeyValue& kv) {
+      if (result.kvs.size() == limit) {
+        result.more = true;
+        return false;
+      }
+      result.kvs.push_back(kv);
+      if (request.keys_only) result.kvs.back().value.clear();
+      return true;
+    });
+    if (result.more) result.next_start_after = result.kvs.back().key;
+    result.revision = revision_;
+  }
+  if (options_.read_check) DDP_RETURN_IF_ERROR(options_.read_check());
   return result;
 }
 

@@ -107,6 +107,12 @@ struct KvStoreOptions {
   // see sink_notifier.h), and the fewest watchers worth more than one.
   int notify_threads = 2;
   size_t notify_parallel_min = 32;
+  // Asked after Get and Range read the state: an error (UNAVAILABLE) is
+  // returned instead of what was read. An HA leader checks that its
+  // leadership lease still holds at that moment: a leader that was paused
+  // while another took over and wrote must not answer with what it had
+  // (reads stay linearizable). Null: always.
+  std::function<absl::Status()> read_check;
 };
 
 template <typename T>

@@ -33,6 +33,35 @@ class KvStoreTest : public ::testing::Test {
   std::unique_ptr<KvStore> store_;
 };
 
+// Issue 23.1: a leader that may be deposed (its read_check fails) answers no
+// read, whatever it holds; the check comes after the read.
+TEST(KvStoreReadCheckTest, ReadCheckFails_GetAndRangeUnavailable) {
+  FakeClock clock;
+  KvStoreOptions options;
+  options.tick_interval = absl::ZeroDuration();
+  std::atomic<bool> leading{true};
+  options.read_check = [&leading] {
+    return leading ? absl::OkStatus() : absl::UnavailableError("no longer the leader");
+  };
+  auto store = KvStore::Open(std::make_unique<testing::FakeKvBackend>(), clock, options);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Put({"job", "k", "old"}).ok());
+  GetRequest get;
+  get.ns = "job";
+  get.key = "k";
+  ASSERT_TRUE((*store)->Get(get).ok());
+  RangeRequest range;
+  range.ns = "job";
+  ASSERT_TRUE((*store)->Range(range).ok());
+  leading = false;
+  absl::StatusOr<GetResult> stale = (*store)->Get(get);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(stale.status().message().find("no longer the leader"), std::string::npos);
+  EXPECT_EQ((*store)->Range(range).status().code(), absl::StatusCode::kUnavailable);
+  get.key = "missing";  // NOT_FOUND is an answer too: refused as well
+  EXPECT_EQ((*store)->Get(get).status().code(), absl::StatusCode::kUnavailable);
+}
+
 TEST_F(KvStoreTest, PutAsync_ManyQueuedWrites_FewerCommitsThanWrites) {
   constexpr int kWrites = 2000;
   absl::Mutex mu;

@@ -157,6 +157,11 @@ absl::Status HaCoordinator::Promote() {
   server_options.jobs.rendezvous.serving_check = [election = election_.get()] {
     return election->CheckLeading();
   };
+  // Reads are linearizable: a leader answers one only while its leadership
+  // lease holds at that moment (a paused leader's state may be stale).
+  server_options.kv.read_check = [election = election_.get()] {
+    return election->CheckLeading();
+  };
   {
     absl::MutexLock lock(&info_mu_);
     leading_ = true;

@@ -8,11 +8,13 @@
 // and by the kernel (the leader in a network namespace of its own, the link
 // to etcd taken down; skipped where namespaces cannot be made).
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "absl/cleanup/cleanup.h"
@@ -20,6 +22,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "ddp/v1/kv.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/tcp_proxy.h"
 #include "tests/ha/failover_kv_client.h"
@@ -30,6 +34,15 @@ namespace ddp::testing {
 namespace {
 
 constexpr char kNs[] = "part";
+
+bool PollFor(const std::function<bool()>& done, absl::Duration bound) {
+  const absl::Time deadline = absl::Now() + bound;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
 
 class HaPartitionTest : public ::testing::Test {
  protected:
@@ -149,6 +162,81 @@ class HaPartitionTest : public ::testing::Test {
   absl::Mutex mu_;
   std::map<std::string, absl::Time> acked_ ABSL_GUARDED_BY(mu_);
 };
+
+// Issue 23.1: a leader paused (SIGSTOP: a stall, a VM freeze) while a
+// standby takes over and writes k=new must not answer a read of k with "old"
+// when it wakes, on the connection it had nor on a new one: it refuses
+// (UNAVAILABLE) and then exits 5. Three rounds.
+TEST_F(HaPartitionTest, PausedLeaderWakes_ServesNoStaleRead) {
+  CoordinatorGroup group(dir_, etcd_->Store("stale"), 3);
+  ASSERT_TRUE(group.StartAll().ok());
+  auto put = [](v1::KeyValueService::Stub& stub, const std::string& value) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::PutRequest request;
+    request.set_namespace_(kNs);
+    request.set_key("k");
+    request.set_value(value);
+    v1::PutResponse response;
+    return stub.Put(&context, request, &response);
+  };
+  // What the coordinator answers for k: its value, or the error.
+  auto get = [](v1::KeyValueService::Stub& stub) -> std::string {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::GetRequest request;
+    request.set_namespace_(kNs);
+    request.set_key("k");
+    v1::GetResponse response;
+    grpc::Status status = stub.Get(&context, request, &response);
+    return status.ok() ? response.kv().value() : absl::StrCat("error ", status.error_code());
+  };
+  auto range = [](v1::KeyValueService::Stub& stub) -> std::string {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::RangeRequest request;
+    request.set_namespace_(kNs);
+    request.set_prefix("k");
+    v1::RangeResponse response;
+    grpc::Status status = stub.Range(&context, request, &response);
+    if (!status.ok()) return absl::StrCat("error ", status.error_code());
+    return response.kvs_size() == 1 ? response.kvs(0).value() : "none";
+  };
+  for (int round = 0; round < 3; ++round) {
+    const int leader = group.WaitForLeader(absl::Seconds(15));
+    ASSERT_GE(leader, 0);
+    auto old_stub = v1::KeyValueService::NewStub(
+        grpc::CreateChannel(group.at(leader).address(), grpc::InsecureChannelCredentials()));
+    const std::string old_value = absl::StrCat("old", round);
+    ASSERT_TRUE(put(*old_stub, old_value).ok());
+    ASSERT_EQ(get(*old_stub), old_value);
+    const pid_t paused = group.at(leader).pid();
+    ASSERT_EQ(kill(paused, SIGSTOP), 0);
+    const int next = group.WaitForLeader(absl::Seconds(15), leader);
+    ASSERT_GE(next, 0) << "no standby took over";
+    auto new_stub = v1::KeyValueService::NewStub(
+        grpc::CreateChannel(group.at(next).address(), grpc::InsecureChannelCredentials()));
+    const std::string new_value = absl::StrCat("new", round);
+    grpc::Status written = put(*new_stub, new_value);
+    ASSERT_TRUE(written.ok()) << written.error_message();
+    ASSERT_EQ(kill(paused, SIGCONT), 0);
+    // At once, on the connection it had and on a new one.
+    const std::string on_old_connection = get(*old_stub);
+    auto fresh = v1::KeyValueService::NewStub(
+        grpc::CreateChannel(group.at(leader).address(), grpc::InsecureChannelCredentials()));
+    const std::string on_new_connection = get(*fresh);
+    const std::string ranged = range(*fresh);
+    EXPECT_NE(on_old_connection, old_value) << "round " << round;
+    EXPECT_NE(on_new_connection, old_value) << "round " << round;
+    EXPECT_NE(ranged, old_value) << "round " << round;
+    std::optional<int> exited;
+    ASSERT_TRUE(PollFor([&] { return (exited = group.at(leader).ExitedWith()).has_value(); },
+                        absl::Seconds(10)));
+    EXPECT_EQ(*exited, 5);
+    EXPECT_EQ(get(*new_stub), new_value);
+    ASSERT_TRUE(group.at(leader).Start().ok());  // back as a standby
+  }
+}
 
 TEST_F(HaPartitionTest, LeaderCutOffFromEtcd_StopsWithinItsLease_AStandbyTakesOver) {
   // The coordinator to be cut off reaches every etcd member through a proxy.
