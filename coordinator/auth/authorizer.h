@@ -18,7 +18,9 @@
 //   kJob          admin, or the token of the job the request names (its
 //                 job_id, or the KV namespace);
 //   kAuthenticated any identity (ListJobs, filtered by the caller; leases,
-//                 Status and GetClusterStatus, which name no job).
+//                 Status and GetClusterStatus, which name no job). A lease
+//                 names its job itself: the KV service checks that a job's
+//                 token acts only on its job's leases (kv/lease_ownership.h).
 //
 // Thread-safety: thread-safe.
 

@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -58,6 +59,7 @@ KvStore::KvStore(KvBackend& backend, const Clock& clock, KvStoreOptions options)
     : backend_(backend),
       clock_(clock),
       options_(std::move(options)),
+      lease_ids_(options_.lease_ids ? options_.lease_ids : LeaseIdSource(&RandomLeaseId)),
       hub_(backend_, HubOptions(options_)),
       notifier_(std::max(1, options_.notify_threads), options_.notify_parallel_min) {}
 
@@ -67,8 +69,12 @@ absl::Status KvStore::LoadState() {
   DDP_ASSIGN_OR_RETURN(PersistedKvState state, backend_.Load());
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&state_mu_);
-  for (const LeaseRecord& lease : state.leases) leases_.Grant(lease.id, lease.ttl_ms, now);
+  for (const LeaseRecord& lease : state.leases) leases_.Grant(lease.id, lease.ttl_ms, "", now);
+  absl::flat_hash_map<LeaseId, std::string> owners;
   for (KeyValue& kv : state.keys) {
+    if (kv.ns == kLeaseOwnerNamespace) {
+      if (std::optional<LeaseId> id = LeaseIdOfOwnerKey(kv.key)) owners[*id] = kv.value;
+    }
     if (kv.lease != 0) {
       if (leases_.Contains(kv.lease)) {
         leases_.AttachKey(kv.lease, kv.ns, kv.key);
@@ -79,14 +85,41 @@ absl::Status KvStore::LoadState() {
     }
     keys_.Upsert(std::move(kv));
   }
+  LoadLeaseOwnersLocked(owners);
   revision_ = state.revision;
   compacted_revision_ = state.compacted_revision;
-  next_lease_id_ = state.next_lease_id;
   hub_.SetPublishedRevision(revision_);
   DDP_LOG(INFO) << "kv store loaded: revision " << revision_ << ", compacted "
                 << compacted_revision_ << ", " << keys_.size() << " keys, " << leases_.size()
                 << " leases";
   return absl::OkStatus();
+}
+
+void KvStore::LoadLeaseOwnersLocked(const absl::flat_hash_map<LeaseId, std::string>& recorded) {
+  size_t inferred = 0, ownerless = 0;
+  for (const auto& [id, owner] : recorded) leases_.SetOwner(id, owner);
+  leases_.ForEach([&](LeaseId id) {
+    if (recorded.contains(id)) return;
+    // Granted before leases had owners: the namespace of its keys, if one.
+    std::string owner;
+    bool one_namespace = true;
+    for (const auto& [ns, key] : leases_.Keys(id)) {
+      if (owner.empty()) owner = ns;
+      one_namespace = one_namespace && ns == owner;
+    }
+    if (one_namespace && !owner.empty()) {
+      leases_.SetOwner(id, owner);
+      ++inferred;
+    } else {
+      ++ownerless;
+    }
+  });
+  if (inferred + ownerless > 0) {
+    DDP_LOG(INFO) << inferred + ownerless << " leases have no owner record (granted by the admin "
+                  << "without a namespace, or before leases had owners): " << inferred
+                  << " belong to the one namespace of their keys, " << ownerless
+                  << " to no job (admin token only)";
+  }
 }
 
 void KvStore::Shutdown() {
@@ -167,7 +200,7 @@ bool KvStore::Prepare(commit::StateBatch& batch) {
     }
   }
   absl::ReaderMutexLock lock(&state_mu_);
-  builder_.emplace(keys_, leases_, revision_, next_lease_id_, options_.limits.max_leases,
+  builder_.emplace(keys_, leases_, revision_, lease_ids_, options_.limits.max_leases,
                    batch_.size());
   for (PendingWrite& write : batch_) {
     if (write.compact_to == 0) write.result = builder_->Apply(std::move(write.op));
@@ -187,7 +220,6 @@ void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch, comm
         absl::MutexLock lock(&state_mu_);
         builder_->ApplyTo(committed, keys_, leases_, clock_.Now());
         revision_ = builder_->revision();
-        next_lease_id_ = builder_->next_lease_id();
         if (waits_.size() != 0) {
           for (const Event& event : committed.events) {
             if (event.type == EventType::kPut)
@@ -365,10 +397,11 @@ absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {
   return result;
 }
 
-absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease) {
+absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease,
+                                                             const LeaseCaller& caller) {
   if (absl::Status s = ValidateLeaseId(lease); !s.ok()) return s;
   absl::MutexLock lock(&state_mu_);
-  DDP_ASSIGN_OR_RETURN(int64_t ttl, leases_.KeepAlive(lease, clock_.Now()));
+  DDP_ASSIGN_OR_RETURN(int64_t ttl, leases_.KeepAlive(lease, caller, clock_.Now()));
   return LeaseKeepAliveResult{lease, ttl};
 }
 
@@ -383,7 +416,8 @@ KvStoreStatus KvStore::Status() const {
     absl::ReaderMutexLock lock(&state_mu_);
     status.revision = revision_;
     status.compacted_revision = compacted_revision_;
-    status.keys = static_cast<int64_t>(keys_.size());
+    // The owner keys of leases are not the clients' keys.
+    status.keys = static_cast<int64_t>(keys_.size() - keys_.CountIn(kLeaseOwnerNamespace));
     status.leases = static_cast<int64_t>(leases_.size());
     status.pending_waits = static_cast<int64_t>(waits_.size());
   }
