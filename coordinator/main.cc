@@ -97,6 +97,11 @@ ABSL_FLAG(int64_t, history_revisions, 100000,
           "automatically (0 keeps everything)");
 ABSL_FLAG(int64_t, max_leases, 1000000, "Most leases alive at once");
 ABSL_FLAG(int64_t, max_watchers, 100000, "Most watch streams open at once");
+ABSL_FLAG(int64_t, watch_buffer_bytes, 4 << 20,
+          "Most bytes of events one watch stream holds for a client that reads slower than "
+          "they come (KV Watch, WatchJob, and their event streams). A KV watcher beyond it "
+          "drops them and reads them again from the history when its client catches up; a "
+          "job watcher ends with RESOURCE_EXHAUSTED naming the from_index to resume from");
 ABSL_FLAG(int64_t, max_wait_calls, 100000, "Most Wait calls pending at once");
 ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000, "Timeout of a Wait that gives none");
 ABSL_FLAG(int, session_queues, 4,
@@ -215,6 +220,12 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   const int64_t watchers = absl::GetFlag(FLAGS_max_watchers);
   if (watchers < 1) return absl::StrCat("--max-watchers=", watchers, " must be >= 1");
   limits.max_watchers = watchers;
+  const int64_t watch_bytes = absl::GetFlag(FLAGS_watch_buffer_bytes);
+  if (watch_bytes < (64 << 10) || watch_bytes > (int64_t{1} << 34)) {
+    return absl::StrCat("--watch-buffer-bytes=", watch_bytes, " must be 65536..17179869184");
+  }
+  options->kv.watch.max_queued_bytes = static_cast<size_t>(watch_bytes);
+  options->jobs.jobs.watch_buffer_bytes = static_cast<size_t>(watch_bytes);
   const int64_t waits = absl::GetFlag(FLAGS_max_wait_calls);
   if (waits < 1) return absl::StrCat("--max-wait-calls=", waits, " must be >= 1");
   limits.max_pending_wait_calls = waits;

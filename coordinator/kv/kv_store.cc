@@ -18,6 +18,8 @@ namespace {
 WatchHubOptions HubOptions(const KvStoreOptions& options) {
   WatchHubOptions hub = options.watch;
   hub.max_watchers = options.limits.max_watchers;
+  hub.max_event_bytes = options.limits.max_namespace_bytes + options.limits.max_key_bytes +
+                        options.limits.max_value_bytes + 64;
   return hub;
 }
 

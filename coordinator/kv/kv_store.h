@@ -41,9 +41,10 @@
 //   Get      NOT_FOUND missing key.
 //   Add      INVALID_ARGUMENT non-integer value; OUT_OF_RANGE overflow.
 //   Wait     DEADLINE_EXCEEDED; RESOURCE_EXHAUSTED too many pending waits.
-//   Watch    OUT_OF_RANGE start revision compacted; RESOURCE_EXHAUSTED too
-//            many watchers, or (later, from TakeWatchEvents) the watcher fell
-//            too far behind.
+//   Watch    OUT_OF_RANGE start revision compacted (also later, from
+//            TakeWatchEvents: a watcher that fell behind reads the history,
+//            see watch_hub.h, and that was compacted); RESOURCE_EXHAUSTED too
+//            many watchers.
 //   Lease*   NOT_FOUND unknown or expired lease; PERMISSION_DENIED another
 //            job's lease; RESOURCE_EXHAUSTED too many.
 //   Compact  INVALID_ARGUMENT revision <= 0; OUT_OF_RANGE revision beyond
@@ -104,7 +105,8 @@ struct KvStoreOptions {
   size_t max_batch_writes = 8192;
   // Writes beyond this many queued are refused with UNAVAILABLE.
   size_t max_pending_writes = 200'000;
-  // Queue bound and page size of watchers (max_watchers comes from limits).
+  // Queue bounds (events, bytes) and page sizes of watchers (max_watchers
+  // and max_event_bytes come from limits).
   WatchHubOptions watch;
   // Threads that tell watchers about a commit (the delivery thread included;
   // see sink_notifier.h), and the fewest watchers worth more than one.

@@ -64,6 +64,7 @@ class CoordinatorProcess {
   std::optional<int> ExitedWith();
 
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }  // -1 when not running
   int port() const { return port_; }
   std::string address() const;  // "HOST:PORT".
   std::string log_path() const;
