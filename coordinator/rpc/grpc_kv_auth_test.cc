@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "common/clock.h"
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/rpc/grpc_kv_service.h"
@@ -160,6 +161,47 @@ TEST_F(GrpcKvAuthTest, LeaseIds_NotSequential) {
   // Random 63-bit ids: neither is the other's neighbour, nor near 1.
   EXPECT_GT(std::abs(*second - *first), 1'000'000);
   EXPECT_GT(std::min(*first, *second), 1'000'000);
+}
+
+TEST_F(GrpcKvAuthTest, Watch_TokenRotated_EndsUnauthenticatedWithinASecond) {
+  auto context = As(kTokenA);
+  v1::WatchRequest request;
+  request.set_namespace_("job-a");
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));  // open
+  // Another job's rotation changes nothing for it.
+  authorizer_.SetJobTokenHash("job-b", auth::HashToken("job-b-second-token"));
+  ASSERT_TRUE(store_->Put({"job-a", "k", "1"}).ok());
+  ASSERT_TRUE(reader->Read(&response));
+  ASSERT_EQ(response.events_size(), 1);
+  const absl::Time rotated = absl::Now();
+  authorizer_.SetJobTokenHash("job-a", auth::HashToken("job-a-second-token"));
+  ASSERT_TRUE(store_->Put({"job-a", "k", "2"}).ok());  // not delivered any more
+  while (reader->Read(&response)) {
+    EXPECT_EQ(response.events_size(), 0);
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_LT(absl::Now() - rotated, absl::Seconds(1));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("revoked"));
+}
+
+TEST_F(GrpcKvAuthTest, Watch_OpenedWithAdminToken_NotEndedByJobRotation) {
+  auto context = As(kAdmin);
+  v1::WatchRequest request;
+  request.set_namespace_("job-a");
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  authorizer_.SetJobTokenHash("job-a", auth::HashToken("job-a-second-token"));
+  ASSERT_TRUE(store_->Put({"job-a", "k", "1"}).ok());
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.events_size(), 1);
+  context->TryCancel();
+  while (reader->Read(&response)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 }  // namespace

@@ -221,7 +221,8 @@ grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
       !allowed.ok()) {
     return new RefusedStream<v1::WatchResponse>(allowed);
   }
-  return new WatchReactor(store_, *request, options_.watch_message_bytes);
+  return new WatchReactor(store_, *request, options_.watch_message_bytes, options_.authorizer,
+                          CallIdentity(options_.authorizer, *context));
 }
 
 grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext* context,

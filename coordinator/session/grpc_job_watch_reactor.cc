@@ -10,7 +10,7 @@
 namespace ddp::session {
 
 JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJobRequest& request,
-                                 const GrpcJobServiceOptions& options)
+                                 const GrpcJobServiceOptions& options, const auth::Identity& caller)
     : rendezvous_(rendezvous),
       job_id_(request.job_id()),
       catch_up_page_(options.catch_up_page > 0 ? options.catch_up_page : 1),
@@ -28,6 +28,17 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
   if (!status.ok()) {
     FinishLocked(ToGrpcStatus(status));
     return;
+  }
+  if (options.authorizer != nullptr) {
+    absl::StatusOr<std::unique_ptr<auth::Authorizer::RevocationWatch>> watching =
+        options.authorizer->WatchRevocation(caller, [listener = listener_, caller] {
+          listener->OnRevoked(auth::Authorizer::RevokedError(caller));
+        });
+    if (!watching.ok()) {
+      FinishLocked(ToGrpcStatus(watching.status()));
+      return;
+    }
+    revocation_ = *std::move(watching);
   }
   // Subscribe before reading the job, so nothing happens unseen in between.
   absl::StatusOr<JobWatchHub::WatchId> id = rendezvous_.watch_hub().Watch(job_id_, listener_);
@@ -76,6 +87,11 @@ void JobWatchReactor::Listener::OnReady() {
     return;
   }
   reactor_->PumpLocked();
+}
+
+void JobWatchReactor::Listener::OnRevoked(const absl::Status& status) {
+  absl::MutexLock lock(&mu);
+  if (reactor_ != nullptr) reactor_->FinishLocked(ToGrpcStatus(status));
 }
 
 absl::Status JobWatchReactor::TakeLiveLocked() {
@@ -177,6 +193,7 @@ void JobWatchReactor::OnDone() {
     listener_->reactor_ = nullptr;
     watching = watching_;
   }
+  revocation_.reset();
   if (watching) rendezvous_.watch_hub().Cancel(watch_id_);
   delete this;
 }

@@ -13,6 +13,9 @@
 // RESOURCE_EXHAUSTED naming the from_index to watch again from (every event
 // before it was delivered), as etcd cancels a watcher it cannot keep.
 //
+// With authorization, the stream ends with UNAUTHENTICATED as soon as the
+// token it was opened with is revoked (Authorizer::WatchRevocation).
+//
 // Lifecycle: created by GrpcJobService::WatchJob; deletes itself in OnDone.
 // Thread-safety: gRPC callbacks and the hub's OnReady are serialized by the
 // listener's mutex. Lock order: listener mutex, then the hub or the registry
@@ -36,8 +39,10 @@ namespace ddp::session {
 
 class JobWatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
+  // `caller`: whose token opened the stream (options.authorizer watches it).
   JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJobRequest& request,
-                  const GrpcJobServiceOptions& options);
+                  const GrpcJobServiceOptions& options,
+                  const auth::Identity& caller = auth::Identity());
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -51,6 +56,8 @@ class JobWatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
    public:
     explicit Listener(JobWatchReactor* reactor) : reactor_(reactor) {}
     void OnReady() override;
+    // The caller's token was revoked: the stream ends UNAUTHENTICATED.
+    void OnRevoked(const absl::Status& status);
     absl::Mutex mu;
     JobWatchReactor* reactor_ ABSL_GUARDED_BY(mu);
   };
@@ -70,6 +77,7 @@ class JobWatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   const std::shared_ptr<Listener> listener_;
   JobWatchHub::WatchId watch_id_ = 0;
   bool watching_ = false;
+  std::unique_ptr<auth::Authorizer::RevocationWatch> revocation_;
 
   bool catching_up_ ABSL_GUARDED_BY(listener_->mu) = false;
   int64_t next_index_ ABSL_GUARDED_BY(listener_->mu) = 0;
