@@ -128,11 +128,15 @@ absl::Status Authorizer::RevokedError(const Identity& identity) {
 }
 
 Identity Authorizer::Resolve(absl::string_view authorization) const {
-  absl::string_view token = authorization;
-  if (!absl::ConsumePrefix(&token, "Bearer ") && !absl::ConsumePrefix(&token, "bearer ")) {
+  // "Bearer" in any case (RFC 7235: auth schemes are case-insensitive), one
+  // or more spaces, the token.
+  absl::string_view header = absl::StripLeadingAsciiWhitespace(authorization);
+  const size_t space = header.find(' ');
+  if (space == absl::string_view::npos ||
+      !absl::EqualsIgnoreCase(header.substr(0, space), "bearer")) {
     return Identity{};
   }
-  token = absl::StripAsciiWhitespace(token);
+  absl::string_view token = absl::StripAsciiWhitespace(header.substr(space + 1));
   if (token.empty()) return Identity{};
   const std::string hash = HashToken(token);
   if (enabled_ && SameHash(hash, admin_hash_)) return Identity{Identity::Kind::kAdmin, ""};

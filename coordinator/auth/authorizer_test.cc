@@ -107,6 +107,17 @@ TEST_F(AuthorizerTest, HeaderForms) {
   EXPECT_EQ(auth_.Resolve("").kind, Identity::Kind::kNone);
 }
 
+// RFC 7235: the scheme is case-insensitive; one or more spaces follow it.
+TEST_F(AuthorizerTest, Resolve_SchemeInAnyCase_Accepted) {
+  for (const char* scheme : {"BEARER ", "BeArEr ", "bearer  "}) {
+    EXPECT_EQ(auth_.Resolve(scheme + std::string(kAdmin)).kind, Identity::Kind::kAdmin) << scheme;
+    EXPECT_EQ(auth_.Resolve(scheme + std::string(kTokenA)).job_id, "job-a") << scheme;
+  }
+  EXPECT_EQ(auth_.Resolve(std::string("Basic ") + kAdmin).kind, Identity::Kind::kNone);
+  EXPECT_EQ(auth_.Resolve(std::string("Bearerx ") + kAdmin).kind, Identity::Kind::kNone);
+  EXPECT_EQ(auth_.Resolve("BEARER").kind, Identity::Kind::kNone);
+}
+
 TEST(Authorizer, OffWithoutAnAdminToken_AcceptsEverything) {
   Authorizer off("");
   EXPECT_FALSE(off.enabled());
