@@ -212,6 +212,11 @@ bool KvStore::Prepare(commit::StateBatch& batch) {
 }
 
 void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) {
+  if (!batch.empty()) {  // a commit ran (KV writes, job changes or both)
+    absl::MutexLock lock(&queue_mu_);
+    last_commit_failure_ = status;
+    if (!status.ok()) last_commit_failure_at_ = clock_.Now();
+  }
   if (batch_.empty()) return;
   auto delivery = std::make_shared<Delivery>();
   absl::Status commit_status;
@@ -409,7 +414,14 @@ absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease,
 
 absl::Status KvStore::WriteHealth() const {
   absl::MutexLock lock(&queue_mu_);
-  return write_failure_;
+  if (!write_failure_.ok()) return write_failure_;
+  if (last_commit_failure_.ok()) return absl::OkStatus();
+  const absl::Duration ago = clock_.Now() - last_commit_failure_at_;
+  if (ago >= options_.unhealthy_after_failed_commit) return absl::OkStatus();  // no news since
+  return absl::UnavailableError(
+      absl::StrCat("commits are failing: the last one, ",
+                   absl::FormatDuration(absl::Trunc(ago, absl::Milliseconds(1))), " ago, failed (",
+                   last_commit_failure_.message(), "); ready again once a commit succeeds"));
 }
 
 KvStoreStatus KvStore::Status() const {

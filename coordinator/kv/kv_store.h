@@ -114,6 +114,10 @@ struct KvStoreOptions {
   size_t notify_parallel_min = 32;
   // Where lease ids come from (lease_ownership.h); null: RandomLeaseId.
   LeaseIdSource lease_ids;
+  // WriteHealth (readiness) is not OK while the last commit failed this
+  // recently (any commit of the loop: KV writes or job changes), e.g. every
+  // commit meeting "database is locked".
+  absl::Duration unhealthy_after_failed_commit = absl::Seconds(10);
 };
 
 template <typename T>
@@ -154,8 +158,11 @@ class KvStore final : public commit::CommitParticipant {
   absl::StatusOr<LeaseKeepAliveResult> LeaseKeepAlive(
       LeaseId lease, const LeaseCaller& caller = LeaseCaller::Anyone());
   KvStoreStatus Status() const;
-  // OK while writes are accepted; after a storage failure, the error every
-  // write now gets (the store is fail-stop until restarted). Readiness probes.
+  // OK while writes are accepted and commits succeed. After a storage
+  // failure, the error every write now gets (the store is fail-stop until
+  // restarted); while the last commit failed, less than
+  // unhealthy_after_failed_commit ago, UNAVAILABLE naming its cause (until a
+  // commit succeeds). Readiness probes.
   absl::Status WriteHealth() const;
 
   // Watches: register a sink, then pull with TakeWatchEvents (see watch_hub.h).
@@ -252,6 +259,9 @@ class KvStore final : public commit::CommitParticipant {
   // Set once a commit failed in a way that stops all writes (see the file
   // comment); every later write is refused with it.
   absl::Status write_failure_ ABSL_GUARDED_BY(queue_mu_);
+  // The last commit's error and when (OK once a commit succeeded).
+  absl::Status last_commit_failure_ ABSL_GUARDED_BY(queue_mu_);
+  absl::Time last_commit_failure_at_ ABSL_GUARDED_BY(queue_mu_);
 
   // Commit thread only: the batch between Prepare and Finish.
   std::vector<PendingWrite> batch_;

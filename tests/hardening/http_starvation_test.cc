@@ -4,15 +4,11 @@
 // 10 (trickled), and everything timed out after the stream attempts. Now
 // every probe, REST call and scrape must answer within a second.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
+#include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
 namespace {
@@ -32,80 +29,11 @@ std::string TestDir() {
   return std::string(dir ? dir : "/tmp");
 }
 
-int ReadPortFile(const std::string& path) {
-  for (int i = 0; i < 2000; ++i) {
-    std::ifstream in(path);
-    int port = 0;
-    if (in >> port && port > 0) return port;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return 0;
-}
-
-// A TCP connection to 127.0.0.1:port from `source` (all of 127/8 is local);
-// -1 if it fails.
-int Connect(int port, const std::string& source) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  inet_pton(AF_INET, source.c_str(), &from.sin_addr);
-  bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from));
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, const std::string& bytes) {
-  return send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
-}
-
-struct Answer {
-  int status = 0;  // 0: none within the bound
-  absl::Duration took;
-};
-
-// GET `path` with a fresh connection from `source`; the status line's code
-// if the whole reply came within `bound`.
-Answer Get(int port, const std::string& path, const std::string& source = "127.0.0.1",
-           const std::string& token = "", absl::Duration bound = absl::Seconds(3)) {
-  const absl::Time start = absl::Now();
-  Answer answer;
-  const int fd = Connect(port, source);
-  if (fd < 0) return answer;
-  std::string request = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n");
-  if (!token.empty()) absl::StrAppend(&request, "Authorization: Bearer ", token, "\r\n");
-  request += "\r\n";
-  std::string reply;
-  if (SendAll(fd, request)) {
-    const absl::Time deadline = start + bound;
-    char chunk[4096];
-    while (absl::Now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 20) <= 0) continue;
-      const ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
-      if (n <= 0) break;
-      reply.append(chunk, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  answer.took = absl::Now() - start;
-  if (absl::StartsWith(reply, "HTTP/1.1 ") && reply.size() > 12 && answer.took < bound) {
-    answer.status = std::atoi(reply.substr(9, 3).c_str());
-  }
-  return answer;
-}
-
 // 10 probes of `path`: how many answered 200 within a second each.
 int AnsweredWithinASecond(int port, const std::string& path, const std::string& source) {
   int answered = 0;
   for (int i = 0; i < 10; ++i) {
-    const Answer answer = Get(port, path, source);
+    const HttpAnswer answer = Call(port, "GET", path, source);
     if (answer.status == 200 && answer.took < absl::Seconds(1)) ++answered;
   }
   return answered;
@@ -138,7 +66,7 @@ class HttpStarvationTest : public ::testing::Test {
 
 TEST_F(HttpStarvationTest, HalfSentRequests_HealthzAnswers10Of10) {
   for (int i = 0; i < 200; ++i) {
-    const int fd = Connect(port_, "127.0.0.1");
+    const int fd = ConnectFrom(port_, "127.0.0.1");
     ASSERT_GE(fd, 0);
     ASSERT_TRUE(SendAll(fd, "GET /v1/jobs HTTP/1.1\r\nHost: t\r\n"));  // never finished
     held_.push_back(fd);
@@ -169,7 +97,7 @@ TEST_F(HttpStarvationTest, TrickledHeaders_HealthzAnswers10Of10) {
     }
   });
   for (int i = 0; i < 200; ++i) {
-    const int fd = Connect(port_, "127.0.0.1");
+    const int fd = ConnectFrom(port_, "127.0.0.1");
     ASSERT_GE(fd, 0);
     ASSERT_TRUE(SendAll(fd, "G"));
     held_.push_back(fd);
@@ -187,7 +115,7 @@ TEST_F(HttpStarvationTest, FiveHundredEventStreams_HealthzRestAndMetricsAnswer) 
   // 500 event-stream requests from 250 addresses, held open and never read.
   for (int i = 0; i < 500; ++i) {
     const std::string source = absl::StrCat("127.0.1.", 1 + i % 250);
-    const int fd = Connect(port_, source);
+    const int fd = ConnectFrom(port_, source);
     ASSERT_GE(fd, 0) << i;
     ASSERT_TRUE(SendAll(fd, "GET /v1/kv/job:watch HTTP/1.1\r\nHost: t\r\n\r\n"));
     held_.push_back(fd);

@@ -26,6 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
+#include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
 namespace {
@@ -39,33 +40,10 @@ std::string TestDir() {
   return std::string(dir ? dir : "/tmp");
 }
 
-int ReadPortFile(const std::string& path) {
-  for (int i = 0; i < 2000; ++i) {
-    std::ifstream in(path);
-    int port = 0;
-    if (in >> port && port > 0) return port;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return 0;
-}
-
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // Sends one request; returns the socket to read the reply from.
 int Request(int port, const std::string& method, const std::string& path, const std::string& token,
             const std::string& body = "") {
-  const int fd = Connect(port);
+  const int fd = ConnectFrom(port);
   std::string request = absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: t\r\n",
                                      "Authorization: Bearer ", token, "\r\n");
   if (method == "POST") {
@@ -75,22 +53,6 @@ int Request(int port, const std::string& method, const std::string& path, const 
   absl::StrAppend(&request, "\r\n", body);
   send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   return fd;
-}
-
-// Reads until the peer closes, `text` arrived, or `bound` passed.
-std::string ReadFor(int fd, absl::Duration bound, const std::string& text = "") {
-  std::string got;
-  const absl::Time deadline = absl::Now() + bound;
-  char chunk[4096];
-  while (absl::Now() < deadline) {
-    if (!text.empty() && got.find(text) != std::string::npos) break;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 10) <= 0) continue;
-    const ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
-    if (n <= 0) break;
-    got.append(chunk, static_cast<size_t>(n));
-  }
-  return got;
 }
 
 std::string TokenIn(const std::string& reply) {

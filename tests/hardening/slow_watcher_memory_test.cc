@@ -26,6 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
+#include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
 namespace {
@@ -48,16 +49,6 @@ int64_t Rss(pid_t pid) {
   absl::StatusOr<int64_t> rss = ReadProcessRssBytes(pid);
   EXPECT_TRUE(rss.ok()) << rss.status();
   return rss.ok() ? *rss : 0;
-}
-
-int ReadPortFile(const std::string& path) {
-  for (int i = 0; i < 2000; ++i) {
-    std::ifstream in(path);
-    int port = 0;
-    if (in >> port && port > 0) return port;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return 0;
 }
 
 // An event stream whose client reads nothing after its request (a 4 KiB
