@@ -76,6 +76,15 @@ ABSL_FLAG(int, http_port, 29480,
           "TCP port of the HTTP listener: REST API under /v1/, /healthz, /readyz. "
           "0 turns HTTP off; -1 picks any free port (see --http-port-file). With --port 0 "
           "and no --http-port, HTTP picks any free port too");
+ABSL_FLAG(int64_t, http_max_connections, 1024,
+          "HTTP connections served at once; a request on a connection beyond it gets 503 "
+          "(health probes are answered whatever the load)");
+ABSL_FLAG(int64_t, http_max_connections_per_client, 64,
+          "HTTP connections served at once from one client address; a request on a "
+          "connection beyond it gets 429 (health probes are answered whatever the load)");
+ABSL_FLAG(int64_t, http_header_timeout_ms, 10000,
+          "An HTTP request head must arrive whole within this many milliseconds of the "
+          "connection (or of the previous reply); else 408 and the connection is closed");
 ABSL_FLAG(std::string, http_port_file, "",
           "If set, write the bound HTTP port (one line) to this file once serving, "
           "atomically, like --port-file");
@@ -97,6 +106,11 @@ ABSL_FLAG(int64_t, history_revisions, 100000,
           "automatically (0 keeps everything)");
 ABSL_FLAG(int64_t, max_leases, 1000000, "Most leases alive at once");
 ABSL_FLAG(int64_t, max_watchers, 100000, "Most watch streams open at once");
+ABSL_FLAG(int64_t, watch_buffer_bytes, 4 << 20,
+          "Most bytes of events one watch stream holds for a client that reads slower than "
+          "they come (KV Watch, WatchJob, and their event streams). A KV watcher beyond it "
+          "drops them and reads them again from the history when its client catches up; a "
+          "job watcher ends with RESOURCE_EXHAUSTED naming the from_index to resume from");
 ABSL_FLAG(int64_t, max_wait_calls, 100000, "Most Wait calls pending at once");
 ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000, "Timeout of a Wait that gives none");
 ABSL_FLAG(int, session_queues, 4,
@@ -158,6 +172,22 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   if (http_port != 0) {
     options->http.emplace();
     options->http->port = http_port == -1 ? 0 : http_port;
+    const int64_t connections = absl::GetFlag(FLAGS_http_max_connections);
+    const int64_t per_client = absl::GetFlag(FLAGS_http_max_connections_per_client);
+    const int64_t header_ms = absl::GetFlag(FLAGS_http_header_timeout_ms);
+    if (connections < 1 || connections > 1000000) {
+      return absl::StrCat("--http-max-connections=", connections, " must be 1..1000000");
+    }
+    if (per_client < 1 || per_client > connections) {
+      return absl::StrCat("--http-max-connections-per-client=", per_client,
+                          " must be 1..--http-max-connections (", connections, ")");
+    }
+    if (header_ms < 100 || header_ms > 600000) {
+      return absl::StrCat("--http-header-timeout-ms=", header_ms, " must be 100..600000");
+    }
+    options->http->gate.max_connections = static_cast<size_t>(connections);
+    options->http->gate.max_connections_per_client = static_cast<size_t>(per_client);
+    options->http->gate.header_timeout = absl::Milliseconds(header_ms);
   } else if (!absl::GetFlag(FLAGS_http_port_file).empty()) {
     return "--http-port-file needs HTTP on (--http-port is 0)";
   }
@@ -215,6 +245,12 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   const int64_t watchers = absl::GetFlag(FLAGS_max_watchers);
   if (watchers < 1) return absl::StrCat("--max-watchers=", watchers, " must be >= 1");
   limits.max_watchers = watchers;
+  const int64_t watch_bytes = absl::GetFlag(FLAGS_watch_buffer_bytes);
+  if (watch_bytes < (64 << 10) || watch_bytes > (int64_t{1} << 34)) {
+    return absl::StrCat("--watch-buffer-bytes=", watch_bytes, " must be 65536..17179869184");
+  }
+  options->kv.watch.max_queued_bytes = static_cast<size_t>(watch_bytes);
+  options->jobs.jobs.watch_buffer_bytes = static_cast<size_t>(watch_bytes);
   const int64_t waits = absl::GetFlag(FLAGS_max_wait_calls);
   if (waits < 1) return absl::StrCat("--max-wait-calls=", waits, " must be >= 1");
   limits.max_pending_wait_calls = waits;

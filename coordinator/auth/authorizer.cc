@@ -74,22 +74,69 @@ Authorizer::Authorizer(absl::string_view admin_token)
       admin_hash_(admin_token.empty() ? "" : HashToken(admin_token)) {}
 
 void Authorizer::SetJobTokenHash(const std::string& job_id, const std::string& token_hash) {
-  absl::MutexLock lock(&mu_);
-  if (auto old = hash_by_job_.find(job_id); old != hash_by_job_.end()) {
-    job_by_hash_.erase(old->second);
-    hash_by_job_.erase(old);
+  std::vector<std::function<void()>> revoked;
+  {
+    absl::MutexLock lock(&mu_);
+    std::string old_hash;
+    if (auto old = hash_by_job_.find(job_id); old != hash_by_job_.end()) {
+      old_hash = old->second;
+      job_by_hash_.erase(old->second);
+      hash_by_job_.erase(old);
+    }
+    if (!token_hash.empty()) {
+      hash_by_job_[job_id] = token_hash;
+      job_by_hash_[token_hash] = job_id;
+    }
+    if (old_hash != token_hash) {
+      // Streams opened with the old token end now.
+      const uint64_t epoch = ++epoch_by_job_[job_id];
+      for (auto it = watchers_.begin(); it != watchers_.end();) {
+        if (it->second.job_id == job_id && it->second.token_epoch < epoch) {
+          revoked.push_back(std::move(it->second.revoked));
+          it = watchers_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
   }
-  if (token_hash.empty()) return;
-  hash_by_job_[job_id] = token_hash;
-  job_by_hash_[token_hash] = job_id;
+  for (std::function<void()>& callback : revoked) callback();
+}
+
+absl::StatusOr<std::unique_ptr<Authorizer::RevocationWatch>> Authorizer::WatchRevocation(
+    const Identity& identity, std::function<void()> revoked) const {
+  if (identity.kind != Identity::Kind::kJob) return std::unique_ptr<RevocationWatch>();
+  absl::MutexLock lock(&mu_);
+  auto epoch = epoch_by_job_.find(identity.job_id);
+  if (epoch != epoch_by_job_.end() && epoch->second != identity.token_epoch) {
+    return RevokedError(identity);
+  }
+  const uint64_t id = next_watch_id_++;
+  watchers_[id] = Watcher{identity.job_id, identity.token_epoch, std::move(revoked)};
+  return std::unique_ptr<RevocationWatch>(new RevocationWatch(this, id));
+}
+
+Authorizer::RevocationWatch::~RevocationWatch() {
+  absl::MutexLock lock(&authorizer_->mu_);
+  authorizer_->watchers_.erase(id_);
+}
+
+absl::Status Authorizer::RevokedError(const Identity& identity) {
+  return absl::UnauthenticatedError(absl::StrCat(
+      "the token this stream was opened with was revoked (job '", identity.job_id.substr(0, 128),
+      "' has a new token, or none); open it again with the job's current token"));
 }
 
 Identity Authorizer::Resolve(absl::string_view authorization) const {
-  absl::string_view token = authorization;
-  if (!absl::ConsumePrefix(&token, "Bearer ") && !absl::ConsumePrefix(&token, "bearer ")) {
+  // "Bearer" in any case (RFC 7235: auth schemes are case-insensitive), one
+  // or more spaces, the token.
+  absl::string_view header = absl::StripLeadingAsciiWhitespace(authorization);
+  const size_t space = header.find(' ');
+  if (space == absl::string_view::npos ||
+      !absl::EqualsIgnoreCase(header.substr(0, space), "bearer")) {
     return Identity{};
   }
-  token = absl::StripAsciiWhitespace(token);
+  absl::string_view token = absl::StripAsciiWhitespace(header.substr(space + 1));
   if (token.empty()) return Identity{};
   const std::string hash = HashToken(token);
   if (enabled_ && SameHash(hash, admin_hash_)) return Identity{Identity::Kind::kAdmin, ""};
@@ -98,7 +145,9 @@ Identity Authorizer::Resolve(absl::string_view authorization) const {
   // token.
   auto it = job_by_hash_.find(hash);
   if (it == job_by_hash_.end()) return Identity{};
-  return Identity{Identity::Kind::kJob, it->second};
+  auto epoch = epoch_by_job_.find(it->second);
+  return Identity{Identity::Kind::kJob, it->second,
+                  epoch == epoch_by_job_.end() ? 0 : epoch->second};
 }
 
 absl::Status Authorizer::Authorize(const Identity& identity, absl::string_view method,

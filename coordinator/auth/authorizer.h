@@ -12,22 +12,34 @@
 // Tokens are kept only as SHA-256 hashes and compared in constant time; no
 // message names a token.
 //
+// Revocation of open streams (issue 23): a job's token is replaced or revoked
+// by SetJobTokenHash; calls check the token as they start, so a stream opened
+// before would go on. A stream registers with WatchRevocation when it opens,
+// and learns at once (on the thread that changes the token) that its
+// credential is gone; it then ends with UNAUTHENTICATED.
+//
 // Every method of ddp.v1 has one rule in MethodRules() (a test checks the
 // table against the services' descriptors):
 //   kAdmin        admin only (job creation and scheduling, compaction);
 //   kJob          admin, or the token of the job the request names (its
 //                 job_id, or the KV namespace);
 //   kAuthenticated any identity (ListJobs, filtered by the caller; leases,
-//                 Status and GetClusterStatus, which name no job).
+//                 Status and GetClusterStatus, which name no job). A lease
+//                 names its job itself: the KV service checks that a job's
+//                 token acts only on its job's leases (kv/lease_ownership.h).
 //
 // Thread-safety: thread-safe.
 
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
@@ -45,6 +57,9 @@ struct Identity {
   enum class Kind { kNone, kAdmin, kJob };
   Kind kind = Kind::kNone;
   std::string job_id;  // kJob
+  // kJob: which of the job's tokens it was (each new token or revocation
+  // counts one up), for WatchRevocation.
+  uint64_t token_epoch = 0;
 };
 
 // SHA-256 of the token, hex.
@@ -54,6 +69,20 @@ std::string NewToken();
 
 class Authorizer {
  public:
+  // Unregisters its callback when destroyed.
+  class RevocationWatch {
+   public:
+    ~RevocationWatch();
+    RevocationWatch(const RevocationWatch&) = delete;
+    RevocationWatch& operator=(const RevocationWatch&) = delete;
+
+   private:
+    friend class Authorizer;
+    RevocationWatch(const Authorizer* authorizer, uint64_t id) : authorizer_(authorizer), id_(id) {}
+    const Authorizer* const authorizer_;
+    const uint64_t id_;
+  };
+
   // Empty admin token: authorization off (Authorize accepts everything).
   explicit Authorizer(absl::string_view admin_token);
 
@@ -62,8 +91,22 @@ class Authorizer {
   // `token_hash`: the job has none (revoked).
   void SetJobTokenHash(const std::string& job_id, const std::string& token_hash);
 
-  // The identity of an "authorization" header value ("Bearer T").
+  // The identity of an "authorization" header value ("Bearer T"; the scheme
+  // in any case, RFC 7235).
   Identity Resolve(absl::string_view authorization) const;
+
+  // Calls `revoked` once when the token `identity` was resolved from stops
+  // being its job's (a new token, a revocation, the job deleted). It runs on
+  // the thread that changed the token, without the authorizer's lock; it may
+  // still run once while the watch is being destroyed, so it must not touch
+  // what it watches unless that is still alive (hold it by shared_ptr). Null
+  // for identities that are never revoked (the admin, none). Possible errors:
+  // UNAUTHENTICATED when the token was revoked already (after the call
+  // started).
+  absl::StatusOr<std::unique_ptr<RevocationWatch>> WatchRevocation(
+      const Identity& identity, std::function<void()> revoked) const;
+  // The message of a stream's UNAUTHENTICATED after a revocation.
+  static absl::Status RevokedError(const Identity& identity);
   // `target_job`: the job id (or KV namespace) the request names; empty when
   // it names none. Possible errors: UNAUTHENTICATED (no identity), NOT_FOUND
   // for an unknown method, PERMISSION_DENIED (out of scope); each message
@@ -74,9 +117,19 @@ class Authorizer {
  private:
   const bool enabled_;
   const std::string admin_hash_;
+  struct Watcher {
+    std::string job_id;
+    uint64_t token_epoch = 0;
+    std::function<void()> revoked;
+  };
+
   mutable absl::Mutex mu_;
   std::map<std::string, std::string> job_by_hash_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> hash_by_job_ ABSL_GUARDED_BY(mu_);
+  // The current token epoch of every job whose token ever changed.
+  std::map<std::string, uint64_t> epoch_by_job_ ABSL_GUARDED_BY(mu_);
+  mutable uint64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  mutable std::map<uint64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp::auth

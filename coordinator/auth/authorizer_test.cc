@@ -107,6 +107,17 @@ TEST_F(AuthorizerTest, HeaderForms) {
   EXPECT_EQ(auth_.Resolve("").kind, Identity::Kind::kNone);
 }
 
+// RFC 7235: the scheme is case-insensitive; one or more spaces follow it.
+TEST_F(AuthorizerTest, Resolve_SchemeInAnyCase_Accepted) {
+  for (const char* scheme : {"BEARER ", "BeArEr ", "bearer  "}) {
+    EXPECT_EQ(auth_.Resolve(scheme + std::string(kAdmin)).kind, Identity::Kind::kAdmin) << scheme;
+    EXPECT_EQ(auth_.Resolve(scheme + std::string(kTokenA)).job_id, "job-a") << scheme;
+  }
+  EXPECT_EQ(auth_.Resolve(std::string("Basic ") + kAdmin).kind, Identity::Kind::kNone);
+  EXPECT_EQ(auth_.Resolve(std::string("Bearerx ") + kAdmin).kind, Identity::Kind::kNone);
+  EXPECT_EQ(auth_.Resolve("BEARER").kind, Identity::Kind::kNone);
+}
+
 TEST(Authorizer, OffWithoutAnAdminToken_AcceptsEverything) {
   Authorizer off("");
   EXPECT_FALSE(off.enabled());
@@ -119,6 +130,58 @@ TEST(Tokens, NewTokensAreLongRandomAndHashesStable) {
   EXPECT_NE(a, b);
   EXPECT_GE(a.size(), 43u);  // 32 bytes in base64
   EXPECT_EQ(HashToken("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_F(AuthorizerTest, WatchRevocation_NewToken_CallsBackOnceForThatJobOnly) {
+  int a_revoked = 0, b_revoked = 0;
+  auto watch_a = auth_.WatchRevocation(As(kTokenA), [&] { ++a_revoked; });
+  auto watch_b = auth_.WatchRevocation(As(kTokenB), [&] { ++b_revoked; });
+  ASSERT_TRUE(watch_a.ok() && watch_b.ok());
+  ASSERT_NE(*watch_a, nullptr);
+  auth_.SetJobTokenHash("job-a", HashToken(kTokenA));  // the same token: nothing revoked
+  EXPECT_EQ(a_revoked, 0);
+  auth_.SetJobTokenHash("job-a", HashToken("job-a-new-secret-0123456789"));
+  EXPECT_EQ(a_revoked, 1);
+  EXPECT_EQ(b_revoked, 0);
+  auth_.SetJobTokenHash("job-a", "");  // once only
+  EXPECT_EQ(a_revoked, 1);
+  auth_.SetJobTokenHash("job-b", "");  // revoked outright
+  EXPECT_EQ(b_revoked, 1);
+}
+
+TEST_F(AuthorizerTest, WatchRevocation_TokenNewerThanTheWatch_StillWatched) {
+  auth_.SetJobTokenHash("job-a", HashToken("job-a-second-secret-012345"));
+  const Identity second = As("job-a-second-secret-012345");
+  int revoked = 0;
+  auto watch = auth_.WatchRevocation(second, [&] { ++revoked; });
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  auth_.SetJobTokenHash("job-a", HashToken("job-a-third-secret-0123456"));
+  EXPECT_EQ(revoked, 1);
+}
+
+TEST_F(AuthorizerTest, WatchRevocation_RevokedBeforeTheWatch_Unauthenticated) {
+  const Identity old = As(kTokenA);
+  auth_.SetJobTokenHash("job-a", HashToken("job-a-new-secret-0123456789"));
+  auto watch = auth_.WatchRevocation(old, [] {});
+  EXPECT_EQ(watch.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(watch.status().message(), HasSubstr("revoked"));
+  EXPECT_THAT(watch.status().message(), Not(HasSubstr(kTokenA)));
+}
+
+TEST_F(AuthorizerTest, WatchRevocation_DestroyedWatch_NotCalled) {
+  int revoked = 0;
+  {
+    auto watch = auth_.WatchRevocation(As(kTokenA), [&] { ++revoked; });
+    ASSERT_TRUE(watch.ok());
+  }
+  auth_.SetJobTokenHash("job-a", "");
+  EXPECT_EQ(revoked, 0);
+}
+
+TEST_F(AuthorizerTest, WatchRevocation_AdminNeverRevoked_NoWatch) {
+  auto watch = auth_.WatchRevocation(As(kAdmin), [] {});
+  ASSERT_TRUE(watch.ok());
+  EXPECT_EQ(*watch, nullptr);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "coordinator/http/http_listener.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -20,13 +23,108 @@ void ExclusiveSocketOptions(socket_t sock) {
   setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
 }
 
+// httplib's Stream over a connection the gate lent to a worker: its head
+// is buffered already; the rest of the request must arrive within the body
+// deadline; each write may wait write_timeout.
+class GateStream final : public httplib::Stream {
+ public:
+  GateStream(GateConnection& connection, const ConnectionGateOptions& options)
+      : connection_(connection),
+        read_deadline_(absl::Now() + options.body_timeout),
+        write_timeout_(options.write_timeout) {}
+
+  bool is_readable() const override { return connection_.WaitReadable(read_deadline_); }
+  bool is_writable() const override { return connection_.WaitWritable(write_timeout_); }
+  ssize_t read(char* ptr, size_t size) override {
+    return connection_.Read(ptr, size, read_deadline_);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    return connection_.Write(ptr, size, write_timeout_) ? static_cast<ssize_t>(size) : -1;
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = connection_.peer();
+    port = connection_.peer_port();
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage address{};
+    socklen_t length = sizeof(address);
+    ip.clear();
+    port = 0;
+    if (getsockname(connection_.fd(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      return;
+    }
+    char text[INET6_ADDRSTRLEN] = {};
+    if (address.ss_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
+      inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+      port = ntohs(in->sin_port);
+    } else if (address.ss_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
+      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+      port = ntohs(in6->sin6_port);
+    }
+    ip = text;
+  }
+  socket_t socket() const override { return connection_.fd(); }
+
+ private:
+  GateConnection& connection_;
+  const absl::Time read_deadline_;
+  const absl::Duration write_timeout_;
+};
+
+// httplib's Server or SSLServer whose accepted sockets go to the gate instead
+// of a pool thread each; the gate's workers call Serve, which runs httplib's
+// request handling (routing, handlers, the reply) over a GateStream. With
+// TLS the gate does the handshake (on the SSL_CTX httplib set up).
+template <typename Base>
+class GatedServer final : public Base {
+ public:
+  template <typename... Args>
+  explicit GatedServer(Args&&... args) : Base(std::forward<Args>(args)...) {}
+
+  void set_gate(ConnectionGate* gate) { gate_ = gate; }
+
+  // httplib 0.11 listens with a backlog of 5: a burst of connections (probes,
+  // a dashboard, a flood) overflows it and clients wait out SYN retries
+  // (1 s, 3 s, ...) before the gate even sees them.
+  void RaiseBacklog() { ::listen(this->svr_sock_, SOMAXCONN); }
+
+  // One request; true when the connection may carry another.
+  bool Serve(GateConnection& connection, bool last_request, const ConnectionGateOptions& options) {
+    GateStream stream(connection, options);
+    bool connection_closed = false;
+    const bool ok = this->process_request(stream, last_request, connection_closed, nullptr);
+    return ok && !connection_closed;
+  }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    gate_->Add(sock);
+    return true;
+  }
+
+  ConnectionGate* gate_ = nullptr;
+};
+
 }  // namespace
 
 HttpListener::HttpListener() = default;
 
 absl::Status HttpListener::MakeServer(const HttpListenerOptions& options) {
+  ConnectionGateOptions gate_options = options.gate;
+  gate_options.workers = options.threads;
   if (!options.tls.enabled()) {
-    server_ = std::make_unique<httplib::Server>();
+    auto server = std::make_unique<GatedServer<httplib::Server>>();
+    GatedServer<httplib::Server>* gated = server.get();
+    gate_ = std::make_unique<ConnectionGate>(
+        gate_options, nullptr, options.answer_inline,
+        [gated, gate_options](GateConnection& connection, bool last) {
+          return gated->Serve(connection, last, gate_options);
+        });
+    server->set_gate(gate_.get());
+    raise_backlog_ = [gated] { gated->RaiseBacklog(); };
+    server_ = std::move(server);
     return absl::OkStatus();
   }
   certificate_ = std::make_unique<ReloadingCertificate>(options.tls.cert, options.tls.key,
@@ -34,20 +132,29 @@ absl::Status HttpListener::MakeServer(const HttpListenerOptions& options) {
   if (absl::Status loaded = certificate_->Load(); !loaded.ok()) return loaded;
   ReloadingCertificate* certificate = certificate_.get();
   const std::string client_ca = options.tls.client_ca;
-  auto server = std::make_unique<httplib::SSLServer>([certificate, client_ca](SSL_CTX& ctx) {
-    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-    SSL_CTX_set_cert_cb(&ctx, &ReloadingCertificate::CertCallback, certificate);
-    if (!client_ca.empty()) {
-      if (SSL_CTX_load_verify_locations(&ctx, client_ca.c_str(), nullptr) != 1) return false;
-      SSL_CTX_set_client_CA_list(&ctx, SSL_load_client_CA_file(client_ca.c_str()));
-      SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-    }
-    return true;
-  });
+  auto server =
+      std::make_unique<GatedServer<httplib::SSLServer>>([certificate, client_ca](SSL_CTX& ctx) {
+        SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+        SSL_CTX_set_cert_cb(&ctx, &ReloadingCertificate::CertCallback, certificate);
+        if (!client_ca.empty()) {
+          if (SSL_CTX_load_verify_locations(&ctx, client_ca.c_str(), nullptr) != 1) return false;
+          SSL_CTX_set_client_CA_list(&ctx, SSL_load_client_CA_file(client_ca.c_str()));
+          SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+        }
+        return true;
+      });
   if (!server->is_valid()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot set up TLS for HTTP with --tls-client-ca=", client_ca, " (not PEM?)"));
   }
+  GatedServer<httplib::SSLServer>* gated = server.get();
+  gate_ = std::make_unique<ConnectionGate>(
+      gate_options, server->ssl_context(), options.answer_inline,
+      [gated, gate_options](GateConnection& connection, bool last) {
+        return gated->Serve(connection, last, gate_options);
+      });
+  server->set_gate(gate_.get());
+  raise_backlog_ = [gated] { gated->RaiseBacklog(); };
   server_ = std::move(server);
   return absl::OkStatus();
 }
@@ -65,13 +172,11 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   std::unique_ptr<HttpListener> listener(new HttpListener());
   if (absl::Status made = listener->MakeServer(options); !made.ok()) return made;
   httplib::Server& server = *listener->server_;
-  const int threads = options.threads;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // httplib's pool only hands accepted sockets to the gate.
+  server.new_task_queue = [] { return new httplib::ThreadPool(2); };
   server.set_socket_options(ExclusiveSocketOptions);
-  server.set_keep_alive_max_count(1000);
-  // Small replies: without it Nagle holds each one for the delayed ACK (~40 ms).
-  server.set_tcp_nodelay(true);
   install(server);
+  if (absl::Status started = listener->gate_->Start(); !started.ok()) return started;
 
   std::string host = options.bind_address;
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
@@ -89,6 +194,7 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
     }
     return why;
   }
+  listener->raise_backlog_();
   listener->port_ = port;
   listener->thread_ = std::thread([&server] { server.listen_after_bind(); });
   // stop() is a no-op until the accept loop runs; wait for it so that a Stop
@@ -104,9 +210,11 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
 HttpListener::~HttpListener() { Stop(); }
 
 void HttpListener::Stop() {
-  if (!thread_.joinable()) return;
-  server_->stop();
-  thread_.join();
+  if (thread_.joinable()) {
+    server_->stop();
+    thread_.join();
+  }
+  if (gate_ != nullptr) gate_->Stop();
 }
 
 }  // namespace ddp::http

@@ -6,6 +6,12 @@
 // gRPC listener: no SO_REUSEPORT, so a taken port is an error and never a
 // second server on one port.
 //
+// httplib accepts; every connection then goes through a ConnectionGate
+// (connection_gate.h): request heads are read there under a deadline, with
+// caps per client address and in all, health probes are answered there,
+// and only complete requests reach httplib's handlers, on the gate's
+// workers. So no client can starve the listener before it is authenticated.
+//
 // Lifecycle: Start (bound, serving on its own threads) --Stop--> stopped.
 // Thread-safety: port() any time; Stop is idempotent, from any thread but a
 // handler.
@@ -18,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/tls_files.h"
+#include "coordinator/http/connection_gate.h"
 
 namespace httplib {
 class Server;
@@ -30,9 +37,14 @@ class ReloadingCertificate;
 struct HttpListenerOptions {
   std::string bind_address = "0.0.0.0";
   int port = 29480;  // 0: any free port
-  // Connections served at once. A keep-alive connection or an event stream
-  // holds one thread; more wait for a free one.
+  // Requests handled at once (gate.workers): an event stream holds one while
+  // open; connections between requests and heads being read hold none.
   int threads = 64;
+  // Connection caps and timeouts (gate.workers is `threads`).
+  ConnectionGateOptions gate;
+  // GET requests answered by the gate itself, whatever the load (the health
+  // probes): quick, never blocking. Null: none.
+  ConnectionGate::InlineAnswer answer_inline;
   // HTTPS with the gRPC port's files (plaintext refused); with a client CA,
   // client certificates are required. The certificate and key are read again
   // when they change (checked at most every tls_reload_interval); the client
@@ -61,11 +73,14 @@ class HttpListener {
 
  private:
   HttpListener();
-  // httplib::Server, or an SSLServer with options.tls.
+  // httplib::Server, or an SSLServer with options.tls, handing its sockets to
+  // gate_.
   absl::Status MakeServer(const HttpListenerOptions& options);
 
   std::unique_ptr<ReloadingCertificate> certificate_;  // with TLS; before server_
   std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<ConnectionGate> gate_;
+  std::function<void()> raise_backlog_;  // once bound
   std::thread thread_;
   int port_ = 0;
 };

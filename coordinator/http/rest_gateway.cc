@@ -92,7 +92,8 @@ void RestGateway::Dispatch(const httplib::Request& request, httplib::Response& r
     absl::StatusOr<std::unique_ptr<Message>> call = BuildRequest(route, vars, request);
     if (!call.ok()) return ReplyError(call.status(), response);
     if (route.route->stream) {
-      return ServeStream(route, *std::move(call), ForwardedMetadata(request), response);
+      return ServeStream(route, *std::move(call), ForwardedMetadata(request), request.remote_addr,
+                         response);
     }
     return ServeUnary(route, **call, ForwardedMetadata(request), response);
   }
@@ -126,17 +127,40 @@ void RestGateway::ServeUnary(const CompiledRoute& route, const Message& call,
   response.set_content(ProtoJson(*reply), kJson);
 }
 
+absl::Status RestGateway::OpenStream(const std::string& client) {
+  absl::MutexLock lock(&streams_mu_);
+  if (open_streams_ >= options_.max_streams) {
+    return absl::ResourceExhaustedError(absl::StrCat("too many event streams open (limit ",
+                                                     options_.max_streams,
+                                                     "); close one or use the gRPC method"));
+  }
+  int& from_client = streams_by_client_[client];
+  if (from_client >= options_.max_streams_per_client) {
+    if (from_client == 0) streams_by_client_.erase(client);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many event streams open from ", client.substr(0, 64), " (limit ",
+        options_.max_streams_per_client, " per client address); close one or use the gRPC method"));
+  }
+  ++from_client;
+  ++open_streams_;
+  return absl::OkStatus();
+}
+
+void RestGateway::CloseStream(const std::string& client) {
+  absl::MutexLock lock(&streams_mu_);
+  --open_streams_;
+  auto it = streams_by_client_.find(client);
+  if (it != streams_by_client_.end() && --it->second <= 0) streams_by_client_.erase(it);
+}
+
 void RestGateway::ServeStream(const CompiledRoute& route, std::unique_ptr<Message> call,
-                              Metadata metadata, httplib::Response& response) {
+                              Metadata metadata, const std::string& client,
+                              httplib::Response& response) {
   if (shutting_down_.load()) {
     return ReplyError(absl::UnavailableError("the coordinator is shutting down; retry"), response);
   }
-  if (open_streams_.fetch_add(1) >= options_.max_streams) {
-    open_streams_.fetch_sub(1);
-    return ReplyError(absl::ResourceExhaustedError(
-                          absl::StrCat("too many event streams open (limit ", options_.max_streams,
-                                       "); close one or use the gRPC method")),
-                      response);
+  if (absl::Status opened = OpenStream(client); !opened.ok()) {
+    return ReplyError(opened, response);
   }
   if (options_.authorize_stream) {
     std::string authorization;
@@ -146,7 +170,7 @@ void RestGateway::ServeStream(const CompiledRoute& route, std::unique_ptr<Messag
     absl::Status allowed =
         options_.authorize_stream(route.route->grpc_method, *call, authorization);
     if (!allowed.ok()) {
-      open_streams_.fetch_sub(1);
+      CloseStream(client);
       return ReplyError(allowed, response);
     }
   }
@@ -160,7 +184,7 @@ void RestGateway::ServeStream(const CompiledRoute& route, std::unique_ptr<Messag
         sink.done();
         return true;
       },
-      [this](bool) { open_streams_.fetch_sub(1); });
+      [this, client](bool) { CloseStream(client); });
 }
 
 void RestGateway::RunStream(const CompiledRoute& route, const Message& call,

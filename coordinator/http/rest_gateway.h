@@ -12,10 +12,14 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/http/grpc_bridge.h"
 #include "coordinator/http/path_template.h"
@@ -33,9 +37,12 @@ struct Response;
 namespace ddp::http {
 
 struct RestGatewayOptions {
-  // Event streams open at once (each holds one HTTP thread); beyond it a new
-  // stream gets 429 RESOURCE_EXHAUSTED.
+  // Event streams open at once (each holds one HTTP worker), in all and from
+  // one client address; beyond either a new stream gets 429
+  // RESOURCE_EXHAUSTED. Keep max_streams below the listener's workers, so
+  // that streams never take every worker.
   int max_streams = 32;
+  int max_streams_per_client = 8;
   // A comment line on an idle event stream, so proxies keep it open and a
   // vanished client is noticed.
   absl::Duration stream_keepalive = absl::Seconds(15);
@@ -78,7 +85,10 @@ class RestGateway {
   void ServeUnary(const CompiledRoute& route, const google::protobuf::Message& call,
                   const Metadata& metadata, httplib::Response& response);
   void ServeStream(const CompiledRoute& route, std::unique_ptr<google::protobuf::Message> call,
-                   Metadata metadata, httplib::Response& response);
+                   Metadata metadata, const std::string& client, httplib::Response& response);
+  // Counts a stream of `client` in; RESOURCE_EXHAUSTED over a cap.
+  absl::Status OpenStream(const std::string& client);
+  void CloseStream(const std::string& client);
   void RunStream(const CompiledRoute& route, const google::protobuf::Message& call,
                  const Metadata& metadata, httplib::DataSink& sink);
 
@@ -86,7 +96,9 @@ class RestGateway {
   GrpcBridge bridge_;
   std::vector<CompiledRoute> routes_;
   std::atomic<bool> shutting_down_{false};
-  std::atomic<int> open_streams_{0};
+  absl::Mutex streams_mu_;
+  int open_streams_ ABSL_GUARDED_BY(streams_mu_) = 0;
+  std::map<std::string, int> streams_by_client_ ABSL_GUARDED_BY(streams_mu_);
 };
 
 }  // namespace ddp::http

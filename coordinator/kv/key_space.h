@@ -48,6 +48,11 @@ class KeySpace {
             const std::function<bool(const KeyValue&)>& visit) const;
 
   size_t size() const { return size_; }
+  // The number of keys of namespace `ns`.
+  size_t CountIn(const std::string& ns) const {
+    auto it = namespaces_.find(ns);
+    return it == namespaces_.end() ? 0 : it->second.records.size();
+  }
 
  private:
   using Index = absl::btree_map<absl::string_view, const KeyValue*>;

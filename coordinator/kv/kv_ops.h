@@ -23,6 +23,8 @@ struct PutRequest {
   Condition condition = Condition::kNone;
   Revision expected_mod_revision = 0;  // with kExpectedModRevision; 0 = must be absent
   bool return_previous = false;
+  // Who attaches the key to `lease` (PERMISSION_DENIED for another job's lease).
+  LeaseCaller lease_caller;
 };
 
 struct PutResult {
@@ -128,6 +130,13 @@ struct WatchBatch {
     }
     return events;
   }
+};
+
+struct LeaseGrantRequest {
+  int64_t ttl_ms = 0;
+  // The namespace the lease belongs to ("": none, only unrestricted callers
+  // may use it); see lease_ownership.h.
+  std::string owner;
 };
 
 struct LeaseGrantResult {

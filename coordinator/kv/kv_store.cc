@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -17,6 +18,8 @@ namespace {
 WatchHubOptions HubOptions(const KvStoreOptions& options) {
   WatchHubOptions hub = options.watch;
   hub.max_watchers = options.limits.max_watchers;
+  hub.max_event_bytes = options.limits.max_namespace_bytes + options.limits.max_key_bytes +
+                        options.limits.max_value_bytes + 64;
   return hub;
 }
 
@@ -58,6 +61,7 @@ KvStore::KvStore(KvBackend& backend, const Clock& clock, KvStoreOptions options)
     : backend_(backend),
       clock_(clock),
       options_(std::move(options)),
+      lease_ids_(options_.lease_ids ? options_.lease_ids : LeaseIdSource(&RandomLeaseId)),
       hub_(backend_, HubOptions(options_)),
       notifier_(std::max(1, options_.notify_threads), options_.notify_parallel_min) {}
 
@@ -67,8 +71,12 @@ absl::Status KvStore::LoadState() {
   DDP_ASSIGN_OR_RETURN(PersistedKvState state, backend_.Load());
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&state_mu_);
-  for (const LeaseRecord& lease : state.leases) leases_.Grant(lease.id, lease.ttl_ms, now);
+  for (const LeaseRecord& lease : state.leases) leases_.Grant(lease.id, lease.ttl_ms, "", now);
+  absl::flat_hash_map<LeaseId, std::string> owners;
   for (KeyValue& kv : state.keys) {
+    if (kv.ns == kLeaseOwnerNamespace) {
+      if (std::optional<LeaseId> id = LeaseIdOfOwnerKey(kv.key)) owners[*id] = kv.value;
+    }
     if (kv.lease != 0) {
       if (leases_.Contains(kv.lease)) {
         leases_.AttachKey(kv.lease, kv.ns, kv.key);
@@ -79,14 +87,41 @@ absl::Status KvStore::LoadState() {
     }
     keys_.Upsert(std::move(kv));
   }
+  LoadLeaseOwnersLocked(owners);
   revision_ = state.revision;
   compacted_revision_ = state.compacted_revision;
-  next_lease_id_ = state.next_lease_id;
   hub_.SetPublishedRevision(revision_);
   DDP_LOG(INFO) << "kv store loaded: revision " << revision_ << ", compacted "
                 << compacted_revision_ << ", " << keys_.size() << " keys, " << leases_.size()
                 << " leases";
   return absl::OkStatus();
+}
+
+void KvStore::LoadLeaseOwnersLocked(const absl::flat_hash_map<LeaseId, std::string>& recorded) {
+  size_t inferred = 0, ownerless = 0;
+  for (const auto& [id, owner] : recorded) leases_.SetOwner(id, owner);
+  leases_.ForEach([&](LeaseId id) {
+    if (recorded.contains(id)) return;
+    // Granted before leases had owners: the namespace of its keys, if one.
+    std::string owner;
+    bool one_namespace = true;
+    for (const auto& [ns, key] : leases_.Keys(id)) {
+      if (owner.empty()) owner = ns;
+      one_namespace = one_namespace && ns == owner;
+    }
+    if (one_namespace && !owner.empty()) {
+      leases_.SetOwner(id, owner);
+      ++inferred;
+    } else {
+      ++ownerless;
+    }
+  });
+  if (inferred + ownerless > 0) {
+    DDP_LOG(INFO) << inferred + ownerless << " leases have no owner record (granted by the admin "
+                  << "without a namespace, or before leases had owners): " << inferred
+                  << " belong to the one namespace of their keys, " << ownerless
+                  << " to no job (admin token only)";
+  }
 }
 
 void KvStore::Shutdown() {
@@ -167,7 +202,7 @@ bool KvStore::Prepare(commit::StateBatch& batch) {
     }
   }
   absl::ReaderMutexLock lock(&state_mu_);
-  builder_.emplace(keys_, leases_, revision_, next_lease_id_, options_.limits.max_leases,
+  builder_.emplace(keys_, leases_, revision_, lease_ids_, options_.limits.max_leases,
                    batch_.size());
   for (PendingWrite& write : batch_) {
     if (write.compact_to == 0) write.result = builder_->Apply(std::move(write.op));
@@ -177,6 +212,11 @@ bool KvStore::Prepare(commit::StateBatch& batch) {
 }
 
 void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) {
+  if (!batch.empty()) {  // a commit ran (KV writes, job changes or both)
+    absl::MutexLock lock(&queue_mu_);
+    last_commit_failure_ = status;
+    if (!status.ok()) last_commit_failure_at_ = clock_.Now();
+  }
   if (batch_.empty()) return;
   auto delivery = std::make_shared<Delivery>();
   absl::Status commit_status;
@@ -187,7 +227,6 @@ void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch, comm
         absl::MutexLock lock(&state_mu_);
         builder_->ApplyTo(committed, keys_, leases_, clock_.Now());
         revision_ = builder_->revision();
-        next_lease_id_ = builder_->next_lease_id();
         if (waits_.size() != 0) {
           for (const Event& event : committed.events) {
             if (event.type == EventType::kPut)
@@ -375,16 +414,24 @@ absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {
   return result;
 }
 
-absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease) {
+absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease,
+                                                             const LeaseCaller& caller) {
   if (absl::Status s = ValidateLeaseId(lease); !s.ok()) return s;
   absl::MutexLock lock(&state_mu_);
-  DDP_ASSIGN_OR_RETURN(int64_t ttl, leases_.KeepAlive(lease, clock_.Now()));
+  DDP_ASSIGN_OR_RETURN(int64_t ttl, leases_.KeepAlive(lease, caller, clock_.Now()));
   return LeaseKeepAliveResult{lease, ttl};
 }
 
 absl::Status KvStore::WriteHealth() const {
   absl::MutexLock lock(&queue_mu_);
-  return write_failure_;
+  if (!write_failure_.ok()) return write_failure_;
+  if (last_commit_failure_.ok()) return absl::OkStatus();
+  const absl::Duration ago = clock_.Now() - last_commit_failure_at_;
+  if (ago >= options_.unhealthy_after_failed_commit) return absl::OkStatus();  // no news since
+  return absl::UnavailableError(
+      absl::StrCat("commits are failing: the last one, ",
+                   absl::FormatDuration(absl::Trunc(ago, absl::Milliseconds(1))), " ago, failed (",
+                   last_commit_failure_.message(), "); ready again once a commit succeeds"));
 }
 
 KvStoreStatus KvStore::Status() const {
@@ -393,7 +440,8 @@ KvStoreStatus KvStore::Status() const {
     absl::ReaderMutexLock lock(&state_mu_);
     status.revision = revision_;
     status.compacted_revision = compacted_revision_;
-    status.keys = static_cast<int64_t>(keys_.size());
+    // The owner keys of leases are not the clients' keys.
+    status.keys = static_cast<int64_t>(keys_.size() - keys_.CountIn(kLeaseOwnerNamespace));
     status.leases = static_cast<int64_t>(leases_.size());
     status.pending_waits = static_cast<int64_t>(waits_.size());
   }

@@ -36,14 +36,17 @@
 //
 // Possible errors (besides those of kv_validation.h, returned before anything
 // is queued):
-//   Put      NOT_FOUND unknown lease; FAILED_PRECONDITION condition failed.
+//   Put      NOT_FOUND unknown lease; PERMISSION_DENIED another job's lease
+//            (lease_ownership.h); FAILED_PRECONDITION condition failed.
 //   Get      NOT_FOUND missing key.
 //   Add      INVALID_ARGUMENT non-integer value; OUT_OF_RANGE overflow.
 //   Wait     DEADLINE_EXCEEDED; RESOURCE_EXHAUSTED too many pending waits.
-//   Watch    OUT_OF_RANGE start revision compacted; RESOURCE_EXHAUSTED too
-//            many watchers, or (later, from TakeWatchEvents) the watcher fell
-//            too far behind.
-//   Lease*   NOT_FOUND unknown or expired lease; RESOURCE_EXHAUSTED too many.
+//   Watch    OUT_OF_RANGE start revision compacted (also later, from
+//            TakeWatchEvents: a watcher that fell behind reads the history,
+//            see watch_hub.h, and that was compacted); RESOURCE_EXHAUSTED too
+//            many watchers.
+//   Lease*   NOT_FOUND unknown or expired lease; PERMISSION_DENIED another
+//            job's lease; RESOURCE_EXHAUSTED too many.
 //   Compact  INVALID_ARGUMENT revision <= 0; OUT_OF_RANGE revision beyond
 //            current + 1.
 //   Writes   UNAVAILABLE when shutting down, queue full, or the commit failed
@@ -80,6 +83,7 @@
 #include "coordinator/kv/kv_backend.h"
 #include "coordinator/kv/kv_ops.h"
 #include "coordinator/kv/kv_types.h"
+#include "coordinator/kv/lease_ownership.h"
 #include "coordinator/kv/lease_table.h"
 #include "coordinator/kv/sink_notifier.h"
 #include "coordinator/kv/wait_registry.h"
@@ -101,7 +105,8 @@ struct KvStoreOptions {
   size_t max_batch_writes = 8192;
   // Writes beyond this many queued are refused with UNAVAILABLE.
   size_t max_pending_writes = 200'000;
-  // Queue bound and page size of watchers (max_watchers comes from limits).
+  // Queue bounds (events, bytes) and page sizes of watchers (max_watchers
+  // and max_event_bytes come from limits).
   WatchHubOptions watch;
   // Threads that tell watchers about a commit (the delivery thread included;
   // see sink_notifier.h), and the fewest watchers worth more than one.
@@ -113,6 +118,12 @@ struct KvStoreOptions {
   // while another took over and wrote must not answer with what it had
   // (reads stay linearizable). Null: always.
   std::function<absl::Status()> read_check;
+  // Where lease ids come from (lease_ownership.h); null: RandomLeaseId.
+  LeaseIdSource lease_ids;
+  // WriteHealth (readiness) is not OK while the last commit failed this
+  // recently (any commit of the loop: KV writes or job changes), e.g. every
+  // commit meeting "database is locked".
+  absl::Duration unhealthy_after_failed_commit = absl::Seconds(10);
 };
 
 template <typename T>
@@ -140,8 +151,8 @@ class KvStore final : public commit::CommitParticipant {
   void DeleteAsync(DeleteRequest request, Callback<DeleteResult> done);
   void CompareAndSetAsync(CompareAndSetRequest request, Callback<CompareAndSetResult> done);
   void AddAsync(AddRequest request, Callback<AddResult> done);
-  void LeaseGrantAsync(int64_t ttl_ms, Callback<LeaseGrantResult> done);
-  void LeaseRevokeAsync(LeaseId lease, Callback<LeaseRevokeResult> done);
+  void LeaseGrantAsync(LeaseGrantRequest request, Callback<LeaseGrantResult> done);
+  void LeaseRevokeAsync(LeaseId lease, const LeaseCaller& caller, Callback<LeaseRevokeResult> done);
   void CompactAsync(Revision revision, Callback<CompactResult> done);
   // Runs `done` once all keys exist (possibly at once) or with
   // DEADLINE_EXCEEDED.
@@ -150,10 +161,14 @@ class KvStore final : public commit::CommitParticipant {
   // Reads and lease keep-alive complete at once.
   absl::StatusOr<GetResult> Get(const GetRequest& request) const;
   absl::StatusOr<RangeResult> Range(const RangeRequest& request) const;
-  absl::StatusOr<LeaseKeepAliveResult> LeaseKeepAlive(LeaseId lease);
+  absl::StatusOr<LeaseKeepAliveResult> LeaseKeepAlive(
+      LeaseId lease, const LeaseCaller& caller = LeaseCaller::Anyone());
   KvStoreStatus Status() const;
-  // OK while writes are accepted; after a storage failure, the error every
-  // write now gets (the store is fail-stop until restarted). Readiness probes.
+  // OK while writes are accepted and commits succeed. After a storage
+  // failure, the error every write now gets (the store is fail-stop until
+  // restarted); while the last commit failed, less than
+  // unhealthy_after_failed_commit ago, UNAVAILABLE naming its cause (until a
+  // commit succeeds). Readiness probes.
   absl::Status WriteHealth() const;
 
   // Watches: register a sink, then pull with TakeWatchEvents (see watch_hub.h).
@@ -176,8 +191,9 @@ class KvStore final : public commit::CommitParticipant {
   absl::StatusOr<DeleteResult> Delete(DeleteRequest request);
   absl::StatusOr<CompareAndSetResult> CompareAndSet(CompareAndSetRequest request);
   absl::StatusOr<AddResult> Add(AddRequest request);
-  absl::StatusOr<LeaseGrantResult> LeaseGrant(int64_t ttl_ms);
-  absl::StatusOr<LeaseRevokeResult> LeaseRevoke(LeaseId lease);
+  absl::StatusOr<LeaseGrantResult> LeaseGrant(int64_t ttl_ms, std::string owner = "");
+  absl::StatusOr<LeaseRevokeResult> LeaseRevoke(LeaseId lease,
+                                                const LeaseCaller& caller = LeaseCaller::Anyone());
   absl::StatusOr<CompactResult> Compact(Revision revision);
   absl::StatusOr<WaitResult> Wait(WaitRequest request);
 
@@ -202,6 +218,10 @@ class KvStore final : public commit::CommitParticipant {
   static absl::StatusOr<std::unique_ptr<KvStore>> Join(std::unique_ptr<KvStore> store,
                                                        commit::CommitLoop& loop);
   absl::Status LoadState();
+  // The owners of loaded leases: their owner keys, else (leases granted
+  // before owners) the one namespace of their keys.
+  void LoadLeaseOwnersLocked(const absl::flat_hash_map<LeaseId, std::string>& recorded)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   void Enqueue(PendingWrite write);
   // Runs one batch's notifications and callbacks (delivery thread).
   void Deliver(Delivery& delivery);
@@ -224,6 +244,7 @@ class KvStore final : public commit::CommitParticipant {
   commit::CommitLoop* loop_ = nullptr;
   const Clock& clock_;
   const KvStoreOptions options_;
+  const LeaseIdSource lease_ids_;
   WatchHub hub_;
   SinkNotifier notifier_;  // used by the delivery thread
 
@@ -235,7 +256,6 @@ class KvStore final : public commit::CommitParticipant {
   WaitRegistry waits_ ABSL_GUARDED_BY(state_mu_);
   Revision revision_ ABSL_GUARDED_BY(state_mu_) = 0;
   Revision compacted_revision_ ABSL_GUARDED_BY(state_mu_) = 0;
-  LeaseId next_lease_id_ ABSL_GUARDED_BY(state_mu_) = 1;
   bool waits_closed_ ABSL_GUARDED_BY(state_mu_) = false;
 
   // The write queue.
@@ -245,6 +265,9 @@ class KvStore final : public commit::CommitParticipant {
   // Set once a commit failed in a way that stops all writes (see the file
   // comment); every later write is refused with it.
   absl::Status write_failure_ ABSL_GUARDED_BY(queue_mu_);
+  // The last commit's error and when (OK once a commit succeeded).
+  absl::Status last_commit_failure_ ABSL_GUARDED_BY(queue_mu_);
+  absl::Time last_commit_failure_at_ ABSL_GUARDED_BY(queue_mu_);
 
   // Commit thread only: the batch between Prepare and Finish.
   std::vector<PendingWrite> batch_;

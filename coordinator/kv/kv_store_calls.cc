@@ -102,20 +102,24 @@ void KvStore::AddAsync(AddRequest request, Callback<AddResult> done) {
   Enqueue(std::move(write));
 }
 
-void KvStore::LeaseGrantAsync(int64_t ttl_ms, Callback<LeaseGrantResult> done) {
-  if (absl::Status s = ValidateLeaseTtl(ttl_ms, options_.limits); !s.ok()) return done(s);
+void KvStore::LeaseGrantAsync(LeaseGrantRequest request, Callback<LeaseGrantResult> done) {
+  absl::Status valid = ValidateLeaseTtl(request.ttl_ms, options_.limits);
+  if (valid.ok() && !request.owner.empty())
+    valid = ValidateNamespace(request.owner, options_.limits);
+  if (!valid.ok()) return done(valid);
   PendingWrite write;
-  write.op = LeaseGrantOp{ttl_ms};
+  write.op = LeaseGrantOp{request.ttl_ms, std::move(request.owner)};
   write.done = Adapt<LeaseGrantResult>(std::move(done), [](WriteOutcome o) {
     return LeaseGrantResult{o.lease, o.ttl_ms};
   });
   Enqueue(std::move(write));
 }
 
-void KvStore::LeaseRevokeAsync(LeaseId lease, Callback<LeaseRevokeResult> done) {
+void KvStore::LeaseRevokeAsync(LeaseId lease, const LeaseCaller& caller,
+                               Callback<LeaseRevokeResult> done) {
   if (absl::Status s = ValidateLeaseId(lease); !s.ok()) return done(s);
   PendingWrite write;
-  write.op = LeaseRevokeOp{lease, /*expired=*/false};
+  write.op = LeaseRevokeOp{lease, /*expired=*/false, caller};
   write.done = Adapt<LeaseRevokeResult>(std::move(done), [](WriteOutcome o) {
     return LeaseRevokeResult{o.deleted, o.revision};
   });
@@ -185,13 +189,14 @@ absl::StatusOr<CompareAndSetResult> KvStore::CompareAndSet(CompareAndSetRequest 
 absl::StatusOr<AddResult> KvStore::Add(AddRequest request) {
   return RunSync<AddResult>([&](Callback<AddResult> cb) { AddAsync(std::move(request), cb); });
 }
-absl::StatusOr<LeaseGrantResult> KvStore::LeaseGrant(int64_t ttl_ms) {
-  return RunSync<LeaseGrantResult>(
-      [&](Callback<LeaseGrantResult> cb) { LeaseGrantAsync(ttl_ms, cb); });
+absl::StatusOr<LeaseGrantResult> KvStore::LeaseGrant(int64_t ttl_ms, std::string owner) {
+  return RunSync<LeaseGrantResult>([&](Callback<LeaseGrantResult> cb) {
+    LeaseGrantAsync({ttl_ms, std::move(owner)}, cb);
+  });
 }
-absl::StatusOr<LeaseRevokeResult> KvStore::LeaseRevoke(LeaseId lease) {
+absl::StatusOr<LeaseRevokeResult> KvStore::LeaseRevoke(LeaseId lease, const LeaseCaller& caller) {
   return RunSync<LeaseRevokeResult>(
-      [&](Callback<LeaseRevokeResult> cb) { LeaseRevokeAsync(lease, cb); });
+      [&](Callback<LeaseRevokeResult> cb) { LeaseRevokeAsync(lease, caller, cb); });
 }
 absl::StatusOr<CompactResult> KvStore::Compact(Revision revision) {
   return RunSync<CompactResult>([&](Callback<CompactResult> cb) { CompactAsync(revision, cb); });

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/clock.h"
@@ -103,8 +104,68 @@ TEST_F(KvStoreRestartTest, Reopen_LeaseIds_NotReused) {
   Reopen();
   auto second = store_->LeaseGrant(1000);
   ASSERT_TRUE(second.ok());
-  EXPECT_GT(second->lease, first->lease);
+  EXPECT_NE(second->lease, first->lease);
   EXPECT_EQ(store_->Status().leases, 1);
+}
+
+TEST_F(KvStoreRestartTest, Reopen_LeaseOwner_Survives) {
+  auto lease = store_->LeaseGrant(60'000, "job-a");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  PutRequest put{"job-a", "k", "v", lease->lease};
+  put.lease_caller = LeaseCaller::OfNamespace("job-a");
+  ASSERT_TRUE(store_->Put(put).ok());
+  EXPECT_EQ(store_->Status().keys, 1);  // the owner key is not counted
+  Reopen();
+  const LeaseCaller job_b = LeaseCaller::OfNamespace("job-b");
+  EXPECT_EQ(store_->LeaseKeepAlive(lease->lease, job_b).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(store_->LeaseRevoke(lease->lease, job_b).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(store_->Get({"job-a", "k"}).ok());
+  EXPECT_TRUE(store_->LeaseKeepAlive(lease->lease, LeaseCaller::OfNamespace("job-a")).ok());
+  EXPECT_EQ(store_->Status().keys, 1);
+  auto revoked = store_->LeaseRevoke(lease->lease, LeaseCaller::OfNamespace("job-a"));
+  ASSERT_TRUE(revoked.ok()) << revoked.status();
+  EXPECT_EQ(revoked->deleted, 1);
+  Reopen();  // the owner key went with the lease
+  EXPECT_EQ(store_->Status().keys, 0);
+  EXPECT_EQ(store_->Status().leases, 0);
+}
+
+// A store written before leases had owners: leases 1, 2 and 3 with no owner
+// key; 1 holds keys of job-a only, 2 none, 3 keys of job-a and job-b.
+TEST_F(KvStoreRestartTest, Reopen_LeasesWithoutOwnerKey_OwnerFromTheirKeys) {
+  store_.reset();
+  {
+    auto backend = SqliteKvBackend::Open(path_);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    KvWriteBatch batch;
+    batch.revision = 3;
+    batch.lease_grants = {{1, 60'000}, {2, 60'000}, {3, 60'000}};
+    batch.next_lease_id = 4;
+    Revision revision = 0;
+    for (const auto& [ns, key, lease] : std::vector<std::tuple<std::string, std::string, LeaseId>>{
+             {"job-a", "one", 1}, {"job-a", "three", 3}, {"job-b", "three", 3}}) {
+      KeyValue kv{ns, key, "v", ++revision, revision, 1, lease};
+      batch.upserts.push_back(kv);
+      batch.events.push_back(Event{EventType::kPut, kv});
+    }
+    ASSERT_TRUE((*backend)->Commit(batch).ok());
+  }
+  Reopen();
+  const LeaseCaller job_a = LeaseCaller::OfNamespace("job-a");
+  const LeaseCaller job_b = LeaseCaller::OfNamespace("job-b");
+  EXPECT_TRUE(store_->LeaseKeepAlive(1, job_a).ok());
+  EXPECT_EQ(store_->LeaseKeepAlive(1, job_b).status().code(), absl::StatusCode::kPermissionDenied);
+  for (LeaseId ownerless : {2, 3}) {
+    EXPECT_EQ(store_->LeaseKeepAlive(ownerless, job_a).status().code(),
+              absl::StatusCode::kPermissionDenied);
+    EXPECT_TRUE(store_->LeaseKeepAlive(ownerless, LeaseCaller::Anyone()).ok());
+  }
+  // The ids stay valid: the admin revokes 3 and its keys go.
+  auto revoked = store_->LeaseRevoke(3);
+  ASSERT_TRUE(revoked.ok()) << revoked.status();
+  EXPECT_EQ(revoked->deleted, 2);
 }
 
 TEST_F(KvStoreRestartTest, Reopen_CompactedHistory_StillOutOfRange) {

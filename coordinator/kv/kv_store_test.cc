@@ -125,6 +125,26 @@ TEST_F(KvStoreTest, Put_BackendRefusesWrites_FailStop) {
   EXPECT_EQ(backend_->commits(), 1);
 }
 
+TEST_F(KvStoreTest, WriteHealth_CommitsFailing_UnavailableUntilOneSucceeds) {
+  ASSERT_TRUE(store_->WriteHealth().ok());
+  backend_->FailNextCommits(3, absl::UnavailableError("database is locked"));
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(store_->Put({"job", "a", "1"}).ok());
+  const absl::Status health = store_->WriteHealth();
+  EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(health.message().find("database is locked"), absl::string_view::npos) << health;
+  ASSERT_TRUE(store_->Put({"job", "a", "1"}).ok());
+  EXPECT_TRUE(store_->WriteHealth().ok());
+}
+
+TEST_F(KvStoreTest, WriteHealth_FailedCommitLongAgo_OkAgain) {
+  backend_->FailNextCommits(1, absl::UnavailableError("database is locked"));
+  EXPECT_FALSE(store_->Put({"job", "a", "1"}).ok());
+  EXPECT_FALSE(store_->WriteHealth().ok());
+  // Nothing was committed since: a failure this old says nothing of now.
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_TRUE(store_->WriteHealth().ok());
+}
+
 TEST_F(KvStoreTest, LeaseExpiry_CommitFails_RetriedAtLaterTick) {
   auto lease = store_->LeaseGrant(100);
   ASSERT_TRUE(lease.ok());

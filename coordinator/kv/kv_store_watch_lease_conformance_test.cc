@@ -99,16 +99,19 @@ TYPED_TEST(KvStoreWatchLeaseTest, Watch_MultiEventRevisionAcrossPages_DeliveredO
   }
 }
 
-TYPED_TEST(KvStoreWatchLeaseTest, Watch_SlowWatcher_CancelledWithResumeRevision) {
-  this->options_.watch.max_queued_events = 3;
+TYPED_TEST(KvStoreWatchLeaseTest, Watch_SlowWatcher_CaughtUpFromHistory) {
+  this->options_.watch.max_queued_bytes = 1000;
   this->Reopen();
   auto id = this->store_->Watch({"job", "", 0}, std::make_shared<CountingSink>());
   ASSERT_TRUE(id.ok());
-  for (int i = 0; i < 5; ++i) this->MustPut("k", "v");
-  WatchBatch batch;
-  absl::Status status = this->store_->TakeWatchEvents(*id, &batch);
-  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(status.message(), HasSubstr("start_revision=1"));
+  for (int i = 0; i < 20; ++i) this->MustPut("k", std::string(200, 'a' + i));
+  std::vector<Event> events;
+  ASSERT_TRUE(Drain(*this->store_, *id, &events).ok());
+  ASSERT_EQ(events.size(), 20u);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(events[i].revision(), i + 1);
+    EXPECT_EQ(events[i].kv.value, std::string(200, 'a' + i));
+  }
 }
 
 TYPED_TEST(KvStoreWatchLeaseTest, Watch_FromCompactedRevision_OutOfRange) {

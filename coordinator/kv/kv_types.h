@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -56,6 +58,17 @@ struct LeaseRecord {
   friend bool operator==(const LeaseRecord& a, const LeaseRecord& b) {
     return a.id == b.id && a.ttl_ms == b.ttl_ms;
   }
+};
+
+// Who acts on a lease. A lease belongs to the namespace (job) that granted it
+// (see lease_ownership.h); a caller restricted to a namespace may act only on
+// the leases of that namespace, an unrestricted one (the admin token, or a
+// coordinator without authorization) on every lease.
+struct LeaseCaller {
+  std::optional<std::string> ns;  // nullopt: unrestricted
+
+  static LeaseCaller Anyone() { return LeaseCaller{}; }
+  static LeaseCaller OfNamespace(std::string ns) { return LeaseCaller{std::move(ns)}; }
 };
 
 // Hard limits checked before anything is allocated or stored. Every violation is an

@@ -2,24 +2,41 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/kv/lease_ownership.h"
 
 namespace ddp::kv {
 
-void LeaseTable::Grant(LeaseId id, int64_t ttl_ms, absl::Time now) {
+void LeaseTable::Grant(LeaseId id, int64_t ttl_ms, const std::string& owner, absl::Time now) {
   Remove(id);
   Lease& lease = leases_[id];
   lease.ttl_ms = ttl_ms;
+  lease.owner = owner;
   lease.deadline = now + absl::Milliseconds(ttl_ms);
   by_deadline_.insert({lease.deadline, id});
 }
 
-absl::StatusOr<int64_t> LeaseTable::KeepAlive(LeaseId id, absl::Time now) {
+const std::string& LeaseTable::Owner(LeaseId id) const {
+  auto it = leases_.find(id);
+  return it == leases_.end() ? no_owner_ : it->second.owner;
+}
+
+void LeaseTable::SetOwner(LeaseId id, const std::string& owner) {
+  auto it = leases_.find(id);
+  if (it != leases_.end()) it->second.owner = owner;
+}
+
+absl::StatusOr<int64_t> LeaseTable::KeepAlive(LeaseId id, const LeaseCaller& caller,
+                                              absl::Time now) {
   auto it = leases_.find(id);
   if (it == leases_.end()) {
     return absl::NotFoundError(
         absl::StrCat("lease ", id, " does not exist (expired or revoked); grant a new lease"));
   }
   Lease& lease = it->second;
+  if (absl::Status allowed = CheckLeaseCaller(id, lease.owner, caller, "keep alive");
+      !allowed.ok()) {
+    return allowed;
+  }
   if (lease.expiring) {
     return absl::NotFoundError(
         absl::StrCat("lease ", id,

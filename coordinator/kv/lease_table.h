@@ -15,6 +15,9 @@
 // An expiring lease still exists (its keys are not yet deleted) but refuses
 // KeepAlive.
 //
+// Each lease has an owner namespace ("" for none; see lease_ownership.h),
+// checked by KeepAlive against the caller.
+//
 // Thread-safety: not thread-safe; the KvStore calls it under its state mutex.
 
 #include <cstdint>
@@ -36,12 +39,18 @@ class LeaseTable {
   using KeyRef = std::pair<std::string, std::string>;  // (namespace, key)
   using KeySet = absl::flat_hash_set<KeyRef>;
 
-  // Adds (or replaces) lease `id` expiring at now + ttl_ms.
-  void Grant(LeaseId id, int64_t ttl_ms, absl::Time now);
+  // Adds (or replaces) lease `id` of namespace `owner` ("": none) expiring at
+  // now + ttl_ms.
+  void Grant(LeaseId id, int64_t ttl_ms, const std::string& owner, absl::Time now);
   bool Contains(LeaseId id) const { return leases_.contains(id); }
+  // The owner namespace of lease `id` ("" for none, or an unknown lease).
+  const std::string& Owner(LeaseId id) const;
+  // Sets the owner of an existing lease (loading a store).
+  void SetOwner(LeaseId id, const std::string& owner);
   // Moves the deadline to now + TTL and returns the TTL.
-  // Errors: NOT_FOUND if the lease does not exist or is expiring.
-  absl::StatusOr<int64_t> KeepAlive(LeaseId id, absl::Time now);
+  // Errors: NOT_FOUND if the lease does not exist or is expiring;
+  // PERMISSION_DENIED if `caller` may not act on it.
+  absl::StatusOr<int64_t> KeepAlive(LeaseId id, const LeaseCaller& caller, absl::Time now);
   void Remove(LeaseId id);
 
   void AttachKey(LeaseId id, const std::string& ns, const std::string& key);
@@ -57,10 +66,16 @@ class LeaseTable {
   void ClearExpiring(LeaseId id, absl::Time now);
 
   size_t size() const { return leases_.size(); }
+  // Calls `visit` with the id of every lease, in no order.
+  template <typename Visit>
+  void ForEach(Visit visit) const {
+    for (const auto& [id, lease] : leases_) visit(id);
+  }
 
  private:
   struct Lease {
     int64_t ttl_ms = 0;
+    std::string owner;
     absl::Time deadline;
     bool expiring = false;
     KeySet keys;
@@ -70,6 +85,7 @@ class LeaseTable {
   // Live (not expiring) leases by deadline.
   absl::btree_set<std::pair<absl::Time, LeaseId>> by_deadline_;
   const KeySet empty_;
+  const std::string no_owner_;
 };
 
 }  // namespace ddp::kv

@@ -9,19 +9,20 @@ const absl::Time kStart = absl::FromUnixSeconds(1000);
 
 TEST(LeaseTableTest, CollectExpired_PastDeadline_MarksExpiringOnce) {
   LeaseTable table;
-  table.Grant(1, 100, kStart);
-  table.Grant(2, 500, kStart);
+  table.Grant(1, 100, "", kStart);
+  table.Grant(2, 500, "", kStart);
   EXPECT_TRUE(table.CollectExpired(kStart + absl::Milliseconds(99)).empty());
   EXPECT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)), std::vector<LeaseId>{1});
   EXPECT_TRUE(table.CollectExpired(kStart + absl::Milliseconds(200)).empty());
   EXPECT_TRUE(table.Contains(1));  // until the revoke is committed
-  EXPECT_EQ(table.KeepAlive(1, kStart).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(table.KeepAlive(1, LeaseCaller::Anyone(), kStart).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(LeaseTableTest, KeepAlive_Live_MovesDeadline) {
   LeaseTable table;
-  table.Grant(1, 100, kStart);
-  auto ttl = table.KeepAlive(1, kStart + absl::Milliseconds(90));
+  table.Grant(1, 100, "", kStart);
+  auto ttl = table.KeepAlive(1, LeaseCaller::Anyone(), kStart + absl::Milliseconds(90));
   ASSERT_TRUE(ttl.ok());
   EXPECT_EQ(*ttl, 100);
   EXPECT_TRUE(table.CollectExpired(kStart + absl::Milliseconds(189)).empty());
@@ -30,15 +31,15 @@ TEST(LeaseTableTest, KeepAlive_Live_MovesDeadline) {
 
 TEST(LeaseTableTest, ClearExpiring_AfterFailedRevoke_LiveAgain) {
   LeaseTable table;
-  table.Grant(1, 100, kStart);
+  table.Grant(1, 100, "", kStart);
   ASSERT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)).size(), 1u);
   table.ClearExpiring(1, kStart + absl::Milliseconds(100));
-  EXPECT_TRUE(table.KeepAlive(1, kStart + absl::Milliseconds(100)).ok());
+  EXPECT_TRUE(table.KeepAlive(1, LeaseCaller::Anyone(), kStart + absl::Milliseconds(100)).ok());
 }
 
 TEST(LeaseTableTest, AttachDetachRemove_TracksKeys) {
   LeaseTable table;
-  table.Grant(7, 100, kStart);
+  table.Grant(7, 100, "", kStart);
   table.AttachKey(7, "ns", "a");
   table.AttachKey(7, "ns", "b");
   table.DetachKey(7, "ns", "a");
@@ -52,7 +53,35 @@ TEST(LeaseTableTest, AttachDetachRemove_TracksKeys) {
 
 TEST(LeaseTableTest, KeepAlive_Unknown_NotFound) {
   LeaseTable table;
-  EXPECT_EQ(table.KeepAlive(3, kStart).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(table.KeepAlive(3, LeaseCaller::Anyone(), kStart).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(LeaseTableTest, KeepAlive_OtherNamespace_PermissionDeniedAndDeadlineKept) {
+  LeaseTable table;
+  table.Grant(1, 100, "job-a", kStart);
+  EXPECT_EQ(table.Owner(1), "job-a");
+  EXPECT_EQ(table.KeepAlive(1, LeaseCaller::OfNamespace("job-b"), kStart + absl::Milliseconds(90))
+                .status()
+                .code(),
+            absl::StatusCode::kPermissionDenied);
+  // The refused keep-alive did not move the deadline.
+  EXPECT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)).size(), 1u);
+}
+
+TEST(LeaseTableTest, KeepAlive_OwnNamespace_Allowed) {
+  LeaseTable table;
+  table.Grant(1, 100, "job-a", kStart);
+  EXPECT_TRUE(table.KeepAlive(1, LeaseCaller::OfNamespace("job-a"), kStart).ok());
+}
+
+TEST(LeaseTableTest, SetOwner_ExistingLease_ChecksNewOwner) {
+  LeaseTable table;
+  table.Grant(1, 100, "", kStart);
+  EXPECT_EQ(table.KeepAlive(1, LeaseCaller::OfNamespace("job-a"), kStart).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  table.SetOwner(1, "job-a");
+  EXPECT_TRUE(table.KeepAlive(1, LeaseCaller::OfNamespace("job-a"), kStart).ok());
 }
 
 }  // namespace

@@ -51,10 +51,17 @@ absl::StatusOr<WatchId> WatchHub::Add(const WatchRequest& request,
   return id;
 }
 
+size_t WatchHub::HistoryPageLocked(const Watcher& w) const {
+  const size_t most = std::max<size_t>(1, options_.max_events_per_take);
+  if (w.history_page > 0) return w.history_page;
+  if (options_.max_event_bytes == 0) return most;
+  return std::clamp<size_t>(options_.max_take_bytes / options_.max_event_bytes, 1, most);
+}
+
 absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   std::string ns, prefix;
   Revision from = 0, end = 0;
-  size_t skip = 0;
+  size_t skip = 0, page_events = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = watchers_.find(id);
@@ -65,9 +72,10 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
     from = w.catchup_revision;
     skip = w.catchup_skip;
     end = w.catchup_end;
+    page_events = HistoryPageLocked(w);
   }
   // Read outside the lock: the backend allows this concurrently with Commit.
-  const size_t want = options_.max_events_per_take + skip;
+  const size_t want = page_events + skip;
   absl::StatusOr<std::vector<Event>> read = history_.ReadEvents(ns, prefix, from, want);
   absl::MutexLock lock(&mu_);
   auto it = watchers_.find(id);
@@ -87,14 +95,23 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
     return status;
   }
   std::vector<Event>& events = *read;
-  bool reached_end = events.size() < want;
+  // The watcher's queue may have overflowed during the read, moving the end
+  // on: a short read then says nothing about the new end.
+  const Revision end_now = w.catchup_end;
+  bool reached_end = events.size() < want && end_now == end;
   size_t same_revision_count = 0;
   Revision last_revision = 0;
   std::vector<Event> page;
+  size_t page_bytes = 0;
   for (size_t i = 0; i < events.size(); ++i) {
     Event& event = events[i];
-    if (event.revision() > end) {
+    if (event.revision() > end_now) {
       reached_end = true;
+      break;
+    }
+    const size_t bytes = PublishedEvents::ApproxBytes(event);
+    if (i >= skip && !page.empty() && page_bytes + bytes > options_.max_take_bytes) {
+      reached_end = false;  // the rest is read again next time
       break;
     }
     if (event.revision() == last_revision) {
@@ -103,13 +120,22 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
       last_revision = event.revision();
       same_revision_count = 1;
     }
-    if (i >= skip) page.push_back(std::move(event));
+    if (i >= skip) {
+      page_bytes += bytes;
+      page.push_back(std::move(event));
+    }
   }
-  if (reached_end || last_revision == 0) {
+  if (reached_end) {
     w.catching_up = false;
-  } else {
+  } else if (last_revision != 0) {
     w.catchup_revision = last_revision;
     w.catchup_skip = same_revision_count;
+  }  // else nothing read, and the end moved: read again
+  if (!page.empty()) {
+    // The next page holds about max_take_bytes of events of this size.
+    const size_t average = std::max<size_t>(1, page_bytes / page.size());
+    w.history_page = std::clamp<size_t>(options_.max_take_bytes / average, 1,
+                                        std::max<size_t>(1, options_.max_events_per_take));
   }
   batch->revision = published_;
   if (!page.empty()) {
@@ -120,15 +146,18 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
 
 absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
   batch->chunks.clear();
-  bool catching_up = false;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = watchers_.find(id);
-    if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
-    if (!it->second.status.ok()) return it->second.status;
-    catching_up = it->second.catching_up;
-  }
-  if (catching_up) {
+  // History pages until one has events or catch-up ends. An empty page that
+  // does not end catch-up happens only when the watcher's queue overflowed
+  // during the read (its matching events are then in the history): the next
+  // read finds them.
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = watchers_.find(id);
+      if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
+      if (!it->second.status.ok()) return it->second.status;
+      if (!it->second.catching_up) break;
+    }
     absl::Status status = TakeHistory(id, batch);
     if (!status.ok() || !batch->chunks.empty()) return status;
   }
@@ -138,13 +167,23 @@ absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
   Watcher& w = it->second;
   if (!w.status.ok()) return w.status;
   batch->revision = published_;
-  if (w.catching_up) return absl::OkStatus();  // an empty history page; call again
+  if (w.catching_up) {
+    // The queue overflowed since the loop above: come back for the history.
+    w.armed = false;
+    return absl::OkStatus();
+  }
   // Chunks are whole commits, so cutting between them cuts between revisions.
-  size_t taken = 0;
-  while (!w.queue.empty() &&
-         (taken == 0 || taken + w.queue.front()->size() <= options_.max_events_per_take)) {
-    taken += w.queue.front()->size();
-    w.queued_events -= w.queue.front()->size();
+  size_t taken = 0, taken_bytes = 0;
+  while (!w.queue.empty()) {
+    const PublishedEvents& front = *w.queue.front();
+    if (taken > 0 && (taken + front.size() > options_.max_events_per_take ||
+                      taken_bytes + front.approx_bytes() > options_.max_take_bytes)) {
+      break;
+    }
+    taken += front.size();
+    taken_bytes += front.approx_bytes();
+    w.queued_events -= front.size();
+    w.queued_bytes -= front.approx_bytes();
     batch->chunks.push_back(std::move(w.queue.front()));
     w.queue.pop_front();
   }
@@ -169,22 +208,34 @@ std::shared_ptr<WatchSink> WatchHub::CancelLocked(Watcher& w, absl::Status statu
   w.status = std::move(status);
   w.queue.clear();
   w.queued_events = 0;
+  w.queued_bytes = 0;
   w.catching_up = false;
   return w.sink;
 }
 
 void WatchHub::EnqueueLocked(Watcher& w, PublishedEventsPtr chunk,
                              std::vector<std::shared_ptr<WatchSink>>* to_notify) {
-  if (!w.queue.empty() && w.queued_events + chunk->size() > options_.max_queued_events) {
-    const Revision resume =
-        w.catching_up ? w.catchup_revision : w.queue.front()->events().front().revision();
-    auto sink = CancelLocked(w, absl::ResourceExhaustedError(absl::StrCat(
-                                    "watcher fell more than ", options_.max_queued_events,
-                                    " events behind; watch again with start_revision=", resume)));
-    if (sink) to_notify->push_back(std::move(sink));
+  const bool over = w.queued_events + chunk->size() > options_.max_queued_events ||
+                    w.queued_bytes + chunk->approx_bytes() > options_.max_queued_bytes;
+  // An idle consumer takes even an oversized commit at once; anyone else
+  // holds nothing more and reads the history when it comes back.
+  if (over && !(w.queue.empty() && w.armed)) {
+    if (!w.catching_up) {
+      const PublishedEvents& first = w.queue.empty() ? *chunk : *w.queue.front();
+      w.catching_up = true;
+      w.catchup_revision = first.events().front().revision();
+      w.catchup_skip = 0;
+    }
+    // Everything published so far is durable in the history.
+    w.catchup_end = chunk->revision();
+    w.queue.clear();
+    w.queued_events = 0;
+    w.queued_bytes = 0;
+    ++w.fell_behind;
     return;
   }
   w.queued_events += chunk->size();
+  w.queued_bytes += chunk->approx_bytes();
   w.queue.push_back(std::move(chunk));
   if (w.armed) {
     w.armed = false;
@@ -259,6 +310,14 @@ void WatchHub::CancelAll(const absl::Status& status) {
 size_t WatchHub::size() const {
   absl::MutexLock lock(&mu_);
   return watchers_.size();
+}
+
+WatchHub::WatcherStats WatchHub::Stats(WatchId id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = watchers_.find(id);
+  if (it == watchers_.end()) return {};
+  const Watcher& w = it->second;
+  return WatcherStats{w.queued_events, w.queued_bytes, w.catching_up, w.fell_behind};
 }
 
 Revision WatchHub::published_revision() const {

@@ -18,16 +18,25 @@
 //
 // Flow control is pull-based. The consumer calls Take until it returns an empty
 // batch; after that the hub has WatchSink::OnReady called once when new events
-// (or a cancellation) arrive, and the consumer calls Take again. Each watcher's
-// queue is bounded: a watcher that falls more than max_queued_events behind is
-// cancelled with RESOURCE_EXHAUSTED naming the revision to resume from.
+// (or a cancellation) arrive, and the consumer calls Take again. What one Take
+// hands over is bounded (max_events_per_take, max_take_bytes).
+//
+// Memory per watcher is bounded in bytes (issue 23: one watcher that never
+// read grew the coordinator by 380 MB). A watcher whose queue would hold more
+// than max_queued_bytes (or max_queued_events) drops its queue and goes back
+// to catching up from the history, from the first event it has not taken, as
+// etcd moves a slow watcher to its unsynced group: it holds no live events
+// then, however far behind it is, and still gets every event once and in
+// order when it reads again. If that history is compacted meanwhile, Take
+// fails with OUT_OF_RANGE naming the revision to resume from.
 //
 // Watcher lifecycle:
 //
 //   Add --> catching-up --(history read)--> live --Remove--> gone
-//                 \                          /
-//                  +--> cancelled <---------+  overflow, compaction, CancelAll
-//                       (Take returns the error)
+//                 \   ^                       / |
+//                  \   +---- queue full ------+  |
+//                   +--> cancelled <-------------+  compaction, CancelAll
+//                        (Take returns the error)
 //
 // Thread-safety: thread-safe. Publish is called by one thread (the committer),
 // in revision order. Take for one watcher must not run concurrently with
@@ -66,12 +75,20 @@ class WatchSink {
 
 struct WatchHubOptions {
   size_t max_watchers = 100'000;
-  // A watcher with more undelivered live events than this is cancelled.
+  // A watcher whose undelivered live events would exceed either bound drops
+  // them and catches up from the history instead. Bytes are counted as
+  // PublishedEvents::approx_bytes (key, value, namespace and framing).
   size_t max_queued_events = 10'000;
-  // About this many events per Take: live events are cut only between
-  // revisions; history pages may split a revision that alone has more events
-  // than this.
+  size_t max_queued_bytes = 4 << 20;
+  // About this many events, and bytes, per Take: live events are cut only
+  // between commits (a commit larger than this goes alone); history pages may
+  // split a revision, and hold at most max_take_bytes (or one event).
   size_t max_events_per_take = 1000;
+  size_t max_take_bytes = 1 << 20;
+  // The largest event (KvStore sets it from its limits; 0: unknown). Sizes the
+  // first history read so that even events this large stay near
+  // max_take_bytes; later reads follow the sizes of the events read.
+  size_t max_event_bytes = 0;
 };
 
 class WatchHub {
@@ -89,8 +106,8 @@ class WatchHub {
   absl::StatusOr<WatchId> Add(const WatchRequest& request, std::shared_ptr<WatchSink> sink);
 
   // Next events for watcher `id` (possibly none). A non-OK status is final
-  // (cancelled: RESOURCE_EXHAUSTED, OUT_OF_RANGE, UNAVAILABLE; NOT_FOUND for an
-  // unknown id).
+  // (cancelled: OUT_OF_RANGE, UNAVAILABLE, or the backend's error reading
+  // history; NOT_FOUND for an unknown id).
   absl::Status Take(WatchId id, WatchBatch* batch);
 
   // Unregisters. An OnReady already under way may still run (hence the
@@ -112,6 +129,15 @@ class WatchHub {
   size_t size() const;
   Revision published_revision() const;
 
+  // What watcher `id` holds now (tests and metrics); zeros for an unknown id.
+  struct WatcherStats {
+    size_t queued_events = 0;
+    size_t queued_bytes = 0;
+    bool catching_up = false;
+    int64_t fell_behind = 0;  // times its queue was dropped for the history
+  };
+  WatcherStats Stats(WatchId id) const;
+
  private:
   struct Watcher {
     std::string ns;
@@ -124,8 +150,11 @@ class WatchHub {
     Revision catchup_revision = 0;
     size_t catchup_skip = 0;
     Revision catchup_end = 0;              // last revision served from history
+    size_t history_page = 0;               // events to read next (0: the first page)
     std::deque<PublishedEventsPtr> queue;  // live events, shared
     size_t queued_events = 0;              // events in `queue`
+    size_t queued_bytes = 0;               // their approx_bytes
+    int64_t fell_behind = 0;
     bool armed = false;                    // consumer is idle: notify on the next event
     absl::Status status;                   // non-OK: cancelled
   };
@@ -134,10 +163,13 @@ class WatchHub {
   // Cancels `w` and returns the sink to notify (null if none).
   std::shared_ptr<WatchSink> CancelLocked(Watcher& w, absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends `chunk` to w's queue (or cancels w when it is too far behind).
+  // Appends `chunk` to w's queue, or, when that would exceed the queue's
+  // bounds, drops the queue and sends w back to the history.
   void EnqueueLocked(Watcher& w, PublishedEventsPtr chunk,
                      std::vector<std::shared_ptr<WatchSink>>* to_notify)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Events to read for w's next history page.
+  size_t HistoryPageLocked(const Watcher& w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static bool Matches(const Watcher& w, const Event& event);
 
   KvBackend& history_;

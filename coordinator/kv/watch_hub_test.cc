@@ -68,7 +68,32 @@ TEST(WatchHubTest, Publish_PrefixFilter_OnlyMatchingKeys) {
   EXPECT_EQ(batch.CopyEvents()[0].kv.key, "p/x");
 }
 
-TEST(WatchHubTest, Publish_QueueOverflow_CancelsWithResumeRevision) {
+Event BigPutEvent(const std::string& key, Revision revision, size_t value_bytes) {
+  Event event = PutEvent(key, revision);
+  event.kv.value = std::string(value_bytes, 'v');
+  return event;
+}
+
+// Takes until an empty batch; every event must follow `*next` (no gap, no
+// duplicate). Returns the largest batch in bytes.
+size_t TakeAllInOrder(WatchHub& hub, WatchId id, Revision* next) {
+  size_t largest = 0;
+  while (true) {
+    WatchBatch batch;
+    const absl::Status status = hub.Take(id, &batch);
+    EXPECT_TRUE(status.ok()) << status;
+    if (!status.ok() || batch.empty()) return largest;
+    size_t bytes = 0;
+    for (const Event& event : batch.CopyEvents()) {
+      EXPECT_EQ(event.revision(), *next);
+      *next = event.revision() + 1;
+      bytes += PublishedEvents::ApproxBytes(event);
+    }
+    largest = std::max(largest, bytes);
+  }
+}
+
+TEST(WatchHubTest, Publish_QueueOverflow_CatchesUpFromHistoryNothingLost) {
   testing::FakeKvBackend backend;
   WatchHubOptions options;
   options.max_queued_events = 2;
@@ -76,12 +101,77 @@ TEST(WatchHubTest, Publish_QueueOverflow_CancelsWithResumeRevision) {
   auto sink = std::make_shared<testing::CountingSink>();
   auto id = hub.Add({"ns", "", 0}, sink);
   ASSERT_TRUE(id.ok());
-  for (Revision r = 1; r <= 3; ++r) CommitAndPublish(backend, hub, PutEvent("k", r));
-  EXPECT_EQ(sink->ready_calls.load(), 1);
+  WatchBatch idle;
+  ASSERT_TRUE(hub.Take(*id, &idle).ok());  // as a stream does when it opens
+  for (Revision r = 1; r <= 5; ++r) CommitAndPublish(backend, hub, PutEvent("k", r));
+  EXPECT_EQ(sink->ready_calls.load(), 1);  // once; it has not come back since
+  const WatchHub::WatcherStats stats = hub.Stats(*id);
+  EXPECT_LE(stats.queued_events, 2u);
+  EXPECT_TRUE(stats.catching_up);
+  EXPECT_GE(stats.fell_behind, 1);
+  Revision next = 1;
+  TakeAllInOrder(hub, *id, &next);
+  EXPECT_EQ(next, 6);
+  // Live again: the next commit is queued, not read from the history.
+  CommitAndPublish(backend, hub, PutEvent("k", 6));
+  EXPECT_FALSE(hub.Stats(*id).catching_up);
+  EXPECT_EQ(hub.Stats(*id).queued_events, 1u);
+}
+
+TEST(WatchHubTest, Publish_WatcherNeverTakes_HoldsAtMostMaxQueuedBytes) {
+  testing::FakeKvBackend backend;
+  WatchHubOptions options;
+  options.max_queued_bytes = 64 << 10;
+  options.max_take_bytes = 16 << 10;
+  WatchHub hub(backend, options);
+  auto id = hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>());
+  ASSERT_TRUE(id.ok());
+  // 8 MiB of writes (2,048 puts of 4 KiB) that the watcher never takes.
+  size_t most_held = 0;
+  for (Revision r = 1; r <= 2048; ++r) {
+    CommitAndPublish(backend, hub, BigPutEvent("k", r, 4096));
+    most_held = std::max(most_held, hub.Stats(*id).queued_bytes);
+  }
+  EXPECT_LE(most_held, options.max_queued_bytes);
+  EXPECT_GT(hub.Stats(*id).fell_behind, 0);
+  // When it reads, it gets every event once and in order, in takes of about
+  // max_take_bytes.
+  Revision next = 1;
+  const size_t largest = TakeAllInOrder(hub, *id, &next);
+  EXPECT_EQ(next, 2049);
+  EXPECT_LE(largest, options.max_take_bytes + 4096 + 64);
+}
+
+TEST(WatchHubTest, Publish_FellBehindThenCompacted_OutOfRangeNamingRevision) {
+  testing::FakeKvBackend backend;
+  WatchHubOptions options;
+  options.max_queued_events = 2;
+  WatchHub hub(backend, options);
+  auto id = hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>());
+  ASSERT_TRUE(id.ok());
+  for (Revision r = 1; r <= 5; ++r) CommitAndPublish(backend, hub, PutEvent("k", r));
+  ASSERT_TRUE(backend.Compact(3).ok());
   WatchBatch batch;
-  absl::Status status = hub.Take(*id, &batch);
-  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(status.message(), ::testing::HasSubstr("start_revision=1"));
+  const absl::Status status = hub.Take(*id, &batch);
+  EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("from revision 1"));
+}
+
+TEST(WatchHubTest, Publish_OversizedCommitToIdleWatcher_DeliveredLive) {
+  testing::FakeKvBackend backend;
+  WatchHubOptions options;
+  options.max_queued_bytes = 1024;
+  WatchHub hub(backend, options);
+  auto sink = std::make_shared<testing::CountingSink>();
+  auto id = hub.Add({"ns", "", 0}, sink);
+  ASSERT_TRUE(id.ok());
+  WatchBatch batch;
+  ASSERT_TRUE(hub.Take(*id, &batch).ok());  // idle
+  CommitAndPublish(backend, hub, BigPutEvent("k", 1, 4096));
+  EXPECT_EQ(sink->ready_calls.load(), 1);
+  EXPECT_FALSE(hub.Stats(*id).catching_up);
+  ASSERT_TRUE(hub.Take(*id, &batch).ok());
+  EXPECT_EQ(batch.event_count(), 1u);
 }
 
 TEST(WatchHubTest, Add_OverLimitOrClosed_Refused) {
@@ -211,6 +301,33 @@ TEST(WatchHubTest, Take_ConcurrentPublish_EveryEventOnceInOrder) {
     }
   }
   committer.join();
+}
+
+TEST(WatchHubTest, Take_ConcurrentPublishTinyQueue_EveryEventOnceInOrder) {
+  testing::FakeKvBackend backend;
+  WatchHubOptions options;
+  options.max_events_per_take = 5;
+  options.max_queued_events = 3;  // falls behind over and over
+  WatchHub hub(backend, options);
+  auto id = hub.Add({"ns", "", 0}, std::make_shared<testing::CountingSink>());
+  ASSERT_TRUE(id.ok());
+  constexpr Revision kCommits = 2000;
+  std::thread committer([&] {
+    for (Revision r = 1; r <= kCommits; ++r) {
+      CommitAndPublishDeferred(backend, hub, {PutEvent("k", r)});
+    }
+  });
+  Revision expected = 1;
+  while (expected <= kCommits) {
+    WatchBatch batch;
+    ASSERT_TRUE(hub.Take(*id, &batch).ok());
+    for (const Event& event : batch.CopyEvents()) {
+      ASSERT_EQ(event.revision(), expected);  // no gap, no duplicate
+      ++expected;
+    }
+  }
+  committer.join();
+  EXPECT_GT(hub.Stats(*id).fell_behind, 0);
 }
 
 }  // namespace

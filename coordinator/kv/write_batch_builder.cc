@@ -17,16 +17,19 @@ absl::Status LeaseNotFound(LeaseId id) {
 
 }  // namespace
 
+// Draws of the id source before a grant gives up: with random 63-bit ids a
+// second draw is already a 1 in 2^63 event; only a broken source gets here.
+constexpr int kLeaseIdDraws = 64;
+
 WriteBatchBuilder::WriteBatchBuilder(const KeySpace& keys, const LeaseTable& leases,
-                                     Revision revision, LeaseId next_lease_id, size_t max_leases,
-                                     size_t expected_writes)
+                                     Revision revision, const LeaseIdSource& new_lease_id,
+                                     size_t max_leases, size_t expected_writes)
     : keys_(keys),
       leases_(leases),
       base_revision_(revision),
-      base_next_lease_id_(next_lease_id),
+      new_lease_id_(new_lease_id),
       max_leases_(max_leases),
-      revision_(revision),
-      next_lease_id_(next_lease_id) {
+      revision_(revision) {
   overlay_.reserve(expected_writes);
   events_.reserve(expected_writes);
 }
@@ -45,6 +48,11 @@ const KeyValue* WriteBatchBuilder::Lookup(const std::string& ns, const std::stri
 bool WriteBatchBuilder::LeaseExists(LeaseId id) const {
   if (revoked_.contains(id)) return false;
   return granted_.contains(id) || leases_.Contains(id);
+}
+
+const std::string& WriteBatchBuilder::LeaseOwner(LeaseId id) const {
+  auto it = granted_.find(id);
+  return it != granted_.end() ? it->second.owner : leases_.Owner(id);
 }
 
 void WriteBatchBuilder::SetKey(KeyValue kv) {
@@ -104,7 +112,14 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::Apply(WriteOp&& op) {
 }
 
 absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyPut(PutRequest& op) {
-  if (op.lease != 0 && !LeaseExists(op.lease)) return LeaseNotFound(op.lease);
+  if (op.lease != 0) {
+    if (!LeaseExists(op.lease)) return LeaseNotFound(op.lease);
+    if (absl::Status allowed =
+            CheckLeaseCaller(op.lease, LeaseOwner(op.lease), op.lease_caller, "attach keys to");
+        !allowed.ok()) {
+      return allowed;
+    }
+  }
   const KeyValue* current = Lookup(op.ns, op.key);
   if (op.condition == PutRequest::Condition::kAbsent && current != nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -204,11 +219,35 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseGrant(const LeaseGrant
     return absl::ResourceExhaustedError(absl::StrCat("too many leases (limit ", max_leases_,
                                                      "); revoke leases that are no longer used"));
   }
+  LeaseId id = 0;
+  for (int draw = 0; draw < kLeaseIdDraws && id == 0; ++draw) {
+    const LeaseId candidate = new_lease_id_();
+    // A revoked id stays out of this batch: its revoke and the new grant
+    // would name one row.
+    if (candidate > 0 && !LeaseExists(candidate) && !revoked_.contains(candidate)) id = candidate;
+  }
+  if (id == 0) {
+    return absl::InternalError(absl::StrCat("no free lease id after ", kLeaseIdDraws,
+                                            " draws; the lease id source is broken"));
+  }
   WriteOutcome outcome;
-  outcome.lease = next_lease_id_++;
+  outcome.lease = id;
   outcome.ttl_ms = op.ttl_ms;
-  granted_[outcome.lease] = op.ttl_ms;
+  granted_[id] = Granted{op.ttl_ms, op.owner};
   outcome.revision = ++revision_;
+  if (!op.owner.empty()) {
+    // The owner key, attached to the lease: durable with the grant, deleted
+    // with the lease.
+    KeyValue owner;
+    owner.ns = kLeaseOwnerNamespace;
+    owner.key = LeaseOwnerKey(id);
+    owner.value = op.owner;
+    owner.create_revision = outcome.revision;
+    owner.mod_revision = outcome.revision;
+    owner.version = 1;
+    owner.lease = id;
+    SetKey(std::move(owner));
+  }
   return outcome;
 }
 
@@ -220,6 +259,10 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseRevoke(const LeaseRevo
       return outcome;
     }
     return LeaseNotFound(op.lease);
+  }
+  if (absl::Status allowed = CheckLeaseCaller(op.lease, LeaseOwner(op.lease), op.caller, "revoke");
+      !allowed.ok()) {
+    return allowed;
   }
   std::vector<KeyRef> doomed;
   for (const KeyRef& ref : leases_.Keys(op.lease)) {
@@ -234,9 +277,13 @@ absl::StatusOr<WriteOutcome> WriteBatchBuilder::ApplyLeaseRevoke(const LeaseRevo
   }
   std::sort(doomed.begin(), doomed.end());
   const Revision revision = ++revision_;
-  for (const KeyRef& ref : doomed) DeleteKey(ref.first, ref.second, revision);
+  int64_t deleted = 0;
+  for (const KeyRef& ref : doomed) {
+    DeleteKey(ref.first, ref.second, revision);
+    if (ref.first != kLeaseOwnerNamespace) ++deleted;  // the caller's keys only
+  }
   if (granted_.erase(op.lease) == 0) revoked_.insert(op.lease);
-  outcome.deleted = static_cast<int64_t>(doomed.size());
+  outcome.deleted = deleted;
   outcome.revision = revision;
   return outcome;
 }
@@ -256,15 +303,16 @@ KvWriteBatch WriteBatchBuilder::Build() {
   batch.events = std::move(events_);
   events_.clear();
   built_ = true;
-  for (const auto& [id, ttl_ms] : granted_) batch.lease_grants.push_back({id, ttl_ms});
+  for (const auto& [id, granted] : granted_) batch.lease_grants.push_back({id, granted.ttl_ms});
   batch.lease_revokes.assign(revoked_.begin(), revoked_.end());
-  if (next_lease_id_ != base_next_lease_id_) batch.next_lease_id = next_lease_id_;
+  // Ids are random: the stored next_lease_id of earlier releases stays as it
+  // was (batch.next_lease_id 0: unchanged).
   return batch;
 }
 
 void WriteBatchBuilder::ApplyTo(KvWriteBatch& committed, KeySpace& keys, LeaseTable& leases,
                                 absl::Time now) const {
-  for (const auto& [id, ttl_ms] : granted_) leases.Grant(id, ttl_ms, now);
+  for (const auto& [id, granted] : granted_) leases.Grant(id, granted.ttl_ms, granted.owner, now);
   for (KeyValue& kv : committed.upserts) {
     const KeyValue* stored = nullptr;
     const LeaseId old_lease = keys.Upsert(std::move(kv), &stored);

@@ -36,16 +36,19 @@
 #include "coordinator/kv/kv_backend.h"
 #include "coordinator/kv/kv_ops.h"
 #include "coordinator/kv/kv_types.h"
+#include "coordinator/kv/lease_ownership.h"
 #include "coordinator/kv/lease_table.h"
 
 namespace ddp::kv {
 
 struct LeaseGrantOp {
   int64_t ttl_ms = 0;
+  std::string owner;  // the namespace it belongs to; "": none
 };
 struct LeaseRevokeOp {
   LeaseId lease = 0;
   bool expired = false;  // internal: issued by lease expiry; a missing lease is a no-op
+  LeaseCaller caller;    // PERMISSION_DENIED for another job's lease
 };
 
 // One queued write. Inputs are already validated (kv_validation).
@@ -67,16 +70,22 @@ struct WriteOutcome {
 class WriteBatchBuilder {
  public:
   // `keys` and `leases` are the committed state; they must not change while the
-  // builder is in use (only the committer changes them).
+  // builder is in use (only the committer changes them). New lease ids come
+  // from `new_lease_id` (drawn again while one is taken; it must outlive the
+  // builder).
   // `expected_writes`: about how many writes the batch will have (sizes the
   // builder's tables once instead of growing them write by write).
   WriteBatchBuilder(const KeySpace& keys, const LeaseTable& leases, Revision revision,
-                    LeaseId next_lease_id, size_t max_leases, size_t expected_writes = 0);
+                    const LeaseIdSource& new_lease_id, size_t max_leases,
+                    size_t expected_writes = 0);
 
   // Errors (the write is skipped, the batch goes on): FAILED_PRECONDITION (put
-  // condition), NOT_FOUND (unknown lease), INVALID_ARGUMENT (Add on a
-  // non-integer), OUT_OF_RANGE (Add overflow), RESOURCE_EXHAUSTED (too many
-  // leases).
+  // condition), NOT_FOUND (unknown lease), PERMISSION_DENIED (another job's
+  // lease), INVALID_ARGUMENT (Add on a non-integer), OUT_OF_RANGE (Add
+  // overflow), RESOURCE_EXHAUSTED (too many leases), INTERNAL (the id source
+  // gave only ids in use).
+  // A grant with an owner also writes the lease's owner key
+  // (lease_ownership.h), at the grant's revision.
   // The rvalue form takes the write's strings instead of copying them.
   absl::StatusOr<WriteOutcome> Apply(WriteOp&& op);
   absl::StatusOr<WriteOutcome> Apply(const WriteOp& op);
@@ -84,7 +93,6 @@ class WriteBatchBuilder {
   // True when no write of the batch changed anything (nothing to commit).
   bool empty() const { return revision_ == base_revision_; }
   Revision revision() const { return revision_; }
-  LeaseId next_lease_id() const { return next_lease_id_; }
 
   // The batch to persist; its events are moved out of the builder.
   KvWriteBatch Build();
@@ -97,6 +105,8 @@ class WriteBatchBuilder {
 
   const KeyValue* Lookup(const std::string& ns, const std::string& key) const;
   bool LeaseExists(LeaseId id) const;
+  // The owner of an existing lease (granted in this batch or committed).
+  const std::string& LeaseOwner(LeaseId id) const;
   void SetKey(KeyValue kv);
   void DeleteKey(const std::string& ns, const std::string& key, Revision revision);
   // Writes `value` to (ns, key), keeping the existing create revision and
@@ -114,13 +124,16 @@ class WriteBatchBuilder {
   const KeySpace& keys_;
   const LeaseTable& leases_;
   const Revision base_revision_;
-  const LeaseId base_next_lease_id_;
+  const LeaseIdSource& new_lease_id_;
   const size_t max_leases_;
   Revision revision_;
-  LeaseId next_lease_id_;
   // Key -> index in events_ of its latest event (a put, or a delete).
   absl::flat_hash_map<KeyRef, size_t> overlay_;
-  absl::flat_hash_map<LeaseId, int64_t> granted_;  // lease -> ttl_ms
+  struct Granted {
+    int64_t ttl_ms = 0;
+    std::string owner;
+  };
+  absl::flat_hash_map<LeaseId, Granted> granted_;
   absl::flat_hash_set<LeaseId> revoked_;           // committed leases revoked here
   std::vector<Event> events_;
   bool built_ = false;  // events_ moved out by Build

@@ -4,9 +4,10 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
-#include "coordinator/rpc/call_auth.h"
 #include "coordinator/kv/kv_validation.h"
+#include "coordinator/rpc/call_auth.h"
 #include "coordinator/rpc/grpc_watch_reactor.h"
 #include "coordinator/rpc/kv_proto_convert.h"
 
@@ -28,6 +29,15 @@ absl::Status PrecheckKey(const std::string& ns, const std::string& key,
   return kv::ValidateKey(key, limits);
 }
 
+// The leases a call may act on (kv/lease_ownership.h): a job's token, its
+// job's; the admin token, or no authorization, every lease.
+kv::LeaseCaller LeaseCallerOf(const auth::Identity& identity) {
+  if (identity.kind == auth::Identity::Kind::kJob) {
+    return kv::LeaseCaller::OfNamespace(identity.job_id);
+  }
+  return kv::LeaseCaller::Anyone();
+}
+
 }  // namespace
 
 GrpcKvService::GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options)
@@ -44,8 +54,10 @@ grpc::ServerUnaryReactor* GrpcKvService::Put(grpc::CallbackServerContext* contex
   absl::Status valid = PrecheckKey(request->namespace_(), request->key(), store_.limits());
   if (valid.ok()) valid = kv::ValidateValue(request->value(), store_.limits());
   if (!valid.ok()) return FinishNow(context, valid);
+  kv::PutRequest put = FromProto(*request);
+  if (put.lease != 0) put.lease_caller = LeaseCallerOf(CallIdentity(options_.authorizer, *context));
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.PutAsync(FromProto(*request), [reactor, response](absl::StatusOr<kv::PutResult> r) {
+  store_.PutAsync(std::move(put), [reactor, response](absl::StatusOr<kv::PutResult> r) {
     if (r.ok()) {
       response->set_revision(r->revision);
       if (r->previous) {
@@ -209,7 +221,8 @@ grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
       !allowed.ok()) {
     return new RefusedStream<v1::WatchResponse>(allowed);
   }
-  return new WatchReactor(store_, *request, options_.watch_message_bytes);
+  return new WatchReactor(store_, *request, options_.watch_message_bytes, options_.authorizer,
+                          CallIdentity(options_.authorizer, *context));
 }
 
 grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext* context,
@@ -220,8 +233,22 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext*
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
+  // The lease belongs to the namespace named, by default the caller's job.
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  kv::LeaseGrantRequest grant{request->ttl_ms(), request->namespace_()};
+  if (identity.kind == auth::Identity::Kind::kJob) {
+    if (grant.owner.empty()) grant.owner = identity.job_id;
+    if (grant.owner != identity.job_id) {
+      return FinishNow(
+          context, absl::PermissionDeniedError(absl::StrCat(
+                       "/ddp.v1.KeyValueService/LeaseGrant: the token of job '", identity.job_id,
+                       "' grants leases of its own namespace only, "
+                       "not of '",
+                       kv::AbbreviateForMessage(grant.owner), "'")));
+    }
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.LeaseGrantAsync(request->ttl_ms(),
+  store_.LeaseGrantAsync(std::move(grant),
                          [reactor, response](absl::StatusOr<kv::LeaseGrantResult> r) {
                            if (r.ok()) {
                              response->set_lease(r->lease);
@@ -240,7 +267,8 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(grpc::CallbackServerCont
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  absl::StatusOr<kv::LeaseKeepAliveResult> r = store_.LeaseKeepAlive(request->lease());
+  absl::StatusOr<kv::LeaseKeepAliveResult> r = store_.LeaseKeepAlive(
+      request->lease(), LeaseCallerOf(CallIdentity(options_.authorizer, *context)));
   if (r.ok()) {
     response->set_lease(r->lease);
     response->set_ttl_ms(r->ttl_ms);
@@ -258,6 +286,7 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseRevoke(grpc::CallbackServerContext
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.LeaseRevokeAsync(request->lease(),
+                          LeaseCallerOf(CallIdentity(options_.authorizer, *context)),
                           [reactor, response](absl::StatusOr<kv::LeaseRevokeResult> r) {
                             if (r.ok()) {
                               response->set_deleted(r->deleted);

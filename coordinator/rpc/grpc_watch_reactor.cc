@@ -8,7 +8,8 @@
 namespace ddp::rpc {
 
 WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
-                           size_t max_message_bytes)
+                           size_t max_message_bytes, const auth::Authorizer* authorizer,
+                           const auth::Identity& caller)
     : store_(store), max_message_bytes_(max_message_bytes), sink_(std::make_shared<Sink>(this)) {
   kv::WatchRequest watch;
   watch.ns = request.namespace_();
@@ -17,6 +18,17 @@ WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
   // Locked before registering: a cancellation may call OnReady right away, and
   // it must find id_ set.
   absl::MutexLock lock(&sink_->mu);
+  if (authorizer != nullptr) {
+    absl::StatusOr<std::unique_ptr<auth::Authorizer::RevocationWatch>> watching =
+        authorizer->WatchRevocation(caller, [sink = sink_, caller] {
+          sink->OnRevoked(auth::Authorizer::RevokedError(caller));
+        });
+    if (!watching.ok()) {
+      FinishLocked(ToGrpcStatus(watching.status()));
+      return;
+    }
+    revocation_ = *std::move(watching);
+  }
   absl::StatusOr<kv::WatchId> id = store_.Watch(watch, sink_);
   if (!id.ok()) {
     FinishLocked(ToGrpcStatus(id.status()));
@@ -30,6 +42,11 @@ WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
 void WatchReactor::Sink::OnReady() {
   absl::MutexLock lock(&mu);
   if (reactor_ != nullptr) reactor_->PumpLocked(/*force=*/false);
+}
+
+void WatchReactor::Sink::OnRevoked(const absl::Status& status) {
+  absl::MutexLock lock(&mu);
+  if (reactor_ != nullptr) reactor_->FinishLocked(ToGrpcStatus(status));
 }
 
 namespace {
@@ -110,6 +127,7 @@ void WatchReactor::OnDone() {
     absl::MutexLock lock(&sink_->mu);
     sink_->reactor_ = nullptr;
   }
+  revocation_.reset();
   if (registered_) store_.CancelWatch(id_);
   delete this;
 }

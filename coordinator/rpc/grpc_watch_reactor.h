@@ -15,6 +15,9 @@
 // that is behind gets its pending events in messages of its own, cut at about
 // max_message_bytes (an event bigger than that goes alone).
 //
+// With authorization, the stream ends with UNAUTHENTICATED as soon as the
+// token it was opened with is revoked (Authorizer::WatchRevocation).
+//
 // Lifecycle: created by GrpcKvService::Watch; deletes itself in OnDone after
 // Finish. Thread-safety: gRPC callbacks and the store's OnReady are serialized
 // by the sink's mutex. Lock order: sink mutex, then the store's watch hub (via
@@ -25,6 +28,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/auth/authorizer.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/rpc/stream_write_gate.h"
 #include "ddp/v1/kv.grpc.pb.h"
@@ -33,7 +37,11 @@ namespace ddp::rpc {
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
  public:
-  WatchReactor(kv::KvStore& store, const v1::WatchRequest& request, size_t max_message_bytes);
+  // `authorizer` (may be null) ends the stream when `caller`'s token is
+  // revoked.
+  WatchReactor(kv::KvStore& store, const v1::WatchRequest& request, size_t max_message_bytes,
+               const auth::Authorizer* authorizer = nullptr,
+               const auth::Identity& caller = auth::Identity());
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -46,6 +54,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
    public:
     explicit Sink(WatchReactor* reactor) : reactor_(reactor) {}
     void OnReady() override;
+    // The caller's token was revoked: the stream ends UNAUTHENTICATED.
+    void OnRevoked(const absl::Status& status);
     absl::Mutex mu;
     WatchReactor* reactor_ ABSL_GUARDED_BY(mu);
   };
@@ -62,6 +72,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
   std::shared_ptr<Sink> sink_;
   kv::WatchId id_ = 0;
   bool registered_ = false;
+  std::unique_ptr<auth::Authorizer::RevocationWatch> revocation_;
   StreamWriteGate gate_ ABSL_GUARDED_BY(sink_->mu);
   kv::Revision revision_ ABSL_GUARDED_BY(sink_->mu) = 0;
   // Taken from the store, not yet sent; the first `pending_offset_` events of

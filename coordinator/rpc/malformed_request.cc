@@ -24,10 +24,12 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
  public:
   explicit MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info)
       : method_(info->method() != nullptr ? info->method() : ""),
-        unary_(info->type() == grpc::experimental::ServerRpcInfo::Type::UNARY) {}
+        one_request_(info->type() == grpc::experimental::ServerRpcInfo::Type::UNARY ||
+                     info->type() == grpc::experimental::ServerRpcInfo::Type::SERVER_STREAMING) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    if (unary_ && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+    if (one_request_ &&
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();
       if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
           status.error_message().empty()) {
@@ -45,7 +47,9 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
 
  private:
   const std::string method_;
-  const bool unary_;
+  // Unary and server-streaming methods: gRPC parses their one request before
+  // any service code runs (Watch, WatchJob).
+  const bool one_request_;
 };
 
 class Factory : public grpc::experimental::ServerInterceptorFactoryInterface {

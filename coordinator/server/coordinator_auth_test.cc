@@ -146,5 +146,15 @@ TEST_F(CoordinatorAuthTest, MetricsNeedTheAdminToken_HealthChecksNone) {
   EXPECT_EQ(Call("GET", "/readyz", "").first, 200);
 }
 
+// RFC 7235: the scheme is case-insensitive (curl -H 'authorization: BEARER T').
+TEST_F(CoordinatorAuthTest, SchemeInAnyCase_Accepted) {
+  for (const char* scheme : {"BEARER ", "bearer ", "BeArEr "}) {
+    httplib::Headers headers = {{"Authorization", scheme + std::string(kAdmin)}};
+    httplib::Result result = client_->Get("/v1/jobs/job-a", headers);
+    ASSERT_TRUE(result) << httplib::to_string(result.error());
+    EXPECT_EQ(result->status, 200) << scheme << result->body;
+  }
+}
+
 }  // namespace
 }  // namespace ddp::server

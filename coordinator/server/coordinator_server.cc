@@ -313,6 +313,9 @@ absl::Status CoordinatorServer::StartHttp() {
   http_options.bind_address = options_.bind_address;
   http_options.tls = options_.tls;
   http_options.tls_reload_interval = options_.tls_reload_interval;
+  http_options.answer_inline = [this](absl::string_view method, absl::string_view target) {
+    return http::AnswerHealthProbe(method, target, [this] { return Readiness(); });
+  };
   auto listener = http::HttpListener::Start(http_options, [this](httplib::Server& routes) {
     http::InstallHealthChecks(routes, [this] { return Readiness(); });
     std::function<absl::Status(const std::string&)> authorize;

@@ -115,5 +115,36 @@ TEST_F(MalformedRequestTest, SessionEndsWithInvalidArgumentNotOk) {
   EXPECT_THAT(status.error_message(), HasSubstr("ddp.v1.AgentMessage"));
 }
 
+// Watch and WatchJob (server streams) parse their one request as unary
+// methods do: garbage ends them with INVALID_ARGUMENT, not UNIMPLEMENTED.
+TEST_F(MalformedRequestTest, ServerStreamsEndWithInvalidArgumentNamingMethodAndType) {
+  for (const auto& [method, type] :
+       {std::pair<std::string, std::string>{"/ddp.v1.KeyValueService/Watch", "ddp.v1.WatchRequest"},
+        {"/ddp.v1.JobService/WatchJob", "ddp.v1.WatchJobRequest"}}) {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    grpc::CompletionQueue cq;
+    auto call = stub.PrepareCall(&context, method, &cq);
+    void* tag;
+    bool ok;
+    call->StartCall(reinterpret_cast<void*>(1));
+    ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+    call->WriteLast(Bytes(kGarbage), grpc::WriteOptions(), reinterpret_cast<void*>(2));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    grpc::ByteBuffer reply;
+    call->Read(&reply, reinterpret_cast<void*>(3));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_FALSE(ok) << method << " sent a reply to garbage";
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(4));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << method << ": " << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(method));
+    EXPECT_THAT(status.error_message(), HasSubstr(type));
+  }
+}
+
 }  // namespace
 }  // namespace ddp::server

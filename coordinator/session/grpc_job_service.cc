@@ -141,7 +141,8 @@ grpc::ServerWriteReactor<v1::JobEvent>* GrpcJobService::WatchJob(
       !allowed.ok()) {
     return new rpc::RefusedStream<v1::JobEvent>(allowed);
   }
-  return new JobWatchReactor(rendezvous_, *request, options_.catch_up_page);
+  return new JobWatchReactor(rendezvous_, *request, options_,
+                             rpc::CallIdentity(options_.authorizer, *context));
 }
 
 grpc::ServerUnaryReactor* GrpcJobService::UpdateJob(grpc::CallbackServerContext* context,

@@ -32,6 +32,9 @@ namespace ddp::session {
 struct GrpcJobServiceOptions {
   // Retained events read per EventsSince call while a watcher catches up.
   int catch_up_page = 256;
+  // Bytes of events one WatchJob stream holds for a client that reads slower
+  // than they come; beyond it the stream ends with RESOURCE_EXHAUSTED.
+  size_t watch_buffer_bytes = 4 << 20;
   // Checks every call's bearer token, and learns the tokens of the jobs it
   // creates (null: no checks, no tokens).
   auth::Authorizer* authorizer = nullptr;

@@ -10,10 +10,11 @@
 namespace ddp::session {
 
 JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJobRequest& request,
-                                 int catch_up_page)
+                                 const GrpcJobServiceOptions& options, const auth::Identity& caller)
     : rendezvous_(rendezvous),
       job_id_(request.job_id()),
-      catch_up_page_(catch_up_page > 0 ? catch_up_page : 1),
+      catch_up_page_(options.catch_up_page > 0 ? options.catch_up_page : 1),
+      max_buffered_bytes_(options.watch_buffer_bytes),
       listener_(std::make_shared<Listener>(this)) {
   absl::MutexLock lock(&listener_->mu);
   absl::Status status =
@@ -27,6 +28,17 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
   if (!status.ok()) {
     FinishLocked(ToGrpcStatus(status));
     return;
+  }
+  if (options.authorizer != nullptr) {
+    absl::StatusOr<std::unique_ptr<auth::Authorizer::RevocationWatch>> watching =
+        options.authorizer->WatchRevocation(caller, [listener = listener_, caller] {
+          listener->OnRevoked(auth::Authorizer::RevokedError(caller));
+        });
+    if (!watching.ok()) {
+      FinishLocked(ToGrpcStatus(watching.status()));
+      return;
+    }
+    revocation_ = *std::move(watching);
   }
   // Subscribe before reading the job, so nothing happens unseen in between.
   absl::StatusOr<JobWatchHub::WatchId> id = rendezvous_.watch_hub().Watch(job_id_, listener_);
@@ -57,9 +69,52 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
   PumpLocked();
 }
 
+size_t JobWatchReactor::ApproxBytes(const rendezvous::JobEvent& event) {
+  // 96: the fixed fields and the deque's node, generously.
+  size_t bytes = event.job_id.size() + event.node_id.size() + event.message.size() + 96;
+  if (event.failure) bytes += event.failure->node_id.size() + event.failure->message.size();
+  return bytes;
+}
+
 void JobWatchReactor::Listener::OnReady() {
   absl::MutexLock lock(&mu);
-  if (reactor_ != nullptr) reactor_->PumpLocked();
+  if (reactor_ == nullptr || reactor_->gate_.finished()) return;
+  // Take the events now, even with a write in flight: the hub's queue stays
+  // short and the bound below is the one that counts.
+  absl::Status status = reactor_->TakeLiveLocked();
+  if (!status.ok()) {
+    reactor_->FinishLocked(ToGrpcStatus(status));
+    return;
+  }
+  reactor_->PumpLocked();
+}
+
+void JobWatchReactor::Listener::OnRevoked(const absl::Status& status) {
+  absl::MutexLock lock(&mu);
+  if (reactor_ != nullptr) reactor_->FinishLocked(ToGrpcStatus(status));
+}
+
+absl::Status JobWatchReactor::TakeLiveLocked() {
+  if (!watching_) return absl::OkStatus();
+  std::vector<rendezvous::JobEvent> live;
+  DDP_RETURN_IF_ERROR(rendezvous_.watch_hub().Take(watch_id_, &live));
+  for (rendezvous::JobEvent& e : live) {
+    buffered_bytes_ += ApproxBytes(e);
+    (catching_up_ ? live_ : pending_).push_back(std::move(e));
+  }
+  if (buffered_bytes_ <= max_buffered_bytes_) return absl::OkStatus();
+  // Its client reads slower than the job changes: end the stream rather than
+  // hold more. Every event below next_index_ was (or is being) written.
+  const size_t held = buffered_bytes_;
+  pending_.clear();
+  live_.clear();
+  buffered_bytes_ = 0;
+  rendezvous_.watch_hub().Cancel(watch_id_);
+  watching_ = false;
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the watcher of job '", rendezvous::Capped(job_id_), "' fell behind: it holds ",
+                   held, " bytes of events its client has not read (limit ", max_buffered_bytes_,
+                   ", --watch-buffer-bytes); watch again with from_index=", next_index_));
 }
 
 absl::Status JobWatchReactor::RefillLocked() {
@@ -73,15 +128,19 @@ absl::Status JobWatchReactor::RefillLocked() {
                            rendezvous_.registry().GetJobIncludingPending(job_id_));
       end_when_drained_ = rendezvous::IsTerminal(job.state);
     }
-    for (rendezvous::JobEvent& e : page) pending_.push_back(std::move(e));
+    for (rendezvous::JobEvent& e : page) {
+      buffered_bytes_ += ApproxBytes(e);
+      pending_.push_back(std::move(e));
+    }
+    if (!catching_up_) {
+      // The live events taken meanwhile follow (those already sent in the
+      // page are skipped when sending).
+      for (rendezvous::JobEvent& e : live_) pending_.push_back(std::move(e));
+      live_.clear();
+    }
     if (!pending_.empty() || catching_up_) return absl::OkStatus();
   }
-  std::vector<rendezvous::JobEvent> live;
-  DDP_RETURN_IF_ERROR(rendezvous_.watch_hub().Take(watch_id_, &live));
-  for (rendezvous::JobEvent& e : live) {
-    if (e.index >= next_index_) pending_.push_back(std::move(e));
-  }
-  return absl::OkStatus();
+  return TakeLiveLocked();
 }
 
 void JobWatchReactor::PumpLocked() {
@@ -90,24 +149,29 @@ void JobWatchReactor::PumpLocked() {
     FinishLocked(grpc::Status::OK);
     return;
   }
-  if (pending_.empty()) {
-    absl::Status status = RefillLocked();
-    if (!status.ok()) {
-      FinishLocked(ToGrpcStatus(status));
-      return;
+  while (true) {
+    if (pending_.empty()) {
+      absl::Status status = RefillLocked();
+      if (!status.ok()) {
+        FinishLocked(ToGrpcStatus(status));
+        return;
+      }
     }
+    if (pending_.empty()) {
+      if (end_when_drained_ && !catching_up_) FinishLocked(grpc::Status::OK);
+      return;  // idle: the hub calls OnReady when events arrive
+    }
+    rendezvous::JobEvent event = std::move(pending_.front());
+    pending_.pop_front();
+    buffered_bytes_ -= ApproxBytes(event);
+    if (event.index < next_index_) continue;  // sent already
+    next_index_ = event.index + 1;
+    job_finished_sent_ = event.type == rendezvous::JobEventType::kJobFinished;
+    outgoing_.Clear();
+    JobEventToProto(event, &outgoing_);
+    gate_.Write(this, &outgoing_);
+    return;
   }
-  if (pending_.empty()) {
-    if (end_when_drained_ && !catching_up_) FinishLocked(grpc::Status::OK);
-    return;  // idle: the hub calls OnReady when events arrive
-  }
-  rendezvous::JobEvent event = std::move(pending_.front());
-  pending_.pop_front();
-  next_index_ = event.index + 1;
-  job_finished_sent_ = event.type == rendezvous::JobEventType::kJobFinished;
-  outgoing_.Clear();
-  JobEventToProto(event, &outgoing_);
-  gate_.Write(this, &outgoing_);
 }
 
 void JobWatchReactor::FinishLocked(const grpc::Status& status) { gate_.Finish(this, status); }
@@ -123,11 +187,14 @@ void JobWatchReactor::OnCancel() {
 }
 
 void JobWatchReactor::OnDone() {
+  bool watching = false;
   {
     absl::MutexLock lock(&listener_->mu);
     listener_->reactor_ = nullptr;
+    watching = watching_;
   }
-  if (watching_) rendezvous_.watch_hub().Cancel(watch_id_);
+  revocation_.reset();
+  if (watching) rendezvous_.watch_hub().Cancel(watch_id_);
   delete this;
 }
 

@@ -67,7 +67,7 @@ class CoordinatorProcess {
   void set_binary(const std::string& binary) { options_.binary = binary; }
 
   bool running() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return pid_; }  // -1 when not running
   int port() const { return port_; }
   std::string address() const;  // "HOST:PORT".
   std::string log_path() const;

@@ -242,6 +242,7 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv
       invocation.global.timeout = *ParsePositiveDuration(value, name);
     } else if (name == "namespace") {
       invocation.global.name_space = value;
+      invocation.global.name_space_given = true;
     } else if (name == "tls-ca") {
       invocation.global.tls.ca = value;
     } else if (name == "tls-cert") {

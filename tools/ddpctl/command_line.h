@@ -70,6 +70,7 @@ struct GlobalOptions {
   bool json = false;
   absl::Duration timeout = absl::Seconds(10);
   std::string name_space = "default";
+  bool name_space_given = false;  // --namespace was on the command line
   // --tls-ca/--tls-cert/--tls-key, else $DDP_TLS_CA/$DDP_TLS_CERT/$DDP_TLS_KEY.
   TlsClientFiles tls;
   // --token-file's contents, else $DDP_TOKEN: sent as "authorization: Bearer".

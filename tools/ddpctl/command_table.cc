@@ -70,7 +70,10 @@ const std::vector<CommandSpec>& CommandTable() {
        "Create a lease that expires TTL after its last keepalive",
        {{"TTL", "Time to live, e.g. 10s, 1m30s"}},
        {},
-       "Prints the lease id."},
+       "Prints the lease id. The lease belongs to --namespace if given, else\n"
+       "to the job of the token (none with the admin token): only that job's\n"
+       "token (and the admin token) may keep it alive, revoke it or attach\n"
+       "keys to it; another job gets PERMISSION_DENIED."},
       {"lease",
        "keepalive",
        "Renew lease ID every ttl/3 until Ctrl-C",

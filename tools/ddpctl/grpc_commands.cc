@@ -229,6 +229,9 @@ grpc::Status LeaseGrant(CommandContext& c) {
   if (!ttl.ok()) return UsageError(ttl.status());
   v1::LeaseGrantRequest request;
   request.set_ttl_ms(absl::ToInt64Milliseconds(*ttl));
+  // Without --namespace the lease belongs to the token's job (none for the
+  // admin token).
+  if (c.invocation.global.name_space_given) request.set_namespace_(c.ns());
   v1::LeaseGrantResponse response;
   grpc::ClientContext context;
   c.SetDeadline(context);

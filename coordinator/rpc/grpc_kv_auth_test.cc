@@ -1,0 +1,208 @@
+// GrpcKvService with authorization on, over real gRPC: what one job's token
+// may do to another job's leases (issue 23).
+
+#include <memory>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "common/clock.h"
+#include "coordinator/auth/authorizer.h"
+#include "coordinator/rpc/grpc_kv_service.h"
+#include "coordinator/storage/memory_kv_backend.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+
+namespace ddp::rpc {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kAdmin[] = "admin-token";
+constexpr char kTokenA[] = "token-of-job-a";
+constexpr char kTokenB[] = "token-of-job-b";
+
+class GrpcKvAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    authorizer_.SetJobTokenHash("job-a", auth::HashToken(kTokenA));
+    authorizer_.SetJobTokenHash("job-b", auth::HashToken(kTokenB));
+    kv::KvStoreOptions options;
+    options.tick_interval = absl::ZeroDuration();
+    auto store = kv::KvStore::Open(std::make_unique<kv::InMemoryKvBackend>(), clock_, options);
+    ASSERT_TRUE(store.ok());
+    store_ = *std::move(store);
+    GrpcKvServiceOptions service_options;
+    service_options.authorizer = &authorizer_;
+    service_ = std::make_unique<GrpcKvService>(*store_, service_options);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::KeyValueService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                             grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    store_->Shutdown();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+
+  // A context carrying `token` the way ddpctl sends it.
+  static std::unique_ptr<grpc::ClientContext> As(const std::string& token,
+                                                 const std::string& scheme = "Bearer") {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    context->AddMetadata("authorization", scheme + " " + token);
+    return context;
+  }
+
+  absl::StatusOr<int64_t> Grant(const std::string& token, const std::string& ns = "") {
+    v1::LeaseGrantRequest request;
+    request.set_ttl_ms(60'000);
+    request.set_namespace_(ns);
+    v1::LeaseGrantResponse response;
+    grpc::Status status = stub_->LeaseGrant(As(token).get(), request, &response);
+    if (!status.ok())
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          status.error_message());
+    return response.lease();
+  }
+
+  grpc::Status Put(const std::string& token, const std::string& ns, const std::string& key,
+                   int64_t lease) {
+    v1::PutRequest request;
+    request.set_namespace_(ns);
+    request.set_key(key);
+    request.set_value("v");
+    request.set_lease(lease);
+    v1::PutResponse response;
+    return stub_->Put(As(token).get(), request, &response);
+  }
+
+  grpc::Status KeepAlive(const std::string& token, int64_t lease) {
+    v1::LeaseKeepAliveRequest request;
+    request.set_lease(lease);
+    v1::LeaseKeepAliveResponse response;
+    return stub_->LeaseKeepAlive(As(token).get(), request, &response);
+  }
+
+  grpc::Status Revoke(const std::string& token, int64_t lease, int64_t* deleted = nullptr) {
+    v1::LeaseRevokeRequest request;
+    request.set_lease(lease);
+    v1::LeaseRevokeResponse response;
+    grpc::Status status = stub_->LeaseRevoke(As(token).get(), request, &response);
+    if (deleted != nullptr) *deleted = response.deleted();
+    return status;
+  }
+
+  bool Exists(const std::string& ns, const std::string& key) { return store_->Get({ns, key}).ok(); }
+
+  auth::Authorizer authorizer_{kAdmin};
+  FakeClock clock_;
+  std::unique_ptr<kv::KvStore> store_;
+  std::unique_ptr<GrpcKvService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::KeyValueService::Stub> stub_;
+};
+
+TEST_F(GrpcKvAuthTest, OtherJobsLease_RevokeKeepAliveAttach_PermissionDenied) {
+  absl::StatusOr<int64_t> lease = Grant(kTokenA);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(Put(kTokenA, "job-a", "owned", *lease).ok());
+
+  const grpc::Status revoke = Revoke(kTokenB, *lease);
+  EXPECT_EQ(revoke.error_code(), grpc::StatusCode::PERMISSION_DENIED) << revoke.error_message();
+  EXPECT_THAT(revoke.error_message(), Not(HasSubstr("job-a")));
+  EXPECT_TRUE(Exists("job-a", "owned"));  // nothing of job-a's was deleted
+  EXPECT_EQ(KeepAlive(kTokenB, *lease).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Put(kTokenB, "job-b", "squatter", *lease).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_FALSE(Exists("job-b", "squatter"));
+
+  // Job A itself, and the admin, may.
+  EXPECT_TRUE(KeepAlive(kTokenA, *lease).ok());
+  EXPECT_TRUE(KeepAlive(kAdmin, *lease).ok());
+  int64_t deleted = 0;
+  ASSERT_TRUE(Revoke(kAdmin, *lease, &deleted).ok());
+  EXPECT_EQ(deleted, 1);
+  EXPECT_FALSE(Exists("job-a", "owned"));
+}
+
+TEST_F(GrpcKvAuthTest, LeaseGrant_JobNamesOtherNamespace_PermissionDenied) {
+  absl::StatusOr<int64_t> lease = Grant(kTokenB, "job-a");
+  EXPECT_EQ(lease.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(Grant(kTokenB, "job-b").ok());
+}
+
+TEST_F(GrpcKvAuthTest, LeaseGrant_AdminForJob_JobMayUseIt) {
+  absl::StatusOr<int64_t> for_a = Grant(kAdmin, "job-a");
+  ASSERT_TRUE(for_a.ok()) << for_a.status();
+  EXPECT_TRUE(Put(kTokenA, "job-a", "k", *for_a).ok());
+  EXPECT_EQ(Revoke(kTokenB, *for_a).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // Granted by the admin without a namespace: belongs to no job.
+  absl::StatusOr<int64_t> ownerless = Grant(kAdmin);
+  ASSERT_TRUE(ownerless.ok()) << ownerless.status();
+  EXPECT_EQ(Put(kTokenA, "job-a", "k2", *ownerless).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(Put(kAdmin, "job-a", "k2", *ownerless).ok());
+}
+
+TEST_F(GrpcKvAuthTest, LeaseIds_NotSequential) {
+  absl::StatusOr<int64_t> first = Grant(kTokenA);
+  absl::StatusOr<int64_t> second = Grant(kTokenA);
+  ASSERT_TRUE(first.ok() && second.ok());
+  // Random 63-bit ids: neither is the other's neighbour, nor near 1.
+  EXPECT_GT(std::abs(*second - *first), 1'000'000);
+  EXPECT_GT(std::min(*first, *second), 1'000'000);
+}
+
+TEST_F(GrpcKvAuthTest, Watch_TokenRotated_EndsUnauthenticatedWithinASecond) {
+  auto context = As(kTokenA);
+  v1::WatchRequest request;
+  request.set_namespace_("job-a");
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));  // open
+  // Another job's rotation changes nothing for it.
+  authorizer_.SetJobTokenHash("job-b", auth::HashToken("job-b-second-token"));
+  ASSERT_TRUE(store_->Put({"job-a", "k", "1"}).ok());
+  ASSERT_TRUE(reader->Read(&response));
+  ASSERT_EQ(response.events_size(), 1);
+  const absl::Time rotated = absl::Now();
+  authorizer_.SetJobTokenHash("job-a", auth::HashToken("job-a-second-token"));
+  ASSERT_TRUE(store_->Put({"job-a", "k", "2"}).ok());  // not delivered any more
+  while (reader->Read(&response)) {
+    EXPECT_EQ(response.events_size(), 0);
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_LT(absl::Now() - rotated, absl::Seconds(1));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("revoked"));
+}
+
+TEST_F(GrpcKvAuthTest, Watch_OpenedWithAdminToken_NotEndedByJobRotation) {
+  auto context = As(kAdmin);
+  v1::WatchRequest request;
+  request.set_namespace_("job-a");
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  authorizer_.SetJobTokenHash("job-a", auth::HashToken("job-a-second-token"));
+  ASSERT_TRUE(store_->Put({"job-a", "k", "1"}).ok());
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.events_size(), 1);
+  context->TryCancel();
+  while (reader->Read(&response)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+}  // namespace
+}  // namespace ddp::rpc

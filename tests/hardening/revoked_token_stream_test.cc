@@ -1,0 +1,168 @@
+// A real coordinator with authorization (issue 23, point 3): streams opened
+// with job A's token (a gRPC Watch, a gRPC WatchJob, and both as event
+// streams over HTTP) must end within a second of `ddpctl jobs token A`
+// (IssueJobToken) rotating A's token: gRPC with UNAUTHENTICATED, event
+// streams with an error event, then closed. Before, they kept delivering A's
+// events.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "ddp/v1/jobs.grpc.pb.h"
+#include "ddp/v1/kv.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/crash/coordinator_process.h"
+#include "tests/hardening/raw_http.h"
+
+namespace ddp::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kAdmin[] = "admin-token-of-the-revocation-test";
+
+std::string TestDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp");
+}
+
+// Sends one request; returns the socket to read the reply from.
+int Request(int port, const std::string& method, const std::string& path, const std::string& token,
+            const std::string& body = "") {
+  const int fd = ConnectFrom(port);
+  std::string request = absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: t\r\n",
+                                     "Authorization: Bearer ", token, "\r\n");
+  if (method == "POST") {
+    absl::StrAppend(&request, "Content-Type: application/json\r\nContent-Length: ", body.size(),
+                    "\r\nConnection: close\r\n");
+  }
+  absl::StrAppend(&request, "\r\n", body);
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+std::string TokenIn(const std::string& reply) {
+  const size_t at = reply.find("\"token\":\"");
+  if (at == std::string::npos) return "";
+  return reply.substr(at + 9, reply.find('"', at + 9) - at - 9);
+}
+
+TEST(RevokedTokenStreamTest, TokenRotated_OpenStreamsEndWithinASecond) {
+  const std::string admin_file = TestDir() + "/admin.token";
+  std::ofstream(admin_file) << kAdmin << "\n";
+  CoordinatorProcessOptions options;
+  options.binary = CoordinatorBinaryFromRunfiles();
+  options.data_dir = TestDir() + "/data";
+  options.work_dir = TestDir();
+  const std::string http_port_file = TestDir() + "/http.port";
+  options.extra_args = {"--http-port-file", http_port_file, "--admin-token-file", admin_file};
+  CoordinatorProcess coordinator(options);
+  ASSERT_TRUE(coordinator.Start().ok());
+  const int http = ReadPortFile(http_port_file);
+  ASSERT_GT(http, 0);
+
+  const int create = Request(http, "POST", "/v1/jobs", kAdmin,
+                             R"({"jobId":"a","settings":{"minNodes":1,"maxNodes":1}})");
+  const std::string token = TokenIn(ReadFor(create, absl::Seconds(10)));
+  close(create);
+  ASSERT_FALSE(token.empty());
+
+  // gRPC streams with A's token (sent as metadata: plaintext on loopback).
+  auto channel = grpc::CreateChannel(coordinator.address(), grpc::InsecureChannelCredentials());
+  auto kv = v1::KeyValueService::NewStub(channel);
+  auto jobs = v1::JobService::NewStub(channel);
+  grpc::ClientContext watch_context, job_context;
+  for (grpc::ClientContext* context : {&watch_context, &job_context}) {
+    context->AddMetadata("authorization", "Bearer " + token);
+    // Streams that are never ended fail the test instead of hanging it.
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+  }
+  v1::WatchRequest watch;
+  watch.set_namespace_("a");
+  auto kv_reader = kv->Watch(&watch_context, watch);
+  v1::WatchResponse kv_message;
+  ASSERT_TRUE(kv_reader->Read(&kv_message));
+  v1::WatchJobRequest watch_job;
+  watch_job.set_job_id("a");
+  watch_job.set_from_index(1);
+  auto job_reader = jobs->WatchJob(&job_context, watch_job);
+  v1::JobEvent job_event;
+  ASSERT_TRUE(job_reader->Read(&job_event));
+  // The same as event streams.
+  const int kv_stream = Request(http, "GET", "/v1/kv/a:watch", token);
+  const int job_stream = Request(http, "GET", "/v1/jobs/a:watch?from_index=1", token);
+  ASSERT_THAT(ReadFor(kv_stream, absl::Seconds(5), "data:"), HasSubstr("200 OK"));
+  ASSERT_THAT(ReadFor(job_stream, absl::Seconds(5), "data:"), HasSubstr("200 OK"));
+
+  // Every stream is read on its own thread from now on.
+  grpc::Status kv_status, job_status;
+  absl::Time kv_end, job_end;
+  std::string kv_rest, job_rest;
+  std::thread kv_thread([&] {
+    while (kv_reader->Read(&kv_message)) {
+    }
+    kv_status = kv_reader->Finish();
+    kv_end = absl::Now();
+  });
+  std::thread job_thread([&] {
+    while (job_reader->Read(&job_event)) {
+    }
+    job_status = job_reader->Finish();
+    job_end = absl::Now();
+  });
+  absl::Time kv_stream_end, job_stream_end;
+  std::thread kv_stream_thread([&] {
+    kv_rest = ReadFor(kv_stream, absl::Seconds(10), "event: error");
+    kv_stream_end = absl::Now();
+  });
+  std::thread job_stream_thread([&] {
+    job_rest = ReadFor(job_stream, absl::Seconds(10), "event: error");
+    job_stream_end = absl::Now();
+  });
+
+  absl::SleepFor(absl::Milliseconds(300));
+  const absl::Time rotated = absl::Now();
+  const int rotate = Request(http, "POST", "/v1/jobs/a:token", kAdmin, "{}");
+  const std::string new_token = TokenIn(ReadFor(rotate, absl::Seconds(10)));
+  close(rotate);
+  ASSERT_FALSE(new_token.empty());
+  ASSERT_NE(new_token, token);
+
+  kv_thread.join();
+  job_thread.join();
+  kv_stream_thread.join();
+  job_stream_thread.join();
+  EXPECT_EQ(kv_status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << kv_status.error_message();
+  EXPECT_EQ(job_status.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+      << job_status.error_message();
+  EXPECT_LT(kv_end - rotated, absl::Seconds(1));
+  EXPECT_LT(job_end - rotated, absl::Seconds(1));
+  for (const std::string& rest : {kv_rest, job_rest}) {
+    EXPECT_THAT(rest, HasSubstr("event: error"));
+    EXPECT_THAT(rest, HasSubstr("\"code\":16"));
+  }
+  EXPECT_LT(kv_stream_end - rotated, absl::Seconds(1));
+  EXPECT_LT(job_stream_end - rotated, absl::Seconds(1));
+  // The stream is over: nothing more comes, the reply ends.
+  EXPECT_THAT(ReadFor(kv_stream, absl::Seconds(2)), ::testing::Not(HasSubstr("data:")));
+  close(kv_stream);
+  close(job_stream);
+  EXPECT_EQ(coordinator.Terminate(), 0);
+}
+
+}  // namespace
+}  // namespace ddp::testing
