@@ -159,7 +159,8 @@ void KvStore::Enqueue(PendingWrite write) {
     if (stopping_) {
       refused = ShuttingDown();
     } else if (!write_failure_.ok()) {
-      refused = write_failure_;
+      refused = absl::Status(write_failure_.code(),
+                             absl::StrCat(write_failure_.message(), "; this write had no effect"));
     } else if (queue_.size() >= options_.max_pending_writes) {
       refused = absl::UnavailableError(absl::StrCat("the write queue is full (",
                                                     options_.max_pending_writes,
@@ -277,7 +278,7 @@ absl::Status KvStore::CommitFailure(const absl::Status& cause, size_t writes) {
       write_failure_ = absl::UnavailableError(
           absl::StrCat("the coordinator's storage failed after revision ", last,
                        " and accepts no writes until the coordinator is restarted (",
-                       cause.message(), "); this write had no effect"));
+                       cause.message(), ")"));
       DDP_LOG(ERROR) << "storage failed: refusing every write until restarted; "
                         "reads keep serving what was acknowledged";
     }
@@ -291,7 +292,9 @@ absl::Status KvStore::CommitFailure(const absl::Status& cause, size_t writes) {
         "it is restarted"));
   }
   absl::MutexLock lock(&queue_mu_);
-  return write_failure_;
+  // The backend refused this batch before writing it.
+  return absl::Status(write_failure_.code(),
+                      absl::StrCat(write_failure_.message(), "; this write had no effect"));
 }
 
 void KvStore::Deliver(Delivery& delivery) {

@@ -109,9 +109,17 @@ TEST_F(KvStoreTest, Put_CommitOutcomeUnknown_UnknownThenWritesRefusedReadsServed
   EXPECT_NE(refused.status().message().find("until the coordinator is restarted"),
             absl::string_view::npos)
       << refused.status();
+  EXPECT_NE(refused.status().message().find("this write had no effect"), absl::string_view::npos)
+      << refused.status();
   EXPECT_EQ(backend_->commits(), 2);  // the refused write never reached it
   EXPECT_EQ(store_->Get({"job", "a"})->kv.value, "1");
   EXPECT_FALSE(store_->Add({"job", "n", 1}).ok());
+  // Readiness (/readyz) names the failure, and never as "no effect" (issue
+  // 23.10): whether the last write is on disk is not known.
+  const absl::Status health = store_->WriteHealth();
+  EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(health.message().find("until the coordinator is restarted"), absl::string_view::npos);
+  EXPECT_EQ(health.message().find("no effect"), absl::string_view::npos) << health;
 }
 
 TEST_F(KvStoreTest, Put_BackendRefusesWrites_FailStop) {
