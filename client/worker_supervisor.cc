@@ -122,12 +122,10 @@ class WorkerSupervisor::EventLoop {
     return absl::OkStatus();
   }
 
-  // Set before the monitor thread starts, never changed: any thread.
-  std::string HeartbeatFileOf(int local_rank) const {
-    for (const auto& w : workers_) {
-      if (w->spec.local_rank == local_rank) return w->spec.files.heartbeat_file;
-    }
-    return "";
+  // Of worker `index` (the order of states_). Set before the monitor thread
+  // starts, never changed: any thread.
+  const std::string& HeartbeatFileOf(size_t index) const {
+    return workers_[index]->spec.files.heartbeat_file;
   }
 
   void Wake() {
@@ -503,14 +501,6 @@ absl::Status WorkerSupervisor::Stop(absl::Duration timeout, int first_signal) {
   return status;
 }
 
-void WorkerSupervisor::Signal(int signal) {
-  absl::MutexLock lock(&mu_);
-  if (!start_done_ || stopped_) return;
-  for (const WorkerState& state : states_) {
-    if (state.pid > 0) SignalProcessGroup(state.pid, signal);
-  }
-}
-
 void WorkerSupervisor::Freeze() {
   absl::MutexLock lock(&mu_);
   // While stopping, too: a SIGTERM handler stops where it is, and the stop
@@ -535,21 +525,20 @@ void WorkerSupervisor::Thaw() {
 
 std::vector<WorkerExit> WorkerSupervisor::StoppedWorkers() const {
   std::vector<WorkerState> states;
-  std::vector<std::string> heartbeat_files;
   {
     absl::MutexLock lock(&mu_);
     if (!start_done_ || stopped_ || frozen_ || loop_ == nullptr) return {};
     states = states_;
-    for (const WorkerState& state : states) {
-      heartbeat_files.push_back(loop_->HeartbeatFileOf(state.local_rank));
-    }
   }
   std::vector<WorkerExit> stopped;
   for (size_t i = 0; i < states.size(); ++i) {
     const WorkerState& state = states[i];
     if (state.pid <= 0 || !state.running || state.hung || state.exit) continue;
-    absl::StatusOr<ProcessSample> sample = SampleProcess(state.pid);
-    if (!sample.ok() || (sample->state != 'T' && sample->state != 't')) continue;
+    HungWorker seen{i, state.global_rank};
+    if (absl::StatusOr<ProcessSample> sample = SampleProcess(state.pid); sample.ok()) {
+      seen.process_state = sample->state;
+    }
+    if (HangEvidenceClass(seen) != 1) continue;  // not stopped
     WorkerExit hang;
     hang.kind = WorkerExit::Kind::kHung;
     hang.local_rank = state.local_rank;
@@ -557,10 +546,9 @@ std::vector<WorkerExit> WorkerSupervisor::StoppedWorkers() const {
     hang.pid = state.pid;
     hang.time = clock_.Now();
     hang.process_stopped = true;
-    hang.evidence = absl::StrCat("process stopped (state ", std::string(1, sample->state),
-                                 ": SIGSTOP or a debugger) when the group stop began");
+    hang.evidence = absl::StrCat(HangEvidence(seen), " when the group stop began");
     struct stat st;
-    if (!heartbeat_files[i].empty() && stat(heartbeat_files[i].c_str(), &st) == 0) {
+    if (stat(loop_->HeartbeatFileOf(i).c_str(), &st) == 0) {
       hang.last_heartbeat = absl::TimeFromTimespec(st.st_mtim);
       hang.silent_for = hang.time - hang.last_heartbeat;
     }

@@ -36,15 +36,17 @@
 // Stop(timeout): SIGTERM to every worker's process group; when the leaders have
 // exited and the groups are empty, done; otherwise SIGKILL to the groups at the
 // deadline, then wait up to `kill_grace` for them to vanish. Returns once every
-// worker is reaped. Frozen workers (Freeze) get SIGKILL at once: they are not
-// asked, because a frozen generation may have been superseded and must not
-// run another instruction (a SIGTERM handler that writes a checkpoint).
+// worker is reaped. Grandchildren are orphans reparented to init: they are
+// killed through their group, but the supervisor cannot reap them (no
+// subreaper, so as not to steal other children). A worker stopped by someone
+// else gets SIGCONT after the polite signal (as systemd does). Frozen workers
+// (Freeze) get SIGKILL at once: they are not asked, because a frozen
+// generation may have been superseded and must not run another instruction (a
+// SIGTERM handler that writes a checkpoint).
 //
 // Freeze/Thaw (the agent's lease, worker_lease.h): SIGSTOP / SIGCONT to every
 // worker's process group. While frozen, hang detection is paused, and the time
-// frozen never counts as a worker's heartbeat silence. Grandchildren are orphans reparented to init: they are
-// killed through their group, but the supervisor cannot reap them (no
-// subreaper, so as not to steal other children).
+// frozen never counts as a worker's heartbeat silence.
 //
 // Thread-safety: every public method is thread-safe. The ExitCallback runs on
 // the monitor thread, without internal locks held; it must not block long, and
@@ -174,11 +176,6 @@ class WorkerSupervisor {
   // DEADLINE_EXCEEDED (a process group survived SIGKILL + kill_grace; pgids
   // named).
   absl::Status Stop(absl::Duration timeout, int first_signal = SIGTERM);
-
-  // Sends `signal` to every worker's process group at once, without waiting
-  // (the agent's lease: SIGTERM when it runs out, SIGKILL later); nothing once
-  // Stop() has finished. Stop() still reaps them.
-  void Signal(int signal);
 
   // SIGSTOP to every worker's process group: no instruction of theirs runs
   // until Thaw (descendants that left the group are not reached, as for
