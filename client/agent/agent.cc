@@ -141,9 +141,7 @@ Agent::~Agent() {
   standby_pool_.reset();
 }
 
-void Agent::OnLeaseGranted(absl::Duration lease, absl::Duration /*kill_after*/) {
-  // kill_after is for agents that stopped their workers at the end of the
-  // lease; this one freezes them (worker_lease.h).
+void Agent::OnLeaseGranted(absl::Duration lease) {
   lease_->Configure(lease);
 }
 

@@ -119,7 +119,7 @@ class Agent : public SessionEvents {
   void OnFenced(const absl::Status& status) override;
   void OnSessionFailed(const absl::Status& status) override;
   std::vector<v1::WorkerState> WorkerStates() override;
-  void OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) override;
+  void OnLeaseGranted(absl::Duration lease) override;
   void OnLeaseRenewed(absl::Time sent_at, int64_t running_generation) override;
 
  private:

@@ -161,7 +161,7 @@ class AgentTest : public ::testing::Test {
   // Workers of generation 2 under a 400 ms lease renewed once at start;
   // their pids once they run.
   std::vector<int> StartUnderALease() {
-    agent_->OnLeaseGranted(absl::Milliseconds(400), absl::Milliseconds(500));
+    agent_->OnLeaseGranted(absl::Milliseconds(400));
     agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 0);
     agent_->OnCoordinatorMessage(AssignmentOf(2, 2));
     std::vector<int> pids;

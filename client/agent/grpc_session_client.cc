@@ -261,8 +261,7 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     return status;
   }
   *registered = first.registered();
-  events_->OnLeaseGranted(absl::Milliseconds(registered->lease_ms()),
-                          absl::Milliseconds(registered->lease_kill_ms()));
+  events_->OnLeaseGranted(absl::Milliseconds(registered->lease_ms()));
   const bool running = registered->state() == v1::RUNNING && registered->role() == v1::MEMBER;
   events_->OnLeaseRenewed(register_sent_at, running ? registered->generation() : 0);
   {

@@ -162,7 +162,7 @@ class CountingEvents : public SessionEvents {
     state.set_state(v1::WORKER_RUNNING);
     return {state};
   }
-  void OnLeaseGranted(absl::Duration, absl::Duration) override {}
+  void OnLeaseGranted(absl::Duration) override {}
   void OnLeaseRenewed(absl::Time, int64_t running_generation) override {
     absl::MutexLock lock(&mu_);
     ++renewals_;

@@ -172,10 +172,9 @@ class FakeEvents : public SessionEvents {
     state.set_state(v1::WORKER_RUNNING);
     return {state};
   }
-  void OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) override {
+  void OnLeaseGranted(absl::Duration lease) override {
     absl::MutexLock lock(&mu_);
     lease_ = lease;
-    kill_after_ = kill_after;
   }
   void OnLeaseRenewed(absl::Time sent_at, int64_t running_generation) override {
     absl::MutexLock lock(&mu_);
@@ -187,9 +186,9 @@ class FakeEvents : public SessionEvents {
     mu_.AwaitWithTimeout(absl::Condition(&ready), kWait);
     return renewals_;
   }
-  std::pair<absl::Duration, absl::Duration> granted() {
+  absl::Duration granted() {
     absl::MutexLock lock(&mu_);
-    return {lease_, kill_after_};
+    return lease_;
   }
 
   std::optional<absl::Status> WaitForFailure() {
@@ -223,7 +222,6 @@ class FakeEvents : public SessionEvents {
   int fenced_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<absl::Status> failure_ ABSL_GUARDED_BY(mu_);
   absl::Duration lease_ ABSL_GUARDED_BY(mu_);
-  absl::Duration kill_after_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<absl::Time, int64_t>> renewals_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -473,7 +471,7 @@ TEST_F(GrpcSessionClientTest, Acks_RenewTheLeaseFromEachHeartbeatsSendTime) {
   const absl::Time started = MonotonicClock::Get().Now();
   StartClient(42);
   ASSERT_TRUE(events_.WaitForRegistrations(1));
-  EXPECT_EQ(events_.granted(), std::make_pair(absl::Milliseconds(2000), absl::Milliseconds(2500)));
+  EXPECT_EQ(events_.granted(), absl::Milliseconds(2000));
   // The Registered (from the Register's send time), then acks of heartbeats.
   const auto renewals = events_.WaitForRenewals(4);
   ASSERT_GE(renewals.size(), 4u);

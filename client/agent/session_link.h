@@ -68,9 +68,10 @@ class SessionEvents {
   // The states of the current workers, for a heartbeat. Called on the
   // session's heartbeat thread: thread-safe, quick.
   virtual std::vector<v1::WorkerState> WorkerStates() = 0;
-  // The lease the coordinator grants (Registered.lease_ms, lease_kill_ms;
-  // zero: none), before OnRegistered.
-  virtual void OnLeaseGranted(absl::Duration lease, absl::Duration kill_after) = 0;
+  // The lease the coordinator grants (Registered.lease_ms; zero: none),
+  // before OnRegistered. (lease_kill_ms is for agents of earlier releases,
+  // which stopped their workers; this one freezes them.)
+  virtual void OnLeaseGranted(absl::Duration lease) = 0;
   // The coordinator acknowledged a heartbeat (HeartbeatAck), or answered a
   // Register, that this agent sent at `sent_at` (MonotonicClock): the lease
   // runs from then. `running_generation`: HeartbeatAck.running_generation

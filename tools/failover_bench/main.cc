@@ -94,7 +94,7 @@ class BenchAgent : public client::SessionEvents {
     state.set_heartbeat_age_ms(-1);
     return {state};
   }
-  void OnLeaseGranted(absl::Duration, absl::Duration) override {}
+  void OnLeaseGranted(absl::Duration) override {}
   void OnLeaseRenewed(absl::Time, int64_t) override {}
 
   absl::Time registered_at() const {
