@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "coordinator/commit/split_state_store.h"
 #include "coordinator/kv/kv_validation.h"
+#include "coordinator/kv/published_events.h"
 
 namespace ddp::kv {
 namespace {
@@ -19,7 +20,7 @@ WatchHubOptions HubOptions(const KvStoreOptions& options) {
   WatchHubOptions hub = options.watch;
   hub.max_watchers = options.limits.max_watchers;
   hub.max_event_bytes = options.limits.max_namespace_bytes + options.limits.max_key_bytes +
-                        options.limits.max_value_bytes + 64;
+                        options.limits.max_value_bytes + PublishedEvents::kFixedEventBytes;
   return hub;
 }
 

@@ -14,8 +14,7 @@ size_t SumBytes(const std::vector<Event>& events) {
 }  // namespace
 
 size_t PublishedEvents::ApproxBytes(const Event& event) {
-  // 64: the integer fields and protobuf tags, generously.
-  return event.kv.ns.size() + event.kv.key.size() + event.kv.value.size() + 64;
+  return event.kv.ns.size() + event.kv.key.size() + event.kv.value.size() + kFixedEventBytes;
 }
 
 PublishedEvents::PublishedEvents(std::vector<Event> events, Revision revision)

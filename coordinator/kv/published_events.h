@@ -50,7 +50,9 @@ class PublishedEvents {
     return std::static_pointer_cast<const T>(encoded_);
   }
 
-  // The approx_bytes() estimate of one event.
+  // The approx_bytes() estimate of one event: its strings plus this much
+  // for the integer fields and protobuf tags, generously.
+  static constexpr size_t kFixedEventBytes = 64;
   static size_t ApproxBytes(const Event& event);
 
  private:
