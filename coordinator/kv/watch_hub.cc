@@ -35,6 +35,8 @@ absl::StatusOr<WatchId> WatchHub::Add(const WatchRequest& request,
   w.ns = request.ns;
   w.prefix = request.prefix;
   w.sink = std::move(sink);
+  // The first history read assumes events as large as they may be.
+  w.history_page = EventsPerPage(options_.max_event_bytes);
   if (request.start_revision == 0) {
     w.start_revision = published_ + 1;
   } else {
@@ -51,11 +53,10 @@ absl::StatusOr<WatchId> WatchHub::Add(const WatchRequest& request,
   return id;
 }
 
-size_t WatchHub::HistoryPageLocked(const Watcher& w) const {
+size_t WatchHub::EventsPerPage(size_t event_bytes) const {
   const size_t most = std::max<size_t>(1, options_.max_events_per_take);
-  if (w.history_page > 0) return w.history_page;
-  if (options_.max_event_bytes == 0) return most;
-  return std::clamp<size_t>(options_.max_take_bytes / options_.max_event_bytes, 1, most);
+  if (event_bytes == 0) return most;
+  return std::clamp<size_t>(options_.max_take_bytes / event_bytes, 1, most);
 }
 
 absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
@@ -72,7 +73,7 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
     from = w.catchup_revision;
     skip = w.catchup_skip;
     end = w.catchup_end;
-    page_events = HistoryPageLocked(w);
+    page_events = w.history_page;
   }
   // Read outside the lock: the backend allows this concurrently with Commit.
   const size_t want = page_events + skip;
@@ -133,9 +134,7 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   }  // else nothing read, and the end moved: read again
   if (!page.empty()) {
     // The next page holds about max_take_bytes of events of this size.
-    const size_t average = std::max<size_t>(1, page_bytes / page.size());
-    w.history_page = std::clamp<size_t>(options_.max_take_bytes / average, 1,
-                                        std::max<size_t>(1, options_.max_events_per_take));
+    w.history_page = EventsPerPage(page_bytes / page.size());
   }
   batch->revision = published_;
   if (!page.empty()) {

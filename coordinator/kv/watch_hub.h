@@ -150,11 +150,11 @@ class WatchHub {
     Revision catchup_revision = 0;
     size_t catchup_skip = 0;
     Revision catchup_end = 0;              // last revision served from history
-    size_t history_page = 0;               // events to read next (0: the first page)
+    size_t history_page = 0;               // events to read for the next history page
     std::deque<PublishedEventsPtr> queue;  // live events, shared
     size_t queued_events = 0;              // events in `queue`
     size_t queued_bytes = 0;               // their approx_bytes
-    int64_t fell_behind = 0;
+    int64_t fell_behind = 0;               // times `queue` was dropped
     bool armed = false;                    // consumer is idle: notify on the next event
     absl::Status status;                   // non-OK: cancelled
   };
@@ -168,8 +168,9 @@ class WatchHub {
   void EnqueueLocked(Watcher& w, PublishedEventsPtr chunk,
                      std::vector<std::shared_ptr<WatchSink>>* to_notify)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Events to read for w's next history page.
-  size_t HistoryPageLocked(const Watcher& w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How many events of `event_bytes` each fill about max_take_bytes
+  // (1..max_events_per_take; the most for 0 bytes).
+  size_t EventsPerPage(size_t event_bytes) const;
   static bool Matches(const Watcher& w, const Event& event);
 
   KvBackend& history_;
