@@ -28,6 +28,13 @@ absl::Status ShuttingDown() {
   return absl::UnavailableError("the coordinator is shutting down; retry against the new one");
 }
 
+// The fail-stop status as one refused write gets it: that write, at least,
+// was not applied (readiness shows the failure without this).
+absl::Status NoEffect(const absl::Status& failure) {
+  return absl::Status(failure.code(),
+                      absl::StrCat(failure.message(), "; this write had no effect"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(std::unique_ptr<KvBackend> backend,
@@ -160,8 +167,7 @@ void KvStore::Enqueue(PendingWrite write) {
     if (stopping_) {
       refused = ShuttingDown();
     } else if (!write_failure_.ok()) {
-      refused = absl::Status(write_failure_.code(),
-                             absl::StrCat(write_failure_.message(), "; this write had no effect"));
+      refused = NoEffect(write_failure_);
     } else if (queue_.size() >= options_.max_pending_writes) {
       refused = absl::UnavailableError(absl::StrCat("the write queue is full (",
                                                     options_.max_pending_writes,
@@ -276,10 +282,9 @@ absl::Status KvStore::CommitFailure(const absl::Status& cause, size_t writes) {
   {
     absl::MutexLock lock(&queue_mu_);
     if (write_failure_.ok()) {
-      write_failure_ = absl::UnavailableError(
-          absl::StrCat("the coordinator's storage failed after revision ", last,
-                       " and accepts no writes until the coordinator is restarted (",
-                       cause.message(), ")"));
+      write_failure_ = absl::UnavailableError(absl::StrCat(
+          "the coordinator's storage failed after revision ", last,
+          " and accepts no writes until the coordinator is restarted (", cause.message(), ")"));
       DDP_LOG(ERROR) << "storage failed: refusing every write until restarted; "
                         "reads keep serving what was acknowledged";
     }
@@ -294,8 +299,7 @@ absl::Status KvStore::CommitFailure(const absl::Status& cause, size_t writes) {
   }
   absl::MutexLock lock(&queue_mu_);
   // The backend refused this batch before writing it.
-  return absl::Status(write_failure_.code(),
-                      absl::StrCat(write_failure_.message(), "; this write had no effect"));
+  return NoEffect(write_failure_);
 }
 
 void KvStore::Deliver(Delivery& delivery) {
