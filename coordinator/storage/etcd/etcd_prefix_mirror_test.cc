@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 
-#include <cstdio>
 #include <map>
 #include <string>
 
@@ -232,14 +231,4 @@ TEST(EtcdPrefixMirrorTest, Follow_HistoryCompactedWhileCutOff_FreshSnapshot) {
 }  // namespace
 }  // namespace ddp::storage
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (!ddp::storage::EtcdTestServer::Installed()) {
-    std::printf("SKIPPED: %s is not installed (tools/setup.sh installs etcd-server)\n",
-                ddp::storage::EtcdTestServer::kBinary);
-    return 0;
-  }
-  const int result = RUN_ALL_TESTS();
-  ddp::storage::EtcdTestServer::Get().Stop();
-  return result;
-}
+int main(int argc, char** argv) { return ddp::storage::EtcdTestServer::RunAllTests(argc, argv); }

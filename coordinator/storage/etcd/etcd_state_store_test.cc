@@ -8,9 +8,6 @@
 
 #include "coordinator/storage/etcd/etcd_state_store.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <set>
 #include <string>
 
@@ -301,14 +298,4 @@ INSTANTIATE_TYPED_TEST_SUITE_P(EtcdFromMirror, JobStateStoreConformanceTest,
 }  // namespace
 }  // namespace ddp::rendezvous
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (!ddp::storage::EtcdTestServer::Installed()) {
-    std::printf("SKIPPED: %s is not installed (tools/setup.sh installs etcd-server)\n",
-                ddp::storage::EtcdTestServer::kBinary);
-    return 0;
-  }
-  const int result = RUN_ALL_TESTS();
-  ddp::storage::Etcd::Get().Stop();
-  return result;
-}
+int main(int argc, char** argv) { return ddp::storage::EtcdTestServer::RunAllTests(argc, argv); }

@@ -33,6 +33,17 @@ int FreePort() {
 
 bool EtcdTestServer::Installed() { return access(kBinary, X_OK) == 0; }
 
+int EtcdTestServer::RunAllTests(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (!Installed()) {
+    std::printf("SKIPPED: %s is not installed (tools/setup.sh installs etcd-server)\n", kBinary);
+    return 0;
+  }
+  const int result = RUN_ALL_TESTS();
+  Get().Stop();
+  return result;
+}
+
 EtcdTestServer& EtcdTestServer::Get() {
   static EtcdTestServer* etcd = new EtcdTestServer();
   return *etcd;

@@ -4,8 +4,8 @@
 // One etcd 3.4 (Debian's etcd-server) for a whole test binary, started on
 // loopback ports with its own data dir under $TEST_TMPDIR on first use
 // (--max-txn-ops 100000, as the coordinators need). Every user takes a
-// prefix of its own. A test's main checks EtcdTestServer::Installed() first
-// and says SKIPPED without it (tools/setup.sh installs it).
+// prefix of its own. A test's main is RunAllTests, which says SKIPPED and
+// runs nothing without etcd (tools/setup.sh installs it).
 //
 // Thread-safety: Get and NewPrefix from any thread; Stop once, at the end.
 
@@ -20,6 +20,9 @@ class EtcdTestServer {
  public:
   static constexpr char kBinary[] = "/usr/bin/etcd";
   static bool Installed();
+  // A test binary's main: every test on one etcd, which is stopped after
+  // them; without etcd, SKIPPED and 0.
+  static int RunAllTests(int argc, char** argv);
   // Starts it on first use; a failure to start is a test failure.
   static EtcdTestServer& Get();
 
