@@ -49,7 +49,7 @@
 // that arrives while RUNNING below max_nodes triggers a restart that includes
 // it. Leases (session.proto): a member removed while its workers may still run
 // holds the next generation back until heartbeat_timeout after its last
-// heartbeat, when its agent's lease has stopped them (StopBarrier::FenceUntil).
+// heartbeat, when its agent's lease has frozen them (StopBarrier::FenceUntil).
 //
 // Restart budget: only worker failures (and an agent re-registering with a new
 // incarnation while its workers ran and its old session was still open) spend
@@ -321,6 +321,9 @@ class Job {
   void ComputeRoleRanks();
   // Emits kRestarting, then StopAllWorkers.
   void BeginRestart(RestartCause cause, const std::string& reason);
+  // The kRestarting event, dated `began` (a hang's restart is named once the
+  // stop barrier completed, but began at the report).
+  void EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began);
   // RESTARTING: StopWorkers to every member; the barrier ends in
   // MaybeFinishStopBarrier.
   void StopAllWorkers(const std::string& reason);

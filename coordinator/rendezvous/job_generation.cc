@@ -348,10 +348,16 @@ void Job::HandleKnockOnFailure(const FailureInfo& failure, const Node& lost) {
 }
 
 void Job::BeginRestart(RestartCause cause, const std::string& reason) {
-  Emit(JobEventType::kRestarting, "", reason);
-  outbox_->events.back().restart_cause = cause;
-  events_.back().restart_cause = cause;
+  EmitRestarting(cause, reason, clock_->Now());
   StopAllWorkers(reason);
+}
+
+void Job::EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began) {
+  Emit(JobEventType::kRestarting, "", reason);
+  for (JobEvent* event : {&outbox_->events.back(), &events_.back()}) {
+    event->restart_cause = cause;
+    event->time = began;
+  }
 }
 
 void Job::StopAllWorkers(const std::string& reason) {
@@ -385,15 +391,10 @@ void Job::MaybeFinishStopBarrier() {
     // dated from when it began.
     const HangReview review = *std::move(hang_review_);
     hang_review_.reset();
-    const RestartCause cause =
-        review.culprit.hang ? RestartCause::kHang : RestartCause::kWorkerFailure;
-    Emit(JobEventType::kRestarting, "",
-         absl::StrCat(FailureSentence(review.culprit), "; restart ", restart_count_, " of ",
-                      settings_.max_restarts));
-    for (JobEvent* event : {&outbox_->events.back(), &events_.back()}) {
-      event->restart_cause = cause;
-      event->time = review.began;
-    }
+    EmitRestarting(review.culprit.hang ? RestartCause::kHang : RestartCause::kWorkerFailure,
+                   absl::StrCat(FailureSentence(review.culprit), "; restart ", restart_count_,
+                                " of ", settings_.max_restarts),
+                   review.began);
   }
   if (!FailingAfterStop()) {
     // Tick finishes the barrier once the leases of removed members ran out.

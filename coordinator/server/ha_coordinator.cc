@@ -152,16 +152,12 @@ absl::Status HaCoordinator::Promote() {
   server_options.port = port_;
   if (server_options.http) server_options.http->port = http_port_;
   server_options.cluster_status = [this](bool etcd_health) { return Status(etcd_health); };
-  // A leader that was paused past its leadership lease must not renew an
-  // agent's lease on resuming (the new leader counts from its own start).
-  server_options.jobs.rendezvous.serving_check = [election = election_.get()] {
-    return election->CheckLeading();
-  };
-  // Reads are linearizable: a leader answers one only while its leadership
-  // lease holds at that moment (a paused leader's state may be stale).
-  server_options.kv.read_check = [election = election_.get()] {
-    return election->CheckLeading();
-  };
+  // Only while the leadership lease holds at that very moment: a leader that
+  // was paused past it must not renew an agent's lease (the new leader
+  // counts from its own start), nor answer a read (its state may be stale).
+  auto leading_now = [election = election_.get()] { return election->CheckLeading(); };
+  server_options.jobs.rendezvous.serving_check = leading_now;
+  server_options.kv.read_check = leading_now;
   {
     absl::MutexLock lock(&info_mu_);
     leading_ = true;
