@@ -64,13 +64,13 @@ struct JobSettings {
 };
 
 // The lease of a node's agent (session.proto): with no heartbeat acknowledged for `lease`,
-// counted from the send time of its last acknowledged heartbeat, the agent sends SIGTERM to its
-// workers, and SIGKILL at `kill_after`. Both come before heartbeat_timeout, which the
-// coordinator counts from the receipt of that heartbeat before it may declare the node lost:
-// the workers of a node that is cut off are gone before a generation can start without it.
-// lease = 2/3 and kill_after = 5/6 of heartbeat_timeout (2 s and 2.5 s by default), so a
-// coordinator outage shorter than `lease` costs no worker restart, and silent node loss is
-// declared after heartbeat_timeout (docs/operations.md, "Leases").
+// counted from the send time of its last acknowledged heartbeat, the agent freezes its workers
+// (agents of earlier releases sent SIGTERM, and SIGKILL at `kill_after`, still granted for
+// them). Both come before heartbeat_timeout, which the coordinator counts from the receipt of
+// that heartbeat before it may declare the node lost: the workers of a node that is cut off are
+// frozen before a generation can start without it. lease = 2/3 and kill_after = 5/6 of
+// heartbeat_timeout (2 s and 2.5 s by default); silent node loss is declared after
+// heartbeat_timeout (docs/operations.md, "Leases").
 struct WorkerLease {
   absl::Duration lease;
   absl::Duration kill_after;

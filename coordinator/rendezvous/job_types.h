@@ -87,8 +87,9 @@ struct RegisterRequest {
   // The agent's own flags. Absent: join an existing job only (NOT_FOUND
   // otherwise).
   std::optional<JobSettings> settings;
-  // A resume after the agent's lease ran out: it stopped its workers of its
-  // generation (NodeRef::generation of the resume).
+  // A resume after the agent's lease ran out and it stopped its workers of
+  // its generation (NodeRef::generation of the resume): agents of earlier
+  // releases. This release's agents freeze them and resume without it.
   bool lease_expired = false;
   // A resume: the generation the agent's workers ran (0: none).
   Generation generation = 0;
