@@ -1,25 +1,25 @@
 #ifndef DDP_COORDINATOR_STORAGE_ETCD_ETCD_TEST_SERVER_H_
 #define DDP_COORDINATOR_STORAGE_ETCD_ETCD_TEST_SERVER_H_
 
-// One etcd 3.4 (Debian's etcd-server) for a whole test binary, started on
-// loopback ports with its own data dir under $TEST_TMPDIR on first use
-// (--max-txn-ops 100000, as the coordinators need). Every user takes a
-// prefix of its own. A test's main is RunAllTests, which says SKIPPED and
-// runs nothing without etcd (tools/setup.sh installs it).
+// One etcd 3.4 (Debian's etcd-server) for a whole test binary: a one-member
+// testing::EtcdCluster (tests/ha/ha_cluster.h: loopback ports, --max-txn-ops
+// 100000 as the coordinators need) with its data dir under $TEST_TMPDIR,
+// started on first use. Every user takes a prefix of its own. A test's main
+// is RunAllTests, which says SKIPPED and runs nothing without etcd
+// (tools/setup.sh installs it).
 //
 // Thread-safety: Get and NewPrefix from any thread; Stop once, at the end.
 
-#include <sys/types.h>
-
 #include <atomic>
+#include <memory>
 #include <string>
+
+#include "tests/ha/ha_cluster.h"
 
 namespace ddp::storage {
 
 class EtcdTestServer {
  public:
-  static constexpr char kBinary[] = "/usr/bin/etcd";
-  static bool Installed();
   // A test binary's main: every test on one etcd, which is stopped after
   // them; without etcd, SKIPPED and 0.
   static int RunAllTests(int argc, char** argv);
@@ -31,15 +31,15 @@ class EtcdTestServer {
   int client_port() const { return client_port_; }
   // "/test/N": a prefix no other user of this server has.
   std::string NewPrefix();
-  // SIGTERM, and waits for it.
+  // kill -9, and waits for it.
   void Stop();
 
  private:
   EtcdTestServer();
 
+  std::unique_ptr<testing::EtcdCluster> etcd_;
   std::string endpoint_;
   int client_port_ = 0;
-  pid_t pid_ = -1;
   std::atomic<int> next_{0};
 };
 
