@@ -63,14 +63,12 @@ void JobChanges::Merge(JobChanges later) {
   }
 }
 
-absl::Status InMemoryJobStateStore::ApplyTo(const JobChanges& changes,
-                                            std::map<std::string, StoredJob>& jobs,
-                                            JobEventCounts& counts) {
+void InMemoryJobStateStore::ApplyLocked(const JobChanges& changes) {
   if (changes.job_removed) {
-    auto removed = jobs.find(changes.job_id);
-    if (!changes.archived_run || removed == jobs.end()) {
-      jobs.erase(changes.job_id);
-      return absl::OkStatus();
+    auto removed = jobs_.find(changes.job_id);
+    if (!changes.archived_run || removed == jobs_.end()) {
+      jobs_.erase(changes.job_id);
+      return;
     }
     StoredJob kept;
     kept.past_runs = std::move(removed->second.past_runs);
@@ -78,16 +76,9 @@ absl::Status InMemoryJobStateStore::ApplyTo(const JobChanges& changes,
                          kept.past_runs.lower_bound(changes.keep_runs_from));
     kept.past_runs[changes.archived_run->run] = *changes.archived_run;
     removed->second = std::move(kept);
-    return absl::OkStatus();
+    return;
   }
-  auto it = jobs.find(changes.job_id);
-  if (it == jobs.end() || !it->second.has_record) {
-    if (!changes.job) {
-      return absl::InvalidArgumentError(absl::StrCat("node changes or events for job '",
-                                                     changes.job_id, "' which has no record"));
-    }
-    it = jobs.emplace(changes.job_id, StoredJob{}).first;
-  }
+  auto it = jobs_.try_emplace(changes.job_id).first;  // checked: it has a record or gets one
   if (changes.job) {
     it->second.job = *changes.job;
     it->second.has_record = true;
@@ -104,10 +95,30 @@ absl::Status InMemoryJobStateStore::ApplyTo(const JobChanges& changes,
   std::map<int64_t, JobEvent>& events = it->second.events;
   for (const JobEvent& event : changes.appended_events) {
     events[event.index] = event;
-    counts.Add(event);
+    counts_.Add(event);
   }
   if (changes.drop_events_before > 0) {
     events.erase(events.begin(), events.lower_bound(changes.drop_events_before));
+  }
+}
+
+absl::Status InMemoryJobStateStore::CheckRecordsLocked(const std::vector<JobChanges>& batch) const {
+  std::map<std::string, bool> has_record;  // as the batch goes
+  for (const JobChanges& changes : batch) {
+    auto [record, first] = has_record.try_emplace(changes.job_id);
+    if (first) {
+      auto stored = jobs_.find(changes.job_id);
+      record->second = stored != jobs_.end() && stored->second.has_record;
+    }
+    if (changes.job_removed) {
+      record->second = false;
+      continue;
+    }
+    if (!record->second && !changes.job) {
+      return absl::InvalidArgumentError(absl::StrCat("node changes or events for job '",
+                                                     changes.job_id, "' which has no record"));
+    }
+    record->second = true;
   }
   return absl::OkStatus();
 }
@@ -123,29 +134,8 @@ absl::Status InMemoryJobStateStore::ApplyBatch(const std::vector<JobChanges>& ba
   // All or nothing: the only refusal is a change to a job without a record,
   // so the whole batch is checked first and then applied in place (no copy of
   // a job: a batch of 4,096 joins stays linear).
-  std::map<std::string, bool> has_record;  // as the batch goes
-  for (const JobChanges& changes : batch) {
-    auto known = has_record.find(changes.job_id);
-    bool record = false;
-    if (known != has_record.end()) {
-      record = known->second;
-    } else {
-      auto stored = jobs_.find(changes.job_id);
-      record = stored != jobs_.end() && stored->second.has_record;
-    }
-    if (changes.job_removed) {
-      has_record[changes.job_id] = false;
-      continue;
-    }
-    if (!record && !changes.job) {
-      return absl::InvalidArgumentError(absl::StrCat("node changes or events for job '",
-                                                     changes.job_id, "' which has no record"));
-    }
-    has_record[changes.job_id] = true;
-  }
-  for (const JobChanges& changes : batch) {
-    DDP_RETURN_IF_ERROR(ApplyTo(changes, jobs_, counts_));
-  }
+  DDP_RETURN_IF_ERROR(CheckRecordsLocked(batch));
+  for (const JobChanges& changes : batch) ApplyLocked(changes);
   return absl::OkStatus();
 }
 

@@ -173,8 +173,13 @@ class InMemoryJobStateStore final : public JobStateStore {
     std::map<int, JobRecord> past_runs;
     std::map<int64_t, JobEvent> events;  // by index
   };
-  static absl::Status ApplyTo(const JobChanges& changes, std::map<std::string, StoredJob>& jobs,
-                              JobEventCounts& counts);
+  // INVALID_ARGUMENT if a change of `batch` names a job that has no record
+  // (stored, or created earlier in the batch) and does not carry one.
+  absl::Status CheckRecordsLocked(const std::vector<JobChanges>& batch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies `changes` in place, counting its events (CheckRecordsLocked
+  // accepted its batch).
+  void ApplyLocked(const JobChanges& changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::map<std::string, StoredJob> jobs_ ABSL_GUARDED_BY(mu_);
