@@ -20,4 +20,10 @@ absl::Status AuthorizeCall(const auth::Authorizer* authorizer,
   return authorizer->Authorize(CallIdentity(authorizer, context), method, target);
 }
 
+absl::Status AuthorizeCall(const auth::Authorizer* authorizer, const auth::Identity& identity,
+                           absl::string_view method, absl::string_view target) {
+  if (authorizer == nullptr || !authorizer->enabled()) return absl::OkStatus();
+  return authorizer->Authorize(identity, method, target);
+}
+
 }  // namespace ddp::rpc

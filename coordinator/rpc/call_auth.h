@@ -23,6 +23,10 @@ auth::Identity CallIdentity(const auth::Authorizer* authorizer,
 absl::Status AuthorizeCall(const auth::Authorizer* authorizer,
                            const grpc::ServerContextBase& context, absl::string_view method,
                            absl::string_view target);
+// The same for an identity CallIdentity gave already: a call that needs its
+// identity again (leases, streams) hashes the token once.
+absl::Status AuthorizeCall(const auth::Authorizer* authorizer, const auth::Identity& identity,
+                           absl::string_view method, absl::string_view target);
 
 // A server stream that ends at once with `status` (a refused call).
 template <typename Response>

@@ -46,8 +46,9 @@ GrpcKvService::GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options)
 grpc::ServerUnaryReactor* GrpcKvService::Put(grpc::CallbackServerContext* context,
                                              const v1::PutRequest* request,
                                              v1::PutResponse* response) {
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/Put", request->namespace_());
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, identity,
+                                           "/ddp.v1.KeyValueService/Put", request->namespace_());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -55,7 +56,7 @@ grpc::ServerUnaryReactor* GrpcKvService::Put(grpc::CallbackServerContext* contex
   if (valid.ok()) valid = kv::ValidateValue(request->value(), store_.limits());
   if (!valid.ok()) return FinishNow(context, valid);
   kv::PutRequest put = FromProto(*request);
-  if (put.lease != 0) put.lease_caller = LeaseCallerOf(CallIdentity(options_.authorizer, *context));
+  if (put.lease != 0) put.lease_caller = LeaseCallerOf(identity);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   store_.PutAsync(std::move(put), [reactor, response](absl::StatusOr<kv::PutResult> r) {
     if (r.ok()) {
@@ -74,7 +75,7 @@ grpc::ServerUnaryReactor* GrpcKvService::Get(grpc::CallbackServerContext* contex
                                              const v1::GetRequest* request,
                                              v1::GetResponse* response) {
   if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/Get", request->namespace_());
+                                           "/ddp.v1.KeyValueService/Get", request->namespace_());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -90,7 +91,7 @@ grpc::ServerUnaryReactor* GrpcKvService::Range(grpc::CallbackServerContext* cont
                                                const v1::RangeRequest* request,
                                                v1::RangeResponse* response) {
   if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/Range", request->namespace_());
+                                           "/ddp.v1.KeyValueService/Range", request->namespace_());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -114,7 +115,7 @@ grpc::ServerUnaryReactor* GrpcKvService::Delete(grpc::CallbackServerContext* con
                                                 const v1::DeleteRequest* request,
                                                 v1::DeleteResponse* response) {
   if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/Delete", request->namespace_());
+                                           "/ddp.v1.KeyValueService/Delete", request->namespace_());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -133,8 +134,9 @@ grpc::ServerUnaryReactor* GrpcKvService::Delete(grpc::CallbackServerContext* con
 grpc::ServerUnaryReactor* GrpcKvService::CompareAndSet(grpc::CallbackServerContext* context,
                                                        const v1::CompareAndSetRequest* request,
                                                        v1::CompareAndSetResponse* response) {
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/CompareAndSet", request->namespace_());
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, *context, "/ddp.v1.KeyValueService/CompareAndSet",
+                        request->namespace_());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -160,7 +162,7 @@ grpc::ServerUnaryReactor* GrpcKvService::Add(grpc::CallbackServerContext* contex
                                              const v1::AddRequest* request,
                                              v1::AddResponse* response) {
   if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/Add", request->namespace_());
+                                           "/ddp.v1.KeyValueService/Add", request->namespace_());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -180,7 +182,7 @@ grpc::ServerUnaryReactor* GrpcKvService::Wait(grpc::CallbackServerContext* conte
                                               const v1::WaitRequest* request,
                                               v1::WaitResponse* response) {
   if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/Wait", request->namespace_());
+                                           "/ddp.v1.KeyValueService/Wait", request->namespace_());
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -216,25 +218,26 @@ grpc::ServerUnaryReactor* GrpcKvService::Wait(grpc::CallbackServerContext* conte
 
 grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
     grpc::CallbackServerContext* context, const v1::WatchRequest* request) {
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, identity,
                                            "/ddp.v1.KeyValueService/Watch", request->namespace_());
       !allowed.ok()) {
     return new RefusedStream<v1::WatchResponse>(allowed);
   }
   return new WatchReactor(store_, *request, options_.watch_message_bytes, options_.authorizer,
-                          CallIdentity(options_.authorizer, *context));
+                          identity);
 }
 
 grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext* context,
                                                     const v1::LeaseGrantRequest* request,
                                                     v1::LeaseGrantResponse* response) {
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/LeaseGrant", "");
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, identity, "/ddp.v1.KeyValueService/LeaseGrant", "");
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
   // The lease belongs to the namespace named, by default the caller's job.
-  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
   kv::LeaseGrantRequest grant{request->ttl_ms(), request->namespace_()};
   if (identity.kind == auth::Identity::Kind::kJob) {
     if (grant.owner.empty()) grant.owner = identity.job_id;
@@ -262,13 +265,14 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(grpc::CallbackServerContext* context,
                                                         const v1::LeaseKeepAliveRequest* request,
                                                         v1::LeaseKeepAliveResponse* response) {
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/LeaseKeepAlive", "");
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, identity,
+                                           "/ddp.v1.KeyValueService/LeaseKeepAlive", "");
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  absl::StatusOr<kv::LeaseKeepAliveResult> r = store_.LeaseKeepAlive(
-      request->lease(), LeaseCallerOf(CallIdentity(options_.authorizer, *context)));
+  absl::StatusOr<kv::LeaseKeepAliveResult> r =
+      store_.LeaseKeepAlive(request->lease(), LeaseCallerOf(identity));
   if (r.ok()) {
     response->set_lease(r->lease);
     response->set_ttl_ms(r->ttl_ms);
@@ -279,14 +283,14 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* GrpcKvService::LeaseRevoke(grpc::CallbackServerContext* context,
                                                      const v1::LeaseRevokeRequest* request,
                                                      v1::LeaseRevokeResponse* response) {
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/LeaseRevoke", "");
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, identity, "/ddp.v1.KeyValueService/LeaseRevoke", "");
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.LeaseRevokeAsync(request->lease(),
-                          LeaseCallerOf(CallIdentity(options_.authorizer, *context)),
+  store_.LeaseRevokeAsync(request->lease(), LeaseCallerOf(identity),
                           [reactor, response](absl::StatusOr<kv::LeaseRevokeResult> r) {
                             if (r.ok()) {
                               response->set_deleted(r->deleted);
@@ -300,8 +304,8 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseRevoke(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* GrpcKvService::Compact(grpc::CallbackServerContext* context,
                                                  const v1::CompactRequest* request,
                                                  v1::CompactResponse* response) {
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/Compact", "");
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, *context, "/ddp.v1.KeyValueService/Compact", "");
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
@@ -317,8 +321,8 @@ grpc::ServerUnaryReactor* GrpcKvService::Compact(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* GrpcKvService::Status(grpc::CallbackServerContext* context,
                                                 const v1::StatusRequest* /*request*/,
                                                 v1::StatusResponse* response) {
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, *context,
-                                              "/ddp.v1.KeyValueService/Status", "");
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, *context, "/ddp.v1.KeyValueService/Status", "");
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }

@@ -136,13 +136,13 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* 
 
 grpc::ServerWriteReactor<v1::JobEvent>* GrpcJobService::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+  const auth::Identity identity = rpc::CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, identity,
                                                 "/ddp.v1.JobService/WatchJob", request->job_id());
       !allowed.ok()) {
     return new rpc::RefusedStream<v1::JobEvent>(allowed);
   }
-  return new JobWatchReactor(rendezvous_, *request, options_,
-                             rpc::CallIdentity(options_.authorizer, *context));
+  return new JobWatchReactor(rendezvous_, *request, options_, identity);
 }
 
 grpc::ServerUnaryReactor* GrpcJobService::UpdateJob(grpc::CallbackServerContext* context,
