@@ -160,6 +160,18 @@ class WorkerSupervisorTest : public ::testing::Test {
   void TearDown() override { close(console_fd_); }
   std::string Console() { return ReadFile(console_path_); }
 
+  // One worker that writes "term" to `marker` and exits 0 on SIGTERM or
+  // SIGINT; returns once its trap is set.
+  void StartTrappingWorker(WorkerSupervisor& supervisor, const std::string& marker) {
+    const std::string ready = run_dir_ + "/ready";
+    ASSERT_TRUE(supervisor
+                    .Start({Script(run_dir_, 0,
+                                   "trap 'echo term > " + marker + "; exit 0' TERM INT; echo x > " +
+                                       ready + "; while true; do sleep 0.05; done")})
+                    .ok());
+    ASSERT_TRUE(WaitForFile(ready, kPrompt));
+  }
+
   std::string console_path_;
   std::string run_dir_;
   int console_fd_ = -1;
@@ -302,13 +314,7 @@ TEST_F(WorkerSupervisorTest, Stop_WorkerStoppedBySomeoneElse_HandlesSigtermPromp
   Events events;
   WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
   const std::string marker = run_dir_ + "/got-term";
-  const std::string ready = run_dir_ + "/ready";
-  ASSERT_TRUE(supervisor
-                  .Start({Script(run_dir_, 0,
-                                 "trap 'echo term > " + marker + "; exit 0' TERM; echo x > " +
-                                     ready + "; while true; do sleep 0.05; done")})
-                  .ok());
-  ASSERT_TRUE(WaitForFile(ready, kPrompt));
+  ASSERT_NO_FATAL_FAILURE(StartTrappingWorker(supervisor, marker));
   const pid_t pid = supervisor.Workers()[0].pid;
   ASSERT_EQ(kill(pid, SIGSTOP), 0);
   ASSERT_TRUE(WaitForState(pid, 'T', kPrompt));
@@ -324,13 +330,7 @@ TEST_F(WorkerSupervisorTest, Stop_Frozen_KilledWithoutRunningTheirHandlers) {
   Events events;
   WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
   const std::string marker = run_dir_ + "/handler-ran";
-  const std::string ready = run_dir_ + "/ready";
-  ASSERT_TRUE(supervisor
-                  .Start({Script(run_dir_, 0,
-                                 "trap 'echo term > " + marker + "; exit 0' TERM INT; echo x > " +
-                                     ready + "; while true; do sleep 0.05; done")})
-                  .ok());
-  ASSERT_TRUE(WaitForFile(ready, kPrompt));
+  ASSERT_NO_FATAL_FAILURE(StartTrappingWorker(supervisor, marker));
   supervisor.Freeze();
   ASSERT_TRUE(WaitForState(supervisor.Workers()[0].pid, 'T', kPrompt));
   const absl::Time start = absl::Now();
