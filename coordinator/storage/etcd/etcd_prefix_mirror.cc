@@ -15,9 +15,9 @@ namespace {
 // Keys per page of a snapshot.
 constexpr int64_t kPageKeys = 1000;
 
-// The first key after every key that starts with `prefix` (etcd's
-// "prefix end": the last byte below 0xff incremented, what follows dropped).
-std::string PrefixEnd(std::string prefix) {
+}  // namespace
+
+std::string EtcdPrefixEnd(std::string prefix) {
   while (!prefix.empty()) {
     if (static_cast<unsigned char>(prefix.back()) < 0xff) {
       prefix.back() = static_cast<char>(prefix.back() + 1);
@@ -28,12 +28,10 @@ std::string PrefixEnd(std::string prefix) {
   return std::string(1, '\0');  // every key
 }
 
-}  // namespace
-
 EtcdPrefixMirror::EtcdPrefixMirror(std::shared_ptr<grpc::Channel> etcd,
                                    EtcdPrefixMirrorOptions options)
     : options_(std::move(options)),
-      range_end_(PrefixEnd(options_.prefix)),
+      range_end_(EtcdPrefixEnd(options_.prefix)),
       kv_(etcdserverpb::KV::NewStub(etcd)),
       watch_(etcdserverpb::Watch::NewStub(etcd)) {}
 
@@ -129,11 +127,11 @@ absl::StatusOr<EtcdPrefixSnapshot> EtcdPrefixMirror::ReadSnapshot() {
   std::string from = options_.prefix;
   for (const std::string& skip : skips) {
     if (skip < from) {
-      from = std::max(from, PrefixEnd(skip));
+      from = std::max(from, EtcdPrefixEnd(skip));
       continue;
     }
     ranges.emplace_back(from, skip);
-    from = std::max(from, PrefixEnd(skip));
+    from = std::max(from, EtcdPrefixEnd(skip));
   }
   if (from < range_end_) ranges.emplace_back(from, range_end_);
   EtcdPrefixSnapshot out;

@@ -48,6 +48,11 @@
 
 namespace ddp::storage {
 
+// The first key after every key that starts with `prefix` (etcd's "prefix
+// end", a range_end: the last byte below 0xff incremented, what follows it
+// dropped; "\0", every key, when there is none).
+std::string EtcdPrefixEnd(std::string prefix);
+
 // One key as etcd stores it.
 struct EtcdMirroredValue {
   std::string value;

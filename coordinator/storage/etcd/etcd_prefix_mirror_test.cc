@@ -65,9 +65,7 @@ class EtcdWriter {
                                                               const std::string& skip = "\xff") {
     etcdserverpb::RangeRequest request;
     request.set_key(prefix);
-    std::string end = prefix;
-    end.back() = static_cast<char>(end.back() + 1);
-    request.set_range_end(end);
+    request.set_range_end(EtcdPrefixEnd(prefix));
     etcdserverpb::RangeResponse response;
     grpc::ClientContext context;
     EXPECT_TRUE(kv_->Range(&context, request, &response).ok());

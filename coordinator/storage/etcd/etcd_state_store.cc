@@ -32,13 +32,6 @@ constexpr absl::Duration kRetryPause = absl::Milliseconds(100);
 
 std::string Hex(absl::string_view bytes) { return absl::BytesToHexString(bytes); }
 
-// The first key after every key that starts with `prefix` (which ends in
-// '/', so the next character will do).
-std::string RangeEnd(std::string prefix) {
-  prefix.back() = static_cast<char>(prefix.back() + 1);
-  return prefix;
-}
-
 absl::Status DataLoss(absl::string_view what) {
   return absl::DataLossError(
       absl::StrCat("etcd state store: ", what,
@@ -159,7 +152,7 @@ absl::StatusOr<std::vector<etcdserverpb::KeyValue>> EtcdStateStore::RangePrefix(
     const std::string& prefix) const {
   std::vector<etcdserverpb::KeyValue> out;
   std::string from = prefix;
-  const std::string end = RangeEnd(prefix);
+  const std::string end = EtcdPrefixEnd(prefix);
   while (true) {
     DDP_ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response, RangePage(from, end));
     for (const etcdserverpb::KeyValue& kv : response.kvs()) out.push_back(kv);
@@ -399,11 +392,12 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
     const std::string events = prefix_ + "v/" + Hex(c.job_id) + "/";
     if (c.job_removed) {
       jobs.erase(job_key);
-      erase_from(nodes, RangeEnd(nodes));
-      event_puts.erase(event_puts.lower_bound(events), event_puts.lower_bound(RangeEnd(events)));
-      event_deletes.emplace_back(events, RangeEnd(events));
+      erase_from(nodes, EtcdPrefixEnd(nodes));
+      event_puts.erase(event_puts.lower_bound(events),
+                       event_puts.lower_bound(EtcdPrefixEnd(events)));
+      event_deletes.emplace_back(events, EtcdPrefixEnd(events));
       if (!c.archived_run) {  // DeleteJob: the past runs go too
-        erase_from(runs, RangeEnd(runs));
+        erase_from(runs, EtcdPrefixEnd(runs));
         continue;
       }
       erase_from(runs, run_key(c.keep_runs_from));
@@ -535,7 +529,7 @@ absl::StatusOr<std::vector<kv::Event>> EtcdStateStore::ReadEvents(const std::str
   std::vector<kv::Event> out;
   std::string from =
       prefix_ + absl::StrFormat("e/%016x%08x", std::max<kv::Revision>(0, from_revision), 0);
-  const std::string end = RangeEnd(prefix_ + "e/");
+  const std::string end = EtcdPrefixEnd(prefix_ + "e/");
   while (out.size() < max_events) {
     DDP_ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response, RangePage(from, end));
     for (const etcdserverpb::KeyValue& kv : response.kvs()) {
