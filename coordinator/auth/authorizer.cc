@@ -74,7 +74,7 @@ Authorizer::Authorizer(absl::string_view admin_token)
       admin_hash_(admin_token.empty() ? "" : HashToken(admin_token)) {}
 
 void Authorizer::SetJobTokenHash(const std::string& job_id, const std::string& token_hash) {
-  std::vector<std::function<void()>> revoked;
+  std::vector<std::function<void(const absl::Status&)>> revoked;
   {
     absl::MutexLock lock(&mu_);
     std::string old_hash;
@@ -100,16 +100,18 @@ void Authorizer::SetJobTokenHash(const std::string& job_id, const std::string& t
       }
     }
   }
-  for (std::function<void()>& callback : revoked) callback();
+  if (revoked.empty()) return;
+  const absl::Status error = RevokedError(job_id);
+  for (auto& callback : revoked) callback(error);
 }
 
 absl::StatusOr<std::unique_ptr<Authorizer::RevocationWatch>> Authorizer::WatchRevocation(
-    const Identity& identity, std::function<void()> revoked) const {
+    const Identity& identity, std::function<void(const absl::Status&)> revoked) const {
   if (identity.kind != Identity::Kind::kJob) return std::unique_ptr<RevocationWatch>();
   absl::MutexLock lock(&mu_);
   auto epoch = epoch_by_job_.find(identity.job_id);
   if (epoch != epoch_by_job_.end() && epoch->second != identity.token_epoch) {
-    return RevokedError(identity);
+    return RevokedError(identity.job_id);
   }
   const uint64_t id = next_watch_id_++;
   watchers_[id] = Watcher{identity.job_id, identity.token_epoch, std::move(revoked)};
@@ -121,9 +123,9 @@ Authorizer::RevocationWatch::~RevocationWatch() {
   authorizer_->watchers_.erase(id_);
 }
 
-absl::Status Authorizer::RevokedError(const Identity& identity) {
+absl::Status Authorizer::RevokedError(absl::string_view job_id) {
   return absl::UnauthenticatedError(absl::StrCat(
-      "the token this stream was opened with was revoked (job '", identity.job_id.substr(0, 128),
+      "the token this stream was opened with was revoked (job '", job_id.substr(0, 128),
       "' has a new token, or none); open it again with the job's current token"));
 }
 

@@ -95,18 +95,17 @@ class Authorizer {
   // in any case, RFC 7235).
   Identity Resolve(absl::string_view authorization) const;
 
-  // Calls `revoked` once when the token `identity` was resolved from stops
-  // being its job's (a new token, a revocation, the job deleted). It runs on
-  // the thread that changed the token, without the authorizer's lock; it may
-  // still run once while the watch is being destroyed, so it must not touch
-  // what it watches unless that is still alive (hold it by shared_ptr). Null
-  // for identities that are never revoked (the admin, none). Possible errors:
+  // Calls `revoked` once, with the UNAUTHENTICATED status the stream ends
+  // with, when the token `identity` was resolved from stops being its job's
+  // (a new token, a revocation, the job deleted). It runs on the thread that
+  // changed the token, without the authorizer's lock; it may still run once
+  // while the watch is being destroyed, so it must not touch what it watches
+  // unless that is still alive (hold it by shared_ptr). Null for identities
+  // that are never revoked (the admin, none). Possible errors:
   // UNAUTHENTICATED when the token was revoked already (after the call
   // started).
   absl::StatusOr<std::unique_ptr<RevocationWatch>> WatchRevocation(
-      const Identity& identity, std::function<void()> revoked) const;
-  // The message of a stream's UNAUTHENTICATED after a revocation.
-  static absl::Status RevokedError(const Identity& identity);
+      const Identity& identity, std::function<void(const absl::Status&)> revoked) const;
   // `target_job`: the job id (or KV namespace) the request names; empty when
   // it names none. Possible errors: UNAUTHENTICATED (no identity), NOT_FOUND
   // for an unknown method, PERMISSION_DENIED (out of scope); each message
@@ -120,8 +119,10 @@ class Authorizer {
   struct Watcher {
     std::string job_id;
     uint64_t token_epoch = 0;
-    std::function<void()> revoked;
+    std::function<void(const absl::Status&)> revoked;
   };
+  // The status of a stream whose token of `job_id` was revoked.
+  static absl::Status RevokedError(absl::string_view job_id);
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::string> job_by_hash_ ABSL_GUARDED_BY(mu_);

@@ -134,14 +134,20 @@ TEST(Tokens, NewTokensAreLongRandomAndHashesStable) {
 
 TEST_F(AuthorizerTest, WatchRevocation_NewToken_CallsBackOnceForThatJobOnly) {
   int a_revoked = 0, b_revoked = 0;
-  auto watch_a = auth_.WatchRevocation(As(kTokenA), [&] { ++a_revoked; });
-  auto watch_b = auth_.WatchRevocation(As(kTokenB), [&] { ++b_revoked; });
+  absl::Status a_status;
+  auto watch_a = auth_.WatchRevocation(As(kTokenA), [&](const absl::Status& status) {
+    ++a_revoked;
+    a_status = status;
+  });
+  auto watch_b = auth_.WatchRevocation(As(kTokenB), [&](const absl::Status&) { ++b_revoked; });
   ASSERT_TRUE(watch_a.ok() && watch_b.ok());
   ASSERT_NE(*watch_a, nullptr);
   auth_.SetJobTokenHash("job-a", HashToken(kTokenA));  // the same token: nothing revoked
   EXPECT_EQ(a_revoked, 0);
   auth_.SetJobTokenHash("job-a", HashToken("job-a-new-secret-0123456789"));
   EXPECT_EQ(a_revoked, 1);
+  EXPECT_EQ(a_status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(a_status.message(), HasSubstr("revoked"));
   EXPECT_EQ(b_revoked, 0);
   auth_.SetJobTokenHash("job-a", "");  // once only
   EXPECT_EQ(a_revoked, 1);
@@ -153,7 +159,7 @@ TEST_F(AuthorizerTest, WatchRevocation_TokenNewerThanTheWatch_StillWatched) {
   auth_.SetJobTokenHash("job-a", HashToken("job-a-second-secret-012345"));
   const Identity second = As("job-a-second-secret-012345");
   int revoked = 0;
-  auto watch = auth_.WatchRevocation(second, [&] { ++revoked; });
+  auto watch = auth_.WatchRevocation(second, [&](const absl::Status&) { ++revoked; });
   ASSERT_TRUE(watch.ok()) << watch.status();
   auth_.SetJobTokenHash("job-a", HashToken("job-a-third-secret-0123456"));
   EXPECT_EQ(revoked, 1);
@@ -162,7 +168,7 @@ TEST_F(AuthorizerTest, WatchRevocation_TokenNewerThanTheWatch_StillWatched) {
 TEST_F(AuthorizerTest, WatchRevocation_RevokedBeforeTheWatch_Unauthenticated) {
   const Identity old = As(kTokenA);
   auth_.SetJobTokenHash("job-a", HashToken("job-a-new-secret-0123456789"));
-  auto watch = auth_.WatchRevocation(old, [] {});
+  auto watch = auth_.WatchRevocation(old, [](const absl::Status&) {});
   EXPECT_EQ(watch.status().code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(watch.status().message(), HasSubstr("revoked"));
   EXPECT_THAT(watch.status().message(), Not(HasSubstr(kTokenA)));
@@ -171,7 +177,7 @@ TEST_F(AuthorizerTest, WatchRevocation_RevokedBeforeTheWatch_Unauthenticated) {
 TEST_F(AuthorizerTest, WatchRevocation_DestroyedWatch_NotCalled) {
   int revoked = 0;
   {
-    auto watch = auth_.WatchRevocation(As(kTokenA), [&] { ++revoked; });
+    auto watch = auth_.WatchRevocation(As(kTokenA), [&](const absl::Status&) { ++revoked; });
     ASSERT_TRUE(watch.ok());
   }
   auth_.SetJobTokenHash("job-a", "");
@@ -179,7 +185,7 @@ TEST_F(AuthorizerTest, WatchRevocation_DestroyedWatch_NotCalled) {
 }
 
 TEST_F(AuthorizerTest, WatchRevocation_AdminNeverRevoked_NoWatch) {
-  auto watch = auth_.WatchRevocation(As(kAdmin), [] {});
+  auto watch = auth_.WatchRevocation(As(kAdmin), [](const absl::Status&) {});
   ASSERT_TRUE(watch.ok());
   EXPECT_EQ(*watch, nullptr);
 }

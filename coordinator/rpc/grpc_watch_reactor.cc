@@ -20,9 +20,8 @@ WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
   absl::MutexLock lock(&sink_->mu);
   if (authorizer != nullptr) {
     absl::StatusOr<std::unique_ptr<auth::Authorizer::RevocationWatch>> watching =
-        authorizer->WatchRevocation(caller, [sink = sink_, caller] {
-          sink->OnRevoked(auth::Authorizer::RevokedError(caller));
-        });
+        authorizer->WatchRevocation(
+            caller, [sink = sink_](const absl::Status& revoked) { sink->OnRevoked(revoked); });
     if (!watching.ok()) {
       FinishLocked(ToGrpcStatus(watching.status()));
       return;

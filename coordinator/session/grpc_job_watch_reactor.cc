@@ -31,9 +31,9 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
   }
   if (options.authorizer != nullptr) {
     absl::StatusOr<std::unique_ptr<auth::Authorizer::RevocationWatch>> watching =
-        options.authorizer->WatchRevocation(caller, [listener = listener_, caller] {
-          listener->OnRevoked(auth::Authorizer::RevokedError(caller));
-        });
+        options.authorizer->WatchRevocation(
+            caller,
+            [listener = listener_](const absl::Status& revoked) { listener->OnRevoked(revoked); });
     if (!watching.ok()) {
       FinishLocked(ToGrpcStatus(watching.status()));
       return;
