@@ -51,12 +51,7 @@ pb::KeyValueRecord ToRecord(const kv::KeyValue& kv) {
   return r;
 }
 
-kv::KeyValue FromRecord(const pb::KeyValueRecord& r) {
-  return kv::KeyValue{r.ns(),           r.key(),     r.value(), r.create_revision(),
-                      r.mod_revision(), r.version(), r.lease()};
-}
-
-// The same, the strings moved out of `r` (a load decodes every key).
+// The strings are moved out of `r` (a load decodes every key).
 kv::KeyValue FromRecord(pb::KeyValueRecord&& r) {
   return kv::KeyValue{std::move(*r.mutable_ns()),
                       std::move(*r.mutable_key()),
@@ -536,7 +531,8 @@ absl::StatusOr<std::vector<kv::Event>> EtcdStateStore::ReadEvents(const std::str
       pb::EventRecord record;
       if (!record.ParseFromString(kv.value())) return DataLoss("an event record does not decode");
       if (record.kv().ns() != ns || !absl::StartsWith(record.kv().key(), prefix)) continue;
-      out.push_back(kv::Event{static_cast<kv::EventType>(record.type()), FromRecord(record.kv())});
+      out.push_back(kv::Event{static_cast<kv::EventType>(record.type()),
+                              FromRecord(std::move(*record.mutable_kv()))});
       if (out.size() == max_events) break;
     }
     if (!response.more() || response.kvs_size() == 0) break;
