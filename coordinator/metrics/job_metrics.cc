@@ -101,39 +101,42 @@ void JobMetrics::OnEvents(const std::vector<rendezvous::JobEvent>& events) {
         replayed_through_.erase(replayed);
       }
     }
-    OnEvent(event);
+    if (prometheus::Counter* counter = CounterOf(event.type, event.restart_cause)) {
+      counter->Increment();
+    }
+    TrackEvent(event);
   }
 }
 
 void JobMetrics::ReplayRetained(const std::vector<rendezvous::JobEvent>& events) {
   absl::MutexLock lock(&mu_);
   for (const rendezvous::JobEvent& event : events) {
-    OnEvent(event, /*count=*/false);
+    TrackEvent(event);  // not counted: the counters come from RestoreCounts
     int64_t& through = replayed_through_[event.job_id];
     through = std::max(through, event.index);
   }
 }
 
 void JobMetrics::RestoreCounts(const rendezvous::JobEventCounts& counts) {
-  absl::MutexLock lock(&mu_);
   for (const auto& [key, n] : counts.counts) {
-    const double value = static_cast<double>(n);
-    switch (key.first) {
-      case JobEventType::kGenerationOpened:
-        generations_opened_.Increment(value);
-        break;
-      case JobEventType::kWorkerFailed:
-        worker_failures_.Increment(value);
-        break;
-      case JobEventType::kNodeLost:
-        node_losses_.Increment(value);
-        break;
-      case JobEventType::kRestarting:
-        restarts_.Add({{"cause", rendezvous::RestartCauseName(key.second)}}).Increment(value);
-        break;
-      default:
-        break;
+    if (prometheus::Counter* counter = CounterOf(key.first, key.second)) {
+      counter->Increment(static_cast<double>(n));
     }
+  }
+}
+
+prometheus::Counter* JobMetrics::CounterOf(JobEventType type, rendezvous::RestartCause cause) {
+  switch (type) {
+    case JobEventType::kGenerationOpened:
+      return &generations_opened_;
+    case JobEventType::kWorkerFailed:
+      return &worker_failures_;
+    case JobEventType::kNodeLost:
+      return &node_losses_;
+    case JobEventType::kRestarting:
+      return &restarts_.Add({{"cause", rendezvous::RestartCauseName(cause)}});
+    default:
+      return nullptr;
   }
 }
 
@@ -149,7 +152,7 @@ void JobMetrics::ClosePhase(Track& track, absl::Time at) {
   track.since = at;
 }
 
-void JobMetrics::OnEvent(const rendezvous::JobEvent& event, bool count) {
+void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
   auto [it, inserted] = tracks_.try_emplace(event.job_id);
   Track& track = it->second;
   if (inserted) {
@@ -161,26 +164,20 @@ void JobMetrics::OnEvent(const rendezvous::JobEvent& event, bool count) {
       track.rendezvous_start = event.time;
       break;
     case JobEventType::kWorkerFailed: {
-      if (count) worker_failures_.Increment();
       const absl::Time at = event.failure ? event.failure->time : event.time;
       if (!track.first_failure || at < *track.first_failure) track.first_failure = at;
       break;
     }
     case JobEventType::kNodeLost:
-      if (count) node_losses_.Increment();
       if (track.training && !track.first_failure) track.first_failure = event.time;
       break;
     case JobEventType::kRestarting:
-      if (count) {
-        restarts_.Add({{"cause", rendezvous::RestartCauseName(event.restart_cause)}}).Increment();
-      }
       if (track.training) ClosePhase(track, event.time);
       track.training = false;
       track.rendezvous_start = event.time;
       if (!track.first_failure) track.first_failure = event.time;
       break;
     case JobEventType::kGenerationOpened:
-      if (count) generations_opened_.Increment();
       if (!track.training) ClosePhase(track, event.time);
       track.training = true;
       if (track.rendezvous_start) {

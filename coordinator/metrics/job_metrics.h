@@ -81,9 +81,12 @@ class JobMetrics {
     std::optional<absl::Time> first_failure;  // of the running generation
   };
 
-  // `count`: false while replaying (the counters come from the store's counts).
-  void OnEvent(const rendezvous::JobEvent& event, bool count = true)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The counter that counts events of `type` (kRestarting: by `cause`);
+  // null for the types no counter counts.
+  prometheus::Counter* CounterOf(rendezvous::JobEventType type, rendezvous::RestartCause cause);
+  // Follows `event` in its job's track: phases, training and lost time, the
+  // two histograms (not the counters).
+  void TrackEvent(const rendezvous::JobEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes the current phase of `track` at `at`.
   void ClosePhase(Track& track, absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
