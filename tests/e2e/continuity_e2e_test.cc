@@ -35,15 +35,6 @@ class ContinuityE2eTest : public TrainingE2eTest {
         .output;
   }
 
-  // Every event of the job, from the first (they survive coordinator
-  // restarts), one JSON object a line.
-  std::string JobEvents() const {
-    return RunShell(absl::StrCat(Runfile("tools/ddpctl/ddpctl"), " --coordinator ",
-                                 coordinator_->address(), " --json jobs watch ", kJob,
-                                 " --from-index 1"))
-        .output;
-  }
-
   // The job finished with nothing charged to anyone: no restart, no failure,
   // no node lost, in its state and in its whole history.
   void ExpectNoRestartNoFailure() const {

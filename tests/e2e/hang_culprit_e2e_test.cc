@@ -64,12 +64,8 @@ class HangCulpritE2eTest : public TrainingE2eTest {
 
   // RESTARTING event messages, in order, from the job's whole history.
   std::vector<std::string> Restarts() const {
-    const std::string events =
-        RunShell(absl::StrCat(Runfile("tools/ddpctl/ddpctl"), " --coordinator ",
-                              coordinator_->address(), " --json jobs watch ", kJob, " --from-index 1"))
-            .output;
     std::vector<std::string> restarts;
-    for (absl::string_view line : absl::StrSplit(events, '\n')) {
+    for (absl::string_view line : absl::StrSplit(JobEvents(), '\n')) {
       if (absl::StrContains(line, "RESTARTING")) restarts.emplace_back(line);
     }
     return restarts;

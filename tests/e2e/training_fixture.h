@@ -220,6 +220,16 @@ class TrainingE2eTest : public ::testing::Test {
     return *agents_.back();
   }
 
+  // Every event of the job so far, from its first (they survive coordinator
+  // restarts), one JSON object a line (`ddpctl --json jobs watch JOB
+  // --from-index 1`; it ends once the job finished).
+  std::string JobEvents() const {
+    return RunShell(absl::StrCat(Runfile("tools/ddpctl/ddpctl"), " --coordinator ",
+                                 coordinator_->address(), " --json jobs watch ", job_,
+                                 " --from-index 1"))
+        .output;
+  }
+
   // Both agents' output, for assertions and failure messages.
   std::string Logs() const {
     std::string out;
