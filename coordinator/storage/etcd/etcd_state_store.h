@@ -29,10 +29,11 @@
 // The store is the prefix's only writer: it keeps the job keys (not the
 // events) in memory, the event counts and the KV meta. Opened from a
 // standby's mirror of the prefix (OpenFromMirror), it also answers Load and
-// LoadAll from the mirror's keys until its first commit, which frees them. A transaction never
-// both deletes a range and writes inside it, which etcd refuses: the job keys
-// are written as differences, and a range delete of events skips the event
-// keys the same transaction writes (a job removed and started again).
+// LoadAll from the mirror's keys until its first commit, which frees them.
+// A transaction never both deletes a range and writes inside it, which etcd
+// refuses: the job keys are written as differences, and a range delete of
+// events skips the event keys the same transaction writes (a job removed and
+// started again).
 //
 // Thread-safety: thread-safe (one mutex).
 
@@ -87,15 +88,14 @@ class EtcdStateStore final : public commit::StateStore {
   // the KV event history (read from etcd when a watch needs it).
   static EtcdPrefixMirrorOptions MirrorOptions(const std::string& prefix);
   // The same as Open, from `mirror` (following MirrorOptions(prefix)) instead
-  // of reading every key. Once no one else can commit on the prefix (this
+  // of reading every key, once no one else can commit on the prefix (this
   // coordinator was elected: the fence refuses the old leader's
-  // transactions), it reads the meta key, which every commit writes as its
+  // transactions). It reads the meta key, which every commit changes, as its
   // transaction's last change; waits up to `catch_up` until the mirror
   // reflects that revision; takes the mirror and checks that it holds that
-  // very meta key (every commit changes it, as its transaction's last
-  // change): the store then holds exactly what etcd holds. Its meta guard
-  // comes from the mirror's meta key too, so a mirror that had missed a
-  // commit could not write (FAILED_PRECONDITION, on_fatal) either.
+  // very meta key: the store then holds exactly what etcd holds. Its meta
+  // guard comes from the mirror's meta key too, so a mirror that had missed
+  // a commit could not write (FAILED_PRECONDITION, on_fatal) either.
   // An empty prefix (no meta key) is read from etcd. Possible errors: those
   // of Open; DEADLINE_EXCEEDED (the mirror did not catch up in time),
   // FAILED_PRECONDITION (the mirror was stopped or taken, or holds another
