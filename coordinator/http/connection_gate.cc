@@ -53,11 +53,14 @@ int PollFd(int fd, short events, absl::Duration timeout) {
   }
 }
 
-std::string PeerOf(int fd, int* port) {
+// The address of `fd`'s peer, or of its own end, as text; and its port.
+std::string AddressOf(int fd, bool peer, int* port) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
   *port = 0;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "";
+  const int got = peer ? getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length)
+                       : getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  if (got != 0) return "";
   char text[INET6_ADDRSTRLEN] = {};
   if (address.ss_family == AF_INET) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
@@ -68,7 +71,11 @@ std::string PeerOf(int fd, int* port) {
     inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
     *port = ntohs(in6->sin6_port);
   }
-  std::string peer = text;
+  return text;
+}
+
+std::string PeerOf(int fd, int* port) {
+  std::string peer = AddressOf(fd, /*peer=*/true, port);
   // An IPv4 client of a dual-stack socket is the same client as over IPv4.
   if (absl::StartsWith(peer, "::ffff:") && peer.find('.') != std::string::npos) {
     peer = peer.substr(7);
@@ -131,6 +138,10 @@ size_t HeadEnd(absl::string_view bytes) {
     return crlf + 4;
   }
   return lf + 2;
+}
+
+std::string GateConnection::LocalAddress(int* port) const {
+  return AddressOf(fd_, /*peer=*/false, port);
 }
 
 GateConnection::~GateConnection() {

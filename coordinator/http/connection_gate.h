@@ -93,6 +93,9 @@ class GateConnection {
   int fd() const { return fd_; }
   const std::string& peer() const { return peer_; }
   int peer_port() const { return peer_port_; }
+  // This end's address and *port, read from the socket ("" and 0 if that
+  // fails).
+  std::string LocalAddress(int* port) const;
 
   // Up to `size` bytes: buffered ones first, else what arrives before
   // `deadline`. 0 at end of stream; -1 on error or when the deadline passed.

@@ -1,7 +1,5 @@
 #include "coordinator/http/http_listener.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -46,24 +44,7 @@ class GateStream final : public httplib::Stream {
     port = connection_.peer_port();
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage address{};
-    socklen_t length = sizeof(address);
-    ip.clear();
-    port = 0;
-    if (getsockname(connection_.fd(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      return;
-    }
-    char text[INET6_ADDRSTRLEN] = {};
-    if (address.ss_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
-      inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
-      port = ntohs(in->sin_port);
-    } else if (address.ss_family == AF_INET6) {
-      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
-      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
-      port = ntohs(in6->sin6_port);
-    }
-    ip = text;
+    ip = connection_.LocalAddress(&port);
   }
   socket_t socket() const override { return connection_.fd(); }
 
@@ -144,8 +125,8 @@ absl::Status HttpListener::MakeServer(const HttpListenerOptions& options) {
         return true;
       });
   if (!server->is_valid()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot set up TLS for HTTP with --tls-client-ca=", client_ca, " (not PEM?)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot set up TLS for HTTP with --tls-client-ca=", client_ca, " (not PEM?)"));
   }
   GatedServer<httplib::SSLServer>* gated = server.get();
   gate_ = std::make_unique<ConnectionGate>(
