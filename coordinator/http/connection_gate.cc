@@ -538,7 +538,7 @@ void ConnectionGate::WorkerThread() {
       if (stopping_) return;
       connection = std::move(ready_.front());
       ready_.pop_front();
-      serving_[connection.get()] = connection->fd();
+      serving_.insert(connection.get());
     }
     const bool last = ++connection->requests_ >= options_.keep_alive_max_count;
     bool keep = serve_(*connection, last) && !last;
@@ -573,7 +573,7 @@ void ConnectionGate::Stop() {
     stopping_ = true;
     // Ends requests under way: their reads and writes fail at once. The gate
     // closes these sockets only after their worker returns.
-    for (const auto& [connection, fd] : serving_) shutdown(fd, SHUT_RDWR);
+    for (GateConnection* connection : serving_) shutdown(connection->fd(), SHUT_RDWR);
   }
   Wake();
   if (gate_thread_.joinable()) gate_thread_.join();

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -203,8 +204,9 @@ class ConnectionGate {
   std::vector<std::unique_ptr<GateConnection>> incoming_ ABSL_GUARDED_BY(mu_);
   // Complete heads for the workers.
   std::deque<std::unique_ptr<GateConnection>> ready_ ABSL_GUARDED_BY(mu_);
-  // Sockets being served (shut down by Stop).
-  std::map<GateConnection*, int> serving_ ABSL_GUARDED_BY(mu_);
+  // Connections being served (their sockets are shut down by Stop); each
+  // lives while it is here.
+  absl::flat_hash_set<GateConnection*> serving_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, size_t> per_client_ ABSL_GUARDED_BY(mu_);
   size_t counted_ ABSL_GUARDED_BY(mu_) = 0;
   size_t open_ ABSL_GUARDED_BY(mu_) = 0;
