@@ -97,6 +97,17 @@ class PartitionE2eTest : public TrainingE2eTest {
                          "--max-restarts", "0", "--nproc-per-node", "1", "--no-python",
                          "/bin/sh", "-c", absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""), script});
   }
+  // node-a reaches the coordinator directly, node-b through a proxy (its
+  // silence cuts node-b off); generation 1 runs on both.
+  void StartNodeBBehindAProxy() {
+    StartCoordinator();
+    absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
+    ASSERT_TRUE(proxy.ok()) << proxy.status();
+    proxy_ = std::move(*proxy);
+    StartNode("node-a", coordinator_->address());
+    StartNode("node-b", proxy_->address());
+    ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+  }
   // Both nodes reach the coordinator through one proxy (its silence is a
   // coordinator outage as they see it); generation 1 runs on both.
   void StartBothBehindOneProxy() {
@@ -157,13 +168,10 @@ class PartitionE2eTest : public TrainingE2eTest {
   std::unique_ptr<TcpProxy> proxy_;
 };
 
-TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
-  StartCoordinator();
-  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  AgentProcess& a = StartNode("node-a", coordinator_->address());
-  AgentProcess& b = StartNode("node-b", (*proxy)->address());
-  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+TEST_F(PartitionE2eTest, CutOffNodeFreezesItsWorkersBeforeTheNextGenerationRuns) {
+  ASSERT_NO_FATAL_FAILURE(StartNodeBBehindAProxy());
+  AgentProcess& a = *agents_[0];
+  AgentProcess& b = *agents_[1];
   // Let the lease file of generation 1 be written: it says the generation is
   // current, until when on CLOCK_MONOTONIC.
   ASSERT_TRUE(PollUntil([&] { return !ReadWholeFile(Path("lease_g1_node-b")).empty(); }, kBound));
@@ -172,12 +180,12 @@ TEST_F(PartitionE2eTest, CutOffNodeStopsItsWorkersBeforeTheNextGenerationRuns) {
       << ReadWholeFile(Path("lease_g1_node-b"));
 
   const int64_t cut_at = NowNs();
-  (*proxy)->SetPartitioned(true);
+  proxy_->SetPartitioned(true);
   // node-b's lease (2 s) runs out and its worker freezes; the coordinator
   // declares node-b lost after heartbeat_timeout (3 s); node-a goes on alone.
   ASSERT_TRUE(WaitForGeneration(2, 1)) << Logs();
   absl::SleepFor(absl::Seconds(1));  // node-a alone for a while
-  (*proxy)->SetPartitioned(false);
+  proxy_->SetPartitioned(false);
   // node-b comes back: its frozen worker of generation 1 is killed, never
   // running again, and node-b joins a generation with both nodes.
   ASSERT_TRUE(WaitForGeneration(3, 2)) << Logs();
@@ -314,14 +322,11 @@ TEST_F(PartitionE2eTest, CoordinatorPausedPastTheTimeout_WorkersFrozenThenThawed
 // then declares it lost and goes on with node-a; node-b's frozen worker never
 // runs again, and no two generations ever write at once.
 TEST_F(PartitionE2eTest, CoordinatorRestartDuringAPartition_NoTwoGenerationsAtOnce) {
-  StartCoordinator();
-  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(coordinator_->port());
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  AgentProcess& a = StartNode("node-a", coordinator_->address());
-  AgentProcess& b = StartNode("node-b", (*proxy)->address());
-  ASSERT_TRUE(WaitForGeneration(1, 2)) << Logs();
+  ASSERT_NO_FATAL_FAILURE(StartNodeBBehindAProxy());
+  AgentProcess& a = *agents_[0];
+  AgentProcess& b = *agents_[1];
   const int64_t cut_at = NowNs();
-  (*proxy)->SetPartitioned(true);
+  proxy_->SetPartitioned(true);
   absl::SleepFor(absl::Milliseconds(500));
   coordinator_->Kill9();
   absl::SleepFor(absl::Seconds(2));
@@ -329,7 +334,7 @@ TEST_F(PartitionE2eTest, CoordinatorRestartDuringAPartition_NoTwoGenerationsAtOn
   // node-a resumes and thaws; node-b stays cut off past heartbeat_timeout.
   ASSERT_TRUE(WaitForGeneration(2, 1)) << Logs();
   absl::SleepFor(absl::Seconds(1));
-  (*proxy)->SetPartitioned(false);
+  proxy_->SetPartitioned(false);
   ASSERT_NO_FATAL_FAILURE(FinishAfterNodeBCameBack(a, b, cut_at));
 }
 
