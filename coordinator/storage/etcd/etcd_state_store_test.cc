@@ -194,6 +194,12 @@ TEST(EtcdStateStoreTest, OpenFromMirror_FollowedTheCommits_SameStateAsReadingEtc
   const std::string prefix = Etcd::Get().NewPrefix();
   auto channel = OpenEtcdChannel({Etcd::Get().endpoint()});
   auto mirror = EtcdPrefixMirror::Start(channel, EtcdStateStore::MirrorOptions(prefix));
+  // Its snapshot (of the empty prefix) first, so that every commit below
+  // reaches it through the watch.
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (mirror->snapshots() == 0 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(mirror->snapshots(), 1);
+  ASSERT_EQ(mirror->size(), 0u);
   {
     auto leader = EtcdStateStore::Open(channel, prefix, EtcdStateStoreOptions());
     ASSERT_TRUE(leader.ok()) << leader.status();
