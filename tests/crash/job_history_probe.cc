@@ -195,4 +195,56 @@ absl::StatusOr<int> ReadPortFile(const std::string& path, absl::Duration timeout
   }
 }
 
+absl::StatusOr<SeenHistory> SeeHistory(const std::string& address,
+                                       const std::string& http_port_file, const std::string& job_id,
+                                       absl::Duration timeout) {
+  SeenHistory seen;
+  absl::StatusOr<v1::Job> job = GetJobWhenServing(address, job_id, timeout);
+  if (!job.ok()) return job.status();
+  seen.job = *std::move(job);
+  const int64_t last = seen.job.last_event_index();
+  absl::StatusOr<std::vector<v1::JobEvent>> watched =
+      WatchJobEvents(address, job_id, 1, last, timeout);
+  if (!watched.ok()) return watched.status();
+  for (const v1::JobEvent& event : *watched) seen.watched.push_back(event.DebugString());
+  absl::StatusOr<int> http_port = ReadPortFile(http_port_file, timeout);
+  if (!http_port.ok()) return http_port.status();
+  absl::StatusOr<std::vector<std::string>> sse =
+      SseEventData(*http_port, job_id, 1, static_cast<size_t>(last), timeout);
+  if (!sse.ok()) return sse.status();
+  seen.sse = *std::move(sse);
+  absl::StatusOr<std::vector<std::string>> counters = EventCounterSamples(*http_port);
+  if (!counters.ok()) return counters.status();
+  seen.counters = *std::move(counters);
+  return seen;
+}
+
+std::vector<std::string> HistoryDifferences(const SeenHistory& before, const SeenHistory& after) {
+  std::vector<std::string> out;
+  auto number = [&out](absl::string_view what, int64_t was, int64_t is) {
+    if (was != is) out.push_back(absl::StrCat(what, ": ", was, " before, ", is, " after"));
+  };
+  auto lines = [&out](absl::string_view what, const std::vector<std::string>& was,
+                      const std::vector<std::string>& is) {
+    if (was == is) return;
+    size_t i = 0;
+    while (i < was.size() && i < is.size() && was[i] == is[i]) ++i;
+    out.push_back(absl::StrCat(what, ": ", was.size(), " before, ", is.size(),
+                               " after; the first that differs, #", i, ": '",
+                               i < was.size() ? was[i] : "(none)", "' before, '",
+                               i < is.size() ? is[i] : "(none)", "' after"));
+  };
+  number("first_event_index (1: every event is still kept)", 1, after.job.first_event_index());
+  number("last_event_index", before.job.last_event_index(), after.job.last_event_index());
+  number("restart_count", before.job.restart_count(), after.job.restart_count());
+  std::vector<std::string> failures_before, failures_after;
+  for (const v1::Failure& f : before.job.failures()) failures_before.push_back(f.DebugString());
+  for (const v1::Failure& f : after.job.failures()) failures_after.push_back(f.DebugString());
+  lines("the failures", failures_before, failures_after);
+  lines("WatchJob's events", before.watched, after.watched);
+  lines("the SSE stream's events", before.sse, after.sse);
+  lines("the event counters", before.counters, after.counters);
+  return out;
+}
+
 }  // namespace ddp::testing

@@ -6,7 +6,8 @@
 // gRPC WatchJob and of the REST gateway's Server-Sent Events stream (read with
 // curl, as an operator would), and the event counters of /metrics. Plus a job
 // that has a history: two fake agents that run generation 1, lose a worker
-// and run generation 2.
+// and run generation 2. SeeHistory and HistoryDifferences take and compare
+// the whole picture before and after.
 //
 // Thread-safety: plain functions; a RestartedJob belongs to one thread.
 
@@ -62,6 +63,26 @@ absl::StatusOr<std::vector<std::string>> EventCounterSamples(int http_port);
 
 // The port a coordinator wrote to its --http-port-file, waiting for the file.
 absl::StatusOr<int> ReadPortFile(const std::string& path, absl::Duration timeout);
+
+// Job `job_id`'s history as the clients of one coordinator see it: GetJob
+// (GetJobWhenServing), WatchJob from index 1 through the job's last event,
+// the same from the SSE stream of the HTTP port the coordinator wrote to
+// `http_port_file`, and its event counters (EventCounterSamples).
+struct SeenHistory {
+  v1::Job job;
+  std::vector<std::string> watched;   // WatchJob's events, DebugString each
+  std::vector<std::string> sse;       // the SSE stream's data lines
+  std::vector<std::string> counters;  // /metrics sample lines
+};
+absl::StatusOr<SeenHistory> SeeHistory(const std::string& address,
+                                       const std::string& http_port_file, const std::string& job_id,
+                                       absl::Duration timeout);
+
+// What `after` (the restarted or newly elected coordinator) shows otherwise
+// than `before` did, one line per difference (empty: none): every event
+// still kept (first index 1), the same last index, restart count and
+// failures, the same events over WatchJob and SSE, the same event counters.
+std::vector<std::string> HistoryDifferences(const SeenHistory& before, const SeenHistory& after);
 
 }  // namespace ddp::testing
 
