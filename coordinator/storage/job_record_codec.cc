@@ -140,6 +140,18 @@ absl::StatusOr<JobRecord> JobFromProto(const pb::JobRecord& in,
   return r;
 }
 
+// `bytes` parsed as a `Message`; DATA_LOSS naming `what`, the size and the
+// message type otherwise.
+template <typename Message>
+absl::StatusOr<Message> Parse(absl::string_view bytes, absl::string_view what) {
+  Message message;
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat(what, " (", bytes.size(), " bytes) is not a ",
+                                            Message::descriptor()->full_name()));
+  }
+  return message;
+}
+
 }  // namespace
 
 std::string EncodeJobRecord(const JobRecord& record) {
@@ -148,11 +160,7 @@ std::string EncodeJobRecord(const JobRecord& record) {
 
 absl::StatusOr<JobRecord> DecodeJobRecord(absl::string_view bytes,
                                           const rendezvous::JobCounters& counters) {
-  pb::JobRecord in;
-  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(
-        absl::StrCat("a job record (", bytes.size(), " bytes) is not a ddp.state.v1.JobRecord"));
-  }
+  DDP_ASSIGN_OR_RETURN(pb::JobRecord in, Parse<pb::JobRecord>(bytes, "a job record"));
   return JobFromProto(in, counters);
 }
 
@@ -165,11 +173,7 @@ std::string EncodeStoredJob(const JobRecord& record, const rendezvous::JobCounte
 }
 
 absl::StatusOr<JobRecord> DecodeStoredJob(absl::string_view bytes) {
-  pb::StoredJobRecord in;
-  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(absl::StrCat("a stored job (", bytes.size(),
-                                            " bytes) is not a ddp.state.v1.StoredJobRecord"));
-  }
+  DDP_ASSIGN_OR_RETURN(pb::StoredJobRecord in, Parse<pb::StoredJobRecord>(bytes, "a stored job"));
   return JobFromProto(in.record(),
                       rendezvous::JobCounters{in.last_event_index(), in.next_join_seq()});
 }
@@ -188,11 +192,7 @@ std::string EncodeNodeRecord(const NodeRecord& n) {
 }
 
 absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
-  pb::NodeRecord in;
-  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(
-        absl::StrCat("a node record (", bytes.size(), " bytes) is not a ddp.state.v1.NodeRecord"));
-  }
+  DDP_ASSIGN_OR_RETURN(pb::NodeRecord in, Parse<pb::NodeRecord>(bytes, "a node record"));
   NodeRecord n;
   n.node_id = in.node_id();
   n.incarnation = in.incarnation();
@@ -231,11 +231,7 @@ std::string EncodeJobEvent(const JobEvent& e) {
 }
 
 absl::StatusOr<JobEvent> DecodeJobEvent(absl::string_view bytes, const std::string& job_id) {
-  pb::JobEventRecord in;
-  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(absl::StrCat("a job event (", bytes.size(),
-                                            " bytes) is not a ddp.state.v1.JobEventRecord"));
-  }
+  DDP_ASSIGN_OR_RETURN(pb::JobEventRecord in, Parse<pb::JobEventRecord>(bytes, "a job event"));
   DDP_RETURN_IF_ERROR(CheckEventType(in.type(), in.restart_cause()));
   JobEvent e;
   e.job_id = job_id;
@@ -262,11 +258,8 @@ std::string EncodeEventCounts(const JobEventCounts& counts) {
 }
 
 absl::StatusOr<JobEventCounts> DecodeEventCounts(absl::string_view bytes) {
-  pb::JobEventCountsRecord in;
-  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(absl::StrCat("event counts (", bytes.size(),
-                                            " bytes) are not a ddp.state.v1.JobEventCountsRecord"));
-  }
+  DDP_ASSIGN_OR_RETURN(pb::JobEventCountsRecord in,
+                       Parse<pb::JobEventCountsRecord>(bytes, "an event counts record"));
   JobEventCounts counts;
   for (const pb::JobEventCountsRecord::Count& c : in.counts()) {
     DDP_RETURN_IF_ERROR(CheckEventType(c.type(), c.cause()));
