@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,15 +18,11 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
+#include "tests/hardening/http_coordinator.h"
 #include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
 namespace {
-
-std::string TestDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp");
-}
 
 // 10 probes of `path`: how many answered 200 within a second each.
 int AnsweredWithinASecond(int port, const std::string& path, const std::string& source) {
@@ -42,17 +37,11 @@ int AnsweredWithinASecond(int port, const std::string& path, const std::string& 
 class HttpStarvationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CoordinatorProcessOptions options;
-    options.binary = CoordinatorBinaryFromRunfiles();
-    options.data_dir = TestDir() + "/data";
-    options.work_dir = TestDir();
-    const std::string http_port_file = TestDir() + "/http.port";
-    std::remove(http_port_file.c_str());
-    options.extra_args = {"--http-port-file", http_port_file};
+    const CoordinatorProcessOptions options = HttpCoordinatorOptions();
     coordinator_ = std::make_unique<CoordinatorProcess>(options);
-    ASSERT_TRUE(coordinator_->Start().ok());
-    port_ = ReadPortFile(http_port_file);
-    ASSERT_GT(port_, 0);
+    const absl::StatusOr<int> port = StartWithHttp(*coordinator_, options);
+    ASSERT_TRUE(port.ok()) << port.status();
+    port_ = *port;
   }
   void TearDown() override {
     for (int fd : held_) close(fd);

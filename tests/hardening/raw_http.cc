@@ -7,24 +7,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace ddp::testing {
-
-int ReadPortFile(const std::string& path) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < deadline) {
-    std::ifstream in(path);
-    int port = 0;
-    if (in >> port && port > 0) return port;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return 0;
-}
 
 int ConnectFrom(int port, const std::string& source) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

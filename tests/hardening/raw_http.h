@@ -12,10 +12,6 @@
 
 namespace ddp::testing {
 
-// The port in a port file (written atomically by the coordinator), waiting
-// up to 10 s for it; 0 if none.
-int ReadPortFile(const std::string& path);
-
 // A TCP connection to 127.0.0.1:port from `source`; -1 on failure.
 int ConnectFrom(int port, const std::string& source = "127.0.0.1");
 

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
+#include "tests/hardening/http_coordinator.h"
 #include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
@@ -25,11 +25,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr char kSqlite[] = "/usr/bin/sqlite3";
-
-std::string TestDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp");
-}
 
 grpc::Status Put(v1::KeyValueService::Stub& stub, const std::string& value) {
   grpc::ClientContext context;
@@ -44,16 +39,11 @@ grpc::Status Put(v1::KeyValueService::Stub& stub, const std::string& value) {
 
 TEST(ReadinessTest, EveryCommitFailsDatabaseLocked_ReadyzSays503UntilOneSucceeds) {
   if (access(kSqlite, X_OK) != 0) GTEST_SKIP() << kSqlite << " is not installed";
-  CoordinatorProcessOptions options;
-  options.binary = CoordinatorBinaryFromRunfiles();
-  options.data_dir = TestDir() + "/data";
-  options.work_dir = TestDir();
-  const std::string http_port_file = TestDir() + "/http.port";
-  options.extra_args = {"--http-port-file", http_port_file};
+  const CoordinatorProcessOptions options = HttpCoordinatorOptions();
   CoordinatorProcess coordinator(options);
-  ASSERT_TRUE(coordinator.Start().ok());
-  const int http = ReadPortFile(http_port_file);
-  ASSERT_GT(http, 0);
+  const absl::StatusOr<int> http_port = StartWithHttp(coordinator, options);
+  ASSERT_TRUE(http_port.ok()) << http_port.status();
+  const int http = *http_port;
   auto stub = v1::KeyValueService::NewStub(
       grpc::CreateChannel(coordinator.address(), grpc::InsecureChannelCredentials()));
   ASSERT_TRUE(Put(*stub, "1").ok());

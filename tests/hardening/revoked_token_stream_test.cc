@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -26,6 +25,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
+#include "tests/hardening/http_coordinator.h"
 #include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
@@ -34,11 +34,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr char kAdmin[] = "admin-token-of-the-revocation-test";
-
-std::string TestDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp");
-}
 
 // Sends one request; returns the socket to read the reply from.
 int Request(int port, const std::string& method, const std::string& path, const std::string& token,
@@ -62,18 +57,14 @@ std::string TokenIn(const std::string& reply) {
 }
 
 TEST(RevokedTokenStreamTest, TokenRotated_OpenStreamsEndWithinASecond) {
-  const std::string admin_file = TestDir() + "/admin.token";
+  CoordinatorProcessOptions options = HttpCoordinatorOptions();
+  const std::string admin_file = options.work_dir + "/admin.token";
   std::ofstream(admin_file) << kAdmin << "\n";
-  CoordinatorProcessOptions options;
-  options.binary = CoordinatorBinaryFromRunfiles();
-  options.data_dir = TestDir() + "/data";
-  options.work_dir = TestDir();
-  const std::string http_port_file = TestDir() + "/http.port";
-  options.extra_args = {"--http-port-file", http_port_file, "--admin-token-file", admin_file};
+  options.extra_args.insert(options.extra_args.end(), {"--admin-token-file", admin_file});
   CoordinatorProcess coordinator(options);
-  ASSERT_TRUE(coordinator.Start().ok());
-  const int http = ReadPortFile(http_port_file);
-  ASSERT_GT(http, 0);
+  const absl::StatusOr<int> http_port = StartWithHttp(coordinator, options);
+  ASSERT_TRUE(http_port.ok()) << http_port.status();
+  const int http = *http_port;
 
   const int create = Request(http, "POST", "/v1/jobs", kAdmin,
                              R"({"jobId":"a","settings":{"minNodes":1,"maxNodes":1}})");

@@ -13,7 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -26,7 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
-#include "tests/hardening/raw_http.h"
+#include "tests/hardening/http_coordinator.h"
 
 namespace ddp::testing {
 namespace {
@@ -39,11 +39,6 @@ constexpr size_t kValueBytes = 256 << 10;  // 4 x 512 x 256 KiB = 512 MiB writte
 // each), about a message in flight each, and the allocator's slack. Without
 // the bound it grows by about what was written.
 constexpr int64_t kMaxGrowthBytes = 64 << 20;
-
-std::string TestDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp");
-}
 
 int64_t Rss(pid_t pid) {
   absl::StatusOr<int64_t> rss = ReadProcessRssBytes(pid);
@@ -102,16 +97,10 @@ int WriteLoad(const std::string& address, int writers, int puts) {
 }
 
 TEST(SlowWatcherMemoryTest, WatchersNeverRead_RssStaysBoundedThenEveryEventArrives) {
-  CoordinatorProcessOptions options;
-  options.binary = CoordinatorBinaryFromRunfiles();
-  options.data_dir = TestDir() + "/data";
-  options.work_dir = TestDir();
-  const std::string http_port_file = TestDir() + "/http.port";
-  options.extra_args = {"--http-port-file", http_port_file};
+  const CoordinatorProcessOptions options = HttpCoordinatorOptions();
   CoordinatorProcess coordinator(options);
-  ASSERT_TRUE(coordinator.Start().ok());
-  const int http_port = ReadPortFile(http_port_file);
-  ASSERT_GT(http_port, 0);
+  const absl::StatusOr<int> http_port = StartWithHttp(coordinator, options);
+  ASSERT_TRUE(http_port.ok()) << http_port.status();
 
   // The same load without watchers first: SQLite's cache, gRPC's and the
   // allocator's arenas reach their working size before the baseline.
@@ -132,7 +121,7 @@ TEST(SlowWatcherMemoryTest, WatchersNeverRead_RssStaysBoundedThenEveryEventArriv
   ASSERT_TRUE(reader->Read(&response));
   ASSERT_EQ(response.events_size(), 0);
   const int64_t start_revision = response.revision();
-  const int stream = OpenUnreadEventStream(http_port, "/v1/kv/job:watch?prefix=k/");
+  const int stream = OpenUnreadEventStream(*http_port, "/v1/kv/job:watch?prefix=k/");
   ASSERT_GE(stream, 0);
   absl::SleepFor(absl::Milliseconds(200));
   const int64_t baseline = Rss(coordinator.pid());
