@@ -137,6 +137,8 @@ absl::Status HaCoordinator::Promote() {
           ? absl::FailedPreconditionError("no mirror")
           : storage::EtcdStateStore::OpenFromMirror(etcd_, spec_.prefix, store_options, *mirror,
                                                     options_.mirror_catch_up);
+  // Taken, or not there in time: it stops following before a cold load.
+  mirror.reset();
   std::string source = "this standby's mirror";
   if (!opened.ok()) {
     DDP_LOG(WARNING) << "the state cannot come from this standby's mirror of "
@@ -145,7 +147,6 @@ absl::Status HaCoordinator::Promote() {
     source = "etcd";
     opened = storage::EtcdStateStore::Open(etcd_, spec_.prefix, store_options);
   }
-  mirror.reset();
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<storage::EtcdStateStore> store, std::move(opened));
   const absl::Duration opening = absl::Now() - loading;
   CoordinatorServerOptions server_options = options_.server;
