@@ -1,5 +1,6 @@
 #include "coordinator/storage/sqlite_job_tables.h"
 
+#include <functional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -169,31 +170,38 @@ absl::Status DataLoss(absl::string_view what) {
                    ". The database was damaged or edited by hand: restore it from a backup"));
 }
 
+// Runs the query `sql` and calls `row` with the statement on each row it
+// returns, in order; the first error ends it.
+absl::Status ForEachRow(SqliteDatabase& db, absl::string_view sql,
+                        const std::function<absl::Status(const SqliteStatement&)>& row) {
+  DDP_ASSIGN_OR_RETURN(SqliteStatement select, db.Prepare(sql));
+  while (true) {
+    DDP_ASSIGN_OR_RETURN(bool more, select.Step());
+    if (!more) return absl::OkStatus();
+    DDP_RETURN_IF_ERROR(row(select));
+  }
+}
+
 absl::Status ReadAll(SqliteDatabase& db, std::vector<JobSnapshot>* out) {
   absl::flat_hash_map<std::string, size_t> index;
-  {
-    DDP_ASSIGN_OR_RETURN(
-        SqliteStatement select,
-        db.Prepare("SELECT job_id, record, last_event_index, next_join_seq FROM jobs "
-                   "ORDER BY job_id"));
-    while (true) {
-      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
-      if (!row) break;
-      const std::string job_id = select.ColumnBlob(0);
-      const JobCounters counters{select.ColumnInt64(2),
-                                 static_cast<uint64_t>(select.ColumnInt64(3))};
-      absl::StatusOr<JobRecord> job = DecodeJobRecord(select.ColumnBlob(1), counters);
-      if (!job.ok()) {
-        return DataLoss(absl::StrCat("job '", Printable(job_id), "': ", job.status().message()));
-      }
-      if (job->job_id != job_id) {
-        return DataLoss(absl::StrCat("the row of job '", Printable(job_id),
-                                     "' holds the record of job '", Printable(job->job_id), "'"));
-      }
-      index[job_id] = out->size();
-      out->push_back(JobSnapshot{*std::move(job), {}, {}});
-    }
-  }
+  DDP_RETURN_IF_ERROR(ForEachRow(
+      db, "SELECT job_id, record, last_event_index, next_join_seq FROM jobs ORDER BY job_id",
+      [&](const SqliteStatement& select) -> absl::Status {
+        const std::string job_id = select.ColumnBlob(0);
+        const JobCounters counters{select.ColumnInt64(2),
+                                   static_cast<uint64_t>(select.ColumnInt64(3))};
+        absl::StatusOr<JobRecord> job = DecodeJobRecord(select.ColumnBlob(1), counters);
+        if (!job.ok()) {
+          return DataLoss(absl::StrCat("job '", Printable(job_id), "': ", job.status().message()));
+        }
+        if (job->job_id != job_id) {
+          return DataLoss(absl::StrCat("the row of job '", Printable(job_id),
+                                       "' holds the record of job '", Printable(job->job_id), "'"));
+        }
+        index[job_id] = out->size();
+        out->push_back(JobSnapshot{*std::move(job), {}, {}});
+        return absl::OkStatus();
+      }));
   auto find = [&](const char* table, const std::string& job_id) -> absl::StatusOr<JobSnapshot*> {
     auto it = index.find(job_id);
     if (it == index.end()) {
@@ -202,54 +210,42 @@ absl::Status ReadAll(SqliteDatabase& db, std::vector<JobSnapshot>* out) {
     }
     return &(*out)[it->second];
   };
-  {
-    DDP_ASSIGN_OR_RETURN(
-        SqliteStatement select,
-        db.Prepare("SELECT job_id, record, last_event_index, next_join_seq FROM job_runs "
-                   "ORDER BY job_id, run"));
-    while (true) {
-      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
-      if (!row) break;
-      DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, find("job_runs", select.ColumnBlob(0)));
-      const JobCounters counters{select.ColumnInt64(2),
-                                 static_cast<uint64_t>(select.ColumnInt64(3))};
-      absl::StatusOr<JobRecord> run = DecodeJobRecord(select.ColumnBlob(1), counters);
-      if (!run.ok()) return DataLoss(absl::StrCat("a past run: ", run.status().message()));
-      snapshot->past_runs.push_back(*std::move(run));
-    }
-  }
-  {
-    DDP_ASSIGN_OR_RETURN(
-        SqliteStatement select,
-        db.Prepare("SELECT job_id, record FROM job_nodes ORDER BY job_id, node_id"));
-    while (true) {
-      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
-      if (!row) break;
-      DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, find("job_nodes", select.ColumnBlob(0)));
-      absl::StatusOr<NodeRecord> node = DecodeNodeRecord(select.ColumnBlob(1));
-      if (!node.ok()) return DataLoss(node.status().message());
-      snapshot->nodes.push_back(*std::move(node));
-    }
-  }
-  {
-    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
-                         db.Prepare("SELECT job_id, event_index, record FROM job_events "
-                                    "ORDER BY job_id, event_index"));
-    while (true) {
-      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
-      if (!row) break;
-      const std::string job_id = select.ColumnBlob(0);
-      DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, find("job_events", job_id));
-      absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(select.ColumnBlob(2), job_id);
-      if (!event.ok()) return DataLoss(event.status().message());
-      if (event->index != select.ColumnInt64(1)) {
-        return DataLoss(absl::StrCat("the row of event ", select.ColumnInt64(1), " of job '",
-                                     Printable(job_id), "' holds event ", event->index));
-      }
-      snapshot->events.push_back(*std::move(event));
-    }
-  }
-  return absl::OkStatus();
+  DDP_RETURN_IF_ERROR(ForEachRow(
+      db,
+      "SELECT job_id, record, last_event_index, next_join_seq FROM job_runs "
+      "ORDER BY job_id, run",
+      [&](const SqliteStatement& select) -> absl::Status {
+        DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, find("job_runs", select.ColumnBlob(0)));
+        const JobCounters counters{select.ColumnInt64(2),
+                                   static_cast<uint64_t>(select.ColumnInt64(3))};
+        absl::StatusOr<JobRecord> run = DecodeJobRecord(select.ColumnBlob(1), counters);
+        if (!run.ok()) return DataLoss(absl::StrCat("a past run: ", run.status().message()));
+        snapshot->past_runs.push_back(*std::move(run));
+        return absl::OkStatus();
+      }));
+  DDP_RETURN_IF_ERROR(ForEachRow(
+      db, "SELECT job_id, record FROM job_nodes ORDER BY job_id, node_id",
+      [&](const SqliteStatement& select) -> absl::Status {
+        DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, find("job_nodes", select.ColumnBlob(0)));
+        absl::StatusOr<NodeRecord> node = DecodeNodeRecord(select.ColumnBlob(1));
+        if (!node.ok()) return DataLoss(node.status().message());
+        snapshot->nodes.push_back(*std::move(node));
+        return absl::OkStatus();
+      }));
+  return ForEachRow(
+      db, "SELECT job_id, event_index, record FROM job_events ORDER BY job_id, event_index",
+      [&](const SqliteStatement& select) -> absl::Status {
+        const std::string job_id = select.ColumnBlob(0);
+        DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, find("job_events", job_id));
+        absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(select.ColumnBlob(2), job_id);
+        if (!event.ok()) return DataLoss(event.status().message());
+        if (event->index != select.ColumnInt64(1)) {
+          return DataLoss(absl::StrCat("the row of event ", select.ColumnInt64(1), " of job '",
+                                       Printable(job_id), "' holds event ", event->index));
+        }
+        snapshot->events.push_back(*std::move(event));
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace
@@ -277,18 +273,20 @@ absl::Status AddEventCounts(SqliteDatabase& db, const rendezvous::JobEventCounts
 }
 
 absl::StatusOr<rendezvous::JobEventCounts> ReadEventCounts(SqliteDatabase& db) {
-  DDP_ASSIGN_OR_RETURN(SqliteStatement select,
-                       db.Prepare("SELECT type, cause, count FROM job_event_counts"));
   rendezvous::JobEventCounts counts;
-  while (true) {
-    DDP_ASSIGN_OR_RETURN(bool row, select.Step());
-    if (!row) break;
-    const int64_t type = select.ColumnInt64(0), cause = select.ColumnInt64(1);
-    absl::Status known = CheckEventType(type, cause);
-    if (!known.ok()) return DataLoss(absl::StrCat("job_event_counts: ", known.message()));
-    counts.Add(static_cast<rendezvous::JobEventType>(type),
-               static_cast<rendezvous::RestartCause>(cause), select.ColumnInt64(2));
-  }
+  DDP_RETURN_IF_ERROR(
+      ForEachRow(db, "SELECT type, cause, count FROM job_event_counts",
+                 [&](const SqliteStatement& select) -> absl::Status {
+                   const int64_t type = select.ColumnInt64(0);
+                   const int64_t cause = select.ColumnInt64(1);
+                   absl::Status known = CheckEventType(type, cause);
+                   if (!known.ok()) {
+                     return DataLoss(absl::StrCat("job_event_counts: ", known.message()));
+                   }
+                   counts.Add(static_cast<rendezvous::JobEventType>(type),
+                              static_cast<rendezvous::RestartCause>(cause), select.ColumnInt64(2));
+                   return absl::OkStatus();
+                 }));
   return counts;
 }
 
