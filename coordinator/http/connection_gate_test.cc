@@ -20,12 +20,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "coordinator/http/testing/raw_http.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace ddp::http {
 namespace {
 
+using ::ddp::http::testing::ConnectFrom;
+using ::ddp::http::testing::ReadFor;
+using ::ddp::http::testing::SendAll;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -85,16 +89,8 @@ class GateFixture {
 
   // A connection from `source` (any 127.x.y.z address is local).
   int Connect(const std::string& source = "127.0.0.1") const {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in from{};
-    from.sin_family = AF_INET;
-    inet_pton(AF_INET, source.c_str(), &from.sin_addr);
-    bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from));
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port_);
-    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+    const int fd = ConnectFrom(port_, source);
+    EXPECT_GE(fd, 0) << "cannot connect from " << source;
     return fd;
   }
 
@@ -107,46 +103,14 @@ class GateFixture {
   std::thread acceptor_;
 };
 
-void Send(int fd, const std::string& bytes) {
-  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-}
-
-// What arrives until the peer closes, or `bound` passes (then what came).
-std::string ReadUntilClosed(int fd, absl::Duration bound) {
-  std::string got;
-  const absl::Time deadline = absl::Now() + bound;
-  char chunk[4096];
-  while (absl::Now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 20) <= 0) continue;
-    const ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
-    if (n <= 0) break;
-    got.append(chunk, static_cast<size_t>(n));
-  }
-  return got;
-}
-
-// Reads until `text` arrived (or `bound` passes).
-std::string ReadUntil(int fd, const std::string& text, absl::Duration bound) {
-  std::string got;
-  const absl::Time deadline = absl::Now() + bound;
-  char chunk[4096];
-  while (absl::Now() < deadline && got.find(text) == std::string::npos) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 20) <= 0) continue;
-    const ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
-    if (n <= 0) break;
-    got.append(chunk, static_cast<size_t>(n));
-  }
-  return got;
-}
+void Send(int fd, const std::string& bytes) { ASSERT_TRUE(SendAll(fd, bytes)); }
 
 // One probe on a new connection: the time its reply took, or InfiniteDuration.
 absl::Duration Probe(const GateFixture& fixture, const std::string& source = "127.0.0.1") {
   const absl::Time start = absl::Now();
   const int fd = fixture.Connect(source);
   Send(fd, kProbe);
-  const std::string reply = ReadUntilClosed(fd, absl::Seconds(3));
+  const std::string reply = ReadFor(fd, absl::Seconds(3));
   close(fd);
   if (!absl::StartsWith(reply, "HTTP/1.1 200") || !absl::EndsWith(reply, "ok\n")) {
     return absl::InfiniteDuration();
@@ -169,7 +133,7 @@ TEST(ConnectionGateTest, HalfSentRequests_ProbesStillAnsweredWithinASecond) {
   // Real requests from another address are served meanwhile.
   const int other = fixture.Connect("127.0.0.2");
   Send(other, "GET /v1/jobs HTTP/1.1\r\nHost: t\r\n\r\n");
-  EXPECT_THAT(ReadUntil(other, "/v1/jobs", absl::Seconds(1)), StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(ReadFor(other, absl::Seconds(1), "/v1/jobs"), StartsWith("HTTP/1.1 200"));
   close(other);
   for (int fd : held) close(fd);
 }
@@ -186,7 +150,7 @@ TEST(ConnectionGateTest, TrickledHead_408AtHeaderTimeout) {
   for (size_t i = 0; i < 200 && reply.empty(); ++i) {
     send(fd, i < head.size() ? &head[i] : "a", 1, MSG_NOSIGNAL);
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) > 0) reply = ReadUntilClosed(fd, absl::Seconds(1));
+    if (poll(&p, 1, 50) > 0) reply = ReadFor(fd, absl::Seconds(1));
   }
   const absl::Duration took = absl::Now() - start;
   EXPECT_THAT(reply, StartsWith("HTTP/1.1 408"));
@@ -204,7 +168,7 @@ TEST(ConnectionGateTest, SilentConnection_ClosedAtHeaderTimeoutWithoutWorker) {
     return false;
   });
   const int fd = fixture.Connect();
-  EXPECT_THAT(ReadUntilClosed(fd, absl::Seconds(2)), StartsWith("HTTP/1.1 408"));
+  EXPECT_THAT(ReadFor(fd, absl::Seconds(2)), StartsWith("HTTP/1.1 408"));
   EXPECT_EQ(served.load(), 0);
   EXPECT_EQ(fixture.gate().stats().open, 0u);
   close(fd);
@@ -219,7 +183,7 @@ TEST(ConnectionGateTest, OverPerClientCap_429ButProbesAnswered) {
   absl::SleepFor(absl::Milliseconds(50));  // counted in
   const int over = fixture.Connect();
   Send(over, "GET /v1/jobs HTTP/1.1\r\nHost: t\r\n\r\n");
-  const std::string reply = ReadUntilClosed(over, absl::Seconds(2));
+  const std::string reply = ReadFor(over, absl::Seconds(2));
   EXPECT_THAT(reply, StartsWith("HTTP/1.1 429"));
   EXPECT_THAT(reply, HasSubstr("per client address"));
   close(over);
@@ -227,7 +191,7 @@ TEST(ConnectionGateTest, OverPerClientCap_429ButProbesAnswered) {
   // Another address has its own allowance.
   const int other = fixture.Connect("127.0.0.3");
   Send(other, "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
-  EXPECT_THAT(ReadUntil(other, "/x", absl::Seconds(1)), StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(ReadFor(other, absl::Seconds(1), "/x"), StartsWith("HTTP/1.1 200"));
   close(other);
   for (int fd : held) close(fd);
 }
@@ -241,7 +205,7 @@ TEST(ConnectionGateTest, OverTotalCap_503) {
   absl::SleepFor(absl::Milliseconds(50));
   const int c = fixture.Connect("127.0.0.6");
   Send(c, "GET /v1/jobs HTTP/1.1\r\nHost: t\r\n\r\n");
-  EXPECT_THAT(ReadUntilClosed(c, absl::Seconds(2)), StartsWith("HTTP/1.1 503"));
+  EXPECT_THAT(ReadFor(c, absl::Seconds(2)), StartsWith("HTTP/1.1 503"));
   for (int fd : {a, b, c}) close(fd);
 }
 
@@ -269,12 +233,12 @@ TEST(ConnectionGateTest, KeepAlive_SecondRequestOnSameConnectionServed) {
   GateFixture fixture(ConnectionGateOptions{});
   const int fd = fixture.Connect();
   Send(fd, "GET /first HTTP/1.1\r\nHost: t\r\n\r\n");
-  EXPECT_THAT(ReadUntil(fd, "/first", absl::Seconds(2)), HasSubstr("/first"));
+  EXPECT_THAT(ReadFor(fd, absl::Seconds(2), "/first"), HasSubstr("/first"));
   Send(fd, "GET /second HTTP/1.1\r\nHost: t\r\n\r\n");
-  EXPECT_THAT(ReadUntil(fd, "/second", absl::Seconds(2)), HasSubstr("/second"));
+  EXPECT_THAT(ReadFor(fd, absl::Seconds(2), "/second"), HasSubstr("/second"));
   // Two requests in one send: both are answered, in order.
   Send(fd, "GET /third HTTP/1.1\r\nHost: t\r\n\r\nGET /fourth HTTP/1.1\r\nHost: t\r\n\r\n");
-  const std::string both = ReadUntil(fd, "/fourth", absl::Seconds(2));
+  const std::string both = ReadFor(fd, absl::Seconds(2), "/fourth");
   EXPECT_LT(both.find("/third"), both.find("/fourth"));
   close(fd);
 }
@@ -286,7 +250,7 @@ TEST(ConnectionGateTest, KeepAliveIdle_ClosedAfterKeepAliveTimeout) {
   const int fd = fixture.Connect();
   Send(fd, "GET /first HTTP/1.1\r\nHost: t\r\n\r\n");
   const absl::Time start = absl::Now();
-  const std::string got = ReadUntilClosed(fd, absl::Seconds(3));
+  const std::string got = ReadFor(fd, absl::Seconds(3));
   EXPECT_THAT(got, HasSubstr("/first"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
   close(fd);
@@ -298,7 +262,7 @@ TEST(ConnectionGateTest, HeadOverLimit_431) {
   GateFixture fixture(options);
   const int fd = fixture.Connect();
   Send(fd, "GET /x HTTP/1.1\r\nX-Big: " + std::string(2048, 'a'));
-  EXPECT_THAT(ReadUntilClosed(fd, absl::Seconds(2)), StartsWith("HTTP/1.1 431"));
+  EXPECT_THAT(ReadFor(fd, absl::Seconds(2)), StartsWith("HTTP/1.1 431"));
   close(fd);
 }
 

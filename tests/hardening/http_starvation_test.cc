@@ -16,13 +16,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "coordinator/http/testing/raw_http.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
 #include "tests/hardening/http_coordinator.h"
-#include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
 namespace {
+
+using http::testing::Call;
+using http::testing::ConnectFrom;
+using http::testing::HttpAnswer;
+using http::testing::SendAll;
 
 // 10 probes of `path`: how many answered 200 within a second each.
 int AnsweredWithinASecond(int port, const std::string& path, const std::string& source) {

@@ -11,17 +11,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "coordinator/http/testing/raw_http.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
 #include "tests/hardening/http_coordinator.h"
-#include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
 namespace {
 
+using http::testing::Call;
+using http::testing::HttpAnswer;
 using ::testing::HasSubstr;
 
 constexpr char kSqlite[] = "/usr/bin/sqlite3";

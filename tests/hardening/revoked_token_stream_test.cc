@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "coordinator/http/testing/raw_http.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -26,11 +27,12 @@
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
 #include "tests/hardening/http_coordinator.h"
-#include "tests/hardening/raw_http.h"
 
 namespace ddp::testing {
 namespace {
 
+using http::testing::ConnectFrom;
+using http::testing::ReadFor;
 using ::testing::HasSubstr;
 
 constexpr char kAdmin[] = "admin-token-of-the-revocation-test";

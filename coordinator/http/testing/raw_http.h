@@ -1,16 +1,17 @@
-#ifndef DDP_TESTS_HARDENING_RAW_HTTP_H_
-#define DDP_TESTS_HARDENING_RAW_HTTP_H_
+#ifndef DDP_COORDINATOR_HTTP_TESTING_RAW_HTTP_H_
+#define DDP_COORDINATOR_HTTP_TESTING_RAW_HTTP_H_
 
 // Plain-socket HTTP/1.1 for tests that play hostile or careful clients of
-// the coordinator's HTTP listener: connections from a chosen loopback source
-// address (all of 127/8 is local, so a test can be several clients), bytes
-// sent exactly as given, replies read under a deadline.
+// the coordinator's HTTP listener (and its connection gate): connections from
+// a chosen loopback source address (all of 127/8 is local, so a test can be
+// several clients), bytes sent exactly as given, replies read under a
+// deadline.
 
 #include <string>
 
 #include "absl/time/time.h"
 
-namespace ddp::testing {
+namespace ddp::http::testing {
 
 // A TCP connection to 127.0.0.1:port from `source`; -1 on failure.
 int ConnectFrom(int port, const std::string& source = "127.0.0.1");
@@ -34,6 +35,6 @@ HttpAnswer Call(int port, const std::string& method, const std::string& path,
                 const std::string& source = "127.0.0.1", const std::string& token = "",
                 const std::string& body = "", absl::Duration bound = absl::Seconds(3));
 
-}  // namespace ddp::testing
+}  // namespace ddp::http::testing
 
-#endif  // DDP_TESTS_HARDENING_RAW_HTTP_H_
+#endif  // DDP_COORDINATOR_HTTP_TESTING_RAW_HTTP_H_

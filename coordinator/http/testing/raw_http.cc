@@ -1,4 +1,4 @@
-#include "tests/hardening/raw_http.h"
+#include "coordinator/http/testing/raw_http.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
-namespace ddp::testing {
+namespace ddp::http::testing {
 
 int ConnectFrom(int port, const std::string& source) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -77,4 +77,4 @@ HttpAnswer Call(int port, const std::string& method, const std::string& path,
   return answer;
 }
 
-}  // namespace ddp::testing
+}  // namespace ddp::http::testing
