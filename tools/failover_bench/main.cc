@@ -26,11 +26,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -42,6 +40,7 @@
 #include "absl/time/clock.h"
 #include "client/agent/grpc_session_client.h"
 #include "common/logging.h"
+#include "tests/e2e/agent_process.h"
 #include "tests/ha/failover_kv_client.h"
 #include "tests/ha/ha_cluster.h"
 
@@ -110,13 +109,6 @@ class BenchAgent : public client::SessionEvents {
   absl::Time registered_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The last "leading: serving ... D after the election" of a coordinator's
 // log: D, its promotion.
 std::optional<absl::Duration> PromotionTime(const std::string& log) {
@@ -176,7 +168,7 @@ bool WaitForLine(const std::string& path, size_t offset, const std::string& line
                  absl::Duration bound) {
   const absl::Time deadline = absl::Now() + bound;
   while (true) {
-    const std::string log = ReadFile(path);
+    const std::string log = testing::ReadWholeFile(path);
     if (log.size() > offset && log.find(line, offset) != std::string::npos) return true;
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(20));
@@ -288,7 +280,7 @@ int Run() {
     const int successor = group.WaitForLeader(absl::Seconds(5), leader);
     if (successor >= 0) {
       if (std::optional<absl::Duration> p =
-              PromotionTime(ReadFile(group.at(successor).log_path()))) {
+              PromotionTime(testing::ReadWholeFile(group.at(successor).log_path()))) {
         promotions_ms.push_back(absl::ToDoubleMilliseconds(*p));
         promoted = absl::StrFormat("coordinator %d served %.1f ms after its election", successor,
                                    promotions_ms.back());
@@ -296,7 +288,7 @@ int Run() {
     }
     std::printf("kill %2d: every agent resumed %.3f s after the kill; %s\n", kill + 1, took,
                 promoted.c_str());
-    const size_t logged = ReadFile(group.at(leader).log_path()).size();
+    const size_t logged = testing::ReadWholeFile(group.at(leader).log_path()).size();
     if (absl::Status restarted = group.at(leader).Start(); !restarted.ok()) {
       std::cerr << restarted << "\n";
       return 1;
