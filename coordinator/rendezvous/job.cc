@@ -286,13 +286,11 @@ JobChanges Job::TakeChanges() {
   dirty_nodes_.clear();
   // The events emitted since the last call (read from events_, so that what
   // was set on an event after Emit, its restart cause, is stored too).
-  for (auto it = std::upper_bound(
-           events_.begin(), events_.end(), events_taken_index_,
-           [](int64_t index, const JobEvent&event) { return index < event.index; });
-       it != events_.end(); ++it) {
-    changes.appended_events.push_back(*it);
-  }
-  if (!events_.empty()) events_taken_index_ = std::max(events_taken_index_, events_.back().index);
+  auto first_new =
+      std::upper_bound(events_.begin(), events_.end(), events_taken_index_,
+                       [](int64_t index, const JobEvent& event) { return index < event.index; });
+  changes.appended_events.assign(first_new, events_.end());
+  events_taken_index_ = last_event_index_;  // any others left events_ before they were taken
   if (events_dropped_) {
     changes.drop_events_before = events_.empty() ? last_event_index_ + 1 : events_.front().index;
     events_dropped_ = false;

@@ -245,7 +245,7 @@ class Job {
   JobChanges TakeChanges();
   bool HasChanges() const {
     return job_dirty_ || counters_dirty_ || !dirty_nodes_.empty() || !removed_nodes_.empty() ||
-           events_dropped_ || (!events_.empty() && events_.back().index > events_taken_index_);
+           events_dropped_ || events_taken_index_ < last_event_index_;
   }
 
  private:
