@@ -5,19 +5,12 @@
 // streams with an error event, then closed. Before, they kept delivering A's
 // events.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <string>
 #include <thread>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "coordinator/http/testing/raw_http.h"
 #include "ddp/v1/jobs.grpc.pb.h"
@@ -31,28 +24,17 @@
 namespace ddp::testing {
 namespace {
 
-using http::testing::ConnectFrom;
+using http::testing::Call;
 using http::testing::ReadFor;
+using http::testing::SendRequest;
 using ::testing::HasSubstr;
 
 constexpr char kAdmin[] = "admin-token-of-the-revocation-test";
 
-// Sends one request; returns the socket to read the reply from.
-int Request(int port, const std::string& method, const std::string& path, const std::string& token,
-            const std::string& body = "") {
-  const int fd = ConnectFrom(port);
-  std::string request = absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: t\r\n",
-                                     "Authorization: Bearer ", token, "\r\n");
-  if (method == "POST") {
-    absl::StrAppend(&request, "Content-Type: application/json\r\nContent-Length: ", body.size(),
-                    "\r\nConnection: close\r\n");
-  }
-  absl::StrAppend(&request, "\r\n", body);
-  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  return fd;
-}
-
-std::string TokenIn(const std::string& reply) {
+// The admin's POST of `body` to `path`; the token its reply names ("" if none).
+std::string PostForToken(int port, const std::string& path, const std::string& body) {
+  const std::string reply =
+      Call(port, "POST", path, "127.0.0.1", kAdmin, body, absl::Seconds(10)).body;
   const size_t at = reply.find("\"token\":\"");
   if (at == std::string::npos) return "";
   return reply.substr(at + 9, reply.find('"', at + 9) - at - 9);
@@ -68,10 +50,8 @@ TEST(RevokedTokenStreamTest, TokenRotated_OpenStreamsEndWithinASecond) {
   ASSERT_TRUE(http_port.ok()) << http_port.status();
   const int http = *http_port;
 
-  const int create = Request(http, "POST", "/v1/jobs", kAdmin,
-                             R"({"jobId":"a","settings":{"minNodes":1,"maxNodes":1}})");
-  const std::string token = TokenIn(ReadFor(create, absl::Seconds(10)));
-  close(create);
+  const std::string token =
+      PostForToken(http, "/v1/jobs", R"({"jobId":"a","settings":{"minNodes":1,"maxNodes":1}})");
   ASSERT_FALSE(token.empty());
 
   // gRPC streams with A's token (sent as metadata: plaintext on loopback).
@@ -96,8 +76,9 @@ TEST(RevokedTokenStreamTest, TokenRotated_OpenStreamsEndWithinASecond) {
   v1::JobEvent job_event;
   ASSERT_TRUE(job_reader->Read(&job_event));
   // The same as event streams.
-  const int kv_stream = Request(http, "GET", "/v1/kv/a:watch", token);
-  const int job_stream = Request(http, "GET", "/v1/jobs/a:watch?from_index=1", token);
+  const int kv_stream = SendRequest(http, "GET", "/v1/kv/a:watch", "127.0.0.1", token);
+  const int job_stream =
+      SendRequest(http, "GET", "/v1/jobs/a:watch?from_index=1", "127.0.0.1", token);
   ASSERT_THAT(ReadFor(kv_stream, absl::Seconds(5), "data:"), HasSubstr("200 OK"));
   ASSERT_THAT(ReadFor(job_stream, absl::Seconds(5), "data:"), HasSubstr("200 OK"));
 
@@ -129,9 +110,7 @@ TEST(RevokedTokenStreamTest, TokenRotated_OpenStreamsEndWithinASecond) {
 
   absl::SleepFor(absl::Milliseconds(300));
   const absl::Time rotated = absl::Now();
-  const int rotate = Request(http, "POST", "/v1/jobs/a:token", kAdmin, "{}");
-  const std::string new_token = TokenIn(ReadFor(rotate, absl::Seconds(10)));
-  close(rotate);
+  const std::string new_token = PostForToken(http, "/v1/jobs/a:token", "{}");
   ASSERT_FALSE(new_token.empty());
   ASSERT_NE(new_token, token);
 

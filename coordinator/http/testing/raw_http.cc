@@ -50,13 +50,10 @@ std::string ReadFor(int fd, absl::Duration bound, const std::string& text) {
   return got;
 }
 
-HttpAnswer Call(int port, const std::string& method, const std::string& path,
-                const std::string& source, const std::string& token, const std::string& body,
-                absl::Duration bound) {
-  const absl::Time start = absl::Now();
-  HttpAnswer answer;
+int SendRequest(int port, const std::string& method, const std::string& path,
+                const std::string& source, const std::string& token, const std::string& body) {
   const int fd = ConnectFrom(port, source);
-  if (fd < 0) return answer;
+  if (fd < 0) return -1;
   std::string request =
       absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n");
   if (!token.empty()) absl::StrAppend(&request, "Authorization: Bearer ", token, "\r\n");
@@ -65,8 +62,21 @@ HttpAnswer Call(int port, const std::string& method, const std::string& path,
                     "\r\n");
   }
   absl::StrAppend(&request, "\r\n", body);
-  std::string reply;
-  if (SendAll(fd, request)) reply = ReadFor(fd, bound);
+  if (!SendAll(fd, request)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+HttpAnswer Call(int port, const std::string& method, const std::string& path,
+                const std::string& source, const std::string& token, const std::string& body,
+                absl::Duration bound) {
+  const absl::Time start = absl::Now();
+  HttpAnswer answer;
+  const int fd = SendRequest(port, method, path, source, token, body);
+  if (fd < 0) return answer;
+  const std::string reply = ReadFor(fd, bound);
   close(fd);
   answer.took = absl::Now() - start;
   if (absl::StartsWith(reply, "HTTP/1.1 ") && reply.size() > 12 && answer.took < bound) {

@@ -29,8 +29,14 @@ struct HttpAnswer {
   absl::Duration took;
 };
 
-// `method` `path` on a new connection from `source` ("Connection: close"),
-// with a bearer token and a JSON body when given.
+// Sends `method` `path` on a new connection from `source` ("Connection:
+// close"), with a bearer token and a JSON body when given. Returns the socket
+// to read the reply from (an event stream reads on), or -1.
+int SendRequest(int port, const std::string& method, const std::string& path,
+                const std::string& source = "127.0.0.1", const std::string& token = "",
+                const std::string& body = "");
+
+// The same, and its reply read until the server closes, within `bound`.
 HttpAnswer Call(int port, const std::string& method, const std::string& path,
                 const std::string& source = "127.0.0.1", const std::string& token = "",
                 const std::string& body = "", absl::Duration bound = absl::Seconds(3));
