@@ -536,7 +536,6 @@ bool RunPart(const std::string& name, const std::string& dir, Disruption& disrup
 
   absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_settle_seconds)));
   absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_settle_seconds)));
-  bool ok = true;
   std::vector<std::string> failures;
   std::vector<double> resumed, resumed_after_serving, first_put, first_put_after_serving, gaps;
   int freezes = 0, thaws = 0, new_sessions = 0, cycles_run = 0;
@@ -639,16 +638,11 @@ bool RunPart(const std::string& name, const std::string& dir, Disruption& disrup
       restarts, worker_starts, kWorldSize,
       generations.empty() ? "-" : absl::StrJoin(generations, ","), results_text);
   std::cout << absl::StrFormat(
-      "agents' resume (kill -9 -> \"session resumed\"), %zu resumes: median %.2f s, max %.2f s",
-      resumed.size(), Median(resumed), Max(resumed));
-  if (is_restart) {
-    std::cout << absl::StrFormat("; after the restart: median %.2f s, max %.2f s",
-                                 Median(resumed_after_serving), Max(resumed_after_serving));
-  } else {
-    std::cout << absl::StrFormat("; after the new leader was seen: median %.2f s, max %.2f s",
-                                 Median(resumed_after_serving), Max(resumed_after_serving));
-  }
-  std::cout << "\n";
+      "agents' resume (kill -9 -> \"session resumed\"), %zu resumes: median %.2f s, max %.2f s; "
+      "%s: median %.2f s, max %.2f s\n",
+      resumed.size(), Median(resumed), Max(resumed),
+      is_restart ? "after the restart" : "after the new leader was seen",
+      Median(resumed_after_serving), Max(resumed_after_serving));
   if (new_sessions > 0) std::cout << new_sessions << " of them NEW sessions, not resumes\n";
   std::cout << absl::StrFormat("freezes: %d (of %d agent-cycles), thawed: %d\n", freezes,
                                kNodes * cycles_run, thaws);
@@ -683,10 +677,9 @@ bool RunPart(const std::string& name, const std::string& dir, Disruption& disrup
   if (restarts > 0 || worker_starts != kWorldSize) {
     failures.push_back(absl::StrCat(worker_starts, " worker starts for ", kWorldSize, " ranks"));
   }
-  ok = failures.empty();
   for (const std::string& failure : failures) std::cout << "FAILED: " << failure << "\n";
   std::cout << "logs: " << job.log_path(0) << ", " << job.log_path(1) << std::endl;
-  return ok;
+  return failures.empty();
 }
 
 // The runfiles of this binary, for the coordinator, ddp-client, ddpctl and
