@@ -534,8 +534,8 @@ bool RunPart(const std::string& name, const std::string& dir, Disruption& disrup
             << " --step-seconds " << step_seconds << ", job defaults (heartbeat_timeout 3 s); "
             << absl::StrFormat("started in %.1f s", Seconds(absl::Now() - launched)) << std::endl;
 
-  absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_settle_seconds)));
-  absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_settle_seconds)));
+  // Training runs twice --settle_seconds before the first kill.
+  absl::SleepFor(absl::Seconds(2 * settle));
   std::vector<std::string> failures;
   std::vector<double> resumed, resumed_after_serving, first_put, first_put_after_serving, gaps;
   int freezes = 0, thaws = 0, new_sessions = 0, cycles_run = 0;
