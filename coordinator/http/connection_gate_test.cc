@@ -94,6 +94,16 @@ class GateFixture {
     return fd;
   }
 
+  // GET `target` on a new connection from `source`: what came until the
+  // target was echoed (or a second passed).
+  std::string Get(const std::string& target, const std::string& source) const {
+    const int fd = Connect(source);
+    const bool sent = SendAll(fd, absl::StrCat("GET ", target, " HTTP/1.1\r\nHost: t\r\n\r\n"));
+    const std::string reply = sent ? ReadFor(fd, absl::Seconds(1), target) : "";
+    close(fd);
+    return reply;
+  }
+
   ConnectionGate& gate() { return gate_; }
 
  private:
@@ -131,10 +141,7 @@ TEST(ConnectionGateTest, HalfSentRequests_ProbesStillAnsweredWithinASecond) {
   for (int i = 0; i < 10; ++i) answered += Probe(fixture) < absl::Seconds(1) ? 1 : 0;
   EXPECT_EQ(answered, 10);
   // Real requests from another address are served meanwhile.
-  const int other = fixture.Connect("127.0.0.2");
-  Send(other, "GET /v1/jobs HTTP/1.1\r\nHost: t\r\n\r\n");
-  EXPECT_THAT(ReadFor(other, absl::Seconds(1), "/v1/jobs"), StartsWith("HTTP/1.1 200"));
-  close(other);
+  EXPECT_THAT(fixture.Get("/v1/jobs", "127.0.0.2"), StartsWith("HTTP/1.1 200"));
   for (int fd : held) close(fd);
 }
 
@@ -189,10 +196,7 @@ TEST(ConnectionGateTest, OverPerClientCap_429ButProbesAnswered) {
   close(over);
   EXPECT_LT(Probe(fixture), absl::Seconds(1));
   // Another address has its own allowance.
-  const int other = fixture.Connect("127.0.0.3");
-  Send(other, "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
-  EXPECT_THAT(ReadFor(other, absl::Seconds(1), "/x"), StartsWith("HTTP/1.1 200"));
-  close(other);
+  EXPECT_THAT(fixture.Get("/x", "127.0.0.3"), StartsWith("HTTP/1.1 200"));
   for (int fd : held) close(fd);
 }
 
