@@ -1,5 +1,5 @@
 // A real coordinator process, a KV watcher over gRPC and one over HTTP (event
-// stream) that never read, and 256 MiB of writes (issue 23, point 4: before,
+// stream) that never read, and 512 MiB of writes (issue 23, point 4: before,
 // one such watcher grew the coordinator by the size of every write: RSS
 // 192 -> 574 MB over 500 MB). The writes overwrite four keys, so the live
 // state stays small. The coordinator's resident memory must stay
