@@ -64,7 +64,18 @@ class GatedServer final : public Base {
   template <typename... Args>
   explicit GatedServer(Args&&... args) : Base(std::forward<Args>(args)...) {}
 
-  void set_gate(ConnectionGate* gate) { gate_ = gate; }
+  // The gate its accepted sockets go to (TLS over `tls` when set); its
+  // workers serve each request with Serve.
+  std::unique_ptr<ConnectionGate> MakeGate(const ConnectionGateOptions& options, SSL_CTX* tls,
+                                           ConnectionGate::InlineAnswer answer_inline) {
+    auto gate =
+        std::make_unique<ConnectionGate>(options, tls, std::move(answer_inline),
+                                         [this, options](GateConnection& connection, bool last) {
+                                           return Serve(connection, last, options);
+                                         });
+    gate_ = gate.get();
+    return gate;
+  }
 
   // httplib 0.11 listens with a backlog of 5: a burst of connections (probes,
   // a dashboard, a flood) overflows it and clients wait out SYN retries
@@ -97,14 +108,8 @@ absl::Status HttpListener::MakeServer(const HttpListenerOptions& options) {
   gate_options.workers = options.threads;
   if (!options.tls.enabled()) {
     auto server = std::make_unique<GatedServer<httplib::Server>>();
-    GatedServer<httplib::Server>* gated = server.get();
-    gate_ = std::make_unique<ConnectionGate>(
-        gate_options, nullptr, options.answer_inline,
-        [gated, gate_options](GateConnection& connection, bool last) {
-          return gated->Serve(connection, last, gate_options);
-        });
-    server->set_gate(gate_.get());
-    raise_backlog_ = [gated] { gated->RaiseBacklog(); };
+    gate_ = server->MakeGate(gate_options, nullptr, options.answer_inline);
+    raise_backlog_ = [gated = server.get()] { gated->RaiseBacklog(); };
     server_ = std::move(server);
     return absl::OkStatus();
   }
@@ -128,14 +133,8 @@ absl::Status HttpListener::MakeServer(const HttpListenerOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot set up TLS for HTTP with --tls-client-ca=", client_ca, " (not PEM?)"));
   }
-  GatedServer<httplib::SSLServer>* gated = server.get();
-  gate_ = std::make_unique<ConnectionGate>(
-      gate_options, server->ssl_context(), options.answer_inline,
-      [gated, gate_options](GateConnection& connection, bool last) {
-        return gated->Serve(connection, last, gate_options);
-      });
-  server->set_gate(gate_.get());
-  raise_backlog_ = [gated] { gated->RaiseBacklog(); };
+  gate_ = server->MakeGate(gate_options, server->ssl_context(), options.answer_inline);
+  raise_backlog_ = [gated = server.get()] { gated->RaiseBacklog(); };
   server_ = std::move(server);
   return absl::OkStatus();
 }
