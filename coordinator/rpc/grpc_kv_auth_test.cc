@@ -5,15 +5,9 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "common/clock.h"
 #include "coordinator/auth/authorizer.h"
-#include "coordinator/rpc/grpc_kv_service.h"
-#include "coordinator/storage/memory_kv_backend.h"
+#include "coordinator/rpc/testing/kv_service_fixture.h"
 #include "gmock/gmock.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 
 namespace ddp::rpc {
@@ -26,32 +20,14 @@ constexpr char kAdmin[] = "admin-token";
 constexpr char kTokenA[] = "token-of-job-a";
 constexpr char kTokenB[] = "token-of-job-b";
 
-class GrpcKvAuthTest : public ::testing::Test {
+class GrpcKvAuthTest : public testing::KvServiceFixture {
  protected:
   void SetUp() override {
     authorizer_.SetJobTokenHash("job-a", auth::HashToken(kTokenA));
     authorizer_.SetJobTokenHash("job-b", auth::HashToken(kTokenB));
-    kv::KvStoreOptions options;
-    options.tick_interval = absl::ZeroDuration();
-    auto store = kv::KvStore::Open(std::make_unique<kv::InMemoryKvBackend>(), clock_, options);
-    ASSERT_TRUE(store.ok());
-    store_ = *std::move(store);
-    GrpcKvServiceOptions service_options;
-    service_options.authorizer = &authorizer_;
-    service_ = std::make_unique<GrpcKvService>(*store_, service_options);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    stub_ = v1::KeyValueService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                             grpc::InsecureChannelCredentials()));
-  }
-
-  void TearDown() override {
-    store_->Shutdown();
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    GrpcKvServiceOptions options;
+    options.authorizer = &authorizer_;
+    Serve(options);
   }
 
   // A context carrying `token` the way ddpctl sends it.
@@ -105,11 +81,6 @@ class GrpcKvAuthTest : public ::testing::Test {
   bool Exists(const std::string& ns, const std::string& key) { return store_->Get({ns, key}).ok(); }
 
   auth::Authorizer authorizer_{kAdmin};
-  FakeClock clock_;
-  std::unique_ptr<kv::KvStore> store_;
-  std::unique_ptr<GrpcKvService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::KeyValueService::Stub> stub_;
 };
 
 TEST_F(GrpcKvAuthTest, OtherJobsLease_RevokeKeepAliveAttach_PermissionDenied) {

@@ -13,13 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "common/clock.h"
-#include "coordinator/storage/memory_kv_backend.h"
+#include "coordinator/rpc/testing/kv_service_fixture.h"
 #include "gmock/gmock.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 
 namespace ddp::rpc {
@@ -27,30 +22,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class GrpcKvServiceTest : public ::testing::Test {
+class GrpcKvServiceTest : public testing::KvServiceFixture {
  protected:
-  void SetUp() override {
-    kv::KvStoreOptions options;
-    options.tick_interval = absl::ZeroDuration();
-    auto store = kv::KvStore::Open(std::make_unique<kv::InMemoryKvBackend>(), clock_, options);
-    ASSERT_TRUE(store.ok());
-    store_ = *std::move(store);
-    service_ = std::make_unique<GrpcKvService>(*store_, GrpcKvServiceOptions{});
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_GT(port, 0);
-    stub_ = v1::KeyValueService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                             grpc::InsecureChannelCredentials()));
-  }
-
-  void TearDown() override {
-    store_->Shutdown();
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  }
+  void SetUp() override { Serve(GrpcKvServiceOptions{}); }
 
   std::unique_ptr<grpc::ClientContext> Context() {
     auto context = std::make_unique<grpc::ClientContext>();
@@ -68,12 +42,6 @@ class GrpcKvServiceTest : public ::testing::Test {
     v1::PutResponse ignored;
     return stub_->Put(Context().get(), request, response ? response : &ignored);
   }
-
-  FakeClock clock_;
-  std::unique_ptr<kv::KvStore> store_;
-  std::unique_ptr<GrpcKvService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::KeyValueService::Stub> stub_;
 };
 
 TEST_F(GrpcKvServiceTest, PutGetRangeDelete_RoundTrip_RevisionsAndFields) {
