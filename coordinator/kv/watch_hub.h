@@ -129,7 +129,8 @@ class WatchHub {
   size_t size() const;
   Revision published_revision() const;
 
-  // What watcher `id` holds now (tests and metrics); zeros for an unknown id.
+  // What watcher `id` holds now (tests; no metric reads it yet); zeros for an
+  // unknown id.
   struct WatcherStats {
     size_t queued_events = 0;
     size_t queued_bytes = 0;
