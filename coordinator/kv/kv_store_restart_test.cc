@@ -33,6 +33,7 @@ class KvStoreRestartTest : public ::testing::Test {
     ASSERT_TRUE(backend.ok()) << backend.status();
     KvStoreOptions options;
     options.tick_interval = absl::ZeroDuration();
+    options.lease_ids = lease_ids_;  // a copy: a sequence starts again at each open
     auto store = KvStore::Open(*std::move(backend), clock_, options);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
@@ -40,6 +41,7 @@ class KvStoreRestartTest : public ::testing::Test {
 
   FakeClock clock_;
   std::string path_;
+  LeaseIdSource lease_ids_;  // null: random ids
   std::unique_ptr<KvStore> store_;
 };
 
@@ -97,15 +99,19 @@ TEST_F(KvStoreRestartTest, Reopen_Lease_SurvivesWithFullTtlAgain) {
   EXPECT_EQ(store_->Get({"job", "owned"}).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(KvStoreRestartTest, Reopen_LeaseIds_NotReused) {
-  auto first = store_->LeaseGrant(1000);
-  ASSERT_TRUE(first.ok());
-  ASSERT_TRUE(store_->LeaseRevoke(first->lease).ok());
+// Random ids could not show a reissued id: a sequence from 1 at every open
+// can, and the loaded live lease makes the store draw again.
+TEST_F(KvStoreRestartTest, Reopen_LiveLeaseId_NotIssuedAgain) {
+  lease_ids_ = [next = LeaseId{1}]() mutable { return next++; };
   Reopen();
-  auto second = store_->LeaseGrant(1000);
-  ASSERT_TRUE(second.ok());
-  EXPECT_NE(second->lease, first->lease);
-  EXPECT_EQ(store_->Status().leases, 1);
+  auto first = store_->LeaseGrant(60'000);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->lease, 1);
+  Reopen();
+  auto second = store_->LeaseGrant(60'000);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->lease, 2);
+  EXPECT_EQ(store_->Status().leases, 2);
 }
 
 TEST_F(KvStoreRestartTest, Reopen_LeaseOwner_Survives) {
