@@ -430,6 +430,11 @@ absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease,
   return LeaseKeepAliveResult{lease, ttl};
 }
 
+absl::Status KvStore::FailStop() const {
+  absl::MutexLock lock(&queue_mu_);
+  return write_failure_;
+}
+
 absl::Status KvStore::WriteHealth() const {
   absl::MutexLock lock(&queue_mu_);
   if (!write_failure_.ok()) return write_failure_;

@@ -164,9 +164,11 @@ class KvStore final : public commit::CommitParticipant {
   absl::StatusOr<LeaseKeepAliveResult> LeaseKeepAlive(
       LeaseId lease, const LeaseCaller& caller = LeaseCaller::Anyone());
   KvStoreStatus Status() const;
-  // OK while writes are accepted and commits succeed. After a storage
-  // failure, the error every write now gets (the store is fail-stop until
-  // restarted); while the last commit failed, less than
+  // OK while writes are accepted; after a storage failure, why they are not
+  // (the store is fail-stop until restarted). A commit that merely failed
+  // (and is retried) does not count: see WriteHealth.
+  absl::Status FailStop() const;
+  // FailStop, or, while the last commit failed less than
   // unhealthy_after_failed_commit ago, UNAVAILABLE naming its cause (until a
   // commit succeeds). Readiness probes.
   absl::Status WriteHealth() const;

@@ -120,6 +120,7 @@ TEST_F(KvStoreTest, Put_CommitOutcomeUnknown_UnknownThenWritesRefusedReadsServed
   EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(health.message().find("until the coordinator is restarted"), absl::string_view::npos);
   EXPECT_EQ(health.message().find("no effect"), absl::string_view::npos) << health;
+  EXPECT_EQ(store_->FailStop(), health);
 }
 
 TEST_F(KvStoreTest, Put_BackendRefusesWrites_FailStop) {
@@ -140,6 +141,8 @@ TEST_F(KvStoreTest, WriteHealth_CommitsFailing_UnavailableUntilOneSucceeds) {
   const absl::Status health = store_->WriteHealth();
   EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(health.message().find("database is locked"), absl::string_view::npos) << health;
+  // Failing commits are retried: the store is not fail-stop, writes are taken.
+  EXPECT_TRUE(store_->FailStop().ok());
   ASSERT_TRUE(store_->Put({"job", "a", "1"}).ok());
   EXPECT_TRUE(store_->WriteHealth().ok());
 }

@@ -174,9 +174,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   // After an I/O error the store takes no writes until a restart: scheduler
   // changes are refused at once (UNAVAILABLE, no effect), as KV writes are.
-  job_options.rendezvous.write_check = [kv = server->kv_store_.get()] {
-    return kv->WriteHealth();
-  };
+  // (A commit that merely failed is retried: no reason to refuse.)
+  job_options.rendezvous.write_check = [kv = server->kv_store_.get()] { return kv->FailStop(); };
   auto job_services = session::JobServices::Create(clock, *server->commit_loop_, job_options);
   if (!job_services.ok()) {
     return absl::Status(
@@ -351,7 +350,7 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.kv_keys = kv.keys;
   state.kv_leases = kv.leases;
   state.kv_watchers = kv.watchers;
-  state.writes_accepted = kv_store_->WriteHealth().ok();
+  state.writes_accepted = kv_store_->FailStop().ok();
   session::RendezvousService& rendezvous = job_services_->rendezvous();
   state.job_watchers = rendezvous.watch_hub().watcher_count();
   state.sessions_open = job_services_->open_sessions();
