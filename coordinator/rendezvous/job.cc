@@ -218,15 +218,24 @@ absl::Status Job::Fence(const NodeRef& ref, bool exact_generation, Node** out) {
 
 void Job::Emit(JobEventType type, const std::string& node_id, const std::string& message,
                std::optional<FailureInfo> failure) {
+  Publish(NewEvent(type, node_id, message, std::move(failure)));
+}
+
+JobEvent Job::NewEvent(JobEventType type, const std::string& node_id, const std::string& message,
+                       std::optional<FailureInfo> failure) const {
   JobEvent event;
   event.job_id = id_;
-  event.index = ++last_event_index_;
   event.time = clock_->Now();
   event.type = type;
   event.node_id = node_id;
   event.generation = generation_;
   event.message = message;
   event.failure = std::move(failure);
+  return event;
+}
+
+void Job::Publish(JobEvent event) {
+  event.index = ++last_event_index_;
   events_.push_back(event);
   while (static_cast<int>(events_.size()) > limits_.max_retained_events) {
     events_.pop_front();

@@ -277,6 +277,11 @@ class Job {
   absl::Status Fence(const NodeRef& ref, bool exact_generation, Node** node);
   void Emit(JobEventType type, const std::string& node_id, const std::string& message,
             std::optional<FailureInfo> failure = std::nullopt);
+  // Emit in two steps, for an event with more fields set: one dated now, of
+  // this generation; then numbered, retained and queued for delivery.
+  JobEvent NewEvent(JobEventType type, const std::string& node_id, const std::string& message,
+                    std::optional<FailureInfo> failure = std::nullopt) const;
+  void Publish(JobEvent event);
   void Send(const Node& node, MessageBody body);
   void MarkJobDirty() { job_dirty_ = true; }
   void MarkNodeDirty(const std::string& node_id);

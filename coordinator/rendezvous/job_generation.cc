@@ -353,11 +353,10 @@ void Job::BeginRestart(RestartCause cause, const std::string& reason) {
 }
 
 void Job::EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began) {
-  Emit(JobEventType::kRestarting, "", reason);
-  for (JobEvent* event : {&outbox_->events.back(), &events_.back()}) {
-    event->restart_cause = cause;
-    event->time = began;
-  }
+  JobEvent event = NewEvent(JobEventType::kRestarting, "", reason);
+  event.restart_cause = cause;
+  event.time = began;
+  Publish(std::move(event));
 }
 
 void Job::StopAllWorkers(const std::string& reason) {
