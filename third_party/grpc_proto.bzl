@@ -2,7 +2,9 @@
 
 cc_grpc_proto_library(name, srcs, deps) generates <file>.pb.{h,cc} and
 <file>.grpc.pb.{h,cc} for each .proto in srcs (paths relative to this package, which
-is the proto import root) and wraps them in a cc_library. `deps` are other
+is the proto import root) and wraps them in two cc_library targets: `name` (the
+messages, linked without gRPC) and `name` with `_cc_proto` replaced by `_cc_grpc`
+(the services, for transports only). `deps` are other
 cc_grpc_proto_library targets of the same package whose .proto files srcs import.
 """
 
@@ -30,12 +32,25 @@ def cc_grpc_proto_library(name, srcs, deps = [], visibility = None):
             files = " ".join([package + "/" + s for s in srcs]),
         ),
     )
+    # The messages alone (no gRPC): what a core that only handles the records
+    # depends on.
     native.cc_library(
         name = name,
-        srcs = [o for o in outs if o.endswith(".cc")],
-        hdrs = [o for o in outs if o.endswith(".h")],
+        srcs = [o for o in outs if o.endswith(".pb.cc") and not o.endswith(".grpc.pb.cc")],
+        hdrs = [o for o in outs if o.endswith(".pb.h") and not o.endswith(".grpc.pb.h")],
         includes = ["."],
-        deps = deps + ["//third_party:grpc", "//third_party:protobuf"],
+        deps = deps + ["//third_party:protobuf"],
+        visibility = visibility,
+    )
+
+    # The services' stubs and base classes (<file>.grpc.pb.h): only transports
+    # (servers, clients) depend on these.
+    native.cc_library(
+        name = name[:-len("_cc_proto")] + "_cc_grpc" if name.endswith("_cc_proto") else name + "_grpc",
+        srcs = [o for o in outs if o.endswith(".grpc.pb.cc")],
+        hdrs = [o for o in outs if o.endswith(".grpc.pb.h")],
+        includes = ["."],
+        deps = [":" + name, "//third_party:grpc", "//third_party:protobuf"],
         visibility = visibility,
     )
 
