@@ -7,7 +7,7 @@
 #include "common/grpc_tls.h"
 #include "common/proto_json.h"
 #include "coordinator/http/http_errors.h"
-#include "coordinator/server/listen_address.h"
+#include "common/listen_address.h"
 #include "grpcpp/server_builder.h"
 #include "httplib.h"
 
@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(StandbyServe
   builder.RegisterCallbackGenericService(server.get());
   server->grpc_ = builder.BuildAndStart();
   if (server->grpc_ == nullptr || server->port_ == 0) {
-    absl::Status why = server::DiagnoseListen(opts.bind_address, opts.port, "gRPC", "--port");
+    absl::Status why = DiagnoseListen(opts.bind_address, opts.port, "gRPC", "--port");
     return why.ok() ? absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ",
                                                           opts.bind_address, ":", opts.port))
                     : why;

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "coordinator/http/reloading_certificate.h"
-#include "coordinator/server/listen_address.h"
+#include "common/listen_address.h"
 #include "httplib.h"
 
 namespace ddp::http {
@@ -166,7 +166,7 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   const bool bound = options.port == 0 ? port > 0 : server.bind_to_port(host, port);
   if (!bound) {
     absl::Status why =
-        server::DiagnoseListen(options.bind_address, options.port, "HTTP", "--http-port");
+        DiagnoseListen(options.bind_address, options.port, "HTTP", "--http-port");
     if (why.ok()) {
       why = absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options.bind_address,
                                                 ":", options.port,

@@ -13,7 +13,7 @@
 #include "coordinator/http/health.h"
 #include "coordinator/rpc/call_auth.h"
 #include "coordinator/rpc/malformed_request.h"
-#include "coordinator/server/listen_address.h"
+#include "common/listen_address.h"
 #include "coordinator/storage/data_dir_identity.h"
 #include "coordinator/storage/etcd/etcd_state_store.h"
 #include "coordinator/storage/etcd/etcd_store_spec.h"

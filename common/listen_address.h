@@ -1,5 +1,5 @@
-#ifndef DDP_COORDINATOR_SERVER_LISTEN_ADDRESS_H_
-#define DDP_COORDINATOR_SERVER_LISTEN_ADDRESS_H_
+#ifndef DDP_COMMON_LISTEN_ADDRESS_H_
+#define DDP_COMMON_LISTEN_ADDRESS_H_
 
 // Tells why a listener could not bind: gRPC's ServerBuilder only says it
 // failed. Shared by every listener of the coordinator.
@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 
-namespace ddp::server {
+namespace ddp {
 
 // Binds (and closes) a TCP socket on host:port the way a server would
 // (SO_REUSEADDR, no SO_REUSEPORT). `host` is a numeric address or a name;
@@ -20,6 +20,6 @@ namespace ddp::server {
 absl::Status DiagnoseListen(const std::string& host, int port, const std::string& what,
                             const std::string& flag);
 
-}  // namespace ddp::server
+}  // namespace ddp
 
-#endif  // DDP_COORDINATOR_SERVER_LISTEN_ADDRESS_H_
+#endif  // DDP_COMMON_LISTEN_ADDRESS_H_

@@ -1,4 +1,4 @@
-#include "coordinator/server/listen_address.h"
+#include "common/listen_address.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
-namespace ddp::server {
+namespace ddp {
 
 absl::Status DiagnoseListen(const std::string& host, int port, const std::string& what,
                             const std::string& flag) {
@@ -57,4 +57,4 @@ absl::Status DiagnoseListen(const std::string& host, int port, const std::string
                                              "; check --bind (is the address local?) and ", flag));
 }
 
-}  // namespace ddp::server
+}  // namespace ddp

@@ -1,4 +1,4 @@
-#include "coordinator/server/listen_address.h"
+#include "common/listen_address.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace ddp::server {
+namespace ddp {
 namespace {
 
 using ::testing::HasSubstr;
@@ -57,4 +57,4 @@ TEST(DiagnoseListenTest, BracketedIpv6_BracketsStrippedBeforeResolving) {
 }
 
 }  // namespace
-}  // namespace ddp::server
+}  // namespace ddp
