@@ -15,7 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "coordinator/storage/etcd/etcd_channel.h"
-#include "coordinator/storage/etcd/etcd_test_server.h"
+#include "coordinator/storage/etcd/testing/etcd_test_server.h"
 #include "etcd/rpc.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"

@@ -15,7 +15,7 @@
 #include "absl/time/clock.h"
 #include "coordinator/storage/etcd/etcd_channel.h"
 #include "coordinator/storage/etcd/etcd_prefix_mirror.h"
-#include "coordinator/storage/etcd/etcd_test_server.h"
+#include "coordinator/storage/etcd/testing/etcd_test_server.h"
 #include "coordinator/storage/job_state_store_conformance.h"
 #include "coordinator/storage/kv_backend_conformance.h"
 #include "etcd/rpc.grpc.pb.h"

@@ -1,4 +1,4 @@
-#include "coordinator/storage/etcd/etcd_test_server.h"
+#include "coordinator/storage/etcd/testing/etcd_test_server.h"
 
 #include <stdlib.h>
 

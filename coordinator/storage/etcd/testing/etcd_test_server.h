@@ -1,5 +1,5 @@
-#ifndef DDP_COORDINATOR_STORAGE_ETCD_ETCD_TEST_SERVER_H_
-#define DDP_COORDINATOR_STORAGE_ETCD_ETCD_TEST_SERVER_H_
+#ifndef DDP_COORDINATOR_STORAGE_ETCD_TESTING_ETCD_TEST_SERVER_H_
+#define DDP_COORDINATOR_STORAGE_ETCD_TESTING_ETCD_TEST_SERVER_H_
 
 // One etcd 3.4 (Debian's etcd-server) for a whole test binary: a one-member
 // testing::EtcdCluster (tests/ha/ha_cluster.h: loopback ports, --max-txn-ops
@@ -45,4 +45,4 @@ class EtcdTestServer {
 
 }  // namespace ddp::storage
 
-#endif  // DDP_COORDINATOR_STORAGE_ETCD_ETCD_TEST_SERVER_H_
+#endif  // DDP_COORDINATOR_STORAGE_ETCD_TESTING_ETCD_TEST_SERVER_H_
