@@ -1,11 +1,18 @@
 #include "coordinator/storage/sqlite_kv_backend.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -75,6 +82,44 @@ constexpr char kUpdateMeta[] =
 constexpr char kSelectMeta[] =
     "SELECT revision, compacted_revision, next_lease_id, keys_revision, "
     "(SELECT COUNT(*) FROM kv_meta) FROM kv_meta WHERE id = 1";
+
+// ---- Reads ----
+
+// The events kv_keys does not reflect yet, in commit order.
+constexpr char kSelectEventsAfter[] =
+    "SELECT type, ns, key, value, create_revision, revision, version, lease "
+    "FROM kv_events WHERE revision > ?1 ORDER BY id";
+// ?4 NULL: no upper bound (the prefix is empty or all 0xFF bytes).
+constexpr char kSelectEvents[] =
+    "SELECT type, key, value, create_revision, revision, version, lease FROM "
+    "kv_events "
+    "WHERE ns = ?1 AND revision >= ?2 AND key >= ?3 AND (?4 IS NULL OR key < "
+    "?4) "
+    "ORDER BY revision, seq LIMIT ?5";
+
+// The smallest byte string greater than every string that starts with `prefix`,
+// or false when there is none (empty prefix, or only 0xFF bytes).
+bool PrefixUpperBound(const std::string& prefix, std::string* bound) {
+  std::string result = prefix;
+  while (!result.empty() && static_cast<unsigned char>(result.back()) == 0xFF) {
+    result.pop_back();
+  }
+  if (result.empty()) return false;
+  result.back() = static_cast<char>(static_cast<unsigned char>(result.back()) + 1);
+  *bound = std::move(result);
+  return true;
+}
+
+// ---- Background work ----
+
+// Events are inserted in revision order, so the rows with the smallest ids are
+// the oldest: look at the first chunk only and delete the compacted ones among
+// them.
+constexpr char kDeleteCompactedChunk[] =
+    "DELETE FROM kv_events WHERE id IN (SELECT id FROM kv_events ORDER BY id "
+    "LIMIT ?2) "
+    "AND revision <= ?1";
+
 }  // namespace
 
 std::vector<storage::SqliteMigration> SqliteKvBackend::SchemaMigrations() {
@@ -342,6 +387,353 @@ absl::Status SqliteKvBackend::WriteAllDeferredLocked() {
   DDP_RETURN_IF_ERROR(transaction.Commit());
   meta_ = next;
   deferred_.Reset(meta_.keys_revision, meta_.revision, {});
+  return absl::OkStatus();
+}
+
+// ---- Reads: Load (kv_keys, then the events kv_keys does not reflect yet,
+// replayed in commit order; leases) and ReadEvents (watch history from one read
+// snapshot). ----
+
+absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
+  absl::MutexLock lock(&write_mu_);
+  DDP_ASSIGN_OR_RETURN(Meta meta, ReadMetaLocked());
+  PersistedKvState state;
+  state.revision = meta.revision;
+  state.compacted_revision = meta.compacted_revision;
+  state.next_lease_id = meta.next_lease_id;
+
+  DDP_ASSIGN_OR_RETURN(int64_t max_event_revision,
+                       write_db_->QueryInt64("SELECT IFNULL(MAX(revision), 0) FROM kv_events"));
+  if (max_event_revision > state.revision) {
+    return DataLoss(absl::StrFormat("an event has revision %d, after the store's revision %d",
+                                    max_event_revision, state.revision));
+  }
+
+  DDP_ASSIGN_OR_RETURN(
+      SqliteStatement keys,
+      write_db_->Prepare("SELECT ns, key, value, create_revision, mod_revision, version, lease "
+                         "FROM kv_keys"));
+  while (true) {
+    DDP_ASSIGN_OR_RETURN(bool row, keys.Step());
+    if (!row) break;
+    KeyValue kv;
+    kv.ns = keys.ColumnBlob(0);
+    kv.key = keys.ColumnBlob(1);
+    kv.value = keys.ColumnBlob(2);
+    kv.create_revision = keys.ColumnInt64(3);
+    kv.mod_revision = keys.ColumnInt64(4);
+    kv.version = keys.ColumnInt64(5);
+    kv.lease = keys.ColumnInt64(6);
+    state.keys.push_back(std::move(kv));
+  }
+  DDP_RETURN_IF_ERROR(ReplayEventsLocked(meta, &state));
+  for (const KeyValue& kv : state.keys) {
+    if (kv.mod_revision < 1 || kv.mod_revision > state.revision || kv.create_revision < 1 ||
+        kv.create_revision > kv.mod_revision) {
+      return DataLoss(absl::StrFormat(
+          "key '%s' in namespace '%s' has create_revision %d "
+          "and mod_revision %d; "
+          "expected 1 <= create <= mod <= revision %d",
+          absl::CHexEscape(kv.key.substr(0, 64)), absl::CHexEscape(kv.ns.substr(0, 64)),
+          kv.create_revision, kv.mod_revision, state.revision));
+    }
+  }
+
+  DDP_ASSIGN_OR_RETURN(SqliteStatement leases,
+                       write_db_->Prepare("SELECT id, ttl_ms FROM kv_leases ORDER BY id"));
+  while (true) {
+    DDP_ASSIGN_OR_RETURN(bool row, leases.Step());
+    if (!row) break;
+    LeaseRecord lease;
+    lease.id = leases.ColumnInt64(0);
+    lease.ttl_ms = leases.ColumnInt64(1);
+    if (lease.id < 1) return DataLoss(absl::StrFormat("a lease has id %d", lease.id));
+    state.leases.push_back(lease);
+  }
+  meta_ = meta;
+  return state;
+}
+
+absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta, PersistedKvState* state) {
+  DDP_ASSIGN_OR_RETURN(SqliteStatement events, write_db_->Prepare(kSelectEventsAfter));
+  DDP_RETURN_IF_ERROR(events.BindInt64(1, meta.keys_revision));
+  // Built on the first event only: a cleanly closed file has none to replay.
+  absl::flat_hash_map<DeferredKeyWrites::KeyRef, size_t> index;
+  std::vector<bool> alive;
+  absl::flat_hash_map<DeferredKeyWrites::KeyRef, std::optional<KeyValue>> changes;
+  while (true) {
+    DDP_ASSIGN_OR_RETURN(bool row, events.Step());
+    if (!row) break;
+    if (alive.empty() && !state->keys.empty()) {
+      alive.assign(state->keys.size(), true);
+      for (size_t i = 0; i < state->keys.size(); ++i) {
+        index.emplace(DeferredKeyWrites::KeyRef(state->keys[i].ns, state->keys[i].key), i);
+      }
+    }
+    const int64_t type = events.ColumnInt64(0);
+    DeferredKeyWrites::KeyRef ref(events.ColumnBlob(1), events.ColumnBlob(2));
+    auto it = index.find(ref);
+    if (type == static_cast<int64_t>(EventType::kDelete)) {
+      if (it != index.end()) alive[it->second] = false;
+      changes[std::move(ref)] = std::nullopt;
+      continue;
+    }
+    if (type != static_cast<int64_t>(EventType::kPut)) {
+      return DataLoss(absl::StrFormat("an event has unknown type %d", type));
+    }
+    KeyValue kv;
+    kv.ns = ref.first;
+    kv.key = ref.second;
+    kv.value = events.ColumnBlob(3);
+    kv.create_revision = events.ColumnInt64(4);
+    kv.mod_revision = events.ColumnInt64(5);
+    kv.version = events.ColumnInt64(6);
+    kv.lease = events.ColumnInt64(7);
+    if (it != index.end()) {
+      state->keys[it->second] = kv;
+      alive[it->second] = true;
+    } else {
+      index.emplace(ref, state->keys.size());
+      state->keys.push_back(kv);
+      alive.push_back(true);
+    }
+    changes[std::move(ref)] = std::move(kv);
+  }
+  if (!changes.empty()) {
+    size_t kept = 0;
+    for (size_t i = 0; i < state->keys.size(); ++i) {
+      if (!alive[i]) continue;
+      if (kept != i) state->keys[kept] = std::move(state->keys[i]);
+      ++kept;
+    }
+    state->keys.resize(kept);
+  }
+  std::vector<KeyChange> pending;
+  pending.reserve(changes.size());
+  for (auto& [ref, kv] : changes) pending.emplace_back(ref, std::move(kv));
+  deferred_.Reset(meta.keys_revision, meta.revision, std::move(pending));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Event>> SqliteKvBackend::ReadEvents(const std::string& ns,
+                                                               const std::string& prefix,
+                                                               Revision from_revision,
+                                                               size_t max_events) {
+  absl::MutexLock lock(&read_mu_);
+  std::vector<Event> events;
+  // One read transaction: the compacted revision and the events come from one
+  // snapshot, so a concurrent Compact cannot leave holes in what is returned.
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * begin, read_db_->PrepareCached("BEGIN"));
+  DDP_RETURN_IF_ERROR(begin->Run());
+  absl::Status status = ReadEventsLocked(ns, prefix, from_revision, max_events, &events);
+  absl::StatusOr<SqliteStatement*> end = read_db_->PrepareCached("COMMIT");
+  absl::Status end_status = end.ok() ? (*end)->Run() : end.status();
+  if (!end_status.ok() && !read_db_->InAutocommit()) {
+    read_db_->Execute("ROLLBACK").IgnoreError();
+  }
+  if (!status.ok()) return status;
+  if (!end_status.ok()) return end_status;
+  return events;
+}
+
+absl::Status SqliteKvBackend::ReadEventsLocked(const std::string& ns, const std::string& prefix,
+                                               Revision from_revision, size_t max_events,
+                                               std::vector<Event>* out) {
+  DDP_ASSIGN_OR_RETURN(int64_t compacted,
+                       read_db_->QueryInt64("SELECT compacted_revision FROM kv_meta WHERE id = 1"));
+  DDP_RETURN_IF_ERROR(CheckReadFrom(from_revision, compacted));
+  if (max_events == 0) return absl::OkStatus();
+
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * select, read_db_->PrepareCached(kSelectEvents));
+  SqliteStatement& s = *select;
+  DDP_RETURN_IF_ERROR(s.BindBlob(1, ns));
+  DDP_RETURN_IF_ERROR(s.BindInt64(2, from_revision));
+  DDP_RETURN_IF_ERROR(s.BindBlob(3, prefix));
+  std::string upper;
+  if (PrefixUpperBound(prefix, &upper)) {
+    DDP_RETURN_IF_ERROR(s.BindBlob(4, upper));
+  } else {
+    DDP_RETURN_IF_ERROR(s.BindNull(4));
+  }
+  const uint64_t limit = std::min<uint64_t>(max_events, std::numeric_limits<int64_t>::max());
+  DDP_RETURN_IF_ERROR(s.BindInt64(5, static_cast<int64_t>(limit)));
+  while (true) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) {
+      s.Reset();
+      return row.status();
+    }
+    if (!*row) break;
+    Event event;
+    const int64_t type = s.ColumnInt64(0);
+    if (type != static_cast<int64_t>(EventType::kPut) &&
+        type != static_cast<int64_t>(EventType::kDelete)) {
+      s.Reset();
+      return DataLoss(absl::StrFormat("an event has unknown type %d", type));
+    }
+    event.type = static_cast<EventType>(type);
+    event.kv.ns = ns;
+    event.kv.key = s.ColumnBlob(1);
+    event.kv.value = s.ColumnBlob(2);
+    event.kv.create_revision = s.ColumnInt64(3);
+    event.kv.mod_revision = s.ColumnInt64(4);
+    event.kv.version = s.ColumnInt64(5);
+    event.kv.lease = s.ColumnInt64(6);
+    out->push_back(std::move(event));
+  }
+  s.Reset();
+  return absl::OkStatus();
+}
+
+// ---- Background work and compaction: the maintenance thread (WAL checkpoints,
+// sorting sealed key generations, deleting compacted events of an idle store),
+// the writer's WAL restart, and Compact. ----
+
+int SqliteKvBackend::OnWalCommit(void* backend, ::sqlite3*, const char*, int frames) {
+  // Runs inside the writer's COMMIT, under write_mu_.
+  static_cast<SqliteKvBackend*>(backend)->wal_frames_.store(frames, std::memory_order_relaxed);
+  return SQLITE_OK;
+}
+
+void SqliteKvBackend::SortSealedKeys() {
+  DeferredKeyWrites::ChangeMap unsorted;
+  uint64_t ticket = 0;
+  {
+    absl::MutexLock lock(&write_mu_);
+    if (!deferred_.NeedsSort()) return;
+    unsorted = deferred_.TakeForSort(&ticket);
+  }
+  std::vector<KeyChange> sorted = DeferredKeyWrites::Sort(std::move(unsorted));
+  absl::MutexLock lock(&write_mu_);
+  deferred_.PutSorted(ticket, std::move(sorted));
+}
+
+void SqliteKvBackend::MaintenanceLoop() {
+  pthread_setname_np(pthread_self(), "kv-maintain");
+  // While the WAL is large, checkpoint often so the writer's own checkpoint
+  // (which restarts the WAL) has only the last few frames left to copy.
+  constexpr absl::Duration kChaseInterval = absl::Milliseconds(10);
+  int64_t commits_seen = -1;
+  while (true) {
+    const bool chasing =
+        wal_frames_.load(std::memory_order_relaxed) >= options_.wal_restart_frames / 2;
+    {
+      absl::MutexLock lock(&maintenance_mu_);
+      const auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(maintenance_mu_) {
+        return stopping_ || sort_wanted_;
+      };
+      maintenance_mu_.AwaitWithTimeout(
+          absl::Condition(&wake), chasing ? std::min(kChaseInterval, options_.checkpoint_interval)
+                                          : options_.checkpoint_interval);
+      if (stopping_) return;
+      sort_wanted_ = false;
+    }
+    SortSealedKeys();
+    // Commits delete compacted events themselves; an idle store does it here.
+    bool idle_backlog = false;
+    {
+      absl::MutexLock lock(&write_mu_);
+      idle_backlog = compaction_backlog_ && commits_ == commits_seen;
+      commits_seen = commits_;
+    }
+    if (idle_backlog) {
+      const absl::Status status = DeleteAllCompacted();
+      if (!status.ok()) {
+        DDP_LOG_EVERY_N_SEC(WARNING, 10)
+            << "deleting compacted events of " << path_ << " failed (retried later): " << status;
+      }
+    }
+    // PASSIVE: copies what it can without waiting for the writer or readers.
+    // A failure (e.g. busy) is harmless: the next round tries again.
+    int wal_pages = 0, copied = 0;
+    const int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_->handle(), nullptr,
+                                             SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied);
+    if (rc == SQLITE_OK) {
+      backfilled_frames_.store(copied, std::memory_order_relaxed);
+    } else if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) {
+      DDP_LOG_EVERY_N_SEC(WARNING, 10)
+          << "WAL checkpoint of " << path_
+          << " failed: " << checkpoint_db_->ErrorStatus(rc, "checkpoint");
+    }
+  }
+}
+
+void SqliteKvBackend::MaybeRestartWalLocked() {
+  // Frames the maintenance thread has not copied yet that the writer may copy
+  // itself (about 2 MiB: a few milliseconds).
+  constexpr int kMaxFramesLeft = 512;
+  const int frames = wal_frames_.load(std::memory_order_relaxed);
+  if (checkpoint_db_ == nullptr || frames < options_.wal_restart_frames) {
+    return;
+  }
+  const int left = frames - backfilled_frames_.load(std::memory_order_relaxed);
+  // Waits for the maintenance thread to get close, but not forever (it may be
+  // starved of CPU): at 4x the size the writer copies whatever is left.
+  if (left > kMaxFramesLeft && frames < 4 * options_.wal_restart_frames) return;
+  wal_frames_.store(0, std::memory_order_relaxed);  // reported again next time
+  // No other writer can append now (this thread is the writer), so the
+  // checkpoint reaches the end of the WAL unless a reader still needs old
+  // frames; then the next transaction starts writing at the WAL's beginning.
+  int wal_pages = 0, copied = 0;
+  const int rc = sqlite3_wal_checkpoint_v2(write_db_->handle(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                           &wal_pages, &copied);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+    DDP_LOG_EVERY_N_SEC(WARNING, 10) << "WAL checkpoint by the writer of " << path_
+                                     << " failed: " << write_db_->ErrorStatus(rc, "checkpoint");
+  }
+}
+
+absl::Status SqliteKvBackend::Compact(Revision revision) {
+  {
+    absl::MutexLock lock(&write_mu_);
+    DDP_RETURN_IF_ERROR(CheckCompactRevision(revision, meta_.revision));
+    if (revision <= meta_.compacted_revision) return absl::OkStatus();
+    // Record the new compacted revision first: from then on readers get
+    // OUT_OF_RANGE for the old history, so deleting it in several transactions
+    // is invisible.
+    DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*write_db_));
+    DDP_ASSIGN_OR_RETURN(
+        SqliteStatement * update,
+        write_db_->PrepareCached("UPDATE kv_meta SET compacted_revision = ?1 WHERE id = 1"));
+    DDP_RETURN_IF_ERROR(update->BindInt64(1, revision));
+    DDP_RETURN_IF_ERROR(update->Run());
+    DDP_RETURN_IF_ERROR(transaction.Commit());
+    meta_.compacted_revision = revision;
+    compaction_backlog_ = true;  // commits or the maintenance thread delete
+  }
+  if (checkpoint_db_ == nullptr) return DeleteAllCompacted();
+  return absl::OkStatus();
+}
+
+absl::Status SqliteKvBackend::DeleteAllCompacted() {
+  bool done = false;
+  while (!done) DDP_RETURN_IF_ERROR(DeleteCompactedChunk(&done));
+  return absl::OkStatus();
+}
+
+absl::Status SqliteKvBackend::DeleteCompactedLocked(int64_t limit, bool* done) {
+  DDP_ASSIGN_OR_RETURN(SqliteStatement * remove, write_db_->PrepareCached(kDeleteCompactedChunk));
+  // Events after keys_revision are still needed to rebuild kv_keys.
+  DDP_RETURN_IF_ERROR(
+      remove->BindInt64(1, std::min(meta_.compacted_revision, meta_.keys_revision)));
+  DDP_RETURN_IF_ERROR(remove->BindInt64(2, limit));
+  DDP_RETURN_IF_ERROR(remove->Run());
+  *done = write_db_->ChangedRows() < limit;
+  return absl::OkStatus();
+}
+
+absl::Status SqliteKvBackend::DeleteCompactedChunk(bool* done) {
+  // The lock is taken per chunk so that commits interleave with a long
+  // compaction.
+  absl::MutexLock lock(&write_mu_);
+  if (!compaction_backlog_) {
+    *done = true;
+    return absl::OkStatus();
+  }
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(*write_db_));
+  DDP_RETURN_IF_ERROR(DeleteCompactedLocked(options_.compaction_chunk_events, done));
+  DDP_RETURN_IF_ERROR(transaction.Commit());
+  compaction_backlog_ = !*done;
   return absl::OkStatus();
 }
 
