@@ -65,7 +65,8 @@ def cc_proto_only_library(name, srcs, deps = [], visibility = None):
     package = native.package_name()
     native.genrule(
         name = name + "_gen",
-        srcs = srcs,
+        # The imported .proto files of deps (cc_grpc_proto_library targets) too.
+        srcs = srcs + [dep + "_protos" for dep in deps],
         outs = outs,
         cmd = "/usr/bin/protoc -I{pkg} --cpp_out=$(GENDIR)/{pkg} {files}".format(
             pkg = package,

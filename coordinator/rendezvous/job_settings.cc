@@ -21,7 +21,45 @@ absl::Status CheckDuration(const char* name, absl::Duration value, absl::Duratio
   return absl::OkStatus();
 }
 
+int64_t Ms(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+
 }  // namespace
+
+void SettingsToProto(const JobSettings& s, v1::JobSettings* proto) {
+  proto->set_min_nodes(s.min_nodes);
+  proto->set_max_nodes(s.max_nodes);
+  proto->set_nproc_per_node(s.nproc_per_node);
+  proto->set_max_restarts(s.max_restarts);
+  proto->set_join_timeout_ms(Ms(s.join_timeout));
+  proto->set_last_call_timeout_ms(Ms(s.last_call_timeout));
+  proto->set_heartbeat_interval_ms(Ms(s.heartbeat_interval));
+  proto->set_heartbeat_timeout_ms(Ms(s.heartbeat_timeout));
+  proto->set_shutdown_timeout_ms(Ms(s.shutdown_timeout));
+}
+
+JobSettings SettingsFromProto(const v1::JobSettings& proto) {
+  JobSettings s;
+  s.min_nodes = proto.min_nodes();
+  s.max_nodes = proto.max_nodes();
+  s.nproc_per_node = proto.nproc_per_node();
+  s.max_restarts = proto.max_restarts();
+  s.join_timeout = absl::Milliseconds(proto.join_timeout_ms());
+  s.last_call_timeout = absl::Milliseconds(proto.last_call_timeout_ms());
+  s.heartbeat_interval = absl::Milliseconds(proto.heartbeat_interval_ms());
+  s.heartbeat_timeout = absl::Milliseconds(proto.heartbeat_timeout_ms());
+  s.shutdown_timeout = absl::Milliseconds(proto.shutdown_timeout_ms());
+  return s;
+}
+
+JobSettings RequestedSettings(const v1::JobSettings& request) {
+  v1::JobSettings filled;
+  SettingsToProto(JobSettings{}, &filled);
+  filled.set_max_restarts(0);  // 0 is "none", not unset
+  if (request.min_nodes() != 0) filled.set_max_nodes(request.min_nodes());
+  // Set fields win over the defaults (proto3 merges only non-zero scalars).
+  filled.MergeFrom(request);
+  return SettingsFromProto(filled);
+}
 
 WorkerLease LeaseFor(const JobSettings& settings) {
   return WorkerLease{settings.heartbeat_timeout * 2 / 3, settings.heartbeat_timeout * 5 / 6};

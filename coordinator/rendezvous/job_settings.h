@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "ddp/v1/jobs.pb.h"
 
 namespace ddp::rendezvous {
 
@@ -76,6 +77,18 @@ struct WorkerLease {
   absl::Duration kill_after;
 };
 WorkerLease LeaseFor(const JobSettings& settings);
+
+// The one form settings take outside the core, in the API (CreateJob, GetJob)
+// and in the stored job records alike: ddp.v1.JobSettings, durations in whole
+// milliseconds.
+void SettingsToProto(const JobSettings& settings, v1::JobSettings* proto);
+// Exact: every field as given (a zero is a zero; a stored record holds every
+// field). Validate the result (ValidateJobSettings).
+JobSettings SettingsFromProto(const v1::JobSettings& proto);
+// A request's settings: proto3 cannot tell "unset" from 0, so an unset (zero)
+// field takes JobSettings' default, max_nodes takes min_nodes, and max_restarts
+// stays 0 ("none"). Validate the result (ValidateJobSettings).
+JobSettings RequestedSettings(const v1::JobSettings& proto);
 
 // Checks every field against `limits`:
 //   1 <= min_nodes <= max_nodes <= limits.max_nodes

@@ -95,5 +95,33 @@ TEST(ValidateId, BadIds_InvalidArgument) {
   EXPECT_LT(status.message().size(), 200u);  // offending value is capped
 }
 
+TEST(RequestedSettings, UnsetFields_TakeDefaultsMaxNodesFollowsMinRestartsStayZero) {
+  v1::JobSettings request;
+  request.set_min_nodes(3);
+  const JobSettings s = RequestedSettings(request);
+  const JobSettings defaults;
+  EXPECT_EQ(s.min_nodes, 3);
+  EXPECT_EQ(s.max_nodes, 3);
+  EXPECT_EQ(s.max_restarts, 0);
+  EXPECT_EQ(s.nproc_per_node, defaults.nproc_per_node);
+  EXPECT_EQ(s.join_timeout, defaults.join_timeout);
+  EXPECT_EQ(s.last_call_timeout, defaults.last_call_timeout);
+  EXPECT_EQ(s.heartbeat_timeout, defaults.heartbeat_timeout);
+}
+
+TEST(SettingsFromProto, StoredZeroLastCall_StaysZeroAndRoundTrips) {
+  JobSettings stored;
+  stored.min_nodes = 2;
+  stored.max_nodes = 4;
+  stored.last_call_timeout = absl::ZeroDuration();
+  v1::JobSettings proto;
+  SettingsToProto(stored, &proto);
+  const JobSettings back = SettingsFromProto(proto);
+  EXPECT_EQ(back, stored);
+  EXPECT_EQ(back.last_call_timeout, absl::ZeroDuration());
+  // The same bytes through RequestedSettings would take the default instead.
+  EXPECT_NE(RequestedSettings(proto).last_call_timeout, absl::ZeroDuration());
+}
+
 }  // namespace
 }  // namespace ddp::rendezvous

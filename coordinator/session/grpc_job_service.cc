@@ -61,7 +61,7 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
                      "max_restarts and the timeouts"));
   }
   if (!status.ok()) return FinishNow(context, status);
-  const rendezvous::JobSettings settings = SettingsFromProto(request->settings());
+  const rendezvous::JobSettings settings = rendezvous::RequestedSettings(request->settings());
   // With authorization on, every new job gets its own token (its hash is
   // stored with the job; the token itself is in this reply only).
   const bool with_token = options_.authorizer != nullptr && options_.authorizer->enabled();

@@ -38,37 +38,6 @@ absl::Status CheckIds(const std::string& job_id, const std::string& node_id,
 
 }  // namespace
 
-rendezvous::JobSettings SettingsFromProto(const v1::JobSettings& proto) {
-  // proto3 cannot tell "unset" from 0: an unset (zero) field takes the default
-  // of rendezvous::JobSettings, except max_restarts where 0 means "none".
-  rendezvous::JobSettings s;
-  const auto or_default = [](int64_t ms, absl::Duration fallback) {
-    return ms == 0 ? fallback : absl::Milliseconds(ms);
-  };
-  if (proto.min_nodes() != 0) s.min_nodes = proto.min_nodes();
-  s.max_nodes = proto.max_nodes() != 0 ? proto.max_nodes() : s.min_nodes;
-  if (proto.nproc_per_node() != 0) s.nproc_per_node = proto.nproc_per_node();
-  s.max_restarts = proto.max_restarts();
-  s.join_timeout = or_default(proto.join_timeout_ms(), s.join_timeout);
-  s.last_call_timeout = or_default(proto.last_call_timeout_ms(), s.last_call_timeout);
-  s.heartbeat_interval = or_default(proto.heartbeat_interval_ms(), s.heartbeat_interval);
-  s.heartbeat_timeout = or_default(proto.heartbeat_timeout_ms(), s.heartbeat_timeout);
-  s.shutdown_timeout = or_default(proto.shutdown_timeout_ms(), s.shutdown_timeout);
-  return s;
-}
-
-void SettingsToProto(const rendezvous::JobSettings& s, v1::JobSettings* proto) {
-  proto->set_min_nodes(s.min_nodes);
-  proto->set_max_nodes(s.max_nodes);
-  proto->set_nproc_per_node(s.nproc_per_node);
-  proto->set_max_restarts(s.max_restarts);
-  proto->set_join_timeout_ms(ToMs(s.join_timeout));
-  proto->set_last_call_timeout_ms(ToMs(s.last_call_timeout));
-  proto->set_heartbeat_interval_ms(ToMs(s.heartbeat_interval));
-  proto->set_heartbeat_timeout_ms(ToMs(s.heartbeat_timeout));
-  proto->set_shutdown_timeout_ms(ToMs(s.shutdown_timeout));
-}
-
 v1::JobState JobStateToProto(JobState state) {
   switch (state) {
     case JobState::kWaiting:
@@ -165,7 +134,7 @@ void JobEventToProto(const rendezvous::JobEvent& e, v1::JobEvent* proto) {
 
 void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* proto) {
   proto->set_job_id(s.job_id);
-  SettingsToProto(s.settings, proto->mutable_settings());
+  rendezvous::SettingsToProto(s.settings, proto->mutable_settings());
   proto->set_state(JobStateToProto(s.state));
   proto->set_generation(s.generation);
   proto->set_restart_count(s.restart_count);
@@ -238,7 +207,7 @@ absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
   r.requested_rank = proto.requested_rank();
   r.address = proto.address();
   r.role = proto.role().empty() ? "default" : proto.role();
-  if (proto.has_settings()) r.settings = SettingsFromProto(proto.settings());
+  if (proto.has_settings()) r.settings = rendezvous::RequestedSettings(proto.settings());
   if (proto.generation() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("Register.generation is ", proto.generation(),
                                                    "; it must be >= 0 (0: no workers)"));
@@ -297,7 +266,7 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
 }
 
 void RegisteredToProto(const rendezvous::RegisterResult& r, v1::Registered* proto) {
-  SettingsToProto(r.settings, proto->mutable_settings());
+  rendezvous::SettingsToProto(r.settings, proto->mutable_settings());
   proto->set_state(JobStateToProto(r.state));
   proto->set_generation(r.generation);
   // The core says only "member of the current generation" or "waiting". A

@@ -25,11 +25,8 @@ namespace ddp::session {
 
 // ---- jobs.proto ----
 
-// Copies every field; an unset (zero) field takes JobSettings' default
-// (max_nodes: min_nodes; max_restarts stays 0). Validation
-// (ValidateJobSettings) is the core's job.
-rendezvous::JobSettings SettingsFromProto(const v1::JobSettings& proto);
-void SettingsToProto(const rendezvous::JobSettings& settings, v1::JobSettings* proto);
+// Settings: rendezvous::SettingsToProto / RequestedSettings (job_settings.h),
+// the one converter the stored records use too.
 
 v1::JobState JobStateToProto(rendezvous::JobState state);
 // Possible errors: INVALID_ARGUMENT for JOB_STATE_UNSPECIFIED or an unknown

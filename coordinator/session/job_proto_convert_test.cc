@@ -8,7 +8,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(SettingsFromProto, MillisecondsBecomeDurations_RoundTrip) {
+TEST(RequestedSettings, MillisecondsBecomeDurations_RoundTrip) {
   v1::JobSettings proto;
   proto.set_min_nodes(2);
   proto.set_max_nodes(4);
@@ -19,14 +19,14 @@ TEST(SettingsFromProto, MillisecondsBecomeDurations_RoundTrip) {
   proto.set_heartbeat_interval_ms(500);
   proto.set_heartbeat_timeout_ms(3000);
   proto.set_shutdown_timeout_ms(30000);
-  rendezvous::JobSettings s = SettingsFromProto(proto);
+  rendezvous::JobSettings s = rendezvous::RequestedSettings(proto);
   EXPECT_EQ(s.min_nodes, 2);
   EXPECT_EQ(s.max_nodes, 4);
   EXPECT_EQ(s.nproc_per_node, 8);
   EXPECT_EQ(s.heartbeat_interval, absl::Milliseconds(500));
   EXPECT_EQ(s.join_timeout, absl::Seconds(600));
   v1::JobSettings back;
-  SettingsToProto(s, &back);
+  rendezvous::SettingsToProto(s, &back);
   EXPECT_EQ(back.SerializeAsString(), proto.SerializeAsString());
 }
 

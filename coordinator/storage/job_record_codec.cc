@@ -54,19 +54,8 @@ FailureInfo FromProto(const pb::FailureRecord& f) {
   return out;
 }
 
-void ToProto(const JobSettings& s, pb::JobSettingsRecord* out) {
-  out->set_min_nodes(s.min_nodes);
-  out->set_max_nodes(s.max_nodes);
-  out->set_nproc_per_node(s.nproc_per_node);
-  out->set_max_restarts(s.max_restarts);
-  out->set_join_timeout_ms(Ms(s.join_timeout));
-  out->set_last_call_timeout_ms(Ms(s.last_call_timeout));
-  out->set_heartbeat_interval_ms(Ms(s.heartbeat_interval));
-  out->set_heartbeat_timeout_ms(Ms(s.heartbeat_timeout));
-  out->set_shutdown_timeout_ms(Ms(s.shutdown_timeout));
-}
-
-absl::StatusOr<JobSettings> FromProto(const pb::JobSettingsRecord& s) {
+// The stored settings are exact (every field was written): no defaults.
+absl::StatusOr<JobSettings> FromProto(const v1::JobSettings& s) {
   for (auto [name, ms] : {std::pair{"join_timeout_ms", s.join_timeout_ms()},
                           {"last_call_timeout_ms", s.last_call_timeout_ms()},
                           {"heartbeat_interval_ms", s.heartbeat_interval_ms()},
@@ -75,23 +64,13 @@ absl::StatusOr<JobSettings> FromProto(const pb::JobSettingsRecord& s) {
     if (ms < 0)
       return absl::DataLossError(absl::StrCat("settings.", name, " is negative (", ms, ")"));
   }
-  JobSettings out;
-  out.min_nodes = s.min_nodes();
-  out.max_nodes = s.max_nodes();
-  out.nproc_per_node = s.nproc_per_node();
-  out.max_restarts = s.max_restarts();
-  out.join_timeout = absl::Milliseconds(s.join_timeout_ms());
-  out.last_call_timeout = absl::Milliseconds(s.last_call_timeout_ms());
-  out.heartbeat_interval = absl::Milliseconds(s.heartbeat_interval_ms());
-  out.heartbeat_timeout = absl::Milliseconds(s.heartbeat_timeout_ms());
-  out.shutdown_timeout = absl::Milliseconds(s.shutdown_timeout_ms());
-  return out;
+  return rendezvous::SettingsFromProto(s);
 }
 
 pb::JobRecord JobToProto(const JobRecord& r) {
   pb::JobRecord out;
   out.set_job_id(r.job_id);
-  ToProto(r.settings, out.mutable_settings());
+  rendezvous::SettingsToProto(r.settings, out.mutable_settings());
   out.set_state(static_cast<int32_t>(r.state));
   out.set_generation(r.generation);
   out.set_restart_count(r.restart_count);

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rendezvous::JobRegistry registry(clock, nullptr, options);
   const rendezvous::RendezvousLimits& limits = options.limits;
 
-  const rendezvous::JobSettings settings = session::SettingsFromProto(create.settings());
+  const rendezvous::JobSettings settings = rendezvous::RequestedSettings(create.settings());
   absl::StatusOr<rendezvous::JobStatus> created = registry.CreateJob(create.job_id(), settings);
   absl::StatusOr<rendezvous::JobStatus> got = registry.GetJob(create.job_id(), false);
   if (created.ok()) {
