@@ -118,7 +118,10 @@ Exit codes
        dismissed (excluded, declared dead)
   2    bad flags, coordinator unreachable past --connect-timeout, or the
        coordinator refused this node (contradicting flags, finished job, a live
-       agent already uses this --node-id, ...)
+       agent already uses this --node-id, ...), or the entry point cannot start
+       (missing script or module, a first import the interpreter cannot find, a
+       script that does not compile, a --no-python entry point that is not
+       executable): checked before the node joins, so no restart is spent
   3    the job succeeded without this node: it waited as a hot spare and ran no worker
   128+N  the agent was stopped by signal N (SIGINT 130, SIGTERM 143): workers got the
        same signal (SIGINT: then SIGTERM at half --shutdown-timeout), SIGKILL after

@@ -75,6 +75,8 @@ namespace ddp::client {
 inline constexpr int kExitSucceeded = 0;
 inline constexpr int kExitJobFailed = 1;         // failed, cancelled, dismissed
 inline constexpr int kExitCoordinatorError = 2;  // unreachable or refused
+// The entry point cannot start (client/entry_point_check.h): found before joining.
+inline constexpr int kExitEntryPointError = 2;
 // The job succeeded without this node: it waited as a hot spare and never ran
 // a worker (not a success of its own: a scheduler must not count it as one).
 inline constexpr int kExitSpareUnused = 3;

@@ -1,7 +1,8 @@
 // ddp-client: the node agent. Composition root: parses the flags, wires the
 // Agent core to the gRPC session, routes SIGINT/SIGTERM to the agent, and
 // returns the agent's exit code (documented in --help: 0 success, 1 job
-// failed / node dismissed, 2 usage or coordinator errors, 128+N signal N).
+// failed / node dismissed, 2 usage or coordinator errors or an entry point that
+// cannot start, 128+N signal N).
 //
 // --standalone starts a private coordinator as a child process (see
 // standalone_coordinator.h) and joins it as the only node.
@@ -22,6 +23,7 @@
 #include "client/agent/grpc_session_client.h"
 #include "client/agent/registration.h"
 #include "client/agent/standalone_coordinator.h"
+#include "client/entry_point_check.h"
 #include "client/launch_options.h"
 #include "client/worker_env.h"
 #include "client/worker_files.h"
@@ -53,6 +55,12 @@ void SignalLoop(Agent* agent, const std::atomic<bool>* stop) {
 }
 
 int RunAgent(LaunchOptions launch) {
+  // A script, module or first import that is missing fails every generation
+  // within milliseconds: say so once, before joining (nothing spent).
+  if (absl::Status entry = CheckEntryPoint(launch, {}); !entry.ok()) {
+    DDP_LOG(ERROR) << "ddp-client: " << entry.message();
+    return kExitEntryPointError;
+  }
   std::unique_ptr<StandaloneCoordinator> standalone;
   if (launch.standalone) {
     absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> started =
