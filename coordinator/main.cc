@@ -264,7 +264,7 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   if (tick_ms < 1 || tick_ms > 10000) {
     return absl::StrCat("--tick-interval-ms=", tick_ms, " must be 1..10000");
   }
-  options->kv.tick_interval = absl::Milliseconds(tick_ms);
+  options->kv_tick_interval = absl::Milliseconds(tick_ms);
   const int queues = absl::GetFlag(FLAGS_session_queues);
   if (queues < 0 || queues > 64) {
     return absl::StrCat("--session-queues=", queues, " must be 0..64");

@@ -16,6 +16,11 @@ CommitLoop::~CommitLoop() { Shutdown(); }
 
 void CommitLoop::Add(CommitParticipant* participant) { participants_.push_back(participant); }
 
+void CommitLoop::Add(std::unique_ptr<CommitParticipant> participant) {
+  Add(participant.get());
+  owned_participants_.push_back(std::move(participant));
+}
+
 void CommitLoop::Start() {
   {
     absl::MutexLock lock(&mu_);

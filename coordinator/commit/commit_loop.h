@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -87,6 +88,9 @@ class CommitLoop {
   // Before Start: Prepare and Finish are called in the order participants
   // were added.
   void Add(CommitParticipant* participant);
+  // The same, for an adapter the loop keeps (destroyed with the loop), e.g.
+  // the one that joins a KvStore (kv_participant.h).
+  void Add(std::unique_ptr<CommitParticipant> participant);
   void Start();
 
   // Something waits to be committed or sent: wakes the commit thread.
@@ -115,6 +119,7 @@ class CommitLoop {
   StateStore& store_;
   const CommitLoopOptions options_;
   std::vector<CommitParticipant*> participants_;
+  std::vector<std::unique_ptr<CommitParticipant>> owned_participants_;
 
   absl::Mutex mu_;
   uint64_t notified_ ABSL_GUARDED_BY(mu_) = 0;  // Notify() calls so far

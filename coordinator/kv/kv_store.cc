@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "coordinator/commit/split_state_store.h"
 #include "coordinator/kv/kv_validation.h"
 #include "coordinator/kv/published_events.h"
 
@@ -37,36 +36,18 @@ absl::Status NoEffect(const absl::Status& failure) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(std::unique_ptr<KvBackend> backend,
+absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(KvBackend& backend,
+                                                       KvCommitPipeline& pipeline,
                                                        const Clock& clock, KvStoreOptions options) {
-  commit::CommitLoopOptions loop_options;
-  loop_options.tick_interval = options.tick_interval;
-  std::unique_ptr<KvStore> store(new KvStore(*backend, clock, std::move(options)));
-  store->owned_backend_ = std::move(backend);
-  store->owned_state_ =
-      std::make_unique<commit::SplitStateStore>(store->owned_backend_.get(), nullptr);
-  store->owned_loop_ = std::make_unique<commit::CommitLoop>(*store->owned_state_, loop_options);
-  DDP_ASSIGN_OR_RETURN(store, Join(std::move(store), *store->owned_loop_));
-  store->owned_loop_->Start();
-  return store;
-}
-
-absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(commit::CommitLoop& loop, const Clock& clock,
-                                                       KvStoreOptions options) {
-  std::unique_ptr<KvStore> store(new KvStore(loop.store(), clock, std::move(options)));
-  return Join(std::move(store), loop);
-}
-
-absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Join(std::unique_ptr<KvStore> store,
-                                                       commit::CommitLoop& loop) {
+  std::unique_ptr<KvStore> store(new KvStore(backend, pipeline, clock, std::move(options)));
   DDP_RETURN_IF_ERROR(store->LoadState());
-  store->loop_ = &loop;
-  loop.Add(store.get());
   return store;
 }
 
-KvStore::KvStore(KvBackend& backend, const Clock& clock, KvStoreOptions options)
+KvStore::KvStore(KvBackend& backend, KvCommitPipeline& pipeline, const Clock& clock,
+                 KvStoreOptions options)
     : backend_(backend),
+      pipeline_(pipeline),
       clock_(clock),
       options_(std::move(options)),
       lease_ids_(options_.lease_ids ? options_.lease_ids : LeaseIdSource(&RandomLeaseId)),
@@ -143,11 +124,7 @@ void KvStore::Shutdown() {
     stopping_ = true;
   }
   // What is queued is committed and its callbacks run.
-  if (owned_loop_ != nullptr) {
-    owned_loop_->Shutdown();
-  } else if (loop_ != nullptr) {
-    loop_->Flush();
-  }
+  pipeline_.Flush();
   hub_.CancelAll(
       absl::UnavailableError("the coordinator is shutting down; watch again "
                              "from the last revision seen + 1"));
@@ -178,7 +155,7 @@ void KvStore::Enqueue(PendingWrite write) {
     }
   }
   if (refused.ok()) {
-    loop_->Notify();
+    pipeline_.Notify();
     return;
   }
   write.done(refused);
@@ -192,7 +169,7 @@ std::vector<KvStore::PendingWrite> KvStore::SpareBatch() {
   return spare;
 }
 
-bool KvStore::Prepare(commit::StateBatch& batch) {
+bool KvStore::PrepareCommit(std::optional<KvWriteBatch>& kv) {
   // A vector with capacity from the delivery thread; kept over passes with
   // nothing to write (most passes when only jobs change).
   if (batch_.capacity() == 0) batch_ = SpareBatch();
@@ -215,12 +192,13 @@ bool KvStore::Prepare(commit::StateBatch& batch) {
   for (PendingWrite& write : batch_) {
     if (write.compact_to == 0) write.result = builder_->Apply(std::move(write.op));
   }
-  if (!builder_->empty()) batch.kv = builder_->Build();
+  if (!builder_->empty()) kv = builder_->Build();
   return more;
 }
 
-void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) {
-  if (!batch.empty()) {  // a commit ran (KV writes, job changes or both)
+void KvStore::FinishCommit(const absl::Status& status, bool batch_ran,
+                           std::optional<KvWriteBatch>& kv, KvSends& sends) {
+  if (batch_ran) {  // a commit ran (KV writes, job changes or both)
     absl::MutexLock lock(&queue_mu_);
     last_commit_failure_ = status;
     if (!status.ok()) last_commit_failure_at_ = clock_.Now();
@@ -228,8 +206,8 @@ void KvStore::Finish(const absl::Status& status, commit::StateBatch& batch, comm
   if (batch_.empty()) return;
   auto delivery = std::make_shared<Delivery>();
   absl::Status commit_status;
-  if (batch.kv) {
-    KvWriteBatch& committed = *batch.kv;
+  if (kv) {
+    KvWriteBatch& committed = *kv;
     if (status.ok()) {
       {
         absl::MutexLock lock(&state_mu_);

@@ -6,16 +6,18 @@
 // gRPC); the gRPC adapter and tests drive it directly.
 //
 // Writes are asynchronous and group-committed through the coordinator's one
-// commit pipeline (coordinator/commit/commit_loop.h): every write is queued
-// and the loop's commit thread takes all queued writes (up to
-// max_batch_writes) in Prepare, evaluates them in order against the committed
-// state plus the earlier writes of the batch, and puts the result into the
-// loop's batch, which the StateStore commits in ONE transaction together with
-// whatever job changes wait. In Finish the store publishes the batch (readable
-// state, waits, watcher queues) and hands the watchers' notifications and the
-// completion callbacks to the loop's delivery thread, which runs them in commit
-// order. Reads see only committed, published state, so the store is
-// linearizable: a write takes effect at publication, before its reply.
+// commit pipeline (coordinator/commit/commit_loop.h; commit/kv_participant.h
+// joins a store to it, so this package knows nothing of the pipeline but
+// KvCommitPipeline below): every write is queued and the loop's commit thread
+// takes all queued writes (up to max_batch_writes) in PrepareCommit, evaluates
+// them in order against the committed state plus the earlier writes of the
+// batch, and returns the result as the batch's KV part, which the StateStore
+// commits in ONE transaction together with whatever job changes wait. In
+// FinishCommit the store publishes the batch (readable state, waits, watcher
+// queues) and hands the watchers' notifications and the completion callbacks
+// to the loop's delivery thread, which runs them in commit order. Reads see only committed,
+// published state, so the store is linearizable: a write takes effect at publication, before its
+// reply.
 //
 // The delivery thread first tells idle watchers that events are waiting
 // (WatchSink::OnReady: the gRPC adapter starts its write there; with many
@@ -26,13 +28,13 @@
 // Lifecycle:
 //
 //   Open (Load) --> serving --Shutdown--> closed
-//     Open(backend, ...)  runs its own CommitLoop over the backend (tests,
-//                         tools): commit, delivery and ticker threads
-//     Open(loop, ...)     joins the coordinator's loop (before loop.Start())
 //
-// Shutdown refuses new calls with UNAVAILABLE, lets the loop commit what is
-// queued and send what is left, fails pending waits and cancels watchers with
-// UNAVAILABLE.
+// Open loads the state; commit::OpenKvStore opens a store and joins it to the
+// coordinator's loop (before loop.Start()); tests, fuzzers and tools give a
+// store a loop of its own (commit/testing/kv_store_with_loop.h). Shutdown
+// refuses new calls with UNAVAILABLE, lets the pipeline commit what is queued
+// and send what is left (KvCommitPipeline::Flush), fails pending waits and
+// cancels watchers with UNAVAILABLE.
 //
 // Possible errors (besides those of kv_validation.h, returned before anything
 // is queued):
@@ -77,8 +79,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "coordinator/commit/commit_loop.h"
-#include "coordinator/commit/state_store.h"
 #include "coordinator/kv/key_space.h"
 #include "coordinator/kv/kv_backend.h"
 #include "coordinator/kv/kv_ops.h"
@@ -97,10 +97,6 @@ struct KvStoreOptions {
   // Automatic retention: keep the history of the last N revisions (0: keep
   // everything).
   int64_t history_revisions = 100'000;
-  // With its own loop (Open(backend, ...)): how often the ticker thread
-  // expires leases and waits; zero: no ticker thread (tests call Tick() after
-  // advancing a FakeClock). In the coordinator's loop, the loop's own.
-  absl::Duration tick_interval = absl::Milliseconds(50);
   // At most this many writes per group commit.
   size_t max_batch_writes = 8192;
   // Writes beyond this many queued are refused with UNAVAILABLE.
@@ -129,17 +125,31 @@ struct KvStoreOptions {
 template <typename T>
 using Callback = std::function<void(absl::StatusOr<T>)>;
 
-class KvStore final : public commit::CommitParticipant {
+// What a KvStore needs of the commit pipeline that persists its writes
+// (commit::OpenKvStore provides it over the coordinator's CommitLoop).
+class KvCommitPipeline {
  public:
-  // Loads the backend's state (leases get a full TTL from now) and starts a
-  // CommitLoop of its own over it. Errors: those of KvBackend::Load.
-  static absl::StatusOr<std::unique_ptr<KvStore>> Open(std::unique_ptr<KvBackend> backend,
+  virtual ~KvCommitPipeline() = default;
+  // Writes wait: wake the commit thread (it calls PrepareCommit).
+  virtual void Notify() = 0;
+  // Returns once everything notified before was committed (or failed) and
+  // its sends ran (Shutdown).
+  virtual void Flush() = 0;
+};
+
+// What one commit's KV part hands over for the delivery thread.
+using KvSends = std::vector<std::function<void()>>;
+
+class KvStore final {
+ public:
+  // Loads the backend's state (leases get a full TTL from now). `backend`
+  // (reads: Load, ReadEvents, Compact) and `pipeline` must outlive the store,
+  // and the pipeline must call PrepareCommit/FinishCommit/Tick as below.
+  // Errors: those of KvBackend::Load.
+  static absl::StatusOr<std::unique_ptr<KvStore>> Open(KvBackend& backend,
+                                                       KvCommitPipeline& pipeline,
                                                        const Clock& clock, KvStoreOptions options);
-  // Loads the KV state of loop.store() and joins `loop` (which must outlive
-  // the store and not be started yet). Errors: those of KvBackend::Load.
-  static absl::StatusOr<std::unique_ptr<KvStore>> Open(commit::CommitLoop& loop, const Clock& clock,
-                                                       KvStoreOptions options);
-  ~KvStore() override;  // Shutdown()
+  ~KvStore();  // Shutdown()
   KvStore(const KvStore&) = delete;
   KvStore& operator=(const KvStore&) = delete;
 
@@ -179,13 +189,20 @@ class KvStore final : public commit::CommitParticipant {
   void CancelWatch(WatchId id);
 
   // Expires leases (their keys are deleted through a normal write) and waits
-  // whose deadline passed. Called by the loop's ticker thread, or by tests
-  // after moving a FakeClock.
-  void Tick() override;
+  // whose deadline passed. Called by the pipeline's ticker thread, or by
+  // tests after moving a FakeClock.
+  void Tick();
 
-  // commit::CommitParticipant (the loop's commit thread).
-  bool Prepare(commit::StateBatch& batch) override;
-  void Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) override;
+  // The pipeline's side, on its commit thread. PrepareCommit moves the queued
+  // writes (up to max_batch_writes) into the batch's KV part `kv` (left
+  // empty when none changes a key or lease) and returns true when it left
+  // writes queued (run again at once). FinishCommit learns the batch's
+  // outcome: `status` (OK: durable), `batch_ran` (false when the batch was
+  // empty and nothing was committed); it may take its part back out of `kv`
+  // and appends what may now be sent, in order, to `sends`.
+  bool PrepareCommit(std::optional<KvWriteBatch>& kv);
+  void FinishCommit(const absl::Status& status, bool batch_ran, std::optional<KvWriteBatch>& kv,
+                    KvSends& sends);
 
   // Synchronous wrappers (tests, tools). Never call them from a completion
   // callback.
@@ -216,9 +233,8 @@ class KvStore final : public commit::CommitParticipant {
     std::vector<PendingWrite> writes;               // done(result)
   };
 
-  KvStore(KvBackend& backend, const Clock& clock, KvStoreOptions options);
-  static absl::StatusOr<std::unique_ptr<KvStore>> Join(std::unique_ptr<KvStore> store,
-                                                       commit::CommitLoop& loop);
+  KvStore(KvBackend& backend, KvCommitPipeline& pipeline, const Clock& clock,
+          KvStoreOptions options);
   absl::Status LoadState();
   // The owners of loaded leases: their owner keys, else (leases granted
   // before owners) the one namespace of their keys.
@@ -238,12 +254,8 @@ class KvStore final : public commit::CommitParticipant {
   void MaybeRetainHistory();
   absl::Status RunCompaction(Revision compact_to, Revision* compacted);
 
-  // With Open(backend, ...): the backend, a StateStore over it, and the loop.
-  std::unique_ptr<KvBackend> owned_backend_;
-  std::unique_ptr<commit::StateStore> owned_state_;
-  std::unique_ptr<commit::CommitLoop> owned_loop_;
   KvBackend& backend_;
-  commit::CommitLoop* loop_ = nullptr;
+  KvCommitPipeline& pipeline_;
   const Clock& clock_;
   const KvStoreOptions options_;
   const LeaseIdSource lease_ids_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "coordinator/commit/testing/kv_store_with_loop.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/kv/testing/watch_test_util.h"
 #include "coordinator/storage/sqlite_kv_backend.h"
@@ -32,9 +33,8 @@ class KvStoreRestartTest : public ::testing::Test {
     auto backend = SqliteKvBackend::Open(path_);
     ASSERT_TRUE(backend.ok()) << backend.status();
     KvStoreOptions options;
-    options.tick_interval = absl::ZeroDuration();
     options.lease_ids = lease_ids_;  // a copy: a sequence starts again at each open
-    auto store = KvStore::Open(*std::move(backend), clock_, options);
+    auto store = commit::KvStoreWithLoop::Open(*std::move(backend), clock_, options);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
   }
@@ -42,7 +42,7 @@ class KvStoreRestartTest : public ::testing::Test {
   FakeClock clock_;
   std::string path_;
   LeaseIdSource lease_ids_;  // null: random ids
-  std::unique_ptr<KvStore> store_;
+  commit::KvStoreWithLoop store_;
 };
 
 TEST_F(KvStoreRestartTest, Reopen_KeysAndRevision_Survive) {

@@ -10,6 +10,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/clock.h"
+#include "coordinator/commit/testing/kv_store_with_loop.h"
 #include "coordinator/kv/testing/fake_kv_backend.h"
 #include "gtest/gtest.h"
 
@@ -22,15 +23,14 @@ class KvStoreTest : public ::testing::Test {
     auto backend = std::make_unique<testing::FakeKvBackend>();
     backend_ = backend.get();
     KvStoreOptions options;
-    options.tick_interval = absl::ZeroDuration();
-    auto store = KvStore::Open(std::move(backend), clock_, options);
+    auto store = commit::KvStoreWithLoop::Open(std::move(backend), clock_, options);
     ASSERT_TRUE(store.ok());
     store_ = *std::move(store);
   }
 
   FakeClock clock_;
   testing::FakeKvBackend* backend_ = nullptr;
-  std::unique_ptr<KvStore> store_;
+  commit::KvStoreWithLoop store_;
 };
 
 // Issue 23.1: a leader that may be deposed (its read_check fails) answers no
@@ -38,12 +38,12 @@ class KvStoreTest : public ::testing::Test {
 TEST(KvStoreReadCheckTest, ReadCheckFails_GetAndRangeUnavailable) {
   FakeClock clock;
   KvStoreOptions options;
-  options.tick_interval = absl::ZeroDuration();
   std::atomic<bool> leading{true};
   options.read_check = [&leading] {
     return leading ? absl::OkStatus() : absl::UnavailableError("no longer the leader");
   };
-  auto store = KvStore::Open(std::make_unique<testing::FakeKvBackend>(), clock, options);
+  auto store =
+      commit::KvStoreWithLoop::Open(std::make_unique<testing::FakeKvBackend>(), clock, options);
   ASSERT_TRUE(store.ok());
   ASSERT_TRUE((*store)->Put({"job", "k", "old"}).ok());
   GetRequest get;

@@ -7,13 +7,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_tls.h"
+#include "common/listen_address.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "coordinator/commit/kv_participant.h"
 #include "coordinator/http/dashboard.h"
 #include "coordinator/http/health.h"
 #include "coordinator/rpc/call_auth.h"
 #include "coordinator/rpc/malformed_request.h"
-#include "common/listen_address.h"
 #include "coordinator/storage/data_dir_identity.h"
 #include "coordinator/storage/etcd/etcd_state_store.h"
 #include "coordinator/storage/etcd/etcd_store_spec.h"
@@ -148,8 +149,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // One ticker for both: KV leases and waits at --tick-interval-ms, job
   // timeouts at least every rendezvous tick (100 ms), whichever is shorter.
   loop_options.tick_interval = opts.jobs.rendezvous.tick_interval;
-  if (opts.kv.tick_interval > absl::ZeroDuration()) {
-    loop_options.tick_interval = std::min(loop_options.tick_interval, opts.kv.tick_interval);
+  if (opts.kv_tick_interval > absl::ZeroDuration()) {
+    loop_options.tick_interval = std::min(loop_options.tick_interval, opts.kv_tick_interval);
   }
   loop_options.retry_interval = opts.jobs.rendezvous.write_retry_interval;
   if (opts.http.has_value()) {
@@ -164,7 +165,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   }
 
   server->commit_loop_ = std::make_unique<commit::CommitLoop>(*server->state_store_, loop_options);
-  auto store = kv::KvStore::Open(*server->commit_loop_, clock, kv_options);
+  auto store = commit::OpenKvStore(*server->commit_loop_, clock, kv_options);
   if (!store.ok()) return store.status();
   server->kv_store_ = *std::move(store);
   rpc::GrpcKvServiceOptions kv_service_options;

@@ -58,6 +58,9 @@ struct CoordinatorServerOptions {
   // ClusterService's answer; null: this coordinator alone (role SINGLE).
   ha::ClusterService::Status cluster_status;
   kv::KvStoreOptions kv;
+  // How often KV leases and waits expire (--tick-interval-ms): the commit
+  // loop's ticker runs at the shorter of this and the rendezvous tick.
+  absl::Duration kv_tick_interval = absl::Milliseconds(50);
   session::JobServicesOptions jobs;
   // With jobs.heartbeat_udp: the UDP port of heartbeats; -1, the gRPC port's
   // number; 0, any free one (see heartbeat_udp_port()).

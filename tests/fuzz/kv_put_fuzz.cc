@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "coordinator/commit/testing/kv_store_with_loop.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/rpc/kv_proto_convert.h"
 #include "coordinator/storage/memory_kv_backend.h"
@@ -18,11 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!proto.ParseFromArray(data, static_cast<int>(size))) return 0;
   static ddp::FakeClock clock;
   ddp::kv::KvStoreOptions options;
-  options.tick_interval = absl::ZeroDuration();
   options.limits.max_key_bytes = 256;
   options.limits.max_value_bytes = 4096;
-  auto store =
-      ddp::kv::KvStore::Open(std::make_unique<ddp::kv::InMemoryKvBackend>(), clock, options);
+  auto store = ddp::commit::KvStoreWithLoop::Open(std::make_unique<ddp::kv::InMemoryKvBackend>(),
+                                                  clock, options);
   if (!store.ok()) std::abort();
   ddp::kv::PutRequest put = ddp::rpc::FromProto(proto);
   auto result = (*store)->Put(put);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "coordinator/commit/testing/kv_store_with_loop.h"
 #include "coordinator/kv/kv_store.h"
 #include "gtest/gtest.h"
 
@@ -22,8 +23,7 @@ class KvStoreConformanceTest : public ::testing::Test {
   void Reopen() {
     store_.reset();
     KvStoreOptions options = options_;
-    options.tick_interval = absl::ZeroDuration();
-    auto store = KvStore::Open(factory_.Make(), clock_, options);
+    auto store = commit::KvStoreWithLoop::Open(factory_.Make(), clock_, options);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
   }
@@ -43,7 +43,7 @@ class KvStoreConformanceTest : public ::testing::Test {
   FakeClock clock_;
   Factory factory_;
   KvStoreOptions options_;
-  std::unique_ptr<KvStore> store_;
+  commit::KvStoreWithLoop store_;
 };
 
 }  // namespace ddp::kv::testing

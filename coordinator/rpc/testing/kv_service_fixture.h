@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "coordinator/commit/testing/kv_store_with_loop.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/storage/memory_kv_backend.h"
@@ -27,9 +28,8 @@ class KvServiceFixture : public ::testing::Test {
  protected:
   void Serve(GrpcKvServiceOptions options) {
     kv::KvStoreOptions store_options;
-    store_options.tick_interval = absl::ZeroDuration();
-    auto store =
-        kv::KvStore::Open(std::make_unique<kv::InMemoryKvBackend>(), clock_, store_options);
+    auto store = commit::KvStoreWithLoop::Open(std::make_unique<kv::InMemoryKvBackend>(), clock_,
+                                               store_options);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     service_ = std::make_unique<GrpcKvService>(*store_, std::move(options));
@@ -45,14 +45,14 @@ class KvServiceFixture : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (store_ != nullptr) store_->Shutdown();
+    if (store_) store_->Shutdown();
     if (server_ != nullptr) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     }
   }
 
   FakeClock clock_;
-  std::unique_ptr<kv::KvStore> store_;
+  commit::KvStoreWithLoop store_;
   std::unique_ptr<GrpcKvService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::KeyValueService::Stub> stub_;
