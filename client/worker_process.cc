@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "absl/status/status.h"
@@ -29,9 +31,18 @@ absl::Status ErrnoError(absl::string_view what) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write, int control,
+[[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write, int control, int terminal,
                             int report_write, char* const argv[], char* const envp[]) {
   setpgid(0, 0);
+  if (terminal >= 0) {
+    // A background group may take the foreground only with SIGTTOU blocked;
+    // the mask is reset below.
+    sigset_t ttou;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, nullptr);
+    tcsetpgrp(terminal, getpid());
+  }
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);  // the agent died before prctl took effect
   sigset_t empty;
@@ -100,8 +111,8 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
   }
   if (pid == 0) {
     ExecChild(parent, stdio.stdout_target >= 0 ? stdio.stdout_target : out[1],
-              stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], stdio.control_fd, report[1],
-              argv_ptrs.data(), env_ptrs.data());
+              stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], stdio.control_fd,
+              stdio.terminal_fd, report[1], argv_ptrs.data(), env_ptrs.data());
   }
   setpgid(pid, pid);  // EACCES after exec is fine: the child did it itself
   CloseIfOpen(out[1]);
@@ -133,6 +144,18 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
   worker.stdout_fd = out[0];
   worker.stderr_fd = err[0];
   return worker;
+}
+
+bool IsForegroundTerminal(int fd) { return isatty(fd) == 1 && tcgetpgrp(fd) == getpgrp(); }
+
+void ReclaimTerminal(int fd) {
+  if (fd < 0 || isatty(fd) != 1) return;
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  pthread_sigmask(SIG_BLOCK, &ttou, &old);
+  tcsetpgrp(fd, getpgrp());
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 bool ProcessGroupAlive(pid_t pgid) { return pgid > 0 && (kill(-pgid, 0) == 0 || errno == EPERM); }

@@ -51,7 +51,21 @@ struct WorkerStdio {
   // >= 0: this descriptor of the caller becomes the child's descriptor 3
   // (a standby's start-message pipe, client/prewarm/); -1: none.
   int control_fd = -1;
+  // >= 0: a terminal (the agent's stdin) whose foreground the child's
+  // process group takes before exec, so that the worker can read it (input(),
+  // pdb) and Ctrl-C reaches it, as under torchrun; -1: the child stays in the
+  // background of any terminal.
+  int terminal_fd = -1;
 };
+
+// True when `fd` is a terminal and this process's group is its foreground
+// (the agent runs in the foreground of a shell): an interactive run.
+bool IsForegroundTerminal(int fd);
+
+// This process's group takes the terminal's foreground back (after the worker
+// that held it exited or was stopped). SIGTTOU is blocked in the calling
+// thread for the call, as a background process must. No-op for fd < 0.
+void ReclaimTerminal(int fd);
 
 // Possible errors: INVALID_ARGUMENT (empty argv), INTERNAL
 // (pipe/fork/pidfd_open failed; errno text named). On error nothing is left

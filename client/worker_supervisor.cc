@@ -182,7 +182,8 @@ class WorkerSupervisor::EventLoop {
       if (absl::Status s = MakeDirectories(spec.files.dir); !s.ok()) return s;
       unlink(spec.files.error_file.c_str());  // stale files of a reused directory
       unlink(spec.files.heartbeat_file.c_str());
-      const WorkerStdio stdio = DirectConsoleTargets(spec, o.console_out_fd, o.console_err_fd);
+      WorkerStdio stdio = DirectConsoleTargets(spec, o.console_out_fd, o.console_err_fd);
+      if (spec.local_rank == 0) stdio.terminal_fd = o.terminal_fd;
       auto make_router = [&](bool is_out) -> std::unique_ptr<OutputRouter> {
         if ((is_out ? stdio.stdout_target : stdio.stderr_target) >= 0) {
           return nullptr;  // the worker writes to the console itself
@@ -286,6 +287,9 @@ class WorkerSupervisor::EventLoop {
     Unwatch(w.process.pidfd);
     DrainPipes(index);  // output written just before the exit comes first
     w.exited = true;
+    // The terminal's foreground group is gone with it: take it back, so a
+    // Ctrl-C between generations reaches the agent.
+    if (w.spec.local_rank == 0) ReclaimTerminal(owner_->options_.terminal_fd);
 
     WorkerExit exit;
     exit.local_rank = w.spec.local_rank;
@@ -385,7 +389,7 @@ class WorkerSupervisor::EventLoop {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   int timer_fd_ = -1;
-  int first_hang_rank_ = -1;  // global rank of the first reported hang
+  int first_hang_rank_ = -1;         // global rank of the first reported hang
   bool first_hang_stopped_ = false;  // that hang's process was stopped
 };
 

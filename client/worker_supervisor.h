@@ -148,6 +148,11 @@ class WorkerSupervisor {
     absl::Duration destructor_stop_timeout = absl::Seconds(30);
     int console_out_fd = 1;  // where console stdout lines go
     int console_err_fd = 2;
+    // >= 0: an interactive run (the agent in the foreground of this terminal,
+    // IsForegroundTerminal): local rank 0 takes the terminal's foreground at
+    // start, so it can read it and Ctrl-C reaches it; the agent takes it back
+    // when that worker is gone. -1: every worker in the background.
+    int terminal_fd = -1;
     size_t max_line_bytes = 64 << 10;
     ErrorFileLimits error_file_limits;
     // Starts one worker with the descriptors of DirectConsoleTargets (a

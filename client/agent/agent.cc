@@ -1,5 +1,6 @@
 #include "client/agent/agent.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -141,9 +142,7 @@ Agent::~Agent() {
   standby_pool_.reset();
 }
 
-void Agent::OnLeaseGranted(absl::Duration lease) {
-  lease_->Configure(lease);
-}
+void Agent::OnLeaseGranted(absl::Duration lease) { lease_->Configure(lease); }
 
 void Agent::OnLeaseRenewed(absl::Time sent_at, int64_t running_generation) {
   lease_->Renewed(sent_at, running_generation);
@@ -528,6 +527,14 @@ void Agent::RecordExit(const WorkerExit& exit) {
   for (const WorkerExit& known : exits_) {
     if (known.local_rank == exit.local_rank) return;
   }
+  if (IsCtrlCOnTerminal(exit)) {
+    // Under torchrun the terminal's Ctrl-C reaches the launcher too, which
+    // stops every worker and exits 130: the user's interrupt, not a failure
+    // to restart from.
+    DDP_LOG(INFO) << "worker 0 was interrupted from the terminal (Ctrl-C): stopping as on SIGINT";
+    RequestShutdown(SIGINT);
+    return;
+  }
   exits_.push_back(exit);
   if (exit.succeeded()) {
     DDP_LOG(INFO) << "worker " << exit.local_rank << " (rank " << exit.global_rank << ") exited 0";
@@ -537,6 +544,12 @@ void Agent::RecordExit(const WorkerExit& exit) {
   // A knock-on hang is a consequence of the reported one: not a failure of
   // its own, so it can never be taken for the root cause.
   if (!exit.knock_on()) ReportExit(exit);
+}
+
+bool Agent::IsCtrlCOnTerminal(const WorkerExit& exit) const {
+  if (options_.supervisor.terminal_fd < 0 || exit.local_rank != 0) return false;
+  return (exit.kind == WorkerExit::Kind::kSignaled && exit.signal == SIGINT) ||
+         (exit.kind == WorkerExit::Kind::kExited && exit.exit_code == 128 + SIGINT);
 }
 
 void Agent::ReportExit(const WorkerExit& exit) {

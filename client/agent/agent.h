@@ -159,6 +159,9 @@ class Agent : public SessionEvents {
   // Keeps the first event of each worker of the generation and reports it
   // (unless it is a knock-on hang).
   void RecordExit(const WorkerExit& exit);
+  // An interactive run's local rank 0 ended by the terminal's Ctrl-C (SIGINT,
+  // or exit code 130 from a script that caught KeyboardInterrupt).
+  bool IsCtrlCOnTerminal(const WorkerExit& exit) const;
   void ReportExit(const WorkerExit& exit);
   void StartWorkers(const v1::Assignment& assignment);
   // The worker of `local_rank` for assignment `p`.

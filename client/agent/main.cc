@@ -9,6 +9,7 @@
 
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include "client/launch_options.h"
 #include "client/worker_env.h"
 #include "client/worker_files.h"
+#include "client/worker_process.h"
 #include "common/clock.h"
 #include "common/logging.h"
 
@@ -107,6 +109,15 @@ int RunAgent(LaunchOptions launch) {
   options.base_env = CurrentEnvironment();
   options.supervisor.heartbeat_timeout = launch.worker_heartbeat_timeout;
   options.supervisor.check_interval = launch.monitor_interval;
+  // In the foreground of a terminal, local rank 0 reads it (input(), pdb) and
+  // gets its Ctrl-C, as under torchrun (worker_supervisor.h).
+  if (IsForegroundTerminal(STDIN_FILENO)) {
+    options.supervisor.terminal_fd = STDIN_FILENO;
+    if (launch.nproc_per_node > 1) {
+      DDP_LOG(INFO) << "interactive: local rank 0 reads the terminal (Ctrl-C reaches it); the "
+                       "other local workers run in the background";
+    }
+  }
   options.master_addr = launch.local_addr;
   if (launch.static_form) {
     // torch.distributed.launch: the workers get the user's MASTER_ADDR and
