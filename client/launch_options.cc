@@ -71,6 +71,14 @@ absl::Status ApplyStaticForm(LaunchOptions* o, bool coordinator_given) {
                      " needs --node-rank on each node (0 on the master ", o->master_addr, ")"));
   }
   o->static_form = true;
+  // torch.distributed.launch passes --local_rank=N to the script unless
+  // --use_env (torchrun's forms never do).
+  if (!o->use_env_given) o->use_env = false;
+  // The node rank identifies the node: two "nodes" of one host (the usual way
+  // to try multi-node) must not share the hostname as their id.
+  if (!o->node_id_given && o->node_rank) {
+    o->node_id = absl::StrCat(o->node_id, "-node-rank-", *o->node_rank);
+  }
   o->coordinator = absl::StrCat(o->master_addr.find(':') != std::string::npos
                                     ? absl::StrCat("[", o->master_addr, "]")
                                     : o->master_addr,
@@ -209,7 +217,13 @@ const std::vector<Flag>& Flags() {
          }
          return absl::OkStatus();
        }},
-      {{"--use-env"}, false, "", [](V f, V v, H, O o) { return ParseBool(f, v, &o->use_env); }},
+      {{"--use-env"},
+       false,
+       "",
+       [](V f, V v, H, O o) {
+         o->use_env_given = true;
+         return ParseBool(f, v, &o->use_env);
+       }},
       {{"--log-dir"},
        true,
        "PET_LOG_DIR",
@@ -258,7 +272,10 @@ const std::vector<Flag>& Flags() {
       {{"--node-id"},
        true,
        "",
-       [](V f, V v, H, O o) { return ParseNonBlank(f, v, 255, &o->node_id); }},
+       [](V f, V v, H, O o) {
+         o->node_id_given = true;
+         return ParseNonBlank(f, v, 255, &o->node_id);
+       }},
       {{"--worker-heartbeat-timeout"},
        true,
        "",
@@ -463,6 +480,15 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(const std::vector<std::string>&
     o.job_id = RandomJobId();
     o.notes.push_back(absl::StrCat("--standalone: embedded coordinator, job id ", o.job_id,
                                    "; --rdzv-endpoint/--rdzv-id are ignored"));
+  } else if (!o.coordinator_given && !o.static_form && o.rdzv_backend != "c10d" &&
+             o.max_nodes == 1) {
+    // torchrun and torch.distributed.launch run one node with nothing else
+    // started (`--nproc_per_node=2 train.py`): so does ddp-client, with the
+    // job id it resolved (given, from the scheduler, or fresh).
+    o.standalone = true;
+    o.notes.push_back(
+        absl::StrCat("no coordinator named (--rdzv-endpoint, $DDP_COORDINATOR) for one node: job ",
+                     o.job_id, " runs on a coordinator of its own, as --standalone does"));
   }
   return o;
 }

@@ -95,6 +95,7 @@ struct LaunchOptions {
   // default): the local rank is only in LOCAL_RANK. --use-env=false: also pass
   // `--local_rank=N` to the script.
   bool use_env = true;
+  bool use_env_given = false;        // --use-env on the command line (either value)
   std::string log_dir;               // --log-dir; empty = a fresh temporary directory
   StdSpec redirects;                 // -r / --redirects
   StdSpec tee;                       // -t / --tee
@@ -110,7 +111,11 @@ struct LaunchOptions {
   bool static_form = false;
   // --rdzv-endpoint/--coordinator, PET_RDZV_ENDPOINT or DDP_COORDINATOR given.
   bool coordinator_given = false;
-  std::string node_id;                                         // --node-id; default hostname
+  // --node-id; default the hostname, or in the static form with --node-rank
+  // N, "HOSTNAME-node-rank-N" (the node rank identifies the node there, so
+  // two "nodes" may share a host).
+  std::string node_id;
+  bool node_id_given = false;
   absl::Duration worker_heartbeat_timeout = absl::Minutes(5);  // 0 disables hang checks
   absl::Duration shutdown_timeout = absl::Seconds(30);         // SIGTERM -> SIGKILL
   // --connect-timeout: how long the first registration retries an unreachable

@@ -40,11 +40,14 @@ TEST(ParseLaunchOptionsTest, Parse_OnlyEntryPoint_TorchrunDefaults) {
   EXPECT_EQ(o.monitor_interval, absl::Milliseconds(100));
   // No id and one node: a fresh one, never torchrun's shared "none".
   EXPECT_EQ(o.job_id.rfind("run-", 0), 0u) << o.job_id;
-  EXPECT_EQ(o.coordinator, "localhost:29400");
+  // One node and no coordinator named: a coordinator of its own, as
+  // torchrun and torch.distributed.launch need nothing else started.
+  EXPECT_TRUE(o.standalone);
+  EXPECT_FALSE(o.coordinator_given);
   EXPECT_EQ(o.role, "default");
   EXPECT_EQ(o.node_id, "host-a");
   EXPECT_TRUE(o.use_env);
-  EXPECT_FALSE(o.module || o.no_python || o.standalone || o.help);
+  EXPECT_FALSE(o.module || o.no_python || o.help);
   EXPECT_EQ(o.redirects.ToString(), "0");
   EXPECT_EQ(o.tee.ToString(), "0");
   EXPECT_EQ(o.python_exec, "python3");
@@ -150,6 +153,38 @@ TEST(ParseLaunchOptionsTest, Parse_EverySpelling_SetsTheField) {
     ASSERT_TRUE(parsed.ok()) << row.what << ": " << row.line << " -> " << parsed.status();
     EXPECT_TRUE(row.check(*parsed)) << row.what << ": " << row.line;
   }
+}
+
+// Issue 29, point 1: launch's first documented example runs with nothing
+// else started; a coordinator named anywhere, several nodes or the c10d form
+// keep their meaning.
+TEST(ParseLaunchOptionsTest, Parse_OneNodeNoCoordinator_RunsStandaloneKeepingTheJobId) {
+  LaunchOptions plain = ParseOk("--nproc_per_node=2 --use_env train.py");
+  EXPECT_TRUE(plain.standalone);
+  EXPECT_TRUE(plain.use_env);
+  LaunchOptions named = ParseOk("--nnodes 1 --rdzv-id exp7 train.py");
+  EXPECT_TRUE(named.standalone);
+  EXPECT_EQ(named.job_id, "exp7");
+  EXPECT_FALSE(ParseOk("--rdzv-endpoint h:1 train.py").standalone);
+  EXPECT_FALSE(ParseOk("--rdzv-backend c10d --rdzv-endpoint h:1 train.py").standalone);
+  EXPECT_FALSE(ParseOk("train.py", TestHost(0, {{"DDP_COORDINATOR", "c:29400"}})).standalone);
+  EXPECT_FALSE(ParseOk("--nnodes 2 --rdzv-id j train.py").standalone);
+}
+
+// Issue 29, points 2 and 3: torch.distributed.launch's static form passes
+// --local_rank unless --use_env, and its node rank names the node.
+TEST(ParseLaunchOptionsTest, Parse_StaticForm_LocalRankArgumentAndNodeIdFromNodeRank) {
+  LaunchOptions o =
+      ParseOk("--nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port 29500 t.py");
+  EXPECT_TRUE(o.static_form);
+  EXPECT_FALSE(o.use_env);  // --local_rank=N reaches the script, as launch does
+  EXPECT_EQ(o.node_id, "host-a-node-rank-1");
+  LaunchOptions env =
+      ParseOk("--nnodes 2 --node-rank 0 --master-port 29500 --use_env --node-id n0 t.py");
+  EXPECT_TRUE(env.use_env);
+  EXPECT_EQ(env.node_id, "n0");
+  // torchrun's forms never pass it.
+  EXPECT_TRUE(ParseOk("--nnodes 2 --rdzv-id j --rdzv-endpoint h:1 --node-rank 1 t.py").use_env);
 }
 
 TEST(ParseLaunchOptionsTest, Parse_UnambiguousPrefix_AsArgparse) {

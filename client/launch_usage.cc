@@ -123,8 +123,8 @@ Exit codes
        script that does not compile, a --no-python entry point that is not
        executable): checked before the node joins, so no restart is spent
   3    the job succeeded without this node: it waited as a hot spare and ran no worker
-  128+N  the agent was stopped by signal N (SIGINT 130, SIGTERM 143): workers got the
-       same signal (SIGINT: then SIGTERM at half --shutdown-timeout), SIGKILL after
+  128+N  the agent was stopped by signal N (SIGHUP 129, SIGINT 130, SIGTERM 143): workers
+       got the same signal (SIGINT, SIGHUP: then SIGTERM at half --shutdown-timeout), SIGKILL after
        --shutdown-timeout, and the node left the job
 )";
 }

@@ -615,12 +615,12 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
     for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGCONT);
   };
   if (!was_frozen) {
-    if (first_signal == SIGINT) {
-      for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGINT);
+    if (first_signal != SIGTERM && first_signal > 0) {
+      for (pid_t pgid : groups) SignalProcessGroup(pgid, first_signal);
       resume_stopped();
       if (await_all(timeout / 2, true)) return absl::OkStatus();
-      DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout / 2)
-                       << " after SIGINT; sending SIGTERM";
+      DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout / 2) << " after "
+                       << SignalName(first_signal) << "; sending SIGTERM";
     }
     for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGTERM);
     resume_stopped();

@@ -174,9 +174,10 @@ class WorkerSupervisor {
   // destructor does).
   absl::Status Start(std::vector<WorkerSpec> specs);
 
-  // Stops every worker (see above). Idempotent. `first_signal` SIGINT (a
-  // Ctrl-C forwarded to the workers, so that `except KeyboardInterrupt` code
-  // runs): SIGINT, SIGTERM after half of `timeout`, SIGKILL after all of it.
+  // Stops every worker (see above). Idempotent. `first_signal` other than
+  // SIGTERM (the agent's own SIGINT, a Ctrl-C forwarded so that `except
+  // KeyboardInterrupt` code runs, or SIGHUP from a closed terminal): that
+  // signal, SIGTERM after half of `timeout`, SIGKILL after all of it.
   // Possible errors: FAILED_PRECONDITION (called from the ExitCallback),
   // DEADLINE_EXCEEDED (a process group survived SIGKILL + kill_grace; pgids
   // named).

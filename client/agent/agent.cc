@@ -244,8 +244,9 @@ void Agent::Handle(Event& event) {
     DDP_LOG(WARNING) << "received signal " << sig->signal
                      << "; stopping the workers and leaving the job";
     // As torchrun: the workers get the signal the agent got (Ctrl-C arrives
-    // as SIGINT, so a script's `except KeyboardInterrupt` runs).
-    StopWorkers(absl::StrCat("signal ", sig->signal), sig->signal == SIGINT ? SIGINT : SIGTERM);
+    // as SIGINT, so a script's `except KeyboardInterrupt` runs; a closed
+    // terminal's SIGHUP as SIGHUP).
+    StopWorkers(absl::StrCat("signal ", sig->signal), sig->signal);
     v1::AgentMessage leave;
     leave.mutable_leave()->mutable_header()->set_generation(generation_);
     leave.mutable_leave()->set_reason(absl::StrCat("the agent received signal ", sig->signal));

@@ -35,13 +35,14 @@
 namespace ddp::client {
 namespace {
 
-// Waits for SIGINT/SIGTERM (blocked in every thread) and hands them to the
+// Waits for SIGINT/SIGTERM/SIGHUP (blocked in every thread) and hands them to the
 // agent; stops when `stop` is set.
 void SignalLoop(Agent* agent, const std::atomic<bool>* stop) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   const timespec poll = {0, 100 * 1000 * 1000};
   bool asked = false;
   while (!stop->load()) {
@@ -161,6 +162,7 @@ int main(int argc, char** argv) {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);  // a closed terminal or ssh session: forwarded too
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 

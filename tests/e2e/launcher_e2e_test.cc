@@ -87,15 +87,20 @@ TEST_F(TrainingE2eTest, StaticFormNoCoordinatorStarted_RanksByNodeRank_JobTrains
   const int port = FreePortPair();
   ASSERT_GT(port, 0);
   auto args = [&](int node_rank) {
-    std::vector<std::string> out = {
-        "--nnodes",         "2",         "--node-rank",   absl::StrCat(node_rank),
-        "--master-addr",    "127.0.0.1", "--master-port", absl::StrCat(port),
-        "--nproc-per-node", "2",         "--node-id",     absl::StrCat("static-", node_rank),
-        "--local-addr",     "127.0.0.1", "--rdzv-conf",   "last_call_timeout=1,join_timeout=60",
-        "--log-dir",        Path("logs")};
+    std::vector<std::string> out = {"--nnodes",         "2",
+                                    "--node-rank",      absl::StrCat(node_rank),
+                                    "--master-addr",    "127.0.0.1",
+                                    "--master-port",    absl::StrCat(port),
+                                    "--nproc-per-node", "2",
+                                    "--local-addr",     "127.0.0.1",
+                                    "--rdzv-conf",      "last_call_timeout=1,join_timeout=60",
+                                    "--log-dir",        Path("logs")};
     for (const std::string& arg : Train(8, "0")) out.push_back(arg);
     return out;
   };
+  // No --node-id: both "nodes" share this host's name, and in this form the node
+  // rank names the node (issue 29, point 3). launch's --local_rank=N reaches the
+  // script (it accepts it, as launch-era scripts do).
   // Node rank 1 first: it waits for the master's agent to serve.
   AgentProcess& b = Launch("node-1", args(1));
   AgentProcess& a = Launch("node-0", args(0));
@@ -138,6 +143,38 @@ TEST_F(TrainingE2eTest, Sigint_WorkersGetKeyboardInterrupt) {
   EXPECT_EQ(access(Path("kbi0").c_str(), F_OK), 0) << a.log();
   EXPECT_EQ(access(Path("kbi1").c_str(), F_OK), 0) << a.log();
   unsetenv("KBI_DIR");
+}
+
+// A closed terminal or ssh session (SIGHUP) reaches the workers as SIGHUP, as
+// torchrun forwards it, and the agent exits 128 + SIGHUP (issue 29, point 4).
+TEST_F(TrainingE2eTest, Sighup_ForwardedToWorkers) {
+  const std::string script = Path("hup.py");
+  {
+    std::ofstream out(script);
+    out << "import os, signal, sys, time\n"
+           "out = os.environ['HUP_DIR']\n"
+           "def hung_up(signum, frame):\n"
+           "    open(os.path.join(out, 'hup' + os.environ['LOCAL_RANK']), 'w').close()\n"
+           "    sys.exit(0)\n"
+           "signal.signal(signal.SIGHUP, hung_up)\n"
+           "open(os.path.join(out, 'ready' + os.environ['LOCAL_RANK']), 'w').close()\n"
+           "while True:\n"
+           "    time.sleep(0.05)\n";
+  }
+  setenv("HUP_DIR", dir_.c_str(), 1);
+  AgentProcess& a = Launch("hup", {"--standalone", "--nproc-per-node", "2", script});
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return access(Path("ready0").c_str(), F_OK) == 0 &&
+               access(Path("ready1").c_str(), F_OK) == 0;
+      },
+      kBound))
+      << a.log();
+  ASSERT_TRUE(a.Signal(SIGHUP));
+  EXPECT_EQ(a.Wait(kBound), 128 + SIGHUP) << a.log();
+  EXPECT_EQ(access(Path("hup0").c_str(), F_OK), 0) << a.log();
+  EXPECT_EQ(access(Path("hup1").c_str(), F_OK), 0) << a.log();
+  unsetenv("HUP_DIR");
 }
 
 }  // namespace
