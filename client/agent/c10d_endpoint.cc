@@ -10,8 +10,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/endpoint.h"
 #include "common/logging.h"
+#include "ddp/v1/jobs.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
 
 namespace ddp::client {
 namespace {
@@ -77,14 +80,45 @@ bool IsLocalHost(const std::string& host) {
   return local;
 }
 
+bool SpeaksCoordinatorApi(const std::string& endpoint, absl::Duration timeout) {
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+  std::unique_ptr<v1::JobService::Stub> stub = v1::JobService::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  v1::GetJobRequest request;
+  request.set_job_id("ddp-client-probe");
+  v1::Job reply;
+  const grpc::Status status = stub->GetJob(&context, request, &reply);
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:        // no HTTP/2 (an HTTP/1 server, a reset)
+    case grpc::StatusCode::DEADLINE_EXCEEDED:  // a silent listener
+    case grpc::StatusCode::UNIMPLEMENTED:      // another gRPC service
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNKNOWN:
+      return false;
+    default:
+      return true;
+  }
+}
+
 absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
-    const std::string& endpoint, const std::string& form) {
+    const std::string& endpoint, const std::string& form, bool plaintext) {
   std::string host, port;
   if (!SplitEndpoint(endpoint, &host, &port)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rdzv-endpoint '", endpoint, "' needs HOST:PORT"));
   }
-  if (EndpointAnswers(endpoint, absl::Milliseconds(500))) return nullptr;
+  if (EndpointAnswers(endpoint, absl::Milliseconds(500))) {
+    if (plaintext && !SpeaksCoordinatorApi(endpoint, absl::Seconds(3))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          form, ": ", endpoint,
+          " accepts connections but is not a coordinator (it did not answer the coordinator's "
+          "API within 3 s): another program holds that port. Free it, or pick another port for "
+          "every node"));
+    }
+    return nullptr;
+  }
   if (!IsLocalHost(host)) return nullptr;  // HEAD's agent will serve it
   StandaloneCoordinatorOptions options;
   options.bind = "0.0.0.0";

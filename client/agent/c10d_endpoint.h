@@ -31,14 +31,24 @@ bool EndpointAnswers(const std::string& endpoint, absl::Duration timeout);
 // True when `host` names an address of this machine (it can be bound).
 bool IsLocalHost(const std::string& host);
 
+// Whether what accepts TCP at `endpoint` answers the coordinator's gRPC API
+// (plaintext) within `timeout`: any answer of JobService counts (NOT_FOUND,
+// UNAUTHENTICATED, ...); an HTTP/1 server, a silent listener or another gRPC
+// service does not.
+bool SpeaksCoordinatorApi(const std::string& endpoint, absl::Duration timeout);
+
 // Serves `endpoint` in-process when nothing answers there and its host is this
 // machine. Returns the coordinator it started, or null when another one
-// answers (or won the port) or the host is another machine.
+// answers (or won the port) or the host is another machine. With
+// `plaintext` (no TLS configured), something that accepts connections there
+// but does not speak the coordinator's API is an error at once, rather than a
+// minute of retries (a port taken by another program).
 // Possible errors: those of StandaloneCoordinator::Start other than
-// ALREADY_EXISTS, and INVALID_ARGUMENT for an endpoint without a port.
+// ALREADY_EXISTS, INVALID_ARGUMENT for an endpoint without a port, and
+// FAILED_PRECONDITION for a port taken by something that is not a coordinator.
 // `form` names the command-line form in log lines ("--rdzv-backend c10d").
 absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
-    const std::string& endpoint, const std::string& form);
+    const std::string& endpoint, const std::string& form, bool plaintext = true);
 
 }  // namespace ddp::client
 

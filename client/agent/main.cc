@@ -77,9 +77,11 @@ int RunAgent(LaunchOptions launch) {
     if (launch.local_addr.empty()) launch.local_addr = "127.0.0.1";
   } else if (launch.rdzv_backend == "c10d" || launch.static_form) {
     absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> served = ServeC10dEndpointIfHere(
-        launch.coordinator, launch.static_form ? "--master-addr/--master-port (static form; the "
-                                                 "coordinator uses MASTER_PORT+1)"
-                                               : "--rdzv-backend c10d");
+        launch.coordinator,
+        launch.static_form ? "--master-addr/--master-port (static form; the "
+                             "coordinator uses MASTER_PORT+1)"
+                           : "--rdzv-backend c10d",
+        !launch.tls.enabled());
     if (!served.ok()) {
       DDP_LOG(ERROR) << served.status();
       return kExitCoordinatorError;
