@@ -145,32 +145,34 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
 
 absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
   batch->chunks.clear();
-  // History pages until one has events or catch-up ends. An empty page that
-  // does not end catch-up happens only when the watcher's queue overflowed
-  // during the read (its matching events are then in the history): the next
-  // read finds them.
+  // History pages until one has events or catch-up ends, then the queue. The
+  // look at the catch-up state and the take from the queue (and arming the
+  // watcher when it is empty) are one critical section: a commit that
+  // overflows the queue in between sends the watcher back to the history,
+  // and an empty batch taken then, unarmed, would leave a consumer waiting
+  // for an OnReady that never comes (issue 23, point 7: a watch silent with
+  // no error). An empty page that does not end catch-up happens only when the
+  // watcher's queue overflowed during the read (its matching events are then
+  // in the history): the next read finds them.
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       auto it = watchers_.find(id);
       if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
-      if (!it->second.status.ok()) return it->second.status;
-      if (!it->second.catching_up) break;
+      Watcher& w = it->second;
+      if (!w.status.ok()) return w.status;
+      if (!w.catching_up) {
+        TakeQueueLocked(w, batch);
+        return absl::OkStatus();
+      }
     }
     absl::Status status = TakeHistory(id, batch);
     if (!status.ok() || !batch->chunks.empty()) return status;
   }
-  absl::MutexLock lock(&mu_);
-  auto it = watchers_.find(id);
-  if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
-  Watcher& w = it->second;
-  if (!w.status.ok()) return w.status;
+}
+
+void WatchHub::TakeQueueLocked(Watcher& w, WatchBatch* batch) {
   batch->revision = published_;
-  if (w.catching_up) {
-    // The queue overflowed since the loop above: come back for the history.
-    w.armed = false;
-    return absl::OkStatus();
-  }
   // Chunks are whole commits, so cutting between them cuts between revisions.
   size_t taken = 0, taken_bytes = 0;
   while (!w.queue.empty()) {
@@ -186,8 +188,8 @@ absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
     batch->chunks.push_back(std::move(w.queue.front()));
     w.queue.pop_front();
   }
+  // Nothing to send: the next event (or a cancellation) calls OnReady.
   w.armed = batch->chunks.empty();
-  return absl::OkStatus();
 }
 
 void WatchHub::Remove(WatchId id) {
