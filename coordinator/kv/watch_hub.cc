@@ -76,8 +76,10 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
     page_events = w.history_page;
   }
   // Read outside the lock: the backend allows this concurrently with Commit.
+  // One event more than the page is read to see whether the page's last
+  // revision goes on (WatchBatch::complete_through).
   const size_t want = page_events + skip;
-  absl::StatusOr<std::vector<Event>> read = history_.ReadEvents(ns, prefix, from, want);
+  absl::StatusOr<std::vector<Event>> read = history_.ReadEvents(ns, prefix, from, want + 1);
   absl::MutexLock lock(&mu_);
   auto it = watchers_.find(id);
   if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
@@ -96,23 +98,27 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
     return status;
   }
   std::vector<Event>& events = *read;
+  // The event after the page, if it is known.
+  const Event* next = events.size() > want ? &events[want] : nullptr;
   // The watcher's queue may have overflowed during the read, moving the end
   // on: a short read then says nothing about the new end.
   const Revision end_now = w.catchup_end;
-  bool reached_end = events.size() < want && end_now == end;
+  bool reached_end = events.size() <= want && end_now == end;
   size_t same_revision_count = 0;
   Revision last_revision = 0;
   std::vector<Event> page;
   size_t page_bytes = 0;
-  for (size_t i = 0; i < events.size(); ++i) {
+  for (size_t i = 0; i < std::min(events.size(), want); ++i) {
     Event& event = events[i];
     if (event.revision() > end_now) {
       reached_end = true;
+      next = &event;
       break;
     }
     const size_t bytes = PublishedEvents::ApproxBytes(event);
     if (i >= skip && !page.empty() && page_bytes + bytes > options_.max_take_bytes) {
       reached_end = false;  // the rest is read again next time
+      next = &event;
       break;
     }
     if (event.revision() == last_revision) {
@@ -138,6 +144,9 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   }
   batch->revision = published_;
   if (!page.empty()) {
+    // A page cut inside a revision leaves the rest of it for the next page.
+    const bool revision_goes_on = next != nullptr && next->revision() == last_revision;
+    batch->complete_through = revision_goes_on ? last_revision - 1 : last_revision;
     batch->chunks.push_back(std::make_shared<const PublishedEvents>(std::move(page), published_));
   }
   return absl::OkStatus();
@@ -190,6 +199,8 @@ void WatchHub::TakeQueueLocked(Watcher& w, WatchBatch* batch) {
   }
   // Nothing to send: the next event (or a cancellation) calls OnReady.
   w.armed = batch->chunks.empty();
+  // Live chunks are whole commits (of the events w matches).
+  batch->complete_through = w.armed ? published_ : batch->chunks.back()->revision();
 }
 
 void WatchHub::Remove(WatchId id) {

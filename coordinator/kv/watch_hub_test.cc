@@ -333,6 +333,31 @@ TEST(WatchHubTest, Take_ConcurrentPublishTinyQueue_EveryEventOnceInOrder) {
   EXPECT_GT(hub.Stats(*id).fell_behind, 0);
 }
 
+// A history page may end inside a revision (here: pages of two events, three
+// events at revision 2): complete_through then stops before it, so a client
+// told to resume from complete_through + 1 misses none of that revision.
+TEST(WatchHubTest, Take_HistoryPageEndsInsideRevision_CompleteThroughBeforeIt) {
+  testing::FakeKvBackend backend;
+  WatchHubOptions options;
+  options.max_events_per_take = 2;
+  WatchHub hub(backend, options);
+  CommitAndPublishDeferred(backend, hub, {PutEvent("k1", 1)});
+  CommitAndPublishDeferred(backend, hub,
+                           {PutEvent("k2a", 2), PutEvent("k2b", 2), PutEvent("k2c", 2)});
+  CommitAndPublishDeferred(backend, hub, {PutEvent("k3", 3)});
+  auto id = hub.Add({"ns", "", 1}, std::make_shared<testing::CountingSink>());
+  ASSERT_TRUE(id.ok());
+  std::vector<std::pair<size_t, Revision>> pages;  // events, complete_through
+  for (int i = 0; i < 4; ++i) {
+    WatchBatch batch;
+    ASSERT_TRUE(hub.Take(*id, &batch).ok());
+    pages.emplace_back(batch.event_count(), batch.complete_through);
+  }
+  EXPECT_THAT(pages, ::testing::ElementsAre(
+                         std::pair<size_t, Revision>(2, 1), std::pair<size_t, Revision>(2, 2),
+                         std::pair<size_t, Revision>(1, 3), std::pair<size_t, Revision>(0, 3)));
+}
+
 // A sink that records OnReady calls and lets a consumer wait for the next.
 class SignallingSink : public WatchSink {
  public:

@@ -245,6 +245,29 @@ TEST_F(GrpcKvServiceTest, Watch_StoreShutdown_StreamEndsUnavailable) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+// A stream the server ends says where to resume: every event through the
+// last one sent was delivered.
+TEST_F(GrpcKvServiceTest, Watch_StoreShutdown_MessageNamesRevisionToResumeFrom) {
+  v1::WatchRequest request;
+  request.set_namespace_("job");
+  request.set_prefix("p/");
+  auto context = Context();
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));  // created marker
+  ASSERT_TRUE(Put("p/a", "1").ok());
+  ASSERT_TRUE(Put("p/b", "2").ok());
+  int events = 0;
+  while (events < 2 && reader->Read(&response)) events += response.events_size();
+  ASSERT_EQ(events, 2);
+  store_->Shutdown();
+  while (reader->Read(&response)) {
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("watch again with start_revision 3"));
+}
+
 TEST_F(GrpcKvServiceTest, Watch_ManyWatchers_EachGetsItsEventsOnceInOrder) {
   // Watchers of the whole namespace and of one prefix, fed by concurrent
   // writers (so commits hold several events and the shared messages, the
