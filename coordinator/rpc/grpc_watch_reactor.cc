@@ -18,10 +18,10 @@ WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
   watch.ns = request.namespace_();
   watch.prefix = request.prefix();
   watch.start_revision = request.start_revision();
-  if (watch.start_revision > 0) complete_through_ = watch.start_revision - 1;
   // Locked before registering: a cancellation may call OnReady right away, and
   // it must find id_ set.
   absl::MutexLock lock(&sink_->mu);
+  if (watch.start_revision > 0) complete_through_ = watch.start_revision - 1;
   if (authorizer != nullptr) {
     absl::StatusOr<std::unique_ptr<auth::Authorizer::RevocationWatch>> watching =
         authorizer->WatchRevocation(
