@@ -115,6 +115,11 @@ struct WatchRequest {
 struct WatchBatch {
   std::vector<PublishedEventsPtr> chunks;
   Revision revision = 0;  // the published store revision when taken
+  // Every event the watcher matches up to this revision is in this batch or
+  // an earlier one (a history page may end inside a revision, so this can be
+  // below the last event's revision). A consumer that stops after sending the
+  // batch tells its client to watch again from complete_through + 1.
+  Revision complete_through = 0;
 
   bool empty() const { return chunks.empty(); }
   size_t event_count() const {

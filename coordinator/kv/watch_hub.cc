@@ -76,8 +76,10 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
     page_events = w.history_page;
   }
   // Read outside the lock: the backend allows this concurrently with Commit.
+  // One event more than the page is read to see whether the page's last
+  // revision goes on (WatchBatch::complete_through).
   const size_t want = page_events + skip;
-  absl::StatusOr<std::vector<Event>> read = history_.ReadEvents(ns, prefix, from, want);
+  absl::StatusOr<std::vector<Event>> read = history_.ReadEvents(ns, prefix, from, want + 1);
   absl::MutexLock lock(&mu_);
   auto it = watchers_.find(id);
   if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
@@ -96,23 +98,27 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
     return status;
   }
   std::vector<Event>& events = *read;
+  // The event after the page, if it is known.
+  const Event* next = events.size() > want ? &events[want] : nullptr;
   // The watcher's queue may have overflowed during the read, moving the end
   // on: a short read then says nothing about the new end.
   const Revision end_now = w.catchup_end;
-  bool reached_end = events.size() < want && end_now == end;
+  bool reached_end = events.size() <= want && end_now == end;
   size_t same_revision_count = 0;
   Revision last_revision = 0;
   std::vector<Event> page;
   size_t page_bytes = 0;
-  for (size_t i = 0; i < events.size(); ++i) {
+  for (size_t i = 0; i < std::min(events.size(), want); ++i) {
     Event& event = events[i];
     if (event.revision() > end_now) {
       reached_end = true;
+      next = &event;
       break;
     }
     const size_t bytes = PublishedEvents::ApproxBytes(event);
     if (i >= skip && !page.empty() && page_bytes + bytes > options_.max_take_bytes) {
       reached_end = false;  // the rest is read again next time
+      next = &event;
       break;
     }
     if (event.revision() == last_revision) {
@@ -138,6 +144,9 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
   }
   batch->revision = published_;
   if (!page.empty()) {
+    // A page cut inside a revision leaves the rest of it for the next page.
+    const bool revision_goes_on = next != nullptr && next->revision() == last_revision;
+    batch->complete_through = revision_goes_on ? last_revision - 1 : last_revision;
     batch->chunks.push_back(std::make_shared<const PublishedEvents>(std::move(page), published_));
   }
   return absl::OkStatus();
@@ -145,32 +154,34 @@ absl::Status WatchHub::TakeHistory(WatchId id, WatchBatch* batch) {
 
 absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
   batch->chunks.clear();
-  // History pages until one has events or catch-up ends. An empty page that
-  // does not end catch-up happens only when the watcher's queue overflowed
-  // during the read (its matching events are then in the history): the next
-  // read finds them.
+  // History pages until one has events or catch-up ends, then the queue. The
+  // look at the catch-up state and the take from the queue (and arming the
+  // watcher when it is empty) are one critical section: a commit that
+  // overflows the queue in between sends the watcher back to the history,
+  // and an empty batch taken then, unarmed, would leave a consumer waiting
+  // for an OnReady that never comes (issue 23, point 7: a watch silent with
+  // no error). An empty page that does not end catch-up happens only when the
+  // watcher's queue overflowed during the read (its matching events are then
+  // in the history): the next read finds them.
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       auto it = watchers_.find(id);
       if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
-      if (!it->second.status.ok()) return it->second.status;
-      if (!it->second.catching_up) break;
+      Watcher& w = it->second;
+      if (!w.status.ok()) return w.status;
+      if (!w.catching_up) {
+        TakeQueueLocked(w, batch);
+        return absl::OkStatus();
+      }
     }
     absl::Status status = TakeHistory(id, batch);
     if (!status.ok() || !batch->chunks.empty()) return status;
   }
-  absl::MutexLock lock(&mu_);
-  auto it = watchers_.find(id);
-  if (it == watchers_.end()) return absl::NotFoundError("watch was removed");
-  Watcher& w = it->second;
-  if (!w.status.ok()) return w.status;
+}
+
+void WatchHub::TakeQueueLocked(Watcher& w, WatchBatch* batch) {
   batch->revision = published_;
-  if (w.catching_up) {
-    // The queue overflowed since the loop above: come back for the history.
-    w.armed = false;
-    return absl::OkStatus();
-  }
   // Chunks are whole commits, so cutting between them cuts between revisions.
   size_t taken = 0, taken_bytes = 0;
   while (!w.queue.empty()) {
@@ -186,8 +197,10 @@ absl::Status WatchHub::Take(WatchId id, WatchBatch* batch) {
     batch->chunks.push_back(std::move(w.queue.front()));
     w.queue.pop_front();
   }
+  // Nothing to send: the next event (or a cancellation) calls OnReady.
   w.armed = batch->chunks.empty();
-  return absl::OkStatus();
+  // Live chunks are whole commits (of the events w matches).
+  batch->complete_through = w.armed ? published_ : batch->chunks.back()->revision();
 }
 
 void WatchHub::Remove(WatchId id) {

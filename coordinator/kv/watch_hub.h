@@ -105,7 +105,9 @@ class WatchHub {
   // CancelAll.
   absl::StatusOr<WatchId> Add(const WatchRequest& request, std::shared_ptr<WatchSink> sink);
 
-  // Next events for watcher `id` (possibly none). A non-OK status is final
+  // Next events for watcher `id` (possibly none). An empty batch always
+  // leaves the watcher armed: OnReady follows its next event or its
+  // cancellation, so a consumer may wait for it. A non-OK status is final
   // (cancelled: OUT_OF_RANGE, UNAVAILABLE, or the backend's error reading
   // history; NOT_FOUND for an unknown id).
   absl::Status Take(WatchId id, WatchBatch* batch);
@@ -161,6 +163,9 @@ class WatchHub {
   };
 
   absl::Status TakeHistory(WatchId id, WatchBatch* batch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Moves the front of w's live queue (w is not catching up) into `batch`;
+  // arms w when there is nothing.
+  void TakeQueueLocked(Watcher& w, WatchBatch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cancels `w` and returns the sink to notify (null if none).
   std::shared_ptr<WatchSink> CancelLocked(Watcher& w, absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,10 +1,13 @@
 #include "coordinator/kv/watch_hub.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "coordinator/kv/testing/fake_kv_backend.h"
 #include "coordinator/kv/testing/watch_test_util.h"
 #include "gmock/gmock.h"
@@ -328,6 +331,107 @@ TEST(WatchHubTest, Take_ConcurrentPublishTinyQueue_EveryEventOnceInOrder) {
   ASSERT_TRUE(id.ok());
   TakeWhileCommitting(backend, hub, *id);
   EXPECT_GT(hub.Stats(*id).fell_behind, 0);
+}
+
+// A history page may end inside a revision (here: pages of two events, three
+// events at revision 2): complete_through then stops before it, so a client
+// told to resume from complete_through + 1 misses none of that revision.
+TEST(WatchHubTest, Take_HistoryPageEndsInsideRevision_CompleteThroughBeforeIt) {
+  testing::FakeKvBackend backend;
+  WatchHubOptions options;
+  options.max_events_per_take = 2;
+  WatchHub hub(backend, options);
+  CommitAndPublishDeferred(backend, hub, {PutEvent("k1", 1)});
+  CommitAndPublishDeferred(backend, hub,
+                           {PutEvent("k2a", 2), PutEvent("k2b", 2), PutEvent("k2c", 2)});
+  CommitAndPublishDeferred(backend, hub, {PutEvent("k3", 3)});
+  auto id = hub.Add({"ns", "", 1}, std::make_shared<testing::CountingSink>());
+  ASSERT_TRUE(id.ok());
+  std::vector<std::pair<size_t, Revision>> pages;  // events, complete_through
+  for (int i = 0; i < 4; ++i) {
+    WatchBatch batch;
+    ASSERT_TRUE(hub.Take(*id, &batch).ok());
+    pages.emplace_back(batch.event_count(), batch.complete_through);
+  }
+  EXPECT_THAT(pages, ::testing::ElementsAre(
+                         std::pair<size_t, Revision>(2, 1), std::pair<size_t, Revision>(2, 2),
+                         std::pair<size_t, Revision>(1, 3), std::pair<size_t, Revision>(0, 3)));
+}
+
+// A sink that records OnReady calls and lets a consumer wait for the next.
+class SignallingSink : public WatchSink {
+ public:
+  void OnReady() override {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+  }
+  int calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+  // Whether OnReady was called more than `seen` times within `timeout`.
+  bool WaitBeyond(int seen, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto more = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_ > seen; };
+    return mu_.AwaitWithTimeout(absl::Condition(&more), timeout);
+  }
+
+ private:
+  absl::Mutex mu_;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Issue 23, point 7: a watcher went silent with no error. The consumer here
+// does what the gRPC Watch reactor does: after an empty Take it waits for
+// OnReady. An empty batch must therefore always leave the watcher armed, even
+// when a commit overflows its queue (sending it back to the history) between
+// Take's look at the catch-up state and its look at the queue; before the
+// fix, Take then returned an empty batch unarmed and OnReady never came.
+TEST(WatchHubTest, Take_EmptyBatchWhileQueueOverflows_OnReadyAlwaysFollows) {
+  constexpr Revision kCommits = 500;
+  constexpr int kRounds = 1500;
+  for (int round = 0; round < kRounds; ++round) {
+    testing::FakeKvBackend backend;
+    WatchHubOptions options;
+    options.max_queued_events = 2;  // over and over back to the history
+    options.max_events_per_take = 3;
+    WatchHub hub(backend, options);
+    auto sink = std::make_shared<SignallingSink>();
+    auto id = hub.Add({"ns", "", 0}, sink);
+    ASSERT_TRUE(id.ok());
+    std::atomic<bool> stop{false};
+    std::thread committer([&] {
+      for (Revision r = 1; r <= kCommits && !stop; ++r) {
+        CommitAndPublish(backend, hub, PutEvent("k", r));
+      }
+    });
+    Revision expected = 1;
+    bool in_order = true, stalled = false;
+    while (in_order && expected <= kCommits) {
+      const int seen = sink->calls();
+      WatchBatch batch;
+      const absl::Status status = hub.Take(*id, &batch);
+      ASSERT_TRUE(status.ok()) << status;
+      if (batch.empty()) {
+        // Every commit still to come notifies an armed watcher.
+        if (!sink->WaitBeyond(seen, absl::Seconds(5))) {
+          stalled = true;
+          break;
+        }
+        continue;
+      }
+      for (const Event& event : batch.CopyEvents()) {
+        in_order = in_order && event.revision() == expected;
+        ++expected;
+      }
+    }
+    stop = true;
+    committer.join();
+    ASSERT_FALSE(stalled) << "round " << round << ": an empty Take left the watcher unarmed at "
+                          << "revision " << expected << "; it would never be notified again";
+    ASSERT_TRUE(in_order) << "round " << round << ": a gap or a duplicate before revision "
+                          << expected;
+  }
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "coordinator/rpc/grpc_watch_reactor.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "coordinator/rpc/kv_proto_convert.h"
 
@@ -18,6 +21,7 @@ WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
   // Locked before registering: a cancellation may call OnReady right away, and
   // it must find id_ set.
   absl::MutexLock lock(&sink_->mu);
+  if (watch.start_revision > 0) complete_through_ = watch.start_revision - 1;
   if (authorizer != nullptr) {
     absl::StatusOr<std::unique_ptr<auth::Authorizer::RevocationWatch>> watching =
         authorizer->WatchRevocation(
@@ -74,12 +78,21 @@ void WatchReactor::PumpLocked(bool force) {
       return;
     }
     revision_ = batch.revision;
+    if (batch.empty()) {
+      complete_through_ = std::max(complete_through_, batch.complete_through);
+    } else {
+      // The watcher matched nothing between what it sent and this batch.
+      complete_through_ =
+          std::max(complete_through_, batch.chunks.front()->events().front().revision() - 1);
+      batch_complete_through_ = batch.complete_through;
+    }
     for (kv::PublishedEventsPtr& chunk : batch.chunks) {
       pending_.push_back(std::move(chunk));
     }
     pending_offset_ = 0;
     if (pending_.empty() && !force) return;  // idle: the store calls OnReady later
   }
+  const bool has_events = !pending_.empty();
   const v1::WatchResponse* message = &response_;
   if (pending_.size() == 1 && pending_offset_ == 0 &&
       pending_.front()->approx_bytes() <= max_message_bytes_) {
@@ -88,6 +101,14 @@ void WatchReactor::PumpLocked(bool force) {
     message = shared_in_flight_.get();
   } else {
     BuildOwnMessageLocked();
+  }
+  if (has_events) {
+    // Counted as sent now: a status that ends the stream follows this
+    // message. Everything before the next event to send has been sent.
+    complete_through_ = batch_complete_through_;
+    if (!pending_.empty()) {
+      complete_through_ = pending_.front()->events()[pending_offset_].revision() - 1;
+    }
   }
   gate_.Write(this, message);
 }
@@ -108,7 +129,23 @@ void WatchReactor::BuildOwnMessageLocked() {
   response_.set_revision(revision_);
 }
 
-void WatchReactor::FinishLocked(const grpc::Status& status) { gate_.Finish(this, status); }
+void WatchReactor::FinishLocked(const grpc::Status& status) {
+  if (status.ok() || !registered_) {
+    gate_.Finish(this, status);
+    return;
+  }
+  // Where the client resumes (etcd's clients resume from the last revision
+  // they saw + 1; this says it for those that did not keep it). Compaction
+  // names its own way on.
+  std::string message =
+      absl::StrCat(status.error_message(),
+                   " (this stream sent every matching event through revision ", complete_through_);
+  absl::StrAppend(&message, status.error_code() == grpc::StatusCode::OUT_OF_RANGE
+                                ? ")"
+                                : absl::StrCat(": watch again with start_revision ",
+                                               complete_through_ + 1, ")"));
+  gate_.Finish(this, grpc::Status(status.error_code(), message));
+}
 
 void WatchReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&sink_->mu);

@@ -18,6 +18,13 @@
 // With authorization, the stream ends with UNAUTHENTICATED as soon as the
 // token it was opened with is revoked (Authorizer::WatchRevocation).
 //
+// The stream ends only with an error (it never ends OK on its own): the
+// store's shutdown (UNAVAILABLE), compaction of the history it still needs
+// (OUT_OF_RANGE), revocation, a broken connection. The message then says
+// "this stream sent every matching event through revision N: watch again
+// with start_revision N+1" (for OUT_OF_RANGE only the first half: the
+// history from N+1 is gone).
+//
 // Lifecycle: created by GrpcKvService::Watch; deletes itself in OnDone after
 // Finish. Thread-safety: gRPC callbacks and the store's OnReady are serialized
 // by the sink's mutex. Lock order: sink mutex, then the store's watch hub (via
@@ -75,6 +82,12 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
   std::unique_ptr<auth::Authorizer::RevocationWatch> revocation_;
   StreamWriteGate gate_ ABSL_GUARDED_BY(sink_->mu);
   kv::Revision revision_ ABSL_GUARDED_BY(sink_->mu) = 0;
+  // Every event the watch matches up to this revision has been sent (or is
+  // in flight, ahead of any final status): a stream that ends with an error
+  // names complete_through_ + 1 as the revision to watch again from.
+  kv::Revision complete_through_ ABSL_GUARDED_BY(sink_->mu) = 0;
+  // The same for the end of the batch in pending_ (WatchBatch::complete_through).
+  kv::Revision batch_complete_through_ ABSL_GUARDED_BY(sink_->mu) = 0;
   // Taken from the store, not yet sent; the first `pending_offset_` events of
   // the front chunk are sent already.
   std::deque<kv::PublishedEventsPtr> pending_ ABSL_GUARDED_BY(sink_->mu);

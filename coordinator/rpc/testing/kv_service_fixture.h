@@ -4,7 +4,7 @@
 // Test fixture: GrpcKvService over a KvStore on InMemoryKvBackend (a fake
 // clock, no ticker: a test calls Tick), served by a real in-process gRPC
 // server on a free loopback port, and a stub to call it. A test's SetUp calls
-// Serve with the service options it wants.
+// Serve with the service options (and watcher bounds) it wants.
 
 #include <chrono>
 #include <memory>
@@ -26,8 +26,9 @@ namespace ddp::rpc::testing {
 
 class KvServiceFixture : public ::testing::Test {
  protected:
-  void Serve(GrpcKvServiceOptions options) {
+  void Serve(GrpcKvServiceOptions options, kv::WatchHubOptions watch = kv::WatchHubOptions()) {
     kv::KvStoreOptions store_options;
+    store_options.watch = watch;
     auto store = commit::KvStoreWithLoop::Open(std::make_unique<kv::InMemoryKvBackend>(), clock_,
                                                store_options);
     ASSERT_TRUE(store.ok()) << store.status();
