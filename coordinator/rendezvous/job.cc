@@ -25,10 +25,10 @@ Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock,
       token_hash_(r.token_hash),
       state_(r.state),
       generation_(r.generation),
-      restart_count_(r.restart_count),
-      root_cause_(r.root_cause),
+      restart_policy_(RestartPolicy::Options{r.settings.max_restarts, limits.max_retained_failures,
+                                             limits.max_message_length},
+                      r.restart_count, r.root_cause, r.failures),
       finish_message_(r.finish_message),
-      failures_(r.failures),
       excluded_(r.excluded_nodes.begin(), r.excluded_nodes.end()),
       master_(r.master),
       next_join_seq_(r.next_join_seq),
@@ -262,10 +262,10 @@ JobRecord Job::MakeRecord() const {
   r.settings = settings_;
   r.state = state_;
   r.generation = generation_;
-  r.restart_count = restart_count_;
-  r.root_cause = root_cause_;
+  r.restart_count = restart_policy_.restart_count();
+  r.root_cause = restart_policy_.root_cause();
   r.finish_message = finish_message_;
-  r.failures = failures_;
+  r.failures = restart_policy_.failures();
   r.excluded_nodes.assign(excluded_.begin(), excluded_.end());
   std::sort(r.excluded_nodes.begin(), r.excluded_nodes.end());
   r.master = master_;
@@ -315,13 +315,13 @@ JobStatus Job::Status(bool include_nodes) const {
   s.settings = settings_;
   s.state = state_;
   s.generation = generation_;
-  s.restart_count = restart_count_;
+  s.restart_count = restart_policy_.restart_count();
   s.registered_nodes = static_cast<int>(nodes_.size());
   s.member_nodes = current_.live;
   s.world_size = current_.world_size;
-  s.root_cause = root_cause_;
+  s.root_cause = restart_policy_.root_cause();
   s.finish_message = finish_message_;
-  s.failures = failures_;
+  s.failures = restart_policy_.failures();
   s.excluded_nodes.assign(excluded_.begin(), excluded_.end());
   std::sort(s.excluded_nodes.begin(), s.excluded_nodes.end());
   s.last_event_index = last_event_index_;

@@ -51,22 +51,10 @@
 // holds the next generation back until heartbeat_timeout after its last
 // heartbeat, when its agent's lease has frozen them (StopBarrier::FenceUntil).
 //
-// Restart budget: only worker failures (and an agent re-registering with a new
-// incarnation while its workers ran and its old session was still open) spend
-// max_restarts; membership changes do not. A member whose session stream
-// closes (the agent died, or the network cut it off) is known at once: a worker
-// failure reported by another member while that stream is closed is a
-// knock-on of the loss (peers fail on the broken collective a moment after a
-// node dies): the restart names the lost node and is free, and so is a new
-// incarnation that replaces an agent whose stream had closed. When a failure finds the budget
-// spent, every worker of the generation is stopped first (the stop barrier, no RESTARTING event),
-// so that the reports of the other failures of that generation arrive; then the job fails with the
-// earliest of them by failure time (FailedEarlier) as its root cause, as torchrun picks it. The
-// first report is often not the first failure: the peers of a dead worker fail on the broken
-// collective a moment later, and their reports race its own. While that barrier runs, root_cause
-// holds the earliest failure so far (it is persisted, so a restored job in RESTARTING with a root
-// cause finishes the barrier and fails). The history (Status().failures) is ordered by failure
-// time, too.
+// Restarts: whether a disturbance of the running generation restarts it (and
+// whether that spends max_restarts), stops it to fail, or is only recorded is
+// RestartPolicy's decision (restart_policy.h states the rules: budget,
+// knock-on, root cause, hang review); Job applies it.
 //
 // Fencing: every input after Register carries (job, node, incarnation,
 // generation). An unknown node or an old incarnation gets ABORTED (stop the
@@ -99,6 +87,7 @@
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_types.h"
+#include "coordinator/rendezvous/restart_policy.h"
 #include "coordinator/rendezvous/stop_barrier.h"
 
 namespace ddp::rendezvous {
@@ -172,7 +161,7 @@ class Job {
   const std::string& id() const { return id_; }
   JobState state() const { return state_; }
   Generation generation() const { return generation_; }
-  int restart_count() const { return restart_count_; }
+  int restart_count() const { return restart_policy_.restart_count(); }
   const JobSettings& settings() const { return settings_; }
   int registered_nodes() const { return static_cast<int>(nodes_.size()); }
   // True when `node_id` is registered with `incarnation` (a resume, not a new
@@ -324,8 +313,12 @@ class Job {
   void PushAssignments();
   // Fills current_.role_ranks from the members' roles, in group-rank order.
   void ComputeRoleRanks();
-  // Emits kRestarting, then StopAllWorkers.
-  void BeginRestart(RestartCause cause, const std::string& reason);
+  // Carries out what the restart policy decided: announces the failures it
+  // recorded (kWorkerFailed), then restarts (kRestarting, StopAllWorkers) or
+  // stops every worker for the policy to conclude (hang review, failing).
+  void Apply(const RestartDecision& decision);
+  // RestartPolicy::Decide with this job as the context.
+  void Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer = std::nullopt);
   // The kRestarting event, dated `began` (a hang's restart is named once the
   // stop barrier completed, but began at the report).
   void EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began);
@@ -333,21 +326,10 @@ class Job {
   // MaybeFinishStopBarrier.
   void StopAllWorkers(const std::string& reason);
   void MaybeFinishStopBarrier();
-  // The stop barrier ends in FAILED rather than in a new rendezvous.
-  bool FailingAfterStop() const {
-    return state_ == JobState::kRestarting && root_cause_.has_value();
-  }
-  void HandleFailure(const FailureInfo& failure);
-  // A member other than `reporter` whose stream closed while its workers of
-  // this generation ran (earliest first), or null.
-  const Node* LostPeerOf(const std::string& reporter) const;
-  // A worker failure that followed the loss of `lost`: a restart that names
-  // the lost node and does not spend the budget.
-  void HandleKnockOnFailure(const FailureInfo& failure, const Node& lost);
-  // "worker 1 (rank 3) on node 'b' failed: exit code 1".
-  static std::string FailureSentence(const FailureInfo& failure);
+  // A member other than `reporter` whose stream closed (or that went silent)
+  // while its workers of this generation ran (earliest first), if any.
+  std::optional<LostPeer> LostPeerOf(const std::string& reporter) const;
   void Finish(JobState state, std::optional<FailureInfo> root_cause, const std::string& message);
-  void RecordFailure(const FailureInfo& failure);
 
   // job_timers.cc
   void CheckLiveness(absl::Time now);
@@ -364,11 +346,9 @@ class Job {
 
   JobState state_ = JobState::kWaiting;
   Generation generation_ = 0;
-  int restart_count_ = 0;
-  // FAILED: the root cause. RESTARTING: set while stopping to fail.
-  std::optional<FailureInfo> root_cause_;
+  // Restart budget, root cause, failure history, hang review.
+  RestartPolicy restart_policy_;
   std::string finish_message_;
-  std::vector<FailureInfo> failures_;  // by FailedEarlier, bounded
   absl::flat_hash_set<std::string> excluded_;
   MasterInfo master_;
   uint64_t next_join_seq_ = 1;
@@ -387,17 +367,6 @@ class Job {
   StopBarrier stop_barrier_;
   absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
-
-  // RESTARTING after a hang report with budget left: the worst failure of
-  // the generation so far (FailedEarlier), which the restart names once the
-  // stop barrier completes, and when the restart began. Not stored: a job
-  // restored meanwhile finishes the barrier without the event (the restart
-  // is counted already).
-  struct HangReview {
-    FailureInfo culprit;
-    absl::Time began;
-  };
-  std::optional<HangReview> hang_review_;
 
   // Events (bounded) and persistence delta: the events after
   // events_taken_index_ go into the next TakeChanges; events_dropped_: older

@@ -180,8 +180,8 @@ void Job::PushAssignments() {
   }
   Emit(JobEventType::kGenerationOpened, current_.by_rank[0],
        absl::StrCat("generation ", generation_, ": ", current_.live, " nodes, world size ",
-                    current_.world_size, ", restart ", restart_count_, " of ",
-                    settings_.max_restarts));
+                    current_.world_size, ", restart ", restart_policy_.restart_count(), " of ",
+                    restart_policy_.max_restarts()));
 }
 
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
@@ -229,127 +229,54 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   failure.message = exit.error_message.substr(0, static_cast<size_t>(limits_.max_message_length));
   // An agent that sent no time: the moment the report arrived.
   failure.time = exit.time == absl::UnixEpoch() ? clock_->Now() : exit.time;
-  if (state_ == JobState::kRunning) {
-    if (const Node* lost = LostPeerOf(ref.node_id); lost != nullptr) {
-      HandleKnockOnFailure(failure, *lost);
-    } else {
-      HandleFailure(failure);
-    }
-    return absl::OkStatus();
-  }
-  // A report of the generation being torn down: a knock-on failure of the
-  // one that stopped it, or that one itself when its report came late. Into
-  // the history; before the job fails, also a candidate for the root cause.
-  RecordFailure(failure);
-  if (FailingAfterStop() && FailedEarlier(failure, *root_cause_)) {
-    root_cause_ = failure;
-    MarkJobDirty();
-  }
-  if (hang_review_.has_value() && FailedEarlier(failure, hang_review_->culprit)) {
-    hang_review_->culprit = failure;
-  }
+  Decide(Disruption::WorkerFailure(std::move(failure)),
+         state_ == JobState::kRunning ? LostPeerOf(ref.node_id) : std::nullopt);
   return absl::OkStatus();
 }
 
-void Job::RecordFailure(const FailureInfo& failure) {
-  // Ordered by failure time, not by arrival: the reports of one generation
-  // race each other from different nodes.
-  failures_.insert(std::upper_bound(failures_.begin(), failures_.end(), failure, FailedEarlier),
-                   failure);
-  if (static_cast<int>(failures_.size()) > limits_.max_retained_failures) {
-    failures_.erase(failures_.begin());
-  }
-  MarkJobDirty();
-  Emit(JobEventType::kWorkerFailed, failure.node_id, failure.message, failure);
-}
-
-std::string Job::FailureSentence(const FailureInfo& failure) {
-  if (failure.local_rank < 0) return failure.message;
-  return absl::StrCat("worker ", failure.local_rank, " (rank ", failure.global_rank, ") on node '",
-                      failure.node_id, "' failed: ", DescribeFailure(failure));
-}
-
-void Job::HandleFailure(const FailureInfo& failure) {
-  RecordFailure(failure);
-  const std::string what = FailureSentence(failure);
-  if (restart_count_ < settings_.max_restarts && failure.hang) {
-    // The first hang reported is often not the one that stalled the others:
-    // every rank blocked behind a stopped or stuck one goes silent too, and
-    // the agents race. Stop every worker first, taking each node's evidence
-    // (a process found stopped, the oldest heartbeat), and name the restart's
-    // cause once the barrier completes (MaybeFinishStopBarrier).
-    ++restart_count_;
-    hang_review_ = HangReview{failure, clock_->Now()};
-    StopAllWorkers(absl::StrCat("a hang was reported (", what,
-                                "); stopping every worker to find the rank that hung first"));
-    return;
-  }
-  if (restart_count_ < settings_.max_restarts) {
-    ++restart_count_;
-    BeginRestart(RestartCause::kWorkerFailure,
-                 absl::StrCat(what, "; restart ", restart_count_, " of ", settings_.max_restarts));
-    return;
-  }
-  // The budget is spent, but the first report need not be the first
-  // failure: when a worker dies, its peers fail a moment later on the broken
-  // collective (or hang in it), and any of their reports may arrive first.
-  // Stop every worker, taking the reports that come in meanwhile, and fail
-  // with the earliest (FailingAfterStop).
-  root_cause_ = failure;
-  StopAllWorkers(absl::StrCat(what, "; the restart budget (max_restarts=", settings_.max_restarts,
-                              ") is spent: stopping every worker"));
-}
-
-const Job::Node* Job::LostPeerOf(const std::string& reporter) const {
+std::optional<LostPeer> Job::LostPeerOf(const std::string& reporter) const {
   const absl::Time now = clock_->Now();
-  const Node* lost = nullptr;
-  std::optional<absl::Time> lost_since;
+  std::optional<LostPeer> lost;
   for (const std::string& node_id : current_.by_rank) {
     if (node_id.empty() || node_id == reporter) continue;
     auto it = nodes_.find(node_id);
     if (it == nodes_.end() || it->second.succeeded) continue;
-    const std::optional<absl::Time> since = LostSince(it->second, now);
-    if (since.has_value() && (lost == nullptr || *since < *lost_since)) {
-      lost = &it->second;
-      lost_since = since;
+    const Node& node = it->second;
+    const std::optional<absl::Time> since = LostSince(node, now);
+    if (since.has_value() && (!lost.has_value() || *since < lost->since)) {
+      lost =
+          LostPeer{node_id, *since, node.stream_closed_at.has_value(), now - node.last_heartbeat};
     }
   }
   return lost;
 }
 
-void Job::HandleKnockOnFailure(const FailureInfo& failure, const Node& lost) {
-  // The loss comes first in the history: it is what the dashboard and the
-  // scheduler should see as the cause.
-  FailureInfo cause;
-  cause.node_id = lost.record.node_id;
-  cause.generation = generation_;
-  cause.time = *LostSince(lost, clock_->Now());
-  cause.message =
-      lost.stream_closed_at.has_value()
-          ? absl::StrCat("the session of node '", lost.record.node_id,
-                         "' closed (its agent died or was cut off) while its workers of "
-                         "generation ",
-                         generation_, " ran")
-          : absl::StrCat("node '", lost.record.node_id, "' went silent (no heartbeat for ",
-                         absl::FormatDuration(clock_->Now() - lost.last_heartbeat),
-                         ": cut off or frozen) while its workers of generation ", generation_,
-                         " ran");
-  RecordFailure(cause);
-  FailureInfo knock_on = failure;
-  knock_on.message = absl::StrCat("knock-on of losing node '", lost.record.node_id, "'",
-                                  failure.message.empty() ? "" : ": ", failure.message)
-                         .substr(0, static_cast<size_t>(limits_.max_message_length));
-  RecordFailure(knock_on);
-  BeginRestart(
-      RestartCause::kNodeLoss,
-      absl::StrCat(cause.message, "; ", FailureSentence(failure),
-                   " after it (a knock-on failure): restarting without node '", lost.record.node_id,
-                   "' unless it resumes; the restart budget is not charged"));
+void Job::Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer) {
+  RestartContext context;
+  context.state = state_;
+  context.generation = generation_;
+  context.now = clock_->Now();
+  context.lost_peer = std::move(lost_peer);
+  Apply(restart_policy_.Decide(disruption, context));
 }
 
-void Job::BeginRestart(RestartCause cause, const std::string& reason) {
-  EmitRestarting(cause, reason, clock_->Now());
-  StopAllWorkers(reason);
+void Job::Apply(const RestartDecision& decision) {
+  for (const FailureInfo& failure : decision.recorded) {
+    MarkJobDirty();
+    Emit(JobEventType::kWorkerFailed, failure.node_id, failure.message, failure);
+  }
+  switch (decision.action) {
+    case RestartDecision::Action::kIgnore:
+      break;
+    case RestartDecision::Action::kRestart:
+      EmitRestarting(decision.cause, decision.reason, clock_->Now());
+      StopAllWorkers(decision.reason);
+      break;
+    case RestartDecision::Action::kReviewHang:
+    case RestartDecision::Action::kStopThenFail:
+      StopAllWorkers(decision.reason);
+      break;
+  }
 }
 
 void Job::EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began) {
@@ -385,33 +312,24 @@ absl::Status Job::WorkersStopped(const NodeRef& ref) {
 
 void Job::MaybeFinishStopBarrier() {
   if (state_ != JobState::kRestarting || !stop_barrier_.complete()) return;
-  if (hang_review_.has_value()) {
-    // Every member's reports are in: the restart names the culprit, and is
-    // dated from when it began.
-    const HangReview review = *std::move(hang_review_);
-    hang_review_.reset();
-    EmitRestarting(review.culprit.hang ? RestartCause::kHang : RestartCause::kWorkerFailure,
-                   absl::StrCat(FailureSentence(review.culprit), "; restart ", restart_count_,
-                                " of ", settings_.max_restarts),
-                   review.began);
+  StopOutcome outcome = restart_policy_.ConcludeStop();
+  if (outcome.named_restart.has_value()) {
+    EmitRestarting(outcome.named_restart->cause, outcome.named_restart->reason,
+                   outcome.named_restart->began);
   }
-  if (!FailingAfterStop()) {
+  if (!outcome.fail_with.has_value()) {
     // Tick finishes the barrier once the leases of removed members ran out.
     if (clock_->Now() < stop_barrier_.fenced_until()) return;
     OpenRendezvous(/*after_restart=*/true);
     return;
   }
-  const FailureInfo root_cause = *root_cause_;
-  Finish(JobState::kFailed, root_cause,
-         absl::StrCat(FailureSentence(root_cause),
-                      "; the restart budget (max_restarts=", settings_.max_restarts, ") is spent"));
+  Finish(JobState::kFailed, outcome.fail_with, outcome.fail_message);
 }
 
 void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
                  const std::string& message) {
   state_ = state;
-  root_cause_ = std::move(root_cause);
-  hang_review_.reset();
+  restart_policy_.Finish(std::move(root_cause));
   finish_message_ = message;
   finished_ = clock_->Now();
   join_deadline_ = master_deadline_ = absl::InfiniteFuture();
@@ -419,10 +337,10 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
   min_reached_at_.reset();
   MarkJobDirty();
   for (const auto& [id, node] : nodes_) {
-    Send(node, JobFinished{state_, root_cause_, finish_message_});
+    Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
   }
   Emit(JobEventType::kJobFinished, "", absl::StrCat(JobStateName(state_), ": ", message),
-       root_cause_);
+       restart_policy_.root_cause());
 }
 
 }  // namespace ddp::rendezvous

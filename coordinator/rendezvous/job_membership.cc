@@ -142,11 +142,12 @@ void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
   if (!IsMember(node) || request.generation != generation_ || node.succeeded) return;
   const std::string& node_id = node.record.node_id;
   if (state_ == JobState::kRunning) {
-    BeginRestart(RestartCause::kNodeLoss,
-                 absl::StrCat("node '", node_id, "' was cut off from the coordinator for longer ",
-                              "than its lease (", absl::FormatDuration(LeaseFor(settings_).lease),
-                              ") and stopped its workers of generation ", generation_,
-                              "; a membership change: the restart budget is not charged"));
+    Decide(Disruption::MembershipChange(
+        RestartCause::kNodeLoss,
+        absl::StrCat("node '", node_id, "' was cut off from the coordinator for longer ",
+                     "than its lease (", absl::FormatDuration(LeaseFor(settings_).lease),
+                     ") and stopped its workers of generation ", generation_,
+                     "; a membership change: the restart budget is not charged")));
   } else if (state_ == JobState::kRestarting && stop_barrier_.Confirm(node_id)) {
     MaybeFinishStopBarrier();  // its workers are stopped: as WorkersStopped
   }
@@ -155,14 +156,14 @@ void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
 void Job::ResendPending(const Node& node) {
   const bool member = IsMember(node);
   if (IsTerminal(state_)) {
-    Send(node, JobFinished{state_, root_cause_, finish_message_});
+    Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
   } else if (state_ == JobState::kStarting && member && node.record.group_rank == 0) {
     Send(node, RequestMasterInfo{generation_});
   } else if (state_ == JobState::kRunning && member) {
     Assignment a;
     a.generation = generation_;
-    a.restart_count = restart_count_;
-    a.max_restarts = settings_.max_restarts;
+    a.restart_count = restart_policy_.restart_count();
+    a.max_restarts = restart_policy_.max_restarts();
     a.group_rank = node.record.group_rank;
     a.group_world_size = static_cast<int>(current_.by_rank.size());
     a.global_rank_offset = node.record.global_rank_offset;
@@ -209,8 +210,9 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
       break;
     case JobState::kRunning:
       if (current_.live < settings_.max_nodes) {
-        BeginRestart(RestartCause::kScale,
-                     absl::StrCat("node '", request.node_id, "' joined below max_nodes"));
+        Decide(Disruption::MembershipChange(
+            RestartCause::kScale,
+            absl::StrCat("node '", request.node_id, "' joined below max_nodes")));
       }
       break;
     default:  // kRestarting: it is a candidate of the next rendezvous.
@@ -253,21 +255,9 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
       }
       break;
     case JobState::kRunning:
-      if (!node.succeeded && old_session_lost) {
-        BeginRestart(RestartCause::kNodeLoss,
-                     absl::StrCat("node '", node_id, "' was lost (its agent's session closed) and ",
-                                  "a new agent replaced it (incarnation ", old_incarnation, " -> ",
-                                  request.incarnation,
-                                  "); a membership change: the restart budget is not charged"));
-      } else if (!node.succeeded) {
-        FailureInfo failure;
-        failure.node_id = node_id;
-        failure.generation = generation_;
-        failure.message = absl::StrCat("agent of node '", node_id, "' restarted (incarnation ",
-                                       old_incarnation, " -> ", request.incarnation,
-                                       "); its workers of generation ", generation_, " are gone");
-        failure.time = clock_->Now();
-        HandleFailure(failure);
+      if (!node.succeeded) {
+        Decide(Disruption::AgentReplaced(node_id, old_incarnation, request.incarnation,
+                                         old_session_lost));
       }
       break;
     case JobState::kRestarting:
@@ -345,7 +335,7 @@ void Job::RemoveNode(const std::string& node_id, const std::string& reason, Rest
       break;
     case JobState::kRunning:
       if (member && !succeeded) {
-        BeginRestart(cause, absl::StrCat("node '", node_id, "' ", reason));
+        Decide(Disruption::MembershipChange(cause, absl::StrCat("node '", node_id, "' ", reason)));
       }
       break;
     case JobState::kRestarting:

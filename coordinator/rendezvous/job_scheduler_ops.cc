@@ -36,8 +36,9 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
       break;
     case JobState::kRunning:
       if (membership_changes) {
-        BeginRestart(RestartCause::kScale,
-                     absl::StrCat("job resized to ", min_nodes, ":", max_nodes, " nodes"));
+        Decide(Disruption::MembershipChange(
+            RestartCause::kScale,
+            absl::StrCat("job resized to ", min_nodes, ":", max_nodes, " nodes")));
       }
       break;
     default:  // kRestarting: the next rendezvous uses the new sizes.
