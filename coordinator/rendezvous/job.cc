@@ -29,9 +29,9 @@ Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock,
                                              limits.max_message_length},
                       r.restart_count, r.root_cause, r.failures),
       finish_message_(r.finish_message),
-      excluded_(r.excluded_nodes.begin(), r.excluded_nodes.end()),
       master_(r.master),
-      next_join_seq_(r.next_join_seq),
+      membership_(r.job_id, Membership::OptionsFor(r.settings, limits), clock, r.excluded_nodes,
+                  r.next_join_seq),
       last_event_index_(r.last_event_index) {}
 
 // A new job is the record of one that was never stored, plus its first event
@@ -67,28 +67,14 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   const absl::Time now = clock.Now();
   bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
                      job->state_ == JobState::kRestarting;
+  DDP_RETURN_IF_ERROR(job->membership_.Restore(snapshot.nodes, limits));
   int max_rank = -1;
-  const int node_count = static_cast<int>(snapshot.nodes.size());
-  for (const NodeRecord& record : snapshot.nodes) {
-    if (record.group_rank < -1 || record.group_rank >= node_count || record.incarnation == 0 ||
-        record.nproc < 1 || record.nproc > limits.max_nproc_per_node ||
-        !ValidateId(record.node_id, "node id", limits).ok()) {
-      return absl::DataLossError(absl::StrCat("stored node '", Capped(record.node_id), "' of job '",
-                                              Capped(r.job_id), "' is inconsistent (group rank ",
-                                              record.group_rank, ", incarnation ",
-                                              record.incarnation, ", nproc ", record.nproc, ")"));
-    }
-    Node node;
-    node.record = record;
-    node.connected = false;
-    node.last_heartbeat = now;
-    max_rank = std::max(max_rank, record.group_rank);
-    job->next_join_seq_ = std::max(job->next_join_seq_, record.join_seq + 1);
-    job->nodes_.emplace(record.node_id, std::move(node));
+  for (const auto& [id, node] : job->membership_.nodes()) {
+    max_rank = std::max(max_rank, node.record.group_rank);
   }
   if (has_members) {
     job->current_.by_rank.assign(max_rank + 1, "");
-    for (auto& [id, node] : job->nodes_) {
+    for (const auto& [id, node] : job->membership_.nodes()) {
       int rank = node.record.group_rank;
       if (rank < 0) continue;
       if (!job->current_.by_rank[rank].empty()) {
@@ -122,8 +108,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   }
   job->job_dirty_ = false;
   job->counters_dirty_ = false;
-  job->dirty_nodes_.clear();
-  job->removed_nodes_.clear();
+  job->membership_.ForgetChanges();
   return job;
 }
 
@@ -151,7 +136,7 @@ absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
 int64_t Job::MemberProcesses() const {
   int64_t processes = 0;
   for (const std::string& id : current_.by_rank) {
-    if (!id.empty()) processes += nodes_.at(id).record.nproc;
+    if (!id.empty()) processes += membership_.nodes().at(id).record.nproc;
   }
   return processes;
 }
@@ -180,40 +165,6 @@ bool Job::IsMember(const Node& node) const {
   return (state_ == JobState::kStarting || state_ == JobState::kRunning ||
           state_ == JobState::kRestarting) &&
          current_.Holds(rank, node.record.node_id);
-}
-
-Job::Node* Job::FindNode(const std::string& node_id) {
-  auto it = nodes_.find(node_id);
-  return it == nodes_.end() ? nullptr : &it->second;
-}
-
-absl::Status Job::Fence(const NodeRef& ref, bool exact_generation, Node** out) {
-  if (excluded_.contains(ref.node_id)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node '", Capped(ref.node_id), "' was excluded from job '", id_, "'; it cannot rejoin"));
-  }
-  Node* node = FindNode(ref.node_id);
-  if (node == nullptr) {
-    return absl::AbortedError(
-        absl::StrCat("node '", Capped(ref.node_id), "' is not registered in job '", id_,
-                     "' (lost, left or declared dead); stop its workers and register "
-                     "again"));
-  }
-  if (node->record.incarnation != ref.incarnation) {
-    return absl::AbortedError(absl::StrCat("incarnation ", ref.incarnation, " of node '",
-                                           Capped(ref.node_id), "' was replaced by incarnation ",
-                                           node->record.incarnation,
-                                           "; this agent is fenced: stop its workers and exit"));
-  }
-  bool stale = exact_generation ? ref.generation != generation_ : ref.generation > generation_;
-  if (ref.generation < 0 || stale) {
-    return absl::AbortedError(
-        absl::StrCat("generation ", ref.generation, " from node '", Capped(ref.node_id),
-                     "' is stale: job '", id_, "' is at generation ", generation_,
-                     "; stop the old workers and wait for the new assignment"));
-  }
-  *out = node;
-  return absl::OkStatus();
 }
 
 void Job::Emit(JobEventType type, const std::string& node_id, const std::string& message,
@@ -254,8 +205,6 @@ void Job::Send(const Node& node, MessageBody body) {
   outbox_->messages.push_back(std::move(message));
 }
 
-void Job::MarkNodeDirty(const std::string& node_id) { dirty_nodes_.insert(node_id); }
-
 JobRecord Job::MakeRecord() const {
   JobRecord r;
   r.job_id = id_;
@@ -266,8 +215,7 @@ JobRecord Job::MakeRecord() const {
   r.root_cause = restart_policy_.root_cause();
   r.finish_message = finish_message_;
   r.failures = restart_policy_.failures();
-  r.excluded_nodes.assign(excluded_.begin(), excluded_.end());
-  std::sort(r.excluded_nodes.begin(), r.excluded_nodes.end());
+  r.excluded_nodes = membership_.ExcludedSorted();
   r.master = master_;
   r.world_size = current_.world_size;
   r.last_event_index = last_event_index_;
@@ -275,7 +223,7 @@ JobRecord Job::MakeRecord() const {
   r.run = run_;
   r.finished = finished_;
   r.token_hash = token_hash_;
-  r.next_join_seq = next_join_seq_;
+  r.next_join_seq = membership_.next_join_seq();
   return r;
 }
 
@@ -284,15 +232,9 @@ JobChanges Job::TakeChanges() {
   changes.job_id = id_;
   if (job_dirty_) changes.job = MakeRecord();
   if (counters_dirty_ || job_dirty_) {
-    changes.counters = JobCounters{last_event_index_, next_join_seq_};
+    changes.counters = JobCounters{last_event_index_, membership_.next_join_seq()};
   }
-  changes.removed_nodes = std::move(removed_nodes_);
-  removed_nodes_.clear();
-  for (const std::string& node_id : dirty_nodes_) {
-    auto it = nodes_.find(node_id);
-    if (it != nodes_.end()) changes.upserted_nodes.push_back(it->second.record);
-  }
-  dirty_nodes_.clear();
+  membership_.TakeChanges(changes);
   // The events emitted since the last call (read from events_, so that what
   // was set on an event after Emit, its restart cause, is stored too).
   auto first_new =
@@ -316,21 +258,20 @@ JobStatus Job::Status(bool include_nodes) const {
   s.state = state_;
   s.generation = generation_;
   s.restart_count = restart_policy_.restart_count();
-  s.registered_nodes = static_cast<int>(nodes_.size());
+  s.registered_nodes = membership_.size();
   s.member_nodes = current_.live;
   s.world_size = current_.world_size;
   s.root_cause = restart_policy_.root_cause();
   s.finish_message = finish_message_;
   s.failures = restart_policy_.failures();
-  s.excluded_nodes.assign(excluded_.begin(), excluded_.end());
-  std::sort(s.excluded_nodes.begin(), s.excluded_nodes.end());
+  s.excluded_nodes = membership_.ExcludedSorted();
   s.last_event_index = last_event_index_;
   s.first_event_index = events_.empty() ? 0 : events_.front().index;
   s.created = created_;
   s.run = run_;
   s.finished = finished_;
   if (include_nodes) {
-    for (const auto& [id, node] : nodes_) {
+    for (const auto& [id, node] : membership_.nodes()) {
       NodeStatus n;
       n.node_id = id;
       n.incarnation = node.record.incarnation;

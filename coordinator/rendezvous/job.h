@@ -56,17 +56,14 @@
 // RestartPolicy's decision (restart_policy.h states the rules: budget,
 // knock-on, root cause, hang review); Job applies it.
 //
-// Fencing: every input after Register carries (job, node, incarnation,
-// generation). An unknown node or an old incarnation gets ABORTED (stop the
-// workers, register again). WorkerExited, WorkersStopped and MasterInfo must
-// name the current generation; Heartbeat any generation up to it. A second
-// registration with a new incarnation wins over an older one whose stream is
-// closed or that stopped heartbeating (an agent restart): the older is fenced.
-// While the older is alive (stream open, heartbeats within two intervals) the
-// newcomer is refused with ALREADY_EXISTS: two agents share a node id. If the node was a member
-// with running workers, that counts as a failure of the node (restart). Registering again with the
-// same incarnation resumes the session (after a stream break or a coordinator restart) and re-sends
-// what the node is waiting for.
+// Registration, fencing and liveness: Membership (membership.h) keeps the
+// registered nodes and says who may act (Fence), who is alive, who is lost and
+// in what order nodes joined. Job adds the rules that need the state machine:
+// WorkerExited, WorkersStopped and MasterInfo must name the current generation
+// and Heartbeat any generation up to it; a newcomer that would replace a live
+// agent is refused with ALREADY_EXISTS; a new incarnation of a member whose
+// workers ran is a disruption for RestartPolicy; a resume re-sends what the
+// node is waiting for.
 //
 // Thread-safety: not thread-safe; JobRegistry serializes all calls.
 
@@ -87,6 +84,7 @@
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_types.h"
+#include "coordinator/rendezvous/membership.h"
 #include "coordinator/rendezvous/restart_policy.h"
 #include "coordinator/rendezvous/stop_barrier.h"
 
@@ -163,12 +161,12 @@ class Job {
   Generation generation() const { return generation_; }
   int restart_count() const { return restart_policy_.restart_count(); }
   const JobSettings& settings() const { return settings_; }
-  int registered_nodes() const { return static_cast<int>(nodes_.size()); }
+  int registered_nodes() const { return membership_.size(); }
   // True when `node_id` is registered with `incarnation` (a resume, not a new
   // agent).
   bool HasIncarnation(const std::string& node_id, Incarnation incarnation) const {
-    auto it = nodes_.find(node_id);
-    return it != nodes_.end() && it->second.record.incarnation == incarnation;
+    const Node* node = membership_.Find(node_id);
+    return node != nullptr && node->record.incarnation == incarnation;
   }
   JobStatus Status(bool include_nodes) const;
   // Events with index > after_index still retained, oldest first, at most
@@ -233,8 +231,8 @@ class Job {
   // Persistence delta since the last call (empty when nothing changed).
   JobChanges TakeChanges();
   bool HasChanges() const {
-    return job_dirty_ || counters_dirty_ || !dirty_nodes_.empty() || !removed_nodes_.empty() ||
-           events_dropped_ || events_taken_index_ < last_event_index_;
+    return job_dirty_ || counters_dirty_ || membership_.HasChanges() || events_dropped_ ||
+           events_taken_index_ < last_event_index_;
   }
 
  private:
@@ -244,26 +242,9 @@ class Job {
   static JobRecord NewRecord(std::string job_id, const JobSettings& settings, const Clock& clock);
   // Retains the stored events again (Restore). Possible errors: DATA_LOSS.
   absl::Status RestoreEvents(const std::vector<JobEvent>& stored);
-  struct Node {
-    NodeRecord record;
-    bool connected = true;
-    // When its session's stream was seen to close (not resumed since): the
-    // agent died or was cut off. Not set for nodes that have not resumed
-    // after a coordinator restart (their fate is unknown, not observed).
-    std::optional<absl::Time> stream_closed_at;
-    // --role of its workers, from its latest registration (not stored: after
-    // a coordinator restart it is known again once the node resumes).
-    std::string role;
-    absl::Time last_heartbeat;
-    // Current-generation state.
-    bool succeeded = false;
-    int exited_ok = 0;
-    std::vector<bool> exited;  // by local rank, allocated on first exit report
-  };
+  using Node = Membership::Node;
 
   // job.cc
-  Node* FindNode(const std::string& node_id);
-  absl::Status Fence(const NodeRef& ref, bool exact_generation, Node** node);
   void Emit(JobEventType type, const std::string& node_id, const std::string& message,
             std::optional<FailureInfo> failure = std::nullopt);
   // Emit in two steps, for an event with more fields set: one dated now, of
@@ -273,7 +254,6 @@ class Job {
   void Publish(JobEvent event);
   void Send(const Node& node, MessageBody body);
   void MarkJobDirty() { job_dirty_ = true; }
-  void MarkNodeDirty(const std::string& node_id);
   JobRecord MakeRecord() const;
   bool IsMember(const Node& node) const;
   // Workers of the current generation's members still registered.
@@ -287,21 +267,18 @@ class Job {
   absl::StatusOr<RegisterResult> Resume(Node& node, const RegisterRequest& request);
   void ReplaceIncarnation(Node& node, const RegisterRequest& request);
   void AddNode(const RegisterRequest& request, int nproc);
-  // Removes a node for good (lost, left, excluded, declared dead).
+  // Removes a node for good (lost, left, excluded, declared dead). `node_id`
+  // is a copy: callers pass ids held in current_.by_rank, which this clears.
   // `cause`: why the generation restarts if the node was a running member.
   // `workers_stopped`: the agent stopped its workers itself (Leave); otherwise
   // a member whose workers may still run fences the next generation until its
   // lease has run out (FenceWorkersOf).
-  void RemoveNode(const std::string& node_id, const std::string& reason,
+  void RemoveNode(std::string node_id, const std::string& reason,
                   RestartCause cause = RestartCause::kNodeLoss, bool workers_stopped = false);
   // A member that leaves the generation while its workers may still run (cut
   // off, excluded, declared dead, replaced): no next generation starts before
   // its agent's lease has run out, heartbeat_timeout after its last heartbeat.
   void FenceWorkersOf(const Node& node);
-  // Since when a running member has been lost to the coordinator: its stream
-  // closed, or it has been silent for half its lease (its workers are being
-  // stopped by then if it is cut off); nullopt while it is in touch.
-  std::optional<absl::Time> LostSince(const Node& node, absl::Time now) const;
   // A resume that reports its lease ran out (RegisterRequest::lease_expired).
   void HandleLeaseExpired(Node& node, const RegisterRequest& request);
   void ResendPending(const Node& node);
@@ -332,7 +309,8 @@ class Job {
   void Finish(JobState state, std::optional<FailureInfo> root_cause, const std::string& message);
 
   // job_timers.cc
-  void CheckLiveness(absl::Time now);
+  // Removes the nodes silent for heartbeat_timeout (Membership::Silent).
+  void RemoveSilentNodes(absl::Time now);
 
   std::string id_;
   JobSettings settings_;
@@ -349,11 +327,10 @@ class Job {
   // Restart budget, root cause, failure history, hang review.
   RestartPolicy restart_policy_;
   std::string finish_message_;
-  absl::flat_hash_set<std::string> excluded_;
   MasterInfo master_;
-  uint64_t next_join_seq_ = 1;
 
-  absl::flat_hash_map<std::string, Node> nodes_;
+  // Registered nodes, liveness, join order, exclusions, fencing.
+  Membership membership_;
   GenerationMembers current_;  // the current (or last) generation's members
 
   // Timers of the current state.
@@ -365,7 +342,6 @@ class Job {
   // fence of members that left while theirs could still run (not stored:
   // Restore sets it conservatively).
   StopBarrier stop_barrier_;
-  absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
 
   // Events (bounded) and persistence delta: the events after
@@ -377,8 +353,6 @@ class Job {
   bool events_dropped_ = false;
   bool job_dirty_ = true;
   bool counters_dirty_ = true;
-  absl::flat_hash_set<std::string> dirty_nodes_;
-  std::vector<std::string> removed_nodes_;
 };
 
 }  // namespace ddp::rendezvous

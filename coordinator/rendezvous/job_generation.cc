@@ -23,7 +23,7 @@ void Job::OpenRendezvous(bool after_restart) {
   MarkJobDirty();
   // After a restart that kept min_nodes, the new generation forms at once (no
   // last call): the nodes are all there and waiting would only delay training.
-  if (after_restart && static_cast<int>(nodes_.size()) >= settings_.min_nodes) {
+  if (after_restart && membership_.size() >= settings_.min_nodes) {
     CloseRendezvous();
     return;
   }
@@ -32,7 +32,7 @@ void Job::OpenRendezvous(bool after_restart) {
 
 void Job::MaybeCloseRendezvous() {
   if (state_ != JobState::kWaiting) return;
-  const int n = static_cast<int>(nodes_.size());
+  const int n = membership_.size();
   if (n >= settings_.max_nodes) {
     CloseRendezvous();
     return;
@@ -46,15 +46,7 @@ void Job::MaybeCloseRendezvous() {
 void Job::CloseRendezvous() {
   // Candidates: previous members by previous rank, then everyone else by join
   // order.
-  std::vector<Node*> candidates;
-  candidates.reserve(nodes_.size());
-  for (auto& [id, node] : nodes_) candidates.push_back(&node);
-  std::sort(candidates.begin(), candidates.end(), [](Node* a, Node* b) {
-    int ra = a->record.group_rank, rb = b->record.group_rank;
-    if ((ra >= 0) != (rb >= 0)) return ra >= 0;
-    if (ra >= 0 && ra != rb) return ra < rb;
-    return a->record.join_seq < b->record.join_seq;
-  });
+  std::vector<Node*> candidates = membership_.CandidatesInOrder();
   const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes));
   std::vector<RankMember> rank_members(n);
   for (size_t i = 0; i < n; ++i) {
@@ -77,12 +69,12 @@ void Job::CloseRendezvous() {
   ++generation_;
   current_.Form(n, table->world_size);
   for (const RankEntry& e : table->entries) {
-    Node& node = nodes_[e.node_id];
+    Node& node = *membership_.Find(e.node_id);
     if (node.record.group_rank != e.group_rank ||
         node.record.global_rank_offset != e.global_rank_offset) {
       node.record.group_rank = e.group_rank;
       node.record.global_rank_offset = e.global_rank_offset;
-      MarkNodeDirty(e.node_id);
+      membership_.MarkDirty(e.node_id);
     }
     current_.by_rank[e.group_rank] = e.node_id;
   }
@@ -90,10 +82,10 @@ void Job::CloseRendezvous() {
     Node* spare = candidates[i];
     if (spare->record.group_rank != -1) {
       spare->record.group_rank = -1;
-      MarkNodeDirty(spare->record.node_id);
+      membership_.MarkDirty(spare->record.node_id);
     }
   }
-  for (auto& [id, node] : nodes_) {
+  for (auto& [id, node] : membership_.mutable_nodes()) {
     node.succeeded = false;
     node.exited_ok = 0;
     node.exited.clear();
@@ -104,12 +96,11 @@ void Job::CloseRendezvous() {
   join_deadline_ = absl::InfiniteFuture();
   master_deadline_ = clock_->Now() + settings_.shutdown_timeout;
   MarkJobDirty();
-  Send(nodes_[current_.by_rank[0]], RequestMasterInfo{generation_});
+  Send(*membership_.Find(current_.by_rank[0]), RequestMasterInfo{generation_});
 }
 
 absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
-  Node* node = nullptr;
-  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/true, &node));
+  DDP_ASSIGN_OR_RETURN(Node * node, membership_.Fence(ref, generation_, /*exact_generation=*/true));
   if (!IsMember(*node) || node->record.group_rank != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ", generation_,
@@ -151,7 +142,7 @@ void Job::ComputeRoleRanks() {
   absl::flat_hash_map<std::string, int64_t> next_offset;  // by role
   for (const std::string& node_id : current_.by_rank) {
     if (node_id.empty()) continue;
-    const Node& node = nodes_[node_id];
+    const Node& node = *membership_.Find(node_id);
     if (node.role.empty()) {  // not known (restored, not resumed yet)
       current_.role_ranks.clear();
       return;
@@ -167,7 +158,7 @@ void Job::ComputeRoleRanks() {
     return;
   }
   for (auto& [node_id, ranks] : current_.role_ranks)
-    ranks.second = next_offset[nodes_[node_id].role];
+    ranks.second = next_offset[membership_.Find(node_id)->role];
 }
 
 void Job::PushAssignments() {
@@ -176,7 +167,7 @@ void Job::PushAssignments() {
   master_deadline_ = absl::InfiniteFuture();
   MarkJobDirty();
   for (const std::string& node_id : current_.by_rank) {
-    if (!node_id.empty()) ResendPending(nodes_[node_id]);
+    if (!node_id.empty()) ResendPending(*membership_.Find(node_id));
   }
   Emit(JobEventType::kGenerationOpened, current_.by_rank[0],
        absl::StrCat("generation ", generation_, ": ", current_.live, " nodes, world size ",
@@ -185,8 +176,7 @@ void Job::PushAssignments() {
 }
 
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
-  Node* node = nullptr;
-  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/true, &node));
+  DDP_ASSIGN_OR_RETURN(Node * node, membership_.Fence(ref, generation_, /*exact_generation=*/true));
   if (exit.local_rank < 0 || exit.local_rank >= node->record.nproc) {
     return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank, " of node '",
                                                    ref.node_id, "' is outside [0, ",
@@ -239,13 +229,12 @@ std::optional<LostPeer> Job::LostPeerOf(const std::string& reporter) const {
   std::optional<LostPeer> lost;
   for (const std::string& node_id : current_.by_rank) {
     if (node_id.empty() || node_id == reporter) continue;
-    auto it = nodes_.find(node_id);
-    if (it == nodes_.end() || it->second.succeeded) continue;
-    const Node& node = it->second;
-    const std::optional<absl::Time> since = LostSince(node, now);
+    const Node* node = membership_.Find(node_id);
+    if (node == nullptr || node->succeeded) continue;
+    const std::optional<absl::Time> since = membership_.LostSince(*node, now);
     if (since.has_value() && (!lost.has_value() || *since < lost->since)) {
       lost =
-          LostPeer{node_id, *since, node.stream_closed_at.has_value(), now - node.last_heartbeat};
+          LostPeer{node_id, *since, node->stream_closed_at.has_value(), now - node->last_heartbeat};
     }
   }
   return lost;
@@ -292,14 +281,13 @@ void Job::StopAllWorkers(const std::string& reason) {
   stop_barrier_.Open(current_.by_rank, clock_->Now() + settings_.shutdown_timeout);
   MarkJobDirty();
   for (const std::string& node_id : stop_barrier_.Awaited()) {
-    Send(nodes_[node_id], StopWorkers{generation_, reason});
+    Send(*membership_.Find(node_id), StopWorkers{generation_, reason});
   }
   MaybeFinishStopBarrier();
 }
 
 absl::Status Job::WorkersStopped(const NodeRef& ref) {
-  Node* node = nullptr;
-  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/true, &node));
+  DDP_RETURN_IF_ERROR(membership_.Fence(ref, generation_, /*exact_generation=*/true).status());
   if (state_ == JobState::kRunning || state_ == JobState::kStarting) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no stop of generation ", generation_, " was requested from node '", ref.node_id, "'"));
@@ -336,7 +324,7 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
   stop_barrier_.Close();
   min_reached_at_.reset();
   MarkJobDirty();
-  for (const auto& [id, node] : nodes_) {
+  for (const auto& [id, node] : membership_.nodes()) {
     Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
   }
   Emit(JobEventType::kJobFinished, "", absl::StrCat(JobStateName(state_), ": ", message),

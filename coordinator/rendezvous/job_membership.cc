@@ -38,7 +38,7 @@ absl::Status Job::ValidateRegister(const RegisterRequest& request) const {
     return absl::InvalidArgumentError(absl::StrCat("role '", Capped(request.role), "' of node '",
                                                    request.node_id, "' is longer than 64 bytes"));
   }
-  if (excluded_.contains(request.node_id)) {
+  if (membership_.IsExcluded(request.node_id)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "node '", request.node_id, "' was excluded from job '", id_, "'; it cannot rejoin"));
   }
@@ -56,7 +56,7 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
     }
   }
   const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
-  Node* node = FindNode(request.node_id);
+  Node* node = membership_.Find(request.node_id);
   if (node != nullptr && node->record.incarnation == request.incarnation) {
     if (node->record.nproc != nproc || node->record.requested_rank != request.requested_rank) {
       return absl::FailedPreconditionError(
@@ -72,8 +72,7 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
     return absl::FailedPreconditionError(absl::StrCat("job '", id_, "' already finished (",
                                                       JobStateName(state_), "); use a new job id"));
   }
-  if (node != nullptr && node->connected &&
-      clock_->Now() - node->last_heartbeat < 2 * settings_.heartbeat_interval) {
+  if (node != nullptr && membership_.Alive(*node)) {
     // The registered agent is alive (its stream is open and it heartbeats):
     // this is a second agent with the same node id, not a restart. Replacing
     // the live one would make the two fence each other forever.
@@ -89,15 +88,15 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
     ReplaceIncarnation(*node, request);
   } else {
     int limit = settings_.max_nodes + limits_.max_spare_nodes;
-    if (static_cast<int>(nodes_.size()) >= limit) {
+    if (membership_.size() >= limit) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("job '", id_, "' already has ", nodes_.size(),
+          absl::StrCat("job '", id_, "' already has ", membership_.size(),
                        " registered nodes, the limit (max_nodes + spares) is ", limit, "; node '",
                        request.node_id, "' cannot join"));
     }
     AddNode(request, nproc);
   }
-  node = FindNode(request.node_id);
+  node = membership_.Find(request.node_id);
   RegisterResult result;
   result.settings = settings_;
   result.state = state_;
@@ -113,20 +112,13 @@ void Job::NoticeConflict(const absl::Status& refusal) {
   const absl::Time now = clock_->Now();
   if (now < next_conflict_notice_) return;
   next_conflict_notice_ = now + settings_.heartbeat_interval;
-  for (const auto& [id, node] : nodes_) {
+  for (const auto& [id, node] : membership_.nodes()) {
     Send(node, Notice{absl::StrCat("a node was refused: ", refusal.message())});
   }
 }
 
 absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& request) {
-  node.connected = true;
-  node.role = request.role;
-  node.stream_closed_at.reset();
-  node.last_heartbeat = clock_->Now();
-  if (node.record.address != request.address) {
-    node.record.address = request.address;
-    MarkNodeDirty(node.record.node_id);
-  }
+  membership_.Resume(node, request);
   if (request.lease_expired) HandleLeaseExpired(node, request);
   ResendPending(node);
   RegisterResult result;
@@ -184,20 +176,8 @@ void Job::ResendPending(const Node& node) {
 }
 
 void Job::AddNode(const RegisterRequest& request, int nproc) {
-  const absl::Time now = clock_->Now();
-  Node node;
-  node.record.node_id = request.node_id;
-  node.record.incarnation = request.incarnation;
-  node.record.nproc = nproc;
-  node.record.requested_rank = request.requested_rank;
-  node.record.address = request.address;
-  node.record.join_seq = next_join_seq_++;
-  node.role = request.role;
-  counters_dirty_ = true;
-  node.last_heartbeat = now;
-  next_liveness_check_ = std::min(next_liveness_check_, now + settings_.heartbeat_timeout);
-  nodes_.emplace(request.node_id, std::move(node));
-  MarkNodeDirty(request.node_id);
+  membership_.Add(request, nproc);
+  counters_dirty_ = true;  // next_join_seq
   Emit(JobEventType::kNodeJoined, request.node_id,
        absl::StrCat("nproc ", nproc, ", incarnation ", request.incarnation));
   switch (state_) {
@@ -229,17 +209,9 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   // The old agent may be alive but cut off, its workers running until its
   // lease runs out.
   FenceWorkersOf(node);
-  node.stream_closed_at.reset();
   const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
   const bool nproc_changed = node.record.nproc != nproc;
-  node.record.incarnation = request.incarnation;
-  node.record.nproc = nproc;
-  node.record.requested_rank = request.requested_rank;
-  node.record.address = request.address;
-  node.role = request.role;
-  node.connected = true;
-  node.last_heartbeat = clock_->Now();
-  MarkNodeDirty(node.record.node_id);
+  membership_.Replace(node, request, nproc);
   const std::string node_id = node.record.node_id;
   Emit(JobEventType::kNodeJoined, node_id,
        absl::StrCat("incarnation ", request.incarnation, " replaced ", old_incarnation,
@@ -271,25 +243,21 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
 }
 
 absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
-  Node* node = nullptr;
-  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/false, &node));
-  node->last_heartbeat = clock_->Now();
-  node->connected = true;
-  node->stream_closed_at.reset();
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, generation_, /*exact_generation=*/false));
+  membership_.Heartbeat(*node);
   return state_ == JobState::kRunning && IsMember(*node) ? generation_ : 0;
 }
 
 absl::Status Job::StreamClosed(const NodeRef& ref) {
-  Node* node = nullptr;
-  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/false, &node));
-  node->connected = false;
-  if (!node->stream_closed_at.has_value()) node->stream_closed_at = clock_->Now();
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, generation_, /*exact_generation=*/false));
+  membership_.StreamClosed(*node);
   return absl::OkStatus();
 }
 
 absl::Status Job::Leave(const NodeRef& ref) {
-  Node* node = nullptr;
-  DDP_RETURN_IF_ERROR(Fence(ref, /*exact_generation=*/false, &node));
+  DDP_RETURN_IF_ERROR(membership_.Fence(ref, generation_, /*exact_generation=*/false).status());
   RemoveNode(ref.node_id, "left the job", RestartCause::kNodeLoss, /*workers_stopped=*/true);
   return absl::OkStatus();
 }
@@ -303,30 +271,22 @@ void Job::FenceWorkersOf(const Node& node) {
   stop_barrier_.FenceUntil(node.last_heartbeat + settings_.heartbeat_timeout);
 }
 
-std::optional<absl::Time> Job::LostSince(const Node& node, absl::Time now) const {
-  if (node.stream_closed_at.has_value()) return node.stream_closed_at;
-  if (now - node.last_heartbeat >= LeaseFor(settings_).lease / 2) return node.last_heartbeat;
-  return std::nullopt;
-}
-
-void Job::RemoveNode(const std::string& node_id, const std::string& reason, RestartCause cause,
+void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCause cause,
                      bool workers_stopped) {
-  auto it = nodes_.find(node_id);
-  if (it == nodes_.end()) return;
-  if (!workers_stopped) FenceWorkersOf(it->second);
-  const bool member = IsMember(it->second);
+  const Node* node = membership_.Find(node_id);
+  if (node == nullptr) return;
+  if (!workers_stopped) FenceWorkersOf(*node);
+  const bool member = IsMember(*node);
   const bool stop_pending = stop_barrier_.Confirm(node_id);  // it is gone either way
-  const bool succeeded = it->second.succeeded;
+  const bool succeeded = node->succeeded;
   if (member) {
-    current_.Remove(it->second.record.group_rank);
+    current_.Remove(node->record.group_rank);
   }
-  nodes_.erase(it);
-  dirty_nodes_.erase(node_id);
-  removed_nodes_.push_back(node_id);
+  membership_.Remove(node_id);
   Emit(JobEventType::kNodeLost, node_id, reason);
   switch (state_) {
     case JobState::kWaiting:
-      if (static_cast<int>(nodes_.size()) < settings_.min_nodes) {
+      if (membership_.size() < settings_.min_nodes) {
         min_reached_at_.reset();
       }
       break;

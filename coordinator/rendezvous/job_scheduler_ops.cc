@@ -21,7 +21,7 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
   Emit(
       JobEventType::kJobUpdated, "",
       absl::StrCat("nodes ", old.min_nodes, ":", old.max_nodes, " -> ", min_nodes, ":", max_nodes));
-  const int registered = static_cast<int>(nodes_.size());
+  const int registered = membership_.size();
   // Membership must change when members exceed the new max, or when spares can
   // now fill places below it.
   const bool membership_changes =
@@ -63,17 +63,12 @@ absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& rea
     return absl::FailedPreconditionError(
         absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
   }
-  if (excluded_.contains(node_id)) return absl::OkStatus();
-  if (static_cast<int>(excluded_.size()) >= limits_.max_excluded_nodes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("job '", id_, "' already excludes ", excluded_.size(),
-                     " nodes, the limit; cannot exclude '", node_id, "'"));
-  }
-  excluded_.insert(node_id);
+  DDP_ASSIGN_OR_RETURN(const bool newly_excluded, membership_.Exclude(node_id));
+  if (!newly_excluded) return absl::OkStatus();
   MarkJobDirty();
   const std::string why =
       absl::StrCat("excluded by the scheduler: ", reason.substr(0, limits_.max_message_length));
-  Node* node = FindNode(node_id);
+  Node* node = membership_.Find(node_id);
   if (node != nullptr) {
     Send(*node, NodeDismissed{why});
     RemoveNode(node_id, why, RestartCause::kOperator);

@@ -11,20 +11,8 @@
 
 namespace ddp::rendezvous {
 
-void Job::CheckLiveness(absl::Time now) {
-  if (now < next_liveness_check_) return;
-  absl::Time earliest = absl::InfiniteFuture();
-  std::vector<std::string> lost;
-  for (const auto& [id, node] : nodes_) {
-    absl::Time deadline = node.last_heartbeat + settings_.heartbeat_timeout;
-    if (now >= deadline) {
-      lost.push_back(id);
-    } else if (deadline < earliest) {
-      earliest = deadline;
-    }
-  }
-  next_liveness_check_ = earliest;
-  for (const std::string& id : lost) {
+void Job::RemoveSilentNodes(absl::Time now) {
+  for (const std::string& id : membership_.Silent(now)) {
     if (IsTerminal(state_)) break;
     RemoveNode(id, absl::StrCat("lost: no heartbeat or resumed session for ",
                                 absl::FormatDuration(settings_.heartbeat_timeout)));
@@ -34,8 +22,7 @@ void Job::CheckLiveness(absl::Time now) {
 void Job::ServingResumed(absl::Duration gap) {
   if (IsTerminal(state_)) return;
   const absl::Time now = clock_->Now();
-  for (auto& [id, node] : nodes_) node.last_heartbeat = std::max(node.last_heartbeat, now);
-  next_liveness_check_ = now + settings_.heartbeat_timeout;
+  membership_.ServingResumed(now);
   auto postpone = [gap](absl::Time& deadline) {
     if (deadline != absl::InfiniteFuture()) deadline += gap;
   };
@@ -48,7 +35,7 @@ void Job::ServingResumed(absl::Duration gap) {
 void Job::Tick() {
   if (IsTerminal(state_)) return;
   const absl::Time now = clock_->Now();
-  CheckLiveness(now);
+  RemoveSilentNodes(now);
   switch (state_) {
     case JobState::kWaiting:
       if (min_reached_at_ && now >= *min_reached_at_ + settings_.last_call_timeout) {
@@ -57,7 +44,7 @@ void Job::Tick() {
         FailureInfo failure;
         failure.generation = generation_;
         failure.time = now;
-        failure.message = absl::StrCat("rendezvous timed out: ", nodes_.size(),
+        failure.message = absl::StrCat("rendezvous timed out: ", membership_.size(),
                                        " of min_nodes=", settings_.min_nodes,
                                        " nodes joined within the join timeout of ",
                                        absl::FormatDuration(settings_.join_timeout));
