@@ -24,12 +24,11 @@ Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock,
       finished_(r.finished),
       token_hash_(r.token_hash),
       state_(r.state),
-      generation_(r.generation),
       restart_policy_(RestartPolicy::Options{r.settings.max_restarts, limits.max_retained_failures,
                                              limits.max_message_length},
                       r.restart_count, r.root_cause, r.failures),
       finish_message_(r.finish_message),
-      master_(r.master),
+      round_(r.generation, r.master),
       membership_(r.job_id, Membership::OptionsFor(r.settings, limits), clock, r.excluded_nodes,
                   r.next_join_seq),
       last_event_index_(r.last_event_index) {}
@@ -68,38 +67,27 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
                      job->state_ == JobState::kRestarting;
   DDP_RETURN_IF_ERROR(job->membership_.Restore(snapshot.nodes, limits));
-  int max_rank = -1;
-  for (const auto& [id, node] : job->membership_.nodes()) {
-    max_rank = std::max(max_rank, node.record.group_rank);
-  }
   if (has_members) {
-    job->current_.by_rank.assign(max_rank + 1, "");
+    std::vector<std::pair<std::string, int>> ranks;
     for (const auto& [id, node] : job->membership_.nodes()) {
-      int rank = node.record.group_rank;
-      if (rank < 0) continue;
-      if (!job->current_.by_rank[rank].empty()) {
-        return absl::DataLossError(absl::StrCat("stored job '", Capped(r.job_id),
-                                                "' has two nodes with group rank ", rank));
-      }
-      job->current_.by_rank[rank] = id;
-      ++job->current_.live;
+      ranks.emplace_back(id, node.record.group_rank);
     }
-    job->current_.world_size = r.world_size;
+    DDP_RETURN_IF_ERROR(job->round_.RestoreMembers(ranks, r.world_size, r.job_id));
   }
   switch (job->state_) {
     case JobState::kWaiting:
       job->OpenRendezvous(/*after_restart=*/false);
       break;
     case JobState::kStarting:
-      job->master_deadline_ = now + r.settings.shutdown_timeout;
+      job->round_.AwaitMasterUntil(now + r.settings.shutdown_timeout);
       break;
     case JobState::kRestarting:
       // Confirmations were not stored: ask again on resume.
-      job->stop_barrier_.Open(job->current_.by_rank, now + r.settings.shutdown_timeout);
+      job->stop_barrier_.Open(job->round_.members().by_rank, now + r.settings.shutdown_timeout);
       // A member removed before the coordinator stopped (its ranks are
       // missing from the stored members) may still run workers until its
       // lease runs out; its last heartbeat was before now.
-      if (job->MemberProcesses() < job->current_.world_size) {
+      if (job->MemberProcesses() < job->round_.members().world_size) {
         job->stop_barrier_.FenceUntil(now + r.settings.heartbeat_timeout);
       }
       break;
@@ -135,7 +123,7 @@ absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
 
 int64_t Job::MemberProcesses() const {
   int64_t processes = 0;
-  for (const std::string& id : current_.by_rank) {
+  for (const std::string& id : round_.members().by_rank) {
     if (!id.empty()) processes += membership_.nodes().at(id).record.nproc;
   }
   return processes;
@@ -164,7 +152,7 @@ bool Job::IsMember(const Node& node) const {
   int rank = node.record.group_rank;
   return (state_ == JobState::kStarting || state_ == JobState::kRunning ||
           state_ == JobState::kRestarting) &&
-         current_.Holds(rank, node.record.node_id);
+         round_.members().Holds(rank, node.record.node_id);
 }
 
 void Job::Emit(JobEventType type, const std::string& node_id, const std::string& message,
@@ -179,7 +167,7 @@ JobEvent Job::NewEvent(JobEventType type, const std::string& node_id, const std:
   event.time = clock_->Now();
   event.type = type;
   event.node_id = node_id;
-  event.generation = generation_;
+  event.generation = round_.generation();
   event.message = message;
   event.failure = std::move(failure);
   return event;
@@ -210,14 +198,14 @@ JobRecord Job::MakeRecord() const {
   r.job_id = id_;
   r.settings = settings_;
   r.state = state_;
-  r.generation = generation_;
+  r.generation = round_.generation();
   r.restart_count = restart_policy_.restart_count();
   r.root_cause = restart_policy_.root_cause();
   r.finish_message = finish_message_;
   r.failures = restart_policy_.failures();
   r.excluded_nodes = membership_.ExcludedSorted();
-  r.master = master_;
-  r.world_size = current_.world_size;
+  r.master = round_.master();
+  r.world_size = round_.members().world_size;
   r.last_event_index = last_event_index_;
   r.created = created_;
   r.run = run_;
@@ -256,11 +244,11 @@ JobStatus Job::Status(bool include_nodes) const {
   s.job_id = id_;
   s.settings = settings_;
   s.state = state_;
-  s.generation = generation_;
+  s.generation = round_.generation();
   s.restart_count = restart_policy_.restart_count();
   s.registered_nodes = membership_.size();
-  s.member_nodes = current_.live;
-  s.world_size = current_.world_size;
+  s.member_nodes = round_.members().live;
+  s.world_size = round_.members().world_size;
   s.root_cause = restart_policy_.root_cause();
   s.finish_message = finish_message_;
   s.failures = restart_policy_.failures();

@@ -80,11 +80,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "coordinator/rendezvous/generation_members.h"
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_types.h"
 #include "coordinator/rendezvous/membership.h"
+#include "coordinator/rendezvous/rendezvous_round.h"
 #include "coordinator/rendezvous/restart_policy.h"
 #include "coordinator/rendezvous/stop_barrier.h"
 
@@ -158,7 +158,7 @@ class Job {
 
   const std::string& id() const { return id_; }
   JobState state() const { return state_; }
-  Generation generation() const { return generation_; }
+  Generation generation() const { return round_.generation(); }
   int restart_count() const { return restart_policy_.restart_count(); }
   const JobSettings& settings() const { return settings_; }
   int registered_nodes() const { return membership_.size(); }
@@ -258,7 +258,6 @@ class Job {
   bool IsMember(const Node& node) const;
   // Workers of the current generation's members still registered.
   int64_t MemberProcesses() const;
-  int LiveMemberCount() const { return current_.live; }
 
   // job_membership.cc
   absl::Status ValidateRegister(const RegisterRequest& request) const;
@@ -268,7 +267,7 @@ class Job {
   void ReplaceIncarnation(Node& node, const RegisterRequest& request);
   void AddNode(const RegisterRequest& request, int nproc);
   // Removes a node for good (lost, left, excluded, declared dead). `node_id`
-  // is a copy: callers pass ids held in current_.by_rank, which this clears.
+  // is a copy: callers pass ids held in the round's by_rank, which this clears.
   // `cause`: why the generation restarts if the node was a running member.
   // `workers_stopped`: the agent stopped its workers itself (Leave); otherwise
   // a member whose workers may still run fences the next generation until its
@@ -287,9 +286,9 @@ class Job {
   void OpenRendezvous(bool after_restart);
   void MaybeCloseRendezvous();
   void CloseRendezvous();
-  void PushAssignments();
-  // Fills current_.role_ranks from the members' roles, in group-rank order.
-  void ComputeRoleRanks();
+  // Group rank 0 answered: the generation runs; every member gets its
+  // assignment.
+  void PushAssignments(MasterInfo master);
   // Carries out what the restart policy decided: announces the failures it
   // recorded (kWorkerFailed), then restarts (kRestarting, StopAllWorkers) or
   // stops every worker for the policy to conclude (hang review, failing).
@@ -323,21 +322,16 @@ class Job {
   std::string token_hash_;
 
   JobState state_ = JobState::kWaiting;
-  Generation generation_ = 0;
   // Restart budget, root cause, failure history, hang review.
   RestartPolicy restart_policy_;
   std::string finish_message_;
-  MasterInfo master_;
 
   // Registered nodes, liveness, join order, exclusions, fencing.
   Membership membership_;
-  GenerationMembers current_;  // the current (or last) generation's members
+  // The generation, its members, master info and the round's deadlines.
+  RendezvousRound round_;
 
   // Timers of the current state.
-  absl::Time join_deadline_ = absl::InfiniteFuture();
-  std::optional<absl::Time> min_reached_at_;
-  bool reopened_after_restart_ = false;
-  absl::Time master_deadline_ = absl::InfiniteFuture();
   // RESTARTING: the members whose workers must be confirmed stopped, and the
   // fence of members that left while theirs could still run (not stored:
   // Restore sets it conservatively).

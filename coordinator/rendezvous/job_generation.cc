@@ -15,11 +15,8 @@ namespace ddp::rendezvous {
 void Job::OpenRendezvous(bool after_restart) {
   const absl::Time now = clock_->Now();
   state_ = JobState::kWaiting;
-  current_.Clear();
+  round_.Open(now + settings_.join_timeout);
   stop_barrier_.Close();
-  master_deadline_ = absl::InfiniteFuture();
-  join_deadline_ = now + settings_.join_timeout;
-  min_reached_at_.reset();
   MarkJobDirty();
   // After a restart that kept min_nodes, the new generation forms at once (no
   // last call): the nodes are all there and waiting would only delay training.
@@ -32,20 +29,10 @@ void Job::OpenRendezvous(bool after_restart) {
 
 void Job::MaybeCloseRendezvous() {
   if (state_ != JobState::kWaiting) return;
-  const int n = membership_.size();
-  if (n >= settings_.max_nodes) {
-    CloseRendezvous();
-    return;
-  }
-  if (n >= settings_.min_nodes && !min_reached_at_) {
-    min_reached_at_ = clock_->Now();
-    if (settings_.last_call_timeout == absl::ZeroDuration()) CloseRendezvous();
-  }
+  if (round_.ReadyToClose(membership_.size(), settings_, clock_->Now())) CloseRendezvous();
 }
 
 void Job::CloseRendezvous() {
-  // Candidates: previous members by previous rank, then everyone else by join
-  // order.
   std::vector<Node*> candidates = membership_.CandidatesInOrder();
   const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes));
   std::vector<RankMember> rank_members(n);
@@ -53,7 +40,8 @@ void Job::CloseRendezvous() {
     const NodeRecord& r = candidates[i]->record;
     rank_members[i] = RankMember{r.node_id, r.nproc, r.requested_rank, r.group_rank};
   }
-  absl::StatusOr<RankTable> table = ComputeRankTable(rank_members);
+  absl::StatusOr<RankTable> table =
+      round_.Close(rank_members, clock_->Now() + settings_.shutdown_timeout);
   if (!table.ok()) {  // Inputs are validated on entry; this is a bug.
     FailureInfo failure;
     failure.message =
@@ -66,8 +54,6 @@ void Job::CloseRendezvous() {
     DDP_LOG(WARNING) << "job " << id_ << ": rank request of node " << node_id
                      << " is out of range or contested; ignored";
   }
-  ++generation_;
-  current_.Form(n, table->world_size);
   for (const RankEntry& e : table->entries) {
     Node& node = *membership_.Find(e.node_id);
     if (node.record.group_rank != e.group_rank ||
@@ -76,7 +62,6 @@ void Job::CloseRendezvous() {
       node.record.global_rank_offset = e.global_rank_offset;
       membership_.MarkDirty(e.node_id);
     }
-    current_.by_rank[e.group_rank] = e.node_id;
   }
   for (size_t i = n; i < candidates.size(); ++i) {  // hot spares
     Node* spare = candidates[i];
@@ -90,21 +75,18 @@ void Job::CloseRendezvous() {
     node.exited_ok = 0;
     node.exited.clear();
   }
-  master_ = MasterInfo{};
   state_ = JobState::kStarting;
-  min_reached_at_.reset();
-  join_deadline_ = absl::InfiniteFuture();
-  master_deadline_ = clock_->Now() + settings_.shutdown_timeout;
   MarkJobDirty();
-  Send(*membership_.Find(current_.by_rank[0]), RequestMasterInfo{generation_});
+  Send(*membership_.Find(round_.members().by_rank[0]), RequestMasterInfo{round_.generation()});
 }
 
 absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
-  DDP_ASSIGN_OR_RETURN(Node * node, membership_.Fence(ref, generation_, /*exact_generation=*/true));
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
   if (!IsMember(*node) || node->record.group_rank != 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ", generation_,
-                     " of job '", id_, "'; only rank 0 supplies master info"));
+        absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ",
+                     round_.generation(), " of job '", id_, "'; only rank 0 supplies master info"));
   }
   if (info.master_port < 1 || info.master_port > 65535) {
     return absl::InvalidArgumentError(
@@ -132,61 +114,42 @@ absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
     return absl::FailedPreconditionError(
         absl::StrCat("job '", id_, "' is ", JobStateName(state_), ", not waiting for master info"));
   }
-  master_ = std::move(effective);
-  PushAssignments();
+  PushAssignments(std::move(effective));
   return absl::OkStatus();
 }
 
-void Job::ComputeRoleRanks() {
-  current_.role_ranks.clear();
-  absl::flat_hash_map<std::string, int64_t> next_offset;  // by role
-  for (const std::string& node_id : current_.by_rank) {
+void Job::PushAssignments(MasterInfo master) {
+  std::vector<MemberRole> roles;
+  for (const std::string& node_id : round_.members().by_rank) {
     if (node_id.empty()) continue;
     const Node& node = *membership_.Find(node_id);
-    if (node.role.empty()) {  // not known (restored, not resumed yet)
-      current_.role_ranks.clear();
-      return;
-    }
-    current_.role_ranks[node_id].first = next_offset[node.role];
-    next_offset[node.role] += node.record.nproc;
+    roles.push_back(MemberRole{node_id, node.role, node.record.nproc});
   }
-  // One role (the usual case): role ranks are the global ranks, which the
-  // assignment carries anyway; leaving them out keeps an assignment resent
-  // after a coordinator restart (roles are not stored) identical.
-  if (next_offset.size() <= 1) {
-    current_.role_ranks.clear();
-    return;
-  }
-  for (auto& [node_id, ranks] : current_.role_ranks)
-    ranks.second = next_offset[membership_.Find(node_id)->role];
-}
-
-void Job::PushAssignments() {
-  ComputeRoleRanks();
+  round_.Start(std::move(master), roles);
   state_ = JobState::kRunning;
-  master_deadline_ = absl::InfiniteFuture();
   MarkJobDirty();
-  for (const std::string& node_id : current_.by_rank) {
+  for (const std::string& node_id : round_.members().by_rank) {
     if (!node_id.empty()) ResendPending(*membership_.Find(node_id));
   }
-  Emit(JobEventType::kGenerationOpened, current_.by_rank[0],
-       absl::StrCat("generation ", generation_, ": ", current_.live, " nodes, world size ",
-                    current_.world_size, ", restart ", restart_policy_.restart_count(), " of ",
-                    restart_policy_.max_restarts()));
+  Emit(JobEventType::kGenerationOpened, round_.members().by_rank[0],
+       absl::StrCat("generation ", round_.generation(), ": ", round_.members().live,
+                    " nodes, world size ", round_.members().world_size, ", restart ",
+                    restart_policy_.restart_count(), " of ", restart_policy_.max_restarts()));
 }
 
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
-  DDP_ASSIGN_OR_RETURN(Node * node, membership_.Fence(ref, generation_, /*exact_generation=*/true));
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
   if (exit.local_rank < 0 || exit.local_rank >= node->record.nproc) {
     return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank, " of node '",
                                                    ref.node_id, "' is outside [0, ",
                                                    node->record.nproc, ")"));
   }
   if (IsTerminal(state_)) return absl::OkStatus();
-  if (generation_ == 0 || state_ == JobState::kStarting ||
+  if (round_.generation() == 0 || state_ == JobState::kStarting ||
       (state_ == JobState::kRunning && !IsMember(*node))) {
     return absl::FailedPreconditionError(
-        absl::StrCat("node '", ref.node_id, "' runs no workers of generation ", generation_,
+        absl::StrCat("node '", ref.node_id, "' runs no workers of generation ", round_.generation(),
                      " of job '", id_, "' (", JobStateName(state_), ")"));
   }
   // One report per worker and generation counts: a resumed agent repeats its
@@ -198,9 +161,10 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
     node->exited[exit.local_rank] = true;
     if (++node->exited_ok == node->record.nproc && !node->succeeded) {
       node->succeeded = true;
-      if (++current_.succeeded == static_cast<int>(current_.by_rank.size())) {
+      if (++round_.mutable_members().succeeded ==
+          static_cast<int>(round_.members().by_rank.size())) {
         Finish(JobState::kSucceeded, std::nullopt,
-               absl::StrCat("every worker of generation ", generation_, " exited 0"));
+               absl::StrCat("every worker of generation ", round_.generation(), " exited 0"));
       }
     }
     return absl::OkStatus();
@@ -208,7 +172,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   node->exited[exit.local_rank] = true;
   FailureInfo failure;
   failure.node_id = ref.node_id;
-  failure.generation = generation_;
+  failure.generation = round_.generation();
   failure.local_rank = exit.local_rank;
   failure.global_rank = node->record.global_rank_offset + exit.local_rank;
   failure.exit_code = exit.exit_code;
@@ -227,7 +191,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
 std::optional<LostPeer> Job::LostPeerOf(const std::string& reporter) const {
   const absl::Time now = clock_->Now();
   std::optional<LostPeer> lost;
-  for (const std::string& node_id : current_.by_rank) {
+  for (const std::string& node_id : round_.members().by_rank) {
     if (node_id.empty() || node_id == reporter) continue;
     const Node* node = membership_.Find(node_id);
     if (node == nullptr || node->succeeded) continue;
@@ -243,7 +207,7 @@ std::optional<LostPeer> Job::LostPeerOf(const std::string& reporter) const {
 void Job::Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer) {
   RestartContext context;
   context.state = state_;
-  context.generation = generation_;
+  context.generation = round_.generation();
   context.now = clock_->Now();
   context.lost_peer = std::move(lost_peer);
   Apply(restart_policy_.Decide(disruption, context));
@@ -277,20 +241,22 @@ void Job::EmitRestarting(RestartCause cause, const std::string& reason, absl::Ti
 
 void Job::StopAllWorkers(const std::string& reason) {
   state_ = JobState::kRestarting;
-  master_deadline_ = absl::InfiniteFuture();
-  stop_barrier_.Open(current_.by_rank, clock_->Now() + settings_.shutdown_timeout);
+  round_.StopAwaitingMaster();
+  stop_barrier_.Open(round_.members().by_rank, clock_->Now() + settings_.shutdown_timeout);
   MarkJobDirty();
   for (const std::string& node_id : stop_barrier_.Awaited()) {
-    Send(*membership_.Find(node_id), StopWorkers{generation_, reason});
+    Send(*membership_.Find(node_id), StopWorkers{round_.generation(), reason});
   }
   MaybeFinishStopBarrier();
 }
 
 absl::Status Job::WorkersStopped(const NodeRef& ref) {
-  DDP_RETURN_IF_ERROR(membership_.Fence(ref, generation_, /*exact_generation=*/true).status());
+  DDP_RETURN_IF_ERROR(
+      membership_.Fence(ref, round_.generation(), /*exact_generation=*/true).status());
   if (state_ == JobState::kRunning || state_ == JobState::kStarting) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no stop of generation ", generation_, " was requested from node '", ref.node_id, "'"));
+    return absl::FailedPreconditionError(absl::StrCat("no stop of generation ", round_.generation(),
+                                                      " was requested from node '", ref.node_id,
+                                                      "'"));
   }
   if (state_ == JobState::kRestarting && stop_barrier_.Confirm(ref.node_id)) {
     MaybeFinishStopBarrier();
@@ -320,9 +286,8 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
   restart_policy_.Finish(std::move(root_cause));
   finish_message_ = message;
   finished_ = clock_->Now();
-  join_deadline_ = master_deadline_ = absl::InfiniteFuture();
+  round_.Finish();
   stop_barrier_.Close();
-  min_reached_at_.reset();
   MarkJobDirty();
   for (const auto& [id, node] : membership_.nodes()) {
     Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});

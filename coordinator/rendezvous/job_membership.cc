@@ -100,7 +100,7 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   RegisterResult result;
   result.settings = settings_;
   result.state = state_;
-  result.generation = generation_;
+  result.generation = round_.generation();
   result.role = node != nullptr && IsMember(*node) ? NodeRole::kMember : NodeRole::kWaiting;
   return result;
 }
@@ -124,21 +124,21 @@ absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& re
   RegisterResult result;
   result.settings = settings_;
   result.state = state_;
-  result.generation = generation_;
+  result.generation = round_.generation();
   result.role = IsMember(node) ? NodeRole::kMember : NodeRole::kWaiting;
   result.resumed = true;
   return result;
 }
 
 void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
-  if (!IsMember(node) || request.generation != generation_ || node.succeeded) return;
+  if (!IsMember(node) || request.generation != round_.generation() || node.succeeded) return;
   const std::string& node_id = node.record.node_id;
   if (state_ == JobState::kRunning) {
     Decide(Disruption::MembershipChange(
         RestartCause::kNodeLoss,
         absl::StrCat("node '", node_id, "' was cut off from the coordinator for longer ",
                      "than its lease (", absl::FormatDuration(LeaseFor(settings_).lease),
-                     ") and stopped its workers of generation ", generation_,
+                     ") and stopped its workers of generation ", round_.generation(),
                      "; a membership change: the restart budget is not charged")));
   } else if (state_ == JobState::kRestarting && stop_barrier_.Confirm(node_id)) {
     MaybeFinishStopBarrier();  // its workers are stopped: as WorkersStopped
@@ -150,28 +150,12 @@ void Job::ResendPending(const Node& node) {
   if (IsTerminal(state_)) {
     Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
   } else if (state_ == JobState::kStarting && member && node.record.group_rank == 0) {
-    Send(node, RequestMasterInfo{generation_});
+    Send(node, RequestMasterInfo{round_.generation()});
   } else if (state_ == JobState::kRunning && member) {
-    Assignment a;
-    a.generation = generation_;
-    a.restart_count = restart_policy_.restart_count();
-    a.max_restarts = restart_policy_.max_restarts();
-    a.group_rank = node.record.group_rank;
-    a.group_world_size = static_cast<int>(current_.by_rank.size());
-    a.global_rank_offset = node.record.global_rank_offset;
-    a.local_world_size = node.record.nproc;
-    a.world_size = current_.world_size;
-    a.master_addr = master_.master_addr;
-    a.master_port = master_.master_port;
-    a.nccl_unique_id = master_.nccl_unique_id;
-    if (auto role = current_.role_ranks.find(node.record.node_id);
-        role != current_.role_ranks.end()) {
-      a.role_rank_offset = role->second.first;
-      a.role_world_size = role->second.second;
-    }
-    Send(node, std::move(a));
+    Send(node, round_.AssignmentFor(node.record, restart_policy_.restart_count(),
+                                    restart_policy_.max_restarts()));
   } else if (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)) {
-    Send(node, StopWorkers{generation_, "resent after the session resumed"});
+    Send(node, StopWorkers{round_.generation(), "resent after the session resumed"});
   }
 }
 
@@ -186,10 +170,10 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
       break;
     case JobState::kStarting:
       // No worker started yet: reform at once with the newcomer.
-      if (current_.live < settings_.max_nodes) OpenRendezvous(true);
+      if (round_.members().live < settings_.max_nodes) OpenRendezvous(true);
       break;
     case JobState::kRunning:
-      if (current_.live < settings_.max_nodes) {
+      if (round_.members().live < settings_.max_nodes) {
         Decide(Disruption::MembershipChange(
             RestartCause::kScale,
             absl::StrCat("node '", request.node_id, "' joined below max_nodes")));
@@ -223,7 +207,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
       if (nproc_changed) {
         OpenRendezvous(true);
       } else if (node.record.group_rank == 0) {
-        Send(node, RequestMasterInfo{generation_});
+        Send(node, RequestMasterInfo{round_.generation()});
       }
       break;
     case JobState::kRunning:
@@ -234,7 +218,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
       break;
     case JobState::kRestarting:
       if (stop_barrier_.Awaits(node.record.node_id)) {
-        Send(node, StopWorkers{generation_, "agent restarted during a stop"});
+        Send(node, StopWorkers{round_.generation(), "agent restarted during a stop"});
       }
       break;
     default:
@@ -244,20 +228,21 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
 
 absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
   DDP_ASSIGN_OR_RETURN(Node * node,
-                       membership_.Fence(ref, generation_, /*exact_generation=*/false));
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
   membership_.Heartbeat(*node);
-  return state_ == JobState::kRunning && IsMember(*node) ? generation_ : 0;
+  return state_ == JobState::kRunning && IsMember(*node) ? round_.generation() : 0;
 }
 
 absl::Status Job::StreamClosed(const NodeRef& ref) {
   DDP_ASSIGN_OR_RETURN(Node * node,
-                       membership_.Fence(ref, generation_, /*exact_generation=*/false));
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
   membership_.StreamClosed(*node);
   return absl::OkStatus();
 }
 
 absl::Status Job::Leave(const NodeRef& ref) {
-  DDP_RETURN_IF_ERROR(membership_.Fence(ref, generation_, /*exact_generation=*/false).status());
+  DDP_RETURN_IF_ERROR(
+      membership_.Fence(ref, round_.generation(), /*exact_generation=*/false).status());
   RemoveNode(ref.node_id, "left the job", RestartCause::kNodeLoss, /*workers_stopped=*/true);
   return absl::OkStatus();
 }
@@ -280,14 +265,14 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
   const bool stop_pending = stop_barrier_.Confirm(node_id);  // it is gone either way
   const bool succeeded = node->succeeded;
   if (member) {
-    current_.Remove(node->record.group_rank);
+    round_.mutable_members().Remove(node->record.group_rank);
   }
   membership_.Remove(node_id);
   Emit(JobEventType::kNodeLost, node_id, reason);
   switch (state_) {
     case JobState::kWaiting:
       if (membership_.size() < settings_.min_nodes) {
-        min_reached_at_.reset();
+        round_.MinNoLongerReached();
       }
       break;
     case JobState::kStarting:

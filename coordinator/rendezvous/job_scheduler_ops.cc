@@ -25,10 +25,11 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
   // Membership must change when members exceed the new max, or when spares can
   // now fill places below it.
   const bool membership_changes =
-      current_.live > max_nodes || (current_.live < max_nodes && registered > current_.live);
+      round_.members().live > max_nodes ||
+      (round_.members().live < max_nodes && registered > round_.members().live);
   switch (state_) {
     case JobState::kWaiting:
-      if (registered < min_nodes) min_reached_at_.reset();
+      if (registered < min_nodes) round_.MinNoLongerReached();
       MaybeCloseRendezvous();
       break;
     case JobState::kStarting:

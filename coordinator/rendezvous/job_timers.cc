@@ -23,12 +23,7 @@ void Job::ServingResumed(absl::Duration gap) {
   if (IsTerminal(state_)) return;
   const absl::Time now = clock_->Now();
   membership_.ServingResumed(now);
-  auto postpone = [gap](absl::Time& deadline) {
-    if (deadline != absl::InfiniteFuture()) deadline += gap;
-  };
-  postpone(join_deadline_);
-  postpone(master_deadline_);
-  if (min_reached_at_) *min_reached_at_ += gap;
+  round_.Postpone(gap);
   stop_barrier_.Postpone(gap);
 }
 
@@ -38,11 +33,11 @@ void Job::Tick() {
   RemoveSilentNodes(now);
   switch (state_) {
     case JobState::kWaiting:
-      if (min_reached_at_ && now >= *min_reached_at_ + settings_.last_call_timeout) {
+      if (round_.LastCallOver(now, settings_.last_call_timeout)) {
         CloseRendezvous();
-      } else if (now >= join_deadline_) {
+      } else if (round_.JoinTimedOut(now)) {
         FailureInfo failure;
-        failure.generation = generation_;
+        failure.generation = round_.generation();
         failure.time = now;
         failure.message = absl::StrCat("rendezvous timed out: ", membership_.size(),
                                        " of min_nodes=", settings_.min_nodes,
@@ -52,13 +47,13 @@ void Job::Tick() {
       }
       break;
     case JobState::kStarting:
-      if (now >= master_deadline_) {
-        if (current_.by_rank.empty() || current_.by_rank[0].empty()) {
+      if (round_.MasterInfoOverdue(now)) {
+        if (round_.members().by_rank.empty() || round_.members().by_rank[0].empty()) {
           // No group rank 0 to ask (a stored job restored without it): form again.
           OpenRendezvous(/*after_restart=*/true);
         } else {
           // Group rank 0 did not answer: declare it dead and form again.
-          RemoveNode(current_.by_rank[0],
+          RemoveNode(round_.members().by_rank[0],
                      absl::StrCat("declared dead: no master info within ",
                                   absl::FormatDuration(settings_.shutdown_timeout)));
         }
