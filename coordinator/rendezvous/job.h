@@ -174,7 +174,7 @@ class Job {
   // dropped.
   absl::StatusOr<std::vector<JobEvent>> EventsSince(int64_t after_index, int limit) const;
 
-  // ---- Agent inputs (job_membership.cc) ----
+  // ---- Agent inputs ----
   // request.settings, when present, must be valid (JobRegistry::Register
   // checks them, and the job id, before any job sees the request).
   // Possible errors: INVALID_ARGUMENT (bad node id, incarnation 0, nproc or
@@ -193,7 +193,7 @@ class Job {
   // The agent leaves for good (it is removed at once).
   absl::Status Leave(const NodeRef& ref);
 
-  // ---- Generation inputs (job_generation.cc) ----
+  // ---- Generation inputs ----
   // A worker's exit or hang. Only the first report per worker and generation
   // counts (repeats after a resume are ignored). Reports that arrive while
   // the generation is being stopped go into the failure history and, when the
@@ -208,7 +208,7 @@ class Job {
   // no master info is awaited), INVALID_ARGUMENT (port, id length, address).
   absl::Status ReportMasterInfo(const NodeRef& ref, const MasterInfo& info);
 
-  // ---- Scheduler operations (job_scheduler_ops.cc) ----
+  // ---- Scheduler operations ----
   // Changes min/max nodes; restarts when the membership must change.
   // Possible errors: INVALID_ARGUMENT, FAILED_PRECONDITION (job finished).
   absl::Status Update(int min_nodes, int max_nodes);
@@ -220,7 +220,7 @@ class Job {
   absl::Status ExcludeNode(const std::string& node_id, const std::string& reason);
 
   // Fires due timeouts (heartbeats, last call, join, master info, stop
-  // barrier). Amortized O(1) when nothing is due (job_timers.cc).
+  // barrier). Amortized O(1) when nothing is due.
   void Tick();
   // The coordinator served nothing for `gap` until now (it stalled): as
   // after a restart, every node gets a full heartbeat_timeout from now, and
@@ -244,7 +244,7 @@ class Job {
   absl::Status RestoreEvents(const std::vector<JobEvent>& stored);
   using Node = Membership::Node;
 
-  // job.cc
+  // Events, messages, persistence.
   void Emit(JobEventType type, const std::string& node_id, const std::string& message,
             std::optional<FailureInfo> failure = std::nullopt);
   // Emit in two steps, for an event with more fields set: one dated now, of
@@ -259,8 +259,7 @@ class Job {
   // Workers of the current generation's members still registered.
   int64_t MemberProcesses() const;
 
-  // job_membership.cc
-  absl::Status ValidateRegister(const RegisterRequest& request) const;
+  // Agent inputs.
   // Tells every registered node that a node was refused (settings conflict).
   void NoticeConflict(const absl::Status& refusal);
   absl::StatusOr<RegisterResult> Resume(Node& node, const RegisterRequest& request);
@@ -282,7 +281,7 @@ class Job {
   void HandleLeaseExpired(Node& node, const RegisterRequest& request);
   void ResendPending(const Node& node);
 
-  // job_generation.cc
+  // The generation and restarts.
   void OpenRendezvous(bool after_restart);
   void MaybeCloseRendezvous();
   void CloseRendezvous();
@@ -307,7 +306,7 @@ class Job {
   std::optional<LostPeer> LostPeerOf(const std::string& reporter) const;
   void Finish(JobState state, std::optional<FailureInfo> root_cause, const std::string& message);
 
-  // job_timers.cc
+  // Timeouts.
   // Removes the nodes silent for heartbeat_timeout (Membership::Silent).
   void RemoveSilentNodes(absl::Time now);
 

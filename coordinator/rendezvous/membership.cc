@@ -48,6 +48,42 @@ absl::Status Membership::Restore(const std::vector<NodeRecord>& records,
   return absl::OkStatus();
 }
 
+absl::Status Membership::ValidateRegistration(const RegisterRequest& request, int max_nodes,
+                                              const RendezvousLimits& limits) const {
+  absl::Status status = ValidateId(request.node_id, "node id", limits);
+  if (!status.ok()) return status;
+  if (request.incarnation == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", request.node_id,
+                     "' registered with incarnation 0; use a fresh non-zero "
+                     "random number per agent start"));
+  }
+  if (request.nproc < 0 || request.nproc > limits.max_nproc_per_node) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", request.node_id, "' asks for nproc=", request.nproc, "; it must be in [1, ",
+        limits.max_nproc_per_node, "] (0 = the job's nproc_per_node)"));
+  }
+  if (request.requested_rank < -1 || request.requested_rank >= max_nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", request.node_id, "' requests group rank ", request.requested_rank, "; job '",
+        job_id_, "' has at most ", max_nodes, " nodes (ranks 0..", max_nodes - 1, ", -1 = none)"));
+  }
+  if (static_cast<int>(request.address.size()) > limits.max_address_length) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", Capped(request.address), "' of node '", request.node_id,
+                     "' is longer than ", limits.max_address_length, " bytes"));
+  }
+  if (request.role.size() > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("role '", Capped(request.role), "' of node '",
+                                                   request.node_id, "' is longer than 64 bytes"));
+  }
+  if (IsExcluded(request.node_id)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", request.node_id, "' was excluded from job '", job_id_, "'; it cannot rejoin"));
+  }
+  return absl::OkStatus();
+}
+
 Membership::Node* Membership::Find(const std::string& node_id) {
   auto it = nodes_.find(node_id);
   return it == nodes_.end() ? nullptr : &it->second;

@@ -85,6 +85,13 @@ class Membership {
   // out of range).
   absl::Status Restore(const std::vector<NodeRecord>& records, const RendezvousLimits& limits);
 
+  // A registration's fields are in range for a job of `max_nodes` and the
+  // node is not excluded. Possible errors: INVALID_ARGUMENT (bad node id,
+  // incarnation 0, nproc or requested rank out of range, address or role too
+  // long), FAILED_PRECONDITION (excluded).
+  absl::Status ValidateRegistration(const RegisterRequest& request, int max_nodes,
+                                    const RendezvousLimits& limits) const;
+
   int size() const { return static_cast<int>(nodes_.size()); }
   Node* Find(const std::string& node_id);
   const Node* Find(const std::string& node_id) const;

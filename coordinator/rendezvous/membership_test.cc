@@ -64,6 +64,20 @@ TEST_F(MembershipTest, Fence_RefusesUnknownOldIncarnationStaleGenerationAndExclu
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(MembershipTest, ValidateRegistration_RefusesOutOfRangeFieldsAndExcludedNodes) {
+  const RendezvousLimits limits;
+  EXPECT_TRUE(members_.ValidateRegistration(Request("a", 1), 2, limits).ok());
+  EXPECT_EQ(members_.ValidateRegistration(Request("a", 0), 2, limits).code(),
+            absl::StatusCode::kInvalidArgument);
+  RegisterRequest rank_too_high = Request("a", 1);
+  rank_too_high.requested_rank = 2;
+  EXPECT_EQ(members_.ValidateRegistration(rank_too_high, 2, limits).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(members_.Exclude("a").value());
+  EXPECT_EQ(members_.ValidateRegistration(Request("a", 1), 2, limits).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(MembershipTest, Exclude_SecondTimeIsNoChangeAndTheListIsBounded) {
   EXPECT_TRUE(members_.Exclude("a").value());
   EXPECT_FALSE(members_.Exclude("a").value());

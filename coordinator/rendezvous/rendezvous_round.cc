@@ -58,6 +58,33 @@ absl::StatusOr<RankTable> RendezvousRound::Close(const std::vector<RankMember>& 
   return table;
 }
 
+absl::StatusOr<MasterInfo> RendezvousRound::EffectiveMasterInfo(
+    const MasterInfo& info, const std::string& node_id, const std::string& registered_address,
+    int max_address_length) {
+  if (info.master_port < 1 || info.master_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("master port ", info.master_port, " is outside [1, 65535]"));
+  }
+  // Empty: NCCL is not installed on the rank-0 node; workers get no id.
+  if (!info.nccl_unique_id.empty() && info.nccl_unique_id.size() != kNcclUniqueIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("NCCL unique id is ", info.nccl_unique_id.size(), " bytes; it must be ",
+                     kNcclUniqueIdBytes, " (ncclUniqueId) or empty (no NCCL on the node)"));
+  }
+  if (static_cast<int>(info.master_addr.size()) > max_address_length) {
+    return absl::InvalidArgumentError(absl::StrCat("master address '", Capped(info.master_addr),
+                                                   "' is longer than ", max_address_length,
+                                                   " bytes"));
+  }
+  MasterInfo effective = info;
+  if (effective.master_addr.empty()) effective.master_addr = registered_address;
+  if (effective.master_addr.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", node_id, "' gave no master address and registered none"));
+  }
+  return effective;
+}
+
 void RendezvousRound::Start(MasterInfo master, const std::vector<MemberRole>& roles) {
   master_ = std::move(master);
   ComputeRoleRanks(roles);

@@ -124,6 +124,14 @@ class RendezvousRound {
   // Master info awaited since a restore: until `deadline`.
   void AwaitMasterUntil(absl::Time deadline) { master_deadline_ = deadline; }
   bool MasterInfoOverdue(absl::Time now) const { return now >= master_deadline_; }
+  // The master info group rank 0 (`node_id`, registered with
+  // `registered_address`) sent, with the registered address when it gave none.
+  // Possible errors: INVALID_ARGUMENT (port outside [1, 65535], NCCL id neither
+  // empty nor kNcclUniqueIdBytes, address too long, no address at all).
+  static absl::StatusOr<MasterInfo> EffectiveMasterInfo(const MasterInfo& info,
+                                                        const std::string& node_id,
+                                                        const std::string& registered_address,
+                                                        int max_address_length);
   // Group rank 0 answered: the generation runs with `master`; `roles` of the
   // members in group-rank order give the role ranks.
   void Start(MasterInfo master, const std::vector<MemberRole>& roles);

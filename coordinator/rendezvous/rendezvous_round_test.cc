@@ -81,6 +81,23 @@ TEST(RendezvousRoundTest, Start_AssignmentsCarryMasterAndRoleRanksOnlyWithSevera
   EXPECT_EQ(round.AssignmentFor(c, 1, 3).role_world_size, 0) << "one role: left out";
 }
 
+TEST(RendezvousRoundTest, EffectiveMasterInfo_DefaultsTheAddressAndRefusesBadFields) {
+  absl::StatusOr<MasterInfo> info =
+      RendezvousRound::EffectiveMasterInfo(MasterInfo{"", 29500, ""}, "a", "a.local", 255);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->master_addr, "a.local");
+  EXPECT_EQ(
+      RendezvousRound::EffectiveMasterInfo(MasterInfo{"", 29500, ""}, "a", "", 255).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      RendezvousRound::EffectiveMasterInfo(MasterInfo{"x", 0, ""}, "a", "", 255).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RendezvousRound::EffectiveMasterInfo(MasterInfo{"x", 1, "short"}, "a", "", 255)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(RendezvousRoundTest, RestoreMembers_TwoNodesOnOneRankIsDataLoss) {
   RendezvousRound round(3, MasterInfo{});
   ASSERT_TRUE(round.RestoreMembers({{"a", 1}, {"b", -1}, {"c", 0}}, 7, "j").ok());
