@@ -605,11 +605,7 @@ void Job::CloseRendezvous() {
       membership_.MarkDirty(spare->record.node_id);
     }
   }
-  for (auto& [id, node] : membership_.mutable_nodes()) {
-    node.succeeded = false;
-    node.exited_ok = 0;
-    node.exited.clear();
-  }
+  membership_.ForgetGenerationProgress();
   state_ = JobState::kStarting;
   MarkJobDirty();
   Send(*membership_.Find(round_.members().by_rank[0]), RequestMasterInfo{round_.generation()});

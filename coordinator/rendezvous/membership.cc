@@ -212,6 +212,14 @@ void Membership::ServingResumed(absl::Time now) {
   next_liveness_check_ = now + options_.heartbeat_timeout;
 }
 
+void Membership::ForgetGenerationProgress() {
+  for (auto& [id, node] : nodes_) {
+    node.succeeded = false;
+    node.exited_ok = 0;
+    node.exited.clear();
+  }
+}
+
 std::vector<Membership::Node*> Membership::CandidatesInOrder() {
   std::vector<Node*> candidates;
   candidates.reserve(nodes_.size());

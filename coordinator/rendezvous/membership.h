@@ -96,7 +96,6 @@ class Membership {
   Node* Find(const std::string& node_id);
   const Node* Find(const std::string& node_id) const;
   const absl::flat_hash_map<std::string, Node>& nodes() const { return nodes_; }
-  absl::flat_hash_map<std::string, Node>& mutable_nodes() { return nodes_; }
 
   // The node `ref` names, if it may act at `generation` (exact_generation:
   // only the current one; otherwise any up to it). Possible errors:
@@ -126,6 +125,9 @@ class Membership {
   std::vector<std::string> Silent(absl::Time now);
   // The coordinator stalled: every node gets a full heartbeat_timeout from now.
   void ServingResumed(absl::Time now);
+
+  // A new generation formed: no node's workers have exited in it yet.
+  void ForgetGenerationProgress();
 
   // Every node: previous members by previous group rank, then the others by
   // join order.
