@@ -1,15 +1,18 @@
-// Job: construction, restore, status, fencing, events and the persistence
-// delta. Membership inputs live in job_membership.cc, generation handling in
-// job_generation.cc, scheduler operations in job_scheduler_ops.cc, timeouts in
-// job_timers.cc.
+// Job orchestrates one job's rendezvous and lifecycle: each input is checked
+// against Membership (who may act), RendezvousRound (which generation, what
+// it awaits) and the job's state, and a disturbance of the running
+// generation goes to RestartPolicy, whose decision Job applies (Apply).
 
 #include "coordinator/rendezvous/job.h"
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
+#include "coordinator/rendezvous/rank_table.h"
 
 namespace ddp::rendezvous {
 
@@ -24,14 +27,13 @@ Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock,
       finished_(r.finished),
       token_hash_(r.token_hash),
       state_(r.state),
-      generation_(r.generation),
-      restart_count_(r.restart_count),
-      root_cause_(r.root_cause),
+      restart_policy_(RestartPolicy::Options{r.settings.max_restarts, limits.max_retained_failures,
+                                             limits.max_message_length},
+                      r.restart_count, r.root_cause, r.failures),
       finish_message_(r.finish_message),
-      failures_(r.failures),
-      excluded_(r.excluded_nodes.begin(), r.excluded_nodes.end()),
-      master_(r.master),
-      next_join_seq_(r.next_join_seq),
+      round_(r.generation, r.master),
+      membership_(r.job_id, Membership::OptionsFor(r.settings, limits), clock, r.excluded_nodes,
+                  r.next_join_seq),
       last_event_index_(r.last_event_index) {}
 
 // A new job is the record of one that was never stored, plus its first event
@@ -67,53 +69,28 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   const absl::Time now = clock.Now();
   bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
                      job->state_ == JobState::kRestarting;
-  int max_rank = -1;
-  const int node_count = static_cast<int>(snapshot.nodes.size());
-  for (const NodeRecord& record : snapshot.nodes) {
-    if (record.group_rank < -1 || record.group_rank >= node_count || record.incarnation == 0 ||
-        record.nproc < 1 || record.nproc > limits.max_nproc_per_node ||
-        !ValidateId(record.node_id, "node id", limits).ok()) {
-      return absl::DataLossError(absl::StrCat("stored node '", Capped(record.node_id), "' of job '",
-                                              Capped(r.job_id), "' is inconsistent (group rank ",
-                                              record.group_rank, ", incarnation ",
-                                              record.incarnation, ", nproc ", record.nproc, ")"));
-    }
-    Node node;
-    node.record = record;
-    node.connected = false;
-    node.last_heartbeat = now;
-    max_rank = std::max(max_rank, record.group_rank);
-    job->next_join_seq_ = std::max(job->next_join_seq_, record.join_seq + 1);
-    job->nodes_.emplace(record.node_id, std::move(node));
-  }
+  DDP_RETURN_IF_ERROR(job->membership_.Restore(snapshot.nodes, limits));
   if (has_members) {
-    job->current_.by_rank.assign(max_rank + 1, "");
-    for (auto& [id, node] : job->nodes_) {
-      int rank = node.record.group_rank;
-      if (rank < 0) continue;
-      if (!job->current_.by_rank[rank].empty()) {
-        return absl::DataLossError(absl::StrCat("stored job '", Capped(r.job_id),
-                                                "' has two nodes with group rank ", rank));
-      }
-      job->current_.by_rank[rank] = id;
-      ++job->current_.live;
+    std::vector<std::pair<std::string, int>> ranks;
+    for (const auto& [id, node] : job->membership_.nodes()) {
+      ranks.emplace_back(id, node.record.group_rank);
     }
-    job->current_.world_size = r.world_size;
+    DDP_RETURN_IF_ERROR(job->round_.RestoreMembers(ranks, r.world_size, r.job_id));
   }
   switch (job->state_) {
     case JobState::kWaiting:
       job->OpenRendezvous(/*after_restart=*/false);
       break;
     case JobState::kStarting:
-      job->master_deadline_ = now + r.settings.shutdown_timeout;
+      job->round_.AwaitMasterUntil(now + r.settings.shutdown_timeout);
       break;
     case JobState::kRestarting:
       // Confirmations were not stored: ask again on resume.
-      job->stop_barrier_.Open(job->current_.by_rank, now + r.settings.shutdown_timeout);
+      job->stop_barrier_.Open(job->round_.members().by_rank, now + r.settings.shutdown_timeout);
       // A member removed before the coordinator stopped (its ranks are
       // missing from the stored members) may still run workers until its
       // lease runs out; its last heartbeat was before now.
-      if (job->MemberProcesses() < job->current_.world_size) {
+      if (job->MemberProcesses() < job->round_.members().world_size) {
         job->stop_barrier_.FenceUntil(now + r.settings.heartbeat_timeout);
       }
       break;
@@ -122,8 +99,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   }
   job->job_dirty_ = false;
   job->counters_dirty_ = false;
-  job->dirty_nodes_.clear();
-  job->removed_nodes_.clear();
+  job->membership_.ForgetChanges();
   return job;
 }
 
@@ -150,8 +126,8 @@ absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
 
 int64_t Job::MemberProcesses() const {
   int64_t processes = 0;
-  for (const std::string& id : current_.by_rank) {
-    if (!id.empty()) processes += nodes_.at(id).record.nproc;
+  for (const std::string& id : round_.members().by_rank) {
+    if (!id.empty()) processes += membership_.nodes().at(id).record.nproc;
   }
   return processes;
 }
@@ -179,41 +155,7 @@ bool Job::IsMember(const Node& node) const {
   int rank = node.record.group_rank;
   return (state_ == JobState::kStarting || state_ == JobState::kRunning ||
           state_ == JobState::kRestarting) &&
-         current_.Holds(rank, node.record.node_id);
-}
-
-Job::Node* Job::FindNode(const std::string& node_id) {
-  auto it = nodes_.find(node_id);
-  return it == nodes_.end() ? nullptr : &it->second;
-}
-
-absl::Status Job::Fence(const NodeRef& ref, bool exact_generation, Node** out) {
-  if (excluded_.contains(ref.node_id)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node '", Capped(ref.node_id), "' was excluded from job '", id_, "'; it cannot rejoin"));
-  }
-  Node* node = FindNode(ref.node_id);
-  if (node == nullptr) {
-    return absl::AbortedError(
-        absl::StrCat("node '", Capped(ref.node_id), "' is not registered in job '", id_,
-                     "' (lost, left or declared dead); stop its workers and register "
-                     "again"));
-  }
-  if (node->record.incarnation != ref.incarnation) {
-    return absl::AbortedError(absl::StrCat("incarnation ", ref.incarnation, " of node '",
-                                           Capped(ref.node_id), "' was replaced by incarnation ",
-                                           node->record.incarnation,
-                                           "; this agent is fenced: stop its workers and exit"));
-  }
-  bool stale = exact_generation ? ref.generation != generation_ : ref.generation > generation_;
-  if (ref.generation < 0 || stale) {
-    return absl::AbortedError(
-        absl::StrCat("generation ", ref.generation, " from node '", Capped(ref.node_id),
-                     "' is stale: job '", id_, "' is at generation ", generation_,
-                     "; stop the old workers and wait for the new assignment"));
-  }
-  *out = node;
-  return absl::OkStatus();
+         round_.members().Holds(rank, node.record.node_id);
 }
 
 void Job::Emit(JobEventType type, const std::string& node_id, const std::string& message,
@@ -228,7 +170,7 @@ JobEvent Job::NewEvent(JobEventType type, const std::string& node_id, const std:
   event.time = clock_->Now();
   event.type = type;
   event.node_id = node_id;
-  event.generation = generation_;
+  event.generation = round_.generation();
   event.message = message;
   event.failure = std::move(failure);
   return event;
@@ -254,28 +196,25 @@ void Job::Send(const Node& node, MessageBody body) {
   outbox_->messages.push_back(std::move(message));
 }
 
-void Job::MarkNodeDirty(const std::string& node_id) { dirty_nodes_.insert(node_id); }
-
 JobRecord Job::MakeRecord() const {
   JobRecord r;
   r.job_id = id_;
   r.settings = settings_;
   r.state = state_;
-  r.generation = generation_;
-  r.restart_count = restart_count_;
-  r.root_cause = root_cause_;
+  r.generation = round_.generation();
+  r.restart_count = restart_policy_.restart_count();
+  r.root_cause = restart_policy_.root_cause();
   r.finish_message = finish_message_;
-  r.failures = failures_;
-  r.excluded_nodes.assign(excluded_.begin(), excluded_.end());
-  std::sort(r.excluded_nodes.begin(), r.excluded_nodes.end());
-  r.master = master_;
-  r.world_size = current_.world_size;
+  r.failures = restart_policy_.failures();
+  r.excluded_nodes = membership_.ExcludedSorted();
+  r.master = round_.master();
+  r.world_size = round_.members().world_size;
   r.last_event_index = last_event_index_;
   r.created = created_;
   r.run = run_;
   r.finished = finished_;
   r.token_hash = token_hash_;
-  r.next_join_seq = next_join_seq_;
+  r.next_join_seq = membership_.next_join_seq();
   return r;
 }
 
@@ -284,15 +223,9 @@ JobChanges Job::TakeChanges() {
   changes.job_id = id_;
   if (job_dirty_) changes.job = MakeRecord();
   if (counters_dirty_ || job_dirty_) {
-    changes.counters = JobCounters{last_event_index_, next_join_seq_};
+    changes.counters = JobCounters{last_event_index_, membership_.next_join_seq()};
   }
-  changes.removed_nodes = std::move(removed_nodes_);
-  removed_nodes_.clear();
-  for (const std::string& node_id : dirty_nodes_) {
-    auto it = nodes_.find(node_id);
-    if (it != nodes_.end()) changes.upserted_nodes.push_back(it->second.record);
-  }
-  dirty_nodes_.clear();
+  membership_.TakeChanges(changes);
   // The events emitted since the last call (read from events_, so that what
   // was set on an event after Emit, its restart cause, is stored too).
   auto first_new =
@@ -314,23 +247,22 @@ JobStatus Job::Status(bool include_nodes) const {
   s.job_id = id_;
   s.settings = settings_;
   s.state = state_;
-  s.generation = generation_;
-  s.restart_count = restart_count_;
-  s.registered_nodes = static_cast<int>(nodes_.size());
-  s.member_nodes = current_.live;
-  s.world_size = current_.world_size;
-  s.root_cause = root_cause_;
+  s.generation = round_.generation();
+  s.restart_count = restart_policy_.restart_count();
+  s.registered_nodes = membership_.size();
+  s.member_nodes = round_.members().live;
+  s.world_size = round_.members().world_size;
+  s.root_cause = restart_policy_.root_cause();
   s.finish_message = finish_message_;
-  s.failures = failures_;
-  s.excluded_nodes.assign(excluded_.begin(), excluded_.end());
-  std::sort(s.excluded_nodes.begin(), s.excluded_nodes.end());
+  s.failures = restart_policy_.failures();
+  s.excluded_nodes = membership_.ExcludedSorted();
   s.last_event_index = last_event_index_;
   s.first_event_index = events_.empty() ? 0 : events_.front().index;
   s.created = created_;
   s.run = run_;
   s.finished = finished_;
   if (include_nodes) {
-    for (const auto& [id, node] : nodes_) {
+    for (const auto& [id, node] : membership_.nodes()) {
       NodeStatus n;
       n.node_id = id;
       n.incarnation = node.record.incarnation;
@@ -361,6 +293,659 @@ absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index, int 
     out.push_back(events_[i]);
   }
   return out;
+}
+
+// ---- Agent inputs: registration, resume, incarnation replacement, heartbeats,
+// stream closes, leaves and node removal ----
+
+absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
+  absl::Status status = membership_.ValidateRegistration(request, settings_.max_nodes, limits_);
+  if (!status.ok()) return status;
+  if (request.settings) {
+    status = CheckCompatibleSettings(id_, settings_, request.node_id, *request.settings);
+    if (!status.ok()) {
+      NoticeConflict(status);
+      return status;
+    }
+  }
+  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  Node* node = membership_.Find(request.node_id);
+  if (node != nullptr && node->record.incarnation == request.incarnation) {
+    if (node->record.nproc != nproc || node->record.requested_rank != request.requested_rank) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("node '", request.node_id, "' resumed incarnation ", request.incarnation,
+                       " with nproc=", nproc, " rank request ", request.requested_rank,
+                       " but registered with nproc=", node->record.nproc, " rank request ",
+                       node->record.requested_rank,
+                       "; an agent that changes its flags must use a new incarnation"));
+    }
+    return Resume(*node, request);
+  }
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(absl::StrCat("job '", id_, "' already finished (",
+                                                      JobStateName(state_), "); use a new job id"));
+  }
+  if (node != nullptr && membership_.Alive(*node)) {
+    // The registered agent is alive (its stream is open and it heartbeats):
+    // this is a second agent with the same node id, not a restart. Replacing
+    // the live one would make the two fence each other forever.
+    return absl::AlreadyExistsError(absl::StrCat(
+        "node id '", request.node_id, "' of job '", id_,
+        "' is already used by a live agent (incarnation ", node->record.incarnation, " at ",
+        node->record.address,
+        ", heartbeating); two agents cannot share a node id (the default is the hostname: "
+        "two agents on one host, or containers sharing a hostname): give each its own "
+        "--node-id"));
+  }
+  if (node != nullptr) {
+    ReplaceIncarnation(*node, request);
+  } else {
+    int limit = settings_.max_nodes + limits_.max_spare_nodes;
+    if (membership_.size() >= limit) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("job '", id_, "' already has ", membership_.size(),
+                       " registered nodes, the limit (max_nodes + spares) is ", limit, "; node '",
+                       request.node_id, "' cannot join"));
+    }
+    AddNode(request, nproc);
+  }
+  node = membership_.Find(request.node_id);
+  RegisterResult result;
+  result.settings = settings_;
+  result.state = state_;
+  result.generation = round_.generation();
+  result.role = node != nullptr && IsMember(*node) ? NodeRole::kMember : NodeRole::kWaiting;
+  return result;
+}
+
+void Job::NoticeConflict(const absl::Status& refusal) {
+  // The refused agent exits with the error; the nodes already here would
+  // otherwise wait silently until the join timeout. At most one notice per
+  // heartbeat interval (a launcher retrying in a loop must not flood them).
+  const absl::Time now = clock_->Now();
+  if (now < next_conflict_notice_) return;
+  next_conflict_notice_ = now + settings_.heartbeat_interval;
+  for (const auto& [id, node] : membership_.nodes()) {
+    Send(node, Notice{absl::StrCat("a node was refused: ", refusal.message())});
+  }
+}
+
+absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& request) {
+  membership_.Resume(node, request);
+  if (request.lease_expired) HandleLeaseExpired(node, request);
+  ResendPending(node);
+  RegisterResult result;
+  result.settings = settings_;
+  result.state = state_;
+  result.generation = round_.generation();
+  result.role = IsMember(node) ? NodeRole::kMember : NodeRole::kWaiting;
+  result.resumed = true;
+  return result;
+}
+
+void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
+  if (!IsMember(node) || request.generation != round_.generation() || node.succeeded) return;
+  const std::string& node_id = node.record.node_id;
+  if (state_ == JobState::kRunning) {
+    Decide(Disruption::MembershipChange(
+        RestartCause::kNodeLoss,
+        absl::StrCat("node '", node_id, "' was cut off from the coordinator for longer ",
+                     "than its lease (", absl::FormatDuration(LeaseFor(settings_).lease),
+                     ") and stopped its workers of generation ", round_.generation(),
+                     "; a membership change: the restart budget is not charged")));
+  } else if (state_ == JobState::kRestarting && stop_barrier_.Confirm(node_id)) {
+    MaybeFinishStopBarrier();  // its workers are stopped: as WorkersStopped
+  }
+}
+
+void Job::ResendPending(const Node& node) {
+  const bool member = IsMember(node);
+  if (IsTerminal(state_)) {
+    Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
+  } else if (state_ == JobState::kStarting && member && node.record.group_rank == 0) {
+    Send(node, RequestMasterInfo{round_.generation()});
+  } else if (state_ == JobState::kRunning && member) {
+    Send(node, round_.AssignmentFor(node.record, restart_policy_.restart_count(),
+                                    restart_policy_.max_restarts()));
+  } else if (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)) {
+    Send(node, StopWorkers{round_.generation(), "resent after the session resumed"});
+  }
+}
+
+void Job::AddNode(const RegisterRequest& request, int nproc) {
+  membership_.Add(request, nproc);
+  counters_dirty_ = true;  // next_join_seq
+  Emit(JobEventType::kNodeJoined, request.node_id,
+       absl::StrCat("nproc ", nproc, ", incarnation ", request.incarnation));
+  switch (state_) {
+    case JobState::kWaiting:
+      MaybeCloseRendezvous();
+      break;
+    case JobState::kStarting:
+      // No worker started yet: reform at once with the newcomer.
+      if (round_.members().live < settings_.max_nodes) OpenRendezvous(true);
+      break;
+    case JobState::kRunning:
+      if (round_.members().live < settings_.max_nodes) {
+        Decide(Disruption::MembershipChange(
+            RestartCause::kScale,
+            absl::StrCat("node '", request.node_id, "' joined below max_nodes")));
+      }
+      break;
+    default:  // kRestarting: it is a candidate of the next rendezvous.
+      break;
+  }
+}
+
+void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
+  const Incarnation old_incarnation = node.record.incarnation;
+  const bool member = IsMember(node);
+  // The old agent's stream had closed: it died (or was cut off) and this is
+  // its replacement, a membership change rather than a worker failure.
+  const bool old_session_lost = node.stream_closed_at.has_value();
+  // The old agent may be alive but cut off, its workers running until its
+  // lease runs out.
+  FenceWorkersOf(node);
+  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  const bool nproc_changed = node.record.nproc != nproc;
+  membership_.Replace(node, request, nproc);
+  const std::string node_id = node.record.node_id;
+  Emit(JobEventType::kNodeJoined, node_id,
+       absl::StrCat("incarnation ", request.incarnation, " replaced ", old_incarnation,
+                    " (agent restarted); the old one is "
+                    "fenced"));
+  if (!member) return;
+  switch (state_) {
+    case JobState::kStarting:
+      if (nproc_changed) {
+        OpenRendezvous(true);
+      } else if (node.record.group_rank == 0) {
+        Send(node, RequestMasterInfo{round_.generation()});
+      }
+      break;
+    case JobState::kRunning:
+      if (!node.succeeded) {
+        Decide(Disruption::AgentReplaced(node_id, old_incarnation, request.incarnation,
+                                         old_session_lost));
+      }
+      break;
+    case JobState::kRestarting:
+      if (stop_barrier_.Awaits(node.record.node_id)) {
+        Send(node, StopWorkers{round_.generation(), "agent restarted during a stop"});
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
+  membership_.Heartbeat(*node);
+  return state_ == JobState::kRunning && IsMember(*node) ? round_.generation() : 0;
+}
+
+absl::Status Job::StreamClosed(const NodeRef& ref) {
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
+  membership_.StreamClosed(*node);
+  return absl::OkStatus();
+}
+
+absl::Status Job::Leave(const NodeRef& ref) {
+  DDP_RETURN_IF_ERROR(
+      membership_.Fence(ref, round_.generation(), /*exact_generation=*/false).status());
+  RemoveNode(ref.node_id, "left the job", RestartCause::kNodeLoss, /*workers_stopped=*/true);
+  return absl::OkStatus();
+}
+
+void Job::FenceWorkersOf(const Node& node) {
+  const bool may_run =
+      IsMember(node) && !node.succeeded &&
+      (state_ == JobState::kRunning ||
+       (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)));
+  if (!may_run) return;
+  stop_barrier_.FenceUntil(node.last_heartbeat + settings_.heartbeat_timeout);
+}
+
+void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCause cause,
+                     bool workers_stopped) {
+  const Node* node = membership_.Find(node_id);
+  if (node == nullptr) return;
+  if (!workers_stopped) FenceWorkersOf(*node);
+  const bool member = IsMember(*node);
+  const bool stop_pending = stop_barrier_.Confirm(node_id);  // it is gone either way
+  const bool succeeded = node->succeeded;
+  if (member) {
+    round_.mutable_members().Remove(node->record.group_rank);
+  }
+  membership_.Remove(node_id);
+  Emit(JobEventType::kNodeLost, node_id, reason);
+  switch (state_) {
+    case JobState::kWaiting:
+      if (membership_.size() < settings_.min_nodes) {
+        round_.MinNoLongerReached();
+      }
+      break;
+    case JobState::kStarting:
+      if (member) OpenRendezvous(true);
+      break;
+    case JobState::kRunning:
+      if (member && !succeeded) {
+        Decide(Disruption::MembershipChange(cause, absl::StrCat("node '", node_id, "' ", reason)));
+      }
+      break;
+    case JobState::kRestarting:
+      if (stop_pending) MaybeFinishStopBarrier();
+      break;
+    default:
+      break;
+  }
+}
+
+// ---- The generation: rendezvous rounds, master info and assignments, worker
+// exits, restart decisions applied, the stop barrier and the end of the job ----
+
+void Job::OpenRendezvous(bool after_restart) {
+  const absl::Time now = clock_->Now();
+  state_ = JobState::kWaiting;
+  round_.Open(now + settings_.join_timeout);
+  stop_barrier_.Close();
+  MarkJobDirty();
+  // After a restart that kept min_nodes, the new generation forms at once (no
+  // last call): the nodes are all there and waiting would only delay training.
+  if (after_restart && membership_.size() >= settings_.min_nodes) {
+    CloseRendezvous();
+    return;
+  }
+  MaybeCloseRendezvous();
+}
+
+void Job::MaybeCloseRendezvous() {
+  if (state_ != JobState::kWaiting) return;
+  if (round_.ReadyToClose(membership_.size(), settings_, clock_->Now())) CloseRendezvous();
+}
+
+void Job::CloseRendezvous() {
+  std::vector<Node*> candidates = membership_.CandidatesInOrder();
+  const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes));
+  std::vector<RankMember> rank_members(n);
+  for (size_t i = 0; i < n; ++i) {
+    const NodeRecord& r = candidates[i]->record;
+    rank_members[i] = RankMember{r.node_id, r.nproc, r.requested_rank, r.group_rank};
+  }
+  absl::StatusOr<RankTable> table =
+      round_.Close(rank_members, clock_->Now() + settings_.shutdown_timeout);
+  if (!table.ok()) {  // Inputs are validated on entry; this is a bug.
+    FailureInfo failure;
+    failure.message =
+        absl::StrCat("internal error computing the rank table: ", table.status().message());
+    failure.time = clock_->Now();
+    Finish(JobState::kFailed, failure, failure.message);
+    return;
+  }
+  for (const std::string& node_id : table->ignored_requests) {
+    DDP_LOG(WARNING) << "job " << id_ << ": rank request of node " << node_id
+                     << " is out of range or contested; ignored";
+  }
+  for (const RankEntry& e : table->entries) {
+    Node& node = *membership_.Find(e.node_id);
+    if (node.record.group_rank != e.group_rank ||
+        node.record.global_rank_offset != e.global_rank_offset) {
+      node.record.group_rank = e.group_rank;
+      node.record.global_rank_offset = e.global_rank_offset;
+      membership_.MarkDirty(e.node_id);
+    }
+  }
+  for (size_t i = n; i < candidates.size(); ++i) {  // hot spares
+    Node* spare = candidates[i];
+    if (spare->record.group_rank != -1) {
+      spare->record.group_rank = -1;
+      membership_.MarkDirty(spare->record.node_id);
+    }
+  }
+  membership_.ForgetGenerationProgress();
+  state_ = JobState::kStarting;
+  MarkJobDirty();
+  Send(*membership_.Find(round_.members().by_rank[0]), RequestMasterInfo{round_.generation()});
+}
+
+absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
+  if (!IsMember(*node) || node->record.group_rank != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ",
+                     round_.generation(), " of job '", id_, "'; only rank 0 supplies master info"));
+  }
+  DDP_ASSIGN_OR_RETURN(MasterInfo effective,
+                       RendezvousRound::EffectiveMasterInfo(info, ref.node_id, node->record.address,
+                                                            limits_.max_address_length));
+  if (state_ == JobState::kRunning) return absl::OkStatus();  // duplicate
+  if (state_ != JobState::kStarting) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' is ", JobStateName(state_), ", not waiting for master info"));
+  }
+  PushAssignments(std::move(effective));
+  return absl::OkStatus();
+}
+
+void Job::PushAssignments(MasterInfo master) {
+  std::vector<MemberRole> roles;
+  for (const std::string& node_id : round_.members().by_rank) {
+    if (node_id.empty()) continue;
+    const Node& node = *membership_.Find(node_id);
+    roles.push_back(MemberRole{node_id, node.role, node.record.nproc});
+  }
+  round_.Start(std::move(master), roles);
+  state_ = JobState::kRunning;
+  MarkJobDirty();
+  for (const std::string& node_id : round_.members().by_rank) {
+    if (!node_id.empty()) ResendPending(*membership_.Find(node_id));
+  }
+  Emit(JobEventType::kGenerationOpened, round_.members().by_rank[0],
+       absl::StrCat("generation ", round_.generation(), ": ", round_.members().live,
+                    " nodes, world size ", round_.members().world_size, ", restart ",
+                    restart_policy_.restart_count(), " of ", restart_policy_.max_restarts()));
+}
+
+absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
+  if (exit.local_rank < 0 || exit.local_rank >= node->record.nproc) {
+    return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank, " of node '",
+                                                   ref.node_id, "' is outside [0, ",
+                                                   node->record.nproc, ")"));
+  }
+  if (IsTerminal(state_)) return absl::OkStatus();
+  if (round_.generation() == 0 || state_ == JobState::kStarting ||
+      (state_ == JobState::kRunning && !IsMember(*node))) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", ref.node_id, "' runs no workers of generation ", round_.generation(),
+                     " of job '", id_, "' (", JobStateName(state_), ")"));
+  }
+  // One report per worker and generation counts: a resumed agent repeats its
+  // reports, and a hung worker that exits later was already reported.
+  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
+  if (node->exited[exit.local_rank]) return absl::OkStatus();
+  if (exit.ok()) {
+    if (state_ != JobState::kRunning) return absl::OkStatus();
+    node->exited[exit.local_rank] = true;
+    if (++node->exited_ok == node->record.nproc && !node->succeeded) {
+      node->succeeded = true;
+      if (++round_.mutable_members().succeeded ==
+          static_cast<int>(round_.members().by_rank.size())) {
+        Finish(JobState::kSucceeded, std::nullopt,
+               absl::StrCat("every worker of generation ", round_.generation(), " exited 0"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  node->exited[exit.local_rank] = true;
+  FailureInfo failure;
+  failure.node_id = ref.node_id;
+  failure.generation = round_.generation();
+  failure.local_rank = exit.local_rank;
+  failure.global_rank = node->record.global_rank_offset + exit.local_rank;
+  failure.exit_code = exit.exit_code;
+  failure.signal = exit.signal;
+  failure.hang = exit.hang;
+  failure.process_stopped = exit.hang && exit.process_stopped;
+  failure.pid = exit.pid;
+  failure.message = exit.error_message.substr(0, static_cast<size_t>(limits_.max_message_length));
+  // An agent that sent no time: the moment the report arrived.
+  failure.time = exit.time == absl::UnixEpoch() ? clock_->Now() : exit.time;
+  Decide(Disruption::WorkerFailure(std::move(failure)),
+         state_ == JobState::kRunning ? LostPeerOf(ref.node_id) : std::nullopt);
+  return absl::OkStatus();
+}
+
+std::optional<LostPeer> Job::LostPeerOf(const std::string& reporter) const {
+  const absl::Time now = clock_->Now();
+  std::optional<LostPeer> lost;
+  for (const std::string& node_id : round_.members().by_rank) {
+    if (node_id.empty() || node_id == reporter) continue;
+    const Node* node = membership_.Find(node_id);
+    if (node == nullptr || node->succeeded) continue;
+    const std::optional<absl::Time> since = membership_.LostSince(*node, now);
+    if (since.has_value() && (!lost.has_value() || *since < lost->since)) {
+      lost =
+          LostPeer{node_id, *since, node->stream_closed_at.has_value(), now - node->last_heartbeat};
+    }
+  }
+  return lost;
+}
+
+void Job::Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer) {
+  RestartContext context;
+  context.state = state_;
+  context.generation = round_.generation();
+  context.now = clock_->Now();
+  context.lost_peer = std::move(lost_peer);
+  Apply(restart_policy_.Decide(disruption, context));
+}
+
+void Job::Apply(const RestartDecision& decision) {
+  for (const FailureInfo& failure : decision.recorded) {
+    MarkJobDirty();
+    Emit(JobEventType::kWorkerFailed, failure.node_id, failure.message, failure);
+  }
+  switch (decision.action) {
+    case RestartDecision::Action::kIgnore:
+      break;
+    case RestartDecision::Action::kRestart:
+      EmitRestarting(decision.cause, decision.reason, clock_->Now());
+      StopAllWorkers(decision.reason);
+      break;
+    case RestartDecision::Action::kReviewHang:
+    case RestartDecision::Action::kStopThenFail:
+      StopAllWorkers(decision.reason);
+      break;
+  }
+}
+
+void Job::EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began) {
+  JobEvent event = NewEvent(JobEventType::kRestarting, "", reason);
+  event.restart_cause = cause;
+  event.time = began;
+  Publish(std::move(event));
+}
+
+void Job::StopAllWorkers(const std::string& reason) {
+  state_ = JobState::kRestarting;
+  round_.StopAwaitingMaster();
+  stop_barrier_.Open(round_.members().by_rank, clock_->Now() + settings_.shutdown_timeout);
+  MarkJobDirty();
+  for (const std::string& node_id : stop_barrier_.Awaited()) {
+    Send(*membership_.Find(node_id), StopWorkers{round_.generation(), reason});
+  }
+  MaybeFinishStopBarrier();
+}
+
+absl::Status Job::WorkersStopped(const NodeRef& ref) {
+  DDP_RETURN_IF_ERROR(
+      membership_.Fence(ref, round_.generation(), /*exact_generation=*/true).status());
+  if (state_ == JobState::kRunning || state_ == JobState::kStarting) {
+    return absl::FailedPreconditionError(absl::StrCat("no stop of generation ", round_.generation(),
+                                                      " was requested from node '", ref.node_id,
+                                                      "'"));
+  }
+  if (state_ == JobState::kRestarting && stop_barrier_.Confirm(ref.node_id)) {
+    MaybeFinishStopBarrier();
+  }
+  return absl::OkStatus();  // duplicates and late confirmations are harmless
+}
+
+void Job::MaybeFinishStopBarrier() {
+  if (state_ != JobState::kRestarting || !stop_barrier_.complete()) return;
+  StopOutcome outcome = restart_policy_.ConcludeStop();
+  if (outcome.named_restart.has_value()) {
+    EmitRestarting(outcome.named_restart->cause, outcome.named_restart->reason,
+                   outcome.named_restart->began);
+  }
+  if (!outcome.fail_with.has_value()) {
+    // Tick finishes the barrier once the leases of removed members ran out.
+    if (clock_->Now() < stop_barrier_.fenced_until()) return;
+    OpenRendezvous(/*after_restart=*/true);
+    return;
+  }
+  Finish(JobState::kFailed, outcome.fail_with, outcome.fail_message);
+}
+
+void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
+                 const std::string& message) {
+  state_ = state;
+  restart_policy_.Finish(std::move(root_cause));
+  finish_message_ = message;
+  finished_ = clock_->Now();
+  round_.Finish();
+  stop_barrier_.Close();
+  MarkJobDirty();
+  for (const auto& [id, node] : membership_.nodes()) {
+    Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
+  }
+  Emit(JobEventType::kJobFinished, "", absl::StrCat(JobStateName(state_), ": ", message),
+       restart_policy_.root_cause());
+}
+
+// ---- Scheduler operations (UpdateJob, CancelJob, ExcludeNode) ----
+
+absl::Status Job::Update(int min_nodes, int max_nodes) {
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", id_, "' already finished (", JobStateName(state_), "); it cannot be resized"));
+  }
+  JobSettings updated = settings_;
+  updated.min_nodes = min_nodes;
+  updated.max_nodes = max_nodes;
+  DDP_RETURN_IF_ERROR(ValidateJobSettings(updated, limits_));
+  const JobSettings old = settings_;
+  settings_ = updated;
+  MarkJobDirty();
+  Emit(
+      JobEventType::kJobUpdated, "",
+      absl::StrCat("nodes ", old.min_nodes, ":", old.max_nodes, " -> ", min_nodes, ":", max_nodes));
+  const int registered = membership_.size();
+  // Membership must change when members exceed the new max, or when spares can
+  // now fill places below it.
+  const bool membership_changes =
+      round_.members().live > max_nodes ||
+      (round_.members().live < max_nodes && registered > round_.members().live);
+  switch (state_) {
+    case JobState::kWaiting:
+      if (registered < min_nodes) round_.MinNoLongerReached();
+      MaybeCloseRendezvous();
+      break;
+    case JobState::kStarting:
+      if (membership_changes) OpenRendezvous(/*after_restart=*/true);
+      break;
+    case JobState::kRunning:
+      if (membership_changes) {
+        Decide(Disruption::MembershipChange(
+            RestartCause::kScale,
+            absl::StrCat("job resized to ", min_nodes, ":", max_nodes, " nodes")));
+      }
+      break;
+    default:  // kRestarting: the next rendezvous uses the new sizes.
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Job::Cancel(const std::string& reason) {
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
+  }
+  Finish(JobState::kCancelled, std::nullopt,
+         absl::StrCat("cancelled: ", reason.substr(0, limits_.max_message_length)));
+  return absl::OkStatus();
+}
+
+absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& reason) {
+  DDP_RETURN_IF_ERROR(ValidateId(node_id, "node id", limits_));
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
+  }
+  DDP_ASSIGN_OR_RETURN(const bool newly_excluded, membership_.Exclude(node_id));
+  if (!newly_excluded) return absl::OkStatus();
+  MarkJobDirty();
+  const std::string why =
+      absl::StrCat("excluded by the scheduler: ", reason.substr(0, limits_.max_message_length));
+  Node* node = membership_.Find(node_id);
+  if (node != nullptr) {
+    Send(*node, NodeDismissed{why});
+    RemoveNode(node_id, why, RestartCause::kOperator);
+  }
+  return absl::OkStatus();
+}
+
+// ---- Timeouts. Tick is cheap when nothing is due (Membership::Silent). ----
+
+void Job::RemoveSilentNodes(absl::Time now) {
+  for (const std::string& id : membership_.Silent(now)) {
+    if (IsTerminal(state_)) break;
+    RemoveNode(id, absl::StrCat("lost: no heartbeat or resumed session for ",
+                                absl::FormatDuration(settings_.heartbeat_timeout)));
+  }
+}
+
+void Job::ServingResumed(absl::Duration gap) {
+  if (IsTerminal(state_)) return;
+  const absl::Time now = clock_->Now();
+  membership_.ServingResumed(now);
+  round_.Postpone(gap);
+  stop_barrier_.Postpone(gap);
+}
+
+void Job::Tick() {
+  if (IsTerminal(state_)) return;
+  const absl::Time now = clock_->Now();
+  RemoveSilentNodes(now);
+  switch (state_) {
+    case JobState::kWaiting:
+      if (round_.LastCallOver(now, settings_.last_call_timeout)) {
+        CloseRendezvous();
+      } else if (round_.JoinTimedOut(now)) {
+        FailureInfo failure;
+        failure.generation = round_.generation();
+        failure.time = now;
+        failure.message = absl::StrCat("rendezvous timed out: ", membership_.size(),
+                                       " of min_nodes=", settings_.min_nodes,
+                                       " nodes joined within the join timeout of ",
+                                       absl::FormatDuration(settings_.join_timeout));
+        Finish(JobState::kFailed, failure, failure.message);
+      }
+      break;
+    case JobState::kStarting:
+      if (round_.MasterInfoOverdue(now)) {
+        if (round_.members().by_rank.empty() || round_.members().by_rank[0].empty()) {
+          // No group rank 0 to ask (a stored job restored without it): form again.
+          OpenRendezvous(/*after_restart=*/true);
+        } else {
+          // Group rank 0 did not answer: declare it dead and form again.
+          RemoveNode(round_.members().by_rank[0],
+                     absl::StrCat("declared dead: no master info within ",
+                                  absl::FormatDuration(settings_.shutdown_timeout)));
+        }
+      }
+      break;
+    case JobState::kRestarting:
+      if (stop_barrier_.complete()) {
+        MaybeFinishStopBarrier();  // waiting for the leases of removed members
+      } else if (now >= stop_barrier_.deadline()) {
+        for (const std::string& id : stop_barrier_.Awaited()) {
+          RemoveNode(id, absl::StrCat("declared dead: workers not confirmed stopped "
+                                      "within ",
+                                      absl::FormatDuration(settings_.shutdown_timeout)));
+        }
+      }
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace ddp::rendezvous

@@ -51,34 +51,19 @@
 // holds the next generation back until heartbeat_timeout after its last
 // heartbeat, when its agent's lease has frozen them (StopBarrier::FenceUntil).
 //
-// Restart budget: only worker failures (and an agent re-registering with a new
-// incarnation while its workers ran and its old session was still open) spend
-// max_restarts; membership changes do not. A member whose session stream
-// closes (the agent died, or the network cut it off) is known at once: a worker
-// failure reported by another member while that stream is closed is a
-// knock-on of the loss (peers fail on the broken collective a moment after a
-// node dies): the restart names the lost node and is free, and so is a new
-// incarnation that replaces an agent whose stream had closed. When a failure finds the budget
-// spent, every worker of the generation is stopped first (the stop barrier, no RESTARTING event),
-// so that the reports of the other failures of that generation arrive; then the job fails with the
-// earliest of them by failure time (FailedEarlier) as its root cause, as torchrun picks it. The
-// first report is often not the first failure: the peers of a dead worker fail on the broken
-// collective a moment later, and their reports race its own. While that barrier runs, root_cause
-// holds the earliest failure so far (it is persisted, so a restored job in RESTARTING with a root
-// cause finishes the barrier and fails). The history (Status().failures) is ordered by failure
-// time, too.
+// Restarts: whether a disturbance of the running generation restarts it (and
+// whether that spends max_restarts), stops it to fail, or is only recorded is
+// RestartPolicy's decision (restart_policy.h states the rules: budget,
+// knock-on, root cause, hang review); Job applies it.
 //
-// Fencing: every input after Register carries (job, node, incarnation,
-// generation). An unknown node or an old incarnation gets ABORTED (stop the
-// workers, register again). WorkerExited, WorkersStopped and MasterInfo must
-// name the current generation; Heartbeat any generation up to it. A second
-// registration with a new incarnation wins over an older one whose stream is
-// closed or that stopped heartbeating (an agent restart): the older is fenced.
-// While the older is alive (stream open, heartbeats within two intervals) the
-// newcomer is refused with ALREADY_EXISTS: two agents share a node id. If the node was a member
-// with running workers, that counts as a failure of the node (restart). Registering again with the
-// same incarnation resumes the session (after a stream break or a coordinator restart) and re-sends
-// what the node is waiting for.
+// Registration, fencing and liveness: Membership (membership.h) keeps the
+// registered nodes and says who may act (Fence), who is alive, who is lost and
+// in what order nodes joined. Job adds the rules that need the state machine:
+// WorkerExited, WorkersStopped and MasterInfo must name the current generation
+// and Heartbeat any generation up to it; a newcomer that would replace a live
+// agent is refused with ALREADY_EXISTS; a new incarnation of a member whose
+// workers ran is a disruption for RestartPolicy; a resume re-sends what the
+// node is waiting for.
 //
 // Thread-safety: not thread-safe; JobRegistry serializes all calls.
 
@@ -89,16 +74,16 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "coordinator/rendezvous/generation_members.h"
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_types.h"
+#include "coordinator/rendezvous/membership.h"
+#include "coordinator/rendezvous/rendezvous_round.h"
+#include "coordinator/rendezvous/restart_policy.h"
 #include "coordinator/rendezvous/stop_barrier.h"
 
 namespace ddp::rendezvous {
@@ -171,15 +156,15 @@ class Job {
 
   const std::string& id() const { return id_; }
   JobState state() const { return state_; }
-  Generation generation() const { return generation_; }
-  int restart_count() const { return restart_count_; }
+  Generation generation() const { return round_.generation(); }
+  int restart_count() const { return restart_policy_.restart_count(); }
   const JobSettings& settings() const { return settings_; }
-  int registered_nodes() const { return static_cast<int>(nodes_.size()); }
+  int registered_nodes() const { return membership_.size(); }
   // True when `node_id` is registered with `incarnation` (a resume, not a new
   // agent).
   bool HasIncarnation(const std::string& node_id, Incarnation incarnation) const {
-    auto it = nodes_.find(node_id);
-    return it != nodes_.end() && it->second.record.incarnation == incarnation;
+    const Node* node = membership_.Find(node_id);
+    return node != nullptr && node->record.incarnation == incarnation;
   }
   JobStatus Status(bool include_nodes) const;
   // Events with index > after_index still retained, oldest first, at most
@@ -187,7 +172,7 @@ class Job {
   // dropped.
   absl::StatusOr<std::vector<JobEvent>> EventsSince(int64_t after_index, int limit) const;
 
-  // ---- Agent inputs (job_membership.cc) ----
+  // ---- Agent inputs ----
   // request.settings, when present, must be valid (JobRegistry::Register
   // checks them, and the job id, before any job sees the request).
   // Possible errors: INVALID_ARGUMENT (bad node id, incarnation 0, nproc or
@@ -206,7 +191,7 @@ class Job {
   // The agent leaves for good (it is removed at once).
   absl::Status Leave(const NodeRef& ref);
 
-  // ---- Generation inputs (job_generation.cc) ----
+  // ---- Generation inputs ----
   // A worker's exit or hang. Only the first report per worker and generation
   // counts (repeats after a resume are ignored). Reports that arrive while
   // the generation is being stopped go into the failure history and, when the
@@ -221,7 +206,7 @@ class Job {
   // no master info is awaited), INVALID_ARGUMENT (port, id length, address).
   absl::Status ReportMasterInfo(const NodeRef& ref, const MasterInfo& info);
 
-  // ---- Scheduler operations (job_scheduler_ops.cc) ----
+  // ---- Scheduler operations ----
   // Changes min/max nodes; restarts when the membership must change.
   // Possible errors: INVALID_ARGUMENT, FAILED_PRECONDITION (job finished).
   absl::Status Update(int min_nodes, int max_nodes);
@@ -233,7 +218,7 @@ class Job {
   absl::Status ExcludeNode(const std::string& node_id, const std::string& reason);
 
   // Fires due timeouts (heartbeats, last call, join, master info, stop
-  // barrier). Amortized O(1) when nothing is due (job_timers.cc).
+  // barrier). Amortized O(1) when nothing is due.
   void Tick();
   // The coordinator served nothing for `gap` until now (it stalled): as
   // after a restart, every node gets a full heartbeat_timeout from now, and
@@ -244,8 +229,8 @@ class Job {
   // Persistence delta since the last call (empty when nothing changed).
   JobChanges TakeChanges();
   bool HasChanges() const {
-    return job_dirty_ || counters_dirty_ || !dirty_nodes_.empty() || !removed_nodes_.empty() ||
-           events_dropped_ || events_taken_index_ < last_event_index_;
+    return job_dirty_ || counters_dirty_ || membership_.HasChanges() || events_dropped_ ||
+           events_taken_index_ < last_event_index_;
   }
 
  private:
@@ -255,26 +240,9 @@ class Job {
   static JobRecord NewRecord(std::string job_id, const JobSettings& settings, const Clock& clock);
   // Retains the stored events again (Restore). Possible errors: DATA_LOSS.
   absl::Status RestoreEvents(const std::vector<JobEvent>& stored);
-  struct Node {
-    NodeRecord record;
-    bool connected = true;
-    // When its session's stream was seen to close (not resumed since): the
-    // agent died or was cut off. Not set for nodes that have not resumed
-    // after a coordinator restart (their fate is unknown, not observed).
-    std::optional<absl::Time> stream_closed_at;
-    // --role of its workers, from its latest registration (not stored: after
-    // a coordinator restart it is known again once the node resumes).
-    std::string role;
-    absl::Time last_heartbeat;
-    // Current-generation state.
-    bool succeeded = false;
-    int exited_ok = 0;
-    std::vector<bool> exited;  // by local rank, allocated on first exit report
-  };
+  using Node = Membership::Node;
 
-  // job.cc
-  Node* FindNode(const std::string& node_id);
-  absl::Status Fence(const NodeRef& ref, bool exact_generation, Node** node);
+  // Events, messages, persistence.
   void Emit(JobEventType type, const std::string& node_id, const std::string& message,
             std::optional<FailureInfo> failure = std::nullopt);
   // Emit in two steps, for an event with more fields set: one dated now, of
@@ -284,48 +252,46 @@ class Job {
   void Publish(JobEvent event);
   void Send(const Node& node, MessageBody body);
   void MarkJobDirty() { job_dirty_ = true; }
-  void MarkNodeDirty(const std::string& node_id);
   JobRecord MakeRecord() const;
   bool IsMember(const Node& node) const;
   // Workers of the current generation's members still registered.
   int64_t MemberProcesses() const;
-  int LiveMemberCount() const { return current_.live; }
 
-  // job_membership.cc
-  absl::Status ValidateRegister(const RegisterRequest& request) const;
+  // Agent inputs.
   // Tells every registered node that a node was refused (settings conflict).
   void NoticeConflict(const absl::Status& refusal);
   absl::StatusOr<RegisterResult> Resume(Node& node, const RegisterRequest& request);
   void ReplaceIncarnation(Node& node, const RegisterRequest& request);
   void AddNode(const RegisterRequest& request, int nproc);
-  // Removes a node for good (lost, left, excluded, declared dead).
+  // Removes a node for good (lost, left, excluded, declared dead). `node_id`
+  // is a copy: callers pass ids held in the round's by_rank, which this clears.
   // `cause`: why the generation restarts if the node was a running member.
   // `workers_stopped`: the agent stopped its workers itself (Leave); otherwise
   // a member whose workers may still run fences the next generation until its
   // lease has run out (FenceWorkersOf).
-  void RemoveNode(const std::string& node_id, const std::string& reason,
+  void RemoveNode(std::string node_id, const std::string& reason,
                   RestartCause cause = RestartCause::kNodeLoss, bool workers_stopped = false);
   // A member that leaves the generation while its workers may still run (cut
   // off, excluded, declared dead, replaced): no next generation starts before
   // its agent's lease has run out, heartbeat_timeout after its last heartbeat.
   void FenceWorkersOf(const Node& node);
-  // Since when a running member has been lost to the coordinator: its stream
-  // closed, or it has been silent for half its lease (its workers are being
-  // stopped by then if it is cut off); nullopt while it is in touch.
-  std::optional<absl::Time> LostSince(const Node& node, absl::Time now) const;
   // A resume that reports its lease ran out (RegisterRequest::lease_expired).
   void HandleLeaseExpired(Node& node, const RegisterRequest& request);
   void ResendPending(const Node& node);
 
-  // job_generation.cc
+  // The generation and restarts.
   void OpenRendezvous(bool after_restart);
   void MaybeCloseRendezvous();
   void CloseRendezvous();
-  void PushAssignments();
-  // Fills current_.role_ranks from the members' roles, in group-rank order.
-  void ComputeRoleRanks();
-  // Emits kRestarting, then StopAllWorkers.
-  void BeginRestart(RestartCause cause, const std::string& reason);
+  // Group rank 0 answered: the generation runs; every member gets its
+  // assignment.
+  void PushAssignments(MasterInfo master);
+  // Carries out what the restart policy decided: announces the failures it
+  // recorded (kWorkerFailed), then restarts (kRestarting, StopAllWorkers) or
+  // stops every worker for the policy to conclude (hang review, failing).
+  void Apply(const RestartDecision& decision);
+  // RestartPolicy::Decide with this job as the context.
+  void Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer = std::nullopt);
   // The kRestarting event, dated `began` (a hang's restart is named once the
   // stop barrier completed, but began at the report).
   void EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began);
@@ -333,24 +299,14 @@ class Job {
   // MaybeFinishStopBarrier.
   void StopAllWorkers(const std::string& reason);
   void MaybeFinishStopBarrier();
-  // The stop barrier ends in FAILED rather than in a new rendezvous.
-  bool FailingAfterStop() const {
-    return state_ == JobState::kRestarting && root_cause_.has_value();
-  }
-  void HandleFailure(const FailureInfo& failure);
-  // A member other than `reporter` whose stream closed while its workers of
-  // this generation ran (earliest first), or null.
-  const Node* LostPeerOf(const std::string& reporter) const;
-  // A worker failure that followed the loss of `lost`: a restart that names
-  // the lost node and does not spend the budget.
-  void HandleKnockOnFailure(const FailureInfo& failure, const Node& lost);
-  // "worker 1 (rank 3) on node 'b' failed: exit code 1".
-  static std::string FailureSentence(const FailureInfo& failure);
+  // A member other than `reporter` whose stream closed (or that went silent)
+  // while its workers of this generation ran (earliest first), if any.
+  std::optional<LostPeer> LostPeerOf(const std::string& reporter) const;
   void Finish(JobState state, std::optional<FailureInfo> root_cause, const std::string& message);
-  void RecordFailure(const FailureInfo& failure);
 
-  // job_timers.cc
-  void CheckLiveness(absl::Time now);
+  // Timeouts.
+  // Removes the nodes silent for heartbeat_timeout (Membership::Silent).
+  void RemoveSilentNodes(absl::Time now);
 
   std::string id_;
   JobSettings settings_;
@@ -363,41 +319,21 @@ class Job {
   std::string token_hash_;
 
   JobState state_ = JobState::kWaiting;
-  Generation generation_ = 0;
-  int restart_count_ = 0;
-  // FAILED: the root cause. RESTARTING: set while stopping to fail.
-  std::optional<FailureInfo> root_cause_;
+  // Restart budget, root cause, failure history, hang review.
+  RestartPolicy restart_policy_;
   std::string finish_message_;
-  std::vector<FailureInfo> failures_;  // by FailedEarlier, bounded
-  absl::flat_hash_set<std::string> excluded_;
-  MasterInfo master_;
-  uint64_t next_join_seq_ = 1;
 
-  absl::flat_hash_map<std::string, Node> nodes_;
-  GenerationMembers current_;  // the current (or last) generation's members
+  // Registered nodes, liveness, join order, exclusions, fencing.
+  Membership membership_;
+  // The generation, its members, master info and the round's deadlines.
+  RendezvousRound round_;
 
   // Timers of the current state.
-  absl::Time join_deadline_ = absl::InfiniteFuture();
-  std::optional<absl::Time> min_reached_at_;
-  bool reopened_after_restart_ = false;
-  absl::Time master_deadline_ = absl::InfiniteFuture();
   // RESTARTING: the members whose workers must be confirmed stopped, and the
   // fence of members that left while theirs could still run (not stored:
   // Restore sets it conservatively).
   StopBarrier stop_barrier_;
-  absl::Time next_liveness_check_ = absl::InfinitePast();
   absl::Time next_conflict_notice_ = absl::InfinitePast();
-
-  // RESTARTING after a hang report with budget left: the worst failure of
-  // the generation so far (FailedEarlier), which the restart names once the
-  // stop barrier completes, and when the restart began. Not stored: a job
-  // restored meanwhile finishes the barrier without the event (the restart
-  // is counted already).
-  struct HangReview {
-    FailureInfo culprit;
-    absl::Time began;
-  };
-  std::optional<HangReview> hang_review_;
 
   // Events (bounded) and persistence delta: the events after
   // events_taken_index_ go into the next TakeChanges; events_dropped_: older
@@ -408,8 +344,6 @@ class Job {
   bool events_dropped_ = false;
   bool job_dirty_ = true;
   bool counters_dirty_ = true;
-  absl::flat_hash_set<std::string> dirty_nodes_;
-  std::vector<std::string> removed_nodes_;
 };
 
 }  // namespace ddp::rendezvous

@@ -135,6 +135,26 @@ TEST(JobRendezvous, RankZeroSilent_DeclaredDeadAndReformed) {
   EXPECT_EQ(MessagesOf<RequestMasterInfo>(h.outbox()).back().generation, 2);
 }
 
+TEST(JobRendezvous, RankZeroSilent_RemovalNamesTheNodeInTheEventAndTheStore) {
+  JobHarness h(Settings(2, 3));
+  for (const char* n : {"a", "b", "c"}) ASSERT_TRUE(h.Register(n).ok());
+  (void)h.job().TakeChanges();
+  for (int i = 0; i < 20 && h.job().generation() == 1; ++i) {
+    h.clock().Advance(absl::Milliseconds(500));
+    for (const char* n : {"a", "b", "c"}) (void)h.job().Heartbeat(h.Ref(n));
+    h.job().Tick();
+  }
+  ASSERT_EQ(h.job().registered_nodes(), 2);
+  std::string lost;
+  for (const JobEvent& e : h.outbox().events) {
+    if (e.type == JobEventType::kNodeLost) lost = e.node_id;
+  }
+  EXPECT_FALSE(lost.empty());
+  JobChanges changes = h.job().TakeChanges();
+  EXPECT_EQ(changes.removed_nodes, std::vector<std::string>{lost})
+      << "the declared-dead rank 0 leaves the store too";
+}
+
 TEST(JobRendezvous, BeyondMax_HotSpareWaits) {
   JobHarness h(Settings(2, 2));
   ASSERT_TRUE(h.Register("a").ok());
