@@ -159,8 +159,15 @@ std::string FailureText(const v1::Failure& f) {
   if (f.node_id().empty()) {
     absl::StrAppend(&text, " coordinator");
   } else {
-    absl::StrAppend(&text, " node ", PrintableBytes(f.node_id()), " local rank ", f.local_rank(),
-                    " global rank ", f.global_rank());
+    absl::StrAppend(&text, " node ", PrintableBytes(f.node_id()));
+    // A failure of the node itself (lost, silent, its session closed) has no
+    // worker: no rank, no exit code.
+    if (f.local_rank() < 0) {
+      absl::StrAppend(&text, " node lost");
+      if (!f.message().empty()) absl::StrAppend(&text, ": ", PrintableBytes(f.message()));
+      return text;
+    }
+    absl::StrAppend(&text, " local rank ", f.local_rank(), " global rank ", f.global_rank());
     if (f.pid() > 0) absl::StrAppend(&text, " pid ", f.pid());
     if (f.hang()) {
       absl::StrAppend(&text, " hang");

@@ -176,6 +176,17 @@ TEST(FailureText, SignalHangAndCoordinator_Distinguished) {
   EXPECT_EQ(FailureText(c), "- generation 4 coordinator: \"join timeout:\\nonly 1 of 2 nodes\"");
 }
 
+TEST(FailureText, NodeLoss_NamesTheNodeWithoutRanksOrExitCode) {
+  v1::Failure f;
+  f.set_node_id("node-b");
+  f.set_generation(1);
+  f.set_local_rank(-1);
+  f.set_global_rank(-1);
+  f.set_message("the session of node 'node-b' closed");
+  EXPECT_EQ(FailureText(f),
+            "- generation 1 node node-b node lost: the session of node 'node-b' closed");
+}
+
 TEST(JobEventText, NodeLostAndFinished_OneLineEach) {
   v1::JobEvent event;
   event.set_job_id("j");
