@@ -132,8 +132,12 @@ std::string JobText(const v1::Job& job) {
                                 {"heartbeat-timeout", MsText(s.heartbeat_timeout_ms())},
                                 {"shutdown-timeout", MsText(s.shutdown_timeout_ms())}},
                                "  "));
-  absl::StrAppend(&text, "members (", job.members_size(),
-                  "):", job.members().empty() ? " none\n" : "\n");
+  // A finished job's members are the nodes of its last generation (no ranks
+  // are kept once it ends).
+  const bool finished =
+      job.state() == v1::SUCCEEDED || job.state() == v1::FAILED || job.state() == v1::CANCELLED;
+  absl::StrAppend(&text, finished ? "members of the last generation (" : "members (",
+                  job.members_size(), "):", job.members().empty() ? " none\n" : "\n");
   if (!job.members().empty()) absl::StrAppend(&text, MembersTable(job.members()));
   absl::StrAppend(&text, "spares (", job.spares_size(),
                   "):", job.spares().empty() ? " none\n" : "\n");

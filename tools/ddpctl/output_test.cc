@@ -136,6 +136,19 @@ TEST(JobText, FullJob_ShowsSettingsMembersFailures) {
   EXPECT_NE(text.find("root cause: " + failure + "\n"), std::string::npos);
 }
 
+TEST(JobText, FinishedJob_MembersAreTheLastGeneration) {
+  v1::Job job;
+  job.set_job_id("j");
+  job.set_state(v1::SUCCEEDED);
+  v1::Member* m = job.add_members();
+  m->set_node_id("node-a");
+  m->set_group_rank(-1);
+  m->set_global_rank_offset(-1);
+  const std::string text = JobText(job);
+  EXPECT_NE(text.find("members of the last generation (1):\n  NODE"), std::string::npos) << text;
+  EXPECT_NE(text.find("spares (0): none\n"), std::string::npos) << text;
+}
+
 TEST(JobText, EmptyJob_SaysNone) {
   v1::Job job;
   job.set_job_id("j");
@@ -144,7 +157,7 @@ TEST(JobText, EmptyJob_SaysNone) {
   const std::string text = JobText(job);
   EXPECT_NE(text.find("state:       CANCELLED (cancelled: maintenance)\n"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("members (0): none\n"), std::string::npos);
+  EXPECT_NE(text.find("members of the last generation (0): none\n"), std::string::npos) << text;
   EXPECT_NE(text.find("failures (0, newest last): none\n"), std::string::npos);
   EXPECT_NE(text.find("root cause: none\n"), std::string::npos);
 }
