@@ -118,7 +118,7 @@ def check_node_loss(browser, http, work, processes):
     browser.navigate(f"{http}/#/jobs")
     degraded = f'tr[data-job="{LOSS_JOB}"]'
     problem = wait_for("the degraded job in the list", lambda: text(browser, f"{degraded} [data-field=problem]"))
-    assert "node-b2" in problem and "node lost" in problem, problem
+    assert "waiting for 1 more node" in problem and "node-b2: node lost" in problem, problem
     assert browser.evaluate(f"document.querySelector('{degraded}').classList.contains('row-degraded')")
     screenshot(browser, "8-jobs-degraded-and-failed.png")
 

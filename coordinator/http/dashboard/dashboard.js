@@ -217,10 +217,12 @@ function JobsView() {
         const others = job.registeredNodes - job.memberCount;
         const nodes = `${job.memberCount}` + (others > 0 ? ` + ${others} waiting or spare` : '');
         const failure = job.state === 'SUCCEEDED' || job.state === 'CANCELLED' ? null : lastFailure(job);
+        const need = Number(s.minNodes) - Number(job.registeredNodes);
+        const waits = job.state === 'WAITING' && need > 0 ? `waiting for ${need} more node${need === 1 ? '' : 's'}; ` : '';
         const problem = failure
-          ? [h('b', {}, failureSummary(failure)),
+          ? [waits, h('b', {}, failureSummary(failure)),
             failure.message && failure.nodeId && failure.message !== failureCause(failure) ? ` — ${failure.message}` : '']
-          : (job.message || '');
+          : [waits, job.message || ''];
         const rowClass = job.state === 'FAILED' ? 'row-failed' : isDegraded(job) ? 'row-degraded' : null;
         return h('tr', { 'data-job': job.jobId, class: rowClass },
           h('td', {}, h('a', { href: `#/jobs/${encodeURIComponent(job.jobId)}` }, job.jobId)),
@@ -356,6 +358,10 @@ function JobView(jobId) {
       if (e.type === 'GENERATION_OPENED') {
         phases.push({ run: false, from: at, to: t, label: 'rdzv', before: e.generation });
         at = t; running = e.generation;
+      } else if (e.type === 'JOB_FINISHED' && running === null) {
+        // Ended with no generation running (a rendezvous timed out, a cancel).
+        phases.push({ run: false, from: at, to: t, label: 'rdzv', final: true });
+        at = t;
       } else if ((e.type === 'RESTARTING' || e.type === 'JOB_FINISHED') && running !== null) {
         phases.push({ run: true, from: at, to: t, label: `gen ${running}`, generation: running,
           end: e.type === 'RESTARTING' ? (e.restartCause || 'restart').toLowerCase().replace(/_/g, ' ') : job.state.toLowerCase() });
@@ -381,11 +387,11 @@ function JobView(jobId) {
     const rows = [];
     let lostBefore = null;
     for (const p of phases) {
-      if (!p.run && p.before === undefined) {  // the open rendezvous or restart, now
+      if (!p.run && p.before === undefined) {  // the open rendezvous or restart: now, or when the job ended
         rows.push(h('tr', { 'data-generation': 'next' },
-          h('td', {}, `next (${p.label})`), h('td', {}, clock(p.from)),
+          h('td', {}, p.final ? 'none (the job ended)' : `next (${p.label})`), h('td', {}, clock(p.from)),
           h('td', { class: 'num', 'data-field': 'lost' }, duration((lostBefore || 0) + p.to - p.from)), h('td', { class: 'num' }, '—'),
-          h('td', {}, 'so far')));
+          h('td', {}, p.final ? job.state.toLowerCase() : 'so far')));
         continue;
       }
       if (!p.run) { lostBefore = (lostBefore || 0) + p.to - p.from; continue; }
