@@ -40,6 +40,8 @@ const std::vector<MethodRule>& MethodRules() {
       {"/ddp.v1.KeyValueService/LeaseRevoke", Access::kAuthenticated},
       {"/ddp.v1.KeyValueService/Compact", Access::kAdmin},
       {"/ddp.v1.KeyValueService/Status", Access::kAuthenticated},
+      // A job's token lists its own namespace alone (GrpcKvService filters).
+      {"/ddp.v1.KeyValueService/ListNamespaces", Access::kAuthenticated},
       {"/ddp.v1.ClusterService/GetClusterStatus", Access::kAuthenticated},
       {"/ddp.v1.JobService/CreateJob", Access::kAdmin},
       {"/ddp.v1.JobService/GetJob", Access::kJob},

@@ -68,6 +68,9 @@ std::vector<RestRoute> BuildRoutes() {
       // Key-value store. Keys in the path are text (percent-encoded), not base64.
       Unary("GET", "/v1/kv:status", k + "Status", "",
             "Store revision, key, lease and watcher counts", host + "/v1/kv:status"),
+      Unary("GET", "/v1/kv:namespaces", k + "ListNamespaces", "",
+            "The namespaces that hold keys, with their key counts (a job's token: its own)",
+            host + "/v1/kv:namespaces"),
       Unary("POST", "/v1/kv:compact", k + "Compact", "*", "Forget history up to a revision",
             "-X POST " + host + "/v1/kv:compact -d '{\"revision\":\"100\"}'"),
       Stream("/v1/kv/{namespace}:watch", k + "Watch", "revision", "start_revision",

@@ -63,6 +63,14 @@ void KeySpace::IndexLocked(const Namespace& space) {
   space.unindexed.clear();
 }
 
+std::vector<std::pair<std::string, size_t>> KeySpace::Namespaces() const {
+  std::vector<std::pair<std::string, size_t>> out;
+  out.reserve(namespaces_.size());
+  for (const auto& [name, space] : namespaces_) out.emplace_back(name, space.records.size());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void KeySpace::Scan(const std::string& ns, absl::string_view prefix, absl::string_view start_after,
                     const std::function<bool(const KeyValue&)>& visit) const {
   auto ns_it = namespaces_.find(ns);

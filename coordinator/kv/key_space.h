@@ -20,6 +20,8 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
@@ -53,6 +55,8 @@ class KeySpace {
     auto it = namespaces_.find(ns);
     return it == namespaces_.end() ? 0 : it->second.records.size();
   }
+  // Every namespace that holds a key, in name order, with its key count.
+  std::vector<std::pair<std::string, size_t>> Namespaces() const;
 
  private:
   using Index = absl::btree_map<absl::string_view, const KeyValue*>;

@@ -49,6 +49,18 @@ TEST(KeySpaceTest, UpsertErase_CountsAndFinds) {
   EXPECT_EQ(space.size(), 0u);
 }
 
+TEST(KeySpaceTest, Namespaces_InNameOrderWithCounts_EmptiedOnesGone) {
+  KeySpace space;
+  EXPECT_TRUE(space.Namespaces().empty());
+  space.Upsert(Kv("job-b", "x"));
+  space.Upsert(Kv("job-a", "x"));
+  space.Upsert(Kv("job-a", "y"));
+  space.Upsert(Kv("gone", "z"));
+  space.Erase("gone", "z");
+  using Counts = std::vector<std::pair<std::string, size_t>>;
+  EXPECT_EQ(space.Namespaces(), (Counts{{"job-a", 2}, {"job-b", 1}}));
+}
+
 TEST(KeySpaceTest, UpsertErase_ReportsReplacedLeaseAndKeepsOrderIndex) {
   KeySpace space;
   KeyValue leased = Kv("ns", "k");

@@ -164,6 +164,17 @@ struct CompactResult {
   Revision compacted_revision = 0;
 };
 
+// One namespace that holds keys (KvStore::ListNamespaces).
+struct NamespaceKeys {
+  std::string ns;
+  int64_t keys = 0;
+};
+
+struct NamespaceList {
+  std::vector<NamespaceKeys> namespaces;  // in name order
+  Revision revision = 0;
+};
+
 struct KvStoreStatus {
   Revision revision = 0;
   Revision compacted_revision = 0;

@@ -440,6 +440,17 @@ KvStoreStatus KvStore::Status() const {
   return status;
 }
 
+NamespaceList KvStore::ListNamespaces() const {
+  NamespaceList list;
+  absl::ReaderMutexLock lock(&state_mu_);
+  list.revision = revision_;
+  for (auto& [ns, keys] : keys_.Namespaces()) {
+    if (ns == kLeaseOwnerNamespace) continue;
+    list.namespaces.push_back({std::move(ns), static_cast<int64_t>(keys)});
+  }
+  return list;
+}
+
 absl::StatusOr<WatchId> KvStore::Watch(const WatchRequest& request,
                                        std::shared_ptr<WatchSink> sink) {
   if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok()) return s;

@@ -174,6 +174,9 @@ class KvStore final {
   absl::StatusOr<LeaseKeepAliveResult> LeaseKeepAlive(
       LeaseId lease, const LeaseCaller& caller = LeaseCaller::Anyone());
   KvStoreStatus Status() const;
+  // The namespaces that hold clients' keys, in name order, with their key
+  // counts (the store's own lease-owner namespace left out).
+  NamespaceList ListNamespaces() const;
   // OK while writes are accepted; after a storage failure, why they are not
   // (the store is fail-stop until restarted). A commit that merely failed
   // (and is retried) does not count: see WriteHealth.

@@ -3,7 +3,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/rpc/testing/kv_service_fixture.h"
@@ -123,6 +125,32 @@ TEST_F(GrpcKvAuthTest, LeaseGrant_AdminForJob_JobMayUseIt) {
   EXPECT_EQ(Put(kTokenA, "job-a", "k2", *ownerless).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(Put(kAdmin, "job-a", "k2", *ownerless).ok());
+}
+
+TEST_F(GrpcKvAuthTest, ListNamespaces_JobSeesItsOwn_AdminSeesAll) {
+  ASSERT_TRUE(Put(kAdmin, "job-a", "k1", 0).ok());
+  ASSERT_TRUE(Put(kAdmin, "job-a", "k2", 0).ok());
+  ASSERT_TRUE(Put(kAdmin, "job-b", "k", 0).ok());
+  // A lease's owner record lives in the store's own namespace: never listed.
+  ASSERT_TRUE(Grant(kTokenA).ok());
+  auto list = [this](const std::string& token) {
+    v1::ListNamespacesResponse response;
+    grpc::Status status =
+        stub_->ListNamespaces(As(token).get(), v1::ListNamespacesRequest(), &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    std::vector<std::string> names;
+    for (const v1::NamespaceInfo& ns : response.namespaces()) {
+      names.push_back(absl::StrCat(ns.namespace_(), "=", ns.keys()));
+    }
+    return names;
+  };
+  EXPECT_EQ(list(kAdmin), (std::vector<std::string>{"job-a=2", "job-b=1"}));
+  EXPECT_EQ(list(kTokenA), (std::vector<std::string>{"job-a=2"}));
+  EXPECT_EQ(list(kTokenB), (std::vector<std::string>{"job-b=1"}));
+  v1::ListNamespacesResponse none;
+  grpc::ClientContext anonymous;
+  EXPECT_EQ(stub_->ListNamespaces(&anonymous, v1::ListNamespacesRequest(), &none).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(GrpcKvAuthTest, LeaseIds_NotSequential) {

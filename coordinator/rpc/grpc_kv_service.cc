@@ -336,4 +336,24 @@ grpc::ServerUnaryReactor* GrpcKvService::Status(grpc::CallbackServerContext* con
   return FinishNow(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* GrpcKvService::ListNamespaces(
+    grpc::CallbackServerContext* context, const v1::ListNamespacesRequest* /*request*/,
+    v1::ListNamespacesResponse* response) {
+  const auth::Identity caller = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, caller, "/ddp.v1.KeyValueService/ListNamespaces", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
+  const kv::NamespaceList list = store_.ListNamespaces();
+  response->set_revision(list.revision);
+  for (const kv::NamespaceKeys& ns : list.namespaces) {
+    if (caller.kind == auth::Identity::Kind::kJob && caller.job_id != ns.ns) continue;
+    v1::NamespaceInfo* info = response->add_namespaces();
+    info->set_namespace_(ns.ns);
+    info->set_keys(ns.keys);
+  }
+  return FinishNow(context, absl::OkStatus());
+}
+
 }  // namespace ddp::rpc

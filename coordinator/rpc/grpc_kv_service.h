@@ -70,6 +70,10 @@ class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
   grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* context,
                                    const v1::StatusRequest* request,
                                    v1::StatusResponse* response) override;
+  // A job's token sees the namespace of its job alone.
+  grpc::ServerUnaryReactor* ListNamespaces(grpc::CallbackServerContext* context,
+                                           const v1::ListNamespacesRequest* request,
+                                           v1::ListNamespacesResponse* response) override;
 
  private:
   kv::KvStore& store_;

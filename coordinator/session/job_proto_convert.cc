@@ -141,12 +141,20 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
   proto->set_member_count(s.member_nodes);
   proto->set_registered_nodes(s.registered_nodes);
   proto->set_world_size(s.world_size);
+  // A finished job has no spares: nothing is left to replace. The nodes still
+  // registered when it finished are its last generation's members (the core
+  // no longer reports their ranks then: group_rank -1), listed as members so
+  // that a finished job does not read as "no members, two spares".
+  const bool finished = rendezvous::IsTerminal(s.state);
+  auto is_member = [finished](const rendezvous::NodeStatus& n) {
+    return finished || n.group_rank >= 0;
+  };
   std::vector<const rendezvous::NodeStatus*> members;
   for (const rendezvous::NodeStatus& n : s.nodes) {
-    if (n.group_rank >= 0) members.push_back(&n);
+    if (is_member(n)) members.push_back(&n);
   }
-  std::sort(members.begin(), members.end(),
-            [](const auto* a, const auto* b) { return a->group_rank < b->group_rank; });
+  std::stable_sort(members.begin(), members.end(),
+                   [](const auto* a, const auto* b) { return a->group_rank < b->group_rank; });
   bool contiguous = true;
   for (size_t i = 0; i < members.size(); ++i) {
     contiguous = contiguous && members[i]->group_rank == static_cast<int>(i);
@@ -168,7 +176,7 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
     offset += n->nproc;
   }
   for (const rendezvous::NodeStatus& n : s.nodes) {
-    if (n.group_rank < 0) fill(n, proto->add_spares());
+    if (!is_member(n)) fill(n, proto->add_spares());
   }
   for (const rendezvous::FailureInfo& f : s.failures) {
     FailureToProto(f, proto->add_failures());

@@ -183,6 +183,25 @@ TEST(JobStatusToProto, MembersSortedWithOffsetsAndSparesSeparate) {
   EXPECT_EQ(proto.state(), v1::RUNNING);
 }
 
+TEST(JobStatusToProto, FinishedJob_RegisteredNodesAreMembersNotSpares) {
+  rendezvous::JobStatus s;
+  s.job_id = "j";
+  s.state = rendezvous::JobState::kSucceeded;
+  s.generation = 2;
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  // Once finished the core reports no ranks (group_rank -1).
+  s.nodes.push_back({"a", 1, 2, -1, "ha", false, now});
+  s.nodes.push_back({"b", 2, 2, -1, "hb", false, now});
+  v1::Job proto;
+  JobStatusToProto(s, now, &proto);
+  ASSERT_EQ(proto.members_size(), 2);
+  EXPECT_EQ(proto.members(0).node_id(), "a");
+  EXPECT_EQ(proto.members(1).node_id(), "b");
+  EXPECT_EQ(proto.members(1).group_rank(), -1);
+  EXPECT_EQ(proto.members(1).global_rank_offset(), -1);
+  EXPECT_EQ(proto.spares_size(), 0);
+}
+
 TEST(OutboundToProto, EveryBodyKind_MapsToItsField) {
   v1::CoordinatorMessage m;
   rendezvous::Assignment a;

@@ -7,9 +7,20 @@ with two workers).
 The test loads the jobs page and sees the job running in generation 1; opens
 the job page; injects a worker failure and sees, with no reload, the
 generation change to 2 and the failure listed; injects a second failure that
-exhausts the restart budget and finds the root cause on the page. Screenshots
-go to the test's outputs (bazel-testlogs/.../test.outputs).
+exhausts the restart budget and finds the root cause on the page. The jobs
+list then names the failing node and its reason, and the finished job's age
+stays put.
+
+A second job of two nodes loses one (its agent killed) while the other's
+worker fails after it: the failure row names the lost node and says 'node
+lost' (no '-1 / -1', no 'exit code 0'); the job waits, saying for what and
+counting down to its join timeout, and stands out in the jobs list; each
+generation's lost time is a number. The node comes back, the job succeeds and
+its page lists both nodes as the last generation's members (not spares). The
+key-value page lists the namespaces. Screenshots go to the test's outputs
+(bazel-testlogs/.../test.outputs).
 """
+import re
 import json
 import os
 import shutil
@@ -21,6 +32,7 @@ import time
 import urllib.request
 
 JOB = "dash-e2e"
+LOSS_JOB = "dash-loss"
 ADMIN_TOKEN = "admin-token-of-the-dashboard-test"
 
 sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "tools/cdp"))
@@ -51,6 +63,79 @@ def wait_for(what, predicate, timeout=60.0):
             return last
         time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def start_agent(work, grpc, job, node, script, log_name):
+    return subprocess.Popen(
+        [runfile("client/agent/ddp-client"), "--coordinator", grpc, "--rdzv-id", job,
+         "--nnodes", "2", "--nproc-per-node", "1", "--max-restarts", "1",
+         "--node-id", node, "--local-addr", "127.0.0.1",
+         "--no-python", "/bin/sh", "-c", script],
+        stdout=open(f"{work}/{log_name}", "w"), stderr=subprocess.STDOUT,
+        start_new_session=True)
+
+
+def check_node_loss(browser, http, work, processes):
+    """Two nodes; one is killed, the other's worker fails after it (a knock-on)."""
+    grpc = f"127.0.0.1:{open(f'{work}/port').read().strip()}"
+    # Each worker exits 0 once `succeed` exists; the first to see `knock`
+    # fails (exit 3) once.
+    script = (f'while true; do [ -e {work}/succeed ] && exit 0; '
+              f'if [ -e {work}/knock ] && mkdir {work}/knocked 2>/dev/null; then '
+              'echo "peer gone" >&2; exit 3; fi; sleep 0.1; done')
+    node_a = start_agent(work, grpc, LOSS_JOB, "node-a2", script, "agent-a2.log")
+    processes.append(node_a)
+    node_b = start_agent(work, grpc, LOSS_JOB, "node-b2", script, "agent-b2.log")
+    processes.append(node_b)
+    browser.navigate(f"{http}/#/jobs/{LOSS_JOB}")
+    wait_for("the two-node job running", lambda: text(browser, "[data-field=state]") == "RUNNING", 60)
+
+    os.killpg(node_b.pid, signal.SIGKILL)  # its session closes at once
+    node_b.wait(10)
+    time.sleep(0.5)  # the coordinator sees the session closed: the failure is a knock-on
+    open(f"{work}/knock", "w").close()
+    lost_row = wait_for("the node-loss failure row",
+                        lambda: text(browser, "tr[data-failure=node-lost]"), 60)
+    assert "node-b2" in lost_row and "node lost" in lost_row, lost_row
+    waiting = wait_for("WAITING with its reason and countdown",
+                       lambda: text(browser, "[data-field=waiting]"), 60)
+    log(f"waiting line: {waiting}")
+    assert re.search(r"waiting for 1 more node .*node-b2.*; join timeout in \d+ m \d\d s", waiting), waiting
+    assert browser.evaluate("!!document.querySelector('[data-field=state] .state-degraded')"), \
+        "a job waiting after a loss is not shown as a calm WAITING"
+    wait_for("the countdown running", lambda: text(browser, "[data-field=countdown]") not in waiting, 5)
+    page = text(browser, "main")
+    for garbage in ("-1 / -1", "exit code 0", "undefined", "NaN"):
+        assert garbage not in page, f"the page shows {garbage!r}: {page}"
+    lost = text(browser, '[data-generation="1"] [data-field=lost]')
+    ran = text(browser, '[data-generation="1"] [data-field=ran]')
+    assert re.fullmatch(r"[\d.]+ (ms|s|min|h|d)", lost or "") and re.fullmatch(r"[\d.]+ (ms|s|min|h|d)", ran or ""), \
+        f"generation 1: lost {lost!r}, ran {ran!r}"
+    assert re.search(r"\d", text(browser, '[data-generation="next"] [data-field=lost]') or ""), \
+        "the time lost since the restart"
+    screenshot(browser, "7-job-waiting-after-node-loss.png")
+
+    browser.navigate(f"{http}/#/jobs")
+    degraded = f'tr[data-job="{LOSS_JOB}"]'
+    problem = wait_for("the degraded job in the list", lambda: text(browser, f"{degraded} [data-field=problem]"))
+    assert "waiting for 1 more node" in problem and "node-b2: node lost" in problem, problem
+    assert browser.evaluate(f"document.querySelector('{degraded}').classList.contains('row-degraded')")
+    screenshot(browser, "8-jobs-degraded-and-failed.png")
+
+    # The node comes back; generation 2 runs and succeeds.
+    node_b = start_agent(work, grpc, LOSS_JOB, "node-b2", script, "agent-b2-again.log")
+    processes.append(node_b)
+    browser.navigate(f"{http}/#/jobs/{LOSS_JOB}")
+    wait_for("generation 2 running", lambda: text(browser, "[data-field=state]") == "RUNNING"
+             and text(browser, "[data-field=generation]") == "2", 60)
+    open(f"{work}/succeed", "w").close()
+    wait_for("the job succeeded", lambda: text(browser, "[data-field=state]") == "SUCCEEDED", 60)
+    wait_for("both nodes as members of the finished job",
+             lambda: text(browser, '[data-node="node-a2"]') and text(browser, '[data-node="node-b2"]'))
+    page = text(browser, "main")
+    assert "Members of generation 2" in page and "Spares" not in page, page
+    assert "No members" not in page, page
+    screenshot(browser, "9-job-succeeded-members.png")
 
 
 def main():
@@ -122,8 +207,32 @@ def main():
         assert browser.evaluate("window.__sameDocument === true"), "the page was reloaded"
         screenshot(browser, "4-job-failed-root-cause.png")
 
-        browser.navigate(f"{http}/#/kv?namespace={JOB}&prefix=")
+        # The jobs list names the failing node and the reason; a finished
+        # job's age no longer grows.
+        browser.navigate(f"{http}/#/jobs")
+        problem = wait_for("the failed job's reason in the list",
+                           lambda: text(browser, f"{row} [data-field=problem]"))
+        assert "node-a" in problem and "exit code 7" in problem, problem
+        assert browser.evaluate(f"document.querySelector('{row}').classList.contains('row-failed')")
+        age = text(browser, f"{row} [data-field=age]")
+        time.sleep(1.5)
+        assert text(browser, f"{row} [data-field=age]") == age, "a finished job's age grew"
+
+        check_node_loss(browser, http, work, processes)
+
+        # The key-value page lists the namespaces that hold keys.
+        request = urllib.request.Request(
+            f"{http}/v1/kv/{JOB}/note", method="PUT", data=json.dumps({"value": "aGVsbG8="}).encode(),
+            headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+        browser.navigate(f"{http}/#/kv")
+        keys = wait_for("the namespaces listed",
+                        lambda: text(browser, f'tr[data-namespace="{JOB}"] td.num'))
+        assert re.fullmatch(r"[1-9]\d*", keys), f"the namespace's key count: {keys!r}"
+        screenshot(browser, "5-kv-namespaces.png")
+        browser.evaluate(f"document.querySelector('tr[data-namespace=\"{JOB}\"] a').click()")
         wait_for("the key-value browser", lambda: "keys at revision" in (text(browser, "main") or ""))
+        assert "note" in text(browser, "main")
         screenshot(browser, "5-kv.png")
 
         # With authorization on, the dashboard asks for a token, then works,
@@ -158,7 +267,7 @@ def main():
             "and asked for a token where authorization is on")
         return 0
     except Exception:
-        for name in ("coordinator.log", "agent.log"):
+        for name in ("coordinator.log", "agent.log", "agent-a2.log", "agent-b2.log", "agent-b2-again.log"):
             path = f"{work}/{name}"
             if os.path.exists(path):
                 log(f"--- {name} (tail)")

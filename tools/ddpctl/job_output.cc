@@ -132,8 +132,12 @@ std::string JobText(const v1::Job& job) {
                                 {"heartbeat-timeout", MsText(s.heartbeat_timeout_ms())},
                                 {"shutdown-timeout", MsText(s.shutdown_timeout_ms())}},
                                "  "));
-  absl::StrAppend(&text, "members (", job.members_size(),
-                  "):", job.members().empty() ? " none\n" : "\n");
+  // A finished job's members are the nodes of its last generation (no ranks
+  // are kept once it ends).
+  const bool finished =
+      job.state() == v1::SUCCEEDED || job.state() == v1::FAILED || job.state() == v1::CANCELLED;
+  absl::StrAppend(&text, finished ? "members of the last generation (" : "members (",
+                  job.members_size(), "):", job.members().empty() ? " none\n" : "\n");
   if (!job.members().empty()) absl::StrAppend(&text, MembersTable(job.members()));
   absl::StrAppend(&text, "spares (", job.spares_size(),
                   "):", job.spares().empty() ? " none\n" : "\n");
@@ -159,8 +163,15 @@ std::string FailureText(const v1::Failure& f) {
   if (f.node_id().empty()) {
     absl::StrAppend(&text, " coordinator");
   } else {
-    absl::StrAppend(&text, " node ", PrintableBytes(f.node_id()), " local rank ", f.local_rank(),
-                    " global rank ", f.global_rank());
+    absl::StrAppend(&text, " node ", PrintableBytes(f.node_id()));
+    // A failure of the node itself (lost, silent, its session closed) has no
+    // worker: no rank, no exit code.
+    if (f.local_rank() < 0) {
+      absl::StrAppend(&text, " node lost");
+      if (!f.message().empty()) absl::StrAppend(&text, ": ", PrintableBytes(f.message()));
+      return text;
+    }
+    absl::StrAppend(&text, " local rank ", f.local_rank(), " global rank ", f.global_rank());
     if (f.pid() > 0) absl::StrAppend(&text, " pid ", f.pid());
     if (f.hang()) {
       absl::StrAppend(&text, " hang");

@@ -136,6 +136,19 @@ TEST(JobText, FullJob_ShowsSettingsMembersFailures) {
   EXPECT_NE(text.find("root cause: " + failure + "\n"), std::string::npos);
 }
 
+TEST(JobText, FinishedJob_MembersAreTheLastGeneration) {
+  v1::Job job;
+  job.set_job_id("j");
+  job.set_state(v1::SUCCEEDED);
+  v1::Member* m = job.add_members();
+  m->set_node_id("node-a");
+  m->set_group_rank(-1);
+  m->set_global_rank_offset(-1);
+  const std::string text = JobText(job);
+  EXPECT_NE(text.find("members of the last generation (1):\n  NODE"), std::string::npos) << text;
+  EXPECT_NE(text.find("spares (0): none\n"), std::string::npos) << text;
+}
+
 TEST(JobText, EmptyJob_SaysNone) {
   v1::Job job;
   job.set_job_id("j");
@@ -144,7 +157,7 @@ TEST(JobText, EmptyJob_SaysNone) {
   const std::string text = JobText(job);
   EXPECT_NE(text.find("state:       CANCELLED (cancelled: maintenance)\n"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("members (0): none\n"), std::string::npos);
+  EXPECT_NE(text.find("members of the last generation (0): none\n"), std::string::npos) << text;
   EXPECT_NE(text.find("failures (0, newest last): none\n"), std::string::npos);
   EXPECT_NE(text.find("root cause: none\n"), std::string::npos);
 }
@@ -174,6 +187,17 @@ TEST(FailureText, SignalHangAndCoordinator_Distinguished) {
   c.set_generation(4);
   c.set_message("join timeout:\nonly 1 of 2 nodes");
   EXPECT_EQ(FailureText(c), "- generation 4 coordinator: \"join timeout:\\nonly 1 of 2 nodes\"");
+}
+
+TEST(FailureText, NodeLoss_NamesTheNodeWithoutRanksOrExitCode) {
+  v1::Failure f;
+  f.set_node_id("node-b");
+  f.set_generation(1);
+  f.set_local_rank(-1);
+  f.set_global_rank(-1);
+  f.set_message("the session of node 'node-b' closed");
+  EXPECT_EQ(FailureText(f),
+            "- generation 1 node node-b node lost: the session of node 'node-b' closed");
 }
 
 TEST(JobEventText, NodeLostAndFinished_OneLineEach) {

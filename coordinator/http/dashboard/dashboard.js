@@ -116,15 +116,82 @@ function duration(ms) {
   return `${(s / 86400).toFixed(1)} d`;
 }
 
+// A countdown: "9 m 58 s", "45 s", "1 h 02 m".
+function countdown(ms) {
+  const s = Math.max(0, Math.ceil(Number(ms) / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} m ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor(s / 60) % 60).padStart(2, '0')} m`;
+}
+
 const clock = (ms) => new Date(Number(ms)).toLocaleTimeString();
 const badge = (text, kind) => h('span', { class: `badge ${kind}` }, text);
-const stateBadge = (state) => badge(state, `state-${String(state).toLowerCase()}`);
+const FINISHED = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
+const isFinished = (job) => FINISHED.includes(job.state);
+
+// A job that lost something and has not recovered yet: a generation ran and
+// it now waits or restarts (a hang, a node loss, a worker failure).
+const isDegraded = (job) => (job.state === 'WAITING' && Number(job.generation) > 0) ||
+  job.state === 'RESTARTING';
+
+function stateBadge(job) {
+  const kind = isDegraded(job) ? 'state-degraded' : `state-${String(job.state).toLowerCase()}`;
+  return badge(job.state, kind);
+}
+
+// A failure of the node itself (lost, silent, its session closed): it names a
+// node but no worker (local rank -1), and its exit code means nothing.
+const isNodeLoss = (f) => !!f.nodeId && Number(f.localRank ?? 0) < 0 && !f.hang;
 
 function failureCause(f) {
   if (f.hang) return f.processStopped ? 'hang (process stopped)' : 'hang (no heartbeat)';
+  if (isNodeLoss(f)) return 'node lost';
   if (f.signal) return `signal ${f.signal}`;
-  if (f.nodeId && f.exitCode !== undefined) return `exit code ${f.exitCode}`;
+  if (f.nodeId) return `exit code ${f.exitCode ?? 0}`;
   return '';
+}
+
+// "node-a rank 1: exit code 7", "node-b: node lost", or the coordinator's reason.
+function failureSummary(f) {
+  if (!f) return '';
+  if (!f.nodeId) return f.message || '';
+  const who = isNodeLoss(f) ? f.nodeId : `${f.nodeId} rank ${f.globalRank}`;
+  return `${who}: ${failureCause(f)}`;
+}
+
+// The cause of a job's last trouble: its root cause once it failed (or while
+// it stops to fail), else the earliest failure of the newest generation that
+// had one (a lost node before the knock-on failures it caused).
+function lastFailure(job) {
+  if (job.rootCause && (job.rootCause.nodeId || job.rootCause.message)) return job.rootCause;
+  const failures = job.failures || [];
+  if (!failures.length) return null;
+  const newest = Math.max(...failures.map((f) => Number(f.generation)));
+  return failures.find((f) => Number(f.generation) === newest);
+}
+
+// When the job's age stops: a finished job is as old as its run was long.
+const ageOf = (job) => (Number(job.finishedUnixMs) || Date.now()) - Number(job.createdUnixMs);
+
+// What a WAITING job waits for, and until when (the join timeout). The core
+// does not report the deadline: the rendezvous opened when the job was
+// created or when its last restart began (RESTARTING; it opens once the old
+// generation's workers are stopped, so the countdown errs early by that much).
+function waitingFor(job, events) {
+  const s = job.settings || {};
+  const registered = Number(job.registeredNodes) || 0;
+  const need = Number(s.minNodes) - registered;
+  let what = need > 0
+    ? `waiting for ${need} more node${need === 1 ? '' : 's'} (${registered} of min ${s.minNodes} joined)`
+    : `last call: ${registered} nodes joined, up to ${s.maxNodes} may join before the rendezvous closes`;
+  const ran = events.filter((e) => e.type === 'GENERATION_OPENED').pop();
+  const lost = events.filter((e) => e.type === 'NODE_LOST' && (!ran || Number(e.index) > Number(ran.index))).pop();
+  if (lost) what += ` after losing node ${lost.nodeId}`;
+  const opened = events.filter((e) => e.type === 'JOB_CREATED' || e.type === 'RESTARTING').pop();
+  let deadline = null;
+  if (need > 0 && opened) deadline = Number(opened.timeUnixMs) + Number(s.joinTimeoutMs);
+  else if (need > 0 && Number(job.generation) === 0) deadline = Number(job.createdUnixMs) + Number(s.joinTimeoutMs);
+  return { what, deadline };
 }
 
 function table(headers, rows, empty) {
@@ -149,17 +216,25 @@ function JobsView() {
         const s = job.settings || {};
         const others = job.registeredNodes - job.memberCount;
         const nodes = `${job.memberCount}` + (others > 0 ? ` + ${others} waiting or spare` : '');
-        return h('tr', { 'data-job': job.jobId },
+        const failure = job.state === 'SUCCEEDED' || job.state === 'CANCELLED' ? null : lastFailure(job);
+        const need = Number(s.minNodes) - Number(job.registeredNodes);
+        const waits = job.state === 'WAITING' && need > 0 ? `waiting for ${need} more node${need === 1 ? '' : 's'}; ` : '';
+        const problem = failure
+          ? [waits, h('b', {}, failureSummary(failure)),
+            failure.message && failure.nodeId && failure.message !== failureCause(failure) ? ` — ${failure.message}` : '']
+          : [waits, job.message || ''];
+        const rowClass = job.state === 'FAILED' ? 'row-failed' : isDegraded(job) ? 'row-degraded' : null;
+        return h('tr', { 'data-job': job.jobId, class: rowClass },
           h('td', {}, h('a', { href: `#/jobs/${encodeURIComponent(job.jobId)}` }, job.jobId)),
-          h('td', { 'data-field': 'state' }, stateBadge(job.state)),
+          h('td', { 'data-field': 'state' }, stateBadge(job)),
           h('td', { class: 'num', 'data-field': 'nodes' }, nodes, h('span', { class: 'muted' }, ` (${s.minNodes}:${s.maxNodes})`)),
           h('td', { class: 'num', 'data-field': 'generation' }, job.generation),
           h('td', { class: 'num', 'data-field': 'restarts' }, `${job.restartCount} / ${s.maxRestarts}`),
-          h('td', { class: 'num' }, duration(Date.now() - Number(job.createdUnixMs))),
-          h('td', { class: 'muted' }, job.rootCause && job.rootCause.message ? job.rootCause.message : job.message));
+          h('td', { class: 'num', 'data-field': 'age' }, duration(ageOf(job))),
+          h('td', { class: 'problem', 'data-field': 'problem' }, problem));
       });
       document.getElementById('jobs').replaceChildren(table(
-        [['Job'], ['State'], ['Nodes', 'num'], ['Generation', 'num'], ['Restarts', 'num'], ['Age', 'num'], ['Message']],
+        [['Job'], ['State'], ['Nodes', 'num'], ['Generation', 'num'], ['Restarts', 'num'], ['Age', 'num'], ['Last failure / message']],
         rows, 'No jobs yet. Start one with ddp-client or POST /v1/jobs.'));
     } catch (e) {
       if (e instanceof Unauthorized) { needToken(e); return; }
@@ -181,6 +256,7 @@ function JobView(jobId) {
   let pending = null;
   let stopped = false;
   let rendered = false;
+  let waitingDeadline = null;
   main.replaceChildren(h('div', {}, h('h1', {}, jobId), h('div', { id: 'job' }, 'Loading…')));
 
   function render() {
@@ -188,48 +264,60 @@ function JobView(jobId) {
     const first = !rendered;
     rendered = true;
     const s = job.settings || {};
+    const finished = isFinished(job);
     const members = (job.members || []).slice().sort((a, b) => a.groupRank - b.groupRank);
     const memberRows = members.map((m) => {
       const first = Number(m.globalRankOffset);
       const age = Number(m.heartbeatAgeMs);
       return h('tr', { 'data-node': m.nodeId },
-        h('td', { class: 'num' }, m.groupRank),
+        h('td', { class: 'num' }, m.groupRank >= 0 ? m.groupRank : '—'),
         h('td', {}, m.nodeId),
-        h('td', { class: 'num mono' }, m.nproc > 1 ? `${first}–${first + m.nproc - 1}` : first),
+        h('td', { class: 'num mono' }, first < 0 ? '—' : m.nproc > 1 ? `${first}–${first + m.nproc - 1}` : first),
         h('td', { class: 'num' }, m.nproc),
         h('td', { class: 'mono' }, m.address),
-        h('td', { class: 'num ' + (age > Number(s.heartbeatTimeoutMs) / 2 ? 'stale' : '') }, duration(age)),
-        h('td', {}, m.connected ? 'yes' : h('span', { class: 'stale' }, 'no')));
+        h('td', { class: 'num ' + (!finished && age > Number(s.heartbeatTimeoutMs) / 2 ? 'stale' : '') }, age < 0 ? 'never' : duration(age)),
+        h('td', {}, m.connected || finished ? (m.connected ? 'yes' : 'no') : h('span', { class: 'stale' }, 'no')));
     });
     const spareRows = (job.spares || []).map((m) => h('tr', {},
       h('td', {}, m.nodeId), h('td', { class: 'num' }, m.nproc), h('td', { class: 'mono' }, m.address),
       h('td', { class: 'num' }, duration(m.heartbeatAgeMs)), h('td', {}, m.connected ? 'yes' : 'no')));
     const failures = (job.failures || []).slice().reverse();
-    const failureRows = failures.map((f) => h('tr', {},
+    const failureRows = failures.map((f) => h('tr', { 'data-failure': isNodeLoss(f) ? 'node-lost' : 'worker' },
       h('td', {}, clock(f.timeUnixMs)), h('td', { class: 'num' }, f.generation), h('td', {}, f.nodeId || '—'),
-      h('td', { class: 'num' }, f.nodeId ? `${f.localRank} / ${f.globalRank}` : ''),
+      h('td', { class: 'num' }, f.nodeId && !isNodeLoss(f) ? `${f.localRank} / ${f.globalRank}` : '—'),
       h('td', {}, failureCause(f)), h('td', { class: 'num' }, f.pid || ''), h('td', {}, f.message)));
     const root = job.rootCause && (job.rootCause.message || job.rootCause.nodeId) ? job.rootCause : null;
     const created = Number(job.createdUnixMs);
+    const waiting = job.state === 'WAITING' ? waitingFor(job, events) : null;
+    waitingDeadline = waiting ? waiting.deadline : null;
+    const membersTitle = finished
+      ? `Members of generation ${job.generation}, when the job finished (${members.length})`
+      : `Members (${members.length})`;
     fill(document.getElementById('job'),
       h('div', { class: 'summary' },
-        h('div', {}, h('span', {}, 'State'), h('b', { 'data-field': 'state' }, stateBadge(job.state))),
+        h('div', {}, h('span', {}, 'State'), h('b', { 'data-field': 'state' }, stateBadge(job))),
         h('div', {}, h('span', {}, 'Generation'), h('b', { 'data-field': 'generation' }, job.generation)),
         h('div', {}, h('span', {}, 'Restarts'), h('b', { 'data-field': 'restarts' }, `${job.restartCount} / ${s.maxRestarts}`)),
         h('div', {}, h('span', {}, 'Nodes'), h('b', {}, `${members.length} (${s.minNodes}:${s.maxNodes})`)),
         h('div', {}, h('span', {}, 'Workers per node'), h('b', {}, s.nprocPerNode)),
-        h('div', {}, h('span', {}, 'Age'), h('b', {}, duration(Date.now() - created)))),
+        h('div', {}, h('span', {}, finished ? 'Ran for' : 'Age'), h('b', { 'data-field': 'age' }, duration(ageOf(job))))),
+      waiting ? h('p', { class: isDegraded(job) ? 'waiting degraded' : 'waiting', 'data-field': 'waiting' },
+        waiting.what, h('span', { 'data-field': 'countdown' }, countdownText())) : null,
       job.message ? h('p', { class: 'message' }, job.message) : null,
       root ? h('div', { class: 'rootcause', 'data-field': 'root-cause' },
         h('h2', {}, 'Root cause'),
-        h('div', {}, root.nodeId ? `Node ${root.nodeId}, local rank ${root.localRank}, rank ${root.globalRank}, generation ${root.generation}: ` : '',
+        h('div', {}, root.nodeId && isNodeLoss(root) ? `Node ${root.nodeId}, generation ${root.generation}: ` : '',
+          root.nodeId && !isNodeLoss(root) ? `Node ${root.nodeId}, local rank ${root.localRank}, rank ${root.globalRank}, generation ${root.generation}: ` : '',
           h('b', {}, failureCause(root)), root.timeUnixMs && root.timeUnixMs !== '0' ? ` at ${clock(root.timeUnixMs)}` : ''),
         root.message && root.message !== failureCause(root) ? h('p', { class: 'message' }, root.message) : null) : null,
-      h('h2', {}, 'Generations'), timeline(created),
-      h('h2', {}, `Members (${members.length})`),
+      h('h2', {}, 'Generations'), generations(created),
+      h('h2', {}, membersTitle),
       table([['Group rank', 'num'], ['Node'], ['Global ranks', 'num'], ['Workers', 'num'], ['Address'], ['Heartbeat age', 'num'], ['Connected']],
-        memberRows, 'No members: the rendezvous is open.'),
-      spareRows.length ? [h('h2', {}, `Spares (${spareRows.length})`),
+        memberRows, finished ? 'No node was registered when the job finished.' : 'No members: the rendezvous is open.'),
+      // While the rendezvous is open, registered nodes are the next
+      // generation's candidates, not spares.
+      spareRows.length ? [h('h2', {}, job.state === 'WAITING'
+        ? `Joined for the next generation (${spareRows.length})` : `Spares (${spareRows.length})`),
         table([['Node'], ['Workers', 'num'], ['Address'], ['Heartbeat age', 'num'], ['Connected']], spareRows, '')] : null,
       h('h2', {}, `Failures (${failures.length})`),
       table([['Time'], ['Generation', 'num'], ['Node'], ['Local / global rank', 'num'], ['Cause'], ['PID', 'num'], ['Message']],
@@ -246,29 +334,79 @@ function JobView(jobId) {
     if (first) performance.mark('ddp:job-rendered');
   }
 
-  // One block per phase: a running generation (green) or time without one.
-  function timeline(created) {
-    const now = Date.now();
+  function countdownText() {
+    if (waitingDeadline === null) return '';
+    const left = waitingDeadline - Date.now();
+    return left > 0 ? `; join timeout in ${countdown(left)}` : '; join timeout due';
+  }
+
+  // Ticks the WAITING countdown between refreshes.
+  function tick() {
+    const el = document.querySelector('[data-field=countdown]');
+    if (el) el.textContent = countdownText();
+  }
+
+  // The job's history from its events: one phase per running generation and
+  // one per stretch without one (rendezvous, restart); lost time is the
+  // latter, counted against the generation that followed it.
+  function phasesOf(created) {
     const phases = [];
     let at = events.length ? Number(events[0].timeUnixMs) : created;
     let running = null;
     for (const e of events) {
       const t = Number(e.timeUnixMs);
       if (e.type === 'GENERATION_OPENED') {
-        phases.push({ run: false, from: at, to: t, label: 'rdzv' });
+        phases.push({ run: false, from: at, to: t, label: 'rdzv', before: e.generation });
         at = t; running = e.generation;
+      } else if (e.type === 'JOB_FINISHED' && running === null) {
+        // Ended with no generation running (a rendezvous timed out, a cancel).
+        phases.push({ run: false, from: at, to: t, label: 'rdzv', final: true });
+        at = t;
       } else if ((e.type === 'RESTARTING' || e.type === 'JOB_FINISHED') && running !== null) {
-        phases.push({ run: true, from: at, to: t, label: `gen ${running}` });
+        phases.push({ run: true, from: at, to: t, label: `gen ${running}`, generation: running,
+          end: e.type === 'RESTARTING' ? (e.restartCause || 'restart').toLowerCase().replace(/_/g, ' ') : job.state.toLowerCase() });
         at = t; running = null;
       }
     }
-    const finished = ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(job.state);
-    if (!finished) phases.push({ run: running !== null, from: at, to: now, label: running !== null ? `gen ${running}` : job.state.toLowerCase() });
+    if (!isFinished(job)) {
+      phases.push({ run: running !== null, from: at, to: Date.now(), label: running !== null ? `gen ${running}` : job.state.toLowerCase(),
+        generation: running, open: true });
+    }
+    return phases;
+  }
+
+  // The bar (one block per phase) and, as numbers, each generation's run
+  // time and the time lost before it.
+  function generations(created) {
+    const phases = phasesOf(created);
     const total = Math.max(1, phases.reduce((sum, p) => sum + (p.to - p.from), 0));
-    return h('div', { class: 'timeline', 'data-field': 'timeline' }, phases.map((p) => h('div', {
+    const bar = h('div', { class: 'timeline', 'data-field': 'timeline' }, phases.map((p) => h('div', {
       class: p.run ? 'run' : 'lost', style: `flex: ${Math.max(0.01, (p.to - p.from) / total)}`,
       title: `${p.label}: ${duration(p.to - p.from)} from ${clock(p.from)}`,
-    }, p.label)));
+    }, h('span', {}, p.label))));
+    const rows = [];
+    let lostBefore = null;
+    for (const p of phases) {
+      if (!p.run && p.before === undefined) {  // the open rendezvous or restart: now, or when the job ended
+        rows.push(h('tr', { 'data-generation': 'next' },
+          h('td', {}, p.final ? 'none (the job ended)' : `next (${p.label})`), h('td', {}, clock(p.from)),
+          h('td', { class: 'num', 'data-field': 'lost' }, duration((lostBefore || 0) + p.to - p.from)), h('td', { class: 'num' }, '—'),
+          h('td', {}, p.final ? job.state.toLowerCase() : 'so far')));
+        continue;
+      }
+      if (!p.run) { lostBefore = (lostBefore || 0) + p.to - p.from; continue; }
+      rows.push(h('tr', { 'data-generation': p.generation },
+        h('td', { class: 'num' }, p.generation), h('td', {}, clock(p.from)),
+        h('td', { class: 'num', 'data-field': 'lost' }, duration(lostBefore || 0)),
+        h('td', { class: 'num', 'data-field': 'ran' }, duration(p.to - p.from)),
+        h('td', {}, p.open ? 'running' : p.end)));
+      lostBefore = null;
+    }
+    const lost = phases.filter((p) => !p.run).reduce((sum, p) => sum + (p.to - p.from), 0);
+    return [bar, h('p', { class: 'muted', 'data-field': 'lost-total' },
+      `Lost (no generation running): ${duration(lost)} of ${duration(total)}`),
+    table([['Generation', 'num'], ['Started'], ['Lost before it', 'num'], ['Ran for', 'num'], ['Ended by']],
+      rows, 'No generation has run yet.')];
   }
 
   async function refresh() {
@@ -302,7 +440,8 @@ function JobView(jobId) {
 
   refresh();
   timer = setInterval(refresh, 2000);
-  return { stop() { stopped = true; clearInterval(timer); clearTimeout(pending); if (source) source.close(); } };
+  const ticker = setInterval(tick, 1000);
+  return { stop() { stopped = true; clearInterval(timer); clearInterval(ticker); clearTimeout(pending); if (source) source.close(); } };
 }
 
 // ---- Key-value browser ------------------------------------------------------
@@ -324,7 +463,7 @@ function KvView() {
     location.hash = `#/kv?namespace=${encodeURIComponent(ns.value)}&prefix=${encodeURIComponent(prefix.value)}`;
   }
   async function show() {
-    if (!ns.value) { out.replaceChildren(h('div', { class: 'empty' }, 'Pick a namespace.')); return; }
+    if (!ns.value) { await showNamespaces(); return; }
     try {
       const q = new URLSearchParams({ prefix: prefix.value, limit: '500' });
       const r = await api(`/v1/kv/${encodeURIComponent(ns.value)}?${q}`);
@@ -336,6 +475,22 @@ function KvView() {
       out.replaceChildren(
         h('p', { class: 'muted' }, `${rows.length} keys at revision ${r.revision}${r.more ? ' (more not shown)' : ''}`),
         table([['Key'], ['Value'], ['Modified at', 'num'], ['Version', 'num'], ['Lease', 'num']], rows, 'No keys.'));
+    } catch (e) {
+      if (e instanceof Unauthorized) { needToken(e); return; }
+      out.replaceChildren(h('p', { class: 'error' }, e.message));
+    }
+  }
+  // No namespace picked: the namespaces that hold keys, each a link.
+  async function showNamespaces() {
+    try {
+      const r = await api('/v1/kv:namespaces');
+      connected(true);
+      const rows = (r.namespaces || []).map((n) => h('tr', { 'data-namespace': n.namespace },
+        h('td', { class: 'mono' }, h('a', { href: `#/kv?namespace=${encodeURIComponent(n.namespace)}&prefix=` }, n.namespace)),
+        h('td', { class: 'num' }, n.keys)));
+      out.replaceChildren(
+        h('p', { class: 'muted' }, `${rows.length} namespace${rows.length === 1 ? '' : 's'} at revision ${r.revision}`),
+        table([['Namespace'], ['Keys', 'num']], rows, 'No keys in any namespace.'));
     } catch (e) {
       if (e instanceof Unauthorized) { needToken(e); return; }
       out.replaceChildren(h('p', { class: 'error' }, e.message));
