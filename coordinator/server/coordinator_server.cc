@@ -43,17 +43,17 @@ int MaxMessageBytes(const kv::KvLimits& limits) {
 // it: the store's counts of every committed event, and each restored job's
 // retained events (before the commit loop runs, so nothing is delivered in
 // between).
-absl::Status RestoreJobMetrics(const commit::StateStore& store,
-                               const rendezvous::JobRegistry& registry,
+absl::Status RestoreJobMetrics(const commit::StateStore& store, const session::JobServices& jobs,
                                metrics::JobMetrics& metrics) {
   DDP_ASSIGN_OR_RETURN(rendezvous::JobEventCounts counts, store.LoadEventCounts());
   metrics.RestoreCounts(counts);
-  DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobStatus> jobs, registry.ListJobs());
-  for (const rendezvous::JobStatus& job : jobs) {
+  DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobStatus> restored,
+                       jobs.ListJobs(/*include_past_runs=*/false));
+  for (const rendezvous::JobStatus& job : restored) {
     if (job.first_event_index == 0) continue;
-    DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobEvent> events,
-                         registry.EventsSince(job.job_id, job.first_event_index - 1,
-                                              std::numeric_limits<int>::max()));
+    DDP_ASSIGN_OR_RETURN(
+        std::vector<rendezvous::JobEvent> events,
+        jobs.EventsSince(job.job_id, job.first_event_index - 1, std::numeric_limits<int>::max()));
     metrics.ReplayRetained(events);
   }
   return absl::OkStatus();
@@ -188,16 +188,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (server->metrics_ != nullptr) {
     // Metrics are not worth refusing to serve for: they start from zero then.
     absl::Status restored =
-        RestoreJobMetrics(*server->state_store_, server->job_services_->rendezvous().registry(),
-                          server->metrics_->jobs());
+        RestoreJobMetrics(*server->state_store_, *server->job_services_, server->metrics_->jobs());
     if (!restored.ok()) {
       DDP_LOG(WARNING) << "the job metrics start from zero: cannot read what the store kept ("
                        << restored << ")";
     }
   }
   server->commit_loop_->Start();
-  for (const auto& [job_id, token_hash] :
-       server->job_services_->rendezvous().registry().JobTokenHashes()) {
+  for (const auto& [job_id, token_hash] : server->job_services_->JobTokenHashes()) {
     server->authorizer_->SetJobTokenHash(job_id, token_hash);
   }
 
@@ -352,22 +350,21 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.kv_leases = kv.leases;
   state.kv_watchers = kv.watchers;
   state.writes_accepted = kv_store_->FailStop().ok();
-  session::RendezvousService& rendezvous = job_services_->rendezvous();
-  state.job_watchers = rendezvous.watch_hub().watcher_count();
+  state.job_watchers = job_services_->job_watchers();
   state.sessions_open = job_services_->open_sessions();
   if (const session::UdpHeartbeatEndpoint* udp = job_services_->heartbeat_endpoint()) {
     const session::UdpHeartbeatEndpoint::Stats stats = udp->stats();
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
         stats.accepted, stats.dropped, stats.refused, stats.acks};
   }
-  auto jobs = rendezvous.registry().ListJobs();
+  auto jobs = job_services_->ListJobs(/*include_past_runs=*/false);
   if (!jobs.ok()) return state;
   for (rendezvous::JobStatus& job : *jobs) {
     const bool live = job.state != rendezvous::JobState::kSucceeded &&
                       job.state != rendezvous::JobState::kFailed &&
                       job.state != rendezvous::JobState::kCancelled;
     if (live) {
-      auto with_nodes = rendezvous.registry().GetJob(job.job_id, /*include_nodes=*/true);
+      auto with_nodes = job_services_->GetJob(job.job_id, /*include_nodes=*/true);
       if (with_nodes.ok()) job = *std::move(with_nodes);
     }
     state.jobs.push_back(std::move(job));

@@ -35,7 +35,7 @@ grpc::ServerUnaryReactor* GrpcJobService::FinishWithJob(grpc::CallbackServerCont
                                                         v1::Job* response, int run) {
   if (status.ok()) {
     absl::StatusOr<rendezvous::JobStatus> job =
-        rendezvous_.registry().GetJob(job_id, /*include_nodes=*/true, run);
+        rendezvous_.GetJob(job_id, /*include_nodes=*/true, run);
     if (job.ok()) {
       JobStatusToProto(*job, rendezvous_.clock().Now(), response);
     }
@@ -68,14 +68,13 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
   const std::string token = with_token ? auth::NewToken() : "";
   const std::string token_hash = with_token ? auth::HashToken(token) : "";
   absl::StatusOr<rendezvous::JobStatus> created =
-      rendezvous_.registry().CreateJob(request->job_id(), settings, token_hash);
+      rendezvous_.CreateJob(request->job_id(), settings, token_hash);
   if (created.ok() && with_token) {
     options_.authorizer->SetJobTokenHash(request->job_id(), token_hash);
     response->set_token(token);
   }
   if (absl::IsAlreadyExists(created.status())) {
-    absl::StatusOr<rendezvous::JobStatus> existing =
-        rendezvous_.registry().GetJob(request->job_id(), false);
+    absl::StatusOr<rendezvous::JobStatus> existing = rendezvous_.GetJob(request->job_id(), false);
     if (existing.ok() && !(existing->settings == settings)) {
       return FinishNow(context, absl::AlreadyExistsError(
                                     absl::StrCat("job '", request->job_id(),
@@ -121,7 +120,7 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* 
     wanted.insert(state);
   }
   absl::StatusOr<std::vector<rendezvous::JobStatus>> jobs =
-      rendezvous_.registry().ListJobs(request->include_past_runs());
+      rendezvous_.ListJobs(request->include_past_runs());
   if (!jobs.ok()) return FinishNow(context, jobs.status());
   const absl::Time now = rendezvous_.clock().Now();
   for (const rendezvous::JobStatus& job : *jobs) {
@@ -153,8 +152,8 @@ grpc::ServerUnaryReactor* GrpcJobService::UpdateJob(grpc::CallbackServerContext*
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  absl::Status status = rendezvous_.registry().UpdateJob(request->job_id(), request->min_nodes(),
-                                                         request->max_nodes());
+  absl::Status status =
+      rendezvous_.UpdateJob(request->job_id(), request->min_nodes(), request->max_nodes());
   return FinishWithJob(context, status, request->job_id(), response);
 }
 
@@ -166,7 +165,7 @@ grpc::ServerUnaryReactor* GrpcJobService::CancelJob(grpc::CallbackServerContext*
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  absl::Status status = rendezvous_.registry().CancelJob(
+  absl::Status status = rendezvous_.CancelJob(
       request->job_id(), CappedReason(request->reason(), rendezvous_.options().limits));
   return FinishWithJob(context, status, request->job_id(), response);
 }
@@ -181,7 +180,7 @@ grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext*
   }
   absl::Status status =
       rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.options().limits);
-  if (status.ok()) status = rendezvous_.registry().RemoveJob(request->job_id());
+  if (status.ok()) status = rendezvous_.RemoveJob(request->job_id());
   if (status.ok() && options_.authorizer != nullptr) {
     options_.authorizer->SetJobTokenHash(request->job_id(), "");
   }
@@ -205,7 +204,7 @@ grpc::ServerUnaryReactor* GrpcJobService::IssueJobToken(grpc::CallbackServerCont
       rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.options().limits);
   const std::string token = request->revoke() ? "" : auth::NewToken();
   const std::string token_hash = request->revoke() ? "" : auth::HashToken(token);
-  if (status.ok()) status = rendezvous_.registry().SetJobTokenHash(request->job_id(), token_hash);
+  if (status.ok()) status = rendezvous_.SetJobTokenHash(request->job_id(), token_hash);
   if (status.ok()) {
     // The old token stops working now; the new one once durable (above).
     options_.authorizer->SetJobTokenHash(request->job_id(), token_hash);
@@ -225,8 +224,8 @@ grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(grpc::CallbackServerContex
   const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
   absl::Status status = rendezvous::ValidateId(request->node_id(), "node id", limits);
   if (status.ok()) {
-    status = rendezvous_.registry().ExcludeNode(request->job_id(), request->node_id(),
-                                                CappedReason(request->reason(), limits));
+    status = rendezvous_.ExcludeNode(request->job_id(), request->node_id(),
+                                     CappedReason(request->reason(), limits));
   }
   return FinishWithJob(context, status, request->job_id(), response);
 }

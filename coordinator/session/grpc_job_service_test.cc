@@ -108,7 +108,7 @@ TEST_F(JobServiceTest, WatchJob_LiveEvents_DeliveredAsTheyHappen) {
   std::thread watcher([&] { result = Watch("live", 0, 2); });
   // Wait until the watch is subscribed before producing events.
   absl::Time deadline = absl::Now() + kWait;
-  while (services_->rendezvous().watch_hub().watcher_count() == 0 && absl::Now() < deadline) {
+  while (services_->job_watchers() == 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(2));
   }
   FakeAgent& a = MakeAgent("live", "a", std::nullopt);

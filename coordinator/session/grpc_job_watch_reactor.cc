@@ -48,8 +48,7 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
   }
   watch_id_ = *id;
   watching_ = true;
-  absl::StatusOr<rendezvous::JobStatus> job =
-      rendezvous_.registry().GetJobIncludingPending(job_id_);
+  absl::StatusOr<rendezvous::JobStatus> job = rendezvous_.GetJobIncludingPending(job_id_);
   if (!job.ok()) {
     FinishLocked(ToGrpcStatus(job.status()));
     return;
@@ -119,13 +118,11 @@ absl::Status JobWatchReactor::TakeLiveLocked() {
 
 absl::Status JobWatchReactor::RefillLocked() {
   if (catching_up_) {
-    DDP_ASSIGN_OR_RETURN(
-        std::vector<rendezvous::JobEvent> page,
-        rendezvous_.registry().EventsSince(job_id_, next_index_ - 1, catch_up_page_));
+    DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobEvent> page,
+                         rendezvous_.EventsSince(job_id_, next_index_ - 1, catch_up_page_));
     if (static_cast<int>(page.size()) < catch_up_page_) {
       catching_up_ = false;
-      DDP_ASSIGN_OR_RETURN(rendezvous::JobStatus job,
-                           rendezvous_.registry().GetJobIncludingPending(job_id_));
+      DDP_ASSIGN_OR_RETURN(rendezvous::JobStatus job, rendezvous_.GetJobIncludingPending(job_id_));
       end_when_drained_ = rendezvous::IsTerminal(job.state);
     }
     for (rendezvous::JobEvent& e : page) {

@@ -92,10 +92,10 @@ TEST_F(JobWatchReactorTest, ClientNeverReads_StreamEndsResourceExhaustedWithResu
   // transport holds); without the byte bound the hub cut it off only after
   // 1,024 queued events.
   int updates = 0;
-  while (services_->rendezvous().watch_hub().watcher_count() > 0 && updates < 1000) {
+  while (services_->job_watchers() > 0 && updates < 1000) {
     Update(updates++);
   }
-  EXPECT_EQ(services_->rendezvous().watch_hub().watcher_count(), 0) << updates << " updates";
+  EXPECT_EQ(services_->job_watchers(), 0) << updates << " updates";
   EXPECT_LT(updates, 1000);
   // What was written reaches the client in order, then the status names the
   // next index.

@@ -97,7 +97,6 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
                      BodyName(message)));
   }
   const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
-  rendezvous::JobRegistry& registry = rendezvous_.registry();
   switch (message.body_case()) {
     case v1::AgentMessage::kHeartbeat: {
       const v1::Heartbeat& m = message.heartbeat();
@@ -107,7 +106,7 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
                                                        limits.max_nproc_per_node));
       }
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
-      DDP_ASSIGN_OR_RETURN(rendezvous::Generation running, registry.Heartbeat(ref));
+      DDP_ASSIGN_OR_RETURN(rendezvous::Generation running, rendezvous_.Heartbeat(ref));
       if (m.sequence() != 0) {  // renews the agent's lease
         v1::CoordinatorMessage ack;
         ack.mutable_heartbeat_ack()->set_sequence(m.sequence());
@@ -121,18 +120,18 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       const v1::WorkerExited& m = message.worker_exited();
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
       DDP_ASSIGN_OR_RETURN(rendezvous::WorkerExit exit, WorkerExitFromProto(m, limits));
-      return registry.WorkerExited(ref, exit);
+      return rendezvous_.WorkerExited(ref, exit);
     }
     case v1::AgentMessage::kWorkersStopped: {
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref,
                            CheckHeader(message.workers_stopped().header()));
-      return registry.WorkersStopped(ref);
+      return rendezvous_.WorkersStopped(ref);
     }
     case v1::AgentMessage::kMasterInfo: {
       const v1::MasterInfo& m = message.master_info();
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
       DDP_ASSIGN_OR_RETURN(rendezvous::MasterInfo info, MasterInfoFromProto(m, limits));
-      return registry.ReportMasterInfo(ref, info);
+      return rendezvous_.ReportMasterInfo(ref, info);
     }
     case v1::AgentMessage::kLeave: {
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(message.leave().header()));

@@ -28,9 +28,9 @@ std::unique_ptr<JobServices> JobServices::Around(std::unique_ptr<RendezvousServi
   services->rendezvous_ = std::move(rendezvous);
   GrpcSessionServiceOptions session = options.session;
   if (options.heartbeat_udp) {
-    rendezvous::JobRegistry* registry = &services->rendezvous_->registry();
+    RendezvousService* core = services->rendezvous_.get();
     services->heartbeat_endpoint_ = std::make_unique<UdpHeartbeatEndpoint>(
-        [registry](const rendezvous::NodeRef& ref) { return registry->Heartbeat(ref); });
+        [core](const rendezvous::NodeRef& ref) { return core->Heartbeat(ref); });
     session.heartbeat_endpoint = services->heartbeat_endpoint_.get();
   }
   if (session.completion_queues > 0) {
@@ -79,6 +79,8 @@ int JobServices::open_sessions() const {
   return session_queues_ != nullptr ? session_queues_->open_streams()
                                     : session_service_->open_streams();
 }
+
+int JobServices::job_watchers() const { return rendezvous_->watch_hub().watcher_count(); }
 
 void JobServices::Shutdown() {
   if (heartbeat_endpoint_ != nullptr) heartbeat_endpoint_->Stop();

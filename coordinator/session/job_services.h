@@ -20,6 +20,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
@@ -80,7 +82,34 @@ class JobServices {
   // until the gRPC server stops.
   void Shutdown();
 
-  RendezvousService& rendezvous() { return *rendezvous_; }
+  // ---- What the composition root (metrics, dashboard, auth) reads of the
+  // jobs: RendezvousService's of the same name, with its errors ----
+  // (job id, token hash) of every job that has a token.
+  std::vector<std::pair<std::string, std::string>> JobTokenHashes() const {
+    return rendezvous_->JobTokenHashes();
+  }
+  absl::StatusOr<std::vector<rendezvous::JobStatus>> ListJobs(bool include_past_runs) const {
+    return rendezvous_->ListJobs(include_past_runs);
+  }
+  absl::StatusOr<rendezvous::JobStatus> GetJob(const std::string& job_id,
+                                               bool include_nodes) const {
+    return rendezvous_->GetJob(job_id, include_nodes);
+  }
+  absl::StatusOr<std::vector<rendezvous::JobEvent>> EventsSince(const std::string& job_id,
+                                                                int64_t after_index,
+                                                                int limit) const {
+    return rendezvous_->EventsSince(job_id, after_index, limit);
+  }
+  // Jobs are cancelled and removed through the JobService; this is for
+  // in-process tools (session_memory_probe) only.
+  absl::Status CancelJob(const std::string& job_id, const std::string& reason) {
+    return rendezvous_->CancelJob(job_id, reason);
+  }
+  absl::Status RemoveJob(const std::string& job_id) { return rendezvous_->RemoveJob(job_id); }
+  // Open WatchJob streams.
+  int job_watchers() const;
+  // Agent sessions registered (bound to a job, node and incarnation).
+  int registered_sessions() const { return rendezvous_->session_count(); }
 
  private:
   JobServices() = default;

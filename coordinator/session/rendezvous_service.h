@@ -26,6 +26,8 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -80,11 +82,55 @@ class RendezvousService final : public commit::CommitParticipant {
   RendezvousService(const RendezvousService&) = delete;
   RendezvousService& operator=(const RendezvousService&) = delete;
 
-  rendezvous::JobRegistry& registry() { return *registry_; }
   SessionRouter& router() { return router_; }
   JobWatchHub& watch_hub() { return watch_hub_; }
   const Clock& clock() const { return clock_; }
   const RendezvousServiceOptions& options() const { return options_; }
+  // Agent sessions bound to a (job, node, incarnation) in the router.
+  int session_count() const { return router_.session_count(); }
+
+  // ---- Scheduler API (the gRPC job adapter and the composition root call
+  // these): each is JobRegistry's of the same name, with its errors ----
+  absl::StatusOr<rendezvous::JobStatus> CreateJob(const std::string& job_id,
+                                                  const rendezvous::JobSettings& settings,
+                                                  const std::string& token_hash) {
+    return registry_->CreateJob(job_id, settings, token_hash);
+  }
+  absl::Status SetJobTokenHash(const std::string& job_id, const std::string& token_hash) {
+    return registry_->SetJobTokenHash(job_id, token_hash);
+  }
+  // (job id, token hash) of every job that has a token.
+  std::vector<std::pair<std::string, std::string>> JobTokenHashes() const {
+    return registry_->JobTokenHashes();
+  }
+  absl::Status UpdateJob(const std::string& job_id, int min_nodes, int max_nodes) {
+    return registry_->UpdateJob(job_id, min_nodes, max_nodes);
+  }
+  absl::Status CancelJob(const std::string& job_id, const std::string& reason) {
+    return registry_->CancelJob(job_id, reason);
+  }
+  absl::Status ExcludeNode(const std::string& job_id, const std::string& node_id,
+                           const std::string& reason) {
+    return registry_->ExcludeNode(job_id, node_id, reason);
+  }
+  absl::Status RemoveJob(const std::string& job_id) { return registry_->RemoveJob(job_id); }
+  // Durable state only (JobRegistry's reads).
+  absl::StatusOr<rendezvous::JobStatus> GetJob(const std::string& job_id, bool include_nodes,
+                                               int run = 0) const {
+    return registry_->GetJob(job_id, include_nodes, run);
+  }
+  absl::StatusOr<std::vector<rendezvous::JobStatus>> ListJobs(bool include_past_runs) const {
+    return registry_->ListJobs(include_past_runs);
+  }
+  // Without the durability wait: only for a watch's starting position.
+  absl::StatusOr<rendezvous::JobStatus> GetJobIncludingPending(const std::string& job_id) const {
+    return registry_->GetJobIncludingPending(job_id);
+  }
+  absl::StatusOr<std::vector<rendezvous::JobEvent>> EventsSince(const std::string& job_id,
+                                                                int64_t after_index,
+                                                                int limit) const {
+    return registry_->EventsSince(job_id, after_index, limit);
+  }
 
   // ---- One agent session (the gRPC session adapter calls these) ----
   // Registers the node and binds `sink` to (job, node, incarnation): the
@@ -104,6 +150,21 @@ class RendezvousService final : public commit::CommitParticipant {
   // not left, the core learns it unless a newer stream of the node already
   // took over.
   void SessionEnded(const rendezvous::NodeRef& ref, const SessionSink* sink, bool left);
+  // The messages of a registered session (and of the UDP heartbeat
+  // endpoint): JobRegistry's of the same name, with its errors.
+  absl::StatusOr<rendezvous::Generation> Heartbeat(const rendezvous::NodeRef& ref) {
+    return registry_->Heartbeat(ref);
+  }
+  absl::Status WorkerExited(const rendezvous::NodeRef& ref, const rendezvous::WorkerExit& exit) {
+    return registry_->WorkerExited(ref, exit);
+  }
+  absl::Status WorkersStopped(const rendezvous::NodeRef& ref) {
+    return registry_->WorkersStopped(ref);
+  }
+  absl::Status ReportMasterInfo(const rendezvous::NodeRef& ref,
+                                const rendezvous::MasterInfo& info) {
+    return registry_->ReportMasterInfo(ref, info);
+  }
 
   // Lets the loop commit and send what is queued, then ends every watch.
   void Shutdown();
@@ -112,6 +173,10 @@ class RendezvousService final : public commit::CommitParticipant {
   bool Prepare(commit::StateBatch& batch) override;
   void Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) override;
   void Tick() override { registry_->Tick(); }
+
+  // Tests only: the core underneath, for what no adapter does (a
+  // registration without a session, to check the router's routing).
+  rendezvous::JobRegistry& registry_for_testing() { return *registry_; }
 
  private:
   RendezvousService(const Clock& clock, rendezvous::JobStateStore* store,

@@ -64,13 +64,12 @@ TEST(RendezvousService, LastCallTimeout_TickerClosesRendezvous_MessageRouted) {
   rendezvous::InMemoryJobStateStore store;
   std::unique_ptr<RendezvousService> service = Make(clock, &store);
   auto sink = std::make_shared<RecordingSink>();
-  service->router().Attach("job", "a", 9, sink);
   rendezvous::RegisterRequest request;
   request.job_id = "job";
   request.node_id = "a";
   request.incarnation = 9;
   request.settings = Settings();
-  ASSERT_TRUE(service->registry().Register(request).ok());
+  ASSERT_TRUE(service->OpenSession(request, sink).ok());
   // One node of 1:2: the rendezvous closes when the last call expires, which
   // only the ticker can notice.
   clock.Advance(absl::Seconds(6));
@@ -88,7 +87,7 @@ TEST(RendezvousService, Events_PublishedToWatchers) {
   std::unique_ptr<RendezvousService> service = Make(clock, nullptr);
   auto listener = std::make_shared<ReadyListener>();
   JobWatchHub::WatchId id = *service->watch_hub().Watch("job", listener);
-  ASSERT_TRUE(service->registry().CreateJob("job", Settings()).ok());
+  ASSERT_TRUE(service->CreateJob("job", Settings(), "").ok());
   {
     absl::MutexLock lock(&listener->mu);
     ASSERT_TRUE(listener->mu.AwaitWithTimeout(absl::Condition(&listener->ready), kWait));
@@ -111,7 +110,7 @@ TEST(RendezvousService, MessageForOldIncarnation_Dropped) {
   request.incarnation = 2;  // the sink is attached for incarnation 1
   request.settings = Settings();
   request.settings->max_nodes = 1;
-  ASSERT_TRUE(service->registry().Register(request).ok());
+  ASSERT_TRUE(service->registry_for_testing().Register(request).ok());
   service->Shutdown();  // drains the outbox one last time
   EXPECT_GE(service->router().dropped(), 1);
   absl::MutexLock lock(&sink->mu);
@@ -131,10 +130,10 @@ TEST(RendezvousService, Restart_RestoresJobsFromStore) {
   rendezvous::InMemoryJobStateStore store;
   {
     std::unique_ptr<RendezvousService> first = Make(clock, &store);
-    ASSERT_TRUE(first->registry().CreateJob("kept", Settings()).ok());
+    ASSERT_TRUE(first->CreateJob("kept", Settings(), "").ok());
   }
   std::unique_ptr<RendezvousService> second = Make(clock, &store);
-  absl::StatusOr<rendezvous::JobStatus> job = second->registry().GetJob("kept", false);
+  absl::StatusOr<rendezvous::JobStatus> job = second->GetJob("kept", false);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->settings, Settings());
 }

@@ -90,26 +90,26 @@ int main(int argc, char** argv) {
   const std::string command = absl::StrCat("/proc/", getpid(), "/exe --clients ");
   {
     FILE* warm = popen((command + "1 " + target).c_str(), "w");
-    while ((*services)->rendezvous().router().session_count() < 1) {
+    while ((*services)->registered_sessions() < 1) {
       absl::SleepFor(absl::Milliseconds(10));
     }
     absl::SleepFor(absl::Milliseconds(200));
     pclose(warm);
   }
-  (*services)->rendezvous().registry().CancelJob("mem", "warm-up").IgnoreError();
-  (*services)->rendezvous().registry().RemoveJob("mem").IgnoreError();
+  (*services)->CancelJob("mem", "warm-up").IgnoreError();
+  (*services)->RemoveJob("mem").IgnoreError();
   absl::SleepFor(absl::Milliseconds(200));
   const int64_t rss_before = RssKb();
   const size_t heap_before = mallinfo2().uordblks;
   FILE* clients = popen((command + std::to_string(n) + " " + target).c_str(), "w");
   absl::Time deadline = absl::Now() + absl::Seconds(120);
-  while ((*services)->rendezvous().router().session_count() < n && absl::Now() < deadline) {
+  while ((*services)->registered_sessions() < n && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   absl::SleepFor(absl::Milliseconds(500));  // let the assignments settle
   const int64_t rss_after = RssKb();
   const size_t heap_after = mallinfo2().uordblks;
-  const int sessions = (*services)->rendezvous().router().session_count();
+  const int sessions = (*services)->registered_sessions();
   std::cout << "sessions " << sessions << "\n"
             << "heap per session: "
             << (static_cast<double>(heap_after) - heap_before) / sessions / 1024.0 << " KiB\n"
