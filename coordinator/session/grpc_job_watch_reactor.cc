@@ -41,7 +41,7 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
     revocation_ = *std::move(watching);
   }
   // Subscribe before reading the job, so nothing happens unseen in between.
-  absl::StatusOr<JobWatchHub::WatchId> id = rendezvous_.watch_hub().Watch(job_id_, listener_);
+  absl::StatusOr<JobWatchHub::WatchId> id = rendezvous_.WatchJob(job_id_, listener_);
   if (!id.ok()) {
     FinishLocked(ToGrpcStatus(id.status()));
     return;
@@ -96,7 +96,7 @@ void JobWatchReactor::Listener::OnRevoked(const absl::Status& status) {
 absl::Status JobWatchReactor::TakeLiveLocked() {
   if (!watching_) return absl::OkStatus();
   std::vector<rendezvous::JobEvent> live;
-  DDP_RETURN_IF_ERROR(rendezvous_.watch_hub().Take(watch_id_, &live));
+  DDP_RETURN_IF_ERROR(rendezvous_.TakeWatchedEvents(watch_id_, &live));
   for (rendezvous::JobEvent& e : live) {
     buffered_bytes_ += ApproxBytes(e);
     (catching_up_ ? live_ : pending_).push_back(std::move(e));
@@ -108,7 +108,7 @@ absl::Status JobWatchReactor::TakeLiveLocked() {
   pending_.clear();
   live_.clear();
   buffered_bytes_ = 0;
-  rendezvous_.watch_hub().Cancel(watch_id_);
+  rendezvous_.CancelWatch(watch_id_);
   watching_ = false;
   return absl::ResourceExhaustedError(
       absl::StrCat("the watcher of job '", rendezvous::Capped(job_id_), "' fell behind: it holds ",
@@ -191,7 +191,7 @@ void JobWatchReactor::OnDone() {
     watching = watching_;
   }
   revocation_.reset();
-  if (watching) rendezvous_.watch_hub().Cancel(watch_id_);
+  if (watching) rendezvous_.CancelWatch(watch_id_);
   delete this;
 }
 

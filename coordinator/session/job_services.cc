@@ -80,11 +80,11 @@ int JobServices::open_sessions() const {
                                     : session_service_->open_streams();
 }
 
-int JobServices::job_watchers() const { return rendezvous_->watch_hub().watcher_count(); }
+int JobServices::job_watchers() const { return rendezvous_->watcher_count(); }
 
 void JobServices::Shutdown() {
   if (heartbeat_endpoint_ != nullptr) heartbeat_endpoint_->Stop();
-  rendezvous_->router().CloseAll(
+  rendezvous_->CloseAllSessions(
       absl::UnavailableError("the coordinator is shutting down; reconnect and register again with "
                              "the same incarnation to resume"));
   rendezvous_->Shutdown();

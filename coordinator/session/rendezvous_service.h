@@ -82,12 +82,25 @@ class RendezvousService final : public commit::CommitParticipant {
   RendezvousService(const RendezvousService&) = delete;
   RendezvousService& operator=(const RendezvousService&) = delete;
 
-  SessionRouter& router() { return router_; }
-  JobWatchHub& watch_hub() { return watch_hub_; }
   const Clock& clock() const { return clock_; }
   const RendezvousServiceOptions& options() const { return options_; }
   // Agent sessions bound to a (job, node, incarnation) in the router.
   int session_count() const { return router_.session_count(); }
+  // Closes every agent session with `status` (coordinator shutdown).
+  void CloseAllSessions(const absl::Status& status) { router_.CloseAll(status); }
+
+  // ---- Job watches (the WatchJob adapter calls these): JobWatchHub's
+  // Watch / Take / Cancel, with their errors ----
+  absl::StatusOr<JobWatchHub::WatchId> WatchJob(const std::string& job_id,
+                                                std::shared_ptr<JobEventListener> listener) {
+    return watch_hub_.Watch(job_id, std::move(listener));
+  }
+  absl::Status TakeWatchedEvents(JobWatchHub::WatchId id,
+                                 std::vector<rendezvous::JobEvent>* events) {
+    return watch_hub_.Take(id, events);
+  }
+  void CancelWatch(JobWatchHub::WatchId id) { watch_hub_.Cancel(id); }
+  int watcher_count() const { return watch_hub_.watcher_count(); }
 
   // ---- Scheduler API (the gRPC job adapter and the composition root call
   // these): each is JobRegistry's of the same name, with its errors ----
@@ -174,9 +187,11 @@ class RendezvousService final : public commit::CommitParticipant {
   void Finish(const absl::Status& status, commit::StateBatch& batch, commit::Sends& sends) override;
   void Tick() override { registry_->Tick(); }
 
-  // Tests only: the core underneath, for what no adapter does (a
-  // registration without a session, to check the router's routing).
+  // Tests only: the core and the router underneath, for what no adapter does
+  // (a registration whose session is bound to another incarnation, to check
+  // that the router drops its messages).
   rendezvous::JobRegistry& registry_for_testing() { return *registry_; }
+  SessionRouter& router_for_testing() { return router_; }
 
  private:
   RendezvousService(const Clock& clock, rendezvous::JobStateStore* store,

@@ -86,14 +86,14 @@ TEST(RendezvousService, Events_PublishedToWatchers) {
   FakeClock clock;
   std::unique_ptr<RendezvousService> service = Make(clock, nullptr);
   auto listener = std::make_shared<ReadyListener>();
-  JobWatchHub::WatchId id = *service->watch_hub().Watch("job", listener);
+  JobWatchHub::WatchId id = *service->WatchJob("job", listener);
   ASSERT_TRUE(service->CreateJob("job", Settings(), "").ok());
   {
     absl::MutexLock lock(&listener->mu);
     ASSERT_TRUE(listener->mu.AwaitWithTimeout(absl::Condition(&listener->ready), kWait));
   }
   std::vector<rendezvous::JobEvent> events;
-  ASSERT_TRUE(service->watch_hub().Take(id, &events).ok());
+  ASSERT_TRUE(service->TakeWatchedEvents(id, &events).ok());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, rendezvous::JobEventType::kJobCreated);
   EXPECT_EQ(events[0].index, 1);
@@ -103,7 +103,7 @@ TEST(RendezvousService, MessageForOldIncarnation_Dropped) {
   FakeClock clock;
   std::unique_ptr<RendezvousService> service = Make(clock, nullptr);
   auto sink = std::make_shared<RecordingSink>();
-  service->router().Attach("job", "a", 1, sink);
+  service->router_for_testing().Attach("job", "a", 1, sink);
   rendezvous::RegisterRequest request;
   request.job_id = "job";
   request.node_id = "a";
@@ -112,7 +112,7 @@ TEST(RendezvousService, MessageForOldIncarnation_Dropped) {
   request.settings->max_nodes = 1;
   ASSERT_TRUE(service->registry_for_testing().Register(request).ok());
   service->Shutdown();  // drains the outbox one last time
-  EXPECT_GE(service->router().dropped(), 1);
+  EXPECT_GE(service->router_for_testing().dropped(), 1);
   absl::MutexLock lock(&sink->mu);
   EXPECT_TRUE(sink->messages.empty());
 }
