@@ -3,7 +3,9 @@
 
 // What every command handler of ddpctl's gRPC layer gets (internal to the
 // grpc_commands library): the parsed invocation, one stub per service on the
-// same channel, the stop notification of streaming commands and stdout.
+// same channel, the stop notification of streaming commands and stdout, and
+// the one way to make a call and print its reply (Call, Print, CallAndPrint),
+// so that a handler holds only its own request and text.
 // A handler returns the call's status; a usage error found late (a value only
 // the handler can check) is INVALID_ARGUMENT prefixed "usage: " (exit 2).
 // Thread-safety: used by one handler on one thread.
@@ -19,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/proto_json.h"
 #include "ddp/v1/cluster.grpc.pb.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/kv.grpc.pb.h"
@@ -41,6 +44,41 @@ struct CommandContext {
   void SetDeadline(grpc::ClientContext& context,
                    absl::Duration extra = absl::ZeroDuration()) const {
     context.set_deadline(absl::ToChronoTime(absl::Now() + invocation.global.timeout + extra));
+  }
+
+  // A unary method of a generated stub, e.g. &v1::KeyValueService::Stub::Get.
+  template <typename Stub, typename Request, typename Response>
+  using UnaryMethod = grpc::Status (Stub::*)(grpc::ClientContext*, const Request&, Response*);
+
+  // One unary call under --timeout (plus `extra`); `*response` holds the
+  // reply when it returns OK.
+  template <typename Stub, typename Request, typename Response>
+  grpc::Status Call(Stub& stub, UnaryMethod<Stub, Request, Response> method, const Request& request,
+                    Response* response, absl::Duration extra = absl::ZeroDuration()) const {
+    grpc::ClientContext context;
+    SetDeadline(context, extra);
+    return (stub.*method)(&context, request, response);
+  }
+  // Prints a reply: its JSON form (one line) with --json, else what
+  // `text(out, response)` writes.
+  template <typename Response, typename Text>
+  void Print(const Response& response, Text&& text) {
+    if (json()) {
+      out << ProtoJson(response) << "\n";
+    } else {
+      text(out, response);
+    }
+  }
+  // Call, then Print the reply when the call succeeded; returns the call's
+  // status (RunInvocation turns it into the exit code and error line).
+  template <typename Stub, typename Request, typename Response, typename Text>
+  grpc::Status CallAndPrint(Stub& stub, UnaryMethod<Stub, Request, Response> method,
+                            const Request& request, Text&& text,
+                            absl::Duration extra = absl::ZeroDuration()) {
+    Response response;
+    grpc::Status status = Call(stub, method, request, &response, extra);
+    if (status.ok()) Print(response, text);
+    return status;
   }
 };
 

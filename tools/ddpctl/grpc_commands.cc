@@ -41,40 +41,27 @@ grpc::Status KvPut(CommandContext& c) {
   }
   const bool prev = c.invocation.FlagString("prev") == "true";
   request.set_return_previous(prev);
-  v1::PutResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.stub.Put(&context, request, &response);
-  if (!status.ok()) return status;
-  if (c.json()) {
-    c.out << ProtoJson(response) << "\n";
-  } else {
-    c.out << "OK (revision " << response.revision() << ")\n";
-    if (prev) {
-      c.out << "previous: "
-            << (response.had_previous() ? PrintableBytes(response.previous().value())
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::Put, request,
+                        [prev](std::ostream& out, const v1::PutResponse& response) {
+                          out << "OK (revision " << response.revision() << ")\n";
+                          if (prev) {
+                            out << "previous: "
+                                << (response.had_previous()
+                                        ? PrintableBytes(response.previous().value())
                                         : std::string("(none)"))
-            << "\n";
-    }
-  }
-  return grpc::Status::OK;
+                                << "\n";
+                          }
+                        });
 }
 
 grpc::Status KvGet(CommandContext& c) {
   v1::GetRequest request;
   request.set_namespace_(c.ns());
   request.set_key(c.arg(0));
-  v1::GetResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.stub.Get(&context, request, &response);
-  if (!status.ok()) return status;
-  if (c.json()) {
-    c.out << ProtoJson(response) << "\n";
-  } else {
-    c.out << PrintableBytes(response.kv().value()) << "\n";
-  }
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::Get, request,
+                        [](std::ostream& out, const v1::GetResponse& response) {
+                          out << PrintableBytes(response.kv().value()) << "\n";
+                        });
 }
 
 grpc::Status KvList(CommandContext& c) {
@@ -94,9 +81,7 @@ grpc::Status KvList(CommandContext& c) {
   while (true) {
     if (limit > 0) request.set_limit(limit - printed);
     v1::RangeResponse response;
-    grpc::ClientContext context;
-    c.SetDeadline(context);
-    grpc::Status status = c.stub.Range(&context, request, &response);
+    grpc::Status status = c.Call(c.stub, &v1::KeyValueService::Stub::Range, request, &response);
     if (!status.ok()) return status;
     if (revision == 0) revision = response.revision();
     for (const v1::KeyValue& kv : response.kvs()) {
@@ -124,17 +109,11 @@ grpc::Status KvDel(CommandContext& c) {
   request.set_namespace_(c.ns());
   request.set_key(c.arg(0));
   request.set_prefix(c.invocation.FlagString("prefix") == "true");
-  v1::DeleteResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.stub.Delete(&context, request, &response);
-  if (!status.ok()) return status;
-  if (c.json()) {
-    c.out << ProtoJson(response) << "\n";
-  } else {
-    c.out << "deleted " << response.deleted() << " (revision " << response.revision() << ")\n";
-  }
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::Delete, request,
+                        [](std::ostream& out, const v1::DeleteResponse& response) {
+                          out << "deleted " << response.deleted() << " (revision "
+                              << response.revision() << ")\n";
+                        });
 }
 
 grpc::Status KvAdd(CommandContext& c) {
@@ -144,17 +123,9 @@ grpc::Status KvAdd(CommandContext& c) {
   request.set_namespace_(c.ns());
   request.set_key(c.arg(0));
   request.set_delta(*delta);
-  v1::AddResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.stub.Add(&context, request, &response);
-  if (!status.ok()) return status;
-  if (c.json()) {
-    c.out << ProtoJson(response) << "\n";
-  } else {
-    c.out << response.value() << "\n";
-  }
-  return grpc::Status::OK;
+  return c.CallAndPrint(
+      c.stub, &v1::KeyValueService::Stub::Add, request,
+      [](std::ostream& out, const v1::AddResponse& response) { out << response.value() << "\n"; });
 }
 
 grpc::Status KvCas(CommandContext& c) {
@@ -163,18 +134,11 @@ grpc::Status KvCas(CommandContext& c) {
   request.set_key(c.arg(0));
   request.set_expected(c.arg(1));
   request.set_desired(c.arg(2));
-  v1::CompareAndSetResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.stub.CompareAndSet(&context, request, &response);
-  if (!status.ok()) return status;
-  if (c.json()) {
-    c.out << ProtoJson(response) << "\n";
-  } else {
-    c.out << PrintableBytes(response.value())
-          << (response.swapped() ? " (swapped)" : " (not swapped)") << "\n";
-  }
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::CompareAndSet, request,
+                        [](std::ostream& out, const v1::CompareAndSetResponse& response) {
+                          out << PrintableBytes(response.value())
+                              << (response.swapped() ? " (swapped)" : " (not swapped)") << "\n";
+                        });
 }
 
 grpc::Status KvWait(CommandContext& c) {
@@ -182,18 +146,13 @@ grpc::Status KvWait(CommandContext& c) {
   request.set_namespace_(c.ns());
   for (const std::string& key : c.invocation.args) request.add_keys(key);
   request.set_timeout_ms(absl::ToInt64Milliseconds(c.invocation.global.timeout));
-  v1::WaitResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context, kWaitDeadlineMargin);
-  grpc::Status status = c.stub.Wait(&context, request, &response);
-  if (!status.ok()) return status;
-  if (c.json()) {
-    c.out << ProtoJson(response) << "\n";
-  } else {
-    c.out << "all " << c.invocation.args.size() << " keys exist (revision " << response.revision()
-          << ")\n";
-  }
-  return grpc::Status::OK;
+  const size_t keys = c.invocation.args.size();
+  return c.CallAndPrint(
+      c.stub, &v1::KeyValueService::Stub::Wait, request,
+      [keys](std::ostream& out, const v1::WaitResponse& response) {
+        out << "all " << keys << " keys exist (revision " << response.revision() << ")\n";
+      },
+      kWaitDeadlineMargin);
 }
 
 grpc::Status KvWatch(CommandContext& c) {
@@ -232,18 +191,12 @@ grpc::Status LeaseGrant(CommandContext& c) {
   // Without --namespace the lease belongs to the token's job (none for the
   // admin token).
   if (c.invocation.global.name_space_given) request.set_namespace_(c.ns());
-  v1::LeaseGrantResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.stub.LeaseGrant(&context, request, &response);
-  if (!status.ok()) return status;
-  if (c.json()) {
-    c.out << ProtoJson(response) << "\n";
-  } else {
-    c.out << "lease " << response.lease() << " granted, ttl "
-          << absl::FormatDuration(absl::Milliseconds(response.ttl_ms())) << "\n";
-  }
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::LeaseGrant, request,
+                        [](std::ostream& out, const v1::LeaseGrantResponse& response) {
+                          out << "lease " << response.lease() << " granted, ttl "
+                              << absl::FormatDuration(absl::Milliseconds(response.ttl_ms()))
+                              << "\n";
+                        });
 }
 
 grpc::Status LeaseKeepAlive(CommandContext& c) {
@@ -254,16 +207,13 @@ grpc::Status LeaseKeepAlive(CommandContext& c) {
   request.set_lease(*lease);
   while (true) {
     v1::LeaseKeepAliveResponse response;
-    grpc::ClientContext context;
-    c.SetDeadline(context);
-    grpc::Status status = c.stub.LeaseKeepAlive(&context, request, &response);
+    grpc::Status status =
+        c.Call(c.stub, &v1::KeyValueService::Stub::LeaseKeepAlive, request, &response);
     if (!status.ok()) return status;
-    if (c.json()) {
-      c.out << ProtoJson(response) << "\n";
-    } else {
-      c.out << "lease " << response.lease() << " renewed, ttl "
-            << absl::FormatDuration(absl::Milliseconds(response.ttl_ms())) << "\n";
-    }
+    c.Print(response, [](std::ostream& out, const v1::LeaseKeepAliveResponse& renewed) {
+      out << "lease " << renewed.lease() << " renewed, ttl "
+          << absl::FormatDuration(absl::Milliseconds(renewed.ttl_ms())) << "\n";
+    });
     c.out.flush();
     if (once) return grpc::Status::OK;
     const absl::Duration period =
@@ -277,18 +227,11 @@ grpc::Status LeaseRevoke(CommandContext& c) {
   if (!lease.ok()) return UsageError(lease.status());
   v1::LeaseRevokeRequest request;
   request.set_lease(*lease);
-  v1::LeaseRevokeResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.stub.LeaseRevoke(&context, request, &response);
-  if (!status.ok()) return status;
-  if (c.json()) {
-    c.out << ProtoJson(response) << "\n";
-  } else {
-    c.out << "lease " << *lease << " revoked, " << response.deleted() << " keys deleted (revision "
-          << response.revision() << ")\n";
-  }
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::LeaseRevoke, request,
+                        [id = *lease](std::ostream& out, const v1::LeaseRevokeResponse& response) {
+                          out << "lease " << id << " revoked, " << response.deleted()
+                              << " keys deleted (revision " << response.revision() << ")\n";
+                        });
 }
 
 const std::map<std::string, Handler>& Handlers() {
@@ -313,11 +256,58 @@ const std::map<std::string, Handler>& Handlers() {
   return *handlers;
 }
 
-}  // namespace
-
 // The largest message a coordinator sends (its own receive cap, see
 // coordinator/server/coordinator_server.cc).
 constexpr int kMaxCoordinatorMessageBytes = 1 << 30;
+
+// The channel every command's stubs share: TLS and bearer token from the
+// global options; it reads whatever a coordinator may send (values up to
+// 256 MiB with --max-value-bytes, messages capped at 1 GiB).
+std::shared_ptr<grpc::Channel> CommandChannel(const std::string& address,
+                                              const GlobalOptions& global) {
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(kMaxCoordinatorMessageBytes);
+  return CoordinatorChannel(address, global.tls, global.token, channel_args);
+}
+
+// The exit code of command `name`'s outcome; a failure prints its one line on
+// `err` (`channel` tells a coordinator that answered from one that did not).
+int ExitCode(const grpc::Status& status, const std::string& name, const std::string& address,
+             grpc::Channel& channel, absl::Duration timeout, std::ostream& err) {
+  if (status.ok()) return kExitOk;
+  const std::string message = status.error_message();
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT &&
+      message.rfind("usage: ", 0) == 0) {
+    err << "ddpctl: " << name << ": " << message.substr(7) << "\n";
+    return kExitUsage;
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      channel.GetState(false) == GRPC_CHANNEL_READY) {
+    // The coordinator answered: show its own reason (e.g. a failing disk).
+    err << "ddpctl: " << name << ": UNAVAILABLE from the coordinator at " << address << ": "
+        << message << "\n";
+    return kExitUnavailable;
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    err << "ddpctl: coordinator at " << address
+        << " is not answering or is shutting down (UNAVAILABLE: " << message
+        << "); check --coordinator / $DDP_COORDINATOR and that it runs\n";
+    return kExitUnavailable;
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+      channel.GetState(false) != GRPC_CHANNEL_READY) {
+    err << "ddpctl: coordinator at " << address
+        << " is not answering (no connection within --timeout " << absl::FormatDuration(timeout)
+        << ")\n";
+    return kExitUnavailable;
+  }
+  err << "ddpctl: " << name << ": "
+      << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())) << ": "
+      << message << "\n";
+  return kExitError;
+}
+
+}  // namespace
 
 int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::ostream& out,
                   std::ostream& err) {
@@ -338,49 +328,14 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::o
     }
     address = *leader;
   }
-  // The coordinator accepts values up to 256 MiB (--max-value-bytes) and
-  // caps its messages at 1 GiB: read whatever it may send.
-  grpc::ChannelArguments channel_args;
-  channel_args.SetMaxReceiveMessageSize(kMaxCoordinatorMessageBytes);
-  std::shared_ptr<grpc::Channel> channel =
-      CoordinatorChannel(address, invocation.global.tls, invocation.global.token, channel_args);
+  std::shared_ptr<grpc::Channel> channel = CommandChannel(address, invocation.global);
   std::unique_ptr<v1::KeyValueService::Stub> stub = v1::KeyValueService::NewStub(channel);
   std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channel);
   std::unique_ptr<v1::ClusterService::Stub> cluster = v1::ClusterService::NewStub(channel);
   CommandContext context{invocation, *stub, *jobs, *cluster, stop, out, err};
   grpc::Status status = handler->second(context);
   out.flush();
-  if (status.ok()) return kExitOk;
-  const std::string message = status.error_message();
-  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT &&
-      message.rfind("usage: ", 0) == 0) {
-    err << "ddpctl: " << name << ": " << message.substr(7) << "\n";
-    return kExitUsage;
-  }
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-      channel->GetState(false) == GRPC_CHANNEL_READY) {
-    // The coordinator answered: show its own reason (e.g. a failing disk).
-    err << "ddpctl: " << name << ": UNAVAILABLE from the coordinator at " << address << ": "
-        << message << "\n";
-    return kExitUnavailable;
-  }
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    err << "ddpctl: coordinator at " << address
-        << " is not answering or is shutting down (UNAVAILABLE: " << message
-        << "); check --coordinator / $DDP_COORDINATOR and that it runs\n";
-    return kExitUnavailable;
-  }
-  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
-      channel->GetState(false) != GRPC_CHANNEL_READY) {
-    err << "ddpctl: coordinator at " << address
-        << " is not answering (no connection within --timeout "
-        << absl::FormatDuration(invocation.global.timeout) << ")\n";
-    return kExitUnavailable;
-  }
-  err << "ddpctl: " << name << ": "
-      << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())) << ": "
-      << message << "\n";
-  return kExitError;
+  return ExitCode(status, name, address, *channel, invocation.global.timeout, err);
 }
 
 }  // namespace ddp::ddpctl

@@ -20,14 +20,14 @@ namespace {
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 
-// Prints the job a mutating call returned: the full object with --json, else
-// one summary line.
-void PrintJobSummary(CommandContext& c, const v1::Job& job) {
-  c.out << (c.json() ? ProtoJson(job) : JobSummaryText(job)) << "\n";
+// The text of the job a mutating call returned (CommandContext::Print): one
+// summary line, and the token when the call issued one.
+void JobSummaryTextTo(std::ostream& out, const v1::Job& job) {
+  out << JobSummaryText(job) << "\n";
   // A token comes only from CreateJob and IssueJobToken, once.
-  if (!c.json() && !job.token().empty()) {
-    c.out << "token: " << job.token() << "\n(give it to the job's agents as DDP_TOKEN or "
-          << "--token-file; the coordinator keeps only its hash)\n";
+  if (!job.token().empty()) {
+    out << "token: " << job.token() << "\n(give it to the job's agents as DDP_TOKEN or "
+        << "--token-file; the coordinator keeps only its hash)\n";
   }
 }
 
@@ -67,21 +67,15 @@ grpc::Status JobsList(CommandContext& c) {
   const bool all_runs = c.invocation.HasFlag("all-runs");
   request.set_include_past_runs(all_runs);
   v1::ListJobsResponse listed;
-  {
-    grpc::ClientContext context;
-    c.SetDeadline(context);
-    grpc::Status status = c.jobs.ListJobs(&context, request, &listed);
-    if (!status.ok()) return status;
-  }
+  grpc::Status status = c.Call(c.jobs, &v1::JobService::Stub::ListJobs, request, &listed);
+  if (!status.ok()) return status;
   std::vector<v1::Job> jobs;
   for (const v1::Job& summary : listed.jobs()) {
     v1::GetJobRequest get;
     get.set_job_id(summary.job_id());
     get.set_run(summary.run());
     v1::Job job;
-    grpc::ClientContext context;
-    c.SetDeadline(context);
-    grpc::Status status = c.jobs.GetJob(&context, get, &job);
+    status = c.Call(c.jobs, &v1::JobService::Stub::GetJob, get, &job);
     // A job removed between the two calls is no longer listed.
     if (status.error_code() == grpc::StatusCode::NOT_FOUND) continue;
     if (!status.ok()) return status;
@@ -106,13 +100,8 @@ grpc::Status JobsGet(CommandContext& c) {
     }
     request.set_run(static_cast<int32_t>(run));
   }
-  v1::Job job;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.jobs.GetJob(&context, request, &job);
-  if (!status.ok()) return status;
-  c.out << (c.json() ? ProtoJson(job) + "\n" : JobText(job));
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.jobs, &v1::JobService::Stub::GetJob, request,
+                        [](std::ostream& out, const v1::Job& job) { out << JobText(job); });
 }
 
 grpc::Status JobsCreate(CommandContext& c) {
@@ -146,13 +135,7 @@ grpc::Status JobsCreate(CommandContext& c) {
   settings.set_last_call_timeout_ms(last_call_ms);
   settings.set_heartbeat_timeout_ms(heartbeat_ms);
   settings.set_shutdown_timeout_ms(shutdown_ms);
-  v1::Job job;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.jobs.CreateJob(&context, request, &job);
-  if (!status.ok()) return status;
-  PrintJobSummary(c, job);
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.jobs, &v1::JobService::Stub::CreateJob, request, JobSummaryTextTo);
 }
 
 grpc::Status JobsToken(CommandContext& c) {
@@ -160,12 +143,10 @@ grpc::Status JobsToken(CommandContext& c) {
   request.set_job_id(c.arg(0));
   request.set_revoke(c.invocation.HasFlag("revoke"));
   v1::Job job;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.jobs.IssueJobToken(&context, request, &job);
+  grpc::Status status = c.Call(c.jobs, &v1::JobService::Stub::IssueJobToken, request, &job);
   if (!status.ok()) return status;
   if (request.revoke()) c.out << "job " << c.arg(0) << " has no token any more\n";
-  PrintJobSummary(c, job);
+  c.Print(job, JobSummaryTextTo);
   return grpc::Status::OK;
 }
 
@@ -229,26 +210,14 @@ grpc::Status JobsUpdate(CommandContext& c) {
   request.set_job_id(c.arg(0));
   request.set_min_nodes(range->min_nodes);
   request.set_max_nodes(range->max_nodes);
-  v1::Job job;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.jobs.UpdateJob(&context, request, &job);
-  if (!status.ok()) return status;
-  PrintJobSummary(c, job);
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.jobs, &v1::JobService::Stub::UpdateJob, request, JobSummaryTextTo);
 }
 
 grpc::Status JobsCancel(CommandContext& c) {
   v1::CancelJobRequest request;
   request.set_job_id(c.arg(0));
   request.set_reason(c.invocation.FlagString("reason"));
-  v1::Job job;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.jobs.CancelJob(&context, request, &job);
-  if (!status.ok()) return status;
-  PrintJobSummary(c, job);
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.jobs, &v1::JobService::Stub::CancelJob, request, JobSummaryTextTo);
 }
 
 grpc::Status JobsDelete(CommandContext& c) {
@@ -257,9 +226,7 @@ grpc::Status JobsDelete(CommandContext& c) {
     cancel.set_job_id(c.arg(0));
     cancel.set_reason("deleted with ddpctl jobs delete --force");
     v1::Job job;
-    grpc::ClientContext context;
-    c.SetDeadline(context);
-    grpc::Status status = c.jobs.CancelJob(&context, cancel, &job);
+    grpc::Status status = c.Call(c.jobs, &v1::JobService::Stub::CancelJob, cancel, &job);
     // A job that already finished refuses the cancel: delete it all the same.
     if (!status.ok() && status.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
       return status;
@@ -268,9 +235,7 @@ grpc::Status JobsDelete(CommandContext& c) {
   v1::DeleteJobRequest request;
   request.set_job_id(c.arg(0));
   v1::DeleteJobResponse response;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.jobs.DeleteJob(&context, request, &response);
+  grpc::Status status = c.Call(c.jobs, &v1::JobService::Stub::DeleteJob, request, &response);
   if (!status.ok()) return status;
   c.out << "deleted job " << c.arg(0) << "\n";
   return grpc::Status::OK;
@@ -281,13 +246,7 @@ grpc::Status JobsExclude(CommandContext& c) {
   request.set_job_id(c.arg(0));
   request.set_node_id(c.arg(1));
   request.set_reason(c.invocation.FlagString("reason"));
-  v1::Job job;
-  grpc::ClientContext context;
-  c.SetDeadline(context);
-  grpc::Status status = c.jobs.ExcludeNode(&context, request, &job);
-  if (!status.ok()) return status;
-  PrintJobSummary(c, job);
-  return grpc::Status::OK;
+  return c.CallAndPrint(c.jobs, &v1::JobService::Stub::ExcludeNode, request, JobSummaryTextTo);
 }
 
 }  // namespace
