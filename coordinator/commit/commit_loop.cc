@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/failpoint.h"
 #include "common/logging.h"
 
 namespace ddp::commit {
@@ -58,8 +59,10 @@ absl::Status CommitLoop::RunOnce(uint64_t through) {
   for (CommitParticipant* participant : participants_) more |= participant->Prepare(batch);
   absl::Status status;
   if (!batch.empty()) {
+    DDP_FAILPOINT("commit_before_save");
     const absl::Time start = absl::Now();
     status = store_.CommitState(batch);
+    if (status.ok()) DDP_FAILPOINT("commit_after_save");  // durable, nothing sent yet
     if (status.ok() && options_.on_commit) options_.on_commit(batch, absl::Now() - start);
   }
   Delivery delivery{through, {}};
@@ -122,6 +125,7 @@ void CommitLoop::DeliveryThread() {
       ready.swap(deliveries_);
     }
     for (Delivery& delivery : ready) {
+      DDP_FAILPOINT("deliver_between_batches");  // earlier batches sent, this one not
       for (std::function<void()>& send : delivery.sends) send();
       absl::MutexLock lock(&mu_);
       sent_ = std::max(sent_, delivery.through);

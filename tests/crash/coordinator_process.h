@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -65,6 +66,8 @@ class CoordinatorProcess {
 
   // The binary the next Start runs (a rolling upgrade: stop, replace, start).
   void set_binary(const std::string& binary) { options_.binary = binary; }
+  // The environment entries the next Start adds (e.g. DDP_FAILPOINTS).
+  void set_extra_env(std::vector<std::string> env) { options_.extra_env = std::move(env); }
 
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }  // -1 when not running

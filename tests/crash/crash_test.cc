@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/failpoint.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -260,20 +262,17 @@ struct RunResult {
   int watch_resumes = 0;
 };
 
-// Runs `cycles` kill -9 cycles. With `lose_one_write`, deletes one
+// Runs `cycles` crash cycles: kill -9 at a random moment, or, with
+// `failpoint`, the coordinator crashing itself at that named step
+// (common/failpoint.h) on a random hit. With `lose_one_write`, deletes one
 // acknowledged key on the server before the check (the checker must notice).
-RunResult RunCrashCycles(int cycles, bool lose_one_write) {
+RunResult RunCrashCycles(int cycles, bool lose_one_write, const std::string& failpoint = "") {
   RunResult result;
   const std::string dir = std::getenv("TEST_TMPDIR");
-  const std::string work = absl::StrCat(dir, "/", lose_one_write ? "lose" : "crash");
+  const std::string work =
+      absl::StrCat(dir, "/", lose_one_write ? "lose" : (failpoint.empty() ? "crash" : failpoint));
   CoordinatorProcess process(
       CoordinatorProcessOptions{CoordinatorBinaryFromRunfiles(), work + "-data", dir});
-  absl::Status started = process.Start();
-  EXPECT_TRUE(started.ok()) << started;
-  if (!started.ok()) return result;
-  const std::string address = process.address();
-  auto control = v1::KeyValueService::NewStub(MakeFastReconnectChannel(address, 2000));
-
   uint32_t seed = std::random_device()();
   if (const char* env = std::getenv("DDP_CRASH_SEED")) {
     EXPECT_TRUE(absl::SimpleAtoi(env, &seed));
@@ -281,21 +280,60 @@ RunResult RunCrashCycles(int cycles, bool lose_one_write) {
   std::cerr << "crash test seed " << seed << " (DDP_CRASH_SEED)\n";
   std::mt19937 random(seed);
   std::uniform_int_distribution<int> kill_after_ms(50, 400);
+  std::uniform_int_distribution<int> crash_at_hit(5, 60);
+  // Armed for the start that opens each cycle; the restart after the crash is
+  // clean (the check runs on it).
+  auto arm = [&](bool armed) {
+    if (failpoint.empty()) return;
+    process.set_extra_env(armed
+                              ? std::vector<std::string>{absl::StrCat(
+                                    "DDP_FAILPOINTS=", failpoint, "=crash@", crash_at_hit(random))}
+                              : std::vector<std::string>{});
+  };
+  arm(true);
+  absl::Status started = process.Start();
+  EXPECT_TRUE(started.ok()) << started;
+  if (!started.ok()) return result;
+  const std::string address = process.address();
+  auto control = v1::KeyValueService::NewStub(MakeFastReconnectChannel(address, 2000));
 
   Recorder recorder;
   ResumingWatcher watcher(address, recorder);
   std::vector<int64_t> next_seq(kClients, 0);
   for (int cycle = 0; cycle < cycles; ++cycle) {
+    if (!failpoint.empty() && cycle > 0) {
+      // Armed again for this cycle's crash (the last restart was clean, so
+      // the check after it could run).
+      process.Terminate();
+      arm(true);
+      started = process.Start();
+      EXPECT_TRUE(started.ok()) << "arming restart " << cycle << ": " << started;
+      if (!started.ok()) break;
+    }
     std::atomic<bool> stop{false};
     std::vector<std::thread> clients;
     for (int id = 0; id < kClients; ++id) {
       clients.emplace_back(RunClient, id, address, std::ref(next_seq[id]), std::ref(recorder),
                            std::cref(stop));
     }
-    absl::SleepFor(absl::Milliseconds(kill_after_ms(random)));
     Crash crash;
-    crash.killed_ns = NowNs();
-    process.Kill9();
+    if (failpoint.empty()) {
+      absl::SleepFor(absl::Milliseconds(kill_after_ms(random)));
+      crash.killed_ns = NowNs();
+      process.Kill9();
+    } else {
+      // It crashes itself at the failpoint under the clients' load.
+      std::optional<int> exited;
+      const absl::Time deadline = absl::Now() + absl::Seconds(60);
+      while (!(exited = process.ExitedWith()) && absl::Now() < deadline) {
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+      crash.killed_ns = NowNs();
+      EXPECT_EQ(exited, kFailpointExitCode) << "cycle " << cycle << ": the coordinator did not "
+                                            << "crash at " << failpoint;
+      if (!exited) process.Kill9();
+    }
+    arm(false);
     started = process.Start();
     EXPECT_TRUE(started.ok()) << "restart " << cycle << ": " << started;
     crash.restarted_ns = NowNs();
@@ -350,6 +388,27 @@ TEST(CrashTest, KillNineCycles_NoAcknowledgedWriteLostNoWatchGap) {
   EXPECT_EQ(result.acked_after_restarts, kCycles);
   EXPECT_GE(result.watch_resumes, kCycles);
 }
+
+// Issue 24, point 6: a crash exactly at each durability step of the commit
+// loop (etcd's raftBeforeSave / raftAfterSave): before the batch is saved
+// (nothing of it may appear), after it is saved but before any reply left (it
+// may appear, unacknowledged), and between two batches' deliveries (the later
+// batch durable, its replies unsent). The same checker as the kill -9 cycles:
+// every acknowledged write present, revisions monotonic across the crash, the
+// resumed watch gap-free and in order.
+class FailpointCrashTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FailpointCrashTest, CrashAtStep_NoAcknowledgedWriteLostNoWatchGap) {
+  constexpr int kFailpointCycles = 3;
+  const RunResult result = RunCrashCycles(kFailpointCycles, /*lose_one_write=*/false, GetParam());
+  EXPECT_TRUE(result.violations.empty()) << absl::StrJoin(result.violations, "\n");
+  EXPECT_GT(result.acked, kFailpointCycles * kClients);
+  EXPECT_EQ(result.acked_after_restarts, kFailpointCycles);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStep, FailpointCrashTest,
+                         ::testing::Values("commit_before_save", "commit_after_save",
+                                           "deliver_between_batches"));
 
 TEST(CrashTest, AcknowledgedKeyDeletedBehindTheTest_IsReported) {
   const RunResult result = RunCrashCycles(1, /*lose_one_write=*/true);
