@@ -3,6 +3,8 @@
 # UBSan in a separate Bazel output base. Each starts from a copy of its seed corpus in the
 # repo and prints libFuzzer's final stats; a crash leaves its input under the work dir and
 # makes this script exit 1 (add the input to tests/fuzz/corpus/NAME as a regression seed).
+# Each target ends with one line `//tests/fuzz:NAME_fuzzer PASSED|FAILED (...)`, which
+# tools/test_summary.py counts (the README's test command runs every target for a few seconds).
 # Usage: tools/fuzz.sh [SECONDS] [NAME...]   (default 60 s, every target)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,12 +27,17 @@ for t in "${targets[@]}"; do
   mkdir -p "$work/$t/corpus" "$work/$t/crashes"
   cp tests/fuzz/corpus/"$t"/* "$work/$t/corpus/" 2>/dev/null
   echo "== $t ($seconds s)"
-  if ! "$bin/tests/fuzz/${t}_fuzzer" -max_total_time="$seconds" -print_final_stats=1 \
+  if "$bin/tests/fuzz/${t}_fuzzer" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="$work/$t/crashes/" "$work/$t/corpus" >"$work/$t/log" 2>&1; then
+    verdict=PASSED
+  else
     status=1
+    verdict=FAILED
     echo "fuzz: $t FAILED; the input is in $work/$t/crashes/; log tail:"
   fi
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb|cov:|ERROR|SUMMARY" "$work/$t/log" | tail -n 4
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t/log" | tail -n 1)
+  echo "//tests/fuzz:${t}_fuzzer $verdict (${runs:-0} inputs in $seconds s)"
 done
 echo "fuzz: work dir $work"
 exit "$status"
