@@ -352,10 +352,9 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.writes_accepted = kv_store_->FailStop().ok();
   state.job_watchers = job_services_->job_watchers();
   state.sessions_open = job_services_->open_sessions();
-  if (const session::UdpHeartbeatEndpoint* udp = job_services_->heartbeat_endpoint()) {
-    const session::UdpHeartbeatEndpoint::Stats stats = udp->stats();
+  if (const auto stats = job_services_->heartbeat_datagram_stats()) {
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
-        stats.accepted, stats.dropped, stats.refused, stats.acks};
+        stats->accepted, stats->dropped, stats->refused, stats->acks};
   }
   auto jobs = job_services_->ListJobs(/*include_past_runs=*/false);
   if (!jobs.ok()) return state;
