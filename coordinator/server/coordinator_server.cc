@@ -160,7 +160,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       recorder->ObserveCommit(batch, took);
     };
     job_options.rendezvous.on_events = [recorder](const std::vector<rendezvous::JobEvent>& e) {
-      recorder->jobs().OnEvents(e);
+      recorder->OnJobEvents(e);
     };
   }
 
@@ -224,7 +224,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 20000);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
   creators.push_back(rpc::NewMalformedRequestInterceptorFactory());
-  if (server->metrics_ != nullptr) creators.push_back(server->metrics_->rpc().InterceptorFactory());
+  if (server->metrics_ != nullptr) creators.push_back(server->metrics_->RpcInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(creators));
   builder.RegisterService(server->kv_service_.get());
   ha::ClusterService::Status cluster_status = opts.cluster_status;
