@@ -51,6 +51,13 @@ class CoordinatorMetrics {
 
   RpcMetrics& rpc() { return rpc_; }
   JobMetrics& jobs() { return jobs_; }
+  // What the composition root wires in: the interceptor that records every
+  // RPC (grpc::ServerBuilder), and the observer of the rendezvous core's
+  // events (RendezvousServiceOptions::on_events).
+  std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> RpcInterceptorFactory() {
+    return rpc_.InterceptorFactory();
+  }
+  void OnJobEvents(const std::vector<rendezvous::JobEvent>& events) { jobs_.OnEvents(events); }
   // One durable commit of the commit loop: its transaction time (fsync
   // included) and what it carried.
   void ObserveCommit(const commit::StateBatch& batch, absl::Duration took);

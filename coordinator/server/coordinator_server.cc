@@ -160,7 +160,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       recorder->ObserveCommit(batch, took);
     };
     job_options.rendezvous.on_events = [recorder](const std::vector<rendezvous::JobEvent>& e) {
-      recorder->jobs().OnEvents(e);
+      recorder->OnJobEvents(e);
     };
   }
 
@@ -224,7 +224,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 20000);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
   creators.push_back(rpc::NewMalformedRequestInterceptorFactory());
-  if (server->metrics_ != nullptr) creators.push_back(server->metrics_->rpc().InterceptorFactory());
+  if (server->metrics_ != nullptr) creators.push_back(server->metrics_->RpcInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(creators));
   builder.RegisterService(server->kv_service_.get());
   ha::ClusterService::Status cluster_status = opts.cluster_status;
@@ -352,10 +352,9 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.writes_accepted = kv_store_->FailStop().ok();
   state.job_watchers = job_services_->job_watchers();
   state.sessions_open = job_services_->open_sessions();
-  if (const session::UdpHeartbeatEndpoint* udp = job_services_->heartbeat_endpoint()) {
-    const session::UdpHeartbeatEndpoint::Stats stats = udp->stats();
+  if (const auto stats = job_services_->heartbeat_datagram_stats()) {
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
-        stats.accepted, stats.dropped, stats.refused, stats.acks};
+        stats->accepted, stats->dropped, stats->refused, stats->acks};
   }
   auto jobs = job_services_->ListJobs(/*include_past_runs=*/false);
   if (!jobs.ok()) return state;

@@ -15,7 +15,7 @@
 //
 // Lifecycle:  Start --> serving --Shutdown (or destructor)--> stopped
 //
-// Thread-safety: port()/address()/kv_store() any time while serving; Shutdown
+// Thread-safety: port()/address() any time while serving; Shutdown
 // is idempotent and may be called from any thread (not from an RPC handler).
 
 #include <functional>
@@ -104,8 +104,6 @@ class CoordinatorServer {
   int heartbeat_udp_port() const { return job_services_->heartbeat_udp_port(); }
   // The bound HTTP port; 0 when HTTP is off.
   int http_port() const { return http_listener_ ? http_listener_->port() : 0; }
-  kv::KvStore& kv_store() { return *kv_store_; }
-  session::JobServices& job_services() { return *job_services_; }
 
   // Stops HTTP (ends event streams), ends agent sessions and job watches
   // (UNAVAILABLE), refuses new work, ends

@@ -37,7 +37,7 @@ grpc::ServerUnaryReactor* GrpcJobService::FinishWithJob(grpc::CallbackServerCont
     absl::StatusOr<rendezvous::JobStatus> job =
         rendezvous_.GetJob(job_id, /*include_nodes=*/true, run);
     if (job.ok()) {
-      JobStatusToProto(*job, rendezvous_.clock().Now(), response);
+      JobStatusToProto(*job, rendezvous_.Now(), response);
     }
     status = job.status();
   }
@@ -52,7 +52,7 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
+  const rendezvous::RendezvousLimits& limits = rendezvous_.limits();
   absl::Status status = rendezvous::ValidateId(request->job_id(), "job id", limits);
   if (status.ok() && !request->has_settings()) {
     status = absl::InvalidArgumentError(
@@ -122,7 +122,7 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* 
   absl::StatusOr<std::vector<rendezvous::JobStatus>> jobs =
       rendezvous_.ListJobs(request->include_past_runs());
   if (!jobs.ok()) return FinishNow(context, jobs.status());
-  const absl::Time now = rendezvous_.clock().Now();
+  const absl::Time now = rendezvous_.Now();
   for (const rendezvous::JobStatus& job : *jobs) {
     if (!wanted.empty() && !wanted.contains(JobStateToProto(job.state))) {
       continue;
@@ -166,7 +166,7 @@ grpc::ServerUnaryReactor* GrpcJobService::CancelJob(grpc::CallbackServerContext*
     return FinishNow(context, allowed);
   }
   absl::Status status = rendezvous_.CancelJob(
-      request->job_id(), CappedReason(request->reason(), rendezvous_.options().limits));
+      request->job_id(), CappedReason(request->reason(), rendezvous_.limits()));
   return FinishWithJob(context, status, request->job_id(), response);
 }
 
@@ -178,8 +178,7 @@ grpc::ServerUnaryReactor* GrpcJobService::DeleteJob(grpc::CallbackServerContext*
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  absl::Status status =
-      rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.options().limits);
+  absl::Status status = rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.limits());
   if (status.ok()) status = rendezvous_.RemoveJob(request->job_id());
   if (status.ok() && options_.authorizer != nullptr) {
     options_.authorizer->SetJobTokenHash(request->job_id(), "");
@@ -200,8 +199,7 @@ grpc::ServerUnaryReactor* GrpcJobService::IssueJobToken(grpc::CallbackServerCont
                                   "authorization is off (no --admin-token-file): jobs have no "
                                   "tokens"));
   }
-  absl::Status status =
-      rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.options().limits);
+  absl::Status status = rendezvous::ValidateId(request->job_id(), "job id", rendezvous_.limits());
   const std::string token = request->revoke() ? "" : auth::NewToken();
   const std::string token_hash = request->revoke() ? "" : auth::HashToken(token);
   if (status.ok()) status = rendezvous_.SetJobTokenHash(request->job_id(), token_hash);
@@ -221,7 +219,7 @@ grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(grpc::CallbackServerContex
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
+  const rendezvous::RendezvousLimits& limits = rendezvous_.limits();
   absl::Status status = rendezvous::ValidateId(request->node_id(), "node id", limits);
   if (status.ok()) {
     status = rendezvous_.ExcludeNode(request->job_id(), request->node_id(),

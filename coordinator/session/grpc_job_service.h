@@ -2,7 +2,7 @@
 #define DDP_COORDINATOR_SESSION_GRPC_JOB_SERVICE_H_
 
 // ddp.v1.JobService (the scheduler API) over the gRPC callback API: a thin
-// adapter from jobs.proto to the JobRegistry of a RendezvousService.
+// adapter from jobs.proto to a RendezvousService (its scheduler API).
 //
 //   CreateJob    idempotent: an existing job with the same settings is
 //                returned; other settings give ALREADY_EXISTS.

@@ -17,8 +17,7 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
       max_buffered_bytes_(options.watch_buffer_bytes),
       listener_(std::make_shared<Listener>(this)) {
   absl::MutexLock lock(&listener_->mu);
-  absl::Status status =
-      rendezvous::ValidateId(request.job_id(), "job id", rendezvous_.options().limits);
+  absl::Status status = rendezvous::ValidateId(request.job_id(), "job id", rendezvous_.limits());
   if (status.ok() && request.from_index() < 0) {
     status = absl::InvalidArgumentError(
         absl::StrCat("from_index ", request.from_index(),

@@ -96,7 +96,7 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
                      "Register, got ",
                      BodyName(message)));
   }
-  const rendezvous::RendezvousLimits& limits = rendezvous_.options().limits;
+  const rendezvous::RendezvousLimits& limits = rendezvous_.limits();
   switch (message.body_case()) {
     case v1::AgentMessage::kHeartbeat: {
       const v1::Heartbeat& m = message.heartbeat();
@@ -159,7 +159,7 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
                      "stream to register again"));
   }
   DDP_ASSIGN_OR_RETURN(rendezvous::RegisterRequest request,
-                       RegisterFromProto(message, rendezvous_.options().limits));
+                       RegisterFromProto(message, rendezvous_.limits()));
   if (options_.authorizer != nullptr && options_.authorizer->enabled()) {
     DDP_RETURN_IF_ERROR(options_.authorizer->Authorize(identity_, "/ddp.v1.SessionService/Session",
                                                        request.job_id));
@@ -189,8 +189,7 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
 
 absl::StatusOr<rendezvous::NodeRef> SessionReactor::CheckHeader(
     const v1::NodeHeader& header) const {
-  DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref,
-                       NodeRefFromProto(header, rendezvous_.options().limits));
+  DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, NodeRefFromProto(header, rendezvous_.limits()));
   if (ref.job_id != job_id_ || ref.node_id != node_id_ || ref.incarnation != incarnation_) {
     return absl::InvalidArgumentError(
         absl::StrCat("header names job '", rendezvous::Capped(ref.job_id), "' node '",

@@ -86,7 +86,7 @@ TEST_F(HeartbeatUdpTest, DatagramsAloneKeepTheNode_AndTheirAcksCarryTheRunningGe
   EXPECT_EQ(job.state(), v1::RUNNING);
   EXPECT_EQ(job.generation(), 1);
   EXPECT_EQ(job.member_count(), 1);
-  EXPECT_GE(services_->heartbeat_endpoint()->stats().accepted, 10);
+  EXPECT_GE(services_->heartbeat_endpoint_for_testing()->stats().accepted, 10);
 
   // Silence: the node is lost within the heartbeat timeout, as without UDP.
   absl::SleepFor(absl::Milliseconds(600));
@@ -100,14 +100,15 @@ TEST_F(HeartbeatUdpTest, AfterTheStreamClosesDatagramsNoLongerCount) {
   ASSERT_TRUE(agent.WaitForAssignment(1, kWait).ok());
   const v1::HeartbeatChannel channel = registered->heartbeat_channel();
   agent.Disconnect();  // the stream ends; the datagrams go on
-  for (int i = 0; i < 200 && services_->heartbeat_endpoint()->open_sessions() > 0; ++i) {
+  for (int i = 0; i < 200 && services_->heartbeat_endpoint_for_testing()->open_sessions() > 0;
+       ++i) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  EXPECT_EQ(services_->heartbeat_endpoint()->open_sessions(), 0u);
+  EXPECT_EQ(services_->heartbeat_endpoint_for_testing()->open_sessions(), 0u);
   const std::vector<int64_t> running = Heartbeat(channel, 1, absl::Milliseconds(800));
   EXPECT_TRUE(running.empty());                   // no answers
   EXPECT_EQ(GetJob("closed").member_count(), 0);  // lost after 300 ms
-  EXPECT_GE(services_->heartbeat_endpoint()->stats().dropped, 5);
+  EXPECT_GE(services_->heartbeat_endpoint_for_testing()->stats().dropped, 5);
 }
 
 TEST_F(HeartbeatUdpTest, WithoutTheOptionRegisteredNamesNoChannel) {
@@ -118,7 +119,7 @@ TEST_F(HeartbeatUdpTest, WithoutTheOptionRegisteredNamesNoChannel) {
   absl::StatusOr<v1::Registered> registered = agent.Register(kWait);
   ASSERT_TRUE(registered.ok()) << registered.status();
   EXPECT_FALSE(registered->has_heartbeat_channel());
-  EXPECT_EQ(services_->heartbeat_endpoint(), nullptr);
+  EXPECT_EQ(services_->heartbeat_endpoint_for_testing(), nullptr);
   EXPECT_EQ(services_->heartbeat_udp_port(), 0);
 }
 

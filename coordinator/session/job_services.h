@@ -19,6 +19,7 @@
 // Thread-safety: thread-safe; Shutdown is idempotent (the destructor runs it).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,8 +73,15 @@ class JobServices {
   absl::Status StartHeartbeatUdp(const std::string& address, int port);
   // The UDP port heartbeats go to; 0: none.
   int heartbeat_udp_port() const;
-  // Null without options.heartbeat_udp.
-  const UdpHeartbeatEndpoint* heartbeat_endpoint() const { return heartbeat_endpoint_.get(); }
+  // The UDP endpoint's datagram counts; nullopt without options.heartbeat_udp.
+  std::optional<UdpHeartbeatEndpoint::Stats> heartbeat_datagram_stats() const {
+    if (heartbeat_endpoint_ == nullptr) return std::nullopt;
+    return heartbeat_endpoint_->stats();
+  }
+  // Tests only: the UDP endpoint (null without options.heartbeat_udp).
+  const UdpHeartbeatEndpoint* heartbeat_endpoint_for_testing() const {
+    return heartbeat_endpoint_.get();
+  }
   // Agent streams whose session has not ended.
   int open_sessions() const;
 

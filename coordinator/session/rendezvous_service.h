@@ -82,8 +82,10 @@ class RendezvousService final : public commit::CommitParticipant {
   RendezvousService(const RendezvousService&) = delete;
   RendezvousService& operator=(const RendezvousService&) = delete;
 
-  const Clock& clock() const { return clock_; }
-  const RendezvousServiceOptions& options() const { return options_; }
+  // The core's time (its injected clock): what the adapters date replies by.
+  absl::Time Now() const { return clock_.Now(); }
+  // The bounds the adapters check requests against before the core sees them.
+  const rendezvous::RendezvousLimits& limits() const { return options_.limits; }
   // Agent sessions bound to a (job, node, incarnation) in the router.
   int session_count() const { return router_.session_count(); }
   // Closes every agent session with `status` (coordinator shutdown).
