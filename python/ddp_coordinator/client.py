@@ -153,18 +153,20 @@ class KvWatch(_ResumableStream):
     then watch from the range's revision + 1). :meth:`close` ends it."""
 
     def __init__(self, connection, namespace, prefix, start_revision, **kwargs):
-        self.revision = start_revision - 1 if start_revision else 0
+        # The first revision still to deliver; 0: only changes after now (until the first
+        # message tells the store's revision).
+        self.next_revision = start_revision
 
         def request():
-            start = self.revision + 1 if self.revision else 0
-            return kv_pb2.WatchRequest(namespace=namespace, prefix=prefix, start_revision=start)
+            return kv_pb2.WatchRequest(namespace=namespace, prefix=prefix,
+                                       start_revision=self.next_revision)
 
         def convert(reply):
             for event in reply.events:
-                self.revision = max(self.revision, event.kv.mod_revision)
+                self.next_revision = max(self.next_revision, event.kv.mod_revision + 1)
                 yield types.from_proto(types.KvEvent, event)
-            if not reply.events and reply.revision > self.revision:
-                self.revision = reply.revision  # idle progress: nothing below it is missed
+            if not reply.events and reply.revision + 1 > self.next_revision:
+                self.next_revision = reply.revision + 1  # idle progress: nothing missed
 
         super().__init__(connection, kv_pb2_grpc.KeyValueServiceStub, "Watch", request, convert,
                          **kwargs)
@@ -207,8 +209,13 @@ class Jobs:
         current = [j for j in runs if j.job_id == job_id]
         return current[1:] if current else []
 
-    def update(self, job_id, min_nodes=0, max_nodes=0):
-        """Resizes a job (0 keeps the current value)."""
+    def update(self, job_id, min_nodes=None, max_nodes=None):
+        """Resizes a job to ``min_nodes``..``max_nodes``; one left None keeps the job's
+        current value (read first)."""
+        if min_nodes is None or max_nodes is None:
+            current = self.get(job_id).settings
+            min_nodes = current.min_nodes if min_nodes is None else min_nodes
+            max_nodes = current.max_nodes if max_nodes is None else max_nodes
         return self._call("UpdateJob", jobs_pb2.UpdateJobRequest(
             job_id=job_id, min_nodes=min_nodes, max_nodes=max_nodes))
 
@@ -279,7 +286,7 @@ class KeyValueNamespace:
         the key does not exist; ``expected_mod_revision``: only if its mod_revision is this
         (0: absent) — else FailedPreconditionError. Returns a :class:`PutResult`."""
         request = kv_pb2.PutRequest(namespace=self.namespace, key=_bytes(key),
-                                    value=_bytes(value), lease=int(lease),
+                                    value=_bytes(value), lease=_lease_id(lease) if lease else 0,
                                     return_previous=return_previous)
         if if_absent:
             request.if_absent = True
