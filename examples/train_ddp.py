@@ -6,7 +6,8 @@ TORCHELASTIC_RESTART_COUNT), trains a tiny regression model with DistributedData
 over gloo (CPU) or NCCL (GPU), checkpoints every few steps from rank 0, and resumes from the
 checkpoint after a group restart. Between steps it touches DDP_HEARTBEAT_FILE when the agent
 provides one, so a hung worker is detected; before writing a checkpoint it checks that its
-generation is still current (generation_is_current: DDP_LEASE_FILE under ddp-client).
+generation is still current (ddp_coordinator.worker.generation_is_current: DDP_LEASE_FILE
+under ddp-client).
 
 Fault injection for demos and tests (all optional):
   --fail-at-step K      the worker with global rank --fail-rank exits with --fail-exit-code
@@ -27,6 +28,10 @@ import time
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
+
+# ddp-client puts the package on its workers' PYTHONPATH; tools/setup.sh installs it for
+# /usr/bin/python3 (plain torchrun). Outside ddp-client it answers True (no lease file).
+from ddp_coordinator.worker import generation_is_current
 
 
 def parse_args():
@@ -54,32 +59,6 @@ def touch(path):
     if path:
         with open(path, "a"):
             os.utime(path, None)
-
-
-def generation_is_current(margin_s=0.5):
-    """Whether this worker's generation may still act outside the job, e.g. write a checkpoint.
-
-    Under ddp-client the agent publishes its lease in DDP_LEASE_FILE (a JSON object:
-    generation, current, valid_until_monotonic). The generation is current while the
-    coordinator runs it, no stop of it has begun, and the lease does not end within
-    `margin_s` on CLOCK_MONOTONIC (time.monotonic()). A node cut off from the coordinator
-    freezes its workers when its lease ends, and the next generation may start without it soon
-    after: a worker whose generation is not current must not write shared state. Choose
-    `margin_s` longer than the write takes. Under torchrun there is no lease file, and
-    nothing to check.
-    """
-    path = os.environ.get("DDP_LEASE_FILE")
-    if not path:
-        return True
-    try:
-        with open(path) as f:
-            lease = json.load(f)
-    except (OSError, ValueError):
-        return False
-    if not lease.get("current") or lease.get("generation") != int(os.environ["DDP_GENERATION"]):
-        return False
-    until = lease.get("valid_until_monotonic")
-    return until is None or time.monotonic() + margin_s < until
 
 
 def checksum(model):

@@ -16,6 +16,9 @@ PACKAGES=(
   libcpp-httplib-dev prometheus-cpp-dev
   # End-to-end tests and the demo: PyTorch (CPU, gloo) for /usr/bin/python3.
   python3 python3-torch
+  # The Python package (python/ddp_coordinator): gRPC and protobuf, pip to install it
+  # offline, pytest for its tests.
+  python3-grpcio python3-protobuf python3-pip python3-setuptools python3-pytest
   # Benchmarks: etcd 3.4 is measured side by side with the coordinator.
   etcd-server etcd-client
   # Operator-surface tests: promtool and a real Prometheus server; a real browser.
@@ -31,23 +34,33 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ "${#missing[@]}" -eq 0 ]; then
-  echo "setup: all ${#PACKAGES[@]} packages already installed"
-  exit 0
+SUDO=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-  else
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+else
+  if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
     echo "setup: missing packages (${missing[*]}) and not root; rerun as root" >&2
     exit 1
   fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: done"
 fi
 
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "setup: done"
+# The Python package for /usr/bin/python3, from this checkout, without any network; again
+# only when its sources or the protos changed (the version carries their hash).
+python_dir="$(cd "$(dirname "$0")/../python" && pwd)"
+want=$(/usr/bin/python3 "$python_dir/source_version.py")
+have=$(/usr/bin/python3 -c 'import importlib.metadata as m; print(m.version("ddp-coordinator"))' \
+  2>/dev/null || true)
+if [ "$want" != "$have" ]; then
+  echo "setup: installing the Python package ddp_coordinator $want for /usr/bin/python3"
+  $SUDO /usr/bin/python3 -m pip install --quiet --no-deps --no-build-isolation --no-index \
+    --break-system-packages --root-user-action=ignore "$python_dir" >/dev/null
+fi

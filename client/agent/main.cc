@@ -26,6 +26,7 @@
 #include "client/agent/standalone_coordinator.h"
 #include "client/entry_point_check.h"
 #include "client/launch_options.h"
+#include "client/python_package.h"
 #include "client/worker_env.h"
 #include "client/worker_files.h"
 #include "client/worker_process.h"
@@ -58,9 +59,13 @@ void SignalLoop(Agent* agent, const std::atomic<bool>* stop) {
 }
 
 int RunAgent(LaunchOptions launch) {
+  // The workers' base environment: this process's, with the ddp_coordinator
+  // Python package that ships with this binary on PYTHONPATH.
+  const EnvMap base_env = WithPythonPath(
+      CurrentEnvironment(), BundledPythonPackagePath(CurrentExecutable(), CurrentEnvironment()));
   // A script, module or first import that is missing fails every generation
   // within milliseconds: say so once, before joining (nothing spent).
-  if (absl::Status entry = CheckEntryPoint(launch, {}); !entry.ok()) {
+  if (absl::Status entry = CheckEntryPoint(launch, {ToEnvStrings(base_env)}); !entry.ok()) {
     DDP_LOG(ERROR) << "ddp-client: " << entry.message();
     return kExitEntryPointError;
   }
@@ -109,7 +114,7 @@ int RunAgent(LaunchOptions launch) {
   AgentOptions options;
   options.launch = launch;
   options.run_dir = *run_dir;
-  options.base_env = CurrentEnvironment();
+  options.base_env = base_env;
   options.supervisor.heartbeat_timeout = launch.worker_heartbeat_timeout;
   options.supervisor.check_interval = launch.monitor_interval;
   // In the foreground of a terminal, local rank 0 reads it (input(), pdb) and

@@ -1,0 +1,42 @@
+"""ddp_coordinator: Python for the ddp-coordinator service.
+
+- :class:`Client` — the scheduler's client: jobs, the key-value store, the cluster;
+- :mod:`ddp_coordinator.worker` — the training script's side: who am I, is my generation
+  current, the heartbeat, the job's key namespace;
+- :mod:`ddp_coordinator.errors` — exceptions carrying the gRPC code and message.
+
+The protobuf and gRPC modules are generated from proto/ddp/v1 into
+``ddp_coordinator._proto`` when the package is built (pip, Bazel); docs/python.md shows
+examples.
+"""
+from ddp_coordinator import worker
+
+__version__ = "0.1.0"
+
+_CLIENT_NAMES = {"Client", "Jobs", "KeyValueNamespace", "JobWatch", "KvWatch"}
+_TYPE_NAMES = {"ClusterStatus", "CompareAndSetResult", "CoordinatorInfo", "EtcdEndpointStatus",
+               "EventType", "Failure", "Job", "JobEvent", "JobEventType", "JobSettings",
+               "JobState", "KeyValue", "KvEvent", "KvStatus", "Lease", "Member", "PutResult",
+               "RangeResult", "RestartCause", "Role"}
+_ERROR_NAMES = {"CoordinatorError", "AbortedError", "AlreadyExistsError", "CancelledError",
+                "DeadlineExceededError", "FailedPreconditionError", "InvalidArgumentError",
+                "NotFoundError", "OutOfRangeError", "PermissionDeniedError",
+                "ResourceExhaustedError", "UnauthenticatedError", "UnavailableError"}
+
+
+def __getattr__(name):
+    # The client, its types and errors load grpc and the generated modules on first use,
+    # so a worker that only reads its environment imports neither.
+    if name in _ERROR_NAMES:
+        from ddp_coordinator import errors
+        return getattr(errors, name)
+    if name in _CLIENT_NAMES:
+        from ddp_coordinator import client
+        return getattr(client, name)
+    if name in _TYPE_NAMES:
+        from ddp_coordinator import types
+        return getattr(types, name)
+    raise AttributeError(f"module 'ddp_coordinator' has no attribute {name!r}")
+
+
+__all__ = sorted(_CLIENT_NAMES | _TYPE_NAMES | _ERROR_NAMES | {"worker"})

@@ -1,0 +1,259 @@
+"""Typed results of the coordinator's API: dataclasses filled from the generated messages.
+
+Field names and meanings are those of proto/ddp/v1 (see its comments and docs/api.md);
+enums are Python ``IntEnum``s built from the proto enums, so their members are the proto's.
+"""
+import dataclasses
+import enum
+import typing
+from typing import List, Optional
+
+from ddp_coordinator._proto import cluster_pb2, jobs_pb2, kv_pb2
+
+# The proto enums as Python enums (names and numbers from the generated descriptors).
+JobState = enum.IntEnum("JobState", dict(jobs_pb2.JobState.items()), module=__name__)
+JobState.__doc__ = "A job's state: WAITING, STARTING, RUNNING, RESTARTING, SUCCEEDED, ..."
+RestartCause = enum.IntEnum("RestartCause", dict(jobs_pb2.RestartCause.items()), module=__name__)
+RestartCause.__doc__ = "Why a generation was stopped: WORKER_FAILURE, HANG, NODE_LOSS, ..."
+JobEventType = enum.IntEnum("JobEventType", dict(jobs_pb2.JobEvent.Type.items()), module=__name__)
+JobEventType.__doc__ = "The kind of a job event: JOB_CREATED, NODE_JOINED, ..."
+EventType = enum.IntEnum("EventType", dict(kv_pb2.Event.Type.items()), module=__name__)
+EventType.__doc__ = "The kind of a KV event: PUT or DELETE."
+Role = enum.IntEnum("Role", dict(cluster_pb2.ClusterStatus.Role.items()), module=__name__)
+Role.__doc__ = "A coordinator's role: SINGLE, LEADER or STANDBY."
+
+FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+def _from_message(cls, message):
+    """Fills dataclass ``cls`` from ``message`` field by field (same names). A nested
+    message field typed Optional[...] is None when unset."""
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.metadata.get("derived"):
+            continue
+        kind = hints[field.name]
+        value = getattr(message, field.name)
+        origin = typing.get_origin(kind)
+        args = typing.get_args(kind)
+        if origin is typing.Union:  # Optional[Nested]
+            nested = args[0]
+            values[field.name] = (_from_message(nested, value)
+                                  if message.HasField(field.name) else None)
+        elif origin in (list, List):
+            item = args[0]
+            values[field.name] = ([_from_message(item, v) for v in value]
+                                  if dataclasses.is_dataclass(item) else list(value))
+        elif dataclasses.is_dataclass(kind):
+            values[field.name] = _from_message(kind, value)
+        elif isinstance(kind, type) and issubclass(kind, enum.IntEnum):
+            values[field.name] = kind(value)
+        else:
+            values[field.name] = value
+    return cls(**values)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobSettings:
+    """A job's settings; 0 takes the coordinator's default (min_nodes 1, max_nodes =
+    min_nodes, nproc_per_node 1, join 600 s, last call 30 s, heartbeat 500 ms / 3 s,
+    shutdown 30 s; max_restarts 0: no restart)."""
+    min_nodes: int = 0
+    max_nodes: int = 0
+    nproc_per_node: int = 0
+    max_restarts: int = 0
+    join_timeout_ms: int = 0
+    last_call_timeout_ms: int = 0
+    heartbeat_interval_ms: int = 0
+    heartbeat_timeout_ms: int = 0
+    shutdown_timeout_ms: int = 0
+
+    def to_proto(self):
+        return jobs_pb2.JobSettings(**dataclasses.asdict(self))
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """One worker failure (exit, signal or hang), or why a job failed without one."""
+    node_id: str
+    generation: int
+    local_rank: int
+    global_rank: int
+    exit_code: int
+    signal: int
+    message: str
+    time_unix_ms: int
+    hang: bool
+    pid: int
+    process_stopped: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """A registered node: a member of the generation, or a spare (group_rank -1)."""
+    node_id: str
+    incarnation: int
+    address: str
+    nproc: int
+    group_rank: int
+    global_rank_offset: int
+    heartbeat_age_ms: int
+    connected: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """A job (one run of a job id) as the coordinator sees it."""
+    job_id: str
+    settings: JobSettings
+    state: JobState
+    generation: int
+    restart_count: int
+    members: List[Member]
+    spares: List[Member]
+    excluded_nodes: List[str]
+    failures: List[Failure]
+    root_cause: Optional[Failure]
+    message: str
+    created_unix_ms: int
+    last_event_index: int
+    first_event_index: int
+    member_count: int
+    registered_nodes: int
+    world_size: int
+    run: int
+    finished_unix_ms: int
+    # The job's bearer token, only in the result of create and issue_token with
+    # authorization on; '' otherwise.
+    token: str
+
+    @property
+    def finished(self):
+        """True in SUCCEEDED, FAILED or CANCELLED."""
+        return self.state in FINISHED_STATES
+
+
+@dataclasses.dataclass(frozen=True)
+class JobEvent:
+    """One event of a job's history; ``index`` is monotonic per job from 1."""
+    job_id: str
+    index: int
+    time_unix_ms: int
+    type: JobEventType
+    node_id: str
+    generation: int
+    message: str
+    failure: Optional[Failure]
+    restart_cause: RestartCause
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyValue:
+    """A key and its value with their revisions (``lease`` 0: none)."""
+    namespace: str
+    key: bytes
+    value: bytes
+    create_revision: int
+    mod_revision: int
+    version: int
+    lease: int
+
+
+@dataclasses.dataclass(frozen=True)
+class KvEvent:
+    """A change seen by a watch: PUT (``kv`` holds the new value) or DELETE (``kv`` holds
+    the key, namespace and the deleting revision as mod_revision)."""
+    type: EventType
+    kv: KeyValue
+
+
+@dataclasses.dataclass(frozen=True)
+class PutResult:
+    """The revision of a put, and the previous key-value when asked for and present."""
+    revision: int
+    previous: Optional[KeyValue]
+
+
+@dataclasses.dataclass(frozen=True)
+class RangeResult:
+    """A page of keys in key order; ``more``: call again from ``next_start_after``."""
+    kvs: List[KeyValue]
+    more: bool
+    next_start_after: bytes
+    revision: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareAndSetResult:
+    """TCPStore's compare_set: the value after the call, and whether it was swapped."""
+    value: bytes
+    swapped: bool
+    revision: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Lease:
+    """A lease: keys attached to it are deleted when it expires or is revoked."""
+    lease: int
+    ttl_ms: int
+
+
+@dataclasses.dataclass(frozen=True)
+class KvStatus:
+    """The KV store's counters."""
+    revision: int
+    compacted_revision: int
+    keys: int
+    leases: int
+    watchers: int
+    version: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CoordinatorInfo:
+    """One coordinator's addresses (``grpc_address`` as clients dial it) and name."""
+    grpc_address: str
+    http_address: str
+    http_scheme: str
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class EtcdEndpointStatus:
+    """One etcd member of the coordinator's store."""
+    endpoint: str
+    healthy: bool
+    error: str
+    version: str
+    is_raft_leader: bool
+    db_size_bytes: int
+    raft_term: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterStatus:
+    """The answering coordinator, its role, the leader it sees and the store under it."""
+    store: str
+    self: Optional[CoordinatorInfo]
+    role: Role
+    leader: Optional[CoordinatorInfo]
+    etcd_endpoints: List[EtcdEndpointStatus]
+    leader_lease_ms: int
+
+
+def job_from_proto(message):
+    return _from_message(Job, message)
+
+
+def job_event_from_proto(message):
+    return _from_message(JobEvent, message)
+
+
+def key_value_from_proto(message):
+    return _from_message(KeyValue, message)
+
+
+def from_proto(cls, message):
+    """Public form of the converter, for any dataclass of this module."""
+    return _from_message(cls, message)

@@ -1,0 +1,138 @@
+"""The training script's side: who am I, is my generation current, the heartbeat, and the
+job's key namespace. Reads the environment that ddp-client (and torchrun) give every worker
+(docs/worker-contract.md); works under plain torchrun too, where the DDP_* variables are
+absent.
+
+    from ddp_coordinator import worker
+
+    me = worker.info()                 # job, generation, ranks, restart count
+    for step in range(steps):
+        worker.heartbeat()             # opt in to hang detection
+        ...
+        if me.rank == 0 and worker.generation_is_current():
+            save_checkpoint()
+"""
+import dataclasses
+import json
+import os
+import time
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerInfo:
+    """This worker's place in the job, from its environment (torchrun's variables and
+    ddp-client's DDP_*). ``generation`` is 0 and ``coordinator`` '' outside ddp-client."""
+    job_id: str
+    generation: int
+    rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+    group_rank: int
+    group_world_size: int
+    role: str
+    role_rank: int
+    role_world_size: int
+    restart_count: int
+    max_restarts: int
+    master_addr: str
+    master_port: int
+    coordinator: str
+
+    @property
+    def is_main_process(self):
+        """True for global rank 0."""
+        return self.rank == 0
+
+
+def _int(env, name, default=0):
+    value = env.get(name, "")
+    try:
+        return int(value) if value != "" else default
+    except ValueError:
+        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def info(environ=None):
+    """This worker's :class:`WorkerInfo`, read from ``environ`` (default ``os.environ``).
+    Unset variables take a single process's values (rank 0 of 1)."""
+    env = os.environ if environ is None else environ
+    rank = _int(env, "RANK")
+    world_size = _int(env, "WORLD_SIZE", 1)
+    return WorkerInfo(
+        job_id=env.get("DDP_JOB") or env.get("TORCHELASTIC_RUN_ID", ""),
+        generation=_int(env, "DDP_GENERATION"),
+        rank=rank,
+        local_rank=_int(env, "LOCAL_RANK"),
+        world_size=world_size,
+        local_world_size=_int(env, "LOCAL_WORLD_SIZE", 1),
+        group_rank=_int(env, "GROUP_RANK"),
+        group_world_size=_int(env, "GROUP_WORLD_SIZE", 1),
+        role=env.get("ROLE_NAME", "default"),
+        role_rank=_int(env, "ROLE_RANK", rank),
+        role_world_size=_int(env, "ROLE_WORLD_SIZE", world_size),
+        restart_count=_int(env, "TORCHELASTIC_RESTART_COUNT"),
+        max_restarts=_int(env, "TORCHELASTIC_MAX_RESTARTS"),
+        master_addr=env.get("MASTER_ADDR", ""),
+        master_port=_int(env, "MASTER_PORT"),
+        coordinator=env.get("DDP_COORDINATOR", ""),
+    )
+
+
+def generation_is_current(margin_s=0.5, environ=None):
+    """Whether this worker's generation may still act outside the job, e.g. write a
+    checkpoint.
+
+    Under ddp-client the agent publishes its lease in ``DDP_LEASE_FILE`` (a JSON object:
+    generation, current, valid_until_monotonic). The generation is current while the
+    coordinator runs it, no stop of it has begun, and the lease does not end within
+    ``margin_s`` on CLOCK_MONOTONIC (``time.monotonic()``). A node cut off from the
+    coordinator freezes its workers when its lease ends, and the next generation may start
+    without it soon after: a worker whose generation is not current must not write shared
+    state. Choose ``margin_s`` longer than the write takes. Under torchrun there is no lease
+    file, and nothing to check (True). An unreadable file answers False.
+    """
+    env = os.environ if environ is None else environ
+    path = env.get("DDP_LEASE_FILE")
+    if not path:
+        return True
+    try:
+        with open(path) as f:
+            lease = json.load(f)
+    except (OSError, ValueError):
+        return False
+    if not isinstance(lease, dict) or not lease.get("current"):
+        return False
+    if lease.get("generation") != _int(env, "DDP_GENERATION"):
+        return False
+    until = lease.get("valid_until_monotonic")
+    return until is None or time.monotonic() + margin_s < until
+
+
+def heartbeat(environ=None):
+    """Touches ``DDP_HEARTBEAT_FILE`` (updates its mtime). Once a worker called it, the agent
+    counts going longer than ``--worker-heartbeat-timeout`` without it as a hang. Call it at
+    least once per step (before and after a collective is best: a hung peer then shows as
+    the older heartbeat). Returns False where there is no heartbeat file (torchrun)."""
+    env = os.environ if environ is None else environ
+    path = env.get("DDP_HEARTBEAT_FILE")
+    if not path:
+        return False
+    with open(path, "a"):
+        os.utime(path, None)
+    return True
+
+
+def kv(environ=None, **client_options):
+    """The job's key namespace (named after the job id), over a client with the worker's
+    coordinator and token (``DDP_COORDINATOR``, ``DDP_TOKEN``, ``DDP_TLS_*``). A job's token
+    may use only its own namespace. ValueError outside a job (no DDP_JOB)."""
+    from ddp_coordinator.client import Client  # grpc only when used
+
+    env = os.environ if environ is None else environ
+    job = env.get("DDP_JOB")
+    if not job:
+        raise ValueError("DDP_JOB is not set: worker.kv() needs a worker started by ddp-client")
+    client_options.setdefault("token", env.get("DDP_TOKEN", ""))
+    client = Client(env.get("DDP_COORDINATOR") or None, **client_options)
+    return client.kv(job)
