@@ -10,7 +10,9 @@
 namespace ddp::commit {
 
 CommitLoop::CommitLoop(StateStore& store, CommitLoopOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : MonotonicClock::Get()) {}
 
 CommitLoop::~CommitLoop() { Shutdown(); }
 
@@ -58,9 +60,9 @@ absl::Status CommitLoop::RunOnce(uint64_t through) {
   for (CommitParticipant* participant : participants_) more |= participant->Prepare(batch);
   absl::Status status;
   if (!batch.empty()) {
-    const absl::Time start = absl::Now();
+    const absl::Time start = clock_.Now();
     status = store_.CommitState(batch);
-    if (status.ok() && options_.on_commit) options_.on_commit(batch, absl::Now() - start);
+    if (status.ok() && options_.on_commit) options_.on_commit(batch, clock_.Now() - start);
   }
   Delivery delivery{through, {}};
   for (CommitParticipant* participant : participants_)
