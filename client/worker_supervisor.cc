@@ -511,7 +511,7 @@ void WorkerSupervisor::Freeze() {
   // goes on to SIGKILL.
   if (!start_done_ || stopped_ || frozen_) return;
   frozen_ = true;
-  frozen_at_ = MonotonicClock::Get().Now();
+  frozen_at_ = clock_.Now();
   for (const WorkerState& state : states_) {
     if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGSTOP);
   }
@@ -521,7 +521,8 @@ void WorkerSupervisor::Thaw() {
   absl::MutexLock lock(&mu_);
   if (!frozen_ || stopping_ || stopped_) return;
   frozen_ = false;
-  unforgiven_pause_ += MonotonicClock::Get().Now() - frozen_at_;
+  // Forgiven in the trackers, which count on clock_: measured on it too.
+  unforgiven_pause_ += clock_.Now() - frozen_at_;
   for (const WorkerState& state : states_) {
     if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGCONT);
   }

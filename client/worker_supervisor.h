@@ -225,7 +225,7 @@ class WorkerSupervisor {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   bool frozen_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time frozen_at_ ABSL_GUARDED_BY(mu_);  // MonotonicClock
+  absl::Time frozen_at_ ABSL_GUARDED_BY(mu_);  // on clock_
   // Frozen time the monitor loop has not yet forgiven in the trackers.
   absl::Duration unforgiven_pause_ ABSL_GUARDED_BY(mu_);
   std::vector<WorkerState> states_ ABSL_GUARDED_BY(mu_);

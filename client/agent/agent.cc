@@ -115,12 +115,13 @@ v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit)
 Agent::Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link)
     : options_(std::move(options)),
       clock_(clock),
+      monotonic_clock_(options_.monotonic_clock != nullptr ? *options_.monotonic_clock
+                                                           : MonotonicClock::Get()),
       link_(link),
       shutdown_timeout_(options_.launch.shutdown_timeout),
       lease_file_(options_.run_dir.empty() ? "" : options_.run_dir + "/lease.json") {
   lease_ = std::make_unique<WorkerLease>(
-      options_.lease_clock != nullptr ? *options_.lease_clock : MonotonicClock::Get(),
-      WorkerLease::Options{lease_file_},
+      monotonic_clock_, WorkerLease::Options{lease_file_},
       [this](bool freeze) {
         absl::MutexLock lock(&supervisor_mu_);
         if (!supervisor_) return;

@@ -95,9 +95,11 @@ struct AgentOptions {
   std::function<absl::StatusOr<std::string>()> make_nccl_id;
   // Where the failure summary goes; null: stderr.
   std::function<void(const std::string&)> print_summary;
-  // The lease's clock (worker_lease.h); null: MonotonicClock. The lease file
-  // is run_dir/lease.json (none without a run_dir).
-  const Clock* lease_clock = nullptr;
+  // The clock of the lease (worker_lease.h) and of the --prewarm standby
+  // pool's delays; null: MonotonicClock (the lease file states its deadline
+  // on CLOCK_MONOTONIC). The lease file is run_dir/lease.json (none without a
+  // run_dir).
+  const Clock* monotonic_clock = nullptr;
 };
 
 class Agent : public SessionEvents {
@@ -177,6 +179,8 @@ class Agent : public SessionEvents {
 
   const AgentOptions options_;
   const Clock& clock_;
+  // options_.monotonic_clock or MonotonicClock.
+  const Clock& monotonic_clock_;
   bool ran_workers_ = false;  // set by the event thread once workers started
   CoordinatorLink* link_;
 

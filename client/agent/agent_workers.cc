@@ -39,7 +39,8 @@ void Agent::StartStandbys() {
   pool_options.modules = launch.prewarm;
   pool_options.python_exec = launch.python_exec;
   pool_options.site_dir = options_.run_dir + "/prewarm";
-  absl::StatusOr<std::unique_ptr<StandbyPool>> pool = StandbyPool::Create(pool_options);
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool =
+      StandbyPool::Create(pool_options, monotonic_clock_);
   if (!pool.ok()) {
     DDP_LOG(WARNING) << "--prewarm off: " << pool.status();
     return;

@@ -85,6 +85,7 @@ bool SpeaksCoordinatorApi(const std::string& endpoint, absl::Duration timeout) {
       grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
   std::unique_ptr<v1::JobService::Stub> stub = v1::JobService::NewStub(channel);
   grpc::ClientContext context;
+  // gRPC deadlines are system_clock time points: the wall clock is deliberate.
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   v1::GetJobRequest request;
   request.set_job_id("ddp-client-probe");

@@ -443,8 +443,8 @@ void GrpcSessionClient::HeartbeatLoop() {
     v1::AgentMessage message;
     {
       absl::MutexLock lock(&mu_);
-      // The lease counts on CLOCK_MONOTONIC whatever clock_ is (worker_lease.h).
-      const absl::Time now = MonotonicClock::Get().Now();
+      // The send time renews the lease: on the lease's clock (Options::clock).
+      const absl::Time now = clock_.Now();
       message = core_.HeartbeatMessage(core_.AckDue(now), now);
     }
     if (carries_states) {

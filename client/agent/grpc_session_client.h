@@ -111,8 +111,10 @@ struct SessionClientOptions {
   // Close: how long the coordinator gets to end the stream after WritesDone.
   absl::Duration close_grace = absl::Seconds(1);
   // Reads the time for every deadline above (resume limit, register
-  // deadline, stable stream); null: MonotonicClock, which never steps with
-  // the wall clock. Waits themselves are relative (durations).
+  // deadline, stable stream) and the send times of Register and heartbeats,
+  // which renew the lease: it must be the lease's clock (WorkerLease,
+  // AgentOptions::monotonic_clock); null: MonotonicClock, which never steps
+  // with the wall clock. Waits themselves are relative (durations).
   const Clock* clock = nullptr;
 };
 

@@ -42,8 +42,8 @@ bool GrpcSessionClient::SendHeartbeatDatagram(bool carries_states) {
   heartbeat::Datagram datagram;
   {
     absl::MutexLock lock(&mu_);
-    // The lease counts on CLOCK_MONOTONIC whatever clock_ is (worker_lease.h).
-    const absl::Time now = MonotonicClock::Get().Now();
+    // The send time renews the lease: on the lease's clock (Options::clock).
+    const absl::Time now = clock_.Now();
     if (udp_ == nullptr || !core_.SendAsDatagram(now)) return false;
     udp = udp_;
     datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(core_.AckDue(now), now),

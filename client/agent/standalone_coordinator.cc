@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/clock.h"
 #include "common/exit_codes.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -35,13 +36,15 @@ std::string DirName(const std::string& path) {
 
 int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return remove(path); }
 
-// waitpid with a deadline; true when reaped.
+// waitpid with a deadline; true when reaped. A real wait for a real child:
+// on CLOCK_MONOTONIC, which a wall-clock step does not cut short or prolong.
 bool WaitFor(pid_t pid, absl::Duration timeout, int* status) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const Clock& monotonic = MonotonicClock::Get();
+  const absl::Time deadline = monotonic.Now() + timeout;
   while (true) {
     pid_t r = waitpid(pid, status, WNOHANG);
     if (r == pid || (r < 0 && errno == ECHILD)) return true;
-    if (absl::Now() >= deadline) return false;
+    if (monotonic.Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(20));
   }
 }
@@ -115,8 +118,10 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::St
   std::unique_ptr<StandaloneCoordinator> child(new StandaloneCoordinator(options, pattern, pid));
   DDP_LOG(INFO) << "--standalone: started " << binary << " (pid " << pid << ", data in " << pattern
                 << ")";
-  const absl::Time deadline = absl::Now() + options.start_timeout;
-  while (absl::Now() < deadline) {
+  // A real wait for the child to listen: on CLOCK_MONOTONIC (see WaitFor).
+  const Clock& monotonic = MonotonicClock::Get();
+  const absl::Time deadline = monotonic.Now() + options.start_timeout;
+  while (monotonic.Now() < deadline) {
     std::ifstream in(port_file);
     std::string text;
     int port = 0;

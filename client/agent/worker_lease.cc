@@ -78,11 +78,13 @@ bool WorkerLease::AwaitValid(absl::Duration bound) {
   auto valid = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return lease_ <= absl::ZeroDuration() || clock_.Now() < ExpiryLocked();
   };
-  // Renewed() releases the lock, which re-evaluates the condition; the
-  // slices notice a FakeClock that moved.
-  const absl::Time give_up = absl::Now() + bound;
-  while (!valid() && absl::Now() < give_up) {
-    mu_.AwaitWithTimeout(absl::Condition(&valid), std::min(options_.poll, give_up - absl::Now()));
+  // Renewed() releases the lock, which re-evaluates the condition. The bound
+  // is on clock_ too; Clock cannot wake a waiter, so the wait is real, in
+  // slices of at most `poll` that notice a FakeClock that moved.
+  const absl::Time give_up = clock_.Now() + bound;
+  for (absl::Time now = clock_.Now(); !valid() && now < give_up; now = clock_.Now()) {
+    mu_.AwaitWithTimeout(absl::Condition(&valid),
+                         std::clamp(give_up - now, absl::Milliseconds(1), options_.poll));
   }
   return valid();
 }
@@ -167,9 +169,8 @@ void WorkerLease::Loop() {
         absl::Time next = absl::InfiniteFuture();
         if (armed && !frozen_) next = ExpiryLocked();
         const absl::Duration wait = std::clamp(next - now, absl::Milliseconds(1), options_.poll);
-        auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return quit_ || renewal_pending_;
-        };
+        auto wake = [this]()
+                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return quit_ || renewal_pending_; };
         mu_.AwaitWithTimeout(absl::Condition(&wake), wait);
         continue;
       }

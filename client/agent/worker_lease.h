@@ -81,8 +81,8 @@ class WorkerLease {
   void Stopping();
   void Disarm();
 
-  // Blocks until the lease is valid (or none is granted), at most `bound`
-  // (real time); false when it is still not. Workers start only under a
+  // Blocks until the lease is valid (or none is granted), at most `bound` on
+  // the lease's clock; false when it is still not. Workers start only under a
   // valid lease: after a resume whose Register waited in the network, the
   // Register's send time is too old, and the first acknowledged heartbeat of
   // the new stream renews it.

@@ -6,9 +6,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
@@ -130,6 +132,41 @@ TEST_F(WorkerLeaseTest, RunsOut_FreezesArmedWorkers_ThawsOnAFreshRenewalOfTheirG
   };
   recorder_.mu.AwaitWithTimeout(absl::Condition(&expired_twice), absl::Seconds(10));
   EXPECT_EQ(recorder_.expired, (std::vector<int64_t>{7, 7}));
+}
+
+// AwaitValid in a thread of its own; `result` once it returns.
+struct AwaitValidCall {
+  AwaitValidCall(WorkerLease& lease, absl::Duration bound)
+      : thread([this, &lease, bound] {
+          result = lease.AwaitValid(bound);
+          returned.Notify();
+        }) {}
+  ~AwaitValidCall() { thread.join(); }
+  bool result = false;
+  absl::Notification returned;
+  std::thread thread;
+};
+
+TEST_F(WorkerLeaseTest, AwaitValid_ReturnsWhenARenewalMakesTheLeaseValid) {
+  lease_.Configure(absl::Seconds(2));
+  AwaitValidCall call(lease_, absl::Minutes(1));
+  Settle();
+  EXPECT_FALSE(call.returned.HasBeenNotified()) << "no renewal yet";
+  lease_.Renewed(clock_.Now(), 1);
+  ASSERT_TRUE(call.returned.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(call.result);
+}
+
+TEST_F(WorkerLeaseTest, AwaitValid_GivesUpAfterItsBoundOnTheLeasesClock) {
+  lease_.Configure(absl::Seconds(2));
+  lease_.Renewed(clock_.Now() - absl::Seconds(5), 1);  // ran out 3 s ago
+  AwaitValidCall call(lease_, absl::Minutes(1));
+  Settle();
+  EXPECT_FALSE(call.returned.HasBeenNotified()) << "gave up before its bound";
+  clock_.Advance(absl::Minutes(1));
+  ASSERT_TRUE(call.returned.WaitForNotificationWithTimeout(absl::Seconds(10)))
+      << "the bound is on the lease's clock";
+  EXPECT_FALSE(call.result);
 }
 
 TEST_F(WorkerLeaseTest, FrozenThenStopping_NeverThawed) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 
 namespace ddp::client {
 namespace {
@@ -36,7 +37,10 @@ bool ConnectOnce(const addrinfo& address, absl::Duration bound) {
 }  // namespace
 
 bool AwaitListener(const std::string& host, int port, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+  // Real connects to a real socket: on CLOCK_MONOTONIC, which a wall-clock
+  // step does not cut short or prolong.
+  const Clock& monotonic = MonotonicClock::Get();
+  const absl::Time deadline = monotonic.Now() + timeout;
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* addresses = nullptr;
@@ -46,9 +50,9 @@ bool AwaitListener(const std::string& host, int port, absl::Duration timeout) {
   bool accepted = false;
   while (!accepted) {
     for (const addrinfo* a = addresses; a != nullptr && !accepted; a = a->ai_next) {
-      accepted = ConnectOnce(*a, std::min(kMaxTry, deadline - absl::Now()));
+      accepted = ConnectOnce(*a, std::min(kMaxTry, deadline - monotonic.Now()));
     }
-    if (accepted || absl::Now() + kRetryPeriod >= deadline) break;
+    if (accepted || monotonic.Now() + kRetryPeriod >= deadline) break;
     absl::SleepFor(kRetryPeriod);
   }
   freeaddrinfo(addresses);

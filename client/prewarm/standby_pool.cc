@@ -140,7 +140,8 @@ std::string EncodeStartMessage(const EnvMap& env) {
   return message;
 }
 
-absl::StatusOr<std::unique_ptr<StandbyPool>> StandbyPool::Create(StandbyPoolOptions options) {
+absl::StatusOr<std::unique_ptr<StandbyPool>> StandbyPool::Create(StandbyPoolOptions options,
+                                                                 const Clock& clock) {
   if (options.modules.empty()) return absl::InvalidArgumentError("--prewarm names no module");
   if (absl::Status s = MakeDirectories(options.site_dir); !s.ok()) return s;
   const std::string file = absl::StrCat(options.site_dir, "/sitecustomize.py");
@@ -149,7 +150,7 @@ absl::StatusOr<std::unique_ptr<StandbyPool>> StandbyPool::Create(StandbyPoolOpti
     out << StandbySiteSource();
     if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", file));
   }
-  std::unique_ptr<StandbyPool> pool(new StandbyPool(std::move(options)));
+  std::unique_ptr<StandbyPool> pool(new StandbyPool(std::move(options), clock));
   if (pool->wake_fd_ < 0) {
     return absl::InternalError(absl::StrCat("eventfd: ", strerror(errno)));
   }
@@ -158,8 +159,10 @@ absl::StatusOr<std::unique_ptr<StandbyPool>> StandbyPool::Create(StandbyPoolOpti
   return pool;
 }
 
-StandbyPool::StandbyPool(StandbyPoolOptions options)
-    : options_(std::move(options)), wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+StandbyPool::StandbyPool(StandbyPoolOptions options, const Clock& clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 StandbyPool::~StandbyPool() {
   {
@@ -194,7 +197,7 @@ void StandbyPool::Prepare(const WorkerSpec& spec, const WorkerStdio& stdio, absl
                   << "executable entry point); it starts cold";
     return;
   }
-  Request request{spec.argv, StaticPart(spec.env), stdio, absl::Now() + delay};
+  Request request{spec.argv, StaticPart(spec.env), stdio, clock_.Now() + delay};
   {
     absl::MutexLock lock(&mu_);
     auto failed = failed_.find(spec.local_rank);
@@ -247,10 +250,10 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
   }
   if (standby != nullptr) {
     // Still importing: wait for it (a cold start would import from scratch).
-    const absl::Time deadline = absl::Now() + kMaxImportWait;
-    while (!standby->ready && !standby->gone && absl::Now() < deadline) {
+    const absl::Time deadline = clock_.Now() + kMaxImportWait;
+    while (!standby->ready && !standby->gone && clock_.Now() < deadline) {
       pollfd p{standby->socket, POLLIN, 0};
-      poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now())) + 1);
+      poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(deadline - clock_.Now())) + 1);
       standby->Read();
     }
     if (standby->ready && !standby->gone) AwaitMaster(spec);
@@ -308,11 +311,11 @@ void StandbyPool::AwaitMaster(const WorkerSpec& spec) {
     absl::MutexLock lock(&mu_);
     if (master == master_not_listening_) return;
   }
-  const absl::Time started = absl::Now();
+  const absl::Time started = clock_.Now();
   const bool listening = AwaitListener(addr->second, port, options_.master_wait);
   DDP_LOG(DEBUG) << "--prewarm: local rank " << spec.local_rank << ": " << master
                  << (listening ? " listens" : " does not listen") << " after "
-                 << absl::FormatDuration(absl::Now() - started);
+                 << absl::FormatDuration(clock_.Now() - started);
   if (!listening) {
     absl::MutexLock lock(&mu_);
     master_not_listening_ = master;
@@ -369,7 +372,7 @@ void StandbyPool::Loop() {
         if (!standby->gone) fds.push_back({standby->socket, POLLIN, 0});
       }
       for (const auto& standby : retired_) fds.push_back({standby->process.pidfd, POLLIN, 0});
-      const absl::Time now = absl::Now();
+      const absl::Time now = clock_.Now();
       for (const auto& [rank, request] : requests_) {
         wait = std::min(wait, std::max(absl::ZeroDuration(), request.due - now));
       }
@@ -391,7 +394,7 @@ void StandbyPool::ReadMessages() {
       ++it;
       continue;
     }
-    const absl::Duration age = absl::Now() - standby.started;
+    const absl::Duration age = clock_.Now() - standby.started;
     if (standby.ready && !standby.gone) {
       DDP_LOG(INFO) << "--prewarm: local rank " << standby.local_rank << ": standby (pid "
                     << standby.process.pid << ") imported " << absl::StrJoin(options_.modules, ",")
@@ -420,7 +423,7 @@ void StandbyPool::ReadMessages() {
       failed_[rank] = Key(standby.argv, standby.static_env);
     } else {
       requests_[rank] = Request{standby.argv, standby.static_env, standby.stdio,
-                                absl::Now() + options_.refill_delay};
+                                clock_.Now() + options_.refill_delay};
     }
     RetireLocked(std::move(it->second));
     it = standbys_.erase(it);
@@ -447,7 +450,7 @@ void StandbyPool::StartDue() {
   std::vector<std::pair<int, Request>> due;
   {
     absl::MutexLock lock(&mu_);
-    const absl::Time now = absl::Now();
+    const absl::Time now = clock_.Now();
     for (auto it = requests_.begin(); it != requests_.end();) {
       if (it->second.due > now) {
         ++it;
@@ -469,7 +472,7 @@ void StandbyPool::StartDue() {
     standby->argv = request.argv;
     standby->static_env = request.static_env;
     standby->stdio = request.stdio;
-    standby->started = absl::Now();
+    standby->started = clock_.Now();
     EnvMap env = request.static_env;
     auto path = env.find("PYTHONPATH");
     env["PYTHONPATH"] = path == env.end() || path->second.empty()

@@ -35,6 +35,10 @@
 //   standby killed from outside is replaced after `refill_delay` (three in a
 //   row at most).
 //
+// Time: every delay and deadline is read from the injected Clock (the agent
+// passes MonotonicClock; tests a FakeClock). The pool's thread polls at
+// least once a second, so it notices a FakeClock moved by a test within that.
+//
 // Thread-safety: every public method is thread-safe. Launch runs on a
 // WorkerSupervisor's monitor thread (WorkerSupervisor::Options::launch).
 
@@ -53,6 +57,7 @@
 #include "client/worker_env.h"
 #include "client/worker_process.h"
 #include "client/worker_supervisor.h"
+#include "common/clock.h"
 
 namespace ddp::client {
 
@@ -80,8 +85,9 @@ class StandbyPool {
 
   // Writes sitecustomize.py into options.site_dir and starts the pool's
   // thread. Possible errors: INVALID_ARGUMENT (no modules), INTERNAL (the
-  // directory or file, named).
-  static absl::StatusOr<std::unique_ptr<StandbyPool>> Create(StandbyPoolOptions options);
+  // directory or file, named). `clock` must outlive the pool.
+  static absl::StatusOr<std::unique_ptr<StandbyPool>> Create(StandbyPoolOptions options,
+                                                             const Clock& clock);
   // Drops every standby (each exits at EOF; SIGKILL after a second) and
   // reaps it.
   ~StandbyPool();
@@ -110,7 +116,7 @@ class StandbyPool {
     absl::Time due;
   };
 
-  explicit StandbyPool(StandbyPoolOptions options);
+  StandbyPool(StandbyPoolOptions options, const Clock& clock);
   void Loop();
   // On the pool's thread.
   void StartDue() ABSL_LOCKS_EXCLUDED(mu_);
@@ -125,6 +131,7 @@ class StandbyPool {
   void RetireLocked(std::unique_ptr<Standby> standby) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const StandbyPoolOptions options_;
+  const Clock& clock_;
   int wake_fd_ = -1;
 
   mutable absl::Mutex mu_;

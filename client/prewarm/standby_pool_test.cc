@@ -115,14 +115,15 @@ WorkerRun RunWorker(WorkerSpec spec, StandbyPool* pool) {
 
 std::unique_ptr<StandbyPool> MakePool(const std::string& dir, std::vector<std::string> modules,
                                       absl::Duration refill_delay = absl::Seconds(3),
-                                      absl::Duration master_wait = absl::Seconds(2)) {
+                                      absl::Duration master_wait = absl::Seconds(2),
+                                      const Clock& clock = MonotonicClock::Get()) {
   StandbyPoolOptions options;
   options.master_wait = master_wait;
   options.modules = std::move(modules);
   options.python_exec = Python();
   options.site_dir = absl::StrCat(dir, "/prewarm");
   options.refill_delay = refill_delay;
-  absl::StatusOr<std::unique_ptr<StandbyPool>> pool = StandbyPool::Create(options);
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool = StandbyPool::Create(options, clock);
   EXPECT_TRUE(pool.ok()) << pool.status();
   return pool.ok() ? std::move(*pool) : nullptr;
 }
@@ -171,6 +172,36 @@ TEST(StandbyPoolTest, AfterAWarmStart_ANewStandbyIsMade) {
   EXPECT_TRUE(first.exit.succeeded());
   EXPECT_TRUE(second.exit.succeeded());
   EXPECT_NE(second.dump.find(EnvEntry("RANK", "3")), std::string::npos) << second.dump;
+}
+
+// The refill after a warm start waits refill_delay on the pool's clock, not
+// the wall's: a FakeClock that does not move holds it back however long the
+// test runs. A standby due at once for another rank marks a pass of the
+// pool's thread that saw the refill and left it.
+TEST(StandbyPoolTest, Refill_WaitsTheRefillDelayOnThePoolsClock) {
+  FakeClock clock;
+  const std::string dir = TestDir("refill_clock");
+  std::unique_ptr<StandbyPool> pool =
+      MakePool(dir, {"json"}, absl::Hours(1), absl::Seconds(2), clock);
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  const WorkerRun run = RunWorker(DumpSpec(dir, 2, false), pool.get());
+  ASSERT_EQ(pool->counts().warm_starts, 1);
+  auto prepare_now = [&](int local_rank) {
+    WorkerSpec other = DumpSpec(dir, 1, false);
+    other.local_rank = local_rank;
+    pool->Prepare(other, DirectConsoleTargets(other, 1, 2), absl::ZeroDuration());
+    return pool->AwaitReady({local_rank}, kImport);
+  };
+
+  ASSERT_TRUE(prepare_now(1));
+  EXPECT_EQ(pool->StandbyPids().count(0), 0) << "refilled before refill_delay";
+  clock.Advance(absl::Hours(1) - absl::Seconds(1));
+  ASSERT_TRUE(prepare_now(2));
+  EXPECT_EQ(pool->StandbyPids().count(0), 0) << "refilled before refill_delay";
+  clock.Advance(absl::Seconds(1));
+  EXPECT_TRUE(pool->AwaitReady({0}, kImport));
 }
 
 TEST(StandbyPoolTest, StaticEnvironmentChanged_StartsColdWithTheNewOne) {

@@ -11,7 +11,9 @@
 namespace ddp::commit {
 
 CommitLoop::CommitLoop(StateStore& store, CommitLoopOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : MonotonicClock::Get()) {}
 
 CommitLoop::~CommitLoop() { Shutdown(); }
 
@@ -60,10 +62,10 @@ absl::Status CommitLoop::RunOnce(uint64_t through) {
   absl::Status status;
   if (!batch.empty()) {
     DDP_FAILPOINT("commit_before_save");
-    const absl::Time start = absl::Now();
+    const absl::Time start = clock_.Now();
     status = store_.CommitState(batch);
     if (status.ok()) DDP_FAILPOINT("commit_after_save");  // durable, nothing sent yet
-    if (status.ok() && options_.on_commit) options_.on_commit(batch, absl::Now() - start);
+    if (status.ok() && options_.on_commit) options_.on_commit(batch, clock_.Now() - start);
   }
   Delivery delivery{through, {}};
   for (CommitParticipant* participant : participants_)

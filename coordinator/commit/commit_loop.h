@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "coordinator/commit/state_store.h"
 
 namespace ddp::commit {
@@ -75,6 +76,9 @@ struct CommitLoopOptions {
   // (KV writes are counted by the KV part's events) and its time; for
   // metrics, keep it cheap.
   std::function<void(const StateBatch& batch, absl::Duration took)> on_commit;
+  // Times each commit for on_commit; null: MonotonicClock. Must outlive the
+  // loop.
+  const Clock* clock = nullptr;
 };
 
 class CommitLoop {
@@ -118,6 +122,7 @@ class CommitLoop {
 
   StateStore& store_;
   const CommitLoopOptions options_;
+  const Clock& clock_;  // options_.clock or MonotonicClock
   std::vector<CommitParticipant*> participants_;
   std::vector<std::unique_ptr<CommitParticipant>> owned_participants_;
 

@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace ddp::commit {
@@ -21,6 +22,7 @@ class RecordingStore final : public StateStore {
     mu.Await(absl::Condition(
         +[](RecordingStore* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return !s->hold; }, this));
     if (!fail_with.ok()) return fail_with;
+    if (clock != nullptr) clock->Advance(takes);
     Commit one;
     one.kv_revision = batch.kv ? batch.kv->revision : 0;
     for (const auto& changes : batch.jobs) one.jobs.push_back(changes.job_id);
@@ -49,6 +51,9 @@ class RecordingStore final : public StateStore {
   int entered ABSL_GUARDED_BY(mu) = 0;
   bool hold ABSL_GUARDED_BY(mu) = false;
   absl::Status fail_with ABSL_GUARDED_BY(mu);
+  // Moved by `takes` in each commit, when set.
+  FakeClock* clock = nullptr;
+  absl::Duration takes;
 };
 
 // A participant with a queue of its own: KV revisions or job ids.
@@ -257,6 +262,32 @@ TEST(CommitLoopTest, Ticker_TicksEveryParticipant) {
   absl::MutexLock b(&t.jobs.mu_);
   EXPECT_GE(t.kv.ticks, 3);
   EXPECT_GE(t.jobs.ticks, 3);
+}
+
+TEST(CommitLoopTest, OnCommit_TimesTheCommitOnTheInjectedClock) {
+  FakeClock clock;
+  absl::Mutex mu;
+  std::vector<absl::Duration> took;
+  CommitLoopOptions options = Loop::NoTicker();
+  options.clock = &clock;
+  options.on_commit = [&](const StateBatch&, absl::Duration d) {
+    absl::MutexLock lock(&mu);
+    took.push_back(d);
+  };
+  RecordingStore store;
+  store.clock = &clock;
+  store.takes = absl::Milliseconds(250);
+  absl::Mutex log_mu;
+  std::vector<std::string> log;
+  QueueParticipant kv(true, &log, &log_mu);
+  CommitLoop loop(store, options);
+  loop.Add(&kv);
+  loop.Start();
+  kv.Queue("1");
+  loop.Notify();
+  loop.Flush();
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(took, std::vector<absl::Duration>{absl::Milliseconds(250)});
 }
 
 }  // namespace

@@ -153,6 +153,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     loop_options.tick_interval = std::min(loop_options.tick_interval, opts.kv_tick_interval);
   }
   loop_options.retry_interval = opts.jobs.rendezvous.write_retry_interval;
+  loop_options.clock = &clock;
   if (opts.http.has_value()) {
     server->metrics_ = std::make_unique<metrics::CoordinatorMetrics>(clock);
     metrics::CoordinatorMetrics* recorder = server->metrics_.get();
