@@ -114,67 +114,65 @@ TEST_F(TrainingE2eTest, StaticFormNoCoordinatorStarted_RanksByNodeRank_JobTrains
   ExpectTrainedTogether(4, 0);
 }
 
+// Two local workers run `script` (it reads SIG_DIR, writes ready<LOCAL_RANK>
+// there once it waits, and <mark><LOCAL_RANK> when the forwarded signal
+// reaches it); the agent gets `signal` and must exit `expected_exit`.
+class SignalForwardingTest : public TrainingE2eTest {
+ protected:
+  void ExpectForwardedToBothWorkers(const std::string& name, int signal, const std::string& script,
+                                    const std::string& mark, int expected_exit);
+};
+
+void SignalForwardingTest::ExpectForwardedToBothWorkers(const std::string& name, int signal,
+                                                        const std::string& script,
+                                                        const std::string& mark,
+                                                        int expected_exit) {
+  const std::string path = Path(name + ".py");
+  std::ofstream(path) << script;
+  setenv("SIG_DIR", dir_.c_str(), 1);
+  AgentProcess& a = Launch(name, {"--standalone", "--nproc-per-node", "2", path});
+  auto exists = [&](const std::string& file) { return access(Path(file).c_str(), F_OK) == 0; };
+  ASSERT_TRUE(PollUntil([&] { return exists("ready0") && exists("ready1"); }, kBound)) << a.log();
+  ASSERT_TRUE(a.Signal(signal));
+  EXPECT_EQ(a.Wait(kBound), expected_exit) << a.log();
+  EXPECT_TRUE(exists(mark + "0")) << a.log();
+  EXPECT_TRUE(exists(mark + "1")) << a.log();
+  unsetenv("SIG_DIR");
+}
+
 // Ctrl-C to the agent reaches the workers as SIGINT, so a script's
 // `except KeyboardInterrupt:` (a last checkpoint) runs, as under torchrun.
-TEST_F(TrainingE2eTest, Sigint_WorkersGetKeyboardInterrupt) {
-  const std::string script = Path("kbi.py");
-  {
-    std::ofstream out(script);
-    out << "import os, time\n"
-           "out = os.environ['KBI_DIR']\n"
-           "open(os.path.join(out, 'ready' + os.environ['LOCAL_RANK']), 'w').close()\n"
-           "try:\n"
-           "    while True:\n"
-           "        time.sleep(0.05)\n"
-           "except KeyboardInterrupt:\n"
-           "    open(os.path.join(out, 'kbi' + os.environ['LOCAL_RANK']), 'w').close()\n";
-  }
-  setenv("KBI_DIR", dir_.c_str(), 1);
-  AgentProcess& a = Launch("kbi", {"--standalone", "--nproc-per-node", "2", script});
-  ASSERT_TRUE(PollUntil(
-      [&] {
-        return access(Path("ready0").c_str(), F_OK) == 0 &&
-               access(Path("ready1").c_str(), F_OK) == 0;
-      },
-      kBound))
-      << a.log();
-  ASSERT_TRUE(a.Signal(SIGINT));
-  EXPECT_EQ(a.Wait(kBound), kSigintExit) << a.log();
-  EXPECT_EQ(access(Path("kbi0").c_str(), F_OK), 0) << a.log();
-  EXPECT_EQ(access(Path("kbi1").c_str(), F_OK), 0) << a.log();
-  unsetenv("KBI_DIR");
+TEST_F(SignalForwardingTest, Sigint_WorkersGetKeyboardInterrupt) {
+  ExpectForwardedToBothWorkers("kbi", SIGINT,
+                               "import os, time\n"
+                               "out = os.environ['SIG_DIR']\n"
+                               "open(os.path.join(out, 'ready' + os.environ['LOCAL_RANK']), "
+                               "'w').close()\n"
+                               "try:\n"
+                               "    while True:\n"
+                               "        time.sleep(0.05)\n"
+                               "except KeyboardInterrupt:\n"
+                               "    open(os.path.join(out, 'kbi' + os.environ['LOCAL_RANK']), "
+                               "'w').close()\n",
+                               "kbi", kSigintExit);
 }
 
 // A closed terminal or ssh session (SIGHUP) reaches the workers as SIGHUP, as
 // torchrun forwards it, and the agent exits 128 + SIGHUP (issue 29, point 4).
-TEST_F(TrainingE2eTest, Sighup_ForwardedToWorkers) {
-  const std::string script = Path("hup.py");
-  {
-    std::ofstream out(script);
-    out << "import os, signal, sys, time\n"
-           "out = os.environ['HUP_DIR']\n"
-           "def hung_up(signum, frame):\n"
-           "    open(os.path.join(out, 'hup' + os.environ['LOCAL_RANK']), 'w').close()\n"
-           "    sys.exit(0)\n"
-           "signal.signal(signal.SIGHUP, hung_up)\n"
-           "open(os.path.join(out, 'ready' + os.environ['LOCAL_RANK']), 'w').close()\n"
-           "while True:\n"
-           "    time.sleep(0.05)\n";
-  }
-  setenv("HUP_DIR", dir_.c_str(), 1);
-  AgentProcess& a = Launch("hup", {"--standalone", "--nproc-per-node", "2", script});
-  ASSERT_TRUE(PollUntil(
-      [&] {
-        return access(Path("ready0").c_str(), F_OK) == 0 &&
-               access(Path("ready1").c_str(), F_OK) == 0;
-      },
-      kBound))
-      << a.log();
-  ASSERT_TRUE(a.Signal(SIGHUP));
-  EXPECT_EQ(a.Wait(kBound), 128 + SIGHUP) << a.log();
-  EXPECT_EQ(access(Path("hup0").c_str(), F_OK), 0) << a.log();
-  EXPECT_EQ(access(Path("hup1").c_str(), F_OK), 0) << a.log();
-  unsetenv("HUP_DIR");
+TEST_F(SignalForwardingTest, Sighup_ForwardedToWorkers) {
+  ExpectForwardedToBothWorkers("hup", SIGHUP,
+                               "import os, signal, sys, time\n"
+                               "out = os.environ['SIG_DIR']\n"
+                               "def hung_up(signum, frame):\n"
+                               "    open(os.path.join(out, 'hup' + os.environ['LOCAL_RANK']), "
+                               "'w').close()\n"
+                               "    sys.exit(0)\n"
+                               "signal.signal(signal.SIGHUP, hung_up)\n"
+                               "open(os.path.join(out, 'ready' + os.environ['LOCAL_RANK']), "
+                               "'w').close()\n"
+                               "while True:\n"
+                               "    time.sleep(0.05)\n",
+                               "hup", 128 + SIGHUP);
 }
 
 }  // namespace
