@@ -640,6 +640,7 @@ void Job::PushAssignments(MasterInfo master) {
   }
   round_.Start(std::move(master), roles);
   state_ = JobState::kRunning;
+  running_since_ = clock_->Now();
   MarkJobDirty();
   for (const std::string& node_id : round_.members().by_rank) {
     if (!node_id.empty()) ResendPending(*membership_.Find(node_id));
@@ -722,6 +723,7 @@ void Job::Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer
   context.state = state_;
   context.generation = round_.generation();
   context.now = clock_->Now();
+  context.running_since = running_since_;
   context.lost_peer = std::move(lost_peer);
   Apply(restart_policy_.Decide(disruption, context));
 }

@@ -327,6 +327,9 @@ class Job {
   Membership membership_;
   // The generation, its members, master info and the round's deadlines.
   RendezvousRound round_;
+  // When the running generation's assignments went out (absl::Time() until
+  // one did in this process: not stored).
+  absl::Time running_since_;
 
   // Timers of the current state.
   // RESTARTING: the members whose workers must be confirmed stopped, and the

@@ -93,6 +93,18 @@ RestartDecision RestartPolicy::DecideWorkerFailure(const FailureInfo& failure,
     if (context.lost_peer.has_value()) return DecideKnockOn(failure, *context.lost_peer, context);
     RestartDecision decision;
     Record(failure, decision);
+    if (restart_count_ < options_.max_restarts && CrashLoop(failure, context)) {
+      root_cause_ = failure;
+      crash_loop_message_ = absl::StrCat(
+          FailureSentence(failure), "; the same failure ended each of the last ", early_in_a_row_,
+          " generations within ", absl::FormatDuration(options_.crash_loop_window),
+          " of its start: the next would fail too, so the job stops instead of spending the ",
+          options_.max_restarts - restart_count_,
+          " restarts left of max_restarts=", options_.max_restarts);
+      decision.action = RestartDecision::Action::kStopThenFail;
+      decision.reason = *crash_loop_message_;
+      return decision;
+    }
     return Charge(failure, context.now, std::move(decision));
   }
   // A report of the generation being torn down: a knock-on failure of the
@@ -191,6 +203,26 @@ void RestartPolicy::Record(const FailureInfo& failure, RestartDecision& decision
   decision.recorded.push_back(failure);
 }
 
+bool RestartPolicy::CrashLoop(const FailureInfo& failure, const RestartContext& context) {
+  if (options_.crash_loop_generations <= 0) return false;
+  const bool early = !failure.hang && context.running_since != absl::Time() &&
+                     context.now - context.running_since <= options_.crash_loop_window;
+  if (!early) {
+    early_in_a_row_ = 0;
+    early_signature_.clear();
+    return false;
+  }
+  // The same way: what the worker said and how it ended, whichever rank.
+  const std::string signature =
+      absl::StrCat(failure.exit_code, "/", failure.signal, "/", failure.message);
+  const bool continues = early_in_a_row_ > 0 && signature == early_signature_ &&
+                         context.generation == early_generation_ + 1;
+  early_in_a_row_ = continues ? early_in_a_row_ + 1 : 1;
+  early_signature_ = signature;
+  early_generation_ = context.generation;
+  return early_in_a_row_ >= options_.crash_loop_generations;
+}
+
 StopOutcome RestartPolicy::ConcludeStop() {
   StopOutcome outcome;
   if (hang_review_.has_value()) {
@@ -207,8 +239,11 @@ StopOutcome RestartPolicy::ConcludeStop() {
   if (root_cause_.has_value()) {
     outcome.fail_with = root_cause_;
     outcome.fail_message =
-        absl::StrCat(FailureSentence(*root_cause_),
-                     "; the restart budget (max_restarts=", options_.max_restarts, ") is spent");
+        crash_loop_message_.has_value()
+            ? *crash_loop_message_
+            : absl::StrCat(FailureSentence(*root_cause_),
+                           "; the restart budget (max_restarts=", options_.max_restarts,
+                           ") is spent");
   }
   return outcome;
 }

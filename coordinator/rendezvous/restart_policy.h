@@ -31,6 +31,13 @@
 //   (FailedEarlier: a stopped process first) once the barrier completes, dated
 //   from the report. The review is not stored: a job restored meanwhile
 //   finishes the barrier without the event (the restart is counted already).
+// - Crash loop: a worker failure reported within crash_loop_window of its
+//   generation's start, the same (exit code, signal, message) as the first
+//   failure of each of the crash_loop_generations - 1 generations before it,
+//   each also that early, would fail the next generation too: the job stops
+//   every worker and fails with it at once instead of cycling through the rest
+//   of the budget. Not stored: after a coordinator restart the count starts
+//   over (it only delays the early stop).
 // - History: every failure goes into a bounded history ordered by failure time
 //   (the newest max_retained_failures kept), not by arrival.
 //
@@ -89,6 +96,9 @@ struct RestartContext {
   JobState state = JobState::kRunning;
   Generation generation = 0;
   absl::Time now;
+  // When the current generation's workers were told to start (its
+  // assignments); absl::Time(): not known (a job restored from storage).
+  absl::Time running_since;
   // A worker failure while RUNNING: the member other than the reporter that
   // was lost earliest, if any (the failure is then its knock-on).
   std::optional<LostPeer> lost_peer;
@@ -135,6 +145,10 @@ class RestartPolicy {
     int max_restarts = 3;            // JobSettings::max_restarts
     int max_retained_failures = 64;  // RendezvousLimits
     int max_message_length = 4096;   // RendezvousLimits
+    // Crash loop (see the rules above): this many generations in a row, each
+    // failing the same way within `crash_loop_window` of its start. 0: off.
+    int crash_loop_generations = 3;
+    absl::Duration crash_loop_window = absl::Seconds(10);
   };
   // As stored (JobRecord): restarts spent, root cause, failure history.
   RestartPolicy(const Options& options, int restart_count, std::optional<FailureInfo> root_cause,
@@ -166,6 +180,9 @@ class RestartPolicy {
                                 const RestartContext& context);
   // Budget left: a charged restart (a hang: reviewed first); spent: stop to fail.
   RestartDecision Charge(const FailureInfo& failure, absl::Time now, RestartDecision decision);
+  // Counts an early failure of a new generation; true when it completes a
+  // crash loop.
+  bool CrashLoop(const FailureInfo& failure, const RestartContext& context);
   void Record(const FailureInfo& failure, RestartDecision& decision);
 
   Options options_;
@@ -178,6 +195,14 @@ class RestartPolicy {
     absl::Time began;
   };
   std::optional<HangReview> hang_review_;
+
+  // The crash-loop count: the signature of the early failures of consecutive
+  // generations, the last such generation, how many in a row.
+  std::string early_signature_;
+  Generation early_generation_ = 0;
+  int early_in_a_row_ = 0;
+  // Set when a crash loop stops the job: the message it fails with.
+  std::optional<std::string> crash_loop_message_;
 };
 
 }  // namespace ddp::rendezvous

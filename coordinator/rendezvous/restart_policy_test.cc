@@ -196,5 +196,78 @@ TEST(RestartPolicyTest, Finish_SetsTheRootCauseAndDropsTheHangReview) {
   EXPECT_FALSE(policy.ConcludeStop().named_restart.has_value());
 }
 
+// Issue 25, point 4: a generation that fails the same way within its first
+// seconds, three times in a row, stops the job rather than the whole budget.
+RestartContext EarlyIn(Generation generation, absl::Duration after_start) {
+  RestartContext context = In(JobState::kRunning, kT0 + after_start);
+  context.generation = generation;
+  context.running_since = kT0;
+  return context;
+}
+
+FailureInfo SameEarlyFailure(Generation generation) {
+  FailureInfo failure = Exit("a", static_cast<int>(generation) % 2, kT0);
+  failure.generation = generation;
+  failure.exit_code = 2;
+  failure.message = "ModuleNotFoundError: No module named 'apex'";
+  return failure;
+}
+
+TEST(RestartPolicyTest, Decide_SameEarlyFailureThreeGenerationsInARow_StopsThenFailsEarly) {
+  RestartPolicy policy = PolicyWithBudget(100);
+  for (Generation g = 1; g <= 2; ++g) {
+    RestartDecision d =
+        policy.Decide(Disruption::WorkerFailure(SameEarlyFailure(g)), EarlyIn(g, absl::Seconds(2)));
+    EXPECT_EQ(d.action, Action::kRestart) << "generation " << g;
+    policy.ConcludeStop();
+  }
+  RestartDecision third =
+      policy.Decide(Disruption::WorkerFailure(SameEarlyFailure(3)), EarlyIn(3, absl::Seconds(2)));
+  EXPECT_EQ(third.action, Action::kStopThenFail);
+  EXPECT_EQ(policy.restart_count(), 2);  // nothing more spent
+  const StopOutcome outcome = policy.ConcludeStop();
+  ASSERT_TRUE(outcome.fail_with.has_value());
+  EXPECT_EQ(outcome.fail_with->message, "ModuleNotFoundError: No module named 'apex'");
+  EXPECT_NE(outcome.fail_message.find("the same failure ended each of the last 3 generations"),
+            std::string::npos)
+      << outcome.fail_message;
+  EXPECT_NE(outcome.fail_message.find("98 restarts left"), std::string::npos)
+      << outcome.fail_message;
+}
+
+TEST(RestartPolicyTest, Decide_EarlyFailuresThatDifferOrComeLate_KeepRestarting) {
+  RestartPolicy policy = PolicyWithBudget(100);
+  FailureInfo other = SameEarlyFailure(2);
+  other.message = "RuntimeError: CUDA error: out of memory";
+  const struct {
+    FailureInfo failure;
+    RestartContext context;
+  } reports[] = {
+      {SameEarlyFailure(1), EarlyIn(1, absl::Seconds(2))},
+      {other, EarlyIn(2, absl::Seconds(2))},  // differs: count restarts
+      {SameEarlyFailure(3), EarlyIn(3, absl::Seconds(2))},
+      {SameEarlyFailure(4), EarlyIn(4, absl::Minutes(5))},  // late: not a crash loop
+      {SameEarlyFailure(5), EarlyIn(5, absl::Seconds(2))},
+      {SameEarlyFailure(7), EarlyIn(7, absl::Seconds(2))},  // a generation between
+      {SameEarlyFailure(8), EarlyIn(8, absl::Seconds(2))},
+  };
+  for (const auto& report : reports) {
+    RestartDecision d = policy.Decide(Disruption::WorkerFailure(report.failure), report.context);
+    EXPECT_EQ(d.action, Action::kRestart) << "generation " << report.context.generation;
+    policy.ConcludeStop();
+  }
+}
+
+TEST(RestartPolicyTest, Decide_StartUnknownAfterRestore_NoCrashLoopDecision) {
+  RestartPolicy policy = PolicyWithBudget(100);
+  for (Generation g = 1; g <= 4; ++g) {
+    RestartContext context = EarlyIn(g, absl::Seconds(1));
+    context.running_since = absl::Time();
+    EXPECT_EQ(policy.Decide(Disruption::WorkerFailure(SameEarlyFailure(g)), context).action,
+              Action::kRestart);
+    policy.ConcludeStop();
+  }
+}
+
 }  // namespace
 }  // namespace ddp::rendezvous
