@@ -3,7 +3,9 @@
 # the jobs in jobs.db; see make_previous_release_data_dir.sh) opens in this
 # one: the jobs are imported into coordinator.db in one transaction, jobs.db
 # is kept as jobs.db.imported, and every job, past run, failure, node and key
-# reads exactly as that release showed it (expected/). Then: a restart does
+# reads exactly as that release showed it (expected/), except where the API
+# changed on purpose since: a finished job lists its nodes as members (group
+# rank -1), not spares (2026-11-26, docs/api.md). Then: a restart does
 # not import again, writes go on at the next revision, and the same dir with
 # a truncated or missing jobs.db is refused (exit 3) instead of served empty.
 set -euo pipefail
