@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
     verdict=FAILED
     echo "fuzz: $t FAILED; the input is in $work/$t/crashes/; log tail:"
   fi
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb|cov:|ERROR|SUMMARY" "$work/$t/log" | tail -n 4
+  grep -aE "stat::number_of_executed_units|stat::peak_rss_mb|cov:|ERROR|SUMMARY" "$work/$t/log" | tail -n 4
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t/log" | tail -n 1)
   echo "//tests/fuzz:${t}_fuzzer $verdict (${runs:-0} inputs in $seconds s)"
 done
