@@ -91,6 +91,11 @@ bool SpeaksCoordinatorApi(const std::string& endpoint, absl::Duration timeout) {
   request.set_job_id("ddp-client-probe");
   v1::Job reply;
   const grpc::Status status = stub->GetJob(&context, request, &reply);
+  // A standby coordinator (HA) answers UNAVAILABLE naming its leader.
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      context.GetServerTrailingMetadata().count("ddp-leader") > 0) {
+    return true;
+  }
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:        // no HTTP/2 (an HTTP/1 server, a reset)
     case grpc::StatusCode::DEADLINE_EXCEEDED:  // a silent listener
