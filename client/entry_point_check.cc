@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "client/worker_command.h"
@@ -205,7 +204,8 @@ absl::Status Refuse(const std::string& what) {
 
 absl::Status CheckEntryPoint(const LaunchOptions& launch, const EntryPointCheckOptions& options) {
   const std::string& entry = launch.entrypoint;
-  if (launch.no_python && !launch.run_path) {
+  if (!RunsUnderPython(launch)) {
+    if (!launch.no_python) return absl::OkStatus();  // an executable file runs as it is
     if (IsExecutableEntryPoint(entry)) return absl::OkStatus();
     if (entry.find('/') != std::string::npos && Exists(entry)) {
       return Refuse(absl::StrCat("the entry point '", entry,
@@ -219,9 +219,6 @@ absl::Status CheckEntryPoint(const LaunchOptions& launch, const EntryPointCheckO
                                entry.find('/') != std::string::npos ? DidYouMean(entry) : ""));
   }
   const bool module = launch.module;
-  const bool python =
-      launch.run_path || module || absl::EndsWith(entry, ".py") || !IsExecutableEntryPoint(entry);
-  if (!python) return absl::OkStatus();  // an executable file runs as it is
   if (!module) {
     bool readable = false;
     if (!IsRegularFile(entry, &readable)) {

@@ -31,14 +31,17 @@ bool IsExecutableEntryPoint(const std::string& entrypoint) {
   return false;
 }
 
+bool RunsUnderPython(const LaunchOptions& o,
+                     const std::function<bool(const std::string&)>& is_executable) {
+  return o.run_path || (!o.no_python && (o.module || absl::EndsWith(o.entrypoint, ".py") ||
+                                         !is_executable(o.entrypoint)));
+}
+
 std::vector<std::string> BuildWorkerArgv(
     const LaunchOptions& o, int local_rank,
     const std::function<bool(const std::string&)>& is_executable) {
   std::vector<std::string> argv;
-  const bool direct =
-      !o.run_path && (o.no_python || (!o.module && !absl::EndsWith(o.entrypoint, ".py") &&
-                                      is_executable(o.entrypoint)));
-  if (!direct) {
+  if (RunsUnderPython(o, is_executable)) {
     argv = {o.python_exec, "-u"};
     if (o.module) argv.push_back("-m");
   }

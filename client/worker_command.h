@@ -24,6 +24,13 @@ namespace ddp::client {
 // PATH).
 bool IsExecutableEntryPoint(const std::string& entrypoint);
 
+// Whether the entry point runs under $PYTHON_EXEC (the rule above): --run-path,
+// -m, a .py file, or anything that is not an executable file, unless
+// --no-python.
+bool RunsUnderPython(
+    const LaunchOptions& options,
+    const std::function<bool(const std::string&)>& is_executable = IsExecutableEntryPoint);
+
 std::vector<std::string> BuildWorkerArgv(
     const LaunchOptions& options, int local_rank,
     const std::function<bool(const std::string&)>& is_executable = IsExecutableEntryPoint);
