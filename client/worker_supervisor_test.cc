@@ -148,6 +148,14 @@ WorkerSupervisor::Options QuietOptions(int console_fd) {
   return o;
 }
 
+// Hang detection on: a worker silent for 300 ms is hung, checked every 20 ms.
+WorkerSupervisor::Options FastHangOptions(int console_fd) {
+  WorkerSupervisor::Options o = QuietOptions(console_fd);
+  o.heartbeat_timeout = absl::Milliseconds(300);
+  o.check_interval = absl::Milliseconds(20);
+  return o;
+}
+
 class WorkerSupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -285,8 +293,7 @@ TEST_F(WorkerSupervisorTest, FreezeThaw_GroupStopsAndResumes) {
   ASSERT_TRUE(supervisor
                   .Start({Script(run_dir_, 0,
                                  "sleep 1000 & echo $! > " + child_pid +
-                                     "; while true; do echo x >> " + ticks +
-                                     "; sleep 0.02; done")})
+                                     "; while true; do echo x >> " + ticks + "; sleep 0.02; done")})
                   .ok());
   ASSERT_TRUE(WaitForFile(child_pid, kPrompt));
   ASSERT_TRUE(WaitForFile(ticks, kPrompt));
@@ -547,9 +554,7 @@ TEST_F(WorkerSupervisorTest, Hang_StoppedWorker_BlamedOverOlderHeartbeat) {
 
 TEST_F(WorkerSupervisorTest, Hang_SecondHangInLaterCheck_KnockOnOfFirst) {
   Events events;
-  WorkerSupervisor::Options options = QuietOptions(console_fd_);
-  options.heartbeat_timeout = absl::Milliseconds(300);
-  options.check_interval = absl::Milliseconds(20);
+  WorkerSupervisor::Options options = FastHangOptions(console_fd_);
   WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
   ASSERT_TRUE(supervisor
                   .Start({Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
@@ -572,9 +577,7 @@ TEST_F(WorkerSupervisorTest, Hang_SecondHangInLaterCheck_KnockOnOfFirst) {
 // later check is a hang of its own, not a knock-on of the blocked one.
 TEST_F(WorkerSupervisorTest, Hang_StoppedProcessInALaterCheck_NotAKnockOn) {
   Events events;
-  WorkerSupervisor::Options options = QuietOptions(console_fd_);
-  options.heartbeat_timeout = absl::Milliseconds(300);
-  options.check_interval = absl::Milliseconds(20);
+  WorkerSupervisor::Options options = FastHangOptions(console_fd_);
   WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
   ASSERT_TRUE(supervisor
                   .Start({Script(run_dir_, 0, "touch \"$DDP_HEARTBEAT_FILE\"; sleep 1000"),
