@@ -9,6 +9,21 @@
 
 namespace ddp::kv {
 
+KeySpace::KeySpace(KeySpace&& other) noexcept { *this = std::move(other); }
+
+KeySpace& KeySpace::operator=(KeySpace&& other) noexcept {
+  if (this == &other) return *this;
+  // The maps' node storage moves with them: records, and the views and
+  // pointers to them, stay valid.
+  namespaces_ = std::move(other.namespaces_);
+  leased_ = std::move(other.leased_);
+  size_ = other.size_;
+  other.namespaces_.clear();
+  other.leased_.clear();
+  other.size_ = 0;
+  return *this;
+}
+
 const KeyValue* KeySpace::Find(const std::string& ns, const std::string& key) const {
   auto ns_it = namespaces_.find(ns);
   if (ns_it == namespaces_.end()) return nullptr;
@@ -28,6 +43,11 @@ LeaseId KeySpace::Upsert(KeyValue kv, const KeyValue** stored) {
     old_lease = it->second.lease;
   }
   it->second = std::move(kv);
+  if (it->second.lease != 0) {
+    leased_.insert(&it->second);
+  } else if (old_lease != 0) {
+    leased_.erase(&it->second);
+  }
   if (stored != nullptr) *stored = &it->second;
   return old_lease;
 }
@@ -39,6 +59,7 @@ bool KeySpace::Erase(const std::string& ns, const std::string& key, LeaseId* old
   auto it = space.records.find(key);
   if (it == space.records.end()) return false;
   if (old_lease != nullptr) *old_lease = it->second.lease;
+  if (it->second.lease != 0) leased_.erase(&it->second);
   {
     absl::MutexLock lock(&index_mu_);
     const absl::string_view view(it->first);
@@ -61,6 +82,21 @@ void KeySpace::IndexLocked(const Namespace& space) {
     hint = std::next(space.ordered.insert(hint, entry));
   }
   space.unindexed.clear();
+}
+
+void KeySpace::ForEach(const std::function<void(const KeyValue&)>& visit) const {
+  for (const auto& [name, space] : namespaces_) {
+    for (const auto& [key, record] : space.records) visit(record);
+  }
+}
+
+void KeySpace::ForEachLeased(const std::function<void(const KeyValue&)>& visit) const {
+  for (const KeyValue* record : leased_) visit(*record);
+}
+
+void KeySpace::IndexAll() const {
+  absl::MutexLock lock(&index_mu_);
+  for (const auto& [name, space] : namespaces_) IndexLocked(space);
 }
 
 std::vector<std::pair<std::string, size_t>> KeySpace::Namespaces() const {

@@ -14,9 +14,17 @@
 // keys. A stream of puts that is never scanned never pays for ordering; a
 // scan pays once for the keys added since the previous one.
 //
+// It also knows which records hold a lease (ForEachLeased), so that a store
+// that takes over a KeySpace attaches the keys to their leases without
+// looking at every key.
+//
+// A KeySpace is built by the storage backend that loads the store (or kept
+// current by a standby that follows the store, coordinator/storage/etcd) and
+// moved into the KvStore whole: moving keeps every record where it is.
+//
 // Thread-safety: not thread-safe for mutations; the KvStore guards it with its
 // state mutex, and Find and Scan may run concurrently with each other (Scan
-// serializes its index work on an internal mutex).
+// serializes its index work on an internal mutex). Moving is a mutation.
 
 #include <functional>
 #include <string>
@@ -26,6 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -35,6 +44,12 @@ namespace ddp::kv {
 
 class KeySpace {
  public:
+  KeySpace() = default;
+  KeySpace(KeySpace&& other) noexcept;
+  KeySpace& operator=(KeySpace&& other) noexcept;
+  KeySpace(const KeySpace&) = delete;
+  KeySpace& operator=(const KeySpace&) = delete;
+
   // Null when absent. The pointer is valid until the next mutation.
   const KeyValue* Find(const std::string& ns, const std::string& key) const;
   // Inserts or replaces; returns the lease of the value it replaced (0 when
@@ -49,7 +64,16 @@ class KeySpace {
   void Scan(const std::string& ns, absl::string_view prefix, absl::string_view start_after,
             const std::function<bool(const KeyValue&)>& visit) const;
 
+  // Calls `visit` for every record, in no particular order.
+  void ForEach(const std::function<void(const KeyValue&)>& visit) const;
+  // Calls `visit` for every record whose lease is not 0, in no particular order.
+  void ForEachLeased(const std::function<void(const KeyValue&)>& visit) const;
+  // Orders every key added since the last Scan now, so that the next Scans
+  // find them in order (a standby keeping a KeySpace for its promotion).
+  void IndexAll() const;
+
   size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
   // The number of keys of namespace `ns`.
   size_t CountIn(const std::string& ns) const {
     auto it = namespaces_.find(ns);
@@ -73,6 +97,8 @@ class KeySpace {
   static void IndexLocked(const Namespace& space);
 
   absl::flat_hash_map<std::string, Namespace> namespaces_;
+  // The records (in `namespaces_`' nodes) whose lease is not 0.
+  absl::flat_hash_set<const KeyValue*> leased_;
   size_t size_ = 0;
   mutable absl::Mutex index_mu_;
 };

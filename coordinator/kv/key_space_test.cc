@@ -1,5 +1,6 @@
 #include "coordinator/kv/key_space.h"
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,6 +95,57 @@ TEST(KeySpaceTest, Scan_KeysAddedAndErasedBetweenScans_OrderStaysExact) {
   EXPECT_TRUE(space.Erase("ns", "z"));  // erased before any scan saw it
   EXPECT_EQ(ScanKeys(space, "", ""), (std::vector<std::string>{"a", "c", "d", "n", "x"}));
   EXPECT_EQ(ScanKeys(space, "", "c"), (std::vector<std::string>{"d", "n", "x"}));
+}
+
+std::vector<std::string> LeasedKeys(const KeySpace& space) {
+  std::vector<std::string> keys;
+  space.ForEachLeased(
+      [&](const KeyValue& kv) { keys.push_back(kv.key + "@" + std::to_string(kv.lease)); });
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+TEST(KeySpaceTest, ForEachLeased_FollowsLeasesGivenReplacedAndErased) {
+  KeySpace space;
+  KeyValue a = Kv("ns", "a");
+  a.lease = 1;
+  KeyValue b = Kv("ns", "b");
+  b.lease = 2;
+  space.Upsert(a);
+  space.Upsert(b);
+  space.Upsert(Kv("ns", "plain"));
+  EXPECT_EQ(LeasedKeys(space), (std::vector<std::string>{"a@1", "b@2"}));
+  space.Upsert(Kv("ns", "a"));  // the lease taken off
+  b.lease = 3;
+  space.Upsert(b);  // another lease
+  EXPECT_EQ(LeasedKeys(space), (std::vector<std::string>{"b@3"}));
+  EXPECT_TRUE(space.Erase("ns", "b"));
+  EXPECT_EQ(LeasedKeys(space), (std::vector<std::string>{}));
+}
+
+TEST(KeySpaceTest, Move_KeepsRecordsOrderAndLeases) {
+  KeySpace space;
+  for (const char* key : {"m", "c", "x"}) space.Upsert(Kv("ns", key));
+  EXPECT_EQ(ScanKeys(space, "", ""), (std::vector<std::string>{"c", "m", "x"}));  // indexed
+  KeyValue leased = Kv("ns", "b");
+  leased.lease = 9;
+  space.Upsert(leased);  // not indexed yet
+  space.IndexAll();
+  KeySpace moved(std::move(space));
+  EXPECT_TRUE(space.empty());  // NOLINT(bugprone-use-after-move): moved-from is empty
+  EXPECT_EQ(moved.size(), 4u);
+  EXPECT_EQ(ScanKeys(moved, "", ""), (std::vector<std::string>{"b", "c", "m", "x"}));
+  EXPECT_EQ(LeasedKeys(moved), (std::vector<std::string>{"b@9"}));
+  KeySpace assigned;
+  assigned.Upsert(Kv("ns", "gone"));
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.Find("ns", "gone"), nullptr);
+  ASSERT_NE(assigned.Find("ns", "m"), nullptr);
+  EXPECT_TRUE(assigned.Erase("ns", "m"));
+  EXPECT_EQ(ScanKeys(assigned, "", ""), (std::vector<std::string>{"b", "c", "x"}));
+  size_t visited = 0;
+  assigned.ForEach([&](const KeyValue&) { ++visited; });
+  EXPECT_EQ(visited, 3u);
 }
 
 TEST(KeySpaceTest, Scan_ConcurrentScans_SameResult) {

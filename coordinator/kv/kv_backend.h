@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "coordinator/kv/key_space.h"
 #include "coordinator/kv/kv_types.h"
 
 namespace ddp::kv {
@@ -27,7 +28,7 @@ struct PersistedKvState {
   Revision revision = 0;            // last committed revision (0 for a new store)
   Revision compacted_revision = 0;  // events with revision <= this are gone
   LeaseId next_lease_id = 1;        // the next lease id to hand out
-  std::vector<KeyValue> keys;       // every live key, any order
+  KeySpace keys;                    // every live key
   std::vector<LeaseRecord> leases;  // every live lease, any order
 };
 

@@ -134,7 +134,7 @@ class WriteBatchBuilder {
     std::string owner;
   };
   absl::flat_hash_map<LeaseId, Granted> granted_;
-  absl::flat_hash_set<LeaseId> revoked_;           // committed leases revoked here
+  absl::flat_hash_set<LeaseId> revoked_;  // committed leases revoked here
   std::vector<Event> events_;
   bool built_ = false;  // events_ moved out by Build
 };

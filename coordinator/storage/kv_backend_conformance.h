@@ -103,6 +103,12 @@ inline std::vector<KeyValue> SortedKeys(std::vector<KeyValue> keys) {
   return keys;
 }
 
+inline std::vector<KeyValue> SortedKeys(const KeySpace& space) {
+  std::vector<KeyValue> keys;
+  space.ForEach([&](const KeyValue& kv) { keys.push_back(kv); });
+  return SortedKeys(std::move(keys));
+}
+
 inline std::vector<LeaseRecord> SortedLeases(std::vector<LeaseRecord> leases) {
   std::sort(leases.begin(), leases.end(),
             [](const LeaseRecord& a, const LeaseRecord& b) { return a.id < b.id; });

@@ -168,7 +168,6 @@ std::string Printable(const std::string& id) {
   return out;
 }
 
-
 absl::Status DataLoss(const std::string& path, absl::string_view what) {
   return absl::DataLossError(
       absl::StrFormat("job database %s is inconsistent: %s. It was damaged or edited by hand: "
@@ -181,7 +180,7 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
   {
     DDP_ASSIGN_OR_RETURN(SqliteStatement select,
                          db.Prepare(absl::StrCat("SELECT ", absl::StrJoin(kJobColumns, ", "),
-                                                   " FROM jobs ORDER BY job_id")));
+                                                 " FROM jobs ORDER BY job_id")));
     while (true) {
       DDP_ASSIGN_OR_RETURN(bool row, select.Step());
       if (!row) break;
@@ -201,7 +200,7 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
   {
     DDP_ASSIGN_OR_RETURN(SqliteStatement select,
                          db.Prepare(absl::StrCat("SELECT ", absl::StrJoin(kJobColumns, ", "),
-                                                   " FROM job_runs ORDER BY job_id, run")));
+                                                 " FROM job_runs ORDER BY job_id, run")));
     while (true) {
       DDP_ASSIGN_OR_RETURN(bool row, select.Step());
       if (!row) break;
@@ -212,7 +211,7 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
       JobSnapshot* snapshot = find(run.job_id);
       if (snapshot == nullptr) {
         return DataLoss(path, absl::StrCat("job_runs has rows of job '", Printable(run.job_id),
-                                     "' which has no row"));
+                                           "' which has no row"));
       }
       snapshot->past_runs.push_back(std::move(run));
     }
@@ -220,7 +219,7 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
   {
     DDP_ASSIGN_OR_RETURN(SqliteStatement select,
                          db.Prepare(absl::StrCat("SELECT job_id, seq, ", kFailureColumns,
-                                                   " FROM job_failures ORDER BY job_id, seq")));
+                                                 " FROM job_failures ORDER BY job_id, seq")));
     while (true) {
       DDP_ASSIGN_OR_RETURN(bool row, select.Step());
       if (!row) break;
@@ -229,7 +228,7 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
       JobSnapshot* snapshot = find(job_id);
       if (snapshot == nullptr) {
         return DataLoss(path, absl::StrCat("job_failures has rows of job '", Printable(job_id),
-                                     "' which has no row"));
+                                           "' which has no row"));
       }
       reader.Int64();  // seq: only orders the rows
       FailureInfo failure;
@@ -243,22 +242,22 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
   {
     DDP_ASSIGN_OR_RETURN(SqliteStatement select,
                          db.Prepare("SELECT job_id, node_id FROM job_excluded_nodes "
-                                      "ORDER BY job_id, node_id"));
+                                    "ORDER BY job_id, node_id"));
     while (true) {
       DDP_ASSIGN_OR_RETURN(bool row, select.Step());
       if (!row) break;
       const std::string job_id = select.ColumnBlob(0);
       JobSnapshot* snapshot = find(job_id);
       if (snapshot == nullptr) {
-        return DataLoss(path, absl::StrCat("job_excluded_nodes has rows of job '", Printable(job_id),
-                                     "' which has no row"));
+        return DataLoss(path, absl::StrCat("job_excluded_nodes has rows of job '",
+                                           Printable(job_id), "' which has no row"));
       }
       snapshot->job.excluded_nodes.push_back(select.ColumnBlob(1));
     }
   }
   DDP_ASSIGN_OR_RETURN(SqliteStatement select,
                        db.Prepare(absl::StrCat("SELECT job_id, ", kNodeColumns,
-                                                 " FROM job_nodes ORDER BY job_id, node_id")));
+                                               " FROM job_nodes ORDER BY job_id, node_id")));
   while (true) {
     DDP_ASSIGN_OR_RETURN(bool row, select.Step());
     if (!row) break;
@@ -266,14 +265,14 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
     const std::string job_id = reader.Blob();
     JobSnapshot* snapshot = find(job_id);
     if (snapshot == nullptr) {
-      return DataLoss(path, 
-          absl::StrCat("job_nodes has rows of job '", Printable(job_id), "' which has no row"));
+      return DataLoss(path, absl::StrCat("job_nodes has rows of job '", Printable(job_id),
+                                         "' which has no row"));
     }
     NodeRecord node;
     std::string error = sqlite_rows::ReadNode(reader, &node);
     if (!error.empty()) {
       return DataLoss(path, absl::StrCat("node '", Printable(node.node_id), "' of job '",
-                                   Printable(job_id), "' ", error));
+                                         Printable(job_id), "' ", error));
     }
     snapshot->nodes.push_back(std::move(node));
   }

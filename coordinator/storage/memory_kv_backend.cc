@@ -14,8 +14,7 @@ absl::StatusOr<PersistedKvState> InMemoryKvBackend::Load() {
   state.revision = revision_;
   state.compacted_revision = compacted_revision_;
   state.next_lease_id = next_lease_id_;
-  state.keys.reserve(keys_.size());
-  for (const auto& [ref, kv] : keys_) state.keys.push_back(kv);
+  for (const auto& [ref, kv] : keys_) state.keys.Upsert(kv);
   state.leases.reserve(leases_.size());
   for (const auto& [id, lease] : leases_) state.leases.push_back(lease);
   return state;

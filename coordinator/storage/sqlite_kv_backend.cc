@@ -424,20 +424,23 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
     kv.mod_revision = keys.ColumnInt64(4);
     kv.version = keys.ColumnInt64(5);
     kv.lease = keys.ColumnInt64(6);
-    state.keys.push_back(std::move(kv));
+    state.keys.Upsert(std::move(kv));
   }
   DDP_RETURN_IF_ERROR(ReplayEventsLocked(meta, &state));
-  for (const KeyValue& kv : state.keys) {
+  absl::Status bad_key;
+  state.keys.ForEach([&](const KeyValue& kv) {
+    if (!bad_key.ok()) return;
     if (kv.mod_revision < 1 || kv.mod_revision > state.revision || kv.create_revision < 1 ||
         kv.create_revision > kv.mod_revision) {
-      return DataLoss(absl::StrFormat(
+      bad_key = DataLoss(absl::StrFormat(
           "key '%s' in namespace '%s' has create_revision %d "
           "and mod_revision %d; "
           "expected 1 <= create <= mod <= revision %d",
           absl::CHexEscape(kv.key.substr(0, 64)), absl::CHexEscape(kv.ns.substr(0, 64)),
           kv.create_revision, kv.mod_revision, state.revision));
     }
-  }
+  });
+  DDP_RETURN_IF_ERROR(bad_key);
 
   DDP_ASSIGN_OR_RETURN(SqliteStatement leases,
                        write_db_->Prepare("SELECT id, ttl_ms FROM kv_leases ORDER BY id"));
@@ -457,24 +460,14 @@ absl::StatusOr<PersistedKvState> SqliteKvBackend::Load() {
 absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta, PersistedKvState* state) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement events, write_db_->Prepare(kSelectEventsAfter));
   DDP_RETURN_IF_ERROR(events.BindInt64(1, meta.keys_revision));
-  // Built on the first event only: a cleanly closed file has none to replay.
-  absl::flat_hash_map<DeferredKeyWrites::KeyRef, size_t> index;
-  std::vector<bool> alive;
   absl::flat_hash_map<DeferredKeyWrites::KeyRef, std::optional<KeyValue>> changes;
   while (true) {
     DDP_ASSIGN_OR_RETURN(bool row, events.Step());
     if (!row) break;
-    if (alive.empty() && !state->keys.empty()) {
-      alive.assign(state->keys.size(), true);
-      for (size_t i = 0; i < state->keys.size(); ++i) {
-        index.emplace(DeferredKeyWrites::KeyRef(state->keys[i].ns, state->keys[i].key), i);
-      }
-    }
     const int64_t type = events.ColumnInt64(0);
     DeferredKeyWrites::KeyRef ref(events.ColumnBlob(1), events.ColumnBlob(2));
-    auto it = index.find(ref);
     if (type == static_cast<int64_t>(EventType::kDelete)) {
-      if (it != index.end()) alive[it->second] = false;
+      state->keys.Erase(ref.first, ref.second);
       changes[std::move(ref)] = std::nullopt;
       continue;
     }
@@ -489,24 +482,8 @@ absl::Status SqliteKvBackend::ReplayEventsLocked(const Meta& meta, PersistedKvSt
     kv.mod_revision = events.ColumnInt64(5);
     kv.version = events.ColumnInt64(6);
     kv.lease = events.ColumnInt64(7);
-    if (it != index.end()) {
-      state->keys[it->second] = kv;
-      alive[it->second] = true;
-    } else {
-      index.emplace(ref, state->keys.size());
-      state->keys.push_back(kv);
-      alive.push_back(true);
-    }
+    state->keys.Upsert(kv);
     changes[std::move(ref)] = std::move(kv);
-  }
-  if (!changes.empty()) {
-    size_t kept = 0;
-    for (size_t i = 0; i < state->keys.size(); ++i) {
-      if (!alive[i]) continue;
-      if (kept != i) state->keys[kept] = std::move(state->keys[i]);
-      ++kept;
-    }
-    state->keys.resize(kept);
   }
   std::vector<KeyChange> pending;
   pending.reserve(changes.size());

@@ -158,7 +158,7 @@ TEST_F(SqliteKvBackendTest, Commit_ChildKilledAfterCommitReturned_DataSurvives) 
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->revision, 1);
   ASSERT_EQ(state->keys.size(), 1u);
-  EXPECT_EQ(state->keys[0].value, std::string(1000, 'd'));
+  state->keys.ForEach([](const KeyValue& kv) { EXPECT_EQ(kv.value, std::string(1000, 'd')); });
   absl::StatusOr<std::vector<Event>> events = backend->ReadEvents("ns", "dur", 1, 10);
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->size(), 1u);
@@ -335,7 +335,7 @@ TEST_F(SqliteKvBackendTest, Compact_KeysNotWrittenYet_EventsKeptSoCrashLosesNoth
   EXPECT_EQ(state->revision, 5);
   EXPECT_EQ(state->compacted_revision, 5);
   std::vector<std::string> keys;
-  for (const KeyValue& kv : state->keys) keys.push_back(kv.key);
+  state->keys.ForEach([&](const KeyValue& kv) { keys.push_back(kv.key); });
   std::sort(keys.begin(), keys.end());
   EXPECT_THAT(keys, ::testing::ElementsAre("k1", "k3", "k4"));
   // The history is gone for readers even though its rows were kept.

@@ -123,8 +123,8 @@ absl::StatusOr<int> SqliteStateStore::ImportJobsDatabase(const std::string& jobs
     absl::StatusOr<std::vector<rendezvous::JobSnapshot>> loaded =
         ReadLegacyJobsDatabase(jobs_db_path);
     if (!loaded.ok()) {
-      return absl::Status(loaded.status().code(), absl::StrCat("cannot import ", jobs_db_path,
-                                                               ": ", loaded.status().message()));
+      return absl::Status(loaded.status().code(), absl::StrCat("cannot import ", jobs_db_path, ": ",
+                                                               loaded.status().message()));
     }
     std::vector<rendezvous::JobSnapshot> jobs = *std::move(loaded);
     count = static_cast<int>(jobs.size());

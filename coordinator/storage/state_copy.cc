@@ -77,7 +77,8 @@ absl::StatusOr<StateCopySummary> CopyState(commit::StateStore& from, commit::Sta
   if (source.revision > 0) {  // a store that never wrote a key has no KV part
     kv::KvWriteBatch kv;
     kv.revision = source.revision;
-    kv.upserts = std::move(source.keys);
+    kv.upserts.reserve(source.keys.size());
+    source.keys.ForEach([&](const kv::KeyValue& key) { kv.upserts.push_back(key); });
     kv.lease_grants = std::move(source.leases);
     kv.next_lease_id = source.next_lease_id;
     batch.kv = std::move(kv);

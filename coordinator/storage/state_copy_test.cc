@@ -99,7 +99,9 @@ void WriteJobs(commit::StateStore& store) {
   ASSERT_TRUE(store.Apply(conformance::CreateJob(other)).ok());
 }
 
-std::vector<kv::KeyValue> SortedKeys(std::vector<kv::KeyValue> keys) {
+std::vector<kv::KeyValue> SortedKeys(const kv::KeySpace& space) {
+  std::vector<kv::KeyValue> keys;
+  space.ForEach([&](const kv::KeyValue& kv) { keys.push_back(kv); });
   std::sort(keys.begin(), keys.end(), [](const kv::KeyValue& a, const kv::KeyValue& b) {
     return std::tie(a.ns, a.key) < std::tie(b.ns, b.key);
   });

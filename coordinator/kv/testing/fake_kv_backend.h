@@ -23,7 +23,12 @@ class FakeKvBackend : public KvBackend {
  public:
   absl::StatusOr<PersistedKvState> Load() override {
     absl::MutexLock lock(&mu_);
-    PersistedKvState state = state_;
+    PersistedKvState state;
+    state.revision = state_.revision;
+    state.compacted_revision = state_.compacted_revision;
+    state.next_lease_id = state_.next_lease_id;
+    for (const auto& [ref, kv] : keys_) state.keys.Upsert(kv);
+    for (const auto& [id, lease] : leases_) state.leases.push_back(lease);
     return state;
   }
 
@@ -46,10 +51,6 @@ class FakeKvBackend : public KvBackend {
     events_.insert(events_.end(), batch.events.begin(), batch.events.end());
     state_.revision = batch.revision;
     if (batch.next_lease_id != 0) state_.next_lease_id = batch.next_lease_id;
-    state_.keys.clear();
-    for (const auto& [ref, kv] : keys_) state_.keys.push_back(kv);
-    state_.leases.clear();
-    for (const auto& [id, lease] : leases_) state_.leases.push_back(lease);
     return applied_but_unknown ? fail_with_ : absl::OkStatus();
   }
 

@@ -72,6 +72,26 @@ bool EtcdPrefixMirror::Kept(const std::string& key) const {
   return true;
 }
 
+void EtcdPrefixMirror::Apply(EtcdPrefixSnapshot& to, std::string key,
+                             std::optional<std::string> value, int64_t mod_revision) const {
+  if (!Kept(key)) return;
+  if (to.view != nullptr && to.view->Takes(key)) {
+    if (value) {
+      to.view->Put(key, *std::move(value));
+    } else {
+      to.view->Delete(key);
+    }
+    return;
+  }
+  if (!value) {
+    to.keys.erase(key);
+    return;
+  }
+  EtcdMirroredValue& held = to.keys[std::move(key)];
+  held.value = *std::move(value);
+  held.mod_revision = mod_revision;
+}
+
 void EtcdPrefixMirror::Run() {
   bool synced = false;
   while (true) {
@@ -135,6 +155,7 @@ absl::StatusOr<EtcdPrefixSnapshot> EtcdPrefixMirror::ReadSnapshot() {
   }
   if (from < range_end_) ranges.emplace_back(from, range_end_);
   EtcdPrefixSnapshot out;
+  if (options_.new_view) out.view = options_.new_view();
   for (auto& [key, end] : ranges) {
     while (key < end) {
       etcdserverpb::RangeRequest request;
@@ -162,14 +183,14 @@ absl::StatusOr<EtcdPrefixSnapshot> EtcdPrefixMirror::ReadSnapshot() {
       }
       if (out.revision == 0) out.revision = response.header().revision();
       for (etcdserverpb::KeyValue& kv : *response.mutable_kvs()) {
-        out.keys.emplace_hint(out.keys.end(), std::move(*kv.mutable_key()),
-                              EtcdMirroredValue{std::move(*kv.mutable_value()), kv.mod_revision()});
+        Apply(out, kv.key(), std::move(*kv.mutable_value()), kv.mod_revision());
       }
       if (!response.more() || response.kvs_size() == 0) break;
-      key = std::prev(out.keys.end())->first + std::string(1, '\0');
+      key = response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0');
     }
   }
   if (out.revision == 0) return absl::UnavailableError("etcd answered no revision");
+  if (out.view != nullptr) out.view->Settle();
   return out;
 }
 
@@ -209,15 +230,11 @@ absl::Status EtcdPrefixMirror::Follow() {
     if (stopping_) break;  // TakeAt has the state: nothing more is applied
     for (etcdserverpb::Event& event : *response.mutable_events()) {
       etcdserverpb::KeyValue& kv = *event.mutable_kv();
-      if (!Kept(kv.key())) continue;
-      if (event.type() == etcdserverpb::Event::DELETE) {
-        state_.keys.erase(kv.key());
-      } else {
-        EtcdMirroredValue& held = state_.keys[kv.key()];
-        held.value = std::move(*kv.mutable_value());
-        held.mod_revision = kv.mod_revision();
-      }
+      std::optional<std::string> value;
+      if (event.type() != etcdserverpb::Event::DELETE) value = std::move(*kv.mutable_value());
+      Apply(state_, std::move(*kv.mutable_key()), std::move(value), kv.mod_revision());
     }
+    if (state_.view != nullptr) state_.view->Settle();
     // etcd never splits one revision's changes over two answers: every
     // change up to the last one's revision is applied now.
     state_.revision =

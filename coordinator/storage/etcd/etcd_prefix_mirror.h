@@ -25,14 +25,19 @@
 // never one revision split over two answers.
 //
 // Keys under a `skip` prefix are not kept (the KV event history, which only
-// grows), but their changes still move revision() on.
+// grows), but their changes still move revision() on. Keys a view takes
+// (EtcdMirrorView: the KV keys, kept decoded and indexed as the coordinator
+// serves them) are handed to it instead of being kept as bytes, so that
+// what a promotion takes over is ready to serve, whatever its size.
 //
 // Thread-safety: thread-safe. One "etcd-mirror" thread reads etcd; TakeAt and
 // Stop from any thread.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,12 +64,35 @@ struct EtcdMirroredValue {
   int64_t mod_revision = 0;
 };
 
+// Part of the prefix kept in another form than bytes (decoded, indexed) as
+// the mirror follows it. A mirror makes a new view for each snapshot and
+// hands it over with the keys (TakeAt); the mirror's thread is the only one
+// that calls it until then.
+class EtcdMirrorView {
+ public:
+  virtual ~EtcdMirrorView() = default;
+  // Whether `key` (a full key) is this view's: then it is handed to Put and
+  // Delete and not kept as bytes.
+  virtual bool Takes(const std::string& key) const = 0;
+  // A key of this view, read in a snapshot or put since. A value the view
+  // cannot take is remembered by the view and reported when it is used: the
+  // mirror goes on.
+  virtual void Put(const std::string& key, std::string value) = 0;
+  virtual void Delete(const std::string& key) = 0;
+  // After each group of changes (a snapshot, one answer of the watch).
+  virtual void Settle() {}
+};
+
 // The keys of a prefix at one etcd revision.
 struct EtcdPrefixSnapshot {
-  // Every change of the prefix up to this revision is in `keys`, none after.
+  // Every change of the prefix up to this revision is in `keys` (and
+  // `view`), none after.
   int64_t revision = 0;
-  // Full key -> value, bytewise order (as etcd orders them).
+  // Full key -> value, bytewise order (as etcd orders them); less the keys
+  // the view takes.
   std::map<std::string, EtcdMirroredValue> keys;
+  // The options' new_view's, fed with this revision's keys (null: none).
+  std::unique_ptr<EtcdMirrorView> view;
 };
 
 struct EtcdPrefixMirrorOptions {
@@ -76,6 +104,9 @@ struct EtcdPrefixMirrorOptions {
   absl::Duration rpc_timeout = absl::Seconds(5);
   // Before reading or watching again after etcd failed to answer.
   absl::Duration retry_pause = absl::Milliseconds(100);
+  // Makes the view a snapshot's keys are fed to (unset: no view, every key
+  // kept as bytes).
+  std::function<std::unique_ptr<EtcdMirrorView>()> new_view;
 };
 
 class EtcdPrefixMirror {
@@ -90,7 +121,7 @@ class EtcdPrefixMirror {
 
   // The etcd revision the keys held reflect (0: no snapshot yet).
   int64_t revision() const;
-  // Keys held now (a snapshot's, then followed).
+  // Keys held as bytes now (a snapshot's, then followed; not the view's).
   size_t size() const;
   // Snapshots read since Start (the first, then one per compaction).
   int snapshots() const;
@@ -115,6 +146,10 @@ class EtcdPrefixMirror {
   // Stop; UNAVAILABLE: the watch broke.
   absl::Status Follow();
   bool Kept(const std::string& key) const;
+  // Applies one change (a snapshot's key, a watch event) to `to`: to its view
+  // if the view takes the key, to its keys otherwise (nullopt: deleted).
+  void Apply(EtcdPrefixSnapshot& to, std::string key, std::optional<std::string> value,
+             int64_t mod_revision) const;
   bool stopping() const;
 
   const EtcdPrefixMirrorOptions options_;

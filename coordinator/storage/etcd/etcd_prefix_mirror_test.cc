@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -102,6 +103,28 @@ void WaitForSnapshots(const EtcdPrefixMirror& mirror, int count) {
   ASSERT_GE(mirror.snapshots(), count) << "no snapshot within " << kCatchUp;
 }
 
+// Keeps the keys under one prefix as a map (what the KV view keeps decoded).
+class RecordingView : public EtcdMirrorView {
+ public:
+  explicit RecordingView(std::string part) : part_(std::move(part)) {}
+  bool Takes(const std::string& key) const override { return key.rfind(part_, 0) == 0; }
+  void Put(const std::string& key, std::string value) override { held[key] = std::move(value); }
+  void Delete(const std::string& key) override { held.erase(key); }
+  void Settle() override { ++settled; }
+
+  std::map<std::string, std::string> held;
+  int settled = 0;
+
+ private:
+  const std::string part_;
+};
+
+EtcdPrefixMirrorOptions OptionsWithView(const std::string& prefix) {
+  EtcdPrefixMirrorOptions options = Options(prefix);
+  options.new_view = [part = prefix + "/k/"] { return std::make_unique<RecordingView>(part); };
+  return options;
+}
+
 TEST(EtcdPrefixMirrorTest, Start_KeysAlreadyThere_OneSnapshotOverSeveralPages) {
   const std::string prefix = EtcdTestServer::Get().NewPrefix();
   EtcdWriter etcd;
@@ -159,6 +182,34 @@ TEST(EtcdPrefixMirrorTest, Follow_PutsDeletesAndTransactions_EqualsEtcd) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(EtcdPrefixMirrorTest, View_SnapshotAndChanges_HandedToTheViewNotKept) {
+  const std::string prefix = EtcdTestServer::Get().NewPrefix();
+  EtcdWriter etcd;
+  etcd.Put(prefix + "/k/1", "one");
+  etcd.Put(prefix + "/k/2", "two");
+  etcd.Put(prefix + "/j/x", "job");
+  auto mirror = EtcdPrefixMirror::Start(OpenEtcdChannel({EtcdTestServer::Get().endpoint()}),
+                                        OptionsWithView(prefix));
+  WaitForSnapshots(*mirror, 1);
+  EXPECT_EQ(mirror->size(), 1u) << "only j/x is kept as bytes";
+  etcd.Delete(prefix + "/k/1");
+  etcd.Put(prefix + "/k/2", "two again");
+  etcdserverpb::TxnRequest txn;
+  EtcdWriter::AddPut(txn, prefix + "/k/3", "three");
+  EtcdWriter::AddPut(txn, prefix + "/j/y", "job");
+  EtcdWriter::AddPut(txn, prefix + "/e/1", "history");
+  const int64_t last = etcd.Commit(txn);
+  absl::StatusOr<EtcdPrefixSnapshot> taken = mirror->TakeAt(last, kCatchUp);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  ASSERT_NE(taken->view, nullptr);
+  auto* view = dynamic_cast<RecordingView*>(taken->view.get());
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->held, (std::map<std::string, std::string>{{prefix + "/k/2", "two again"},
+                                                            {prefix + "/k/3", "three"}}));
+  EXPECT_GE(view->settled, 2) << "after the snapshot and after each answer";
+  EXPECT_EQ(Held(*taken), etcd.Read(prefix + "/j/"));
+}
+
 TEST(EtcdPrefixMirrorTest, TakeAt_RevisionNotReached_DeadlineExceededAndFollowsOn) {
   const std::string prefix = EtcdTestServer::Get().NewPrefix();
   EtcdWriter etcd;
@@ -199,8 +250,10 @@ TEST(EtcdPrefixMirrorTest, Follow_HistoryCompactedWhileCutOff_FreshSnapshot) {
   etcd.Put(prefix + "/b", "1");
   auto proxy = testing::TcpProxy::Start(EtcdTestServer::Get().client_port());
   ASSERT_TRUE(proxy.ok()) << proxy.status();
+  etcd.Put(prefix + "/k/gone", "deleted while cut off");
   auto mirror = EtcdPrefixMirror::Start(
-      OpenEtcdChannel({(*proxy)->address(), EtcdTestServer::Get().endpoint()}), Options(prefix));
+      OpenEtcdChannel({(*proxy)->address(), EtcdTestServer::Get().endpoint()}),
+      OptionsWithView(prefix));
   WaitForSnapshots(*mirror, 1);
   const int64_t seen = etcd.Put(prefix + "/a", "2");
   const absl::Time until = absl::Now() + kCatchUp;
@@ -209,6 +262,8 @@ TEST(EtcdPrefixMirrorTest, Follow_HistoryCompactedWhileCutOff_FreshSnapshot) {
 
   (*proxy)->SetPartitioned(true);
   etcd.Delete(prefix + "/b");
+  etcd.Delete(prefix + "/k/gone");
+  etcd.Put(prefix + "/k/new", "1");
   etcd.Put(prefix + "/c", "1");
   const int64_t last = etcd.Put(prefix + "/a", "3");
   const std::string compact =
@@ -221,9 +276,13 @@ TEST(EtcdPrefixMirrorTest, Follow_HistoryCompactedWhileCutOff_FreshSnapshot) {
   WaitForSnapshots(*mirror, 2);
   absl::StatusOr<EtcdPrefixSnapshot> taken = mirror->TakeAt(last, kCatchUp);
   ASSERT_TRUE(taken.ok()) << taken.status();
-  EXPECT_EQ(Held(*taken), etcd.Read(prefix + "/"));
+  EXPECT_EQ(Held(*taken), etcd.Read(prefix + "/", prefix + "/k/"));
   EXPECT_EQ(taken->keys.count(prefix + "/b"), 0u);
   EXPECT_EQ(taken->keys.at(prefix + "/a").value, "3");
+  auto* view = dynamic_cast<RecordingView*>(taken->view.get());
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->held, (std::map<std::string, std::string>{{prefix + "/k/new", "1"}}))
+      << "the fresh snapshot's view, not the old one with the change missed";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "coordinator/storage/etcd/etcd_channel.h"
+#include "coordinator/storage/etcd/etcd_kv_records.h"
 #include "coordinator/storage/job_record_codec.h"
 #include "coordinator/storage/write_batch_checks.h"
 #include "ddp/state/v1/records.pb.h"
@@ -37,29 +38,6 @@ absl::Status DataLoss(absl::string_view what) {
       absl::StrCat("etcd state store: ", what,
                    ". The keys were damaged or written by another "
                    "program: restore them from a backup (etcdctl snapshot)"));
-}
-
-pb::KeyValueRecord ToRecord(const kv::KeyValue& kv) {
-  pb::KeyValueRecord r;
-  r.set_ns(kv.ns);
-  r.set_key(kv.key);
-  r.set_value(kv.value);
-  r.set_create_revision(kv.create_revision);
-  r.set_mod_revision(kv.mod_revision);
-  r.set_version(kv.version);
-  r.set_lease(kv.lease);
-  return r;
-}
-
-// The strings are moved out of `r` (a load decodes every key).
-kv::KeyValue FromRecord(pb::KeyValueRecord&& r) {
-  return kv::KeyValue{std::move(*r.mutable_ns()),
-                      std::move(*r.mutable_key()),
-                      std::move(*r.mutable_value()),
-                      r.create_revision(),
-                      r.mod_revision(),
-                      r.version(),
-                      r.lease()};
 }
 
 // An RPC failure of a transaction: whether it was applied is not known.
@@ -160,6 +138,9 @@ EtcdPrefixMirrorOptions EtcdStateStore::MirrorOptions(const std::string& prefix)
   EtcdPrefixMirrorOptions options;
   options.prefix = absl::StrCat(prefix, "/");
   options.skip = {absl::StrCat(prefix, "/e/")};
+  options.new_view = [kv_prefix = options.prefix] {
+    return std::make_unique<EtcdKvView>(kv_prefix);
+  };
   return options;
 }
 
@@ -190,6 +171,10 @@ absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::OpenFromMirror(
   }
   absl::MutexLock lock(&store->mu_);
   DDP_RETURN_IF_ERROR(store->InitFrom(snapshot));
+  if (auto* kv = dynamic_cast<EtcdKvView*>(snapshot.view.get())) {
+    snapshot.view.release();
+    store->warm_kv_.reset(kv);
+  }
   store->warm_ = std::move(snapshot);
   return store;
 }
@@ -364,6 +349,7 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   warm_.reset();  // etcd holds more than the mirror's keys from now on
+  warm_kv_.reset();
   std::map<std::string, std::optional<std::string>> writes;
   // The job part, on a copy of the job keys; the differences are written.
   std::map<std::string, std::string> jobs = job_keys_;
@@ -447,20 +433,17 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
   if (batch.kv) {
     const kv::KvWriteBatch& k = *batch.kv;
     DDP_RETURN_IF_ERROR(kv::CheckWriteBatch(k, revision_));
-    auto key_of = [this](const std::string& ns, const std::string& key) {
-      return prefix_ + "k/" + Hex(ns) + "/" + Hex(key);
-    };
     for (const kv::KeyValue& kv : k.upserts) {
-      writes[key_of(kv.ns, kv.key)] = ToRecord(kv).SerializeAsString();
+      writes[EtcdKvKeyName(prefix_, kv.ns, kv.key)] = ToKeyValueRecord(kv).SerializeAsString();
     }
-    for (const auto& [ns, key] : k.deletes) writes[key_of(ns, key)] = std::nullopt;
+    for (const auto& [ns, key] : k.deletes) writes[EtcdKvKeyName(prefix_, ns, key)] = std::nullopt;
     int64_t seq = 0;
     for (size_t i = 0; i < k.events.size(); ++i) {
       const kv::Event& event = k.events[i];
       seq = (i > 0 && k.events[i - 1].revision() == event.revision()) ? seq + 1 : 0;
       pb::EventRecord record;
       record.set_type(static_cast<int32_t>(event.type));
-      *record.mutable_kv() = ToRecord(event.kv);
+      *record.mutable_kv() = ToKeyValueRecord(event.kv);
       writes[prefix_ + absl::StrFormat("e/%016x%08x", event.revision(), seq)] =
           record.SerializeAsString();
     }
@@ -468,10 +451,10 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
       pb::LeaseRecord record;
       record.set_id(lease.id);
       record.set_ttl_ms(lease.ttl_ms);
-      writes[prefix_ + absl::StrFormat("l/%016x", lease.id)] = record.SerializeAsString();
+      writes[EtcdLeaseKeyName(prefix_, lease.id)] = record.SerializeAsString();
     }
     for (kv::LeaseId id : k.lease_revokes) {
-      writes[prefix_ + absl::StrFormat("l/%016x", id)] = std::nullopt;
+      writes[EtcdLeaseKeyName(prefix_, id)] = std::nullopt;
     }
     revision_ = k.revision;
     if (k.next_lease_id != 0) next_lease_id_ = k.next_lease_id;
@@ -491,25 +474,33 @@ absl::StatusOr<kv::PersistedKvState> EtcdStateStore::Load() {
   kv::PersistedKvState state;
   const absl::Time start = absl::Now();
   absl::MutexLock lock(&mu_);
-  const bool warm = warm_.has_value();
   state.revision = revision_;
   state.compacted_revision = compacted_;
   state.next_lease_id = next_lease_id_;
-  pb::KeyValueRecord record;
-  DDP_RETURN_IF_ERROR(ForEachStored("k/", [&](const std::string&, const std::string& value) {
-    if (!record.ParseFromString(value)) return DataLoss("a key record does not decode");
-    state.keys.push_back(FromRecord(std::move(record)));
-    return absl::OkStatus();
-  }));
-  DDP_RETURN_IF_ERROR(ForEachStored("l/", [&](const std::string&, const std::string& value) {
-    pb::LeaseRecord lease;
-    if (!lease.ParseFromString(value)) return DataLoss("a lease record does not decode");
-    state.leases.push_back(kv::LeaseRecord{lease.id(), lease.ttl_ms()});
-    return absl::OkStatus();
-  }));
+  const char* source = "read from etcd";
+  if (warm_kv_ != nullptr) {  // the standby's: decoded and indexed already
+    source = "taken from the standby's copy";
+    DDP_RETURN_IF_ERROR(warm_kv_->damage());
+    state.keys = std::move(warm_kv_->keys());
+    for (auto& [id, lease] : warm_kv_->leases()) state.leases.push_back(lease);
+    warm_kv_.reset();
+  } else {
+    if (warm_) source = "decoded from the mirror";
+    pb::KeyValueRecord record;
+    DDP_RETURN_IF_ERROR(ForEachStored("k/", [&](const std::string&, const std::string& value) {
+      if (!record.ParseFromString(value)) return DataLoss("a key record does not decode");
+      state.keys.Upsert(FromKeyValueRecord(std::move(record)));
+      return absl::OkStatus();
+    }));
+    DDP_RETURN_IF_ERROR(ForEachStored("l/", [&](const std::string&, const std::string& value) {
+      pb::LeaseRecord lease;
+      if (!lease.ParseFromString(value)) return DataLoss("a lease record does not decode");
+      state.leases.push_back(kv::LeaseRecord{lease.id(), lease.ttl_ms()});
+      return absl::OkStatus();
+    }));
+  }
   DDP_LOG(INFO) << "etcd state store: " << state.keys.size() << " keys and " << state.leases.size()
-                << " leases " << (warm ? "decoded from the mirror" : "read from etcd") << " in "
-                << absl::FormatDuration(absl::Now() - start);
+                << " leases " << source << " in " << absl::FormatDuration(absl::Now() - start);
   return state;
 }
 
@@ -532,7 +523,7 @@ absl::StatusOr<std::vector<kv::Event>> EtcdStateStore::ReadEvents(const std::str
       if (!record.ParseFromString(kv.value())) return DataLoss("an event record does not decode");
       if (record.kv().ns() != ns || !absl::StartsWith(record.kv().key(), prefix)) continue;
       out.push_back(kv::Event{static_cast<kv::EventType>(record.type()),
-                              FromRecord(std::move(*record.mutable_kv()))});
+                              FromKeyValueRecord(std::move(*record.mutable_kv()))});
       if (out.size() == max_events) break;
     }
     if (!response.more() || response.kvs_size() == 0) break;

@@ -29,7 +29,9 @@
 // The store is the prefix's only writer: it keeps the job keys (not the
 // events) in memory, the event counts and the KV meta. Opened from a
 // standby's mirror of the prefix (OpenFromMirror), it also answers Load and
-// LoadAll from the mirror's keys until its first commit, which frees them.
+// LoadAll from the mirror's keys until its first commit, which frees them;
+// Load then hands over the KV keys the standby kept decoded and indexed
+// (EtcdKvView), whatever their number, without looking at each.
 // A transaction never both deletes a range and writes inside it, which etcd
 // refuses: the job keys are written as differences, and a range delete of
 // events skips the event keys the same transaction writes (a job removed and
@@ -47,6 +49,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/commit/state_store.h"
+#include "coordinator/storage/etcd/etcd_kv_records.h"
 #include "coordinator/storage/etcd/etcd_prefix_mirror.h"
 #include "etcd/rpc.grpc.pb.h"
 #include "grpcpp/channel.h"
@@ -85,7 +88,8 @@ class EtcdStateStore final : public commit::StateStore {
       EtcdStateStoreOptions options);
 
   // What a mirror of `prefix` must follow for OpenFromMirror: every key but
-  // the KV event history (read from etcd when a watch needs it).
+  // the KV event history (read from etcd when a watch needs it), the KV keys
+  // and leases kept in an EtcdKvView.
   static EtcdPrefixMirrorOptions MirrorOptions(const std::string& prefix);
   // The same as Open, from `mirror` (following MirrorOptions(prefix)) instead
   // of reading every key, once no one else can commit on the prefix (this
@@ -170,6 +174,9 @@ class EtcdStateStore final : public commit::StateStore {
   // Opened from a mirror: its keys (KV keys, leases, job events), exactly
   // what etcd holds until this store commits; dropped at the first commit.
   std::optional<EtcdPrefixSnapshot> warm_ ABSL_GUARDED_BY(mu_);
+  // Opened from a mirror made with MirrorOptions: the KV keys and leases,
+  // decoded and indexed by the standby; taken whole by Load.
+  std::unique_ptr<EtcdKvView> warm_kv_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp::storage
