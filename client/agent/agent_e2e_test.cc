@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/session/job_services.h"
+#include "coordinator/session/testing/with_own_commit_loop.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
@@ -43,7 +44,7 @@ class CoordinatorUnderTest {
   explicit CoordinatorUnderTest(rendezvous::JobStateStore* store = nullptr, int port = 0) {
     session::JobServicesOptions options;
     options.rendezvous.tick_interval = absl::Milliseconds(20);
-    auto services = session::JobServices::Create(RealClock::Get(), store, options);
+    auto services = session::StartJobServicesWithLoop(RealClock::Get(), store, options);
     EXPECT_TRUE(services.ok()) << services.status();
     services_ = std::move(*services);
     grpc::ServerBuilder builder;
@@ -62,7 +63,7 @@ class CoordinatorUnderTest {
   const std::string& address() const { return address_; }
 
  private:
-  std::unique_ptr<session::JobServices> services_;
+  session::JobServicesWithLoop services_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;

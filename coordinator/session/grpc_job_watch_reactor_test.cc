@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/session/job_services.h"
+#include "coordinator/session/testing/with_own_commit_loop.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -27,7 +28,7 @@ class JobWatchReactorTest : public ::testing::Test {
     JobServicesOptions options;
     options.rendezvous.tick_interval = absl::Milliseconds(10);
     options.jobs.watch_buffer_bytes = 16 << 10;
-    auto services = JobServices::Create(RealClock::Get(), &store_, options);
+    auto services = StartJobServicesWithLoop(RealClock::Get(), &store_, options);
     ASSERT_TRUE(services.ok()) << services.status();
     services_ = *std::move(services);
     grpc::ServerBuilder builder;
@@ -71,7 +72,7 @@ class JobWatchReactorTest : public ::testing::Test {
   }
 
   rendezvous::InMemoryJobStateStore store_;
-  std::unique_ptr<JobServices> services_;
+  JobServicesWithLoop services_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::JobService::Stub> jobs_;
 };

@@ -7,14 +7,6 @@
 namespace ddp::session {
 
 absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& clock,
-                                                                 rendezvous::JobStateStore* store,
-                                                                 JobServicesOptions options) {
-  DDP_ASSIGN_OR_RETURN(std::unique_ptr<RendezvousService> rendezvous,
-                       RendezvousService::Create(clock, store, options.rendezvous));
-  return Around(std::move(rendezvous), options);
-}
-
-absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& clock,
                                                                  commit::CommitLoop& loop,
                                                                  JobServicesOptions options) {
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<RendezvousService> rendezvous,

@@ -5,7 +5,7 @@
 // piece for its composition root: the RendezvousService (registry, in the
 // commit loop) and the two gRPC services over it.
 //
-//   auto jobs = JobServices::Create(clock, store, options);   // restores jobs
+//   auto jobs = JobServices::Create(clock, loop, options);   // restores jobs
 //   grpc::ServerBuilder builder; ... (*jobs)->RegisterWith(builder);
 //   server = builder.BuildAndStart();
 //   (*jobs)->StartSessionQueues();
@@ -47,12 +47,9 @@ struct JobServicesOptions {
 
 class JobServices {
  public:
-  // `clock` and `store` (nullable: nothing persisted) must outlive the object.
-  // Possible errors: RendezvousService::Create's.
-  static absl::StatusOr<std::unique_ptr<JobServices>> Create(const Clock& clock,
-                                                             rendezvous::JobStateStore* store,
-                                                             JobServicesOptions options);
-  // In the coordinator's commit loop (see RendezvousService::Create).
+  // In the coordinator's commit loop (see RendezvousService::Create); `clock`
+  // and `loop` must outlive the object. With a loop of their own (tests,
+  // tools): testing/with_own_commit_loop.h.
   static absl::StatusOr<std::unique_ptr<JobServices>> Create(const Clock& clock,
                                                              commit::CommitLoop& loop,
                                                              JobServicesOptions options);

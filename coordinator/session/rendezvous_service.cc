@@ -5,28 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "coordinator/commit/split_state_store.h"
 
 namespace ddp::session {
-
-absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
-    const Clock& clock, rendezvous::JobStateStore* store, RendezvousServiceOptions options) {
-  if (options.tick_interval <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat("tick_interval is ",
-                                                   absl::FormatDuration(options.tick_interval),
-                                                   "; it must be positive (e.g. 100ms)"));
-  }
-  commit::CommitLoopOptions loop_options;
-  loop_options.tick_interval = options.tick_interval;
-  loop_options.retry_interval = options.write_retry_interval;
-  std::unique_ptr<RendezvousService> service(
-      new RendezvousService(clock, store, std::move(options)));
-  service->owned_state_ = std::make_unique<commit::SplitStateStore>(nullptr, store);
-  service->owned_loop_ = std::make_unique<commit::CommitLoop>(*service->owned_state_, loop_options);
-  DDP_RETURN_IF_ERROR(service->Join(*service->owned_loop_));
-  service->owned_loop_->Start();
-  return service;
-}
 
 absl::StatusOr<std::unique_ptr<RendezvousService>> RendezvousService::Create(
     const Clock& clock, commit::CommitLoop& loop, RendezvousServiceOptions options) {
@@ -152,11 +132,7 @@ void RendezvousService::Shutdown() {
     stopped_ = true;
   }
   // The last changes are committed and their messages sent.
-  if (owned_loop_ != nullptr) {
-    owned_loop_->Shutdown();
-  } else if (loop_ != nullptr) {
-    loop_->Flush();
-  }
+  if (loop_ != nullptr) loop_->Flush();
   watch_hub_.Shutdown();
 }
 

@@ -43,11 +43,11 @@
 namespace ddp::session {
 
 struct RendezvousServiceOptions {
-  // With a loop of its own (Create(clock, store, ...)): the cadence of
-  // JobRegistry::Tick (real time; keep it well below the smallest
+  // What the loop the service joins should run with (the coordinator's
+  // loop takes them, as does testing/with_own_commit_loop.h): the cadence
+  // of JobRegistry::Tick (real time; keep it well below the smallest
   // heartbeat_interval a job may use) and the pause between two tries to
-  // write job changes while the store fails. In the coordinator's loop, the
-  // loop's own.
+  // write job changes while the store fails.
   absl::Duration tick_interval = absl::Milliseconds(100);
   absl::Duration write_retry_interval = absl::Milliseconds(200);
   int max_jobs = 1024;
@@ -68,14 +68,10 @@ struct RendezvousServiceOptions {
 
 class RendezvousService final : public commit::CommitParticipant {
  public:
-  // With a CommitLoop of its own over `store` (nullable: nothing persisted;
-  // otherwise it must outlive the service): restores the stored jobs and
-  // starts the loop. Possible errors: INVALID_ARGUMENT (tick_interval <= 0),
-  // and JobRegistry::Restore's (UNAVAILABLE, DATA_LOSS).
-  static absl::StatusOr<std::unique_ptr<RendezvousService>> Create(
-      const Clock& clock, rendezvous::JobStateStore* store, RendezvousServiceOptions options);
   // In the coordinator's loop (not started yet; it must outlive the service):
-  // restores the jobs of loop.store(). Possible errors: Restore's.
+  // restores the jobs of loop.store(). Possible errors: JobRegistry::Restore's
+  // (UNAVAILABLE, DATA_LOSS). A service with a loop of its own (tests, tools):
+  // testing/with_own_commit_loop.h.
   static absl::StatusOr<std::unique_ptr<RendezvousService>> Create(
       const Clock& clock, commit::CommitLoop& loop, RendezvousServiceOptions options);
   ~RendezvousService() override;
@@ -207,9 +203,6 @@ class RendezvousService final : public commit::CommitParticipant {
   SessionRouter router_;
   JobWatchHub watch_hub_;
   std::unique_ptr<rendezvous::JobRegistry> registry_;
-  // With Create(clock, store, ...): the loop of its own.
-  std::unique_ptr<commit::StateStore> owned_state_;
-  std::unique_ptr<commit::CommitLoop> owned_loop_;
   commit::CommitLoop* loop_ = nullptr;
   // Commit thread only: the batch between Prepare and Finish.
   rendezvous::WriteBehindQueue::Batch in_flight_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "coordinator/session/testing/with_own_commit_loop.h"
 #include "gtest/gtest.h"
 
 namespace ddp::session {
@@ -50,11 +51,11 @@ rendezvous::JobSettings Settings() {
   return s;
 }
 
-std::unique_ptr<RendezvousService> Make(FakeClock& clock, rendezvous::JobStateStore* store) {
+RendezvousServiceWithLoop Make(FakeClock& clock, rendezvous::JobStateStore* store) {
   RendezvousServiceOptions options;
   options.tick_interval = absl::Milliseconds(5);
   options.stall_threshold = absl::ZeroDuration();  // the fake clock jumps between ticks
-  auto service = RendezvousService::Create(clock, store, options);
+  auto service = StartRendezvousServiceWithLoop(clock, store, options);
   EXPECT_TRUE(service.ok()) << service.status();
   return std::move(*service);
 }
@@ -62,7 +63,7 @@ std::unique_ptr<RendezvousService> Make(FakeClock& clock, rendezvous::JobStateSt
 TEST(RendezvousService, LastCallTimeout_TickerClosesRendezvous_MessageRouted) {
   FakeClock clock;
   rendezvous::InMemoryJobStateStore store;
-  std::unique_ptr<RendezvousService> service = Make(clock, &store);
+  RendezvousServiceWithLoop service = Make(clock, &store);
   auto sink = std::make_shared<RecordingSink>();
   rendezvous::RegisterRequest request;
   request.job_id = "job";
@@ -84,7 +85,7 @@ TEST(RendezvousService, LastCallTimeout_TickerClosesRendezvous_MessageRouted) {
 
 TEST(RendezvousService, Events_PublishedToWatchers) {
   FakeClock clock;
-  std::unique_ptr<RendezvousService> service = Make(clock, nullptr);
+  RendezvousServiceWithLoop service = Make(clock, nullptr);
   auto listener = std::make_shared<ReadyListener>();
   JobWatchHub::WatchId id = *service->WatchJob("job", listener);
   ASSERT_TRUE(service->CreateJob("job", Settings(), "").ok());
@@ -101,7 +102,7 @@ TEST(RendezvousService, Events_PublishedToWatchers) {
 
 TEST(RendezvousService, MessageForOldIncarnation_Dropped) {
   FakeClock clock;
-  std::unique_ptr<RendezvousService> service = Make(clock, nullptr);
+  RendezvousServiceWithLoop service = Make(clock, nullptr);
   auto sink = std::make_shared<RecordingSink>();
   service->router_for_testing().Attach("job", "a", 1, sink);
   rendezvous::RegisterRequest request;
@@ -121,7 +122,7 @@ TEST(RendezvousService, Create_ZeroTickInterval_InvalidArgument) {
   FakeClock clock;
   RendezvousServiceOptions options;
   options.tick_interval = absl::ZeroDuration();
-  EXPECT_EQ(RendezvousService::Create(clock, nullptr, options).status().code(),
+  EXPECT_EQ(StartRendezvousServiceWithLoop(clock, nullptr, options).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -129,10 +130,10 @@ TEST(RendezvousService, Restart_RestoresJobsFromStore) {
   FakeClock clock;
   rendezvous::InMemoryJobStateStore store;
   {
-    std::unique_ptr<RendezvousService> first = Make(clock, &store);
+    RendezvousServiceWithLoop first = Make(clock, &store);
     ASSERT_TRUE(first->CreateJob("kept", Settings(), "").ok());
   }
-  std::unique_ptr<RendezvousService> second = Make(clock, &store);
+  RendezvousServiceWithLoop second = Make(clock, &store);
   absl::StatusOr<rendezvous::JobStatus> job = second->GetJob("kept", false);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->settings, Settings());

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "coordinator/session/job_services.h"
 #include "coordinator/session/testing/fake_agent.h"
+#include "coordinator/session/testing/with_own_commit_loop.h"
 
 namespace {
 
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
   }
   int n = 256;
   if (argc > 1 && !absl::SimpleAtoi(argv[1], &n)) return 3;
-  auto services = ddp::session::JobServices::Create(ddp::RealClock::Get(), nullptr, {});
+  auto services = ddp::session::StartJobServicesWithLoop(ddp::RealClock::Get(), nullptr, {});
   if (!services.ok()) return 4;
   grpc::ServerBuilder builder;
   int port = 0;

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "coordinator/session/job_services.h"
+#include "coordinator/session/testing/with_own_commit_loop.h"
 #include "coordinator/storage/sqlite_state_store.h"
 #include "grpcpp/grpcpp.h"
 
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
     DDP_LOG(ERROR) << "opening the job store: " << store.status();
     return 1;
   }
-  auto jobs = ddp::session::JobServices::Create(ddp::RealClock::Get(), store->get(), {});
+  auto jobs = ddp::session::StartJobServicesWithLoop(ddp::RealClock::Get(), store->get(), {});
   if (!jobs.ok()) {
     DDP_LOG(ERROR) << "starting the job services: " << jobs.status();
     return 1;

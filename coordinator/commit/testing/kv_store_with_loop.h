@@ -15,7 +15,7 @@
 #include "common/status_macros.h"
 #include "coordinator/commit/commit_loop.h"
 #include "coordinator/commit/kv_participant.h"
-#include "coordinator/commit/split_state_store.h"
+#include "coordinator/commit/testing/split_state_store.h"
 #include "coordinator/kv/kv_backend.h"
 #include "coordinator/kv/kv_store.h"
 

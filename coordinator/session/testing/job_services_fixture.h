@@ -15,6 +15,7 @@
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/session/job_services.h"
 #include "coordinator/session/testing/fake_agent.h"
+#include "coordinator/session/testing/with_own_commit_loop.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -52,8 +53,8 @@ class JobServicesTest : public ::testing::Test {
       options.session.completion_queues = std::atoi(queues);
     }
     options.heartbeat_udp = heartbeat_udp_;
-    absl::StatusOr<std::unique_ptr<JobServices>> services =
-        JobServices::Create(RealClock::Get(), store, options);
+    absl::StatusOr<JobServicesWithLoop> services =
+        StartJobServicesWithLoop(RealClock::Get(), store, options);
     ASSERT_TRUE(services.ok()) << services.status();
     services_ = std::move(*services);
     grpc::ServerBuilder builder;
@@ -71,12 +72,12 @@ class JobServicesTest : public ::testing::Test {
 
   void StopServer() {
     agents_.clear();
-    if (services_ != nullptr) services_->Shutdown();
+    if (services_) services_->Shutdown();
     if (server_ != nullptr) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
       server_->Wait();
     }
-    if (services_ != nullptr) services_->StopSessionQueues();
+    if (services_) services_->StopSessionQueues();
     server_.reset();
     services_.reset();
   }
@@ -110,7 +111,7 @@ class JobServicesTest : public ::testing::Test {
 
   bool heartbeat_udp_ = false;  // before StartServer: sessions get UDP channels
   rendezvous::InMemoryJobStateStore memory_store_;
-  std::unique_ptr<JobServices> services_;
+  JobServicesWithLoop services_;
   std::unique_ptr<grpc::Server> server_;
   std::string target_;
   std::unique_ptr<v1::JobService::Stub> jobs_;

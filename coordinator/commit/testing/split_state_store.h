@@ -1,5 +1,5 @@
-#ifndef DDP_COORDINATOR_COMMIT_SPLIT_STATE_STORE_H_
-#define DDP_COORDINATOR_COMMIT_SPLIT_STATE_STORE_H_
+#ifndef DDP_COORDINATOR_COMMIT_TESTING_SPLIT_STATE_STORE_H_
+#define DDP_COORDINATOR_COMMIT_TESTING_SPLIT_STATE_STORE_H_
 
 // A StateStore over a KV backend and a job store kept apart, either of which
 // may be absent: what a KvStore or a RendezvousService commits through when it
@@ -39,4 +39,4 @@ class SplitStateStore final : public StateStore {
 
 }  // namespace ddp::commit
 
-#endif  // DDP_COORDINATOR_COMMIT_SPLIT_STATE_STORE_H_
+#endif  // DDP_COORDINATOR_COMMIT_TESTING_SPLIT_STATE_STORE_H_

@@ -1,4 +1,4 @@
-#include "coordinator/commit/split_state_store.h"
+#include "coordinator/commit/testing/split_state_store.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
