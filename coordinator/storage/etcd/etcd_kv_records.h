@@ -51,6 +51,7 @@ class EtcdKvView final : public EtcdMirrorView {
   // Orders the keys added since the last Settle, as the KvStore's first
   // range would (one answer's keys at a time, off the promotion's path).
   void Settle() override;
+  size_t size() const override { return keys_.size() + leases_.size(); }
 
   // OK, or DATA_LOSS naming the first key whose record did not decode.
   const absl::Status& damage() const { return damage_; }

@@ -105,7 +105,8 @@ void EtcdPrefixMirror::Run() {
             << "); retrying";
       } else {
         const int64_t revision = snapshot->revision;
-        const size_t keys = snapshot->keys.size();
+        const size_t viewed = snapshot->view != nullptr ? snapshot->view->size() : 0;
+        const size_t keys = snapshot->keys.size() + viewed;
         {
           absl::MutexLock lock(&mu_);
           if (stopping_) return;
@@ -113,8 +114,8 @@ void EtcdPrefixMirror::Run() {
           ++snapshots_;
         }
         synced = true;
-        DDP_LOG(INFO) << "mirror of " << options_.prefix << ": " << keys
-                      << " keys at etcd revision " << revision << ", read in "
+        DDP_LOG(INFO) << "mirror of " << options_.prefix << ": " << keys << " keys (" << viewed
+                      << " of them decoded) at etcd revision " << revision << ", read in "
                       << absl::FormatDuration(absl::Now() - started) << "; following its changes";
       }
     }

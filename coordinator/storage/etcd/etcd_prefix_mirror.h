@@ -81,6 +81,8 @@ class EtcdMirrorView {
   virtual void Delete(const std::string& key) = 0;
   // After each group of changes (a snapshot, one answer of the watch).
   virtual void Settle() {}
+  // The keys it holds (for the log).
+  virtual size_t size() const = 0;
 };
 
 // The keys of a prefix at one etcd revision.

@@ -111,6 +111,7 @@ class RecordingView : public EtcdMirrorView {
   void Put(const std::string& key, std::string value) override { held[key] = std::move(value); }
   void Delete(const std::string& key) override { held.erase(key); }
   void Settle() override { ++settled; }
+  size_t size() const override { return held.size(); }
 
   std::map<std::string, std::string> held;
   int settled = 0;
