@@ -17,6 +17,7 @@
 #include "client/heartbeat_tracker.h"
 #include "client/output_router.h"
 #include "client/worker_process.h"
+#include "common/failpoint.h"
 #include "common/logging.h"
 #include "common/proc_stats.h"
 #include "common/status_macros.h"
@@ -140,6 +141,7 @@ class WorkerSupervisor::EventLoop {
       owner_->monitor_id_ = std::this_thread::get_id();
     }
     absl::Status spawned = SpawnAll();
+    DDP_FAILPOINT("workers_spawned");
     {
       absl::MutexLock lock(&owner_->mu_);
       owner_->spawn_result_ = spawned;
@@ -432,6 +434,13 @@ absl::Status WorkerSupervisor::Start(std::vector<WorkerSpec> specs) {
   mu_.Await(absl::Condition(
       +[](std::optional<absl::Status>* r) { return r->has_value(); }, &spawn_result_));
   start_done_ = true;
+  // Frozen while they were being spawned (a lease that ran out during a slow
+  // start): they stop now, before they run on without a lease.
+  if (frozen_) {
+    for (const WorkerState& state : states_) {
+      if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGSTOP);
+    }
+  }
   return *spawn_result_;
 }
 
@@ -509,9 +518,10 @@ void WorkerSupervisor::Freeze() {
   absl::MutexLock lock(&mu_);
   // While stopping, too: a SIGTERM handler stops where it is, and the stop
   // goes on to SIGKILL.
-  if (!start_done_ || stopped_ || frozen_) return;
+  if (!started_ || stopped_ || frozen_) return;
   frozen_ = true;
   frozen_at_ = clock_.Now();
+  if (!start_done_) return;  // still spawning: Start stops them once spawned
   for (const WorkerState& state : states_) {
     if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGSTOP);
   }

@@ -185,7 +185,9 @@ class WorkerSupervisor {
 
   // SIGSTOP to every worker's process group: no instruction of theirs runs
   // until Thaw (descendants that left the group are not reached, as for
-  // Stop). Idempotent; nothing before Start() or after Stop().
+  // Stop). Idempotent; nothing before Start() or after Stop(). During Start()
+  // (a lease that ran out while the workers were being spawned) the workers
+  // are stopped as soon as they are all spawned, before Start returns.
   void Freeze();
   // SIGCONT to the groups frozen by Freeze; the time they were frozen is
   // forgiven by hang detection. Idempotent.

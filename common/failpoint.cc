@@ -24,7 +24,7 @@ namespace {
 
 // Every failpoint the tree marks: an armed name outside this list is a typo.
 constexpr const char* kKnown[] = {"commit_before_save", "commit_after_save",
-                                  "deliver_between_batches"};
+                                  "deliver_between_batches", "workers_spawned"};
 
 struct Action {
   enum class Kind { kCrash, kSleep } kind = Kind::kCrash;

@@ -24,6 +24,8 @@
 //   commit_after_save      commit thread, the batch durable, before any reply leaves
 //   deliver_between_batches  delivery thread, the earlier batches' replies sent, before this
 //                          batch's (durable) replies and watch events leave
+//   workers_spawned        ddp-client's worker monitor, every worker of a Start spawned,
+//                          before Start returns
 //
 // Thread-safety: thread-safe.
 
