@@ -117,14 +117,15 @@ ABSL_FLAG(int, session_queues, 4,
           "Agent sessions on gRPC's async API over this many completion queues, each with a "
           "thread of its own (for many thousand agents: each message then costs O(agents / "
           "queues) in Debian's libgrpc instead of O(agents)); 0: the callback API. 0..64");
-ABSL_FLAG(bool, heartbeat_udp, false,
+ABSL_FLAG(bool, heartbeat_udp, true,
           "Take agents' heartbeats over UDP as well (a few microseconds of CPU each instead of "
           "tens for a stream message; docs/operations.md, \"Heartbeats over UDP\"): each "
           "session gets a signed channel, and an agent whose datagrams go unanswered "
-          "heartbeats on its stream. Open the UDP port (--heartbeat-udp-port) where the gRPC "
-          "port is open");
+          "heartbeats on its stream, so a blocked UDP port costs stream messages, never a "
+          "lease. Open the UDP port (--heartbeat-udp-port) where the gRPC port is open; "
+          "--heartbeat-udp=false keeps every heartbeat on the streams");
 ABSL_FLAG(int, heartbeat_udp_port, -1,
-          "UDP port for --heartbeat-udp: -1, the gRPC port's number (--port); 0, any free "
+          "UDP port of the heartbeat channel: -1, the gRPC port's number (--port); 0, any free "
           "port; else 1..65535");
 ABSL_FLAG(int64_t, tick_interval_ms, 50,
           "How often lease expiry and Wait deadlines are checked, in milliseconds (job "
