@@ -11,9 +11,13 @@ request, the assignment, a stop, the job's end) for its owner to act on::
     session.send(session.worker_exited(generation, local_rank=0, exit_code=0))
     session.close(leave_reason="done")
 
-What it does not do: it does not resume a stream that broke (``error`` is set and every
-waiter wakes up; the coordinator declares the node lost after its heartbeat timeout), and it
-grants itself no lease (it never freezes workers: the owner runs none).
+A stream that breaks (a coordinator restart or failover, a dropped connection) is resumed as
+ddp-client resumes: the same incarnation registers again, on the next endpoint or the named
+leader, with a short backoff, for up to ``resume_timeout``; the failure reports and the
+WorkersStopped of the running generation are sent again (the coordinator counts each once).
+A resume that finds the node's place gone (``Registered.resumed`` false) sets ``superseded``.
+A refusal a retry cannot fix (ABORTED, FAILED_PRECONDITION, ...) sets ``error``. It grants
+itself no lease (it never freezes workers: its owner does not run them).
 
 Thread-safety: every method may be called from any thread; the state fields are read under
 ``condition`` (``wait_until`` does so).
@@ -33,6 +37,13 @@ _log = logging.getLogger(__name__)
 
 # Until Registered names the job's heartbeat interval (JobSettings' default, 500 ms).
 _DEFAULT_HEARTBEAT_INTERVAL_S = 0.5
+_RESUME_BACKOFF_S = (0.1, 0.5)  # first and longest wait between attempts, as ddp-client's
+# Codes a new attempt cannot fix: the coordinator refused the node or its message.
+_PERMANENT = {grpc.StatusCode.ABORTED, grpc.StatusCode.INVALID_ARGUMENT,
+              grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND,
+              grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.ALREADY_EXISTS,
+              grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.PERMISSION_DENIED,
+              grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.UNIMPLEMENTED}
 
 
 class SessionEnded(errors.CoordinatorError):
@@ -47,10 +58,11 @@ class AgentSession:
     Assignment), ``master_requested`` (the generation whose RequestMasterInfo is not yet
     answered, 0: none), ``stop_requested`` (the generation of the latest StopWorkers, 0:
     none), ``finished`` (JobFinished), ``dismissed`` (NodeDismissed's reason) and ``error``
-    (a :class:`~ddp_coordinator.errors.CoordinatorError` that ended the stream).
+    (a :class:`~ddp_coordinator.errors.CoordinatorError` that ended the session) and
+    ``superseded`` (the generation whose place a resume found gone, 0: none).
     """
 
-    def __init__(self, connection, register):
+    def __init__(self, connection, register, resume_timeout=600.0):
         self._connection = connection
         self.register = session_pb2.Register()
         self.register.CopyFrom(register)
@@ -63,11 +75,18 @@ class AgentSession:
         self.finished = None
         self.dismissed = None
         self.error = None
+        self.superseded = 0
         self.generation = 0  # the last generation this node's workers ran (NodeHeader)
-        self._outbox = queue.Queue()
+        self._resume_timeout = resume_timeout
+        self._outbox = queue.Queue()  # the current stream's; a new one per stream
         self._call = None
         self._closing = False
         self._threads = []
+        # What a resumed stream sends again: this generation's failure reports and its
+        # WorkersStopped (the coordinator counts each once).
+        self._replay_generation = 0
+        self._replay = []
+        self._resuming = False
 
     # ---- Lifecycle ----
 
@@ -76,14 +95,11 @@ class AgentSession:
         coordinator's refusal (a CoordinatorError subclass: FailedPreconditionError for
         flags that contradict the job's, AlreadyExistsError for a node id a live agent
         uses, ...) or DeadlineExceededError after ``timeout`` seconds."""
-        endpoint = self._connection.current_endpoint
-        stub = session_pb2_grpc.SessionServiceStub(self._connection._channel(endpoint))
-        self._outbox.put(session_pb2.AgentMessage(register=self.register))
-        self._call = stub.Session(self._requests(), metadata=self._connection.metadata())
-        reader = threading.Thread(target=self._read, args=(endpoint,),
+        endpoint = self._start_stream()
+        runner = threading.Thread(target=self._run, args=(endpoint,),
                                   name="ddp-session-reader", daemon=True)
-        reader.start()
-        self._threads.append(reader)
+        runner.start()
+        self._threads.append(runner)
         if not self.wait_until(lambda s: s.registered is not None, timeout):
             self.close()
             raise errors.DeadlineExceededError(
@@ -133,6 +149,12 @@ class AgentSession:
                 raise self.error
             if self._closing:
                 raise SessionEnded(grpc.StatusCode.CANCELLED, "the session is closed")
+            kind = message.WhichOneof("body")
+            if kind in ("worker_exited", "workers_stopped"):
+                generation = getattr(message, kind).header.generation
+                if generation != self._replay_generation:
+                    self._replay_generation, self._replay = generation, []
+                self._replay.append(message)
             self._outbox.put(message)
 
     def worker_exited(self, generation, local_rank, exit_code, message="", pid=0,
@@ -166,32 +188,71 @@ class AgentSession:
 
     # ---- Threads ----
 
-    def _requests(self):
+    def _requests(self, outbox):
         while True:
-            message = self._outbox.get()
+            message = outbox.get()
             if message is None:
                 return
             yield message
 
+    def _start_stream(self):
+        """A new stream on the current endpoint, its first message the Register (with the
+        generation the workers run, for a resume); returns the endpoint."""
+        endpoint = self._connection.current_endpoint
+        stub = session_pb2_grpc.SessionServiceStub(self._connection._channel(endpoint))
+        outbox = queue.Queue()
+        with self.condition:
+            self.register.generation = self.generation
+            outbox.put(session_pb2.AgentMessage(register=self.register))
+            self._outbox = outbox
+        self._call = stub.Session(self._requests(outbox), metadata=self._connection.metadata())
+        return endpoint
+
+    def _run(self, endpoint):
+        """Reads the stream; resumes it after a transient failure until resume_timeout."""
+        lost_since = None
+        delay = _RESUME_BACKOFF_S[0]
+        while True:
+            failure = self._read(endpoint)
+            with self.condition:
+                if self._closing or self.finished is not None or self.dismissed is not None:
+                    self.condition.notify_all()
+                    return
+                outage_begins = not self._resuming  # a registered stream broke
+                if outage_begins:
+                    lost_since, delay = time.monotonic(), _RESUME_BACKOFF_S[0]
+                transient = failure.code not in _PERMANENT and self.registered is not None
+                if not transient or time.monotonic() - lost_since > self._resume_timeout:
+                    self.error = failure
+                    _log.warning("session with the coordinator ended: %s", failure)
+                    self.condition.notify_all()
+                    return
+                self._resuming = True
+            (_log.warning if outage_begins else _log.debug)(
+                "session with the coordinator at %s broke (%s); resuming for up to %g s",
+                endpoint, failure, self._resume_timeout)
+            if not self._connection.stream_failed(endpoint, failure):
+                time.sleep(delay)
+                delay = min(delay * 2, _RESUME_BACKOFF_S[1])
+            self._outbox.put(None)  # ends the old stream's requests
+            endpoint = self._start_stream()
+
     def _read(self, endpoint):
+        """Handles the replies of the current stream; returns why it ended."""
         try:
             for reply in self._call:
                 self._handle(reply)
-            failure = SessionEnded(grpc.StatusCode.UNAVAILABLE,
-                                   f"the coordinator at {endpoint} ended the session")
+            return SessionEnded(grpc.StatusCode.UNAVAILABLE,
+                                f"the coordinator at {endpoint} ended the session")
         except grpc.RpcError as error:
-            failure = errors.from_rpc_error(error, endpoint)
-        with self.condition:
-            if not self._closing and self.error is None:
-                self.error = failure
-                if self.finished is None:
-                    _log.warning("session with the coordinator ended: %s", failure)
-            self.condition.notify_all()
+            return errors.from_rpc_error(error, endpoint)
 
     def _handle(self, reply):
         kind = reply.WhichOneof("body")
         with self.condition:
             if kind == "registered":
+                if self._resuming:
+                    self._resumed(reply.registered)
                 self.registered = reply.registered
             elif kind == "assignment":
                 self.assignment = reply.assignment
@@ -208,6 +269,20 @@ class AgentSession:
             elif kind == "notice":
                 _log.warning("coordinator: %s", reply.notice.message)
             self.condition.notify_all()
+
+    def _resumed(self, registered):
+        """A Registered on a resumed stream (under ``condition``)."""
+        self._resuming = False
+        if registered.resumed:
+            _log.warning("session resumed; the workers of generation %d go on",
+                         self.generation)
+            if self._replay_generation == self.generation:
+                for message in self._replay:
+                    self._outbox.put(message)
+        elif self.generation:
+            _log.warning("the coordinator no longer counts this node in generation %d: it "
+                         "joins the next one", self.generation)
+            self.superseded = self.generation
 
     def _heartbeat(self):
         with self.condition:

@@ -19,6 +19,9 @@ ddp-client's.
 - The coordinator fails the job (budget spent) or a scheduler cancels it: the rendezvous is
   closed (``RendezvousClosedError``), every agent stops.
 - The agent ends: ``shutdown()`` reports its workers' exits (0 on success) and leaves.
+- The coordinator restarts or fails over: the session resumes (same incarnation) and the
+  workers go on, as under ddp-client (whose agents also freeze cut-off workers: torchrun's
+  are not frozen).
 
 The c10d Store torchrun's agents share (rank assignment, master address, exit barrier) is a
 TCPStore that group rank 0's agent serves, as torchrun's own c10d backend does; the
@@ -246,6 +249,7 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
             return 0
         with session.condition:
             pending = (session.stop_requested >= self._generation or
+                       session.superseded >= self._generation or
                        session.finished is not None or session.dismissed is not None or
                        session.error is not None or
                        (session.assignment is not None and
@@ -300,8 +304,9 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
         """torchrun's agent stopped its workers of ``self._generation``: if the coordinator
         did not ask for it, a worker failed (reported here); then WorkersStopped."""
         generation = self._generation
-        if session.finished is not None or session.dismissed is not None:
-            return
+        if (session.finished is not None or session.dismissed is not None or
+                session.superseded >= generation):
+            return  # nothing to report: the coordinator ended or replaced the generation
         with session.condition:
             asked = (session.stop_requested >= generation or
                      (session.assignment is not None and

@@ -4,9 +4,11 @@ through a real coordinator, a worker failure restarts both, and the job is there
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
+import ddp_coordinator as ddpc
 from conftest import bazel_binary
 
 torch = pytest.importorskip("torch")
@@ -95,3 +97,28 @@ def test_torchrun_BudgetSpent_FailsTheJobOnEveryAgent(coordinator, tmp_path):
     shown = ddpctl(coordinator, "jobs", "get", "torchrun-fails")
     assert "FAILED" in shown.stdout, shown.stdout
     assert "root cause:" in shown.stdout and "exit code 3" in shown.stdout, shown.stdout
+
+
+def test_torchrun_CoordinatorRestart_ResumesWithoutARestart(coordinator, tmp_path):
+    work = tmp_path
+    agents = [(n, start_agent(coordinator, "torchrun-resumes", n, work,
+                              {"STEP_SECONDS": "1.5"})) for n in ("a", "b")]
+    with ddpc.Client(coordinator.address) as client:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if client.jobs.get("torchrun-resumes").state == ddpc.JobState.RUNNING:
+                    break
+            except ddpc.NotFoundError:
+                pass
+            time.sleep(0.2)
+        else:
+            pytest.fail("the job never ran: " + agent_logs(work))
+    time.sleep(2)  # the workers are importing torch or training
+    coordinator.restart()
+    codes = wait_all(agents, work)
+    assert codes == [0, 0], agent_logs(work)
+    assert len(list(work.glob("rank*"))) == 4
+    shown = ddpctl(coordinator, "jobs", "get", "torchrun-resumes")
+    assert "SUCCEEDED" in shown.stdout, shown.stdout
+    assert "generation:  1" in shown.stdout and "restarts:    0/2" in shown.stdout, shown.stdout

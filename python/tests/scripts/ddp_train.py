@@ -2,10 +2,12 @@
 
 Writes RESULT_DIR/rank<RANK>: "<world size> <restart count> <group rank> <weight sum>".
 With FAIL_ONCE_MARKER set, the last rank exits with code 3 after its training steps the
-first time (it creates the marker file), so the group has to be restarted once.
+first time (it creates the marker file), so the group has to be restarted once. With
+STEP_SECONDS set, each of the 5 steps takes that long (a run to restart a coordinator under).
 """
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -21,6 +23,7 @@ def main():
         optimizer.zero_grad()
         model(torch.full((8, 4), float(rank + 1))).sum().backward()
         optimizer.step()
+        time.sleep(float(os.environ.get("STEP_SECONDS", "0")))
     marker = os.environ.get("FAIL_ONCE_MARKER")
     if marker and rank == world_size - 1 and not os.path.exists(marker):
         open(marker, "w").close()
