@@ -235,6 +235,9 @@ class AgentSession:
                 time.sleep(delay)
                 delay = min(delay * 2, _RESUME_BACKOFF_S[1])
             self._outbox.put(None)  # ends the old stream's requests
+            with self.condition:
+                if self._closing:  # closed while waiting: no new stream
+                    return
             endpoint = self._start_stream()
 
     def _read(self, endpoint):

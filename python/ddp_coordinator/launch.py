@@ -98,7 +98,14 @@ def launch(main_func, num_gpus_per_machine, num_machines=1, machine_rank=0, dist
     command = _agent_command(num_gpus_per_machine, num_machines, machine_rank, dist_url,
                              max_restarts, job_id)
     env = dict(os.environ, **{WORKER_ENV: "1", "PYTHON_EXEC": sys.executable})
-    exit_code = subprocess.call(command, env=env)
+    agent = subprocess.Popen(command, env=env)
+    try:
+        exit_code = agent.wait()
+    except KeyboardInterrupt:
+        # Ctrl-C reached ddp-client too (one process group): it stops the workers and leaves
+        # the job; wait for that rather than kill it.
+        agent.wait()
+        raise
     if exit_code != 0:
         raise LaunchError(f"the job of {os.path.basename(command[-1])} failed: ddp-client "
                           f"exited with {exit_code} (its log above names the root cause)",

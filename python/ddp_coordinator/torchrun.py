@@ -239,6 +239,9 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
                                         session.dismissed is not None)
 
     def set_closed(self):
+        """Closes the rendezvous for this agent: its next rendezvous raises
+        RendezvousClosedError. Ending the job for every node is the coordinator's (the job's
+        budget, ``ddpctl jobs cancel``)."""
         self._closed = True
 
     def num_nodes_waiting(self) -> int:
