@@ -1,21 +1,35 @@
 """torchrun (Debian's PyTorch 1.13) with ``--rdzv_backend ddp``: two agents rendezvous
-through a real coordinator, a worker failure restarts both, and the job is there for
-``ddpctl jobs get``."""
+through a real coordinator, a worker failure restarts both, a spent budget fails the job, a
+coordinator restart costs no restart, and the job is there for ``ddpctl jobs get`` and REST
+(what the dashboard reads)."""
+import json
 import os
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
 import ddp_coordinator as ddpc
-from conftest import bazel_binary
+from conftest import Coordinator, bazel_binary
 
 torch = pytest.importorskip("torch")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "scripts", "ddp_train.py")
 PACKAGE_ROOT = os.path.dirname(HERE)
+
+
+@pytest.fixture
+def coordinator_with_http(tmp_path):
+    """A coordinator that also serves REST and the dashboard (the same job data)."""
+    port_file = tmp_path / "http_port"
+    server = Coordinator(str(tmp_path), ["--http-port", "-1", "--http-port-file",
+                                         str(port_file)]).start()
+    server.http_port_file = port_file
+    yield server
+    server.stop()
 
 
 def start_agent(coordinator, job, node_id, work, extra_env=None, max_restarts=2):
@@ -59,7 +73,9 @@ def ddpctl(coordinator, *args):
                           capture_output=True, text=True, timeout=30)
 
 
-def test_torchrun_WorkerFailure_RestartsBothAgentsThroughTheCoordinator(coordinator, tmp_path):
+def test_torchrun_WorkerFailure_RestartsBothAgentsThroughTheCoordinator(coordinator_with_http,
+                                                                         tmp_path):
+    coordinator = coordinator_with_http
     work = tmp_path
     marker = work / "failed-once"
     agents = [(n, start_agent(coordinator, "torchrun-job", n, work,
@@ -85,6 +101,14 @@ def test_torchrun_WorkerFailure_RestartsBothAgentsThroughTheCoordinator(coordina
     assert "global rank 3" in shown.stdout and "exit code 3" in shown.stdout, shown.stdout
     for node_id in ("a", "b"):
         assert f"\n  {node_id} " in shown.stdout
+    # REST, which the dashboard reads: the same job, its members and its failure.
+    http_port = int(coordinator.http_port_file.read_text())
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v1/jobs/torchrun-job",
+                                timeout=10) as reply:
+        job = json.load(reply)
+    assert job["state"] == "SUCCEEDED" and job["restartCount"] == 1, job
+    assert sorted(m["nodeId"] for m in job["members"]) == ["a", "b"], job
+    assert job["failures"][0]["exitCode"] == 3, job
 
 
 def test_torchrun_BudgetSpent_FailsTheJobOnEveryAgent(coordinator, tmp_path):
