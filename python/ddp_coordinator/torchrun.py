@@ -261,9 +261,11 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
 
     def shutdown(self) -> bool:
         """Reports how this node's workers ended (the agent's RunResult: 0 for each on
-        success) and leaves the job."""
-        session = self._session
+        success) and leaves the job. Later calls do nothing (newer torch agents call it
+        from their own shutdown too)."""
+        session, self._session = self._session, None
         if session is None:
+            self._closed = True
             return True
         result = _run_result_of_calling_agent()
         succeeded = result is not None and not result.failures and getattr(
