@@ -38,7 +38,6 @@ import contextlib
 import datetime
 import io
 import logging
-import os
 import socket
 import sys
 import time

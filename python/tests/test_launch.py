@@ -1,5 +1,4 @@
 """launch()'s arguments and the ddp-client command it builds; comm as a single process."""
-import os
 import sys
 
 import pytest
