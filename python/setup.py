@@ -31,4 +31,7 @@ setup(
     python_requires=">=3.9",
     install_requires=["grpcio>=1.51", "protobuf>=3.21"],
     cmdclass={"build_py": BuildWithStubs},
+    # torchrun --rdzv-backend ddp (PyTorch >= 2.5 discovers rendezvous handlers here;
+    # older releases: python3 -m ddp_coordinator.torchrun, docs/python.md).
+    entry_points={"torchrun.handlers": ["ddp = ddp_coordinator.torchrun:handler_creator"]},
 )

@@ -4,6 +4,9 @@
 - :mod:`ddp_coordinator.worker` — the training script's side: who am I, is my generation
   current, the heartbeat, the job's key namespace;
 - :mod:`ddp_coordinator.errors` — exceptions carrying the gRPC code and message.
+- :mod:`ddp_coordinator.torchrun` — ``torchrun --rdzv-backend ddp`` (imports torch);
+- :mod:`ddp_coordinator.launch`, :mod:`ddp_coordinator.comm` — detectron2's ``launch()`` and
+  ``comm`` helpers, supervised by ddp-client (import torch).
 
 The protobuf and gRPC modules are generated from proto/ddp/v1 into
 ``ddp_coordinator._proto`` when the package is built (pip, Bazel); docs/python.md shows

@@ -15,17 +15,21 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 
-def coordinator_binary():
-    """The coordinator binary: the test's runfiles under Bazel, else bazel-bin."""
+def bazel_binary(package, name):
+    """A binary of this repository: the test's runfiles under Bazel, else bazel-bin."""
     candidates = []
     if os.environ.get("TEST_SRCDIR"):
         candidates.append(os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"],
-                                       "coordinator", "coordinator"))
-    candidates.append(os.path.join(REPO, "bazel-bin", "coordinator", "coordinator"))
+                                       package, name))
+    candidates.append(os.path.join(REPO, "bazel-bin", package, name))
     for path in candidates:
         if os.access(path, os.X_OK):
             return path
-    pytest.skip("no coordinator binary: bazel build //coordinator")
+    pytest.skip(f"no {name} binary: bazel build //{package}:{name}")
+
+
+def coordinator_binary():
+    return bazel_binary("coordinator", "coordinator")
 
 
 class Coordinator:
