@@ -271,6 +271,7 @@ JobStatus Job::Status(bool include_nodes) const {
       n.address = node.record.address;
       n.connected = node.connected;
       n.last_heartbeat = node.last_heartbeat;
+      n.progress = node.progress;
       s.nodes.push_back(std::move(n));
     }
     std::sort(s.nodes.begin(), s.nodes.end(),
@@ -484,6 +485,18 @@ absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
   membership_.Heartbeat(*node);
   return state_ == JobState::kRunning && IsMember(*node) ? round_.generation() : 0;
+}
+
+absl::Status Job::ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress) {
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
+  for (WorkerProgress& p : progress) p.generation = ref.generation;
+  std::sort(progress.begin(), progress.end(),
+            [](const WorkerProgress& a, const WorkerProgress& b) {
+              return a.local_rank < b.local_rank;
+            });
+  node->progress = std::move(progress);
+  return absl::OkStatus();
 }
 
 absl::Status Job::StreamClosed(const NodeRef& ref) {

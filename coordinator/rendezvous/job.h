@@ -97,6 +97,7 @@ struct NodeStatus {
   std::string address;
   bool connected = false;
   absl::Time last_heartbeat;
+  std::vector<WorkerProgress> progress;  // its workers' latest reports
 };
 
 struct JobStatus {
@@ -186,6 +187,10 @@ class Job {
   // and the node is a member, else 0.
   // Possible errors: ABORTED (fenced), FAILED_PRECONDITION (excluded).
   absl::StatusOr<Generation> Heartbeat(const NodeRef& ref);
+  // The node's workers' latest progress reports (those that made one), in
+  // place of the earlier ones; kept in memory, shown by Status. Possible
+  // errors: Heartbeat's.
+  absl::Status ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress);
   // The session's stream broke; the node has heartbeat_timeout to resume.
   absl::Status StreamClosed(const NodeRef& ref);
   // The agent leaves for good (it is removed at once).

@@ -410,6 +410,12 @@ absl::StatusOr<Generation> JobRegistry::Heartbeat(const NodeRef& ref) {
   return running;
 }
 
+absl::Status JobRegistry::ReportProgress(const NodeRef& ref,
+                                         std::vector<WorkerProgress> progress) {
+  return Run(ref.job_id,
+             [&](Job& job) { return job.ReportProgress(ref, std::move(progress)); });
+}
+
 absl::Status JobRegistry::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   return Run(ref.job_id, [&](Job& job) { return job.WorkerExited(ref, exit); });
 }

@@ -6,6 +6,7 @@
 // events a WatchJob stream shows. No behaviour lives here.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -34,6 +35,17 @@ const char* JobStateName(JobState state);
 inline bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
+
+// What one worker last reported of its progress (the Python package's
+// report_progress), as its agent relayed it; kept in memory only.
+struct WorkerProgress {
+  int local_rank = 0;
+  Generation generation = 0;  // the node's generation when it was relayed
+  int64_t step = 0;
+  double steps_per_second = 0;  // 0: not known yet
+  absl::Time reported;          // when the worker made it (coordinator's clock)
+  std::map<std::string, double> metrics;
+};
 
 // Header of every message a registered node sends (fencing).
 struct NodeRef {

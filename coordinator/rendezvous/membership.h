@@ -66,6 +66,9 @@ class Membership {
     bool succeeded = false;
     int exited_ok = 0;
     std::vector<bool> exited;  // by local rank, allocated on first exit report
+    // Its workers' latest progress reports (by local rank; only those that
+    // reported), not stored.
+    std::vector<WorkerProgress> progress;
   };
 
   struct Options {

@@ -107,6 +107,11 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       }
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
       DDP_ASSIGN_OR_RETURN(rendezvous::Generation running, rendezvous_.Heartbeat(ref));
+      DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::WorkerProgress> progress,
+                           ProgressFromProto(m, limits, rendezvous_.Now()));
+      if (!progress.empty()) {
+        DDP_RETURN_IF_ERROR(rendezvous_.ReportProgress(ref, std::move(progress)));
+      }
       if (m.sequence() != 0) {  // renews the agent's lease
         v1::CoordinatorMessage ack;
         ack.mutable_heartbeat_ack()->set_sequence(m.sequence());

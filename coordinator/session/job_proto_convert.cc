@@ -167,12 +167,25 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
     m->set_group_rank(n.group_rank);
     m->set_heartbeat_age_ms(n.last_heartbeat == absl::Time() ? -1 : ToMs(now - n.last_heartbeat));
     m->set_connected(n.connected);
+    for (const rendezvous::WorkerProgress& p : n.progress) {
+      v1::WorkerProgress* out = m->add_progress();
+      out->set_local_rank(p.local_rank);
+      out->set_global_rank(-1);  // a member's is set below
+      out->set_generation(p.generation);
+      out->set_step(p.step);
+      out->set_steps_per_second(p.steps_per_second);
+      out->set_age_ms(std::max<int64_t>(0, ToMs(now - p.reported)));
+      for (const auto& [name, value] : p.metrics) (*out->mutable_metrics())[name] = value;
+    }
   };
   int64_t offset = 0;
   for (const rendezvous::NodeStatus* n : members) {
     v1::Member* m = proto->add_members();
     fill(*n, m);
     m->set_global_rank_offset(contiguous ? offset : -1);
+    for (v1::WorkerProgress& p : *m->mutable_progress()) {
+      p.set_global_rank(contiguous ? offset + p.local_rank() : -1);
+    }
     offset += n->nproc;
   }
   for (const rendezvous::NodeStatus& n : s.nodes) {
@@ -254,6 +267,41 @@ absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
   }
   exit.time = proto.time_unix_ms() > 0 ? absl::FromUnixMillis(proto.time_unix_ms()) : absl::Time();
   return exit;
+}
+
+absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
+    const v1::Heartbeat& proto, const rendezvous::RendezvousLimits& limits, absl::Time now) {
+  std::vector<rendezvous::WorkerProgress> out;
+  for (const v1::WorkerState& worker : proto.workers()) {
+    if (!worker.has_progress()) continue;
+    const v1::WorkerProgress& p = worker.progress();
+    if (worker.local_rank() < 0 || worker.local_rank() >= limits.max_nproc_per_node) {
+      return absl::InvalidArgumentError(absl::StrCat("progress of local rank ",
+                                                     worker.local_rank(), "; it must be in [0, ",
+                                                     limits.max_nproc_per_node, ")"));
+    }
+    if (p.step() < 0 || p.age_ms() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("progress of local rank ", worker.local_rank(),
+                                                     " has step ", p.step(), " and age ",
+                                                     p.age_ms(), " ms; neither may be negative"));
+    }
+    if (p.metrics_size() > kMaxProgressMetrics) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("progress of local rank ", worker.local_rank(), " has ", p.metrics_size(),
+                       " metrics; the limit is ", kMaxProgressMetrics));
+    }
+    rendezvous::WorkerProgress progress;
+    progress.local_rank = worker.local_rank();
+    progress.step = p.step();
+    progress.steps_per_second = p.steps_per_second();
+    progress.reported = now - absl::Milliseconds(std::min<int64_t>(p.age_ms(), int64_t{1} << 40));
+    for (const auto& [name, value] : p.metrics()) {
+      DDP_RETURN_IF_ERROR(CheckLength(name, kMaxMetricNameBytes, "progress metric name"));
+      progress.metrics[name] = value;
+    }
+    out.push_back(std::move(progress));
+  }
+  return out;
 }
 
 absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(

@@ -59,6 +59,12 @@ absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(const v1::NodeHeader& proto
 // (StatusOr for symmetry with the checks of its siblings).
 absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
     const v1::WorkerExited& proto, const rendezvous::RendezvousLimits& limits);
+// The progress reports a heartbeat carries (workers without one left out),
+// dated on `now` less their age. Possible errors: INVALID_ARGUMENT (a local
+// rank outside [0, max_nproc_per_node), a negative step or age, more than
+// kMaxProgressMetrics metrics, a metric name longer than kMaxMetricNameBytes).
+absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
+    const v1::Heartbeat& proto, const rendezvous::RendezvousLimits& limits, absl::Time now);
 // Possible errors: INVALID_ARGUMENT when the NCCL unique id is neither empty
 // nor 128 bytes, or the address is too long.
 absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
@@ -70,6 +76,10 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
 // open rendezvous (a candidate of the next one), SPARE otherwise.
 void RegisteredToProto(const rendezvous::RegisterResult& result, v1::Registered* proto);
 void OutboundToProto(const rendezvous::MessageBody& body, v1::CoordinatorMessage* proto);
+
+// Bounds of a progress report's metrics (the agent keeps to them).
+inline constexpr int kMaxProgressMetrics = 16;
+inline constexpr size_t kMaxMetricNameBytes = 64;
 
 // Longest token / agent version accepted in Register.
 inline constexpr size_t kMaxTokenBytes = 1024;

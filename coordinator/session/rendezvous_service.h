@@ -166,6 +166,10 @@ class RendezvousService final : public commit::CommitParticipant {
   absl::StatusOr<rendezvous::Generation> Heartbeat(const rendezvous::NodeRef& ref) {
     return registry_->Heartbeat(ref);
   }
+  absl::Status ReportProgress(const rendezvous::NodeRef& ref,
+                              std::vector<rendezvous::WorkerProgress> progress) {
+    return registry_->ReportProgress(ref, std::move(progress));
+  }
   absl::Status WorkerExited(const rendezvous::NodeRef& ref, const rendezvous::WorkerExit& exit) {
     return registry_->WorkerExited(ref, exit);
   }
