@@ -41,6 +41,8 @@ DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)  # TCPStore's
 # One KV Wait call blocks at most this long (the coordinator accepts up to 24 h); a wait
 # without a timeout (c10d's kNoTimeout, 0) calls again until the keys exist.
 _WAIT_CHUNK_S = 3600.0
+# The coordinator's cap on the keys of one KV Wait call (KvLimits::max_keys_per_request).
+_WAIT_KEYS_PER_CALL = 1024
 # Range page for num_keys and the clean-up of earlier generations (the coordinator's cap).
 _PAGE = 10000
 
@@ -171,7 +173,17 @@ class CoordinatorStore(dist.Store):
     def add(self, key, amount):
         """Adds ``amount`` to the integer in ``key`` (a missing key counts as 0) atomically;
         returns the new value."""
-        return self._kv.add(self._key(key), int(amount))
+        full, amount = self._key(key), int(amount)
+        if amount == 0:
+            # c10d reads counters with add(key, 0) (its store-based barrier polls so every
+            # 10 ms): answered by a read, not a durable write, when the key holds an integer.
+            found = self._kv.get(full)
+            if found is not None:
+                try:
+                    return int(found.value)
+                except ValueError:
+                    pass  # the coordinator's Add names the bad value
+        return self._kv.add(full, amount)
 
     def compare_set(self, key, expected_value, desired_value):
         """Sets ``desired_value`` if ``key`` holds ``expected_value``, or if ``key`` is
@@ -261,6 +273,13 @@ class CoordinatorStore(dist.Store):
         return None if seconds <= 0 else time.monotonic() + seconds
 
     def _wait_keys(self, full_keys, deadline, shown_keys):
+        # The coordinator takes at most _WAIT_KEYS_PER_CALL keys per Wait; a longer list
+        # waits for one slice after the other, under the same deadline.
+        for start in range(0, len(full_keys), _WAIT_KEYS_PER_CALL):
+            self._wait_slice(full_keys[start:start + _WAIT_KEYS_PER_CALL], deadline,
+                             shown_keys)
+
+    def _wait_slice(self, full_keys, deadline, shown_keys):
         while True:
             if deadline is None:
                 chunk = _WAIT_CHUNK_S

@@ -72,6 +72,18 @@ def test_Add_MissingKeyStartsAtZero_Accumulates(store):
         store.add("word", 1)
 
 
+def test_AddZero_ReadsWithoutAWrite_MissingKeyCreated(store, coordinator):
+    store.add("counter", 4)
+    kv = ddpc.Client(coordinator.address).kv("job-a")
+    revision = kv.status().revision
+    assert store.add("counter", 0) == 4  # c10d's barrier polls like this
+    assert kv.status().revision == revision
+    assert store.add("fresh", 0) == 0 and store.check(["fresh"])  # as TCPStore: created
+    store.set("word", "abc")
+    with pytest.raises(ddpc.InvalidArgumentError):
+        store.add("word", 0)
+
+
 def test_CompareSet_FollowsTcpStoreSemantics(store):
     assert store.compare_set("k", "", "first") == b"first"          # missing, expected ''
     assert store.compare_set("k", "other", "x") == b"first"         # mismatch: current
@@ -98,6 +110,16 @@ def test_Wait_Timeout_RaisesAfterTheGivenTimeout(store):
     with pytest.raises(StoreTimeoutError):  # the store's timeout when none is given
         store.set_timeout(datetime.timedelta(seconds=0.2))
         store.wait(["missing"])
+
+
+def test_Wait_MoreKeysThanOneWaitCallTakes_WaitsForAll(store):
+    keys = [f"many/{i}" for i in range(1030)]  # the coordinator takes 1,024 per call
+    for key in keys[:-1]:
+        store.set(key, "")
+    timer = set_later(store, keys[-1], "last", delay=0.2)
+    store.wait(keys, datetime.timedelta(seconds=20))
+    assert store.num_keys() == 1030
+    timer.join()
 
 
 def test_Check_OnlyWhenEveryKeyExists(store):
