@@ -89,7 +89,7 @@ class CoordinatorStore(dist.Store):
         token, tls_ca, tls_cert, tls_key: as :class:`ddp_coordinator.Client` (defaults
             ``$DDP_TOKEN``, ``$DDP_TLS_*``).
         retry_rounds: how often a call that finds no coordinator goes round the endpoint
-            list (with growing pauses, about 13 s in all for 10) before it raises
+            list (with growing pauses, about 11 s in all for 10) before it raises
             :class:`UnavailableError`: long enough to ride out a coordinator restart.
         client: a :class:`ddp_coordinator.Client` to use instead of making one (the
             connection arguments are then ignored).
