@@ -26,6 +26,7 @@ Requires PyTorch (``torch.distributed``); the rest of the package does not.
 import datetime
 import importlib
 import os
+import re
 import time
 import urllib.parse
 
@@ -43,6 +44,8 @@ DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)  # TCPStore's
 _WAIT_CHUNK_S = 3600.0
 # The coordinator's cap on the keys of one KV Wait call (KvLimits::max_keys_per_request).
 _WAIT_KEYS_PER_CALL = 1024
+# What the coordinator's Add accepts as a counter (a decimal int64).
+_DECIMAL = re.compile(rb"-?[0-9]{1,19}")
 # Range page for num_keys and the clean-up of earlier generations (the coordinator's cap).
 _PAGE = 10000
 
@@ -178,11 +181,9 @@ class CoordinatorStore(dist.Store):
             # c10d reads counters with add(key, 0) (its store-based barrier polls so every
             # 10 ms): answered by a read, not a durable write, when the key holds an integer.
             found = self._kv.get(full)
-            if found is not None:
-                try:
-                    return int(found.value)
-                except ValueError:
-                    pass  # the coordinator's Add names the bad value
+            if found is not None and _DECIMAL.fullmatch(found.value):
+                return int(found.value)
+            # Missing (Add creates it, as TCPStore does) or not an integer (Add says so).
         return self._kv.add(full, amount)
 
     def compare_set(self, key, expected_value, desired_value):

@@ -79,9 +79,10 @@ def test_AddZero_ReadsWithoutAWrite_MissingKeyCreated(store, coordinator):
     assert store.add("counter", 0) == 4  # c10d's barrier polls like this
     assert kv.status().revision == revision
     assert store.add("fresh", 0) == 0 and store.check(["fresh"])  # as TCPStore: created
-    store.set("word", "abc")
-    with pytest.raises(ddpc.InvalidArgumentError):
-        store.add("word", 0)
+    for not_a_counter in ("abc", "4_000"):  # Python's int() would take the second
+        store.set("word", not_a_counter)
+        with pytest.raises(ddpc.InvalidArgumentError):
+            store.add("word", 0)
 
 
 def test_CompareSet_FollowsTcpStoreSemantics(store):
