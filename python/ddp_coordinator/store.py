@@ -42,6 +42,8 @@ DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)  # TCPStore's
 # One KV Wait call blocks at most this long (the coordinator accepts up to 24 h); a wait
 # without a timeout (c10d's kNoTimeout, 0) calls again until the keys exist.
 _WAIT_CHUNK_S = 3600.0
+# Pause before waiting again after the coordinator cancelled a Wait (it was shutting down).
+_WAIT_AGAIN_AFTER_CANCEL_S = 0.2
 # The coordinator's cap on the keys of one KV Wait call (KvLimits::max_keys_per_request).
 _WAIT_KEYS_PER_CALL = 1024
 # What the coordinator's Add accepts as a counter (a decimal int64).
@@ -294,6 +296,11 @@ class CoordinatorStore(dist.Store):
             except errors.DeadlineExceededError:
                 if deadline is not None and time.monotonic() >= deadline:
                     self._timed_out(shown_keys)
+            except errors.CancelledError:
+                # This store never cancels its calls: a coordinator that shuts down ends
+                # the Waits it holds with CANCELLED (not the UNAVAILABLE kv.proto names).
+                # Wait again; the next call finds the restarted coordinator or a new leader.
+                time.sleep(_WAIT_AGAIN_AFTER_CANCEL_S)
 
     def _timed_out(self, keys):
         shown = ", ".join(repr(k) for k in list(keys)[:8])

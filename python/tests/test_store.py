@@ -195,6 +195,26 @@ def test_CoordinatorRestart_KeysSurviveAndCallsGoOn(coordinator):
     store.close()
 
 
+def test_CoordinatorRestart_DuringAWait_TheWaitGoesOnAndReturns(coordinator):
+    waiter = CoordinatorStore(coordinator.address, job="job-w", generation=1, timeout=60)
+    outcome = []
+
+    def wait():
+        try:
+            waiter.wait(["after-restart"])
+            outcome.append("returned")
+        except Exception as error:  # reported by the assertion below
+            outcome.append(error)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    time.sleep(0.3)  # the Wait call is on the coordinator now
+    coordinator.restart()
+    CoordinatorStore(coordinator.address, job="job-w", generation=1).set("after-restart", "1")
+    thread.join(30)
+    assert outcome == ["returned"]
+
+
 def test_Token_WrongOneRefused_AdminWorks(secure_coordinator):
     with pytest.raises(ddpc.UnauthenticatedError):
         CoordinatorStore(secure_coordinator.address, job="j", generation=1,
