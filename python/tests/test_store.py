@@ -225,6 +225,23 @@ def test_Token_WrongOneRefused_AdminWorks(secure_coordinator):
     assert store.get("k") == b"v"
 
 
+def test_JobToken_ItsOwnJobOnly(secure_coordinator):
+    with ddpc.Client(secure_coordinator.address, token=ADMIN_TOKEN) as admin:
+        token = admin.jobs.create("tok-job").token
+    store = CoordinatorStore(secure_coordinator.address, job="tok-job", generation=1,
+                             token=token)
+    assert store.add("n", 1) == 1
+    with pytest.raises(ddpc.PermissionDeniedError):
+        CoordinatorStore(secure_coordinator.address, job="another-job", generation=1,
+                         token=token).set("k", "v")
+
+
+def test_EndpointList_DeadOneFirst_GoesToTheNext(coordinator):
+    store = CoordinatorStore(f"127.0.0.1:1,{coordinator.address}", job="job-e", generation=1)
+    store.set("k", "v")
+    assert store.get("k") == b"v"
+
+
 def test_StoreFromUrl_QueryAndEnvironment(coordinator, monkeypatch):
     monkeypatch.setenv("DDP_COORDINATOR", coordinator.address)
     monkeypatch.setenv("RANK", "1")
