@@ -1,7 +1,8 @@
-"""Real gloo DDP training under two ddp-client agents and a coordinator, whose process
-group meets through ddp_coordinator.store (init_method="ddp://", no TCPStore): a worker
-fails in the first generation, the group restarts, and the second generation finishes with
-the same parameters on every rank, having seen nothing of the first one's keys."""
+"""Real gloo DDP training under two ddp-client agents and a coordinator with authorization
+on, whose process group meets through ddp_coordinator.store (init_method="ddp://", no
+TCPStore) with the job's token the agents hand their workers: a worker fails in the first
+generation, the group restarts, and the second generation finishes with the same parameters
+on every rank, having seen nothing of the first one's keys."""
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 import ddp_coordinator as ddpc  # noqa: E402
-from conftest import REPO  # noqa: E402
+from conftest import ADMIN_TOKEN, REPO  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 AGENT_TIMEOUT_S = 240
@@ -31,8 +32,9 @@ def agent_binary():
     pytest.skip("no ddp-client binary: bazel build //client/agent:ddp-client")
 
 
-def start_agent(coordinator, tmp_path, node, job, script_args):
+def start_agent(coordinator, tmp_path, node, job, token, script_args):
     env = dict(os.environ, PYTHON_EXEC="/usr/bin/python3", GLOO_SOCKET_IFNAME="lo",
+               DDP_TOKEN=token,
                PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     log = open(tmp_path / f"{node}.log", "w")
     return subprocess.Popen(
@@ -45,13 +47,18 @@ def start_agent(coordinator, tmp_path, node, job, script_args):
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def test_StoreDdp_WorkerFails_GroupRestartsAndFinishesThroughTheStore(coordinator, tmp_path):
+def test_StoreDdp_WorkerFails_GroupRestartsAndFinishesThroughTheStore(secure_coordinator,
+                                                                      tmp_path):
+    coordinator = secure_coordinator
     results = tmp_path / "results"
     results.mkdir()
     job = "store-ddp"
+    with ddpc.Client(coordinator.address, token=ADMIN_TOKEN) as admin:
+        token = admin.jobs.create(job, ddpc.JobSettings(
+            min_nodes=2, max_nodes=2, nproc_per_node=1, max_restarts=2)).token
     script = ["--init", "url", "--steps", "8", "--fail-at-step", "3", "--fail-rank", "1",
               "--result-dir", str(results)]
-    agents = [start_agent(coordinator, tmp_path, node, job, script)
+    agents = [start_agent(coordinator, tmp_path, node, job, token, script)
               for node in ("node-a", "node-b")]
     try:
         codes = [agent.wait(AGENT_TIMEOUT_S) for agent in agents]
@@ -70,7 +77,7 @@ def test_StoreDdp_WorkerFails_GroupRestartsAndFinishesThroughTheStore(coordinato
     generation = outcome[0]["generation"]
     assert generation >= 2 and outcome[1]["generation"] == generation
 
-    with ddpc.Client(coordinator.address) as client:
+    with ddpc.Client(coordinator.address, token=ADMIN_TOKEN) as client:
         assert client.jobs.get(job).state == ddpc.JobState.SUCCEEDED
         assert client.jobs.get(job).restart_count == 1
         keys = [kv.key for kv in client.kv(job).items("c10d/")]
