@@ -14,9 +14,10 @@ or, with the ``ddp://`` scheme this module registers when imported::
     dist.init_process_group("gloo", init_method="ddp://c1:29400,c2:29400?job=j&generation=3",
                             rank=rank, world_size=world_size)
 
-Keys live in the job's namespace under ``<prefix>/g<generation>/`` (prefix ``c10d``), so a
-generation never sees a key of an earlier one; ``delete_previous_generations()`` removes
-those (the ``ddp://`` handler does it from rank 0). Every write is durable on the
+Keys live in the job's namespace under ``<prefix>/r<run id>/g<generation>/`` (prefix
+``c10d``; the run id tells this run of the job id from earlier ones, whose generations
+counted from 1 too), so a generation never sees a key of an earlier one or of an earlier run;
+``delete_previous_generations()`` removes those (the ``ddp://`` handler does it from rank 0). Every write is durable on the
 coordinator before it returns, and the store keeps working across a coordinator restart or
 failover (calls that find no coordinator are retried round the endpoint list). ``wait`` and
 a ``get`` of a missing key block in the coordinator's KV Wait call, never by polling.
@@ -48,7 +49,7 @@ _WAIT_AGAIN_AFTER_CANCEL_S = 0.2
 _WAIT_KEYS_PER_CALL = 1024
 # What the coordinator's Add accepts as a counter (a decimal int64).
 _DECIMAL = re.compile(rb"-?[0-9]{1,19}")
-# Range page for num_keys and the clean-up of earlier generations (the coordinator's cap).
+# Range page for num_keys (the coordinator's cap).
 _PAGE = 10000
 
 
@@ -71,6 +72,31 @@ def _to_bytes(value, what):
     raise TypeError(f"{what}: expected str or bytes, got {type(value).__name__}")
 
 
+def _non_negative(value, name):
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} {value!r} is not an integer") from None
+    if number < 0:
+        raise ValueError(f"{name} {number} is negative")
+    return number
+
+
+_DIGITS = re.compile(rb"[0-9]{1,19}")
+
+
+def _run_and_generation(rest):
+    """``b"<run>/g<generation>/..."`` -> (run, generation); None for a part that is not
+    of that layout (generation None also when the run's part is fine)."""
+    run, slash, after = rest.partition(b"/")
+    if not slash or not _DIGITS.fullmatch(run):
+        return None, None
+    generation, slash, _ = after[1:].partition(b"/")
+    if not after.startswith(b"g") or not slash or not _DIGITS.fullmatch(generation):
+        return int(run), None
+    return int(run), int(generation)
+
+
 def _seconds(timeout):
     if isinstance(timeout, datetime.timedelta):
         return timeout.total_seconds()
@@ -88,6 +114,11 @@ class CoordinatorStore(dist.Store):
         generation: scopes the keys (an int >= 0). Default ``$DDP_GENERATION``, which
             ddp-client gives each worker; outside ddp-client it must be given, because keys
             left by an earlier attempt would otherwise be read as this one's.
+        run_id: scopes the keys to one run of the job id (an int >= 0): a finished job id
+            starts its next run at generation 1 again, in the same namespace. Default: the
+            current run's creation time in ms (``Job.created_unix_ms``, one GetJob call),
+            which no later run shares, not even after DeleteJob; 0 when no job of that id
+            exists (a namespace used without a job).
         prefix: the keys' common prefix inside the namespace (default ``c10d``).
         timeout: how long ``get`` and ``wait`` wait for missing keys (a ``timedelta`` or
             seconds; default 300 s, TCPStore's); ``set_timeout`` changes it.
@@ -98,6 +129,7 @@ class CoordinatorStore(dist.Store):
             :class:`UnavailableError`: long enough to ride out a coordinator restart.
         client: a :class:`ddp_coordinator.Client` to use instead of making one (the
             connection arguments are then ignored).
+        environ: where the defaults are read (default ``os.environ``).
 
     Raises ValueError for a missing or malformed job or generation. The store's calls
     raise :class:`StoreTimeoutError` on a timeout and :class:`CoordinatorError`
@@ -109,9 +141,9 @@ class CoordinatorStore(dist.Store):
     "Tried to call pure virtual function"). The ``ddp://`` handler keeps its stores alive.
     """
 
-    def __init__(self, coordinator=None, *, job=None, generation=None, prefix=DEFAULT_PREFIX,
-                 timeout=DEFAULT_TIMEOUT, token=None, tls_ca=None, tls_cert=None,
-                 tls_key=None, retry_rounds=10, client=None, environ=None):
+    def __init__(self, coordinator=None, *, job=None, generation=None, run_id=None,
+                 prefix=DEFAULT_PREFIX, timeout=DEFAULT_TIMEOUT, token=None, tls_ca=None,
+                 tls_cert=None, tls_key=None, retry_rounds=10, client=None, environ=None):
         super().__init__()
         env = os.environ if environ is None else environ
         self.job = job or env.get("DDP_JOB") or env.get("TORCHELASTIC_RUN_ID") or ""
@@ -123,29 +155,39 @@ class CoordinatorStore(dist.Store):
                 raise ValueError("CoordinatorStore needs a generation: pass generation= or "
                                  "run under ddp-client, which sets DDP_GENERATION")
             generation = env["DDP_GENERATION"]
-        try:
-            self.generation = int(generation)
-        except (TypeError, ValueError):
-            raise ValueError(f"generation {generation!r} is not an integer") from None
-        if self.generation < 0:
-            raise ValueError(f"generation {self.generation} is negative")
+        self.generation = _non_negative(generation, "generation")
         if not prefix or "/" in prefix:
             raise ValueError(f"prefix {prefix!r}: expected a non-empty name without '/'")
         self.prefix = prefix
-        self._root = f"{prefix}/g".encode()
-        self._scope = f"{prefix}/g{self.generation}/".encode()
         self._owns_client = client is None
-        if client is None:
-            client = Client(coordinator, token=token, tls_ca=tls_ca, tls_cert=tls_cert,
-                            tls_key=tls_key, retry_rounds=retry_rounds)
+        if client is None:  # the connection's defaults from `environ`, as everything else
+            client = Client(coordinator or env.get("DDP_COORDINATOR") or None,
+                            token=env.get("DDP_TOKEN", "") if token is None else token,
+                            tls_ca=tls_ca or env.get("DDP_TLS_CA"),
+                            tls_cert=tls_cert or env.get("DDP_TLS_CERT"),
+                            tls_key=tls_key or env.get("DDP_TLS_KEY"),
+                            retry_rounds=retry_rounds)
         self._client = client
         self._kv = client.kv(self.job)
+        if run_id is None:
+            run_id = self._current_run_id()
+        self.run_id = _non_negative(run_id, "run_id")
+        self._runs = f"{prefix}/r".encode()
+        self._run_scope = f"{prefix}/r{self.run_id}/".encode()
+        self._scope = self._run_scope + f"g{self.generation}/".encode()
         self.set_timeout(timeout if isinstance(timeout, datetime.timedelta)
                          else datetime.timedelta(seconds=float(timeout)))
 
     def __repr__(self):
-        return (f"CoordinatorStore(job={self.job!r}, generation={self.generation}, "
-                f"prefix={self.prefix!r}, coordinator={','.join(self._client.endpoints)!r})")
+        return (f"CoordinatorStore(job={self.job!r}, run_id={self.run_id}, "
+                f"generation={self.generation}, prefix={self.prefix!r}, "
+                f"coordinator={','.join(self._client.endpoints)!r})")
+
+    def _current_run_id(self):
+        try:
+            return self._client.jobs.get(self.job).created_unix_ms
+        except errors.NotFoundError:
+            return 0
 
     @property
     def key_prefix(self):
@@ -242,27 +284,32 @@ class CoordinatorStore(dist.Store):
     # -- beyond c10d ---------------------------------------------------------------------
 
     def delete_previous_generations(self):
-        """Deletes the keys of every generation before this one (under the same prefix);
-        returns how many. Keys of this and later generations stay."""
+        """Deletes the keys of every earlier generation of this run and of every other run
+        of the job id (under the same prefix); returns how many. Keys of this and later
+        generations of this run stay."""
         deleted = 0
         start_after = b""
         while True:
-            page = self._kv.range(self._root, limit=1, start_after=start_after,
+            page = self._kv.range(self._runs, limit=1, start_after=start_after,
                                   keys_only=True)
             if not page.kvs:
                 return deleted
-            rest = page.kvs[0].key[len(self._root):]
-            digits, slash, _ = rest.partition(b"/")
-            if not slash or not digits.isdigit():
-                start_after = page.kvs[0].key  # not a generation's key: step over it
-                continue
-            scope = self._root + digits + b"/"
-            if int(digits) < self.generation:
-                deleted += self._kv.delete(scope, prefix=True)
+            key = page.kvs[0].key
+            run, generation = _run_and_generation(key[len(self._runs):])
+            if run is None:
+                start_after = key  # not a key of this layout: step over it
+            elif run != self.run_id:
+                # Another run of the job id: only one runs at a time, and it is this one.
+                deleted += self._kv.delete(self._runs + b"%d/" % run, prefix=True)
+            elif generation is None:
+                start_after = key
+            elif generation < self.generation:
+                deleted += self._kv.delete(self._run_scope + b"g%d/" % generation,
+                                           prefix=True)
             else:
-                # Past every key of that generation: "<prefix>/gN/..." sorts below
-                # "<prefix>/gN0" ('/' < '0'), and every key of generation N0.. above it.
-                start_after = self._root + digits + b"0"
+                # Past every key of that generation: ".../gN/..." sorts below ".../gN0"
+                # ('/' < '0'), and every key of generation N0.. above it.
+                start_after = self._run_scope + b"g%d0" % generation
 
     def close(self):
         """Closes the connection (when the store made it)."""
@@ -335,7 +382,8 @@ def store_from_url(url, timeout=DEFAULT_TIMEOUT, environ=None):
 
     The host list defaults to ``$DDP_COORDINATOR``. Query parameters (each defaults to the
     environment): ``job`` (``DDP_JOB``), ``generation`` (``DDP_GENERATION``), ``rank``
-    (``RANK``), ``world_size`` (``WORLD_SIZE``), ``prefix`` (``c10d``). Rank 0 deletes the
+    (``RANK``), ``world_size`` (``WORLD_SIZE``), ``prefix`` (``c10d``), ``run_id`` (the
+    job's current run, looked up). Rank 0 deletes the
     keys of earlier generations.
     """
     env = os.environ if environ is None else environ
@@ -352,6 +400,7 @@ def store_from_url(url, timeout=DEFAULT_TIMEOUT, environ=None):
     store = CoordinatorStore(parsed.netloc or None,
                              job=_query_value(query, "job", env, None),
                              generation=_query_value(query, "generation", env, None),
+                             run_id=_query_value(query, "run_id", env, None),
                              prefix=_query_value(query, "prefix", env, None) or DEFAULT_PREFIX,
                              timeout=timeout, environ=env)
     if rank == 0:

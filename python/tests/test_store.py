@@ -174,6 +174,25 @@ def test_Generations_SeeNothingOfEachOther_OldOnesDeleted(coordinator):
     assert not other_job.check(["count"])
 
 
+def test_Runs_ANewRunOfTheJobIdSeesNothingOfTheLast_ItsKeysDeleted(coordinator):
+    client = ddpc.Client(coordinator.address)
+    first = client.jobs.create("job-runs")
+    store = CoordinatorStore(coordinator.address, job="job-runs", generation=1)
+    assert store.run_id == first.created_unix_ms > 0
+    store.set("default_pg/rank0", "old address")
+    client.jobs.cancel("job-runs")
+    client.jobs.delete("job-runs")  # even a deleted and re-created job id
+    time.sleep(0.01)  # a later creation time
+    client.jobs.create("job-runs")
+    again = CoordinatorStore(coordinator.address, job="job-runs", generation=1)  # gen 1 again
+    assert again.run_id > store.run_id
+    assert not again.check(["default_pg/rank0"])
+    again.set("mine", "1")
+    assert again.delete_previous_generations() == 1
+    assert store.num_keys() == 0 and again.num_keys() == 1
+    client.close()
+
+
 def test_Constructor_NoJobOrGeneration_ValueErrorNamingTheFix(coordinator):
     with pytest.raises(ValueError, match="DDP_JOB"):
         CoordinatorStore(coordinator.address, generation=1, environ={})
@@ -181,9 +200,11 @@ def test_Constructor_NoJobOrGeneration_ValueErrorNamingTheFix(coordinator):
         CoordinatorStore(coordinator.address, job="j", environ={})
     with pytest.raises(ValueError, match="'two'"):
         CoordinatorStore(coordinator.address, job="j", generation="two")
+    with pytest.raises(ValueError, match="run_id -1 is negative"):
+        CoordinatorStore(coordinator.address, job="j", generation=1, run_id=-1)
     env = {"DDP_JOB": "env-job", "DDP_GENERATION": "4", "DDP_COORDINATOR": coordinator.address}
     s = CoordinatorStore(environ=env)
-    assert (s.job, s.generation, s.key_prefix) == ("env-job", 4, b"c10d/g4/")
+    assert (s.job, s.generation, s.key_prefix) == ("env-job", 4, b"c10d/r0/g4/")
 
 
 def test_CoordinatorRestart_KeysSurviveAndCallsGoOn(coordinator):
@@ -248,7 +269,7 @@ def test_StoreFromUrl_QueryAndEnvironment(coordinator, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     store, rank, world_size = store_from_url("ddp://?job=url-job&generation=3&prefix=mine")
     assert (rank, world_size, store.job, store.generation) == (1, 2, "url-job", 3)
-    assert store.key_prefix == b"mine/g3/"
+    assert store.key_prefix == b"mine/r0/g3/"
     store, rank, _ = store_from_url(f"ddp://{coordinator.address}/?job=u&generation=1&rank=0")
     assert rank == 0 and store.job == "u"
     with pytest.raises(ValueError, match="rank 5"):
@@ -278,4 +299,4 @@ def run_two_ranks(coordinator, tmp_path, init, job):
 def test_InitProcessGroup_TwoGlooRanks_TrainInStep(coordinator, tmp_path, init):
     run_two_ranks(coordinator, tmp_path, init, job=f"pg-{init}")
     keys = [kv.key for kv in ddpc.Client(coordinator.address).kv(f"pg-{init}").items()]
-    assert keys and all(k.startswith(b"c10d/g1/") for k in keys), keys
+    assert keys and all(k.startswith(b"c10d/r0/g1/") for k in keys), keys

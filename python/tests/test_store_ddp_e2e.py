@@ -78,11 +78,12 @@ def test_StoreDdp_WorkerFails_GroupRestartsAndFinishesThroughTheStore(secure_coo
     assert generation >= 2 and outcome[1]["generation"] == generation
 
     with ddpc.Client(coordinator.address, token=ADMIN_TOKEN) as client:
-        assert client.jobs.get(job).state == ddpc.JobState.SUCCEEDED
-        assert client.jobs.get(job).restart_count == 1
+        finished = client.jobs.get(job)
         keys = [kv.key for kv in client.kv(job).items("c10d/")]
+    assert finished.state == ddpc.JobState.SUCCEEDED and finished.restart_count == 1
     # The process group met through the store; rank 0 of the last generation deleted the
     # keys of the earlier one.
+    scope = f"c10d/r{finished.created_unix_ms}/g{generation}/".encode()
     assert keys, "no key of the c10d store in the job's namespace"
-    assert all(k.startswith(f"c10d/g{generation}/".encode()) for k in keys), keys
-    assert f"c10d/g{generation}/default_pg/finished".encode() in keys
+    assert all(k.startswith(scope) for k in keys), keys
+    assert scope + b"default_pg/finished" in keys
