@@ -86,15 +86,16 @@ _DIGITS = re.compile(rb"[0-9]{1,19}")
 
 
 def _run_and_generation(rest):
-    """``b"<run>/g<generation>/..."`` -> (run, generation); None for a part that is not
-    of that layout (generation None also when the run's part is fine)."""
+    """``b"<run>/g<generation>/..."`` -> (run, generation), each as its digits (kept as
+    written, so that a key spelled ``r007`` is deleted by its own prefix); None for a part
+    that is not of that layout (generation None also when the run's part is fine)."""
     run, slash, after = rest.partition(b"/")
     if not slash or not _DIGITS.fullmatch(run):
         return None, None
     generation, slash, _ = after[1:].partition(b"/")
     if not after.startswith(b"g") or not slash or not _DIGITS.fullmatch(generation):
-        return int(run), None
-    return int(run), int(generation)
+        return run, None
+    return run, generation
 
 
 def _seconds(timeout):
@@ -298,18 +299,18 @@ class CoordinatorStore(dist.Store):
             run, generation = _run_and_generation(key[len(self._runs):])
             if run is None:
                 start_after = key  # not a key of this layout: step over it
-            elif run != self.run_id:
+            elif self._runs + run + b"/" != self._run_scope:
                 # Another run of the job id: only one runs at a time, and it is this one.
-                deleted += self._kv.delete(self._runs + b"%d/" % run, prefix=True)
+                deleted += self._kv.delete(self._runs + run + b"/", prefix=True)
             elif generation is None:
                 start_after = key
-            elif generation < self.generation:
-                deleted += self._kv.delete(self._run_scope + b"g%d/" % generation,
+            elif int(generation) < self.generation:
+                deleted += self._kv.delete(self._run_scope + b"g" + generation + b"/",
                                            prefix=True)
             else:
                 # Past every key of that generation: ".../gN/..." sorts below ".../gN0"
                 # ('/' < '0'), and every key of generation N0.. above it.
-                start_after = self._run_scope + b"g%d0" % generation
+                start_after = self._run_scope + b"g" + generation + b"0"
 
     def close(self):
         """Closes the connection (when the store made it)."""

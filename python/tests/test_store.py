@@ -193,6 +193,20 @@ def test_Runs_ANewRunOfTheJobIdSeesNothingOfTheLast_ItsKeysDeleted(coordinator):
     client.close()
 
 
+def test_DeletePreviousGenerations_OddKeys_EachDeletedOrSteppedOverOnce(coordinator):
+    store = CoordinatorStore(coordinator.address, job="job-odd", generation=2, run_id=5)
+    kv = ddpc.Client(coordinator.address).kv("job-odd")
+    for key in ("c10d/r007/g1/x",      # another run, spelled with zeros
+                "c10d/r5/g01/x",       # an earlier generation of this run, the same
+                "c10d/r5/g2x/x",       # not a generation: stays
+                "c10d/rabc", "c10d/r5", "c10d/r5/"):  # not of the layout: stay
+        kv.put(key, "v")
+    store.set("mine", "1")
+    assert store.delete_previous_generations() == 2
+    assert sorted(k.key for k in kv.items("c10d/")) == [
+        b"c10d/r5", b"c10d/r5/", b"c10d/r5/g2/mine", b"c10d/r5/g2x/x", b"c10d/rabc"]
+
+
 def test_Constructor_NoJobOrGeneration_ValueErrorNamingTheFix(coordinator):
     with pytest.raises(ValueError, match="DDP_JOB"):
         CoordinatorStore(coordinator.address, generation=1, environ={})
