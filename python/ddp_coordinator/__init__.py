@@ -3,7 +3,9 @@
 - :class:`Client` — the scheduler's client: jobs, the key-value store, the cluster;
 - :mod:`ddp_coordinator.worker` — the training script's side: who am I, is my generation
   current, the heartbeat, the job's key namespace;
-- :mod:`ddp_coordinator.errors` — exceptions carrying the gRPC code and message.
+- :mod:`ddp_coordinator.errors` — exceptions carrying the gRPC code and message;
+- :mod:`ddp_coordinator.store` — :class:`CoordinatorStore`, a c10d Store over the
+  coordinator's KV, and the ``ddp://`` init_method (needs torch);
 - :mod:`ddp_coordinator.torchrun` — ``torchrun --rdzv-backend ddp`` (imports torch);
 - :mod:`ddp_coordinator.launch`, :mod:`ddp_coordinator.comm` — detectron2's ``launch()`` and
   ``comm`` helpers, supervised by ddp-client (import torch).
@@ -26,6 +28,10 @@ _ERROR_NAMES = {"CoordinatorError", "AbortedError", "AlreadyExistsError", "Cance
                 "NotFoundError", "OutOfRangeError", "PermissionDeniedError",
                 "ResourceExhaustedError", "UnauthenticatedError", "UnavailableError"}
 
+# The c10d store (ddp_coordinator.store) imports torch: loaded on first use, and left out of
+# __all__ so that `from ddp_coordinator import *` works without torch.
+_STORE_NAMES = {"CoordinatorStore", "StoreTimeoutError"}
+
 
 def __getattr__(name):
     # The client, its types and errors load grpc and the generated modules on first use,
@@ -39,6 +45,9 @@ def __getattr__(name):
     if name in _TYPE_NAMES:
         from ddp_coordinator import types
         return getattr(types, name)
+    if name in _STORE_NAMES:
+        from ddp_coordinator import store
+        return getattr(store, name)
     raise AttributeError(f"module 'ddp_coordinator' has no attribute {name!r}")
 
 
