@@ -108,7 +108,8 @@ def test_torchrun_WorkerFailure_RestartsBothAgentsThroughTheCoordinator(coordina
         job = json.load(reply)
     assert job["state"] == "SUCCEEDED" and job["restartCount"] == 1, job
     assert sorted(m["nodeId"] for m in job["members"]) == ["a", "b"], job
-    assert job["failures"][0]["exitCode"] == 3, job
+    # The injected failure (its peers' knock-on exits may be reported too, in either order).
+    assert any(f["exitCode"] == 3 and f["globalRank"] == "3" for f in job["failures"]), job
 
 
 def test_torchrun_BudgetSpent_FailsTheJobOnEveryAgent(coordinator, tmp_path):
