@@ -9,7 +9,8 @@
 //       stdout.log  stderr.log   (only for streams that are redirected or teed)
 //       error.json               (TORCHELASTIC_ERROR_FILE; written by torch's
 //       @record) heartbeat                (DDP_HEARTBEAT_FILE; the worker
-//       touches it)
+//       touches it) progress.json            (DDP_PROGRESS_FILE; the worker's
+//       report_progress writes it)
 //
 // Thread-safety: pure functions / plain values.
 
@@ -26,6 +27,7 @@ struct WorkerFiles {
   std::string stderr_log;
   std::string error_file;
   std::string heartbeat_file;
+  std::string progress_file;  // DDP_PROGRESS_FILE (progress_reader.h)
 };
 
 WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int local_rank);

@@ -118,6 +118,7 @@ Agent::Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link)
       monotonic_clock_(options_.monotonic_clock != nullptr ? *options_.monotonic_clock
                                                            : MonotonicClock::Get()),
       link_(link),
+      progress_(clock_, options_.progress),
       shutdown_timeout_(options_.launch.shutdown_timeout),
       lease_file_(options_.run_dir.empty() ? "" : options_.run_dir + "/lease.json") {
   lease_ = std::make_unique<WorkerLease>(
@@ -198,9 +199,11 @@ void Agent::OnSessionFailed(const absl::Status& status) { Post(SessionFailedEven
 
 std::vector<v1::WorkerState> Agent::WorkerStates() {
   std::shared_ptr<WorkerSupervisor> supervisor;
+  std::vector<std::optional<v1::WorkerProgress>> progress;
   {
     absl::MutexLock lock(&supervisor_mu_);
     supervisor = supervisor_;
+    progress = progress_.Latest();
   }
   std::vector<v1::WorkerState> states;
   if (!supervisor) return states;
@@ -217,6 +220,10 @@ std::vector<v1::WorkerState> Agent::WorkerStates() {
       state.set_state(v1::WORKER_FAILED);
     } else {
       state.set_state(w.running ? v1::WORKER_RUNNING : v1::WORKER_STARTING);
+    }
+    if (w.local_rank >= 0 && static_cast<size_t>(w.local_rank) < progress.size() &&
+        progress[w.local_rank]) {
+      *state.mutable_progress() = *std::move(progress[w.local_rank]);
     }
     states.push_back(std::move(state));
   }
@@ -341,8 +348,10 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   exits_.clear();
   link_->SetGeneration(generation_);
   std::vector<WorkerSpec> specs;
+  std::vector<std::string> progress_files;
   for (int local_rank = 0; local_rank < p.local_world_size(); ++local_rank) {
     specs.push_back(SpecFor(p, local_rank));
+    progress_files.push_back(specs.back().files.progress_file);
   }
   WorkerSupervisor::Options supervisor_options = options_.supervisor;
   if (standby_pool_ != nullptr) {
@@ -359,6 +368,7 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   {
     absl::MutexLock lock(&supervisor_mu_);
     supervisor_ = supervisor;
+    progress_.Reset(std::move(progress_files));
   }
   lease_->Arm(generation_);
   DDP_LOG(INFO) << "generation " << generation_ << ": starting " << p.local_world_size()
@@ -367,8 +377,9 @@ void Agent::StartWorkers(const v1::Assignment& p) {
                 << ", group rank " << p.group_rank() << "/" << p.group_world_size() << ", master "
                 << p.master_addr() << ":" << p.master_port() << ", restart " << p.restart_count();
   absl::Status started = supervisor->Start(std::move(specs));
-  // The lease may have run out while they were being spawned (the freeze
-  // then found no worker yet): freeze them now.
+  // The lease may have run out before this supervisor was installed (its
+  // freeze reached the previous one, or none): freeze them now. One that runs
+  // out during Start reaches this supervisor, which stops them once spawned.
   if (lease_->frozen()) supervisor->Freeze();
   if (!started.ok()) {
     DDP_LOG(ERROR) << "cannot start the workers of generation " << generation_ << ": " << started;

@@ -65,6 +65,7 @@
 #include "client/agent/worker_lease.h"
 #include "client/launch_options.h"
 #include "client/prewarm/standby_pool.h"
+#include "client/progress_reader.h"
 #include "client/root_cause.h"
 #include "client/worker_env.h"
 #include "client/worker_supervisor.h"
@@ -87,6 +88,8 @@ struct AgentOptions {
   std::string run_dir;   // MakeRunDirectory(); worker files go below it
   EnvMap base_env;       // usually CurrentEnvironment()
   WorkerSupervisor::Options supervisor;
+  // How the workers' progress reports are read for the heartbeats.
+  ProgressReader::Options progress;
   // MASTER_ADDR this node offers as group rank 0; empty: its registered
   // address.
   std::string master_addr;
@@ -191,6 +194,8 @@ class Agent : public SessionEvents {
   // The current workers; read by WorkerStates() on the heartbeat thread.
   absl::Mutex supervisor_mu_;
   std::shared_ptr<WorkerSupervisor> supervisor_ ABSL_GUARDED_BY(supervisor_mu_);
+  // Their progress files (reset with each generation's workers).
+  ProgressReader progress_ ABSL_GUARDED_BY(supervisor_mu_);
 
   // Owned by the Run thread.
   int64_t generation_ = 0;  // of the running (or last) workers

@@ -491,10 +491,9 @@ absl::Status Job::ReportProgress(const NodeRef& ref, std::vector<WorkerProgress>
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
   for (WorkerProgress& p : progress) p.generation = ref.generation;
-  std::sort(progress.begin(), progress.end(),
-            [](const WorkerProgress& a, const WorkerProgress& b) {
-              return a.local_rank < b.local_rank;
-            });
+  std::sort(progress.begin(), progress.end(), [](const WorkerProgress& a, const WorkerProgress& b) {
+    return a.local_rank < b.local_rank;
+  });
   node->progress = std::move(progress);
   return absl::OkStatus();
 }

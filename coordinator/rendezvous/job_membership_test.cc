@@ -327,3 +327,38 @@ TEST(JobMembership, TooManyNodes_ResourceExhausted) {
 
 }  // namespace
 }  // namespace ddp::rendezvous
+
+namespace ddp::rendezvous {
+namespace {
+
+// Progress reports replace the node's earlier ones, sorted by local rank,
+// tagged with the node's generation; shown in Status; fenced like heartbeats.
+TEST(JobMembership, ReportProgress_ShownInStatusFencedLikeHeartbeats) {
+  JobHarness h(Settings(1, 1));
+  StartRunning(h, {"a"});
+  WorkerProgress second;
+  second.local_rank = 1;
+  second.step = 20;
+  WorkerProgress first;
+  first.local_rank = 0;
+  first.step = 10;
+  first.steps_per_second = 2.5;
+  first.metrics["loss"] = 0.5;
+  ASSERT_TRUE(h.job().ReportProgress(h.Ref("a"), {second, first}).ok());
+  JobStatus status = h.job().Status(/*include_nodes=*/true);
+  ASSERT_EQ(status.nodes.size(), 1u);
+  ASSERT_EQ(status.nodes[0].progress.size(), 2u);
+  EXPECT_EQ(status.nodes[0].progress[0].local_rank, 0);
+  EXPECT_EQ(status.nodes[0].progress[0].generation, 1);
+  EXPECT_EQ(status.nodes[0].progress[0].metrics.at("loss"), 0.5);
+  EXPECT_EQ(status.nodes[0].progress[1].step, 20);
+  first.step = 11;
+  ASSERT_TRUE(h.job().ReportProgress(h.Ref("a"), {first}).ok());
+  EXPECT_EQ(h.job().Status(true).nodes[0].progress.size(), 1u) << "replaced, not merged";
+  NodeRef stale = h.Ref("a");
+  stale.incarnation += 1;
+  EXPECT_EQ(h.job().ReportProgress(stale, {first}).code(), absl::StatusCode::kAborted);
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous

@@ -410,10 +410,8 @@ absl::StatusOr<Generation> JobRegistry::Heartbeat(const NodeRef& ref) {
   return running;
 }
 
-absl::Status JobRegistry::ReportProgress(const NodeRef& ref,
-                                         std::vector<WorkerProgress> progress) {
-  return Run(ref.job_id,
-             [&](Job& job) { return job.ReportProgress(ref, std::move(progress)); });
+absl::Status JobRegistry::ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress) {
+  return Run(ref.job_id, [&](Job& job) { return job.ReportProgress(ref, std::move(progress)); });
 }
 
 absl::Status JobRegistry::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {

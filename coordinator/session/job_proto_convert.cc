@@ -276,8 +276,8 @@ absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
     if (!worker.has_progress()) continue;
     const v1::WorkerProgress& p = worker.progress();
     if (worker.local_rank() < 0 || worker.local_rank() >= limits.max_nproc_per_node) {
-      return absl::InvalidArgumentError(absl::StrCat("progress of local rank ",
-                                                     worker.local_rank(), "; it must be in [0, ",
+      return absl::InvalidArgumentError(absl::StrCat("progress of local rank ", worker.local_rank(),
+                                                     "; it must be in [0, ",
                                                      limits.max_nproc_per_node, ")"));
     }
     if (p.step() < 0 || p.age_ms() < 0) {

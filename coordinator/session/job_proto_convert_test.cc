@@ -183,6 +183,69 @@ TEST(JobStatusToProto, MembersSortedWithOffsetsAndSparesSeparate) {
   EXPECT_EQ(proto.state(), v1::RUNNING);
 }
 
+TEST(JobStatusToProto, Progress_GlobalRanksAndAges) {
+  rendezvous::JobStatus s;
+  s.job_id = "j";
+  s.state = rendezvous::JobState::kRunning;
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  s.nodes.push_back({"a", 1, 2, 0, "ha", true, now});
+  s.nodes.push_back({"b", 2, 2, 1, "hb", true, now});
+  rendezvous::WorkerProgress p;
+  p.local_rank = 1;
+  p.generation = 3;
+  p.step = 42;
+  p.steps_per_second = 4.5;
+  p.reported = now - absl::Seconds(3);
+  p.metrics["loss"] = 0.25;
+  s.nodes[1].progress.push_back(p);
+  v1::Job proto;
+  JobStatusToProto(s, now, &proto);
+  ASSERT_EQ(proto.members(1).progress_size(), 1);
+  const v1::WorkerProgress& out = proto.members(1).progress(0);
+  EXPECT_EQ(out.global_rank(), 3);  // b's offset 2 + local rank 1
+  EXPECT_EQ(out.generation(), 3);
+  EXPECT_EQ(out.step(), 42);
+  EXPECT_EQ(out.age_ms(), 3000);
+  EXPECT_DOUBLE_EQ(out.steps_per_second(), 4.5);
+  EXPECT_DOUBLE_EQ(out.metrics().at("loss"), 0.25);
+  EXPECT_EQ(proto.members(0).progress_size(), 0);
+}
+
+TEST(ProgressFromProto, ReportsKeptOthersSkipped_BadValuesInvalidArgument) {
+  rendezvous::RendezvousLimits limits;
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  v1::Heartbeat heartbeat;
+  heartbeat.add_workers()->set_local_rank(0);  // no report
+  v1::WorkerState* w = heartbeat.add_workers();
+  w->set_local_rank(1);
+  w->mutable_progress()->set_step(7);
+  w->mutable_progress()->set_age_ms(500);
+  (*w->mutable_progress()->mutable_metrics())["loss"] = 1.5;
+  auto progress = ProgressFromProto(heartbeat, limits, now);
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  ASSERT_EQ(progress->size(), 1u);
+  EXPECT_EQ((*progress)[0].local_rank, 1);
+  EXPECT_EQ((*progress)[0].reported, now - absl::Milliseconds(500));
+
+  w->mutable_progress()->set_step(-1);
+  EXPECT_THAT(ProgressFromProto(heartbeat, limits, now).status().message(),
+              HasSubstr("step -1"));
+  w->mutable_progress()->set_step(1);
+  for (int i = 0; i < kMaxProgressMetrics; ++i) {
+    (*w->mutable_progress()->mutable_metrics())["m" + std::to_string(i)] = i;
+  }
+  EXPECT_THAT(ProgressFromProto(heartbeat, limits, now).status().message(),
+              HasSubstr("the limit is 16"));
+  w->mutable_progress()->clear_metrics();
+  (*w->mutable_progress()->mutable_metrics())[std::string(65, 'x')] = 1;
+  EXPECT_EQ(ProgressFromProto(heartbeat, limits, now).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  w->mutable_progress()->clear_metrics();
+  w->set_local_rank(limits.max_nproc_per_node);
+  EXPECT_THAT(ProgressFromProto(heartbeat, limits, now).status().message(),
+              HasSubstr("local rank 1024"));
+}
+
 TEST(JobStatusToProto, FinishedJob_RegisteredNodesAreMembersNotSpares) {
   rendezvous::JobStatus s;
   s.job_id = "j";

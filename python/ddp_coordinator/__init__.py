@@ -22,7 +22,7 @@ _CLIENT_NAMES = {"Client", "Jobs", "KeyValueNamespace", "JobWatch", "KvWatch"}
 _TYPE_NAMES = {"ClusterStatus", "CompareAndSetResult", "CoordinatorInfo", "EtcdEndpointStatus",
                "EventType", "Failure", "Job", "JobEvent", "JobEventType", "JobSettings",
                "JobState", "KeyValue", "KvEvent", "KvStatus", "Lease", "Member", "PutResult",
-               "RangeResult", "RestartCause", "Role"}
+               "RangeResult", "RestartCause", "Role", "WorkerProgress"}
 _ERROR_NAMES = {"CoordinatorError", "AbortedError", "AlreadyExistsError", "CancelledError",
                 "DeadlineExceededError", "FailedPreconditionError", "InvalidArgumentError",
                 "NotFoundError", "OutOfRangeError", "PermissionDeniedError",

@@ -6,7 +6,7 @@ enums are Python ``IntEnum``s built from the proto enums, so their members are t
 import dataclasses
 import enum
 import typing
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ddp_coordinator._proto import cluster_pb2, jobs_pb2, kv_pb2
 
@@ -45,6 +45,8 @@ def _from_message(cls, message):
             item = args[0]
             values[field.name] = ([_from_message(item, v) for v in value]
                                   if dataclasses.is_dataclass(item) else list(value))
+        elif origin in (dict, Dict):
+            values[field.name] = dict(value)
         elif dataclasses.is_dataclass(kind):
             values[field.name] = _from_message(kind, value)
         elif isinstance(kind, type) and issubclass(kind, enum.IntEnum):
@@ -90,6 +92,19 @@ class Failure:
 
 
 @dataclasses.dataclass(frozen=True)
+class WorkerProgress:
+    """What a worker last reported through :func:`ddp_coordinator.worker.report_progress`:
+    its step, steps per second (0 until two reports), how long ago (ms), and its metrics."""
+    local_rank: int
+    global_rank: int
+    generation: int
+    step: int
+    steps_per_second: float
+    age_ms: int
+    metrics: Dict[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
 class Member:
     """A registered node: a member of the generation, or a spare (group_rank -1)."""
     node_id: str
@@ -100,6 +115,7 @@ class Member:
     global_rank_offset: int
     heartbeat_age_ms: int
     connected: bool
+    progress: List[WorkerProgress]
 
 
 @dataclasses.dataclass(frozen=True)

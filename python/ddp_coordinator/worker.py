@@ -14,6 +14,7 @@ absent.
 """
 import dataclasses
 import json
+import math
 import os
 import time
 
@@ -120,6 +121,45 @@ def heartbeat(environ=None):
         return False
     with open(path, "a"):
         os.utime(path, None)
+    return True
+
+
+MAX_PROGRESS_METRICS = 16
+MAX_METRIC_NAME_BYTES = 64
+
+
+def report_progress(step, environ=None, **metrics):
+    """Tells the coordinator how far this worker got: ``report_progress(step, loss=0.31,
+    samples_per_s=5120)``. The agent reads the report at most every few seconds and relays
+    it; ``ddpctl jobs get``, REST and the dashboard show each rank's step, steps per second
+    (from two reports) and metrics. Also a heartbeat (see :func:`heartbeat`): a rank that
+    reported and then stops reporting is found hung after the worker heartbeat timeout,
+    with no heartbeat file in the script.
+
+    ``step`` is a non-negative int; metrics are numbers (at most 16, names of at most 64
+    bytes: the others are dropped by the agent, so a report is never refused). Cheap enough
+    to call every step: one small file written and renamed. Returns False where there is no
+    agent to read it (under plain torchrun)."""
+    env = os.environ if environ is None else environ
+    path = env.get("DDP_PROGRESS_FILE")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step is {step!r}; it must be a non-negative int")
+    values = {}
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"metric {name!r} is {value!r}; metrics must be numbers")
+        values[name] = float(value)
+    if not path:
+        return False
+    # proto3 JSON of ddp.v1.WorkerProgress; non-finite numbers as its strings.
+    encoded = {k: (v if math.isfinite(v) else ("NaN" if math.isnan(v) else
+                                                ("Infinity" if v > 0 else "-Infinity")))
+               for k, v in values.items()}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"step": step, "metrics": encoded}, f)
+    os.replace(tmp, path)
+    heartbeat(env)
     return True
 
 

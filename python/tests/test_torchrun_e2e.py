@@ -88,7 +88,11 @@ def test_torchrun_WorkerFailure_RestartsBothAgentsThroughTheCoordinator(coordina
     # Every rank of the second generation: world size 4, restart 1, both group ranks, and
     # the same weights (DDP kept them in step).
     assert {r[0] for r in results} == {"4"}
-    assert {r[1] for r in results} == {"1"}
+    # TORCHELASTIC_RESTART_COUNT is each torchrun agent's own count: the agent whose worker
+    # failed counts 1; the other counts 1 when its workers failed too (gloo saw the peer
+    # go) and 0 when it restarted them first for the waiting node (a membership change,
+    # which torchrun does not count). The coordinator's count is the job's (below).
+    assert {r[1] for r in results} <= {"0", "1"} and "1" in {r[1] for r in results}
     assert sorted(r[2] for r in results) == ["0", "0", "1", "1"]
     assert len({r[3] for r in results}) == 1
 

@@ -100,6 +100,27 @@ def test_heartbeat_NoFile_ReturnsFalse():
     assert not worker.heartbeat({})
 
 
+def test_reportProgress_WritesTheReportAndHeartbeats(tmp_path):
+    env = {"DDP_PROGRESS_FILE": str(tmp_path / "progress.json"),
+           "DDP_HEARTBEAT_FILE": str(tmp_path / "heartbeat")}
+    assert worker.report_progress(120, env, loss=0.25, samples_per_s=5120, diverged=float("nan"))
+    report = json.loads((tmp_path / "progress.json").read_text())
+    assert report == {"step": 120, "metrics": {"loss": 0.25, "samples_per_s": 5120.0,
+                                               "diverged": "NaN"}}
+    assert (tmp_path / "heartbeat").exists(), "a report is a heartbeat too"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("step,metrics", [(-1, {}), (1.5, {}), (True, {}), (1, {"loss": "low"})])
+def test_reportProgress_BadValues_RaiseValueError(tmp_path, step, metrics):
+    with pytest.raises(ValueError):
+        worker.report_progress(step, {"DDP_PROGRESS_FILE": str(tmp_path / "p")}, **metrics)
+
+
+def test_reportProgress_NoAgent_ReturnsFalse():
+    assert not worker.report_progress(3, {}, loss=1.0)
+
+
 def test_kv_OutsideAJob_RaisesValueError():
     with pytest.raises(ValueError, match="DDP_JOB"):
         worker.kv({})

@@ -3,6 +3,11 @@
 // output, so a node id or message cannot inject control characters.
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
@@ -68,6 +73,34 @@ std::string MembersTable(const google::protobuf::RepeatedPtrField<v1::Member>& m
                     m.connected() ? "yes" : "no"});
   }
   return AlignedTable(rows, "  ");
+}
+
+// One row per worker that reported progress (ddp_coordinator.report_progress),
+// in global rank order; empty when none did.
+std::string ProgressTable(const google::protobuf::RepeatedPtrField<v1::Member>& members) {
+  std::vector<std::pair<std::pair<int64_t, std::string>, std::vector<std::string>>> rows;
+  for (const v1::Member& m : members) {
+    for (const v1::WorkerProgress& p : m.progress()) {
+      std::vector<std::string> metrics;
+      std::map<std::string, double> sorted(p.metrics().begin(), p.metrics().end());
+      for (const auto& [name, value] : sorted) {
+        metrics.push_back(absl::StrCat(PrintableBytes(name), "=", absl::StrFormat("%.6g", value)));
+      }
+      rows.push_back(
+          {{p.global_rank() < 0 ? INT64_MAX : p.global_rank(), m.node_id()},
+           {p.global_rank() < 0 ? "-" : absl::StrCat(p.global_rank()),
+            absl::StrCat(PrintableBytes(m.node_id()), "/", p.local_rank()),
+            absl::StrCat(p.generation()), absl::StrCat(p.step()),
+            p.steps_per_second() > 0 ? absl::StrFormat("%.3g", p.steps_per_second()) : "-",
+            MsText(p.age_ms()), metrics.empty() ? "-" : absl::StrJoin(metrics, " ")}});
+    }
+  }
+  if (rows.empty()) return "";
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  Table table = {{"RANK", "NODE/LOCAL", "GENERATION", "STEP", "STEPS/S", "AGE", "METRICS"}};
+  for (auto& row : rows) table.push_back(std::move(row.second));
+  return AlignedTable(table, "  ");
 }
 
 }  // namespace
@@ -139,6 +172,9 @@ std::string JobText(const v1::Job& job) {
   absl::StrAppend(&text, finished ? "members of the last generation (" : "members (",
                   job.members_size(), "):", job.members().empty() ? " none\n" : "\n");
   if (!job.members().empty()) absl::StrAppend(&text, MembersTable(job.members()));
+  if (const std::string progress = ProgressTable(job.members()); !progress.empty()) {
+    absl::StrAppend(&text, "progress (as the workers reported it):\n", progress);
+  }
   absl::StrAppend(&text, "spares (", job.spares_size(),
                   "):", job.spares().empty() ? " none\n" : "\n");
   if (!job.spares().empty()) absl::StrAppend(&text, MembersTable(job.spares()));

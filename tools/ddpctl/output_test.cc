@@ -149,6 +149,38 @@ TEST(JobText, FinishedJob_MembersAreTheLastGeneration) {
   EXPECT_NE(text.find("spares (0): none\n"), std::string::npos) << text;
 }
 
+TEST(JobText, Progress_OneRowPerReportingWorkerInRankOrder) {
+  v1::Job job;
+  job.set_job_id("j");
+  job.set_state(v1::RUNNING);
+  v1::Member* b = job.add_members();
+  b->set_node_id("node-b");
+  v1::WorkerProgress* p = b->add_progress();
+  p->set_global_rank(3);
+  p->set_local_rank(1);
+  p->set_generation(2);
+  p->set_step(1200);
+  p->set_steps_per_second(4.5);
+  p->set_age_ms(1500);
+  (*p->mutable_metrics())["loss"] = 0.3125;
+  v1::Member* a = job.add_members();
+  a->set_node_id("node-a");
+  v1::WorkerProgress* q = a->add_progress();
+  q->set_global_rank(0);
+  q->set_step(1180);
+  const std::string text = JobText(job);
+  const size_t header = text.find("progress (as the workers reported it):\n  RANK");
+  ASSERT_NE(header, std::string::npos) << text;
+  const size_t rank0 = text.find("  0     node-a/0", header);
+  const size_t rank3 = text.find("  3     node-b/1", header);
+  ASSERT_NE(rank0, std::string::npos) << text;
+  ASSERT_NE(rank3, std::string::npos) << text;
+  EXPECT_LT(rank0, rank3);
+  EXPECT_NE(text.find("1200  4.5      1.5s  loss=0.3125"), std::string::npos) << text;
+  job.clear_members();
+  EXPECT_EQ(JobText(job).find("progress ("), std::string::npos);
+}
+
 TEST(JobText, EmptyJob_SaysNone) {
   v1::Job job;
   job.set_job_id("j");

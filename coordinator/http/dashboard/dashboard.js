@@ -278,6 +278,19 @@ function JobView(jobId) {
         h('td', { class: 'num ' + (!finished && age > Number(s.heartbeatTimeoutMs) / 2 ? 'stale' : '') }, age < 0 ? 'never' : duration(age)),
         h('td', {}, m.connected || finished ? (m.connected ? 'yes' : 'no') : h('span', { class: 'stale' }, 'no')));
     });
+    // Per rank, what the workers reported (ddp_coordinator.report_progress).
+    const progress = members.flatMap((m) => (m.progress || []).map((p) => ({ node: m.nodeId, ...p })))
+      .sort((a, b) => Number(a.globalRank) - Number(b.globalRank));
+    const progressRows = progress.map((p) => h('tr', { 'data-rank': p.globalRank },
+      h('td', { class: 'num' }, Number(p.globalRank) >= 0 ? p.globalRank : '—'),
+      h('td', {}, `${p.node} / ${p.localRank || 0}`),
+      h('td', { class: 'num' }, p.generation),
+      h('td', { class: 'num', 'data-field': 'step' }, p.step || '0'),
+      h('td', { class: 'num' }, p.stepsPerSecond ? Number(p.stepsPerSecond).toPrecision(3) : '—'),
+      h('td', { class: 'num ' + (!finished && Number(p.ageMs) > Number(s.heartbeatTimeoutMs) ? 'stale' : '') },
+        `${duration(Number(p.ageMs))} ago`),
+      h('td', { class: 'mono' }, Object.keys(p.metrics || {}).sort()
+        .map((k) => `${k}=${Number(p.metrics[k]).toPrecision(4)}`).join('  '))));
     const spareRows = (job.spares || []).map((m) => h('tr', {},
       h('td', {}, m.nodeId), h('td', { class: 'num' }, m.nproc), h('td', { class: 'mono' }, m.address),
       h('td', { class: 'num' }, duration(m.heartbeatAgeMs)), h('td', {}, m.connected ? 'yes' : 'no')));
@@ -314,6 +327,9 @@ function JobView(jobId) {
       h('h2', {}, membersTitle),
       table([['Group rank', 'num'], ['Node'], ['Global ranks', 'num'], ['Workers', 'num'], ['Address'], ['Heartbeat age', 'num'], ['Connected']],
         memberRows, finished ? 'No node was registered when the job finished.' : 'No members: the rendezvous is open.'),
+      progressRows.length ? [h('h2', {}, 'Progress (as the workers reported it)'),
+        table([['Rank', 'num'], ['Node / local rank'], ['Generation', 'num'], ['Step', 'num'], ['Steps/s', 'num'],
+          ['Reported', 'num'], ['Metrics']], progressRows, '')] : null,
       // While the rendezvous is open, registered nodes are the next
       // generation's candidates, not spares.
       spareRows.length ? [h('h2', {}, job.state === 'WAITING'

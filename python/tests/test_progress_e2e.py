@@ -1,0 +1,84 @@
+"""report_progress end to end: a real ddp-client runs two workers that report their step;
+the coordinator shows each rank's step, rate and metrics (gRPC client, ddpctl jobs get);
+a rank that stops reporting is found hung by the worker heartbeat timeout, with no
+heartbeat file in the script."""
+import os
+import subprocess
+import time
+
+from conftest import bazel_binary
+
+import ddp_coordinator as ddpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def start_agent(coordinator, tmp_path, job, *flags, script_args=()):
+    env = dict(os.environ, PYTHON_EXEC="/usr/bin/python3",
+               PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    log = open(tmp_path / f"{job}.log", "w")
+    return subprocess.Popen(
+        [bazel_binary("client/agent", "ddp-client"), "--coordinator", coordinator.address,
+         "--job", job, "--node-id", "n", "--local-addr", "127.0.0.1",
+         "--log-dir", str(tmp_path / "logs"), "--nnodes", "1", "--nproc-per-node", "2",
+         "--shutdown-timeout", "3", *flags,
+         os.path.join(HERE, "scripts", "progress_train.py"), *script_args],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_for(condition, timeout_s=60):
+    """condition()'s first true value within the timeout (None otherwise); a job that does
+    not exist yet (the agent has not registered) counts as false."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            value = condition()
+        except ddpc.NotFoundError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.2)
+    return None
+
+
+def test_reportProgress_ShownPerRankByTheCoordinatorAndDdpctl(coordinator, tmp_path):
+    stop = tmp_path / "stop"
+    agent = start_agent(coordinator, tmp_path, "progress", script_args=["--stop", str(stop)])
+    try:
+        with ddpc.Client(coordinator.address) as client:
+            def progressed():
+                job = client.jobs.get("progress")
+                reports = [p for m in job.members for p in m.progress]
+                return reports if len(reports) == 2 and min(p.step for p in reports) >= 20 else None
+            reports = wait_for(progressed)
+            assert reports, (tmp_path / "progress.log").read_text()
+        assert sorted(p.global_rank for p in reports) == [0, 1]
+        assert all(p.generation == 1 for p in reports)
+        assert all(0 < p.steps_per_second < 20 for p in reports), reports
+        assert all(set(p.metrics) == {"loss", "rank"} for p in reports), reports
+        assert all(p.age_ms < 15000 for p in reports), reports
+        shown = subprocess.run([bazel_binary("tools/ddpctl", "ddpctl"), "--coordinator",
+                                coordinator.address, "jobs", "get", "progress"],
+                               capture_output=True, text=True, timeout=30)
+        assert "progress (as the workers reported it):" in shown.stdout, shown.stdout
+        assert "loss=" in shown.stdout and "n/1" in shown.stdout, shown.stdout
+    finally:
+        stop.write_text("")
+        assert agent.wait(60) == 0, (tmp_path / "progress.log").read_text()
+
+
+def test_reportProgress_RankStopsReporting_FoundHung(coordinator, tmp_path):
+    stop = tmp_path / "stop"
+    agent = start_agent(coordinator, tmp_path, "stall", "--worker-heartbeat-timeout", "2",
+                        "--max-restarts", "1",
+                        script_args=["--stop", str(stop), "--stall-at", "15"])
+    try:
+        with ddpc.Client(coordinator.address) as client:
+            restarted = wait_for(lambda: client.jobs.get("stall").restart_count >= 1, 90)
+            assert restarted, (tmp_path / "stall.log").read_text()
+            job = client.jobs.get("stall")
+        hangs = [f for f in job.failures if f.hang]
+        assert hangs and hangs[0].global_rank == 1, job.failures
+    finally:
+        stop.write_text("")
+        agent.wait(60)
