@@ -160,7 +160,8 @@ def main():
         # Local rank 1 fails (exit 7) when the test creates fail<restart count>.
         script = (f'if [ "$LOCAL_RANK" = 1 ]; then f={work}/fail$TORCHELASTIC_RESTART_COUNT; '
                   'while [ ! -e "$f" ]; do sleep 0.1; done; echo "injected failure" >&2; exit 7; '
-                  'fi; exec sleep 600')
+                  'fi; printf \'{"step": 42, "metrics": {"loss": 0.5}}\' > "$DDP_PROGRESS_FILE"; '
+                  'exec sleep 600')
         agent = subprocess.Popen(
             [runfile("client/agent/ddp-client"), "--coordinator", grpc, "--rdzv-id", JOB,
              "--nnodes", "1", "--nproc-per-node", "2", "--max-restarts", "1",
@@ -185,6 +186,12 @@ def main():
                  lambda: text(browser, '[data-node="node-a"]'))
         browser.evaluate("window.__sameDocument = true")
         assert text(browser, "[data-field=generation]") == "1"
+        # Local rank 0 reported its progress (report_progress's file): its row, step and
+        # metrics, once the agent relayed it (it reads the files every 5 s).
+        wait_for("rank 0's progress", lambda: text(browser, 'tr[data-rank="0"] [data-field=step]') == "42",
+                 30)
+        progress = text(browser, 'tr[data-rank="0"]')
+        assert "loss=0.5000" in progress and "node-a / 0" in progress, progress
         screenshot(browser, "2-job-generation-1.png")
 
         open(f"{work}/fail0", "w").close()
