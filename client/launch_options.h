@@ -117,6 +117,8 @@ struct LaunchOptions {
   std::string node_id;
   bool node_id_given = false;
   absl::Duration worker_heartbeat_timeout = absl::Minutes(5);  // 0 disables hang checks
+  // How often the workers' progress files are read (progress_reader.h).
+  absl::Duration progress_interval = absl::Seconds(5);
   absl::Duration shutdown_timeout = absl::Seconds(30);         // SIGTERM -> SIGKILL
   // --connect-timeout: how long the first registration retries an unreachable
   // coordinator before the agent gives up (exit 2).

@@ -90,6 +90,11 @@ Workers
                                   A worker that has touched $DDP_HEARTBEAT_FILE and then
                                   not for this long counts as hung (a failure). 0 disables.
                                   Default: 300.
+  --progress-interval SECONDS     How often the workers' progress reports
+                                  (ddp_coordinator.report_progress, $DDP_PROGRESS_FILE)
+                                  are read and relayed to the coordinator; a shorter one
+                                  shows progress and stragglers sooner and costs a stream
+                                  message per node that often. Default: 5.
   --shutdown-timeout SECONDS      SIGTERM to each worker's process group, SIGKILL after
                                   this long. Default: 30.
 

@@ -225,6 +225,9 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   auto lost = Gauge("ddp_job_lost_seconds", "Time a live job spent in rendezvous and restarts");
   auto ratio = Gauge("ddp_job_effective_training_ratio",
                      "training / (training + lost) of a live job: its effective training time");
+  auto stragglers = Gauge("ddp_job_stragglers",
+                          "Ranks of a live job's running generation that report progress a "
+                          "quarter or more slower than the job's median (stragglers.h)");
   auto connected = Gauge("ddp_agents_connected", "Agents with an open session, all live jobs");
   auto omitted =
       Gauge("ddp_job_series_omitted", "Live jobs beyond the cap that have no per-job series");
@@ -249,8 +252,10 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
     double oldest_age = 0;
     int members = 0;
     int spares = 0;
+    int slow = 0;
     for (const auto& node : job.nodes) {
       (node.group_rank >= 0 ? members : spares)++;
+      for (const auto& p : node.progress) slow += p.straggler ? 1 : 0;
       if (!node.connected) continue;
       ++agents;
       const double age = std::max(0.0, absl::ToDoubleSeconds(now - node.last_heartbeat));
@@ -283,6 +288,7 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
     AddSample(nodes, {{"job_id", job.job_id}, {"role", "member"}}, members);
     AddSample(nodes, {{"job_id", job.job_id}, {"role", "spare"}}, spares);
     AddSample(oldest, label, oldest_age);
+    AddSample(stragglers, label, slow);
     AddSample(training, label, absl::ToDoubleSeconds(train));
     AddSample(lost, label, absl::ToDoubleSeconds(wasted));
     const double total = absl::ToDoubleSeconds(train + wasted);
@@ -291,9 +297,10 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   AddSample(connected, {}, agents);
   AddSample(omitted, {}, skipped);
   ages.metric.push_back(std::move(age_histogram));
-  return {std::move(by_state), std::move(generation), std::move(restarts), std::move(budget),
-          std::move(nodes),    std::move(oldest),     std::move(training), std::move(lost),
-          std::move(ratio),    std::move(connected),  std::move(omitted),  std::move(ages)};
+  return {std::move(by_state), std::move(generation), std::move(restarts),   std::move(budget),
+          std::move(nodes),    std::move(oldest),     std::move(stragglers), std::move(training),
+          std::move(lost),     std::move(ratio),      std::move(connected),  std::move(omitted),
+          std::move(ages)};
 }
 
 }  // namespace ddp::metrics

@@ -16,7 +16,7 @@
 //                                   a running generation / without one.
 // At scrape time (Collect): jobs by state; per live job (job label, at most
 // max_labeled_jobs jobs, by id) generation, restarts and budget, members and
-// spares, the oldest heartbeat, training and lost seconds and the effective
+// spares, the oldest heartbeat, stragglers, training and lost seconds and the effective
 // training ratio; agents connected; a histogram of heartbeat ages.
 //
 // Across a coordinator restart or failover (RestoreCounts, ReplayRetained): the event counters

@@ -40,8 +40,12 @@ class JobMetricsTest : public ::testing::Test {
     member.group_rank = 0;
     member.connected = true;
     member.last_heartbeat = clock_.Now() - absl::Milliseconds(1500);
+    rendezvous::WorkerProgress slow;
+    slow.straggler = true;
+    member.progress = {slow, rendezvous::WorkerProgress()};
     job.nodes.push_back(member);
     rendezvous::NodeStatus spare = member;
+    spare.progress.clear();
     spare.node_id = "n1";
     spare.group_rank = -1;
     spare.last_heartbeat = clock_.Now() - absl::Milliseconds(200);
@@ -83,6 +87,7 @@ TEST_F(JobMetricsTest, RestartsRecoveryAndEffectiveTrainingTime) {
   EXPECT_THAT(text, HasSubstr("ddp_job_nodes{job_id=\"train\",role=\"member\"} 1"));
   EXPECT_THAT(text, HasSubstr("ddp_job_nodes{job_id=\"train\",role=\"spare\"} 1"));
   EXPECT_THAT(text, HasSubstr("ddp_job_heartbeat_age_max_seconds{job_id=\"train\"} 1.5"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_stragglers{job_id=\"train\"} 1"));
   EXPECT_THAT(text, HasSubstr("ddp_agents_connected 2"));
   EXPECT_THAT(text, HasSubstr("ddp_heartbeat_age_seconds_bucket{le=\"0.25\"} 1"));
   EXPECT_THAT(text, HasSubstr("ddp_heartbeat_age_seconds_bucket{le=\"2\"} 2"));

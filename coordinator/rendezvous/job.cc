@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "coordinator/rendezvous/rank_table.h"
+#include "coordinator/rendezvous/stragglers.h"
 
 namespace ddp::rendezvous {
 
@@ -276,6 +277,12 @@ JobStatus Job::Status(bool include_nodes) const {
     }
     std::sort(s.nodes.begin(), s.nodes.end(),
               [](const NodeStatus& a, const NodeStatus& b) { return a.node_id < b.node_id; });
+    std::vector<WorkerProgress*> reports;
+    for (NodeStatus& n : s.nodes) {
+      if (n.group_rank < 0) continue;  // members only
+      for (WorkerProgress& p : n.progress) reports.push_back(&p);
+    }
+    ScoreStragglers(reports, round_.generation());
   }
   return s;
 }

@@ -45,6 +45,10 @@ struct WorkerProgress {
   double steps_per_second = 0;  // 0: not known yet
   absl::Time reported;          // when the worker made it (coordinator's clock)
   std::map<std::string, double> metrics;
+  // Set by Job::Status (stragglers.h): its speed over the generation's median
+  // (0: not scored) and whether that makes it a straggler.
+  double relative_speed = 0;
+  bool straggler = false;
 };
 
 // Header of every message a registered node sends (fencing).

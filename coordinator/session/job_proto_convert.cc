@@ -175,6 +175,8 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
       out->set_step(p.step);
       out->set_steps_per_second(p.steps_per_second);
       out->set_age_ms(std::max<int64_t>(0, ToMs(now - p.reported)));
+      out->set_relative_speed(p.relative_speed);
+      out->set_straggler(p.straggler);
       for (const auto& [name, value] : p.metrics) (*out->mutable_metrics())[name] = value;
     }
   };

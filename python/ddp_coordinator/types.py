@@ -94,7 +94,9 @@ class Failure:
 @dataclasses.dataclass(frozen=True)
 class WorkerProgress:
     """What a worker last reported through :func:`ddp_coordinator.worker.report_progress`:
-    its step, steps per second (0 until two reports), how long ago (ms), and its metrics."""
+    its step, steps per second (0 until two reports), how long ago (ms), and its metrics;
+    for the running generation's members, its speed relative to the job's median and
+    whether that makes it a straggler (a quarter or more slower)."""
     local_rank: int
     global_rank: int
     generation: int
@@ -102,6 +104,8 @@ class WorkerProgress:
     steps_per_second: float
     age_ms: int
     metrics: Dict[str, float]
+    relative_speed: float
+    straggler: bool
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,14 +13,14 @@ import ddp_coordinator as ddpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def start_agent(coordinator, tmp_path, job, *flags, script_args=()):
+def start_agent(coordinator, tmp_path, job, *flags, script_args=(), nproc=2):
     env = dict(os.environ, PYTHON_EXEC="/usr/bin/python3",
                PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     log = open(tmp_path / f"{job}.log", "w")
     return subprocess.Popen(
         [bazel_binary("client/agent", "ddp-client"), "--coordinator", coordinator.address,
          "--job", job, "--node-id", "n", "--local-addr", "127.0.0.1",
-         "--log-dir", str(tmp_path / "logs"), "--nnodes", "1", "--nproc-per-node", "2",
+         "--log-dir", str(tmp_path / "logs"), "--nnodes", "1", "--nproc-per-node", str(nproc),
          "--shutdown-timeout", "3", *flags,
          os.path.join(HERE, "scripts", "progress_train.py"), *script_args],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -79,6 +79,50 @@ def test_reportProgress_RankStopsReporting_FoundHung(coordinator, tmp_path):
             job = client.jobs.get("stall")
         hangs = [f for f in job.failures if f.hang]
         assert hangs and hangs[0].global_rank == 1, job.failures
+    finally:
+        stop.write_text("")
+        agent.wait(60)
+
+
+def reports_of(client, job):
+    return [p for m in client.jobs.get(job).members for p in m.progress]
+
+
+def test_stragglers_OneRankHalfAgainSlower_FlaggedWithin20Steps(coordinator, tmp_path):
+    stop = tmp_path / "stop"
+    agent = start_agent(coordinator, tmp_path, "straggle", "--progress-interval", "1",
+                        script_args=["--stop", str(stop), "--step-s", "0.2", "--slow-rank", "2"],
+                        nproc=4)
+    try:
+        with ddpc.Client(coordinator.address) as client:
+            flagged = wait_for(lambda: [p for p in reports_of(client, "straggle") if p.straggler],
+                               90)
+            assert flagged, (tmp_path / "straggle.log").read_text()
+            assert [p.global_rank for p in flagged] == [2], flagged
+            # Flagged within 20 of its steps (it reports a step as it begins it).
+            assert flagged[0].step <= 20, flagged
+            assert 0.5 < flagged[0].relative_speed < 0.8, flagged
+            others = [p for p in reports_of(client, "straggle") if p.global_rank != 2]
+            assert all(not p.straggler and p.relative_speed > 0.9 for p in others), others
+    finally:
+        stop.write_text("")
+        agent.wait(60)
+
+
+def test_stragglers_EvenRun_NobodyFlagged(coordinator, tmp_path):
+    stop = tmp_path / "stop"
+    agent = start_agent(coordinator, tmp_path, "even", "--progress-interval", "1",
+                        script_args=["--stop", str(stop), "--step-s", "0.2"], nproc=4)
+    try:
+        with ddpc.Client(coordinator.address) as client:
+            scored = wait_for(lambda: len([p for p in reports_of(client, "even")
+                                           if p.relative_speed > 0]) == 4, 90)
+            assert scored, (tmp_path / "even.log").read_text()
+            deadline = time.time() + 8  # 40 steps
+            while time.time() < deadline:
+                flagged = [p for p in reports_of(client, "even") if p.straggler]
+                assert not flagged, flagged
+                time.sleep(0.3)
     finally:
         stop.write_text("")
         agent.wait(60)

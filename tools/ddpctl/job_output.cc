@@ -92,13 +92,16 @@ std::string ProgressTable(const google::protobuf::RepeatedPtrField<v1::Member>& 
             absl::StrCat(PrintableBytes(m.node_id()), "/", p.local_rank()),
             absl::StrCat(p.generation()), absl::StrCat(p.step()),
             p.steps_per_second() > 0 ? absl::StrFormat("%.3g", p.steps_per_second()) : "-",
-            MsText(p.age_ms()), metrics.empty() ? "-" : absl::StrJoin(metrics, " ")}});
+            p.relative_speed() > 0 ? absl::StrFormat("%.2f", p.relative_speed()) : "-",
+            p.straggler() ? "STRAGGLER" : "", MsText(p.age_ms()),
+            metrics.empty() ? "-" : absl::StrJoin(metrics, " ")}});
     }
   }
   if (rows.empty()) return "";
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  Table table = {{"RANK", "NODE/LOCAL", "GENERATION", "STEP", "STEPS/S", "AGE", "METRICS"}};
+  Table table = {
+      {"RANK", "NODE/LOCAL", "GENERATION", "STEP", "STEPS/S", "SPEED", "", "AGE", "METRICS"}};
   for (auto& row : rows) table.push_back(std::move(row.second));
   return AlignedTable(table, "  ");
 }

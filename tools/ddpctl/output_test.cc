@@ -176,7 +176,12 @@ TEST(JobText, Progress_OneRowPerReportingWorkerInRankOrder) {
   ASSERT_NE(rank0, std::string::npos) << text;
   ASSERT_NE(rank3, std::string::npos) << text;
   EXPECT_LT(rank0, rank3);
-  EXPECT_NE(text.find("1200  4.5      1.5s  loss=0.3125"), std::string::npos) << text;
+  EXPECT_NE(text.find("1200  4.5      -        1.5s  loss=0.3125"), std::string::npos) << text;
+  EXPECT_EQ(text.find("STRAGGLER"), std::string::npos) << text;
+  p->set_relative_speed(0.6);
+  p->set_straggler(true);
+  const std::string flagged = JobText(job);
+  EXPECT_NE(flagged.find("1200  4.5      0.60   STRAGGLER"), std::string::npos) << flagged;
   job.clear_members();
   EXPECT_EQ(JobText(job).find("progress ("), std::string::npos);
 }

@@ -281,12 +281,14 @@ function JobView(jobId) {
     // Per rank, what the workers reported (ddp_coordinator.report_progress).
     const progress = members.flatMap((m) => (m.progress || []).map((p) => ({ node: m.nodeId, ...p })))
       .sort((a, b) => Number(a.globalRank) - Number(b.globalRank));
-    const progressRows = progress.map((p) => h('tr', { 'data-rank': p.globalRank },
+    const progressRows = progress.map((p) => h('tr', { 'data-rank': p.globalRank, class: p.straggler ? 'row-degraded' : '' },
       h('td', { class: 'num' }, Number(p.globalRank) >= 0 ? p.globalRank : '—'),
       h('td', {}, `${p.node} / ${p.localRank || 0}`),
       h('td', { class: 'num' }, p.generation),
       h('td', { class: 'num', 'data-field': 'step' }, p.step || '0'),
       h('td', { class: 'num' }, p.stepsPerSecond ? Number(p.stepsPerSecond).toPrecision(3) : '—'),
+      h('td', { class: 'num', 'data-field': 'speed' }, p.relativeSpeed ? Number(p.relativeSpeed).toFixed(2) : '—',
+        p.straggler ? ' straggler' : ''),
       h('td', { class: 'num ' + (!finished && Number(p.ageMs) > Number(s.heartbeatTimeoutMs) ? 'stale' : '') },
         `${duration(Number(p.ageMs))} ago`),
       h('td', { class: 'mono' }, Object.keys(p.metrics || {}).sort()
@@ -329,7 +331,7 @@ function JobView(jobId) {
         memberRows, finished ? 'No node was registered when the job finished.' : 'No members: the rendezvous is open.'),
       progressRows.length ? [h('h2', {}, 'Progress (as the workers reported it)'),
         table([['Rank', 'num'], ['Node / local rank'], ['Generation', 'num'], ['Step', 'num'], ['Steps/s', 'num'],
-          ['Reported', 'num'], ['Metrics']], progressRows, '')] : null,
+          ['Speed vs median', 'num'], ['Reported', 'num'], ['Metrics']], progressRows, '')] : null,
       // While the rendezvous is open, registered nodes are the next
       // generation's candidates, not spares.
       spareRows.length ? [h('h2', {}, job.state === 'WAITING'
