@@ -72,8 +72,8 @@ struct WorkerSupervisor::Worker {
   SpawnedWorker process;
   std::unique_ptr<OutputRouter> out;
   std::unique_ptr<OutputRouter> err;
-  std::unique_ptr<StderrTail> err_tail;  // null: stderr not captured
-  bool stderr_log_written = false;
+  // Set with `err`: every router of stderr writes files.stderr_log.
+  std::unique_ptr<StderrTail> err_tail;
   HeartbeatTracker tracker;
   // The process at the previous heartbeat check (hang evidence: is it still
   // using CPU?).
@@ -212,10 +212,7 @@ class WorkerSupervisor::EventLoop {
       };
       w.out = make_router(true);
       w.err = make_router(false);
-      if (w.err != nullptr) {
-        w.err_tail = std::make_unique<StderrTail>(o.stderr_tail_limits);
-        w.stderr_log_written = true;  // every router of stderr writes its file
-      }
+      if (w.err != nullptr) w.err_tail = std::make_unique<StderrTail>(o.stderr_tail_limits);
       if (w.out != nullptr) {
         if (absl::Status s = w.out->Open(); !s.ok()) return s;
       }
@@ -295,8 +292,8 @@ class WorkerSupervisor::EventLoop {
   // The worker's stderr as its failure report carries it (secrets of its
   // environment redacted).
   void AttachStderr(const Worker& w, WorkerExit& exit) {
-    if (w.stderr_log_written) exit.stderr_log = w.spec.files.stderr_log;
-    if (w.err_tail == nullptr) return;
+    if (w.err_tail == nullptr) return;  // stderr went to the console directly
+    exit.stderr_log = w.spec.files.stderr_log;
     const std::vector<std::string> secrets = SecretValuesIn(w.spec.env);
     exit.stderr_tail = RedactSecrets(w.err_tail->Text(), secrets);
     exit.stderr_traceback = PythonTracebackIn(exit.stderr_tail);
