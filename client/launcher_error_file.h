@@ -23,6 +23,16 @@ namespace ddp::client {
 absl::Status WriteLauncherErrorFile(const std::string& path, const std::string& message,
                                     const std::string& details, absl::Time when);
 
+// What torchrun's @record does when the first failure's worker wrote an error
+// file (ErrorHandler.dump_error_file): copies that file's JSON to `path`,
+// with "errorCode": `exit_code` added to its "message" object when the code
+// is not 0 (torch's exitcode: -N for a signal) and "message" is an object (a
+// plain-text "message" is copied unchanged, as torch does). Possible errors:
+// NOT_FOUND (no worker file: write the summary instead), INVALID_ARGUMENT
+// (the worker's file is not JSON; named), UNAVAILABLE (`path` unwritable).
+absl::Status CopyWorkerErrorFile(const std::string& worker_file, int exit_code,
+                                 const std::string& path);
+
 }  // namespace ddp::client
 
 #endif  // DDP_CLIENT_LAUNCHER_ERROR_FILE_H_

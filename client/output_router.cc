@@ -39,6 +39,10 @@ absl::Status OutputRouter::Open() {
 void OutputRouter::Write(absl::string_view bytes) {
   if (file_fd_ >= 0) WriteAll(file_fd_, bytes);
   if (options_.console_fd < 0) return;
+  if (options_.passthrough) {
+    WriteAll(options_.console_fd, bytes);
+    return;
+  }
   while (!bytes.empty()) {
     const size_t newline = bytes.find('\n');
     if (newline == absl::string_view::npos) {

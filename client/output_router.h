@@ -31,6 +31,10 @@ class OutputRouter {
     int console_fd = -1;    // -1: not shown on the console
     std::string prefix;     // e.g. "[rank3]: "
     size_t max_line_bytes = 64 << 10;
+    // true: the console gets the bytes unchanged as they come (no lines, no
+    // prefix, no filter): the worker's own console stream, read through the
+    // agent only to keep its tail.
+    bool passthrough = false;
   };
   explicit OutputRouter(Options options) : options_(std::move(options)) {}
   ~OutputRouter();

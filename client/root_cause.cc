@@ -5,14 +5,19 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "client/heartbeat_tracker.h"
 
 namespace ddp::client {
 namespace {
 
 constexpr int kRuleWidth = 60;
+// Of a stderr tail, the lines the summary shows when there is no traceback.
+constexpr size_t kTailLinesShown = 10;
 
 std::string SignalText(int signal) {
   const char* abbrev = sigabbrev_np(signal);
@@ -56,8 +61,16 @@ std::string DefaultTraceback(const WorkerFailure& f) {
     case WorkerFailure::Kind::kExitCode:
       break;
   }
-  return "To enable traceback see: "
-         "https://pytorch.org/docs/stable/elastic/errors.html";
+  // No error file and no traceback: the end of what it wrote on stderr says
+  // more than torchrun's docs link.
+  if (!f.stderr_tail.empty()) {
+    std::vector<absl::string_view> lines =
+        absl::StrSplit(absl::StripTrailingAsciiWhitespace(f.stderr_tail), '\n');
+    const size_t first = lines.size() > kTailLinesShown ? lines.size() - kTailLinesShown : 0;
+    return absl::StrCat("last lines of stderr:\n",
+                        absl::StrJoin(lines.begin() + first, lines.end(), "\n"));
+  }
+  return "<N/A> (no error file, nothing on stderr)";
 }
 
 void AppendEntry(int index, const WorkerFailure& f, std::string* out) {
@@ -79,6 +92,7 @@ void AppendEntry(int index, const WorkerFailure& f, std::string* out) {
                   f.pid > 0 ? absl::StrCat(" (pid: ", f.pid, ")") : std::string(), "\n",
                   "  error_file: ", f.error_file.empty() ? "<N/A>" : f.error_file, "\n",
                   "  traceback : ", traceback, "\n");
+  if (!f.log_path.empty()) absl::StrAppend(out, "  logs      : ", f.node, ":", f.log_path, "\n");
 }
 
 bool Earlier(const WorkerFailure& a, const WorkerFailure& b) {

@@ -22,7 +22,10 @@
 //     ...
 //   ============================================================
 //
-// "(pid: N)" only where the pid is known. A hang shows as
+// "(pid: N)" only where the pid is known. Where torchrun prints its docs link
+// ("To enable traceback see: ...") the worker's own words stand: the last
+// lines of its stderr, and a "logs      : node:path" line names its whole
+// stderr. A hang shows as
 // "exitcode  : hang: no heartbeat for 5.0 s" (or "hang" when the duration
 // came from another node), never as an exit code.
 //
@@ -49,8 +52,10 @@ struct WorkerFailure {
   absl::Duration silent_for;  // kHang; zero when unknown
   int knock_on_of_rank = -1;  // kHang: blocked behind this rank's hang
   std::string message;        // error file message, may be empty
-  std::string traceback;      // error file traceback, may be empty
+  std::string traceback;      // error file traceback, else stderr's; may be empty
   std::string error_file;     // path, empty when none was written
+  std::string stderr_tail;    // the last lines of its stderr, may be empty
+  std::string log_path;       // its whole stderr on `node`; empty: none
   absl::Time time;            // when it failed (worker_failure.h FailureTime)
 };
 

@@ -87,7 +87,35 @@ TEST(RootCauseTest, FormatFailureSummary_MessageRepeatsCause_DefaultTraceback) {
   remote.exit_code = 1;
   remote.message = "exit code 1";  // what the agent sent without error file
   const std::string text = FormatFailureSummary("t", {remote});
-  EXPECT_NE(text.find("  traceback : To enable traceback see: "), std::string::npos) << text;
+  EXPECT_NE(text.find("  traceback : <N/A> (no error file, nothing on stderr)"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("To enable traceback"), std::string::npos) << text;
+}
+
+TEST(RootCauseTest, FormatFailureSummary_StderrTailNoTraceback_TailAndLogsInPlaceOfDocsLink) {
+  WorkerFailure f = Failure("node-a", 1, kT0);
+  f.exit_code = 2;
+  f.stderr_tail = "/usr/bin/python3: can't open file 'trian.py': No such file\n";
+  f.log_path = "/tmp/ddp_j/attempt_1/0/stderr.log";
+  const std::string text = FormatFailureSummary("trian.py", {f});
+  EXPECT_NE(text.find("  traceback : last lines of stderr:\n"
+                      "              /usr/bin/python3: can't open file 'trian.py'"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  logs      : node-a:/tmp/ddp_j/attempt_1/0/stderr.log\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("To enable traceback"), std::string::npos) << text;
+}
+
+TEST(RootCauseTest, FormatFailureSummary_TracebackFromStderr_Shown) {
+  WorkerFailure f = Failure("node-a", 1, kT0);
+  f.exit_code = 1;
+  f.traceback = "Traceback (most recent call last):\n  File \"t.py\", line 1\nValueError: x";
+  const std::string text = FormatFailureSummary("t.py", {f});
+  EXPECT_NE(text.find("  traceback : Traceback (most recent call last):\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ValueError: x"), std::string::npos) << text;
 }
 
 TEST(RootCauseTest, FormatFailureSummary_PidUnknown_LeftOut) {

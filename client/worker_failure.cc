@@ -64,6 +64,9 @@ WorkerFailure ToWorkerFailure(const WorkerExit& exit, const std::string& node) {
     f.traceback = exit.error->traceback;
     f.error_file = exit.error_file;
   }
+  if (f.traceback.empty()) f.traceback = exit.stderr_traceback;
+  f.stderr_tail = exit.stderr_tail;
+  f.log_path = exit.stderr_log;
   return f;
 }
 

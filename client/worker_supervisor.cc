@@ -47,7 +47,7 @@ WorkerStdio DirectConsoleTargets(const WorkerSpec& spec, int console_out_fd, int
   if (!IncludesStdout(spec.tee) && !IncludesStdout(spec.redirect)) {
     stdio.stdout_target = console_out_fd;
   }
-  if (!IncludesStderr(spec.tee) && !IncludesStderr(spec.redirect)) {
+  if (!spec.capture_stderr && !IncludesStderr(spec.tee) && !IncludesStderr(spec.redirect)) {
     stdio.stderr_target = console_err_fd;
   }
   return stdio;
@@ -73,6 +73,8 @@ struct WorkerSupervisor::Worker {
   SpawnedWorker process;
   std::unique_ptr<OutputRouter> out;
   std::unique_ptr<OutputRouter> err;
+  // Set with `err`: every router of stderr writes files.stderr_log.
+  std::unique_ptr<StderrTail> err_tail;
   HeartbeatTracker tracker;
   // The process at the previous heartbeat check (hang evidence: is it still
   // using CPU?).
@@ -200,11 +202,19 @@ class WorkerSupervisor::EventLoop {
         if (teed && spec.show_on_console)
           r.console_fd = is_out ? o.console_out_fd : o.console_err_fd;
         r.prefix = spec.console_prefix;
+        if (!is_out && !teed && !redirected) {
+          // Captured for its tail only: to the console as if the worker
+          // wrote there itself, and kept whole in stderr.log.
+          r.file_path = spec.files.stderr_log;
+          r.console_fd = o.console_err_fd;
+          r.passthrough = true;
+        }
         r.max_line_bytes = o.max_line_bytes;
         return std::make_unique<OutputRouter>(std::move(r));
       };
       w.out = make_router(true);
       w.err = make_router(false);
+      if (w.err != nullptr) w.err_tail = std::make_unique<StderrTail>(o.stderr_tail_limits);
       if (w.out != nullptr) {
         if (absl::Status s = w.out->Open(); !s.ok()) return s;
       }
@@ -250,19 +260,22 @@ class WorkerSupervisor::EventLoop {
         ReadPipe(workers_[index]->process.stdout_fd, workers_[index]->out.get());
         break;
       case kStderr:
-        ReadPipe(workers_[index]->process.stderr_fd, workers_[index]->err.get());
+        ReadPipe(workers_[index]->process.stderr_fd, workers_[index]->err.get(),
+                 workers_[index]->err_tail.get());
         break;
     }
   }
 
   // Reads what is available now; closes the pipe at EOF. No router: the
   // stream goes to the console directly and there is no pipe.
-  void ReadPipe(int& fd, OutputRouter* router) {
+  void ReadPipe(int& fd, OutputRouter* router, StderrTail* tail = nullptr) {
     if (router == nullptr) return;
     while (fd >= 0) {
       const ssize_t n = read(fd, buffer_.data(), buffer_.size());
       if (n > 0) {
-        router->Write(absl::string_view(buffer_.data(), static_cast<size_t>(n)));
+        const absl::string_view bytes(buffer_.data(), static_cast<size_t>(n));
+        router->Write(bytes);
+        if (tail != nullptr) tail->Append(bytes);
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -275,7 +288,17 @@ class WorkerSupervisor::EventLoop {
   void DrainPipes(size_t index) {
     Worker& w = *workers_[index];
     ReadPipe(w.process.stdout_fd, w.out.get());
-    ReadPipe(w.process.stderr_fd, w.err.get());
+    ReadPipe(w.process.stderr_fd, w.err.get(), w.err_tail.get());
+  }
+
+  // The worker's stderr as its failure report carries it (secrets of its
+  // environment redacted).
+  void AttachStderr(const Worker& w, WorkerExit& exit) {
+    if (w.err_tail == nullptr) return;  // stderr went to the console directly
+    exit.stderr_log = w.spec.files.stderr_log;
+    const std::vector<std::string> secrets = SecretValuesIn(w.spec.env);
+    exit.stderr_tail = RedactSecrets(w.err_tail->Text(), secrets);
+    exit.stderr_traceback = PythonTracebackIn(exit.stderr_tail);
   }
 
   void HandleExit(size_t index) {
@@ -314,6 +337,7 @@ class WorkerSupervisor::EventLoop {
     } else if (!w.process.exec_error.empty()) {
       exit.error = ErrorFileContent{w.process.exec_error, "", ""};
     }
+    AttachStderr(w, exit);
     owner_->RecordExit(index, std::move(exit));
   }
 
@@ -370,6 +394,7 @@ class WorkerSupervisor::EventLoop {
       hang.evidence = HangEvidence(h);
       hang.process_stopped = HangEvidenceClass(h) == 1;
       hang.error_file = w.spec.files.error_file;
+      AttachStderr(w, hang);
       // The first hang of this generation on this node is the culprit; every
       // later one (same check, younger heartbeat, or a later check) blocked
       // behind it. Except a stopped process found after a hang that was not

@@ -70,6 +70,7 @@
 #include "absl/time/time.h"
 #include "client/error_file.h"
 #include "client/std_streams.h"
+#include "client/stderr_tail.h"
 #include "client/worker_env.h"
 #include "client/worker_files.h"
 #include "client/worker_process.h"
@@ -94,6 +95,12 @@ struct WorkerSpec {
   // (torchrun applies the filter to teed output only).
   bool show_on_console = true;
   std::string console_prefix;  // torchrun's "[default0]:" (role, local rank)
+  // true: stderr that is neither redirected nor teed still passes through the
+  // agent (bytes unchanged, as they come, to the console and to
+  // files.stderr_log), so that a failure carries its tail (stderr_tail.h).
+  // false: the worker writes to the console's descriptor itself (the
+  // interactive worker that owns the terminal).
+  bool capture_stderr = true;
 };
 
 struct WorkerExit {
@@ -116,6 +123,13 @@ struct WorkerExit {
   int knock_on_of_rank = -1;
   std::optional<ErrorFileContent> error;  // from the error file, or the exec failure
   std::string error_file;
+  // The last lines of the worker's stderr (stderr_tail.h limits), values of
+  // secrets of its environment redacted; empty when nothing was captured.
+  std::string stderr_tail;
+  // The last Python traceback in stderr_tail; empty when there is none.
+  std::string stderr_traceback;
+  // Where its whole stderr is (files.stderr_log); empty when not written.
+  std::string stderr_log;
   bool during_stop = false;  // the exit followed a Stop() order
 
   bool succeeded() const { return kind == Kind::kExited && exit_code == 0; }
@@ -155,6 +169,7 @@ class WorkerSupervisor {
     int terminal_fd = -1;
     size_t max_line_bytes = 64 << 10;
     ErrorFileLimits error_file_limits;
+    StderrTailLimits stderr_tail_limits;
     // Starts one worker with the descriptors of DirectConsoleTargets (a
     // --prewarm StandbyPool hands over a warm interpreter here); called on
     // the monitor thread. null: SpawnWorker, a cold start.

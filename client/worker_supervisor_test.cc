@@ -425,9 +425,8 @@ TEST_F(WorkerSupervisorTest, Output_RedirectTeeAndFilter_AsTorchrun) {
   EXPECT_EQ(ReadFile(teed.files.stdout_log), "out0\n");
   EXPECT_EQ(ReadFile(teed.files.stderr_log), "err0\n");
   EXPECT_EQ(ReadFile(redirected.files.stdout_log), "out1\n");
-  struct stat st;
-  EXPECT_NE(stat(redirected.files.stderr_log.c_str(), &st),
-            0);  // stderr not redirected
+  // stderr not redirected: captured (for its tail) into stderr.log as well.
+  EXPECT_EQ(ReadFile(redirected.files.stderr_log), "err1\n");
   EXPECT_EQ(ReadFile(filtered.files.stdout_log),
             "out2\n");  // files ignore the filter
 }
@@ -446,6 +445,35 @@ TEST_F(WorkerSupervisorTest, Exit_ErrorFileWritten_MessageReported) {
   EXPECT_EQ(exit->error->message, "RuntimeError: boom");
   EXPECT_EQ(exit->error->traceback, "Traceback");
   EXPECT_EQ(exit->error_file, run_dir_ + "/attempt_0/0/error.json");
+}
+
+TEST_F(WorkerSupervisorTest, Exit_TracebackOnStderr_ReportCarriesTailTracebackAndLogRedacted) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  WorkerSpec spec = Script(run_dir_, 0,
+                           "echo \"connecting with $DDP_TOKEN\" >&2; "
+                           "printf 'Traceback (most recent call last):\\n  File \"train.py\", "
+                           "line 7, in <module>\\nValueError: bad batch\\n' >&2; exit 1");
+  spec.env["DDP_TOKEN"] = "s3cr3t-token-value";
+  ASSERT_TRUE(supervisor.Start({spec}).ok());
+  ASSERT_EQ(events.Await(1).size(), 1u);
+  const WorkerExit* exit = events.ForRank(0);
+  EXPECT_EQ(exit->exit_code, 1);
+  EXPECT_NE(exit->stderr_tail.find("ValueError: bad batch"), std::string::npos)
+      << exit->stderr_tail;
+  EXPECT_NE(exit->stderr_tail.find("connecting with [REDACTED]"), std::string::npos)
+      << exit->stderr_tail;
+  EXPECT_EQ(exit->stderr_tail.find("s3cr3t-token-value"), std::string::npos);
+  EXPECT_EQ(exit->stderr_traceback,
+            "Traceback (most recent call last):\n  File \"train.py\", line 7, in "
+            "<module>\nValueError: bad batch");
+  EXPECT_EQ(exit->stderr_log, run_dir_ + "/attempt_0/0/stderr.log");
+  // The console still gets the bytes as written (secrets are the worker's own
+  // business there), and so does the log.
+  ASSERT_TRUE(supervisor.Stop(absl::Seconds(1)).ok());
+  EXPECT_NE(Console().find("ValueError: bad batch\n"), std::string::npos) << Console();
+  EXPECT_NE(ReadFile(exit->stderr_log).find("Traceback (most recent call last):"),
+            std::string::npos);
 }
 
 TEST_F(WorkerSupervisorTest, Exit_ProgramMissing_Exit127WithReason) {

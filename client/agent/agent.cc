@@ -19,6 +19,7 @@ namespace ddp::client {
 namespace {
 
 constexpr size_t kMaxErrorMessageBytes = 4096;  // the coordinator's cap
+constexpr size_t kMaxTracebackBytes = 8 << 10;  // the coordinator keeps the end
 constexpr int kMaxLocalWorldSize = 4096;
 
 std::string Capped(const std::string& text, size_t limit) {
@@ -81,6 +82,9 @@ WorkerFailure FailureFromProto(const v1::Failure& failure) {
     f.exit_code = failure.exit_code();
   }
   f.message = failure.message();
+  f.traceback = failure.traceback();
+  f.stderr_tail = failure.stderr_tail();
+  f.log_path = failure.log_path();
   f.time = absl::FromUnixMillis(failure.time_unix_ms());
   return f;
 }
@@ -109,6 +113,16 @@ v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit)
   if (text.empty() && !exit.succeeded()) text = exit.Describe();
   m->set_error_message(Capped(text, kMaxErrorMessageBytes));
   m->set_time_unix_ms(absl::ToUnixMillis(FailureTime(exit)));
+  // The worker's own words travel with it (stderr_tail.h): its error file's
+  // traceback first (torch's @record), else the one found in its stderr.
+  m->set_stderr_tail(exit.stderr_tail);
+  const std::string& traceback = exit.error.has_value() && !exit.error->traceback.empty()
+                                     ? exit.error->traceback
+                                     : exit.stderr_traceback;
+  m->set_traceback(traceback.size() <= kMaxTracebackBytes
+                       ? traceback
+                       : traceback.substr(traceback.size() - kMaxTracebackBytes));
+  m->set_log_path(exit.stderr_log);
   return message;
 }
 
@@ -509,14 +523,28 @@ void Agent::HandleJobFinished(const v1::JobFinished& finished) {
   absl::StrAppend(&text, "job ", job, " ", v1::JobState_Name(finished.state()), ": ",
                   finished.message(), "\n");
   // A scheduler that gave the launcher its own TORCHELASTIC_ERROR_FILE
-  // (TorchX, SageMaker) reads the root cause there, as torchrun writes it.
+  // (TorchX, SageMaker) reads the root cause there, as torchrun writes it:
+  // the first failure's own error file with its errorCode when that worker
+  // is local and wrote one; else (torchrun writes nothing then) this summary.
   if (auto file = options_.base_env.find("TORCHELASTIC_ERROR_FILE");
       file != options_.base_env.end() && !file->second.empty()) {
+    const int first = failures.empty() ? -1 : (has_root ? 0 : RootCauseIndex(failures));
+    absl::Status copied = absl::NotFoundError("no local error file");
+    if (first >= 0 && failures[first].node == options_.launch.node_id &&
+        !failures[first].error_file.empty()) {
+      const WorkerFailure& f = failures[first];
+      copied = CopyWorkerErrorFile(f.error_file,
+                                   f.kind == WorkerFailure::Kind::kSignal ? -f.signal : f.exit_code,
+                                   file->second);
+      if (!copied.ok()) DDP_LOG(WARNING) << copied;
+    }
     const absl::Status written =
-        WriteLauncherErrorFile(file->second,
-                               absl::StrCat("job ", job, " ", v1::JobState_Name(finished.state()),
-                                            ": ", finished.message()),
-                               text, clock_.Now());
+        copied.ok() ? copied
+                    : WriteLauncherErrorFile(
+                          file->second,
+                          absl::StrCat("job ", job, " ", v1::JobState_Name(finished.state()), ": ",
+                                       finished.message()),
+                          text, clock_.Now());
     if (!written.ok()) DDP_LOG(WARNING) << written;
   }
   if (options_.print_summary) {

@@ -272,7 +272,9 @@ bool PollFor(const std::function<bool()>& done) {
 // told to resume; a renewal that names their generation thaws them where they
 // were: no worker restarted, no exit reported.
 TEST_F(AgentTest, LeaseRunsOut_WorkersFrozen_RenewalOfTheirGenerationThawsThem) {
-  StartAgent("trap 'echo term >> $OUT/handler' TERM; while true; do echo x >> $OUT/ticks_$LOCAL_RANK; sleep 0.02; done");
+  StartAgent(
+      "trap 'echo term >> $OUT/handler' TERM; while true; do echo x >> $OUT/ticks_$LOCAL_RANK; "
+      "sleep 0.02; done");
   std::vector<int> pids = StartUnderALease();
   ASSERT_EQ(pids.size(), 2u);
   ASSERT_TRUE(link_.WaitForLeaseExpired());
@@ -326,7 +328,9 @@ TEST_F(AgentTest, LeaseRunsOut_ThenStopWorkers_FrozenWorkersKilledWithoutRunning
 // without this node and took it back): the frozen workers are killed, the
 // new ones start.
 TEST_F(AgentTest, LeaseRunsOut_ThenANewerAssignment_FrozenKilledNewStarted) {
-  StartAgent("trap 'echo term >> $OUT/handler; exit 0' TERM; echo $DDP_GENERATION >> $OUT/started; while true; do sleep 0.02; done");
+  StartAgent(
+      "trap 'echo term >> $OUT/handler; exit 0' TERM; echo $DDP_GENERATION >> $OUT/started; while "
+      "true; do sleep 0.02; done");
   std::vector<int> pids = StartUnderALease();
   ASSERT_EQ(pids.size(), 2u);
   ASSERT_TRUE(link_.WaitForLeaseExpired());
@@ -678,6 +682,29 @@ TEST(AgentMessages, WorkerExitedMessage_ErrorFileTimestamp_IsTheTime) {
   EXPECT_EQ(m.worker_exited().time_unix_ms(), 1700000002000);
   EXPECT_EQ(m.worker_exited().error_message(), "RuntimeError: x");
   EXPECT_EQ(m.worker_exited().pid(), 0);  // unknown: not sent
+}
+
+TEST(AgentMessages, WorkerExitedMessage_StderrTraceback_TailTracebackAndLogTravel) {
+  WorkerExit exit;
+  exit.kind = WorkerExit::Kind::kExited;
+  exit.exit_code = 1;
+  exit.stderr_tail = "token [REDACTED]\nTraceback (most recent call last):\nValueError: x\n";
+  exit.stderr_traceback = "Traceback (most recent call last):\nValueError: x";
+  exit.stderr_log = "/tmp/run/attempt_1/0/stderr.log";
+  v1::AgentMessage m = WorkerExitedMessage(1, exit);
+  EXPECT_EQ(m.worker_exited().stderr_tail(), exit.stderr_tail);
+  EXPECT_EQ(m.worker_exited().traceback(), exit.stderr_traceback);
+  EXPECT_EQ(m.worker_exited().log_path(), "/tmp/run/attempt_1/0/stderr.log");
+}
+
+TEST(AgentMessages, WorkerExitedMessage_ErrorFileTraceback_WinsOverStderr) {
+  WorkerExit exit;
+  exit.kind = WorkerExit::Kind::kExited;
+  exit.exit_code = 1;
+  exit.error = ErrorFileContent{"RuntimeError: x", "Traceback from @record", "1"};
+  exit.stderr_traceback = "Traceback (most recent call last):\nRuntimeError: x";
+  v1::AgentMessage m = WorkerExitedMessage(1, exit);
+  EXPECT_EQ(m.worker_exited().traceback(), "Traceback from @record");
 }
 
 TEST(AgentMessages, FailureFromProto_HangAndPid) {

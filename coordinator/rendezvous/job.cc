@@ -16,6 +16,16 @@
 #include "coordinator/rendezvous/stragglers.h"
 
 namespace ddp::rendezvous {
+namespace {
+
+// The end of `text` within `limit` bytes: a stderr tail or a traceback ends
+// with what matters (the exception line).
+std::string LastBytes(const std::string& text, int limit) {
+  const size_t max = static_cast<size_t>(std::max(limit, 0));
+  return text.size() <= max ? text : text.substr(text.size() - max);
+}
+
+}  // namespace
 
 Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock, Outbox* outbox)
     : id_(r.job_id),
@@ -28,9 +38,10 @@ Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock,
       finished_(r.finished),
       token_hash_(r.token_hash),
       state_(r.state),
-      restart_policy_(RestartPolicy::Options{r.settings.max_restarts, limits.max_retained_failures,
-                                             limits.max_message_length},
-                      r.restart_count, r.root_cause, r.failures),
+      restart_policy_(
+          RestartPolicy::Options{r.settings.max_restarts, limits.max_retained_failures,
+                                 limits.max_message_length, limits.max_failures_with_logs},
+          r.restart_count, r.root_cause, r.failures),
       finish_message_(r.finish_message),
       round_(r.generation, r.master),
       membership_(r.job_id, Membership::OptionsFor(r.settings, limits), clock, r.excluded_nodes,
@@ -174,6 +185,12 @@ JobEvent Job::NewEvent(JobEventType type, const std::string& node_id, const std:
   event.generation = round_.generation();
   event.message = message;
   event.failure = std::move(failure);
+  if (event.failure.has_value()) {
+    // Events are many (max_retained_events) and streamed to every watcher:
+    // the worker's output stays with the job's failures.
+    event.failure->stderr_tail.clear();
+    event.failure->traceback.clear();
+  }
   return event;
 }
 
@@ -714,6 +731,9 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   failure.process_stopped = exit.hang && exit.process_stopped;
   failure.pid = exit.pid;
   failure.message = exit.error_message.substr(0, static_cast<size_t>(limits_.max_message_length));
+  failure.stderr_tail = LastBytes(exit.stderr_tail, limits_.max_stderr_tail_bytes);
+  failure.traceback = LastBytes(exit.traceback, limits_.max_traceback_bytes);
+  failure.log_path = exit.log_path.substr(0, static_cast<size_t>(limits_.max_log_path_length));
   // An agent that sent no time: the moment the report arrived.
   failure.time = exit.time == absl::UnixEpoch() ? clock_->Now() : exit.time;
   Decide(Disruption::WorkerFailure(std::move(failure)),

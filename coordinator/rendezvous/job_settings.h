@@ -29,6 +29,13 @@ struct RendezvousLimits {
   int max_id_length = 253;         // job ids and node ids
   int max_address_length = 255;    // node / master address
   int max_message_length = 4096;   // error-file messages, reasons (truncated)
+  // A failure's worker output (FailureInfo): its stderr tail and traceback
+  // keep their last bytes, the log path is cut; only the newest
+  // max_failures_with_logs failures of a job keep tail and traceback.
+  int max_stderr_tail_bytes = 8 << 10;
+  int max_traceback_bytes = 8 << 10;
+  int max_log_path_length = 4096;
+  int max_failures_with_logs = 8;
   absl::Duration min_heartbeat_interval = absl::Milliseconds(10);
   absl::Duration max_timeout = absl::Hours(24 * 7);
 };

@@ -77,6 +77,15 @@ struct FailureInfo {
   // time (not persisted: a restored job compares by time).
   bool process_stopped = false;
   int pid = 0;  // the worker's process id on its node; 0: unknown
+  // The worker's own words, as its agent captured them (empty when none):
+  // the last lines of its stderr (secrets redacted by the agent), the Python
+  // traceback (from its error file, else found in stderr) and where its whole
+  // stderr is on node_id. Only the newest
+  // RendezvousLimits::max_failures_with_logs failures of a job keep
+  // stderr_tail and traceback (RestartPolicy); events carry none of them.
+  std::string stderr_tail;
+  std::string traceback;
+  std::string log_path;
 };
 
 // The order of failures by when they happened: the root cause of a generation
@@ -131,6 +140,9 @@ struct WorkerExit {
   bool hang = false;  // a hang report: the worker has not exited
   int pid = 0;
   bool process_stopped = false;  // a hang of a stopped process
+  std::string stderr_tail;       // see FailureInfo
+  std::string traceback;
+  std::string log_path;
   bool ok() const { return exit_code == 0 && signal == 0 && !hang; }
 };
 

@@ -200,6 +200,12 @@ void RestartPolicy::Record(const FailureInfo& failure, RestartDecision& decision
   if (static_cast<int>(failures_.size()) > options_.max_retained_failures) {
     failures_.erase(failures_.begin());
   }
+  // Worker output is the bulk of a failure: the newest few keep it.
+  const int keep = std::max(options_.max_failures_with_logs, 0);
+  for (int i = 0; i + keep < static_cast<int>(failures_.size()); ++i) {
+    failures_[i].stderr_tail.clear();
+    failures_[i].traceback.clear();
+  }
   decision.recorded.push_back(failure);
 }
 

@@ -145,6 +145,7 @@ class RestartPolicy {
     int max_restarts = 3;            // JobSettings::max_restarts
     int max_retained_failures = 64;  // RendezvousLimits
     int max_message_length = 4096;   // RendezvousLimits
+    int max_failures_with_logs = 8;  // RendezvousLimits
     // Crash loop (see the rules above): this many generations in a row, each
     // failing the same way within `crash_loop_window` of its start. 0: off.
     int crash_loop_generations = 3;

@@ -92,6 +92,9 @@ void FailureToProto(const rendezvous::FailureInfo& f, v1::Failure* proto) {
   proto->set_hang(f.hang);
   proto->set_pid(f.pid);
   proto->set_process_stopped(f.process_stopped);
+  proto->set_stderr_tail(f.stderr_tail);
+  proto->set_traceback(f.traceback);
+  proto->set_log_path(f.log_path);
 }
 
 v1::JobEvent::Type JobEventTypeToProto(JobEventType type) {
@@ -268,6 +271,10 @@ absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
     exit.error_message = "hang: the worker stopped touching its heartbeat file";
   }
   exit.time = proto.time_unix_ms() > 0 ? absl::FromUnixMillis(proto.time_unix_ms()) : absl::Time();
+  // Cut by the core (RendezvousLimits: the end of a tail is what matters).
+  exit.stderr_tail = proto.stderr_tail();
+  exit.traceback = proto.traceback();
+  exit.log_path = proto.log_path();
   return exit;
 }
 

@@ -36,6 +36,9 @@ void ToProto(const FailureInfo& f, pb::FailureRecord* out) {
   out->set_hang(f.hang);
   out->set_pid(f.pid);
   out->set_process_stopped(f.process_stopped);
+  out->set_stderr_tail(f.stderr_tail);
+  out->set_traceback(f.traceback);
+  out->set_log_path(f.log_path);
 }
 
 FailureInfo FromProto(const pb::FailureRecord& f) {
@@ -51,6 +54,9 @@ FailureInfo FromProto(const pb::FailureRecord& f) {
   out.hang = f.hang();
   out.pid = f.pid();
   out.process_stopped = f.process_stopped();
+  out.stderr_tail = f.stderr_tail();
+  out.traceback = f.traceback();
+  out.log_path = f.log_path();
   return out;
 }
 

@@ -43,7 +43,8 @@ namespace conformance {
 // Every field as a tuple, so gtest compares and prints them.
 inline auto FieldsOf(const FailureInfo& f) {
   return std::make_tuple(f.node_id, f.generation, f.local_rank, f.global_rank, f.exit_code,
-                         f.signal, f.message, f.time, f.hang, f.pid, f.process_stopped);
+                         f.signal, f.message, f.time, f.hang, f.pid, f.process_stopped,
+                         f.stderr_tail, f.traceback, f.log_path);
 }
 inline auto FieldsOf(const NodeRecord& n) {
   return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank, n.address,
@@ -146,6 +147,11 @@ inline JobRecord FullRecord(const std::string& job_id) {
   r.failures = {Failure("node-3", 1, 1, "first"), Failure("node-1", 2, 0, "second: killed"),
                 Hang("node-5", 2, 77), Failure("node-7", 3, 137, std::string("oom\0killed", 10))};
   r.failures[2].process_stopped = true;  // a hang of a stopped process
+  // The worker's output (issue 25.1), binary bytes included.
+  r.failures[3].stderr_tail = std::string("last line\nValueError: \xff\0x\n", 26);
+  r.failures[3].traceback = "Traceback (most recent call last):\nValueError: x";
+  r.failures[3].log_path = "/tmp/ddp_job/attempt_3/0/stderr.log";
+  r.root_cause->stderr_tail = "root tail";
   r.excluded_nodes = {"bad-a", "bad-b", "bad-c"};
   r.master.master_addr = "10.0.0.7";
   r.master.master_port = 29500;

@@ -208,6 +208,14 @@ def main():
         log(f"root cause on the page: {cause}")
         assert "node-a" in cause and "exit code 7" in cause and "rank 1" in cause, cause
         assert "generation 2" in cause, cause
+        # The worker's own words travel (issue 25.1): its stderr tail and
+        # where its whole stderr is, in the root-cause box and the row.
+        logs = text(browser, "[data-field=root-logs]")
+        assert logs and "node-a:" in logs and logs.endswith("/stderr.log"), logs
+        assert "injected failure" in (browser.evaluate(
+            "document.querySelector('[data-field=root-stderr] pre').textContent") or ""), cause
+        assert "injected failure" in (text(browser, "[data-field=failure-error]") or ""), \
+            text(browser, "main")
         page = text(browser, "main")
         for garbage in ("[object ", "undefined", "NaN"):
             assert garbage not in page, f"the page shows {garbage!r}: {page}"

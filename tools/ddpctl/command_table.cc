@@ -108,6 +108,19 @@ const std::vector<CommandSpec>& CommandTable() {
        "first; the root cause is the failure that exhausted the restart "
        "budget."},
       {"jobs",
+       "logs",
+       "Show the output the coordinator keeps of JOB's failed workers",
+       {{"JOB", "Job id"}},
+       {{"rank", FlagKind::kInt64, "R", "Failures of global rank R (every retained one)"},
+        {"generation", FlagKind::kInt64, "G", "Failures of generation G"}},
+       "Without --rank or --generation: the root cause (else the newest failure).\n"
+       "Each failure: its line as in jobs get, where the worker's whole stderr is\n"
+       "(NODE:PATH, on that node), its Python traceback (from its error file, else\n"
+       "from stderr) and the last lines of its stderr (at most 64 lines / 8 KiB,\n"
+       "secret values redacted by the agent). The coordinator keeps that output for\n"
+       "the newest 8 failures of a job and its root cause. None matching exits 1\n"
+       "with NOT_FOUND."},
+      {"jobs",
        "create",
        "Create job JOB (idempotent with the same settings)",
        {{"JOB", "Job id, [A-Za-z0-9._:-]"}},

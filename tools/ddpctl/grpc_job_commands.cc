@@ -13,6 +13,7 @@
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/grpc_command_context.h"
+#include "tools/ddpctl/job_logs.h"
 #include "tools/ddpctl/output.h"
 
 namespace ddp::ddpctl {
@@ -102,6 +103,35 @@ grpc::Status JobsGet(CommandContext& c) {
   }
   return c.CallAndPrint(c.jobs, &v1::JobService::Stub::GetJob, request,
                         [](std::ostream& out, const v1::Job& job) { out << JobText(job); });
+}
+
+grpc::Status JobsLogs(CommandContext& c) {
+  const Invocation& in = c.invocation;
+  JobLogsFilter filter;
+  for (const char* name : {"rank", "generation"}) {
+    if (!in.HasFlag(name)) continue;
+    const int64_t value = in.FlagInt64(name, -1);
+    if (value < 0) {
+      return UsageError(absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=", in.FlagString(name), " must be 0 or more")));
+    }
+    (std::string(name) == "rank" ? filter.global_rank : filter.generation) = value;
+  }
+  v1::GetJobRequest request;
+  request.set_job_id(c.arg(0));
+  v1::Job job;
+  grpc::Status status = c.Call(c.jobs, &v1::JobService::Stub::GetJob, request, &job);
+  if (!status.ok()) return status;
+  absl::StatusOr<std::vector<v1::Failure>> failures = SelectFailureLogs(job, filter);
+  if (!failures.ok()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, std::string(failures.status().message()));
+  }
+  if (c.json()) {
+    for (const v1::Failure& f : *failures) c.out << ProtoJson(f) << "\n";
+  } else {
+    c.out << FailureLogsText(*failures);
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status JobsCreate(CommandContext& c) {
@@ -253,9 +283,10 @@ grpc::Status JobsExclude(CommandContext& c) {
 
 std::map<std::string, Handler> JobCommandHandlers() {
   return {
-      {"jobs list", JobsList},       {"jobs get", JobsGet},       {"jobs create", JobsCreate},
-      {"jobs watch", JobsWatch},     {"jobs update", JobsUpdate}, {"jobs cancel", JobsCancel},
-      {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete}, {"jobs token", JobsToken},
+      {"jobs list", JobsList},     {"jobs get", JobsGet},         {"jobs logs", JobsLogs},
+      {"jobs create", JobsCreate}, {"jobs watch", JobsWatch},     {"jobs update", JobsUpdate},
+      {"jobs cancel", JobsCancel}, {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete},
+      {"jobs token", JobsToken},
   };
 }
 

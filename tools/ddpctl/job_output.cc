@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "tools/ddpctl/output.h"
 
@@ -191,10 +192,43 @@ std::string JobText(const v1::Job& job) {
                   ", newest last):", job.failures().empty() ? " none\n" : "\n");
   for (const v1::Failure& f : job.failures()) {
     absl::StrAppend(&text, "  ", FailureText(f), "\n");
+    if (!f.traceback().empty()) {
+      // The exception line ends a traceback; jobs logs shows all of it.
+      const absl::string_view tb = absl::StripTrailingAsciiWhitespace(f.traceback());
+      const size_t newline = tb.rfind('\n');
+      absl::StrAppend(
+          &text, "    error: ",
+          PrintableBytes(newline == absl::string_view::npos ? tb : tb.substr(newline + 1)), "\n");
+    }
+    if (!f.log_path().empty()) {
+      absl::StrAppend(&text, "    logs: ", PrintableBytes(f.node_id()), ":",
+                      PrintableBytes(f.log_path()), "\n");
+    }
   }
   absl::StrAppend(
       &text, "root cause: ", job.has_root_cause() ? FailureText(job.root_cause()) : "none", "\n");
+  if (job.has_root_cause() && !job.root_cause().traceback().empty()) {
+    absl::StrAppend(&text, "  traceback:\n    ",
+                    PrintableLines(job.root_cause().traceback(), "    "), "\n");
+  }
+  if (job.has_root_cause() && !job.root_cause().log_path().empty()) {
+    absl::StrAppend(&text, "  logs: ", PrintableBytes(job.root_cause().node_id()), ":",
+                    PrintableBytes(job.root_cause().log_path()), "\n");
+  }
+  if (job.has_root_cause() && !job.root_cause().stderr_tail().empty()) {
+    absl::StrAppend(&text, "  (ddpctl jobs logs ", PrintableBytes(job.job_id()),
+                    " shows its last lines of stderr)\n");
+  }
   return text;
+}
+
+std::string PrintableLines(absl::string_view text, absl::string_view indent) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(absl::StripTrailingAsciiWhitespace(text), '\n')) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(PrintableBytes(line));
+  }
+  return absl::StrJoin(lines, absl::StrCat("\n", indent));
 }
 
 std::string FailureText(const v1::Failure& f) {

@@ -23,6 +23,9 @@ bool IsValidUtf8(absl::string_view bytes);
 // Text form of a key or value: as is when valid UTF-8 without control
 // characters, else C-escaped and quoted.
 std::string PrintableBytes(absl::string_view bytes);
+// Worker output (a stderr tail, a traceback): PrintableBytes line by line,
+// each line after the first prefixed with `indent`; trailing newlines dropped.
+std::string PrintableLines(absl::string_view text, absl::string_view indent);
 // "KEY = VALUE" or just "KEY" (keys only).
 std::string KeyValueText(const v1::KeyValue& kv, bool with_value = true);
 // One watch event: "PUT KEY = VALUE (revision R)" / "DELETE KEY (revision R)".

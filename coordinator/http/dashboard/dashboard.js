@@ -151,6 +151,16 @@ function failureCause(f) {
   return '';
 }
 
+// The worker's own last word: the exception line of its traceback, else the
+// last line of its stderr tail (issue 25.1); '' when the agent sent neither.
+function lastWords(f) {
+  const text = (f.traceback || f.stderrTail || '').trimEnd();
+  return text ? text.slice(text.lastIndexOf('\n') + 1) : '';
+}
+
+// Where the worker's whole stderr is: "node-a:/tmp/ddp_j/attempt_0/1/stderr.log".
+const logsOf = (f) => (f.logPath ? `${f.nodeId}:${f.logPath}` : '');
+
 // "node-a rank 1: exit code 7", "node-b: node lost", or the coordinator's reason.
 function failureSummary(f) {
   if (!f) return '';
@@ -300,7 +310,9 @@ function JobView(jobId) {
     const failureRows = failures.map((f) => h('tr', { 'data-failure': isNodeLoss(f) ? 'node-lost' : 'worker' },
       h('td', {}, clock(f.timeUnixMs)), h('td', { class: 'num' }, f.generation), h('td', {}, f.nodeId || '—'),
       h('td', { class: 'num' }, f.nodeId && !isNodeLoss(f) ? `${f.localRank} / ${f.globalRank}` : '—'),
-      h('td', {}, failureCause(f)), h('td', { class: 'num' }, f.pid || ''), h('td', {}, f.message)));
+      h('td', {}, failureCause(f)), h('td', { class: 'num' }, f.pid || ''),
+      h('td', {}, f.message,
+        lastWords(f) ? h('div', { class: 'mono', 'data-field': 'failure-error', title: logsOf(f) }, lastWords(f)) : null)));
     const root = job.rootCause && (job.rootCause.message || job.rootCause.nodeId) ? job.rootCause : null;
     const created = Number(job.createdUnixMs);
     const waiting = job.state === 'WAITING' ? waitingFor(job, events) : null;
@@ -324,7 +336,11 @@ function JobView(jobId) {
         h('div', {}, root.nodeId && isNodeLoss(root) ? `Node ${root.nodeId}, generation ${root.generation}: ` : '',
           root.nodeId && !isNodeLoss(root) ? `Node ${root.nodeId}, local rank ${root.localRank}, rank ${root.globalRank}, generation ${root.generation}: ` : '',
           h('b', {}, failureCause(root)), root.timeUnixMs && root.timeUnixMs !== '0' ? ` at ${clock(root.timeUnixMs)}` : ''),
-        root.message && root.message !== failureCause(root) ? h('p', { class: 'message' }, root.message) : null) : null,
+        root.message && root.message !== failureCause(root) ? h('p', { class: 'message' }, root.message) : null,
+        root.traceback ? h('pre', { class: 'mono', 'data-field': 'root-traceback' }, root.traceback) : null,
+        root.stderrTail ? h('details', { 'data-field': 'root-stderr' }, h('summary', {}, 'Last lines of stderr'),
+          h('pre', { class: 'mono' }, root.stderrTail)) : null,
+        root.logPath ? h('p', { 'data-field': 'root-logs' }, 'Whole stderr: ', h('span', { class: 'mono' }, logsOf(root))) : null) : null,
       h('h2', {}, 'Generations'), generations(created),
       h('h2', {}, membersTitle),
       table([['Group rank', 'num'], ['Node'], ['Global ranks', 'num'], ['Workers', 'num'], ['Address'], ['Heartbeat age', 'num'], ['Connected']],
