@@ -23,6 +23,7 @@ WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int l
   files.stderr_log = files.dir + "/stderr.log";
   files.error_file = files.dir + "/error.json";
   files.heartbeat_file = files.dir + "/heartbeat";
+  files.stack_dump_file = files.dir + "/stacks";
   return files;
 }
 

@@ -10,6 +10,8 @@
 //       error.json               (TORCHELASTIC_ERROR_FILE; written by torch's
 //       @record) heartbeat                (DDP_HEARTBEAT_FILE; the worker
 //       touches it)
+//       stacks                   (DDP_STACK_DUMP_FILE; faulthandler writes
+//       every thread's stack there on SIGUSR2, client/stack_dump.h)
 //
 // Thread-safety: pure functions / plain values.
 
@@ -26,6 +28,7 @@ struct WorkerFiles {
   std::string stderr_log;
   std::string error_file;
   std::string heartbeat_file;
+  std::string stack_dump_file;
 };
 
 WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int local_rank);
