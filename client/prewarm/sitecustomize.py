@@ -34,7 +34,10 @@ def _ddp_standby():
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
-    modules = os.environ.get("DDP_PREWARM_MODULES")
+    # Taken out before the shadowed sitecustomize runs: that may be another
+    # copy of this file (the agent's, for stack dumps, next on PYTHONPATH),
+    # which must not be a standby a second time.
+    modules = os.environ.pop("DDP_PREWARM_MODULES", None)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     sys.path_importer_cache.pop(here, None)
     del sys.modules["sitecustomize"]
