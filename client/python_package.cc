@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace ddp::client {
@@ -45,6 +46,19 @@ EnvMap WithPythonPath(EnvMap env, const std::string& path) {
     if (entry == path) return env;
   }
   absl::StrAppend(&python_path, ":", path);
+  return env;
+}
+
+EnvMap WithPythonPathFirst(EnvMap env, const std::string& path) {
+  if (path.empty()) return env;
+  std::vector<std::string> entries = {path};
+  auto found = env.find("PYTHONPATH");
+  if (found != env.end() && !found->second.empty()) {
+    for (absl::string_view entry : absl::StrSplit(found->second, ':')) {
+      if (entry != path) entries.emplace_back(entry);
+    }
+  }
+  env["PYTHONPATH"] = absl::StrJoin(entries, ":");
   return env;
 }
 

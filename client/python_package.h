@@ -29,6 +29,11 @@ std::string BundledPythonPackagePath(const std::string& executable, const EnvMap
 // empty or already listed.
 EnvMap WithPythonPath(EnvMap env, const std::string& path);
 
+// `env` with `path` put first on PYTHONPATH (moved there when already
+// listed): for a folder whose modules must win over the user's, such as the
+// agent's sitecustomize.py. Unchanged when `path` is empty.
+EnvMap WithPythonPathFirst(EnvMap env, const std::string& path);
+
 // This process's executable (/proc/self/exe resolved); "" when unknown.
 std::string CurrentExecutable();
 

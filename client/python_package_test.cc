@@ -64,6 +64,16 @@ TEST(WithPythonPathTest, Append_AlreadyListedOrEmptyPath_Unchanged) {
   EXPECT_EQ(WithPythonPath({{"X", "1"}}, "").count("PYTHONPATH"), 0u);
 }
 
+TEST(WithPythonPathFirstTest, Prepend_UserEntries_KeptAfter) {
+  EXPECT_EQ(WithPythonPathFirst({}, "/site")["PYTHONPATH"], "/site");
+  EXPECT_EQ(WithPythonPathFirst({{"PYTHONPATH", "/a:/b"}}, "/site")["PYTHONPATH"], "/site:/a:/b");
+}
+
+TEST(WithPythonPathFirstTest, Prepend_AlreadyListed_MovedFirst) {
+  EXPECT_EQ(WithPythonPathFirst({{"PYTHONPATH", "/a:/site"}}, "/site")["PYTHONPATH"], "/site:/a");
+  EXPECT_EQ(WithPythonPathFirst({{"X", "1"}}, "").count("PYTHONPATH"), 0u);
+}
+
 TEST(CurrentExecutableTest, Resolve_ThisTest_NamesAnExistingFile) {
   const std::string exe = CurrentExecutable();
   ASSERT_FALSE(exe.empty());

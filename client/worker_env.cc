@@ -43,6 +43,7 @@ EnvMap BuildWorkerEnv(const v1::Assignment& a, const WorkerEnvContext& c, int lo
   env["DDP_GENERATION"] = absl::StrCat(a.generation());
   env["DDP_HEARTBEAT_FILE"] = files.heartbeat_file;
   env["DDP_PROGRESS_FILE"] = files.progress_file;
+  env["DDP_STACK_DUMP_FILE"] = files.stack_dump_file;
   if (!c.token.empty()) env["DDP_TOKEN"] = c.token;
   if (c.lease_file.empty()) {
     env.erase("DDP_LEASE_FILE");
@@ -70,6 +71,7 @@ bool ChangesEveryGeneration(const std::string& key) {
                                 "DDP_GENERATION",
                                 "DDP_HEARTBEAT_FILE",
                                 "DDP_PROGRESS_FILE",
+                                "DDP_STACK_DUMP_FILE",
                                 "DDP_NCCL_UNIQUE_ID",
                                 "TORCHELASTIC_RESTART_COUNT",
                                 "TORCHELASTIC_ERROR_FILE"};

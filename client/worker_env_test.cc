@@ -78,6 +78,7 @@ TEST(BuildWorkerEnvTest, Build_SecondNode_TorchrunContract) {
       {"DDP_GENERATION", "7"},
       {"DDP_HEARTBEAT_FILE", "/logs/run/attempt_6/2/heartbeat"},
       {"DDP_PROGRESS_FILE", "/logs/run/attempt_6/2/progress.json"},
+      {"DDP_STACK_DUMP_FILE", "/logs/run/attempt_6/2/stacks"},
       {"PATH", "/bin"},
   };
   for (const auto& [key, value] : expected_subset) {

@@ -24,6 +24,7 @@ WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int l
   files.error_file = files.dir + "/error.json";
   files.heartbeat_file = files.dir + "/heartbeat";
   files.progress_file = files.dir + "/progress.json";
+  files.stack_dump_file = files.dir + "/stacks";
   return files;
 }
 

@@ -11,6 +11,8 @@
 //       @record) heartbeat                (DDP_HEARTBEAT_FILE; the worker
 //       touches it) progress.json            (DDP_PROGRESS_FILE; the worker's
 //       report_progress writes it)
+//       stacks                   (DDP_STACK_DUMP_FILE; faulthandler writes
+//       every thread's stack there on SIGUSR2, client/stack_dump.h)
 //
 // Thread-safety: pure functions / plain values.
 
@@ -28,6 +30,7 @@ struct WorkerFiles {
   std::string error_file;
   std::string heartbeat_file;
   std::string progress_file;  // DDP_PROGRESS_FILE (progress_reader.h)
+  std::string stack_dump_file;
 };
 
 WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int local_rank);

@@ -186,6 +186,7 @@ class WorkerSupervisor::EventLoop {
       if (absl::Status s = MakeDirectories(spec.files.dir); !s.ok()) return s;
       unlink(spec.files.error_file.c_str());  // stale files of a reused directory
       unlink(spec.files.heartbeat_file.c_str());
+      unlink(spec.files.stack_dump_file.c_str());
       WorkerStdio stdio = DirectConsoleTargets(spec, o.console_out_fd, o.console_err_fd);
       if (spec.local_rank == 0) stdio.terminal_fd = o.terminal_fd;
       auto make_router = [&](bool is_out) -> std::unique_ptr<OutputRouter> {

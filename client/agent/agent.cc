@@ -89,7 +89,8 @@ WorkerFailure FailureFromProto(const v1::Failure& failure) {
   return f;
 }
 
-v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit) {
+v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit,
+                                     const std::string& stack) {
   v1::AgentMessage message;
   v1::WorkerExited* m = message.mutable_worker_exited();
   m->mutable_header()->set_generation(generation);
@@ -111,6 +112,9 @@ v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit)
   }
   std::string text = exit.error ? exit.error->message : std::string();
   if (text.empty() && !exit.succeeded()) text = exit.Describe();
+  if (!stack.empty()) {
+    absl::StrAppend(&text, "\nPython stack when the hang was declared:\n", stack);
+  }
   m->set_error_message(Capped(text, kMaxErrorMessageBytes));
   m->set_time_unix_ms(absl::ToUnixMillis(FailureTime(exit)));
   // The worker's own words travel with it (stderr_tail.h): its error file's
@@ -147,6 +151,7 @@ Agent::Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link)
         }
       },
       [this](int64_t) { link_->LeaseExpired(); });
+  PrepareWorkerSite();
   StartStandbys();
 }
 
@@ -255,6 +260,7 @@ void Agent::Handle(Event& event) {
     StopWorkers(absl::StrCat("fenced: ", f->status.message()));
     generation_ = 0;
     exits_.clear();
+    hang_stacks_.reset();
     master_answer_.reset();
     link_->SetGeneration(0);
     f->done->Notify();
@@ -302,6 +308,7 @@ void Agent::HandleRegistered(const RegisteredEvent& event) {
     StopWorkers("the coordinator no longer knew this node when it came back");
     generation_ = 0;
     exits_.clear();
+    hang_stacks_.reset();
     link_->SetGeneration(0);
   }
 }
@@ -328,6 +335,9 @@ void Agent::HandleMessage(const v1::CoordinatorMessage& message) {
       break;
     case v1::CoordinatorMessage::kNotice:
       DDP_LOG(WARNING) << "from the coordinator: " << message.notice().message();
+      break;
+    case v1::CoordinatorMessage::kRequestStacks:
+      HandleRequestStacks(message.request_stacks());
       break;
     case v1::CoordinatorMessage::kRegistered:  // only as a first answer
     default:
@@ -360,6 +370,7 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   ran_workers_ = true;
   generation_ = p.generation();
   exits_.clear();
+  hang_stacks_.reset();
   link_->SetGeneration(generation_);
   std::vector<WorkerSpec> specs;
   std::vector<std::string> progress_files;
@@ -582,9 +593,13 @@ void Agent::RecordExit(const WorkerExit& exit) {
   } else {
     DDP_LOG(WARNING) << OneLineFailure(ToWorkerFailure(exit, options_.launch.node_id));
   }
+  // Every local worker's stack before anything is stopped: where the hung
+  // rank is, and where its peers wait for it.
+  std::string stack;
+  if (exit.kind == WorkerExit::Kind::kHung) stack = LogStacksAtHang(exit);
   // A knock-on hang is a consequence of the reported one: not a failure of
   // its own, so it can never be taken for the root cause.
-  if (!exit.knock_on()) ReportExit(exit);
+  if (!exit.knock_on()) ReportExit(exit, stack);
 }
 
 bool Agent::IsCtrlCOnTerminal(const WorkerExit& exit) const {
@@ -593,8 +608,8 @@ bool Agent::IsCtrlCOnTerminal(const WorkerExit& exit) const {
          (exit.kind == WorkerExit::Kind::kExited && exit.exit_code == 128 + SIGINT);
 }
 
-void Agent::ReportExit(const WorkerExit& exit) {
-  link_->Send(WorkerExitedMessage(generation_, exit));
+void Agent::ReportExit(const WorkerExit& exit, const std::string& stack) {
+  link_->Send(WorkerExitedMessage(generation_, exit, stack));
 }
 
 std::vector<WorkerState> Agent::StopWorkers(const std::string& why, int first_signal) {

@@ -22,11 +22,17 @@
 //                                  SUCCEEDED; exit kExitSucceeded or
 //                                  kExitJobFailed
 //   NodeDismissed                  stop; exit kExitJobFailed
+//   RequestStacks                  Stacks: every running worker's Python
+//                                  stack (client/stack_dump.h), at once
 //   worker exit / hang (gen g)     WorkerExited{g} at once (zero exits too: the
 //                                  coordinator counts successes), one per
 //                                  worker and generation, time = when it
 //                                  failed (FailureTime); not for knock-on
-//                                  hangs, nor for exits a stop caused
+//                                  hangs, nor for exits a stop caused;
+//                                  the first hang of a generation: every
+//                                  local worker's stack first (logged, grouped
+//                                  by stack; the hung rank's own stack goes
+//                                  with its WorkerExited)
 //   StopWorkers(g) (continued)     before WorkersStopped: WorkerExited for
 //                                  failures seen during the stop that the
 //                                  stop did not cause
@@ -67,6 +73,7 @@
 #include "client/prewarm/standby_pool.h"
 #include "client/progress_reader.h"
 #include "client/root_cause.h"
+#include "client/stack_dump.h"
 #include "client/worker_env.h"
 #include "client/worker_supervisor.h"
 #include "common/clock.h"
@@ -160,6 +167,17 @@ class Agent : public SessionEvents {
   void HandleRequestMasterInfo(const v1::RequestMasterInfo& request);
   void HandleStopWorkers(const v1::StopWorkers& stop);
   void HandleJobFinished(const v1::JobFinished& finished);
+  void HandleRequestStacks(const v1::RequestStacks& request);
+  // The Python stacks of the current generation's running workers (none
+  // without workers); takes up to StackDumpOptions::timeout.
+  std::vector<StackDump> CollectLocalStacks();
+  // The first hang of the generation: every local worker's stack, logged
+  // grouped by stack; returns the stack of `hang`'s rank ("" without one).
+  std::string LogStacksAtHang(const WorkerExit& hang);
+  // Writes the sitecustomize.py of every Python worker (stack dumps,
+  // client/prewarm/sitecustomize.py) into run_dir/site; sets
+  // worker_site_dir_ (left empty, with a warning, when it cannot).
+  void PrepareWorkerSite();
   void HandleExit(const ExitEvent& event);
   // Keeps the first event of each worker of the generation and reports it
   // (unless it is a knock-on hang).
@@ -167,7 +185,8 @@ class Agent : public SessionEvents {
   // An interactive run's local rank 0 ended by the terminal's Ctrl-C (SIGINT,
   // or exit code 130 from a script that caught KeyboardInterrupt).
   bool IsCtrlCOnTerminal(const WorkerExit& exit) const;
-  void ReportExit(const WorkerExit& exit);
+  // `stack`: the worker's Python stack when a hang was declared.
+  void ReportExit(const WorkerExit& exit, const std::string& stack = "");
   void StartWorkers(const v1::Assignment& assignment);
   // The worker of `local_rank` for assignment `p`.
   WorkerSpec SpecFor(const v1::Assignment& p, int local_rank) const;
@@ -206,6 +225,13 @@ class Agent : public SessionEvents {
   std::optional<std::pair<int64_t, v1::MasterInfo>> master_answer_;
   std::optional<int> exit_code_;
 
+  // Where the workers' sitecustomize.py is (first on a Python worker's
+  // PYTHONPATH); empty: none.
+  std::string worker_site_dir_;
+  // Of generation_: the stacks taken at its first hang (knock-on hangs of
+  // the same check reuse them); reset with exits_.
+  std::optional<std::vector<StackDump>> hang_stacks_;
+
   // --prewarm; null without. Reset in the destructor after the workers stop.
   std::unique_ptr<StandbyPool> standby_pool_;
 
@@ -217,7 +243,9 @@ class Agent : public SessionEvents {
 // A JobFinished root cause as root_cause.h's record (global rank etc.).
 WorkerFailure FailureFromProto(const v1::Failure& failure);
 // The WorkerExited message of a supervisor event (header.generation set).
-v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit);
+// `stack`: the hung worker's Python stack, appended to its error message.
+v1::AgentMessage WorkerExitedMessage(int64_t generation, const WorkerExit& exit,
+                                     const std::string& stack = "");
 
 }  // namespace ddp::client
 

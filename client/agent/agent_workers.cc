@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/agent/agent.h"
+#include "client/python_package.h"
 #include "client/worker_command.h"
 #include "client/worker_files.h"
 #include "common/logging.h"
@@ -20,6 +21,11 @@ WorkerSpec Agent::SpecFor(const v1::Assignment& p, int local_rank) const {
   spec.argv = BuildWorkerArgv(launch, local_rank);
   spec.files = WorkerFilesFor(options_.run_dir, p.generation(), local_rank);
   spec.env = BuildWorkerEnv(p, context, local_rank, spec.files, options_.base_env);
+  // The agent's sitecustomize.py first, so it wins over the user's (which it
+  // runs): it registers the stack dump (client/stack_dump.h).
+  if (!worker_site_dir_.empty() && RunsUnderPython(launch)) {
+    spec.env = WithPythonPathFirst(std::move(spec.env), worker_site_dir_);
+  }
   spec.redirect = launch.redirects.ForRank(local_rank);
   spec.tee = launch.tee.ForRank(local_rank);
   spec.show_on_console =

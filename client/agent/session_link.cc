@@ -14,6 +14,8 @@ v1::NodeHeader* MutableHeader(v1::AgentMessage* message) {
       return message->mutable_master_info()->mutable_header();
     case v1::AgentMessage::kLeave:
       return message->mutable_leave()->mutable_header();
+    case v1::AgentMessage::kStacks:
+      return message->mutable_stacks()->mutable_header();
     default:
       return nullptr;  // Register carries its identity in its own fields
   }

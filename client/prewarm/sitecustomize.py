@@ -18,6 +18,15 @@
 #      entry point exactly as a cold start does (argv, __file__, __main__,
 #      sys.path[0] and the working directory are its own doing).
 # Not a standby (no DDP_PREWARM_MODULES): only step 1.
+#
+# Then, standby or not, the stack dump (client/stack_dump.h): with
+# DDP_STACK_DUMP_FILE set (the agent puts this file's folder first on
+# PYTHONPATH of every Python worker), faulthandler dumps every thread's stack
+# into that file on SIGUSR2, from its C signal handler, so even a thread
+# blocked in a collective is shown. The file starts with the line
+# "ddp-stack-dump pid=<pid> signal=<n>": the agent signals only a process that
+# wrote it. The variable is taken out of the environment, so the worker's own
+# child processes do not register into its file.
 
 
 def _ddp_standby():
@@ -25,7 +34,10 @@ def _ddp_standby():
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
-    modules = os.environ.get("DDP_PREWARM_MODULES")
+    # Taken out before the shadowed sitecustomize runs: that may be another
+    # copy of this file (the agent's, for stack dumps, next on PYTHONPATH),
+    # which must not be a standby a second time.
+    modules = os.environ.pop("DDP_PREWARM_MODULES", None)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     sys.path_importer_cache.pop(here, None)
     del sys.modules["sitecustomize"]
@@ -87,7 +99,28 @@ def _ddp_wait_for_start(os, sys, modules):
         os.environb[key] = value
 
 
+def _ddp_register_stack_dump():
+    import os
+
+    path = os.environ.pop("DDP_STACK_DUMP_FILE", None)
+    if not path:
+        return
+    try:
+        import faulthandler
+        import signal
+
+        dump = open(path, "w")
+        dump.write("ddp-stack-dump pid=%d signal=%d\n" % (os.getpid(), signal.SIGUSR2))
+        dump.flush()
+        # faulthandler keeps `dump` alive and writes to its descriptor.
+        faulthandler.register(signal.SIGUSR2, file=dump, all_threads=True, chain=False)
+    except Exception:  # never keep the entry point from running
+        pass
+
+
 _ddp_error = _ddp_standby()
 del _ddp_wait_for_start
+_ddp_register_stack_dump()
+del _ddp_register_stack_dump
 if _ddp_error is not None:
     raise _ddp_error

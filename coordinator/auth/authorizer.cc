@@ -47,6 +47,7 @@ const std::vector<MethodRule>& MethodRules() {
       {"/ddp.v1.JobService/GetJob", Access::kJob},
       {"/ddp.v1.JobService/ListJobs", Access::kAuthenticated},
       {"/ddp.v1.JobService/WatchJob", Access::kJob},
+      {"/ddp.v1.JobService/GetJobStacks", Access::kJob},
       {"/ddp.v1.JobService/UpdateJob", Access::kAdmin},
       {"/ddp.v1.JobService/CancelJob", Access::kAdmin},
       {"/ddp.v1.JobService/ExcludeNode", Access::kAdmin},

@@ -58,6 +58,10 @@ std::vector<RestRoute> BuildRoutes() {
       Unary("POST", "/v1/jobs/{job_id}:excludeNode", j + "ExcludeNode", "*",
             "Exclude a node: it leaves the job and may not rejoin",
             "-X POST " + host + "/v1/jobs/train-1:excludeNode -d '{\"nodeId\":\"node-7\"}'"),
+      Unary("GET", "/v1/jobs/{job_id}:stacks", j + "GetJobStacks", "",
+            "The Python stacks of a running job's workers, ranks grouped by identical stack "
+            "(`?timeout_ms=` to wait for the nodes, default 5000)",
+            host + "/v1/jobs/train-1:stacks"),
       Unary("GET", "/v1/jobs/{job_id}", j + "GetJob", "",
             "A job: state, generation, members, spares, failures", host + "/v1/jobs/train-1"),
       Unary("PATCH", "/v1/jobs/{job_id}", j + "UpdateJob", "*",

@@ -204,8 +204,14 @@ struct Registered {
   RegisterResult result;
 };
 
+// Asks the agent for its workers' Python stacks (ddpctl jobs stacks); sent
+// outside the core, by the stack collector (coordinator/session).
+struct RequestStacks {
+  uint64_t request_id = 0;
+};
+
 using MessageBody = std::variant<Registered, Assignment, RequestMasterInfo, StopWorkers,
-                                 JobFinished, NodeDismissed, Notice>;
+                                 JobFinished, NodeDismissed, Notice, RequestStacks>;
 
 struct OutboundMessage {
   std::string job_id;

@@ -1,6 +1,8 @@
 #include "coordinator/session/grpc_job_service.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -226,6 +228,58 @@ grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(grpc::CallbackServerContex
                                      CappedReason(request->reason(), limits));
   }
   return FinishWithJob(context, status, request->job_id(), response);
+}
+
+grpc::ServerUnaryReactor* GrpcJobService::GetJobStacks(grpc::CallbackServerContext* context,
+                                                       const v1::GetJobStacksRequest* request,
+                                                       v1::JobStacks* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(
+          options_.authorizer, *context, "/ddp.v1.JobService/GetJobStacks", request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
+  if (options_.stack_collector == nullptr) {
+    return FinishNow(context, absl::UnimplementedError("this coordinator collects no stacks"));
+  }
+  constexpr int64_t kMaxTimeoutMs = 60'000;
+  if (request->timeout_ms() < 0 || request->timeout_ms() > kMaxTimeoutMs) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                                  "GetJobStacks: timeout_ms ", request->timeout_ms(),
+                                  " is out of range [0, ", kMaxTimeoutMs, "] (0: 5000)")));
+  }
+  absl::StatusOr<rendezvous::JobStatus> job =
+      rendezvous_.GetJob(request->job_id(), /*include_nodes=*/true);
+  if (!job.ok()) return FinishNow(context, job.status());
+  if (job->state != rendezvous::JobState::kRunning &&
+      job->state != rendezvous::JobState::kRestarting) {
+    return FinishNow(context,
+                     absl::FailedPreconditionError(absl::StrCat(
+                         "job '", request->job_id(), "' is ", rendezvous::JobStateName(job->state),
+                         ": it has no workers to take stacks of (RUNNING or RESTARTING)")));
+  }
+  // The generation's members in group-rank order: their ranks follow each
+  // other (RANK = global_rank_offset + LOCAL_RANK).
+  std::vector<const rendezvous::NodeStatus*> members;
+  for (const rendezvous::NodeStatus& n : job->nodes) {
+    if (n.group_rank >= 0) members.push_back(&n);
+  }
+  std::sort(members.begin(), members.end(),
+            [](const auto* a, const auto* b) { return a->group_rank < b->group_rank; });
+  std::vector<StackCollector::Node> nodes;
+  int64_t offset = 0;
+  for (const rendezvous::NodeStatus* n : members) {
+    nodes.push_back(StackCollector::Node{n->node_id, n->incarnation, offset, n->nproc});
+    offset += n->nproc;
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const absl::Status started = options_.stack_collector->Collect(
+      request->job_id(), job->generation, std::move(nodes),
+      absl::Milliseconds(request->timeout_ms()), [reactor, response](v1::JobStacks stacks) {
+        *response = std::move(stacks);
+        reactor->Finish(grpc::Status::OK);
+      });
+  if (!started.ok()) reactor->Finish(ToGrpcStatus(started));
+  return reactor;
 }
 
 }  // namespace ddp::session

@@ -9,6 +9,9 @@
 //   GetJob       the job with its members and spares.
 //   ListJobs     every job (without nodes), optionally filtered by state.
 //   UpdateJob / CancelJob / ExcludeNode   then the job as GetJob shows it.
+//   GetJobStacks the Python stacks of a RUNNING job's workers, asked of every
+//                member node's agent (StackCollector); answers once every
+//                node answered or the timeout passed.
 //   WatchJob     events with index >= from_index: first the retained ones
 //                (JobRegistry::EventsSince, OUT_OF_RANGE when no longer
 //                retained), then live ones; from_index 0 = live events only.
@@ -25,6 +28,7 @@
 
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/session/rendezvous_service.h"
+#include "coordinator/session/stack_collector.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 
 namespace ddp::session {
@@ -38,6 +42,8 @@ struct GrpcJobServiceOptions {
   // Checks every call's bearer token, and learns the tokens of the jobs it
   // creates (null: no checks, no tokens).
   auth::Authorizer* authorizer = nullptr;
+  // Gathers GetJobStacks' answers (null: GetJobStacks is UNIMPLEMENTED).
+  StackCollector* stack_collector = nullptr;
 };
 
 class GrpcJobService final : public v1::JobService::CallbackService {
@@ -69,6 +75,9 @@ class GrpcJobService final : public v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* ExcludeNode(grpc::CallbackServerContext* context,
                                         const v1::ExcludeNodeRequest* request,
                                         v1::Job* response) override;
+  grpc::ServerUnaryReactor* GetJobStacks(grpc::CallbackServerContext* context,
+                                         const v1::GetJobStacksRequest* request,
+                                         v1::JobStacks* response) override;
 
  private:
   // Fills `response` with the job (with nodes; `run` 0: the current run)

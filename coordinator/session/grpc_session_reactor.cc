@@ -29,6 +29,8 @@ const char* BodyName(const v1::AgentMessage& message) {
       return "MasterInfo";
     case v1::AgentMessage::kLeave:
       return "Leave";
+    case v1::AgentMessage::kStacks:
+      return "Stacks";
     default:
       return "an empty message";
   }
@@ -149,10 +151,23 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       left_ = true;  // the stream ends once the departure is durable
       return absl::OkStatus();
     }
+    case v1::AgentMessage::kStacks: {
+      const v1::Stacks& m = message.stacks();
+      if (m.workers_size() > limits.max_nproc_per_node) {
+        return absl::InvalidArgumentError(absl::StrCat("Stacks lists ", m.workers_size(),
+                                                       " workers; the limit is ",
+                                                       limits.max_nproc_per_node));
+      }
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
+      if (options_.stack_collector != nullptr) {
+        options_.stack_collector->OnStacks(ref.job_id, ref.node_id, ref.incarnation, m);
+      }
+      return absl::OkStatus();
+    }
     default:
       return absl::InvalidArgumentError(
           "empty AgentMessage: set one of register, heartbeat, "
-          "worker_exited, workers_stopped, master_info, leave");
+          "worker_exited, workers_stopped, master_info, leave, stacks");
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/session/rendezvous_service.h"
+#include "coordinator/session/stack_collector.h"
 #include "coordinator/session/udp_heartbeat_endpoint.h"
 #include "ddp/v1/session.grpc.pb.h"
 
@@ -31,6 +32,8 @@ struct GrpcSessionServiceOptions {
   // Offers each session heartbeats over UDP (Registered.heartbeat_channel)
   // while it runs; null: heartbeats on the stream only.
   UdpHeartbeatEndpoint* heartbeat_endpoint = nullptr;
+  // Takes the agents' Stacks answers (GetJobStacks); null: they are dropped.
+  StackCollector* stack_collector = nullptr;
 };
 
 class GrpcSessionService final

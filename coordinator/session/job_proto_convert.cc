@@ -390,6 +390,9 @@ struct BodyToProto {
   void operator()(const rendezvous::Notice& n) const {
     proto->mutable_notice()->set_message(n.message);
   }
+  void operator()(const rendezvous::RequestStacks& r) const {
+    proto->mutable_request_stacks()->set_request_id(r.request_id);
+  }
 };
 
 }  // namespace

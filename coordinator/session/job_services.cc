@@ -11,16 +11,23 @@ absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& cl
                                                                  JobServicesOptions options) {
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<RendezvousService> rendezvous,
                        RendezvousService::Create(clock, loop, options.rendezvous));
-  return Around(std::move(rendezvous), options);
+  return Around(clock, std::move(rendezvous), options);
 }
 
-std::unique_ptr<JobServices> JobServices::Around(std::unique_ptr<RendezvousService> rendezvous,
+std::unique_ptr<JobServices> JobServices::Around(const Clock& clock,
+                                                 std::unique_ptr<RendezvousService> rendezvous,
                                                  const JobServicesOptions& options) {
   std::unique_ptr<JobServices> services(new JobServices());
   services->rendezvous_ = std::move(rendezvous);
+  RendezvousService* core = services->rendezvous_.get();
+  services->stack_collector_ = std::make_unique<StackCollector>(
+      options.stacks, clock,
+      [core](const std::string& job_id, const StackCollector::Node& node, uint64_t request_id) {
+        return core->RequestStacks(job_id, node.node_id, node.incarnation, request_id);
+      });
   GrpcSessionServiceOptions session = options.session;
+  session.stack_collector = services->stack_collector_.get();
   if (options.heartbeat_udp) {
-    RendezvousService* core = services->rendezvous_.get();
     services->heartbeat_endpoint_ = std::make_unique<UdpHeartbeatEndpoint>(
         [core](const rendezvous::NodeRef& ref) { return core->Heartbeat(ref); });
     session.heartbeat_endpoint = services->heartbeat_endpoint_.get();
@@ -32,7 +39,9 @@ std::unique_ptr<JobServices> JobServices::Around(std::unique_ptr<RendezvousServi
     services->session_service_ =
         std::make_unique<GrpcSessionService>(*services->rendezvous_, session);
   }
-  services->job_service_ = std::make_unique<GrpcJobService>(*services->rendezvous_, options.jobs);
+  GrpcJobServiceOptions jobs = options.jobs;
+  jobs.stack_collector = services->stack_collector_.get();
+  services->job_service_ = std::make_unique<GrpcJobService>(*services->rendezvous_, jobs);
   return services;
 }
 
@@ -76,6 +85,8 @@ int JobServices::job_watchers() const { return rendezvous_->watcher_count(); }
 
 void JobServices::Shutdown() {
   if (heartbeat_endpoint_ != nullptr) heartbeat_endpoint_->Stop();
+  // Pending GetJobStacks calls answer now, with the nodes that answered.
+  stack_collector_->Shutdown();
   rendezvous_->CloseAllSessions(
       absl::UnavailableError("the coordinator is shutting down; reconnect and register again with "
                              "the same incarnation to resume"));

@@ -31,6 +31,7 @@
 #include "coordinator/session/grpc_job_service.h"
 #include "coordinator/session/grpc_session_service.h"
 #include "coordinator/session/rendezvous_service.h"
+#include "coordinator/session/stack_collector.h"
 #include "coordinator/session/udp_heartbeat_endpoint.h"
 #include "grpcpp/server_builder.h"
 
@@ -39,7 +40,8 @@ namespace ddp::session {
 struct JobServicesOptions {
   RendezvousServiceOptions rendezvous;
   GrpcSessionServiceOptions session;  // its heartbeat_endpoint is set here
-  GrpcJobServiceOptions jobs;
+  GrpcJobServiceOptions jobs;         // its stack_collector is set here
+  StackCollector::Options stacks;
   // Heartbeats over UDP (udp_heartbeat_endpoint.h) once StartHeartbeatUdp
   // binds a port.
   bool heartbeat_udp = false;
@@ -118,10 +120,13 @@ class JobServices {
 
  private:
   JobServices() = default;
-  static std::unique_ptr<JobServices> Around(std::unique_ptr<RendezvousService> rendezvous,
+  static std::unique_ptr<JobServices> Around(const Clock& clock,
+                                             std::unique_ptr<RendezvousService> rendezvous,
                                              const JobServicesOptions& options);
 
   std::unique_ptr<RendezvousService> rendezvous_;
+  // GetJobStacks: asks the agents over their sessions; before the services.
+  std::unique_ptr<StackCollector> stack_collector_;
   std::unique_ptr<UdpHeartbeatEndpoint> heartbeat_endpoint_;  // before the services using it
   std::unique_ptr<GrpcSessionService> session_service_;       // or
   std::unique_ptr<AsyncSessionQueues> session_queues_;

@@ -86,6 +86,14 @@ class RendezvousService final : public commit::CommitParticipant {
   int session_count() const { return router_.session_count(); }
   // Closes every agent session with `status` (coordinator shutdown).
   void CloseAllSessions(const absl::Status& status) { router_.CloseAll(status); }
+  // Sends RequestStacks{request_id} to the session of (job, node,
+  // incarnation) at once, outside the commit loop (it changes no state);
+  // false when the node has no such session.
+  bool RequestStacks(const std::string& job_id, const std::string& node_id,
+                     rendezvous::Incarnation incarnation, uint64_t request_id) {
+    return router_.Route(rendezvous::OutboundMessage{job_id, node_id, incarnation,
+                                                     rendezvous::RequestStacks{request_id}});
+  }
 
   // ---- Job watches (the WatchJob adapter calls these): JobWatchHub's
   // Watch / Take / Cancel, with their errors ----

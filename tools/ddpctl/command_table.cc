@@ -184,6 +184,17 @@ const std::vector<CommandSpec>& CommandTable() {
        {{"revoke", FlagKind::kBool, "", "Leave the job without a token instead"}},
        "Needs a coordinator with authorization on (--admin-token-file) and\n"
        "the admin token. The token is printed once; the coordinator keeps its hash."},
+      {"jobs",
+       "stacks",
+       "Show the Python stack of every worker of running job JOB, ranks grouped by stack",
+       {{"JOB", "Job id"}},
+       {{"wait", FlagKind::kDuration, "DURATION",
+         "How long the coordinator waits for the nodes' answers (default 5s, at most 60s)"}},
+       "Every agent signals its workers (SIGUSR2: faulthandler, registered by the\n"
+       "agent's sitecustomize.py; the workers pause for a moment). The smallest\n"
+       "group comes first: a rank that is somewhere else stands out. Nodes that\n"
+       "do not answer in time are named; their ranks show 'no stack'.\n"
+       "A job that is not RUNNING exits 1 with FAILED_PRECONDITION."},
       {"cluster",
        "status",
        "Which coordinator leads, each coordinator's role, the etcd members' health",

@@ -134,6 +134,20 @@ grpc::Status JobsLogs(CommandContext& c) {
   return grpc::Status::OK;
 }
 
+grpc::Status JobsStacks(CommandContext& c) {
+  v1::GetJobStacksRequest request;
+  request.set_job_id(c.arg(0));
+  const absl::Duration wait = c.invocation.FlagDuration("wait", absl::Seconds(5));
+  if (wait <= absl::ZeroDuration() || wait > absl::Seconds(60)) {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--wait=", c.invocation.FlagString("wait"), " must be in (0s, 60s]")));
+  }
+  request.set_timeout_ms(absl::ToInt64Milliseconds(wait));
+  return c.CallAndPrint(
+      c.jobs, &v1::JobService::Stub::GetJobStacks, request,
+      [](std::ostream& out, const v1::JobStacks& stacks) { out << JobStacksText(stacks); }, wait);
+}
+
 grpc::Status JobsCreate(CommandContext& c) {
   const Invocation& in = c.invocation;
   v1::CreateJobRequest request;
@@ -286,7 +300,7 @@ std::map<std::string, Handler> JobCommandHandlers() {
       {"jobs list", JobsList},     {"jobs get", JobsGet},         {"jobs logs", JobsLogs},
       {"jobs create", JobsCreate}, {"jobs watch", JobsWatch},     {"jobs update", JobsUpdate},
       {"jobs cancel", JobsCancel}, {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete},
-      {"jobs token", JobsToken},
+      {"jobs token", JobsToken},   {"jobs stacks", JobsStacks},
   };
 }
 

@@ -144,6 +144,34 @@ std::string JobSummaryText(const v1::Job& job) {
                       job.members_size(), " members, ", job.spares_size(), " spares");
 }
 
+std::string JobStacksText(const v1::JobStacks& stacks) {
+  std::string out = absl::StrFormat("job %s, generation %d: %d ranks in %d %s\n", stacks.job_id(),
+                                    stacks.generation(), stacks.ranks_size(), stacks.groups_size(),
+                                    stacks.groups_size() == 1 ? "group" : "groups");
+  if (stacks.missing_nodes_size() > 0) {
+    absl::StrAppend(&out, "no answer from node", stacks.missing_nodes_size() == 1 ? " " : "s ",
+                    absl::StrJoin(stacks.missing_nodes(), ", "), "\n");
+  }
+  for (const v1::StackGroup& group : stacks.groups()) {
+    absl::StrAppend(&out, group.ranks_size() == 1 ? "rank " : "ranks ",
+                    absl::StrJoin(group.ranks(), ","));
+    if (group.ranks_size() == 1) {
+      // A single rank: say where it runs, to go and look.
+      for (const v1::RankStack& r : stacks.ranks()) {
+        if (r.global_rank() != group.ranks(0)) continue;
+        absl::StrAppend(&out, " (node ", r.node_id());
+        if (r.pid() > 0) absl::StrAppend(&out, ", pid ", r.pid());
+        absl::StrAppend(&out, ")");
+      }
+    }
+    absl::StrAppend(&out, ":\n");
+    for (absl::string_view line : absl::StrSplit(group.stack(), '\n')) {
+      absl::StrAppend(&out, "  ", line, "\n");
+    }
+  }
+  return out;
+}
+
 std::string JobText(const v1::Job& job) {
   const v1::JobSettings& s = job.settings();
   std::string state = JobStateName(job.state());

@@ -53,6 +53,10 @@ std::string JobText(const v1::Job& job);
 std::string FailureText(const v1::Failure& failure);
 // One event: "#INDEX TIME TYPE [node N] [generation G]: message [failure]".
 std::string JobEventText(const v1::JobEvent& event);
+// `jobs stacks`: "job J, generation G: N ranks in K groups", the nodes that
+// did not answer, then each group ("rank 2 (node b):" / "ranks 0,1,3:")
+// with its stack indented, the odd one out first.
+std::string JobStacksText(const v1::JobStacks& stacks);
 
 }  // namespace ddp::ddpctl
 

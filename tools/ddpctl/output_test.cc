@@ -263,5 +263,34 @@ TEST(JobEventText, NodeLostAndFinished_OneLineEach) {
             "exit code 3]");
 }
 
+TEST(JobStacksText, OddRankFirst_NodeAndPidNamed_MissingNodesListed) {
+  v1::JobStacks stacks;
+  stacks.set_job_id("train");
+  stacks.set_generation(3);
+  for (int rank = 0; rank < 3; ++rank) {
+    v1::RankStack* r = stacks.add_ranks();
+    r->set_global_rank(rank);
+    r->set_node_id(rank < 2 ? "a" : "b");
+    r->set_pid(100 + rank);
+  }
+  stacks.add_missing_nodes("c");
+  v1::StackGroup* odd = stacks.add_groups();
+  odd->add_ranks(2);
+  odd->set_stack("Thread (most recent call first):\n  File \"t.py\", line 17 in step");
+  v1::StackGroup* rest = stacks.add_groups();
+  rest->add_ranks(0);
+  rest->add_ranks(1);
+  rest->set_stack("Thread (most recent call first):\n  File \"c10d.py\", line 9 in all_reduce");
+  EXPECT_EQ(JobStacksText(stacks),
+            "job train, generation 3: 3 ranks in 2 groups\n"
+            "no answer from node c\n"
+            "rank 2 (node b, pid 102):\n"
+            "  Thread (most recent call first):\n"
+            "    File \"t.py\", line 17 in step\n"
+            "ranks 0,1:\n"
+            "  Thread (most recent call first):\n"
+            "    File \"c10d.py\", line 9 in all_reduce\n");
+}
+
 }  // namespace
 }  // namespace ddp::ddpctl
