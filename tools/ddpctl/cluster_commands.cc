@@ -9,8 +9,8 @@
 #include "absl/strings/str_split.h"
 #include "common/coordinator_endpoints.h"
 #include "common/grpc_tls.h"
-#include "common/proto_json.h"
 #include "tools/ddpctl/grpc_command_context.h"
+#include "tools/ddpctl/json_output.h"
 
 namespace ddp::ddpctl {
 namespace {
@@ -74,7 +74,7 @@ grpc::Status ClusterStatusCommand(CommandContext& c) {
         absl::StrCat("no coordinator of ", c.invocation.global.coordinator, " answered"));
   }
   if (c.json()) {
-    for (const v1::ClusterStatus& status : answers) c.out << ProtoJson(status) << "\n";
+    for (const v1::ClusterStatus& status : answers) c.out << CliJson(status) << "\n";
     return grpc::Status::OK;
   }
   for (const v1::ClusterStatus& status : answers) {

@@ -145,7 +145,7 @@ TEST(ParseCommandLine, CommandHelp_ListsArgumentsAndFlags) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->kind, Invocation::Kind::kHelp);
   EXPECT_THAT(got->help_text, HasSubstr("--from-revision REV"));
-  EXPECT_THAT(got->help_text, HasSubstr("PREFIX"));
+  EXPECT_THAT(got->help_text, HasSubstr("--prefix"));
   EXPECT_THAT(got->help_text, HasSubstr("--namespace NS"));
 }
 
