@@ -33,6 +33,12 @@ TEST(ParseCommandLine, PutWithGlobalAndCommandFlags_FillsInvocation) {
   EXPECT_FALSE(got->HasFlag("prev"));
 }
 
+TEST(ParseCommandLine, CoordinatorWithoutPort_DefaultPortAsDdpClient) {
+  absl::StatusOr<Invocation> got = Parse({"--coordinator", "head,grpc://b:7", "kv", "get", "k"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->global.coordinator, "head:29400,b:7");
+}
+
 TEST(ParseCommandLine, NoCoordinatorFlag_UsesDefault) {
   absl::StatusOr<Invocation> got = Parse({"kv", "get", "k"});
   ASSERT_TRUE(got.ok()) << got.status();
