@@ -204,7 +204,11 @@ const std::vector<CommandSpec>& CommandTable() {
        {},
        {},
        "Asks every coordinator of --coordinator (a comma-separated list) and the\n"
-       "etcd members of --store through the one that answers first."},
+       "etcd members of --store through the one that answers first. As etcdctl's\n"
+       "endpoint status: one row a coordinator (ROLE, IS LEADER, LEADER,\n"
+       "REVISION, COMPACTED, VERSION, STORE; a standby serves no reads: \"-\"),\n"
+       "then the etcd members (health, version, raft leader, db size). The\n"
+       "coordinator's own database size is not reported yet."},
   };
   return *table;
 }

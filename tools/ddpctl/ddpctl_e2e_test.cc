@@ -177,6 +177,20 @@ TEST_F(DdpctlTest, Compact_ThenWatchFromCompactedRevisionIsOutOfRange) {
   EXPECT_EQ(Ctl("kv compact 0").exit_code, 2);
 }
 
+TEST_F(DdpctlTest, ClusterStatus_EndpointStatusTableWithRevisionAndVersion) {
+  Result put = Ctl("kv put s 1");
+  ASSERT_THAT(put.output, StartsWith("OK (revision "));
+  const int64_t rev = std::strtoll(put.output.c_str() + 13, nullptr, 10);
+  Result status = Ctl("cluster status");
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.output, StartsWith("COORDINATOR "));
+  EXPECT_THAT(status.output, HasSubstr(" IS LEADER "));
+  EXPECT_THAT(status.output,
+              ::testing::ContainsRegex(absl::StrCat(process_->address(), " +single +true +.* ", rev,
+                                                    " +[0-9]+ +[0-9]+\\.[0-9]+")))
+      << status.output;
+}
+
 TEST_F(DdpctlTest, JobsCreateGetListCancel_ShowSettingsAndState) {
   Result create =
       Ctl("jobs create train-1 --nnodes 2:4 --nproc-per-node 8 --max-restarts 3 "
