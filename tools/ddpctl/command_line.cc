@@ -372,7 +372,9 @@ std::string MainHelp() {
                   "Keys and values are taken as given (bytes); output prints them as text\n"
                   "when they are valid UTF-8, else as base64 (JSON) or escaped text.\n\n"
                   "Exit codes:\n"
-                  "  0  success\n"
+                  "  0  success; also a conditional write whose condition did not hold\n"
+                  "     (kv cas, kv put --if-absent/--expect-revision print FAILURE, as\n"
+                  "     etcdctl's txn)\n"
                   "  1  the coordinator refused or failed the call (message on stderr)\n"
                   "  2  usage error (bad command, argument or flag)\n"
                   "  3  coordinator unavailable (not answering or shutting down): retry\n");

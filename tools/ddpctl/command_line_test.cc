@@ -142,7 +142,8 @@ TEST(ParseCommandLine, HelpAlone_GivesMainHelpWithExitCodes) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->kind, Invocation::Kind::kHelp);
   EXPECT_THAT(got->help_text, HasSubstr("Exit codes"));
-  EXPECT_THAT(got->help_text, HasSubstr("lease keepalive"));
+  EXPECT_THAT(got->help_text, HasSubstr("lease keep-alive"));
+  EXPECT_THAT(got->help_text, HasSubstr("print FAILURE, as"));
   EXPECT_THAT(got->help_text, HasSubstr("DDP_COORDINATOR"));
 }
 

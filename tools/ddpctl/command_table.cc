@@ -27,9 +27,10 @@ const std::vector<CommandSpec>& CommandTable() {
        {{"print-value-only", FlagKind::kBool, "",
          "Print the value's bytes as stored (default: C-escaped when not printable text)"}},
        "A missing key exits 1 with NOT_FOUND. There is no --rev: the coordinator\n"
-       "keeps the current value of each key only (its watch history holds\n"
-       "changes, not snapshots); `kv watch KEY --from-revision REV` replays\n"
-       "the changes since REV."},
+       "keeps each key's current value and the changes after the compacted\n"
+       "revision, not the keys as they were at it, so a read at REV is exact\n"
+       "only for keys changed since; `kv watch KEY --from-revision REV`\n"
+       "replays those changes."},
       {"kv",
        "list",
        "List keys starting with PREFIX, in key order",
