@@ -9,8 +9,8 @@
 
 Endpoints, token and TLS default to the environment that ddpctl reads: ``DDP_COORDINATOR``
 (``HOST[:PORT][,...]``, port 29400 when none is given, else localhost:29400), ``DDP_TOKEN``,
-``DDP_TLS_CA``, ``DDP_TLS_CERT``, ``DDP_TLS_KEY``. Errors raise :class:`ddp_coordinator.CoordinatorError`
-subclasses carrying the gRPC code and message.
+``DDP_TLS_CA``, ``DDP_TLS_CERT``, ``DDP_TLS_KEY``. Errors raise
+:class:`ddp_coordinator.CoordinatorError` subclasses carrying the gRPC code and message.
 """
 import time
 
@@ -37,7 +37,8 @@ class Client:
 
     Args:
         coordinator: ``"HOST[:PORT][,...]"`` (port 29400 by default) or a list; for
-            coordinators in HA, all of them (calls follow the leader). Default: ``$DDP_COORDINATOR``, else localhost:29400.
+            coordinators in HA, all of them (calls follow the leader). Default:
+            ``$DDP_COORDINATOR``, else localhost:29400.
         token: bearer token for a coordinator with authorization (default ``$DDP_TOKEN``).
         tls_ca, tls_cert, tls_key: PEM files; with ``tls_ca`` the connection uses TLS, with
             the certificate and key too, mTLS (defaults ``$DDP_TLS_CA``, ``$DDP_TLS_CERT``,
