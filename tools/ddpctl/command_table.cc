@@ -107,6 +107,22 @@ const std::vector<CommandSpec>& CommandTable() {
        {{"once", FlagKind::kBool, "", "Renew once and exit"}},
        "Exits 1 with NOT_FOUND if the lease expired or was revoked."},
       {"lease",
+       "list",
+       "Print the ids of the leases this token may use, one a line, ascending",
+       {},
+       {},
+       "As etcdctl's lease list without its \"found N leases\" line, so that\n"
+       "`for id in $(ddpctl lease list)` works. A job's token lists its job's\n"
+       "leases; the admin token every one."},
+      {"lease",
+       "timetolive",
+       "Print the granted TTL and the time left of lease ID",
+       {{"ID", "Lease id"}},
+       {{"keys", FlagKind::kBool, "", "Also list the keys attached to it"}},
+       "\"lease ID granted with TTL(10s), remaining(7.5s)\" as etcdctl, then with\n"
+       "--keys one key a line. Exits 1 with NOT_FOUND if the lease expired or\n"
+       "was revoked."},
+      {"lease",
        "revoke",
        "Revoke lease ID and delete its keys",
        {{"ID", "Lease id"}},

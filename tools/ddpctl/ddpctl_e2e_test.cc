@@ -131,9 +131,17 @@ TEST_F(DdpctlTest, LeaseGrantKeepaliveRevoke_DeletesAttachedKey) {
   EXPECT_THAT(json, Not(HasSubstr(R"("lease":")")));
   EXPECT_THAT(json, HasSubstr(R"(,"ttlMs":30000})"));
   EXPECT_EQ(Ctl(absl::StrCat("kv put leased x --lease ", id)).exit_code, 0);
+  EXPECT_THAT(Ctl("lease list").output, HasSubstr(id + "\n"));
+  Result ttl = Ctl(absl::StrCat("lease timetolive ", id, " --keys"));
+  EXPECT_EQ(ttl.exit_code, 0) << ttl.output;
+  EXPECT_THAT(ttl.output,
+              StartsWith(absl::StrCat("lease ", id, " granted with TTL(30s), remaining(")));
+  EXPECT_THAT(ttl.output, HasSubstr("\n  leased (namespace e2e)\n"));
   EXPECT_THAT(Ctl(absl::StrCat("lease keep-alive ", id, " --once")).output, HasSubstr("renewed"));
   EXPECT_THAT(Ctl(absl::StrCat("lease revoke ", id)).output, HasSubstr("1 keys deleted"));
   EXPECT_EQ(Ctl("kv get leased").exit_code, 1);
+  EXPECT_THAT(Ctl(absl::StrCat("lease timetolive ", id)).output, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(Ctl("lease list").output, Not(HasSubstr(id + "\n")));
 }
 
 TEST_F(DdpctlTest, WatchFromRevision_ReplaysHistoryUntilStopped) {

@@ -252,6 +252,32 @@ grpc::Status LeaseKeepAlive(CommandContext& c) {
   }
 }
 
+grpc::Status LeaseList(CommandContext& c) {
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::LeaseList, v1::LeaseListRequest(),
+                        [](std::ostream& out, const v1::LeaseListResponse& response) {
+                          for (int64_t id : response.leases()) out << id << "\n";
+                        });
+}
+
+grpc::Status LeaseTimeToLive(CommandContext& c) {
+  absl::StatusOr<int64_t> lease = ParseInt64(c.arg(0), "ID");
+  if (!lease.ok()) return UsageError(lease.status());
+  v1::LeaseTimeToLiveRequest request;
+  request.set_lease(*lease);
+  request.set_keys(c.invocation.FlagString("keys") == "true");
+  return c.CallAndPrint(
+      c.stub, &v1::KeyValueService::Stub::LeaseTimeToLive, request,
+      [](std::ostream& out, const v1::LeaseTimeToLiveResponse& response) {
+        out << "lease " << response.lease() << " granted with TTL("
+            << absl::FormatDuration(absl::Milliseconds(response.granted_ttl_ms()))
+            << "), remaining(" << absl::FormatDuration(absl::Milliseconds(response.remaining_ms()))
+            << ")\n";
+        for (const v1::LeaseKeyRef& key : response.keys()) {
+          out << "  " << PrintableBytes(key.key()) << " (namespace " << key.namespace_() << ")\n";
+        }
+      });
+}
+
 grpc::Status LeaseRevoke(CommandContext& c) {
   absl::StatusOr<int64_t> lease = ParseInt64(c.arg(0), "ID");
   if (!lease.ok()) return UsageError(lease.status());
@@ -294,6 +320,8 @@ const std::map<std::string, Handler>& Handlers() {
         {"lease keep-alive", LeaseKeepAlive},
         {"lease keepalive", LeaseKeepAlive},
         {"lease revoke", LeaseRevoke},
+        {"lease list", LeaseList},
+        {"lease timetolive", LeaseTimeToLive},
     };
     all->merge(JobCommandHandlers());
     all->merge(ClusterCommandHandlers());
