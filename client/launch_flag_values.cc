@@ -95,20 +95,10 @@ absl::Status ParseNonBlank(absl::string_view flag, absl::string_view value, size
   return absl::OkStatus();
 }
 
-// host:port or [ipv6]:port.
+// One coordinator, or the coordinators of an HA deployment, read as ddpctl
+// reads them (common/endpoint.h: HOST[:PORT], default port 29400).
 absl::Status ParseEndpoint(absl::string_view flag, absl::string_view value, std::string* out) {
-  // One coordinator, or the coordinators of an HA deployment; a port-less
-  // entry means torchrun's default port 29400.
-  std::vector<std::string> entries;
-  for (absl::string_view entry : absl::StrSplit(value, ',')) {
-    entry = absl::StripAsciiWhitespace(entry);
-    const bool has_port =
-        entry.rfind(':') != absl::string_view::npos && !entry.empty() && entry.back() != ']';
-    entries.push_back(has_port || entry.empty() ? std::string(entry)
-                                                : absl::StrCat(entry, ":29400"));
-  }
-  DDP_ASSIGN_OR_RETURN(std::vector<std::string> list,
-                       ParseEndpointList(flag, absl::StrJoin(entries, ",")));
+  DDP_ASSIGN_OR_RETURN(std::vector<std::string> list, ParseCoordinatorList(flag, value));
   *out = absl::StrJoin(list, ",");
   return absl::OkStatus();
 }

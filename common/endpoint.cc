@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -49,6 +50,35 @@ absl::StatusOr<std::vector<std::string>> ParseEndpointList(absl::string_view wha
                                                    " coordinators; at most ", kMaxEndpoints));
   }
   return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseCoordinatorList(absl::string_view what,
+                                                              absl::string_view value) {
+  constexpr size_t kMaxShown = 200;
+  std::vector<std::string> entries;
+  for (absl::string_view entry : absl::StrSplit(value, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    const absl::string_view given = entry;
+    if (!absl::ConsumePrefix(&entry, "grpc://")) absl::ConsumePrefix(&entry, "http://");
+    const size_t scheme = entry.find("://");
+    if (scheme != absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid value '", given.substr(0, kMaxShown), "' for ", what, ": scheme '",
+                       entry.substr(0, std::min<size_t>(scheme, 20)),
+                       "://' is not one of grpc://, http:// (TLS: --tls-ca, not the address)"));
+    }
+    if (!entry.empty() && entry.back() == '/') entry.remove_suffix(1);
+    // A port is there when the last ':' comes after an IPv6 literal's ']'
+    // (a bare IPv6 address without brackets cannot carry a port).
+    const size_t colon = entry.rfind(':');
+    const size_t bracket = entry.rfind(']');
+    const bool has_port =
+        colon != absl::string_view::npos && (bracket == absl::string_view::npos || colon > bracket);
+    entries.push_back(has_port || entry.empty()
+                          ? std::string(entry)
+                          : absl::StrCat(entry, ":", kDefaultCoordinatorPort));
+  }
+  return ParseEndpointList(what, absl::StrJoin(entries, ","));
 }
 
 }  // namespace ddp

@@ -35,6 +35,21 @@ inline constexpr size_t kMaxEndpoints = 16;
 absl::StatusOr<std::vector<std::string>> ParseEndpointList(absl::string_view what,
                                                            absl::string_view value);
 
+// The coordinator's gRPC port when an address names none (torchrun's
+// --rdzv-endpoint default).
+inline constexpr int kDefaultCoordinatorPort = 29400;
+
+// The one reading of a --coordinator / --rdzv-endpoint / $DDP_COORDINATOR
+// value, in ddpctl and ddp-client alike: a comma-separated list (HA) whose
+// entries are HOST, HOST:PORT, [IPV6] or [IPV6]:PORT, each optionally
+// prefixed "grpc://" or "http://" (as etcdctl's endpoints; a trailing "/" is
+// dropped). A missing port is kDefaultCoordinatorPort. Returns the entries as
+// HOST:PORT, checked as ParseEndpointList does. INVALID_ARGUMENT names `what`
+// and the entry: another scheme ("https://": TLS comes from --tls-ca, not the
+// address), an empty entry, a bad port, more than kMaxEndpoints.
+absl::StatusOr<std::vector<std::string>> ParseCoordinatorList(absl::string_view what,
+                                                              absl::string_view value);
+
 }  // namespace ddp
 
 #endif  // DDP_COMMON_ENDPOINT_H_

@@ -48,5 +48,25 @@ TEST(ParseEndpointListTest, ListsAndTheirErrors) {
   EXPECT_NE(too_many.status().message().find("at most 16"), absl::string_view::npos);
 }
 
+TEST(ParseCoordinatorListTest, HostPortSchemesAndLists_OneForm) {
+  auto got = ParseCoordinatorList("--coordinator",
+                                  "head, b:1,[::1],[::1]:7,grpc://c,http://d:5/, 10.0.0.1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, std::vector<std::string>({"head:29400", "b:1", "[::1]:29400", "[::1]:7",
+                                            "c:29400", "d:5", "10.0.0.1:29400"}));
+}
+
+TEST(ParseCoordinatorListTest, OtherSchemeOrBadPort_NamesTheEntry) {
+  auto https = ParseCoordinatorList("--coordinator", "a,https://b:1");
+  EXPECT_EQ(https.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(https.status().message().find("'https://b:1'"), absl::string_view::npos)
+      << https.status();
+  EXPECT_NE(https.status().message().find("--tls-ca"), absl::string_view::npos);
+  auto port = ParseCoordinatorList("--rdzv-endpoint", "a:99999");
+  EXPECT_NE(port.status().message().find("'a:99999' for --rdzv-endpoint"), absl::string_view::npos)
+      << port.status();
+  EXPECT_FALSE(ParseCoordinatorList("--coordinator", "a,").ok());
+}
+
 }  // namespace
 }  // namespace ddp

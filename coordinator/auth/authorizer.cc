@@ -38,6 +38,9 @@ const std::vector<MethodRule>& MethodRules() {
       {"/ddp.v1.KeyValueService/LeaseGrant", Access::kAuthenticated},
       {"/ddp.v1.KeyValueService/LeaseKeepAlive", Access::kAuthenticated},
       {"/ddp.v1.KeyValueService/LeaseRevoke", Access::kAuthenticated},
+      // A job's token lists and reads its own job's leases (KvStore filters).
+      {"/ddp.v1.KeyValueService/LeaseList", Access::kAuthenticated},
+      {"/ddp.v1.KeyValueService/LeaseTimeToLive", Access::kAuthenticated},
       {"/ddp.v1.KeyValueService/Compact", Access::kAdmin},
       {"/ddp.v1.KeyValueService/Status", Access::kAuthenticated},
       // A job's token lists its own namespace alone (GrpcKvService filters).

@@ -109,6 +109,11 @@ std::vector<RestRoute> BuildRoutes() {
             "-X POST " + host + "/v1/leases -d '{\"ttlMs\":\"10000\"}'"),
       Unary("POST", "/v1/leases/{lease}:keepAlive", k + "LeaseKeepAlive", "*", "Renew a lease",
             "-X POST " + host + "/v1/leases/42:keepAlive"),
+      Unary("GET", "/v1/leases", k + "LeaseList", "", "The leases the caller may use, in id order",
+            host + "/v1/leases"),
+      Unary("GET", "/v1/leases/{lease}", k + "LeaseTimeToLive", "",
+            "A lease's remaining and granted TTL (`?keys=true`: its keys)",
+            "'" + host + "/v1/leases/42?keys=true'"),
       Unary("DELETE", "/v1/leases/{lease}", k + "LeaseRevoke", "",
             "Revoke a lease and delete its keys", "-X DELETE " + host + "/v1/leases/42"),
   };

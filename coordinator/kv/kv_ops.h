@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/kv/kv_types.h"
@@ -152,6 +153,14 @@ struct LeaseGrantResult {
 struct LeaseKeepAliveResult {
   LeaseId lease = 0;
   int64_t ttl_ms = 0;
+};
+
+// KvStore::LeaseTimeToLive (etcdctl's lease timetolive).
+struct LeaseTimeToLiveResult {
+  LeaseId lease = 0;
+  int64_t remaining_ms = 0;  // 0 when due
+  int64_t granted_ttl_ms = 0;
+  std::vector<std::pair<std::string, std::string>> keys;  // (namespace, key), sorted
 };
 
 struct LeaseRevokeResult {

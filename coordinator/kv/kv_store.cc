@@ -410,6 +410,25 @@ absl::StatusOr<LeaseKeepAliveResult> KvStore::LeaseKeepAlive(LeaseId lease,
   return LeaseKeepAliveResult{lease, ttl};
 }
 
+std::vector<LeaseId> KvStore::LeaseList(const LeaseCaller& caller) const {
+  absl::ReaderMutexLock lock(&state_mu_);
+  return leases_.IdsFor(caller);
+}
+
+absl::StatusOr<LeaseTimeToLiveResult> KvStore::LeaseTimeToLive(LeaseId lease, bool with_keys,
+                                                               const LeaseCaller& caller) const {
+  if (absl::Status s = ValidateLeaseId(lease); !s.ok()) return s;
+  absl::ReaderMutexLock lock(&state_mu_);
+  DDP_ASSIGN_OR_RETURN(LeaseTable::TimeToLive left, leases_.TimeLeft(lease, caller, clock_.Now()));
+  LeaseTimeToLiveResult result{lease, left.remaining_ms, left.granted_ttl_ms, {}};
+  if (with_keys) {
+    const LeaseTable::KeySet& keys = leases_.Keys(lease);
+    result.keys.assign(keys.begin(), keys.end());
+    std::sort(result.keys.begin(), result.keys.end());
+  }
+  return result;
+}
+
 absl::Status KvStore::FailStop() const {
   absl::MutexLock lock(&queue_mu_);
   return write_failure_;

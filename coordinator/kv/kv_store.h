@@ -173,6 +173,12 @@ class KvStore final {
   absl::StatusOr<RangeResult> Range(const RangeRequest& request) const;
   absl::StatusOr<LeaseKeepAliveResult> LeaseKeepAlive(
       LeaseId lease, const LeaseCaller& caller = LeaseCaller::Anyone());
+  // The live leases `caller` may act on, ascending (etcdctl's lease list).
+  std::vector<LeaseId> LeaseList(const LeaseCaller& caller = LeaseCaller::Anyone()) const;
+  // Time left of `lease` and, with `with_keys`, its keys. Errors as
+  // LeaseKeepAlive (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED).
+  absl::StatusOr<LeaseTimeToLiveResult> LeaseTimeToLive(
+      LeaseId lease, bool with_keys, const LeaseCaller& caller = LeaseCaller::Anyone()) const;
   KvStoreStatus Status() const;
   // The namespaces that hold clients' keys, in name order, with their key
   // counts (the store's own lease-owner namespace left out).

@@ -1,5 +1,7 @@
 #include "coordinator/kv/lease_table.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/kv/lease_ownership.h"
@@ -23,6 +25,32 @@ const std::string& LeaseTable::Owner(LeaseId id) const {
 void LeaseTable::SetOwner(LeaseId id, const std::string& owner) {
   auto it = leases_.find(id);
   if (it != leases_.end()) it->second.owner = owner;
+}
+
+absl::StatusOr<LeaseTable::TimeToLive> LeaseTable::TimeLeft(LeaseId id, const LeaseCaller& caller,
+                                                            absl::Time now) const {
+  auto it = leases_.find(id);
+  if (it == leases_.end() || it->second.expiring) {
+    return absl::NotFoundError(
+        absl::StrCat("lease ", id, " does not exist (expired or revoked); grant a new lease"));
+  }
+  const Lease& lease = it->second;
+  if (absl::Status allowed = CheckLeaseCaller(id, lease.owner, caller, "read"); !allowed.ok()) {
+    return allowed;
+  }
+  const int64_t remaining = absl::ToInt64Milliseconds(lease.deadline - now);
+  return TimeToLive{std::max<int64_t>(0, remaining), lease.ttl_ms};
+}
+
+std::vector<LeaseId> LeaseTable::IdsFor(const LeaseCaller& caller) const {
+  std::vector<LeaseId> ids;
+  for (const auto& [id, lease] : leases_) {
+    if (!lease.expiring && CheckLeaseCaller(id, lease.owner, caller, "list").ok()) {
+      ids.push_back(id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 absl::StatusOr<int64_t> LeaseTable::KeepAlive(LeaseId id, const LeaseCaller& caller,

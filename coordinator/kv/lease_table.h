@@ -53,6 +53,16 @@ class LeaseTable {
   absl::StatusOr<int64_t> KeepAlive(LeaseId id, const LeaseCaller& caller, absl::Time now);
   void Remove(LeaseId id);
 
+  // What `lease timetolive` shows of one lease.
+  struct TimeToLive {
+    int64_t remaining_ms = 0;  // 0 when due
+    int64_t granted_ttl_ms = 0;
+  };
+  // Errors: as KeepAlive (NOT_FOUND, PERMISSION_DENIED); changes nothing.
+  absl::StatusOr<TimeToLive> TimeLeft(LeaseId id, const LeaseCaller& caller, absl::Time now) const;
+  // The ids of the live leases `caller` may act on, ascending.
+  std::vector<LeaseId> IdsFor(const LeaseCaller& caller) const;
+
   void AttachKey(LeaseId id, const std::string& ns, const std::string& key);
   void DetachKey(LeaseId id, const std::string& ns, const std::string& key);
   // Keys attached to `id`; empty for an unknown lease.

@@ -69,6 +69,34 @@ TEST(LeaseTableTest, KeepAlive_OtherNamespace_PermissionDeniedAndDeadlineKept) {
   EXPECT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)).size(), 1u);
 }
 
+TEST(LeaseTableTest, TimeLeft_CountsDownToZeroAndRefusesOthers) {
+  LeaseTable table;
+  table.Grant(1, 100, "job-a", kStart);
+  auto left = table.TimeLeft(1, LeaseCaller::OfNamespace("job-a"), kStart + absl::Milliseconds(30));
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_EQ(left->remaining_ms, 70);
+  EXPECT_EQ(left->granted_ttl_ms, 100);
+  EXPECT_EQ(table.TimeLeft(1, LeaseCaller::Anyone(), kStart + absl::Seconds(5))->remaining_ms, 0);
+  EXPECT_EQ(table.TimeLeft(1, LeaseCaller::OfNamespace("job-b"), kStart).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(table.TimeLeft(2, LeaseCaller::Anyone(), kStart).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)).size(), 1u);
+  EXPECT_EQ(table.TimeLeft(1, LeaseCaller::Anyone(), kStart).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(LeaseTableTest, IdsFor_OwnLeasesAscending_AnyoneSeesAllLive) {
+  LeaseTable table;
+  table.Grant(30, 100, "job-a", kStart);
+  table.Grant(10, 100, "job-a", kStart);
+  table.Grant(20, 500, "job-b", kStart);
+  EXPECT_EQ(table.IdsFor(LeaseCaller::OfNamespace("job-a")), (std::vector<LeaseId>{10, 30}));
+  EXPECT_EQ(table.IdsFor(LeaseCaller::Anyone()), (std::vector<LeaseId>{10, 20, 30}));
+  ASSERT_EQ(table.CollectExpired(kStart + absl::Milliseconds(100)).size(), 2u);
+  EXPECT_EQ(table.IdsFor(LeaseCaller::Anyone()), (std::vector<LeaseId>{20}));
+}
+
 TEST(LeaseTableTest, KeepAlive_OwnNamespace_Allowed) {
   LeaseTable table;
   table.Grant(1, 100, "job-a", kStart);

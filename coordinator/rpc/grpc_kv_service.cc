@@ -280,6 +280,43 @@ grpc::ServerUnaryReactor* GrpcKvService::LeaseKeepAlive(grpc::CallbackServerCont
   return FinishNow(context, r.status());
 }
 
+grpc::ServerUnaryReactor* GrpcKvService::LeaseList(grpc::CallbackServerContext* context,
+                                                   const v1::LeaseListRequest* /*request*/,
+                                                   v1::LeaseListResponse* response) {
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, identity, "/ddp.v1.KeyValueService/LeaseList", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
+  for (kv::LeaseId id : store_.LeaseList(LeaseCallerOf(identity))) response->add_leases(id);
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* GrpcKvService::LeaseTimeToLive(grpc::CallbackServerContext* context,
+                                                         const v1::LeaseTimeToLiveRequest* request,
+                                                         v1::LeaseTimeToLiveResponse* response) {
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed = AuthorizeCall(options_.authorizer, identity,
+                                           "/ddp.v1.KeyValueService/LeaseTimeToLive", "");
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
+  absl::StatusOr<kv::LeaseTimeToLiveResult> r =
+      store_.LeaseTimeToLive(request->lease(), request->keys(), LeaseCallerOf(identity));
+  if (r.ok()) {
+    response->set_lease(r->lease);
+    response->set_remaining_ms(r->remaining_ms);
+    response->set_granted_ttl_ms(r->granted_ttl_ms);
+    for (const auto& [ns, key] : r->keys) {
+      v1::LeaseKeyRef* ref = response->add_keys();
+      ref->set_namespace_(ns);
+      ref->set_key(key);
+    }
+  }
+  return FinishNow(context, r.status());
+}
+
 grpc::ServerUnaryReactor* GrpcKvService::LeaseRevoke(grpc::CallbackServerContext* context,
                                                      const v1::LeaseRevokeRequest* request,
                                                      v1::LeaseRevokeResponse* response) {

@@ -61,6 +61,12 @@ class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
   grpc::ServerUnaryReactor* LeaseKeepAlive(grpc::CallbackServerContext* context,
                                            const v1::LeaseKeepAliveRequest* request,
                                            v1::LeaseKeepAliveResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseList(grpc::CallbackServerContext* context,
+                                      const v1::LeaseListRequest* request,
+                                      v1::LeaseListResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseTimeToLive(grpc::CallbackServerContext* context,
+                                            const v1::LeaseTimeToLiveRequest* request,
+                                            v1::LeaseTimeToLiveResponse* response) override;
   grpc::ServerUnaryReactor* LeaseRevoke(grpc::CallbackServerContext* context,
                                         const v1::LeaseRevokeRequest* request,
                                         v1::LeaseRevokeResponse* response) override;

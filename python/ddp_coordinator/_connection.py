@@ -20,15 +20,37 @@ LEADER_METADATA = "ddp-leader"
 _MAX_MESSAGE_BYTES = 1 << 30
 
 
+DEFAULT_PORT = 29400
+_SCHEMES = ("grpc://", "http://")
+
+
+def _one_endpoint(entry, value):
+    """HOST, HOST:PORT, [IPV6][:PORT], optionally grpc:// or http://: as ddpctl and ddp-client
+    read it (common/endpoint.h ParseCoordinatorList); the port defaults to 29400."""
+    for scheme in _SCHEMES:
+        if entry.startswith(scheme):
+            entry = entry[len(scheme):]
+            break
+    if "://" in entry:
+        raise ValueError(
+            f"coordinator endpoints {value!r}: scheme of {entry!r} is not one of grpc://, http://"
+            " (TLS comes from DDP_TLS_CA, not the address)")
+    entry = entry[:-1] if entry.endswith("/") else entry
+    colon, bracket = entry.rfind(":"), entry.rfind("]")
+    has_port = colon >= 0 and (bracket < 0 or colon > bracket)
+    return entry if has_port or not entry else f"{entry}:{DEFAULT_PORT}"
+
+
 def parse_endpoints(value):
-    """``"a:29400, b:29400"`` -> ``["a:29400", "b:29400"]``; ValueError when empty."""
+    """``"a, b:1"`` -> ``["a:29400", "b:1"]``; ValueError when empty or a scheme is not grpc://
+    or http://."""
     if isinstance(value, (list, tuple)):
         endpoints = [str(e).strip() for e in value]
     else:
         endpoints = [e.strip() for e in str(value).split(",")]
     if not endpoints or any(not e for e in endpoints):
-        raise ValueError(f"coordinator endpoints {value!r}: expected HOST:PORT[,HOST:PORT...]")
-    return endpoints
+        raise ValueError(f"coordinator endpoints {value!r}: expected HOST[:PORT][,HOST[:PORT]...]")
+    return [_one_endpoint(e, value) for e in endpoints]
 
 
 class Endpoints:

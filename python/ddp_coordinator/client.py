@@ -8,9 +8,9 @@
         print(event.index, event.type.name, event.message)
 
 Endpoints, token and TLS default to the environment that ddpctl reads: ``DDP_COORDINATOR``
-(``HOST:PORT[,HOST:PORT...]``, else localhost:29400), ``DDP_TOKEN``, ``DDP_TLS_CA``,
-``DDP_TLS_CERT``, ``DDP_TLS_KEY``. Errors raise :class:`ddp_coordinator.CoordinatorError`
-subclasses carrying the gRPC code and message.
+(``HOST[:PORT][,...]``, port 29400 when none is given, else localhost:29400), ``DDP_TOKEN``,
+``DDP_TLS_CA``, ``DDP_TLS_CERT``, ``DDP_TLS_KEY``. Errors raise
+:class:`ddp_coordinator.CoordinatorError` subclasses carrying the gRPC code and message.
 """
 import time
 
@@ -36,8 +36,9 @@ class Client:
     """A connection to the coordinators of one deployment.
 
     Args:
-        coordinator: ``"HOST:PORT[,HOST:PORT...]"`` or a list; for coordinators in HA, all of
-            them (calls follow the leader). Default: ``$DDP_COORDINATOR``, else localhost:29400.
+        coordinator: ``"HOST[:PORT][,...]"`` (port 29400 by default) or a list; for
+            coordinators in HA, all of them (calls follow the leader). Default:
+            ``$DDP_COORDINATOR``, else localhost:29400.
         token: bearer token for a coordinator with authorization (default ``$DDP_TOKEN``).
         tls_ca, tls_cert, tls_key: PEM files; with ``tls_ca`` the connection uses TLS, with
             the certificate and key too, mTLS (defaults ``$DDP_TLS_CA``, ``$DDP_TLS_CERT``,

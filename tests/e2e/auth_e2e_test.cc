@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/crash/coordinator_process.h"
 #include "tests/e2e/agent_process.h"
@@ -138,6 +139,10 @@ TEST_F(AuthE2eTest, JobToken_ScopedToItsJob_SurvivesARestart_Revocable) {
   ASSERT_EQ(coordinator_->Terminate(), 0);
   ASSERT_TRUE(coordinator_->Start().ok());
   EXPECT_EQ(as_job("--timeout 20s jobs get tok-job").exit_code, 0);
+  // A new token: alone on stdout, for TOKEN=$(ddpctl jobs token J).
+  // (RunShell adds 2>&1: the pipe keeps ddpctl's stderr out of the output.)
+  const ShellResult rotated = Ddpctl(admin + "jobs token tok-job 2>/dev/null | cat");
+  EXPECT_THAT(rotated.output, ::testing::MatchesRegex("[^ \n]{40,}\n")) << rotated.output;
   ASSERT_EQ(Ddpctl(admin + "jobs token tok-job --revoke").exit_code, 0);
   EXPECT_TRUE(absl::StrContains(as_job("jobs get tok-job").output, "UNAUTHENTICATED"));
   EXPECT_FALSE(absl::StrContains(ReadWholeFile(coordinator_->log_path()), token));

@@ -48,7 +48,7 @@ class ContinuityE2eTest : public TrainingE2eTest {
     EXPECT_TRUE(absl::StrContains(job, "\"state\":\"SUCCEEDED\"")) << job;
     EXPECT_TRUE(absl::StrContains(job, "\"restartCount\":0,")) << job;
     EXPECT_TRUE(absl::StrContains(job, "\"failures\":[]")) << job;
-    EXPECT_TRUE(absl::StrContains(job, "\"generation\":\"1\"")) << job;
+    EXPECT_TRUE(absl::StrContains(job, "\"generation\":1,")) << job;
   }
 
   // Kills the coordinator, keeps it down for `outage`, starts it again on the

@@ -45,8 +45,8 @@ A="127.0.0.1:${GRPC[a]}" B="127.0.0.1:${GRPC[b]}"
 # ddpctl cluster status: roles, the leader, etcd's health.
 status=$("$DDPCTL" --coordinator "$A,$B" cluster status) || fail "cluster status: $status"
 echo "$status"
-echo "$status" | grep -E "^$A +LEADER +$A " >/dev/null || fail "a is not shown as the leader"
-echo "$status" | grep -E "^$B +standby +$A " >/dev/null || fail "b is not shown as a standby of a"
+echo "$status" | grep -E "^$A +LEADER +true +$A +[0-9]+ " >/dev/null || fail "a is not shown as the leader"
+echo "$status" | grep -E "^$B +standby +false +$A +- " >/dev/null || fail "b is not shown as a standby of a"
 echo "$status" | grep -E "^127.0.0.1:$client +healthy +3\.4" >/dev/null ||
   fail "the etcd member is not shown healthy"
 

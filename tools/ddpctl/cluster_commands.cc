@@ -9,8 +9,8 @@
 #include "absl/strings/str_split.h"
 #include "common/coordinator_endpoints.h"
 #include "common/grpc_tls.h"
-#include "common/proto_json.h"
 #include "tools/ddpctl/grpc_command_context.h"
+#include "tools/ddpctl/json_output.h"
 
 namespace ddp::ddpctl {
 namespace {
@@ -32,6 +32,22 @@ grpc::Status AskStatus(const std::string& endpoint, const GlobalOptions& g, bool
   return status;
 }
 
+// KeyValueService.Status of one coordinator (a standby refuses it: the
+// caller prints "-").
+grpc::Status AskKvStatus(const std::string& endpoint, const GlobalOptions& g,
+                         v1::StatusResponse* out) {
+  auto stub = v1::KeyValueService::NewStub(ChannelTo(endpoint, g));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + g.timeout));
+  return stub->Status(&context, v1::StatusRequest(), out);
+}
+
+// "0.1.0" of "ddp-coordinator 0.1.0" (the column holds one word).
+std::string VersionNumber(absl::string_view version) {
+  const size_t space = version.rfind(' ');
+  return std::string(space == absl::string_view::npos ? version : version.substr(space + 1));
+}
+
 std::string RoleName(v1::ClusterStatus::Role role) {
   switch (role) {
     case v1::ClusterStatus::SINGLE:
@@ -49,7 +65,11 @@ grpc::Status ClusterStatusCommand(CommandContext& c) {
   std::vector<std::string> endpoints = absl::StrSplit(c.invocation.global.coordinator, ',');
   std::vector<v1::ClusterStatus> answers;
   std::ostringstream table;
-  table << absl::StrFormat("%-24s %-8s %-24s %s\n", "COORDINATOR", "ROLE", "LEADER", "STORE");
+  // As etcdctl's `endpoint status`: one row an endpoint, whether it leads,
+  // its revision and version.
+  constexpr char kRow[] = "%-24s %-8s %-9s %-24s %-9s %-9s %-8s %s\n";
+  table << absl::StrFormat(kRow, "COORDINATOR", "ROLE", "IS LEADER", "LEADER", "REVISION",
+                           "COMPACTED", "VERSION", "STORE");
   const v1::ClusterStatus* with_etcd = nullptr;
   bool any = false;
   for (const std::string& endpoint : endpoints) {
@@ -64,9 +84,15 @@ grpc::Status ClusterStatusCommand(CommandContext& c) {
     }
     any = true;
     answers.push_back(status);
+    v1::StatusResponse kv;
+    const bool serves = AskKvStatus(endpoint, c.invocation.global, &kv).ok();
+    const bool leads = status.role() != v1::ClusterStatus::STANDBY;
     table << absl::StrFormat(
-        "%-24s %-8s %-24s %s\n", endpoint, RoleName(status.role()),
-        status.has_leader() ? status.leader().grpc_address() : "(none elected)", status.store());
+        kRow, endpoint, RoleName(status.role()), leads ? "true" : "false",
+        status.has_leader() ? status.leader().grpc_address() : "(none elected)",
+        serves ? absl::StrCat(kv.revision()) : "-",
+        serves ? absl::StrCat(kv.compacted_revision()) : "-",
+        serves && !kv.version().empty() ? VersionNumber(kv.version()) : "-", status.store());
   }
   if (!any) {
     return grpc::Status(
@@ -74,7 +100,7 @@ grpc::Status ClusterStatusCommand(CommandContext& c) {
         absl::StrCat("no coordinator of ", c.invocation.global.coordinator, " answered"));
   }
   if (c.json()) {
-    for (const v1::ClusterStatus& status : answers) c.out << ProtoJson(status) << "\n";
+    for (const v1::ClusterStatus& status : answers) c.out << CliJson(status) << "\n";
     return grpc::Status::OK;
   }
   for (const v1::ClusterStatus& status : answers) {

@@ -24,8 +24,9 @@ std::string Echo(const std::string& text) {
 
 const std::vector<FlagSpec>& GlobalFlags() {
   static const auto* flags = new std::vector<FlagSpec>{
-      {"coordinator", FlagKind::kString, "HOST:PORT[,HOST:PORT...]",
-       "Coordinator address; for coordinators in HA, all of them (ddpctl finds the leader). "
+      {"coordinator", FlagKind::kString, "HOST[:PORT][,HOST[:PORT]...]",
+       "Coordinator address (port 29400 when none is given; grpc:// or http:// accepted, as "
+       "ddp-client reads it); for coordinators in HA, all of them (ddpctl finds the leader). "
        "Default: $DDP_COORDINATOR, else localhost:29400"},
       {"json", FlagKind::kBool, "", "Print results as JSON, one object a line"},
       {"timeout", FlagKind::kDuration, "DURATION",
@@ -266,7 +267,10 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& argv
         invocation.global.coordinator == default_coordinator
             ? "--coordinator (default from $DDP_COORDINATOR or localhost:29400)"
             : "--coordinator";
-    DDP_RETURN_IF_ERROR(ParseEndpointList(what, invocation.global.coordinator).status());
+    // HOST, HOST:PORT, grpc://..., lists: as ddp-client reads them.
+    DDP_ASSIGN_OR_RETURN(std::vector<std::string> coordinators,
+                         ParseCoordinatorList(what, invocation.global.coordinator));
+    invocation.global.coordinator = absl::StrJoin(coordinators, ",");
     DDP_RETURN_IF_ERROR(CheckTlsClientFiles(invocation.global.tls));
   }
   if (words.empty()) {
@@ -368,7 +372,9 @@ std::string MainHelp() {
                   "Keys and values are taken as given (bytes); output prints them as text\n"
                   "when they are valid UTF-8, else as base64 (JSON) or escaped text.\n\n"
                   "Exit codes:\n"
-                  "  0  success\n"
+                  "  0  success; also a conditional write whose condition did not hold\n"
+                  "     (kv cas, kv put --if-absent/--expect-revision print FAILURE, as\n"
+                  "     etcdctl's txn)\n"
                   "  1  the coordinator refused or failed the call (message on stderr)\n"
                   "  2  usage error (bad command, argument or flag)\n"
                   "  3  coordinator unavailable (not answering or shutting down): retry\n");

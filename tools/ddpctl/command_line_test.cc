@@ -33,6 +33,12 @@ TEST(ParseCommandLine, PutWithGlobalAndCommandFlags_FillsInvocation) {
   EXPECT_FALSE(got->HasFlag("prev"));
 }
 
+TEST(ParseCommandLine, CoordinatorWithoutPort_DefaultPortAsDdpClient) {
+  absl::StatusOr<Invocation> got = Parse({"--coordinator", "head,grpc://b:7", "kv", "get", "k"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->global.coordinator, "head:29400,b:7");
+}
+
 TEST(ParseCommandLine, NoCoordinatorFlag_UsesDefault) {
   absl::StatusOr<Invocation> got = Parse({"kv", "get", "k"});
   ASSERT_TRUE(got.ok()) << got.status();
@@ -136,7 +142,8 @@ TEST(ParseCommandLine, HelpAlone_GivesMainHelpWithExitCodes) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->kind, Invocation::Kind::kHelp);
   EXPECT_THAT(got->help_text, HasSubstr("Exit codes"));
-  EXPECT_THAT(got->help_text, HasSubstr("lease keepalive"));
+  EXPECT_THAT(got->help_text, HasSubstr("lease keep-alive"));
+  EXPECT_THAT(got->help_text, HasSubstr("print FAILURE, as"));
   EXPECT_THAT(got->help_text, HasSubstr("DDP_COORDINATOR"));
 }
 
@@ -145,7 +152,7 @@ TEST(ParseCommandLine, CommandHelp_ListsArgumentsAndFlags) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->kind, Invocation::Kind::kHelp);
   EXPECT_THAT(got->help_text, HasSubstr("--from-revision REV"));
-  EXPECT_THAT(got->help_text, HasSubstr("PREFIX"));
+  EXPECT_THAT(got->help_text, HasSubstr("--prefix"));
   EXPECT_THAT(got->help_text, HasSubstr("--namespace NS"));
 }
 

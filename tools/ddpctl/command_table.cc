@@ -16,13 +16,21 @@ const std::vector<CommandSpec>& CommandTable() {
         {"expect-revision", FlagKind::kInt64, "REV",
          "Fail unless the key's mod revision is REV (0: must be absent)"},
         {"prev", FlagKind::kBool, "", "Print the previous value, if any"}},
-       "A failed condition exits 1 with FAILED_PRECONDITION."},
+       "A condition that does not hold (--if-absent, --expect-revision) is not\n"
+       "an error, as etcdctl's txn: FAILURE on stdout (--json:\n"
+       "{\"succeeded\":false,...}), the reason on stderr, exit 0. Scripts test\n"
+       "the output, not the exit code, as for `kv cas`."},
       {"kv",
        "get",
        "Print the value of KEY",
        {{"KEY", "Key to read"}},
-       {},
-       "A missing key exits 1 with NOT_FOUND."},
+       {{"print-value-only", FlagKind::kBool, "",
+         "Print the value's bytes as stored (default: C-escaped when not printable text)"}},
+       "A missing key exits 1 with NOT_FOUND. There is no --rev: the coordinator\n"
+       "keeps each key's current value and the changes after the compacted\n"
+       "revision, not the keys as they were at it, so a read at REV is exact\n"
+       "only for keys changed since; `kv watch KEY --from-revision REV`\n"
+       "replays those changes."},
       {"kv",
        "list",
        "List keys starting with PREFIX, in key order",
@@ -49,7 +57,8 @@ const std::vector<CommandSpec>& CommandTable() {
         {"EXPECTED", "Expected current value (\"\" for a missing key)"},
         {"DESIRED", "Value to store"}},
        {},
-       "Prints the value after the call and whether it was swapped."},
+       "Prints SUCCESS or FAILURE (as etcdctl's txn), then the value after the\n"
+       "call. Not swapped is not an error: exit 0, as for `kv put --if-absent`."},
       {"kv",
        "wait",
        "Block until every KEY exists",
@@ -58,28 +67,61 @@ const std::vector<CommandSpec>& CommandTable() {
        "Gives up after --timeout (DEADLINE_EXCEEDED, exit 1)."},
       {"kv",
        "watch",
-       "Print every change of keys starting with PREFIX until Ctrl-C",
-       {{"PREFIX", "Key prefix (default: the whole namespace)", true}},
-       {{"from-revision", FlagKind::kInt64, "REV",
+       "Print every change of KEY (with --prefix: of keys starting with KEY) until Ctrl-C",
+       {{"KEY", "Key; with --prefix a prefix (none: the whole namespace)", true}},
+       {{"prefix", FlagKind::kBool, "", "Watch every key starting with KEY (as etcdctl)"},
+        {"from-revision", FlagKind::kInt64, "REV",
          "Replay history from revision REV (default: only new changes)"}},
        "--timeout does not apply to the stream, only to connecting.\n"
        "OUT_OF_RANGE means REV was compacted: list, then watch from the\n"
        "list's revision + 1."},
+      {"kv",
+       "compact",
+       "Drop the watch history before revision REV (as etcdctl compact)",
+       {{"REV", "Revision (at most the current revision + 1)"}},
+       {},
+       "Prints \"compacted revision C\": history up to C (= REV - 1, or an\n"
+       "earlier compaction's if that went further) is gone; a watch from C or\n"
+       "earlier gets OUT_OF_RANGE, one from REV still replays. The coordinator\n"
+       "also compacts by itself (--history-revisions)."},
       {"lease",
        "grant",
        "Create a lease that expires TTL after its last keepalive",
        {{"TTL", "Time to live, e.g. 10s, 1m30s"}},
        {},
-       "Prints the lease id. The lease belongs to --namespace if given, else\n"
+       "Prints the lease id alone (LEASE=$(ddpctl lease grant 10s)); --json\n"
+       "prints it with its ttl. The lease belongs to --namespace if given, else\n"
        "to the job of the token (none with the admin token): only that job's\n"
        "token (and the admin token) may keep it alive, revoke it or attach\n"
        "keys to it; another job gets PERMISSION_DENIED."},
       {"lease",
-       "keepalive",
+       "keep-alive",
        "Renew lease ID every ttl/3 until Ctrl-C",
        {{"ID", "Lease id"}},
        {{"once", FlagKind::kBool, "", "Renew once and exit"}},
        "Exits 1 with NOT_FOUND if the lease expired or was revoked."},
+      {"lease",
+       "keepalive",
+       "The same as lease keep-alive (its earlier name)",
+       {{"ID", "Lease id"}},
+       {{"once", FlagKind::kBool, "", "Renew once and exit"}},
+       "Exits 1 with NOT_FOUND if the lease expired or was revoked."},
+      {"lease",
+       "list",
+       "Print the ids of the leases this token may use, one a line, ascending",
+       {},
+       {},
+       "As etcdctl's lease list without its \"found N leases\" line, so that\n"
+       "`for id in $(ddpctl lease list)` works. A job's token lists its job's\n"
+       "leases; the admin token every one."},
+      {"lease",
+       "timetolive",
+       "Print the granted TTL and the time left of lease ID",
+       {{"ID", "Lease id"}},
+       {{"keys", FlagKind::kBool, "", "Also list the keys attached to it"}},
+       "\"lease ID granted with TTL(10s), remaining(7.5s)\" as etcdctl, then with\n"
+       "--keys one key a line. Exits 1 with NOT_FOUND if the lease expired or\n"
+       "was revoked."},
       {"lease",
        "revoke",
        "Revoke lease ID and delete its keys",
@@ -183,7 +225,9 @@ const std::vector<CommandSpec>& CommandTable() {
        {{"JOB", "Job id"}},
        {{"revoke", FlagKind::kBool, "", "Leave the job without a token instead"}},
        "Needs a coordinator with authorization on (--admin-token-file) and\n"
-       "the admin token. The token is printed once; the coordinator keeps its hash."},
+       "the admin token. The token is printed once, alone on stdout\n"
+       "(TOKEN=$(ddpctl jobs token J)), the job's summary and advice on stderr;\n"
+       "the coordinator keeps its hash."},
       {"jobs",
        "stacks",
        "Show the Python stack of every worker of running job JOB, ranks grouped by stack",
@@ -201,7 +245,11 @@ const std::vector<CommandSpec>& CommandTable() {
        {},
        {},
        "Asks every coordinator of --coordinator (a comma-separated list) and the\n"
-       "etcd members of --store through the one that answers first."},
+       "etcd members of --store through the one that answers first. As etcdctl's\n"
+       "endpoint status: one row a coordinator (ROLE, IS LEADER, LEADER,\n"
+       "REVISION, COMPACTED, VERSION, STORE; a standby serves no reads: \"-\"),\n"
+       "then the etcd members (health, version, raft leader, db size). The\n"
+       "coordinator's own database size is not reported yet."},
   };
   return *table;
 }

@@ -77,8 +77,15 @@ TEST_F(DdpctlTest, PutGetListDel_RoundTrip) {
   EXPECT_EQ(Ctl("kv list").output, "alpha = one\nbeta = two\n");
   EXPECT_EQ(Ctl("kv list --keys-only --limit 1").output, "alpha\n");
   Result json = Ctl("--json kv get beta");
-  // The reply message in protobuf's JSON mapping: bytes as base64.
-  EXPECT_THAT(json.output, HasSubstr(R"("key":"YmV0YQ==","value":"dHdv")"));
+  // Text keys and values as text, int64 as numbers (etcdctl -w json's
+  // numbers); binary values as base64, marked.
+  EXPECT_THAT(json.output, HasSubstr(R"("key":"beta","value":"two","createRevision":2,)"));
+  EXPECT_EQ(Ctl(R"cmd(kv put bin "$(printf '\001\377')")cmd").exit_code, 0);
+  EXPECT_THAT(Ctl("--json kv get bin").output,
+              HasSubstr(R"("key":"bin","value":"Af8=","valueEncoding":"base64",)"));
+  Result raw = RunDdpctl(flags_ + "kv get bin --print-value-only | od -An -tx1");
+  EXPECT_THAT(raw.output, HasSubstr("01 ff 0a"));
+  EXPECT_EQ(Ctl("kv get bin").output, "\"\\x01\\xff\"\n");
   EXPECT_THAT(Ctl("kv del alpha").output, StartsWith("deleted 1 "));
   Result missing = Ctl("kv get alpha");
   EXPECT_EQ(missing.exit_code, 1);
@@ -88,31 +95,53 @@ TEST_F(DdpctlTest, PutGetListDel_RoundTrip) {
 TEST_F(DdpctlTest, AddCasWait_BehaveLikeTcpStore) {
   EXPECT_EQ(Ctl("kv add counter 5").output, "5\n");
   EXPECT_EQ(Ctl("kv add counter -2").output, "3\n");
-  EXPECT_EQ(Ctl("kv cas slot '' mine").output, "mine (swapped)\n");
-  EXPECT_EQ(Ctl("kv cas slot other theirs").output, "mine (not swapped)\n");
+  EXPECT_EQ(Ctl("kv cas slot '' mine").output, "SUCCESS\nmine\n");
+  // Not swapped is not an error (etcdctl's txn: FAILURE, exit 0).
+  Result not_swapped = Ctl("kv cas slot other theirs");
+  EXPECT_EQ(not_swapped.exit_code, 0);
+  EXPECT_EQ(not_swapped.output, "FAILURE\nmine\n");
   EXPECT_THAT(Ctl("kv wait counter slot").output, StartsWith("all 2 keys"));
   Result timeout = Ctl("--timeout 200ms kv wait never");
   EXPECT_EQ(timeout.exit_code, 1) << timeout.output;
   EXPECT_THAT(timeout.output, HasSubstr("DEADLINE_EXCEEDED"));
 }
 
-TEST_F(DdpctlTest, PutIfAbsentOnExistingKey_FailsPrecondition) {
+TEST_F(DdpctlTest, PutIfAbsentOnExistingKey_PrintsFailureExitsZeroAsCas) {
   EXPECT_EQ(Ctl("kv put k v").exit_code, 0);
-  Result again = Ctl("kv put k w --if-absent");
-  EXPECT_EQ(again.exit_code, 1);
-  EXPECT_THAT(again.output, HasSubstr("FAILED_PRECONDITION"));
+  // RunDdpctl adds 2>&1: the pipe keeps ddpctl's stderr out of the output.
+  Result again = RunDdpctl(flags_ + "kv put k w --if-absent 2>/dev/null | cat");
+  EXPECT_EQ(again.output, "FAILURE\n");
+  Result why = Ctl("kv put k w --if-absent");
+  EXPECT_EQ(why.exit_code, 0);
+  why = Ctl("kv put k w --expect-revision 99");
+  EXPECT_EQ(why.exit_code, 0);
+  EXPECT_THAT(why.output, HasSubstr("condition failed: key 'k'"));
+  EXPECT_THAT(Ctl("--json kv put k w --if-absent").output, HasSubstr(R"({"succeeded":false,)"));
+  EXPECT_EQ(Ctl("kv get k").output, "v\n");
 }
 
 TEST_F(DdpctlTest, LeaseGrantKeepaliveRevoke_DeletesAttachedKey) {
-  Result grant = Ctl("--json lease grant 30s");
+  Result grant = Ctl("lease grant 30s");
   ASSERT_EQ(grant.exit_code, 0) << grant.output;
-  const size_t at = grant.output.find("\"lease\":\"");  // int64 is a JSON string
-  ASSERT_NE(at, std::string::npos) << grant.output;
-  const std::string id = std::to_string(std::strtoll(grant.output.c_str() + at + 9, nullptr, 10));
+  // The id alone (scripts use $(ddpctl lease grant 30s)).
+  ASSERT_THAT(grant.output, ::testing::MatchesRegex("[0-9]+\n"));
+  const std::string id = grant.output.substr(0, grant.output.size() - 1);
+  const std::string json = Ctl("--json lease grant 30s").output;
+  EXPECT_THAT(json, StartsWith(R"({"lease":)"));  // a number, not a string
+  EXPECT_THAT(json, Not(HasSubstr(R"("lease":")")));
+  EXPECT_THAT(json, HasSubstr(R"(,"ttlMs":30000})"));
   EXPECT_EQ(Ctl(absl::StrCat("kv put leased x --lease ", id)).exit_code, 0);
-  EXPECT_THAT(Ctl(absl::StrCat("lease keepalive ", id, " --once")).output, HasSubstr("renewed"));
+  EXPECT_THAT(Ctl("lease list").output, HasSubstr(id + "\n"));
+  Result ttl = Ctl(absl::StrCat("lease timetolive ", id, " --keys"));
+  EXPECT_EQ(ttl.exit_code, 0) << ttl.output;
+  EXPECT_THAT(ttl.output,
+              StartsWith(absl::StrCat("lease ", id, " granted with TTL(30s), remaining(")));
+  EXPECT_THAT(ttl.output, HasSubstr("\n  leased (namespace e2e)\n"));
+  EXPECT_THAT(Ctl(absl::StrCat("lease keep-alive ", id, " --once")).output, HasSubstr("renewed"));
   EXPECT_THAT(Ctl(absl::StrCat("lease revoke ", id)).output, HasSubstr("1 keys deleted"));
   EXPECT_EQ(Ctl("kv get leased").exit_code, 1);
+  EXPECT_THAT(Ctl(absl::StrCat("lease timetolive ", id)).output, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(Ctl("lease list").output, Not(HasSubstr(id + "\n")));
 }
 
 TEST_F(DdpctlTest, WatchFromRevision_ReplaysHistoryUntilStopped) {
@@ -120,11 +149,54 @@ TEST_F(DdpctlTest, WatchFromRevision_ReplaysHistoryUntilStopped) {
   EXPECT_EQ(Ctl("kv put w2 b").exit_code, 0);
   // `timeout -s INT` plays the user's Ctrl-C; ddpctl must then exit 0.
   Result watch = RunDdpctl(absl::StrCat("--coordinator ", process_->address(),
-                                        " --namespace e2e kv watch w --from-revision 1"
+                                        " --namespace e2e kv watch w --prefix --from-revision 1"
                                         " & pid=$!; sleep 1; kill -INT $pid; wait $pid"));
   EXPECT_EQ(watch.exit_code, 0) << watch.output;
   EXPECT_THAT(watch.output, HasSubstr("PUT w1 = a (revision "));
   EXPECT_THAT(watch.output, HasSubstr("PUT w2 = b (revision "));
+}
+
+TEST_F(DdpctlTest, WatchKey_ExactKeyUnlessPrefix) {
+  EXPECT_EQ(Ctl("kv put lr a").exit_code, 0);
+  EXPECT_EQ(Ctl("kv put lr2 b").exit_code, 0);
+  Result watch = RunDdpctl(absl::StrCat("--coordinator ", process_->address(),
+                                        " --namespace e2e kv watch lr --from-revision 1"
+                                        " & pid=$!; sleep 1; kill -INT $pid; wait $pid"));
+  EXPECT_EQ(watch.exit_code, 0) << watch.output;
+  EXPECT_THAT(watch.output, HasSubstr("PUT lr = a (revision "));
+  EXPECT_THAT(watch.output, Not(HasSubstr("lr2")));
+  EXPECT_EQ(Ctl("kv watch").exit_code, 2);
+}
+
+TEST_F(DdpctlTest, Compact_ThenWatchFromCompactedRevisionIsOutOfRange) {
+  EXPECT_EQ(Ctl("kv put c1 a").exit_code, 0);
+  Result put = Ctl("kv put c2 b");
+  ASSERT_THAT(put.output, StartsWith("OK (revision "));
+  const int64_t rev = std::strtoll(put.output.c_str() + 13, nullptr, 10);
+  // History before c2's revision goes: a watch from it still replays c2.
+  EXPECT_EQ(Ctl(absl::StrCat("kv compact ", rev)).output,
+            absl::StrCat("compacted revision ", rev - 1, "\n"));
+  Result replay = RunDdpctl(absl::StrCat(flags_, "kv watch c2 --from-revision ", rev,
+                                         " & pid=$!; sleep 1; kill -INT $pid; wait $pid"));
+  EXPECT_THAT(replay.output, HasSubstr(absl::StrCat("PUT c2 = b (revision ", rev, ")")));
+  Result watch = Ctl(absl::StrCat("kv watch c1 --from-revision ", rev - 1));
+  EXPECT_EQ(watch.exit_code, 1);
+  EXPECT_THAT(watch.output, HasSubstr("OUT_OF_RANGE"));
+  EXPECT_EQ(Ctl("kv compact 0").exit_code, 2);
+}
+
+TEST_F(DdpctlTest, ClusterStatus_EndpointStatusTableWithRevisionAndVersion) {
+  Result put = Ctl("kv put s 1");
+  ASSERT_THAT(put.output, StartsWith("OK (revision "));
+  const int64_t rev = std::strtoll(put.output.c_str() + 13, nullptr, 10);
+  Result status = Ctl("cluster status");
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.output, StartsWith("COORDINATOR "));
+  EXPECT_THAT(status.output, HasSubstr(" IS LEADER "));
+  EXPECT_THAT(status.output,
+              ::testing::ContainsRegex(absl::StrCat(process_->address(), " +single +true +.* ", rev,
+                                                    " +[0-9]+ +[0-9]+\\.[0-9]+")))
+      << status.output;
 }
 
 TEST_F(DdpctlTest, JobsCreateGetListCancel_ShowSettingsAndState) {
@@ -181,7 +253,7 @@ TEST_F(DdpctlTest, JobsWatchCancelledJob_PrintsEventsAndExitsZero) {
   EXPECT_THAT(watch.output, HasSubstr(" JOB_FINISHED "));
   Result json = Ctl("--json jobs watch w-1 --from-index 2");
   EXPECT_EQ(json.exit_code, 0) << json.output;
-  EXPECT_THAT(json.output, StartsWith(R"({"jobId":"w-1","index":"2",)"));
+  EXPECT_THAT(json.output, StartsWith(R"({"jobId":"w-1","index":2,)"));
 }
 
 TEST_F(DdpctlTest, BadUsage_ExitsTwo) {
@@ -219,7 +291,7 @@ TEST_F(DdpctlTest, JobsWatchAfterRestart_HistoryFromBeforeTheRestartKept) {
   EXPECT_THAT(watch.output, HasSubstr(" JOB_FINISHED "));
   Result json = Ctl("--json jobs watch w-2 --from-index 1");
   EXPECT_EQ(json.exit_code, 0) << json.output;
-  EXPECT_THAT(json.output, StartsWith(R"({"jobId":"w-2","index":"1",)"));
+  EXPECT_THAT(json.output, StartsWith(R"({"jobId":"w-2","index":1,)"));
 }
 
 TEST_F(DdpctlTest, JobsDelete_RunningNeedsForce_ThenGone) {

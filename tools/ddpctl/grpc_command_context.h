@@ -21,12 +21,12 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/proto_json.h"
 #include "ddp/v1/cluster.grpc.pb.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/command_line.h"
+#include "tools/ddpctl/json_output.h"
 
 namespace ddp::ddpctl {
 
@@ -59,12 +59,12 @@ struct CommandContext {
     SetDeadline(context, extra);
     return (stub.*method)(&context, request, response);
   }
-  // Prints a reply: its JSON form (one line) with --json, else what
+  // Prints a reply: its CliJson form (one line) with --json, else what
   // `text(out, response)` writes.
   template <typename Response, typename Text>
   void Print(const Response& response, Text&& text) {
     if (json()) {
-      out << ProtoJson(response) << "\n";
+      out << CliJson(response) << "\n";
     } else {
       text(out, response);
     }

@@ -14,10 +14,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/grpc_tls.h"
-#include "common/proto_json.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/grpc_command_context.h"
+#include "tools/ddpctl/json_output.h"
 #include "tools/ddpctl/output.h"
 
 namespace ddp::ddpctl {
@@ -26,6 +26,20 @@ namespace {
 // Margin given to a Wait call beyond its server-side timeout, so the server's
 // DEADLINE_EXCEEDED (with its message) arrives before the client's deadline.
 constexpr absl::Duration kWaitDeadlineMargin = absl::Seconds(5);
+
+// A conditional write whose condition did not hold (`kv put --if-absent` or
+// `--expect-revision`): as etcdctl's txn, "FAILURE" on stdout and exit 0;
+// the coordinator's reason on stderr.
+grpc::Status PrintConditionFailed(CommandContext& c, const std::string& reason) {
+  if (c.json()) {
+    c.out << "{\"succeeded\":false,\"reason\":" << JsonQuote(reason) << "}\n";
+  } else {
+    c.out << "FAILURE\n";
+  }
+  c.err << "ddpctl: " << c.invocation.command->group << " " << c.invocation.command->verb
+        << ": condition failed: " << reason << "\n";
+  return grpc::Status::OK;
+}
 
 grpc::Status KvPut(CommandContext& c) {
   v1::PutRequest request;
@@ -41,27 +55,35 @@ grpc::Status KvPut(CommandContext& c) {
   }
   const bool prev = c.invocation.FlagString("prev") == "true";
   request.set_return_previous(prev);
-  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::Put, request,
-                        [prev](std::ostream& out, const v1::PutResponse& response) {
-                          out << "OK (revision " << response.revision() << ")\n";
-                          if (prev) {
-                            out << "previous: "
-                                << (response.had_previous()
-                                        ? PrintableBytes(response.previous().value())
-                                        : std::string("(none)"))
-                                << "\n";
-                          }
-                        });
+  const bool conditional = request.if_absent() || request.has_expected_mod_revision();
+  v1::PutResponse put;
+  grpc::Status status = c.Call(c.stub, &v1::KeyValueService::Stub::Put, request, &put);
+  if (conditional && status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    return PrintConditionFailed(c, status.error_message());
+  }
+  if (!status.ok()) return status;
+  c.Print(put, [prev](std::ostream& out, const v1::PutResponse& response) {
+    out << "OK (revision " << response.revision() << ")\n";
+    if (prev) {
+      out << "previous: "
+          << (response.had_previous() ? PrintableBytes(response.previous().value())
+                                      : std::string("(none)"))
+          << "\n";
+    }
+  });
+  return grpc::Status::OK;
 }
 
 grpc::Status KvGet(CommandContext& c) {
   v1::GetRequest request;
   request.set_namespace_(c.ns());
   request.set_key(c.arg(0));
-  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::Get, request,
-                        [](std::ostream& out, const v1::GetResponse& response) {
-                          out << PrintableBytes(response.kv().value()) << "\n";
-                        });
+  const bool raw = c.invocation.FlagString("print-value-only") == "true";
+  return c.CallAndPrint(
+      c.stub, &v1::KeyValueService::Stub::Get, request,
+      [raw](std::ostream& out, const v1::GetResponse& response) {
+        out << (raw ? response.kv().value() : PrintableBytes(response.kv().value())) << "\n";
+      });
 }
 
 grpc::Status KvList(CommandContext& c) {
@@ -99,7 +121,7 @@ grpc::Status KvList(CommandContext& c) {
   }
   if (c.json()) {
     all.set_revision(revision);
-    c.out << ProtoJson(all) << "\n";
+    c.out << CliJson(all) << "\n";
   }
   return grpc::Status::OK;
 }
@@ -136,8 +158,8 @@ grpc::Status KvCas(CommandContext& c) {
   request.set_desired(c.arg(2));
   return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::CompareAndSet, request,
                         [](std::ostream& out, const v1::CompareAndSetResponse& response) {
-                          out << PrintableBytes(response.value())
-                              << (response.swapped() ? " (swapped)" : " (not swapped)") << "\n";
+                          out << (response.swapped() ? "SUCCESS\n" : "FAILURE\n")
+                              << PrintableBytes(response.value()) << "\n";
                         });
 }
 
@@ -158,7 +180,15 @@ grpc::Status KvWait(CommandContext& c) {
 grpc::Status KvWatch(CommandContext& c) {
   v1::WatchRequest request;
   request.set_namespace_(c.ns());
-  if (!c.invocation.args.empty()) request.set_prefix(c.arg(0));
+  // The wire watches a prefix; without --prefix only KEY's own events print
+  // (etcdctl's habit: `watch lr` does not stream `lr2`).
+  const bool prefix = c.invocation.FlagString("prefix") == "true";
+  if (c.invocation.args.empty() && !prefix) {
+    return UsageError(absl::InvalidArgumentError(
+        "kv watch needs KEY, or --prefix (with an optional PREFIX; none: the whole namespace)"));
+  }
+  const std::string key = c.invocation.args.empty() ? std::string() : c.arg(0);
+  request.set_prefix(key);
   const int64_t from = c.invocation.FlagInt64("from-revision", 0);
   if (from < 0) {
     return UsageError(
@@ -173,7 +203,8 @@ grpc::Status KvWatch(CommandContext& c) {
     v1::WatchResponse response;
     while (reader->Read(&response)) {
       for (const v1::Event& event : response.events()) {
-        c.out << (c.json() ? ProtoJson(event) : EventText(event)) << "\n";
+        if (!prefix && event.kv().key() != key) continue;
+        c.out << (c.json() ? CliJson(event) : EventText(event)) << "\n";
       }
       c.out.flush();
     }
@@ -193,9 +224,8 @@ grpc::Status LeaseGrant(CommandContext& c) {
   if (c.invocation.global.name_space_given) request.set_namespace_(c.ns());
   return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::LeaseGrant, request,
                         [](std::ostream& out, const v1::LeaseGrantResponse& response) {
-                          out << "lease " << response.lease() << " granted, ttl "
-                              << absl::FormatDuration(absl::Milliseconds(response.ttl_ms()))
-                              << "\n";
+                          // The id alone, for LEASE=$(ddpctl lease grant 10s).
+                          out << response.lease() << "\n";
                         });
 }
 
@@ -222,6 +252,32 @@ grpc::Status LeaseKeepAlive(CommandContext& c) {
   }
 }
 
+grpc::Status LeaseList(CommandContext& c) {
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::LeaseList, v1::LeaseListRequest(),
+                        [](std::ostream& out, const v1::LeaseListResponse& response) {
+                          for (int64_t id : response.leases()) out << id << "\n";
+                        });
+}
+
+grpc::Status LeaseTimeToLive(CommandContext& c) {
+  absl::StatusOr<int64_t> lease = ParseInt64(c.arg(0), "ID");
+  if (!lease.ok()) return UsageError(lease.status());
+  v1::LeaseTimeToLiveRequest request;
+  request.set_lease(*lease);
+  request.set_keys(c.invocation.FlagString("keys") == "true");
+  return c.CallAndPrint(
+      c.stub, &v1::KeyValueService::Stub::LeaseTimeToLive, request,
+      [](std::ostream& out, const v1::LeaseTimeToLiveResponse& response) {
+        out << "lease " << response.lease() << " granted with TTL("
+            << absl::FormatDuration(absl::Milliseconds(response.granted_ttl_ms()))
+            << "), remaining(" << absl::FormatDuration(absl::Milliseconds(response.remaining_ms()))
+            << ")\n";
+        for (const v1::LeaseKeyRef& key : response.keys()) {
+          out << "  " << PrintableBytes(key.key()) << " (namespace " << key.namespace_() << ")\n";
+        }
+      });
+}
+
 grpc::Status LeaseRevoke(CommandContext& c) {
   absl::StatusOr<int64_t> lease = ParseInt64(c.arg(0), "ID");
   if (!lease.ok()) return UsageError(lease.status());
@@ -231,6 +287,20 @@ grpc::Status LeaseRevoke(CommandContext& c) {
                         [id = *lease](std::ostream& out, const v1::LeaseRevokeResponse& response) {
                           out << "lease " << id << " revoked, " << response.deleted()
                               << " keys deleted (revision " << response.revision() << ")\n";
+                        });
+}
+
+grpc::Status KvCompact(CommandContext& c) {
+  absl::StatusOr<int64_t> revision = ParseInt64(c.arg(0), "REV");
+  if (!revision.ok()) return UsageError(revision.status());
+  if (*revision <= 0) {
+    return UsageError(absl::InvalidArgumentError(absl::StrCat("REV=", *revision, " must be > 0")));
+  }
+  v1::CompactRequest request;
+  request.set_revision(*revision);
+  return c.CallAndPrint(c.stub, &v1::KeyValueService::Stub::Compact, request,
+                        [](std::ostream& out, const v1::CompactResponse& response) {
+                          out << "compacted revision " << response.compacted_revision() << "\n";
                         });
 }
 
@@ -245,9 +315,13 @@ const std::map<std::string, Handler>& Handlers() {
         {"kv cas", KvCas},
         {"kv wait", KvWait},
         {"kv watch", KvWatch},
+        {"kv compact", KvCompact},
         {"lease grant", LeaseGrant},
+        {"lease keep-alive", LeaseKeepAlive},
         {"lease keepalive", LeaseKeepAlive},
         {"lease revoke", LeaseRevoke},
+        {"lease list", LeaseList},
+        {"lease timetolive", LeaseTimeToLive},
     };
     all->merge(JobCommandHandlers());
     all->merge(ClusterCommandHandlers());

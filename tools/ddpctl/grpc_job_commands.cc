@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/proto_json.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/grpc_command_context.h"
 #include "tools/ddpctl/job_logs.h"
+#include "tools/ddpctl/json_output.h"
 #include "tools/ddpctl/output.h"
 
 namespace ddp::ddpctl {
@@ -83,7 +83,7 @@ grpc::Status JobsList(CommandContext& c) {
     jobs.push_back(std::move(job));
   }
   if (c.json()) {
-    for (const v1::Job& job : jobs) c.out << ProtoJson(job) << "\n";
+    for (const v1::Job& job : jobs) c.out << CliJson(job) << "\n";
   } else {
     c.out << JobListText(jobs, all_runs);
   }
@@ -189,8 +189,17 @@ grpc::Status JobsToken(CommandContext& c) {
   v1::Job job;
   grpc::Status status = c.Call(c.jobs, &v1::JobService::Stub::IssueJobToken, request, &job);
   if (!status.ok()) return status;
-  if (request.revoke()) c.out << "job " << c.arg(0) << " has no token any more\n";
-  c.Print(job, JobSummaryTextTo);
+  if (c.json()) {
+    c.out << CliJson(job) << "\n";
+  } else if (request.revoke()) {
+    c.out << "job " << c.arg(0) << " has no token any more\n";
+  } else {
+    // The token alone on stdout (TOKEN=$(ddpctl jobs token J)); the rest is
+    // for the user.
+    c.out << job.token() << "\n";
+    c.err << JobSummaryText(job) << "\n(give the token to the job's agents as DDP_TOKEN or "
+          << "--token-file; the coordinator keeps only its hash)\n";
+  }
   return grpc::Status::OK;
 }
 
@@ -215,7 +224,7 @@ grpc::Status JobsWatch(CommandContext& c) {
       v1::JobEvent event;
       while (reader->Read(&event)) {
         read_any = true;
-        c.out << (c.json() ? ProtoJson(event) : JobEventText(event)) << "\n";
+        c.out << (c.json() ? CliJson(event) : JobEventText(event)) << "\n";
         c.out.flush();
       }
       status = reader->Finish();

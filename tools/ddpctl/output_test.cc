@@ -4,6 +4,7 @@
 
 #include "common/proto_json.h"
 #include "gtest/gtest.h"
+#include "tools/ddpctl/json_output.h"
 
 namespace ddp::ddpctl {
 namespace {
@@ -290,6 +291,46 @@ TEST(JobStacksText, OddRankFirst_NodeAndPidNamed_MissingNodesListed) {
             "ranks 0,1:\n"
             "  Thread (most recent call first):\n"
             "    File \"c10d.py\", line 9 in all_reduce\n");
+}
+
+}  // namespace
+}  // namespace ddp::ddpctl
+
+namespace ddp::ddpctl {
+namespace {
+
+TEST(CliJson, TextBytesAsText_Int64AsNumbers) {
+  v1::Event event;
+  event.mutable_kv()->set_key("k");
+  event.mutable_kv()->set_value("gr\xC3\xBC\xC3\x9F \"q\"\n");
+  event.mutable_kv()->set_mod_revision(12);
+  event.mutable_kv()->set_lease(7587899179807800585);
+  EXPECT_EQ(CliJson(event), R"({"type":"PUT","kv":{"namespace":"","key":"k","value":"gr)"
+                            "\xC3\xBC\xC3\x9F"
+                            R"( \"q\"\n","createRevision":0,"modRevision":12,"version":0,)"
+                            R"("lease":7587899179807800585}})");
+}
+
+TEST(CliJson, BinaryBytes_Base64WithEncodingField) {
+  v1::KeyValue kv;
+  kv.set_key("k");
+  kv.set_value(std::string("\x00\xFF", 2));
+  const std::string json = CliJson(kv);
+  EXPECT_NE(json.find(R"("key":"k","value":"AP8=","valueEncoding":"base64",)"), std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("keyEncoding"), std::string::npos) << json;
+}
+
+TEST(CliJson, Job_NumbersAndNestedMessages) {
+  v1::Job job = SampleJob();
+  job.mutable_failures(0)->set_pid(4242);
+  const std::string json = CliJson(job);
+  EXPECT_NE(json.find(R"("timeUnixMs":1700000000000,"hang":false,"pid":4242,)"), std::string::npos)
+      << json;
+}
+
+TEST(JsonQuote, EscapesQuotesBackslashesAndControls) {
+  EXPECT_EQ(JsonQuote(std::string("a\"b\\c\x01", 6)), R"("a\"b\\c\u0001")");
 }
 
 }  // namespace
