@@ -127,7 +127,7 @@ grpc::Status JobsLogs(CommandContext& c) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, std::string(failures.status().message()));
   }
   if (c.json()) {
-    for (const v1::Failure& f : *failures) c.out << ProtoJson(f) << "\n";
+    for (const v1::Failure& f : *failures) c.out << CliJson(f) << "\n";
   } else {
     c.out << FailureLogsText(*failures);
   }
