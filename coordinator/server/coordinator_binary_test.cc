@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -304,6 +305,28 @@ TEST(CoordinatorBinaryTest, Help_GroupedByTopicWithEveryFlagAndTheDefaultDataDir
   }
   EXPECT_THAT(help, HasSubstr("--data-dir (default: ./ddp-coordinator-data)"));
   EXPECT_THAT(help, HasSubstr("--tls-cert"));
+}
+
+// README, docs/operations.md and --help name one default data dir, and every
+// example that gives one names the same service path.
+TEST(CoordinatorBinaryTest, DefaultDataDir_SameInHelpReadmeAndOperationsDoc) {
+  const std::string dir = TestDir();
+  pid_t pid = Spawn({"--help"}, dir + ".log");
+  ASSERT_EQ(WaitExit(pid), 0);
+  EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr("--data-dir (default: ./ddp-coordinator-data)"));
+  for (const char* doc : {"README.md", "docs/operations.md"}) {
+    const std::string text = ReadFile(doc);
+    ASSERT_FALSE(text.empty()) << doc << " is a data dependency of this test";
+    EXPECT_THAT(text, HasSubstr("./ddp-coordinator-data")) << doc;
+    for (size_t at = text.find("/var/lib/ddp"); at != std::string::npos;
+         at = text.find("/var/lib/ddp", at + 1)) {
+      const size_t end = at + 24;
+      const bool same = text.compare(at, 24, "/var/lib/ddp-coordinator") == 0 &&
+                        (end == text.size() || !(std::isalnum(text[end]) || text[end] == '-' ||
+                                                 text[end] == '_' || text[end] == '.'));
+      EXPECT_TRUE(same) << doc << ": another data dir name: " << text.substr(at, 30);
+    }
+  }
 }
 
 TEST(CoordinatorBinaryTest, Version_PrintsTheVersionKvStatusReportsAndTheBuildMode) {
