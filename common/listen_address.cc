@@ -13,13 +13,14 @@
 namespace ddp {
 
 absl::Status DiagnoseListen(const std::string& host, int port, const std::string& what,
-                            const std::string& flag) {
+                            const std::string& flag, ListenTransport transport) {
+  const bool udp = transport == ListenTransport::kUdp;
   absl::string_view name = host;
   if (absl::ConsumePrefix(&name, "[")) absl::ConsumeSuffix(&name, "]");
   const std::string address = absl::StrCat(host, ":", port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_socktype = udp ? SOCK_DGRAM : SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
   const std::string service = absl::StrCat(port);
@@ -48,9 +49,8 @@ absl::Status DiagnoseListen(const std::string& host, int port, const std::string
   if (error == EADDRINUSE) {
     return absl::AlreadyExistsError(absl::StrCat(
         "cannot listen for ", what, " on ", address,
-        ": the address is already in use (another coordinator, or another program: see `ss "
-        "-ltnp`); stop it or pick another ",
-        flag));
+        ": the address is already in use (another coordinator, or another program: see `ss ",
+        udp ? "-lunp" : "-ltnp", "`); stop it or pick another ", flag));
   }
   return absl::UnavailableError(absl::StrCat("cannot listen for ", what, " on ", address, ": ",
                                              std::strerror(error),

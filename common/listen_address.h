@@ -17,8 +17,12 @@ namespace ddp {
 // Returns OK when the bind succeeds; ALREADY_EXISTS when the address is in use
 // (another coordinator?); UNAVAILABLE for other errors (address not local,
 // permission), each with a message naming the address and what to do.
+// `transport` picks TCP (a listener) or UDP (a datagram socket, e.g. the
+// heartbeat port).
+enum class ListenTransport { kTcp, kUdp };
 absl::Status DiagnoseListen(const std::string& host, int port, const std::string& what,
-                            const std::string& flag);
+                            const std::string& flag,
+                            ListenTransport transport = ListenTransport::kTcp);
 
 }  // namespace ddp
 

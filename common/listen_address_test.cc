@@ -35,6 +35,24 @@ TEST(DiagnoseListenTest, TakenPort_IsAlreadyExistsNamingAddressAndFlag) {
   close(fd);
 }
 
+TEST(DiagnoseListenTest, TakenUdpPort_IsAlreadyExistsNamingTheUdpTool) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const int port = ntohs(address.sin_port);
+  absl::Status status = DiagnoseListen("127.0.0.1", port, "UDP heartbeats", "--heartbeat-udp-port",
+                                       ListenTransport::kUdp);
+  EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("ss -lunp"));
+  // The same number over TCP is free.
+  EXPECT_TRUE(DiagnoseListen("127.0.0.1", port, "gRPC", "--port").ok());
+  close(fd);
+}
+
 TEST(DiagnoseListenTest, FreePort_IsOk) {
   auto [fd, port] = Listen();
   close(fd);

@@ -6,7 +6,8 @@
 //
 // Exit codes: 0 clean shutdown; 1 runtime failure (data dir locked, cannot
 // listen, storage error, etcd unreachable); 2 bad flags; 3 data error; 4
-// address in use; 5 lost the leadership.
+// address in use (checked before the data dir is touched); 5 lost the
+// leadership.
 
 #include <malloc.h>
 #include <signal.h>
@@ -23,20 +24,24 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/internal/private_handle_accessor.h"
-#include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/exit_codes.h"
 #include "common/flag_names.h"
+#include "common/listen_address.h"
 #include "common/logging.h"
 #include "common/proc_stats.h"
+#include "common/status_macros.h"
 #include "common/tls_files.h"
 #include "common/token_file.h"
+#include "common/version.h"
 #include "coordinator/server/connection_guard.h"
 #include "coordinator/server/coordinator_server.h"
 #include "coordinator/server/ha_coordinator.h"
@@ -44,11 +49,13 @@
 #include "coordinator/storage/etcd/etcd_store_spec.h"
 
 ABSL_FLAG(int, port, 29400, "TCP port to serve gRPC on; 0 picks any free port (see --port-file)");
-ABSL_FLAG(std::string, bind, "0.0.0.0", "Address to bind, e.g. 0.0.0.0, 127.0.0.1 or [::]");
-ABSL_FLAG(std::string, data_dir, "./ddp-coordinator-data",
-          "Directory of the durable state (coordinator.db) and its LOCK file; "
-          "created if "
-          "missing. Only one coordinator may use a directory at a time");
+ABSL_FLAG(std::string, bind, "",
+          "Address to listen on, e.g. 0.0.0.0, 127.0.0.1 or [::]. Default: 127.0.0.1 without "
+          "--admin-token-file (no authorization: only this machine can call), 0.0.0.0 with it");
+ABSL_FLAG(std::string, data_dir, ddp::server::kDefaultDataDir,
+          "Directory of the durable state (coordinator.db) and its LOCK file, relative to the "
+          "working directory unless absolute; created if missing. Only one coordinator may use a "
+          "directory at a time. A service gives an absolute one, e.g. /var/lib/ddp-coordinator");
 ABSL_FLAG(std::string, store, "",
           "Where the state lives: empty (default) = SQLite in --data-dir; "
           "etcd://HOST:PORT[,HOST:PORT...][/PREFIX] = an etcd 3.4 cluster (run it with "
@@ -133,23 +140,117 @@ ABSL_FLAG(int64_t, tick_interval_ms, 50,
 
 namespace {
 
-int BadFlag(const std::string& message) {
-  std::fprintf(stderr, "coordinator: %s (see --help)\n", message.c_str());
-  return ddp::kExitBadFlags;
+// The sections of --help, in order, each with its flags (every flag of this
+// file belongs to one; main_help_test checks it).
+struct FlagGroup {
+  const char* title;
+  std::vector<const char*> flags;
+};
+const std::vector<FlagGroup>& FlagGroups() {
+  static const auto* const groups = new std::vector<FlagGroup>{
+      {"Storage", {"data_dir", "store", "copy_state_to", "history_revisions"}},
+      {"Network and listeners",
+       {"port", "bind", "port_file", "http_port", "http_port_file", "http_max_connections",
+        "http_max_connections_per_client", "http_header_timeout_ms", "heartbeat_udp",
+        "heartbeat_udp_port", "session_queues"}},
+      {"TLS and authorization", {"tls_cert", "tls_key", "tls_client_ca", "admin_token_file"}},
+      {"High availability (--store etcd://)", {"advertise_host", "leader_lease_ms"}},
+      {"Limits and timing",
+       {"max_key_bytes", "max_value_bytes", "max_leases", "max_watchers", "watch_buffer_bytes",
+        "max_wait_calls", "default_wait_timeout_ms", "tick_interval_ms"}},
+      {"Logging", {"log_level"}},
+  };
+  return *groups;
 }
 
-// --help (and -h, --helpfull, --helpshort) prints the usage on stdout and exits
-// 0, as a user expects; Abseil's own handling exits 1.
-bool WantsHelp(const std::vector<char*>& args) {
+// Appends `text` to `out` wrapped at 100 columns, each line indented by
+// `indent` spaces.
+void AppendWrapped(const std::string& text, size_t indent, std::string* out) {
+  const std::string pad(indent, ' ');
+  std::string line;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!line.empty() && pad.size() + line.size() + 1 + word.size() > 100) {
+      absl::StrAppend(out, pad, line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", word);
+  }
+  if (!line.empty()) absl::StrAppend(out, pad, line, "\n");
+}
+
+// The --help text: the usage message, then the flags by topic with their
+// defaults (the flags' own help strings: one place for each).
+std::string HelpText() {
+  std::string out = absl::StrCat(absl::ProgramUsageMessage(), "\n");
+  for (const FlagGroup& group : FlagGroups()) {
+    absl::StrAppend(&out, "\n", group.title, "\n");
+    for (const char* name : group.flags) {
+      const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+      if (flag == nullptr) continue;
+      std::string spelled = name;
+      std::replace(spelled.begin(), spelled.end(), '_', '-');
+      const std::string value = flag->DefaultValue();
+      absl::StrAppend(&out, "  --", spelled,
+                      flag->IsOfType<bool>() ? ""
+                      : value.empty()        ? " (default: none)"
+                                             : absl::StrCat(" (default: ", value, ")"),
+                      "\n");
+      AppendWrapped(flag->Help(), 6, &out);
+    }
+  }
+  // A flag of this file missing from FlagGroups() still shows, under a title
+  // the binary test refuses.
+  std::vector<std::string> ungrouped;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (!absl::EndsWith(flag->Filename(), "coordinator/main.cc")) continue;
+    bool grouped = false;
+    for (const FlagGroup& group : FlagGroups()) {
+      for (const char* listed : group.flags) grouped = grouped || name == listed;
+    }
+    if (!grouped) ungrouped.emplace_back(name);
+  }
+  if (!ungrouped.empty()) {
+    absl::StrAppend(&out, "\nUngrouped (a bug)\n  --", absl::StrJoin(ungrouped, ", --"), "\n");
+  }
+  absl::StrAppend(&out, "\nOther\n  --help, -h      this text\n  --version       ",
+                  "the version and build mode\n");
+  return out;
+}
+
+bool HasArg(const std::vector<char*>& args, std::initializer_list<absl::string_view> names) {
   for (size_t i = 1; i < args.size(); ++i) {
-    const std::string arg = args[i];
+    const absl::string_view arg = args[i];
     if (arg == "--") break;
-    if (arg == "-h" || arg == "--help" || arg == "-help" || arg == "--helpfull" ||
-        arg == "--helpshort") {
-      return true;
+    for (absl::string_view name : names) {
+      if (arg == name) return true;
     }
   }
   return false;
+}
+
+// Checks, before the data dir is created or gRPC starts, that every port to
+// listen on is free; the error names the port, its flag and what to do.
+absl::Status CheckListenPortsFree(const ddp::server::CoordinatorServerOptions& options) {
+  if (options.port != 0) {
+    DDP_RETURN_IF_ERROR(ddp::DiagnoseListen(options.bind_address, options.port, "gRPC", "--port"));
+  }
+  if (options.http.has_value() && options.http->port != 0) {
+    DDP_RETURN_IF_ERROR(
+        ddp::DiagnoseListen(options.bind_address, options.http->port, "HTTP", "--http-port"));
+  }
+  if (options.jobs.heartbeat_udp) {
+    const int udp_port = options.heartbeat_udp_port < 0 ? options.port : options.heartbeat_udp_port;
+    if (udp_port != 0) {
+      DDP_RETURN_IF_ERROR(ddp::DiagnoseListen(options.bind_address, udp_port, "UDP heartbeats",
+                                              "--heartbeat-udp-port", ddp::ListenTransport::kUdp));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int BadFlag(const std::string& message) {
+  std::fprintf(stderr, "coordinator: %s (see --help)\n", message.c_str());
+  return ddp::kExitBadFlags;
 }
 
 // Builds the server options from the flags; returns a non-empty error on bad
@@ -158,8 +259,6 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
   const int port = absl::GetFlag(FLAGS_port);
   if (port < 0 || port > 65535) return absl::StrCat("--port=", port, " must be 0..65535");
   options->port = port;
-  options->bind_address = absl::GetFlag(FLAGS_bind);
-  if (options->bind_address.empty()) return "--bind must not be empty";
   int http_port = absl::GetFlag(FLAGS_http_port);
   if (http_port < -1 || http_port > 65535) {
     return absl::StrCat("--http-port=", http_port,
@@ -225,6 +324,15 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
     absl::StatusOr<std::string> token = ddp::ReadTokenFile("--admin-token-file", path);
     if (!token.ok()) return std::string(token.status().message());
     options->admin_token = *std::move(token);
+  }
+  // No authorization: only this machine, unless --bind says otherwise.
+  const absl::CommandLineFlag* bind_flag = absl::FindCommandLineFlag("bind");
+  if (bind_flag != nullptr &&
+      absl::flags_internal::PrivateHandleAccessor::IsSpecifiedOnCommandLine(*bind_flag)) {
+    options->bind_address = absl::GetFlag(FLAGS_bind);
+    if (options->bind_address.empty()) return "--bind must not be empty";
+  } else {
+    options->bind_address = options->admin_token.empty() ? "127.0.0.1" : "0.0.0.0";
   }
   ddp::kv::KvLimits& limits = options->kv.limits;
   const int64_t key_bytes = absl::GetFlag(FLAGS_max_key_bytes);
@@ -375,26 +483,32 @@ int main(int argc, char** argv) {
       "The ddp-coordinator server: a durable, strongly consistent key-value "
       "store and "
       "coordination service for multi-node training.\n\n"
-      "  coordinator --port 29400 --data-dir /var/lib/ddp-coordinator\n"
-      "  coordinator --port 0 --port-file /tmp/port --data-dir /tmp/d   # "
-      "tests, tools\n\n"
+      "  coordinator                      # 127.0.0.1:29400, state in ./ddp-coordinator-data\n"
+      "  coordinator --admin-token-file /etc/ddp/token --data-dir /var/lib/ddp-coordinator"
+      "   # a service: all interfaces, authorization on\n"
+      "  coordinator --port 0 --port-file /tmp/port --data-dir /tmp/d   # tests, tools\n\n"
       "Flags may be spelled with '-' or '_'. Exit codes: 0 clean shutdown "
       "(SIGINT/SIGTERM) or --help, 1 runtime failure (e.g. data dir locked), "
       "2 bad flags, 3 data error (a database of the data dir is missing, empty, "
-      "foreign or corrupt: the message names it), 4 address in use, 5 lost the "
+      "foreign or corrupt: the message names it), 4 address in use (a port "
+      "of --port, --http-port or --heartbeat-udp-port is taken: checked before anything "
+      "else, one line names it), 5 lost the "
       "leadership (--store etcd://: the etcd lease ran out; start it again to stand by).");
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {
     return absl::EndsWith(file, "coordinator/main.cc");
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return ddp::VersionLine("coordinator") + "\n"; };
   absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> storage;
   std::vector<char*> args = ddp::NormalizeFlagNames(argc, argv, &storage);
-  if (WantsHelp(args)) {
-    absl::flags_internal::FlagsHelp(std::cout, "coordinator/main.cc",
-                                    absl::flags_internal::HelpFormat::kHumanReadable,
-                                    absl::ProgramUsageMessage());
+  if (HasArg(args, {"-h", "--help", "-help", "--helpfull", "--helpshort"})) {
+    std::cout << HelpText();
+    return ddp::kExitOk;
+  }
+  if (HasArg(args, {"--version", "-version"})) {
+    std::cout << ddp::VersionLine("coordinator") << "\n";
     return ddp::kExitOk;
   }
   if (std::string error = PrecheckFlags(args); !error.empty()) return BadFlag(error);
@@ -418,6 +532,17 @@ int main(int argc, char** argv) {
 
   if (const std::string copy_to = absl::GetFlag(FLAGS_copy_state_to); !copy_to.empty()) {
     return CopyStateAndExit(options.data_dir, copy_to);
+  }
+  if (absl::Status ports = CheckListenPortsFree(options); !ports.ok()) {
+    std::fprintf(stderr, "coordinator: %s\n", std::string(ports.message()).c_str());
+    return ddp::ExitCodeForStartError(ports);
+  }
+  if (const absl::CommandLineFlag* bind = absl::FindCommandLineFlag("bind");
+      bind != nullptr &&
+      !absl::flags_internal::PrivateHandleAccessor::IsSpecifiedOnCommandLine(*bind) &&
+      options.admin_token.empty()) {
+    DDP_LOG(INFO) << "listening on 127.0.0.1 only: no --admin-token-file, so no authorization; "
+                     "give --admin-token-file (or --bind ADDRESS) to serve other machines";
   }
 
   // Block the shutdown signals in every thread (threads inherit the mask); this

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 tools/setup.sh
 echo "demo: building coordinator and ddp-client"
-bazel build //coordinator //client/agent:ddp-client 2>&1 | tail -n 2
+bazel build --config=release //coordinator //client/agent:ddp-client 2>&1 | tail -n 2
 
 BIN=bazel-bin
 WORK=$(mktemp -d -t ddp-demo.XXXXXX)

@@ -32,6 +32,7 @@
 #include "client/worker_process.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/version.h"
 
 namespace ddp::client {
 namespace {
@@ -174,6 +175,10 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::printf("%s\n", ddp::VersionLine("ddp-client").c_str());
+    return kExitSucceeded;
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   absl::StatusOr<LaunchOptions> launch = ParseLaunchOptions(args, HostInfo::FromSystem());
   if (!launch.ok()) {

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/version.h"
+#include "coordinator/metrics/process_metrics.h"
 #include "prometheus/text_serializer.h"
 
 namespace ddp::metrics {
@@ -120,6 +122,20 @@ std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
                               "1 while the stores accept writes; 0 after a storage failure "
                               "(fail-stop until restarted: alert on it)",
                               state.writes_accepted ? 1 : 0));
+  if (state.database_bytes.has_value()) {
+    families.push_back(OneGauge("ddp_store_database_bytes",
+                                "Size of the SQLite database on disk, coordinator.db and its "
+                                "write-ahead log (-wal)",
+                                static_cast<double>(*state.database_bytes)));
+  }
+  prometheus::MetricFamily build =
+      OneGauge("ddp_build_info",
+               "Always 1; the labels name the version and the build mode of this binary", 1);
+  build.metric[0].label = {{"mode", BuildMode()}, {"version", kVersion}};
+  families.push_back(std::move(build));
+  if (absl::StatusOr<ProcessSnapshot> process = ReadSelfProcessSnapshot(); process.ok()) {
+    for (auto& family : ProcessFamilies(*process)) families.push_back(std::move(family));
+  }
   families.push_back(OneGauge("ddp_start_time_seconds",
                               "When this coordinator process started (Unix time)",
                               absl::ToDoubleSeconds(started_ - absl::UnixEpoch())));

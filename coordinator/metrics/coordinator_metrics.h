@@ -43,6 +43,9 @@ struct ScrapeState {
   };
   std::optional<HeartbeatDatagrams> heartbeat_datagrams;
   bool writes_accepted = true;  // false: fail-stopped after a storage error
+  // Bytes of the SQLite database on disk (coordinator.db and its -wal);
+  // absent with --store etcd:// (etcd reports its own).
+  std::optional<int64_t> database_bytes;
 };
 
 class CoordinatorMetrics {

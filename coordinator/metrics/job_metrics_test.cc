@@ -223,9 +223,14 @@ TEST_F(JobMetricsRestoreTest, OnEventsAfterRestore_ReplayedSkippedNewCounted) {
 TEST(RpcMetricsTest, RecordsByServiceMethodAndCode) {
   FakeClock clock;
   CoordinatorMetrics metrics(clock);
-  metrics.rpc().Record("/ddp.v1.KeyValueService/Put", grpc::StatusCode::OK, true, 0.002);
-  metrics.rpc().Record("/ddp.v1.KeyValueService/Get", grpc::StatusCode::NOT_FOUND, true, 0.0001);
-  metrics.rpc().Record("/ddp.v1.KeyValueService/Watch", grpc::StatusCode::CANCELLED, false, 9);
+  using CallType = RpcMetrics::CallType;
+  metrics.rpc().Started("/ddp.v1.KeyValueService/Put", CallType::kUnary);
+  metrics.rpc().Record("/ddp.v1.KeyValueService/Put", grpc::StatusCode::OK, CallType::kUnary,
+                       0.002);
+  metrics.rpc().Record("/ddp.v1.KeyValueService/Get", grpc::StatusCode::NOT_FOUND, CallType::kUnary,
+                       0.0001);
+  metrics.rpc().Record("/ddp.v1.KeyValueService/Watch", grpc::StatusCode::CANCELLED,
+                       CallType::kServerStream, 9);
   commit::StateBatch batch;
   batch.kv.emplace();
   batch.kv->events.resize(16);
@@ -242,6 +247,19 @@ TEST(RpcMetricsTest, RecordsByServiceMethodAndCode) {
   EXPECT_THAT(text, HasSubstr("ddp_store_commit_batch_writes_sum{part=\"kv\"} 16"));
   EXPECT_THAT(text, HasSubstr("ddp_store_commit_batch_writes_sum{part=\"jobs\"} 3"));
   EXPECT_THAT(text, HasSubstr("ddp_store_commit_duration_seconds_count 1"));
+  // The names and labels of Grafana's gRPC dashboards.
+  EXPECT_THAT(text, HasSubstr("grpc_server_started_total{grpc_method=\"Put\",grpc_service="
+                              "\"ddp.v1.KeyValueService\",grpc_type=\"unary\"} 1"));
+  EXPECT_THAT(text, HasSubstr("grpc_server_handled_total{grpc_code=\"NOT_FOUND\",grpc_method="
+                              "\"Get\",grpc_service=\"ddp.v1.KeyValueService\",grpc_type="
+                              "\"unary\"} 1"));
+  EXPECT_THAT(text, HasSubstr("grpc_server_handling_seconds_count{grpc_method=\"Watch\","
+                              "grpc_service=\"ddp.v1.KeyValueService\",grpc_type="
+                              "\"server_stream\"} 1"));
+  // Build and process metrics.
+  EXPECT_THAT(text, HasSubstr("ddp_build_info{mode=\""));
+  EXPECT_THAT(text, HasSubstr("process_cpu_seconds_total "));
+  EXPECT_THAT(text, HasSubstr("process_open_fds "));
 }
 
 }  // namespace

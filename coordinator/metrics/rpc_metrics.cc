@@ -23,21 +23,37 @@ class MetricsInterceptor : public grpc::experimental::Interceptor {
   MetricsInterceptor(RpcMetrics& metrics, grpc::experimental::ServerRpcInfo* info)
       : metrics_(metrics),
         method_(info->method() != nullptr ? info->method() : ""),
-        unary_(info->type() == grpc::experimental::ServerRpcInfo::Type::UNARY),
-        start_(std::chrono::steady_clock::now()) {}
+        type_(TypeOf(info->type())),
+        start_(std::chrono::steady_clock::now()) {
+    metrics_.Started(method_, type_);
+  }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
-      metrics_.Record(method_, methods->GetSendStatus().error_code(), unary_, elapsed.count());
+      metrics_.Record(method_, methods->GetSendStatus().error_code(), type_, elapsed.count());
     }
     methods->Proceed();
   }
 
  private:
+  static RpcMetrics::CallType TypeOf(grpc::experimental::ServerRpcInfo::Type type) {
+    using Type = grpc::experimental::ServerRpcInfo::Type;
+    switch (type) {
+      case Type::CLIENT_STREAMING:
+        return RpcMetrics::CallType::kClientStream;
+      case Type::SERVER_STREAMING:
+        return RpcMetrics::CallType::kServerStream;
+      case Type::BIDI_STREAMING:
+        return RpcMetrics::CallType::kBidiStream;
+      default:
+        return RpcMetrics::CallType::kUnary;
+    }
+  }
+
   RpcMetrics& metrics_;
   const std::string method_;
-  const bool unary_;
+  const RpcMetrics::CallType type_;
   const std::chrono::steady_clock::time_point start_;
 };
 
@@ -69,7 +85,21 @@ RpcMetrics::RpcMetrics(prometheus::Registry& registry)
                      .Name("ddp_rpc_request_duration_seconds")
                      .Help("Time from the arrival of a unary request to its reply, durable "
                            "writes included")
-                     .Register(registry)) {}
+                     .Register(registry)),
+      grpc_started_(prometheus::BuildCounter()
+                        .Name("grpc_server_started_total")
+                        .Help("Total number of RPCs started on the server.")
+                        .Register(registry)),
+      grpc_handled_(prometheus::BuildCounter()
+                        .Name("grpc_server_handled_total")
+                        .Help("Total number of RPCs completed on the server, regardless of "
+                              "success or failure.")
+                        .Register(registry)),
+      grpc_handling_(prometheus::BuildHistogram()
+                         .Name("grpc_server_handling_seconds")
+                         .Help("Histogram of response latency (seconds) of gRPC that had been "
+                               "application-level handled by the server.")
+                         .Register(registry)) {}
 
 namespace {
 
@@ -81,6 +111,27 @@ std::pair<std::string, std::string> ServiceAndMethod(absl::string_view path) {
   const size_t dot = service.rfind('.');
   if (dot != absl::string_view::npos) service.remove_prefix(dot + 1);
   return {std::string(service), std::string(parts[2])};
+}
+
+// "/ddp.v1.KeyValueService/Put" -> {"ddp.v1.KeyValueService", "Put"}.
+std::pair<std::string, std::string> FullServiceAndMethod(absl::string_view path) {
+  std::vector<absl::string_view> parts = absl::StrSplit(path, '/');
+  if (parts.size() != 3) return {"unknown", std::string(path)};
+  return {std::string(parts[1]), std::string(parts[2])};
+}
+
+const char* TypeName(RpcMetrics::CallType type) {
+  switch (type) {
+    case RpcMetrics::CallType::kClientStream:
+      return "client_stream";
+    case RpcMetrics::CallType::kServerStream:
+      return "server_stream";
+    case RpcMetrics::CallType::kBidiStream:
+      return "bidi_stream";
+    case RpcMetrics::CallType::kUnary:
+      break;
+  }
+  return "unary";
 }
 
 }  // namespace
@@ -111,12 +162,48 @@ prometheus::Counter& RpcMetrics::CounterFor(absl::string_view method, MethodSeri
   return *counter;
 }
 
-void RpcMetrics::Record(absl::string_view method, grpc::StatusCode code, bool unary,
+prometheus::Counter& RpcMetrics::HandledFor(absl::string_view method, CallType type,
+                                            MethodSeries& series, int code) {
+  prometheus::Counter* counter = series.grpc_handled[code].load(std::memory_order_acquire);
+  if (counter != nullptr) return *counter;
+  auto [service, name] = FullServiceAndMethod(method);
+  counter = &grpc_handled_.Add({{"grpc_service", service},
+                                {"grpc_method", name},
+                                {"grpc_type", TypeName(type)},
+                                {"grpc_code", GrpcCodeName(static_cast<grpc::StatusCode>(code))}});
+  series.grpc_handled[code].store(counter, std::memory_order_release);
+  return *counter;
+}
+
+void RpcMetrics::Started(absl::string_view method, CallType type) {
+  MethodSeries& series = Series(method);
+  prometheus::Counter* started = series.grpc_started.load(std::memory_order_acquire);
+  if (started == nullptr) {
+    auto [service, name] = FullServiceAndMethod(method);
+    started = &grpc_started_.Add(
+        {{"grpc_service", service}, {"grpc_method", name}, {"grpc_type", TypeName(type)}});
+    series.grpc_started.store(started, std::memory_order_release);
+  }
+  started->Increment();
+}
+
+void RpcMetrics::Record(absl::string_view method, grpc::StatusCode code, CallType type,
                         double seconds) {
   MethodSeries& series = Series(method);
-  const int index = static_cast<int>(code);
-  CounterFor(method, series, index >= 0 && index < 17 ? index : 2).Increment();
-  if (!unary) return;
+  int index = static_cast<int>(code);
+  if (index < 0 || index >= 17) index = 2;  // UNKNOWN
+  CounterFor(method, series, index).Increment();
+  HandledFor(method, type, series, index).Increment();
+  prometheus::Histogram* handling = series.grpc_handling.load(std::memory_order_acquire);
+  if (handling == nullptr) {
+    auto [service, name] = FullServiceAndMethod(method);
+    handling = &grpc_handling_.Add(
+        {{"grpc_service", service}, {"grpc_method", name}, {"grpc_type", TypeName(type)}},
+        LatencyBuckets());
+    series.grpc_handling.store(handling, std::memory_order_release);
+  }
+  handling->Observe(seconds);
+  if (type != CallType::kUnary) return;
   prometheus::Histogram* duration = series.duration.load(std::memory_order_acquire);
   if (duration == nullptr) {
     auto [service, name] = ServiceAndMethod(method);

@@ -4,6 +4,14 @@
 // Per-method request metrics of the coordinator's gRPC services (REST calls
 // included: the gateway calls the same methods), recorded by a server
 // interceptor, so no service code changes:
+//   grpc_server_started_total{grpc_service, grpc_method, grpc_type}
+//   grpc_server_handled_total{grpc_service, grpc_method, grpc_type, grpc_code}
+//   grpc_server_handling_seconds{grpc_service, grpc_method, grpc_type}
+// in the names and labels of go-grpc-prometheus / java-grpc-prometheus, which
+// Grafana's gRPC dashboards query (grpc_service is the full name,
+// "ddp.v1.KeyValueService"; grpc_type unary, client_stream, server_stream or
+// bidi_stream; handling time of every call, streams included), and, as
+// docs/operations.md promised before them,
 //   ddp_rpc_requests_total{service, method, code}     every call, at its end
 //   ddp_rpc_request_duration_seconds{service, method} unary calls only
 // Labels are bounded: the methods of the protos and the 17 gRPC codes.
@@ -31,14 +39,22 @@ class RpcMetrics {
  public:
   explicit RpcMetrics(prometheus::Registry& registry);
 
-  // `method` is the gRPC path ("/ddp.v1.KeyValueService/Put").
-  void Record(absl::string_view method, grpc::StatusCode code, bool unary, double seconds);
+  // The grpc_type label's values.
+  enum class CallType { kUnary, kClientStream, kServerStream, kBidiStream };
+
+  // `method` is the gRPC path ("/ddp.v1.KeyValueService/Put"). Started when
+  // a call arrives, Record at its end.
+  void Started(absl::string_view method, CallType type);
+  void Record(absl::string_view method, grpc::StatusCode code, CallType type, double seconds);
 
   // One method's series, looked up once and kept: the per-call cost is then
   // a shared lock, a hash lookup and atomic adds.
   struct MethodSeries {
     std::atomic<prometheus::Histogram*> duration{nullptr};  // unary methods only
     std::array<std::atomic<prometheus::Counter*>, 17> by_code{};
+    std::atomic<prometheus::Counter*> grpc_started{nullptr};
+    std::atomic<prometheus::Histogram*> grpc_handling{nullptr};
+    std::array<std::atomic<prometheus::Counter*>, 17> grpc_handled{};
   };
   MethodSeries& Series(absl::string_view method);
 
@@ -48,9 +64,14 @@ class RpcMetrics {
 
  private:
   prometheus::Counter& CounterFor(absl::string_view method, MethodSeries& series, int code);
+  prometheus::Counter& HandledFor(absl::string_view method, CallType type, MethodSeries& series,
+                                  int code);
 
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& durations_;
+  prometheus::Family<prometheus::Counter>& grpc_started_;
+  prometheus::Family<prometheus::Counter>& grpc_handled_;
+  prometheus::Family<prometheus::Histogram>& grpc_handling_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<MethodSeries>> methods_ ABSL_GUARDED_BY(mu_);
 };

@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "common/version.h"
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/kv/kv_store.h"
 #include "ddp/v1/kv.grpc.pb.h"
@@ -24,7 +25,7 @@
 namespace ddp::rpc {
 
 struct GrpcKvServiceOptions {
-  std::string version = "ddp-coordinator 0.1.0";  // reported by Status
+  std::string version = std::string("ddp-coordinator ") + kVersion;  // reported by Status
   // Watch messages are cut at about this size (a single event may exceed it).
   size_t watch_message_bytes = 1 << 20;
   // Checks every call's bearer token (null: no checks).

@@ -175,7 +175,7 @@ TEST_F(GrpcKvServiceTest, Leases_GrantKeepAliveRevoke_DeletesKeys) {
   ASSERT_TRUE(stub_->Status(Context().get(), v1::StatusRequest(), &status).ok());
   EXPECT_EQ(status.leases(), 1);
   EXPECT_EQ(status.keys(), 1);
-  EXPECT_FALSE(status.version().empty());
+  EXPECT_EQ(status.version(), std::string("ddp-coordinator ") + kVersion);
   v1::LeaseRevokeRequest revoke;
   revoke.set_lease(granted.lease());
   v1::LeaseRevokeResponse revoked;

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -28,6 +29,8 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::Not;
 
 std::string TestDir() {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -52,6 +55,7 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path,
     }
     const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, STDERR_FILENO);
+    dup2(fd, STDOUT_FILENO);
     std::vector<char*> argv;
     std::string binary = BinaryPath();
     argv.push_back(binary.data());
@@ -283,6 +287,124 @@ TEST(CoordinatorBinaryTest, Help_ExitsZero) {
     pid_t pid = Spawn({flag}, dir + ".log");
     EXPECT_EQ(WaitExit(pid), 0) << flag;
   }
+}
+
+TEST(CoordinatorBinaryTest, Help_GroupedByTopicWithEveryFlagAndTheDefaultDataDir) {
+  const std::string dir = TestDir();
+  pid_t pid = Spawn({"--help"}, dir + ".log");
+  ASSERT_EQ(WaitExit(pid), 0);
+  const std::string help = ReadFile(dir + ".log");
+  EXPECT_THAT(help, Not(HasSubstr("UNKNOWN")));
+  EXPECT_THAT(help, Not(HasSubstr("Ungrouped")));
+  size_t at = 0;
+  for (const char* title : {"\nStorage\n", "\nNetwork and listeners\n", "\nTLS and authorization\n",
+                            "\nHigh availability", "\nLimits and timing\n", "\nLogging\n"}) {
+    const size_t found = help.find(title, at);
+    ASSERT_NE(found, std::string::npos) << title << " (in order) in:\n" << help;
+    at = found;
+  }
+  EXPECT_THAT(help, HasSubstr("--data-dir (default: ./ddp-coordinator-data)"));
+  EXPECT_THAT(help, HasSubstr("--tls-cert"));
+}
+
+// README, docs/operations.md and --help name one default data dir, and every
+// example that gives one names the same service path.
+TEST(CoordinatorBinaryTest, DefaultDataDir_SameInHelpReadmeAndOperationsDoc) {
+  const std::string dir = TestDir();
+  pid_t pid = Spawn({"--help"}, dir + ".log");
+  ASSERT_EQ(WaitExit(pid), 0);
+  EXPECT_THAT(ReadFile(dir + ".log"), HasSubstr("--data-dir (default: ./ddp-coordinator-data)"));
+  for (const char* doc : {"README.md", "docs/operations.md"}) {
+    const std::string text = ReadFile(doc);
+    ASSERT_FALSE(text.empty()) << doc << " is a data dependency of this test";
+    EXPECT_THAT(text, HasSubstr("./ddp-coordinator-data")) << doc;
+    for (size_t at = text.find("/var/lib/ddp"); at != std::string::npos;
+         at = text.find("/var/lib/ddp", at + 1)) {
+      const size_t end = at + 24;
+      const bool same = text.compare(at, 24, "/var/lib/ddp-coordinator") == 0 &&
+                        (end == text.size() || !(std::isalnum(text[end]) || text[end] == '-' ||
+                                                 text[end] == '_' || text[end] == '.'));
+      EXPECT_TRUE(same) << doc << ": another data dir name: " << text.substr(at, 30);
+    }
+  }
+}
+
+TEST(CoordinatorBinaryTest, Version_PrintsTheVersionKvStatusReportsAndTheBuildMode) {
+  const std::string dir = TestDir();
+  pid_t pid = Spawn({"--version"}, dir + ".log");
+  ASSERT_EQ(WaitExit(pid), 0);
+  EXPECT_THAT(ReadFile(dir + ".log"),
+              MatchesRegex("coordinator 0\\.1\\.0 \\((release|development) build\\)\n"));
+}
+
+// A TCP socket listening on 127.0.0.1, any port: (fd, port).
+std::pair<int, int> HoldTcpPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(listen(fd, 1), 0);
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  return {fd, ntohs(address.sin_port)};
+}
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+TEST(CoordinatorBinaryTest, PortTaken_OneLineNamingPortAndFlag_ExitsFourBeforeCreatingDataDir) {
+  const std::string dir = TestDir();
+  auto [fd, port] = HoldTcpPort();
+  pid_t pid = Spawn({"--port=" + std::to_string(port), "--http-port=0", "--data-dir=" + dir},
+                    dir + ".log1");
+  EXPECT_EQ(WaitExit(pid), 4);
+  const std::string log = ReadFile(dir + ".log1");
+  EXPECT_THAT(
+      log, MatchesRegex("coordinator: cannot listen for gRPC on 127\\.0\\.0\\.1:" +
+                        std::to_string(port) + ": the address is already in use [^\n]*--port\n"));
+  EXPECT_FALSE(Exists(dir)) << "the data dir was created before the port check";
+  // The HTTP port taken: the same, naming --http-port.
+  pid = Spawn({"--port=0", "--http-port=" + std::to_string(port), "--data-dir=" + dir},
+              dir + ".log2");
+  EXPECT_EQ(WaitExit(pid), 4);
+  EXPECT_THAT(ReadFile(dir + ".log2"),
+              MatchesRegex("coordinator: cannot listen for HTTP [^\n]*--http-port\n"));
+  EXPECT_FALSE(Exists(dir));
+  close(fd);
+}
+
+TEST(CoordinatorBinaryTest, NoTokenNoBind_ServesOnLoopbackOnly_TokenServesEveryInterface) {
+  const std::string dir = TestDir();
+  pid_t pid = Spawn({"--port=0", "--data-dir=" + dir + "-a", "--port-file=" + dir + ".port1"},
+                    dir + ".log1");
+  int port = ReadPort(dir + ".port1");
+  ASSERT_GT(port, 0) << ReadFile(dir + ".log1");
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 0);
+  std::string log = ReadFile(dir + ".log1");
+  EXPECT_THAT(log, HasSubstr("serving on 127.0.0.1:" + std::to_string(port)));
+  EXPECT_THAT(log, HasSubstr("listening on 127.0.0.1 only"));
+  EXPECT_THAT(log, Not(HasSubstr("no authorization on")));
+
+  const std::string token = dir + ".token";
+  std::ofstream(token) << "0123456789abcdef0123456789abcdef\n";
+  pid = Spawn({"--port=0", "--data-dir=" + dir + "-b", "--port-file=" + dir + ".port2",
+               "--admin-token-file=" + token},
+              dir + ".log2");
+  port = ReadPort(dir + ".port2");
+  ASSERT_GT(port, 0) << ReadFile(dir + ".log2");
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 0);
+  EXPECT_THAT(ReadFile(dir + ".log2"), HasSubstr("serving on 0.0.0.0:" + std::to_string(port)));
+
+  // An explicit non-loopback bind without authorization keeps the warning.
+  pid = Spawn(
+      {"--port=0", "--bind=0.0.0.0", "--data-dir=" + dir + "-c", "--port-file=" + dir + ".port3"},
+      dir + ".log3");
+  ASSERT_GT(ReadPort(dir + ".port3"), 0) << ReadFile(dir + ".log3");
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 0);
+  EXPECT_THAT(ReadFile(dir + ".log3"), HasSubstr("no authorization on 0.0.0.0"));
 }
 
 // `ulimit -n 256` and 300 connections that never speak: the coordinator

@@ -1,5 +1,7 @@
 #include "coordinator/server/coordinator_server.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -353,6 +355,15 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.writes_accepted = kv_store_->FailStop().ok();
   state.job_watchers = job_services_->job_watchers();
   state.sessions_open = job_services_->open_sessions();
+  if (options_.store.empty()) {
+    int64_t bytes = 0;
+    for (const char* suffix : {"", "-wal"}) {
+      struct stat file {};
+      const std::string path = absl::StrCat(options_.data_dir, "/", kStateDatabase, suffix);
+      if (::stat(path.c_str(), &file) == 0) bytes += static_cast<int64_t>(file.st_size);
+    }
+    state.database_bytes = bytes;
+  }
   if (const auto stats = job_services_->heartbeat_datagram_stats()) {
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
         stats->accepted, stats->dropped, stats->refused, stats->acks};

@@ -46,10 +46,15 @@ namespace ddp::server {
 // The one database of a data dir (KV and jobs).
 inline constexpr char kStateDatabase[] = "coordinator.db";
 
+// The data dir when none is given (--data-dir's default; README and
+// docs/operations.md say the same): relative to the working directory, so a
+// first run works without root.
+inline constexpr char kDefaultDataDir[] = "./ddp-coordinator-data";
+
 struct CoordinatorServerOptions {
   std::string bind_address = "0.0.0.0";
   int port = 29400;  // 0: any free port (see CoordinatorServer::port())
-  std::string data_dir = "./ddp-coordinator-data";
+  std::string data_dir = kDefaultDataDir;
   // Where the state lives: empty, SQLite in data_dir (coordinator.db);
   // "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]", an etcd 3.4 cluster (the
   // data dir then holds only the LOCK; HaCoordinator elects the one

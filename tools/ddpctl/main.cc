@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "common/version.h"
 #include "tools/ddpctl/command_line.h"
 #include "tools/ddpctl/grpc_commands.h"
 
@@ -29,6 +30,10 @@ std::string DefaultCoordinator() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::cout << ddp::VersionLine("ddpctl") << "\n";
+    return ddp::ddpctl::kExitOk;
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   absl::StatusOr<ddp::ddpctl::Invocation> invocation =
       ddp::ddpctl::ParseCommandLine(args, DefaultCoordinator());
