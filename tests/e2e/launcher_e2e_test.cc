@@ -40,6 +40,19 @@ TEST_F(TrainingE2eTest, DuplicateNodeId_SecondAgentRefusedAtOnce_JobRuns) {
   ExpectTrainedTogether(4, 0);
 }
 
+// Issue 29, point 7: `--nnodes 2`, Ctrl-C while it waits, then the same job
+// id with `--nnodes 1`: the abandoned job ended, so the rerun runs at once
+// instead of being refused for the old node count.
+TEST_F(TrainingE2eTest, AbandonedWaitingJob_RerunWithOtherNnodes_RunsAtOnce) {
+  StartCoordinator();
+  AgentProcess& a = StartAgent("node-a", {"--nnodes", "2"}, Train(8, "0.1"));
+  ASSERT_TRUE(WaitForLog("role MEMBER")) << Logs();
+  ASSERT_TRUE(a.Signal(SIGINT));
+  EXPECT_NE(a.Wait(absl::Seconds(30)), 0) << a.log();
+  AgentProcess& rerun = StartAgent("node-a", {"--nnodes", "1"}, Train(8, "0.1"));
+  EXPECT_EQ(rerun.Wait(absl::Seconds(120)), 0) << rerun.log();
+}
+
 // A node whose flags contradict the job's is refused, and the node already
 // waiting sees it at once in its log (not only at the join timeout).
 TEST_F(TrainingE2eTest, ContradictingFlags_RefusedNodeExitsTwo_WaitingNodeSeesIt) {
