@@ -103,6 +103,12 @@ Logs
                                   DIR/<job>_<id>/attempt_<N>/<local_rank>/
                                   {stdout.log,stderr.log,error.json}, N from 0, one per
                                   generation. Default: a temporary directory.
+                                  The agent's own lines: DIR/<job>_<id>/agent.log (and
+                                  coordinator.log for the one it serves); on stderr,
+                                  warnings and errors only in the --standalone, c10d and
+                                  static forms, everything in the others.
+                                  DDP_LOG_LEVEL=debug|info|warning|error sets the stderr
+                                  level (and the served coordinator's).
   -r, --redirects SPEC            Streams written to the log files instead of the console:
                                   0 none, 1 stdout, 2 stderr, 3 both, or per local rank
                                   like 0:1,1:2. Default: 0.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/log_file.h"
 
 namespace ddp {
 namespace {
@@ -21,9 +23,24 @@ LogLevel LevelFromEnvironment() {
   return level;
 }
 
-std::atomic<int>& MinLevelStorage() {
+// The console's threshold (SetMinLogLevel).
+std::atomic<int>& ConsoleLevelStorage() {
   static std::atomic<int> level{static_cast<int>(LevelFromEnvironment())};
   return level;
+}
+
+// SetLogFile's descriptor (-1: none) and threshold.
+std::atomic<int> log_file_fd{-1};
+std::atomic<int> log_file_level{static_cast<int>(LogLevel::kInfo)};
+
+void WriteWhole(int fd, const std::string& text) {
+  // One write(2) per line keeps lines from different threads whole.
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
 }
 
 char LevelLetter(LogLevel level) {
@@ -53,9 +70,18 @@ const char* BaseName(const char* path) {
 
 }  // namespace
 
-void SetMinLogLevel(LogLevel level) { MinLevelStorage().store(static_cast<int>(level)); }
+void SetMinLogLevel(LogLevel level) { ConsoleLevelStorage().store(static_cast<int>(level)); }
 
-LogLevel MinLogLevel() { return static_cast<LogLevel>(MinLevelStorage().load()); }
+LogLevel MinLogLevel() {
+  const int console = ConsoleLevelStorage().load();
+  if (log_file_fd.load() < 0) return static_cast<LogLevel>(console);
+  return static_cast<LogLevel>(std::min(console, log_file_level.load()));
+}
+
+void SetLogFile(int fd, LogLevel level) {
+  log_file_level.store(static_cast<int>(level));
+  log_file_fd.store(fd);
+}
 
 bool ParseLogLevel(const std::string& text, LogLevel* level) {
   const std::string lower = absl::AsciiStrToLower(text);
@@ -81,13 +107,12 @@ LogMessage::LogMessage(LogLevel level, const char* file, int line) : level_(leve
 LogMessage::~LogMessage() {
   stream_ << '\n';
   const std::string text = stream_.str();
-  // One write(2) per line keeps lines from different threads whole.
-  size_t written = 0;
-  while (written < text.size()) {
-    ssize_t n = ::write(STDERR_FILENO, text.data() + written, text.size() - written);
-    if (n <= 0) break;
-    written += static_cast<size_t>(n);
+  const int level = static_cast<int>(level_);
+  if (level >= ConsoleLevelStorage().load() || level_ == LogLevel::kFatal) {
+    WriteWhole(STDERR_FILENO, text);
   }
+  const int file = log_file_fd.load();
+  if (file >= 0 && level >= log_file_level.load()) WriteWhole(file, text);
   if (level_ == LogLevel::kFatal) std::abort();
 }
 

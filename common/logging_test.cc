@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/log_file.h"
 #include "gtest/gtest.h"
 
 namespace ddp {
@@ -35,6 +36,30 @@ TEST(LoggingTest, Log_BelowMinLevel_IsDropped) {
   DDP_LOG(INFO) << "hidden";
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
   SetMinLogLevel(LogLevel::kInfo);
+}
+
+TEST(LoggingTest, LogFile_KeepsLinesTheQuieterConsoleDrops) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  SetMinLogLevel(LogLevel::kWarning);
+  SetLogFile(fds[1], LogLevel::kInfo);
+  testing::internal::CaptureStderr();
+  DDP_LOG(DEBUG) << "nowhere";
+  DDP_LOG(INFO) << "file only";
+  DDP_LOG(WARNING) << "both";
+  const std::string console = testing::internal::GetCapturedStderr();
+  SetLogFile(-1, LogLevel::kInfo);
+  SetMinLogLevel(LogLevel::kInfo);
+  close(fds[1]);
+  std::string file;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof(buffer))) > 0;) file.append(buffer, n);
+  close(fds[0]);
+  EXPECT_EQ(console.find("file only"), std::string::npos) << console;
+  EXPECT_NE(console.find("] both\n"), std::string::npos) << console;
+  EXPECT_EQ(file.find("nowhere"), std::string::npos) << file;
+  EXPECT_NE(file.find("] file only\n"), std::string::npos) << file;
+  EXPECT_NE(file.find("] both\n"), std::string::npos) << file;
 }
 
 TEST(LoggingTest, LogEveryNSec_RepeatedCalls_OneLineThenCountOfSuppressed) {

@@ -109,7 +109,8 @@ bool SpeaksCoordinatorApi(const std::string& endpoint, absl::Duration timeout) {
 }
 
 absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
-    const std::string& endpoint, const std::string& form, bool plaintext) {
+    const std::string& endpoint, const std::string& form, bool plaintext,
+    StandaloneCoordinatorOptions served) {
   std::string host, port;
   if (!SplitEndpoint(endpoint, &host, &port)) {
     return absl::InvalidArgumentError(
@@ -126,7 +127,7 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
     return nullptr;
   }
   if (!IsLocalHost(host)) return nullptr;  // HEAD's agent will serve it
-  StandaloneCoordinatorOptions options;
+  StandaloneCoordinatorOptions options = std::move(served);
   options.bind = "0.0.0.0";
   absl::SimpleAtoi(port, &options.port);
   absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> started =

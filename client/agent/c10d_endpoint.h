@@ -47,8 +47,11 @@ bool SpeaksCoordinatorApi(const std::string& endpoint, absl::Duration timeout);
 // ALREADY_EXISTS, INVALID_ARGUMENT for an endpoint without a port, and
 // FAILED_PRECONDITION for a port taken by something that is not a coordinator.
 // `form` names the command-line form in log lines ("--rdzv-backend c10d").
+// `served` gives the served coordinator's log settings (its bind and port are
+// the endpoint's).
 absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
-    const std::string& endpoint, const std::string& form, bool plaintext = true);
+    const std::string& endpoint, const std::string& form, bool plaintext = true,
+    StandaloneCoordinatorOptions served = {});
 
 }  // namespace ddp::client
 

@@ -5,15 +5,22 @@
 // cannot start, 128+N signal N).
 //
 // --standalone starts a private coordinator as a child process (see
-// standalone_coordinator.h) and joins it as the only node.
+// standalone_coordinator.h) and joins it as the only node. The agent's own
+// lines all go to RUN_DIR/agent.log (the served coordinator's to
+// RUN_DIR/coordinator.log); stderr shows warnings and errors only in the forms
+// that name no coordinator, unless DDP_LOG_LEVEL says otherwise.
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +38,7 @@
 #include "client/worker_files.h"
 #include "client/worker_process.h"
 #include "common/clock.h"
+#include "common/log_file.h"
 #include "common/logging.h"
 #include "common/version.h"
 
@@ -59,6 +67,44 @@ void SignalLoop(Agent* agent, const std::atomic<bool>* stop) {
   }
 }
 
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    default:
+      return "error";
+  }
+}
+
+// Where the agent's own lines go: every one (INFO, or DEBUG with
+// DDP_LOG_LEVEL=debug) to RUN_DIR/agent.log; to stderr, DDP_LOG_LEVEL's level,
+// or with none set, WARNING in the forms that name no coordinator
+// (--standalone, c10d, static: torchrun is quiet there) and INFO otherwise.
+// Returns the file's level, which the coordinator this agent serves gets too.
+LogLevel RouteAgentLog(const LaunchOptions& launch, const std::string& run_dir) {
+  const char* env = std::getenv("DDP_LOG_LEVEL");
+  LogLevel console = LogLevel::kInfo;
+  const bool chosen = env != nullptr && ParseLogLevel(env, &console);
+  if (!chosen && (launch.standalone || launch.rdzv_backend == "c10d" || launch.static_form)) {
+    console = LogLevel::kWarning;
+  }
+  SetMinLogLevel(console);
+  const LogLevel file_level = std::min(console, LogLevel::kInfo);
+  const std::string path = run_dir + "/agent.log";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    DDP_LOG(WARNING) << "cannot open " << path << " (" << std::strerror(errno)
+                     << "): the agent's lines go to stderr only";
+    return console;
+  }
+  SetLogFile(fd, file_level);  // open until the process exits
+  return file_level;
+}
+
 int RunAgent(LaunchOptions launch) {
   // The workers' base environment: this process's, with the ddp_coordinator
   // Python package that ships with this binary on PYTHONPATH.
@@ -70,10 +116,19 @@ int RunAgent(LaunchOptions launch) {
     DDP_LOG(ERROR) << "ddp-client: " << entry.message();
     return kExitEntryPointError;
   }
+  absl::StatusOr<std::string> run_dir = MakeRunDirectory(launch.log_dir, launch.job_id);
+  if (!run_dir.ok()) {
+    DDP_LOG(ERROR) << run_dir.status();
+    return kExitJobFailed;
+  }
+  StandaloneCoordinatorOptions serve_options;
+  serve_options.log_level = LogLevelName(RouteAgentLog(launch, *run_dir));
+  serve_options.log_file = *run_dir + "/coordinator.log";
+  for (const std::string& note : launch.notes) DDP_LOG(INFO) << note;
   std::unique_ptr<StandaloneCoordinator> standalone;
   if (launch.standalone) {
     absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> started =
-        StandaloneCoordinator::Start({});
+        StandaloneCoordinator::Start(serve_options);
     if (!started.ok()) {
       DDP_LOG(ERROR) << started.status();
       return kExitCoordinatorError;
@@ -87,17 +142,12 @@ int RunAgent(LaunchOptions launch) {
         launch.static_form ? "--master-addr/--master-port (static form; the "
                              "coordinator uses MASTER_PORT+1)"
                            : "--rdzv-backend c10d",
-        !launch.tls.enabled());
+        !launch.tls.enabled(), serve_options);
     if (!served.ok()) {
       DDP_LOG(ERROR) << served.status();
       return kExitCoordinatorError;
     }
     standalone = std::move(*served);  // null: another one serves the endpoint
-  }
-  absl::StatusOr<std::string> run_dir = MakeRunDirectory(launch.log_dir, launch.job_id);
-  if (!run_dir.ok()) {
-    DDP_LOG(ERROR) << run_dir.status();
-    return kExitJobFailed;
   }
   const std::string address = AdvertisedAddress(launch, HostInfo::FromSystem().hostname);
   DDP_LOG(INFO) << "ddp-client: job " << launch.job_id << ", node " << launch.node_id << " ("
@@ -192,6 +242,5 @@ int main(int argc, char** argv) {
     std::fputs(LaunchUsage().c_str(), stdout);
     return kExitSucceeded;
   }
-  for (const std::string& note : launch->notes) DDP_LOG(INFO) << note;
   return RunAgent(*std::move(launch));
 }

@@ -1,6 +1,7 @@
 #include "client/agent/standalone_coordinator.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -97,6 +98,10 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::St
                                    "--bind",      options.bind, "--port_file",
                                    port_file,     "--data_dir", pattern + "/data",
                                    "--http_port", "0"};
+  if (!options.log_level.empty()) {
+    args.push_back("--log_level");
+    args.push_back(options.log_level);
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -112,6 +117,13 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::St
     sigset_t empty;
     sigemptyset(&empty);
     sigprocmask(SIG_SETMASK, &empty, nullptr);
+    if (!options.log_file.empty()) {
+      const int log = open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (log < 0) _exit(127);
+      dup2(log, STDOUT_FILENO);
+      dup2(log, STDERR_FILENO);
+      if (log > STDERR_FILENO) close(log);
+    }
     execv(argv[0], argv.data());
     _exit(127);
   }
@@ -137,8 +149,9 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::St
         return absl::AlreadyExistsError(
             absl::StrCat("port ", options.port, " on ", options.bind, " is already served"));
       }
-      return absl::UnavailableError(absl::StrCat("the standalone coordinator ", binary, " ended (",
-                                                 DescribeWait(status), ") before serving"));
+      return absl::UnavailableError(absl::StrCat(
+          "the standalone coordinator ", binary, " ended (", DescribeWait(status),
+          ") before serving", options.log_file.empty() ? "" : "; its log: " + options.log_file));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }

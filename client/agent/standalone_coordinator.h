@@ -6,7 +6,7 @@
 // session server yet):
 //
 //   coordinator --port 0 --bind 127.0.0.1 --port-file TMP/port
-//               --data-dir TMP/data
+//               --data-dir TMP/data [--log-level LEVEL]
 //
 // where TMP is a fresh directory under $TMPDIR (default /tmp). Start waits for
 // the port file, so address() is ready to dial. The child gets
@@ -33,6 +33,12 @@ struct StandaloneCoordinatorOptions {
   // interface.
   std::string bind = "127.0.0.1";
   int port = 0;
+  // --log_level for the child ("debug", "info", "warning", "error"); empty:
+  // the coordinator's default.
+  std::string log_level;
+  // The child's stdout and stderr go to this file (created, appended to);
+  // empty: the agent's own.
+  std::string log_file;
   absl::Duration start_timeout = absl::Seconds(15);
   absl::Duration stop_timeout = absl::Seconds(5);
 };

@@ -533,6 +533,15 @@ absl::Status Job::Leave(const NodeRef& ref) {
   DDP_RETURN_IF_ERROR(
       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false).status());
   RemoveNode(ref.node_id, "left the job", RestartCause::kNodeLoss, /*workers_stopped=*/true);
+  // Every agent that came left (Ctrl-C) before the first generation: nothing
+  // ran and nobody waits, so the job ends and a rerun of its id, with its own
+  // settings, starts a new run at once instead of waiting out the join timeout
+  // for nodes of the old settings. A job nobody joined yet (CreateJob) is not
+  // affected.
+  if (state_ == JobState::kWaiting && round_.generation() == 0 && membership_.size() == 0) {
+    Finish(JobState::kCancelled, std::nullopt,
+           "abandoned: every agent left before the first generation");
+  }
   return absl::OkStatus();
 }
 

@@ -193,7 +193,9 @@ class Job {
   absl::Status ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress);
   // The session's stream broke; the node has heartbeat_timeout to resume.
   absl::Status StreamClosed(const NodeRef& ref);
-  // The agent leaves for good (it is removed at once).
+  // The agent leaves for good (it is removed at once). The last agent to
+  // leave a job still waiting for its first generation ends it (CANCELLED,
+  // "abandoned"), so a rerun of the id with other settings starts a new run.
   absl::Status Leave(const NodeRef& ref);
 
   // ---- Generation inputs ----

@@ -22,6 +22,27 @@ void HeartbeatAll(JobHarness& h, const std::vector<std::string>& nodes, absl::Du
   }
 }
 
+// Issue 29, point 7: `--nnodes 2`, Ctrl-C while waiting: the job ends, so a
+// rerun of its id with other settings is not held to the old ones.
+TEST(JobMembership, EveryAgentLeftBeforeFirstGeneration_JobEndsAbandoned) {
+  JobHarness h(Settings(3, 3));  // two of three: still waiting
+  ASSERT_TRUE(h.Register("a").ok());
+  ASSERT_TRUE(h.Register("b").ok());
+  ASSERT_TRUE(h.job().Leave(h.Ref("a")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kWaiting);  // b still waits
+  ASSERT_TRUE(h.job().Leave(h.Ref("b")).ok());
+  EXPECT_EQ(h.job().state(), JobState::kCancelled);
+  EXPECT_NE(h.job().Status(false).finish_message.find("abandoned"), std::string::npos);
+}
+
+// A job that had a generation, or that nobody joined yet, does not end so.
+TEST(JobMembership, LastAgentLeavesAfterFirstGeneration_JobKeepsWaiting) {
+  JobHarness h(Settings(1, 1));
+  StartRunning(h, {"a"});
+  ASSERT_TRUE(h.job().Leave(h.Ref("a")).ok());
+  EXPECT_FALSE(IsTerminal(h.job().state()));
+}
+
 TEST(JobMembership, BadRegistration_InvalidArgument) {
   JobHarness h(Settings(1, 2));
   EXPECT_EQ(h.Register("bad id").status().code(), absl::StatusCode::kInvalidArgument);

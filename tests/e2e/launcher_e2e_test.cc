@@ -2,15 +2,18 @@
 // real processes: the launcher forms that need no coordinator (c10d, static),
 // node ids, flag conflicts and signals as torchrun handles them.
 
+#include <glob.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tests/e2e/training_fixture.h"
 
 namespace ddp::testing {
@@ -35,6 +38,19 @@ TEST_F(TrainingE2eTest, DuplicateNodeId_SecondAgentRefusedAtOnce_JobRuns) {
   EXPECT_EQ(a.Wait(kBound), 0) << Logs();
   EXPECT_EQ(b.Wait(kBound), 0) << Logs();
   ExpectTrainedTogether(4, 0);
+}
+
+// Issue 29, point 7: `--nnodes 2`, Ctrl-C while it waits, then the same job
+// id with `--nnodes 1`: the abandoned job ended, so the rerun runs at once
+// instead of being refused for the old node count.
+TEST_F(TrainingE2eTest, AbandonedWaitingJob_RerunWithOtherNnodes_RunsAtOnce) {
+  StartCoordinator();
+  AgentProcess& a = StartAgent("node-a", {"--nnodes", "2"}, Train(8, "0.1"));
+  ASSERT_TRUE(WaitForLog("role MEMBER")) << Logs();
+  ASSERT_TRUE(a.Signal(SIGINT));
+  EXPECT_NE(a.Wait(absl::Seconds(30)), 0) << a.log();
+  AgentProcess& rerun = StartAgent("node-a", {"--nnodes", "1"}, Train(8, "0.1"));
+  EXPECT_EQ(rerun.Wait(absl::Seconds(120)), 0) << rerun.log();
 }
 
 // A node whose flags contradict the job's is refused, and the node already
@@ -112,6 +128,33 @@ TEST_F(TrainingE2eTest, StaticFormNoCoordinatorStarted_RanksByNodeRank_JobTrains
       << a.log();
   EXPECT_TRUE(absl::StrContains(b.log(), "ranks [2, 4) of 4, group rank 1/2")) << b.log();
   ExpectTrainedTogether(4, 0);
+}
+
+// Issue 29, point 9: torchrun prints 4 lines of its own in the standalone
+// form; ddp-client's own INFO lines (and its coordinator's) go to the run's
+// log files only, so its stderr holds the workers' output alone.
+TEST_F(TrainingE2eTest, Standalone_AgentQuietByDefault_EverythingInItsLogFile) {
+  agent_env_ = {"DDP_LOG_LEVEL="};  // not set: the default
+  const std::string script = Path("hello.py");
+  std::ofstream(script) << "import os\nprint('hello from', os.environ['RANK'])\n";
+  AgentProcess& a = Launch(
+      "quiet", {"--standalone", "--nproc-per-node", "2", "--log-dir", Path("quiet_logs"), script});
+  ASSERT_EQ(a.Wait(kBound), 0) << a.log();
+  int agent_lines = 0;
+  for (absl::string_view line : absl::StrSplit(a.log(), '\n', absl::SkipEmpty())) {
+    // `2026-11-26T23:00:00.000000Z I client/agent/main.cc:42] ...`
+    if (line.size() > 28 && line[4] == '-' && line[26] == 'Z' && line[27] == ' ') ++agent_lines;
+  }
+  EXPECT_EQ(agent_lines, 0) << a.log();
+  EXPECT_EQ(CountOf(a.log(), "hello from"), 2) << a.log();
+  glob_t found;
+  ASSERT_EQ(glob(Path("quiet_logs/*/agent.log").c_str(), 0, nullptr, &found), 0);
+  std::ifstream in(found.gl_pathv[0]);
+  const std::string agent_log((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+  globfree(&found);
+  EXPECT_TRUE(absl::StrContains(agent_log, "ddp-client exits with code 0")) << agent_log;
+  EXPECT_TRUE(absl::StrContains(agent_log, "--standalone: started")) << agent_log;
 }
 
 // Two local workers run `script` (it reads SIG_DIR, writes ready<LOCAL_RANK>

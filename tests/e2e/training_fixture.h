@@ -214,7 +214,11 @@ class TrainingE2eTest : public ::testing::Test {
     options.env = {"PYTHON_EXEC=/usr/bin/python3", "GLOO_SOCKET_IFNAME=lo",
                    // As TorchX and SageMaker give the launcher its own.
                    absl::StrCat("TORCHELASTIC_ERROR_FILE=", Path(node + ".launcher_error.json")),
-                   absl::StrCat("PATH=", Runfile("coordinator"), ":", getenv("PATH"))};
+                   absl::StrCat("PATH=", Runfile("coordinator"), ":", getenv("PATH")),
+                   // The tests read the agents' INFO lines (quiet by default in
+                   // the standalone, c10d and static forms); agent_env_ may
+                   // override it.
+                   "DDP_LOG_LEVEL=info"};
     options.env.insert(options.env.end(), agent_env_.begin(), agent_env_.end());
     agents_.push_back(std::make_unique<AgentProcess>(options));
     return *agents_.back();
