@@ -158,10 +158,12 @@ class AgentTest : public ::testing::Test {
     return m;
   }
 
-  // Workers of generation 2 under a 400 ms lease renewed once at start;
-  // their pids once they run.
-  std::vector<int> StartUnderALease() {
-    agent_->OnLeaseGranted(absl::Milliseconds(400));
+  // Workers of generation 2 under a 400 ms lease that starts to run out only
+  // once they run and `ready` holds (their first output is written: a slow
+  // machine must not freeze them before the test sees them start); their
+  // pids, empty when they did not get there in time.
+  std::vector<int> StartUnderALease(std::function<bool()> ready = [] { return true; }) {
+    agent_->OnLeaseGranted(absl::Hours(1));
     agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 0);
     agent_->OnCoordinatorMessage(AssignmentOf(2, 2));
     std::vector<int> pids;
@@ -171,9 +173,12 @@ class AgentTest : public ::testing::Test {
       for (const auto& s : agent_->WorkerStates()) {
         if (s.state() == v1::WORKER_RUNNING && s.pid() > 0) pids.push_back(s.pid());
       }
-      if (pids.size() == 2) break;
+      if (pids.size() == 2 && ready()) break;
       absl::SleepFor(absl::Milliseconds(10));
     }
+    if (pids.size() != 2 || !ready()) return {};
+    agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 0);
+    agent_->OnLeaseGranted(absl::Milliseconds(400));
     return pids;
   }
 
@@ -259,6 +264,23 @@ char ProcessState(int pid) {
   return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
 }
 
+// Whether `pid` is frozen by SIGSTOP: stopped ('T'), or, for a dash worker
+// caught inside vfork() (dash 0.5.11+ vforks its commands), waiting in 'D' for
+// a child that is stopped before it could exec.
+bool Frozen(int pid) {
+  const char state = ProcessState(pid);
+  if (state == 'T') return true;
+  if (state != 'D') return false;
+  std::ifstream children_file(absl::StrCat("/proc/", pid, "/task/", pid, "/children"));
+  int child = 0;
+  bool any = false;
+  while (children_file >> child) {
+    if (ProcessState(child) != 'T') return false;
+    any = true;
+  }
+  return any;
+}
+
 bool PollFor(const std::function<bool()>& done) {
   const absl::Time deadline = absl::Now() + kWait;
   while (!done()) {
@@ -275,11 +297,13 @@ TEST_F(AgentTest, LeaseRunsOut_WorkersFrozen_RenewalOfTheirGenerationThawsThem) 
   StartAgent(
       "trap 'echo term >> $OUT/handler' TERM; while true; do echo x >> $OUT/ticks_$LOCAL_RANK; "
       "sleep 0.02; done");
-  std::vector<int> pids = StartUnderALease();
+  std::vector<int> pids = StartUnderALease([&] {
+    return !ReadFile(dir_ + "/ticks_0").empty() && !ReadFile(dir_ + "/ticks_1").empty();
+  });
   ASSERT_EQ(pids.size(), 2u);
   ASSERT_TRUE(link_.WaitForLeaseExpired());
   for (int pid : pids) {
-    EXPECT_TRUE(PollFor([&] { return ProcessState(pid) == 'T'; })) << ProcessState(pid);
+    EXPECT_TRUE(PollFor([&] { return Frozen(pid); })) << ProcessState(pid);
   }
   const std::string lease = ReadFile(dir_ + "/lease.json");
   EXPECT_NE(lease.find("\"current\": false"), std::string::npos) << lease;
@@ -289,10 +313,10 @@ TEST_F(AgentTest, LeaseRunsOut_WorkersFrozen_RenewalOfTheirGenerationThawsThem) 
   // A renewal naming another generation (a restart under way) thaws nothing.
   agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 0);
   absl::SleepFor(absl::Milliseconds(200));
-  EXPECT_EQ(ProcessState(pids[0]), 'T');
+  EXPECT_TRUE(Frozen(pids[0])) << ProcessState(pids[0]);
   agent_->OnLeaseRenewed(MonotonicClock::Get().Now(), 2);
   for (int pid : pids) {
-    EXPECT_TRUE(PollFor([&] { return ProcessState(pid) != 'T'; }));
+    EXPECT_TRUE(PollFor([&] { return !Frozen(pid); }));
   }
   EXPECT_TRUE(PollFor([&] { return ReadFile(dir_ + "/ticks_0").size() > frozen_ticks; }));
   EXPECT_TRUE(PollFor([&] {
@@ -313,7 +337,7 @@ TEST_F(AgentTest, LeaseRunsOut_ThenStopWorkers_FrozenWorkersKilledWithoutRunning
   std::vector<int> pids = StartUnderALease();
   ASSERT_EQ(pids.size(), 2u);
   ASSERT_TRUE(link_.WaitForLeaseExpired());
-  ASSERT_TRUE(PollFor([&] { return ProcessState(pids[1]) == 'T'; }));
+  ASSERT_TRUE(PollFor([&] { return Frozen(pids[1]); }));
   v1::CoordinatorMessage stop;
   stop.mutable_stop_workers()->set_generation(2);
   stop.mutable_stop_workers()->set_reason("node lost");
@@ -331,10 +355,11 @@ TEST_F(AgentTest, LeaseRunsOut_ThenANewerAssignment_FrozenKilledNewStarted) {
   StartAgent(
       "trap 'echo term >> $OUT/handler; exit 0' TERM; echo $DDP_GENERATION >> $OUT/started; while "
       "true; do sleep 0.02; done");
-  std::vector<int> pids = StartUnderALease();
+  std::vector<int> pids =
+      StartUnderALease([&] { return ReadFile(dir_ + "/started") == "2\n2\n"; });
   ASSERT_EQ(pids.size(), 2u);
   ASSERT_TRUE(link_.WaitForLeaseExpired());
-  ASSERT_TRUE(PollFor([&] { return ProcessState(pids[0]) == 'T'; }));
+  ASSERT_TRUE(PollFor([&] { return Frozen(pids[0]); }));
   // The coordinator runs generation 3 (a lease that lasts the test).
   agent_->OnLeaseRenewed(MonotonicClock::Get().Now() + absl::Hours(1), 3);
   agent_->OnCoordinatorMessage(AssignmentOf(3, 2));
