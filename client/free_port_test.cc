@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/testing/held_socket.h"
 #include "gtest/gtest.h"
 
 namespace ddp::client {
@@ -33,16 +34,9 @@ TEST(PickFreePortTest, Pick_BadAddress_InvalidArgument) {
 }
 
 TEST(PortIsFreeTest, Listening_NotFree) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  EXPECT_FALSE(PortIsFree("0.0.0.0", ntohs(address.sin_port)));
-  close(fd);
+  ddp::testing::HeldSocket held({.address = INADDR_ANY});
+  ASSERT_TRUE(held.ok());
+  EXPECT_FALSE(PortIsFree("0.0.0.0", held.port()));
 }
 
 }  // namespace

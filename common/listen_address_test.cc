@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/testing/held_socket.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -13,49 +14,33 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A listening socket on 127.0.0.1, any port; returns (fd, port).
-std::pair<int, int> Listen() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  EXPECT_EQ(listen(fd, 1), 0);
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  return {fd, ntohs(address.sin_port)};
-}
-
 TEST(DiagnoseListenTest, TakenPort_IsAlreadyExistsNamingAddressAndFlag) {
-  auto [fd, port] = Listen();
+  testing::HeldSocket held;
+  ASSERT_TRUE(held.ok());
+  const int port = held.port();
   absl::Status status = DiagnoseListen("127.0.0.1", port, "gRPC", "--port");
   EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("127.0.0.1:" + std::to_string(port)));
   EXPECT_THAT(std::string(status.message()), HasSubstr("--port"));
-  close(fd);
 }
 
 TEST(DiagnoseListenTest, TakenUdpPort_IsAlreadyExistsNamingTheUdpTool) {
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  const int port = ntohs(address.sin_port);
+  testing::HeldSocket held({.type = SOCK_DGRAM});
+  ASSERT_TRUE(held.ok());
+  const int port = held.port();
   absl::Status status = DiagnoseListen("127.0.0.1", port, "UDP heartbeats", "--heartbeat-udp-port",
                                        ListenTransport::kUdp);
   EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("ss -lunp"));
   // The same number over TCP is free.
   EXPECT_TRUE(DiagnoseListen("127.0.0.1", port, "gRPC", "--port").ok());
-  close(fd);
 }
 
 TEST(DiagnoseListenTest, FreePort_IsOk) {
-  auto [fd, port] = Listen();
-  close(fd);
+  testing::HeldSocket held;
+  ASSERT_TRUE(held.ok());
+  const int port = held.port();
+  held.Close();
   EXPECT_TRUE(DiagnoseListen("127.0.0.1", port, "gRPC", "--port").ok());
 }
 

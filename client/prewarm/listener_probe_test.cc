@@ -7,50 +7,40 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "common/testing/held_socket.h"
 #include "gtest/gtest.h"
 
 namespace ddp::client {
 namespace {
 
 // A loopback socket bound to a free port, not listening yet.
-struct BoundSocket {
-  BoundSocket() {
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    socklen_t length = sizeof(address);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    port = ntohs(address.sin_port);
-  }
-  ~BoundSocket() { close(fd); }
-  int fd = -1;
-  int port = 0;
-};
+ddp::testing::HeldSocket BoundSocket() { return ddp::testing::HeldSocket({.backlog = -1}); }
 
 TEST(AwaitListenerTest, ListensLater_TrueOnceItDoes) {
-  BoundSocket server;
+  ddp::testing::HeldSocket server = BoundSocket();
+  ASSERT_TRUE(server.ok());
   std::thread later([&] {
     absl::SleepFor(absl::Milliseconds(200));
-    listen(server.fd, 8);
+    listen(server.fd(), 8);
   });
   const absl::Time start = absl::Now();
-  EXPECT_TRUE(AwaitListener("127.0.0.1", server.port, absl::Seconds(30)));
+  EXPECT_TRUE(AwaitListener("127.0.0.1", server.port(), absl::Seconds(30)));
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(150));
   later.join();
 }
 
 TEST(AwaitListenerTest, AlreadyListening_TrueAtOnce) {
-  BoundSocket server;
-  ASSERT_EQ(listen(server.fd, 8), 0);
-  EXPECT_TRUE(AwaitListener("localhost", server.port, absl::Seconds(30)));
+  ddp::testing::HeldSocket server = BoundSocket();
+  ASSERT_TRUE(server.ok());
+  ASSERT_EQ(listen(server.fd(), 8), 0);
+  EXPECT_TRUE(AwaitListener("localhost", server.port(), absl::Seconds(30)));
 }
 
 TEST(AwaitListenerTest, NothingListens_FalseAfterTheTimeout) {
-  BoundSocket server;  // bound, never listening: connections are refused
+  ddp::testing::HeldSocket server = BoundSocket();
+  ASSERT_TRUE(server.ok());  // bound, never listening: connections are refused
   const absl::Time start = absl::Now();
-  EXPECT_FALSE(AwaitListener("127.0.0.1", server.port, absl::Milliseconds(300)));
+  EXPECT_FALSE(AwaitListener("127.0.0.1", server.port(), absl::Milliseconds(300)));
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(250));
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/testing/held_socket.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
@@ -337,24 +338,13 @@ TEST(CoordinatorBinaryTest, Version_PrintsTheVersionKvStatusReportsAndTheBuildMo
               MatchesRegex("coordinator 0\\.1\\.0 \\((release|development) build\\)\n"));
 }
 
-// A TCP socket listening on 127.0.0.1, any port: (fd, port).
-std::pair<int, int> HoldTcpPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  EXPECT_EQ(listen(fd, 1), 0);
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  return {fd, ntohs(address.sin_port)};
-}
-
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 TEST(CoordinatorBinaryTest, PortTaken_OneLineNamingPortAndFlag_ExitsFourBeforeCreatingDataDir) {
   const std::string dir = TestDir();
-  auto [fd, port] = HoldTcpPort();
+  ddp::testing::HeldSocket held;
+  ASSERT_TRUE(held.ok());
+  const int port = held.port();
   pid_t pid = Spawn({"--port=" + std::to_string(port), "--http-port=0", "--data-dir=" + dir},
                     dir + ".log1");
   EXPECT_EQ(WaitExit(pid), 4);
@@ -370,7 +360,6 @@ TEST(CoordinatorBinaryTest, PortTaken_OneLineNamingPortAndFlag_ExitsFourBeforeCr
   EXPECT_THAT(ReadFile(dir + ".log2"),
               MatchesRegex("coordinator: cannot listen for HTTP [^\n]*--http-port\n"));
   EXPECT_FALSE(Exists(dir));
-  close(fd);
 }
 
 TEST(CoordinatorBinaryTest, NoTokenNoBind_ServesOnLoopbackOnly_TokenServesEveryInterface) {
