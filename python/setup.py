@@ -21,6 +21,8 @@ class BuildWithStubs(build_py):
     def run(self):
         super().run()
         generate_stubs.generate(os.path.join(HERE, "..", "proto"), self.build_lib)
+        with open(os.path.join(self.build_lib, "ddp_coordinator", "_version.py"), "w") as out:
+            out.write(f'"""Written by setup.py."""\n__version__ = "{source_version.version()}"\n')
 
 
 setup(

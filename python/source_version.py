@@ -5,9 +5,19 @@ compares it with the installed one to reinstall only when something changed. Pri
 import glob
 import hashlib
 import os
+import re
 
-BASE_VERSION = "0.1.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def base_version(here=HERE):
+    """The release number, from common/version.h (the one place it is written)."""
+    path = os.path.join(here, "..", "common", "version.h")
+    with open(path) as header:
+        match = re.search(r'kVersion\[\] = "([^"]+)"', header.read())
+    if not match:
+        raise RuntimeError(f"no kVersion in {path}")
+    return match.group(1)
 
 
 def source_files(here=HERE):
@@ -23,7 +33,7 @@ def version(here=HERE):
         digest.update(os.path.relpath(path, here).encode() + b"\0")
         with open(path, "rb") as f:
             digest.update(f.read())
-    return f"{BASE_VERSION}+{digest.hexdigest()[:12]}"
+    return f"{base_version(here)}+{digest.hexdigest()[:12]}"
 
 
 if __name__ == "__main__":

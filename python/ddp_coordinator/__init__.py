@@ -16,7 +16,10 @@ examples.
 """
 from ddp_coordinator import worker
 
-__version__ = "0.1.0"
+try:  # written by setup.py: common/version.h's release and the hash of the sources
+    from ddp_coordinator._version import __version__
+except ImportError:  # imported from the source tree or Bazel's build, not installed
+    __version__ = "0+source"
 
 _CLIENT_NAMES = {"Client", "Jobs", "KeyValueNamespace", "JobWatch", "KvWatch"}
 _TYPE_NAMES = {"ClusterStatus", "CompareAndSetResult", "CoordinatorInfo", "EtcdEndpointStatus",
