@@ -164,7 +164,7 @@ void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
       track.rendezvous_start = event.time;
       break;
     case JobEventType::kWorkerFailed: {
-      const absl::Time at = event.failure ? event.failure->time : event.time;
+      const absl::Time at = event.failure ? rendezvous::FailureTime(*event.failure) : event.time;
       if (!track.first_failure || at < *track.first_failure) track.first_failure = at;
       break;
     }

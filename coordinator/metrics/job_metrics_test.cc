@@ -61,7 +61,7 @@ TEST_F(JobMetricsTest, RestartsRecoveryAndEffectiveTrainingTime) {
   CoordinatorMetrics metrics(clock_);
   JobEvent failed = Event(JobEventType::kWorkerFailed, 100);
   failed.failure.emplace();
-  failed.failure->time = start_ + absl::Seconds(99);
+  rendezvous::SetFailureTime(start_ + absl::Seconds(99), &*failed.failure);
   JobEvent restarting = Event(JobEventType::kRestarting, 100);
   restarting.restart_cause = rendezvous::RestartCause::kWorkerFailure;
   metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
@@ -143,7 +143,7 @@ class JobMetricsRestoreTest : public JobMetricsTest {
       event.restart_cause = cause;
       if (type == JobEventType::kWorkerFailed) {
         event.failure.emplace();
-        event.failure->time = event.time - absl::Seconds(1);
+        rendezvous::SetFailureTime(event.time - absl::Seconds(1), &*event.failure);
       }
       events.push_back(event);
     };

@@ -16,16 +16,7 @@
 #include "coordinator/rendezvous/stragglers.h"
 
 namespace ddp::rendezvous {
-namespace {
-
-// The end of `text` within `limit` bytes: a stderr tail or a traceback ends
-// with what matters (the exception line).
-std::string LastBytes(const std::string& text, int limit) {
-  const size_t max = static_cast<size_t>(std::max(limit, 0));
-  return text.size() <= max ? text : text.substr(text.size() - max);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock, Outbox* outbox)
     : id_(r.job_id),
@@ -188,8 +179,8 @@ JobEvent Job::NewEvent(JobEventType type, const std::string& node_id, const std:
   if (event.failure.has_value()) {
     // Events are many (max_retained_events) and streamed to every watcher:
     // the worker's output stays with the job's failures.
-    event.failure->stderr_tail.clear();
-    event.failure->traceback.clear();
+    event.failure->clear_stderr_tail();
+    event.failure->clear_traceback();
   }
   return event;
 }
@@ -623,11 +614,10 @@ void Job::CloseRendezvous() {
   absl::StatusOr<RankTable> table =
       round_.Close(rank_members, clock_->Now() + settings_.shutdown_timeout);
   if (!table.ok()) {  // Inputs are validated on entry; this is a bug.
-    FailureInfo failure;
-    failure.message =
-        absl::StrCat("internal error computing the rank table: ", table.status().message());
-    failure.time = clock_->Now();
-    Finish(JobState::kFailed, failure, failure.message);
+    FailureInfo failure = NodeFailure(
+        "", round_.generation(), clock_->Now(),
+        absl::StrCat("internal error computing the rank table: ", table.status().message()));
+    Finish(JobState::kFailed, failure, failure.message());
     return;
   }
   for (const std::string& node_id : table->ignored_requests) {
@@ -699,8 +689,8 @@ void Job::PushAssignments(MasterInfo master) {
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
-  if (exit.local_rank < 0 || exit.local_rank >= node->record.nproc) {
-    return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank, " of node '",
+  if (exit.local_rank() < 0 || exit.local_rank() >= node->record.nproc) {
+    return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank(), " of node '",
                                                    ref.node_id, "' is outside [0, ",
                                                    node->record.nproc, ")"));
   }
@@ -714,10 +704,10 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   // One report per worker and generation counts: a resumed agent repeats its
   // reports, and a hung worker that exits later was already reported.
   if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
-  if (node->exited[exit.local_rank]) return absl::OkStatus();
-  if (exit.ok()) {
+  if (node->exited[exit.local_rank()]) return absl::OkStatus();
+  if (ExitedCleanly(exit)) {
     if (state_ != JobState::kRunning) return absl::OkStatus();
-    node->exited[exit.local_rank] = true;
+    node->exited[exit.local_rank()] = true;
     if (++node->exited_ok == node->record.nproc && !node->succeeded) {
       node->succeeded = true;
       if (++round_.mutable_members().succeeded ==
@@ -728,23 +718,20 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
     }
     return absl::OkStatus();
   }
-  node->exited[exit.local_rank] = true;
-  FailureInfo failure;
-  failure.node_id = ref.node_id;
-  failure.generation = round_.generation();
-  failure.local_rank = exit.local_rank;
-  failure.global_rank = node->record.global_rank_offset + exit.local_rank;
-  failure.exit_code = exit.exit_code;
-  failure.signal = exit.signal;
-  failure.hang = exit.hang;
-  failure.process_stopped = exit.hang && exit.process_stopped;
-  failure.pid = exit.pid;
-  failure.message = exit.error_message.substr(0, static_cast<size_t>(limits_.max_message_length));
-  failure.stderr_tail = LastBytes(exit.stderr_tail, limits_.max_stderr_tail_bytes);
-  failure.traceback = LastBytes(exit.traceback, limits_.max_traceback_bytes);
-  failure.log_path = exit.log_path.substr(0, static_cast<size_t>(limits_.max_log_path_length));
+  node->exited[exit.local_rank()] = true;
+  // The agent's report is the failure; the core fills in where it happened
+  // and cuts what the agent sent to the job's limits.
+  FailureInfo failure = exit;
+  failure.set_node_id(ref.node_id);
+  failure.set_generation(round_.generation());
+  failure.set_global_rank(node->record.global_rank_offset + exit.local_rank());
+  failure.set_process_stopped(exit.hang() && exit.process_stopped());
+  failure.set_message(Utf8Prefix(exit.message(), limits_.max_message_length));
+  failure.set_stderr_tail(Utf8Suffix(exit.stderr_tail(), limits_.max_stderr_tail_bytes));
+  failure.set_traceback(Utf8Suffix(exit.traceback(), limits_.max_traceback_bytes));
+  failure.set_log_path(Utf8Prefix(exit.log_path(), limits_.max_log_path_length));
   // An agent that sent no time: the moment the report arrived.
-  failure.time = exit.time == absl::UnixEpoch() ? clock_->Now() : exit.time;
+  if (exit.time_unix_ms() == 0) SetFailureTime(clock_->Now(), &failure);
   Decide(Disruption::WorkerFailure(std::move(failure)),
          state_ == JobState::kRunning ? LostPeerOf(ref.node_id) : std::nullopt);
   return absl::OkStatus();
@@ -779,7 +766,7 @@ void Job::Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer
 void Job::Apply(const RestartDecision& decision) {
   for (const FailureInfo& failure : decision.recorded) {
     MarkJobDirty();
-    Emit(JobEventType::kWorkerFailed, failure.node_id, failure.message, failure);
+    Emit(JobEventType::kWorkerFailed, failure.node_id(), failure.message(), failure);
   }
   switch (decision.action) {
     case RestartDecision::Action::kIgnore:
@@ -909,7 +896,7 @@ absl::Status Job::Cancel(const std::string& reason) {
         absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
   }
   Finish(JobState::kCancelled, std::nullopt,
-         absl::StrCat("cancelled: ", reason.substr(0, limits_.max_message_length)));
+         absl::StrCat("cancelled: ", Utf8Prefix(reason, limits_.max_message_length)));
   return absl::OkStatus();
 }
 
@@ -923,7 +910,7 @@ absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& rea
   if (!newly_excluded) return absl::OkStatus();
   MarkJobDirty();
   const std::string why =
-      absl::StrCat("excluded by the scheduler: ", reason.substr(0, limits_.max_message_length));
+      absl::StrCat("excluded by the scheduler: ", Utf8Prefix(reason, limits_.max_message_length));
   Node* node = membership_.Find(node_id);
   if (node != nullptr) {
     Send(*node, NodeDismissed{why});
@@ -959,14 +946,13 @@ void Job::Tick() {
       if (round_.LastCallOver(now, settings_.last_call_timeout)) {
         CloseRendezvous();
       } else if (round_.JoinTimedOut(now)) {
-        FailureInfo failure;
-        failure.generation = round_.generation();
-        failure.time = now;
-        failure.message = absl::StrCat("rendezvous timed out: ", membership_.size(),
-                                       " of min_nodes=", settings_.min_nodes,
-                                       " nodes joined within the join timeout of ",
-                                       absl::FormatDuration(settings_.join_timeout));
-        Finish(JobState::kFailed, failure, failure.message);
+        FailureInfo failure =
+            NodeFailure("", round_.generation(), now,
+                        absl::StrCat("rendezvous timed out: ", membership_.size(),
+                                     " of min_nodes=", settings_.min_nodes,
+                                     " nodes joined within the join timeout of ",
+                                     absl::FormatDuration(settings_.join_timeout)));
+        Finish(JobState::kFailed, failure, failure.message());
       }
       break;
     case JobState::kStarting:

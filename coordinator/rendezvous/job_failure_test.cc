@@ -9,6 +9,7 @@
 namespace ddp::rendezvous {
 namespace {
 
+using testing::Exit;
 using testing::JobHarness;
 using testing::MessagesOf;
 using testing::Settings;
@@ -16,7 +17,7 @@ using testing::StartRunning;
 
 WorkerExit Crash(int local_rank, int code, const std::string& message,
                  absl::Time time = absl::UnixEpoch()) {
-  return WorkerExit{local_rank, code, 0, message, time};
+  return Exit(local_rank, code, 0, message, time);
 }
 
 TEST(JobFailure, WorkerFailureWithBudget_RestartsEveryNode) {
@@ -31,7 +32,7 @@ TEST(JobFailure, WorkerFailureWithBudget_RestartsEveryNode) {
   EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kWorkerFailed), 1);
   auto failures = h.job().Status(false).failures;
   ASSERT_EQ(failures.size(), 1u);
-  EXPECT_EQ(failures[0].global_rank, 3);  // b: offset 2 + local rank 1
+  EXPECT_EQ(failures[0].global_rank(), 3);  // b: offset 2 + local rank 1
 }
 
 TEST(JobFailure, StopBarrier_WaitsForEveryConfirmation) {
@@ -95,10 +96,10 @@ TEST(JobFailure, PeerFailsAfterMemberStreamClosed_KnockOnFreeRestartNamesLostNod
   const JobStatus status = h.job().Status(false);
   EXPECT_FALSE(status.root_cause.has_value());
   ASSERT_EQ(status.failures.size(), 2u);
-  EXPECT_EQ(status.failures[0].node_id, "a");  // the loss comes first
-  EXPECT_NE(status.failures[0].message.find("session of node 'a' closed"), std::string::npos);
-  EXPECT_EQ(status.failures[1].node_id, "b");
-  EXPECT_NE(status.failures[1].message.find("knock-on of losing node 'a'"), std::string::npos);
+  EXPECT_EQ(status.failures[0].node_id(), "a");  // the loss comes first
+  EXPECT_NE(status.failures[0].message().find("session of node 'a' closed"), std::string::npos);
+  EXPECT_EQ(status.failures[1].node_id(), "b");
+  EXPECT_NE(status.failures[1].message().find("knock-on of losing node 'a'"), std::string::npos);
   // a never resumes: lost after the heartbeat timeout, the barrier ends, and
   // a replacement agent for a joins the next generation.
   for (int i = 0; i < 8; ++i) {
@@ -145,15 +146,10 @@ TEST(JobFailure, HangOfStoppedProcess_RootCauseOverEarlierBlockedPeer) {
   JobHarness h(Settings(2, 2, /*max_restarts=*/0));
   StartRunning(h, {"a", "b"});
   const absl::Time t = h.clock().Now();
-  WorkerExit blocked{0, 0, 0, "hang", t, /*hang=*/true, 11};
-  WorkerExit stopped{1,
-                     0,
-                     0,
-                     "hang; process stopped",
-                     t + absl::Milliseconds(6),
-                     /*hang=*/true,
-                     22,
-                     /*process_stopped=*/true};
+  WorkerExit blocked = Exit(0, 0, 0, "hang", t, /*hang=*/true, 11);
+  WorkerExit stopped = Exit(1, 0, 0, "hang; process stopped", t + absl::Milliseconds(6),
+                            /*hang=*/true, 22,
+                            /*process_stopped=*/true);
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), blocked).ok());
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), stopped).ok());
   ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
@@ -161,9 +157,9 @@ TEST(JobFailure, HangOfStoppedProcess_RootCauseOverEarlierBlockedPeer) {
   ASSERT_EQ(h.job().state(), JobState::kFailed);
   const JobStatus status = h.job().Status(false);
   ASSERT_TRUE(status.root_cause.has_value());
-  EXPECT_EQ(status.root_cause->node_id, "b");
-  EXPECT_EQ(status.root_cause->pid, 22);
-  EXPECT_TRUE(status.root_cause->process_stopped);
+  EXPECT_EQ(status.root_cause->node_id(), "b");
+  EXPECT_EQ(status.root_cause->pid(), 22);
+  EXPECT_TRUE(status.root_cause->process_stopped());
 }
 
 // Issue 23.6: with restarts left, a hang report does not name the restart's
@@ -176,21 +172,17 @@ TEST(JobFailure, HangWithBudget_RestartNamesTheStoppedRankNotTheFirstReport) {
   StartRunning(h, {"a", "b"});
   h.ClearOutbox();
   const absl::Time t = h.clock().Now();
-  WorkerExit blocked{0, 0, 0, "hang", t, /*hang=*/true, 11};
+  WorkerExit blocked = Exit(0, 0, 0, "hang", t, /*hang=*/true, 11);
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), blocked).ok());
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(h.job().restart_count(), 1);
   EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 0);
   EXPECT_EQ(testing::MessagesOf<StopWorkers>(h.outbox()).size(), 2u);
   h.clock().Advance(absl::Milliseconds(300));
-  WorkerExit stopped{1,
-                     0,
-                     0,
-                     "hang; process stopped when the group stop began",
-                     t - absl::Milliseconds(40),
-                     /*hang=*/true,
-                     22,
-                     /*process_stopped=*/true};
+  WorkerExit stopped =
+      Exit(1, 0, 0, "hang; process stopped when the group stop began", t - absl::Milliseconds(40),
+           /*hang=*/true, 22,
+           /*process_stopped=*/true);
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), stopped).ok());
   ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
   ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
@@ -207,7 +199,7 @@ TEST(JobFailure, HangWithBudget_RestartNamesTheStoppedRankNotTheFirstReport) {
   }
   const JobStatus status = h.job().Status(false);
   ASSERT_FALSE(status.failures.empty());
-  EXPECT_EQ(status.failures.front().node_id, "b");
+  EXPECT_EQ(status.failures.front().node_id(), "b");
 }
 
 // An exit (not a hang) with budget left restarts at once, as before.
@@ -215,7 +207,7 @@ TEST(JobFailure, ExitWithBudget_RestartingEventAtOnce) {
   JobHarness h(Settings(2, 2, /*max_restarts=*/3));
   StartRunning(h, {"a", "b"});
   h.ClearOutbox();
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "boom", h.clock().Now()}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "boom", h.clock().Now())).ok());
   EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 1);
 }
 
@@ -278,28 +270,28 @@ TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
   ASSERT_EQ(finished.size(), 1u);
   ASSERT_TRUE(finished[0].root_cause.has_value());
   const FailureInfo& cause = *finished[0].root_cause;
-  EXPECT_EQ(cause.node_id, "b");
-  EXPECT_EQ(cause.local_rank, 1);
-  EXPECT_EQ(cause.global_rank, 3);
-  EXPECT_EQ(cause.exit_code, 139);
-  EXPECT_EQ(cause.message, "segfault");
-  EXPECT_EQ(cause.time, when);
-  EXPECT_EQ(cause.generation, 2);
+  EXPECT_EQ(cause.node_id(), "b");
+  EXPECT_EQ(cause.local_rank(), 1);
+  EXPECT_EQ(cause.global_rank(), 3);
+  EXPECT_EQ(cause.exit_code(), 139);
+  EXPECT_EQ(cause.message(), "segfault");
+  EXPECT_EQ(FailureTime(cause), when);
+  EXPECT_EQ(cause.generation(), 2);
   EXPECT_NE(finished[0].message.find("max_restarts=1"), std::string::npos);
   EXPECT_NE(finished[0].message.find("worker 1 (rank 3) on node 'b' failed: "
                                      "exit code 139"),
             std::string::npos)
       << finished[0].message;
-  EXPECT_EQ(h.job().Status(false).root_cause->node_id, "b");
+  EXPECT_EQ(h.job().Status(false).root_cause->node_id(), "b");
 }
 
 TEST(JobFailure, NoBudget_SignalIsRootCause) {
   JobHarness h(Settings(1, 1, 0));
   StartRunning(h, {"a"});
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 0, 9, "killed", {}}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 0, 9, "killed", {})).ok());
   h.ConfirmStops();
   EXPECT_EQ(h.job().state(), JobState::kFailed);
-  EXPECT_EQ(h.job().Status(false).root_cause->signal, 9);
+  EXPECT_EQ(h.job().Status(false).root_cause->signal(), 9);
   EXPECT_NE(h.job().Status(false).finish_message.find("signal 9 (SIGKILL)"), std::string::npos)
       << h.job().Status(false).finish_message;
 }
@@ -316,7 +308,7 @@ TEST(JobFailure, BudgetSpent_KnockOnReportedFirst_RootCauseIsEarliestFailure) {
           .WorkerExited(h.Ref("b"), Crash(0, 1, "Connection closed", t0 + absl::Milliseconds(80)))
           .ok());
   ASSERT_EQ(h.job().state(), JobState::kRestarting);
-  EXPECT_EQ(h.job().Status(false).root_cause->node_id, "b");  // so far
+  EXPECT_EQ(h.job().Status(false).root_cause->node_id(), "b");  // so far
   // The stop barrier waits; meanwhile the real first failure arrives.
   ASSERT_TRUE(h.job().WorkersStopped(NodeRef{"job1", "b", h.Ref("b").incarnation, 1}).ok());
   ASSERT_TRUE(
@@ -334,9 +326,9 @@ TEST(JobFailure, BudgetSpent_KnockOnReportedFirst_RootCauseIsEarliestFailure) {
   auto finished = MessagesOf<JobFinished>(h.outbox(), "b");
   ASSERT_EQ(finished.size(), 1u);
   ASSERT_TRUE(finished[0].root_cause.has_value());
-  EXPECT_EQ(finished[0].root_cause->node_id, "a");
-  EXPECT_EQ(finished[0].root_cause->global_rank, 1);
-  EXPECT_EQ(finished[0].root_cause->message, "failing on purpose");
+  EXPECT_EQ(finished[0].root_cause->node_id(), "a");
+  EXPECT_EQ(finished[0].root_cause->global_rank(), 1);
+  EXPECT_EQ(finished[0].root_cause->message(), "failing on purpose");
   EXPECT_NE(finished[0].message.find("worker 1 (rank 1) on node 'a' failed: "
                                      "exit code 1; the restart budget "
                                      "(max_restarts=0) is spent"),
@@ -345,10 +337,10 @@ TEST(JobFailure, BudgetSpent_KnockOnReportedFirst_RootCauseIsEarliestFailure) {
   // The history is ordered by failure time, not by arrival.
   const std::vector<FailureInfo> history = h.job().Status(false).failures;
   ASSERT_EQ(history.size(), 3u);
-  EXPECT_EQ(history[0].global_rank, 1);
-  EXPECT_EQ(history[1].global_rank, 0);
-  EXPECT_EQ(history[2].global_rank, 2);
-  EXPECT_EQ(history[2].node_id, "b");
+  EXPECT_EQ(history[0].global_rank(), 1);
+  EXPECT_EQ(history[1].global_rank(), 0);
+  EXPECT_EQ(history[2].global_rank(), 2);
+  EXPECT_EQ(history[2].node_id(), "b");
 }
 
 TEST(JobFailure, BudgetSpent_EqualTimes_LowerGlobalRankIsRootCause) {
@@ -359,28 +351,28 @@ TEST(JobFailure, BudgetSpent_EqualTimes_LowerGlobalRankIsRootCause) {
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(1, 2, "a1", t)).ok());
   h.ConfirmStops();
   ASSERT_EQ(h.job().state(), JobState::kFailed);
-  EXPECT_EQ(h.job().Status(false).root_cause->global_rank, 1);
+  EXPECT_EQ(h.job().Status(false).root_cause->global_rank(), 1);
 }
 
 TEST(JobFailure, BudgetSpent_HangWithOlderHeartbeat_IsRootCauseWithPid) {
   JobHarness h(Settings(2, 2, 0));
   StartRunning(h, {"a", "b"});
   const absl::Time t = h.clock().Now();
-  WorkerExit blocked{0, 0, 0, "hang: no heartbeat for 3.2 s", t + absl::Milliseconds(150)};
-  blocked.hang = true;
-  blocked.pid = 500;
-  WorkerExit hung{1, 0, 0, "hang: no heartbeat for 3.4 s", t};
-  hung.hang = true;
-  hung.pid = 4242;
+  WorkerExit blocked = Exit(0, 0, 0, "hang: no heartbeat for 3.2 s", t + absl::Milliseconds(150));
+  blocked.set_hang(true);
+  blocked.set_pid(500);
+  WorkerExit hung = Exit(1, 0, 0, "hang: no heartbeat for 3.4 s", t);
+  hung.set_hang(true);
+  hung.set_pid(4242);
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), blocked).ok());
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), hung).ok());
   h.ConfirmStops();
   ASSERT_EQ(h.job().state(), JobState::kFailed);
   const FailureInfo cause = *h.job().Status(false).root_cause;
-  EXPECT_EQ(cause.node_id, "a");
-  EXPECT_TRUE(cause.hang);
-  EXPECT_EQ(cause.pid, 4242);
-  EXPECT_EQ(cause.time, t);
+  EXPECT_EQ(cause.node_id(), "a");
+  EXPECT_TRUE(cause.hang());
+  EXPECT_EQ(cause.pid(), 4242);
+  EXPECT_EQ(FailureTime(cause), t);
   EXPECT_NE(h.job().Status(false).finish_message.find("hang (no heartbeat)"), std::string::npos);
 }
 
@@ -406,7 +398,7 @@ TEST(JobFailure, BudgetSpent_NodeSilentDuringStop_FailsAfterShutdownTimeout) {
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   h.Advance(absl::Milliseconds(500));
   EXPECT_EQ(h.job().state(), JobState::kFailed);
-  EXPECT_EQ(h.job().Status(false).root_cause->node_id, "a");
+  EXPECT_EQ(h.job().Status(false).root_cause->node_id(), "a");
 }
 
 TEST(JobFailure, BudgetSpent_RestoredDuringStop_StillFails) {
@@ -433,7 +425,7 @@ TEST(JobFailure, BudgetSpent_RestoredDuringStop_StillFails) {
   ASSERT_TRUE(job.WorkersStopped(ref("a")).ok());
   ASSERT_TRUE(job.WorkersStopped(ref("b")).ok());
   ASSERT_EQ(job.state(), JobState::kFailed);  // not a restart: no budget
-  EXPECT_EQ(job.Status(false).root_cause->message, "first");
+  EXPECT_EQ(job.Status(false).root_cause->message(), "first");
 }
 
 TEST(JobFailure, JoinDuringRestart_IncludedInNextGeneration) {
@@ -464,7 +456,7 @@ TEST(JobFailure, ErrorMessage_TruncatedToLimit) {
   JobHarness h(Settings(1, 1, 0), limits);
   StartRunning(h, {"a"});
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, std::string(5000, 'e'))).ok());
-  EXPECT_EQ(h.job().Status(false).root_cause->message.size(), 10u);
+  EXPECT_EQ(h.job().Status(false).root_cause->message().size(), 10u);
 }
 
 }  // namespace

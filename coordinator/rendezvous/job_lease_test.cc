@@ -9,6 +9,7 @@
 namespace ddp::rendezvous {
 namespace {
 
+using testing::Exit;
 using testing::JobHarness;
 using testing::MessagesOf;
 using testing::Settings;
@@ -47,7 +48,7 @@ TEST(JobLease, HeartbeatAcknowledgesTheRunningGenerationOnlyWhileItRuns) {
   ASSERT_TRUE(h.Register("b").ok());
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
   EXPECT_EQ(*h.job().Heartbeat(h.Ref("a")), 1);
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), WorkerExit{0, 1, 0, "", h.clock().Now()}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Exit(0, 1, 0, "", h.clock().Now())).ok());
   EXPECT_EQ(*h.job().Heartbeat(h.Ref("a")), 0);  // being stopped: no checkpoint now
 }
 
@@ -78,23 +79,22 @@ TEST(JobLease, SilentMemberThenPeerFails_KnockOnOfTheSilentNodeIsFree) {
   // a's workers fail on the broken collective.
   h.clock().Advance(absl::Milliseconds(2100));
   ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
-  ASSERT_TRUE(h.job()
-                  .WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "gloo: timed out", h.clock().Now()})
-                  .ok());
+  ASSERT_TRUE(
+      h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "gloo: timed out", h.clock().Now())).ok());
   EXPECT_EQ(h.job().state(), JobState::kRestarting);  // not FAILED: budget untouched
   EXPECT_EQ(h.job().restart_count(), 0);
   const JobStatus status = h.job().Status(false);
   ASSERT_EQ(status.failures.size(), 2u);
-  EXPECT_EQ(status.failures[0].node_id, "b");
-  EXPECT_NE(status.failures[0].message.find("went silent"), std::string::npos)
-      << status.failures[0].message;
+  EXPECT_EQ(status.failures[0].node_id(), "b");
+  EXPECT_NE(status.failures[0].message().find("went silent"), std::string::npos)
+      << status.failures[0].message();
 }
 
 TEST(JobLease, PeerFailsWhileEveryMemberHeartbeats_ChargesTheBudget) {
   JobHarness h(Settings(1, 2, /*max_restarts=*/1));
   StartRunning(h, {"a", "b"});
   h.clock().Advance(absl::Milliseconds(500));  // one interval: not silent
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "", h.clock().Now()}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "", h.clock().Now())).ok());
   EXPECT_EQ(h.job().restart_count(), 1);
 }
 
@@ -126,7 +126,7 @@ TEST(JobLease, ResumeAfterLeaseRanOut_FreeRestartWithTheNodeKept) {
 TEST(JobLease, ResumeAfterLeaseRanOutDuringAStop_CountsAsStopped) {
   JobHarness h(Settings(2, 2));
   StartRunning(h, {"a", "b"});
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "", h.clock().Now()}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "", h.clock().Now())).ok());
   ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
   ASSERT_EQ(h.job().state(), JobState::kRestarting);
   ASSERT_TRUE(ResumeAfterLease(h, "b", 1).ok());
@@ -194,7 +194,7 @@ TEST(JobLease, ServingResumedAfterAStall_NoNodeLostForTheStall) {
 TEST(JobLease, ServingResumed_StopBarrierDeadlineMovesByTheStall) {
   JobHarness h(Settings(2, 2));
   StartRunning(h, {"a", "b"});
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WorkerExit{0, 1, 0, "", h.clock().Now()}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "", h.clock().Now())).ok());
   ASSERT_EQ(h.job().state(), JobState::kRestarting);
   h.clock().Advance(absl::Seconds(15));  // past the 10 s shutdown timeout, stalled
   h.job().ServingResumed(absl::Seconds(15));

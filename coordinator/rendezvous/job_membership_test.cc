@@ -7,6 +7,7 @@
 namespace ddp::rendezvous {
 namespace {
 
+using testing::Exit;
 using testing::JobHarness;
 using testing::MessagesOf;
 using testing::Settings;
@@ -124,8 +125,7 @@ TEST(JobMembership, StaleGeneration_Aborted) {
   StartRunning(h, {"a", "b"});
   NodeRef stale = h.Ref("a");
   stale.generation = 0;
-  EXPECT_EQ(h.job().WorkerExited(stale, WorkerExit{0, 1, 0, "", {}}).code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(h.job().WorkerExited(stale, Exit(0, 1, 0, "", {})).code(), absl::StatusCode::kAborted);
   EXPECT_EQ(h.job().WorkersStopped(stale).code(), absl::StatusCode::kAborted);
   NodeRef future = h.Ref("a");
   future.generation = 9;

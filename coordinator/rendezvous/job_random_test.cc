@@ -14,6 +14,8 @@
 namespace ddp::rendezvous {
 namespace {
 
+using testing::Exit;
+
 struct Agent {
   Incarnation incarnation = 0;  // 0: not running
   Generation generation = 0;    // last assignment
@@ -61,13 +63,13 @@ class Simulation {
       case 2:
         if (a.incarnation != 0) {
           (void)h_.job().WorkerExited(
-              ref, WorkerExit{static_cast<int>(rng_() % a.nproc), 1, 0, "x", h_.clock().Now()});
+              ref, Exit(static_cast<int>(rng_() % a.nproc), 1, 0, "x", h_.clock().Now()));
         }
         break;
       case 3:
         if (a.incarnation != 0) {
           for (int r = 0; r < a.nproc; ++r) {
-            (void)h_.job().WorkerExited(ref, WorkerExit{r, 0, 0, "", h_.clock().Now()});
+            (void)h_.job().WorkerExited(ref, Exit(r, 0, 0, "", h_.clock().Now()));
           }
         }
         break;

@@ -13,6 +13,7 @@ namespace ddp::rendezvous {
 namespace {
 
 using testing::EventFields;
+using testing::Exit;
 using testing::NcclId;
 using testing::Settings;
 
@@ -41,8 +42,7 @@ class JobHistoryTest : public ::testing::Test {
     clock_.Advance(absl::Seconds(11));
     ASSERT_TRUE(registry.Heartbeat(Ref(1, generation)).ok());
     ASSERT_TRUE(registry.Heartbeat(Ref(2, generation)).ok());
-    ASSERT_TRUE(
-        registry.WorkerExited(Ref(2, generation), WorkerExit{1, 7, 0, "oom", clock_.Now()}).ok());
+    ASSERT_TRUE(registry.WorkerExited(Ref(2, generation), Exit(1, 7, 0, "oom", clock_.Now())).ok());
     ASSERT_TRUE(registry.WorkersStopped(Ref(1, generation)).ok());
     ASSERT_TRUE(registry.WorkersStopped(Ref(2, generation)).ok());
     ASSERT_TRUE(
@@ -96,8 +96,8 @@ TEST_F(JobHistoryTest, Restore_RestartCausesAndFailures_SameEventsAsBefore) {
     if (event.type == JobEventType::kWorkerFailed) {
       ++failed;
       ASSERT_TRUE(event.failure.has_value());
-      EXPECT_EQ(event.failure->exit_code, 7);
-      EXPECT_EQ(event.failure->message, "oom");
+      EXPECT_EQ(event.failure->exit_code(), 7);
+      EXPECT_EQ(event.failure->message(), "oom");
     }
   }
   EXPECT_EQ(restarting, 1);
@@ -164,7 +164,7 @@ TEST_F(JobHistoryTest, EventsNotYetWritten_NotStoredNorCounted) {
   const size_t stored = StoredEvents().size();
   store_.FailWith(absl::UnavailableError("disk full"));
   clock_.Advance(absl::Milliseconds(100));
-  ASSERT_TRUE(registry->WorkerExited(Ref(2, 1), WorkerExit{0, 1, 0, "", clock_.Now()}).ok());
+  ASSERT_TRUE(registry->WorkerExited(Ref(2, 1), Exit(0, 1, 0, "", clock_.Now())).ok());
   EXPECT_FALSE(registry->PersistPending().ok());
   EXPECT_EQ(StoredEvents().size(), stored);
   EXPECT_EQ(store_.LoadEventCounts()->Of(JobEventType::kWorkerFailed), 0);

@@ -12,6 +12,7 @@
 namespace ddp::rendezvous {
 namespace {
 
+using testing::Exit;
 using testing::NcclId;
 using testing::Settings;
 
@@ -36,11 +37,11 @@ class JobRunsTest : public ::testing::Test {
     const NodeRef ref{"j", "a", incarnation, generation};
     ASSERT_TRUE(registry.ReportMasterInfo(ref, MasterInfo{"", 29500, NcclId()}).ok());
     if (fail) {  // no budget: every worker is stopped, then the job fails
-      ASSERT_TRUE(registry.WorkerExited(ref, WorkerExit{0, 3, 0, "", clock_.Now()}).ok());
+      ASSERT_TRUE(registry.WorkerExited(ref, Exit(0, 3, 0, "", clock_.Now())).ok());
       ASSERT_TRUE(registry.WorkersStopped(ref).ok());
     } else {
       for (int rank = 0; rank < 2; ++rank) {
-        ASSERT_TRUE(registry.WorkerExited(ref, WorkerExit{rank, 0, 0, "", clock_.Now()}).ok());
+        ASSERT_TRUE(registry.WorkerExited(ref, Exit(rank, 0, 0, "", clock_.Now())).ok());
       }
     }
     ASSERT_TRUE(registry.PersistPending().ok());
@@ -73,7 +74,7 @@ TEST_F(JobRunsTest, FinishedIdStartsAgain_NextRunCurrentPastRunVisible) {
   EXPECT_EQ(past->run, 1);
   EXPECT_EQ(past->state, JobState::kFailed);
   ASSERT_TRUE(past->root_cause.has_value());
-  EXPECT_EQ(past->root_cause->exit_code, 3);
+  EXPECT_EQ(past->root_cause->exit_code(), 3);
   EXPECT_EQ(past->finished, first_finished);
   EXPECT_EQ(registry->GetJob("j", false, 2)->run, 2);  // the current run by number
 
@@ -105,11 +106,11 @@ TEST_F(JobRunsTest, PastRun_KeepsRootCauseAndFailures_AcrossRestart) {
   auto expect_as_finished = [&](const JobStatus& past) {
     EXPECT_EQ(past.state, JobState::kFailed);
     ASSERT_TRUE(past.root_cause.has_value());
-    EXPECT_EQ(past.root_cause->exit_code, finished.root_cause->exit_code);
-    EXPECT_EQ(past.root_cause->node_id, finished.root_cause->node_id);
+    EXPECT_EQ(past.root_cause->exit_code(), finished.root_cause->exit_code());
+    EXPECT_EQ(past.root_cause->node_id(), finished.root_cause->node_id());
     ASSERT_EQ(past.failures.size(), finished.failures.size());
-    EXPECT_EQ(past.failures[0].exit_code, 3);
-    EXPECT_EQ(past.failures[0].time, finished.failures[0].time);
+    EXPECT_EQ(past.failures[0].exit_code(), 3);
+    EXPECT_EQ(past.failures[0].time_unix_ms(), finished.failures[0].time_unix_ms());
     EXPECT_EQ(past.finish_message, finished.finish_message);
     EXPECT_EQ(past.restart_count, finished.restart_count);
     EXPECT_EQ(past.last_event_index, finished.last_event_index);

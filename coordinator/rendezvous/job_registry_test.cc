@@ -8,6 +8,7 @@
 namespace ddp::rendezvous {
 namespace {
 
+using testing::Exit;
 using testing::MessagesOf;
 using testing::NcclId;
 using testing::Settings;
@@ -279,7 +280,7 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
     ASSERT_TRUE(
         registry.ReportMasterInfo(Ref("j", "a", 11, 1), MasterInfo{"", 29500, NcclId('q')}).ok());
     ASSERT_TRUE(
-        registry.WorkerExited(Ref("j", "b", 22, 1), WorkerExit{0, 1, 0, "boom", clock.Now()}).ok());
+        registry.WorkerExited(Ref("j", "b", 22, 1), Exit(0, 1, 0, "boom", clock.Now())).ok());
     for (auto [n, inc] : {std::pair{"a", 11}, {"b", 22}, {"c", 33}}) {
       ASSERT_TRUE(registry.WorkersStopped(Ref("j", n, inc, 1)).ok());
     }
@@ -307,7 +308,7 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
   EXPECT_EQ(status->generation, 2);
   EXPECT_EQ(status->restart_count, 1);
   ASSERT_EQ(status->failures.size(), 1u);
-  EXPECT_EQ(status->failures[0].message, "boom");
+  EXPECT_EQ(status->failures[0].message(), "boom");
   // a and b resume within the heartbeat timeout; c never comes back.
   clock.Advance(absl::Seconds(1));
   auto resumed = restarted.Register(Req("j", "a", 11, Settings(2, 3, 2)));
@@ -357,8 +358,7 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
     ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
     ASSERT_TRUE(
         registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
-    ASSERT_TRUE(
-        registry.WorkerExited(Ref("j", "a", 1, 1), WorkerExit{0, 1, 0, "x", clock.Now()}).ok());
+    ASSERT_TRUE(registry.WorkerExited(Ref("j", "a", 1, 1), Exit(0, 1, 0, "x", clock.Now())).ok());
     ASSERT_TRUE(registry.WorkersStopped(Ref("j", "a", 1, 1)).ok());
     ASSERT_TRUE(registry.PersistPending().ok());
   }

@@ -7,6 +7,7 @@
 namespace ddp::rendezvous {
 namespace {
 
+using testing::Exit;
 using testing::JobHarness;
 using testing::MessagesOf;
 using testing::NcclId;
@@ -57,7 +58,7 @@ TEST(JobRendezvous, BelowMinAtJoinTimeout_JobFails) {
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].state, JobState::kFailed);
   ASSERT_TRUE(finished[0].root_cause.has_value());
-  EXPECT_NE(finished[0].root_cause->message.find("1 of min_nodes=3"), std::string::npos);
+  EXPECT_NE(finished[0].root_cause->message().find("1 of min_nodes=3"), std::string::npos);
 }
 
 TEST(JobRendezvous, MasterInfo_PushesAssignmentsToEveryMember) {
@@ -176,10 +177,10 @@ TEST(JobRendezvous, EveryWorkerExitsZero_Succeeds) {
   ASSERT_TRUE(h.Succeed("a", 2).ok());
   // A repeated report does not count twice.
   ASSERT_TRUE(h.Succeed("a", 2).ok());
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), WorkerExit{0, 0, 0, "", {}}).ok());
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), WorkerExit{1, 0, 0, "", {}}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Exit(0, 0, 0, "", {})).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Exit(1, 0, 0, "", {})).ok());
   EXPECT_EQ(h.job().state(), JobState::kRunning);
-  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), WorkerExit{2, 0, 0, "", {}}).ok());
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Exit(2, 0, 0, "", {})).ok());
   EXPECT_EQ(h.job().state(), JobState::kSucceeded);
   auto finished = MessagesOf<JobFinished>(h.outbox(), "b");
   ASSERT_EQ(finished.size(), 1u);
@@ -190,7 +191,7 @@ TEST(JobRendezvous, WorkerExitWithBadLocalRank_InvalidArgument) {
   JobHarness h(Settings(1, 1));
   ASSERT_TRUE(h.Register("a", 2).ok());
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
-  EXPECT_EQ(h.job().WorkerExited(h.Ref("a"), WorkerExit{2, 0, 0, "", {}}).code(),
+  EXPECT_EQ(h.job().WorkerExited(h.Ref("a"), Exit(2, 0, 0, "", {})).code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -44,6 +44,22 @@ std::vector<T> MessagesOf(const Outbox& outbox, const std::string& node_id = "")
   return out;
 }
 
+// A worker's report as its agent sends it (WorkerExit is a Failure).
+inline WorkerExit Exit(int local_rank, int exit_code, int signal, std::string message,
+                       absl::Time time, bool hang = false, int pid = 0,
+                       bool process_stopped = false) {
+  WorkerExit exit;
+  exit.set_local_rank(local_rank);
+  exit.set_exit_code(exit_code);
+  exit.set_signal(signal);
+  exit.set_message(std::move(message));
+  SetFailureTime(time, &exit);
+  exit.set_hang(hang);
+  exit.set_pid(pid);
+  exit.set_process_stopped(process_stopped);
+  return exit;
+}
+
 // Every field of job events, so that gtest compares and prints them.
 inline auto EventFields(const std::vector<JobEvent>& events) {
   std::vector<std::tuple<std::string, int64_t, absl::Time, JobEventType, std::string, Generation,
@@ -51,9 +67,9 @@ inline auto EventFields(const std::vector<JobEvent>& events) {
       out;
   for (const JobEvent& e : events) {
     out.emplace_back(e.job_id, e.index, e.time, e.type, e.node_id, e.generation, e.message,
-                     e.failure.has_value(), e.failure ? e.failure->node_id : "",
-                     e.failure ? e.failure->global_rank : 0,
-                     e.failure ? e.failure->process_stopped : false, e.restart_cause);
+                     e.failure.has_value(), e.failure ? e.failure->node_id() : "",
+                     e.failure ? e.failure->global_rank() : 0,
+                     e.failure ? e.failure->process_stopped() : false, e.restart_cause);
   }
   return out;
 }
@@ -126,7 +142,7 @@ class JobHarness {
   // Reports exit 0 for every local rank of `node_id`.
   absl::Status Succeed(const std::string& node_id, int nproc) {
     for (int i = 0; i < nproc; ++i) {
-      absl::Status s = job_->WorkerExited(Ref(node_id), WorkerExit{i, 0, 0, "", clock_.Now()});
+      absl::Status s = job_->WorkerExited(Ref(node_id), Exit(i, 0, 0, "", clock_.Now()));
       if (!s.ok()) return s;
     }
     return absl::OkStatus();

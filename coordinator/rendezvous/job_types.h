@@ -12,8 +12,10 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "coordinator/rendezvous/job_settings.h"
+#include "ddp/v1/jobs.pb.h"
 
 namespace ddp::rendezvous {
 
@@ -59,34 +61,27 @@ struct NodeRef {
   Generation generation = 0;  // the last generation assigned to the node, or 0
 };
 
-// One worker failure, or the reason a job failed without one (node_id empty).
-struct FailureInfo {
-  std::string node_id;
-  Generation generation = 0;
-  int local_rank = -1;
-  int64_t global_rank = -1;
-  int exit_code = 0;    // process exit code, when it exited
-  int signal = 0;       // terminating signal, when it was killed
-  std::string message;  // from TORCHELASTIC_ERROR_FILE, or the coordinator's
-  // When it failed, as the agent tells it (a hang: the last heartbeat; an
-  // exit: the error file's timestamp, else when the exit was seen). Agents'
-  // clocks are compared as they are: keep them synchronized (NTP).
-  absl::Time time;
-  bool hang = false;  // stopped touching its heartbeat file; had not exited
-  // A hang whose process was stopped (SIGSTOP): the culprit whatever its
-  // time (not persisted: a restored job compares by time).
-  bool process_stopped = false;
-  int pid = 0;  // the worker's process id on its node; 0: unknown
-  // The worker's own words, as its agent captured them (empty when none):
-  // the last lines of its stderr (secrets redacted by the agent), the Python
-  // traceback (from its error file, else found in stderr) and where its whole
-  // stderr is on node_id. Only the newest
-  // RendezvousLimits::max_failures_with_logs failures of a job keep
-  // stderr_tail and traceback (RestartPolicy); events carry none of them.
-  std::string stderr_tail;
-  std::string traceback;
-  std::string log_path;
-};
+// One worker failure, or the reason a job failed without one (node_id empty,
+// local_rank and global_rank -1): the API's message itself (jobs.proto
+// Failure), one record from the agent's report to the API's answer. The core
+// keeps it (RestartPolicy's history and root cause, job events), the stores
+// persist it (state.v1 JobRecord), the adapters answer with it. Adding a field
+// touches jobs.proto, the code that sets it and its test.
+//
+// Its times are Unix milliseconds (time_unix_ms: when it failed, as the agent
+// tells it: a hang's last heartbeat, an exit's error-file timestamp, else
+// when the exit was seen; 0: unknown). Agents' clocks are compared as they
+// are: keep them synchronized (NTP). Its strings are valid UTF-8 (Utf8Prefix
+// and Utf8Suffix cut them): they are proto3 strings. Only the newest
+// RendezvousLimits::max_failures_with_logs failures of a job keep
+// stderr_tail and traceback (RestartPolicy); events carry none of them.
+using FailureInfo = ::ddp::v1::Failure;
+
+// A failure of nobody's worker (a lost node, a cancelled job): ranks -1.
+FailureInfo NodeFailure(std::string node_id, Generation generation, absl::Time time,
+                        std::string message);
+absl::Time FailureTime(const FailureInfo& failure);
+void SetFailureTime(absl::Time time, FailureInfo* failure);
 
 // The order of failures by when they happened: the root cause of a generation
 // is its earliest failure (torchrun's rule). A hang of a stopped process comes
@@ -98,6 +93,15 @@ bool FailedEarlier(const FailureInfo& a, const FailureInfo& b);
 // How it failed, for messages: "exit code 3", "signal 9 (SIGKILL)",
 // "hang (no heartbeat)", or the message when it was no worker's failure.
 std::string DescribeFailure(const FailureInfo& failure);
+
+// The longest prefix of `text` of at most `limit` bytes that does not cut a
+// UTF-8 sequence; Utf8Suffix the longest such suffix (a stderr tail or a
+// traceback ends with what matters: the exception line).
+std::string Utf8Prefix(absl::string_view text, int limit);
+std::string Utf8Suffix(absl::string_view text, int limit);
+// `text` with every byte that is not part of a valid UTF-8 sequence replaced
+// by U+FFFD (records of earlier releases kept bytes).
+std::string ValidUtf8(absl::string_view text);
 
 // ---- Inputs ----
 
@@ -131,20 +135,14 @@ struct RegisterResult {
   bool resumed = false;      // same incarnation came back: session resumed
 };
 
-struct WorkerExit {
-  int local_rank = 0;
-  int exit_code = 0;
-  int signal = 0;  // non-zero: killed by this signal
-  std::string error_message;
-  absl::Time time;    // when it failed (see FailureInfo::time)
-  bool hang = false;  // a hang report: the worker has not exited
-  int pid = 0;
-  bool process_stopped = false;  // a hang of a stopped process
-  std::string stderr_tail;       // see FailureInfo
-  std::string traceback;
-  std::string log_path;
-  bool ok() const { return exit_code == 0 && signal == 0 && !hang; }
-};
+// A worker's exit or hang, as its agent reported it: a Failure whose
+// local_rank, exit_code, signal, message, time, hang, pid, process_stopped
+// and output are filled (the core fills node_id, generation and global_rank).
+using WorkerExit = FailureInfo;
+// An exit with code 0 that was no hang: not a failure.
+inline bool ExitedCleanly(const WorkerExit& exit) {
+  return exit.exit_code() == 0 && exit.signal() == 0 && !exit.hang();
+}
 
 struct MasterInfo {
   std::string master_addr;  // empty: the node's registered address

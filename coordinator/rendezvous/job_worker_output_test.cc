@@ -9,16 +9,17 @@
 namespace ddp::rendezvous {
 namespace {
 
+using testing::Exit;
 using testing::JobHarness;
 using testing::Settings;
 using testing::StartRunning;
 
 WorkerExit WithOutput(int local_rank, const std::string& tail, const std::string& traceback,
                       const std::string& log_path) {
-  WorkerExit exit{local_rank, 1, 0, "exit code 1", absl::UnixEpoch()};
-  exit.stderr_tail = tail;
-  exit.traceback = traceback;
-  exit.log_path = log_path;
+  WorkerExit exit = Exit(local_rank, 1, 0, "exit code 1", absl::UnixEpoch());
+  exit.set_stderr_tail(tail);
+  exit.set_traceback(traceback);
+  exit.set_log_path(log_path);
   return exit;
 }
 
@@ -32,16 +33,16 @@ TEST(JobWorkerOutput, WorkerExited_TailTracebackAndLog_InFailuresAndRootCause) {
                   .ok());
   const JobStatus status = h.job().Status(false);
   ASSERT_EQ(status.failures.size(), 1u);
-  EXPECT_EQ(status.failures[0].stderr_tail, "step 3\nValueError: bad batch\n");
-  EXPECT_EQ(status.failures[0].traceback, "Traceback ...\nValueError: bad batch");
-  EXPECT_EQ(status.failures[0].log_path, "/tmp/run/attempt_1/0/stderr.log");
+  EXPECT_EQ(status.failures[0].stderr_tail(), "step 3\nValueError: bad batch\n");
+  EXPECT_EQ(status.failures[0].traceback(), "Traceback ...\nValueError: bad batch");
+  EXPECT_EQ(status.failures[0].log_path(), "/tmp/run/attempt_1/0/stderr.log");
   ASSERT_TRUE(status.root_cause.has_value());
-  EXPECT_EQ(status.root_cause->traceback, "Traceback ...\nValueError: bad batch");
+  EXPECT_EQ(status.root_cause->traceback(), "Traceback ...\nValueError: bad batch");
   // Events stay small: no worker output in them.
   for (const JobEvent& event : h.outbox().events) {
     if (event.failure.has_value()) {
-      EXPECT_TRUE(event.failure->stderr_tail.empty());
-      EXPECT_TRUE(event.failure->traceback.empty());
+      EXPECT_TRUE(event.failure->stderr_tail().empty());
+      EXPECT_TRUE(event.failure->traceback().empty());
     }
   }
 }
@@ -55,10 +56,31 @@ TEST(JobWorkerOutput, WorkerExited_OverLimits_KeepsTheEnd) {
   StartRunning(h, {"a"});
   ASSERT_TRUE(
       h.job().WorkerExited(h.Ref("a"), WithOutput(0, "0123456789", "Error: x", "/tmp/x")).ok());
-  const FailureInfo& f = h.job().Status(false).failures.at(0);
-  EXPECT_EQ(f.stderr_tail, "23456789");
-  EXPECT_EQ(f.traceback, "or: x");
-  EXPECT_EQ(f.log_path, "/tmp");
+  const JobStatus status = h.job().Status(false);
+  const FailureInfo& f = status.failures.at(0);
+  EXPECT_EQ(f.stderr_tail(), "23456789");
+  EXPECT_EQ(f.traceback(), "or: x");
+  EXPECT_EQ(f.log_path(), "/tmp");
+}
+
+// The cut keeps whole UTF-8 sequences: the failure is a proto3 record (an
+// invalid string would not parse back from storage).
+TEST(JobWorkerOutput, WorkerExited_OverLimitsInsideACharacter_CutBetweenCharacters) {
+  RendezvousLimits limits;
+  limits.max_stderr_tail_bytes = 4;  // would begin inside the e-acute
+  limits.max_traceback_bytes = 4;
+  limits.max_log_path_length = 2;  // would end inside the euro sign
+  JobHarness h(Settings(1, 1, 0), limits);
+  StartRunning(h, {"a"});
+  ASSERT_TRUE(
+      h.job()
+          .WorkerExited(h.Ref("a"), WithOutput(0, "x\xc3\xa9\xe2\x82\xac", "ok", "/\xe2\x82\xac"))
+          .ok());
+  const JobStatus status = h.job().Status(false);
+  const FailureInfo& f = status.failures.at(0);
+  EXPECT_EQ(f.stderr_tail(), "\xe2\x82\xac");
+  EXPECT_EQ(f.traceback(), "ok");
+  EXPECT_EQ(f.log_path(), "/");
 }
 
 TEST(JobWorkerOutput, ManyFailures_OnlyTheNewestKeepTheirOutput) {
@@ -81,11 +103,11 @@ TEST(JobWorkerOutput, ManyFailures_OnlyTheNewestKeepTheirOutput) {
   }
   const std::vector<FailureInfo> failures = h.job().Status(false).failures;
   ASSERT_EQ(failures.size(), 4u);
-  EXPECT_EQ(failures[0].stderr_tail, "");
-  EXPECT_EQ(failures[1].traceback, "");
-  EXPECT_EQ(failures[1].log_path, "/log");  // small: always kept
-  EXPECT_EQ(failures[2].stderr_tail, "tail 2");
-  EXPECT_EQ(failures[3].traceback, "tb 3");
+  EXPECT_EQ(failures[0].stderr_tail(), "");
+  EXPECT_EQ(failures[1].traceback(), "");
+  EXPECT_EQ(failures[1].log_path(), "/log");  // small: always kept
+  EXPECT_EQ(failures[2].stderr_tail(), "tail 2");
+  EXPECT_EQ(failures[3].traceback(), "tb 3");
 }
 
 TEST(JobWorkerOutput, RecordRoundTrip_KeepsOutput) {
@@ -94,10 +116,10 @@ TEST(JobWorkerOutput, RecordRoundTrip_KeepsOutput) {
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WithOutput(0, "tail", "tb", "/log")).ok());
   const JobRecord record = h.job().Record();
   ASSERT_EQ(record.failures.size(), 1u);
-  EXPECT_EQ(record.failures[0].stderr_tail, "tail");
+  EXPECT_EQ(record.failures[0].stderr_tail(), "tail");
   ASSERT_TRUE(record.root_cause.has_value());
-  EXPECT_EQ(record.root_cause->traceback, "tb");
-  EXPECT_EQ(record.root_cause->log_path, "/log");
+  EXPECT_EQ(record.root_cause->traceback(), "tb");
+  EXPECT_EQ(record.root_cause->log_path(), "/log");
 }
 
 }  // namespace

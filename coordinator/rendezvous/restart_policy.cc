@@ -42,9 +42,9 @@ RestartPolicy::RestartPolicy(const Options& options, int restart_count,
       failures_(std::move(failures)) {}
 
 std::string RestartPolicy::FailureSentence(const FailureInfo& failure) {
-  if (failure.local_rank < 0) return failure.message;
-  return absl::StrCat("worker ", failure.local_rank, " (rank ", failure.global_rank, ") on node '",
-                      failure.node_id, "' failed: ", DescribeFailure(failure));
+  if (failure.local_rank() < 0) return failure.message();
+  return absl::StrCat("worker ", failure.local_rank(), " (rank ", failure.global_rank(),
+                      ") on node '", failure.node_id(), "' failed: ", DescribeFailure(failure));
 }
 
 RestartDecision RestartPolicy::Decide(const Disruption& disruption, const RestartContext& context) {
@@ -66,14 +66,11 @@ RestartDecision RestartPolicy::Decide(const Disruption& disruption, const Restar
             "); a membership change: the restart budget is not charged");
         return decision;
       }
-      FailureInfo failure;
-      failure.node_id = disruption.node_id;
-      failure.generation = context.generation;
-      failure.message =
+      FailureInfo failure = NodeFailure(
+          disruption.node_id, context.generation, context.now,
           absl::StrCat("agent of node '", disruption.node_id, "' restarted (incarnation ",
                        disruption.old_incarnation, " -> ", disruption.new_incarnation,
-                       "); its workers of generation ", context.generation, " are gone");
-      failure.time = context.now;
+                       "); its workers of generation ", context.generation, " are gone"));
       Record(failure, decision);
       return Charge(failure, context.now, std::move(decision));
     }
@@ -125,11 +122,8 @@ RestartDecision RestartPolicy::DecideKnockOn(const FailureInfo& failure, const L
   RestartDecision decision;
   // The loss comes first in the history: it is what the dashboard and the
   // scheduler should see as the cause.
-  FailureInfo cause;
-  cause.node_id = lost.node_id;
-  cause.generation = context.generation;
-  cause.time = lost.since;
-  cause.message =
+  FailureInfo cause = NodeFailure(
+      lost.node_id, context.generation, lost.since,
       lost.stream_closed
           ? absl::StrCat("the session of node '", lost.node_id,
                          "' closed (its agent died or was cut off) while its workers of "
@@ -138,17 +132,18 @@ RestartDecision RestartPolicy::DecideKnockOn(const FailureInfo& failure, const L
           : absl::StrCat("node '", lost.node_id, "' went silent (no heartbeat for ",
                          absl::FormatDuration(lost.silent_for),
                          ": cut off or frozen) while its workers of generation ",
-                         context.generation, " ran");
+                         context.generation, " ran"));
   Record(cause, decision);
   FailureInfo knock_on = failure;
-  knock_on.message = absl::StrCat("knock-on of losing node '", lost.node_id, "'",
-                                  failure.message.empty() ? "" : ": ", failure.message)
-                         .substr(0, static_cast<size_t>(options_.max_message_length));
+  knock_on.set_message(
+      Utf8Prefix(absl::StrCat("knock-on of losing node '", lost.node_id, "'",
+                              failure.message().empty() ? "" : ": ", failure.message()),
+                 options_.max_message_length));
   Record(knock_on, decision);
   decision.action = RestartDecision::Action::kRestart;
   decision.cause = RestartCause::kNodeLoss;
   decision.reason =
-      absl::StrCat(cause.message, "; ", FailureSentence(failure),
+      absl::StrCat(cause.message(), "; ", FailureSentence(failure),
                    " after it (a knock-on failure): restarting without node '", lost.node_id,
                    "' unless it resumes; the restart budget is not charged");
   return decision;
@@ -158,7 +153,7 @@ RestartDecision RestartPolicy::Charge(const FailureInfo& failure, absl::Time now
                                       RestartDecision decision) {
   const std::string what = FailureSentence(failure);
   const int max = options_.max_restarts;
-  if (restart_count_ < max && failure.hang) {
+  if (restart_count_ < max && failure.hang()) {
     // The first hang reported is often not the one that stalled the others:
     // every rank blocked behind a stopped or stuck one goes silent too, and
     // the agents race. Stop every worker first, taking each node's evidence
@@ -203,15 +198,15 @@ void RestartPolicy::Record(const FailureInfo& failure, RestartDecision& decision
   // Worker output is the bulk of a failure: the newest few keep it.
   const int keep = std::max(options_.max_failures_with_logs, 0);
   for (int i = 0; i + keep < static_cast<int>(failures_.size()); ++i) {
-    failures_[i].stderr_tail.clear();
-    failures_[i].traceback.clear();
+    failures_[i].clear_stderr_tail();
+    failures_[i].clear_traceback();
   }
   decision.recorded.push_back(failure);
 }
 
 bool RestartPolicy::CrashLoop(const FailureInfo& failure, const RestartContext& context) {
   if (options_.crash_loop_generations <= 0) return false;
-  const bool early = !failure.hang && context.running_since != absl::Time() &&
+  const bool early = !failure.hang() && context.running_since != absl::Time() &&
                      context.now - context.running_since <= options_.crash_loop_window;
   if (!early) {
     early_in_a_row_ = 0;
@@ -220,7 +215,7 @@ bool RestartPolicy::CrashLoop(const FailureInfo& failure, const RestartContext& 
   }
   // The same way: what the worker said and how it ended, whichever rank.
   const std::string signature =
-      absl::StrCat(failure.exit_code, "/", failure.signal, "/", failure.message);
+      absl::StrCat(failure.exit_code(), "/", failure.signal(), "/", failure.message());
   const bool continues = early_in_a_row_ > 0 && signature == early_signature_ &&
                          context.generation == early_generation_ + 1;
   early_in_a_row_ = continues ? early_in_a_row_ + 1 : 1;
@@ -237,7 +232,7 @@ StopOutcome RestartPolicy::ConcludeStop() {
     const HangReview review = *std::move(hang_review_);
     hang_review_.reset();
     outcome.named_restart = StopOutcome::NamedRestart{
-        review.culprit.hang ? RestartCause::kHang : RestartCause::kWorkerFailure,
+        review.culprit.hang() ? RestartCause::kHang : RestartCause::kWorkerFailure,
         absl::StrCat(FailureSentence(review.culprit), "; restart ", restart_count_, " of ",
                      options_.max_restarts),
         review.began};

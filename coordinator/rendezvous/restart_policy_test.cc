@@ -18,19 +18,19 @@ RestartPolicy PolicyWithBudget(int max_restarts, int restarts_spent = 0) {
 
 FailureInfo Exit(const std::string& node_id, int global_rank, absl::Time time) {
   FailureInfo failure;
-  failure.node_id = node_id;
-  failure.generation = 1;
-  failure.local_rank = 0;
-  failure.global_rank = global_rank;
-  failure.exit_code = 1;
-  failure.time = time;
+  failure.set_node_id(node_id);
+  failure.set_generation(1);
+  failure.set_local_rank(0);
+  failure.set_global_rank(global_rank);
+  failure.set_exit_code(1);
+  SetFailureTime(time, &failure);
   return failure;
 }
 
 FailureInfo Hang(const std::string& node_id, int global_rank, absl::Time time) {
   FailureInfo failure = Exit(node_id, global_rank, time);
-  failure.exit_code = 0;
-  failure.hang = true;
+  failure.set_exit_code(0);
+  failure.set_hang(true);
   return failure;
 }
 
@@ -64,20 +64,20 @@ TEST(RestartPolicyTest, Decide_WorkerFailureBudgetSpent_StopsThenFailsWithEarlie
   EXPECT_FALSE(d.charged);
   EXPECT_EQ(policy.restart_count(), 1);
   ASSERT_TRUE(policy.root_cause().has_value());
-  EXPECT_EQ(policy.root_cause()->node_id, "b");
+  EXPECT_EQ(policy.root_cause()->node_id(), "b");
 
   // The report of the earlier failure arrives while the workers are stopped.
   const FailureInfo early = Exit("a", 0, kT0 + absl::Seconds(1));
   d = policy.Decide(Disruption::WorkerFailure(early), In(JobState::kRestarting));
   EXPECT_EQ(d.action, Action::kIgnore);
   EXPECT_EQ(d.recorded.size(), 1u);
-  EXPECT_EQ(policy.root_cause()->node_id, "a");
-  EXPECT_EQ(policy.failures().front().node_id, "a") << "history is by failure time";
+  EXPECT_EQ(policy.root_cause()->node_id(), "a");
+  EXPECT_EQ(policy.failures().front().node_id(), "a") << "history is by failure time";
 
   StopOutcome outcome = policy.ConcludeStop();
   EXPECT_FALSE(outcome.named_restart.has_value());
   ASSERT_TRUE(outcome.fail_with.has_value());
-  EXPECT_EQ(outcome.fail_with->node_id, "a");
+  EXPECT_EQ(outcome.fail_with->node_id(), "a");
   EXPECT_EQ(outcome.fail_message,
             "worker 0 (rank 0) on node 'a' failed: exit code 1; the restart budget "
             "(max_restarts=1) is spent");
@@ -105,9 +105,9 @@ TEST(RestartPolicyTest, Decide_FailureWhilePeerLost_FreeKnockOnRestartNamingTheL
   EXPECT_FALSE(d.charged);
   EXPECT_EQ(policy.restart_count(), 0);
   ASSERT_EQ(d.recorded.size(), 2u);
-  EXPECT_EQ(d.recorded[0].node_id, "lost") << "the loss comes first";
-  EXPECT_EQ(d.recorded[0].time, kT0);
-  EXPECT_EQ(d.recorded[1].message, "knock-on of losing node 'lost'");
+  EXPECT_EQ(d.recorded[0].node_id(), "lost") << "the loss comes first";
+  EXPECT_EQ(FailureTime(d.recorded[0]), kT0);
+  EXPECT_EQ(d.recorded[1].message(), "knock-on of losing node 'lost'");
   EXPECT_NE(d.reason.find("the restart budget is not charged"), std::string::npos) << d.reason;
 }
 
@@ -126,7 +126,7 @@ TEST(RestartPolicyTest, Decide_AgentReplaced_FreeWhenOldSessionLostElseCharged) 
   EXPECT_EQ(d.cause, RestartCause::kWorkerFailure);
   EXPECT_TRUE(d.charged);
   ASSERT_EQ(d.recorded.size(), 1u);
-  EXPECT_EQ(d.recorded[0].message,
+  EXPECT_EQ(d.recorded[0].message(),
             "agent of node 'a' restarted (incarnation 8 -> 9); its workers of generation 1 are "
             "gone");
   EXPECT_EQ(policy.restart_count(), 1);
@@ -156,7 +156,7 @@ TEST(RestartPolicyTest, Decide_HangWithBudget_ReviewNamesTheEarliestCulpritOnce)
   EXPECT_EQ(policy.restart_count(), 1);
 
   FailureInfo stopped = Hang("a", 0, kT0 + absl::Seconds(3));
-  stopped.process_stopped = true;  // the culprit whatever its time
+  stopped.set_process_stopped(true);  // the culprit whatever its time
   policy.Decide(Disruption::WorkerFailure(stopped), In(JobState::kRestarting));
 
   StopOutcome outcome = policy.ConcludeStop();
@@ -184,8 +184,8 @@ TEST(RestartPolicyTest, Record_HistoryIsBoundedKeepingTheNewest) {
                   In(JobState::kRestarting));
   }
   ASSERT_EQ(policy.failures().size(), 3u);
-  EXPECT_EQ(policy.failures().front().global_rank, 2);
-  EXPECT_EQ(policy.failures().back().global_rank, 4);
+  EXPECT_EQ(policy.failures().front().global_rank(), 2);
+  EXPECT_EQ(policy.failures().back().global_rank(), 4);
 }
 
 TEST(RestartPolicyTest, Finish_SetsTheRootCauseAndDropsTheHangReview) {
@@ -207,9 +207,9 @@ RestartContext EarlyIn(Generation generation, absl::Duration after_start) {
 
 FailureInfo SameEarlyFailure(Generation generation) {
   FailureInfo failure = Exit("a", static_cast<int>(generation) % 2, kT0);
-  failure.generation = generation;
-  failure.exit_code = 2;
-  failure.message = "ModuleNotFoundError: No module named 'apex'";
+  failure.set_generation(generation);
+  failure.set_exit_code(2);
+  failure.set_message("ModuleNotFoundError: No module named 'apex'");
   return failure;
 }
 
@@ -227,7 +227,7 @@ TEST(RestartPolicyTest, Decide_SameEarlyFailureThreeGenerationsInARow_StopsThenF
   EXPECT_EQ(policy.restart_count(), 2);  // nothing more spent
   const StopOutcome outcome = policy.ConcludeStop();
   ASSERT_TRUE(outcome.fail_with.has_value());
-  EXPECT_EQ(outcome.fail_with->message, "ModuleNotFoundError: No module named 'apex'");
+  EXPECT_EQ(outcome.fail_with->message(), "ModuleNotFoundError: No module named 'apex'");
   EXPECT_NE(outcome.fail_message.find("the same failure ended each of the last 3 generations"),
             std::string::npos)
       << outcome.fail_message;
@@ -238,7 +238,7 @@ TEST(RestartPolicyTest, Decide_SameEarlyFailureThreeGenerationsInARow_StopsThenF
 TEST(RestartPolicyTest, Decide_EarlyFailuresThatDifferOrComeLate_KeepRestarting) {
   RestartPolicy policy = PolicyWithBudget(100);
   FailureInfo other = SameEarlyFailure(2);
-  other.message = "RuntimeError: CUDA error: out of memory";
+  other.set_message("RuntimeError: CUDA error: out of memory");
   const struct {
     FailureInfo failure;
     RestartContext context;

@@ -70,7 +70,7 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
 size_t JobWatchReactor::ApproxBytes(const rendezvous::JobEvent& event) {
   // 96: the fixed fields and the deque's node, generously.
   size_t bytes = event.job_id.size() + event.node_id.size() + event.message.size() + 96;
-  if (event.failure) bytes += event.failure->node_id.size() + event.failure->message.size();
+  if (event.failure) bytes += event.failure->node_id().size() + event.failure->message().size();
   return bytes;
 }
 

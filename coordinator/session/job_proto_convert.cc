@@ -80,23 +80,6 @@ absl::StatusOr<JobState> JobStateFromProto(v1::JobState state) {
   }
 }
 
-void FailureToProto(const rendezvous::FailureInfo& f, v1::Failure* proto) {
-  proto->set_node_id(f.node_id);
-  proto->set_generation(f.generation);
-  proto->set_local_rank(f.local_rank);
-  proto->set_global_rank(f.global_rank);
-  proto->set_exit_code(f.exit_code);
-  proto->set_signal(f.signal);
-  proto->set_message(f.message);
-  proto->set_time_unix_ms(ToUnixMs(f.time));
-  proto->set_hang(f.hang);
-  proto->set_pid(f.pid);
-  proto->set_process_stopped(f.process_stopped);
-  proto->set_stderr_tail(f.stderr_tail);
-  proto->set_traceback(f.traceback);
-  proto->set_log_path(f.log_path);
-}
-
 v1::JobEvent::Type JobEventTypeToProto(JobEventType type) {
   switch (type) {
     case JobEventType::kJobCreated:
@@ -127,7 +110,7 @@ void JobEventToProto(const rendezvous::JobEvent& e, v1::JobEvent* proto) {
   proto->set_node_id(e.node_id);
   proto->set_generation(e.generation);
   proto->set_message(e.message);
-  if (e.failure) FailureToProto(*e.failure, proto->mutable_failure());
+  if (e.failure) *proto->mutable_failure() = *e.failure;
   static_assert(
       static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
           static_cast<int>(rendezvous::RestartCause::kWorkerFailure) == v1::WORKER_FAILURE,
@@ -196,10 +179,8 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
   for (const rendezvous::NodeStatus& n : s.nodes) {
     if (!is_member(n)) fill(n, proto->add_spares());
   }
-  for (const rendezvous::FailureInfo& f : s.failures) {
-    FailureToProto(f, proto->add_failures());
-  }
-  if (s.root_cause) FailureToProto(*s.root_cause, proto->mutable_root_cause());
+  proto->mutable_failures()->Assign(s.failures.begin(), s.failures.end());
+  if (s.root_cause) *proto->mutable_root_cause() = *s.root_cause;
   proto->set_message(s.finish_message);
   for (const std::string& node : s.excluded_nodes) {
     proto->add_excluded_nodes(node);
@@ -257,24 +238,23 @@ absl::StatusOr<rendezvous::NodeRef> NodeRefFromProto(const v1::NodeHeader& proto
 absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
     const v1::WorkerExited& proto, const rendezvous::RendezvousLimits& limits) {
   rendezvous::WorkerExit exit;
-  exit.local_rank = proto.local_rank();
-  exit.pid = proto.pid();
-  exit.hang = proto.hang();
-  exit.process_stopped = proto.process_stopped();
+  exit.set_local_rank(proto.local_rank());
+  exit.set_pid(proto.pid());
+  exit.set_hang(proto.hang());
+  exit.set_process_stopped(proto.process_stopped());
   // A hung worker has not exited: whatever code the agent put there (-1, so
   // that no reader takes it for a success) means nothing.
-  exit.exit_code = exit.hang ? 0 : proto.exit_code();
-  exit.signal = exit.hang ? 0 : proto.signal();
-  const size_t max_message = static_cast<size_t>(limits.max_message_length);
-  exit.error_message = proto.error_message().substr(0, max_message);
-  if (exit.hang && exit.error_message.empty()) {
-    exit.error_message = "hang: the worker stopped touching its heartbeat file";
+  exit.set_exit_code(proto.hang() ? 0 : proto.exit_code());
+  exit.set_signal(proto.hang() ? 0 : proto.signal());
+  exit.set_message(rendezvous::Utf8Prefix(proto.error_message(), limits.max_message_length));
+  if (proto.hang() && exit.message().empty()) {
+    exit.set_message("hang: the worker stopped touching its heartbeat file");
   }
-  exit.time = proto.time_unix_ms() > 0 ? absl::FromUnixMillis(proto.time_unix_ms()) : absl::Time();
+  exit.set_time_unix_ms(std::max<int64_t>(proto.time_unix_ms(), 0));
   // Cut by the core (RendezvousLimits: the end of a tail is what matters).
-  exit.stderr_tail = proto.stderr_tail();
-  exit.traceback = proto.traceback();
-  exit.log_path = proto.log_path();
+  exit.set_stderr_tail(proto.stderr_tail());
+  exit.set_traceback(proto.traceback());
+  exit.set_log_path(proto.log_path());
   return exit;
 }
 
@@ -378,7 +358,7 @@ struct BodyToProto {
   void operator()(const rendezvous::JobFinished& f) const {
     v1::JobFinished* m = proto->mutable_job_finished();
     m->set_state(JobStateToProto(f.state));
-    if (f.root_cause) FailureToProto(*f.root_cause, m->mutable_root_cause());
+    if (f.root_cause) *m->mutable_root_cause() = *f.root_cause;
     m->set_message(f.message);
   }
   void operator()(const rendezvous::Registered& r) const {

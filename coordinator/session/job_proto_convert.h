@@ -33,7 +33,6 @@ v1::JobState JobStateToProto(rendezvous::JobState state);
 // value.
 absl::StatusOr<rendezvous::JobState> JobStateFromProto(v1::JobState state);
 
-void FailureToProto(const rendezvous::FailureInfo& failure, v1::Failure* proto);
 v1::JobEvent::Type JobEventTypeToProto(rendezvous::JobEventType type);
 void JobEventToProto(const rendezvous::JobEvent& event, v1::JobEvent* proto);
 

@@ -113,41 +113,47 @@ TEST(WorkerExitFromProto, Hang_FlagKeptNoExitCodeMessageCapped) {
   proto.set_error_message(std::string(500, 'e'));
   proto.set_time_unix_ms(1700000000000);
   rendezvous::WorkerExit exit = *WorkerExitFromProto(proto, limits);
-  EXPECT_FALSE(exit.ok());
-  EXPECT_TRUE(exit.hang);
-  EXPECT_EQ(exit.exit_code, 0);
-  EXPECT_EQ(exit.signal, 0);
-  EXPECT_EQ(exit.pid, 4242);
-  EXPECT_EQ(exit.local_rank, 2);
-  EXPECT_EQ(exit.error_message.size(), 100u);
-  EXPECT_EQ(exit.time, absl::FromUnixMillis(1700000000000));
+  EXPECT_FALSE(rendezvous::ExitedCleanly(exit));
+  EXPECT_TRUE(exit.hang());
+  EXPECT_EQ(exit.exit_code(), 0);
+  EXPECT_EQ(exit.signal(), 0);
+  EXPECT_EQ(exit.pid(), 4242);
+  EXPECT_EQ(exit.local_rank(), 2);
+  EXPECT_EQ(exit.message().size(), 100u);
+  EXPECT_EQ(exit.time_unix_ms(), 1700000000000);
 }
 
 TEST(WorkerExitFromProto, HangWithoutMessage_MessageSaysHang) {
   v1::WorkerExited proto;
   proto.set_hang(true);
   rendezvous::WorkerExit exit = *WorkerExitFromProto(proto, {});
-  EXPECT_FALSE(exit.ok());
-  EXPECT_THAT(exit.error_message, HasSubstr("heartbeat"));
+  EXPECT_FALSE(rendezvous::ExitedCleanly(exit));
+  EXPECT_THAT(exit.message(), HasSubstr("heartbeat"));
 }
 
-TEST(FailureToProto, HangAndPid_Carried) {
+// A message cut at the limit never ends inside a UTF-8 sequence: the record
+// is a proto3 string (an invalid one would not parse back from storage).
+TEST(WorkerExitFromProto, MessageOverTheLimit_CutBetweenCharacters) {
+  rendezvous::RendezvousLimits limits;
+  limits.max_message_length = 4;
+  v1::WorkerExited proto;
+  proto.set_exit_code(1);
+  proto.set_error_message("ab\u20ac!");  // a, b, then 3 bytes of the euro sign
+  rendezvous::WorkerExit exit = *WorkerExitFromProto(proto, limits);
+  EXPECT_EQ(exit.message(), "ab");
+}
+
+// The job's failure is the API's message: a JobFinished carries it as kept.
+TEST(OutboundToProto, JobFinished_RootCauseCarriedAsKept) {
   rendezvous::FailureInfo f;
-  f.node_id = "node-a";
-  f.generation = 3;
-  f.local_rank = 1;
-  f.global_rank = 5;
-  f.hang = true;
-  f.pid = 31337;
-  f.message = "hang: no heartbeat for 5.0 s";
-  f.time = absl::FromUnixMillis(1700000000123);
-  v1::Failure proto;
-  FailureToProto(f, &proto);
-  EXPECT_TRUE(proto.hang());
-  EXPECT_EQ(proto.pid(), 31337);
-  EXPECT_EQ(proto.exit_code(), 0);
-  EXPECT_EQ(proto.global_rank(), 5);
-  EXPECT_EQ(proto.time_unix_ms(), 1700000000123);
+  f.set_node_id("node-a");
+  f.set_generation(3);
+  f.set_local_rank(1);
+  f.set_global_rank(5);
+  f.set_hang(true);
+  f.set_pid(31337);
+  f.set_message("hang: no heartbeat for 5.0 s");
+  f.set_time_unix_ms(1700000000123);
   rendezvous::JobFinished finished;
   finished.state = rendezvous::JobState::kFailed;
   finished.root_cause = f;
@@ -155,6 +161,7 @@ TEST(FailureToProto, HangAndPid_Carried) {
   OutboundToProto(finished, &m);
   EXPECT_TRUE(m.job_finished().root_cause().hang());
   EXPECT_EQ(m.job_finished().root_cause().pid(), 31337);
+  EXPECT_EQ(m.job_finished().root_cause().time_unix_ms(), 1700000000123);
 }
 
 TEST(JobStatusToProto, MembersSortedWithOffsetsAndSparesSeparate) {
@@ -167,8 +174,8 @@ TEST(JobStatusToProto, MembersSortedWithOffsetsAndSparesSeparate) {
   s.nodes.push_back({"a", 1, 2, 0, "ha", true, now});
   s.nodes.push_back({"c", 3, 8, -1, "hc", false, now});
   rendezvous::FailureInfo f;
-  f.node_id = "b";
-  f.exit_code = 9;
+  f.set_node_id("b");
+  f.set_exit_code(9);
   s.root_cause = f;
   v1::Job proto;
   JobStatusToProto(s, now, &proto);
@@ -228,8 +235,7 @@ TEST(ProgressFromProto, ReportsKeptOthersSkipped_BadValuesInvalidArgument) {
   EXPECT_EQ((*progress)[0].reported, now - absl::Milliseconds(500));
 
   w->mutable_progress()->set_step(-1);
-  EXPECT_THAT(ProgressFromProto(heartbeat, limits, now).status().message(),
-              HasSubstr("step -1"));
+  EXPECT_THAT(ProgressFromProto(heartbeat, limits, now).status().message(), HasSubstr("step -1"));
   w->mutable_progress()->set_step(1);
   for (int i = 0; i < kMaxProgressMetrics; ++i) {
     (*w->mutable_progress()->mutable_metrics())["m" + std::to_string(i)] = i;

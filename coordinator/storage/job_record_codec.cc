@@ -20,43 +20,28 @@ using rendezvous::JobState;
 using rendezvous::NodeRecord;
 using rendezvous::RestartCause;
 
-int64_t Ms(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 int64_t Ns(absl::Time t) { return t == absl::Time() ? 0 : absl::ToUnixNanos(t); }
 absl::Time TimeFromNs(int64_t ns) { return ns == 0 ? absl::Time() : absl::FromUnixNanos(ns); }
 
-void ToProto(const FailureInfo& f, pb::FailureRecord* out) {
-  out->set_node_id(f.node_id);
-  out->set_generation(f.generation);
-  out->set_local_rank(f.local_rank);
-  out->set_global_rank(f.global_rank);
-  out->set_exit_code(f.exit_code);
-  out->set_signal(f.signal);
-  out->set_message(f.message);
-  out->set_time_unix_ns(Ns(f.time));
-  out->set_hang(f.hang);
-  out->set_pid(f.pid);
-  out->set_process_stopped(f.process_stopped);
-  out->set_stderr_tail(f.stderr_tail);
-  out->set_traceback(f.traceback);
-  out->set_log_path(f.log_path);
-}
-
-FailureInfo FromProto(const pb::FailureRecord& f) {
+// A failure stored by a release before 2026-11-27 (FailureRecord: bytes,
+// nanoseconds), as the core keeps it now. Its strings may have been cut
+// inside a UTF-8 sequence: they are made valid (proto3 strings must be).
+FailureInfo FromLegacyRecord(const pb::FailureRecord& f) {
   FailureInfo out;
-  out.node_id = f.node_id();
-  out.generation = f.generation();
-  out.local_rank = f.local_rank();
-  out.global_rank = f.global_rank();
-  out.exit_code = f.exit_code();
-  out.signal = f.signal();
-  out.message = f.message();
-  out.time = TimeFromNs(f.time_unix_ns());
-  out.hang = f.hang();
-  out.pid = f.pid();
-  out.process_stopped = f.process_stopped();
-  out.stderr_tail = f.stderr_tail();
-  out.traceback = f.traceback();
-  out.log_path = f.log_path();
+  out.set_node_id(rendezvous::ValidUtf8(f.node_id()));
+  out.set_generation(f.generation());
+  out.set_local_rank(f.local_rank());
+  out.set_global_rank(f.global_rank());
+  out.set_exit_code(f.exit_code());
+  out.set_signal(f.signal());
+  out.set_message(rendezvous::ValidUtf8(f.message()));
+  out.set_time_unix_ms(f.time_unix_ns() / 1000000);
+  out.set_hang(f.hang());
+  out.set_pid(f.pid());
+  out.set_process_stopped(f.process_stopped());
+  out.set_stderr_tail(rendezvous::ValidUtf8(f.stderr_tail()));
+  out.set_traceback(rendezvous::ValidUtf8(f.traceback()));
+  out.set_log_path(rendezvous::ValidUtf8(f.log_path()));
   return out;
 }
 
@@ -80,9 +65,9 @@ pb::JobRecord JobToProto(const JobRecord& r) {
   out.set_state(static_cast<int32_t>(r.state));
   out.set_generation(r.generation);
   out.set_restart_count(r.restart_count);
-  if (r.root_cause) ToProto(*r.root_cause, out.mutable_root_cause());
+  if (r.root_cause) *out.mutable_cause() = *r.root_cause;
   out.set_finish_message(r.finish_message);
-  for (const FailureInfo& f : r.failures) ToProto(f, out.add_failures());
+  out.mutable_failure_history()->Assign(r.failures.begin(), r.failures.end());
   for (const std::string& node : r.excluded_nodes) out.add_excluded_nodes(node);
   out.mutable_master()->set_master_addr(r.master.master_addr);
   out.mutable_master()->set_master_port(r.master.master_port);
@@ -108,9 +93,14 @@ absl::StatusOr<JobRecord> JobFromProto(const pb::JobRecord& in,
   r.state = static_cast<JobState>(in.state());
   r.generation = in.generation();
   r.restart_count = in.restart_count();
-  if (in.has_root_cause()) r.root_cause = FromProto(in.root_cause());
+  if (in.has_cause()) {
+    r.root_cause = in.cause();
+  } else if (in.has_root_cause()) {
+    r.root_cause = FromLegacyRecord(in.root_cause());
+  }
   r.finish_message = in.finish_message();
-  for (const pb::FailureRecord& f : in.failures()) r.failures.push_back(FromProto(f));
+  r.failures.assign(in.failure_history().begin(), in.failure_history().end());
+  for (const pb::FailureRecord& f : in.failures()) r.failures.push_back(FromLegacyRecord(f));
   r.excluded_nodes.assign(in.excluded_nodes().begin(), in.excluded_nodes().end());
   r.master.master_addr = in.master().master_addr();
   r.master.master_port = in.master().master_port();
@@ -210,7 +200,7 @@ std::string EncodeJobEvent(const JobEvent& e) {
   out.set_node_id(e.node_id);
   out.set_generation(e.generation);
   out.set_message(e.message);
-  if (e.failure) ToProto(*e.failure, out.mutable_failure());
+  if (e.failure) *out.mutable_worker_failure() = *e.failure;
   out.set_restart_cause(static_cast<int32_t>(e.restart_cause));
   return out.SerializeAsString();
 }
@@ -226,7 +216,11 @@ absl::StatusOr<JobEvent> DecodeJobEvent(absl::string_view bytes, const std::stri
   e.node_id = in.node_id();
   e.generation = in.generation();
   e.message = in.message();
-  if (in.has_failure()) e.failure = FromProto(in.failure());
+  if (in.has_worker_failure()) {
+    e.failure = in.worker_failure();
+  } else if (in.has_failure()) {
+    e.failure = FromLegacyRecord(in.failure());
+  }
   e.restart_cause = static_cast<RestartCause>(in.restart_cause());
   return e;
 }

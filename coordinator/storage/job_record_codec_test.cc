@@ -14,16 +14,16 @@ using rendezvous::NodeRecord;
 
 FailureInfo Failure(const std::string& node, int rank) {
   FailureInfo f;
-  f.node_id = node;
-  f.generation = 3;
-  f.local_rank = rank;
-  f.global_rank = 10 + rank;
-  f.exit_code = 1;
-  f.signal = 9;
-  f.message = std::string("boom\0\xff", 6);
-  f.time = absl::FromUnixNanos(1'700'000'000'123'456'789);
-  f.hang = true;
-  f.pid = 4242;
+  f.set_node_id(node);
+  f.set_generation(3);
+  f.set_local_rank(rank);
+  f.set_global_rank(10 + rank);
+  f.set_exit_code(1);
+  f.set_signal(9);
+  f.set_message(std::string("boom\0\xc3\xa9", 7));
+  f.set_time_unix_ms(1'700'000'000'123);
+  f.set_hang(true);
+  f.set_pid(4242);
   return f;
 }
 
@@ -61,14 +61,14 @@ TEST(JobRecordCodecTest, JobRecordRoundTripsEveryField) {
   EXPECT_EQ(back->generation, 12);
   EXPECT_EQ(back->restart_count, 2);
   ASSERT_TRUE(back->root_cause.has_value());
-  EXPECT_EQ(back->root_cause->message, r.root_cause->message);
-  EXPECT_EQ(back->root_cause->time, r.root_cause->time);
-  EXPECT_TRUE(back->root_cause->hang);
-  EXPECT_EQ(back->root_cause->pid, 4242);
+  EXPECT_EQ(back->root_cause->message(), r.root_cause->message());
+  EXPECT_EQ(back->root_cause->time_unix_ms(), 1'700'000'000'123);
+  EXPECT_TRUE(back->root_cause->hang());
+  EXPECT_EQ(back->root_cause->pid(), 4242);
   EXPECT_EQ(back->finish_message, "done");
   ASSERT_EQ(back->failures.size(), 2u);
-  EXPECT_EQ(back->failures[1].node_id, "n2");
-  EXPECT_EQ(back->failures[1].global_rank, 13);
+  EXPECT_EQ(back->failures[1].node_id(), "n2");
+  EXPECT_EQ(back->failures[1].global_rank(), 13);
   EXPECT_EQ(back->excluded_nodes, r.excluded_nodes);
   EXPECT_EQ(back->master.master_addr, "10.0.0.1");
   EXPECT_EQ(back->master.master_port, 29500);
@@ -157,7 +157,7 @@ TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {
   e.generation = 7;
   e.message = std::string("why\0\xff", 5);
   e.failure = Failure("node-b", 1);
-  e.failure->process_stopped = true;
+  e.failure->set_process_stopped(true);
   e.restart_cause = rendezvous::RestartCause::kHang;
   const std::string bytes = EncodeJobEvent(e);
   EXPECT_EQ(bytes.find("dropped"), std::string::npos);
@@ -171,15 +171,46 @@ TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {
   EXPECT_EQ(back->generation, 7);
   EXPECT_EQ(back->message, e.message);
   ASSERT_TRUE(back->failure.has_value());
-  EXPECT_EQ(back->failure->message, e.failure->message);
-  EXPECT_TRUE(back->failure->process_stopped);
-  EXPECT_TRUE(back->failure->hang);
+  EXPECT_EQ(back->failure->message(), e.failure->message());
+  EXPECT_TRUE(back->failure->process_stopped());
+  EXPECT_TRUE(back->failure->hang());
   EXPECT_EQ(back->restart_cause, rendezvous::RestartCause::kHang);
 
   e.failure.reset();
   back = DecodeJobEvent(EncodeJobEvent(e), "j");
   ASSERT_TRUE(back.ok());
   EXPECT_FALSE(back->failure.has_value());
+}
+
+// A record of a release before 2026-11-27 kept its failures as FailureRecord
+// (nanoseconds, bytes cut anywhere): read as the API's Failure, times in
+// milliseconds, bytes that are no UTF-8 replaced.
+TEST(JobRecordCodecTest, LegacyFailureRecords_ReadAsFailures) {
+  ddp::state::v1::JobRecord old;
+  old.set_job_id("j");
+  old.set_state(static_cast<int32_t>(JobState::kFailed));
+  ddp::state::v1::FailureRecord* cause = old.mutable_root_cause();
+  cause->set_node_id("n1");
+  cause->set_local_rank(2);
+  cause->set_global_rank(6);
+  cause->set_exit_code(3);
+  cause->set_message(std::string("cut \xe2\x82", 6));  // a euro sign cut in two
+  cause->set_time_unix_ns(1'700'000'000'123'456'789);
+  *old.add_failures() = *cause;
+  absl::StatusOr<JobRecord> back = DecodeJobRecord(old.SerializeAsString(), JobCounters{});
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->root_cause.has_value());
+  EXPECT_EQ(back->root_cause->node_id(), "n1");
+  EXPECT_EQ(back->root_cause->global_rank(), 6);
+  EXPECT_EQ(back->root_cause->exit_code(), 3);
+  EXPECT_EQ(back->root_cause->time_unix_ms(), 1'700'000'000'123);
+  EXPECT_EQ(back->root_cause->message(), "cut \xef\xbf\xbd\xef\xbf\xbd");
+  ASSERT_EQ(back->failures.size(), 1u);
+  EXPECT_EQ(back->failures[0].message(), back->root_cause->message());
+  // Written again, it is the new form: it parses as a proto3 record.
+  absl::StatusOr<JobRecord> again = DecodeJobRecord(EncodeJobRecord(*back), JobCounters{});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->failures.size(), 1u);
 }
 
 TEST(JobRecordCodecTest, JobEventOfUnknownTypeOrCause_DataLossNamingIt) {

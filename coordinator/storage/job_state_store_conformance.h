@@ -42,9 +42,10 @@ namespace conformance {
 
 // Every field as a tuple, so gtest compares and prints them.
 inline auto FieldsOf(const FailureInfo& f) {
-  return std::make_tuple(f.node_id, f.generation, f.local_rank, f.global_rank, f.exit_code,
-                         f.signal, f.message, f.time, f.hang, f.pid, f.process_stopped,
-                         f.stderr_tail, f.traceback, f.log_path);
+  return std::make_tuple(f.node_id(), f.generation(), f.local_rank(), f.global_rank(),
+                         f.exit_code(), f.signal(), f.message(), f.time_unix_ms(), f.hang(),
+                         f.pid(), f.process_stopped(), f.stderr_tail(), f.traceback(),
+                         f.log_path());
 }
 inline auto FieldsOf(const NodeRecord& n) {
   return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank, n.address,
@@ -104,24 +105,24 @@ inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
 inline FailureInfo Failure(std::string node_id, Generation generation, int exit_code,
                            std::string message) {
   FailureInfo f;
-  f.node_id = std::move(node_id);
-  f.generation = generation;
-  f.local_rank = 1;
-  f.global_rank = generation * 8 + 1;
-  f.exit_code = exit_code;
-  f.signal = exit_code == 0 ? 9 : 0;
-  f.message = std::move(message);
-  f.time = absl::FromUnixMillis(1700000000000 + generation);
-  f.pid = static_cast<int>(4000 + generation);
+  f.set_node_id(std::move(node_id));
+  f.set_generation(generation);
+  f.set_local_rank(1);
+  f.set_global_rank(generation * 8 + 1);
+  f.set_exit_code(exit_code);
+  f.set_signal(exit_code == 0 ? 9 : 0);
+  f.set_message(std::move(message));
+  SetFailureTime(absl::FromUnixMillis(1700000000000 + generation), &f);
+  f.set_pid(static_cast<int>(4000 + generation));
   return f;
 }
 
 // A hang report: no exit, the time of the last heartbeat.
 inline FailureInfo Hang(std::string node_id, Generation generation, int pid) {
   FailureInfo f = Failure(std::move(node_id), generation, 0, "hang: silent");
-  f.signal = 0;
-  f.hang = true;
-  f.pid = pid;
+  f.set_signal(0);
+  f.set_hang(true);
+  f.set_pid(pid);
   return f;
 }
 
@@ -142,16 +143,16 @@ inline JobRecord FullRecord(const std::string& job_id) {
   r.generation = 5000000000;  // beyond 32 bits
   r.restart_count = 6;
   r.root_cause = Hang("node-7", 3, 2147483647);  // the largest pid_t
-  r.root_cause->time = absl::FromUnixNanos(1700000000123456789);
+  r.root_cause->set_time_unix_ms(1700000000123);
   r.finish_message = "not finished";
   r.failures = {Failure("node-3", 1, 1, "first"), Failure("node-1", 2, 0, "second: killed"),
                 Hang("node-5", 2, 77), Failure("node-7", 3, 137, std::string("oom\0killed", 10))};
-  r.failures[2].process_stopped = true;  // a hang of a stopped process
-  // The worker's output (issue 25.1), binary bytes included.
-  r.failures[3].stderr_tail = std::string("last line\nValueError: \xff\0x\n", 26);
-  r.failures[3].traceback = "Traceback (most recent call last):\nValueError: x";
-  r.failures[3].log_path = "/tmp/ddp_job/attempt_3/0/stderr.log";
-  r.root_cause->stderr_tail = "root tail";
+  r.failures[2].set_process_stopped(true);  // a hang of a stopped process
+  // The worker's output (issue 25.1): UTF-8 beyond ASCII, a NUL.
+  r.failures[3].set_stderr_tail(std::string("last line\nValueError: \xc3\xa9\0x\n", 27));
+  r.failures[3].set_traceback("Traceback (most recent call last):\nValueError: x");
+  r.failures[3].set_log_path("/tmp/ddp_job/attempt_3/0/stderr.log");
+  r.root_cause->set_stderr_tail("root tail");
   r.excluded_nodes = {"bad-a", "bad-b", "bad-c"};
   r.master.master_addr = "10.0.0.7";
   r.master.master_port = 29500;
@@ -203,7 +204,7 @@ inline JobEvent Event(const std::string& job_id, int64_t index) {
   e.message = std::string("event\0", 6) + std::to_string(index);
   if (e.type == JobEventType::kWorkerFailed) {
     e.failure = Hang(e.node_id, e.generation, static_cast<int>(index));
-    e.failure->process_stopped = index % 8 == 1;
+    e.failure->set_process_stopped(index % 8 == 1);
   }
   if (e.type == JobEventType::kRestarting) {
     e.restart_cause = index % 8 == 2 ? RestartCause::kNodeLoss : RestartCause::kWorkerFailure;

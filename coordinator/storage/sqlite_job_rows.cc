@@ -60,16 +60,17 @@ bool RowReader::Bool(absl::string_view column) {
 }
 
 std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
-  failure->node_id = reader.Blob();
-  failure->generation = reader.Int64();
-  failure->local_rank = reader.Int("local_rank");
-  failure->global_rank = reader.Int64();
-  failure->exit_code = reader.Int("exit_code");
-  failure->signal = reader.Int("signal");
-  failure->message = reader.Blob();
-  failure->time = TimeFromNanos(reader.Int64());
-  failure->hang = reader.Bool("hang");
-  failure->pid = reader.Int("pid");
+  // Blobs of old rows may have been cut inside a UTF-8 sequence.
+  failure->set_node_id(rendezvous::ValidUtf8(reader.Blob()));
+  failure->set_generation(reader.Int64());
+  failure->set_local_rank(reader.Int("local_rank"));
+  failure->set_global_rank(reader.Int64());
+  failure->set_exit_code(reader.Int("exit_code"));
+  failure->set_signal(reader.Int("signal"));
+  failure->set_message(rendezvous::ValidUtf8(reader.Blob()));
+  failure->set_time_unix_ms(reader.Int64() / 1000000);  // stored in nanoseconds
+  failure->set_hang(reader.Bool("hang"));
+  failure->set_pid(reader.Int("pid"));
   return reader.error();
 }
 

@@ -188,10 +188,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 3: {
         WorkerExit exit;
-        exit.local_rank = in.Next(3);
-        exit.exit_code = in.Next(3);
-        exit.hang = in.Next(8) == 0;
-        exit.time = clock.Now();
+        exit.set_local_rank(in.Next(3));
+        exit.set_exit_code(in.Next(3));
+        exit.set_hang(in.Next(8) == 0);
+        SetFailureTime(clock.Now(), &exit);
         (void)registry.WorkerExited(ref, exit);
         break;
       }
