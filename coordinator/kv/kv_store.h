@@ -22,8 +22,9 @@
 // The delivery thread first tells idle watchers that events are waiting
 // (WatchSink::OnReady: the gRPC adapter starts its write there; with many
 // watchers, on notify_threads threads), then runs the batch's completion
-// callbacks (the gRPC replies). The commit thread meanwhile evaluates and commits the
-// next batch, so sending replies and watch messages overlaps the next fsync instead of delaying it.
+// callbacks (the gRPC replies; many of them, on those threads too). The commit thread meanwhile
+// evaluates and commits the next batch, so sending replies and watch messages overlaps the next
+// fsync instead of delaying it.
 //
 // Lifecycle:
 //
@@ -62,9 +63,12 @@
 //            what was acknowledged. A restart recovers from the backend's log.
 //
 // Thread-safety: thread-safe. Completion callbacks run on the loop's delivery
-// thread (in commit order), its ticker thread (wait timeouts) or, for invalid input,
-// the calling thread: they must be quick and must not call the synchronous
-// wrappers (deadlock). When a write's callback runs, every watcher that the
+// thread (in commit order: a batch's callbacks after those of every batch
+// committed before it; the callbacks of one batch, committed together, may run
+// concurrently on the notify_threads threads), its ticker thread (wait
+// timeouts) or, for invalid input, the calling thread: they must be quick,
+// safe to run concurrently, and must not call the synchronous wrappers
+// (deadlock). When a write's callback runs, every watcher that the
 // write concerns has it queued and, if it was idle, has been sent OnReady.
 
 #include <functional>
@@ -104,8 +108,9 @@ struct KvStoreOptions {
   // Queue bounds (events, bytes) and page sizes of watchers (max_watchers
   // and max_event_bytes come from limits).
   WatchHubOptions watch;
-  // Threads that tell watchers about a commit (the delivery thread included;
-  // see sink_notifier.h), and the fewest watchers worth more than one.
+  // Threads that tell watchers about a commit and send its replies (the
+  // delivery thread included; see sink_notifier.h), and the fewest watchers
+  // or replies worth more than one.
   int notify_threads = 2;
   size_t notify_parallel_min = 32;
   // Asked after Get and Range read the state: an error (UNAVAILABLE) is

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace ddp::kv {
 
@@ -22,7 +23,23 @@ SinkNotifier::~SinkNotifier() {
 }
 
 void SinkNotifier::NotifyAll(const std::vector<std::shared_ptr<WatchSink>>& sinks) {
-  ForEach(sinks.size(), [&sinks](size_t i) { sinks[i]->OnReady(); });
+  if (helpers_.empty() || sinks.size() < min_parallel_) {
+    for (const std::shared_ptr<WatchSink>& sink : sinks) sink->OnReady();
+    return;
+  }
+  const std::vector<size_t> order = SendOrder(sinks);
+  ForEach(order.size(), [&sinks, &order](size_t i) { sinks[order[i]]->OnReady(); });
+}
+
+std::vector<size_t> SendOrder(const std::vector<std::shared_ptr<WatchSink>>& sinks) {
+  // (group, index) pairs sorted: the sinks of one connection side by side,
+  // in their original order.
+  std::vector<std::pair<uint64_t, size_t>> keyed(sinks.size());
+  for (size_t i = 0; i < sinks.size(); ++i) keyed[i] = {sinks[i]->SendGroup(), i};
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<size_t> order(keyed.size());
+  for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  return order;
 }
 
 void SinkNotifier::ForEach(size_t n, const std::function<void(size_t)>& call) {

@@ -83,5 +83,31 @@ TEST(SinkNotifierTest, ForEach_EveryIndexOnce) {
   notifier.ForEach(0, [](size_t) { ADD_FAILURE() << "called for no item"; });
 }
 
+// A sink of one connection (SendGroup) that does nothing.
+class GroupedSink : public WatchSink {
+ public:
+  explicit GroupedSink(uint64_t group) : group_(group) {}
+  void OnReady() override {}
+  uint64_t SendGroup() const override { return group_; }
+
+ private:
+  const uint64_t group_;
+};
+
+TEST(SinkNotifierTest, SendOrder_StreamsOfManyConnections_GroupedInListOrder) {
+  // Watchers registered round-robin over three connections, as clients
+  // spread their streams.
+  std::vector<std::shared_ptr<WatchSink>> sinks;
+  const uint64_t groups[] = {7, 3, 9, 7, 3, 9, 7, 0};
+  for (uint64_t group : groups) sinks.push_back(std::make_shared<GroupedSink>(group));
+  EXPECT_EQ(SendOrder(sinks), (std::vector<size_t>{7, 1, 4, 0, 3, 6, 2, 5}));
+}
+
+TEST(SinkNotifierTest, SendOrder_NoGroups_ListOrder) {
+  std::vector<std::shared_ptr<WatchSink>> sinks;
+  for (int i = 0; i < 5; ++i) sinks.push_back(std::make_shared<GroupedSink>(0));
+  EXPECT_EQ(SendOrder(sinks), (std::vector<size_t>{0, 1, 2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace ddp::kv

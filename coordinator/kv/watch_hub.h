@@ -71,6 +71,10 @@ class WatchSink {
   // New events or a cancellation are waiting: call WatchHub::Take. Must not
   // block.
   virtual void OnReady() = 0;
+  // Sinks whose sends share one path (the gRPC adapter: one connection)
+  // return the same non-zero value; the store notifies them one after
+  // another (sink_notifier.h says why). 0: no group.
+  virtual uint64_t SendGroup() const { return 0; }
 };
 
 struct WatchHubOptions {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <utility>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "coordinator/kv/kv_validation.h"
@@ -224,8 +226,9 @@ grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
       !allowed.ok()) {
     return new RefusedStream<v1::WatchResponse>(allowed);
   }
+  // The peer address ("ipv4:HOST:PORT") names the connection.
   return new WatchReactor(store_, *request, options_.watch_message_bytes, options_.authorizer,
-                          identity);
+                          identity, absl::Hash<std::string>()(context->peer()));
 }
 
 grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext* context,

@@ -12,8 +12,10 @@ namespace ddp::rpc {
 
 WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
                            size_t max_message_bytes, const auth::Authorizer* authorizer,
-                           const auth::Identity& caller)
-    : store_(store), max_message_bytes_(max_message_bytes), sink_(std::make_shared<Sink>(this)) {
+                           const auth::Identity& caller, uint64_t connection)
+    : store_(store),
+      max_message_bytes_(max_message_bytes),
+      sink_(std::make_shared<Sink>(this, connection)) {
   kv::WatchRequest watch;
   watch.ns = request.namespace_();
   watch.prefix = request.prefix();

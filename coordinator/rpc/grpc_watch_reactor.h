@@ -45,10 +45,12 @@ namespace ddp::rpc {
 class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
  public:
   // `authorizer` (may be null) ends the stream when `caller`'s token is
-  // revoked.
+  // revoked. `connection` names the stream's connection (e.g. a hash of the
+  // peer address; 0: unknown): the store notifies the watchers of one
+  // connection together (kv::WatchSink::SendGroup).
   WatchReactor(kv::KvStore& store, const v1::WatchRequest& request, size_t max_message_bytes,
                const auth::Authorizer* authorizer = nullptr,
-               const auth::Identity& caller = auth::Identity());
+               const auth::Identity& caller = auth::Identity(), uint64_t connection = 0);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -59,12 +61,14 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchResponse> {
   // lives.
   class Sink : public kv::WatchSink {
    public:
-    explicit Sink(WatchReactor* reactor) : reactor_(reactor) {}
+    Sink(WatchReactor* reactor, uint64_t connection) : reactor_(reactor), connection_(connection) {}
     void OnReady() override;
+    uint64_t SendGroup() const override { return connection_; }
     // The caller's token was revoked: the stream ends UNAUTHENTICATED.
     void OnRevoked(const absl::Status& status);
     absl::Mutex mu;
     WatchReactor* reactor_ ABSL_GUARDED_BY(mu);
+    const uint64_t connection_;
   };
 
   // Sends the next message if none is in flight. `force`: send even without

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,7 +56,8 @@ ABSL_FLAG(absl::Duration, deadline, absl::ZeroDuration(),
           "Deadline of each load call; 0: none, as etcd's own benchmark tool "
           "does (a deadline costs a timer per call on both sides)");
 ABSL_FLAG(int, value_bytes, 100, "Size of each value written");
-ABSL_FLAG(int, watchers, 1000, "Watch streams in the fan-out test (0: skip)");
+ABSL_FLAG(std::string, watchers, "1000",
+          "Watch streams of the fan-out tests, comma-separated (one test each; 0: skip)");
 ABSL_FLAG(int, watch_rounds, 20, "Puts measured in the fan-out test");
 ABSL_FLAG(std::string, phases, "put,get,add,watch",
           "Phases to run, comma-separated: put, get, add, watch");
@@ -168,9 +170,57 @@ std::string CallOnce(const std::function<void(OperationDone&)>& start) {
 }
 
 // Runs every selected phase against one system; false if a phase failed.
-bool BenchOne(KvTarget& target, std::unique_ptr<WatchFanout> fanout,
-              const std::vector<int>& put_clients, const absl::flat_hash_set<std::string>& phases,
-              pid_t pid) {
+// The server's resident memory per watch stream: VmRSS once all `watchers`
+// streams were registered and notified, minus VmRSS before they were opened,
+// divided by their number ("" without a PID or when /proc cannot be read).
+std::string RssPerWatcher(pid_t pid, int64_t rss_before, int watchers) {
+  if (pid == 0 || rss_before < 0 || watchers == 0) return "";
+  const absl::StatusOr<int64_t> rss_after = ReadProcessRssBytes(pid);
+  if (!rss_after.ok()) return "";
+  return absl::StrFormat("; server RSS +%.1f KiB per watcher",
+                         static_cast<double>(*rss_after - rss_before) / 1024.0 / watchers);
+}
+
+// One fan-out test: `watchers` streams on one key, then rounds of one put.
+Row RunFanout(WatchFanout& fanout, int watchers, pid_t pid, bool& ok) {
+  const std::string phase = absl::StrCat("watch fan-out, ", watchers);
+  int64_t rss_before = -1;
+  if (pid != 0) {
+    if (absl::StatusOr<int64_t> rss = ReadProcessRssBytes(pid); rss.ok()) rss_before = *rss;
+  }
+  Row row{phase, "-", "-", "-", "-", "-", ""};
+  if (std::string start_error = fanout.Start(watchers, absl::StrCat("bench/watched", watchers));
+      !start_error.empty()) {
+    row.note = start_error;
+    ok = false;
+  } else {
+    std::vector<absl::Duration> samples;
+    std::string error;
+    for (int round = 0; round < absl::GetFlag(FLAGS_watch_rounds); ++round) {
+      absl::Duration last;
+      error = fanout.Round(round, &last);
+      if (!error.empty()) break;
+      samples.push_back(last);
+    }
+    row = Row{phase,
+              absl::StrCat(samples.size(), " rounds"),
+              FormatLatency(Quantile(samples, 0.5)),
+              FormatLatency(Quantile(samples, 1.0)),
+              "-",
+              "-",
+              "put sent -> last watcher notified" + RssPerWatcher(pid, rss_before, watchers)};
+    if (!error.empty()) {
+      row.note = error;
+      ok = false;
+    }
+  }
+  fanout.Stop();
+  return row;
+}
+
+bool BenchOne(KvTarget& target, const std::function<std::unique_ptr<WatchFanout>()>& new_fanout,
+              const std::vector<int>& put_clients, const std::vector<int>& watcher_counts,
+              const absl::flat_hash_set<std::string>& phases, pid_t pid) {
   const int max_clients = absl::GetFlag(FLAGS_clients);
   int clients = max_clients;
   for (int n : put_clients) clients = std::max(clients, n);
@@ -219,35 +269,13 @@ bool BenchOne(KvTarget& target, std::unique_ptr<WatchFanout> fanout,
     }
   }
 
-  const int watchers = absl::GetFlag(FLAGS_watchers);
-  if (phases.contains("watch") && watchers > 0 && fanout != nullptr) {
-    const std::string phase = absl::StrCat("watch fan-out, ", watchers);
-    if (std::string start_error = fanout->Start(watchers, "bench/watched"); !start_error.empty()) {
-      rows.push_back({phase, "-", "-", "-", "-", "-", start_error});
-      ok = false;
-    } else {
-      std::vector<absl::Duration> samples;
-      std::string error;
-      for (int round = 0; round < absl::GetFlag(FLAGS_watch_rounds); ++round) {
-        absl::Duration last;
-        error = fanout->Round(round, &last);
-        if (!error.empty()) break;
-        samples.push_back(last);
-      }
-      Row row{phase,
-              absl::StrCat(samples.size(), " rounds"),
-              FormatLatency(Quantile(samples, 0.5)),
-              FormatLatency(Quantile(samples, 1.0)),
-              "-",
-              "-",
-              "put sent -> last watcher notified"};
-      if (!error.empty()) {
-        row.note = error;
-        ok = false;
-      }
-      rows.push_back(row);
+  if (phases.contains("watch") && new_fanout) {
+    for (int watchers : watcher_counts) {
+      if (watchers == 0) continue;
+      // Fresh streams and connections per test (the last ones closed).
+      std::unique_ptr<WatchFanout> fanout = new_fanout();
+      rows.push_back(RunFanout(*fanout, watchers, pid, ok));
     }
-    fanout->Stop();
   }
   PrintTable(target.name(), rows);
   return ok;
@@ -275,6 +303,16 @@ int main(int argc, char** argv) {
     }
     put_clients.push_back(n);
   }
+  std::vector<int> watcher_counts;
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_watchers), ',')) {
+    int n = 0;
+    if (!absl::SimpleAtoi(part, &n) || n < 0 || n > 100'000) {
+      std::fprintf(stderr, "kv_bench: --watchers entry '%s' must be 0..100000\n",
+                   std::string(part).c_str());
+      return 2;
+    }
+    watcher_counts.push_back(n);
+  }
   absl::flat_hash_set<std::string> phases;
   for (absl::string_view part :
        absl::StrSplit(absl::GetFlag(FLAGS_phases), ',', absl::SkipEmpty())) {
@@ -289,12 +327,12 @@ int main(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_clients) < 1 || absl::GetFlag(FLAGS_clients) > 4096 ||
       absl::GetFlag(FLAGS_connections) < 1 || absl::GetFlag(FLAGS_connections) > 4096 ||
-      absl::GetFlag(FLAGS_watchers) < 0 || absl::GetFlag(FLAGS_value_bytes) < 0 ||
+      absl::GetFlag(FLAGS_value_bytes) < 0 ||
       absl::GetFlag(FLAGS_duration) <= absl::ZeroDuration() ||
       absl::GetFlag(FLAGS_deadline) < absl::ZeroDuration()) {
     std::fprintf(stderr,
                  "kv_bench: --clients and --connections must be 1..4096, "
-                 "--watchers and --value_bytes >= 0, --duration > 0, "
+                 "--value_bytes >= 0, --duration > 0, "
                  "--deadline >= 0\n");
     return 2;
   }
@@ -328,18 +366,20 @@ int main(int argc, char** argv) {
   if (!ddp_address.empty()) {
     const std::string ns = absl::GetFlag(FLAGS_ddp_namespace);
     auto target = ddp::kv_bench::NewDdpTarget(ddp_address, ns);
-    ok &= ddp::kv_bench::BenchOne(*target, ddp::kv_bench::NewDdpWatchFanout(ddp_address, ns),
-                                  put_clients, phases, absl::GetFlag(FLAGS_ddp_pid));
+    ok &= ddp::kv_bench::BenchOne(
+        *target, [&] { return ddp::kv_bench::NewDdpWatchFanout(ddp_address, ns); }, put_clients,
+        watcher_counts, phases, absl::GetFlag(FLAGS_ddp_pid));
   }
   if (!rest_address.empty()) {
     auto target = ddp::kv_bench::NewRestTarget(rest_address, absl::GetFlag(FLAGS_ddp_namespace));
-    ok &= ddp::kv_bench::BenchOne(*target, nullptr, put_clients, phases,
+    ok &= ddp::kv_bench::BenchOne(*target, nullptr, put_clients, watcher_counts, phases,
                                   absl::GetFlag(FLAGS_ddp_pid));
   }
   if (!etcd_address.empty()) {
     auto target = ddp::kv_bench::NewEtcdTarget(etcd_address);
-    ok &= ddp::kv_bench::BenchOne(*target, ddp::kv_bench::NewEtcdWatchFanout(etcd_address),
-                                  put_clients, phases, absl::GetFlag(FLAGS_etcd_pid));
+    ok &= ddp::kv_bench::BenchOne(
+        *target, [&] { return ddp::kv_bench::NewEtcdWatchFanout(etcd_address); }, put_clients,
+        watcher_counts, phases, absl::GetFlag(FLAGS_etcd_pid));
   }
   return ok ? 0 : 1;
 }
