@@ -26,6 +26,9 @@ WorkerSpec Agent::SpecFor(const v1::Assignment& p, int local_rank) const {
   if (!worker_site_dir_.empty() && RunsUnderPython(launch)) {
     spec.env = WithPythonPathFirst(std::move(spec.env), worker_site_dir_);
   }
+  // Where the worker and the agent agree on an in-process restart
+  // (recovery_channel.h): the same folder for every generation of the slot.
+  if (launch.in_process_restart) spec.env["DDP_RECOVERY_DIR"] = RecoveryDirOf(local_rank);
   spec.redirect = launch.redirects.ForRank(local_rank);
   spec.tee = launch.tee.ForRank(local_rank);
   spec.show_on_console =
