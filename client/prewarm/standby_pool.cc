@@ -248,6 +248,15 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
       standbys_.erase(it);
     }
   }
+  if (standby != nullptr && options_.idle_cpu_priority) {
+    // From here it is the worker: never at idle priority.
+    if (absl::Status raised = RestoreNormalCpuPriority(standby->process.pid); !raised.ok()) {
+      reason = absl::StrCat("its CPU priority cannot be restored: ", raised.message());
+      SignalProcessGroup(standby->process.pid, SIGKILL);
+      absl::MutexLock lock(&mu_);
+      RetireLocked(std::move(standby));
+    }
+  }
   if (standby != nullptr) {
     // Still importing: wait for it (a cold start would import from scratch).
     const absl::Time deadline = clock_.Now() + kMaxImportWait;
@@ -489,6 +498,7 @@ void StandbyPool::StartDue() {
     fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) & ~O_NONBLOCK);
     WorkerStdio stdio = request.stdio;
     stdio.control_fd = pair[1];
+    stdio.idle_cpu_priority = options_.idle_cpu_priority;
     absl::StatusOr<SpawnedWorker> process = SpawnWorker(request.argv, ToEnvStrings(env), stdio);
     close(pair[1]);
     if (!process.ok() || !process->exec_error.empty()) {

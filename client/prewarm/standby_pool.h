@@ -29,7 +29,8 @@
 //                      with the reason (variable names, never values). Either
 //                      way a new standby for the rank is prepared after
 //                      `refill_delay` (so it does not compete with the
-//                      workers starting now).
+//                      workers starting now; with idle_cpu_priority it
+//                      cannot, and the delay is 0).
 //   a standby that cannot import MODULE exits 17; its error is logged once
 //   and that rank starts cold until its command or environment changes. A
 //   standby killed from outside is replaced after `refill_delay` (three in a
@@ -68,6 +69,11 @@ struct StandbyPoolOptions {
   // RUN_DIR/prewarm.
   std::string site_dir;
   absl::Duration refill_delay = absl::Seconds(3);
+  // true: standbys run at idle CPU priority (SCHED_IDLE) until handed over,
+  // when every thread is moved back to SCHED_OTHER (RestoreNormalCpuPriority;
+  // the agent sets it when CanRestoreNormalCpuPriority, with refill_delay 0:
+  // a standby then imports at once without slowing the workers beside it).
+  bool idle_cpu_priority = false;
   // A warm worker other than rank 0 is handed over once MASTER_ADDR:
   // MASTER_PORT accepts connections (listener_probe.h), at most this late;
   // when nothing listens by then (a script without torch.distributed's

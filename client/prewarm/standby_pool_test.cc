@@ -1,6 +1,7 @@
 #include "client/prewarm/standby_pool.h"
 
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -172,6 +173,45 @@ TEST(StandbyPoolTest, AfterAWarmStart_ANewStandbyIsMade) {
   EXPECT_TRUE(first.exit.succeeded());
   EXPECT_TRUE(second.exit.succeeded());
   EXPECT_NE(second.dump.find(EnvEntry("RANK", "3")), std::string::npos) << second.dump;
+}
+
+// point 3 of issue 27: standbys at idle priority, refilled at once; the
+// worker a standby becomes runs at normal priority.
+TEST(StandbyPoolTest, IdleCpuPriority_StandbyIdleWorkerNormal_RefilledAtOnce) {
+  if (!CanRestoreNormalCpuPriority()) {
+    GTEST_SKIP() << "needs CAP_SYS_NICE or RLIMIT_NICE >= 20 to leave SCHED_IDLE";
+  }
+  const std::string dir = TestDir("idle");
+  StandbyPoolOptions options;
+  options.modules = {"json"};
+  options.python_exec = Python();
+  options.site_dir = absl::StrCat(dir, "/prewarm");
+  options.refill_delay = absl::ZeroDuration();
+  options.idle_cpu_priority = true;
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool =
+      StandbyPool::Create(options, MonotonicClock::Get());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  const WorkerStdio stdio = DirectConsoleTargets(spec, 1, 2);
+  (*pool)->Prepare(spec, stdio, absl::ZeroDuration());
+  ASSERT_TRUE((*pool)->AwaitReady({0}, kImport));
+  const pid_t standby = (*pool)->StandbyPids().at(0);
+  EXPECT_EQ(sched_getscheduler(standby), SCHED_IDLE);
+
+  ASSERT_TRUE(MakeDirectories(spec.files.dir).ok());
+  absl::StatusOr<SpawnedWorker> worker = (*pool)->Launch(DumpSpec(dir, 2, false), stdio);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ(worker->pid, standby);
+  EXPECT_EQ(sched_getscheduler(worker->pid), SCHED_OTHER);  // a zombie keeps its policy
+  int status = 0;
+  EXPECT_EQ(waitpid(worker->pid, &status, 0), worker->pid);
+  for (int fd : {worker->pidfd, worker->stdout_fd, worker->stderr_fd}) {
+    if (fd >= 0) close(fd);
+  }
+  // The next standby comes at once, idle again.
+  ASSERT_TRUE((*pool)->AwaitReady({0}, kImport));
+  EXPECT_NE((*pool)->StandbyPids().at(0), standby);
+  EXPECT_EQ(sched_getscheduler((*pool)->StandbyPids().at(0)), SCHED_IDLE);
 }
 
 // The refill after a warm start waits refill_delay on the pool's clock, not
