@@ -93,7 +93,8 @@ Workers
   --in-process-restart-timeout SECONDS
                                   How long a surviving worker may take to leave the broken
                                   process group before it is stopped and started again as
-                                  without --in-process-restart. Default: 5.
+                                  without --in-process-restart; at most half of the job's
+                                  shutdown timeout (the coordinator's stop barrier). Default: 5.
   PYTHON_EXEC (environment)       Interpreter for Python entry points. Default: python3.
   A `.py` ENTRYPOINT or -m runs as $PYTHON_EXEC -u ...; an executable file runs as it is;
   anything else runs under Python, as torchrun does.

@@ -15,6 +15,8 @@ namespace {
 
 // How often the survivors' state files are read while they leave the group.
 constexpr absl::Duration kParkPollPeriod = absl::Milliseconds(2);
+// The least a worker that did not park gets between SIGTERM and SIGKILL.
+constexpr absl::Duration kMinStopTime = absl::Milliseconds(100);
 
 bool Contains(const std::vector<int>& ranks, int rank) {
   return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
@@ -68,11 +70,16 @@ bool Agent::ParkSurvivors() {
   }
   if (notified.empty()) return false;
 
-  // Counted in polls, not on a clock: the wait is for real processes.
-  const int64_t polls =
-      std::max<int64_t>(1, options_.launch.in_process_restart_timeout / kParkPollPeriod);
+  // Real waits for real processes: on CLOCK_MONOTONIC (as WorkerSupervisor's
+  // stop). The coordinator's stop barrier gives the whole stop the job's
+  // shutdown timeout: the survivors get at most half of it, the workers
+  // stopped after them the rest.
+  const Clock& monotonic = MonotonicClock::Get();
+  const absl::Duration park_budget =
+      std::min(options_.launch.in_process_restart_timeout, shutdown_timeout_ / 2);
+  const absl::Time park_deadline = began + park_budget;
   std::vector<int> parked;
-  for (int64_t poll = 0;; ++poll) {
+  while (true) {
     parked.clear();
     for (const auto& [local_rank, pid] : notified) {
       const std::optional<RecoveryReport> report = channels_.at(local_rank).Read();
@@ -81,13 +88,14 @@ bool Agent::ParkSurvivors() {
         parked.push_back(local_rank);
       }
     }
-    if (parked.size() == notified.size() || poll >= polls) break;
+    if (parked.size() == notified.size() || monotonic.Now() >= park_deadline) break;
     absl::SleepFor(kParkPollPeriod);
   }
   if (parked.empty()) {
     DDP_LOG(WARNING) << "generation " << generation_ << ": no worker left the process group within "
-                     << absl::FormatDuration(options_.launch.in_process_restart_timeout)
-                     << " (--in-process-restart-timeout): every worker starts again";
+                     << absl::FormatDuration(park_budget)
+                     << " (--in-process-restart-timeout, at most half of the shutdown timeout): "
+                     << "every worker starts again";
     return false;
   }
 
@@ -97,7 +105,9 @@ bool Agent::ParkSurvivors() {
   }
   lease_->Stopping();
   if (!others.empty()) {
-    if (absl::Status stopped = supervisor->StopRanks(others, shutdown_timeout_); !stopped.ok()) {
+    const absl::Duration left =
+        std::max(shutdown_timeout_ - (monotonic.Now() - began), kMinStopTime);
+    if (absl::Status stopped = supervisor->StopRanks(others, left); !stopped.ok()) {
       DDP_LOG(ERROR) << "stopping local ranks " << absl::StrJoin(others, ",") << ": " << stopped;
     }
   }
@@ -112,9 +122,8 @@ bool Agent::ParkSurvivors() {
   parked_ = parked;
   DDP_LOG(INFO) << "generation " << generation_ << ": in-process restart: local ranks "
                 << absl::StrJoin(parked, ",") << " left the process group and wait for the next "
-                << "generation (" << absl::FormatDuration(MonotonicClock::Get().Now() - began)
-                << ")" << (others.empty() ? "" : "; stopped local ranks ")
-                << absl::StrJoin(others, ",");
+                << "generation (" << absl::FormatDuration(monotonic.Now() - began) << ")"
+                << (others.empty() ? "" : "; stopped local ranks ") << absl::StrJoin(others, ",");
   return true;
 }
 

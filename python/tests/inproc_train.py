@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -26,6 +27,9 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--fail-at-step", type=int, default=-1)
     parser.add_argument("--fail-rank", type=int, default=3)
+    parser.add_argument("--stubborn-rank", type=int, default=-1,
+                        help="this rank swallows the error of the interrupted step and sleeps "
+                        "instead of leaving the group (never parks)")
     parser.add_argument("--result-dir", required=True)
     args = parser.parse_args()
 
@@ -55,7 +59,12 @@ def main():
             x = torch.randn(16, 8, generator=data)
             loss = ((ddp(x) - x[:, :2]) ** 2).mean()
             state["optimizer"].zero_grad()
-            loss.backward()
+            try:
+                loss.backward()
+            except RuntimeError:
+                if rank == args.stubborn_rank:
+                    time.sleep(600)  # stopped by its agent long before
+                raise
             state["optimizer"].step()
             state["step"] = step + 1
         return generation

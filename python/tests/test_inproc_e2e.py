@@ -36,13 +36,13 @@ def start_agent(coordinator, work, node, job, flags, script_args):
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def train(coordinator, work, job, flags, fail_at_step):
+def train(coordinator, work, job, flags, fail_at_step, extra_script_args=()):
     """Runs the training under two agents; returns (per-rank results, the agents' logs)."""
     work.mkdir()
     results = work / "results"
     results.mkdir()
     script = ["--steps", str(STEPS), "--fail-at-step", str(fail_at_step), "--fail-rank", "3",
-              "--result-dir", str(results)]
+              "--result-dir", str(results), *extra_script_args]
     agents = [start_agent(coordinator, work, node, job, flags, script)
               for node in ("node-a", "node-b")]
     try:
@@ -85,6 +85,24 @@ def test_InProcessRestart_RankFailsMidRun_SurvivorsKeepProcessesSameParameters(c
     # The failure recorded as any: rank 3's exit code 3; the survivors' stops are none.
     assert [(f.global_rank, f.exit_code) for f in failed_once.failures] == [(3, 3)], \
         failed_once.failures
+
+
+def test_InProcessRestart_SurvivorNotBackInTime_StoppedAndStartedAgain(coordinator, tmp_path):
+    """Rank 0 swallows the error and never leaves the group: past
+    --in-process-restart-timeout it is stopped and started again as without the flag, and the
+    run still ends with the parameters of a run without a failure (it gets the state of rank
+    1, the lowest survivor)."""
+    reference, _ = train(coordinator, tmp_path / "reference", "stubborn-reference", [],
+                         fail_at_step=-1)
+    outcome, logs = train(coordinator, tmp_path / "failure", "stubborn-failure",
+                          ["--in-process-restart", "--in-process-restart-timeout", "1"],
+                          fail_at_step=STEPS // 2, extra_script_args=["--stubborn-rank", "0"])
+    assert [r["survivor"] for r in outcome] == [False, True, True, False], outcome
+    assert all(r["replaced_ranks"] == [0, 3] for r in outcome), outcome
+    assert "local ranks 1 left the process group and wait for the next generation" in logs, logs
+    assert "stopped local ranks 0" in logs, logs
+    for rank in range(4):
+        assert outcome[rank]["parameters"] == reference[0]["parameters"], rank
 
 
 def test_InProcessRestart_ScriptWithoutWrapper_EveryWorkerRestarts(coordinator, tmp_path):
