@@ -95,6 +95,7 @@ struct StandbyPool::Standby {
   bool gone = false;    // EOF or "error": it will not serve
   std::string failure;  // its "error ..." line
   absl::Time started;
+  bool idle = false;  // at SCHED_IDLE (options.idle_cpu_priority), not yet promoted
 
   // Reads what the standby said (non-blocking); true when something changed.
   bool Read() {
@@ -248,7 +249,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
       standbys_.erase(it);
     }
   }
-  if (standby != nullptr && options_.idle_cpu_priority) {
+  if (standby != nullptr && standby->idle) {
     // From here it is the worker: never at idle priority.
     if (absl::Status raised = RestoreNormalCpuPriority(standby->process.pid); !raised.ok()) {
       reason = absl::StrCat("its CPU priority cannot be restored: ", raised.message());
@@ -385,13 +386,39 @@ void StandbyPool::Loop() {
       for (const auto& [rank, request] : requests_) {
         wait = std::min(wait, std::max(absl::ZeroDuration(), request.due - now));
       }
+      for (const auto& [rank, standby] : standbys_) {
+        if (standby->idle && !standby->ready && !standby->gone) {
+          const absl::Time promote = standby->started + options_.idle_import_limit;
+          wait = std::min(wait, std::max(absl::ZeroDuration(), promote - now));
+        }
+      }
     }
     poll(fds.data(), fds.size(), static_cast<int>(absl::ToInt64Milliseconds(wait)) + 1);
     uint64_t count;
     (void)!read(wake_fd_, &count, sizeof(count));
     ReadMessages();
+    PromoteSlowImports();
     ReapRetired();
     StartDue();
+  }
+}
+
+void StandbyPool::PromoteSlowImports() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_.Now();
+  for (auto& [rank, standby] : standbys_) {
+    if (!standby->idle || standby->ready || standby->gone) continue;
+    if (now < standby->started + options_.idle_import_limit) continue;
+    // The CPU is busy (idle priority got next to nothing): import at normal
+    // priority now, as a standby made after refill_delay would.
+    standby->idle = false;
+    if (absl::Status raised = RestoreNormalCpuPriority(standby->process.pid); !raised.ok()) {
+      DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": " << raised;
+    } else {
+      DDP_LOG(INFO) << "--prewarm: local rank " << rank << ": standby still importing after "
+                    << absl::FormatDuration(options_.idle_import_limit)
+                    << " at idle priority; it goes on at normal priority";
+    }
   }
 }
 
@@ -482,6 +509,7 @@ void StandbyPool::StartDue() {
     standby->static_env = request.static_env;
     standby->stdio = request.stdio;
     standby->started = clock_.Now();
+    standby->idle = options_.idle_cpu_priority;
     EnvMap env = request.static_env;
     auto path = env.find("PYTHONPATH");
     env["PYTHONPATH"] = path == env.end() || path->second.empty()

@@ -74,6 +74,10 @@ struct StandbyPoolOptions {
   // the agent sets it when CanRestoreNormalCpuPriority, with refill_delay 0:
   // a standby then imports at once without slowing the workers beside it).
   bool idle_cpu_priority = false;
+  // With idle_cpu_priority: a standby still importing this long after it
+  // started (a busy CPU gives SCHED_IDLE next to nothing) goes on at normal
+  // priority, as a standby made after refill_delay would.
+  absl::Duration idle_import_limit = absl::Seconds(3);
   // A warm worker other than rank 0 is handed over once MASTER_ADDR:
   // MASTER_PORT accepts connections (listener_probe.h), at most this late;
   // when nothing listens by then (a script without torch.distributed's
@@ -127,6 +131,8 @@ class StandbyPool {
   // On the pool's thread.
   void StartDue() ABSL_LOCKS_EXCLUDED(mu_);
   void ReadMessages() ABSL_LOCKS_EXCLUDED(mu_);
+  // idle_cpu_priority: standbys importing past idle_import_limit to normal.
+  void PromoteSlowImports() ABSL_LOCKS_EXCLUDED(mu_);
   void ReapRetired() ABSL_LOCKS_EXCLUDED(mu_);
   void Wake();
   // Blocks until rank 0's store listens (see master_wait); not for rank 0.

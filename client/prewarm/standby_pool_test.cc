@@ -214,6 +214,40 @@ TEST(StandbyPoolTest, IdleCpuPriority_StandbyIdleWorkerNormal_RefilledAtOnce) {
   EXPECT_EQ(sched_getscheduler((*pool)->StandbyPids().at(0)), SCHED_IDLE);
 }
 
+// A standby whose import outlasts idle_import_limit at idle priority (a busy
+// CPU) goes on at normal priority.
+TEST(StandbyPoolTest, IdleCpuPriority_ImportTooSlow_PromotedToNormal) {
+  if (!CanRestoreNormalCpuPriority()) {
+    GTEST_SKIP() << "needs CAP_SYS_NICE or RLIMIT_NICE >= 20 to leave SCHED_IDLE";
+  }
+  const std::string dir = TestDir("idle_slow");
+  { std::ofstream(dir + "/slow_import.py") << "import time\ntime.sleep(60)\n"; }
+  StandbyPoolOptions options;
+  options.modules = {"slow_import"};
+  options.python_exec = Python();
+  options.site_dir = absl::StrCat(dir, "/prewarm");
+  options.idle_cpu_priority = true;
+  options.idle_import_limit = absl::Milliseconds(200);
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool =
+      StandbyPool::Create(options, MonotonicClock::Get());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  spec.env["PYTHONPATH"] = dir;
+  (*pool)->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  const absl::Time deadline = absl::Now() + kImport;
+  pid_t standby = -1;
+  while (absl::Now() < deadline && standby < 0) {
+    if ((*pool)->StandbyPids().count(0) > 0) standby = (*pool)->StandbyPids().at(0);
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GT(standby, 0);
+  while (absl::Now() < deadline && sched_getscheduler(standby) != SCHED_OTHER) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(sched_getscheduler(standby), SCHED_OTHER);
+  EXPECT_EQ((*pool)->counts().standbys_ready, 0);  // still importing
+}
+
 // The refill after a warm start waits refill_delay on the pool's clock, not
 // the wall's: a FakeClock that does not move holds it back however long the
 // test runs. A standby due at once for another rank marks a pass of the
