@@ -95,7 +95,8 @@ struct StandbyPool::Standby {
   bool gone = false;    // EOF or "error": it will not serve
   std::string failure;  // its "error ..." line
   absl::Time started;
-  bool idle = false;  // at SCHED_IDLE (options.idle_cpu_priority), not yet promoted
+  bool idle_at_start = false;  // made at SCHED_IDLE (a refill)
+  bool idle = false;           // at SCHED_IDLE still (not promoted nor handed over)
 
   // Reads what the standby said (non-blocking); true when something changed.
   bool Read() {
@@ -192,13 +193,18 @@ void StandbyPool::Wake() {
 }
 
 void StandbyPool::Prepare(const WorkerSpec& spec, const WorkerStdio& stdio, absl::Duration delay) {
+  PrepareStandby(spec, stdio, delay, /*idle=*/false);
+}
+
+void StandbyPool::PrepareStandby(const WorkerSpec& spec, const WorkerStdio& stdio,
+                                 absl::Duration delay, bool idle) {
   if (!IsWarmableCommand(spec.argv, options_.python_exec)) {
     DDP_LOG(INFO) << "--prewarm: local rank " << spec.local_rank << " has no standby: its "
                   << "command is not `" << options_.python_exec << " -u ...` (--no-python or an "
                   << "executable entry point); it starts cold";
     return;
   }
-  Request request{spec.argv, StaticPart(spec.env), stdio, clock_.Now() + delay};
+  Request request{spec.argv, StaticPart(spec.env), stdio, clock_.Now() + delay, idle};
   {
     absl::MutexLock lock(&mu_);
     auto failed = failed_.find(spec.local_rank);
@@ -285,7 +291,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
         closing_.push_back(standby->socket);  // the pool's thread closes it
       }
       standby->socket = -1;
-      Prepare(spec, stdio, options_.refill_delay);
+      PrepareStandby(spec, stdio, options_.refill_delay, options_.idle_cpu_priority);
       return process;
     }
     reason = standby->failure.empty() ? "its standby ended or did not become ready"
@@ -301,7 +307,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
     absl::MutexLock lock(&mu_);
     ++counts_.cold_starts;
   }
-  if (warmable) Prepare(spec, stdio, options_.refill_delay);
+  if (warmable) PrepareStandby(spec, stdio, options_.refill_delay, options_.idle_cpu_priority);
   return process;
 }
 
@@ -459,7 +465,7 @@ void StandbyPool::ReadMessages() {
       failed_[rank] = Key(standby.argv, standby.static_env);
     } else {
       requests_[rank] = Request{standby.argv, standby.static_env, standby.stdio,
-                                clock_.Now() + options_.refill_delay};
+                                clock_.Now() + options_.refill_delay, standby.idle_at_start};
     }
     RetireLocked(std::move(it->second));
     it = standbys_.erase(it);
@@ -509,7 +515,7 @@ void StandbyPool::StartDue() {
     standby->static_env = request.static_env;
     standby->stdio = request.stdio;
     standby->started = clock_.Now();
-    standby->idle = options_.idle_cpu_priority;
+    standby->idle = standby->idle_at_start = request.idle;
     EnvMap env = request.static_env;
     auto path = env.find("PYTHONPATH");
     env["PYTHONPATH"] = path == env.end() || path->second.empty()
@@ -526,7 +532,7 @@ void StandbyPool::StartDue() {
     fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) & ~O_NONBLOCK);
     WorkerStdio stdio = request.stdio;
     stdio.control_fd = pair[1];
-    stdio.idle_cpu_priority = options_.idle_cpu_priority;
+    stdio.idle_cpu_priority = request.idle;
     absl::StatusOr<SpawnedWorker> process = SpawnWorker(request.argv, ToEnvStrings(env), stdio);
     close(pair[1]);
     if (!process.ok() || !process->exec_error.empty()) {

@@ -69,10 +69,12 @@ struct StandbyPoolOptions {
   // RUN_DIR/prewarm.
   std::string site_dir;
   absl::Duration refill_delay = absl::Seconds(3);
-  // true: standbys run at idle CPU priority (SCHED_IDLE) until handed over,
-  // when every thread is moved back to SCHED_OTHER (RestoreNormalCpuPriority;
-  // the agent sets it when CanRestoreNormalCpuPriority, with refill_delay 0:
-  // a standby then imports at once without slowing the workers beside it).
+  // true: the standbys made after a start (refills, replacements) run at
+  // idle CPU priority (SCHED_IDLE) until handed over, when every thread is
+  // moved back to SCHED_OTHER (RestoreNormalCpuPriority; the agent sets it
+  // when CanRestoreNormalCpuPriority, with refill_delay 0: a refill then
+  // imports at once without slowing the workers beside it). Those of
+  // Prepare (before any worker runs) run at normal priority.
   bool idle_cpu_priority = false;
   // With idle_cpu_priority: a standby still importing this long after it
   // started (a busy CPU gives SCHED_IDLE next to nothing) goes on at normal
@@ -124,12 +126,16 @@ class StandbyPool {
     EnvMap static_env;
     WorkerStdio stdio;
     absl::Time due;
+    bool idle = false;  // at SCHED_IDLE (a refill with idle_cpu_priority)
   };
 
   StandbyPool(StandbyPoolOptions options, const Clock& clock);
   void Loop();
   // On the pool's thread.
   void StartDue() ABSL_LOCKS_EXCLUDED(mu_);
+  // Prepare, with `idle`: the standby starts at SCHED_IDLE.
+  void PrepareStandby(const WorkerSpec& spec, const WorkerStdio& stdio, absl::Duration delay,
+                      bool idle);
   void ReadMessages() ABSL_LOCKS_EXCLUDED(mu_);
   // idle_cpu_priority: standbys importing past idle_import_limit to normal.
   void PromoteSlowImports() ABSL_LOCKS_EXCLUDED(mu_);
