@@ -22,7 +22,9 @@ failures come more than a few seconds apart), ddp-inproc (the same with
 --in-process-restart, the worker's loop under ddp_coordinator.recovery.run: the
 survivors keep their processes; gloo variant only). --fail-soon: the failure
 comes 1 s after the group is up, without waiting for the standbys (a crash
-right after a restart).
+right after a restart). --crash: the failing worker ends with os._exit(1)
+instead of sys.exit(1) (the teardown of an interpreter with torch loaded
+takes 0.3-2.5 s here, counted in the restart otherwise).
 
 torchrun: N processes of /usr/bin/torchrun --rdzv_backend c10d (the first one
 to bind the endpoint hosts the TCPStore). ddp-client: one coordinator started
@@ -319,6 +321,8 @@ def run_trial(system, args, nodes, variant, index, root):
     pset = ProcessSet(out_dir)
     gate = os.path.join(work, "fail-gate")
     env = dict(os.environ, PYTHON_EXEC=args.python, BENCH_FAIL_GATE=gate)
+    if args.crash:
+        env["BENCH_CRASH"] = "1"
     try:
         if system != "torchrun":
             port, coord_s = start_coordinator(pset, args, work)
@@ -471,6 +475,9 @@ def main():
     p.add_argument("--stagger", type=float, default=0.0,
                    help="start the last node's agent this many seconds after the others; "
                    "launch counts from its start")
+    p.add_argument("--crash", action="store_true",
+                   help="the failing worker ends with os._exit(1) (a crash) instead of "
+                   "sys.exit(1), whose interpreter teardown with torch loaded takes seconds")
     p.add_argument("--fail-soon", action="store_true",
                    help="fail 1 s after the group is up, not once the standbys wait")
     p.add_argument("--systems", default=",".join(SYSTEMS),
@@ -535,7 +542,8 @@ def main():
                 f"ddp-inproc: the same and --in-process-restart, "
                 + ("the failure 1 s after the group is up" if args.fail_soon else
                    "the failure injected once their standbys wait")
-                + f"); workers under {args.python}; stagger {args.stagger} s")  # fmt: skip
+                + f"); failing worker {'os._exit(1)' if args.crash else 'sys.exit(1)'}; "
+                f"workers under {args.python}; stagger {args.stagger} s")  # fmt: skip
     report = {"machine": machine, "settings": settings, "rows": rows, "trials": results}
     if args.json_out:
         with open(args.json_out, "w") as f:
