@@ -119,7 +119,7 @@ struct LaunchOptions {
   absl::Duration worker_heartbeat_timeout = absl::Minutes(5);  // 0 disables hang checks
   // How often the workers' progress files are read (progress_reader.h).
   absl::Duration progress_interval = absl::Seconds(5);
-  absl::Duration shutdown_timeout = absl::Seconds(30);         // SIGTERM -> SIGKILL
+  absl::Duration shutdown_timeout = absl::Seconds(30);  // SIGTERM -> SIGKILL
   // --connect-timeout: how long the first registration retries an unreachable
   // coordinator before the agent gives up (exit 2).
   absl::Duration connect_timeout = absl::Seconds(60);
@@ -134,6 +134,13 @@ struct LaunchOptions {
   // these imported, handed over as the worker of the next generation
   // (client/prewarm/standby_pool.h); empty: every start is cold.
   std::vector<std::string> prewarm;
+  // --in-process-restart: on a failure, workers that run their loop under
+  // ddp_coordinator.run keep their process (client/recovery_channel.h); only
+  // the failed ranks are started again.
+  bool in_process_restart = false;
+  // --in-process-restart-timeout: how long a surviving worker has to leave
+  // the broken process group before it is stopped as without the flag.
+  absl::Duration in_process_restart_timeout = absl::Seconds(5);
   std::string entrypoint;
   std::vector<std::string> script_args;
   bool help = false;  // -h / --help given: print LaunchUsage() and exit 0

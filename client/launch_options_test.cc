@@ -261,6 +261,17 @@ TEST(ParseLaunchOptionsTest, Parse_Prewarm_ModulesInOrder) {
   EXPECT_NE(parsed.status().message().find("up to 32"), std::string::npos) << parsed.status();
 }
 
+TEST(ParseLaunchOptionsTest, Parse_InProcessRestart_FlagEnvironmentAndTimeout) {
+  EXPECT_FALSE(ParseOk("t.py").in_process_restart);
+  EXPECT_EQ(ParseOk("t.py").in_process_restart_timeout, absl::Seconds(5));
+  LaunchOptions o = ParseOk("--in-process-restart --in-process-restart-timeout 1.5 t.py");
+  EXPECT_TRUE(o.in_process_restart);
+  EXPECT_EQ(o.in_process_restart_timeout, absl::Milliseconds(1500));
+  EXPECT_TRUE(
+      ParseOk("t.py", TestHost(0, {{"DDP_IN_PROCESS_RESTART", "true"}})).in_process_restart);
+  EXPECT_FALSE(ParseOk("--in-process-restart=false t.py").in_process_restart);
+}
+
 TEST(ParseLaunchOptionsTest, Parse_RunPath_WinsOverNoPython) {
   LaunchOptions o = ParseOk("--no-python --run-path /abs/train.py");
   EXPECT_TRUE(o.run_path);
@@ -334,6 +345,8 @@ struct BadRow {
 TEST(ParseLaunchOptionsTest, Parse_BadInput_InvalidArgumentWithClearMessage) {
   const std::vector<BadRow> rows = {
       {"--bogus t.py", "unknown flag '--bogus'"},
+      {"--in-process-restart-timeout 0 t.py", "--in-process-restart-timeout"},
+      {"--in-process-restart-timeout soon t.py", "invalid value 'soon'"},
       {"--prewarm torch,,numpy t.py", "invalid value 'torch,,numpy' for --prewarm"},
       {"--prewarm 1torch t.py", "comma-separated Python modules"},
       {"--prewarm torch;rm t.py", "e.g. torch,torch.distributed"},

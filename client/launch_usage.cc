@@ -81,6 +81,20 @@ Workers
                                   cannot serve (environment changed, died, not a Python
                                   entry point) means a cold start, logged. Costs one idle
                                   interpreter's memory per local rank ($DDP_PREWARM).
+  --in-process-restart[=true|false]
+                                  On a failure, keep the surviving workers' processes:
+                                  a worker whose training loop runs under
+                                  ddp_coordinator.run(train_loop, state) leaves the broken
+                                  process group, waits for the next generation and goes on
+                                  with its memory; only the failed ranks start again (warm
+                                  with --prewarm). Restart budget, root cause and events as
+                                  for a full restart. Scripts without the wrapper restart
+                                  as before. docs/worker-contract.md ($DDP_IN_PROCESS_RESTART).
+  --in-process-restart-timeout SECONDS
+                                  How long a surviving worker may take to leave the broken
+                                  process group before it is stopped and started again as
+                                  without --in-process-restart; at most half of the job's
+                                  shutdown timeout (the coordinator's stop barrier). Default: 5.
   PYTHON_EXEC (environment)       Interpreter for Python entry points. Default: python3.
   A `.py` ENTRYPOINT or -m runs as $PYTHON_EXEC -u ...; an executable file runs as it is;
   anything else runs under Python, as torchrun does.

@@ -1,15 +1,21 @@
 #include "client/worker_process.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -32,8 +38,13 @@ absl::Status ErrnoError(absl::string_view what) {
 
 // Runs in the forked child: only async-signal-safe calls until exec.
 [[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write, int control, int terminal,
-                            int report_write, char* const argv[], char* const envp[]) {
+                            bool idle_cpu_priority, int report_write, char* const argv[],
+                            char* const envp[]) {
   setpgid(0, 0);
+  if (idle_cpu_priority) {
+    sched_param param{};
+    sched_setscheduler(0, SCHED_IDLE, &param);  // best effort: it only yields CPU
+  }
   if (terminal >= 0) {
     // A background group may take the foreground only with SIGTTOU blocked;
     // the mask is reset below.
@@ -112,7 +123,8 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
   if (pid == 0) {
     ExecChild(parent, stdio.stdout_target >= 0 ? stdio.stdout_target : out[1],
               stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], stdio.control_fd,
-              stdio.terminal_fd, report[1], argv_ptrs.data(), env_ptrs.data());
+              stdio.terminal_fd, stdio.idle_cpu_priority, report[1], argv_ptrs.data(),
+              env_ptrs.data());
   }
   setpgid(pid, pid);  // EACCES after exec is fine: the child did it itself
   CloseIfOpen(out[1]);
@@ -168,6 +180,51 @@ std::string SignalName(int signal) {
   const char* abbrev = sigabbrev_np(signal);
   if (abbrev == nullptr) return absl::StrCat("SIG", signal);
   return absl::StrCat("SIG", abbrev);
+}
+
+bool CanRestoreNormalCpuPriority() {
+  // CAP_SYS_NICE (bit 23) in the effective set.
+  if (FILE* status = fopen("/proc/self/status", "re")) {
+    char line[256];
+    unsigned long long caps = 0;
+    bool found = false;
+    while (fgets(line, sizeof(line), status) != nullptr) {
+      if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+        found = true;
+        break;
+      }
+    }
+    fclose(status);
+    if (found && (caps & (1ULL << 23)) != 0) return true;
+  }
+  // Else RLIMIT_NICE must allow nice 0: 20 - 0 <= the soft limit.
+  rlimit limit{};
+  return getrlimit(RLIMIT_NICE, &limit) == 0 &&
+         (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 20);
+}
+
+absl::Status RestoreNormalCpuPriority(pid_t pid) {
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  DIR* dir = opendir(tasks.c_str());
+  if (dir == nullptr) {
+    return errno == ENOENT ? absl::NotFoundError(absl::StrCat("process ", pid, " is gone"))
+                           : ErrnoError(absl::StrCat("opendir ", tasks));
+  }
+  absl::Status status;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const pid_t tid = static_cast<pid_t>(atoi(entry->d_name));
+    sched_param param{};
+    if (sched_setscheduler(tid, SCHED_OTHER, &param) == 0 || errno == ESRCH) continue;
+    status = errno == EPERM ? absl::PermissionDeniedError(absl::StrCat(
+                                  "cannot move thread ", tid, " of process ", pid,
+                                  " from SCHED_IDLE to SCHED_OTHER (needs CAP_SYS_NICE or "
+                                  "RLIMIT_NICE >= 20)"))
+                            : ErrnoError(absl::StrCat("sched_setscheduler(", tid, ")"));
+    break;
+  }
+  closedir(dir);
+  return status;
 }
 
 }  // namespace ddp::client

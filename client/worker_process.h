@@ -56,7 +56,20 @@ struct WorkerStdio {
   // pdb) and Ctrl-C reaches it, as under torchrun; -1: the child stays in the
   // background of any terminal.
   int terminal_fd = -1;
+  // true: the child runs at idle CPU priority (SCHED_IDLE, set before exec,
+  // inherited by its threads): a --prewarm standby importing beside running
+  // workers takes only CPU time they leave unused.
+  bool idle_cpu_priority = false;
 };
+
+// Whether this process may move a child from SCHED_IDLE back to SCHED_OTHER
+// (CAP_SYS_NICE, or RLIMIT_NICE allowing nice 0; see sched(7)).
+bool CanRestoreNormalCpuPriority();
+
+// Every thread of `pid` to SCHED_OTHER (the default policy, nice unchanged).
+// Possible errors: PERMISSION_DENIED (see CanRestoreNormalCpuPriority),
+// NOT_FOUND (the process is gone), INTERNAL (other errno, named).
+absl::Status RestoreNormalCpuPriority(pid_t pid);
 
 // True when `fd` is a terminal and this process's group is its foreground
 // (the agent runs in the foreground of a shell): an interactive run.

@@ -1,6 +1,7 @@
 #include "client/worker_process.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +43,26 @@ TEST(SpawnWorkerTest, Spawn_Script_OutputEnvExitCodeAndOwnGroup) {
   ASSERT_EQ(waitpid(w->pid, &status, 0), w->pid);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 3);
+  CloseAll(*w);
+}
+
+TEST(SpawnWorkerTest, Spawn_IdleCpuPriority_IdleUntilRestored) {
+  WorkerStdio stdio;
+  stdio.idle_cpu_priority = true;
+  auto w = SpawnWorker({"/bin/sh", "-c", "sleep 30"}, {}, stdio);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(sched_getscheduler(w->pid), SCHED_IDLE);
+  const absl::Status restored = RestoreNormalCpuPriority(w->pid);
+  if (CanRestoreNormalCpuPriority()) {
+    EXPECT_TRUE(restored.ok()) << restored;
+    EXPECT_EQ(sched_getscheduler(w->pid), SCHED_OTHER);
+  } else {
+    EXPECT_TRUE(absl::IsPermissionDenied(restored)) << restored;
+  }
+  SignalProcessGroup(w->pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(w->pid, &status, 0), w->pid);
+  EXPECT_TRUE(absl::IsNotFound(RestoreNormalCpuPriority(w->pid)));
   CloseAll(*w);
 }
 

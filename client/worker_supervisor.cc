@@ -179,70 +179,138 @@ class WorkerSupervisor::EventLoop {
   }
 
   absl::Status SpawnAll() {
-    const WorkerSupervisor::Options& o = owner_->options_;
     for (size_t i = 0; i < workers_.size(); ++i) {
-      Worker& w = *workers_[i];
-      const WorkerSpec& spec = w.spec;
-      if (absl::Status s = MakeDirectories(spec.files.dir); !s.ok()) return s;
-      unlink(spec.files.error_file.c_str());  // stale files of a reused directory
-      unlink(spec.files.heartbeat_file.c_str());
-      unlink(spec.files.stack_dump_file.c_str());
-      WorkerStdio stdio = DirectConsoleTargets(spec, o.console_out_fd, o.console_err_fd);
-      if (spec.local_rank == 0) stdio.terminal_fd = o.terminal_fd;
-      auto make_router = [&](bool is_out) -> std::unique_ptr<OutputRouter> {
-        if ((is_out ? stdio.stdout_target : stdio.stderr_target) >= 0) {
-          return nullptr;  // the worker writes to the console itself
-        }
-        const bool teed = is_out ? IncludesStdout(spec.tee) : IncludesStderr(spec.tee);
-        const bool redirected =
-            is_out ? IncludesStdout(spec.redirect) : IncludesStderr(spec.redirect);
-        OutputRouter::Options r;
-        if (teed || redirected) {
-          r.file_path = is_out ? spec.files.stdout_log : spec.files.stderr_log;
-        }
-        if (teed && spec.show_on_console)
-          r.console_fd = is_out ? o.console_out_fd : o.console_err_fd;
-        r.prefix = spec.console_prefix;
-        if (!is_out && !teed && !redirected) {
-          // Captured for its tail only: to the console as if the worker
-          // wrote there itself, and kept whole in stderr.log.
-          r.file_path = spec.files.stderr_log;
-          r.console_fd = o.console_err_fd;
-          r.passthrough = true;
-        }
-        r.max_line_bytes = o.max_line_bytes;
-        return std::make_unique<OutputRouter>(std::move(r));
-      };
-      w.out = make_router(true);
-      w.err = make_router(false);
-      if (w.err != nullptr) w.err_tail = std::make_unique<StderrTail>(o.stderr_tail_limits);
-      if (w.out != nullptr) {
-        if (absl::Status s = w.out->Open(); !s.ok()) return s;
-      }
-      if (w.err != nullptr) {
-        if (absl::Status s = w.err->Open(); !s.ok()) return s;
-      }
-
-      DDP_ASSIGN_OR_RETURN(
-          SpawnedWorker process,
-          o.launch ? o.launch(spec, stdio) : SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio));
-      w.process = process;
-      {
-        absl::MutexLock lock(&owner_->mu_);
-        owner_->states_[i].pid = w.process.pid;
-        owner_->states_[i].running = true;
-      }
-      Watch(w.process.pidfd, Tag(i, kPidfd));
-      Watch(w.process.stdout_fd, Tag(i, kStdout));
-      Watch(w.process.stderr_fd, Tag(i, kStderr));
+      if (absl::Status s = SpawnOne(i); !s.ok()) return s;
     }
     return absl::OkStatus();
+  }
+
+  absl::Status SpawnOne(size_t i) {
+    const WorkerSupervisor::Options& o = owner_->options_;
+    Worker& w = *workers_[i];
+    const WorkerSpec& spec = w.spec;
+    if (absl::Status s = MakeDirectories(spec.files.dir); !s.ok()) return s;
+    unlink(spec.files.error_file.c_str());  // stale files of a reused directory
+    unlink(spec.files.heartbeat_file.c_str());
+    unlink(spec.files.stack_dump_file.c_str());
+    WorkerStdio stdio = DirectConsoleTargets(spec, o.console_out_fd, o.console_err_fd);
+    if (spec.local_rank == 0) stdio.terminal_fd = o.terminal_fd;
+    auto make_router = [&](bool is_out) -> std::unique_ptr<OutputRouter> {
+      if ((is_out ? stdio.stdout_target : stdio.stderr_target) >= 0) {
+        return nullptr;  // the worker writes to the console itself
+      }
+      const bool teed = is_out ? IncludesStdout(spec.tee) : IncludesStderr(spec.tee);
+      const bool redirected =
+          is_out ? IncludesStdout(spec.redirect) : IncludesStderr(spec.redirect);
+      OutputRouter::Options r;
+      if (teed || redirected) {
+        r.file_path = is_out ? spec.files.stdout_log : spec.files.stderr_log;
+      }
+      if (teed && spec.show_on_console) r.console_fd = is_out ? o.console_out_fd : o.console_err_fd;
+      r.prefix = spec.console_prefix;
+      if (!is_out && !teed && !redirected) {
+        // Captured for its tail only: to the console as if the worker
+        // wrote there itself, and kept whole in stderr.log.
+        r.file_path = spec.files.stderr_log;
+        r.console_fd = o.console_err_fd;
+        r.passthrough = true;
+      }
+      r.max_line_bytes = o.max_line_bytes;
+      return std::make_unique<OutputRouter>(std::move(r));
+    };
+    w.out = make_router(true);
+    w.err = make_router(false);
+    if (w.err != nullptr) w.err_tail = std::make_unique<StderrTail>(o.stderr_tail_limits);
+    if (w.out != nullptr) {
+      if (absl::Status s = w.out->Open(); !s.ok()) return s;
+    }
+    if (w.err != nullptr) {
+      if (absl::Status s = w.err->Open(); !s.ok()) return s;
+    }
+
+    DDP_ASSIGN_OR_RETURN(
+        SpawnedWorker process,
+        o.launch ? o.launch(spec, stdio) : SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio));
+    w.process = process;
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      owner_->states_[i].pid = w.process.pid;
+      owner_->states_[i].running = true;
+    }
+    Watch(w.process.pidfd, Tag(i, kPidfd));
+    Watch(w.process.stdout_fd, Tag(i, kStdout));
+    Watch(w.process.stderr_fd, Tag(i, kStderr));
+    return absl::OkStatus();
+  }
+
+  // A Replace or Reassign posted by another thread (slot_request_).
+  void HandleSlotRequest() {
+    SlotRequest* request;
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      request = owner_->slot_request_;
+    }
+    if (request == nullptr || request->result.has_value()) return;
+    absl::Status result = ApplySlotRequest(*request);
+    absl::MutexLock lock(&owner_->mu_);
+    request->result = result;
+  }
+
+  absl::Status ApplySlotRequest(SlotRequest& request) {
+    size_t index = workers_.size();
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (workers_[i]->spec.local_rank == request.spec.local_rank) index = i;
+    }
+    if (index == workers_.size()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no worker slot for local rank ", request.spec.local_rank));
+    }
+    Worker& old = *workers_[index];
+    if (old.exited != request.respawn) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the worker of local rank ", request.spec.local_rank,
+                       request.respawn ? " still runs: it cannot be replaced"
+                                       : " has exited: nothing to reassign"));
+    }
+    // Hang tracking starts afresh with each generation (knock-on order too).
+    first_hang_rank_ = -1;
+    first_hang_stopped_ = false;
+    if (!request.respawn) {
+      // The worker writes its heartbeat, progress and error files there.
+      if (absl::Status s = MakeDirectories(request.spec.files.dir); !s.ok()) return s;
+      old.spec.files = request.spec.files;
+      old.spec.global_rank = request.spec.global_rank;
+      old.spec.env = request.spec.env;  // the secrets its stderr tail redacts
+      old.tracker = HeartbeatTracker(owner_->options_.heartbeat_timeout);
+      old.last_sample.reset();
+      old.hang_reported = false;
+      unlink(old.spec.files.error_file.c_str());
+      unlink(old.spec.files.heartbeat_file.c_str());
+      absl::MutexLock lock(&owner_->mu_);
+      owner_->states_[index].global_rank = request.spec.global_rank;
+      owner_->states_[index].hung = false;
+      return absl::OkStatus();
+    }
+    Unwatch(old.process.stdout_fd);  // a grandchild may hold the old pipes
+    Unwatch(old.process.stderr_fd);
+    workers_[index] =
+        std::make_unique<Worker>(std::move(request.spec), owner_->options_.heartbeat_timeout);
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      WorkerState& state = owner_->states_[index];
+      state = WorkerState{};
+      state.local_rank = workers_[index]->spec.local_rank;
+      state.global_rank = workers_[index]->spec.global_rank;
+      owner_->stop_requested_[index] = false;
+    }
+    return SpawnOne(index);
   }
 
   void Dispatch(uint64_t tag) {
     if (tag == kWakeTag) {
       uint64_t count;
       (void)!read(wake_fd_, &count, sizeof(count));
+      HandleSlotRequest();
       return;
     }
     if (tag == kTimerTag) {
@@ -447,6 +515,7 @@ absl::Status WorkerSupervisor::Start(std::vector<WorkerSpec> specs) {
       state.global_rank = spec.global_rank;
       states_.push_back(state);
     }
+    stop_requested_.assign(states_.size(), false);
   }
   loop_ = std::make_unique<EventLoop>(this, std::move(specs));
   if (absl::Status s = loop_->Init(); !s.ok()) {
@@ -477,6 +546,13 @@ bool WorkerSupervisor::AllExitedLocked() const {
   return true;
 }
 
+bool WorkerSupervisor::AllExitedLocked(const std::vector<size_t>& indices) const {
+  for (size_t i : indices) {
+    if (states_[i].running) return false;
+  }
+  return true;
+}
+
 bool WorkerSupervisor::AwaitAllExited(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   return mu_.AwaitWithTimeout(absl::Condition(
@@ -495,7 +571,7 @@ std::vector<WorkerState> WorkerSupervisor::Workers() const {
 void WorkerSupervisor::RecordExit(size_t index, WorkerExit exit) {
   {
     absl::MutexLock lock(&mu_);
-    exit.during_stop = stopping_;
+    exit.during_stop = stopping_ || stop_requested_[index];
     states_[index].running = false;
     states_[index].exit = exit;
   }
@@ -526,7 +602,13 @@ absl::Status WorkerSupervisor::Stop(absl::Duration timeout, int first_signal) {
     }
     stopping_ = true;
   }
-  absl::Status status = StopOnce(timeout, first_signal);
+  std::vector<size_t> all;
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&start_done_));  // every worker is in states_
+    for (size_t i = 0; i < states_.size(); ++i) all.push_back(i);
+  }
+  absl::Status status = StopIndices(all, timeout, first_signal);
   {
     absl::MutexLock lock(&mu_);
     quit_ = true;
@@ -603,16 +685,82 @@ bool WorkerSupervisor::frozen() const {
   return frozen_;
 }
 
-absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal) {
+absl::Status WorkerSupervisor::StopRanks(const std::vector<int>& local_ranks,
+                                         absl::Duration timeout) {
+  std::vector<size_t> indices;
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ && monitor_id_ == std::this_thread::get_id()) {
+      return absl::FailedPreconditionError("StopRanks() called from the ExitCallback");
+    }
+    if (!started_ || stopping_ || stopped_) {
+      return absl::FailedPreconditionError("StopRanks(): the workers are not running");
+    }
+    mu_.Await(absl::Condition(&start_done_));
+    for (size_t i = 0; i < states_.size(); ++i) {
+      for (int rank : local_ranks) {
+        if (states_[i].local_rank == rank) {
+          indices.push_back(i);
+          stop_requested_[i] = true;
+        }
+      }
+    }
+  }
+  return StopIndices(indices, timeout, SIGTERM);
+}
+
+absl::Status WorkerSupervisor::Replace(WorkerSpec spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty command for local rank ", spec.local_rank));
+  }
+  return RunOnMonitor(std::move(spec), /*respawn=*/true);
+}
+
+absl::Status WorkerSupervisor::Reassign(WorkerSpec spec) {
+  return RunOnMonitor(std::move(spec), /*respawn=*/false);
+}
+
+absl::Status WorkerSupervisor::RunOnMonitor(WorkerSpec spec, bool respawn) {
+  SlotRequest request;
+  request.spec = std::move(spec);
+  request.respawn = respawn;
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ && monitor_id_ == std::this_thread::get_id()) {
+      return absl::FailedPreconditionError("Replace/Reassign called from the ExitCallback");
+    }
+    mu_.Await(absl::Condition(&start_done_));
+    if (!started_ || stopping_ || stopped_ || !monitor_.joinable()) {
+      return absl::FailedPreconditionError("the supervisor is not running");
+    }
+    mu_.Await(absl::Condition(
+        +[](SlotRequest** pending) { return *pending == nullptr; }, &slot_request_));
+    slot_request_ = &request;
+  }
+  loop_->Wake();
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](SlotRequest* r) { return r->result.has_value(); }, &request));
+  slot_request_ = nullptr;
+  absl::Status result = *request.result;
+  // Frozen meanwhile (the lease): a new worker stops as its peers did.
+  if (result.ok() && respawn && frozen_) {
+    for (const WorkerState& state : states_) {
+      if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGSTOP);
+    }
+  }
+  return result;
+}
+
+absl::Status WorkerSupervisor::StopIndices(const std::vector<size_t>& indices,
+                                           absl::Duration timeout, int first_signal) {
   std::vector<pid_t> groups;
   bool was_frozen = false;
   {
     absl::MutexLock lock(&mu_);
-    // Start() may still be spawning on another thread: wait so no worker is
-    // missed.
-    mu_.Await(absl::Condition(&start_done_));
-    for (const WorkerState& state : states_) {
-      if (state.pid > 0) groups.push_back(state.pid);
+    for (size_t i : indices) {
+      if (states_[i].pid > 0) groups.push_back(states_[i].pid);
     }
     was_frozen = frozen_;
   }
@@ -632,7 +780,7 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
     {
       absl::MutexLock lock(&mu_);
       auto done = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return AllExitedLocked() || (until_frozen && frozen_);
+        return AllExitedLocked(indices) || (until_frozen && frozen_);
       };
       mu_.AwaitWithTimeout(absl::Condition(&done), budget);
     }
@@ -640,7 +788,7 @@ absl::Status WorkerSupervisor::StopOnce(absl::Duration timeout, int first_signal
       absl::SleepFor(kGroupPollPeriod);
     }
     absl::MutexLock lock(&mu_);
-    return AllExitedLocked() && !any_group_alive();
+    return AllExitedLocked(indices) && !any_group_alive();
   };
 
   const absl::Time started = monotonic.Now();

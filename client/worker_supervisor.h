@@ -44,6 +44,15 @@
 // generation may have been superseded and must not run another instruction (a
 // SIGTERM handler that writes a checkpoint).
 //
+// In-process restart (the agent's --in-process-restart): the supervisor then
+// outlives its first generation. StopRanks stops some workers only (the
+// failed rank, the survivors that did not come back); Replace starts a new
+// worker in the slot of one that exited (on the monitor thread, so the new
+// worker dies with the agent too); Reassign gives a surviving worker its next
+// generation's spec (files watched, rank, hang tracking restarted). Its
+// stdout/stderr keep going where they went (the files of the generation it
+// was started in).
+//
 // Freeze/Thaw (the agent's lease, worker_lease.h): SIGSTOP / SIGCONT to every
 // worker's process group. While frozen, hang detection is paused, and the time
 // frozen never counts as a worker's heartbeat silence.
@@ -198,6 +207,27 @@ class WorkerSupervisor {
   // named).
   absl::Status Stop(absl::Duration timeout, int first_signal = SIGTERM);
 
+  // Stops the workers of `local_ranks` only (SIGTERM, SIGKILL after
+  // `timeout`), the others run on; their exits are reported with during_stop.
+  // Blocks until they are reaped. Idempotent per worker.
+  // Possible errors: FAILED_PRECONDITION (before Start, after Stop, or from
+  // the ExitCallback), DEADLINE_EXCEEDED (as Stop).
+  absl::Status StopRanks(const std::vector<int>& local_ranks, absl::Duration timeout);
+
+  // Starts `spec` in the slot of local rank spec.local_rank, whose worker has
+  // exited (with Options::launch, as Start). Returns once it is spawned.
+  // Possible errors: FAILED_PRECONDITION (no such slot, its worker still
+  // runs, not started or stopped), INTERNAL (as Start).
+  absl::Status Replace(WorkerSpec spec);
+
+  // A surviving worker of slot spec.local_rank takes part in the next
+  // generation: `spec`'s files are watched from now on (heartbeat, error
+  // file), its rank is spec.global_rank, its hang tracking starts afresh.
+  // The process and its output routing are unchanged.
+  // Possible errors: FAILED_PRECONDITION (no such slot, its worker exited,
+  // not started or stopped).
+  absl::Status Reassign(WorkerSpec spec);
+
   // SIGSTOP to every worker's process group: no instruction of theirs runs
   // until Thaw (descendants that left the group are not reached, as for
   // Stop). Idempotent; nothing before Start() or after Stop(). During Start()
@@ -230,8 +260,13 @@ class WorkerSupervisor {
   // unlocked.
   void RecordExit(size_t index, WorkerExit exit);
   void RecordHang(size_t index, WorkerExit hang);
-  absl::Status StopOnce(absl::Duration timeout, int first_signal);
+  // Stops the workers at `indices` (of states_).
+  absl::Status StopIndices(const std::vector<size_t>& indices, absl::Duration timeout,
+                           int first_signal);
+  bool AllExitedLocked(const std::vector<size_t>& indices) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AllExitedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replace and Reassign: the slot change, made on the monitor thread.
+  absl::Status RunOnMonitor(WorkerSpec spec, bool respawn);
 
   const Options options_;
   const Clock& clock_;
@@ -246,6 +281,15 @@ class WorkerSupervisor {
   // Frozen time the monitor loop has not yet forgiven in the trackers.
   absl::Duration unforgiven_pause_ ABSL_GUARDED_BY(mu_);
   std::vector<WorkerState> states_ ABSL_GUARDED_BY(mu_);
+  // Slots StopRanks is stopping or stopped (their exits are during_stop).
+  std::vector<bool> stop_requested_ ABSL_GUARDED_BY(mu_);
+  // A Replace or Reassign for the monitor thread, and its answer.
+  struct SlotRequest {
+    WorkerSpec spec;
+    bool respawn = false;
+    std::optional<absl::Status> result;
+  };
+  SlotRequest* slot_request_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::optional<absl::Status> spawn_result_ ABSL_GUARDED_BY(mu_);  // set by the loop
   bool quit_ ABSL_GUARDED_BY(mu_) = false;                         // the loop exits once set
   bool start_done_ ABSL_GUARDED_BY(mu_) = false;  // Start() finished (loop_, monitor_ set)

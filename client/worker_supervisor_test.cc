@@ -703,3 +703,82 @@ TEST_F(WorkerSupervisorTest, AgentKilled_WorkerDies) {
 
 }  // namespace
 }  // namespace ddp::client
+
+namespace ddp::client {
+namespace {
+
+// --in-process-restart: one slot stopped and started again, the other runs on.
+TEST_F(WorkerSupervisorTest, StopRanksThenReplace_OtherWorkerRunsOn_NewWorkerInSlot) {
+  Events events;
+  WorkerSupervisor supervisor(QuietOptions(console_fd_), RealClock::Get(), events.Callback());
+  const std::string loop = "while true; do sleep 0.05; done";
+  ASSERT_TRUE(supervisor.Start({Script(run_dir_, 0, loop), Script(run_dir_, 1, loop)}).ok());
+  const pid_t survivor = supervisor.Workers()[0].pid;
+  const pid_t failed = supervisor.Workers()[1].pid;
+
+  ASSERT_TRUE(supervisor.StopRanks({1}, absl::Seconds(5)).ok());
+  ASSERT_EQ(events.Await(1).size(), 1u);
+  EXPECT_TRUE(events.ForRank(1)->during_stop);  // the agent's doing, not a failure
+  EXPECT_TRUE(WaitGone(failed, kPrompt));
+  EXPECT_FALSE(ProcessGone(survivor));
+  EXPECT_TRUE(supervisor.Workers()[0].running);
+
+  // The running one cannot be replaced; the stopped one can.
+  EXPECT_TRUE(absl::IsFailedPrecondition(supervisor.Replace(Script(run_dir_, 0, "exit 0"))));
+  const std::string marker = run_dir_ + "/replaced";
+  WorkerSpec next = Script(run_dir_, 1, "echo x > " + marker + "; exit 4", /*global_offset=*/2);
+  next.files = WorkerFilesFor(run_dir_, 2, 1);  // attempt_1
+  ASSERT_TRUE(supervisor.Replace(next).ok());
+  ASSERT_TRUE(WaitForFile(marker, kPrompt));
+  // Its exit is reported as a failure of its own (not during a stop).
+  ASSERT_EQ(events.Await(2).size(), 2u);
+  const WorkerExit exit = events.Await(2)[1];
+  EXPECT_EQ(exit.local_rank, 1);
+  EXPECT_EQ(exit.global_rank, 3);
+  EXPECT_EQ(exit.exit_code, 4);
+  EXPECT_FALSE(exit.during_stop);
+  EXPECT_EQ(supervisor.Workers()[0].pid, survivor);
+
+  ASSERT_TRUE(supervisor.Stop(absl::Seconds(5)).ok());
+  EXPECT_TRUE(WaitGone(survivor, kPrompt));
+  EXPECT_EQ(ZombieChildren(), 0);
+}
+
+TEST_F(WorkerSupervisorTest, Reassign_SurvivorWatchedOnNewFiles_HangDetectedThere) {
+  Events events;
+  WorkerSupervisor supervisor(FastHangOptions(console_fd_), RealClock::Get(), events.Callback());
+  // Touches whatever heartbeat file its argument names, while it exists.
+  const std::string control = run_dir_ + "/heartbeat_path";
+  const std::string first = WorkerFilesFor(run_dir_, 0, 0).heartbeat_file;
+  ASSERT_TRUE(MakeDirectories(run_dir_).ok());
+  { std::ofstream(control) << first; }
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "while true; do p=$(cat " + control +
+                                     "); [ -n \"$p\" ] && touch \"$p\"; sleep 0.05; done")})
+                  .ok());
+  const pid_t pid = supervisor.Workers()[0].pid;
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE(events.Await(0, absl::ZeroDuration()).empty());  // beating: not hung
+
+  WorkerSpec next = Script(run_dir_, 0, "unused", /*global_offset=*/5);
+  next.files = WorkerFilesFor(run_dir_, 2, 0);  // attempt_1
+  ASSERT_TRUE(supervisor.Reassign(next).ok());
+  EXPECT_EQ(supervisor.Workers()[0].pid, pid);  // the same process
+  EXPECT_EQ(supervisor.Workers()[0].global_rank, 5);
+  { std::ofstream(control) << next.files.heartbeat_file; }
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE(events.Await(0, absl::ZeroDuration()).empty());  // beating on the new file
+  // Back to the old file only: silent on the watched one, so hung.
+  { std::ofstream(control) << first; }
+  std::vector<WorkerExit> hangs = events.Await(1, kPrompt);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0].kind, WorkerExit::Kind::kHung);
+  EXPECT_EQ(hangs[0].global_rank, 5);
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      supervisor.Reassign(Script(run_dir_, 7, "unused"))));  // no such slot
+  ASSERT_TRUE(supervisor.Stop(absl::Seconds(5)).ok());
+}
+
+}  // namespace
+}  // namespace ddp::client

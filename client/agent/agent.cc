@@ -358,6 +358,7 @@ void Agent::HandleAssignment(const v1::Assignment& assignment) {
     DDP_LOG(ERROR) << valid;
     return;
   }
+  if (!parked_.empty() && ResumeSurvivors(assignment)) return;
   StopWorkers(absl::StrCat("generation ", assignment.generation(), " starts"));
   StartWorkers(assignment);
 }
@@ -385,11 +386,18 @@ void Agent::StartWorkers(const v1::Assignment& p) {
       return pool->Launch(spec, stdio);
     };
   }
-  const int64_t generation = generation_;
-  auto supervisor = std::make_shared<WorkerSupervisor>(supervisor_options, clock_,
-                                                       [this, generation](const WorkerExit& exit) {
-                                                         Post(ExitEvent{generation, exit});
-                                                       });
+  if (options_.launch.in_process_restart) {
+    for (int local_rank = 0; local_rank < p.local_world_size(); ++local_rank) {
+      if (const RecoveryChannel* channel = ChannelOf(local_rank)) channel->Reset();
+    }
+  }
+  supervised_generation_ = generation_;
+  // An in-process restart moves the same supervisor to the next generation:
+  // an exit belongs to the generation its worker runs when it is seen.
+  auto supervisor = std::make_shared<WorkerSupervisor>(
+      supervisor_options, clock_, [this](const WorkerExit& exit) {
+        Post(ExitEvent{supervised_generation_.load(), exit});
+      });
   {
     absl::MutexLock lock(&supervisor_mu_);
     supervisor_ = supervisor;
@@ -467,6 +475,12 @@ void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
     }
     if (supervisor) {
       for (const WorkerExit& hang : supervisor->StoppedWorkers()) RecordExit(hang);
+    }
+    if (options_.launch.in_process_restart && ParkSurvivors()) {
+      v1::AgentMessage message;
+      message.mutable_workers_stopped()->mutable_header()->set_generation(stop.generation());
+      link_->Send(std::move(message));
+      return;
     }
   }
   const std::vector<WorkerState> stopped = StopWorkers(stop.reason());
@@ -613,6 +627,7 @@ void Agent::ReportExit(const WorkerExit& exit, const std::string& stack) {
 }
 
 std::vector<WorkerState> Agent::StopWorkers(const std::string& why, int first_signal) {
+  parked_.clear();
   std::shared_ptr<WorkerSupervisor> supervisor;
   {
     absl::MutexLock lock(&supervisor_mu_);

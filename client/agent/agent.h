@@ -33,6 +33,15 @@
 //                                  local worker's stack first (logged, grouped
 //                                  by stack; the hung rank's own stack goes
 //                                  with its WorkerExited)
+//   StopWorkers(g), with           --in-process-restart: survivors (workers
+//     --in-process-restart         under ddp_coordinator.run, running g) are
+//                                  told to abandon g (recovery_channel.h);
+//                                  those that park within the timeout stay,
+//                                  the others are stopped; WorkersStopped{g}
+//   Assignment(g'), survivors      survivors get g''s variables and join it;
+//     parked                       the other slots start a worker (a standby
+//                                  with --prewarm); same local world size
+//                                  only, else every worker starts again
 //   StopWorkers(g) (continued)     before WorkersStopped: WorkerExited for
 //                                  failures seen during the stop that the
 //                                  stop did not cause
@@ -53,9 +62,11 @@
 // Thread-safety: the SessionEvents methods and RequestShutdown may be called
 // from any thread (they queue an event); Run from one thread, once.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +83,7 @@
 #include "client/launch_options.h"
 #include "client/prewarm/standby_pool.h"
 #include "client/progress_reader.h"
+#include "client/recovery_channel.h"
 #include "client/root_cause.h"
 #include "client/stack_dump.h"
 #include "client/worker_env.h"
@@ -193,6 +205,20 @@ class Agent : public SessionEvents {
   // --prewarm: the standby pool, and a standby per local rank for the
   // environment the first assignment will most likely bring.
   void StartStandbys();
+  // --in-process-restart, a StopWorkers of the running generation: asks the
+  // survivors to abandon it, stops the other workers (reporting their own
+  // failures as HandleStopWorkers does). False (nothing done) when no worker
+  // parked: the caller stops every worker as without the flag.
+  bool ParkSurvivors();
+  // --in-process-restart, an Assignment while survivors are parked: they
+  // join it, the other slots start a worker. False (nothing done) when the
+  // assignment does not fit the slots.
+  bool ResumeSurvivors(const v1::Assignment& assignment);
+  // The recovery channel of `local_rank` (created on first use); null when
+  // it cannot be made (logged).
+  const RecoveryChannel* ChannelOf(int local_rank);
+  // DDP_RECOVERY_DIR of `local_rank`: run_dir/recovery/<local_rank>.
+  std::string RecoveryDirOf(int local_rank) const;
   // Stops and releases the current workers (if any); blocks until reaped.
   // Returns their final states (empty when there were none).
   // `first_signal`: see WorkerSupervisor::Stop.
@@ -231,6 +257,14 @@ class Agent : public SessionEvents {
   // Of generation_: the stacks taken at its first hang (knock-on hangs of
   // the same check reuse them); reset with exits_.
   std::optional<std::vector<StackDump>> hang_stacks_;
+
+  // --in-process-restart: each local rank's channel, and the local ranks
+  // whose workers left generation_ and wait for the next one (ParkSurvivors).
+  std::map<int, RecoveryChannel> channels_;
+  std::vector<int> parked_;
+  // The generation the supervisor's workers run (their exits are posted with
+  // it); changes without a new supervisor in an in-process restart.
+  std::atomic<int64_t> supervised_generation_{0};
 
   // --prewarm; null without. Reset in the destructor after the workers stop.
   std::unique_ptr<StandbyPool> standby_pool_;

@@ -108,6 +108,7 @@ class AgentTest : public ::testing::Test {
     options.launch.entrypoint = "/bin/sh";
     options.launch.script_args = {"-c", script};
     options.launch.shutdown_timeout = absl::Seconds(5);
+    options.launch.in_process_restart = in_process_restart_;
     options.run_dir = dir_;
     options.base_env = CurrentEnvironment();
     options.base_env["OUT"] = dir_;
@@ -187,6 +188,7 @@ class AgentTest : public ::testing::Test {
     return summary_;
   }
 
+  bool in_process_restart_ = false;  // set before StartAgent
   FakeLink link_;
   std::string dir_;
   std::unique_ptr<Agent> agent_;
@@ -741,6 +743,96 @@ TEST(AgentMessages, FailureFromProto_HangAndPid) {
   const WorkerFailure f = FailureFromProto(failure);
   EXPECT_EQ(f.kind, WorkerFailure::Kind::kHang);
   EXPECT_EQ(f.pid, 9);
+}
+
+}  // namespace
+}  // namespace ddp::client
+
+namespace ddp::client {
+namespace {
+
+// A worker that speaks the in-process restart protocol of
+// ddp_coordinator.recovery (client/recovery_channel.h) in sh: it says
+// "running G PID", parks on an abandon order, runs the generation a join
+// names. Each generation it runs appends "G RANK PID" to $OUT/ran_<local
+// rank>. Local rank 1 fails once (exit 7).
+// clang-format off
+constexpr char kRecoveringWorker[] = R"worker(
+d=$DDP_RECOVERY_DIR; g=$DDP_GENERATION; r=$RANK
+say() { echo "$1 $g $$" > $d/state.tmp && mv $d/state.tmp $d/state; }
+say running; echo "$g $r $$" >> $OUT/ran_$LOCAL_RANK
+if [ "$LOCAL_RANK" = 1 ] && [ ! -e $OUT/failed ]; then touch $OUT/failed; exit 7; fi
+exec 3<>$d/control
+while read -r line <&3; do
+  case "$line" in
+    *abandon*) say parked ;;
+    *join*) g=$(echo "$line" | sed 's/.*"generation":\([0-9]*\).*/\1/')
+            r=$(echo "$line" | sed 's/.*"RANK":"\([0-9]*\)".*/\1/')
+            say running; echo "$g $r $$" >> $OUT/ran_$LOCAL_RANK ;;
+  esac
+done
+)worker";
+// clang-format on
+
+bool WaitForText(const std::string& path, const std::string& text) {
+  const absl::Time deadline = absl::Now() + kWait;
+  while (ReadFile(path).find(text) == std::string::npos) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+TEST_F(AgentTest, InProcessRestart_OneWorkerFails_SurvivorKeepsItsProcessAndJoins) {
+  in_process_restart_ = true;
+  StartAgent(kRecoveringWorker);
+  agent_->OnCoordinatorMessage(AssignmentOf(2, 2));
+  auto exits = link_.WaitFor(v1::AgentMessage::kWorkerExited, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].worker_exited().local_rank(), 1);
+  EXPECT_EQ(exits[0].worker_exited().exit_code(), 7);
+  ASSERT_TRUE(WaitForText(dir_ + "/ran_0", "2 4 "));
+  const std::string first = ReadFile(dir_ + "/ran_0");
+  const int survivor = std::stoi(first.substr(first.rfind(' ') + 1));
+
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop_workers()->set_generation(2);
+  stop.mutable_stop_workers()->set_reason("rank 5 failed");
+  agent_->OnCoordinatorMessage(stop);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkersStopped, 1).size(), 1u);
+  EXPECT_EQ(kill(survivor, 0), 0) << "the survivor was stopped";
+  EXPECT_EQ(ReadFile(dir_ + "/recovery/0/state"), absl::StrCat("parked 2 ", survivor, "\n"));
+
+  // Generation 3 moves this node's ranks: the survivor runs it as rank 6 in
+  // the same process; local rank 1 is a new process.
+  v1::CoordinatorMessage next = AssignmentOf(3, 2);
+  next.mutable_assignment()->set_global_rank_offset(6);
+  next.mutable_assignment()->set_world_size(8);
+  agent_->OnCoordinatorMessage(next);
+  ASSERT_TRUE(WaitForText(dir_ + "/ran_0", absl::StrCat("3 6 ", survivor, "\n")))
+      << ReadFile(dir_ + "/ran_0");
+  ASSERT_TRUE(WaitForText(dir_ + "/ran_1", "3 7 ")) << ReadFile(dir_ + "/ran_1");
+  EXPECT_EQ(link_.generation(), 3);
+  std::vector<int> pids;
+  for (const auto& s : agent_->WorkerStates()) pids.push_back(s.pid());
+  ASSERT_EQ(pids.size(), 2u);
+  EXPECT_EQ(pids[0], survivor);
+  // The failure was the only exit reported; the survivor's was none.
+  EXPECT_EQ(link_.Of(v1::AgentMessage::kWorkerExited).size(), 1u);
+}
+
+TEST_F(AgentTest, InProcessRestart_WorkerWithoutTheProtocol_StoppedAsBefore) {
+  in_process_restart_ = true;
+  StartAgent("echo $$ > $OUT/pid_$LOCAL_RANK; exec sleep 60");
+  agent_->OnCoordinatorMessage(AssignmentOf(2, 1));
+  ASSERT_TRUE(WaitForText(dir_ + "/pid_0", "\n"));
+  const int pid = std::stoi(ReadFile(dir_ + "/pid_0"));
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop_workers()->set_generation(2);
+  agent_->OnCoordinatorMessage(stop);
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkersStopped, 1).size(), 1u);
+  EXPECT_NE(kill(pid, 0), 0) << "a worker not under the wrapper must be stopped";
+  EXPECT_TRUE(agent_->WorkerStates().empty());
 }
 
 }  // namespace

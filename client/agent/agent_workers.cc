@@ -7,6 +7,7 @@
 #include "client/python_package.h"
 #include "client/worker_command.h"
 #include "client/worker_files.h"
+#include "client/worker_process.h"
 #include "common/logging.h"
 
 namespace ddp::client {
@@ -26,6 +27,9 @@ WorkerSpec Agent::SpecFor(const v1::Assignment& p, int local_rank) const {
   if (!worker_site_dir_.empty() && RunsUnderPython(launch)) {
     spec.env = WithPythonPathFirst(std::move(spec.env), worker_site_dir_);
   }
+  // Where the worker and the agent agree on an in-process restart
+  // (recovery_channel.h): the same folder for every generation of the slot.
+  if (launch.in_process_restart) spec.env["DDP_RECOVERY_DIR"] = RecoveryDirOf(local_rank);
   spec.redirect = launch.redirects.ForRank(local_rank);
   spec.tee = launch.tee.ForRank(local_rank);
   spec.show_on_console =
@@ -49,6 +53,11 @@ void Agent::StartStandbys() {
   pool_options.modules = launch.prewarm;
   pool_options.python_exec = launch.python_exec;
   pool_options.site_dir = options_.run_dir + "/prewarm";
+  // Standbys at idle CPU priority, refilled at once: a failure right after a
+  // start finds its standby warm, and the standby never slows the workers.
+  // Only when the agent may move them back to normal priority at hand-over.
+  pool_options.idle_cpu_priority = CanRestoreNormalCpuPriority();
+  if (pool_options.idle_cpu_priority) pool_options.refill_delay = absl::ZeroDuration();
   absl::StatusOr<std::unique_ptr<StandbyPool>> pool =
       StandbyPool::Create(pool_options, monotonic_clock_);
   if (!pool.ok()) {
@@ -69,7 +78,11 @@ void Agent::StartStandbys() {
                            absl::ZeroDuration());
   }
   DDP_LOG(INFO) << "--prewarm: preparing " << launch.nproc_per_node << " standby interpreters with "
-                << absl::StrJoin(launch.prewarm, ",") << " imported";
+                << absl::StrJoin(launch.prewarm, ",") << " imported"
+                << (pool_options.idle_cpu_priority
+                        ? ", at idle CPU priority, refilled at once after each start"
+                        : ", refilled 3 s after each start (no CAP_SYS_NICE nor RLIMIT_NICE >= 20 "
+                          "to run them at idle priority)");
 }
 
 }  // namespace ddp::client

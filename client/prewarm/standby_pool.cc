@@ -95,6 +95,8 @@ struct StandbyPool::Standby {
   bool gone = false;    // EOF or "error": it will not serve
   std::string failure;  // its "error ..." line
   absl::Time started;
+  bool idle_at_start = false;  // made at SCHED_IDLE (a refill)
+  bool idle = false;           // at SCHED_IDLE still (not promoted nor handed over)
 
   // Reads what the standby said (non-blocking); true when something changed.
   bool Read() {
@@ -191,13 +193,18 @@ void StandbyPool::Wake() {
 }
 
 void StandbyPool::Prepare(const WorkerSpec& spec, const WorkerStdio& stdio, absl::Duration delay) {
+  PrepareStandby(spec, stdio, delay, /*idle=*/false);
+}
+
+void StandbyPool::PrepareStandby(const WorkerSpec& spec, const WorkerStdio& stdio,
+                                 absl::Duration delay, bool idle) {
   if (!IsWarmableCommand(spec.argv, options_.python_exec)) {
     DDP_LOG(INFO) << "--prewarm: local rank " << spec.local_rank << " has no standby: its "
                   << "command is not `" << options_.python_exec << " -u ...` (--no-python or an "
                   << "executable entry point); it starts cold";
     return;
   }
-  Request request{spec.argv, StaticPart(spec.env), stdio, clock_.Now() + delay};
+  Request request{spec.argv, StaticPart(spec.env), stdio, clock_.Now() + delay, idle};
   {
     absl::MutexLock lock(&mu_);
     auto failed = failed_.find(spec.local_rank);
@@ -248,6 +255,15 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
       standbys_.erase(it);
     }
   }
+  if (standby != nullptr && standby->idle) {
+    // From here it is the worker: never at idle priority.
+    if (absl::Status raised = RestoreNormalCpuPriority(standby->process.pid); !raised.ok()) {
+      reason = absl::StrCat("its CPU priority cannot be restored: ", raised.message());
+      SignalProcessGroup(standby->process.pid, SIGKILL);
+      absl::MutexLock lock(&mu_);
+      RetireLocked(std::move(standby));
+    }
+  }
   if (standby != nullptr) {
     // Still importing: wait for it (a cold start would import from scratch).
     const absl::Time deadline = clock_.Now() + kMaxImportWait;
@@ -275,7 +291,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
         closing_.push_back(standby->socket);  // the pool's thread closes it
       }
       standby->socket = -1;
-      Prepare(spec, stdio, options_.refill_delay);
+      PrepareStandby(spec, stdio, options_.refill_delay, options_.idle_cpu_priority);
       return process;
     }
     reason = standby->failure.empty() ? "its standby ended or did not become ready"
@@ -291,7 +307,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
     absl::MutexLock lock(&mu_);
     ++counts_.cold_starts;
   }
-  if (warmable) Prepare(spec, stdio, options_.refill_delay);
+  if (warmable) PrepareStandby(spec, stdio, options_.refill_delay, options_.idle_cpu_priority);
   return process;
 }
 
@@ -376,13 +392,39 @@ void StandbyPool::Loop() {
       for (const auto& [rank, request] : requests_) {
         wait = std::min(wait, std::max(absl::ZeroDuration(), request.due - now));
       }
+      for (const auto& [rank, standby] : standbys_) {
+        if (standby->idle && !standby->ready && !standby->gone) {
+          const absl::Time promote = standby->started + options_.idle_import_limit;
+          wait = std::min(wait, std::max(absl::ZeroDuration(), promote - now));
+        }
+      }
     }
     poll(fds.data(), fds.size(), static_cast<int>(absl::ToInt64Milliseconds(wait)) + 1);
     uint64_t count;
     (void)!read(wake_fd_, &count, sizeof(count));
     ReadMessages();
+    PromoteSlowImports();
     ReapRetired();
     StartDue();
+  }
+}
+
+void StandbyPool::PromoteSlowImports() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_.Now();
+  for (auto& [rank, standby] : standbys_) {
+    if (!standby->idle || standby->ready || standby->gone) continue;
+    if (now < standby->started + options_.idle_import_limit) continue;
+    // The CPU is busy (idle priority got next to nothing): import at normal
+    // priority now, as a standby made after refill_delay would.
+    standby->idle = false;
+    if (absl::Status raised = RestoreNormalCpuPriority(standby->process.pid); !raised.ok()) {
+      DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": " << raised;
+    } else {
+      DDP_LOG(INFO) << "--prewarm: local rank " << rank << ": standby still importing after "
+                    << absl::FormatDuration(options_.idle_import_limit)
+                    << " at idle priority; it goes on at normal priority";
+    }
   }
 }
 
@@ -423,7 +465,7 @@ void StandbyPool::ReadMessages() {
       failed_[rank] = Key(standby.argv, standby.static_env);
     } else {
       requests_[rank] = Request{standby.argv, standby.static_env, standby.stdio,
-                                clock_.Now() + options_.refill_delay};
+                                clock_.Now() + options_.refill_delay, standby.idle_at_start};
     }
     RetireLocked(std::move(it->second));
     it = standbys_.erase(it);
@@ -473,6 +515,7 @@ void StandbyPool::StartDue() {
     standby->static_env = request.static_env;
     standby->stdio = request.stdio;
     standby->started = clock_.Now();
+    standby->idle = standby->idle_at_start = request.idle;
     EnvMap env = request.static_env;
     auto path = env.find("PYTHONPATH");
     env["PYTHONPATH"] = path == env.end() || path->second.empty()
@@ -489,6 +532,7 @@ void StandbyPool::StartDue() {
     fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) & ~O_NONBLOCK);
     WorkerStdio stdio = request.stdio;
     stdio.control_fd = pair[1];
+    stdio.idle_cpu_priority = request.idle;
     absl::StatusOr<SpawnedWorker> process = SpawnWorker(request.argv, ToEnvStrings(env), stdio);
     close(pair[1]);
     if (!process.ok() || !process->exec_error.empty()) {

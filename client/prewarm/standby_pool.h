@@ -29,7 +29,8 @@
 //                      with the reason (variable names, never values). Either
 //                      way a new standby for the rank is prepared after
 //                      `refill_delay` (so it does not compete with the
-//                      workers starting now).
+//                      workers starting now; with idle_cpu_priority it
+//                      cannot, and the delay is 0).
 //   a standby that cannot import MODULE exits 17; its error is logged once
 //   and that rank starts cold until its command or environment changes. A
 //   standby killed from outside is replaced after `refill_delay` (three in a
@@ -68,6 +69,17 @@ struct StandbyPoolOptions {
   // RUN_DIR/prewarm.
   std::string site_dir;
   absl::Duration refill_delay = absl::Seconds(3);
+  // true: the standbys made after a start (refills, replacements) run at
+  // idle CPU priority (SCHED_IDLE) until handed over, when every thread is
+  // moved back to SCHED_OTHER (RestoreNormalCpuPriority; the agent sets it
+  // when CanRestoreNormalCpuPriority, with refill_delay 0: a refill then
+  // imports at once without slowing the workers beside it). Those of
+  // Prepare (before any worker runs) run at normal priority.
+  bool idle_cpu_priority = false;
+  // With idle_cpu_priority: a standby still importing this long after it
+  // started (a busy CPU gives SCHED_IDLE next to nothing) goes on at normal
+  // priority, as a standby made after refill_delay would.
+  absl::Duration idle_import_limit = absl::Seconds(3);
   // A warm worker other than rank 0 is handed over once MASTER_ADDR:
   // MASTER_PORT accepts connections (listener_probe.h), at most this late;
   // when nothing listens by then (a script without torch.distributed's
@@ -114,13 +126,19 @@ class StandbyPool {
     EnvMap static_env;
     WorkerStdio stdio;
     absl::Time due;
+    bool idle = false;  // at SCHED_IDLE (a refill with idle_cpu_priority)
   };
 
   StandbyPool(StandbyPoolOptions options, const Clock& clock);
   void Loop();
   // On the pool's thread.
   void StartDue() ABSL_LOCKS_EXCLUDED(mu_);
+  // Prepare, with `idle`: the standby starts at SCHED_IDLE.
+  void PrepareStandby(const WorkerSpec& spec, const WorkerStdio& stdio, absl::Duration delay,
+                      bool idle);
   void ReadMessages() ABSL_LOCKS_EXCLUDED(mu_);
+  // idle_cpu_priority: standbys importing past idle_import_limit to normal.
+  void PromoteSlowImports() ABSL_LOCKS_EXCLUDED(mu_);
   void ReapRetired() ABSL_LOCKS_EXCLUDED(mu_);
   void Wake();
   // Blocks until rank 0's store listens (see master_wait); not for rank 0.

@@ -1,6 +1,7 @@
 #include "client/prewarm/standby_pool.h"
 
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -172,6 +173,102 @@ TEST(StandbyPoolTest, AfterAWarmStart_ANewStandbyIsMade) {
   EXPECT_TRUE(first.exit.succeeded());
   EXPECT_TRUE(second.exit.succeeded());
   EXPECT_NE(second.dump.find(EnvEntry("RANK", "3")), std::string::npos) << second.dump;
+}
+
+// point 3 of issue 27: standbys at idle priority, refilled at once; the
+// worker a standby becomes runs at normal priority.
+TEST(StandbyPoolTest, IdleCpuPriority_StandbyIdleWorkerNormal_RefilledAtOnce) {
+  if (!CanRestoreNormalCpuPriority()) {
+    GTEST_SKIP() << "needs CAP_SYS_NICE or RLIMIT_NICE >= 20 to leave SCHED_IDLE";
+  }
+  const std::string dir = TestDir("idle");
+  StandbyPoolOptions options;
+  options.modules = {"json"};
+  options.python_exec = Python();
+  options.site_dir = absl::StrCat(dir, "/prewarm");
+  options.refill_delay = absl::ZeroDuration();
+  options.idle_cpu_priority = true;
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool =
+      StandbyPool::Create(options, MonotonicClock::Get());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  const WorkerStdio stdio = DirectConsoleTargets(spec, 1, 2);
+  (*pool)->Prepare(spec, stdio, absl::ZeroDuration());
+  ASSERT_TRUE((*pool)->AwaitReady({0}, kImport));
+  const pid_t standby = (*pool)->StandbyPids().at(0);
+  // Made before any worker runs: nothing to yield to.
+  EXPECT_EQ(sched_getscheduler(standby), SCHED_OTHER);
+
+  ASSERT_TRUE(MakeDirectories(spec.files.dir).ok());
+  absl::StatusOr<SpawnedWorker> worker = (*pool)->Launch(DumpSpec(dir, 2, false), stdio);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ(worker->pid, standby);
+  EXPECT_EQ(sched_getscheduler(worker->pid), SCHED_OTHER);  // a zombie keeps its policy
+  int status = 0;
+  EXPECT_EQ(waitpid(worker->pid, &status, 0), worker->pid);
+  for (int fd : {worker->pidfd, worker->stdout_fd, worker->stderr_fd}) {
+    if (fd >= 0) close(fd);
+  }
+  // The next standby comes at once, at idle priority.
+  ASSERT_TRUE((*pool)->AwaitReady({0}, kImport));
+  EXPECT_NE((*pool)->StandbyPids().at(0), standby);
+  EXPECT_EQ(sched_getscheduler((*pool)->StandbyPids().at(0)), SCHED_IDLE);
+}
+
+// A standby whose import outlasts idle_import_limit at idle priority (a busy
+// CPU) goes on at normal priority.
+TEST(StandbyPoolTest, IdleCpuPriority_ImportTooSlow_PromotedToNormal) {
+  if (!CanRestoreNormalCpuPriority()) {
+    GTEST_SKIP() << "needs CAP_SYS_NICE or RLIMIT_NICE >= 20 to leave SCHED_IDLE";
+  }
+  const std::string dir = TestDir("idle_slow");
+  // Fast the first time (the standby of Prepare), slow after (the refill).
+  {
+    std::ofstream(dir + "/slow_import.py")
+        << "import os, time\nmarker = "
+        << "'" << dir << "/imported_once'\n"
+        << "if os.path.exists(marker):\n    time.sleep(60)\nopen(marker, 'w').close()\n";
+  }
+  StandbyPoolOptions options;
+  options.modules = {"slow_import"};
+  options.python_exec = Python();
+  options.site_dir = absl::StrCat(dir, "/prewarm");
+  options.idle_cpu_priority = true;
+  options.refill_delay = absl::ZeroDuration();
+  options.idle_import_limit = absl::Milliseconds(200);
+  absl::StatusOr<std::unique_ptr<StandbyPool>> pool =
+      StandbyPool::Create(options, MonotonicClock::Get());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  spec.env["PYTHONPATH"] = dir;
+  const WorkerStdio stdio = DirectConsoleTargets(spec, 1, 2);
+  (*pool)->Prepare(spec, stdio, absl::ZeroDuration());
+  ASSERT_TRUE((*pool)->AwaitReady({0}, kImport));
+  const pid_t first = (*pool)->StandbyPids().at(0);
+  WorkerSpec next = DumpSpec(dir, 2, false);
+  next.env["PYTHONPATH"] = dir;
+  ASSERT_TRUE(MakeDirectories(next.files.dir).ok());
+  absl::StatusOr<SpawnedWorker> worker = (*pool)->Launch(next, stdio);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_EQ(worker->pid, first);
+  int status = 0;
+  EXPECT_EQ(waitpid(worker->pid, &status, 0), worker->pid);
+  for (int fd : {worker->pidfd, worker->stdout_fd, worker->stderr_fd}) {
+    if (fd >= 0) close(fd);
+  }
+  const absl::Time deadline = absl::Now() + kImport;
+  pid_t standby = -1;
+  while (absl::Now() < deadline && standby < 0) {
+    auto pids = (*pool)->StandbyPids();
+    if (pids.count(0) > 0 && pids.at(0) != first) standby = pids.at(0);
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GT(standby, 0);
+  while (absl::Now() < deadline && sched_getscheduler(standby) != SCHED_OTHER) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(sched_getscheduler(standby), SCHED_OTHER);
+  EXPECT_EQ((*pool)->counts().standbys_ready, 0);  // still importing
 }
 
 // The refill after a warm start waits refill_delay on the pool's clock, not

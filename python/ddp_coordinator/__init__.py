@@ -8,7 +8,9 @@
   coordinator's KV, and the ``ddp://`` init_method (needs torch);
 - :mod:`ddp_coordinator.torchrun` — ``torchrun --rdzv-backend ddp`` (imports torch);
 - :mod:`ddp_coordinator.launch`, :mod:`ddp_coordinator.comm` — detectron2's ``launch()`` and
-  ``comm`` helpers, supervised by ddp-client (import torch).
+  ``comm`` helpers, supervised by ddp-client (import torch);
+- :mod:`ddp_coordinator.recovery` — ``run(train_loop, state)``: survivors of a failure keep
+  their process under ``ddp-client --in-process-restart`` (imports torch when run).
 
 The protobuf and gRPC modules are generated from proto/ddp/v1 into
 ``ddp_coordinator._proto`` when the package is built (pip, Bazel); docs/python.md shows

@@ -18,7 +18,13 @@ For N local "nodes" x 2 workers, both systems run the same worker script
 Systems: torchrun, ddp-client, and ddp-prewarm (ddp-client --prewarm
 torch,torch.distributed: rank 1 fails only once the agents' standby
 interpreters for the next generation have imported torch, as in a job whose
-failures come more than a few seconds apart).
+failures come more than a few seconds apart), ddp-inproc (the same with
+--in-process-restart, the worker's loop under ddp_coordinator.recovery.run: the
+survivors keep their processes; gloo variant only). --fail-soon: the failure
+comes 1 s after the group is up, without waiting for the standbys (a crash
+right after a restart). --crash: the failing worker ends with os._exit(1)
+instead of sys.exit(1) (the teardown of an interpreter with torch loaded
+takes 0.3-2.5 s here, counted in the restart otherwise).
 
 torchrun: N processes of /usr/bin/torchrun --rdzv_backend c10d (the first one
 to bind the endpoint hosts the TCPStore). ddp-client: one coordinator started
@@ -56,7 +62,7 @@ WORKER = os.path.join(HERE, "bench_worker.py")
 MONITOR_INTERVAL_S = "0.1"
 MAX_RESTARTS = "1"
 PREWARM_MODULES = "torch,torch.distributed"
-SYSTEMS = ("torchrun", "ddp-client", "ddp-prewarm")
+SYSTEMS = ("torchrun", "ddp-client", "ddp-prewarm", "ddp-inproc")
 
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z \w \S+\] (.*)$")
 
@@ -255,7 +261,7 @@ def start_coordinator(pset, args, work):
 
 
 def agent_argvs(system, args, nodes, endpoint, job, work, out_dir, variant):
-    common = [WORKER, out_dir, variant]
+    common = [WORKER, out_dir, "inproc" if system == "ddp-inproc" else variant]
     argvs = []
     for node in range(nodes):
         if system == "torchrun":
@@ -283,8 +289,10 @@ def agent_argvs(system, args, nodes, endpoint, job, work, out_dir, variant):
                 "--node-id", f"node{node}",
                 "--log-dir", os.path.join(work, f"worker-logs{node}"),
             ]  # fmt: skip
-            if system == "ddp-prewarm":
+            if system in ("ddp-prewarm", "ddp-inproc"):
                 argv += ["--prewarm", PREWARM_MODULES]
+            if system == "ddp-inproc":
+                argv += ["--in-process-restart"]
         argvs.append(argv + common)
     return argvs
 
@@ -313,6 +321,8 @@ def run_trial(system, args, nodes, variant, index, root):
     pset = ProcessSet(out_dir)
     gate = os.path.join(work, "fail-gate")
     env = dict(os.environ, PYTHON_EXEC=args.python, BENCH_FAIL_GATE=gate)
+    if args.crash:
+        env["BENCH_CRASH"] = "1"
     try:
         if system != "torchrun":
             port, coord_s = start_coordinator(pset, args, work)
@@ -336,7 +346,7 @@ def run_trial(system, args, nodes, variant, index, root):
         )
         result["launch_s"] = max(v[1] for v in gen0.values()) - t_launch
         result["launch_first_line_s"] = max(v[0] for v in gen0.values()) - t_launch
-        if system == "ddp-prewarm":
+        if system in ("ddp-prewarm", "ddp-inproc") and not args.fail_soon:
             # Failures come hours apart in training: fail once the next
             # generation's standbys (one per worker, after the first ones) wait.
             wait_for("standbys for generation 1",
@@ -465,6 +475,11 @@ def main():
     p.add_argument("--stagger", type=float, default=0.0,
                    help="start the last node's agent this many seconds after the others; "
                    "launch counts from its start")
+    p.add_argument("--crash", action="store_true",
+                   help="the failing worker ends with os._exit(1) (a crash) instead of "
+                   "sys.exit(1), whose interpreter teardown with torch loaded takes seconds")
+    p.add_argument("--fail-soon", action="store_true",
+                   help="fail 1 s after the group is up, not once the standbys wait")
     p.add_argument("--systems", default=",".join(SYSTEMS),
                    help="which of torchrun,ddp-client,ddp-prewarm (ddp-client --prewarm "
                    + PREWARM_MODULES + ")")
@@ -494,7 +509,8 @@ def main():
             repeat = args.repeat if variant == "plain" else args.gloo_repeat
             for nodes in nodes_list:
                 for i in range(repeat):
-                    systems = list(systems_run)
+                    systems = [s for s in systems_run
+                               if s != "ddp-inproc" or variant == "gloo"]
                     if i % 2:
                         systems.reverse()  # interleave, alternating which goes first
                     for system in systems:
@@ -522,8 +538,12 @@ def main():
     machine = machine_info()
     settings = (f"{WORKERS_PER_NODE} workers per node, max restarts {MAX_RESTARTS}, monitor "
                 f"interval {MONITOR_INTERVAL_S} s on both; torchrun --rdzv_backend c10d -r 1 -t 1; "
-                f"ddp-client defaults otherwise (ddp-prewarm: --prewarm {PREWARM_MODULES}, the "
-                f"failure injected once its standbys wait); workers under {args.python}; stagger {args.stagger} s")  # fmt: skip
+                f"ddp-client defaults otherwise (ddp-prewarm: --prewarm {PREWARM_MODULES}, "
+                f"ddp-inproc: the same and --in-process-restart, "
+                + ("the failure 1 s after the group is up" if args.fail_soon else
+                   "the failure injected once their standbys wait")
+                + f"); failing worker {'os._exit(1)' if args.crash else 'sys.exit(1)'}; "
+                f"workers under {args.python}; stagger {args.stagger} s")  # fmt: skip
     report = {"machine": machine, "settings": settings, "rows": rows, "trials": results}
     if args.json_out:
         with open(args.json_out, "w") as f:

@@ -7,7 +7,12 @@ T_START = time.time()  # first statement: the moment the launcher's work is done
 # top (no torch), so the "plain" variant measures the launcher, not torch's
 # import.
 #
-#   bench_worker.py OUT_DIR plain|gloo
+#   bench_worker.py OUT_DIR plain|gloo|inproc
+#
+# inproc: the gloo variant's work inside ddp_coordinator.recovery.run (ddp-client
+# --in-process-restart): in generation 0 the ranks other than 1 all-reduce in a loop
+# (training) until the failure takes them out of the group; the survivors' next call of
+# the loop is their next generation (t_start = when it was called).
 #
 # Generation 0: record the start; rank 1 waits until every rank of the
 # generation is up, sleeps 1 s (and until the file $BENCH_FAIL_GATE exists,
@@ -55,8 +60,58 @@ def wait_for_all(out_dir, generation, world_size):
     return False
 
 
+def fail_rank1_of_generation0(out_dir, rank, world_size):
+    if not wait_for_all(out_dir, 0, world_size):
+        sys.exit(3)
+    time.sleep(FAIL_AFTER_S)
+    # The launcher may hold the failure until it is ready for it (a
+    # --prewarm agent's standbys for the next generation imported).
+    gate = os.environ.get("BENCH_FAIL_GATE")
+    while gate and not os.path.exists(gate) and time.time() < T_START + MAX_WAIT_S:
+        time.sleep(0.01)
+    write_atomically(os.path.join(out_dir, f"exit.g0.rank{rank}"), f"{time.time():.6f}\n")
+    if os.environ.get("BENCH_CRASH"):
+        os._exit(1)  # a crash: gone at once (no interpreter teardown: torch's takes seconds)
+    sys.exit(1)
+
+
+def run_in_process(out_dir):
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    from ddp_coordinator import recovery
+
+    def loop(state, g):
+        t_start = T_START if not g.survivor else time.time()
+        generation = claim_generation(out_dir, g.rank)
+        total = torch.ones(1)
+        dist.all_reduce(total)  # "training resumed": past the first collective
+        if int(total.item()) != g.world_size:
+            sys.exit(5)
+        t_ready = time.time()
+        write_atomically(
+            os.path.join(out_dir, f"start.g{generation}.rank{g.rank}"),
+            f"{t_start:.6f} {t_ready:.6f} {g.restart_count} {os.getpid()}\n",
+        )
+        if generation == 0:
+            if g.rank == 1:
+                fail_rank1_of_generation0(out_dir, g.rank, g.world_size)
+            while time.time() < T_START + MAX_WAIT_S:  # training until the failure
+                dist.all_reduce(torch.ones(1))
+                time.sleep(0.01)
+            sys.exit(4)
+        if not wait_for_all(out_dir, generation, g.world_size):
+            sys.exit(3)
+
+    recovery.run(loop, {"step": 0}, timeout=datetime.timedelta(seconds=60))
+    sys.exit(0)
+
+
 def main():
     out_dir, variant = sys.argv[1], sys.argv[2]
+    if variant == "inproc":
+        run_in_process(out_dir)
     rank = int(os.environ["RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
     restart_count = os.environ.get("TORCHELASTIC_RESTART_COUNT", "?")
@@ -82,18 +137,7 @@ def main():
 
     if generation == 0:
         if rank == 1:
-            if not wait_for_all(out_dir, 0, world_size):
-                sys.exit(3)
-            time.sleep(FAIL_AFTER_S)
-            # The launcher may hold the failure until it is ready for it (a
-            # --prewarm agent's standbys for the next generation imported).
-            gate = os.environ.get("BENCH_FAIL_GATE")
-            while gate and not os.path.exists(gate) and time.time() < T_START + MAX_WAIT_S:
-                time.sleep(0.01)
-            write_atomically(
-                os.path.join(out_dir, f"exit.g0.rank{rank}"), f"{time.time():.6f}\n"
-            )
-            sys.exit(1)
+            fail_rank1_of_generation0(out_dir, rank, world_size)
         time.sleep(MAX_WAIT_S)  # stopped by the launcher long before
         sys.exit(4)
     if not wait_for_all(out_dir, generation, world_size):

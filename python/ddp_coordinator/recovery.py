@@ -1,0 +1,355 @@
+"""In-process restart: a training loop that survives the failure of another rank.
+
+Under ``ddp-client --in-process-restart``, a worker that runs its loop through :func:`run`
+keeps its process when another rank fails: it leaves the broken process group, waits for
+the next generation's assignment from its agent, builds a new process group on that
+generation's store, and calls the loop again with the state it has in memory. Only the
+failed ranks start again (warm with ``--prewarm``). Without the flag (or under torchrun),
+:func:`run` initializes the process group once and calls the loop once: today's behaviour.
+
+    import ddp_coordinator.recovery as recovery
+
+    def train(state, generation):
+        model = DDP(state["model"])            # wrap inside the loop: a new group each time
+        while state["step"] < steps:
+            ...                                 # forward, backward, optimizer step
+            state["step"] += 1
+
+    recovery.run(train, {"model": model, "optimizer": optimizer, "step": 0})
+
+The contract (docs/worker-contract.md, "In-process restart"):
+
+- ``train_loop(state, generation)`` may be called several times in one process, once per
+  generation this process takes part in; ``generation`` is a :class:`Generation`. A step the
+  failure interrupted is not applied on this rank (its collective raised); it must leave
+  ``state`` as it was before the step (update the step counter after the optimizer step).
+- With ``sync_state=True`` (the default), at the start of every generation that has both
+  survivors and new processes, the state of the lowest-ranked survivor is broadcast over the
+  new process group to every other rank (``state_dict()``/``load_state_dict()`` of the state,
+  or of each value of a dict state; other values are copied). A generation of new processes
+  only (the first, or after a full restart) broadcasts nothing: load the checkpoint then.
+- The agent tells survivors to leave at once (``DDP_RECOVERY_DIR``); a survivor blocked in a
+  collective is unblocked by shutting down the sockets the process group opened (gloo), or
+  by aborting the communicator (NCCL). A loop that computes for long without collectives may
+  poll ``generation.abandoned``. A survivor that has not left within the agent's
+  ``--in-process-restart-timeout`` is stopped and started again.
+"""
+import json
+import os
+import socket
+import stat
+import sys
+import threading
+import time
+
+# How long a loop that raised a RuntimeError (a collective that failed) waits for its agent
+# to say that a peer failed, before the error counts as this rank's own failure.
+PEER_FAILURE_WAIT_S = 10.0
+_MAX_LINE_BYTES = 1 << 20
+
+
+class Generation:
+    """What the training loop learns about the generation it runs in."""
+
+    def __init__(self, environ, survivor, replaced_ranks, abandoned_event):
+        self.generation = int(environ.get("DDP_GENERATION", "0") or 0)
+        self.rank = int(environ.get("RANK", "0"))
+        self.world_size = int(environ.get("WORLD_SIZE", "1"))
+        self.local_rank = int(environ.get("LOCAL_RANK", "0"))
+        self.restart_count = int(environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0)
+        # True: this process ran an earlier generation and kept its memory.
+        self.survivor = survivor
+        # Ranks of this generation that are new processes (empty in a generation of
+        # survivors only; every rank in one of new processes only).
+        self.replaced_ranks = list(replaced_ranks)
+        # The generation's NCCL unique id from the coordinator (bytes), or None.
+        nccl_id = environ.get("DDP_NCCL_UNIQUE_ID")
+        self.nccl_unique_id = bytes.fromhex(nccl_id) if nccl_id else None
+        self._abandoned = abandoned_event
+
+    @property
+    def abandoned(self):
+        """True once the agent said a peer failed: return or raise, the next generation waits."""
+        return self._abandoned.is_set()
+
+    def __repr__(self):
+        return (f"Generation(generation={self.generation}, rank={self.rank}, "
+                f"world_size={self.world_size}, survivor={self.survivor}, "
+                f"replaced_ranks={self.replaced_ranks})")
+
+
+def _socket_fds():
+    """The descriptors of this process that are sockets."""
+    fds = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if stat.S_ISSOCK(os.stat(f"/proc/self/fd/{name}").st_mode):
+                fds.add(int(name))
+        except OSError:
+            pass
+    return fds
+
+
+def _shut_down(fds):
+    """Shuts down the connected TCP sockets among ``fds`` without closing them (their owners
+    do): every read or write pending on them fails at once. Listening sockets are left alone
+    (torch's TCPStore server treats an event on its listener as fatal)."""
+    for fd in fds:
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:
+            continue
+        try:
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and \
+                    not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            sock.detach()
+
+
+class _Channel:
+    """The worker's side of client/recovery_channel.h: DIR/control (FIFO, the agent's
+    orders, read by a daemon thread) and DIR/state (this worker's state line)."""
+
+    def __init__(self, directory):
+        self._dir = directory
+        # Read-write: the open never blocks, and the FIFO never reads EOF.
+        self._fd = os.open(os.path.join(directory, "control"), os.O_RDWR | os.O_CLOEXEC)
+        self._lock = threading.Lock()
+        self._generation = None      # the one this process runs now (None: parked)
+        self._group_sockets = None   # () -> socket fds of its process group
+        self._abort = None           # () -> None: aborts an NCCL communicator
+        self.abandoned = threading.Event()
+        self._joins = []
+        self._joined = threading.Condition(self._lock)
+        thread = threading.Thread(target=self._read, name="ddp-recovery", daemon=True)
+        thread.start()
+
+    def report(self, state, generation):
+        path = os.path.join(self._dir, "state")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{state} {generation} {os.getpid()}\n")
+        os.rename(tmp, path)
+
+    def arm(self, generation, group_sockets, abort=None):
+        with self._lock:
+            self._generation = generation
+            self._group_sockets = group_sockets
+            self._abort = abort
+            self.abandoned.clear()
+
+    def disarm(self):
+        with self._lock:
+            self._generation = None
+
+    def wait_for_join(self, after):
+        """Blocks until the agent names a generation newer than ``after``; returns
+        (generation, environment variables)."""
+        with self._joined:
+            while True:
+                for generation, env in self._joins:
+                    if generation > after:
+                        self._joins.clear()
+                        return generation, env
+                self._joins.clear()
+                self._joined.wait()
+
+    def _read(self):
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                self._handle(line)
+            if len(pending) > _MAX_LINE_BYTES:
+                pending = b""  # never from the agent: drop rather than grow
+
+    def _handle(self, line):
+        try:
+            message = json.loads(line)
+            op, generation = message["op"], int(message["generation"])
+        except (ValueError, KeyError, TypeError):
+            print(f"ddp_coordinator.recovery: ignored a malformed order {line[:200]!r}",
+                  file=sys.stderr)
+            return
+        if op == "abandon":
+            with self._lock:
+                if self._generation != generation:
+                    return
+                self.abandoned.set()
+                sockets, abort = self._group_sockets, self._abort
+            if abort is not None:
+                try:
+                    abort()
+                except Exception as error:  # the deadline still holds
+                    print(f"ddp_coordinator.recovery: abort failed: {error}", file=sys.stderr)
+            _shut_down(sockets())
+        elif op == "join":
+            env = message.get("env")
+            if not isinstance(env, dict):
+                return
+            with self._joined:
+                self._joins.append((generation, {str(k): str(v) for k, v in env.items()}))
+                self._joined.notify_all()
+
+
+def _default_state_dict(state):
+    if hasattr(state, "state_dict") and hasattr(state, "load_state_dict"):
+        return state.state_dict()
+    if isinstance(state, dict):
+        return {key: value.state_dict() if hasattr(value, "load_state_dict") else value
+                for key, value in state.items()}
+    raise TypeError("sync_state needs a state with state_dict()/load_state_dict() or a dict; "
+                    f"got {type(state).__name__}: pass state_dict= and load_state_dict=")
+
+
+def _default_load_state_dict(state, payload):
+    if hasattr(state, "state_dict") and hasattr(state, "load_state_dict"):
+        state.load_state_dict(payload)
+        return
+    for key, value in payload.items():
+        if key in state and hasattr(state[key], "load_state_dict"):
+            state[key].load_state_dict(value)
+        else:
+            state[key] = value
+
+
+def _sync_state(dist, torch, state, survivor, state_dict, load_state_dict):
+    """Tells every rank who survived; when some did and some are new, broadcasts the
+    lowest-ranked survivor's state to all. Returns the ranks that are new processes."""
+    world = dist.get_world_size()
+    flags = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(flags, torch.tensor([1 if survivor else 0], dtype=torch.int64))
+    survivors = [r for r, f in enumerate(flags) if int(f.item()) == 1]
+    replaced = [r for r in range(world) if r not in survivors]
+    if survivors and replaced:
+        source = survivors[0]
+        payload = [state_dict(state) if dist.get_rank() == source else None]
+        dist.broadcast_object_list(payload, src=source)
+        if dist.get_rank() != source:
+            load_state_dict(state, payload[0])
+    return replaced
+
+
+def _abort_for(dist, backend):
+    """NCCL: a function that aborts the default group's communicators, unblocking a rank
+    stuck in a collective. UNTESTED here (no GPU on the build machines)."""
+    if backend != "nccl":
+        return None
+
+    def abort():
+        abort_group = getattr(dist.distributed_c10d, "_abort_process_group", None)
+        if abort_group is not None:  # torch >= 2.6
+            abort_group()
+            return
+        import torch
+        group = dist.distributed_c10d._get_default_group()
+        backend_of = getattr(group, "_get_backend", None)
+        nccl = backend_of(torch.device("cuda")) if backend_of else group
+        for name in ("abort", "_shutdown", "shutdown"):
+            if hasattr(nccl, name):
+                getattr(nccl, name)()
+                return
+        raise RuntimeError("this torch has no way to abort an NCCL communicator")
+    return abort
+
+
+def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True,
+        state_dict=_default_state_dict, load_state_dict=_default_load_state_dict,
+        peer_failure_wait_s=PEER_FAILURE_WAIT_S):
+    """Runs ``train_loop(state, generation)`` under the process group of every generation
+    this process takes part in (see the module's description); returns what the last call
+    returned. ``backend``: "gloo" (tested) or "nccl" (written, untested here). ``timeout``:
+    the process group's collective timeout (a ``datetime.timedelta``; torch's default when
+    None). Raises what the loop raised when it was not a peer's failure."""
+    import torch
+    import torch.distributed as dist
+
+    def init():
+        kwargs = {"backend": backend, "init_method": "env://"}
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        dist.init_process_group(**kwargs)
+
+    directory = os.environ.get("DDP_RECOVERY_DIR")
+    if not directory:  # not under ddp-client --in-process-restart: one generation
+        init()
+        try:
+            return train_loop(state, Generation(os.environ, False, [], threading.Event()))
+        finally:
+            dist.destroy_process_group()
+
+    channel = _Channel(directory)
+    survivor = False
+    while True:
+        generation = int(os.environ["DDP_GENERATION"])
+        before = _socket_fds()
+        initialized = []  # the group's sockets once init returned
+
+        def group_sockets():
+            return initialized[0] if initialized else _socket_fds() - before
+
+        channel.arm(generation, group_sockets, _abort_for(dist, backend))
+        channel.report("running", generation)
+        try:
+            init()
+            initialized.append(_socket_fds() - before)
+            replaced = list(range(dist.get_world_size())) if not survivor else []
+            if sync_state:
+                replaced = _sync_state(dist, torch, state, survivor, state_dict, load_state_dict)
+            result = train_loop(state, Generation(os.environ, survivor, replaced,
+                                                  channel.abandoned))
+        except BaseException as error:
+            if not channel.abandoned.is_set() and isinstance(error, RuntimeError):
+                channel.abandoned.wait(peer_failure_wait_s)
+            if not channel.abandoned.is_set():
+                channel.disarm()
+                raise
+            print(f"ddp_coordinator.recovery: generation {generation} abandoned (a peer "
+                  f"failed; here: {type(error).__name__}: {str(error)[:200]}); waiting for "
+                  "the next", file=sys.stderr, flush=True)
+        else:
+            channel.disarm()
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            return result
+        # A peer failed: leave the group, wait for the next generation.
+        channel.disarm()
+        _shut_down(group_sockets())
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        channel.report("parked", generation)
+        started = time.monotonic()
+        _, env = channel.wait_for_join(generation)
+        os.environ.update(env)
+        # As the agent's sitecustomize.py: registered, then out of the environment.
+        _register_stack_dump(os.environ.pop("DDP_STACK_DUMP_FILE", None))
+        print(f"ddp_coordinator.recovery: joining generation {env.get('DDP_GENERATION')} as "
+              f"rank {env.get('RANK')} after {time.monotonic() - started:.3f} s parked",
+              file=sys.stderr, flush=True)
+        survivor = True
+
+
+def _register_stack_dump(path):
+    """The agent's stack dumps (client/stack_dump.h) go to the new generation's file."""
+    if not path:
+        return
+    try:
+        import faulthandler
+        import signal
+        dump = open(path, "w")
+        dump.write("ddp-stack-dump pid=%d signal=%d\n" % (os.getpid(), signal.SIGUSR2))
+        dump.flush()
+        faulthandler.register(signal.SIGUSR2, file=dump, all_threads=True, chain=False)
+        _register_stack_dump.file = dump  # kept open: faulthandler writes to it
+    except Exception:
+        pass

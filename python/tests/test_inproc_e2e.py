@@ -1,0 +1,139 @@
+"""In-process restart end to end (ddp-client --in-process-restart, ddp_coordinator.recovery):
+two real agents x 2 gloo workers of a deterministic DDP training (tests/inproc_train.py).
+Rank 3 fails in the middle: ranks 0-2 keep their processes, rank 3 alone starts again and
+gets the survivors' model and optimizer state over the new process group, and the run ends
+with exactly the parameters of the same run without a failure; the restart is charged to
+the job's budget as a full restart's would be."""
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+pytest.importorskip("torch")
+
+import ddp_coordinator as ddpc  # noqa: E402
+from conftest import bazel_binary  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+AGENT_TIMEOUT_S = 240
+STEPS = 16
+
+
+def start_agent(coordinator, work, node, job, flags, script_args):
+    env = dict(os.environ, PYTHON_EXEC="/usr/bin/python3", GLOO_SOCKET_IFNAME="lo",
+               PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    log = open(work / f"{node}.log", "w")
+    return subprocess.Popen(
+        [bazel_binary("client/agent", "ddp-client"), "--coordinator", coordinator.address,
+         "--job", job, "--node-id", node, "--local-addr", "127.0.0.1",
+         "--log-dir", str(work / "logs"),
+         "--rdzv-conf", "heartbeat_timeout=3,last_call_timeout=1,join_timeout=60",
+         "--shutdown-timeout", "3", "--connect-timeout", "30", "--nnodes", "2",
+         "--nproc-per-node", "2", "--max-restarts", "2", *flags,
+         os.path.join(HERE, "inproc_train.py"), *script_args],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def train(coordinator, work, job, flags, fail_at_step, extra_script_args=()):
+    """Runs the training under two agents; returns (per-rank results, the agents' logs)."""
+    work.mkdir()
+    results = work / "results"
+    results.mkdir()
+    script = ["--steps", str(STEPS), "--fail-at-step", str(fail_at_step), "--fail-rank", "3",
+              "--result-dir", str(results), *extra_script_args]
+    agents = [start_agent(coordinator, work, node, job, flags, script)
+              for node in ("node-a", "node-b")]
+    try:
+        codes = [agent.wait(AGENT_TIMEOUT_S) for agent in agents]
+    finally:
+        for agent in agents:
+            if agent.poll() is None:
+                os.killpg(agent.pid, signal.SIGKILL)
+                agent.wait()
+    logs = "\n".join((work / f"{n}.log").read_text() for n in ("node-a", "node-b"))
+    assert codes == [0, 0], logs
+    return [json.loads((results / f"rank{r}.json").read_text()) for r in range(4)], logs
+
+
+def test_InProcessRestart_RankFailsMidRun_SurvivorsKeepProcessesSameParameters(coordinator,
+                                                                             tmp_path):
+    reference, _ = train(coordinator, tmp_path / "reference", "inproc-reference",
+                         ["--in-process-restart"], fail_at_step=-1)
+    outcome, logs = train(coordinator, tmp_path / "failure", "inproc-failure",
+                          ["--in-process-restart"], fail_at_step=STEPS // 2)
+
+    assert [r["step"] for r in outcome] == [STEPS] * 4
+    # Ranks 0-2 ran both generations in one process each; rank 3 is a new process that ran
+    # the second only and got the survivors' state.
+    assert [r["survivor"] for r in outcome] == [True, True, True, False], outcome
+    assert [len(r["generations"]) for r in outcome] == [2, 2, 2, 1], outcome
+    assert all(r["replaced_ranks"] == [3] for r in outcome), outcome
+    assert "in-process restart: local ranks 0,1 left the process group" in logs, logs
+    assert "kept local ranks 0, started 1" in logs, logs
+    # Exactly the parameters of the run without a failure, on every rank.
+    for rank in range(4):
+        assert outcome[rank]["parameters"] == reference[0]["parameters"], rank
+
+    with ddpc.Client(coordinator.address) as client:
+        failed_once = client.jobs.get("inproc-failure")
+        clean = client.jobs.get("inproc-reference")
+    assert failed_once.state == ddpc.JobState.SUCCEEDED
+    assert failed_once.restart_count == 1  # charged as a full restart
+    assert clean.restart_count == 0
+    # The failure recorded as any: rank 3's exit code 3; the survivors' stops are none.
+    assert [(f.global_rank, f.exit_code) for f in failed_once.failures] == [(3, 3)], \
+        failed_once.failures
+
+
+def test_InProcessRestart_SurvivorNotBackInTime_StoppedAndStartedAgain(coordinator, tmp_path):
+    """Rank 0 swallows the error and never leaves the group: past
+    --in-process-restart-timeout it is stopped and started again as without the flag, and the
+    run still ends with the parameters of a run without a failure (it gets the state of rank
+    1, the lowest survivor)."""
+    reference, _ = train(coordinator, tmp_path / "reference", "stubborn-reference", [],
+                         fail_at_step=-1)
+    outcome, logs = train(coordinator, tmp_path / "failure", "stubborn-failure",
+                          ["--in-process-restart", "--in-process-restart-timeout", "1"],
+                          fail_at_step=STEPS // 2, extra_script_args=["--stubborn-rank", "0"])
+    assert [r["survivor"] for r in outcome] == [False, True, True, False], outcome
+    assert all(r["replaced_ranks"] == [0, 3] for r in outcome), outcome
+    assert "local ranks 1 left the process group and wait for the next generation" in logs, logs
+    assert "stopped local ranks 0" in logs, logs
+    for rank in range(4):
+        assert outcome[rank]["parameters"] == reference[0]["parameters"], rank
+
+
+def test_InProcessRestart_ScriptWithoutWrapper_EveryWorkerRestarts(coordinator, tmp_path):
+    """The flag changes nothing for a script that does not run under recovery.run."""
+    work = tmp_path
+    results = work / "results"
+    results.mkdir()
+    env = dict(os.environ, PYTHON_EXEC="/usr/bin/python3", GLOO_SOCKET_IFNAME="lo",
+               PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    agents = []
+    for node in ("node-a", "node-b"):
+        agents.append(subprocess.Popen(
+            [bazel_binary("client/agent", "ddp-client"), "--coordinator", coordinator.address,
+             "--job", "no-wrapper", "--node-id", node, "--local-addr", "127.0.0.1",
+             "--log-dir", str(work / "logs"),
+             "--rdzv-conf", "heartbeat_timeout=3,last_call_timeout=1,join_timeout=60",
+             "--shutdown-timeout", "3", "--nnodes", "2", "--nproc-per-node", "1",
+             "--max-restarts", "2", "--in-process-restart",
+             os.path.join(HERE, "store_train.py"), "--steps", "6", "--fail-at-step", "3",
+             "--fail-rank", "1", "--result-dir", str(results)],
+            env=env, stdout=open(work / f"{node}.log", "w"), stderr=subprocess.STDOUT,
+            start_new_session=True))
+    try:
+        codes = [agent.wait(AGENT_TIMEOUT_S) for agent in agents]
+    finally:
+        for agent in agents:
+            if agent.poll() is None:
+                os.killpg(agent.pid, signal.SIGKILL)
+                agent.wait()
+    logs = "\n".join((work / f"{n}.log").read_text() for n in ("node-a", "node-b"))
+    assert codes == [0, 0], logs
+    outcome = [json.loads((results / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [r["restart"] for r in outcome] == [1, 1], outcome  # both are new processes
+    assert "in-process restart" not in logs, logs
