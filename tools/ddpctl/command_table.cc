@@ -247,9 +247,10 @@ const std::vector<CommandSpec>& CommandTable() {
        "Asks every coordinator of --coordinator (a comma-separated list) and the\n"
        "etcd members of --store through the one that answers first. As etcdctl's\n"
        "endpoint status: one row a coordinator (ROLE, IS LEADER, LEADER,\n"
-       "REVISION, COMPACTED, VERSION, STORE; a standby serves no reads: \"-\"),\n"
-       "then the etcd members (health, version, raft leader, db size). The\n"
-       "coordinator's own database size is not reported yet."},
+       "REVISION, COMPACTED, VERSION, DB SIZE, STORE; a standby serves no\n"
+       "reads: \"-\"; DB SIZE is SQLite's coordinator.db with its -wal), then\n"
+       "the etcd members (health, version, raft leader, db size), the leader\n"
+       "lease and the leader changes each coordinator has seen."},
   };
   return *table;
 }
