@@ -79,7 +79,8 @@ grpc::ServerUnaryReactor* GrpcKvService::Get(grpc::CallbackServerContext* contex
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  absl::StatusOr<kv::GetResult> r = store_.Get({request->namespace_(), request->key()});
+  absl::StatusOr<kv::GetResult> r =
+      store_.Get({request->namespace_(), request->key(), request->revision()});
   if (r.ok()) {
     ToProto(r->kv, response->mutable_kv());
     response->set_revision(r->revision);

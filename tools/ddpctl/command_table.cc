@@ -25,12 +25,16 @@ const std::vector<CommandSpec>& CommandTable() {
        "Print the value of KEY",
        {{"KEY", "Key to read"}},
        {{"print-value-only", FlagKind::kBool, "",
-         "Print the value's bytes as stored (default: C-escaped when not printable text)"}},
-       "A missing key exits 1 with NOT_FOUND. There is no --rev: the coordinator\n"
-       "keeps each key's current value and the changes after the compacted\n"
-       "revision, not the keys as they were at it, so a read at REV is exact\n"
-       "only for keys changed since; `kv watch KEY --from-revision REV`\n"
-       "replays those changes."},
+         "Print the value's bytes as stored (default: C-escaped when not printable text)"},
+        {"rev", FlagKind::kInt64, "REV",
+         "Read KEY as it was at revision REV (default: now), as etcdctl's get --rev"}},
+       "A missing key exits 1 with NOT_FOUND (also one that did not exist at\n"
+       "--rev). --rev fails with OUT_OF_RANGE for a revision in the future or\n"
+       "below the compacted revision (`cluster status` shows it), and for a\n"
+       "value written at or before the compacted revision that changed since:\n"
+       "the coordinator keeps the changes after the compacted revision, not\n"
+       "the keys as they were at it (etcd keeps that one version too); the\n"
+       "message names the first revision that can be read."},
       {"kv",
        "list",
        "List keys starting with PREFIX, in key order",

@@ -92,6 +92,23 @@ TEST_F(DdpctlTest, PutGetListDel_RoundTrip) {
   EXPECT_THAT(missing.output, HasSubstr("NOT_FOUND"));
 }
 
+// etcdctl's get --rev: the key as it was then.
+TEST_F(DdpctlTest, GetRev_HistoricRead) {
+  long long first = 0, second = 0;
+  ASSERT_EQ(sscanf(Ctl("kv put lr 0.1").output.c_str(), "OK (revision %lld)", &first), 1);
+  ASSERT_EQ(sscanf(Ctl("kv put lr 0.05").output.c_str(), "OK (revision %lld)", &second), 1);
+  EXPECT_EQ(Ctl(absl::StrCat("kv get lr --rev ", first)).output, "0.1\n");
+  EXPECT_EQ(Ctl(absl::StrCat("kv get lr --rev ", second)).output, "0.05\n");
+  EXPECT_EQ(Ctl("kv get lr").output, "0.05\n");
+  Result future = Ctl("kv get lr --rev 999999");
+  EXPECT_NE(future.exit_code, 0);
+  EXPECT_THAT(future.output, HasSubstr("OUT_OF_RANGE"));
+  EXPECT_THAT(future.output, HasSubstr("revision 999999 is in the future"));
+  Result negative = Ctl("kv get lr --rev -3");
+  EXPECT_EQ(negative.exit_code, 2) << negative.output;
+  EXPECT_THAT(negative.output, HasSubstr("--rev=-3"));
+}
+
 TEST_F(DdpctlTest, AddCasWait_BehaveLikeTcpStore) {
   EXPECT_EQ(Ctl("kv add counter 5").output, "5\n");
   EXPECT_EQ(Ctl("kv add counter -2").output, "3\n");

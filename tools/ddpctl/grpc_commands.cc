@@ -78,6 +78,12 @@ grpc::Status KvGet(CommandContext& c) {
   v1::GetRequest request;
   request.set_namespace_(c.ns());
   request.set_key(c.arg(0));
+  const int64_t revision = c.invocation.FlagInt64("rev", 0);
+  if (revision < 0) {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--rev=", revision, " must be a revision of the store (>= 1; 0: now)")));
+  }
+  request.set_revision(revision);
   const bool raw = c.invocation.FlagString("print-value-only") == "true";
   return c.CallAndPrint(
       c.stub, &v1::KeyValueService::Stub::Get, request,
