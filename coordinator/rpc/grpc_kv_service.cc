@@ -8,6 +8,7 @@
 #include "common/grpc_status.h"
 #include "coordinator/kv/kv_validation.h"
 #include "coordinator/rpc/call_auth.h"
+#include "coordinator/rpc/grpc_snapshot_reactor.h"
 #include "coordinator/rpc/grpc_watch_reactor.h"
 #include "coordinator/rpc/kv_proto_convert.h"
 
@@ -227,6 +228,24 @@ grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
   }
   return new WatchReactor(store_, *request, options_.watch_message_bytes, options_.authorizer,
                           identity);
+}
+
+grpc::ServerWriteReactor<v1::SnapshotChunk>* GrpcKvService::Snapshot(
+    grpc::CallbackServerContext* context, const v1::SnapshotRequest* /*request*/) {
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, *context, "/ddp.v1.KeyValueService/Snapshot", "");
+      !allowed.ok()) {
+    return new RefusedStream<v1::SnapshotChunk>(allowed);
+  }
+  if (!options_.snapshot) {
+    return new RefusedStream<v1::SnapshotChunk>(absl::FailedPreconditionError(
+        "this coordinator keeps its state in etcd: use `etcdctl snapshot save FILE` against "
+        "the etcd cluster of --store"));
+  }
+  const int64_t revision = store_.Status().revision;
+  absl::StatusOr<std::string> copy = options_.snapshot();
+  if (!copy.ok()) return new RefusedStream<v1::SnapshotChunk>(copy.status());
+  return new SnapshotReactor(*std::move(copy), revision, options_.snapshot_chunk_bytes);
 }
 
 grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext* context,

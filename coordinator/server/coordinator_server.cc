@@ -1,8 +1,10 @@
 #include "coordinator/server/coordinator_server.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <utility>
@@ -20,6 +22,7 @@
 #include "coordinator/storage/data_dir_identity.h"
 #include "coordinator/storage/etcd/etcd_state_store.h"
 #include "coordinator/storage/etcd/etcd_store_spec.h"
+#include "coordinator/storage/sqlite_snapshot.h"
 #include "coordinator/storage/sqlite_state_store.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -197,6 +200,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->kv_store_ = *std::move(store);
   rpc::GrpcKvServiceOptions kv_service_options;
   kv_service_options.authorizer = server->authorizer_.get();
+  if (opts.store.empty()) {
+    // Snapshots next to the database: one file system, so the copy's space
+    // is checked where it will be; a name no start of the coordinator reads.
+    kv_service_options.snapshot = [data_dir = opts.data_dir]() -> absl::StatusOr<std::string> {
+      static std::atomic<int64_t> next{0};
+      const std::string copy =
+          absl::StrCat(data_dir, "/snapshot-", getpid(), "-", next.fetch_add(1), ".db.partial");
+      DDP_RETURN_IF_ERROR(
+          storage::CopySqliteDatabase(absl::StrCat(data_dir, "/", kStateDatabase), copy));
+      return copy;
+    };
+  }
   server->kv_service_ =
       std::make_unique<rpc::GrpcKvService>(*server->kv_store_, kv_service_options);
 

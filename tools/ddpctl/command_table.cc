@@ -243,6 +243,19 @@ const std::vector<CommandSpec>& CommandTable() {
        "group comes first: a rank that is somewhere else stands out. Nodes that\n"
        "do not answer in time are named; their ranks show 'no stack'.\n"
        "A job that is not RUNNING exits 1 with FAILED_PRECONDITION."},
+      {"snapshot",
+       "save",
+       "Save a consistent copy of the coordinator's database to FILE",
+       {{"FILE", "A new file (written as FILE.part, synced, then renamed)"}},
+       {},
+       "As etcdctl's snapshot save (admin token when authorization is on). The\n"
+       "copy is coordinator.db as of the last commit before it began; restore\n"
+       "it into an empty data dir and start the coordinator on it:\n"
+       "  mkdir /var/lib/ddp-new && cp FILE /var/lib/ddp-new/coordinator.db\n"
+       "  coordinator --data-dir /var/lib/ddp-new ...\n"
+       "With --store etcd:// it fails with FAILED_PRECONDITION: use\n"
+       "`etcdctl snapshot save` against etcd. No --timeout: a large database\n"
+       "takes a while."},
       {"cluster",
        "status",
        "Which coordinator leads, each coordinator's role, the etcd members' health",

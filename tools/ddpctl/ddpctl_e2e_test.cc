@@ -1,11 +1,13 @@
 // The real ddpctl binary against a real coordinator process (port 0).
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -107,6 +109,36 @@ TEST_F(DdpctlTest, GetRev_HistoricRead) {
   Result negative = Ctl("kv get lr --rev -3");
   EXPECT_EQ(negative.exit_code, 2) << negative.output;
   EXPECT_THAT(negative.output, HasSubstr("--rev=-3"));
+}
+
+// etcdctl's snapshot save, restored the documented way: the copy as
+// coordinator.db of an empty data dir.
+TEST_F(DdpctlTest, SnapshotSave_RestoredWithDataDir) {
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  ASSERT_EQ(Ctl("kv put kept before").exit_code, 0);
+  Result saved = Ctl("snapshot save " + dir + "/snap.db");
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  EXPECT_THAT(saved.output, StartsWith("Snapshot saved at " + dir + "/snap.db ("));
+  ASSERT_EQ(Ctl("kv put later after").exit_code, 0);
+  Result again = Ctl("snapshot save " + dir + "/snap.db");
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("exists"));
+
+  ASSERT_EQ(mkdir((dir + "/restored").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir + "/restored_work").c_str(), 0755), 0);
+  {
+    std::ifstream from(dir + "/snap.db", std::ios::binary);
+    std::ofstream to(dir + "/restored/coordinator.db", std::ios::binary);
+    to << from.rdbuf();
+    ASSERT_TRUE(to.good());
+  }
+  ddp::testing::CoordinatorProcess restored(ddp::testing::CoordinatorProcessOptions{
+      ddp::testing::CoordinatorBinaryFromRunfiles(), dir + "/restored", dir + "/restored_work"});
+  ASSERT_TRUE(restored.Start().ok()) << restored.log_path();
+  const std::string on_restored =
+      absl::StrCat("--coordinator ", restored.address(), " --namespace e2e ");
+  EXPECT_EQ(RunDdpctl(on_restored + "kv get kept").output, "before\n");
+  EXPECT_EQ(RunDdpctl(on_restored + "kv get later").exit_code, 1);  // after the snapshot
 }
 
 TEST_F(DdpctlTest, AddCasWait_BehaveLikeTcpStore) {
