@@ -41,12 +41,14 @@ Job and membership
                                   are accepted and ignored; other keys are errors.
   --rdzv-backend c10d             torchrun's usual form: the same command on every node with
                                   --rdzv-endpoint HEAD:PORT and nothing started; the agent on
-                                  HEAD serves the coordinator there in-process when none
-                                  answers (state lost with that agent: a standalone
-                                  coordinator is durable). etcd, etcd-v2 and static are
-                                  refused with what to do instead.
-  --standalone                    Single node: run the coordinator inside the agent; the
-                                  job id is random and --rdzv-endpoint/--rdzv-id are ignored.
+                                  HEAD serves the coordinator there (from its own binary,
+                                  nothing else installed) when none answers (state lost
+                                  with that agent: a standalone coordinator is durable).
+                                  etcd, etcd-v2 and static are refused with what to do
+                                  instead.
+  --standalone                    Single node: the agent serves a private coordinator from
+                                  its own binary (a child process); the job id is random
+                                  and --rdzv-endpoint/--rdzv-id are ignored.
   --node-rank N                   Ask for this group rank (granted when free).
   --node-id ID                    Stable id of this node. Default: the hostname.
   --local-addr ADDR               Address other nodes reach this node at (MASTER_ADDR when

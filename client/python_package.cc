@@ -14,6 +14,8 @@ namespace {
 
 // The Bazel workspace name (WORKSPACE) and the package's folder in it.
 constexpr char kRunfilesPackagePath[] = "/ddp_coordinator/python";
+// Where tools/install.sh puts the package, from the folder of PREFIX/bin.
+constexpr char kInstalledPackagePath[] = "/../lib/python3/dist-packages";
 
 bool HoldsPackage(const std::string& folder) {
   return access(absl::StrCat(folder, "/ddp_coordinator/__init__.py").c_str(), R_OK) == 0;
@@ -31,6 +33,11 @@ std::string BundledPythonPackagePath(const std::string& executable, const EnvMap
   for (const std::string& root : runfiles) {
     std::string folder = absl::StrCat(root, kRunfilesPackagePath);
     if (HoldsPackage(folder)) return folder;
+  }
+  const size_t slash = executable.rfind('/');
+  if (slash != std::string::npos) {
+    std::string installed = absl::StrCat(executable.substr(0, slash), kInstalledPackagePath);
+    if (HoldsPackage(installed)) return installed;
   }
   return "";
 }

@@ -5,9 +5,10 @@
 // agent puts the folder holding it on its workers' PYTHONPATH, so a training
 // script can `import ddp_coordinator` with nothing installed (and gets the
 // version that matches its agent). The folder is the binary's Bazel runfiles'
-// ddp_coordinator/python (//python:ddp_coordinator, generated stubs included).
-// Without runfiles (a binary copied elsewhere) PYTHONPATH is left alone: the
-// package installed by tools/setup.sh, if any, serves.
+// ddp_coordinator/python (//python:ddp_coordinator, generated stubs included);
+// installed by tools/install.sh it is PREFIX/lib/python3/dist-packages beside
+// PREFIX/bin/ddp-client. Without either (a binary copied alone) PYTHONPATH is
+// left alone: the package installed by tools/setup.sh, if any, serves.
 //
 // Thread-safety: pure functions (BundledPythonPackagePath reads the file
 // system).
@@ -21,7 +22,8 @@ namespace ddp::client {
 // The folder to put on PYTHONPATH: "<runfiles>/ddp_coordinator/python" where
 // it holds ddp_coordinator/__init__.py, the runfiles being `executable` +
 // ".runfiles", else $RUNFILES_DIR, else $TEST_SRCDIR of `env` (ddp-client run
-// by a Bazel test). "" when none holds the package.
+// by a Bazel test), else the installed layout `executable`/../../lib/python3/
+// dist-packages. "" when none holds the package.
 std::string BundledPythonPackagePath(const std::string& executable, const EnvMap& env);
 
 // `env` with `path` appended to PYTHONPATH (after the user's entries, which

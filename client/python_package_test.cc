@@ -43,6 +43,18 @@ TEST(BundledPythonPackagePathTest, Find_RunfilesDirOfTheEnvironment_Found) {
             dir + "/runfiles/ddp_coordinator/python");
 }
 
+TEST(BundledPythonPackagePathTest, Find_InstalledLayout_Found) {
+  const std::string prefix = TempDir("prefix");
+  mkdir((prefix + "/bin").c_str(), 0755);
+  mkdir((prefix + "/lib").c_str(), 0755);
+  mkdir((prefix + "/lib/python3").c_str(), 0755);
+  mkdir((prefix + "/lib/python3/dist-packages").c_str(), 0755);
+  mkdir((prefix + "/lib/python3/dist-packages/ddp_coordinator").c_str(), 0755);
+  std::ofstream(prefix + "/lib/python3/dist-packages/ddp_coordinator/__init__.py") << "\n";
+  EXPECT_EQ(BundledPythonPackagePath(prefix + "/bin/ddp-client", {}),
+            prefix + "/bin/../lib/python3/dist-packages");
+}
+
 TEST(BundledPythonPackagePathTest, Find_NoPackageInRunfiles_Empty) {
   const std::string dir = TempDir("empty");
   mkdir((dir + "/ddp-client.runfiles").c_str(), 0755);

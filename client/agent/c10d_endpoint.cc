@@ -139,8 +139,9 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> ServeC10dEndpointIfHere(
   if (!started.ok()) return started.status();
   DDP_LOG(WARNING)
       << form << ": no coordinator answered at " << endpoint
-      << " and its host is this machine: this agent serves one there, in-process (like "
-         "torchrun's TCPStore on the endpoint's node). Its state is lost when this agent "
+      << " and its host is this machine: this agent serves one there, from its own binary "
+         "(a child process, like torchrun's TCPStore on the endpoint's node). Its state is lost "
+         "when this agent "
          "exits; for jobs that must survive that, run a standalone `coordinator` and point "
          "--rdzv-endpoint (or --coordinator) at it";
   return started;

@@ -37,8 +37,8 @@ bool IsLocalHost(const std::string& host);
 // service does not.
 bool SpeaksCoordinatorApi(const std::string& endpoint, absl::Duration timeout);
 
-// Serves `endpoint` in-process when nothing answers there and its host is this
-// machine. Returns the coordinator it started, or null when another one
+// Serves `endpoint` (a child running this binary: StandaloneCoordinator) when nothing answers there
+// and its host is this machine. Returns the coordinator it started, or null when another one
 // answers (or won the port) or the host is another machine. With
 // `plaintext` (no TLS configured), something that accepts connections there
 // but does not speak the coordinator's API is an error at once, rather than a

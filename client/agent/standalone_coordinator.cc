@@ -26,15 +26,6 @@
 namespace ddp::client {
 namespace {
 
-bool IsExecutable(const std::string& path) {
-  return !path.empty() && access(path.c_str(), X_OK) == 0;
-}
-
-std::string DirName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
 int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return remove(path); }
 
 // waitpid with a deadline; true when reaped. A real wait for a real child:
@@ -58,35 +49,25 @@ std::string DescribeWait(int status) {
 
 }  // namespace
 
-absl::StatusOr<std::string> FindCoordinatorBinary(const std::string& self_exe) {
-  const std::string dir = DirName(self_exe);
-  std::vector<std::string> tried = {dir + "/coordinator", dir + "/../../coordinator/coordinator"};
-  for (const std::string& candidate : tried) {
-    if (IsExecutable(candidate)) return candidate;
+absl::StatusOr<std::vector<std::string>> DefaultServeCommand() {
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot read /proc/self/exe to serve the coordinator: ", strerror(errno)));
   }
-  const char* path = getenv("PATH");
-  for (absl::string_view entry :
-       absl::StrSplit(path != nullptr ? path : "", ':', absl::SkipEmpty())) {
-    std::string candidate = absl::StrCat(entry, "/coordinator");
-    if (IsExecutable(candidate)) return candidate;
-  }
-  tried.push_back("coordinator on PATH");
-  return absl::NotFoundError(absl::StrCat("--standalone needs the coordinator binary; looked for ",
-                                          absl::StrJoin(tried, ", ")));
+  return std::vector<std::string>{std::string(self, n), kServeCoordinatorArg};
 }
 
 absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::Start(
     const StandaloneCoordinatorOptions& options) {
   // The coordinator's "address in use" exit code (common/exit_codes.h).
   constexpr int kCoordinatorExitAddressInUse = ddp::kExitAddressInUse;
-  std::string binary = options.binary;
-  if (binary.empty()) {
-    char self[4096] = {};
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    DDP_ASSIGN_OR_RETURN(std::string found,
-                         FindCoordinatorBinary(n > 0 ? std::string(self, n) : ""));
-    binary = found;
+  std::vector<std::string> args = options.command;
+  if (args.empty()) {
+    DDP_ASSIGN_OR_RETURN(args, DefaultServeCommand());
   }
+  const std::string program = absl::StrJoin(args, " ");
   const char* tmp = getenv("TMPDIR");
   std::string pattern =
       absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/ddp_standalone_XXXXXX");
@@ -94,10 +75,9 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::St
     return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", strerror(errno)));
   }
   const std::string port_file = pattern + "/port";
-  std::vector<std::string> args = {binary,        "--port",     absl::StrCat(options.port),
-                                   "--bind",      options.bind, "--port_file",
-                                   port_file,     "--data_dir", pattern + "/data",
-                                   "--http_port", "0"};
+  args.insert(args.end(),
+              {"--port", absl::StrCat(options.port), "--bind", options.bind, "--port_file",
+               port_file, "--data_dir", pattern + "/data", "--http_port", "0"});
   if (!options.log_level.empty()) {
     args.push_back("--log_level");
     args.push_back(options.log_level);
@@ -128,7 +108,7 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::St
     _exit(127);
   }
   std::unique_ptr<StandaloneCoordinator> child(new StandaloneCoordinator(options, pattern, pid));
-  DDP_LOG(INFO) << "--standalone: started " << binary << " (pid " << pid << ", data in " << pattern
+  DDP_LOG(INFO) << "--standalone: started " << program << " (pid " << pid << ", data in " << pattern
                 << ")";
   // A real wait for the child to listen: on CLOCK_MONOTONIC (see WaitFor).
   const Clock& monotonic = MonotonicClock::Get();
@@ -150,13 +130,13 @@ absl::StatusOr<std::unique_ptr<StandaloneCoordinator>> StandaloneCoordinator::St
             absl::StrCat("port ", options.port, " on ", options.bind, " is already served"));
       }
       return absl::UnavailableError(absl::StrCat(
-          "the standalone coordinator ", binary, " ended (", DescribeWait(status),
+          "the standalone coordinator (", program, ") ended (", DescribeWait(status),
           ") before serving", options.log_file.empty() ? "" : "; its log: " + options.log_file));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }
-  return absl::UnavailableError(absl::StrCat("the standalone coordinator ", binary,
-                                             " wrote no port to ", port_file, " within ",
+  return absl::UnavailableError(absl::StrCat("the standalone coordinator (", program,
+                                             ") wrote no port to ", port_file, " within ",
                                              absl::FormatDuration(options.start_timeout)));
 }
 

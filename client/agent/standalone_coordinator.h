@@ -1,15 +1,20 @@
 #ifndef DDP_CLIENT_AGENT_STANDALONE_COORDINATOR_H_
 #define DDP_CLIENT_AGENT_STANDALONE_COORDINATOR_H_
 
-// --standalone: a private coordinator for a single-node job, run as a child
-// process of the agent (the coordinator binary does not expose an embeddable
-// session server yet):
+// The coordinator a ddp-client serves itself (--standalone, and torchrun's
+// c10d form or launch's static form on the endpoint's host): a child process
+// of the agent running ddp-client's own executable with --serve-coordinator
+// (coordinator/coordinator_command.h is linked into ddp-client), so a
+// ddp-client copied alone to a node needs no other binary:
 //
-//   coordinator --port 0 --bind 127.0.0.1 --port-file TMP/port
-//               --data-dir TMP/data [--log-level LEVEL]
+//   ddp-client --serve-coordinator --port 0 --bind 127.0.0.1
+//              --port_file TMP/port --data_dir TMP/data --http_port 0
+//              [--log_level LEVEL]
 //
-// where TMP is a fresh directory under $TMPDIR (default /tmp). Start waits for
-// the port file, so address() is ready to dial. The child gets
+// where TMP is a fresh directory under $TMPDIR (default /tmp). A child rather
+// than a thread: the coordinator keeps its own signals, descriptors and log
+// file, and its exit code (4: the port is taken) says what went wrong. Start
+// waits for the port file, so address() is ready to dial. The child gets
 // PR_SET_PDEATHSIG(SIGTERM) (it dies with the agent) and its own process
 // group. Stop: SIGTERM, SIGKILL after stop_timeout, reaped, TMP removed.
 //
@@ -19,6 +24,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -26,8 +32,10 @@
 namespace ddp::client {
 
 struct StandaloneCoordinatorOptions {
-  // The coordinator executable; empty: FindCoordinatorBinary().
-  std::string binary;
+  // The program and leading arguments that serve a coordinator (its flags
+  // follow); empty: DefaultServeCommand(), this executable with
+  // --serve-coordinator. Tests name another program.
+  std::vector<std::string> command;
   // Where it listens. The defaults (loopback, any free port) are --standalone's;
   // torchrun's c10d form serves the job's --rdzv-endpoint port on every
   // interface.
@@ -43,15 +51,17 @@ struct StandaloneCoordinatorOptions {
   absl::Duration stop_timeout = absl::Seconds(5);
 };
 
-// `coordinator` next to `self_exe` (an installed pair), then
-// ../../coordinator/coordinator from it (the bazel-bin layout of
-// //client/agent:ddp-client), then `coordinator` on PATH.
-// Possible errors: NOT_FOUND (every place named).
-absl::StatusOr<std::string> FindCoordinatorBinary(const std::string& self_exe);
+// The first argument that makes ddp-client run the coordinator command
+// instead of the agent (client/ddp_client/main.cc).
+inline constexpr char kServeCoordinatorArg[] = "--serve-coordinator";
+
+// {this process's executable, kServeCoordinatorArg}: what ddp-client runs to
+// serve a coordinator. Possible errors: INTERNAL (/proc/self/exe unreadable).
+absl::StatusOr<std::vector<std::string>> DefaultServeCommand();
 
 class StandaloneCoordinator {
  public:
-  // Possible errors: NOT_FOUND (no binary), INTERNAL (temp dir, fork),
+  // Possible errors: INTERNAL (no executable, temp dir, fork),
   // ALREADY_EXISTS (the port is taken: another coordinator serves it),
   // UNAVAILABLE (the child exited or wrote no port within start_timeout; its
   // exit status named).

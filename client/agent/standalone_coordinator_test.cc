@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -32,7 +33,7 @@ exec sleep 60
 
 TEST(StandaloneCoordinator, Start_PortFileWritten_AddressAndStopKills) {
   StandaloneCoordinatorOptions options;
-  options.binary = WriteScript("serves", kServes);
+  options.command = {WriteScript("serves", kServes)};
   auto child = StandaloneCoordinator::Start(options);
   ASSERT_TRUE(child.ok()) << child.status();
   EXPECT_EQ((*child)->address(), "127.0.0.1:4321");
@@ -45,7 +46,7 @@ TEST(StandaloneCoordinator, Start_PortFileWritten_AddressAndStopKills) {
 
 TEST(StandaloneCoordinator, Start_ChildExitsEarly_UnavailableWithStatus) {
   StandaloneCoordinatorOptions options;
-  options.binary = WriteScript("dies", "exit 3\n");
+  options.command = {WriteScript("dies", "exit 3\n")};
   auto child = StandaloneCoordinator::Start(options);
   ASSERT_FALSE(child.ok());
   EXPECT_EQ(child.status().code(), absl::StatusCode::kUnavailable);
@@ -54,28 +55,33 @@ TEST(StandaloneCoordinator, Start_ChildExitsEarly_UnavailableWithStatus) {
 
 TEST(StandaloneCoordinator, Start_NoPortInTime_Unavailable) {
   StandaloneCoordinatorOptions options;
-  options.binary = WriteScript("silent", "exec sleep 60\n");
+  options.command = {WriteScript("silent", "exec sleep 60\n")};
   options.start_timeout = absl::Milliseconds(200);
   auto child = StandaloneCoordinator::Start(options);
   ASSERT_FALSE(child.ok());
   EXPECT_EQ(child.status().code(), absl::StatusCode::kUnavailable);
 }
 
-TEST(FindCoordinatorBinary, NextToSelf_Found) {
-  const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/pair");
-  mkdir(dir.c_str(), 0755);
-  WriteScript("pair/coordinator", "exit 0\n");
-  auto found = FindCoordinatorBinary(dir + "/ddp-client");
-  ASSERT_TRUE(found.ok()) << found.status();
-  EXPECT_EQ(*found, dir + "/coordinator");
+// The command's leading arguments come first, then the coordinator's flags.
+TEST(StandaloneCoordinator, Start_CommandWithArguments_FlagsFollowThem) {
+  StandaloneCoordinatorOptions options;
+  options.command = {WriteScript("serves_after_mode", R"(test "$1" = "--mode" || exit 9
+shift
+)" + std::string(kServes)),
+                     "--mode"};
+  auto child = StandaloneCoordinator::Start(options);
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_EQ((*child)->address(), "127.0.0.1:4321");
 }
 
-TEST(FindCoordinatorBinary, Nowhere_NotFoundNamingPlaces) {
-  setenv("PATH", "/nonexistent-dir", 1);
-  auto found = FindCoordinatorBinary("/nonexistent-bin/ddp-client");
-  ASSERT_FALSE(found.ok());
-  EXPECT_EQ(found.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(found.status().message().find("/nonexistent-bin/coordinator"), std::string::npos);
+TEST(DefaultServeCommand, ThisExecutableWithServeCoordinator) {
+  auto command = DefaultServeCommand();
+  ASSERT_TRUE(command.ok()) << command.status();
+  ASSERT_EQ(command->size(), 2u);
+  char self[4096] = {};
+  ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
+  EXPECT_EQ((*command)[0], std::string(self));
+  EXPECT_EQ((*command)[1], "--serve-coordinator");
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ const std::vector<MethodRule>& MethodRules() {
       {"/ddp.v1.KeyValueService/LeaseList", Access::kAuthenticated},
       {"/ddp.v1.KeyValueService/LeaseTimeToLive", Access::kAuthenticated},
       {"/ddp.v1.KeyValueService/Compact", Access::kAdmin},
+      {"/ddp.v1.KeyValueService/Snapshot", Access::kAdmin},
       {"/ddp.v1.KeyValueService/Status", Access::kAuthenticated},
       // A job's token lists its own namespace alone (GrpcKvService filters).
       {"/ddp.v1.KeyValueService/ListNamespaces", Access::kAuthenticated},

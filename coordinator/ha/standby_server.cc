@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/grpc_tls.h"
+#include "common/listen_address.h"
 #include "common/proto_json.h"
 #include "coordinator/http/http_errors.h"
-#include "common/listen_address.h"
 #include "grpcpp/server_builder.h"
 #include "httplib.h"
 
@@ -131,10 +131,18 @@ void StandbyServer::InstallRoutes(httplib::Server& server) {
     response.status = 503;
     response.set_content(absl::StrCat(Refusal().message(), "\n"), "text/plain");
   });
-  server.Get("/metrics", [](const httplib::Request&, httplib::Response& response) {
+  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
+    const int64_t leader_changes =
+        options_.status ? options_.status(/*etcd_health=*/false).leader_changes() : 0;
     response.set_content(
-        "# HELP ddp_coordinator_leader 1 on the coordinator that leads, 0 on a standby.\n"
-        "# TYPE ddp_coordinator_leader gauge\nddp_coordinator_leader 0\n",
+        absl::StrCat(
+            "# HELP ddp_coordinator_leader 1 on the coordinator that leads, 0 on a standby.\n"
+            "# TYPE ddp_coordinator_leader gauge\nddp_coordinator_leader 0\n"
+            "# HELP ddp_coordinator_leader_changes_seen_total Leader changes this coordinator "
+            "has seen since it started (each coordinator seen elected, itself included).\n"
+            "# TYPE ddp_coordinator_leader_changes_seen_total counter\n"
+            "ddp_coordinator_leader_changes_seen_total ",
+            leader_changes, "\n"),
         "text/plain; version=0.0.4");
   });
   auto redirect = [this](const httplib::Request& request, httplib::Response& response) {

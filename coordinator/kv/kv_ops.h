@@ -36,6 +36,9 @@ struct PutResult {
 struct GetRequest {
   std::string ns;
   std::string key;
+  // 0: the current value; else the key as it was at this revision (see
+  // KvStore::Get).
+  Revision revision = 0;
 };
 
 struct GetResult {

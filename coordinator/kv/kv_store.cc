@@ -368,8 +368,15 @@ void KvStore::Tick() {
 absl::StatusOr<GetResult> KvStore::Get(const GetRequest& request) const {
   if (absl::Status s = ValidateNamespace(request.ns, options_.limits); !s.ok()) return s;
   if (absl::Status s = ValidateKey(request.key, options_.limits); !s.ok()) return s;
+  if (request.revision < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("revision ", request.revision,
+                     " is negative: give 0 for the current value, or a revision of the store"));
+  }
   absl::StatusOr<GetResult> result;
-  {
+  if (request.revision > 0) {
+    result = GetAtRevision(request);
+  } else {
     absl::ReaderMutexLock lock(&state_mu_);
     const KeyValue* kv = keys_.Find(request.ns, request.key);
     if (kv == nullptr) {
@@ -382,6 +389,82 @@ absl::StatusOr<GetResult> KvStore::Get(const GetRequest& request) const {
   // Checked after the read: what was read was current while still leading.
   if (options_.read_check) DDP_RETURN_IF_ERROR(options_.read_check());
   return result;
+}
+
+absl::StatusOr<GetResult> KvStore::GetAtRevision(const GetRequest& request) const {
+  const Revision at = request.revision;
+  std::optional<KeyValue> current;
+  Revision now = 0, compacted = 0;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    if (const KeyValue* kv = keys_.Find(request.ns, request.key)) current = *kv;
+    now = revision_;
+    compacted = compacted_revision_;
+  }
+  const std::string key = AbbreviateForMessage(request.key);
+  if (at > now) {
+    return absl::OutOfRangeError(
+        absl::StrCat("revision ", at, " is in the future: the store is at revision ", now));
+  }
+  if (at < compacted) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "revision ", at, " is compacted: history is kept from revision ", compacted, " on"));
+  }
+  // The key's last change at or before `at`, and its first change after it,
+  // among the changes after the compacted revision. One key changes at most
+  // once a revision; a page that one revision filled is read again, larger.
+  std::optional<Event> last_before, first_after;
+  Revision from = compacted + 1, last_seen = compacted;
+  size_t page = 1024;
+  while (!first_after.has_value()) {
+    absl::StatusOr<std::vector<Event>> events =
+        backend_.ReadEvents(request.ns, request.key, from, page);
+    if (absl::IsOutOfRange(events.status())) {
+      return absl::OutOfRangeError(
+          absl::StrCat("revision ", at, " was compacted while it was read; read a later one"));
+    }
+    if (!events.ok()) return events.status();
+    for (Event& event : *events) {
+      if (event.kv.key != request.key || event.revision() <= last_seen) continue;
+      last_seen = event.revision();
+      if (event.revision() <= at) {
+        last_before = std::move(event);
+      } else {
+        first_after = std::move(event);
+        break;
+      }
+    }
+    if (events->size() < page) break;
+    if (events->front().revision() == events->back().revision()) {
+      page *= 2;
+    } else {
+      from = events->back().revision();
+    }
+  }
+  auto absent = [&](absl::string_view why) {
+    return absl::NotFoundError(absl::StrCat("key '", key, "' did not exist at revision ", at,
+                                            " in namespace '", request.ns, "'", why));
+  };
+  if (last_before.has_value()) {
+    if (last_before->type == EventType::kDelete) {
+      return absent(absl::StrCat(" (deleted at revision ", last_before->revision(), ")"));
+    }
+    return GetResult{std::move(last_before->kv), now};
+  }
+  // Unchanged between the compacted revision and `at`.
+  if (!first_after.has_value()) {
+    if (!current.has_value()) return absent("");
+    return GetResult{*std::move(current), now};
+  }
+  if (first_after->type == EventType::kPut &&
+      first_after->kv.create_revision == first_after->revision()) {
+    return absent(absl::StrCat(" (created at revision ", first_after->revision(), ")"));
+  }
+  return absl::OutOfRangeError(
+      absl::StrCat("the value key '", key, "' had at revision ", at,
+                   " was written at or before the compacted revision ", compacted,
+                   " and is no longer kept (the key changed at revision ", first_after->revision(),
+                   "): read at revision ", first_after->revision(), " or later"));
 }
 
 absl::StatusOr<RangeResult> KvStore::Range(const RangeRequest& request) const {

@@ -41,7 +41,12 @@
 // is queued):
 //   Put      NOT_FOUND unknown lease; PERMISSION_DENIED another job's lease
 //            (lease_ownership.h); FAILED_PRECONDITION condition failed.
-//   Get      NOT_FOUND missing key.
+//   Get      NOT_FOUND missing key (at the revision asked); INVALID_ARGUMENT
+//            negative revision; OUT_OF_RANGE a revision in the future, below
+//            the compacted revision, or whose value of this key was written
+//            at or before the compacted revision and changed since (the
+//            history keeps the changes after the compacted revision, not the
+//            keys as they were at it: etcd would still have it).
 //   Add      INVALID_ARGUMENT non-integer value; OUT_OF_RANGE overflow.
 //   Wait     DEADLINE_EXCEEDED; RESOURCE_EXHAUSTED too many pending waits.
 //   Watch    OUT_OF_RANGE start revision compacted (also later, from
@@ -267,6 +272,10 @@ class KvStore final {
   std::vector<PendingWrite> SpareBatch();
   void MaybeRetainHistory();
   absl::Status RunCompaction(Revision compact_to, Revision* compacted);
+  // Get at request.revision > 0: the current state and the history after the
+  // compacted revision (backend_.ReadEvents) say what the key held then.
+  absl::StatusOr<GetResult> GetAtRevision(const GetRequest& request) const
+      ABSL_LOCKS_EXCLUDED(state_mu_);
 
   KvBackend& backend_;
   KvCommitPipeline& pipeline_;

@@ -220,5 +220,72 @@ TEST_F(KvStoreTest, Shutdown_QueuedWrites_AllCallbacksRunBeforeItReturns) {
   EXPECT_EQ(finished.load(), 500);
 }
 
+// Get at a revision (ddpctl kv get --rev): what the key held then, from the
+// current state and the changes after the compacted revision.
+class KvStoreHistoricGetTest : public KvStoreTest {
+ protected:
+  absl::StatusOr<GetResult> GetAt(const std::string& key, Revision revision) {
+    GetRequest get;
+    get.ns = "job";
+    get.key = key;
+    get.revision = revision;
+    return store_->Get(get);
+  }
+};
+
+TEST_F(KvStoreHistoricGetTest, Get_EachRevision_ValueThen) {
+  ASSERT_EQ(store_->Put({"job", "k", "v1"})->revision, 1);
+  ASSERT_EQ(store_->Put({"job", "k2", "sibling"})->revision, 2);  // a longer key: not k
+  ASSERT_EQ(store_->Put({"job", "k", "v2"})->revision, 3);
+  ASSERT_EQ(store_->Delete({"job", "k"})->revision, 4);
+  ASSERT_EQ(store_->Put({"job", "k", "v3"})->revision, 5);
+  EXPECT_EQ(GetAt("k", 1)->kv.value, "v1");
+  EXPECT_EQ(GetAt("k", 2)->kv.value, "v1");
+  EXPECT_EQ(GetAt("k", 3)->kv.value, "v2");
+  EXPECT_EQ(GetAt("k", 3)->kv.mod_revision, 3);
+  EXPECT_EQ(GetAt("k", 3)->revision, 5);  // the store's, as for a current read
+  absl::StatusOr<GetResult> deleted = GetAt("k", 4);
+  EXPECT_EQ(deleted.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(deleted.status().message().find("deleted at revision 4"), std::string::npos)
+      << deleted.status();
+  EXPECT_EQ(GetAt("k", 5)->kv.value, "v3");
+  EXPECT_EQ(GetAt("k", 0)->kv.value, "v3");                                // 0: now
+  EXPECT_EQ(GetAt("k2", 1).status().code(), absl::StatusCode::kNotFound);  // created at 2
+  EXPECT_EQ(GetAt("k2", 5)->kv.value, "sibling");
+}
+
+TEST_F(KvStoreHistoricGetTest, Get_FutureOrNegative_Refused) {
+  ASSERT_TRUE(store_->Put({"job", "k", "v1"}).ok());
+  absl::StatusOr<GetResult> future = GetAt("k", 2);
+  EXPECT_EQ(future.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(future.status().message().find("the store is at revision 1"), std::string::npos)
+      << future.status();
+  EXPECT_EQ(GetAt("k", -1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(KvStoreHistoricGetTest, Get_Compacted_OutOfRangeUnlessKnowable) {
+  ASSERT_TRUE(store_->Put({"job", "k", "v1"}).ok());         // 1
+  ASSERT_TRUE(store_->Put({"job", "k", "v2"}).ok());         // 2
+  ASSERT_TRUE(store_->Put({"job", "steady", "same"}).ok());  // 3
+  ASSERT_TRUE(store_->Put({"job", "k", "v3"}).ok());         // 4
+  ASSERT_TRUE(store_->Put({"job", "late", "new"}).ok());     // 5
+  ASSERT_TRUE(store_->Compact(4).ok());                      // history kept from 3 on
+  const Revision compacted = store_->Status().compacted_revision;
+  ASSERT_EQ(compacted, 3);
+  absl::StatusOr<GetResult> gone = GetAt("k", 1);
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(gone.status().message().find("compacted"), std::string::npos) << gone.status();
+  // k's value at 3 (v2, written at 2) changed at 4: no longer kept.
+  absl::StatusOr<GetResult> unknown = GetAt("k", 3);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(unknown.status().message().find("read at revision 4 or later"), std::string::npos)
+      << unknown.status();
+  EXPECT_EQ(GetAt("k", 4)->kv.value, "v3");
+  // Unchanged since: the current value was the value then.
+  EXPECT_EQ(GetAt("steady", 3)->kv.value, "same");
+  // Created after: absent then.
+  EXPECT_EQ(GetAt("late", 4).status().code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace ddp::kv

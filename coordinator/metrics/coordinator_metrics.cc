@@ -1,6 +1,7 @@
 #include "coordinator/metrics/coordinator_metrics.h"
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -81,6 +82,13 @@ CoordinatorMetrics::CoordinatorMetrics(const Clock& clock, JobMetricsOptions job
                          .Help("What one commit held, by part: kv (key events) or jobs "
                                "(changes of one job each)")
                          .Register(*registry_)),
+      fsync_seconds_(prometheus::BuildHistogram()
+                         .Name("ddp_store_fsync_duration_seconds")
+                         .Help("One fsync of the SQLite store, apart from the commit around "
+                               "it, by file: wal (every commit), database (checkpoints), "
+                               "other. With etcd, etcd's own "
+                               "etcd_disk_wal_fsync_duration_seconds")
+                         .Register(*registry_)),
       started_(clock.Now()),
       clock_(clock) {}
 
@@ -94,6 +102,11 @@ void CoordinatorMetrics::ObserveCommit(const commit::StateBatch& batch, absl::Du
     commit_writes_.Add({{"part", "jobs"}}, CommitWritesBuckets())
         .Observe(static_cast<double>(batch.jobs.size()));
   }
+}
+
+void CoordinatorMetrics::ObserveFsync(absl::string_view file, absl::Duration took) {
+  fsync_seconds_.Add({{"file", std::string(file)}}, CommitSecondsBuckets())
+      .Observe(absl::ToDoubleSeconds(took));
 }
 
 std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
@@ -127,6 +140,18 @@ std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
                                 "Size of the SQLite database on disk, coordinator.db and its "
                                 "write-ahead log (-wal)",
                                 static_cast<double>(*state.database_bytes)));
+  }
+  if (state.leader_changes.has_value()) {
+    prometheus::MetricFamily changes;
+    changes.name = "ddp_coordinator_leader_changes_seen_total";
+    changes.help =
+        "Leader changes this coordinator has seen since it started (each coordinator seen "
+        "elected, itself included; --store etcd:// only)";
+    changes.type = prometheus::MetricType::Counter;
+    prometheus::ClientMetric metric;
+    metric.counter.value = static_cast<double>(*state.leader_changes);
+    changes.metric.push_back(std::move(metric));
+    families.push_back(std::move(changes));
   }
   prometheus::MetricFamily build =
       OneGauge("ddp_build_info",

@@ -46,6 +46,8 @@ struct ScrapeState {
   // Bytes of the SQLite database on disk (coordinator.db and its -wal);
   // absent with --store etcd:// (etcd reports its own).
   std::optional<int64_t> database_bytes;
+  // Leader changes seen (ClusterStatus.leader_changes); absent without etcd.
+  std::optional<int64_t> leader_changes;
 };
 
 class CoordinatorMetrics {
@@ -64,6 +66,9 @@ class CoordinatorMetrics {
   // One durable commit of the commit loop: its transaction time (fsync
   // included) and what it carried.
   void ObserveCommit(const commit::StateBatch& batch, absl::Duration took);
+  // One fsync of the SQLite store, apart from the commit around it: `file`
+  // is "wal" (a commit), "database" (a checkpoint) or "other".
+  void ObserveFsync(absl::string_view file, absl::Duration took);
 
   // The text exposition of every metric.
   std::string Scrape(const ScrapeState& state);
@@ -74,6 +79,7 @@ class CoordinatorMetrics {
   JobMetrics jobs_;
   prometheus::Family<prometheus::Histogram>& commit_seconds_;
   prometheus::Family<prometheus::Histogram>& commit_writes_;
+  prometheus::Family<prometheus::Histogram>& fsync_seconds_;
   const absl::Time started_;
   const Clock& clock_;
 };

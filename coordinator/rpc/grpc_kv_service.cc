@@ -10,6 +10,7 @@
 #include "common/grpc_status.h"
 #include "coordinator/kv/kv_validation.h"
 #include "coordinator/rpc/call_auth.h"
+#include "coordinator/rpc/grpc_snapshot_reactor.h"
 #include "coordinator/rpc/grpc_watch_reactor.h"
 #include "coordinator/rpc/kv_proto_convert.h"
 
@@ -81,7 +82,8 @@ grpc::ServerUnaryReactor* GrpcKvService::Get(grpc::CallbackServerContext* contex
       !allowed.ok()) {
     return FinishNow(context, allowed);
   }
-  absl::StatusOr<kv::GetResult> r = store_.Get({request->namespace_(), request->key()});
+  absl::StatusOr<kv::GetResult> r =
+      store_.Get({request->namespace_(), request->key(), request->revision()});
   if (r.ok()) {
     ToProto(r->kv, response->mutable_kv());
     response->set_revision(r->revision);
@@ -229,6 +231,24 @@ grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
   // The peer address ("ipv4:HOST:PORT") names the connection.
   return new WatchReactor(store_, *request, options_.watch_message_bytes, options_.authorizer,
                           identity, absl::Hash<std::string>()(context->peer()));
+}
+
+grpc::ServerWriteReactor<v1::SnapshotChunk>* GrpcKvService::Snapshot(
+    grpc::CallbackServerContext* context, const v1::SnapshotRequest* /*request*/) {
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, *context, "/ddp.v1.KeyValueService/Snapshot", "");
+      !allowed.ok()) {
+    return new RefusedStream<v1::SnapshotChunk>(allowed);
+  }
+  if (!options_.snapshot) {
+    return new RefusedStream<v1::SnapshotChunk>(absl::FailedPreconditionError(
+        "this coordinator keeps its state in etcd: use `etcdctl snapshot save FILE` against "
+        "the etcd cluster of --store"));
+  }
+  const int64_t revision = store_.Status().revision;
+  absl::StatusOr<std::string> copy = options_.snapshot();
+  if (!copy.ok()) return new RefusedStream<v1::SnapshotChunk>(copy.status());
+  return new SnapshotReactor(*std::move(copy), revision, options_.snapshot_chunk_bytes);
 }
 
 grpc::ServerUnaryReactor* GrpcKvService::LeaseGrant(grpc::CallbackServerContext* context,

@@ -15,6 +15,7 @@
 // Thread-safety: thread-safe; `store` must outlive the service and the gRPC
 // server.
 
+#include <functional>
 #include <string>
 
 #include "common/version.h"
@@ -30,6 +31,12 @@ struct GrpcKvServiceOptions {
   size_t watch_message_bytes = 1 << 20;
   // Checks every call's bearer token (null: no checks).
   const auth::Authorizer* authorizer = nullptr;
+  // Snapshot: makes a consistent copy of the database in a new file and
+  // returns its path (the stream sends it, then removes it); null: the store
+  // has no file to copy (etcd), Snapshot is FAILED_PRECONDITION.
+  std::function<absl::StatusOr<std::string>()> snapshot;
+  // Snapshot messages carry at most this many bytes of the file.
+  size_t snapshot_chunk_bytes = 1 << 20;
 };
 
 class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
@@ -56,6 +63,10 @@ class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
                                  v1::WaitResponse* response) override;
   grpc::ServerWriteReactor<v1::WatchResponse>* Watch(grpc::CallbackServerContext* context,
                                                      const v1::WatchRequest* request) override;
+  // Copies on the calling gRPC thread (VACUUM INTO: seconds for a large
+  // database), then streams from the reactor.
+  grpc::ServerWriteReactor<v1::SnapshotChunk>* Snapshot(
+      grpc::CallbackServerContext* context, const v1::SnapshotRequest* request) override;
   grpc::ServerUnaryReactor* LeaseGrant(grpc::CallbackServerContext* context,
                                        const v1::LeaseGrantRequest* request,
                                        v1::LeaseGrantResponse* response) override;

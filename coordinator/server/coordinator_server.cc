@@ -1,8 +1,10 @@
 #include "coordinator/server/coordinator_server.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <utility>
@@ -20,6 +22,7 @@
 #include "coordinator/storage/data_dir_identity.h"
 #include "coordinator/storage/etcd/etcd_state_store.h"
 #include "coordinator/storage/etcd/etcd_store_spec.h"
+#include "coordinator/storage/sqlite_snapshot.h"
 #include "coordinator/storage/sqlite_state_store.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -66,6 +69,18 @@ bool IsLoopback(const std::string& address) {
          address.rfind("127.", 0) == 0;
 }
 
+// Bytes of the SQLite database of `data_dir` on disk: coordinator.db and its
+// write-ahead log.
+int64_t SqliteDatabaseBytes(const std::string& data_dir) {
+  int64_t bytes = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    struct stat file {};
+    const std::string path = absl::StrCat(data_dir, "/", kStateDatabase, suffix);
+    if (::stat(path.c_str(), &file) == 0) bytes += static_cast<int64_t>(file.st_size);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 http::RestGatewayOptions CoordinatorServer::RestOptions() const {
@@ -89,7 +104,7 @@ http::RestGatewayOptions CoordinatorServer::RestOptions() const {
 }
 
 absl::StatusOr<std::unique_ptr<commit::StateStore>> CoordinatorServer::OpenStateStore(
-    const CoordinatorServerOptions& opts) {
+    const CoordinatorServerOptions& opts, storage::SqliteSyncTiming sync_timing) {
   if (!opts.store.empty()) {
     DDP_ASSIGN_OR_RETURN(storage::EtcdStoreSpec spec, storage::ParseEtcdStoreSpec(opts.store));
     absl::StatusOr<std::unique_ptr<storage::EtcdStateStore>> etcd =
@@ -110,8 +125,10 @@ absl::StatusOr<std::unique_ptr<commit::StateStore>> CoordinatorServer::OpenState
   DDP_ASSIGN_OR_RETURN(bool legacy, storage::ExpectsLegacyJobsDatabase(db_path, jobs_path));
   if (legacy) databases.push_back(kLegacyJobsDatabase);
   DDP_RETURN_IF_ERROR(storage::EnsureDataDirIdentity(opts.data_dir, databases).status());
+  kv::SqliteKvBackendOptions sqlite_options;
+  sqlite_options.sync_timing = std::move(sync_timing);
   absl::StatusOr<std::unique_ptr<storage::SqliteStateStore>> state =
-      storage::SqliteStateStore::Open(db_path);
+      storage::SqliteStateStore::Open(db_path, std::move(sqlite_options));
   if (!state.ok()) {
     return absl::Status(state.status().code(),
                         absl::StrCat("cannot open ", db_path, ": ", state.status().message()));
@@ -137,10 +154,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<DataDirLock> lock, DataDirLock::Acquire(opts.data_dir));
   server->lock_ = std::move(lock);
 
+  // The metrics first: the store reports its fsyncs to them.
+  if (opts.http.has_value()) {
+    server->metrics_ = std::make_unique<metrics::CoordinatorMetrics>(clock);
+  }
   if (store_given != nullptr) {
     server->state_store_ = std::move(store_given);
   } else {
-    DDP_ASSIGN_OR_RETURN(server->state_store_, OpenStateStore(opts));
+    storage::SqliteSyncTiming sync_timing;
+    if (server->metrics_ != nullptr) {
+      sync_timing.on_sync = [recorder = server->metrics_.get()](storage::SyncedFile file,
+                                                                absl::Duration took) {
+        recorder->ObserveFsync(storage::SyncedFileName(file), took);
+      };
+    }
+    DDP_ASSIGN_OR_RETURN(server->state_store_, OpenStateStore(opts, std::move(sync_timing)));
   }
   kv::KvStoreOptions kv_options = opts.kv;
   server->authorizer_ = std::make_unique<auth::Authorizer>(opts.admin_token);
@@ -156,8 +184,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   }
   loop_options.retry_interval = opts.jobs.rendezvous.write_retry_interval;
   loop_options.clock = &clock;
-  if (opts.http.has_value()) {
-    server->metrics_ = std::make_unique<metrics::CoordinatorMetrics>(clock);
+  if (server->metrics_ != nullptr) {
     metrics::CoordinatorMetrics* recorder = server->metrics_.get();
     loop_options.on_commit = [recorder](const commit::StateBatch& batch, absl::Duration took) {
       recorder->ObserveCommit(batch, took);
@@ -173,6 +200,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->kv_store_ = *std::move(store);
   rpc::GrpcKvServiceOptions kv_service_options;
   kv_service_options.authorizer = server->authorizer_.get();
+  if (opts.store.empty()) {
+    // Snapshots next to the database: one file system, so the copy's space
+    // is checked where it will be; a name no start of the coordinator reads.
+    kv_service_options.snapshot = [data_dir = opts.data_dir]() -> absl::StatusOr<std::string> {
+      static std::atomic<int64_t> next{0};
+      const std::string copy =
+          absl::StrCat(data_dir, "/snapshot-", getpid(), "-", next.fetch_add(1), ".db.partial");
+      DDP_RETURN_IF_ERROR(
+          storage::CopySqliteDatabase(absl::StrCat(data_dir, "/", kStateDatabase), copy));
+      return copy;
+    };
+  }
   server->kv_service_ =
       std::make_unique<rpc::GrpcKvService>(*server->kv_store_, kv_service_options);
 
@@ -235,10 +274,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const std::string where = opts.store.empty()
                                   ? absl::StrCat("sqlite:", opts.data_dir, "/", kStateDatabase)
                                   : opts.store;
-    cluster_status = [where](bool /*etcd_health*/) {
+    cluster_status = [where, sqlite = opts.store.empty(),
+                      data_dir = opts.data_dir](bool /*etcd_health*/) {
       v1::ClusterStatus status;
       status.set_store(where);
       status.set_role(v1::ClusterStatus::SINGLE);
+      if (sqlite) status.set_database_bytes(SqliteDatabaseBytes(data_dir));
       return status;
     };
   }
@@ -355,14 +396,9 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.writes_accepted = kv_store_->FailStop().ok();
   state.job_watchers = job_services_->job_watchers();
   state.sessions_open = job_services_->open_sessions();
-  if (options_.store.empty()) {
-    int64_t bytes = 0;
-    for (const char* suffix : {"", "-wal"}) {
-      struct stat file {};
-      const std::string path = absl::StrCat(options_.data_dir, "/", kStateDatabase, suffix);
-      if (::stat(path.c_str(), &file) == 0) bytes += static_cast<int64_t>(file.st_size);
-    }
-    state.database_bytes = bytes;
+  if (options_.store.empty()) state.database_bytes = SqliteDatabaseBytes(options_.data_dir);
+  if (options_.cluster_status) {
+    state.leader_changes = options_.cluster_status(/*etcd_health=*/false).leader_changes();
   }
   if (const auto stats = job_services_->heartbeat_datagram_stats()) {
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{

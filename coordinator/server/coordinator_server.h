@@ -39,6 +39,7 @@
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/server/data_dir_lock.h"
 #include "coordinator/session/job_services.h"
+#include "coordinator/storage/sqlite_sync_timer.h"
 #include "grpcpp/server.h"
 
 namespace ddp::server {
@@ -117,9 +118,10 @@ class CoordinatorServer {
   void Shutdown();
 
   // SQLite in the data dir (identity checked, an earlier release's jobs.db
-  // imported), or etcd (options.store). The caller holds the data dir's lock.
+  // imported; its fsyncs reported to `sync_timing`), or etcd
+  // (options.store). The caller holds the data dir's lock.
   static absl::StatusOr<std::unique_ptr<commit::StateStore>> OpenStateStore(
-      const CoordinatorServerOptions& opts);
+      const CoordinatorServerOptions& opts, storage::SqliteSyncTiming sync_timing = {});
 
  private:
   // The REST gateway's options: with authorization on, event streams are

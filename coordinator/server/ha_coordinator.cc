@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<HaCoordinator>> HaCoordinator::Start(HaCoordinato
       absl::MutexLock lock(&self->info_mu_);
       self->leader_seen_ = leader;
     }
+    self->leader_changes_.Observe(leader);
     absl::MutexLock lock(&self->mu_);
     if (self->standby_ != nullptr) self->standby_->SetLeader(leader);
   };
@@ -163,6 +164,7 @@ absl::Status HaCoordinator::Promote() {
     absl::MutexLock lock(&info_mu_);
     leading_ = true;
   }
+  leader_changes_.Observe(self_);
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorServer> server,
                        CoordinatorServer::Start(server_options, std::move(store)));
   DDP_LOG(INFO) << "leading: serving " << options_.server.store << " on " << self_.grpc_address()
@@ -195,6 +197,7 @@ v1::ClusterStatus HaCoordinator::Status(bool etcd_health) const {
   if (election_ != nullptr) {
     status.set_leader_lease_ms(absl::ToInt64Milliseconds(election_->lease_ttl()));
   }
+  status.set_leader_changes(leader_changes_.count());
   if (!etcd_health) return status;
   for (v1::EtcdEndpointStatus& endpoint :
        ha::CheckEtcdEndpoints(spec_.endpoints, absl::Seconds(1))) {

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "coordinator/ha/leader_changes.h"
 #include "coordinator/ha/leader_election.h"
 #include "coordinator/ha/standby_server.h"
 #include "coordinator/server/coordinator_server.h"
@@ -87,6 +88,8 @@ class HaCoordinator {
   mutable absl::Mutex info_mu_;
   bool leading_ ABSL_GUARDED_BY(info_mu_) = false;
   v1::CoordinatorInfo leader_seen_ ABSL_GUARDED_BY(info_mu_);
+  // Every leader seen elected, this coordinator included (thread-safe).
+  ha::LeaderChanges leader_changes_;
 
   mutable absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -182,7 +182,9 @@ int SqliteStatement::ColumnCount() const { return sqlite3_column_count(stmt_); }
 // ---------------------------------------------------------------------------
 // SqliteDatabase
 
-SqliteDatabase::SqliteDatabase(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+SqliteDatabase::SqliteDatabase(sqlite3* db, std::string path,
+                               std::unique_ptr<SqliteSyncTimer> sync_timer)
+    : sync_timer_(std::move(sync_timer)), db_(db), path_(std::move(path)) {}
 
 SqliteDatabase::~SqliteDatabase() {
   cache_.clear();  // statements must be finalized before the connection closes
@@ -194,10 +196,15 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (options.create_if_missing) flags |= SQLITE_OPEN_CREATE;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  std::unique_ptr<SqliteSyncTimer> sync_timer;
+  if (options.sync_timing.on_sync) {
+    DDP_ASSIGN_OR_RETURN(sync_timer, SqliteSyncTimer::Register(options.sync_timing));
+  }
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags,
+                                 sync_timer != nullptr ? sync_timer->vfs_name().c_str() : nullptr);
   // Even on failure SQLite usually allocates a handle; own it so it gets
   // closed.
-  std::unique_ptr<SqliteDatabase> db(new SqliteDatabase(raw, path));
+  std::unique_ptr<SqliteDatabase> db(new SqliteDatabase(raw, path, std::move(sync_timer)));
   if (rc != SQLITE_OK) {
     if (raw == nullptr) {
       return absl::UnavailableError(

@@ -59,6 +59,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "coordinator/storage/sqlite_sync_timer.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -71,6 +72,9 @@ struct SqliteDatabaseOptions {
   absl::Duration busy_timeout = absl::Seconds(5);
   // Create the file when it does not exist.
   bool create_if_missing = true;
+  // With on_sync: every fsync of this connection's files timed and reported
+  // (through a SqliteSyncTimer the database owns; sqlite_sync_timer.h).
+  SqliteSyncTiming sync_timing;
 };
 
 // One schema step: `sql` (one or more statements) brings the schema from
@@ -183,10 +187,12 @@ class SqliteDatabase {
 
  private:
   friend class SqliteTransaction;
-  SqliteDatabase(sqlite3* db, std::string path);
+  SqliteDatabase(sqlite3* db, std::string path, std::unique_ptr<SqliteSyncTimer> sync_timer);
   // Records the first failure; later transactions are refused.
   void Fail(const absl::Status& cause) const;
 
+  // Outlives db_: the destructor closes the connection first.
+  std::unique_ptr<SqliteSyncTimer> sync_timer_;
   sqlite3* db_;
   std::string path_;
   absl::flat_hash_map<std::string, std::unique_ptr<SqliteStatement>> cache_;

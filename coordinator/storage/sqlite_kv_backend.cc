@@ -182,6 +182,7 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
   }
   storage::SqliteDatabaseOptions db_options;
   db_options.busy_timeout = options.busy_timeout;
+  db_options.sync_timing = options.sync_timing;
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> write_db,
                        SqliteDatabase::Open(db_path, db_options));
   DDP_RETURN_IF_ERROR(
@@ -189,8 +190,10 @@ absl::StatusOr<std::unique_ptr<SqliteKvBackend>> SqliteKvBackend::Open(
   DDP_RETURN_IF_ERROR(
       write_db->Execute(absl::StrFormat("PRAGMA cache_size=-%d", options.cache_size_kib)));
   db_options.create_if_missing = false;
+  storage::SqliteDatabaseOptions read_options = db_options;
+  read_options.sync_timing = {};  // readers write nothing
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> read_db,
-                       SqliteDatabase::Open(db_path, db_options));
+                       SqliteDatabase::Open(db_path, read_options));
   std::unique_ptr<SqliteDatabase> checkpoint_db;
   if (options.checkpoint_interval > absl::ZeroDuration()) {
     if (options.wal_restart_frames < 1) {

@@ -100,6 +100,9 @@ struct SqliteKvBackendOptions {
   int wal_restart_frames = 8192;
   // When kv_keys is written (see sqlite_kv_backend_deferred_keys.h).
   DeferredKeyWritesOptions deferred_keys;
+  // With on_sync: every fsync of the writer and the checkpointer timed
+  // (the commit's write-ahead log, the checkpoint's database file).
+  storage::SqliteSyncTiming sync_timing;
   // The file's schema steps when other tables share it (SqliteStateStore):
   // SchemaMigrations() followed by theirs. Empty: SchemaMigrations().
   std::vector<storage::SqliteMigration> schema;

@@ -67,6 +67,11 @@ SB="http://127.0.0.1:${HTTP[b]}" LD="http://127.0.0.1:${HTTP[a]}"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SB/readyz")" = 503 ] || fail "standby /readyz is not 503"
 curl -s "$SB/metrics" | grep -q "^ddp_coordinator_leader 0$" || fail "standby metrics: leader not 0"
 curl -s "$LD/metrics" | grep -q "^ddp_coordinator_leader 1$" || fail "leader metrics: leader not 1"
+# Each has seen one leader elected: a.
+curl -s "$SB/metrics" | grep -q "^ddp_coordinator_leader_changes_seen_total 1$" ||
+  fail "standby metrics: leader changes not 1: $(curl -s "$SB/metrics")"
+curl -s "$LD/metrics" | grep -q "^ddp_coordinator_leader_changes_seen_total 1$" ||
+  fail "leader metrics: leader changes not 1"
 curl -s "$SB/v1/cluster" | grep -q '"role": *"STANDBY"' || fail "standby /v1/cluster: not STANDBY"
 headers=$(curl -s -o /dev/null -D - "$SB/v1/kv/ha/alpha?x=1")
 echo "$headers" | grep -q "^HTTP/1.1 307" || fail "a standby's GET is not a 307: $headers"
@@ -82,6 +87,11 @@ wait_for "$WORK/b.log" "leading: serving" 10
 [ "$("$DDPCTL" --coordinator "$A,$B" kv get --namespace ha alpha)" = "1" ] || fail "alpha after failover"
 [ "$("$DDPCTL" --coordinator "$A,$B" kv get --namespace ha beta)" = "2" ] || fail "beta after failover"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SB/readyz")" = 200 ] || fail "new leader /readyz not 200"
+# b has seen a, then itself.
+curl -s "$SB/metrics" | grep -q "^ddp_coordinator_leader_changes_seen_total 2$" ||
+  fail "new leader metrics: leader changes not 2"
+"$DDPCTL" --coordinator "$B" --json cluster status | grep -q '"leaderChanges": *2' ||
+  fail "cluster status --json: leaderChanges not 2: $("$DDPCTL" --coordinator "$B" --json cluster status)"
 kill -TERM "${PID[b]}"
 wait "${PID[b]}" || fail "the leader exited non-zero on SIGTERM"
 echo "PASSED"

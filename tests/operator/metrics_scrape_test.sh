@@ -30,6 +30,8 @@ expect '^process_max_fds [1-9][0-9]*$'
 expect '^process_start_time_seconds 1[0-9.e+]+$'
 expect '^ddp_build_info\{mode="(release|development)",version="[0-9]+\.[0-9]+\.[0-9]+"\} 1$'
 expect '^ddp_store_database_bytes [1-9][0-9.e+]*$'
+# fsync apart from the commit: the write-ahead log's, at every commit
+expect '^ddp_store_fsync_duration_seconds_count\{file="wal"\} [1-9][0-9]*$'
 expect '^grpc_server_started_total\{grpc_method="Put",grpc_service="ddp\.v1\.KeyValueService",grpc_type="unary"\} 1$'
 expect '^grpc_server_handled_total\{grpc_code="OK",grpc_method="Put",grpc_service="ddp\.v1\.KeyValueService",grpc_type="unary"\} 1$'
 expect '^grpc_server_handling_seconds_bucket\{grpc_method="Put",grpc_service="ddp\.v1\.KeyValueService",grpc_type="unary",le="\+Inf"\} 1$'

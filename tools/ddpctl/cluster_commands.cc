@@ -48,6 +48,13 @@ std::string VersionNumber(absl::string_view version) {
   return std::string(space == absl::string_view::npos ? version : version.substr(space + 1));
 }
 
+// A database size as etcdctl's table prints it; "-" when unknown (0).
+std::string DatabaseSize(int64_t bytes) {
+  if (bytes <= 0) return "-";
+  if (bytes < (int64_t{1} << 20)) return absl::StrCat(bytes / 1024, " kB");
+  return absl::StrFormat("%.1f MB", static_cast<double>(bytes) / (1 << 20));
+}
+
 std::string RoleName(v1::ClusterStatus::Role role) {
   switch (role) {
     case v1::ClusterStatus::SINGLE:
@@ -67,9 +74,11 @@ grpc::Status ClusterStatusCommand(CommandContext& c) {
   std::ostringstream table;
   // As etcdctl's `endpoint status`: one row an endpoint, whether it leads,
   // its revision and version.
-  constexpr char kRow[] = "%-24s %-8s %-9s %-24s %-9s %-9s %-8s %s\n";
+  // DB SIZE: SQLite's coordinator.db with its log (etcd's members below).
+  constexpr char kRow[] = "%-24s %-8s %-9s %-24s %-9s %-9s %-8s %-8s %s\n";
   table << absl::StrFormat(kRow, "COORDINATOR", "ROLE", "IS LEADER", "LEADER", "REVISION",
-                           "COMPACTED", "VERSION", "STORE");
+                           "COMPACTED", "VERSION", "DB SIZE", "STORE");
+  std::vector<std::string> leader_changes;
   const v1::ClusterStatus* with_etcd = nullptr;
   bool any = false;
   for (const std::string& endpoint : endpoints) {
@@ -92,7 +101,9 @@ grpc::Status ClusterStatusCommand(CommandContext& c) {
         status.has_leader() ? status.leader().grpc_address() : "(none elected)",
         serves ? absl::StrCat(kv.revision()) : "-",
         serves ? absl::StrCat(kv.compacted_revision()) : "-",
-        serves && !kv.version().empty() ? VersionNumber(kv.version()) : "-", status.store());
+        serves && !kv.version().empty() ? VersionNumber(kv.version()) : "-",
+        DatabaseSize(status.database_bytes()), status.store());
+    leader_changes.push_back(absl::StrCat(endpoint, " ", status.leader_changes()));
   }
   if (!any) {
     return grpc::Status(
@@ -120,7 +131,8 @@ grpc::Status ClusterStatusCommand(CommandContext& c) {
           e.version(), e.is_raft_leader() ? "leader" : "",
           e.db_size_bytes() > 0 ? absl::StrCat(e.db_size_bytes() / 1024, " KiB") : "", e.error());
     }
-    c.out << "\nleader lease " << with_etcd->leader_lease_ms() << " ms\n";
+    c.out << "\nleader lease " << with_etcd->leader_lease_ms()
+          << " ms; leader changes seen: " << absl::StrJoin(leader_changes, ", ") << "\n";
   }
   return grpc::Status::OK;
 }

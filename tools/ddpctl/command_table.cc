@@ -25,12 +25,16 @@ const std::vector<CommandSpec>& CommandTable() {
        "Print the value of KEY",
        {{"KEY", "Key to read"}},
        {{"print-value-only", FlagKind::kBool, "",
-         "Print the value's bytes as stored (default: C-escaped when not printable text)"}},
-       "A missing key exits 1 with NOT_FOUND. There is no --rev: the coordinator\n"
-       "keeps each key's current value and the changes after the compacted\n"
-       "revision, not the keys as they were at it, so a read at REV is exact\n"
-       "only for keys changed since; `kv watch KEY --from-revision REV`\n"
-       "replays those changes."},
+         "Print the value's bytes as stored (default: C-escaped when not printable text)"},
+        {"rev", FlagKind::kInt64, "REV",
+         "Read KEY as it was at revision REV (default: now), as etcdctl's get --rev"}},
+       "A missing key exits 1 with NOT_FOUND (also one that did not exist at\n"
+       "--rev). --rev fails with OUT_OF_RANGE for a revision in the future or\n"
+       "below the compacted revision (`cluster status` shows it), and for a\n"
+       "value written at or before the compacted revision that changed since:\n"
+       "the coordinator keeps the changes after the compacted revision, not\n"
+       "the keys as they were at it (etcd keeps that one version too); the\n"
+       "message names the first revision that can be read."},
       {"kv",
        "list",
        "List keys starting with PREFIX, in key order",
@@ -239,6 +243,19 @@ const std::vector<CommandSpec>& CommandTable() {
        "group comes first: a rank that is somewhere else stands out. Nodes that\n"
        "do not answer in time are named; their ranks show 'no stack'.\n"
        "A job that is not RUNNING exits 1 with FAILED_PRECONDITION."},
+      {"snapshot",
+       "save",
+       "Save a consistent copy of the coordinator's database to FILE",
+       {{"FILE", "A new file (written as FILE.part, synced, then renamed)"}},
+       {},
+       "As etcdctl's snapshot save (admin token when authorization is on). The\n"
+       "copy is coordinator.db as of the last commit before it began; restore\n"
+       "it into an empty data dir and start the coordinator on it:\n"
+       "  mkdir /var/lib/ddp-new && cp FILE /var/lib/ddp-new/coordinator.db\n"
+       "  coordinator --data-dir /var/lib/ddp-new ...\n"
+       "With --store etcd:// it fails with FAILED_PRECONDITION: use\n"
+       "`etcdctl snapshot save` against etcd. No --timeout: a large database\n"
+       "takes a while."},
       {"cluster",
        "status",
        "Which coordinator leads, each coordinator's role, the etcd members' health",
@@ -247,9 +264,10 @@ const std::vector<CommandSpec>& CommandTable() {
        "Asks every coordinator of --coordinator (a comma-separated list) and the\n"
        "etcd members of --store through the one that answers first. As etcdctl's\n"
        "endpoint status: one row a coordinator (ROLE, IS LEADER, LEADER,\n"
-       "REVISION, COMPACTED, VERSION, STORE; a standby serves no reads: \"-\"),\n"
-       "then the etcd members (health, version, raft leader, db size). The\n"
-       "coordinator's own database size is not reported yet."},
+       "REVISION, COMPACTED, VERSION, DB SIZE, STORE; a standby serves no\n"
+       "reads: \"-\"; DB SIZE is SQLite's coordinator.db with its -wal), then\n"
+       "the etcd members (health, version, raft leader, db size), the leader\n"
+       "lease and the leader changes each coordinator has seen."},
   };
   return *table;
 }

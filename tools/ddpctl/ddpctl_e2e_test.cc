@@ -1,11 +1,13 @@
 // The real ddpctl binary against a real coordinator process (port 0).
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +92,53 @@ TEST_F(DdpctlTest, PutGetListDel_RoundTrip) {
   Result missing = Ctl("kv get alpha");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.output, HasSubstr("NOT_FOUND"));
+}
+
+// etcdctl's get --rev: the key as it was then.
+TEST_F(DdpctlTest, GetRev_HistoricRead) {
+  long long first = 0, second = 0;
+  ASSERT_EQ(sscanf(Ctl("kv put lr 0.1").output.c_str(), "OK (revision %lld)", &first), 1);
+  ASSERT_EQ(sscanf(Ctl("kv put lr 0.05").output.c_str(), "OK (revision %lld)", &second), 1);
+  EXPECT_EQ(Ctl(absl::StrCat("kv get lr --rev ", first)).output, "0.1\n");
+  EXPECT_EQ(Ctl(absl::StrCat("kv get lr --rev ", second)).output, "0.05\n");
+  EXPECT_EQ(Ctl("kv get lr").output, "0.05\n");
+  Result future = Ctl("kv get lr --rev 999999");
+  EXPECT_NE(future.exit_code, 0);
+  EXPECT_THAT(future.output, HasSubstr("OUT_OF_RANGE"));
+  EXPECT_THAT(future.output, HasSubstr("revision 999999 is in the future"));
+  Result negative = Ctl("kv get lr --rev -3");
+  EXPECT_EQ(negative.exit_code, 2) << negative.output;
+  EXPECT_THAT(negative.output, HasSubstr("--rev=-3"));
+}
+
+// etcdctl's snapshot save, restored the documented way: the copy as
+// coordinator.db of an empty data dir.
+TEST_F(DdpctlTest, SnapshotSave_RestoredWithDataDir) {
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  ASSERT_EQ(Ctl("kv put kept before").exit_code, 0);
+  Result saved = Ctl("snapshot save " + dir + "/snap.db");
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  EXPECT_THAT(saved.output, StartsWith("Snapshot saved at " + dir + "/snap.db ("));
+  ASSERT_EQ(Ctl("kv put later after").exit_code, 0);
+  Result again = Ctl("snapshot save " + dir + "/snap.db");
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("exists"));
+
+  ASSERT_EQ(mkdir((dir + "/restored").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir + "/restored_work").c_str(), 0755), 0);
+  {
+    std::ifstream from(dir + "/snap.db", std::ios::binary);
+    std::ofstream to(dir + "/restored/coordinator.db", std::ios::binary);
+    to << from.rdbuf();
+    ASSERT_TRUE(to.good());
+  }
+  ddp::testing::CoordinatorProcess restored(ddp::testing::CoordinatorProcessOptions{
+      ddp::testing::CoordinatorBinaryFromRunfiles(), dir + "/restored", dir + "/restored_work"});
+  ASSERT_TRUE(restored.Start().ok()) << restored.log_path();
+  const std::string on_restored =
+      absl::StrCat("--coordinator ", restored.address(), " --namespace e2e ");
+  EXPECT_EQ(RunDdpctl(on_restored + "kv get kept").output, "before\n");
+  EXPECT_EQ(RunDdpctl(on_restored + "kv get later").exit_code, 1);  // after the snapshot
 }
 
 TEST_F(DdpctlTest, AddCasWait_BehaveLikeTcpStore) {

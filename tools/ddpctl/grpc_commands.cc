@@ -1,7 +1,12 @@
 #include "tools/ddpctl/grpc_commands.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -10,7 +15,9 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/grpc_tls.h"
@@ -78,6 +85,12 @@ grpc::Status KvGet(CommandContext& c) {
   v1::GetRequest request;
   request.set_namespace_(c.ns());
   request.set_key(c.arg(0));
+  const int64_t revision = c.invocation.FlagInt64("rev", 0);
+  if (revision < 0) {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--rev=", revision, " must be a revision of the store (>= 1; 0: now)")));
+  }
+  request.set_revision(revision);
   const bool raw = c.invocation.FlagString("print-value-only") == "true";
   return c.CallAndPrint(
       c.stub, &v1::KeyValueService::Stub::Get, request,
@@ -304,6 +317,82 @@ grpc::Status KvCompact(CommandContext& c) {
                         });
 }
 
+// etcdctl's snapshot save: the stream into FILE.part, fsync, rename to FILE.
+grpc::Status SnapshotSave(CommandContext& c) {
+  const std::string path = c.arg(0);
+  if (access(path.c_str(), F_OK) == 0) {
+    return UsageError(absl::AlreadyExistsError(
+        absl::StrCat(path, " exists: give a new file (the snapshot never overwrites one)")));
+  }
+  const std::string partial = path + ".part";
+  const int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return UsageError(absl::FailedPreconditionError(
+        absl::StrCat("cannot create ", partial, ": ", strerror(errno))));
+  }
+  grpc::ClientContext context;
+  // A large database takes a while to copy and send: no --timeout here.
+  std::unique_ptr<grpc::ClientReader<v1::SnapshotChunk>> reader =
+      c.stub.Snapshot(&context, v1::SnapshotRequest());
+  v1::SnapshotChunk chunk;
+  int64_t written = 0, total = 0, revision = 0;
+  bool write_failed = false;
+  int write_errno = 0;
+  while (reader->Read(&chunk)) {
+    if (chunk.total_bytes() > 0) total = chunk.total_bytes();
+    if (chunk.revision() > 0) revision = chunk.revision();
+    const std::string& data = chunk.data();
+    for (size_t done = 0; done < data.size() && !write_failed;) {
+      const ssize_t n = write(fd, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        write_failed = true;
+        write_errno = errno;
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (write_failed) {
+      context.TryCancel();
+      break;
+    }
+    written += static_cast<int64_t>(data.size());
+  }
+  grpc::Status status = reader->Finish();
+  const bool synced = !write_failed && fsync(fd) == 0;
+  if (!write_failed && !synced) write_errno = errno;
+  close(fd);
+  if (write_failed || !synced) {
+    unlink(partial.c_str());
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("writing ", partial, " failed: ", strerror(write_errno)));
+  }
+  if (!status.ok()) {
+    unlink(partial.c_str());
+    return status;
+  }
+  if (written != total) {
+    unlink(partial.c_str());
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("the snapshot stream ended after ", written, " of ", total,
+                                     " bytes: take it again"));
+  }
+  if (rename(partial.c_str(), path.c_str()) != 0) {
+    unlink(partial.c_str());
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("rename ", partial, " to ", path, ": ", strerror(errno)));
+  }
+  if (c.json()) {
+    c.out << absl::StrFormat(R"({"path":"%s","bytes":%d,"revision":%d})", absl::CEscape(path),
+                             written, revision)
+          << "\n";
+  } else {
+    c.out << "Snapshot saved at " << path << " (" << written << " bytes, revision " << revision
+          << ")\n";
+  }
+  return grpc::Status::OK;
+}
+
 const std::map<std::string, Handler>& Handlers() {
   static const auto* handlers = [] {
     auto* all = new std::map<std::string, Handler>{
@@ -316,6 +405,7 @@ const std::map<std::string, Handler>& Handlers() {
         {"kv wait", KvWait},
         {"kv watch", KvWatch},
         {"kv compact", KvCompact},
+        {"snapshot save", SnapshotSave},
         {"lease grant", LeaseGrant},
         {"lease keep-alive", LeaseKeepAlive},
         {"lease keepalive", LeaseKeepAlive},

@@ -27,7 +27,7 @@ LAYERS = [
     ("adapters", ["coordinator/rpc", "coordinator/session", "coordinator/http",
                   "coordinator/metrics", "coordinator/ha", "client/agent"]),
     # Composition roots: wire everything together.
-    ("roots", ["coordinator/server", "coordinator"]),
+    ("roots", ["coordinator/server", "coordinator", "client/ddp_client"]),
 ]
 CORE_LAYERS = {"cores", "commit"}
 FOREIGN = [

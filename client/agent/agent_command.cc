@@ -1,14 +1,16 @@
-// ddp-client: the node agent. Composition root: parses the flags, wires the
+// ddp-client's agent command (agent_command.h). Composition root: parses the flags, wires the
 // Agent core to the gRPC session, routes SIGINT/SIGTERM to the agent, and
 // returns the agent's exit code (documented in --help: 0 success, 1 job
 // failed / node dismissed, 2 usage or coordinator errors or an entry point that
 // cannot start, 128+N signal N).
 //
-// --standalone starts a private coordinator as a child process (see
-// standalone_coordinator.h) and joins it as the only node. The agent's own
+// --standalone starts a private coordinator as a child process running this
+// same executable (see standalone_coordinator.h) and joins it as the only node. The agent's own
 // lines all go to RUN_DIR/agent.log (the served coordinator's to
 // RUN_DIR/coordinator.log); stderr shows warnings and errors only in the forms
 // that name no coordinator, unless DDP_LOG_LEVEL says otherwise.
+
+#include "client/agent/agent_command.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -211,10 +213,8 @@ int RunAgent(LaunchOptions launch) {
 }
 
 }  // namespace
-}  // namespace ddp::client
 
-int main(int argc, char** argv) {
-  using namespace ddp::client;
+int RunAgentCommand(int argc, char** argv) {
   // Before any thread exists, so every thread inherits the mask and only the
   // signal loop sees SIGINT/SIGTERM (workers reset their mask at exec).
   sigset_t set;
@@ -244,3 +244,5 @@ int main(int argc, char** argv) {
   }
   return RunAgent(*std::move(launch));
 }
+
+}  // namespace ddp::client
