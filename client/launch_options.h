@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/health_check.h"
 #include "client/std_streams.h"
 #include "common/tls_files.h"
 
@@ -119,7 +120,7 @@ struct LaunchOptions {
   absl::Duration worker_heartbeat_timeout = absl::Minutes(5);  // 0 disables hang checks
   // How often the workers' progress files are read (progress_reader.h).
   absl::Duration progress_interval = absl::Seconds(5);
-  absl::Duration shutdown_timeout = absl::Seconds(30);         // SIGTERM -> SIGKILL
+  absl::Duration shutdown_timeout = absl::Seconds(30);  // SIGTERM -> SIGKILL
   // --connect-timeout: how long the first registration retries an unreachable
   // coordinator before the agent gives up (exit 2).
   absl::Duration connect_timeout = absl::Seconds(60);
@@ -134,6 +135,10 @@ struct LaunchOptions {
   // these imported, handed over as the worker of the next generation
   // (client/prewarm/standby_pool.h); empty: every start is cold.
   std::vector<std::string> prewarm;
+  // --health-check (repeatable, client/health_check.h): run before every
+  // Register; their results go to the coordinator, which refuses the node when
+  // one failed.
+  std::vector<HealthCheckSpec> health_checks;
   std::string entrypoint;
   std::vector<std::string> script_args;
   bool help = false;  // -h / --help given: print LaunchUsage() and exit 0
