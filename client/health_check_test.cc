@@ -48,7 +48,7 @@ TEST(ParseHealthCheckTest, Builtins) {
 
 TEST(ParseHealthCheckTest, BadValues_NameTheValueAndTheLimit) {
   for (const char* bad : {"", "  ", "name=x", "cmd=", "timeout=0s,cmd=true", "timeout=2h,cmd=true",
-                          "name=a b,cmd=true", "builtin=fans", "colour=red,cmd=true",
+                          "name=a b,cmd=true", "builtin=fans", "name=x,colour=red,cmd=true",
                           "builtin=disk,cmd=true", "builtin=disk,min-free=lots"}) {
     auto spec = ParseHealthCheck("--health-check", bad, 1);
     EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << bad;
