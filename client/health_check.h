@@ -9,7 +9,9 @@
 //
 // Forms of --health-check VALUE:
 //   CMD                                  a shell command (sh -c); name "check-N",
-//                                        timeout 60 s; exit status 0 passes
+//                                        timeout 60 s; exit status 0 passes (any
+//                                        value not starting with name=, timeout=,
+//                                        cmd= or builtin=)
 //   name=NAME,timeout=DUR,cmd=CMD        the same, named; name and timeout are
 //                                        optional, cmd= comes last (CMD may hold
 //                                        commas)
