@@ -252,6 +252,20 @@ const std::vector<Flag>& Flags() {
        true,
        "PET_LOCAL_RANKS_FILTER",
        [](V f, V v, H, O o) { return ParseRankList(f, v, &o->local_ranks_filter); }},
+      {{"--health-check"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         if (o->health_checks.size() >= kMaxHealthChecks) {
+           return absl::InvalidArgumentError(absl::StrCat(f, " given more than ", kMaxHealthChecks,
+                                                          " times; at most ", kMaxHealthChecks));
+         }
+         absl::StatusOr<HealthCheckSpec> spec =
+             ParseHealthCheck(f, v, static_cast<int>(o->health_checks.size()) + 1);
+         if (!spec.ok()) return spec.status();
+         o->health_checks.push_back(*std::move(spec));
+         return absl::OkStatus();
+       }},
       {{"--prewarm"},
        true,
        "DDP_PREWARM",

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/health_check.h"
 #include "client/std_streams.h"
 #include "common/tls_files.h"
 
@@ -141,6 +142,10 @@ struct LaunchOptions {
   // --in-process-restart-timeout: how long a surviving worker has to leave
   // the broken process group before it is stopped as without the flag.
   absl::Duration in_process_restart_timeout = absl::Seconds(5);
+  // --health-check (repeatable, client/health_check.h): run before every
+  // Register; their results go to the coordinator, which refuses the node when
+  // one failed.
+  std::vector<HealthCheckSpec> health_checks;
   std::string entrypoint;
   std::vector<std::string> script_args;
   bool help = false;  // -h / --help given: print LaunchUsage() and exit 0

@@ -74,6 +74,14 @@ Workers
                                   launch; default) or --local-rank=N (torch 2.x's).
   --run-path                      Run ENTRYPOINT (a path) through Python even when it is an
                                   executable; wins over --no-python (torchrun's --run-path).
+  --health-check CHECK            Run CHECK before joining (repeatable, at most 16): a
+                                  shell command (exit 0 passes), or
+                                  name=NAME,timeout=10s,cmd=CMD (cmd= last), or
+                                  builtin=disk[,min-free=1G] (free space in the log dir),
+                                  or builtin=gpus (the announced GPUs are /dev/nvidiaN).
+                                  A failing node does not join: the coordinator stores
+                                  the check's name and output with the node (ddpctl nodes
+                                  get) and refuses it; the time is the node's, not the job's.
   --prewarm MODULE[,MODULE...]    Keep one standby interpreter per local rank with these
                                   modules imported (e.g. torch,torch.distributed), its
                                   rank's static environment set; the next generation's

@@ -45,6 +45,7 @@
 #include "common/tls_files.h"
 #include "common/token_file.h"
 #include "common/version.h"
+#include "coordinator/fleet/node_ledger.h"
 #include "coordinator/server/connection_guard.h"
 #include "coordinator/server/coordinator_server.h"
 #include "coordinator/server/ha_coordinator.h"
@@ -140,6 +141,12 @@ ABSL_FLAG(int, heartbeat_udp_port, -1,
 ABSL_FLAG(int64_t, tick_interval_ms, 50,
           "How often lease expiry and Wait deadlines are checked, in milliseconds (job "
           "timeouts are checked at least every 100 ms)");
+ABSL_FLAG(int64_t, quarantine_after, 0,
+          "Quarantine a node after this many incidents within --quarantine-window (its own "
+          "worker failures and hangs, lost leases, failed health checks, across jobs): every "
+          "job refuses it until `ddpctl nodes uncordon NODE`; 0: never");
+ABSL_FLAG(std::string, quarantine_window, "1h",
+          "The window of --quarantine-after, a duration of 1s..720h (e.g. 30m, 2h)");
 
 namespace {
 
@@ -161,6 +168,7 @@ const std::vector<FlagGroup>& FlagGroups() {
       {"Limits and timing",
        {"max_key_bytes", "max_value_bytes", "max_leases", "max_watchers", "watch_buffer_bytes",
         "max_wait_calls", "default_wait_timeout_ms", "tick_interval_ms"}},
+      {"The fleet (health ledger)", {"quarantine_after", "quarantine_window"}},
       {"Logging", {"log_level"}},
   };
   return *groups;
@@ -389,6 +397,19 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
                         " must be -1 (the gRPC port's number), 0 (any free port) or 1..65535");
   }
   options->heartbeat_udp_port = udp_port;
+  const int64_t quarantine_after = absl::GetFlag(FLAGS_quarantine_after);
+  if (quarantine_after < 0 || quarantine_after > 1'000'000) {
+    return absl::StrCat("--quarantine-after=", quarantine_after, " must be 0 (never) to 1000000");
+  }
+  options->fleet.quarantine.after = static_cast<int>(quarantine_after);
+  const std::string window = absl::GetFlag(FLAGS_quarantine_window);
+  if (!absl::ParseDuration(window, &options->fleet.quarantine.window)) {
+    return absl::StrCat("--quarantine-window=", window, " is not a duration (e.g. 30m, 2h)");
+  }
+  if (absl::Status policy = ddp::fleet::ValidateQuarantinePolicy(options->fleet.quarantine);
+      !policy.ok()) {
+    return absl::StrCat("--", policy.message());
+  }
   return "";
 }
 

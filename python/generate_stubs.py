@@ -22,7 +22,7 @@ import tempfile
 
 PACKAGE = "ddp_coordinator._proto"
 # The protos of the public API, in proto/ddp/v1 (http.proto: the REST error body).
-PROTOS = ("cluster", "http", "jobs", "kv", "session")
+PROTOS = ("cluster", "http", "jobs", "kv", "nodes", "session")
 _IMPORT = re.compile(r"^from ddp\.v1 import (\w+)", re.MULTILINE)
 
 

@@ -58,6 +58,12 @@ const std::vector<MethodRule>& MethodRules() {
       {"/ddp.v1.JobService/DeleteJob", Access::kAdmin},
       {"/ddp.v1.JobService/IssueJobToken", Access::kAdmin},
       {"/ddp.v1.SessionService/Session", Access::kJob},
+      // The fleet: any identity reads it (a node id names no job); the
+      // operator alone takes a node out or back.
+      {"/ddp.v1.NodeService/ListNodes", Access::kAuthenticated},
+      {"/ddp.v1.NodeService/GetNode", Access::kAuthenticated},
+      {"/ddp.v1.NodeService/CordonNode", Access::kAdmin},
+      {"/ddp.v1.NodeService/UncordonNode", Access::kAdmin},
   };
   return *rules;
 }

@@ -6,6 +6,7 @@
 #include "ddp/v1/cluster.pb.h"
 #include "ddp/v1/jobs.pb.h"
 #include "ddp/v1/kv.pb.h"
+#include "ddp/v1/nodes.pb.h"
 #include "ddp/v1/session.pb.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
@@ -37,7 +38,8 @@ TEST(MethodRules, CoverEveryMethodOfTheServices) {
   std::set<std::string> in_protos;
   for (const google::protobuf::FileDescriptor* file :
        {v1::PutRequest::descriptor()->file(), v1::Job::descriptor()->file(),
-        v1::AgentMessage::descriptor()->file(), v1::ClusterStatus::descriptor()->file()}) {
+        v1::AgentMessage::descriptor()->file(), v1::ClusterStatus::descriptor()->file(),
+        v1::Node::descriptor()->file()}) {
     for (int s = 0; s < file->service_count(); ++s) {
       const google::protobuf::ServiceDescriptor* service = file->service(s);
       for (int m = 0; m < service->method_count(); ++m) {

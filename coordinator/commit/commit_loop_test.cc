@@ -41,6 +41,9 @@ class RecordingStore final : public StateStore {
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override {
     return rendezvous::JobEventCounts{};
   }
+  absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override {
+    return std::vector<v1::Node>{};
+  }
 
   struct Commit {
     kv::Revision kv_revision = 0;

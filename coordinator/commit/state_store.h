@@ -7,6 +7,8 @@
 // replicated engine can stand behind it: one ordered batch per commit, nothing
 // of SQLite in the interface.
 //
+// Besides, it keeps the fleet's node records (StateBatch::nodes, LoadNodes).
+//
 // A StateStore is a kv::KvBackend (Load, ReadEvents, Compact for the KvStore)
 // and a rendezvous::JobStateStore (LoadAll to restore the jobs); their own
 // write methods are CommitState with half a batch, so every conformance test
@@ -24,6 +26,7 @@
 #include "absl/status/status.h"
 #include "coordinator/kv/kv_backend.h"
 #include "coordinator/rendezvous/job_state_store.h"
+#include "ddp/v1/nodes.pb.h"
 
 namespace ddp::commit {
 
@@ -33,8 +36,11 @@ struct StateBatch {
   std::optional<kv::KvWriteBatch> kv;
   // Job changes, in the order they were made.
   std::vector<rendezvous::JobChanges> jobs;
+  // The fleet's node records (fleet/node_ledger.h) that changed, whole; by
+  // node id, last one wins. Never removed.
+  std::vector<v1::Node> nodes;
 
-  bool empty() const { return !kv && jobs.empty(); }
+  bool empty() const { return !kv && jobs.empty() && nodes.empty(); }
 };
 
 class StateStore : public kv::KvBackend, public rendezvous::JobStateStore {
@@ -49,14 +55,18 @@ class StateStore : public kv::KvBackend, public rendezvous::JobStateStore {
 
   // kv::KvBackend and rendezvous::JobStateStore writes: half a batch each.
   absl::Status Commit(const kv::KvWriteBatch& batch) final {
-    return CommitState(StateBatch{batch, {}});
+    return CommitState(StateBatch{batch, {}, {}});
   }
   absl::Status Apply(const rendezvous::JobChanges& changes) final {
-    return CommitState(StateBatch{std::nullopt, {changes}});
+    return CommitState(StateBatch{std::nullopt, {changes}, {}});
   }
   absl::Status ApplyBatch(const std::vector<rendezvous::JobChanges>& batch) final {
-    return CommitState(StateBatch{std::nullopt, batch});
+    return CommitState(StateBatch{std::nullopt, batch, {}});
   }
+
+  // Every stored node record (the fleet's ledger), by node id. Possible
+  // errors: UNAVAILABLE, DATA_LOSS (a record that does not decode).
+  virtual absl::StatusOr<std::vector<v1::Node>> LoadNodes() const = 0;
 };
 
 }  // namespace ddp::commit

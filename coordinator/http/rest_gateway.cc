@@ -16,6 +16,7 @@
 #include "proto/ddp/v1/cluster.pb.h"
 #include "proto/ddp/v1/jobs.pb.h"
 #include "proto/ddp/v1/kv.pb.h"
+#include "proto/ddp/v1/nodes.pb.h"
 
 namespace ddp::http {
 namespace {
@@ -48,9 +49,9 @@ Metadata ForwardedMetadata(const httplib::Request& request) {
 absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Create(
     std::shared_ptr<grpc::Channel> channel, RestGatewayOptions options) {
   // Referencing the descriptors links the generated code that registers them.
-  const google::protobuf::Descriptor* linked[] = {ddp::v1::Job::descriptor(),
-                                                  ddp::v1::PutRequest::descriptor(),
-                                                  ddp::v1::ClusterStatus::descriptor()};
+  const google::protobuf::Descriptor* linked[] = {
+      ddp::v1::Job::descriptor(), ddp::v1::PutRequest::descriptor(),
+      ddp::v1::ClusterStatus::descriptor(), ddp::v1::Node::descriptor()};
   (void)linked;
   std::unique_ptr<RestGateway> gateway(new RestGateway(std::move(channel), options));
   auto* factory = google::protobuf::MessageFactory::generated_factory();

@@ -35,6 +35,36 @@ prometheus::MetricFamily OneGauge(std::string name, std::string help, double val
   return family;
 }
 
+// ddp_nodes{state} and ddp_node_incidents_total{node}: the fleet's ledger.
+void AddFleet(const ScrapeState& state, std::vector<prometheus::MetricFamily>* families) {
+  prometheus::MetricFamily nodes;
+  nodes.name = "ddp_nodes";
+  nodes.help =
+      "Nodes the coordinator knows, by state: ready, cordoned (by an operator), quarantined (by "
+      "--quarantine-after); a cordoned or quarantined node joins no job";
+  nodes.type = prometheus::MetricType::Gauge;
+  for (const auto& [name, count] : state.nodes_by_state) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({"state", name});
+    metric.gauge.value = static_cast<double>(count);
+    nodes.metric.push_back(std::move(metric));
+  }
+  families->push_back(std::move(nodes));
+  prometheus::MetricFamily incidents;
+  incidents.name = "ddp_node_incidents_total";
+  incidents.help =
+      "What went wrong on each node, across jobs: worker failures, hangs, lost leases, failed "
+      "health checks (ddpctl nodes get NODE lists them)";
+  incidents.type = prometheus::MetricType::Counter;
+  for (const auto& [node, count] : state.node_incidents) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({"node", node});
+    metric.counter.value = static_cast<double>(count);
+    incidents.metric.push_back(std::move(metric));
+  }
+  families->push_back(std::move(incidents));
+}
+
 // ddp_heartbeat_datagrams_total{result} and ddp_heartbeat_datagram_acks_total.
 void AddHeartbeatDatagrams(const ScrapeState::HeartbeatDatagrams& d,
                            std::vector<prometheus::MetricFamily>* families) {
@@ -128,6 +158,7 @@ std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {
                               static_cast<double>(state.job_watchers)));
   families.push_back(OneGauge("ddp_sessions_open", "Agent Session streams open (registered or not)",
                               static_cast<double>(state.sessions_open)));
+  AddFleet(state, &families);
   if (state.heartbeat_datagrams.has_value()) {
     AddHeartbeatDatagrams(*state.heartbeat_datagrams, &families);
   }

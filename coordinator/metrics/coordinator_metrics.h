@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -48,6 +49,10 @@ struct ScrapeState {
   std::optional<int64_t> database_bytes;
   // Leader changes seen (ClusterStatus.leader_changes); absent without etcd.
   std::optional<int64_t> leader_changes;
+  // The fleet's ledger: nodes by state ("ready", "cordoned", "quarantined"),
+  // and every incident recorded per node id (ddp_nodes, ddp_node_incidents_total).
+  std::vector<std::pair<std::string, int64_t>> nodes_by_state;
+  std::vector<std::pair<std::string, int64_t>> node_incidents;
 };
 
 class CoordinatorMetrics {

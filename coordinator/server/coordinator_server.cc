@@ -189,12 +189,26 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     loop_options.on_commit = [recorder](const commit::StateBatch& batch, absl::Duration took) {
       recorder->ObserveCommit(batch, took);
     };
-    job_options.rendezvous.on_events = [recorder](const std::vector<rendezvous::JobEvent>& e) {
-      recorder->OnJobEvents(e);
-    };
   }
 
   server->commit_loop_ = std::make_unique<commit::CommitLoop>(*server->state_store_, loop_options);
+  DDP_RETURN_IF_ERROR(fleet::ValidateQuarantinePolicy(opts.fleet.quarantine));
+  auto fleet = commit::NodeLedgerParticipant::Open(*server->commit_loop_, clock, opts.fleet);
+  if (!fleet.ok()) {
+    return absl::Status(
+        fleet.status().code(),
+        absl::StrCat("cannot restore the fleet's node records: ", fleet.status().message()));
+  }
+  server->fleet_ = *std::move(fleet);
+  job_options.session.fleet = &server->fleet_->ledger();
+  // The jobs' durable events: the fleet's ledger (incidents), and the
+  // metrics.
+  job_options.rendezvous.on_events =
+      [ledger = &server->fleet_->ledger(),
+       recorder = server->metrics_.get()](const std::vector<rendezvous::JobEvent>& e) {
+        ledger->RecordEvents(e);
+        if (recorder != nullptr) recorder->OnJobEvents(e);
+      };
   auto store = commit::OpenKvStore(*server->commit_loop_, clock, kv_options);
   if (!store.ok()) return store.status();
   server->kv_store_ = *std::move(store);
@@ -290,6 +304,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                   "");
       });
   builder.RegisterService(server->cluster_service_.get());
+  server->node_service_ =
+      std::make_unique<rpc::GrpcNodeService>(*server->fleet_, server->authorizer_.get());
+  builder.RegisterService(server->node_service_.get());
   server->job_services_->RegisterWith(builder);
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
@@ -396,6 +413,14 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   state.writes_accepted = kv_store_->FailStop().ok();
   state.job_watchers = job_services_->job_watchers();
   state.sessions_open = job_services_->open_sessions();
+  for (const auto& [node_state, count] : fleet_->ledger().CountByState()) {
+    state.nodes_by_state.emplace_back(fleet::NodeStateName(node_state), count);
+  }
+  for (const v1::Node& node : fleet_->ledger().List()) {
+    if (node.incident_count() > 0) {
+      state.node_incidents.emplace_back(node.node_id(), node.incident_count());
+    }
+  }
   if (options_.store.empty()) state.database_bytes = SqliteDatabaseBytes(options_.data_dir);
   if (options_.cluster_status) {
     state.leader_changes = options_.cluster_status(/*etcd_health=*/false).leader_changes();
@@ -462,8 +487,10 @@ void CoordinatorServer::Shutdown() {
   job_services_.reset();  // after the server: reactors may still reference it
   kv_service_.reset();
   cluster_service_.reset();
+  node_service_.reset();
   kv_store_.reset();
   commit_loop_.reset();
+  fleet_.reset();        // after the loop whose participant it was
   state_store_.reset();  // closes the database
   lock_.reset();
   DDP_LOG(INFO) << "shutdown complete";

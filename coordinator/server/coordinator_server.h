@@ -30,6 +30,7 @@
 #include "common/tls_files.h"
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/commit/commit_loop.h"
+#include "coordinator/commit/node_ledger_participant.h"
 #include "coordinator/commit/state_store.h"
 #include "coordinator/ha/cluster_service.h"
 #include "coordinator/http/http_listener.h"
@@ -37,6 +38,7 @@
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/rpc/grpc_kv_service.h"
+#include "coordinator/rpc/grpc_node_service.h"
 #include "coordinator/server/data_dir_lock.h"
 #include "coordinator/session/job_services.h"
 #include "coordinator/storage/sqlite_sync_timer.h"
@@ -68,6 +70,8 @@ struct CoordinatorServerOptions {
   // loop's ticker runs at the shorter of this and the rendezvous tick.
   absl::Duration kv_tick_interval = absl::Milliseconds(50);
   session::JobServicesOptions jobs;
+  // The fleet's ledger (quarantine policy, bounds); its on_change is set here.
+  fleet::NodeLedgerOptions fleet;
   // With jobs.heartbeat_udp: the UDP port of heartbeats; -1, the gRPC port's
   // number; 0, any free one (see heartbeat_udp_port()).
   int heartbeat_udp_port = -1;
@@ -141,9 +145,11 @@ class CoordinatorServer {
   // services) go, and destroyed after them.
   std::unique_ptr<commit::CommitLoop> commit_loop_;
   std::unique_ptr<kv::KvStore> kv_store_;
-  std::unique_ptr<auth::Authorizer> authorizer_;  // before the services that use it
+  std::unique_ptr<commit::NodeLedgerParticipant> fleet_;  // the loop's too
+  std::unique_ptr<auth::Authorizer> authorizer_;          // before the services that use it
   std::unique_ptr<rpc::GrpcKvService> kv_service_;
   std::unique_ptr<ha::ClusterService> cluster_service_;
+  std::unique_ptr<rpc::GrpcNodeService> node_service_;
   std::unique_ptr<session::JobServices> job_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<http::RestGateway> rest_gateway_;

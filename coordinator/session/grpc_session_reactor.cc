@@ -184,6 +184,12 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
     DDP_RETURN_IF_ERROR(options_.authorizer->Authorize(identity_, "/ddp.v1.SessionService/Session",
                                                        request.job_id));
   }
+  if (options_.fleet != nullptr) {
+    DDP_RETURN_IF_ERROR(
+        options_.fleet->Admit(request.node_id, request.address, request.job_id,
+                              {message.health_checks().begin(), message.health_checks().end()},
+                              /*resuming=*/request.generation > 0));
+  }
   std::optional<HeartbeatChannelGrant> channel;
   if (options_.heartbeat_endpoint != nullptr) {
     channel = options_.heartbeat_endpoint->Open(

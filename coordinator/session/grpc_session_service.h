@@ -13,6 +13,7 @@
 #include <atomic>
 
 #include "coordinator/auth/authorizer.h"
+#include "coordinator/fleet/node_ledger.h"
 #include "coordinator/session/rendezvous_service.h"
 #include "coordinator/session/stack_collector.h"
 #include "coordinator/session/udp_heartbeat_endpoint.h"
@@ -34,6 +35,10 @@ struct GrpcSessionServiceOptions {
   UdpHeartbeatEndpoint* heartbeat_endpoint = nullptr;
   // Takes the agents' Stacks answers (GetJobStacks); null: they are dropped.
   StackCollector* stack_collector = nullptr;
+  // The fleet's ledger: every Register passes NodeLedger::Admit first (a
+  // cordoned or quarantined node, or a failed health check, is refused);
+  // null: every node is admitted.
+  fleet::NodeLedger* fleet = nullptr;
 };
 
 class GrpcSessionService final

@@ -15,8 +15,16 @@ absl::Status MemoryStateStore::CommitState(const commit::StateBatch& batch) {
     DDP_RETURN_IF_ERROR(kv_.Commit(*batch.kv));
     revision_ = batch.kv->revision;
   }
+  for (const v1::Node& node : batch.nodes) nodes_[node.node_id()] = node;
   ++commits_;
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Node>> MemoryStateStore::LoadNodes() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Node> out;
+  for (const auto& [id, node] : nodes_) out.push_back(node);
+  return out;
 }
 
 void MemoryStateStore::FailWith(absl::Status status) {

@@ -7,6 +7,8 @@
 //
 // Thread-safety: thread-safe.
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -33,6 +35,7 @@ class MemoryStateStore final : public commit::StateStore {
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override {
     return jobs_.LoadEventCounts();
   }
+  absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override;
 
   // Test hooks: every later CommitState fails with `status` (nothing applied)
   // until given OkStatus(); how many batches were committed.
@@ -44,6 +47,7 @@ class MemoryStateStore final : public commit::StateStore {
   absl::Status fail_with_ ABSL_GUARDED_BY(mu_);
   int commits_ ABSL_GUARDED_BY(mu_) = 0;
   kv::Revision revision_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, v1::Node> nodes_ ABSL_GUARDED_BY(mu_);
   kv::InMemoryKvBackend kv_;
   rendezvous::InMemoryJobStateStore jobs_;
 };

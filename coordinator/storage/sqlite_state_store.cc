@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -26,6 +27,27 @@ CREATE TABLE state_imports (
 )sql";
 
 constexpr char kJobsImport[] = "jobs.db";
+
+// The fleet's node records (schema version 5): node_id -> v1::Node.
+constexpr char kFleetNodesSchema[] = R"sql(
+CREATE TABLE fleet_nodes (
+  node_id BLOB PRIMARY KEY,
+  record BLOB NOT NULL) WITHOUT ROWID;
+)sql";
+
+absl::Status WriteNodes(SqliteDatabase& db, const std::vector<v1::Node>& nodes) {
+  if (nodes.empty()) return absl::OkStatus();
+  DDP_ASSIGN_OR_RETURN(
+      SqliteStatement * upsert,
+      db.PrepareCached("INSERT OR REPLACE INTO fleet_nodes (node_id, record) VALUES (?1, ?2)"));
+  for (const v1::Node& node : nodes) {
+    upsert->Reset();
+    DDP_RETURN_IF_ERROR(upsert->BindBlob(1, node.node_id()));
+    DDP_RETURN_IF_ERROR(upsert->BindBlob(2, node.SerializeAsString()));
+    DDP_RETURN_IF_ERROR(upsert->Run());
+  }
+  return absl::OkStatus();
+}
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -68,6 +90,7 @@ std::vector<SqliteMigration> SqliteStateStore::SchemaMigrations() {
   std::vector<SqliteMigration> steps = kv::SqliteKvBackend::SchemaMigrations();
   steps.push_back({3, absl::StrCat(kJobTablesSchema, kImportsSchema)});
   steps.push_back({4, kJobEventTablesSchema});
+  steps.push_back({5, kFleetNodesSchema});
   return steps;
 }
 
@@ -88,7 +111,8 @@ absl::Status SqliteStateStore::CommitState(const commit::StateBatch& batch) {
       if (changes.job_removed) continue;
       for (const rendezvous::JobEvent& event : changes.appended_events) appended.Add(event);
     }
-    return AddEventCounts(db, appended);
+    DDP_RETURN_IF_ERROR(AddEventCounts(db, appended));
+    return WriteNodes(db, batch.nodes);
   };
   return kv_->CommitWith(batch.kv ? &*batch.kv : nullptr, write_jobs);
 }
@@ -109,6 +133,26 @@ absl::StatusOr<rendezvous::JobEventCounts> SqliteStateStore::LoadEventCounts() c
     return absl::OkStatus();
   }));
   return counts;
+}
+
+absl::StatusOr<std::vector<v1::Node>> SqliteStateStore::LoadNodes() const {
+  std::vector<v1::Node> nodes;
+  DDP_RETURN_IF_ERROR(kv_->ReadOtherTables([&nodes](SqliteDatabase& db) -> absl::Status {
+    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                         db.Prepare("SELECT node_id, record FROM fleet_nodes ORDER BY node_id"));
+    while (true) {
+      DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) return absl::OkStatus();
+      v1::Node node;
+      if (!node.ParseFromString(select.ColumnBlob(1)) || node.node_id() != select.ColumnBlob(0)) {
+        return absl::DataLossError(absl::StrCat("the fleet record of node '",
+                                                absl::CHexEscape(select.ColumnBlob(0)),
+                                                "' does not decode"));
+      }
+      nodes.push_back(std::move(node));
+    }
+  }));
+  return nodes;
 }
 
 absl::StatusOr<int> SqliteStateStore::ImportJobsDatabase(const std::string& jobs_db_path) {

@@ -64,6 +64,7 @@ class SqliteStateStore final : public commit::StateStore {
   absl::Status Compact(kv::Revision revision) override { return kv_->Compact(revision); }
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override;
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
+  absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override;
 
  private:
   explicit SqliteStateStore(std::unique_ptr<kv::SqliteKvBackend> kv) : kv_(std::move(kv)) {}

@@ -238,6 +238,7 @@ class CompactFailsOnce : public commit::StateStore {
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override {
     return inner_.LoadEventCounts();
   }
+  absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override { return inner_.LoadNodes(); }
 
  private:
   commit::StateStore& inner_;

@@ -17,7 +17,7 @@ lost' (no '-1 / -1', no 'exit code 0'); the job waits, saying for what and
 counting down to its join timeout, and stands out in the jobs list; each
 generation's lost time is a number. The node comes back, the job succeeds and
 its page lists both nodes as the last generation's members (not spares). The
-key-value page lists the namespaces. Screenshots go to the test's outputs
+key-value page lists the namespaces; the nodes page shows a cordoned node. Screenshots go to the test's outputs
 (bazel-testlogs/.../test.outputs).
 """
 import re
@@ -249,6 +249,22 @@ def main():
         wait_for("the key-value browser", lambda: "keys at revision" in (text(browser, "main") or ""))
         assert "note" in text(browser, "main")
         screenshot(browser, "5-kv.png")
+
+        # The nodes page (the fleet's ledger): node-a's worker failure is an
+        # incident; cordoned through REST, it shows so with the reason.
+        request = urllib.request.Request(
+            f"{http}/v1/nodes/node-a:cordon", method="POST",
+            data=json.dumps({"reason": "fan replacement"}).encode(),
+            headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+        browser.navigate(f"{http}/#/nodes")
+        state = wait_for("node-a on the nodes page",
+                         lambda: text(browser, 'tr[data-node="node-a"] [data-field=state]'))
+        assert state == "cordoned", state
+        assert "fan replacement" in text(browser, 'tr[data-node="node-a"] [data-field=why]')
+        incidents = text(browser, 'tr[data-node="node-a"] [data-field=incidents]')
+        assert re.fullmatch(r"[1-9]\d*", incidents), f"node-a's incidents: {incidents!r}"
+        screenshot(browser, "6-nodes.png")
 
         # With authorization on, the dashboard asks for a token, then works,
         # its job page following the event stream through fetch.

@@ -256,6 +256,39 @@ const std::vector<CommandSpec>& CommandTable() {
        "With --store etcd:// it fails with FAILED_PRECONDITION: use\n"
        "`etcdctl snapshot save` against etcd. No --timeout: a large database\n"
        "takes a while."},
+      {"nodes",
+       "list",
+       "Every node the coordinator knows (the fleet): state, incidents, last job",
+       {},
+       {},
+       "A node is known from its first Register or health check, in any job.\n"
+       "STATE: READY, CORDONED (ddpctl nodes cordon) or QUARANTINED (the\n"
+       "coordinator's --quarantine-after N --quarantine-window W). A cordoned or\n"
+       "quarantined node is refused by every job."},
+      {"nodes",
+       "get",
+       "Show node NODE: state and why, health checks with their output, incidents",
+       {{"NODE", "Node id (the agent's --node-id, its hostname by default)"}},
+       {},
+       "Incidents are what went wrong on the node, newest last: worker failures\n"
+       "with their cause, hangs, lost leases, failed health checks, with the job,\n"
+       "generation and time. \"(not counted)\": a knock-on of another node's\n"
+       "failure, or before the node was last uncordoned. Exits 1 (NOT_FOUND) for a\n"
+       "node the coordinator never saw."},
+      {"nodes",
+       "cordon",
+       "Refuse node NODE to every job from now on (admin)",
+       {{"NODE", "Node id"}},
+       {{"reason", FlagKind::kString, "TEXT", "Why (shown with the node and to the agent)"}},
+       "A node already running a job goes on; its next Register (a new job, a\n"
+       "restarted agent) is refused with FAILED_PRECONDITION naming the reason.\n"
+       "A node never seen is recorded cordoned. Undo with `nodes uncordon`."},
+      {"nodes",
+       "uncordon",
+       "Let node NODE join jobs again (from CORDONED or QUARANTINED; admin)",
+       {{"NODE", "Node id"}},
+       {},
+       "Its incidents stay in the ledger but no longer count for quarantine."},
       {"cluster",
        "status",
        "Which coordinator leads, each coordinator's role, the etcd members' health",

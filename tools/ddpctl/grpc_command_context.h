@@ -24,6 +24,7 @@
 #include "ddp/v1/cluster.grpc.pb.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "ddp/v1/kv.grpc.pb.h"
+#include "ddp/v1/nodes.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/command_line.h"
 #include "tools/ddpctl/json_output.h"
@@ -35,6 +36,7 @@ struct CommandContext {
   v1::KeyValueService::Stub& stub;
   v1::JobService::Stub& jobs;
   v1::ClusterService::Stub& cluster;
+  v1::NodeService::Stub& nodes;
   absl::Notification& stop;
   std::ostream& out;
   std::ostream& err;  // notes for the user (not results)
@@ -122,6 +124,8 @@ class CancelOnStop {
 std::map<std::string, Handler> JobCommandHandlers();
 // `cluster status` (cluster_commands.cc).
 std::map<std::string, Handler> ClusterCommandHandlers();
+// `nodes ...` (node_commands.cc).
+std::map<std::string, Handler> NodeCommandHandlers();
 
 // The coordinator of `endpoints` that leads: each is asked GetClusterStatus
 // (a standby names the leader, which is then asked). UNAVAILABLE naming

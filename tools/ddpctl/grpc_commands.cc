@@ -415,6 +415,7 @@ const std::map<std::string, Handler>& Handlers() {
     };
     all->merge(JobCommandHandlers());
     all->merge(ClusterCommandHandlers());
+    all->merge(NodeCommandHandlers());
     return all;
   }();
   return *handlers;
@@ -496,7 +497,8 @@ int RunInvocation(const Invocation& invocation, absl::Notification& stop, std::o
   std::unique_ptr<v1::KeyValueService::Stub> stub = v1::KeyValueService::NewStub(channel);
   std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channel);
   std::unique_ptr<v1::ClusterService::Stub> cluster = v1::ClusterService::NewStub(channel);
-  CommandContext context{invocation, *stub, *jobs, *cluster, stop, out, err};
+  std::unique_ptr<v1::NodeService::Stub> nodes = v1::NodeService::NewStub(channel);
+  CommandContext context{invocation, *stub, *jobs, *cluster, *nodes, stop, out, err};
   grpc::Status status = handler->second(context);
   out.flush();
   return ExitCode(status, name, address, *channel, invocation.global.timeout, err);

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "ddp/v1/jobs.pb.h"
 #include "ddp/v1/kv.pb.h"
+#include "ddp/v1/nodes.pb.h"
 
 namespace ddp::ddpctl {
 
@@ -57,6 +58,15 @@ std::string JobEventText(const v1::JobEvent& event);
 // did not answer, then each group ("rank 2 (node b):" / "ranks 0,1,3:")
 // with its stack indented, the odd one out first.
 std::string JobStacksText(const v1::JobStacks& stacks);
+
+// The fleet (node_output.cc). "READY", "CORDONED", "QUARANTINED".
+std::string NodeStateText(v1::NodeState state);
+// `nodes list`: one row a node (state, incidents, last job and time, the
+// names of its failing health checks).
+std::string NodeListText(const std::vector<v1::Node>& nodes);
+// `nodes get`: state and why, address, last job, every health check with its
+// output, the incidents newest last ("(not counted)": a knock-on).
+std::string NodeText(const v1::Node& node);
 
 }  // namespace ddp::ddpctl
 

@@ -19,7 +19,7 @@ LAYERS = [
     ("foundation", ["common", "common/heartbeat"]),
     # Plain C++ cores: no gRPC, HTTP or SQLite (CORE_LAYERS).
     ("cores", ["coordinator/kv", "coordinator/rendezvous", "coordinator/auth",
-               "client", "client/prewarm"]),
+               "coordinator/fleet", "client", "client/prewarm"]),
     # One transaction for the KV and the job state (the Ready loop).
     ("commit", ["coordinator/commit"]),
     ("storage", ["coordinator/storage", "coordinator/storage/etcd"]),

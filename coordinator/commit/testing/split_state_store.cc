@@ -16,6 +16,7 @@ absl::Status Absent(const char* part) {
 absl::Status SplitStateStore::CommitState(const StateBatch& batch) {
   if (batch.kv && kv_ == nullptr) return Absent("KV");
   if (!batch.jobs.empty() && jobs_ == nullptr) return Absent("job");
+  if (!batch.nodes.empty()) return Absent("node");
   if (!batch.jobs.empty()) {
     DDP_RETURN_IF_ERROR(jobs_->ApplyBatch(batch.jobs));
   }
@@ -48,6 +49,10 @@ absl::StatusOr<std::vector<rendezvous::JobSnapshot>> SplitStateStore::LoadAll() 
 absl::StatusOr<rendezvous::JobEventCounts> SplitStateStore::LoadEventCounts() const {
   if (jobs_ == nullptr) return rendezvous::JobEventCounts{};
   return jobs_->LoadEventCounts();
+}
+
+absl::StatusOr<std::vector<v1::Node>> SplitStateStore::LoadNodes() const {
+  return std::vector<v1::Node>{};
 }
 
 }  // namespace ddp::commit

@@ -31,6 +31,8 @@ class SplitStateStore final : public StateStore {
   absl::Status Compact(kv::Revision revision) override;
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override;
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
+  // No node records (a batch with some is refused): none.
+  absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override;
 
  private:
   kv::KvBackend* const kv_;

@@ -536,6 +536,51 @@ function KvView() {
   return { stop() {} };
 }
 
+// ---- The fleet: nodes across jobs (GET /v1/nodes) ------------------------------
+
+const NODE_STATE = { NODE_READY: 'ready', NODE_CORDONED: 'cordoned', NODE_QUARANTINED: 'quarantined' };
+const INCIDENT_KIND = {
+  NODE_INCIDENT_WORKER_FAILED: 'worker failed', NODE_INCIDENT_HANG: 'hang',
+  NODE_INCIDENT_LEASE_LOST: 'lease lost', NODE_INCIDENT_CHECK_FAILED: 'check failed',
+};
+
+function NodesView() {
+  let timer = null;
+  const list = h('div', { id: 'nodes' }, 'Loading…');
+  main.replaceChildren(h('div', {}, h('h1', {}, 'Nodes'), list));
+  async function refresh() {
+    try {
+      const { nodes = [] } = await api('/v1/nodes');
+      connected(true);
+      const rows = [];
+      for (const n of nodes) {
+        const state = NODE_STATE[n.state] || 'unknown';
+        const failing = (n.checks || []).filter((c) => !c.passed);
+        const last = (n.incidents || []).slice(-1)[0];
+        rows.push(h('tr', { 'data-node': n.nodeId, class: state === 'ready' ? null : 'row-failed' },
+          h('td', { class: 'mono' }, n.nodeId),
+          h('td', { 'data-field': 'state' }, badge(state, `node-${state}`)),
+          h('td', { class: 'num', 'data-field': 'incidents' }, n.incidentCount || '0'),
+          h('td', { 'data-field': 'checks' }, failing.length
+            ? failing.map((c) => h('div', {}, h('b', {}, `${c.name}: `), (c.output || '').slice(-300)))
+            : `${(n.checks || []).length} passed`),
+          h('td', { class: 'problem', 'data-field': 'why' }, n.stateReason ||
+            (last ? `${clock(last.timeUnixMs)} ${INCIDENT_KIND[last.kind] || ''} ${last.jobId ? `job ${last.jobId}` : ''}: ${last.cause}` : '')),
+          h('td', { 'data-field': 'last-job' }, n.lastJobId ? h('a', { href: `#/jobs/${encodeURIComponent(n.lastJobId)}` }, n.lastJobId) : '')));
+      }
+      list.replaceChildren(table(
+        [['Node'], ['State'], ['Incidents', 'num'], ['Failing checks'], ['Why / last incident'], ['Last job']],
+        rows, 'No node has registered yet.'));
+    } catch (e) {
+      if (e instanceof Unauthorized) { needToken(e); return; }
+      connected(false, e.message);
+    }
+  }
+  refresh();
+  timer = setInterval(refresh, 2000);
+  return { stop() { clearInterval(timer); } };
+}
+
 // ---- Routing ----------------------------------------------------------------
 
 let view = null;
@@ -545,6 +590,7 @@ function route() {
   const job = hash.match(/^#\/jobs\/([^?]+)$/);
   if (job) view = JobView(decodeURIComponent(job[1]));
   else if (hash.startsWith('#/kv')) view = KvView();
+  else if (hash.startsWith('#/nodes')) view = NodesView();
   else view = JobsView();
 }
 window.addEventListener('hashchange', route);

@@ -181,7 +181,7 @@ absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::OpenFromMirror(
 
 absl::Status EtcdStateStore::Init() {
   EtcdPrefixSnapshot stored;
-  for (const char* part : {"m/", "j/", "n/", "r/", "c/"}) {
+  for (const char* part : {"m/", "j/", "n/", "r/", "c/", "h/"}) {
     DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> kvs, RangePrefix(prefix_ + part));
     for (etcdserverpb::KeyValue& kv : kvs) {
       stored.keys[kv.key()] = EtcdMirroredValue{std::move(*kv.mutable_value()), kv.mod_revision()};
@@ -201,7 +201,7 @@ absl::Status EtcdStateStore::InitFrom(EtcdPrefixSnapshot& stored) {
     next_lease_id_ = record.next_lease_id();
     meta_mod_revision_ = meta->second.mod_revision;
   }
-  for (const char* part : {"j/", "n/", "r/"}) {
+  for (const char* part : {"j/", "n/", "r/", "h/"}) {
     const std::string from = prefix_ + part;
     auto it = stored.keys.lower_bound(from);
     while (it != stored.keys.end() && absl::StartsWith(it->first, from)) {
@@ -427,6 +427,14 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
   for (const auto& [key, value] : job_keys_) {
     if (jobs.count(key) == 0) writes[key] = std::nullopt;
   }
+  // The fleet's node records, whole.
+  for (const v1::Node& node : batch.nodes) {
+    const std::string key = prefix_ + "h/" + Hex(node.node_id());
+    std::string value = node.SerializeAsString();
+    auto old = job_keys_.find(key);
+    if (old == job_keys_.end() || old->second != value) writes[key] = value;
+    jobs[key] = std::move(value);
+  }
   // The KV part.
   const kv::Revision old_revision = revision_;
   const kv::LeaseId old_next_lease = next_lease_id_;
@@ -591,6 +599,21 @@ absl::StatusOr<std::vector<JobSnapshot>> EtcdStateStore::LoadAll() const {
 absl::StatusOr<rendezvous::JobEventCounts> EtcdStateStore::LoadEventCounts() const {
   absl::MutexLock lock(&mu_);
   return event_counts_;
+}
+
+absl::StatusOr<std::vector<v1::Node>> EtcdStateStore::LoadNodes() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Node> out;
+  const std::string nodes = prefix_ + "h/";
+  for (auto it = job_keys_.lower_bound(nodes);
+       it != job_keys_.end() && absl::StartsWith(it->first, nodes); ++it) {
+    v1::Node node;
+    if (!node.ParseFromString(it->second)) {
+      return DataLoss(absl::StrCat("the fleet record at ", it->first, " does not decode"));
+    }
+    out.push_back(std::move(node));
+  }
+  return out;
 }
 
 }  // namespace ddp::storage

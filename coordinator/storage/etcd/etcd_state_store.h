@@ -11,6 +11,7 @@
 //   PREFIX/j/HEX(job)            StoredJobRecord (record and counters)
 //   PREFIX/n/HEX(job)/HEX(node)  NodeRecord
 //   PREFIX/r/HEX(job)/RUN8       StoredJobRecord of a past run
+//   PREFIX/h/HEX(node)           v1::Node: the fleet's record of a node (LoadNodes)
 //   PREFIX/v/HEX(job)/INDEX16    JobEventRecord: a retained job event
 //   PREFIX/c/events              JobEventCountsRecord: events ever appended
 // (records: proto/ddp/state/v1/records.proto; ids hex-encoded, so any bytes
@@ -117,6 +118,7 @@ class EtcdStateStore final : public commit::StateStore {
   absl::Status Compact(kv::Revision revision) override;
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override;
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
+  absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override;
 
  private:
   EtcdStateStore(std::unique_ptr<etcdserverpb::KV::Stub> stub, std::string prefix,

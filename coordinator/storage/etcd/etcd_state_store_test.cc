@@ -18,6 +18,7 @@
 #include "coordinator/storage/etcd/testing/etcd_test_server.h"
 #include "coordinator/storage/job_state_store_conformance.h"
 #include "coordinator/storage/kv_backend_conformance.h"
+#include "coordinator/storage/node_records_conformance.h"
 #include "etcd/rpc.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
@@ -306,3 +307,13 @@ INSTANTIATE_TYPED_TEST_SUITE_P(EtcdFromMirror, JobStateStoreConformanceTest,
 }  // namespace ddp::rendezvous
 
 int main(int argc, char** argv) { return ddp::storage::EtcdTestServer::RunAllTests(argc, argv); }
+
+namespace ddp::storage::conformance {
+namespace {
+using EtcdStateFactory = storage::EtcdFactory<commit::StateStore>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Etcd, NodeRecordsConformanceTest, EtcdStateFactory);
+using EtcdFromMirrorStateFactory = storage::EtcdFromMirrorFactory<commit::StateStore>;
+INSTANTIATE_TYPED_TEST_SUITE_P(EtcdFromMirror, NodeRecordsConformanceTest,
+                               EtcdFromMirrorStateFactory);
+}  // namespace
+}  // namespace ddp::storage::conformance

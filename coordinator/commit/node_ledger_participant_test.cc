@@ -1,0 +1,77 @@
+#include "coordinator/commit/node_ledger_participant.h"
+
+#include <memory>
+
+#include "absl/synchronization/notification.h"
+#include "common/clock.h"
+#include "coordinator/commit/commit_loop.h"
+#include "coordinator/storage/memory_state_store.h"
+#include "gtest/gtest.h"
+
+namespace ddp::commit {
+namespace {
+
+CommitLoopOptions NoTicker() {
+  CommitLoopOptions options;
+  options.tick_interval = absl::ZeroDuration();
+  options.retry_interval = absl::Milliseconds(1);
+  return options;
+}
+
+TEST(NodeLedgerParticipantTest, Open_RestoresStoredNodes) {
+  storage::MemoryStateStore store;
+  StateBatch batch;
+  v1::Node node;
+  node.set_node_id("n1");
+  node.set_state(v1::NODE_CORDONED);
+  batch.nodes.push_back(node);
+  ASSERT_TRUE(store.CommitState(batch).ok());
+  FakeClock clock;
+  CommitLoop loop(store, NoTicker());
+  auto participant = NodeLedgerParticipant::Open(loop, clock, {});
+  ASSERT_TRUE(participant.ok()) << participant.status();
+  EXPECT_EQ((*participant)->ledger().Get("n1")->state(), v1::NODE_CORDONED);
+  loop.Shutdown();
+}
+
+TEST(NodeLedgerParticipantTest, Cordon_DurableBeforeWhenDurableRuns) {
+  storage::MemoryStateStore store;
+  FakeClock clock;
+  CommitLoop loop(store, NoTicker());
+  auto participant = NodeLedgerParticipant::Open(loop, clock, {});
+  ASSERT_TRUE(participant.ok());
+  loop.Start();
+  ASSERT_TRUE((*participant)->ledger().Cordon("n1", "fan").ok());
+  absl::Notification done;
+  size_t stored_when_done = 0;
+  (*participant)->WhenDurable([&] {
+    stored_when_done = store.LoadNodes()->size();
+    done.Notify();
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(stored_when_done, 1u);
+  loop.Shutdown();
+}
+
+TEST(NodeLedgerParticipantTest, FailedCommit_RecordsWrittenByTheNextOne) {
+  storage::MemoryStateStore store;
+  FakeClock clock;
+  CommitLoop loop(store, NoTicker());
+  auto participant = NodeLedgerParticipant::Open(loop, clock, {});
+  ASSERT_TRUE(participant.ok());
+  loop.Start();
+  store.FailWith(absl::UnavailableError("injected"));
+  ASSERT_TRUE((*participant)->ledger().Cordon("n1", "").ok());
+  loop.Flush();
+  EXPECT_TRUE(store.LoadNodes()->empty());
+  store.FailWith(absl::OkStatus());
+  absl::Notification done;
+  (*participant)->WhenDurable([&] { done.Notify(); });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_EQ(store.LoadNodes()->size(), 1u);
+  EXPECT_EQ((*store.LoadNodes())[0].state(), v1::NODE_CORDONED);
+  loop.Shutdown();
+}
+
+}  // namespace
+}  // namespace ddp::commit

@@ -1,0 +1,143 @@
+// The fleet (issue 28, points 1-2) with real processes: a coordinator,
+// ddp-client agents and ddpctl. A node whose health check fails does not join
+// and a spare takes its place; a node that fails in two jobs is quarantined
+// (--quarantine-after 2) and refused by a third, across a coordinator
+// restart, until an operator uncordons it; a cordoned node is refused with
+// the operator's reason.
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/e2e/training_fixture.h"
+
+namespace ddp::testing {
+namespace {
+
+class FleetE2eTest : public TrainingE2eTest {
+ protected:
+  // A worker that exits with `code` at once (no torch: the fleet is the test).
+  std::string WriteScript(const std::string& name, int code) {
+    const std::string path = Path(name);
+    std::ofstream(path) << "import sys\nsys.exit(" << code << ")\n";
+    return path;
+  }
+
+  AgentProcess& Agent(const std::string& node, const std::string& job, int nodes,
+                      const std::string& script, std::vector<std::string> checks = {}) {
+    std::vector<std::string> args = {"--coordinator",
+                                     coordinator_->address(),
+                                     "--job",
+                                     job,
+                                     "--node-id",
+                                     node,
+                                     "--local-addr",
+                                     "127.0.0.1",
+                                     "--log-dir",
+                                     Path("logs"),
+                                     "--rdzv-conf",
+                                     rdzv_conf_,
+                                     "--connect-timeout",
+                                     "30",
+                                     "--nnodes",
+                                     absl::StrCat(nodes),
+                                     "--nproc-per-node",
+                                     "1",
+                                     "--max-restarts",
+                                     "0"};
+    for (const std::string& check : checks) {
+      args.push_back("--health-check");
+      args.push_back(check);
+    }
+    args.push_back(script);
+    return Launch(absl::StrCat(node, "-", job), args);
+  }
+
+  ShellResult Ddpctl(const std::string& args) const {
+    return RunShell(absl::StrCat(Runfile("tools/ddpctl/ddpctl"), " --coordinator ",
+                                 coordinator_->address(), " ", args));
+  }
+};
+
+TEST_F(FleetE2eTest, FailingHealthCheck_NodeRefusedSpareTakesItsPlace_CheckShownWithNode) {
+  StartCoordinator();
+  const std::string ok = WriteScript("ok.py", 0);
+  // The bad node comes first: without its check it would take a place.
+  AgentProcess& bad =
+      Agent("node-bad", "job-a", 2, ok, {"name=ecc,timeout=10s,cmd=echo 'ECC errors: 12'; exit 1"});
+  ASSERT_NE(bad.Wait(kBound), 0) << bad.log();
+  EXPECT_TRUE(absl::StrContains(bad.log(), "health check 'ecc' failed: ECC errors: 12"))
+      << bad.log();
+  AgentProcess& a = Agent("node-a", "job-a", 2, ok, {"builtin=disk,min-free=1M", "true"});
+  AgentProcess& spare = Agent("node-c", "job-a", 2, ok);
+  EXPECT_EQ(a.Wait(kBound), 0) << a.log();
+  EXPECT_EQ(spare.Wait(kBound), 0) << spare.log();
+
+  const ShellResult get = Ddpctl("nodes get node-bad");
+  ASSERT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "ecc: FAILED")) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "ECC errors: 12")) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "check failed job job-a")) << get.output;
+  const ShellResult good = Ddpctl("nodes get node-a");
+  EXPECT_TRUE(absl::StrContains(good.output, "disk: passed")) << good.output;
+  EXPECT_TRUE(absl::StrContains(good.output, "check-2: passed")) << good.output;
+  const ShellResult list = Ddpctl("nodes list");
+  EXPECT_TRUE(absl::StrContains(list.output, "node-bad")) << list.output;
+  EXPECT_TRUE(absl::StrContains(list.output, "ecc")) << list.output;
+}
+
+TEST_F(FleetE2eTest, NodeFailingInTwoJobs_QuarantinedRefusedByThird_UntilUncordoned) {
+  coordinator_args_ = {"--quarantine-after", "2", "--quarantine-window", "1h"};
+  StartCoordinator();
+  const std::string fail = WriteScript("fail.py", 3);
+  const std::string ok = WriteScript("ok.py", 0);
+  for (const char* job : {"job-1", "job-2"}) {
+    AgentProcess& agent = Agent("node-x", job, 1, fail);
+    EXPECT_NE(agent.Wait(kBound), 0) << agent.log();
+  }
+  // The incidents reach the ledger once the jobs' events are durable.
+  ASSERT_TRUE(PollUntil(
+      [&] { return absl::StrContains(Ddpctl("nodes get node-x").output, "QUARANTINED"); }, kBound))
+      << Ddpctl("nodes get node-x").output;
+  const ShellResult get = Ddpctl("nodes get node-x");
+  EXPECT_TRUE(absl::StrContains(get.output, "job 'job-1' rank 0 exit code 3")) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "job 'job-2' rank 0 exit code 3")) << get.output;
+
+  AgentProcess& third = Agent("node-x", "job-3", 1, ok);
+  ASSERT_NE(third.Wait(kBound), 0) << third.log();
+  EXPECT_TRUE(absl::StrContains(third.log(), "is quarantined and joins no job")) << third.log();
+  EXPECT_TRUE(absl::StrContains(third.log(), "ddpctl nodes uncordon node-x")) << third.log();
+
+  // Persisted: a restarted coordinator still refuses it.
+  coordinator_->Kill9();
+  ASSERT_TRUE(coordinator_->Start().ok());
+  EXPECT_TRUE(absl::StrContains(Ddpctl("nodes list").output, "QUARANTINED"));
+  AgentProcess& after_restart = Agent("node-x", "job-4", 1, ok);
+  EXPECT_NE(after_restart.Wait(kBound), 0) << after_restart.log();
+
+  const ShellResult uncordon = Ddpctl("nodes uncordon node-x");
+  ASSERT_EQ(uncordon.exit_code, 0) << uncordon.output;
+  AgentProcess& released = Agent("node-x", "job-5", 1, ok);
+  EXPECT_EQ(released.Wait(kBound), 0) << released.log();
+}
+
+TEST_F(FleetE2eTest, CordonedNode_RefusedWithTheReason_UncordonLetsItIn) {
+  StartCoordinator();
+  const std::string ok = WriteScript("ok.py", 0);
+  const ShellResult cordon = Ddpctl("nodes cordon node-y --reason 'fan replacement'");
+  ASSERT_EQ(cordon.exit_code, 0) << cordon.output;
+  EXPECT_TRUE(absl::StrContains(cordon.output, "CORDONED")) << cordon.output;
+  AgentProcess& refused = Agent("node-y", "job-c", 1, ok);
+  ASSERT_NE(refused.Wait(kBound), 0) << refused.log();
+  EXPECT_TRUE(absl::StrContains(refused.log(), "fan replacement")) << refused.log();
+  ASSERT_EQ(Ddpctl("nodes uncordon node-y").exit_code, 0);
+  AgentProcess& admitted = Agent("node-y", "job-d", 1, ok);
+  EXPECT_EQ(admitted.Wait(kBound), 0) << admitted.log();
+  EXPECT_EQ(Ddpctl("nodes uncordon never-seen").exit_code, 1);
+}
+
+}  // namespace
+}  // namespace ddp::testing
