@@ -469,6 +469,7 @@ void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
       for (const WorkerExit& hang : supervisor->StoppedWorkers()) RecordExit(hang);
     }
   }
+  if (stop.take_stacks() && stop.generation() == generation_) SendStacksAtHang();
   const std::vector<WorkerState> stopped = StopWorkers(stop.reason());
   if (stop.generation() == generation_) {
     // A worker that failed on its own but whose exit was seen only during
