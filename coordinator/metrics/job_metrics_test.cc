@@ -238,6 +238,27 @@ TEST_F(JobMetricsRestoreTest, Restore_SameEvents_ScrapeShowsTheSameTotals) {
   EXPECT_EQ(JobEventLines(after.Scrape(state)), want);
 }
 
+// A job that ended before the restart keeps its series after it, frozen at
+// its end, for the retention.
+TEST_F(JobMetricsRestoreTest, Restore_FinishedJob_SeriesBackFrozenAtItsEnd) {
+  std::vector<JobEvent> history = History("train");
+  JobEvent finished = Event(JobEventType::kJobFinished, 200);
+  finished.index = static_cast<int64_t>(history.size()) + 1;
+  history.push_back(finished);
+  clock_.Advance(absl::Hours(1));
+  CoordinatorMetrics after(clock_);
+  after.jobs().RestoreCounts(CountsOf(history));
+  after.jobs().ReplayRetained(history);
+  ScrapeState state;
+  rendezvous::JobStatus done = LiveJob("train");
+  done.state = rendezvous::JobState::kSucceeded;
+  state.jobs.push_back(done);
+  const std::string text = after.Scrape(state);
+  // Training 10..99, 105..150 (the node loss), 153..200; lost 0..10, 99..105, 150..153.
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 181"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 19"));
+}
+
 // Counters come from the counts (every committed event, a removed job's
 // too); histograms and seconds from the events still retained.
 TEST_F(JobMetricsRestoreTest, Restore_RemovedJobsEvents_CountedNotReplayed) {
