@@ -431,10 +431,10 @@ class WorkerSupervisor::EventLoop {
     }
   }
 
-  // Samples the process groups of the workers that never touched their
-  // heartbeat file (every activity_sample_interval); when none of the
-  // node's running workers was active for hang_timeout, returns those of
-  // them that are judged (ActivityTracker) as hung, marked reported.
+  // Samples every running worker's process group (every
+  // activity_sample_interval); when none of them was active for
+  // hang_timeout, returns those that never touched their heartbeat file and
+  // are judged (ActivityTracker) hung, marked reported.
   std::vector<HungWorker> IdleWorkers(absl::Time now) {
     const WorkerSupervisor::Options& o = owner_->options_;
     if (o.hang_timeout <= absl::ZeroDuration() || now < next_activity_sample_) return {};
