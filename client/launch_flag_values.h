@@ -22,6 +22,9 @@ inline constexpr size_t kMaxIdChars = 128;
 inline constexpr size_t kMaxShownChars = 80;
 inline constexpr size_t kMaxPrewarmModules = 32;
 inline constexpr size_t kMaxModuleNameChars = 200;
+// --hang-timeout other than 0 (off): the workers' activity is sampled every
+// second, so one quiet sample must never be a hang.
+inline constexpr absl::Duration kMinHangTimeout = absl::Seconds(2);
 
 // `text`, cut to kMaxShownChars with "..." appended.
 std::string Shown(absl::string_view text);

@@ -29,6 +29,7 @@ using launch_flags::BadValue;
 using launch_flags::kMaxNodes;
 using launch_flags::kMaxProcsPerNode;
 using launch_flags::kMaxRestarts;
+using launch_flags::kMinHangTimeout;
 using launch_flags::ParseBool;
 using launch_flags::ParseDuration;
 using launch_flags::ParseEndpoint;
@@ -302,6 +303,21 @@ const std::vector<Flag>& Flags() {
        true,
        "",
        [](V f, V v, H, O o) { return ParseDuration(f, v, true, &o->worker_heartbeat_timeout); }},
+      {{"--hang-timeout"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         DDP_RETURN_IF_ERROR(ParseDuration(f, v, true, &o->hang_timeout));
+         // Activity is sampled once a second: a shorter timeout would take
+         // one quiet sample for a hang.
+         if (o->hang_timeout != absl::ZeroDuration() && o->hang_timeout < kMinHangTimeout) {
+           return BadValue(
+               f, v,
+               absl::StrCat("0 (off), or at least ", absl::FormatDuration(kMinHangTimeout),
+                            " (activity is sampled every second)"));
+         }
+         return absl::OkStatus();
+       }},
       {{"--progress-interval"},
        true,
        "",

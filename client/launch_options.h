@@ -118,6 +118,10 @@ struct LaunchOptions {
   std::string node_id;
   bool node_id_given = false;
   absl::Duration worker_heartbeat_timeout = absl::Minutes(5);  // 0 disables hang checks
+  // --hang-timeout: a worker that never touched its heartbeat file is hung
+  // after this long without CPU or I/O on its whole node (activity_tracker.h);
+  // 0 disables; else at least kMinHangTimeout.
+  absl::Duration hang_timeout = absl::Seconds(10);
   // How often the workers' progress files are read (progress_reader.h).
   absl::Duration progress_interval = absl::Seconds(5);
   absl::Duration shutdown_timeout = absl::Seconds(30);  // SIGTERM -> SIGKILL

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "client/activity_tracker.h"
 #include "client/heartbeat_tracker.h"
 
 namespace ddp::client {
@@ -25,8 +26,9 @@ std::string SignalText(int signal) {
 }
 
 std::string HangText(const WorkerFailure& f) {
-  return f.silent_for > absl::ZeroDuration() ? absl::StrCat("hang: ", DescribeSilence(f.silent_for))
-                                             : std::string("hang");
+  if (f.silent_for <= absl::ZeroDuration()) return "hang";
+  return absl::StrCat("hang: ",
+                      f.idle ? DescribeIdleness(f.silent_for) : DescribeSilence(f.silent_for));
 }
 
 std::string Cause(const WorkerFailure& f) {
@@ -53,11 +55,13 @@ std::string DefaultTraceback(const WorkerFailure& f) {
                  : absl::StrCat("Signal ", f.signal, " (", SignalText(f.signal), ") received");
     case WorkerFailure::Kind::kHang:
       if (f.knock_on_of_rank >= 0) {
-        return absl::StrCat("stopped touching DDP_HEARTBEAT_FILE after rank ", f.knock_on_of_rank,
-                            " hung: blocked waiting for it (knock-on)");
+        return absl::StrCat(f.idle ? "idle" : "stopped touching DDP_HEARTBEAT_FILE", " after rank ",
+                            f.knock_on_of_rank, " hung: blocked waiting for it (knock-on)");
       }
-      return "the worker stopped touching DDP_HEARTBEAT_FILE and was stopped "
-             "while it still ran";
+      return f.idle ? "the worker and its children used no CPU and moved no bytes, and were "
+                      "stopped while they still ran"
+                    : "the worker stopped touching DDP_HEARTBEAT_FILE and was stopped "
+                      "while it still ran";
     case WorkerFailure::Kind::kExitCode:
       break;
   }

@@ -50,6 +50,9 @@ struct WorkerFailure {
   int exit_code = 0;          // kExitCode
   int signal = 0;             // kSignal
   absl::Duration silent_for;  // kHang; zero when unknown
+  // kHang of a worker that never touched DDP_HEARTBEAT_FILE: found by its
+  // process group's CPU and I/O (activity_tracker.h), silent_for idle.
+  bool idle = false;
   int knock_on_of_rank = -1;  // kHang: blocked behind this rank's hang
   std::string message;        // error file message, may be empty
   std::string traceback;      // error file traceback, else stderr's; may be empty

@@ -56,6 +56,7 @@ WorkerFailure ToWorkerFailure(const WorkerExit& exit, const std::string& node) {
     case WorkerExit::Kind::kHung:
       f.kind = WorkerFailure::Kind::kHang;
       f.silent_for = exit.silent_for;
+      f.idle = exit.hang_signal == WorkerExit::HangSignal::kIdle;
       f.knock_on_of_rank = exit.knock_on_of_rank;
       break;
   }

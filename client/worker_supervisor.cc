@@ -11,8 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/activity_tracker.h"
 #include "client/hang_order.h"
 #include "client/heartbeat_tracker.h"
 #include "client/output_router.h"
@@ -60,15 +63,17 @@ std::string WorkerExit::Describe() const {
     case Kind::kSignaled:
       return absl::StrCat("signal ", SignalName(signal));
     case Kind::kHung:
-      return absl::StrCat("hang: ", DescribeSilence(silent_for), evidence.empty() ? "" : "; ",
-                          evidence);
+      return absl::StrCat("hang: ",
+                          hang_signal == HangSignal::kIdle ? DescribeIdleness(silent_for)
+                                                           : DescribeSilence(silent_for),
+                          evidence.empty() ? "" : "; ", evidence);
   }
   return "unknown";
 }
 
 struct WorkerSupervisor::Worker {
-  explicit Worker(WorkerSpec s, absl::Duration heartbeat_timeout)
-      : spec(std::move(s)), tracker(heartbeat_timeout) {}
+  Worker(WorkerSpec s, absl::Duration heartbeat_timeout, ActivityTracker::Options activity_options)
+      : spec(std::move(s)), tracker(heartbeat_timeout), activity(activity_options) {}
   WorkerSpec spec;
   SpawnedWorker process;
   std::unique_ptr<OutputRouter> out;
@@ -76,6 +81,9 @@ struct WorkerSupervisor::Worker {
   // Set with `err`: every router of stderr writes files.stderr_log.
   std::unique_ptr<StderrTail> err_tail;
   HeartbeatTracker tracker;
+  // Its process group's CPU and I/O, for a worker that never touches its
+  // heartbeat file.
+  ActivityTracker activity;
   // The process at the previous heartbeat check (hang evidence: is it still
   // using CPU?).
   std::optional<ProcessSample> last_sample;
@@ -88,9 +96,11 @@ struct WorkerSupervisor::Worker {
 class WorkerSupervisor::EventLoop {
  public:
   EventLoop(WorkerSupervisor* owner, std::vector<WorkerSpec> specs) : owner_(owner) {
+    ActivityTracker::Options activity;
+    activity.hang_timeout = owner->options_.hang_timeout;
     for (WorkerSpec& spec : specs) {
       workers_.push_back(
-          std::make_unique<Worker>(std::move(spec), owner->options_.heartbeat_timeout));
+          std::make_unique<Worker>(std::move(spec), owner->options_.heartbeat_timeout, activity));
     }
     buffer_.resize(kReadChunk);
   }
@@ -113,7 +123,7 @@ class WorkerSupervisor::EventLoop {
     }
     Watch(wake_fd_, kWakeTag);
     const WorkerSupervisor::Options& o = owner_->options_;
-    if (o.heartbeat_timeout > absl::ZeroDuration()) {
+    if (o.heartbeat_timeout > absl::ZeroDuration() || o.hang_timeout > absl::ZeroDuration()) {
       timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
       if (timer_fd_ < 0) return absl::InternalError(absl::StrCat("timerfd: ", strerror(errno)));
       itimerspec period{};
@@ -421,11 +431,12 @@ class WorkerSupervisor::EventLoop {
     if (forgive > absl::ZeroDuration()) {
       for (auto& w : workers_) {
         w->tracker.Forgive(forgive);
+        w->activity.Forgive(forgive);
         w->last_sample.reset();  // its CPU time did not move while frozen
       }
     }
     const absl::Time now = owner_->clock_.Now();
-    std::vector<HungWorker> hung;
+    std::vector<HungWorker> hung = IdleWorkers(now);
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = *workers_[i];
       if (w.exited || w.hang_reported || w.process.pid <= 0) continue;
@@ -459,8 +470,17 @@ class WorkerSupervisor::EventLoop {
       hang.pid = w.process.pid;
       hang.time = now;
       hang.last_heartbeat = h.last_touch;
-      hang.silent_for = w.tracker.SilentFor(now);
-      hang.evidence = HangEvidence(h);
+      if (w.tracker.touched()) {
+        hang.silent_for = w.tracker.SilentFor(now);
+        hang.evidence = HangEvidence(h);
+      } else {
+        hang.hang_signal = WorkerExit::HangSignal::kIdle;
+        hang.silent_for = w.activity.IdleFor(now);
+        const std::string stood_out = HangEvidence(h);
+        hang.evidence = stood_out.empty()
+                            ? "the worker and its children idle (heartbeat file never touched)"
+                            : stood_out;
+      }
       hang.process_stopped = HangEvidenceClass(h) == 1;
       hang.error_file = w.spec.files.error_file;
       AttachStderr(w, hang);
@@ -479,8 +499,49 @@ class WorkerSupervisor::EventLoop {
     }
   }
 
+  // Samples every running worker's process group (every
+  // activity_sample_interval); when none of them was active for
+  // hang_timeout, returns those that never touched their heartbeat file and
+  // are judged (ActivityTracker) hung, marked reported.
+  std::vector<HungWorker> IdleWorkers(absl::Time now) {
+    const WorkerSupervisor::Options& o = owner_->options_;
+    if (o.hang_timeout <= absl::ZeroDuration() || now < next_activity_sample_) return {};
+    next_activity_sample_ = now + o.activity_sample_interval;
+    std::vector<pid_t> groups;
+    for (auto& w : workers_) {
+      if (!w->exited && w->process.pid > 0) groups.push_back(w->process.pid);
+    }
+    const std::map<pid_t, ProcessGroupSample> samples = SampleProcessGroups(groups);
+    bool node_active = false;
+    std::vector<size_t> idle;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      Worker& w = *workers_[i];
+      if (w.exited || w.process.pid <= 0) continue;
+      auto it = samples.find(w.process.pid);
+      w.activity.Observe(
+          it == samples.end() ? std::nullopt : std::optional<ProcessGroupSample>(it->second), now);
+      if (w.hang_reported) continue;
+      if (w.activity.IdleFor(now) <= o.hang_timeout) node_active = true;
+      // Judged by its heartbeat file once it touched it.
+      if (!w.tracker.touched() && w.activity.Hung(now)) idle.push_back(i);
+    }
+    std::vector<HungWorker> hung;
+    if (node_active) return hung;
+    for (size_t i : idle) {
+      Worker& w = *workers_[i];
+      w.hang_reported = true;
+      HungWorker h{i, w.spec.global_rank, *w.activity.last_active(), *w.activity.last_active()};
+      if (absl::StatusOr<ProcessSample> sample = SampleProcess(w.process.pid); sample.ok()) {
+        h.process_state = sample->state;
+      }
+      hung.push_back(h);
+    }
+    return hung;
+  }
+
   WorkerSupervisor* const owner_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  absl::Time next_activity_sample_ = absl::InfinitePast();
   std::vector<char> buffer_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;

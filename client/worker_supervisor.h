@@ -24,6 +24,13 @@
 //   heartbeat-file mtimes ->
 //     HeartbeatTracker -> a hang is reported once through the ExitCallback
 //     (kind kHung; the process keeps running until the caller stops the group).
+//     A worker that never touched its heartbeat file (an unmodified script) is
+//     judged by its process group's CPU time, I/O bytes and state instead,
+//     sampled every `activity_sample_interval` (ActivityTracker): it is hung
+//     once it did nothing for `hang_timeout` while no running worker of the
+//     node did anything either (one rank saving a checkpoint while the others
+//     wait for it is progress). Such a hang is found at most hang_timeout +
+//     activity_sample_interval + check_interval after the last activity.
 //     Peers of a stuck worker block in the next collective and go silent as
 //     well: of the workers found hung in one check the one with the oldest
 //     heartbeat (hang_order.h) is the hang, the others, and any hang found in
@@ -121,11 +128,15 @@ struct WorkerExit {
   int exit_code = 0;          // kExited
   int signal = 0;             // kSignaled
   absl::Time time;            // when the supervisor saw it (Clock::Now())
-  absl::Duration silent_for;  // kHung: time since the last heartbeat
-  absl::Time last_heartbeat;  // kHung: when the last touch was seen
+  absl::Duration silent_for;  // kHung: time since the last heartbeat (or activity)
+  absl::Time last_heartbeat;  // kHung: when the last touch (or activity) was seen
   // kHung: what the process looked like ("process stopped (state T ...)"),
   // empty when nothing stood out; see hang_order.h.
   std::string evidence;
+  // kHung: what was silent: its heartbeat file (touched before), or, for a
+  // worker that never touched it, its process group's CPU and I/O.
+  enum class HangSignal { kHeartbeat, kIdle };
+  HangSignal hang_signal = HangSignal::kHeartbeat;
   bool process_stopped = false;  // kHung: state T/t: certainly not a victim
   // kHung: the global rank of the older hang on this node that this one is
   // blamed on (its peer stopped, so it blocked); -1: a hang of its own.
@@ -143,7 +154,8 @@ struct WorkerExit {
 
   bool succeeded() const { return kind == Kind::kExited && exit_code == 0; }
   bool knock_on() const { return knock_on_of_rank >= 0; }
-  // "exit code 3", "signal SIGKILL", "hang: no heartbeat for 30.0 s".
+  // "exit code 3", "signal SIGKILL", "hang: no heartbeat for 30.0 s",
+  // "hang: no CPU or I/O for 10.4 s".
   std::string Describe() const;
 };
 
@@ -167,6 +179,10 @@ class WorkerSupervisor {
   struct Options {
     absl::Duration heartbeat_timeout = absl::Minutes(5);  // zero disables hang detection
     absl::Duration check_interval = absl::Milliseconds(100);
+    // Workers that never touch their heartbeat file: this long without CPU
+    // or I/O on the whole node is a hang (ActivityTracker). Zero disables.
+    absl::Duration hang_timeout = absl::Seconds(10);
+    absl::Duration activity_sample_interval = absl::Seconds(1);
     absl::Duration kill_grace = absl::Seconds(5);  // after SIGKILL, for groups to vanish
     absl::Duration destructor_stop_timeout = absl::Seconds(30);
     int console_out_fd = 1;  // where console stdout lines go

@@ -152,6 +152,68 @@ absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid) {
   return ParseStatCpuTime(stat, sysconf(_SC_CLK_TCK));
 }
 
+absl::StatusOr<StatActivity> ParseStatActivity(absl::string_view stat, int64_t ticks_per_second) {
+  const size_t close = stat.rfind(')');
+  if (close == absl::string_view::npos || ticks_per_second <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("not a /proc/PID/stat line: ", Quote(stat)));
+  }
+  // After ") ": state (field 3) is index 0, pgrp (5) index 2, utime (14)
+  // index 11, stime 12, cutime 13, cstime 14.
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(stat.substr(close + 1), ' ', absl::SkipEmpty());
+  StatActivity activity;
+  int64_t pgrp = 0;
+  int64_t ticks[4] = {0, 0, 0, 0};
+  bool ok = fields.size() >= 15 && fields[0].size() == 1 && absl::SimpleAtoi(fields[2], &pgrp);
+  for (int i = 0; ok && i < 4; ++i) ok = absl::SimpleAtoi(fields[11 + i], &ticks[i]);
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no state/pgrp/CPU times in /proc/PID/stat line: ", Quote(stat)));
+  }
+  activity.state = fields[0][0];
+  activity.pgrp = static_cast<pid_t>(pgrp);
+  activity.cpu_with_children =
+      absl::Seconds(1) * (ticks[0] + ticks[1] + ticks[2] + ticks[3]) / ticks_per_second;
+  return activity;
+}
+
+int64_t ParseIoCharBytes(absl::string_view io) {
+  int64_t total = 0;
+  for (absl::string_view line : absl::StrSplit(io, '\n')) {
+    if (!absl::ConsumePrefix(&line, "rchar:") && !absl::ConsumePrefix(&line, "wchar:")) continue;
+    int64_t bytes = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &bytes)) total += bytes;
+  }
+  return total;
+}
+
+std::map<pid_t, ProcessGroupSample> SampleProcessGroups(const std::vector<pid_t>& pgids) {
+  std::map<pid_t, ProcessGroupSample> groups;
+  if (pgids.empty()) return groups;
+  std::error_code error;
+  std::filesystem::directory_iterator it("/proc", error);
+  if (error) return groups;
+  const int64_t ticks = sysconf(_SC_CLK_TCK);
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !absl::ascii_isdigit(name[0])) continue;
+    absl::StatusOr<std::string> stat = ReadFile(entry.path().string() + "/stat");
+    if (!stat.ok()) continue;  // it ended meanwhile
+    absl::StatusOr<StatActivity> activity = ParseStatActivity(*stat, ticks);
+    if (!activity.ok() || std::find(pgids.begin(), pgids.end(), activity->pgrp) == pgids.end()) {
+      continue;
+    }
+    ProcessGroupSample& group = groups[activity->pgrp];
+    ++group.processes;
+    group.cpu += activity->cpu_with_children;
+    if (activity->state == 'D') group.in_disk_wait = true;
+    if (absl::StatusOr<std::string> io = ReadFile(entry.path().string() + "/io"); io.ok()) {
+      group.io_bytes += ParseIoCharBytes(*io);
+    }
+  }
+  return groups;
+}
+
 absl::StatusOr<int64_t> ReadProcessRssBytes(pid_t pid) {
   DDP_ASSIGN_OR_RETURN(std::string status, ReadFile(absl::StrCat("/proc/", pid, "/status")));
   return ParseStatusRssBytes(status);

@@ -47,6 +47,35 @@ struct ProcessSample {
 absl::StatusOr<ProcessSample> SampleProcess(pid_t pid);
 
 absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid);
+
+// The fields of one /proc/PID/stat line that tell whether a process works:
+// its process group (field 5), its state, and its CPU time with that of its
+// reaped children (utime + stime + cutime + cstime, fields 14-17).
+struct StatActivity {
+  pid_t pgrp = 0;
+  char state = '?';
+  absl::Duration cpu_with_children;
+};
+absl::StatusOr<StatActivity> ParseStatActivity(absl::string_view stat, int64_t ticks_per_second);
+// "read_bytes"/"rchar" and "wchar" of a /proc/PID/io text: bytes the process
+// read and wrote through any syscall (files, sockets, pipes); 0 when absent.
+int64_t ParseIoCharBytes(absl::string_view io);
+
+// One process group (a worker and the children it keeps in its group:
+// data-loader workers, the interpreter under a wrapper script) at one moment:
+// how many processes, their CPU time together (reaped children's included
+// through their parents), their read and written bytes together, and whether
+// one of them is in uninterruptible wait (state D: disk or network file
+// system I/O).
+struct ProcessGroupSample {
+  int processes = 0;
+  absl::Duration cpu;
+  int64_t io_bytes = 0;
+  bool in_disk_wait = false;
+};
+// One scan of /proc for all of `pgids` (processes that vanish meanwhile are
+// skipped). A group with no process left is absent from the result.
+std::map<pid_t, ProcessGroupSample> SampleProcessGroups(const std::vector<pid_t>& pgids);
 // CPU time of every thread of `pid` (/proc/PID/task/*/stat), summed per
 // thread name; threads that vanish while reading are skipped.
 absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(pid_t pid);

@@ -23,6 +23,35 @@ TEST(ProcStats, ParseStatCpuTime_Truncated_InvalidArgument) {
   EXPECT_EQ(ParseStatCpuTime("garbage", 100).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ProcStats, ParseStatActivity_PgrpStateAndCpuWithChildren) {
+  // pgrp 1234; utime 150 + stime 50 + cutime 70 + cstime 30 ticks at 100 Hz.
+  const std::string stat =
+      "1240 (my (odd) cmd) D 1 1234 1234 0 -1 4194560 100 0 0 0 150 50 70 30 20 "
+      "0 8 0 555 1000000 200 18446744073709551615";
+  absl::StatusOr<StatActivity> activity = ParseStatActivity(stat, 100);
+  ASSERT_TRUE(activity.ok()) << activity.status();
+  EXPECT_EQ(activity->pgrp, 1234);
+  EXPECT_EQ(activity->state, 'D');
+  EXPECT_EQ(activity->cpu_with_children, absl::Seconds(3));
+  EXPECT_EQ(ParseStatActivity("1234 (x) S 1 2", 100).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ProcStats, ParseIoCharBytes_SumsReadAndWritten) {
+  EXPECT_EQ(ParseIoCharBytes("rchar: 100\nwchar: 23\nsyscr: 5\nread_bytes: 4096\n"), 123);
+  EXPECT_EQ(ParseIoCharBytes("garbage"), 0);
+}
+
+TEST(ProcStats, SampleProcessGroups_OwnGroup_CountsThisProcess) {
+  const pid_t own = getpgrp();
+  std::map<pid_t, ProcessGroupSample> groups = SampleProcessGroups({own, 999999999});
+  ASSERT_EQ(groups.count(own), 1u);
+  EXPECT_GE(groups[own].processes, 1);
+  EXPECT_GT(groups[own].io_bytes, 0);  // the test binary read its own files
+  EXPECT_EQ(groups.count(999999999), 0u);
+  EXPECT_TRUE(SampleProcessGroups({}).empty());
+}
+
 TEST(ProcStats, ParseStatName_InsideOuterParentheses) {
   EXPECT_EQ(ParseStatName("12 (rdzv (x)) S 1"), "rdzv (x)");
   EXPECT_EQ(ParseStatName("garbage"), "");

@@ -483,6 +483,7 @@ void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
       return;
     }
   }
+  if (stop.take_stacks() && stop.generation() == generation_) SendStacksAtHang();
   const std::vector<WorkerState> stopped = StopWorkers(stop.reason());
   if (stop.generation() == generation_) {
     // A worker that failed on its own but whose exit was seen only during

@@ -186,6 +186,13 @@ class Agent : public SessionEvents {
   // The first hang of the generation: every local worker's stack, logged
   // grouped by stack; returns the stack of `hang`'s rank ("" without one).
   std::string LogStacksAtHang(const WorkerExit& hang);
+  // StopWorkers{take_stacks} (a hang declared on any node): sends this node's
+  // workers' stacks (Stacks with request_id 0) before they are stopped, those
+  // taken at this node's own hang if there was one.
+  void SendStacksAtHang();
+  // Takes (once per generation) and logs, grouped, every local worker's
+  // stack into hang_stacks_; `when` ends the log line's first sentence.
+  void TakeStacksAtHang(const std::string& when);
   // Writes the sitecustomize.py of every Python worker (stack dumps,
   // client/prewarm/sitecustomize.py) into run_dir/site; sets
   // worker_site_dir_ (left empty, with a warning, when it cannot).

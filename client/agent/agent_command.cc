@@ -170,6 +170,7 @@ int RunAgent(LaunchOptions launch) {
   options.run_dir = *run_dir;
   options.base_env = base_env;
   options.supervisor.heartbeat_timeout = launch.worker_heartbeat_timeout;
+  options.supervisor.hang_timeout = launch.hang_timeout;
   options.progress.interval = launch.progress_interval;
   options.supervisor.check_interval = launch.monitor_interval;
   // In the foreground of a terminal, local rank 0 reads it (input(), pdb) and

@@ -152,8 +152,21 @@ void JobMetrics::ClosePhase(Track& track, absl::Time at) {
   track.since = at;
 }
 
+void JobMetrics::EndGeneration(Track& track, absl::Time at) {
+  if (track.training && track.first_failure && *track.first_failure < at) {
+    ClosePhase(track, std::max(*track.first_failure, track.since));
+    track.training = false;
+  }
+  ClosePhase(track, at);
+  track.training = false;
+}
+
 void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
   auto [it, inserted] = tracks_.try_emplace(event.job_id);
+  if (!inserted && it->second.finished_at && event.type != JobEventType::kJobFinished) {
+    it->second = Track{};  // the id runs again: a new run's figures
+    inserted = true;
+  }
   Track& track = it->second;
   if (inserted) {
     track.since = event.time;
@@ -172,7 +185,7 @@ void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
       if (track.training && !track.first_failure) track.first_failure = event.time;
       break;
     case JobEventType::kRestarting:
-      if (track.training) ClosePhase(track, event.time);
+      if (track.training) EndGeneration(track, event.time);
       track.training = false;
       track.rendezvous_start = event.time;
       if (!track.first_failure) track.first_failure = event.time;
@@ -190,8 +203,9 @@ void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
       track.first_failure.reset();
       break;
     case JobEventType::kJobFinished:
-      ClosePhase(track, event.time);
-      tracks_.erase(it);
+      if (track.finished_at) break;  // a repeated end
+      EndGeneration(track, event.time);
+      track.finished_at = event.time;
       break;
     case JobEventType::kNodeJoined:
     case JobEventType::kJobUpdated:
@@ -214,17 +228,22 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
     AddSample(by_state, {{"state", rendezvous::JobStateName(state)}}, count);
 
   auto generation = Gauge("ddp_job_generation", "Current generation of a live job");
-  auto restarts = Gauge("ddp_job_restarts", "Restarts charged to a live job's budget");
+  auto restarts = Gauge("ddp_job_restarts",
+                        "Restarts charged to a job's budget (live, or finished within the "
+                        "retention)");
   auto budget = Gauge("ddp_job_max_restarts", "A live job's restart budget (max_restarts)");
   auto nodes = Gauge("ddp_job_nodes", "Nodes of a live job by role: member or spare");
   auto oldest = Gauge("ddp_job_heartbeat_age_max_seconds",
                       "Age of the oldest heartbeat among a live job's connected nodes");
   auto training = Gauge("ddp_job_training_seconds",
-                        "Time a live job spent with a running generation (since it was "
-                        "created, as far as its retained events tell)");
-  auto lost = Gauge("ddp_job_lost_seconds", "Time a live job spent in rendezvous and restarts");
+                        "Time a job spent with a running generation until its first failure "
+                        "(since it was created, as far as its retained events tell; live, or "
+                        "finished within the retention)");
+  auto lost = Gauge("ddp_job_lost_seconds",
+                    "Time a job spent in rendezvous, restarts, and from a generation's first "
+                    "failure (a hang's last activity) to its restart");
   auto ratio = Gauge("ddp_job_effective_training_ratio",
-                     "training / (training + lost) of a live job: its effective training time");
+                     "training / (training + lost) of a job: its effective training time");
   auto stragglers = Gauge("ddp_job_stragglers",
                           "Ranks of a live job's running generation that report progress a "
                           "quarter or more slower than the job's median (stragglers.h)");
@@ -247,8 +266,33 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   int labeled = 0;
   int skipped = 0;
   absl::MutexLock lock(&mu_);
+  // Finished jobs' tracks past their retention, or whose job is gone.
+  std::map<std::string, bool> listed;
+  for (const auto& job : jobs) listed[job.job_id] = true;
+  for (auto it = tracks_.begin(); it != tracks_.end();) {
+    const bool expired =
+        it->second.finished_at && (now - *it->second.finished_at > options_.finished_retention ||
+                                   listed.count(it->first) == 0);
+    it = expired ? tracks_.erase(it) : std::next(it);
+  }
   for (const auto& job : jobs) {
-    if (Finished(job.state)) continue;
+    if (Finished(job.state)) {
+      auto it = tracks_.find(job.job_id);
+      if (it == tracks_.end() || !it->second.finished_at) continue;
+      if (labeled >= options_.max_labeled_jobs) {
+        ++skipped;
+        continue;
+      }
+      ++labeled;
+      const Track& track = it->second;
+      const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id}};
+      AddSample(restarts, label, job.restart_count);
+      AddSample(training, label, absl::ToDoubleSeconds(track.training_total));
+      AddSample(lost, label, absl::ToDoubleSeconds(track.lost_total));
+      const double total = absl::ToDoubleSeconds(track.training_total + track.lost_total);
+      AddSample(ratio, label, total > 0 ? absl::ToDoubleSeconds(track.training_total) / total : 0);
+      continue;
+    }
     double oldest_age = 0;
     int members = 0;
     int spares = 0;

@@ -13,11 +13,19 @@
 //   ddp_rendezvous_duration_seconds job created or restart begun -> the
 //                                   generation's assignment pushed,
 //   ddp_training_seconds_total, ddp_lost_seconds_total   time jobs spent with
-//                                   a running generation / without one.
+//                                   a running generation / without one; a
+//                                   generation that ends in a failure stops
+//                                   training at its first failure's time (a
+//                                   hang's: its last heartbeat or activity),
+//                                   so a hang, its detection and the recovery
+//                                   count as lost.
 // At scrape time (Collect): jobs by state; per live job (job label, at most
 // max_labeled_jobs jobs, by id) generation, restarts and budget, members and
 // spares, the oldest heartbeat, stragglers, training and lost seconds and the effective
-// training ratio; agents connected; a histogram of heartbeat ages.
+// training ratio; agents connected; a histogram of heartbeat ages. A finished
+// job keeps its restarts, training and lost seconds and ratio series for
+// finished_retention after its end (its run's figures, frozen at the end),
+// and across a coordinator restart (rebuilt from its retained events).
 //
 // Across a coordinator restart or failover (RestoreCounts, ReplayRetained): the event counters
 // (generations opened, restarts by cause, worker failures, node losses) start from the store's
@@ -50,6 +58,8 @@ struct JobMetricsOptions {
   // Live jobs that get series with a job label; more are counted in
   // ddp_job_series_omitted (bounded cardinality).
   int max_labeled_jobs = 100;
+  // How long a finished job keeps its per-job series.
+  absl::Duration finished_retention = absl::Hours(24);
 };
 
 class JobMetrics {
@@ -79,6 +89,7 @@ class JobMetrics {
     absl::Duration lost_total;
     std::optional<absl::Time> rendezvous_start;
     std::optional<absl::Time> first_failure;  // of the running generation
+    std::optional<absl::Time> finished_at;    // kJobFinished
   };
 
   // The counter that counts events of `type` (kRestarting: by `cause`);
@@ -89,6 +100,9 @@ class JobMetrics {
   void TrackEvent(const rendezvous::JobEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes the current phase of `track` at `at`.
   void ClosePhase(Track& track, absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The running generation ends at `at` (a restart, the job's end): its
+  // training stops at its first failure when there was one, the rest is lost.
+  void EndGeneration(Track& track, absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock& clock_;
   const JobMetricsOptions options_;

@@ -80,10 +80,11 @@ TEST_F(JobMetricsTest, RestartsRecoveryAndEffectiveTrainingTime) {
   // Rendezvous: 0 -> 10 s and 100 -> 105 s.
   EXPECT_THAT(text, HasSubstr("ddp_rendezvous_duration_seconds_sum 15"));
   EXPECT_THAT(text, HasSubstr("ddp_rendezvous_duration_seconds_count 2"));
-  // Training 10..100 and 105..200 = 185 s; lost 0..10 and 100..105 = 15 s.
-  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 185"));
-  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 15"));
-  EXPECT_THAT(text, HasSubstr("ddp_job_effective_training_ratio{job_id=\"train\"} 0.925"));
+  // Training 10..99 (the failure) and 105..200 = 184 s; lost 0..10 and
+  // 99..105 = 16 s.
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 184"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 16"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_effective_training_ratio{job_id=\"train\"} 0.92"));
   EXPECT_THAT(text, HasSubstr("ddp_job_nodes{job_id=\"train\",role=\"member\"} 1"));
   EXPECT_THAT(text, HasSubstr("ddp_job_nodes{job_id=\"train\",role=\"spare\"} 1"));
   EXPECT_THAT(text, HasSubstr("ddp_job_heartbeat_age_max_seconds{job_id=\"train\"} 1.5"));
@@ -95,23 +96,76 @@ TEST_F(JobMetricsTest, RestartsRecoveryAndEffectiveTrainingTime) {
   EXPECT_THAT(text, HasSubstr("ddp_jobs{state=\"failed\"} 0"));
 }
 
-TEST_F(JobMetricsTest, FinishedJobsLoseTheirSeriesAndTheCapBoundsLabels) {
-  CoordinatorMetrics metrics(clock_, JobMetricsOptions{.max_labeled_jobs = 1});
+TEST_F(JobMetricsTest, FinishedJob_KeepsItsSeriesForTheRetention_CapBoundsLabels) {
+  CoordinatorMetrics metrics(
+      clock_, JobMetricsOptions{.max_labeled_jobs = 2, .finished_retention = absl::Hours(24)});
   metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
                            Event(JobEventType::kGenerationOpened, 10),
                            Event(JobEventType::kJobFinished, 30)});
+  clock_.Advance(absl::Hours(23));
   ScrapeState state;
   rendezvous::JobStatus done = LiveJob("train");
   done.state = rendezvous::JobState::kSucceeded;
   state.jobs = {done, LiveJob("a"), LiveJob("b")};
-  const std::string text = metrics.Scrape(state);
-  EXPECT_THAT(text, Not(HasSubstr("job_id=\"train\"")));
+  std::string text = metrics.Scrape(state);
+  // Frozen at its end: 20 s training, 10 s lost, whatever the time now.
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 20"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 10"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_restarts{job_id=\"train\"} 1"));
+  EXPECT_THAT(text, Not(HasSubstr("ddp_job_generation{job_id=\"train\"}")));  // live only
   EXPECT_THAT(text, HasSubstr("ddp_job_generation{job_id=\"a\"}"));
   EXPECT_THAT(text, Not(HasSubstr("job_id=\"b\"")));
   EXPECT_THAT(text, HasSubstr("ddp_job_series_omitted 1"));
   EXPECT_THAT(text, HasSubstr("ddp_training_seconds_total 20"));
   EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total 10"));
   EXPECT_THAT(text, HasSubstr("ddp_jobs{state=\"succeeded\"} 1"));
+  clock_.Advance(absl::Hours(2));  // past the retention
+  text = metrics.Scrape(state);
+  EXPECT_THAT(text, Not(HasSubstr("job_id=\"train\"")));
+  EXPECT_THAT(text, HasSubstr("ddp_job_generation{job_id=\"b\"}"));
+}
+
+// A hang: the generation's training stops at the hung rank's last activity
+// (its failure time), not at the restart: the hang, its detection and the
+// recovery are lost.
+TEST_F(JobMetricsTest, Hang_TimeFromLastActivityToNextGenerationIsLost) {
+  CoordinatorMetrics metrics(clock_);
+  JobEvent hung = Event(JobEventType::kWorkerFailed, 61);
+  hung.failure.emplace();
+  hung.failure->hang = true;
+  hung.failure->time = start_ + absl::Seconds(50);  // its last activity
+  JobEvent restarting = Event(JobEventType::kRestarting, 61);
+  restarting.restart_cause = rendezvous::RestartCause::kHang;
+  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
+                           Event(JobEventType::kGenerationOpened, 10), hung, restarting,
+                           Event(JobEventType::kGenerationOpened, 70)});
+  clock_.Advance(absl::Seconds(100));
+  ScrapeState state;
+  state.jobs.push_back(LiveJob("train"));
+  const std::string text = metrics.Scrape(state);
+  // Training 10..50 and 70..100; lost 0..10 and 50..70.
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 70"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 30"));
+  EXPECT_THAT(text, HasSubstr("ddp_recovery_duration_seconds_sum 20"));
+}
+
+// A job that fails with a hang: from the hang to the end is lost too.
+TEST_F(JobMetricsTest, FailedByHang_TimeFromLastActivityToTheEndIsLost) {
+  CoordinatorMetrics metrics(clock_);
+  JobEvent hung = Event(JobEventType::kWorkerFailed, 62);
+  hung.failure.emplace();
+  hung.failure->hang = true;
+  hung.failure->time = start_ + absl::Seconds(50);
+  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
+                           Event(JobEventType::kGenerationOpened, 10), hung,
+                           Event(JobEventType::kJobFinished, 64)});
+  ScrapeState state;
+  rendezvous::JobStatus failed = LiveJob("train");
+  failed.state = rendezvous::JobState::kFailed;
+  state.jobs.push_back(failed);
+  const std::string text = metrics.Scrape(state);
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 40"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 24"));
 }
 
 // The lines of `text` of the job metrics (those built from events), in order.
@@ -182,6 +236,27 @@ TEST_F(JobMetricsRestoreTest, Restore_SameEvents_ScrapeShowsTheSameTotals) {
   after.jobs().RestoreCounts(CountsOf(history));
   after.jobs().ReplayRetained(history);
   EXPECT_EQ(JobEventLines(after.Scrape(state)), want);
+}
+
+// A job that ended before the restart keeps its series after it, frozen at
+// its end, for the retention.
+TEST_F(JobMetricsRestoreTest, Restore_FinishedJob_SeriesBackFrozenAtItsEnd) {
+  std::vector<JobEvent> history = History("train");
+  JobEvent finished = Event(JobEventType::kJobFinished, 200);
+  finished.index = static_cast<int64_t>(history.size()) + 1;
+  history.push_back(finished);
+  clock_.Advance(absl::Hours(1));
+  CoordinatorMetrics after(clock_);
+  after.jobs().RestoreCounts(CountsOf(history));
+  after.jobs().ReplayRetained(history);
+  ScrapeState state;
+  rendezvous::JobStatus done = LiveJob("train");
+  done.state = rendezvous::JobState::kSucceeded;
+  state.jobs.push_back(done);
+  const std::string text = after.Scrape(state);
+  // Training 10..99, 105..150 (the node loss), 153..200; lost 0..10, 99..105, 150..153.
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 181"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 19"));
 }
 
 // Counters come from the counts (every committed event, a removed job's

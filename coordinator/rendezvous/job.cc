@@ -776,9 +776,15 @@ void Job::Apply(const RestartDecision& decision) {
       StopAllWorkers(decision.reason);
       break;
     case RestartDecision::Action::kReviewHang:
-    case RestartDecision::Action::kStopThenFail:
-      StopAllWorkers(decision.reason);
+    case RestartDecision::Action::kStopThenFail: {
+      // At a hang, every node's stacks, taken before its workers stop: where
+      // the hung rank is, and where its peers wait for it.
+      const bool hang = decision.action == RestartDecision::Action::kReviewHang ||
+                        std::any_of(decision.recorded.begin(), decision.recorded.end(),
+                                    [](const FailureInfo& f) { return f.hang; });
+      StopAllWorkers(decision.reason, /*take_stacks=*/hang);
       break;
+    }
   }
 }
 
@@ -789,13 +795,13 @@ void Job::EmitRestarting(RestartCause cause, const std::string& reason, absl::Ti
   Publish(std::move(event));
 }
 
-void Job::StopAllWorkers(const std::string& reason) {
+void Job::StopAllWorkers(const std::string& reason, bool take_stacks) {
   state_ = JobState::kRestarting;
   round_.StopAwaitingMaster();
   stop_barrier_.Open(round_.members().by_rank, clock_->Now() + settings_.shutdown_timeout);
   MarkJobDirty();
   for (const std::string& node_id : stop_barrier_.Awaited()) {
-    Send(*membership_.Find(node_id), StopWorkers{round_.generation(), reason});
+    Send(*membership_.Find(node_id), StopWorkers{round_.generation(), reason, take_stacks});
   }
   MaybeFinishStopBarrier();
 }

@@ -304,7 +304,9 @@ class Job {
   void EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began);
   // RESTARTING: StopWorkers to every member; the barrier ends in
   // MaybeFinishStopBarrier.
-  void StopAllWorkers(const std::string& reason);
+  // take_stacks: a declared hang; each agent sends its workers' stacks
+  // before it stops them (session.proto StopWorkers).
+  void StopAllWorkers(const std::string& reason, bool take_stacks = false);
   void MaybeFinishStopBarrier();
   // A member other than `reporter` whose stream closed (or that went silent)
   // while its workers of this generation ran (earliest first), if any.

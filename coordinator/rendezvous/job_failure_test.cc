@@ -177,7 +177,9 @@ TEST(JobFailure, HangWithBudget_RestartNamesTheStoppedRankNotTheFirstReport) {
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(h.job().restart_count(), 1);
   EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 0);
-  EXPECT_EQ(testing::MessagesOf<StopWorkers>(h.outbox()).size(), 2u);
+  const std::vector<StopWorkers> stops = testing::MessagesOf<StopWorkers>(h.outbox());
+  ASSERT_EQ(stops.size(), 2u);
+  for (const StopWorkers& stop : stops) EXPECT_TRUE(stop.take_stacks);  // every node's stacks
   h.clock().Advance(absl::Milliseconds(300));
   WorkerExit stopped =
       Exit(1, 0, 0, "hang; process stopped when the group stop began", t - absl::Milliseconds(40),
@@ -209,6 +211,9 @@ TEST(JobFailure, ExitWithBudget_RestartingEventAtOnce) {
   h.ClearOutbox();
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "boom", h.clock().Now())).ok());
   EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 1);
+  for (const StopWorkers& stop : testing::MessagesOf<StopWorkers>(h.outbox())) {
+    EXPECT_FALSE(stop.take_stacks);  // no hang: no stacks, no delay
+  }
 }
 
 TEST(JobFailure, TwoFailuresAtOnce_OneRestart) {
@@ -365,6 +370,9 @@ TEST(JobFailure, BudgetSpent_HangWithOlderHeartbeat_IsRootCauseWithPid) {
   hung.set_hang(true);
   hung.set_pid(4242);
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), blocked).ok());
+  const std::vector<StopWorkers> stops = testing::MessagesOf<StopWorkers>(h.outbox());
+  ASSERT_EQ(stops.size(), 2u);
+  for (const StopWorkers& stop : stops) EXPECT_TRUE(stop.take_stacks);  // a hang, budget spent
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), hung).ok());
   h.ConfirmStops();
   ASSERT_EQ(h.job().state(), JobState::kFailed);

@@ -178,6 +178,7 @@ struct RequestMasterInfo {
 struct StopWorkers {
   Generation generation = 0;
   std::string reason;
+  bool take_stacks = false;  // a declared hang: stacks first (session.proto)
 };
 // The job ended: stop the workers and exit (non-zero unless kSucceeded).
 struct JobFinished {

@@ -241,6 +241,12 @@ grpc::ServerUnaryReactor* GrpcJobService::GetJobStacks(grpc::CallbackServerConte
   if (options_.stack_collector == nullptr) {
     return FinishNow(context, absl::UnimplementedError("this coordinator collects no stacks"));
   }
+  if (request->at_last_hang()) {
+    absl::StatusOr<v1::JobStacks> stacks =
+        options_.stack_collector->LastHangStacks(request->job_id());
+    if (stacks.ok()) *response = std::move(*stacks);
+    return FinishNow(context, stacks.status());
+  }
   constexpr int64_t kMaxTimeoutMs = 60'000;
   if (request->timeout_ms() < 0 || request->timeout_ms() > kMaxTimeoutMs) {
     return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(

@@ -354,6 +354,7 @@ struct BodyToProto {
     v1::StopWorkers* m = proto->mutable_stop_workers();
     m->set_generation(s.generation);
     m->set_reason(s.reason);
+    m->set_take_stacks(s.take_stacks);
   }
   void operator()(const rendezvous::JobFinished& f) const {
     v1::JobFinished* m = proto->mutable_job_finished();

@@ -10,6 +10,26 @@
 namespace ddp::session {
 namespace {
 
+// Sets `out`'s ranks (by global rank; a rank twice: the first kept) and their
+// groups by identical stack, the smallest group first.
+void AddRanksAndGroups(std::vector<v1::RankStack> ranks, v1::JobStacks& out) {
+  std::stable_sort(ranks.begin(), ranks.end(), [](const v1::RankStack& a, const v1::RankStack& b) {
+    return a.global_rank() < b.global_rank();
+  });
+  std::vector<RankStack> to_group;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0 && ranks[i].global_rank() == ranks[i - 1].global_rank()) continue;
+    to_group.push_back(
+        RankStack{ranks[i].global_rank(), ranks[i].node_id(), ranks[i].stack(), ranks[i].error()});
+    *out.add_ranks() = ranks[i];
+  }
+  for (const StackGroup& group : GroupStacks(to_group)) {
+    v1::StackGroup* g = out.add_groups();
+    for (int64_t rank : group.ranks) g->add_ranks(rank);
+    g->set_stack(group.stack);
+  }
+}
+
 std::string CutStack(const std::string& stack, size_t max_bytes) {
   if (stack.size() <= max_bytes) return stack;
   size_t cut = stack.rfind('\n', max_bytes);
@@ -98,6 +118,10 @@ void StackCollector::OnStacks(const std::string& job_id, const std::string& node
   std::optional<Pending> finished;
   {
     absl::MutexLock lock(&mu_);
+    if (stacks.request_id() == 0) {
+      KeepHangStacksLocked(job_id, node_id, stacks);
+      return;
+    }
     auto it = pending_.find(stacks.request_id());
     if (it == pending_.end() || it->second.job_id != job_id) return;  // late or foreign
     Pending& pending = it->second;
@@ -114,10 +138,7 @@ void StackCollector::OnStacks(const std::string& job_id, const std::string& node
           return k.global_rank() == w.global_rank();
         });
         if (seen) continue;
-        v1::WorkerStack kept = w;
-        kept.set_stack(CutStack(w.stack(), options_.max_stack_bytes));
-        kept.set_error(CutStack(w.error(), 1024));
-        n.workers.push_back(std::move(kept));
+        n.workers.push_back(Kept(w));
       }
     }
     if (CompleteLocked(pending)) {
@@ -126,6 +147,69 @@ void StackCollector::OnStacks(const std::string& job_id, const std::string& node
     }
   }
   if (finished) finished->done(Assemble(*finished));
+}
+
+v1::WorkerStack StackCollector::Kept(const v1::WorkerStack& w) const {
+  v1::WorkerStack kept = w;
+  kept.set_stack(CutStack(w.stack(), options_.max_stack_bytes));
+  kept.set_error(CutStack(w.error(), 1024));
+  return kept;
+}
+
+void StackCollector::KeepHangStacksLocked(const std::string& job_id, const std::string& node_id,
+                                          const v1::Stacks& stacks) {
+  const int64_t generation = stacks.header().generation();
+  auto it = hang_stacks_.find(job_id);
+  if (it != hang_stacks_.end() && generation < it->second.generation) return;  // a stale one
+  if (it == hang_stacks_.end() || generation > it->second.generation) {
+    if (it == hang_stacks_.end() &&
+        hang_stacks_.size() >= static_cast<size_t>(options_.max_jobs_with_hang_stacks)) {
+      auto oldest = hang_stacks_.begin();
+      for (auto j = hang_stacks_.begin(); j != hang_stacks_.end(); ++j) {
+        if (j->second.taken < oldest->second.taken) oldest = j;
+      }
+      hang_stacks_.erase(oldest);
+    }
+    HangStacks fresh;
+    fresh.generation = generation;
+    fresh.taken = clock_.Now();
+    it = hang_stacks_.insert_or_assign(job_id, std::move(fresh)).first;
+  }
+  std::vector<v1::WorkerStack>& kept = it->second.by_node[node_id];
+  kept.clear();
+  for (const v1::WorkerStack& w : stacks.workers()) {
+    if (kept.size() >= static_cast<size_t>(options_.max_workers_per_node)) break;
+    kept.push_back(Kept(w));
+  }
+}
+
+absl::StatusOr<v1::JobStacks> StackCollector::LastHangStacks(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = hang_stacks_.find(job_id);
+  if (it == hang_stacks_.end()) {
+    return absl::NotFoundError(absl::StrCat("no stacks of a hang of job '", job_id,
+                                            "' since this coordinator started (a hang's stacks "
+                                            "are kept in memory only)"));
+  }
+  v1::JobStacks out;
+  out.set_job_id(job_id);
+  out.set_generation(it->second.generation);
+  out.set_collected_unix_ms(absl::ToUnixMillis(it->second.taken));
+  std::vector<v1::RankStack> ranks;
+  for (const auto& [node_id, workers] : it->second.by_node) {
+    for (const v1::WorkerStack& w : workers) {
+      v1::RankStack r;
+      r.set_global_rank(w.global_rank());
+      r.set_node_id(node_id);
+      r.set_local_rank(w.local_rank());
+      r.set_pid(w.pid());
+      r.set_stack(w.stack());
+      if (w.stack().empty()) r.set_error(w.error().empty() ? "an empty stack" : w.error());
+      ranks.push_back(std::move(r));
+    }
+  }
+  AddRanksAndGroups(std::move(ranks), out);
+  return out;
 }
 
 void StackCollector::ExpireDue() {
@@ -187,19 +271,7 @@ v1::JobStacks StackCollector::Assemble(const Pending& pending) const {
       ranks.push_back(std::move(r));
     }
   }
-  std::sort(ranks.begin(), ranks.end(), [](const v1::RankStack& a, const v1::RankStack& b) {
-    return a.global_rank() < b.global_rank();
-  });
-  std::vector<RankStack> to_group;
-  for (const v1::RankStack& r : ranks) {
-    to_group.push_back(RankStack{r.global_rank(), r.node_id(), r.stack(), r.error()});
-    *out.add_ranks() = r;
-  }
-  for (const StackGroup& group : GroupStacks(to_group)) {
-    v1::StackGroup* g = out.add_groups();
-    for (int64_t rank : group.ranks) g->add_ranks(rank);
-    g->set_stack(group.stack);
-  }
+  AddRanksAndGroups(std::move(ranks), out);
   return out;
 }
 

@@ -18,6 +18,12 @@
 // range is dropped, stacks are cut to Options::max_stack_bytes, and answers
 // to unknown (finished) requests are ignored.
 //
+// At a declared hang every agent sends its workers' stacks on its own
+// (Stacks with request_id 0, session.proto StopWorkers.take_stacks), taken
+// before its workers stop: they are kept per job, for the newest generation
+// that hung (a later generation's replace them), in memory only, for the
+// newest Options::max_jobs_with_hang_stacks jobs (LastHangStacks).
+//
 // Thread-safety: thread-safe. `done` and SendRequest run without the lock
 // held (done on the thread that completed the collection: an agent's
 // session, the collector's "stack-deadline" thread, or Collect's caller
@@ -25,6 +31,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -48,6 +56,10 @@ class StackCollector {
     // Collections under way at once, all jobs together.
     int max_pending = 16;
     size_t max_stack_bytes = 64 << 10;  // per rank
+    // Jobs whose last hang's stacks are kept (the oldest hang dropped first),
+    // and the workers kept per node in them.
+    int max_jobs_with_hang_stacks = 256;
+    int max_workers_per_node = 1024;
   };
   // A member node of the generation: its ranks are
   // [global_rank_offset, global_rank_offset + nproc).
@@ -77,9 +89,16 @@ class StackCollector {
   absl::Status Collect(const std::string& job_id, int64_t generation, std::vector<Node> nodes,
                        absl::Duration timeout, Done done);
 
-  // An agent's Stacks (the session's job, node and incarnation).
+  // An agent's Stacks (the session's job, node and incarnation): an answer,
+  // or with request_id 0 its stacks at a declared hang.
   void OnStacks(const std::string& job_id, const std::string& node_id, uint64_t incarnation,
                 const v1::Stacks& stacks);
+
+  // The stacks the nodes sent when the job's last hang was declared, ranks
+  // grouped as Collect's answers (the nodes that sent none are not known
+  // here: missing_nodes is empty). Possible errors: NOT_FOUND (no hang's
+  // stacks kept for the job).
+  absl::StatusOr<v1::JobStacks> LastHangStacks(const std::string& job_id) const;
 
   // Completes the collections under way with what they have, stops the
   // thread; later Collect calls fail with UNAVAILABLE. Idempotent.
@@ -106,8 +125,19 @@ class StackCollector {
     Done done;
   };
 
+  // The stacks the nodes of one job sent at its last hang.
+  struct HangStacks {
+    int64_t generation = 0;
+    absl::Time taken;  // the first node's
+    std::map<std::string, std::vector<v1::WorkerStack>> by_node;
+  };
+
   // The answer of a finished collection.
   v1::JobStacks Assemble(const Pending& pending) const;
+  void KeepHangStacksLocked(const std::string& job_id, const std::string& node_id,
+                            const v1::Stacks& stacks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker's stack as kept: cut to the limits.
+  v1::WorkerStack Kept(const v1::WorkerStack& w) const;
   bool CompleteLocked(const Pending& pending) const;
   void DeadlineLoop();
 
@@ -115,9 +145,10 @@ class StackCollector {
   const Clock& clock_;
   const SendRequest send_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, HangStacks> hang_stacks_ ABSL_GUARDED_BY(mu_);
   bool quit_ ABSL_GUARDED_BY(mu_) = false;
   std::thread deadline_thread_;
 };

@@ -170,5 +170,59 @@ TEST_F(StackCollectorTest, RealClockDeadline_ThreadCompletes) {
   EXPECT_EQ(got->missing_nodes(0), "a");
 }
 
+// At a declared hang every agent sends its stacks unasked (request_id 0):
+// kept per job for the newest generation, grouped like an answer.
+TEST_F(StackCollectorTest, StacksAtHang_KeptPerJob_NewestGenerationGrouped) {
+  EXPECT_EQ(collector_.LastHangStacks("job").status().code(), absl::StatusCode::kNotFound);
+  v1::Stacks a = Answer(0, {{0, kAllReduce}, {1, kSleep}});
+  a.mutable_header()->set_generation(4);
+  v1::Stacks b = Answer(0, {{2, kAllReduce}, {3, kAllReduce}});
+  b.mutable_header()->set_generation(4);
+  collector_.OnStacks("job", "a", 11, a);
+  collector_.OnStacks("job", "b", 22, b);
+  absl::StatusOr<v1::JobStacks> got = collector_.LastHangStacks("job");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->generation(), 4);
+  ASSERT_EQ(got->ranks_size(), 4);
+  EXPECT_EQ(got->ranks(1).node_id(), "a");
+  EXPECT_EQ(got->ranks(2).node_id(), "b");
+  ASSERT_EQ(got->groups_size(), 2);
+  ASSERT_EQ(got->groups(0).ranks_size(), 1);  // the sleeping rank stands out
+  EXPECT_EQ(got->groups(0).ranks(0), 1);
+  EXPECT_EQ(got->groups(1).ranks_size(), 3);
+  EXPECT_TRUE(sent_.empty());  // nobody was asked
+  EXPECT_EQ(collector_.LastHangStacks("other").status().code(), absl::StatusCode::kNotFound);
+
+  // An older generation's late stacks change nothing; a newer hang replaces.
+  v1::Stacks stale = Answer(0, {{0, kSleep}});
+  stale.mutable_header()->set_generation(3);
+  collector_.OnStacks("job", "a", 11, stale);
+  EXPECT_EQ(collector_.LastHangStacks("job")->ranks_size(), 4);
+  v1::Stacks next = Answer(0, {{0, kSleep}});
+  next.mutable_header()->set_generation(5);
+  collector_.OnStacks("job", "a", 11, next);
+  got = collector_.LastHangStacks("job");
+  EXPECT_EQ(got->generation(), 5);
+  EXPECT_EQ(got->ranks_size(), 1);
+}
+
+TEST(StackCollectorLimits, StacksAtHang_OldestJobDroppedBeyondTheLimit) {
+  FakeClock clock;
+  StackCollector::Options options;
+  options.max_jobs_with_hang_stacks = 2;
+  options.max_workers_per_node = 1;
+  StackCollector collector(options, clock, [](auto&, auto&, uint64_t) { return true; });
+  for (const char* job : {"j1", "j2", "j3"}) {
+    v1::Stacks s;
+    s.mutable_header()->set_generation(1);
+    for (int rank = 0; rank < 3; ++rank) s.add_workers()->set_global_rank(rank);
+    collector.OnStacks(job, "a", 1, s);
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(collector.LastHangStacks("j1").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(collector.LastHangStacks("j3").ok());
+  EXPECT_EQ(collector.LastHangStacks("j3")->ranks_size(), 1);  // max_workers_per_node
+}
+
 }  // namespace
 }  // namespace ddp::session

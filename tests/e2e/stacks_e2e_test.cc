@@ -48,32 +48,70 @@ class StacksE2eTest : public TrainingE2eTest {
     return script;
   }
 
-  AgentProcess& StartNode(const std::string& node, const std::string& script) {
-    return Launch(node, {"--coordinator",
-                         coordinator_->address(),
-                         "--job",
-                         kJob,
-                         "--node-id",
-                         node,
-                         "--local-addr",
-                         "127.0.0.1",
-                         "--log-dir",
-                         Path("logs"),
-                         "--rdzv-conf",
-                         "last_call_timeout=1,join_timeout=120",
-                         "--nnodes",
-                         "2",
-                         "--nproc-per-node",
-                         "2",
-                         "--max-restarts",
-                         "0",
-                         "--worker-heartbeat-timeout",
-                         "10",
-                         "--monitor-interval",
-                         "0.2",
-                         "--shutdown-timeout",
-                         "3",
-                         script});
+  // The same training, unmodified: no heartbeat file, no SDK; each step
+  // computes for 0.1 s.
+  std::string WriteUnmodifiedScript() const {
+    const std::string script = Path("plain.py");
+    std::ofstream(script) << "import os, time\n"
+                             "import torch, torch.distributed as dist\n"
+                             "d = '"
+                          << dir_
+                          << "'\n"
+                             "dist.init_process_group('gloo')\n"
+                             "rank = dist.get_rank()\n"
+                             "x = torch.randn(64, 64)\n"
+                             "def stuck_in_step(step):\n"
+                             "    t0 = time.time()\n"
+                             "    while time.time() - t0 < 0.1: torch.mm(x, x)\n"
+                             "    if rank == 1 and os.path.exists(d + '/sleep'):\n"
+                             "        time.sleep(600)\n"
+                             "    t = torch.ones(1)\n"
+                             "    dist.all_reduce(t)\n"
+                             "step = 0\n"
+                             "while True:\n"
+                             "    stuck_in_step(step)\n"
+                             "    step += 1\n"
+                             "    if step == 5: open(f'{d}/running_r{rank}', 'w').close()\n";
+    return script;
+  }
+
+  bool AllRanksRunning() const {
+    for (int rank = 0; rank < 4; ++rank) {
+      struct stat st;
+      if (stat(Path(absl::StrCat("running_r", rank)).c_str(), &st) != 0) return false;
+    }
+    return true;
+  }
+
+  // Extra flags go before the script (the defaults otherwise: the hang
+  // timeout among them).
+  AgentProcess& StartNode(const std::string& node, const std::string& script,
+                          std::vector<std::string> extra = {"--worker-heartbeat-timeout", "10"}) {
+    std::vector<std::string> args = {"--coordinator",
+                                     coordinator_->address(),
+                                     "--job",
+                                     kJob,
+                                     "--node-id",
+                                     node,
+                                     "--local-addr",
+                                     "127.0.0.1",
+                                     "--log-dir",
+                                     Path("logs"),
+                                     "--rdzv-conf",
+                                     "last_call_timeout=1,join_timeout=120",
+                                     "--nnodes",
+                                     "2",
+                                     "--nproc-per-node",
+                                     "2",
+                                     "--max-restarts",
+                                     "0",
+                                     "--monitor-interval",
+                                     "0.2",
+                                     "--shutdown-timeout",
+                                     "3"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(script);
+    return Launch(node, args);
   }
 
   std::string Ddpctl(const std::string& args) const {
@@ -88,16 +126,7 @@ TEST_F(StacksE2eTest, OneRankSleeps_NamedAloneAtItsFrame_OthersInAllReduce) {
   const std::string script = WriteScript();
   StartNode("node-a", script);
   StartNode("node-b", script);
-  ASSERT_TRUE(PollUntil(
-      [&] {
-        for (int rank = 0; rank < 4; ++rank) {
-          struct stat st;
-          if (stat(Path(absl::StrCat("running_r", rank)).c_str(), &st) != 0) return false;
-        }
-        return true;
-      },
-      kBound))
-      << Logs();
+  ASSERT_TRUE(PollUntil([&] { return AllRanksRunning(); }, kBound)) << Logs();
   std::ofstream(Path("sleep")) << "";
   absl::SleepFor(absl::Seconds(2));  // every rank reaches its waiting place
 
@@ -129,6 +158,42 @@ TEST_F(StacksE2eTest, OneRankSleeps_NamedAloneAtItsFrame_OthersInAllReduce) {
       kBound))
       << Ddpctl("jobs get train") << Logs();
   EXPECT_TRUE(absl::StrContains(Logs(), "in stuck_in_step")) << Logs();
+}
+
+// Issue 25, points 2 and 3: the same hang in an unmodified script (no
+// heartbeat file, no SDK) is found with ddp-client's default --hang-timeout
+// (the workers' CPU and I/O), and every node's stacks are taken before the
+// workers are stopped: `ddpctl jobs stacks --at-hang` names rank 1 alone at
+// its sleeping frame, ranks 0, 2 and 3 together in all_reduce.
+TEST_F(StacksE2eTest, UnmodifiedScript_HangFoundByDefault_EveryNodesStacksAtTheHang) {
+  StartCoordinator();
+  const std::string script = WriteUnmodifiedScript();
+  StartNode("node-a", script, {});
+  StartNode("node-b", script, {});
+  ASSERT_TRUE(PollUntil([&] { return AllRanksRunning(); }, kBound)) << Logs();
+  const absl::Time slept = absl::Now();
+  std::ofstream(Path("sleep")) << "";
+  ASSERT_TRUE(PollUntil(
+      [&] { return absl::StrContains(Ddpctl("--json jobs get train"), "\"FAILED\""); }, kBound))
+      << Ddpctl("jobs get train") << Logs();
+  std::cout << "hang found and the job stopped " << absl::FormatDuration(absl::Now() - slept)
+            << " after the sleep began\n";
+  const std::string job = Ddpctl("jobs get train");
+  EXPECT_TRUE(absl::StrContains(job, "no CPU or I/O for")) << job;
+
+  const std::string stacks = Ddpctl("jobs stacks train --at-hang");
+  std::cout << "ddpctl jobs stacks --at-hang:\n" << stacks;
+  const size_t alone = stacks.find("rank 1 (node node-");
+  const size_t together = stacks.find("ranks 0,2,3:");
+  ASSERT_NE(alone, std::string::npos) << stacks << Logs();
+  ASSERT_NE(together, std::string::npos) << stacks;
+  EXPECT_LT(alone, together) << stacks;
+  const std::string sleeping = stacks.substr(alone, together - alone);
+  EXPECT_TRUE(absl::StrContains(sleeping, "line 11 in stuck_in_step")) << stacks;
+  EXPECT_FALSE(absl::StrContains(sleeping, "all_reduce")) << stacks;
+  const std::string waiting = stacks.substr(together);
+  EXPECT_TRUE(absl::StrContains(waiting, "in all_reduce")) << stacks;
+  EXPECT_TRUE(absl::StrContains(waiting, "line 13 in stuck_in_step")) << stacks;
 }
 
 }  // namespace

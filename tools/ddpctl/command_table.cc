@@ -237,12 +237,16 @@ const std::vector<CommandSpec>& CommandTable() {
        "Show the Python stack of every worker of running job JOB, ranks grouped by stack",
        {{"JOB", "Job id"}},
        {{"wait", FlagKind::kDuration, "DURATION",
-         "How long the coordinator waits for the nodes' answers (default 5s, at most 60s)"}},
+         "How long the coordinator waits for the nodes' answers (default 5s, at most 60s)"},
+        {"at-hang", FlagKind::kBool, "",
+         "The stacks every node took when the job's last hang was declared, before the stop"}},
        "Every agent signals its workers (SIGUSR2: faulthandler, registered by the\n"
        "agent's sitecustomize.py; the workers pause for a moment). The smallest\n"
        "group comes first: a rank that is somewhere else stands out. Nodes that\n"
        "do not answer in time are named; their ranks show 'no stack'.\n"
-       "A job that is not RUNNING exits 1 with FAILED_PRECONDITION."},
+       "A job that is not RUNNING exits 1 with FAILED_PRECONDITION. With --at-hang,\n"
+       "nobody is asked: any job state; NOT_FOUND when no hang was declared since\n"
+       "the coordinator started (kept in its memory)."},
       {"snapshot",
        "save",
        "Save a consistent copy of the coordinator's database to FILE",

@@ -143,6 +143,7 @@ grpc::Status JobsStacks(CommandContext& c) {
         absl::StrCat("--wait=", c.invocation.FlagString("wait"), " must be in (0s, 60s]")));
   }
   request.set_timeout_ms(absl::ToInt64Milliseconds(wait));
+  request.set_at_last_hang(c.invocation.HasFlag("at-hang"));
   return c.CallAndPrint(
       c.jobs, &v1::JobService::Stub::GetJobStacks, request,
       [](std::ostream& out, const v1::JobStacks& stacks) { out << JobStacksText(stacks); }, wait);
