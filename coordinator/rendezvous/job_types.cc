@@ -57,6 +57,8 @@ const char* RestartCauseName(RestartCause cause) {
       return "scale";
     case RestartCause::kOperator:
       return "operator";
+    case RestartCause::kDrain:
+      return "drain";
     case RestartCause::kNone:
       break;
   }
@@ -81,6 +83,8 @@ const char* JobEventTypeName(JobEventType type) {
       return "job_finished";
     case JobEventType::kJobUpdated:
       return "job_updated";
+    case JobEventType::kNodeDraining:
+      return "node_draining";
   }
   return "unknown";
 }

@@ -115,6 +115,8 @@ v1::JobEvent::Type JobEventTypeToProto(JobEventType type) {
       return v1::JobEvent::JOB_FINISHED;
     case JobEventType::kJobUpdated:
       return v1::JobEvent::JOB_UPDATED;
+    case JobEventType::kNodeDraining:
+      return v1::JobEvent::NODE_DRAINING;
   }
   return v1::JobEvent::TYPE_UNSPECIFIED;
 }
@@ -129,7 +131,8 @@ void JobEventToProto(const rendezvous::JobEvent& e, v1::JobEvent* proto) {
   proto->set_message(e.message);
   if (e.failure) FailureToProto(*e.failure, proto->mutable_failure());
   static_assert(
-      static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
+      static_cast<int>(rendezvous::RestartCause::kDrain) == v1::DRAIN &&
+          static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
           static_cast<int>(rendezvous::RestartCause::kWorkerFailure) == v1::WORKER_FAILURE,
       "RestartCause numbers are jobs.proto's");
   proto->set_restart_cause(static_cast<v1::RestartCause>(e.restart_cause));
@@ -386,6 +389,14 @@ struct BodyToProto {
   }
   void operator()(const rendezvous::NodeDismissed& d) const {
     proto->mutable_node_dismissed()->set_reason(d.reason);
+    proto->mutable_node_dismissed()->set_drained(d.drained);
+  }
+  void operator()(const rendezvous::DrainNotice& d) const {
+    v1::DrainNotice* m = proto->mutable_drain_notice();
+    m->set_generation(d.generation);
+    m->set_node_id(d.node_id);
+    m->set_leave_at_unix_ms(ToUnixMs(d.leaves_at));
+    m->set_reason(d.reason);
   }
   void operator()(const rendezvous::Notice& n) const {
     proto->mutable_notice()->set_message(n.message);
