@@ -1083,14 +1083,14 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
   }
   for (const auto& [id, speed] : excluded) {
     if (state_ != JobState::kRunning) break;  // the first one restarts the generation
-    (void)membership_.Exclude(id);  // a full list still drains it
+    (void)membership_.Exclude(id);            // a full list still drains it
     MarkJobDirty();
-    (void)DrainNode(id, now,
-                    absl::StrCat("straggler: a rank ran at ", absl::StrFormat("%.2f", speed),
-                                 " of the median speed for ",
-                                 absl::FormatDuration(settings_.straggler_exclude_after),
-                                 " (straggler_exclude_factor ", settings_.straggler_exclude_factor,
-                                 ")"));
+    (void)DrainNode(
+        id, now,
+        absl::StrCat("straggler: a rank ran at ", absl::StrFormat("%.2f", speed),
+                     " of the median speed for ",
+                     absl::FormatDuration(settings_.straggler_exclude_after),
+                     " (straggler_exclude_factor ", settings_.straggler_exclude_factor, ")"));
   }
 }
 

@@ -171,6 +171,7 @@ class Job {
     const Node* node = membership_.Find(node_id);
     return node != nullptr && node->record.incarnation == incarnation;
   }
+  bool HasNode(const std::string& node_id) const { return membership_.Find(node_id) != nullptr; }
   JobStatus Status(bool include_nodes) const;
   // Events with index > after_index still retained, oldest first, at most
   // `limit`. Possible errors: OUT_OF_RANGE when events after `after_index` were

@@ -185,6 +185,10 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
       out->set_straggler(p.straggler);
       for (const auto& [name, value] : p.metrics) (*out->mutable_metrics())[name] = value;
     }
+    if (n.leaves_at) {
+      m->set_leaves_at_unix_ms(ToUnixMs(*n.leaves_at));
+      m->set_drain_reason(n.drain_reason);
+    }
   };
   int64_t offset = 0;
   for (const rendezvous::NodeStatus* n : members) {
@@ -314,6 +318,18 @@ absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
     out.push_back(std::move(progress));
   }
   return out;
+}
+
+absl::StatusOr<absl::Time> LeaveAtFromProto(int64_t leave_at_unix_ms,
+                                            const rendezvous::RendezvousLimits& limits,
+                                            absl::Time now) {
+  const absl::Time latest = now + limits.max_timeout;
+  if (leave_at_unix_ms <= 0 || leave_at_unix_ms > absl::ToUnixMillis(latest)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "leave_at_unix_ms=", leave_at_unix_ms, " is out of range: it must be > 0 and at most ",
+        absl::FormatDuration(limits.max_timeout), " from now (", absl::ToUnixMillis(latest), ")"));
+  }
+  return std::max(now, absl::FromUnixMillis(leave_at_unix_ms));
 }
 
 absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
