@@ -322,6 +322,9 @@ void Agent::HandleRegistered(const RegisteredEvent& event) {
       for (const WorkerExit& exit : exits_) {
         if (!exit.knock_on()) ReportExit(exit);
       }
+      // So may a departure's: both are idempotent.
+      if (own_leave_at_) SendPreempted();
+      if (ready_reported_ && notice_generation_ == generation_) SendReadyToLeave();
     }
     return;
   }
@@ -699,9 +702,7 @@ void Agent::PollPreemption() {
     if (AllReadyToLeave(ready_files)) {
       DDP_LOG(INFO) << "every local worker of generation " << generation_
                     << " is ready to leave; telling the coordinator";
-      v1::AgentMessage ready;
-      ready.mutable_ready_to_leave()->mutable_header()->set_generation(generation_);
-      link_->Send(std::move(ready));
+      SendReadyToLeave();
       ready_reported_ = true;
     }
   }
@@ -714,11 +715,21 @@ void Agent::BeginLeaving(absl::Duration grace, const std::string& reason, int si
   DDP_LOG(WARNING) << reason << ": this node leaves the job within " << absl::FormatDuration(grace)
                    << "; its workers get the preemption notice (a second SIGTERM stops them now)";
   NoticeWorkers(options_.launch.node_id, *own_leave_at_, reason);
+  SendPreempted();
+}
+
+void Agent::SendPreempted() {
   v1::AgentMessage preempted;
   preempted.mutable_preempted()->mutable_header()->set_generation(generation_);
   preempted.mutable_preempted()->set_leave_at_unix_ms(absl::ToUnixMillis(*own_leave_at_));
-  preempted.mutable_preempted()->set_reason(reason);
+  preempted.mutable_preempted()->set_reason(own_leave_reason_);
   link_->Send(std::move(preempted));
+}
+
+void Agent::SendReadyToLeave() {
+  v1::AgentMessage ready;
+  ready.mutable_ready_to_leave()->mutable_header()->set_generation(generation_);
+  link_->Send(std::move(ready));
 }
 
 void Agent::NoticeWorkers(const std::string& node_id, absl::Time leaves_at,

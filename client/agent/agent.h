@@ -231,6 +231,9 @@ class Agent : public SessionEvents {
   // A new generation starts: no notice is out any more (one of this node's
   // own departure is given again).
   void ResetNotice();
+  // The messages of a departure (sent again after a resume: both idempotent).
+  void SendPreempted();
+  void SendReadyToLeave();
   void HandleDrainNotice(const v1::DrainNotice& notice);
   void HandleNodeDismissed(const v1::NodeDismissed& dismissed);
 

@@ -196,7 +196,7 @@ std::string JobText(const v1::Job& job) {
                                 {"heartbeat-interval", MsText(s.heartbeat_interval_ms())},
                                 {"heartbeat-timeout", MsText(s.heartbeat_timeout_ms())},
                                 {"shutdown-timeout", MsText(s.shutdown_timeout_ms())},
-                                {"straggler-exclusion",
+                                {"straggler-exclude",
                                  s.straggler_exclude_factor() == 0
                                      ? "off"
                                      : absl::StrCat(s.straggler_exclude_factor(), "x for ",
