@@ -62,7 +62,12 @@ JobSettings RequestedSettings(const v1::JobSettings& request) {
   if (request.min_nodes() != 0) filled.set_max_nodes(request.min_nodes());
   // Set fields win over the defaults (proto3 merges only non-zero scalars).
   filled.MergeFrom(request);
-  return SettingsFromProto(filled);
+  JobSettings settings = SettingsFromProto(filled);
+  if (settings.straggler_exclude_factor != 0 &&
+      settings.straggler_exclude_after == absl::ZeroDuration()) {
+    settings.straggler_exclude_after = kDefaultStragglerExcludeAfter;
+  }
+  return settings;
 }
 
 WorkerLease LeaseFor(const JobSettings& settings) {

@@ -44,6 +44,7 @@ struct RendezvousLimits {
 // 1.1 normal jitter would exclude nodes; above 100 nothing would be.
 inline constexpr double kMinStragglerExcludeFactor = 1.1;
 inline constexpr double kMaxStragglerExcludeFactor = 100;
+inline constexpr absl::Duration kDefaultStragglerExcludeAfter = absl::Seconds(60);
 
 struct JobSettings {
   int min_nodes = 1;
@@ -68,9 +69,10 @@ struct JobSettings {
   absl::Duration shutdown_timeout = absl::Seconds(30);
   // The straggler exclusion policy (stragglers.h): 0 keeps it off; otherwise a
   // member with a rank slower than 1 / factor of the median for
-  // straggler_exclude_after is drained at once (no budget spent).
+  // straggler_exclude_after is drained at once (no budget spent). A request
+  // that turns it on without a duration gets kDefaultStragglerExcludeAfter.
   double straggler_exclude_factor = 0;
-  absl::Duration straggler_exclude_after = absl::Seconds(60);
+  absl::Duration straggler_exclude_after = absl::ZeroDuration();
 
   friend bool operator==(const JobSettings& a, const JobSettings& b) {
     return a.min_nodes == b.min_nodes && a.max_nodes == b.max_nodes &&
@@ -106,7 +108,8 @@ void SettingsToProto(const JobSettings& settings, v1::JobSettings* proto);
 JobSettings SettingsFromProto(const v1::JobSettings& proto);
 // A request's settings: proto3 cannot tell "unset" from 0, so an unset (zero)
 // field takes JobSettings' default, max_nodes takes min_nodes, and max_restarts
-// stays 0 ("none"). Validate the result (ValidateJobSettings).
+// stays 0 ("none"); a straggler policy turned on without a duration gets
+// kDefaultStragglerExcludeAfter. Validate the result (ValidateJobSettings).
 JobSettings RequestedSettings(const v1::JobSettings& proto);
 
 // Checks every field against `limits`:

@@ -65,8 +65,9 @@ TEST(RequestedSettings, StragglerExclusion_RoundTripsAndDefaultsOff) {
   v1::JobSettings proto;
   JobSettings s = RequestedSettings(proto);
   EXPECT_EQ(s.straggler_exclude_factor, 0);
-  EXPECT_EQ(s.straggler_exclude_after, absl::Seconds(60));
+  EXPECT_EQ(s.straggler_exclude_after, absl::ZeroDuration());
   proto.set_straggler_exclude_factor(1.4);
+  EXPECT_EQ(RequestedSettings(proto).straggler_exclude_after, kDefaultStragglerExcludeAfter);
   proto.set_straggler_exclude_after_ms(5000);
   s = RequestedSettings(proto);
   EXPECT_EQ(s.straggler_exclude_factor, 1.4);
