@@ -326,6 +326,32 @@ const std::vector<Flag>& Flags() {
        true,
        "",
        [](V f, V v, H, O o) { return ParseDuration(f, v, false, &o->shutdown_timeout); }},
+      {{"--preemption-grace"},
+       true,
+       "DDP_PREEMPTION_GRACE",
+       [](V f, V v, H, O o) { return ParseDuration(f, v, true, &o->preemption_grace); }},
+      {{"--preemption-notice-file"},
+       true,
+       "DDP_PREEMPTION_NOTICE_PATH",
+       [](V f, V v, H, O o) { return ParseNonBlank(f, v, PATH_MAX, &o->preemption_notice_file); }},
+      {{"--straggler-exclude-factor"},
+       true,
+       "",
+       [](V f, V v, H, O o) {
+         double factor = 0;
+         if (!absl::SimpleAtod(v, &factor) || !(factor == 0 || (factor >= 1.1 && factor <= 100))) {
+           return absl::InvalidArgumentError(
+               absl::StrCat(f, "=", v,
+                            " must be 0 (off) or a number in [1.1, 100] (how many times slower "
+                            "than the median a rank may be)"));
+         }
+         o->straggler_exclude_factor = factor;
+         return absl::OkStatus();
+       }},
+      {{"--straggler-exclude-after"},
+       true,
+       "",
+       [](V f, V v, H, O o) { return ParseDuration(f, v, false, &o->straggler_exclude_after); }},
       {{"--connect-timeout"},
        true,
        "",

@@ -124,7 +124,17 @@ struct LaunchOptions {
   absl::Duration hang_timeout = absl::Seconds(10);
   // How often the workers' progress files are read (progress_reader.h).
   absl::Duration progress_interval = absl::Seconds(5);
-  absl::Duration shutdown_timeout = absl::Seconds(30);  // SIGTERM -> SIGKILL
+  absl::Duration shutdown_timeout = absl::Seconds(30);         // SIGTERM -> SIGKILL
+  // --preemption-grace: a SIGTERM to the agent gives the workers this long
+  // to checkpoint (client/agent/agent.h); 0: it stops them at once.
+  absl::Duration preemption_grace = absl::ZeroDuration();
+  // --preemption-notice-file: a file the cloud's agent creates before the
+  // machine is reclaimed; empty: none watched.
+  std::string preemption_notice_file;
+  // --straggler-exclude-factor / --straggler-exclude-after: the job's
+  // straggler exclusion policy (JobSettings, jobs.proto); 0: off.
+  double straggler_exclude_factor = 0;
+  absl::Duration straggler_exclude_after = absl::Seconds(60);
   // --connect-timeout: how long the first registration retries an unreachable
   // coordinator before the agent gives up (exit 2).
   absl::Duration connect_timeout = absl::Seconds(60);

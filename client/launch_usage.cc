@@ -127,6 +127,25 @@ Workers
                                   message per node that often. Default: 5.
   --shutdown-timeout SECONDS      SIGTERM to each worker's process group, SIGKILL after
                                   this long. Default: 30.
+  --preemption-grace SECONDS      A SIGTERM to the agent while workers run does not stop
+                                  them: the job learns this node leaves within SECONDS,
+                                  every worker gets the preemption notice
+                                  (ddp_coordinator.preemption_pending()) and the job goes
+                                  on without the node once every worker called
+                                  ddp_coordinator.ready_to_leave(), or after SECONDS.
+                                  No restart is counted. A second SIGTERM stops at once.
+                                  Default: 0 (stop at once, as torchrun)
+                                  ($DDP_PREEMPTION_GRACE).
+  --preemption-notice-file PATH   The cloud's preemption notice: when PATH appears, as a
+                                  SIGTERM with the grace it holds (whole seconds), else
+                                  --preemption-grace, else 30 s; the agent then exits 4
+                                  ($DDP_PREEMPTION_NOTICE_PATH).
+  --straggler-exclude-factor F    The job's straggler policy: a node with a rank slower
+                                  than 1/F of the median speed for
+                                  --straggler-exclude-after is drained and excluded, no
+                                  restart counted. F in [1.1, 100]; 0: off. Default: 0.
+  --straggler-exclude-after SECONDS
+                                  How long a rank must stay that slow. Default: 60.
 
 Logs
   --log-dir DIR                   Base directory; each run writes

@@ -45,6 +45,13 @@ EnvMap BuildWorkerEnv(const v1::Assignment& a, const WorkerEnvContext& c, int lo
   env["DDP_PROGRESS_FILE"] = files.progress_file;
   env["DDP_STACK_DUMP_FILE"] = files.stack_dump_file;
   if (!c.token.empty()) env["DDP_TOKEN"] = c.token;
+  if (c.preemption_notice_file.empty()) {
+    env.erase("DDP_PREEMPTION_NOTICE_FILE");
+    env.erase("DDP_PREEMPTION_READY_FILE");
+  } else {
+    env["DDP_PREEMPTION_NOTICE_FILE"] = c.preemption_notice_file;
+    env["DDP_PREEMPTION_READY_FILE"] = files.ready_to_leave_file;
+  }
   if (c.lease_file.empty()) {
     env.erase("DDP_LEASE_FILE");
   } else {
@@ -72,6 +79,7 @@ bool ChangesEveryGeneration(const std::string& key) {
                                 "DDP_HEARTBEAT_FILE",
                                 "DDP_PROGRESS_FILE",
                                 "DDP_STACK_DUMP_FILE",
+                                "DDP_PREEMPTION_READY_FILE",
                                 "DDP_NCCL_UNIQUE_ID",
                                 "TORCHELASTIC_RESTART_COUNT",
                                 "TORCHELASTIC_ERROR_FILE"};

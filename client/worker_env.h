@@ -43,6 +43,9 @@ struct WorkerEnvContext {
   // The agent's bearer token (DDP_TOKEN), for workers that call the
   // coordinator; empty: none.
   std::string token;
+  // DDP_PREEMPTION_NOTICE_FILE (client/preemption_notice.h); empty: none
+  // (then DDP_PREEMPTION_READY_FILE is unset too).
+  std::string preemption_notice_file;
 };
 
 // `base` (usually CurrentEnvironment()) overlaid with the worker's variables.

@@ -25,6 +25,7 @@ WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int l
   files.heartbeat_file = files.dir + "/heartbeat";
   files.progress_file = files.dir + "/progress.json";
   files.stack_dump_file = files.dir + "/stacks";
+  files.ready_to_leave_file = files.dir + "/ready_to_leave";
   return files;
 }
 

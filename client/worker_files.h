@@ -13,6 +13,9 @@
 //       report_progress writes it)
 //       stacks                   (DDP_STACK_DUMP_FILE; faulthandler writes
 //       every thread's stack there on SIGUSR2, client/stack_dump.h)
+//       ready_to_leave           (DDP_PREEMPTION_READY_FILE; the worker's
+//       ready_to_leave() creates it after a preemption notice)
+//   RUN_DIR/preemption_notice.json (DDP_PREEMPTION_NOTICE_FILE, every worker)
 //
 // Thread-safety: pure functions / plain values.
 
@@ -31,6 +34,9 @@ struct WorkerFiles {
   std::string heartbeat_file;
   std::string progress_file;  // DDP_PROGRESS_FILE (progress_reader.h)
   std::string stack_dump_file;
+  // DDP_PREEMPTION_READY_FILE: ddp_coordinator.ready_to_leave() creates it
+  // (client/preemption_notice.h).
+  std::string ready_to_leave_file;
 };
 
 WorkerFiles WorkerFilesFor(const std::string& run_dir, int64_t generation, int local_rank);

@@ -11,6 +11,7 @@
 #include "client/free_port.h"
 #include "client/launcher_error_file.h"
 #include "client/nccl_unique_id.h"
+#include "client/preemption_notice.h"
 #include "client/worker_failure.h"
 #include "client/worker_files.h"
 #include "common/logging.h"
@@ -138,6 +139,7 @@ Agent::Agent(AgentOptions options, const Clock& clock, CoordinatorLink* link)
       link_(link),
       progress_(clock_, options_.progress),
       shutdown_timeout_(options_.launch.shutdown_timeout),
+      notice_file_(options_.run_dir.empty() ? "" : options_.run_dir + "/preemption_notice.json"),
       lease_file_(options_.run_dir.empty() ? "" : options_.run_dir + "/lease.json") {
   lease_ = std::make_unique<WorkerLease>(
       monotonic_clock_, WorkerLease::Options{lease_file_},
@@ -179,14 +181,27 @@ bool Agent::Post(Event event) {
 int Agent::Run() {
   while (!exit_code_) {
     Event event;
+    bool polled = false;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](std::deque<Event>* q) { return !q->empty(); }, &queue_));
-      event = std::move(queue_.front());
-      queue_.pop_front();
+      const absl::Condition has_event(
+          +[](std::deque<Event>* q) { return !q->empty(); }, &queue_);
+      const absl::Duration poll = PreemptionPollInterval();
+      if (poll == absl::InfiniteDuration()) {
+        mu_.Await(has_event);
+      } else {
+        polled = !mu_.AwaitWithTimeout(has_event, poll);
+      }
+      if (!polled) {
+        event = std::move(queue_.front());
+        queue_.pop_front();
+      }
     }
-    Handle(event);
+    if (polled) {
+      PollPreemption();
+    } else {
+      Handle(event);
+    }
   }
   StopWorkers("the agent is exiting");
   std::deque<Event> rest;
@@ -269,6 +284,12 @@ void Agent::Handle(Event& event) {
     StopWorkers("the session with the coordinator failed");
     Finish(kExitCoordinatorError);
   } else if (auto* sig = std::get_if<SignalEvent>(&event)) {
+    const absl::Duration grace = options_.launch.preemption_grace;
+    if (sig->signal == SIGTERM && grace > absl::ZeroDuration() && !own_leave_at_ &&
+        generation_ != 0) {
+      BeginLeaving(grace, "the agent received SIGTERM", sig->signal);
+      return;
+    }
     DDP_LOG(WARNING) << "received signal " << sig->signal
                      << "; stopping the workers and leaving the job";
     // As torchrun: the workers get the signal the agent got (Ctrl-C arrives
@@ -301,6 +322,9 @@ void Agent::HandleRegistered(const RegisteredEvent& event) {
       for (const WorkerExit& exit : exits_) {
         if (!exit.knock_on()) ReportExit(exit);
       }
+      // So may a departure's: both are idempotent.
+      if (own_leave_at_) SendPreempted();
+      if (ready_reported_ && notice_generation_ == generation_) SendReadyToLeave();
     }
     return;
   }
@@ -328,10 +352,10 @@ void Agent::HandleMessage(const v1::CoordinatorMessage& message) {
       HandleJobFinished(message.job_finished());
       break;
     case v1::CoordinatorMessage::kNodeDismissed:
-      DDP_LOG(ERROR) << "the coordinator dismissed this node: "
-                     << message.node_dismissed().reason();
-      StopWorkers("node dismissed");
-      Finish(kExitJobFailed);
+      HandleNodeDismissed(message.node_dismissed());
+      break;
+    case v1::CoordinatorMessage::kDrainNotice:
+      HandleDrainNotice(message.drain_notice());
       break;
     case v1::CoordinatorMessage::kNotice:
       DDP_LOG(WARNING) << "from the coordinator: " << message.notice().message();
@@ -370,6 +394,8 @@ void Agent::StartWorkers(const v1::Assignment& p) {
   }
   ran_workers_ = true;
   generation_ = p.generation();
+  local_world_size_ = p.local_world_size();
+  ResetNotice();
   exits_.clear();
   hang_stacks_.reset();
   link_->SetGeneration(generation_);
@@ -650,5 +676,124 @@ std::vector<WorkerState> Agent::StopWorkers(const std::string& why, int first_si
 }
 
 void Agent::Finish(int exit_code) { exit_code_ = exit_code; }
+
+// ---- Drain and preemption ----
+
+absl::Duration Agent::PreemptionPollInterval() const {
+  const bool watching = (!options_.launch.preemption_notice_file.empty() && !cloud_notice_seen_) ||
+                        own_leave_at_.has_value() || (notice_generation_ != 0 && !ready_reported_);
+  return watching ? options_.launch.monitor_interval : absl::InfiniteDuration();
+}
+
+void Agent::PollPreemption() {
+  const std::string& cloud_file = options_.launch.preemption_notice_file;
+  if (!cloud_file.empty() && !cloud_notice_seen_) {
+    const absl::Duration fallback = options_.launch.preemption_grace > absl::ZeroDuration()
+                                        ? options_.launch.preemption_grace
+                                        : kDefaultCloudNoticeGrace;
+    if (std::optional<absl::Duration> grace = ReadCloudNotice(cloud_file, fallback)) {
+      cloud_notice_seen_ = true;
+      if (!own_leave_at_) {
+        BeginLeaving(*grace, absl::StrCat("the preemption notice file ", cloud_file, " appeared"),
+                     0);
+      }
+    }
+  }
+  if (own_leave_at_ && clock_.Now() >= *own_leave_at_) {
+    DDP_LOG(WARNING) << "the preemption grace is over: stopping the workers and leaving the job";
+    StopWorkers("preemption deadline", leave_signal_ != 0 ? leave_signal_ : SIGTERM);
+    v1::AgentMessage leave;
+    leave.mutable_leave()->mutable_header()->set_generation(generation_);
+    leave.mutable_leave()->set_reason(absl::StrCat("preempted: ", own_leave_reason_));
+    link_->Send(std::move(leave));
+    Finish(leave_signal_ != 0 ? kExitSignalBase + leave_signal_ : kExitDrained);
+    return;
+  }
+  if (notice_generation_ != 0 && notice_generation_ == generation_ && !ready_reported_) {
+    std::vector<std::string> ready_files;
+    for (int local_rank = 0; local_rank < local_world_size_; ++local_rank) {
+      ready_files.push_back(
+          WorkerFilesFor(options_.run_dir, generation_, local_rank).ready_to_leave_file);
+    }
+    if (AllReadyToLeave(ready_files)) {
+      DDP_LOG(INFO) << "every local worker of generation " << generation_
+                    << " is ready to leave; telling the coordinator";
+      SendReadyToLeave();
+      ready_reported_ = true;
+    }
+  }
+}
+
+void Agent::BeginLeaving(absl::Duration grace, const std::string& reason, int signal) {
+  own_leave_at_ = clock_.Now() + grace;
+  own_leave_reason_ = reason;
+  leave_signal_ = signal;
+  DDP_LOG(WARNING) << reason << ": this node leaves the job within " << absl::FormatDuration(grace)
+                   << "; its workers get the preemption notice (a second SIGTERM stops them now)";
+  NoticeWorkers(options_.launch.node_id, *own_leave_at_, reason);
+  SendPreempted();
+}
+
+void Agent::SendPreempted() {
+  v1::AgentMessage preempted;
+  preempted.mutable_preempted()->mutable_header()->set_generation(generation_);
+  preempted.mutable_preempted()->set_leave_at_unix_ms(absl::ToUnixMillis(*own_leave_at_));
+  preempted.mutable_preempted()->set_reason(own_leave_reason_);
+  link_->Send(std::move(preempted));
+}
+
+void Agent::SendReadyToLeave() {
+  v1::AgentMessage ready;
+  ready.mutable_ready_to_leave()->mutable_header()->set_generation(generation_);
+  link_->Send(std::move(ready));
+}
+
+void Agent::NoticeWorkers(const std::string& node_id, absl::Time leaves_at,
+                          const std::string& reason) {
+  if (generation_ == 0 || notice_file_.empty()) return;
+  absl::Status written = WritePreemptionNotice(
+      notice_file_, PreemptionNotice{node_id, leaves_at, reason, generation_});
+  if (!written.ok()) {
+    DDP_LOG(ERROR) << "the workers get no preemption notice: " << written;
+    return;
+  }
+  notice_generation_ = generation_;
+  ready_reported_ = false;
+}
+
+void Agent::ResetNotice() {
+  if (!notice_file_.empty()) unlink(notice_file_.c_str());
+  notice_generation_ = 0;
+  ready_reported_ = false;
+  if (own_leave_at_) {
+    // This node still leaves (the coordinator may have forgotten it: a
+    // restart): its new workers get the notice, the coordinator hears again.
+    const absl::Duration left = std::max(absl::ZeroDuration(), *own_leave_at_ - clock_.Now());
+    const absl::Time leave_at = *own_leave_at_;
+    BeginLeaving(left, own_leave_reason_, leave_signal_);
+    own_leave_at_ = leave_at;
+  }
+}
+
+void Agent::HandleDrainNotice(const v1::DrainNotice& notice) {
+  DDP_LOG(WARNING) << "node " << notice.node_id() << " leaves the job by "
+                   << absl::FormatTime(absl::FromUnixMillis(notice.leave_at_unix_ms()))
+                   << " at the latest (" << notice.reason()
+                   << "); the workers get the preemption notice";
+  if (notice.generation() != generation_) return;  // not these workers' generation
+  NoticeWorkers(notice.node_id(), absl::FromUnixMillis(notice.leave_at_unix_ms()), notice.reason());
+}
+
+void Agent::HandleNodeDismissed(const v1::NodeDismissed& dismissed) {
+  if (!dismissed.drained()) {
+    DDP_LOG(ERROR) << "the coordinator dismissed this node: " << dismissed.reason();
+    StopWorkers("node dismissed");
+    Finish(kExitJobFailed);
+    return;
+  }
+  DDP_LOG(WARNING) << "this node left the job: " << dismissed.reason();
+  StopWorkers("drained", leave_signal_ != 0 ? leave_signal_ : SIGTERM);
+  Finish(leave_signal_ != 0 ? kExitSignalBase + leave_signal_ : kExitDrained);
+}
 
 }  // namespace ddp::client

@@ -21,7 +21,12 @@
 //   JobFinished                    stop; print the root-cause summary unless
 //                                  SUCCEEDED; exit kExitSucceeded or
 //                                  kExitJobFailed
-//   NodeDismissed                  stop; exit kExitJobFailed
+//   NodeDismissed                  stop; exit kExitJobFailed (drained: 128 + the
+//                                  signal that began it, else kExitDrained)
+//   DrainNotice(g)                 g running: the preemption notice file for
+//                                  the workers (client/preemption_notice.h);
+//                                  once every local worker's ready file
+//                                  exists, ReadyToLeave{g}
 //   RequestStacks                  Stacks: every running worker's Python
 //                                  stack (client/stack_dump.h), at once
 //   worker exit / hang (gen g)     WorkerExited{g} at once (zero exits too: the
@@ -48,7 +53,15 @@
 //   fenced (ABORTED)               stop; generation 0 (the session registers a
 //                                  new incarnation)
 //   session failed                 stop; exit kExitCoordinatorError
-//   RequestShutdown(signal N)      stop; Leave; exit 128 + N
+//   RequestShutdown(signal N)      stop; Leave; exit 128 + N. The first
+//                                  SIGTERM with --preemption-grace D while
+//                                  workers run: the notice file, Preempted{now
+//                                  + D}; the workers go on until NodeDismissed
+//                                  or D (then stop; Leave; exit 128 + N)
+//   --preemption-notice-file       polled: when it appears, as SIGTERM with
+//                                  the grace it states (its seconds, else
+//                                  --preemption-grace, else 30 s), exit
+//                                  kExitDrained
 //   lease ran out (worker_lease.h) the lease thread freezes the workers
 //                                  (SIGSTOP) and the session resumes at once
 //                                  saying so; a renewal that names their
@@ -101,6 +114,11 @@ inline constexpr int kExitEntryPointError = 2;
 // a worker (not a success of its own: a scheduler must not count it as one).
 inline constexpr int kExitSpareUnused = 3;
 inline constexpr int kExitSignalBase = 128;  // + signal number
+// The node left as asked: drained (ddpctl nodes drain, the straggler policy) or
+// preempted by the cloud's notice file.
+inline constexpr int kExitDrained = 4;
+// The grace of a cloud notice file that states none, without --preemption-grace.
+inline constexpr absl::Duration kDefaultCloudNoticeGrace = absl::Seconds(30);
 
 struct AgentOptions {
   LaunchOptions launch;  // entry point, flags (job id, role, redirects, ...)
@@ -232,6 +250,26 @@ class Agent : public SessionEvents {
   std::vector<WorkerState> StopWorkers(const std::string& why, int first_signal = SIGTERM);
   void Finish(int exit_code);
 
+  // Drain and preemption.
+  // How long Run waits for an event before PollPreemption: the monitor
+  // interval while a notice file is watched, a notice is out or this node
+  // leaves; otherwise forever.
+  absl::Duration PreemptionPollInterval() const;
+  // The cloud's notice file, this node's deadline, the workers' ready files.
+  void PollPreemption();
+  // This node leaves within `grace`: tells the workers and the coordinator.
+  void BeginLeaving(absl::Duration grace, const std::string& reason, int signal);
+  // Writes the workers' notice file for the running generation.
+  void NoticeWorkers(const std::string& node_id, absl::Time leaves_at, const std::string& reason);
+  // A new generation starts: no notice is out any more (one of this node's
+  // own departure is given again).
+  void ResetNotice();
+  // The messages of a departure (sent again after a resume: both idempotent).
+  void SendPreempted();
+  void SendReadyToLeave();
+  void HandleDrainNotice(const v1::DrainNotice& notice);
+  void HandleNodeDismissed(const v1::NodeDismissed& dismissed);
+
   const AgentOptions options_;
   const Clock& clock_;
   // options_.monotonic_clock or MonotonicClock.
@@ -272,6 +310,21 @@ class Agent : public SessionEvents {
   // The generation the supervisor's workers run (their exits are posted with
   // it); changes without a new supervisor in an in-process restart.
   std::atomic<int64_t> supervised_generation_{0};
+  // Drain and preemption (client/preemption_notice.h), owned by the Run
+  // thread. notice_file_: RUN_DIR/preemption_notice.json (empty without a
+  // run_dir: no notice for the workers).
+  std::string notice_file_;
+  int local_world_size_ = 0;  // of generation_'s workers
+  // This node announced it leaves (SIGTERM with --preemption-grace, the
+  // cloud's notice file): by when, and the signal that began it (0: none).
+  std::optional<absl::Time> own_leave_at_;
+  std::string own_leave_reason_;
+  int leave_signal_ = 0;
+  bool cloud_notice_seen_ = false;
+  // The generation whose workers got a notice (0: none), and whether their
+  // readiness went to the coordinator.
+  int64_t notice_generation_ = 0;
+  bool ready_reported_ = false;
 
   // --prewarm; null without. Reset in the destructor after the workers stop.
   std::unique_ptr<StandbyPool> standby_pool_;

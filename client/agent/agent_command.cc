@@ -57,16 +57,10 @@ void SignalLoop(Agent* agent, const std::atomic<bool>* stop) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   const timespec poll = {0, 100 * 1000 * 1000};
-  bool asked = false;
   while (!stop->load()) {
     const int sig = sigtimedwait(&set, nullptr, &poll);
-    if (sig <= 0) continue;
-    if (!asked) {
-      agent->RequestShutdown(sig);
-      asked = true;
-    } else {
-      DDP_LOG(WARNING) << "signal " << sig << " again: already stopping the workers";
-    }
+    // Every one: a second SIGTERM during --preemption-grace stops at once.
+    if (sig > 0) agent->RequestShutdown(sig);
   }
 }
 

@@ -14,8 +14,8 @@ namespace ddp::client {
 
 WorkerSpec Agent::SpecFor(const v1::Assignment& p, int local_rank) const {
   const LaunchOptions& launch = options_.launch;
-  WorkerEnvContext context{launch.job_id,        launch.coordinator, launch.role, p.max_restarts(),
-                           p.local_world_size(), lease_file_,        launch.token};
+  WorkerEnvContext context{launch.job_id,        launch.coordinator, launch.role,  p.max_restarts(),
+                           p.local_world_size(), lease_file_,        launch.token, notice_file_};
   WorkerSpec spec;
   spec.local_rank = local_rank;
   spec.global_rank = static_cast<int>(p.global_rank_offset()) + local_rank;

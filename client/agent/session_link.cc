@@ -16,6 +16,10 @@ v1::NodeHeader* MutableHeader(v1::AgentMessage* message) {
       return message->mutable_leave()->mutable_header();
     case v1::AgentMessage::kStacks:
       return message->mutable_stacks()->mutable_header();
+    case v1::AgentMessage::kPreempted:
+      return message->mutable_preempted()->mutable_header();
+    case v1::AgentMessage::kReadyToLeave:
+      return message->mutable_ready_to_leave()->mutable_header();
     default:
       return nullptr;  // Register carries its identity in its own fields
   }

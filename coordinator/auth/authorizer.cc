@@ -55,6 +55,7 @@ const std::vector<MethodRule>& MethodRules() {
       {"/ddp.v1.JobService/UpdateJob", Access::kAdmin},
       {"/ddp.v1.JobService/CancelJob", Access::kAdmin},
       {"/ddp.v1.JobService/ExcludeNode", Access::kAdmin},
+      {"/ddp.v1.JobService/DrainNode", Access::kAdmin},
       {"/ddp.v1.JobService/DeleteJob", Access::kAdmin},
       {"/ddp.v1.JobService/IssueJobToken", Access::kAdmin},
       {"/ddp.v1.SessionService/Session", Access::kJob},

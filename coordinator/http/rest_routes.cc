@@ -71,6 +71,10 @@ std::vector<RestRoute> BuildRoutes() {
       Unary("POST", "/v1/jobs/{job_id}:excludeNode", j + "ExcludeNode", "*",
             "Exclude a node: it leaves the job and may not rejoin",
             "-X POST " + host + "/v1/jobs/train-1:excludeNode -d '{\"nodeId\":\"node-7\"}'"),
+      Unary("POST", "/v1/nodes/{node_id}:drain", j + "DrainNode", "*",
+            "Drain a node: its jobs go on without it once their workers are ready, or after "
+            "`grace_ms` (default 120000); no restart budget spent (`job_id` limits it to one job)",
+            "-X POST " + host + "/v1/nodes/node-7:drain -d '{\"graceMs\":60000}'"),
       Unary("GET", "/v1/jobs/{job_id}:stacks", j + "GetJobStacks", "",
             "The Python stacks of a running job's workers, ranks grouped by identical stack "
             "(`?timeout_ms=` to wait for the nodes, default 5000)",

@@ -86,7 +86,7 @@ JobMetrics::JobMetrics(prometheus::Registry& registry, const Clock& clock,
                         .Add({})) {
   for (auto cause : {rendezvous::RestartCause::kWorkerFailure, rendezvous::RestartCause::kHang,
                      rendezvous::RestartCause::kNodeLoss, rendezvous::RestartCause::kScale,
-                     rendezvous::RestartCause::kOperator}) {
+                     rendezvous::RestartCause::kOperator, rendezvous::RestartCause::kDrain}) {
     restarts_.Add({{"cause", rendezvous::RestartCauseName(cause)}});
   }
 }
@@ -209,6 +209,7 @@ void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
       break;
     case JobEventType::kNodeJoined:
     case JobEventType::kJobUpdated:
+    case JobEventType::kNodeDraining:
       break;
   }
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "coordinator/rendezvous/rank_table.h"
@@ -281,6 +282,10 @@ JobStatus Job::Status(bool include_nodes) const {
       n.connected = node.connected;
       n.last_heartbeat = node.last_heartbeat;
       n.progress = node.progress;
+      if (auto drain = draining_.find(id); drain != draining_.end()) {
+        n.leaves_at = drain->second.leaves_at;
+        n.drain_reason = drain->second.reason;
+      }
       s.nodes.push_back(std::move(n));
     }
     std::sort(s.nodes.begin(), s.nodes.end(),
@@ -557,6 +562,7 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
     round_.mutable_members().Remove(node->record.group_rank);
   }
   membership_.Remove(node_id);
+  draining_.erase(node_id);
   Emit(JobEventType::kNodeLost, node_id, reason);
   switch (state_) {
     case JobState::kWaiting:
@@ -943,10 +949,150 @@ void Job::ServingResumed(absl::Duration gap) {
   stop_barrier_.Postpone(gap);
 }
 
+// ---- Drain and preemption; the straggler exclusion policy ----
+
+absl::Status Job::DrainNode(const std::string& node_id, absl::Time leaves_at,
+                            const std::string& reason) {
+  DDP_RETURN_IF_ERROR(ValidateId(node_id, "node id", limits_));
+  if (IsTerminal(state_)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
+  }
+  if (membership_.Find(node_id) == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("node '", Capped(node_id), "' is not registered in job '", id_, "'"));
+  }
+  const std::string why = reason.substr(0, limits_.max_message_length);
+  auto [it, added] = draining_.try_emplace(node_id, Drain{leaves_at, why});
+  if (!added && it->second.leaves_at <= leaves_at) return absl::OkStatus();  // earlier holds
+  it->second = Drain{leaves_at, why};
+  Emit(JobEventType::kNodeDraining, node_id,
+       absl::StrCat("leaves by ", absl::FormatTime(leaves_at), " at the latest: ", why));
+  const Node& drained = *membership_.Find(node_id);
+  if (state_ == JobState::kRunning && IsMember(drained) && !drained.succeeded) {
+    // Every member's workers get the notice: the checkpoint is often written
+    // by a rank on another node, and all ranks say when they are ready.
+    for (const std::string& member : round_.members().by_rank) {
+      if (member.empty()) continue;
+      if (const Node* node = membership_.Find(member)) {
+        Send(*node, DrainNotice{round_.generation(), node_id, leaves_at, why});
+      }
+    }
+  }
+  ReleaseDrainingNodes();
+  return absl::OkStatus();
+}
+
+absl::Status Job::Preempted(const NodeRef& ref, absl::Time leaves_at, const std::string& reason) {
+  DDP_RETURN_IF_ERROR(
+      membership_.Fence(ref, round_.generation(), /*exact_generation=*/false).status());
+  return DrainNode(ref.node_id, leaves_at, absl::StrCat("preempted: ", reason));
+}
+
+absl::Status Job::ReadyToLeave(const NodeRef& ref) {
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
+  // A report of an older generation comes after the drain it answered took
+  // place (a restart followed): nothing to do, and no reason to fence.
+  if (ref.generation != round_.generation()) return absl::OkStatus();
+  node->ready_to_leave = ref.generation;
+  if (!draining_.empty()) ReleaseDrainingNodes();
+  return absl::OkStatus();
+}
+
+bool Job::AllMembersReadyToLeave() const {
+  if (state_ != JobState::kRunning) return false;
+  for (const std::string& member : round_.members().by_rank) {
+    if (member.empty()) continue;
+    const Node* node = membership_.Find(member);
+    if (node != nullptr && !node->succeeded && node->ready_to_leave != round_.generation()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Job::ReleaseDrainingNodes() {
+  const absl::Time now = clock_->Now();
+  const bool all_ready = AllMembersReadyToLeave();
+  std::vector<std::pair<std::string, std::string>> leaving;  // id, why
+  for (const auto& [id, drain] : draining_) {
+    const Node* node = membership_.Find(id);
+    const bool runs_workers =
+        node != nullptr && state_ == JobState::kRunning && IsMember(*node) && !node->succeeded;
+    if (!runs_workers) {
+      leaving.emplace_back(id, absl::StrCat("drained: ", drain.reason));
+    } else if (all_ready) {
+      leaving.emplace_back(id, absl::StrCat("drained (the workers were ready): ", drain.reason));
+    } else if (drain.leaves_at <= now) {
+      leaving.emplace_back(id, absl::StrCat("drained (its time to leave came): ", drain.reason));
+    }
+  }
+  for (const auto& [id, why] : leaving) {
+    draining_.erase(id);
+    if (IsTerminal(state_)) continue;
+    const Node* node = membership_.Find(id);
+    if (node == nullptr) continue;
+    Send(*node, NodeDismissed{why, /*drained=*/true});
+    RemoveNode(id, why, RestartCause::kDrain);
+  }
+}
+
+void Job::ExcludeLastingStragglers(absl::Time now) {
+  if (settings_.straggler_exclude_factor == 0 || state_ != JobState::kRunning ||
+      now < next_straggler_check_) {
+    return;
+  }
+  next_straggler_check_ = now + settings_.heartbeat_interval;
+  // Scored on copies: the reports keep no policy's marks (Status scores them
+  // with the default factor for display).
+  std::vector<std::pair<Node*, std::vector<WorkerProgress>>> scored;
+  std::vector<WorkerProgress*> reports;
+  for (const std::string& member : round_.members().by_rank) {
+    if (member.empty()) continue;
+    Node* node = membership_.Find(member);
+    if (node == nullptr) continue;
+    scored.emplace_back(node, node->progress);
+  }
+  for (auto& [node, progress] : scored) {
+    for (WorkerProgress& p : progress) reports.push_back(&p);
+  }
+  ScoreStragglers(reports, round_.generation(), settings_.straggler_exclude_factor);
+  std::vector<std::pair<std::string, double>> excluded;  // id, its slowest speed
+  for (auto& [node, progress] : scored) {
+    double slowest = 0;
+    for (const WorkerProgress& p : progress) {
+      if (p.straggler && (slowest == 0 || p.relative_speed < slowest)) slowest = p.relative_speed;
+    }
+    if (slowest == 0) {
+      node->slow_since.reset();
+      continue;
+    }
+    if (!node->slow_since) node->slow_since = now;
+    if (now - *node->slow_since >= settings_.straggler_exclude_after &&
+        !draining_.count(node->record.node_id)) {
+      excluded.emplace_back(node->record.node_id, slowest);
+    }
+  }
+  for (const auto& [id, speed] : excluded) {
+    if (state_ != JobState::kRunning) break;  // the first one restarts the generation
+    (void)membership_.Exclude(id);            // a full list still drains it
+    MarkJobDirty();
+    (void)DrainNode(
+        id, now,
+        absl::StrCat("straggler: a rank ran at ", absl::StrFormat("%.2f", speed),
+                     " of the median speed for ",
+                     absl::FormatDuration(settings_.straggler_exclude_after),
+                     " (straggler_exclude_factor ", settings_.straggler_exclude_factor, ")"));
+  }
+}
+
 void Job::Tick() {
   if (IsTerminal(state_)) return;
   const absl::Time now = clock_->Now();
   RemoveSilentNodes(now);
+  ExcludeLastingStragglers(now);
+  if (!draining_.empty()) ReleaseDrainingNodes();
   switch (state_) {
     case JobState::kWaiting:
       if (round_.LastCallOver(now, settings_.last_call_timeout)) {

@@ -69,6 +69,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,6 +99,9 @@ struct NodeStatus {
   bool connected = false;
   absl::Time last_heartbeat;
   std::vector<WorkerProgress> progress;  // its workers' latest reports
+  // Set while it drains (Job::DrainNode): when it leaves at the latest, why.
+  std::optional<absl::Time> leaves_at;
+  std::string drain_reason;
 };
 
 struct JobStatus {
@@ -167,6 +171,7 @@ class Job {
     const Node* node = membership_.Find(node_id);
     return node != nullptr && node->record.incarnation == incarnation;
   }
+  bool HasNode(const std::string& node_id) const { return membership_.Find(node_id) != nullptr; }
   JobStatus Status(bool include_nodes) const;
   // Events with index > after_index still retained, oldest first, at most
   // `limit`. Possible errors: OUT_OF_RANGE when events after `after_index` were
@@ -224,8 +229,33 @@ class Job {
   // finished), RESOURCE_EXHAUSTED (exclusion list full).
   absl::Status ExcludeNode(const std::string& node_id, const std::string& reason);
 
+  // ---- Drain and preemption ----
+  // The node leaves at `leaves_at` at the latest (a scheduler's DrainNode, the
+  // straggler policy, or its agent's preemption). A member of the running
+  // generation stays until every member's workers said they are ready
+  // (ReadyToLeave) or `leaves_at`, whichever comes first: meanwhile every
+  // member gets a DrainNotice for its workers. Any other node (spare,
+  // waiting, in a stopping generation) leaves at once. It leaves with
+  // NodeDismissed{drained}; the generation restarts without it as a
+  // membership change (RestartCause::kDrain): a hot spare fills its place, or
+  // the job goes on smaller within min_nodes; no budget is spent, no failure
+  // recorded. A second drain of a draining node keeps the earlier deadline.
+  // Possible errors: INVALID_ARGUMENT (node id), NOT_FOUND (not registered),
+  // FAILED_PRECONDITION (job finished).
+  absl::Status DrainNode(const std::string& node_id, absl::Time leaves_at,
+                         const std::string& reason);
+  // The agent's own notice (SIGTERM with --preemption-grace, the cloud's
+  // notice file): DrainNode of its node. Possible errors: Heartbeat's and
+  // DrainNode's.
+  absl::Status Preempted(const NodeRef& ref, absl::Time leaves_at, const std::string& reason);
+  // Every local worker of ref.generation said it is ready to leave (after
+  // a DrainNotice); one of an older generation is ignored. Possible errors:
+  // ABORTED (fenced).
+  absl::Status ReadyToLeave(const NodeRef& ref);
+
   // Fires due timeouts (heartbeats, last call, join, master info, stop
-  // barrier). Amortized O(1) when nothing is due.
+  // barrier, drain deadlines, the straggler policy). Amortized O(1) when
+  // nothing is due.
   void Tick();
   // The coordinator served nothing for `gap` until now (it stalled): as
   // after a restart, every node gets a full heartbeat_timeout from now, and
@@ -317,6 +347,18 @@ class Job {
   // Removes the nodes silent for heartbeat_timeout (Membership::Silent).
   void RemoveSilentNodes(absl::Time now);
 
+  // Drains. Dismisses (drained) and removes the draining nodes that may go
+  // now: every one when all members are ready, those past their deadline,
+  // and those that run no workers of a running generation.
+  void ReleaseDrainingNodes();
+  // Every member of the running generation that has not succeeded said its
+  // workers are ready (ReadyToLeave of this generation).
+  bool AllMembersReadyToLeave() const;
+  // The straggler exclusion policy (JobSettings::straggler_exclude_factor),
+  // at most once per heartbeat_interval: drains and excludes a member
+  // slower than the factor for straggler_exclude_after.
+  void ExcludeLastingStragglers(absl::Time now);
+
   std::string id_;
   JobSettings settings_;
   RendezvousLimits limits_;
@@ -346,6 +388,16 @@ class Job {
   // Restore sets it conservatively).
   StopBarrier stop_barrier_;
   absl::Time next_conflict_notice_ = absl::InfinitePast();
+
+  // Draining nodes (DrainNode): when each leaves at the latest, and why. In
+  // memory only: a coordinator restart forgets a drain under way (the
+  // scheduler or agent drains again; an agent's own deadline still holds).
+  struct Drain {
+    absl::Time leaves_at;
+    std::string reason;
+  };
+  std::map<std::string, Drain> draining_;
+  absl::Time next_straggler_check_ = absl::InfinitePast();
 
   // Events (bounded) and persistence delta: the events after
   // events_taken_index_ go into the next TakeChanges; events_dropped_: older

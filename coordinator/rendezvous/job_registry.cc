@@ -257,6 +257,37 @@ absl::Status JobRegistry::ExcludeNode(const std::string& job_id, const std::stri
   return AwaitOwnChanges(Run(job_id, [&](Job& job) { return job.ExcludeNode(node_id, reason); }));
 }
 
+absl::StatusOr<std::vector<std::string>> JobRegistry::DrainNode(const std::string& node_id,
+                                                                const std::string& job_id,
+                                                                absl::Time leaves_at,
+                                                                const std::string& reason) {
+  DDP_RETURN_IF_ERROR(CheckWritable());
+  DDP_RETURN_IF_ERROR(ValidateId(node_id, "node id", options_.limits));
+  std::vector<std::string> drained;
+  absl::Status status;
+  {
+    ChangeScope locked(this);
+    if (!job_id.empty()) {
+      status =
+          RunLocked(job_id, [&](Job& job) { return job.DrainNode(node_id, leaves_at, reason); });
+      if (status.ok()) drained.push_back(job_id);
+    } else {
+      for (auto& [id, job] : jobs_) {
+        if (IsTerminal(job->state()) || !job->HasNode(node_id)) continue;
+        status.Update(job->DrainNode(node_id, leaves_at, reason));
+        AfterChangeLocked(*job);
+        drained.push_back(id);
+      }
+      if (drained.empty()) {
+        status = absl::NotFoundError(
+            absl::StrCat("node '", Capped(node_id), "' is registered in no running job"));
+      }
+    }
+  }
+  DDP_RETURN_IF_ERROR(AwaitOwnChanges(status));
+  return drained;
+}
+
 int JobRegistry::StartNewRunLocked(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   JobRecord finished = it->second->Record();
@@ -432,6 +463,15 @@ absl::Status JobRegistry::StreamClosed(const NodeRef& ref) {
 
 absl::Status JobRegistry::Leave(const NodeRef& ref) {
   return Run(ref.job_id, [&](Job& job) { return job.Leave(ref); });
+}
+
+absl::Status JobRegistry::Preempted(const NodeRef& ref, absl::Time leaves_at,
+                                    const std::string& reason) {
+  return Run(ref.job_id, [&](Job& job) { return job.Preempted(ref, leaves_at, reason); });
+}
+
+absl::Status JobRegistry::ReadyToLeave(const NodeRef& ref) {
+  return Run(ref.job_id, [&](Job& job) { return job.ReadyToLeave(ref); });
 }
 
 void JobRegistry::Tick() {

@@ -120,6 +120,14 @@ class JobRegistry {
   absl::Status CancelJob(const std::string& job_id, const std::string& reason);
   absl::Status ExcludeNode(const std::string& job_id, const std::string& node_id,
                            const std::string& reason);
+  // Job::DrainNode in job `job_id`, or (empty) in every unfinished job the
+  // node is registered in; returns the ids of those jobs, once durable.
+  // Possible errors: NOT_FOUND (no such job, or no job knows the node), and
+  // Job::DrainNode's.
+  absl::StatusOr<std::vector<std::string>> DrainNode(const std::string& node_id,
+                                                     const std::string& job_id,
+                                                     absl::Time leaves_at,
+                                                     const std::string& reason);
   // Forgets a finished job (memory and store).
   // Possible errors: NOT_FOUND, FAILED_PRECONDITION (job not finished).
   absl::Status RemoveJob(const std::string& job_id);
@@ -156,6 +164,8 @@ class JobRegistry {
   absl::Status ReportMasterInfo(const NodeRef& ref, const MasterInfo& info);
   absl::Status StreamClosed(const NodeRef& ref);
   absl::Status Leave(const NodeRef& ref);
+  absl::Status Preempted(const NodeRef& ref, absl::Time leaves_at, const std::string& reason);
+  absl::Status ReadyToLeave(const NodeRef& ref);
 
   // Fires due timeouts in every job; call every heartbeat_interval or so.
   // A late call (stall_threshold) first resumes every job's timers.

@@ -35,6 +35,8 @@ void SettingsToProto(const JobSettings& s, v1::JobSettings* proto) {
   proto->set_heartbeat_interval_ms(Ms(s.heartbeat_interval));
   proto->set_heartbeat_timeout_ms(Ms(s.heartbeat_timeout));
   proto->set_shutdown_timeout_ms(Ms(s.shutdown_timeout));
+  proto->set_straggler_exclude_factor(s.straggler_exclude_factor);
+  proto->set_straggler_exclude_after_ms(Ms(s.straggler_exclude_after));
 }
 
 JobSettings SettingsFromProto(const v1::JobSettings& proto) {
@@ -48,6 +50,8 @@ JobSettings SettingsFromProto(const v1::JobSettings& proto) {
   s.heartbeat_interval = absl::Milliseconds(proto.heartbeat_interval_ms());
   s.heartbeat_timeout = absl::Milliseconds(proto.heartbeat_timeout_ms());
   s.shutdown_timeout = absl::Milliseconds(proto.shutdown_timeout_ms());
+  s.straggler_exclude_factor = proto.straggler_exclude_factor();
+  s.straggler_exclude_after = absl::Milliseconds(proto.straggler_exclude_after_ms());
   return s;
 }
 
@@ -58,7 +62,12 @@ JobSettings RequestedSettings(const v1::JobSettings& request) {
   if (request.min_nodes() != 0) filled.set_max_nodes(request.min_nodes());
   // Set fields win over the defaults (proto3 merges only non-zero scalars).
   filled.MergeFrom(request);
-  return SettingsFromProto(filled);
+  JobSettings settings = SettingsFromProto(filled);
+  if (settings.straggler_exclude_factor != 0 &&
+      settings.straggler_exclude_after == absl::ZeroDuration()) {
+    settings.straggler_exclude_after = kDefaultStragglerExcludeAfter;
+  }
+  return settings;
 }
 
 WorkerLease LeaseFor(const JobSettings& settings) {
@@ -96,8 +105,18 @@ absl::Status ValidateJobSettings(const JobSettings& s, const RendezvousLimits& l
   status = CheckDuration("heartbeat_timeout", s.heartbeat_timeout, 2 * s.heartbeat_interval, true,
                          limits.max_timeout);
   if (!status.ok()) return status;
-  return CheckDuration("shutdown_timeout", s.shutdown_timeout, absl::ZeroDuration(), false,
-                       limits.max_timeout);
+  status = CheckDuration("shutdown_timeout", s.shutdown_timeout, absl::ZeroDuration(), false,
+                         limits.max_timeout);
+  if (!status.ok()) return status;
+  if (s.straggler_exclude_factor == 0) return absl::OkStatus();  // the policy is off
+  if (!(s.straggler_exclude_factor >= kMinStragglerExcludeFactor &&
+        s.straggler_exclude_factor <= kMaxStragglerExcludeFactor)) {
+    return Bad(absl::StrCat("straggler_exclude_factor=", s.straggler_exclude_factor,
+                            " must be 0 (off) or in [", kMinStragglerExcludeFactor, ", ",
+                            kMaxStragglerExcludeFactor, "]"));
+  }
+  return CheckDuration("straggler_exclude_after", s.straggler_exclude_after, absl::ZeroDuration(),
+                       false, limits.max_timeout);
 }
 
 absl::Status CheckCompatibleSettings(const std::string& job_id, const JobSettings& job,

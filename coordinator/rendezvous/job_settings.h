@@ -40,6 +40,12 @@ struct RendezvousLimits {
   absl::Duration max_timeout = absl::Hours(24 * 7);
 };
 
+// The bounds of JobSettings::straggler_exclude_factor when it is on: below
+// 1.1 normal jitter would exclude nodes; above 100 nothing would be.
+inline constexpr double kMinStragglerExcludeFactor = 1.1;
+inline constexpr double kMaxStragglerExcludeFactor = 100;
+inline constexpr absl::Duration kDefaultStragglerExcludeAfter = absl::Seconds(60);
+
 struct JobSettings {
   int min_nodes = 1;
   int max_nodes = 1;
@@ -61,13 +67,21 @@ struct JobSettings {
   // group rank 0, to answer with MASTER_PORT and the NCCL unique id; then it is
   // declared dead.
   absl::Duration shutdown_timeout = absl::Seconds(30);
+  // The straggler exclusion policy (stragglers.h): 0 keeps it off; otherwise a
+  // member with a rank slower than 1 / factor of the median for
+  // straggler_exclude_after is drained at once (no budget spent). A request
+  // that turns it on without a duration gets kDefaultStragglerExcludeAfter.
+  double straggler_exclude_factor = 0;
+  absl::Duration straggler_exclude_after = absl::ZeroDuration();
 
   friend bool operator==(const JobSettings& a, const JobSettings& b) {
     return a.min_nodes == b.min_nodes && a.max_nodes == b.max_nodes &&
            a.nproc_per_node == b.nproc_per_node && a.max_restarts == b.max_restarts &&
            a.join_timeout == b.join_timeout && a.last_call_timeout == b.last_call_timeout &&
            a.heartbeat_interval == b.heartbeat_interval &&
-           a.heartbeat_timeout == b.heartbeat_timeout && a.shutdown_timeout == b.shutdown_timeout;
+           a.heartbeat_timeout == b.heartbeat_timeout && a.shutdown_timeout == b.shutdown_timeout &&
+           a.straggler_exclude_factor == b.straggler_exclude_factor &&
+           a.straggler_exclude_after == b.straggler_exclude_after;
   }
 };
 
@@ -94,7 +108,8 @@ void SettingsToProto(const JobSettings& settings, v1::JobSettings* proto);
 JobSettings SettingsFromProto(const v1::JobSettings& proto);
 // A request's settings: proto3 cannot tell "unset" from 0, so an unset (zero)
 // field takes JobSettings' default, max_nodes takes min_nodes, and max_restarts
-// stays 0 ("none"). Validate the result (ValidateJobSettings).
+// stays 0 ("none"); a straggler policy turned on without a duration gets
+// kDefaultStragglerExcludeAfter. Validate the result (ValidateJobSettings).
 JobSettings RequestedSettings(const v1::JobSettings& proto);
 
 // Checks every field against `limits`:
@@ -106,6 +121,9 @@ JobSettings RequestedSettings(const v1::JobSettings& proto);
 //   limits.min_heartbeat_interval <= heartbeat_interval
 //   2 * heartbeat_interval <= heartbeat_timeout <= limits.max_timeout
 //   0 < shutdown_timeout <= limits.max_timeout
+//   straggler_exclude_factor 0 (off) or in [kMinStragglerExcludeFactor,
+//   kMaxStragglerExcludeFactor]; then 0 < straggler_exclude_after <=
+//   limits.max_timeout
 // Possible errors: INVALID_ARGUMENT naming the field, its value and the limit.
 absl::Status ValidateJobSettings(const JobSettings& settings, const RendezvousLimits& limits);
 

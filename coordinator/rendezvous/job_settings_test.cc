@@ -40,6 +40,43 @@ TEST(ValidateJobSettings, OverLimits_InvalidArgumentNamesLimit) {
   EXPECT_EQ(ValidateJobSettings(s, limits).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ValidateJobSettings, StragglerExclusion_OffOrInRange) {
+  RendezvousLimits limits;
+  JobSettings s;
+  s.straggler_exclude_factor = 1.5;
+  s.straggler_exclude_after = absl::Seconds(20);
+  EXPECT_TRUE(ValidateJobSettings(s, limits).ok());
+  s.straggler_exclude_factor = 1.05;
+  absl::Status status = ValidateJobSettings(s, limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("straggler_exclude_factor=1.05"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("1.1"), std::string::npos) << status;
+  s.straggler_exclude_factor = 101;
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(), absl::StatusCode::kInvalidArgument);
+  s.straggler_exclude_factor = 2;
+  s.straggler_exclude_after = absl::ZeroDuration();
+  status = ValidateJobSettings(s, limits);
+  EXPECT_NE(status.message().find("straggler_exclude_after"), std::string::npos) << status;
+  s.straggler_exclude_factor = 0;  // off: the duration is not looked at
+  EXPECT_TRUE(ValidateJobSettings(s, limits).ok());
+}
+
+TEST(RequestedSettings, StragglerExclusion_RoundTripsAndDefaultsOff) {
+  v1::JobSettings proto;
+  JobSettings s = RequestedSettings(proto);
+  EXPECT_EQ(s.straggler_exclude_factor, 0);
+  EXPECT_EQ(s.straggler_exclude_after, absl::ZeroDuration());
+  proto.set_straggler_exclude_factor(1.4);
+  EXPECT_EQ(RequestedSettings(proto).straggler_exclude_after, kDefaultStragglerExcludeAfter);
+  proto.set_straggler_exclude_after_ms(5000);
+  s = RequestedSettings(proto);
+  EXPECT_EQ(s.straggler_exclude_factor, 1.4);
+  EXPECT_EQ(s.straggler_exclude_after, absl::Seconds(5));
+  v1::JobSettings out;
+  SettingsToProto(s, &out);
+  EXPECT_EQ(SettingsFromProto(out), s);
+}
+
 TEST(ValidateJobSettings, BadTimeouts_InvalidArgument) {
   RendezvousLimits limits;
   JobSettings s;

@@ -145,6 +145,8 @@ const char* RestartCauseName(RestartCause cause) {
       return "scale";
     case RestartCause::kOperator:
       return "operator";
+    case RestartCause::kDrain:
+      return "drain";
     case RestartCause::kNone:
       break;
   }
@@ -169,6 +171,8 @@ const char* JobEventTypeName(JobEventType type) {
       return "job_finished";
     case JobEventType::kJobUpdated:
       return "job_updated";
+    case JobEventType::kNodeDraining:
+      return "node_draining";
   }
   return "unknown";
 }

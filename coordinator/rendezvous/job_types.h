@@ -186,8 +186,18 @@ struct JobFinished {
   std::optional<FailureInfo> root_cause;
   std::string message;
 };
-// This node was excluded or declared dead: stop the workers and exit non-zero.
+// This node was excluded or declared dead (stop the workers and exit
+// non-zero), or drained (it leaves as it announced or was asked to).
 struct NodeDismissed {
+  std::string reason;
+  bool drained = false;
+};
+// A member (node_id, perhaps the receiver) leaves at `leaves_at` at the latest
+// (a drain or preemption): the agent hands the notice to its workers.
+struct DrainNotice {
+  Generation generation = 0;
+  std::string node_id;
+  absl::Time leaves_at;
   std::string reason;
 };
 
@@ -210,7 +220,7 @@ struct RequestStacks {
 };
 
 using MessageBody = std::variant<Registered, Assignment, RequestMasterInfo, StopWorkers,
-                                 JobFinished, NodeDismissed, Notice, RequestStacks>;
+                                 JobFinished, NodeDismissed, Notice, RequestStacks, DrainNotice>;
 
 struct OutboundMessage {
   std::string job_id;
@@ -228,6 +238,7 @@ enum class JobEventType {
   kRestarting = 5,
   kJobFinished = 6,
   kJobUpdated = 7,
+  kNodeDraining = 8,  // a node announced it leaves (drain, preemption)
 };
 const char* JobEventTypeName(JobEventType type);
 
@@ -239,8 +250,9 @@ enum class RestartCause {
   kNodeLoss = 3,       // a member's agent was lost, left, or came back as a new agent
   kScale = 4,          // the job was resized, or a node joined below max_nodes
   kOperator = 5,       // ExcludeNode
+  kDrain = 6,          // a drained or preempted node left (free, no failure recorded)
 };
-// "worker_failure", "hang", "node_loss", "scale", "operator" ("" for kNone):
+// "worker_failure", "hang", "node_loss", "scale", "operator", "drain" ("" for kNone):
 // the values of the metrics' cause label.
 const char* RestartCauseName(RestartCause cause);
 

@@ -69,6 +69,12 @@ class Membership {
     // Its workers' latest progress reports (by local rank; only those that
     // reported), not stored.
     std::vector<WorkerProgress> progress;
+    // The generation whose workers all said they are ready for an announced
+    // drain (Job::ReadyToLeave); 0: none. Not stored.
+    Generation ready_to_leave = 0;
+    // Straggler exclusion policy (Job): since when one of its ranks has been
+    // slower than the job's exclusion factor allows; unset: not now. Not stored.
+    std::optional<absl::Time> slow_since;
   };
 
   struct Options {

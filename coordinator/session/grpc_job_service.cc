@@ -22,6 +22,9 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 }
 
 // Scheduler-supplied reasons are cut before they are copied into the core.
+// DrainNodeRequest.grace_ms 0 (jobs.proto).
+constexpr absl::Duration kDefaultDrainGrace = absl::Seconds(120);
+
 std::string CappedReason(const std::string& reason, const rendezvous::RendezvousLimits& limits) {
   return reason.substr(0, static_cast<size_t>(limits.max_message_length));
 }
@@ -228,6 +231,41 @@ grpc::ServerUnaryReactor* GrpcJobService::ExcludeNode(grpc::CallbackServerContex
                                      CappedReason(request->reason(), limits));
   }
   return FinishWithJob(context, status, request->job_id(), response);
+}
+
+grpc::ServerUnaryReactor* GrpcJobService::DrainNode(grpc::CallbackServerContext* context,
+                                                    const v1::DrainNodeRequest* request,
+                                                    v1::DrainNodeResponse* response) {
+  if (absl::Status allowed = rpc::AuthorizeCall(options_.authorizer, *context,
+                                                "/ddp.v1.JobService/DrainNode", request->job_id());
+      !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
+  const rendezvous::RendezvousLimits& limits = rendezvous_.limits();
+  absl::Status status = rendezvous::ValidateId(request->node_id(), "node id", limits);
+  if (status.ok() && !request->job_id().empty()) {
+    status = rendezvous::ValidateId(request->job_id(), "job id", limits);
+  }
+  if (status.ok() && (request->grace_ms() < 0 ||
+                      request->grace_ms() > absl::ToInt64Milliseconds(limits.max_timeout))) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("grace_ms=", request->grace_ms(), " is out of range: it must be in [0, ",
+                     absl::ToInt64Milliseconds(limits.max_timeout),
+                     "] (0: ", absl::ToInt64Milliseconds(kDefaultDrainGrace), ")"));
+  }
+  if (!status.ok()) return FinishNow(context, status);
+  const absl::Duration grace =
+      request->grace_ms() == 0 ? kDefaultDrainGrace : absl::Milliseconds(request->grace_ms());
+  const absl::Time leaves_at = rendezvous_.Now() + grace;
+  absl::StatusOr<std::vector<std::string>> jobs =
+      rendezvous_.DrainNode(request->node_id(), request->job_id(), leaves_at,
+                            request->reason().empty() ? "drained by the operator"
+                                                      : CappedReason(request->reason(), limits));
+  if (jobs.ok()) {
+    for (const std::string& id : *jobs) response->add_job_ids(id);
+    response->set_leaves_at_unix_ms(absl::ToUnixMillis(leaves_at));
+  }
+  return FinishNow(context, jobs.status());
 }
 
 grpc::ServerUnaryReactor* GrpcJobService::GetJobStacks(grpc::CallbackServerContext* context,

@@ -9,6 +9,7 @@
 //   GetJob       the job with its members and spares.
 //   ListJobs     every job (without nodes), optionally filtered by state.
 //   UpdateJob / CancelJob / ExcludeNode   then the job as GetJob shows it.
+//   DrainNode    the jobs that learned of the drain, once durable.
 //   GetJobStacks the Python stacks of a RUNNING job's workers, asked of every
 //                member node's agent (StackCollector); answers once every
 //                node answered or the timeout passed.
@@ -75,6 +76,9 @@ class GrpcJobService final : public v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* ExcludeNode(grpc::CallbackServerContext* context,
                                         const v1::ExcludeNodeRequest* request,
                                         v1::Job* response) override;
+  grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* context,
+                                      const v1::DrainNodeRequest* request,
+                                      v1::DrainNodeResponse* response) override;
   grpc::ServerUnaryReactor* GetJobStacks(grpc::CallbackServerContext* context,
                                          const v1::GetJobStacksRequest* request,
                                          v1::JobStacks* response) override;

@@ -163,6 +163,54 @@ TEST_F(JobServiceTest, ExcludeNode_AgentDismissedAndOthersRestart) {
   EXPECT_EQ(next->group_world_size(), 1);
 }
 
+TEST_F(JobServiceTest, DrainNode_NodeLeavesAtItsDeadlineDrainedAndOthersGoOn) {
+  v1::Job job;
+  ASSERT_TRUE(CreateJob("x", FastSettings(1, 2), &job).ok());
+  FakeAgent& a = MakeAgent("x", "a", std::nullopt);
+  FakeAgent& b = MakeAgent("x", "b", std::nullopt);
+  ASSERT_TRUE(a.Register(kWait).ok());
+  ASSERT_TRUE(b.Register(kWait).ok());
+  ASSERT_TRUE(a.WaitForAssignment(1, kWait).ok());
+  grpc::ClientContext context;
+  v1::DrainNodeRequest request;
+  request.set_node_id("b");
+  request.set_grace_ms(300);  // the fake agents never say they are ready
+  request.set_reason("kernel update");
+  v1::DrainNodeResponse response;
+  ASSERT_TRUE(jobs_->DrainNode(&context, request, &response).ok());
+  EXPECT_EQ(std::vector<std::string>(response.job_ids().begin(), response.job_ids().end()),
+            std::vector<std::string>{"x"});
+  EXPECT_GT(response.leaves_at_unix_ms(), 0);
+  absl::StatusOr<v1::NodeDismissed> dismissed = b.WaitForDismissed(kWait);
+  ASSERT_TRUE(dismissed.ok()) << dismissed.status();
+  EXPECT_TRUE(dismissed->drained());
+  EXPECT_THAT(dismissed->reason(), HasSubstr("kernel update"));
+  absl::StatusOr<v1::Assignment> next = a.WaitForAssignment(2, kWait);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->group_world_size(), 1);
+  EXPECT_EQ(next->restart_count(), 0);
+}
+
+TEST_F(JobServiceTest, DrainNode_BadInput_ErrorsNameTheValue) {
+  grpc::ClientContext c1;
+  v1::DrainNodeRequest request;
+  request.set_node_id("nobody");
+  v1::DrainNodeResponse response;
+  grpc::Status status = jobs_->DrainNode(&c1, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("nobody"));
+  grpc::ClientContext c2;
+  request.set_grace_ms(-5);
+  status = jobs_->DrainNode(&c2, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("grace_ms=-5"));
+  grpc::ClientContext c3;
+  request.set_grace_ms(0);
+  request.set_node_id("bad id");
+  EXPECT_EQ(jobs_->DrainNode(&c3, request, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(JobServiceTest, CreateJob_InvalidSettings_InvalidArgument) {
   v1::Job job;
   v1::JobSettings bad = FastSettings(1, 1);

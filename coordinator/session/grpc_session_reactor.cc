@@ -31,6 +31,10 @@ const char* BodyName(const v1::AgentMessage& message) {
       return "Leave";
     case v1::AgentMessage::kStacks:
       return "Stacks";
+    case v1::AgentMessage::kPreempted:
+      return "Preempted";
+    case v1::AgentMessage::kReadyToLeave:
+      return "ReadyToLeave";
     default:
       return "an empty message";
   }
@@ -164,10 +168,22 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       }
       return absl::OkStatus();
     }
+    case v1::AgentMessage::kPreempted: {
+      const v1::Preempted& m = message.preempted();
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
+      DDP_ASSIGN_OR_RETURN(absl::Time leaves_at,
+                           LeaveAtFromProto(m.leave_at_unix_ms(), limits, rendezvous_.Now()));
+      return rendezvous_.Preempted(ref, leaves_at, m.reason());  // the core caps it
+    }
+    case v1::AgentMessage::kReadyToLeave: {
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(message.ready_to_leave().header()));
+      return rendezvous_.ReadyToLeave(ref);
+    }
     default:
       return absl::InvalidArgumentError(
           "empty AgentMessage: set one of register, heartbeat, "
-          "worker_exited, workers_stopped, master_info, leave, stacks");
+          "worker_exited, workers_stopped, master_info, leave, stacks, preempted, "
+          "ready_to_leave");
   }
 }
 

@@ -98,6 +98,8 @@ v1::JobEvent::Type JobEventTypeToProto(JobEventType type) {
       return v1::JobEvent::JOB_FINISHED;
     case JobEventType::kJobUpdated:
       return v1::JobEvent::JOB_UPDATED;
+    case JobEventType::kNodeDraining:
+      return v1::JobEvent::NODE_DRAINING;
   }
   return v1::JobEvent::TYPE_UNSPECIFIED;
 }
@@ -112,7 +114,8 @@ void JobEventToProto(const rendezvous::JobEvent& e, v1::JobEvent* proto) {
   proto->set_message(e.message);
   if (e.failure) *proto->mutable_failure() = *e.failure;
   static_assert(
-      static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
+      static_cast<int>(rendezvous::RestartCause::kDrain) == v1::DRAIN &&
+          static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
           static_cast<int>(rendezvous::RestartCause::kWorkerFailure) == v1::WORKER_FAILURE,
       "RestartCause numbers are jobs.proto's");
   proto->set_restart_cause(static_cast<v1::RestartCause>(e.restart_cause));
@@ -164,6 +167,10 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
       out->set_relative_speed(p.relative_speed);
       out->set_straggler(p.straggler);
       for (const auto& [name, value] : p.metrics) (*out->mutable_metrics())[name] = value;
+    }
+    if (n.leaves_at) {
+      m->set_leaves_at_unix_ms(ToUnixMs(*n.leaves_at));
+      m->set_drain_reason(n.drain_reason);
     }
   };
   int64_t offset = 0;
@@ -293,6 +300,18 @@ absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
   return out;
 }
 
+absl::StatusOr<absl::Time> LeaveAtFromProto(int64_t leave_at_unix_ms,
+                                            const rendezvous::RendezvousLimits& limits,
+                                            absl::Time now) {
+  const absl::Time latest = now + limits.max_timeout;
+  if (leave_at_unix_ms <= 0 || leave_at_unix_ms > absl::ToUnixMillis(latest)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "leave_at_unix_ms=", leave_at_unix_ms, " is out of range: it must be > 0 and at most ",
+        absl::FormatDuration(limits.max_timeout), " from now (", absl::ToUnixMillis(latest), ")"));
+  }
+  return std::max(now, absl::FromUnixMillis(leave_at_unix_ms));
+}
+
 absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
     const v1::MasterInfo& proto, const rendezvous::RendezvousLimits& limits) {
   const size_t id_size = proto.nccl_unique_id().size();
@@ -367,6 +386,14 @@ struct BodyToProto {
   }
   void operator()(const rendezvous::NodeDismissed& d) const {
     proto->mutable_node_dismissed()->set_reason(d.reason);
+    proto->mutable_node_dismissed()->set_drained(d.drained);
+  }
+  void operator()(const rendezvous::DrainNotice& d) const {
+    v1::DrainNotice* m = proto->mutable_drain_notice();
+    m->set_generation(d.generation);
+    m->set_node_id(d.node_id);
+    m->set_leave_at_unix_ms(ToUnixMs(d.leaves_at));
+    m->set_reason(d.reason);
   }
   void operator()(const rendezvous::Notice& n) const {
     proto->mutable_notice()->set_message(n.message);

@@ -64,6 +64,12 @@ absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
 // kMaxProgressMetrics metrics, a metric name longer than kMaxMetricNameBytes).
 absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
     const v1::Heartbeat& proto, const rendezvous::RendezvousLimits& limits, absl::Time now);
+// When a preempted node leaves (Preempted.leave_at_unix_ms, a DrainNode's
+// grace from `now`): a time already past is `now`. Possible errors:
+// INVALID_ARGUMENT for 0 or less, or more than limits.max_timeout after `now`.
+absl::StatusOr<absl::Time> LeaveAtFromProto(int64_t leave_at_unix_ms,
+                                            const rendezvous::RendezvousLimits& limits,
+                                            absl::Time now);
 // Possible errors: INVALID_ARGUMENT when the NCCL unique id is neither empty
 // nor 128 bytes, or the address is too long.
 absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(

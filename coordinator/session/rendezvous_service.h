@@ -132,6 +132,12 @@ class RendezvousService final : public commit::CommitParticipant {
                            const std::string& reason) {
     return registry_->ExcludeNode(job_id, node_id, reason);
   }
+  absl::StatusOr<std::vector<std::string>> DrainNode(const std::string& node_id,
+                                                     const std::string& job_id,
+                                                     absl::Time leaves_at,
+                                                     const std::string& reason) {
+    return registry_->DrainNode(node_id, job_id, leaves_at, reason);
+  }
   absl::Status RemoveJob(const std::string& job_id) { return registry_->RemoveJob(job_id); }
   // Durable state only (JobRegistry's reads).
   absl::StatusOr<rendezvous::JobStatus> GetJob(const std::string& job_id, bool include_nodes,
@@ -188,6 +194,11 @@ class RendezvousService final : public commit::CommitParticipant {
                                 const rendezvous::MasterInfo& info) {
     return registry_->ReportMasterInfo(ref, info);
   }
+  absl::Status Preempted(const rendezvous::NodeRef& ref, absl::Time leaves_at,
+                         const std::string& reason) {
+    return registry_->Preempted(ref, leaves_at, reason);
+  }
+  absl::Status ReadyToLeave(const rendezvous::NodeRef& ref) { return registry_->ReadyToLeave(ref); }
 
   // Lets the loop commit and send what is queued, then ends every watch.
   void Shutdown();

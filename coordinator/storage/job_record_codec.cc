@@ -182,11 +182,11 @@ absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
 
 absl::Status CheckEventType(int64_t type, int64_t cause) {
   if (type < static_cast<int64_t>(JobEventType::kJobCreated) ||
-      type > static_cast<int64_t>(JobEventType::kJobUpdated)) {
+      type > static_cast<int64_t>(JobEventType::kNodeDraining)) {
     return absl::DataLossError(absl::StrCat("job event type ", type, " is not a known type"));
   }
   if (cause < static_cast<int64_t>(RestartCause::kNone) ||
-      cause > static_cast<int64_t>(RestartCause::kOperator)) {
+      cause > static_cast<int64_t>(RestartCause::kDrain)) {
     return absl::DataLossError(absl::StrCat("restart cause ", cause, " is not a known cause"));
   }
   return absl::OkStatus();

@@ -2,7 +2,8 @@
 
 - :class:`Client` — the scheduler's client: jobs, the key-value store, the cluster;
 - :mod:`ddp_coordinator.worker` — the training script's side: who am I, is my generation
-  current, the heartbeat, the job's key namespace;
+  current, the heartbeat, the job's key namespace, the preemption notice
+  (:func:`preemption_pending`, :func:`ready_to_leave`, also here at the top);
 - :mod:`ddp_coordinator.errors` — exceptions carrying the gRPC code and message;
 - :mod:`ddp_coordinator.store` — :class:`CoordinatorStore`, a c10d Store over the
   coordinator's KV, and the ``ddp://`` init_method (needs torch);
@@ -17,6 +18,7 @@ The protobuf and gRPC modules are generated from proto/ddp/v1 into
 examples.
 """
 from ddp_coordinator import worker
+from ddp_coordinator.worker import preemption_notice, preemption_pending, ready_to_leave
 
 try:  # written by setup.py: common/version.h's release and the hash of the sources
     from ddp_coordinator._version import __version__
@@ -56,4 +58,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'ddp_coordinator' has no attribute {name!r}")
 
 
-__all__ = sorted(_CLIENT_NAMES | _TYPE_NAMES | _ERROR_NAMES | {"worker"})
+__all__ = sorted(_CLIENT_NAMES | _TYPE_NAMES | _ERROR_NAMES |
+                 {"worker", "preemption_notice", "preemption_pending", "ready_to_leave"})

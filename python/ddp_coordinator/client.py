@@ -229,6 +229,16 @@ class Jobs:
         return self._call("ExcludeNode", jobs_pb2.ExcludeNodeRequest(
             job_id=job_id, node_id=node_id, reason=reason))
 
+    def drain_node(self, node_id, grace_s=0, job_id="", reason=""):
+        """Drains a node from every job it is in (or ``job_id``): its jobs go on without it
+        once their workers called ``ready_to_leave()``, or after ``grace_s`` (0: 120 s); no
+        restart counted. Returns (job ids, leave-at Unix ms)."""
+        reply = self._connection.call(jobs_pb2_grpc.JobServiceStub, "DrainNode",
+                                      jobs_pb2.DrainNodeRequest(
+                                          node_id=node_id, job_id=job_id,
+                                          grace_ms=int(grace_s * 1000), reason=reason))
+        return list(reply.job_ids), reply.leaves_at_unix_ms
+
     def delete(self, job_id):
         """Forgets a finished job; FailedPreconditionError while it runs (cancel it first)."""
         self._connection.call(jobs_pb2_grpc.JobServiceStub, "DeleteJob",

@@ -70,6 +70,9 @@ class JobSettings:
     heartbeat_interval_ms: int = 0
     heartbeat_timeout_ms: int = 0
     shutdown_timeout_ms: int = 0
+    # The straggler exclusion policy: 0 off; else 1.1-100 (after 0: 60 s).
+    straggler_exclude_factor: float = 0.0
+    straggler_exclude_after_ms: int = 0
 
     def to_proto(self):
         return jobs_pb2.JobSettings(**dataclasses.asdict(self))
@@ -120,6 +123,9 @@ class Member:
     heartbeat_age_ms: int
     connected: bool
     progress: List[WorkerProgress]
+    # Set while the node drains: when it leaves at the latest (0: not draining), and why.
+    leaves_at_unix_ms: int = 0
+    drain_reason: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -163,6 +163,66 @@ def report_progress(step, environ=None, **metrics):
     return True
 
 
+@dataclasses.dataclass(frozen=True)
+class PreemptionNotice:
+    """A node of the job leaves (a drain, a preemption): ``node_id`` (perhaps this worker's
+    own), by ``leave_at`` (Unix seconds) at the latest, and why."""
+    node_id: str
+    leave_at: float
+    reason: str
+    generation: int
+
+
+def preemption_notice(environ=None):
+    """The :class:`PreemptionNotice` the agent wrote in ``DDP_PREEMPTION_NOTICE_FILE`` while a
+    node of this generation is about to leave (``ddpctl nodes drain``, a SIGTERM to an agent
+    with ``--preemption-grace``, the cloud's notice file), else None. Every worker of the job
+    gets it, on every node. None under plain torchrun."""
+    env = os.environ if environ is None else environ
+    path = env.get("DDP_PREEMPTION_NOTICE_FILE")
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            notice = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):  # being replaced: a notice all the same
+        return PreemptionNotice("", 0.0, "unreadable notice", _int(env, "DDP_GENERATION"))
+    return PreemptionNotice(
+        node_id=str(notice.get("node_id", "")),
+        leave_at=float(notice.get("leave_at_unix_ms", 0)) / 1000.0,
+        reason=str(notice.get("reason", "")),
+        generation=int(notice.get("generation", 0)),
+    )
+
+
+def preemption_pending(environ=None):
+    """True while a node of this generation is about to leave: write a checkpoint, then call
+    :func:`ready_to_leave` on every rank. Cheap (one ``stat``): call it every step. The job goes
+    on without the node (a hot spare, or fewer nodes) once every worker said it is ready, or
+    when the grace ends; no restart is counted. False under plain torchrun."""
+    env = os.environ if environ is None else environ
+    path = env.get("DDP_PREEMPTION_NOTICE_FILE")
+    return bool(path) and os.path.exists(path)
+
+
+def ready_to_leave(environ=None):
+    """Tells the agent this worker is ready for the announced departure (its checkpoint is
+    written; when one rank writes it, call this after a barrier that follows the write). Once
+    every worker of the generation said so, the coordinator restarts the job without the
+    leaving node at once instead of at the end of the grace. The worker may keep training
+    meanwhile; it is stopped (SIGTERM) when the job goes on. Returns False where there is no
+    agent (plain torchrun)."""
+    env = os.environ if environ is None else environ
+    path = env.get("DDP_PREEMPTION_READY_FILE")
+    if not path:
+        return False
+    with open(path, "a"):
+        pass
+    return True
+
+
 def kv(environ=None, **client_options):
     """The job's key namespace (named after the job id), over a client with the worker's
     coordinator and token (``DDP_COORDINATOR``, ``DDP_TOKEN``, ``DDP_TLS_*``). A job's token

@@ -133,3 +133,33 @@ def test_importWorker_LoadsNeitherGrpcNorProtobuf():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == "False"
+
+
+def test_preemption_NoFilesUnderTorchrun_FalseNone():
+    assert worker.preemption_pending({}) is False
+    assert worker.preemption_notice({}) is None
+    assert worker.ready_to_leave({}) is False
+
+
+def test_preemption_NoticeFile_PendingAndParsed(tmp_path):
+    notice = tmp_path / "preemption_notice.json"
+    ready = tmp_path / "ready_to_leave"
+    env = {"DDP_PREEMPTION_NOTICE_FILE": str(notice), "DDP_PREEMPTION_READY_FILE": str(ready),
+           "DDP_GENERATION": "3"}
+    assert not worker.preemption_pending(env)
+    assert worker.preemption_notice(env) is None
+    notice.write_text(json.dumps({"node_id": "n2", "leave_at_unix_ms": 1700000000500,
+                                  "reason": "spot", "generation": 3}))
+    assert worker.preemption_pending(env)
+    got = worker.preemption_notice(env)
+    assert (got.node_id, got.leave_at, got.reason, got.generation) == (
+        "n2", 1700000000.5, "spot", 3)
+    assert not ready.exists()
+    assert worker.ready_to_leave(env) is True
+    assert ready.exists()
+
+
+def test_preemption_TopLevelNames():
+    import ddp_coordinator
+    assert ddp_coordinator.preemption_pending is worker.preemption_pending
+    assert "ready_to_leave" in ddp_coordinator.__all__

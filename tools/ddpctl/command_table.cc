@@ -293,6 +293,21 @@ const std::vector<CommandSpec>& CommandTable() {
        {{"NODE", "Node id"}},
        {},
        "Its incidents stay in the ledger but no longer count for quarantine."},
+      {"nodes",
+       "drain",
+       "Drain node NODE: its jobs go on without it, no restart budget spent",
+       {{"NODE", "Node id"}},
+       {{"grace", FlagKind::kDuration, "DURATION",
+         "Leave by then at the latest (default 120s, at most 168h)"},
+        {"job", FlagKind::kString, "JOB", "Only this job (default: every job the node is in)"},
+        {"reason", FlagKind::kString, "TEXT", "Why (in the jobs' events and the node's status)"}},
+       "Every worker of the node's jobs gets the preemption notice\n"
+       "(ddp_coordinator.preemption_pending(); docs/worker-contract.md). A job\n"
+       "goes on without the node as soon as every one of its workers called\n"
+       "ddp_coordinator.ready_to_leave(), or when the grace ends: a hot spare\n"
+       "takes its place, or it runs smaller within --nnodes MIN:MAX. No failure\n"
+       "is recorded. A node that runs no workers (a spare) leaves at once.\n"
+       "Prints the jobs and the deadline; NOT_FOUND when no job knows NODE."},
       {"cluster",
        "status",
        "Which coordinator leads, each coordinator's role, the etcd members' health",

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "ddp/v1/jobs.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/ddpctl/grpc_command_context.h"
@@ -303,6 +305,33 @@ grpc::Status JobsExclude(CommandContext& c) {
   return c.CallAndPrint(c.jobs, &v1::JobService::Stub::ExcludeNode, request, JobSummaryTextTo);
 }
 
+// `nodes drain NODE [--grace D] [--job JOB] [--reason TEXT]`.
+grpc::Status NodesDrain(CommandContext& c) {
+  v1::DrainNodeRequest request;
+  request.set_node_id(c.arg(0));
+  request.set_job_id(c.invocation.FlagString("job"));
+  request.set_reason(c.invocation.FlagString("reason"));
+  if (c.invocation.HasFlag("grace")) {
+    const absl::Duration grace = c.invocation.FlagDuration("grace", absl::ZeroDuration());
+    if (grace < absl::Milliseconds(1) || grace > absl::Hours(24 * 7)) {
+      return UsageError(absl::InvalidArgumentError(
+          absl::StrCat("--grace=", c.invocation.FlagString("grace"), " must be in [1ms, 168h]")));
+    }
+    request.set_grace_ms(absl::ToInt64Milliseconds(grace));
+  }
+  return c.CallAndPrint(c.jobs, &v1::JobService::Stub::DrainNode, request,
+                        [&](std::ostream& out, const v1::DrainNodeResponse& response) {
+                          out << "node " << request.node_id() << " drains from job(s) "
+                              << absl::StrJoin(response.job_ids(), ", ") << "; it leaves by "
+                              << absl::FormatTime(
+                                     "%Y-%m-%d %H:%M:%S UTC",
+                                     absl::FromUnixMillis(response.leaves_at_unix_ms()),
+                                     absl::UTCTimeZone())
+                              << " at the latest (earlier once the workers say they are "
+                                 "ready)\n";
+                        });
+}
+
 }  // namespace
 
 std::map<std::string, Handler> JobCommandHandlers() {
@@ -310,7 +339,7 @@ std::map<std::string, Handler> JobCommandHandlers() {
       {"jobs list", JobsList},     {"jobs get", JobsGet},         {"jobs logs", JobsLogs},
       {"jobs create", JobsCreate}, {"jobs watch", JobsWatch},     {"jobs update", JobsUpdate},
       {"jobs cancel", JobsCancel}, {"jobs exclude", JobsExclude}, {"jobs delete", JobsDelete},
-      {"jobs token", JobsToken},   {"jobs stacks", JobsStacks},
+      {"jobs token", JobsToken},   {"jobs stacks", JobsStacks},   {"nodes drain", NodesDrain},
   };
 }
 

@@ -195,7 +195,12 @@ std::string JobText(const v1::Job& job) {
                                 {"last-call-timeout", MsText(s.last_call_timeout_ms())},
                                 {"heartbeat-interval", MsText(s.heartbeat_interval_ms())},
                                 {"heartbeat-timeout", MsText(s.heartbeat_timeout_ms())},
-                                {"shutdown-timeout", MsText(s.shutdown_timeout_ms())}},
+                                {"shutdown-timeout", MsText(s.shutdown_timeout_ms())},
+                                {"straggler-exclude",
+                                 s.straggler_exclude_factor() == 0
+                                     ? "off"
+                                     : absl::StrCat(s.straggler_exclude_factor(), "x for ",
+                                                    MsText(s.straggler_exclude_after_ms()))}},
                                "  "));
   // A finished job's members are the nodes of its last generation (no ranks
   // are kept once it ends).
@@ -204,6 +209,12 @@ std::string JobText(const v1::Job& job) {
   absl::StrAppend(&text, finished ? "members of the last generation (" : "members (",
                   job.members_size(), "):", job.members().empty() ? " none\n" : "\n");
   if (!job.members().empty()) absl::StrAppend(&text, MembersTable(job.members()));
+  for (const v1::Member& m : job.members()) {
+    if (m.leaves_at_unix_ms() == 0) continue;
+    absl::StrAppend(&text, "draining: ", PrintableBytes(m.node_id()), " leaves by ",
+                    TimeText(m.leaves_at_unix_ms()), " at the latest (",
+                    PrintableBytes(m.drain_reason()), ")\n");
+  }
   if (const std::string progress = ProgressTable(job.members()); !progress.empty()) {
     absl::StrAppend(&text, "progress (as the workers reported it):\n", progress);
   }

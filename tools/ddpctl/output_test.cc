@@ -108,6 +108,20 @@ TEST(JobSummaryText, Job_OneLine) {
             "1 spares");
 }
 
+TEST(JobText, DrainingMemberAndStragglerPolicy_Shown) {
+  v1::Job job = SampleJob();
+  job.mutable_settings()->set_straggler_exclude_factor(1.5);
+  job.mutable_settings()->set_straggler_exclude_after_ms(60000);
+  job.mutable_members(0)->set_leaves_at_unix_ms(1700000000123);
+  job.mutable_members(0)->set_drain_reason("kernel update");
+  const std::string text = JobText(job);
+  EXPECT_NE(text.find("  straggler-exclude   1.5x for 1m\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("draining: node-a leaves by 2023-11-14T22:13:20.123Z at the latest "
+                      "(kernel update)\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(JobText, FullJob_ShowsSettingsMembersFailures) {
   v1::Job job = SampleJob();
   job.mutable_root_cause()->CopyFrom(job.failures(0));
@@ -118,6 +132,7 @@ TEST(JobText, FullJob_ShowsSettingsMembersFailures) {
   EXPECT_NE(text.find("  nnodes              2:4\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  join-timeout        10m\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  heartbeat-interval  500ms\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  straggler-exclude   off\n"), std::string::npos) << text;
   EXPECT_NE(text.find("members (1):\n  NODE    GROUP_RANK  RANK_OFFSET  NPROC"
                       "  ADDRESS   HEARTBEAT_AGE  CONNECTED\n"
                       "  node-a  0           0            8      10.0.0.1"
