@@ -96,13 +96,15 @@ struct WorkerSupervisor::Worker {
 class WorkerSupervisor::EventLoop {
  public:
   EventLoop(WorkerSupervisor* owner, std::vector<WorkerSpec> specs) : owner_(owner) {
-    ActivityTracker::Options activity;
-    activity.hang_timeout = owner->options_.hang_timeout;
-    for (WorkerSpec& spec : specs) {
-      workers_.push_back(
-          std::make_unique<Worker>(std::move(spec), owner->options_.heartbeat_timeout, activity));
-    }
+    for (WorkerSpec& spec : specs) workers_.push_back(NewWorker(std::move(spec)));
     buffer_.resize(kReadChunk);
+  }
+
+  // A worker watched with the supervisor's heartbeat and activity rules.
+  std::unique_ptr<Worker> NewWorker(WorkerSpec spec) const {
+    ActivityTracker::Options activity;
+    activity.hang_timeout = owner_->options_.hang_timeout;
+    return std::make_unique<Worker>(std::move(spec), owner_->options_.heartbeat_timeout, activity);
   }
   ~EventLoop() {
     for (auto& w : workers_) {
@@ -303,8 +305,7 @@ class WorkerSupervisor::EventLoop {
     }
     Unwatch(old.process.stdout_fd);  // a grandchild may hold the old pipes
     Unwatch(old.process.stderr_fd);
-    workers_[index] =
-        std::make_unique<Worker>(std::move(request.spec), owner_->options_.heartbeat_timeout);
+    workers_[index] = NewWorker(std::move(request.spec));
     {
       absl::MutexLock lock(&owner_->mu_);
       WorkerState& state = owner_->states_[index];

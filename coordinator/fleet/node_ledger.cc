@@ -221,22 +221,22 @@ void NodeLedger::PruneEarliestLocked(absl::Time now) {
 
 void NodeLedger::AddWorkerIncidentLocked(const rendezvous::JobEvent& event) {
   const rendezvous::FailureInfo& failure = *event.failure;
-  v1::Node* node = FindOrAddLocked(failure.node_id);
+  v1::Node* node = FindOrAddLocked(failure.node_id());
   if (node == nullptr) return;  // over max_nodes: not recorded
   const int64_t time_ms =
-      absl::ToUnixMillis(failure.time == absl::Time() ? event.time : failure.time);
+      failure.time_unix_ms() == 0 ? absl::ToUnixMillis(event.time) : failure.time_unix_ms();
   v1::NodeIncident incident;
-  incident.set_kind(failure.hang ? v1::NODE_INCIDENT_HANG : v1::NODE_INCIDENT_WORKER_FAILED);
+  incident.set_kind(failure.hang() ? v1::NODE_INCIDENT_HANG : v1::NODE_INCIDENT_WORKER_FAILED);
   incident.set_job_id(event.job_id);
-  incident.set_generation(failure.generation);
+  incident.set_generation(failure.generation());
   incident.set_time_unix_ms(time_ms);
   incident.set_cause(
-      absl::StrCat("rank ", failure.global_rank, " ", rendezvous::DescribeFailure(failure)));
+      absl::StrCat("rank ", failure.global_rank(), " ", rendezvous::DescribeFailure(failure)));
   // Counted when it is the earliest failure of its generation so far.
-  const std::pair<std::string, int64_t> key{event.job_id, failure.generation};
+  const std::pair<std::string, int64_t> key{event.job_id, failure.generation()};
   auto earliest = earliest_.find(key);
   if (earliest == earliest_.end() || time_ms < earliest->second.second) {
-    if (earliest != earliest_.end() && earliest->second.first != failure.node_id) {
+    if (earliest != earliest_.end() && earliest->second.first != failure.node_id()) {
       // Uncount the later one: it was a knock-on of this failure.
       auto other = nodes_.find(earliest->second.first);
       if (other != nodes_.end()) {
@@ -251,7 +251,7 @@ void NodeLedger::AddWorkerIncidentLocked(const rendezvous::JobEvent& event) {
       }
     }
     const bool same_node_counted =
-        earliest != earliest_.end() && earliest->second.first == failure.node_id;
+        earliest != earliest_.end() && earliest->second.first == failure.node_id();
     if (same_node_counted) {
       // One count per node and generation: the earlier incident takes it.
       for (v1::NodeIncident& old : *node->mutable_incidents()) {
@@ -262,7 +262,7 @@ void NodeLedger::AddWorkerIncidentLocked(const rendezvous::JobEvent& event) {
         }
       }
     }
-    earliest_[key] = {failure.node_id, time_ms};
+    earliest_[key] = {failure.node_id(), time_ms};
     incident.set_counted(true);
   }
   AddIncidentLocked(*node, std::move(incident));
@@ -274,7 +274,7 @@ void NodeLedger::RecordEvents(const std::vector<rendezvous::JobEvent>& events) {
     absl::MutexLock lock(&mu_);
     for (const rendezvous::JobEvent& event : events) {
       if (event.type == rendezvous::JobEventType::kWorkerFailed && event.failure.has_value() &&
-          event.failure->local_rank >= 0 && !event.failure->node_id.empty()) {
+          event.failure->local_rank() >= 0 && !event.failure->node_id().empty()) {
         AddWorkerIncidentLocked(event);
         changed = true;
       } else if (event.type == rendezvous::JobEventType::kNodeLost && !event.node_id.empty() &&

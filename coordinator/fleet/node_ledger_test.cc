@@ -41,13 +41,13 @@ class NodeLedgerTest : public ::testing::Test {
     event.node_id = node;
     event.time = clock_.Now();
     rendezvous::FailureInfo failure;
-    failure.node_id = node;
-    failure.generation = generation;
-    failure.local_rank = 0;
-    failure.global_rank = 1;
-    failure.exit_code = 3;
-    failure.hang = hang;
-    failure.time = clock_.Now() - ago;
+    failure.set_node_id(node);
+    failure.set_generation(generation);
+    failure.set_local_rank(0);
+    failure.set_global_rank(1);
+    failure.set_exit_code(3);
+    failure.set_hang(hang);
+    rendezvous::SetFailureTime(clock_.Now() - ago, &failure);
     event.failure = failure;
     return event;
   }

@@ -132,8 +132,8 @@ TEST_F(JobMetricsTest, Hang_TimeFromLastActivityToNextGenerationIsLost) {
   CoordinatorMetrics metrics(clock_);
   JobEvent hung = Event(JobEventType::kWorkerFailed, 61);
   hung.failure.emplace();
-  hung.failure->hang = true;
-  hung.failure->time = start_ + absl::Seconds(50);  // its last activity
+  hung.failure->set_hang(true);
+  rendezvous::SetFailureTime(start_ + absl::Seconds(50), &*hung.failure);  // its last activity
   JobEvent restarting = Event(JobEventType::kRestarting, 61);
   restarting.restart_cause = rendezvous::RestartCause::kHang;
   metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
@@ -154,8 +154,8 @@ TEST_F(JobMetricsTest, FailedByHang_TimeFromLastActivityToTheEndIsLost) {
   CoordinatorMetrics metrics(clock_);
   JobEvent hung = Event(JobEventType::kWorkerFailed, 62);
   hung.failure.emplace();
-  hung.failure->hang = true;
-  hung.failure->time = start_ + absl::Seconds(50);
+  hung.failure->set_hang(true);
+  rendezvous::SetFailureTime(start_ + absl::Seconds(50), &*hung.failure);
   metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
                            Event(JobEventType::kGenerationOpened, 10), hung,
                            Event(JobEventType::kJobFinished, 64)});

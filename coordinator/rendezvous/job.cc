@@ -787,7 +787,7 @@ void Job::Apply(const RestartDecision& decision) {
       // the hung rank is, and where its peers wait for it.
       const bool hang = decision.action == RestartDecision::Action::kReviewHang ||
                         std::any_of(decision.recorded.begin(), decision.recorded.end(),
-                                    [](const FailureInfo& f) { return f.hang; });
+                                    [](const FailureInfo& f) { return f.hang(); });
       StopAllWorkers(decision.reason, /*take_stacks=*/hang);
       break;
     }
