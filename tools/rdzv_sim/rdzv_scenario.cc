@@ -159,6 +159,12 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   result.register_spread = rendezvous->issue_spread;
   result.generation = rendezvous->generation;
   result.registration_round_trip = Summarize((*fleet)->tracker().registration_round_trips());
+  const std::optional<absl::Duration> coordinator_cpu1 = CpuOf(pid);
+  const absl::Duration client_cpu1 = SelfCpu();
+  result.rendezvous_cpu.simulator = client_cpu1 - client_cpu0;
+  if (coordinator_cpu0 && coordinator_cpu1) {
+    result.rendezvous_cpu.coordinator = *coordinator_cpu1 - *coordinator_cpu0;
+  }
 
   absl::StatusOr<WaveTiming> restart = (*fleet)->Restart(clock.Now() + o.phase_timeout);
   if (!restart.ok()) {
@@ -167,10 +173,10 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   }
   result.restart = restart->elapsed;
   result.restart_generation = restart->generation;
-  const std::optional<absl::Duration> coordinator_cpu1 = CpuOf(pid);
-  result.client_cpu_setup = SelfCpu() - client_cpu0;
-  if (coordinator_cpu0 && coordinator_cpu1) {
-    result.coordinator_cpu_setup = *coordinator_cpu1 - *coordinator_cpu0;
+  const std::optional<absl::Duration> coordinator_cpu_restarted = CpuOf(pid);
+  result.restart_cpu.simulator = SelfCpu() - client_cpu1;
+  if (coordinator_cpu1 && coordinator_cpu_restarted) {
+    result.restart_cpu.coordinator = *coordinator_cpu_restarted - *coordinator_cpu1;
   }
 
   const absl::Time window_start = clock.Now();

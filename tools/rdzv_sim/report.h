@@ -20,6 +20,12 @@
 
 namespace ddp::rdzv_sim {
 
+// CPU time (utime + stime) two processes spent during one timed phase.
+struct PhaseCpu {
+  std::optional<absl::Duration> coordinator;
+  absl::Duration simulator;
+};
+
 struct SizeResult {
   int nodes = 0;
   int channels = 0;
@@ -35,9 +41,10 @@ struct SizeResult {
   // Restart: WorkerExited sent -> last generation g+1 Assignment received.
   absl::Duration restart;
   int64_t restart_generation = 0;
-  // CPU spent during rendezvous + restart (absent: coordinator pid unknown).
-  std::optional<absl::Duration> coordinator_cpu_setup;
-  absl::Duration client_cpu_setup;
+  // CPU spent in each phase by the coordinator (absent: pid unknown) and by
+  // this simulator, which must not be what limits the phase.
+  PhaseCpu rendezvous_cpu;
+  PhaseCpu restart_cpu;
 
   // Steady heartbeating.
   absl::Duration heartbeat_window;
