@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,6 +55,14 @@ std::map<std::string, absl::Duration> ThreadsOf(pid_t pid) {
   return threads.ok() ? *threads : std::map<std::string, absl::Duration>{};
 }
 
+// The 1-minute load average (/proc/loadavg's first field).
+std::optional<double> LoadAverage() {
+  std::ifstream file("/proc/loadavg");
+  double load = 0;
+  if (!(file >> load)) return std::nullopt;
+  return load;
+}
+
 absl::Duration SelfCpu() {
   absl::StatusOr<absl::Duration> cpu = ReadProcessCpuTime(getpid());
   return cpu.ok() ? *cpu : absl::ZeroDuration();
@@ -84,7 +93,10 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
 
 SizeResult RunScenario(const ScenarioOptions& o, int nodes) {
   std::unique_ptr<TempDir> work;
+  const std::optional<double> load_start = LoadAverage();
   SizeResult result = RunSize(o, nodes, work);
+  result.load_start = load_start;
+  result.load_end = LoadAverage();
   if (work && (!result.error.empty() || !result.warning.empty())) {
     work->Keep();
     absl::StrAppend(result.error.empty() ? &result.warning : &result.error,

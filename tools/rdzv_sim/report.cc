@@ -122,6 +122,10 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
     absl::StrAppendFormat(&out, "%6s   CPU in rendezvous: %s; in restart: %s\n", "",
                           PhaseCpuCell(r.rendezvous_cpu, r.rendezvous),
                           PhaseCpuCell(r.restart_cpu, r.restart));
+    if (r.load_start && r.load_end) {
+      absl::StrAppendFormat(&out, "%6s   machine load average %.1f at the start, %.1f at the end\n",
+                            "", *r.load_start, *r.load_end);
+    }
     if (!r.coordinator_threads.empty()) {
       std::vector<std::string> threads;
       for (const auto& [name, share] : r.coordinator_threads) {
@@ -156,8 +160,10 @@ std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo
         ",\"p99\":", JsonNumber(Ms(r.registration_round_trip.p99)),
         ",\"max\":", JsonNumber(Ms(r.registration_round_trip.max)), "}",
         ",\"generation\":", r.generation, ",\"restart_ms\":", JsonNumber(Ms(r.restart)),
-        ",\"restart_generation\":", r.restart_generation, ",\"rendezvous_cpu\":",
-        PhaseCpuJson(r.rendezvous_cpu), ",\"restart_cpu\":", PhaseCpuJson(r.restart_cpu),
+        ",\"restart_generation\":", r.restart_generation,
+        ",\"load_start\":", JsonNumber(r.load_start), ",\"load_end\":", JsonNumber(r.load_end),
+        ",\"rendezvous_cpu\":", PhaseCpuJson(r.rendezvous_cpu),
+        ",\"restart_cpu\":", PhaseCpuJson(r.restart_cpu),
         ",\"heartbeat_window_s\":", JsonNumber(absl::ToDoubleSeconds(r.heartbeat_window)),
         ",\"heartbeats_sent\":", r.heartbeats_sent,
         ",\"heartbeat_datagrams\":", r.heartbeat_datagrams,

@@ -55,6 +55,11 @@ struct SizeResult {
   // The coordinator's busiest threads in that window: (name, share of a core).
   std::vector<std::pair<std::string, double>> coordinator_threads;
 
+  // The machine's 1-minute load average when the size started and ended
+  // (other work on a shared machine; absent if /proc/loadavg is unreadable).
+  std::optional<double> load_start;
+  std::optional<double> load_end;
+
   // Coordinator VmRSS before any agent connected and with all connected.
   std::optional<int64_t> rss_idle_bytes;
   std::optional<int64_t> rss_connected_bytes;

@@ -22,6 +22,8 @@ SizeResult Sample() {
   r.rendezvous_cpu.coordinator = absl::Milliseconds(256);
   r.rendezvous_cpu.simulator = absl::Milliseconds(128);
   r.restart_cpu.simulator = absl::Milliseconds(750);
+  r.load_start = 1.25;
+  r.load_end = 3.5;
   return r;
 }
 
@@ -54,6 +56,8 @@ TEST(Report, RenderTable_ShowsFiguresAndVerdicts) {
                        "a core)"),
             std::string::npos)
       << table;
+  EXPECT_NE(table.find("machine load average 1.2 at the start, 3.5 at the end"), std::string::npos)
+      << table;
 }
 
 TEST(Report, RenderTable_ErrorRow_ShowsError) {
@@ -76,6 +80,7 @@ TEST(Report, RenderJson_FieldsAndNulls) {
   EXPECT_NE(json.find("\"coordinator_threads\":{\"grpc-exec\":0.100,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"coordinator_cpu_fraction\":null"), std::string::npos) << json;
   EXPECT_NE(json.find("\"bytes_per_agent\":20000.000"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"load_start\":1.250,\"load_end\":3.500"), std::string::npos) << json;
   EXPECT_NE(json.find("\"rendezvous_cpu\":{\"coordinator_ms\":256.000,\"simulator_ms\":128.000}"),
             std::string::npos)
       << json;
