@@ -80,12 +80,13 @@ std::optional<HeartbeatChannelGrant> UdpHeartbeatEndpoint::Open(const rendezvous
   HeartbeatChannelGrant grant;
   grant.port = port;
   grant.key = heartbeat::NewKey();
+  // The key schedule is computed outside the lock the datagram thread takes.
+  Session session{ref, heartbeat::DatagramKey(grant.key)};
+  session.ref.generation = 0;
   absl::MutexLock lock(&mu_);
   do {
     grant.session = NewSessionId();
   } while (sessions_.contains(grant.session));
-  Session session{ref, heartbeat::DatagramKey(grant.key)};
-  session.ref.generation = 0;
   sessions_.emplace(grant.session, std::move(session));
   return grant;
 }
