@@ -6,6 +6,7 @@
 # (see docs/benchmarks.md, section "Rendezvous").
 #
 # Usage: tools/bench_rdzv.sh [--standin] [rdzv_sim flags, e.g. --json]
+#   --nodes 65536 --phase-timeout-s 120   the largest size (a later --nodes wins)
 #   --standin  use //tools/rdzv_sim:standin_coordinator (SessionService and
 #              JobService only) instead of //coordinator:coordinator
 set -euo pipefail

@@ -1,11 +1,13 @@
 #include "common/heartbeat/heartbeat_datagram.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -30,19 +32,60 @@ uint64_t GetU64(const unsigned char* at) {
   return value;
 }
 
-void Mac(absl::string_view key, const unsigned char* data, unsigned char* out) {
-  unsigned char full[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  DDP_CHECK(HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data, kSignedSize, full,
-                 &length) != nullptr)
-      << "HMAC-SHA256 failed";
-  std::memcpy(out, full, kMacSize);
+// HMAC with its digest looked up once per process.
+EVP_MAC* HmacSha256() {
+  static EVP_MAC* const mac = [] {
+    EVP_MAC* fetched = EVP_MAC_fetch(nullptr, OSSL_MAC_NAME_HMAC, nullptr);
+    DDP_CHECK(fetched != nullptr) << "OpenSSL has no HMAC";
+    return fetched;
+  }();
+  return mac;
 }
 
 }  // namespace
 
-Datagram EncodeDatagram(const DatagramFields& fields, absl::string_view key) {
+DatagramKey::DatagramKey(absl::string_view key) : context_(EVP_MAC_CTX_new(HmacSha256())) {
   DDP_CHECK(key.size() == kKeySize) << "heartbeat key of " << key.size() << " bytes";
+  DDP_CHECK(context_ != nullptr) << "EVP_MAC_CTX_new failed";
+  char digest[] = "SHA256";
+  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                               OSSL_PARAM_END};
+  DDP_CHECK(EVP_MAC_init(context_, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                         params) == 1)
+      << "HMAC-SHA256 key set-up failed";
+}
+
+DatagramKey::~DatagramKey() { EVP_MAC_CTX_free(context_); }
+
+DatagramKey::DatagramKey(DatagramKey&& other) noexcept
+    : context_(std::exchange(other.context_, nullptr)) {}
+
+DatagramKey& DatagramKey::operator=(DatagramKey&& other) noexcept {
+  if (this != &other) {
+    EVP_MAC_CTX_free(context_);
+    context_ = std::exchange(other.context_, nullptr);
+  }
+  return *this;
+}
+
+void DatagramKey::Sign(const unsigned char* signed_bytes, unsigned char* mac) {
+  DDP_CHECK(context_ != nullptr) << "DatagramKey used after a move";
+  unsigned char full[EVP_MAX_MD_SIZE];
+  size_t length = 0;
+  // A null key restarts the MAC from the key schedule computed once above.
+  DDP_CHECK(EVP_MAC_init(context_, nullptr, 0, nullptr) == 1 &&
+            EVP_MAC_update(context_, signed_bytes, kSignedSize) == 1 &&
+            EVP_MAC_final(context_, full, &length, sizeof(full)) == 1 && length >= kMacSize)
+      << "HMAC-SHA256 failed";
+  std::memcpy(mac, full, kMacSize);
+}
+
+Datagram EncodeDatagram(const DatagramFields& fields, absl::string_view key) {
+  DatagramKey prepared(key);
+  return EncodeDatagram(fields, prepared);
+}
+
+Datagram EncodeDatagram(const DatagramFields& fields, DatagramKey& key) {
   Datagram d{};
   std::memcpy(d.data(), Magic(fields.kind), 4);
   d[4] = kVersion;
@@ -50,7 +93,7 @@ Datagram EncodeDatagram(const DatagramFields& fields, absl::string_view key) {
   PutU64(&d[8], fields.session);
   PutU64(&d[16], fields.sequence);
   PutU64(&d[24], static_cast<uint64_t>(fields.generation));
-  Mac(key, d.data(), &d[kSignedSize]);
+  key.Sign(d.data(), &d[kSignedSize]);
   return d;
 }
 
@@ -64,13 +107,19 @@ absl::StatusOr<uint64_t> PeekSession(absl::string_view bytes) {
 
 absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramKind kind,
                                               absl::string_view key) {
-  if (bytes.size() != kDatagramSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("heartbeat datagram of ", bytes.size(), " bytes (want ", kDatagramSize, ")"));
-  }
   if (key.size() != kKeySize) {
     return absl::InvalidArgumentError(
         absl::StrCat("heartbeat key of ", key.size(), " bytes (want ", kKeySize, ")"));
+  }
+  DatagramKey prepared(key);
+  return DecodeDatagram(bytes, kind, prepared);
+}
+
+absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramKind kind,
+                                              DatagramKey& key) {
+  if (bytes.size() != kDatagramSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat datagram of ", bytes.size(), " bytes (want ", kDatagramSize, ")"));
   }
   const auto* d = reinterpret_cast<const unsigned char*>(bytes.data());
   if (std::memcmp(d, Magic(kind), 4) != 0) {
@@ -86,7 +135,7 @@ absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramK
     return absl::InvalidArgumentError("heartbeat datagram with unknown flags or reserved bits set");
   }
   unsigned char mac[kMacSize];
-  Mac(key, d, mac);
+  key.Sign(d, mac);
   if (CRYPTO_memcmp(mac, d + kSignedSize, kMacSize) != 0) {
     return absl::InvalidArgumentError("heartbeat datagram with a bad MAC");
   }

@@ -1,6 +1,11 @@
 #include "common/heartbeat/heartbeat_datagram.h"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <cstring>
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 
@@ -52,6 +57,38 @@ TEST(HeartbeatDatagramTest, RejectsAnotherKindAKeyOrASize) {
   EXPECT_FALSE(DecodeDatagram("", DatagramKind::kHeartbeat, key).ok());
   EXPECT_FALSE(PeekSession("short").ok());
   EXPECT_FALSE(DecodeDatagram(View(d), DatagramKind::kHeartbeat, "short key").ok());
+}
+
+TEST(HeartbeatDatagramTest, PreparedKey_SameMacAsOneShotHmacEveryTime) {
+  const std::string key = NewKey();
+  DatagramKey prepared(key);
+  for (uint64_t sequence = 1; sequence <= 3; ++sequence) {  // reused: the schedule is kept
+    DatagramFields f = Sample();
+    f.sequence = sequence;
+    const Datagram d = EncodeDatagram(f, prepared);
+    unsigned char reference[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    ASSERT_NE(HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), d.data(), 32, reference,
+                   &length),
+              nullptr);
+    EXPECT_EQ(std::memcmp(d.data() + 32, reference, 16), 0) << "sequence " << sequence;
+    EXPECT_EQ(d, EncodeDatagram(f, key));
+    auto got = DecodeDatagram(View(d), DatagramKind::kHeartbeat, prepared);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->sequence, sequence);
+  }
+}
+
+TEST(HeartbeatDatagramTest, PreparedKey_OtherKeyRejectedAndMoveKeepsKey) {
+  const std::string key = NewKey();
+  DatagramKey other(NewKey());
+  const Datagram d = EncodeDatagram(Sample(), key);
+  auto wrong = DecodeDatagram(View(d), DatagramKind::kHeartbeat, other);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("bad MAC"), std::string::npos);
+  DatagramKey moved(key);
+  other = std::move(moved);
+  EXPECT_TRUE(DecodeDatagram(View(d), DatagramKind::kHeartbeat, other).ok());
 }
 
 TEST(HeartbeatDatagramTest, EveryFlippedBitIsRejected) {

@@ -18,7 +18,7 @@ namespace ddp::rendezvous {
 // Hard limits of the coordinator. Every value coming from the network is
 // checked against these before any allocation proportional to it.
 struct RendezvousLimits {
-  int max_nodes = 16384;           // upper bound for JobSettings::max_nodes
+  int max_nodes = 65536;           // upper bound for JobSettings::max_nodes
   int max_nproc_per_node = 1024;   // upper bound for any node's process count
   int max_restarts = 100000;       // upper bound for JobSettings::max_restarts
   int max_spare_nodes = 1024;      // registered nodes beyond max_nodes per job

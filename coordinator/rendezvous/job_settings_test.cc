@@ -25,7 +25,7 @@ TEST(ValidateJobSettings, OverLimits_InvalidArgumentNamesLimit) {
   s.max_nodes = limits.max_nodes + 1;
   absl::Status status = ValidateJobSettings(s, limits);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("16384"), std::string::npos);
+  EXPECT_NE(status.message().find("65536"), std::string::npos);
 
   s = JobSettings();
   s.nproc_per_node = 0;

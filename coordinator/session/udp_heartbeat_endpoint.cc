@@ -80,14 +80,14 @@ std::optional<HeartbeatChannelGrant> UdpHeartbeatEndpoint::Open(const rendezvous
   HeartbeatChannelGrant grant;
   grant.port = port;
   grant.key = heartbeat::NewKey();
+  // The key schedule is computed outside the lock the datagram thread takes.
+  Session session{ref, heartbeat::DatagramKey(grant.key)};
+  session.ref.generation = 0;
   absl::MutexLock lock(&mu_);
   do {
     grant.session = NewSessionId();
   } while (sessions_.contains(grant.session));
-  Session& session = sessions_[grant.session];
-  session.ref = ref;
-  session.ref.generation = 0;
-  session.key = grant.key;
+  sessions_.emplace(grant.session, std::move(session));
   return grant;
 }
 
@@ -158,9 +158,8 @@ void UdpHeartbeatEndpoint::Loop() {
           continue;
         }
         session.last_sequence = fields->sequence;
-        rendezvous::NodeRef ref = session.ref;
-        ref.generation = fields->generation;
-        absl::StatusOr<rendezvous::Generation> running = heartbeat_(ref);
+        session.ref.generation = fields->generation;
+        absl::StatusOr<rendezvous::Generation> running = heartbeat_(session.ref);
         DatagramFields ack;
         ack.kind = DatagramKind::kAck;
         ack.session = fields->session;
@@ -171,7 +170,7 @@ void UdpHeartbeatEndpoint::Loop() {
           ack.generation = *running;
         } else {
           ++refused_;
-          DDP_LOG(INFO) << "heartbeat datagram of node " << ref.node_id << " refused ("
+          DDP_LOG(INFO) << "heartbeat datagram of node " << session.ref.node_id << " refused ("
                         << running.status() << "); it heartbeats on its stream from now on";
           ack.flag = true;
         }

@@ -46,6 +46,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/heartbeat/heartbeat_datagram.h"
 #include "common/heartbeat/udp_socket.h"
 #include "coordinator/rendezvous/job_types.h"
 
@@ -95,8 +96,10 @@ class UdpHeartbeatEndpoint {
 
  private:
   struct Session {
+    // The node; its generation is the last datagram's (handed to the core
+    // as it is: no copy of the ids per heartbeat).
     rendezvous::NodeRef ref;
-    std::string key;
+    heartbeat::DatagramKey key;  // prepared once: checks and acks are cheap
     uint64_t last_sequence = 0;
   };
   void Loop();

@@ -119,8 +119,7 @@ void GrpcAgentStream::SendHeartbeat() {
     const bool states = running && states_sent_for_ != agent_.Header().generation;
     if (!states && core_.heartbeat_channel() != nullptr && core_.SendAsDatagram(now)) {
       port = core_.heartbeat_channel()->udp_port();
-      datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(ask, now),
-                                           core_.heartbeat_channel()->key());
+      datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(ask, now), *DatagramKeyLocked());
     }
   }
   if (datagram.has_value()) {
@@ -304,8 +303,18 @@ void GrpcAgentStream::OnAckDatagram(absl::string_view bytes) {
   absl::MutexLock lock(&mu_);
   const v1::HeartbeatChannel* channel = core_.heartbeat_channel();
   if (channel == nullptr) return;
-  auto ack = heartbeat::DecodeDatagram(bytes, heartbeat::DatagramKind::kAck, channel->key());
+  auto ack = heartbeat::DecodeDatagram(bytes, heartbeat::DatagramKind::kAck, *DatagramKeyLocked());
   if (ack.ok() && ack->session == channel->session()) core_.DatagramAnswered(*ack);
+}
+
+heartbeat::DatagramKey* GrpcAgentStream::DatagramKeyLocked() {
+  const v1::HeartbeatChannel* channel = core_.heartbeat_channel();
+  if (channel == nullptr) return nullptr;
+  if (!key_.has_value() || key_session_ != channel->session()) {
+    key_.emplace(channel->key());
+    key_session_ = channel->session();
+  }
+  return &*key_;
 }
 
 void GrpcAgentStream::Fail(const absl::Status& status) {

@@ -22,12 +22,14 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "client/agent/session_core.h"
 #include "common/clock.h"
+#include "common/heartbeat/heartbeat_datagram.h"
 #include "ddp/v1/session.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/rdzv_sim/async_client_bidi.h"
@@ -85,6 +87,9 @@ class GrpcAgentStream final : public AsyncClientBidi<v1::AgentMessage, v1::Coord
   void Handle(const v1::CoordinatorMessage& message);
   // An ack datagram naming this agent's session (SimDatagrams' thread).
   void OnAckDatagram(absl::string_view bytes);
+  // The current heartbeat channel's key, prepared once per channel; null
+  // without a channel.
+  heartbeat::DatagramKey* DatagramKeyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fail(const absl::Status& status);
 
   const bool ack_heartbeats_;
@@ -112,6 +117,9 @@ class GrpcAgentStream final : public AsyncClientBidi<v1::AgentMessage, v1::Coord
   bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_by_coordinator_ ABSL_GUARDED_BY(mu_) = false;
+  // DatagramKeyLocked's cache: the key of channel session `key_session_`.
+  std::optional<heartbeat::DatagramKey> key_ ABSL_GUARDED_BY(mu_);
+  uint64_t key_session_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ddp::rdzv_sim

@@ -61,7 +61,7 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitBadFlags = 2;
-constexpr int kMaxNodes = 16384;
+constexpr int kMaxNodes = 65536;  // the coordinator's own limit (RendezvousLimits)
 
 int BadFlag(const std::string& message) {
   std::fprintf(stderr, "rdzv_sim: %s (see --help)\n", message.c_str());

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,6 +55,14 @@ std::map<std::string, absl::Duration> ThreadsOf(pid_t pid) {
   return threads.ok() ? *threads : std::map<std::string, absl::Duration>{};
 }
 
+// The 1-minute load average (/proc/loadavg's first field).
+std::optional<double> LoadAverage() {
+  std::ifstream file("/proc/loadavg");
+  double load = 0;
+  if (!(file >> load)) return std::nullopt;
+  return load;
+}
+
 absl::Duration SelfCpu() {
   absl::StatusOr<absl::Duration> cpu = ReadProcessCpuTime(getpid());
   return cpu.ok() ? *cpu : absl::ZeroDuration();
@@ -84,7 +93,10 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
 
 SizeResult RunScenario(const ScenarioOptions& o, int nodes) {
   std::unique_ptr<TempDir> work;
+  const std::optional<double> load_start = LoadAverage();
   SizeResult result = RunSize(o, nodes, work);
+  result.load_start = load_start;
+  result.load_end = LoadAverage();
   if (work && (!result.error.empty() || !result.warning.empty())) {
     work->Keep();
     absl::StrAppend(result.error.empty() ? &result.warning : &result.error,
@@ -159,6 +171,12 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   result.register_spread = rendezvous->issue_spread;
   result.generation = rendezvous->generation;
   result.registration_round_trip = Summarize((*fleet)->tracker().registration_round_trips());
+  const std::optional<absl::Duration> coordinator_cpu1 = CpuOf(pid);
+  const absl::Duration client_cpu1 = SelfCpu();
+  result.rendezvous_cpu.simulator = client_cpu1 - client_cpu0;
+  if (coordinator_cpu0 && coordinator_cpu1) {
+    result.rendezvous_cpu.coordinator = *coordinator_cpu1 - *coordinator_cpu0;
+  }
 
   absl::StatusOr<WaveTiming> restart = (*fleet)->Restart(clock.Now() + o.phase_timeout);
   if (!restart.ok()) {
@@ -167,10 +185,10 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   }
   result.restart = restart->elapsed;
   result.restart_generation = restart->generation;
-  const std::optional<absl::Duration> coordinator_cpu1 = CpuOf(pid);
-  result.client_cpu_setup = SelfCpu() - client_cpu0;
-  if (coordinator_cpu0 && coordinator_cpu1) {
-    result.coordinator_cpu_setup = *coordinator_cpu1 - *coordinator_cpu0;
+  const std::optional<absl::Duration> coordinator_cpu_restarted = CpuOf(pid);
+  result.restart_cpu.simulator = SelfCpu() - client_cpu1;
+  if (coordinator_cpu1 && coordinator_cpu_restarted) {
+    result.restart_cpu.coordinator = *coordinator_cpu_restarted - *coordinator_cpu1;
   }
 
   const absl::Time window_start = clock.Now();

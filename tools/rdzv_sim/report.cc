@@ -37,6 +37,27 @@ std::string JsonNumber(std::optional<double> value) {
   return value ? absl::StrFormat("%.3f", *value) : "null";
 }
 
+// "coordinator 5.9 s (92% of a core), simulator 4.7 s (73%)" over `elapsed`.
+std::string PhaseCpuCell(const PhaseCpu& cpu, absl::Duration elapsed) {
+  auto share = [&](absl::Duration used) {
+    if (elapsed <= absl::ZeroDuration()) return std::string();
+    return absl::StrFormat(" (%.0f%% of a core)", 100 * absl::FDivDuration(used, elapsed));
+  };
+  std::string coordinator = "n/a";
+  if (cpu.coordinator) {
+    coordinator = absl::StrFormat("%.0f ms%s", Ms(*cpu.coordinator), share(*cpu.coordinator));
+  }
+  return absl::StrFormat("coordinator %s, simulator %.0f ms%s", coordinator, Ms(cpu.simulator),
+                         share(cpu.simulator));
+}
+
+std::string PhaseCpuJson(const PhaseCpu& cpu) {
+  std::optional<double> coordinator;
+  if (cpu.coordinator) coordinator = Ms(*cpu.coordinator);
+  return absl::StrCat("{\"coordinator_ms\":", JsonNumber(coordinator),
+                      ",\"simulator_ms\":", JsonNumber(Ms(cpu.simulator)), "}");
+}
+
 std::string ThreadsJson(const std::vector<std::pair<std::string, double>>& threads) {
   std::vector<std::string> items;
   for (const auto& [name, share] : threads) {
@@ -98,6 +119,13 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
                           Ms(r.registration_round_trip.p99), LatencyCell(r.restart, r.nodes), cpu,
                           100 * r.client_cpu_fraction, memory,
                           window > 0 ? r.heartbeats_sent / window : 0.0, per_heartbeat);
+    absl::StrAppendFormat(&out, "%6s   CPU in rendezvous: %s; in restart: %s\n", "",
+                          PhaseCpuCell(r.rendezvous_cpu, r.rendezvous),
+                          PhaseCpuCell(r.restart_cpu, r.restart));
+    if (r.load_start && r.load_end) {
+      absl::StrAppendFormat(&out, "%6s   machine load average %.1f at the start, %.1f at the end\n",
+                            "", *r.load_start, *r.load_end);
+    }
     if (!r.coordinator_threads.empty()) {
       std::vector<std::string> threads;
       for (const auto& [name, share] : r.coordinator_threads) {
@@ -119,8 +147,6 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
 std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo& machine) {
   std::vector<std::string> rows;
   for (const SizeResult& r : results) {
-    std::optional<double> cpu_setup_ms;
-    if (r.coordinator_cpu_setup) cpu_setup_ms = Ms(*r.coordinator_cpu_setup);
     std::optional<double> rss_idle, rss_connected;
     if (r.rss_idle_bytes) rss_idle = *r.rss_idle_bytes;
     if (r.rss_connected_bytes) rss_connected = *r.rss_connected_bytes;
@@ -134,8 +160,10 @@ std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo
         ",\"p99\":", JsonNumber(Ms(r.registration_round_trip.p99)),
         ",\"max\":", JsonNumber(Ms(r.registration_round_trip.max)), "}",
         ",\"generation\":", r.generation, ",\"restart_ms\":", JsonNumber(Ms(r.restart)),
-        ",\"restart_generation\":", r.restart_generation, ",\"coordinator_cpu_setup_ms\":",
-        JsonNumber(cpu_setup_ms), ",\"client_cpu_setup_ms\":", JsonNumber(Ms(r.client_cpu_setup)),
+        ",\"restart_generation\":", r.restart_generation,
+        ",\"load_start\":", JsonNumber(r.load_start), ",\"load_end\":", JsonNumber(r.load_end),
+        ",\"rendezvous_cpu\":", PhaseCpuJson(r.rendezvous_cpu),
+        ",\"restart_cpu\":", PhaseCpuJson(r.restart_cpu),
         ",\"heartbeat_window_s\":", JsonNumber(absl::ToDoubleSeconds(r.heartbeat_window)),
         ",\"heartbeats_sent\":", r.heartbeats_sent,
         ",\"heartbeat_datagrams\":", r.heartbeat_datagrams,

@@ -20,6 +20,12 @@
 
 namespace ddp::rdzv_sim {
 
+// CPU time (utime + stime) two processes spent during one timed phase.
+struct PhaseCpu {
+  std::optional<absl::Duration> coordinator;
+  absl::Duration simulator;
+};
+
 struct SizeResult {
   int nodes = 0;
   int channels = 0;
@@ -35,9 +41,10 @@ struct SizeResult {
   // Restart: WorkerExited sent -> last generation g+1 Assignment received.
   absl::Duration restart;
   int64_t restart_generation = 0;
-  // CPU spent during rendezvous + restart (absent: coordinator pid unknown).
-  std::optional<absl::Duration> coordinator_cpu_setup;
-  absl::Duration client_cpu_setup;
+  // CPU spent in each phase by the coordinator (absent: pid unknown) and by
+  // this simulator, which must not be what limits the phase.
+  PhaseCpu rendezvous_cpu;
+  PhaseCpu restart_cpu;
 
   // Steady heartbeating.
   absl::Duration heartbeat_window;
@@ -47,6 +54,11 @@ struct SizeResult {
   double client_cpu_fraction = 0;
   // The coordinator's busiest threads in that window: (name, share of a core).
   std::vector<std::pair<std::string, double>> coordinator_threads;
+
+  // The machine's 1-minute load average when the size started and ended
+  // (other work on a shared machine; absent if /proc/loadavg is unreadable).
+  std::optional<double> load_start;
+  std::optional<double> load_end;
 
   // Coordinator VmRSS before any agent connected and with all connected.
   std::optional<int64_t> rss_idle_bytes;

@@ -19,6 +19,11 @@ SizeResult Sample() {
   r.coordinator_threads = {{"grpc-exec", 0.1}, {"rdzv-dispatch", 0.025}};
   r.rss_idle_bytes = 10'000'000;
   r.rss_connected_bytes = 10'000'000 + 1024 * 20'000;
+  r.rendezvous_cpu.coordinator = absl::Milliseconds(256);
+  r.rendezvous_cpu.simulator = absl::Milliseconds(128);
+  r.restart_cpu.simulator = absl::Milliseconds(750);
+  r.load_start = 1.25;
+  r.load_end = 3.5;
   return r;
 }
 
@@ -46,6 +51,13 @@ TEST(Report, RenderTable_ShowsFiguresAndVerdicts) {
   EXPECT_NE(table.find("20.0 KB ok"), std::string::npos) << table;
   EXPECT_NE(table.find("2048"), std::string::npos) << table;  // beats/s
   EXPECT_NE(table.find("grpc-exec 10.0%, rdzv-dispatch 2.5%"), std::string::npos) << table;
+  EXPECT_NE(table.find("CPU in rendezvous: coordinator 256 ms (50% of a core), simulator 128 ms "
+                       "(25% of a core); in restart: coordinator n/a, simulator 750 ms (50% of "
+                       "a core)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("machine load average 1.2 at the start, 3.5 at the end"), std::string::npos)
+      << table;
 }
 
 TEST(Report, RenderTable_ErrorRow_ShowsError) {
@@ -68,6 +80,13 @@ TEST(Report, RenderJson_FieldsAndNulls) {
   EXPECT_NE(json.find("\"coordinator_threads\":{\"grpc-exec\":0.100,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"coordinator_cpu_fraction\":null"), std::string::npos) << json;
   EXPECT_NE(json.find("\"bytes_per_agent\":20000.000"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"load_start\":1.250,\"load_end\":3.500"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"rendezvous_cpu\":{\"coordinator_ms\":256.000,\"simulator_ms\":128.000}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"restart_cpu\":{\"coordinator_ms\":null,\"simulator_ms\":750.000}"),
+            std::string::npos)
+      << json;
   EXPECT_NE(json.find("\"error\":\"say \\\"hi\\\"\""), std::string::npos) << json;
 }
 
