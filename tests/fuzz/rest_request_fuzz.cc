@@ -19,6 +19,7 @@
 #include "proto/ddp/v1/cluster.pb.h"
 #include "proto/ddp/v1/jobs.pb.h"
 #include "proto/ddp/v1/kv.pb.h"
+#include "proto/ddp/v1/nodes.pb.h"
 
 namespace {
 
@@ -33,6 +34,7 @@ const std::vector<Route>& Routes() {
     (void)ddp::v1::Job::descriptor();
     (void)ddp::v1::PutRequest::descriptor();
     (void)ddp::v1::GetClusterStatusRequest::descriptor();
+    (void)ddp::v1::ListNodesRequest::descriptor();
     auto* list = new std::vector<Route>;
     for (const auto& route : ddp::http::RestRoutes()) {
       const auto* method = ddp::http::FindGrpcMethod(route.grpc_method);
