@@ -38,11 +38,15 @@ namespace ddp::client {
 // words of every failure report and summary.
 std::string DescribeIdleness(absl::Duration idle_for);
 
+// ddp-client --hang-timeout's default: a worker group with no CPU and no I/O
+// for this long is hung.
+inline constexpr absl::Duration kDefaultHangTimeout = absl::Seconds(10);
+
 class ActivityTracker {
  public:
   struct Options {
-    absl::Duration hang_timeout = absl::Seconds(10);  // zero: never hung
-    double min_cpu_share = 0.05;                      // of one core
+    absl::Duration hang_timeout = kDefaultHangTimeout;  // zero: never hung
+    double min_cpu_share = 0.05;                        // of one core
     absl::Duration cpu_before_judged = absl::Seconds(1);
   };
   explicit ActivityTracker(Options options) : options_(options) {}

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/activity_tracker.h"
 #include "client/health_check.h"
 #include "client/std_streams.h"
 #include "common/tls_files.h"
@@ -121,10 +122,10 @@ struct LaunchOptions {
   // --hang-timeout: a worker that never touched its heartbeat file is hung
   // after this long without CPU or I/O on its whole node (activity_tracker.h);
   // 0 disables; else at least kMinHangTimeout.
-  absl::Duration hang_timeout = absl::Seconds(10);
+  absl::Duration hang_timeout = kDefaultHangTimeout;
   // How often the workers' progress files are read (progress_reader.h).
   absl::Duration progress_interval = absl::Seconds(5);
-  absl::Duration shutdown_timeout = absl::Seconds(30);         // SIGTERM -> SIGKILL
+  absl::Duration shutdown_timeout = absl::Seconds(30);  // SIGTERM -> SIGKILL
   // --preemption-grace: a SIGTERM to the agent gives the workers this long
   // to checkpoint (client/agent/agent.h); 0: it stops them at once.
   absl::Duration preemption_grace = absl::ZeroDuration();

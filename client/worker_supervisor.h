@@ -84,6 +84,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/activity_tracker.h"
 #include "client/error_file.h"
 #include "client/std_streams.h"
 #include "client/stderr_tail.h"
@@ -181,7 +182,7 @@ class WorkerSupervisor {
     absl::Duration check_interval = absl::Milliseconds(100);
     // Workers that never touch their heartbeat file: this long without CPU
     // or I/O on the whole node is a hang (ActivityTracker). Zero disables.
-    absl::Duration hang_timeout = absl::Seconds(10);
+    absl::Duration hang_timeout = kDefaultHangTimeout;
     absl::Duration activity_sample_interval = absl::Seconds(1);
     absl::Duration kill_grace = absl::Seconds(5);  // after SIGKILL, for groups to vanish
     absl::Duration destructor_stop_timeout = absl::Seconds(30);

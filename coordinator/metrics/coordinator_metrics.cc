@@ -35,34 +35,39 @@ prometheus::MetricFamily OneGauge(std::string name, std::string help, double val
   return family;
 }
 
+// A gauge or counter with one sample per value of one label.
+prometheus::MetricFamily OneLabelFamily(
+    std::string name, std::string help, prometheus::MetricType type, const std::string& label,
+    const std::vector<std::pair<std::string, int64_t>>& values) {
+  prometheus::MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = type;
+  for (const auto& [label_value, value] : values) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({label, label_value});
+    if (type == prometheus::MetricType::Counter) {
+      metric.counter.value = static_cast<double>(value);
+    } else {
+      metric.gauge.value = static_cast<double>(value);
+    }
+    family.metric.push_back(std::move(metric));
+  }
+  return family;
+}
+
 // ddp_nodes{state} and ddp_node_incidents_total{node}: the fleet's ledger.
 void AddFleet(const ScrapeState& state, std::vector<prometheus::MetricFamily>* families) {
-  prometheus::MetricFamily nodes;
-  nodes.name = "ddp_nodes";
-  nodes.help =
+  families->push_back(OneLabelFamily(
+      "ddp_nodes",
       "Nodes the coordinator knows, by state: ready, cordoned (by an operator), quarantined (by "
-      "--quarantine-after); a cordoned or quarantined node joins no job";
-  nodes.type = prometheus::MetricType::Gauge;
-  for (const auto& [name, count] : state.nodes_by_state) {
-    prometheus::ClientMetric metric;
-    metric.label.push_back({"state", name});
-    metric.gauge.value = static_cast<double>(count);
-    nodes.metric.push_back(std::move(metric));
-  }
-  families->push_back(std::move(nodes));
-  prometheus::MetricFamily incidents;
-  incidents.name = "ddp_node_incidents_total";
-  incidents.help =
+      "--quarantine-after); a cordoned or quarantined node joins no job",
+      prometheus::MetricType::Gauge, "state", state.nodes_by_state));
+  families->push_back(OneLabelFamily(
+      "ddp_node_incidents_total",
       "What went wrong on each node, across jobs: worker failures, hangs, lost leases, failed "
-      "health checks (ddpctl nodes get NODE lists them)";
-  incidents.type = prometheus::MetricType::Counter;
-  for (const auto& [node, count] : state.node_incidents) {
-    prometheus::ClientMetric metric;
-    metric.label.push_back({"node", node});
-    metric.counter.value = static_cast<double>(count);
-    incidents.metric.push_back(std::move(metric));
-  }
-  families->push_back(std::move(incidents));
+      "health checks (ddpctl nodes get NODE lists them)",
+      prometheus::MetricType::Counter, "node", state.node_incidents));
 }
 
 // ddp_heartbeat_datagrams_total{result} and ddp_heartbeat_datagram_acks_total.

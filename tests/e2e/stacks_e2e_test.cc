@@ -121,6 +121,25 @@ class StacksE2eTest : public TrainingE2eTest {
   }
 };
 
+// Grouped stacks of the 2 x 2 job where rank 1 sleeps in its step: rank 1
+// alone, first, at its sleeping frame (line `sleep_line` of stuck_in_step);
+// ranks 0, 2 and 3 together in all_reduce (line `wait_line`).
+void ExpectRankOneAloneAsleep(const std::string& stacks, int sleep_line, int wait_line) {
+  const size_t alone = stacks.find("rank 1 (node node-");
+  const size_t together = stacks.find("ranks 0,2,3:");
+  ASSERT_NE(alone, std::string::npos) << stacks;
+  ASSERT_NE(together, std::string::npos) << stacks;
+  EXPECT_LT(alone, together) << stacks;
+  const std::string sleeping = stacks.substr(alone, together - alone);
+  EXPECT_TRUE(absl::StrContains(sleeping, absl::StrCat("line ", sleep_line, " in stuck_in_step")))
+      << stacks;
+  EXPECT_FALSE(absl::StrContains(sleeping, "all_reduce")) << stacks;
+  const std::string waiting = stacks.substr(together);
+  EXPECT_TRUE(absl::StrContains(waiting, "in all_reduce")) << stacks;
+  EXPECT_TRUE(absl::StrContains(waiting, absl::StrCat("line ", wait_line, " in stuck_in_step")))
+      << stacks;
+}
+
 TEST_F(StacksE2eTest, OneRankSleeps_NamedAloneAtItsFrame_OthersInAllReduce) {
   StartCoordinator();
   const std::string script = WriteScript();
@@ -132,18 +151,7 @@ TEST_F(StacksE2eTest, OneRankSleeps_NamedAloneAtItsFrame_OthersInAllReduce) {
 
   const std::string stacks = Ddpctl("jobs stacks train --wait 10s");
   std::cout << "ddpctl jobs stacks:\n" << stacks;  // for the test log
-  // Rank 1 alone, first, where it sleeps; the three others together.
-  const size_t alone = stacks.find("rank 1 (node node-");
-  const size_t together = stacks.find("ranks 0,2,3:");
-  ASSERT_NE(alone, std::string::npos) << stacks << Logs();
-  ASSERT_NE(together, std::string::npos) << stacks;
-  EXPECT_LT(alone, together) << stacks;
-  const std::string sleeping = stacks.substr(alone, together - alone);
-  EXPECT_TRUE(absl::StrContains(sleeping, "line 9 in stuck_in_step")) << stacks;
-  EXPECT_FALSE(absl::StrContains(sleeping, "all_reduce")) << stacks;
-  const std::string waiting = stacks.substr(together);
-  EXPECT_TRUE(absl::StrContains(waiting, "in all_reduce")) << stacks;
-  EXPECT_TRUE(absl::StrContains(waiting, "line 11 in stuck_in_step")) << stacks;
+  ExpectRankOneAloneAsleep(stacks, /*sleep_line=*/9, /*wait_line=*/11);
   EXPECT_FALSE(absl::StrContains(stacks, "no answer")) << stacks;
 
   // The job went on: the dump stopped nobody.
@@ -183,17 +191,7 @@ TEST_F(StacksE2eTest, UnmodifiedScript_HangFoundByDefault_EveryNodesStacksAtTheH
 
   const std::string stacks = Ddpctl("jobs stacks train --at-hang");
   std::cout << "ddpctl jobs stacks --at-hang:\n" << stacks;
-  const size_t alone = stacks.find("rank 1 (node node-");
-  const size_t together = stacks.find("ranks 0,2,3:");
-  ASSERT_NE(alone, std::string::npos) << stacks << Logs();
-  ASSERT_NE(together, std::string::npos) << stacks;
-  EXPECT_LT(alone, together) << stacks;
-  const std::string sleeping = stacks.substr(alone, together - alone);
-  EXPECT_TRUE(absl::StrContains(sleeping, "line 11 in stuck_in_step")) << stacks;
-  EXPECT_FALSE(absl::StrContains(sleeping, "all_reduce")) << stacks;
-  const std::string waiting = stacks.substr(together);
-  EXPECT_TRUE(absl::StrContains(waiting, "in all_reduce")) << stacks;
-  EXPECT_TRUE(absl::StrContains(waiting, "line 13 in stuck_in_step")) << stacks;
+  ExpectRankOneAloneAsleep(stacks, /*sleep_line=*/11, /*wait_line=*/13);
 }
 
 }  // namespace
