@@ -28,6 +28,19 @@ def bazel_binary(package, name):
     pytest.skip(f"no {name} binary: bazel build //{package}:{name}")
 
 
+def wait_agents(agents, timeout_s):
+    """Waits for each agent process (started with start_new_session); returns their exit
+    codes. Any still running when the wait ends (a timeout, a failed assert) is SIGKILLed
+    with its process group, so no worker outlives the test."""
+    try:
+        return [agent.wait(timeout_s) for agent in agents]
+    finally:
+        for agent in agents:
+            if agent.poll() is None:
+                os.killpg(agent.pid, signal.SIGKILL)
+                agent.wait()
+
+
 def coordinator_binary():
     return bazel_binary("coordinator", "coordinator")
 

@@ -6,7 +6,6 @@ with exactly the parameters of the same run without a failure; the restart is ch
 the job's budget as a full restart's would be."""
 import json
 import os
-import signal
 import subprocess
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 import ddp_coordinator as ddpc  # noqa: E402
-from conftest import bazel_binary  # noqa: E402
+from conftest import bazel_binary, wait_agents  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 AGENT_TIMEOUT_S = 240
@@ -45,13 +44,7 @@ def train(coordinator, work, job, flags, fail_at_step, extra_script_args=()):
               "--result-dir", str(results), *extra_script_args]
     agents = [start_agent(coordinator, work, node, job, flags, script)
               for node in ("node-a", "node-b")]
-    try:
-        codes = [agent.wait(AGENT_TIMEOUT_S) for agent in agents]
-    finally:
-        for agent in agents:
-            if agent.poll() is None:
-                os.killpg(agent.pid, signal.SIGKILL)
-                agent.wait()
+    codes = wait_agents(agents, AGENT_TIMEOUT_S)
     logs = "\n".join((work / f"{n}.log").read_text() for n in ("node-a", "node-b"))
     assert codes == [0, 0], logs
     return [json.loads((results / f"rank{r}.json").read_text()) for r in range(4)], logs
@@ -125,13 +118,7 @@ def test_InProcessRestart_ScriptWithoutWrapper_EveryWorkerRestarts(coordinator, 
              "--fail-rank", "1", "--result-dir", str(results)],
             env=env, stdout=open(work / f"{node}.log", "w"), stderr=subprocess.STDOUT,
             start_new_session=True))
-    try:
-        codes = [agent.wait(AGENT_TIMEOUT_S) for agent in agents]
-    finally:
-        for agent in agents:
-            if agent.poll() is None:
-                os.killpg(agent.pid, signal.SIGKILL)
-                agent.wait()
+    codes = wait_agents(agents, AGENT_TIMEOUT_S)
     logs = "\n".join((work / f"{n}.log").read_text() for n in ("node-a", "node-b"))
     assert codes == [0, 0], logs
     outcome = [json.loads((results / f"rank{r}.json").read_text()) for r in range(2)]

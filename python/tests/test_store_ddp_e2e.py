@@ -5,7 +5,6 @@ generation, the group restarts, and the second generation finishes with the same
 on every rank, having seen nothing of the first one's keys."""
 import json
 import os
-import signal
 import subprocess
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 import ddp_coordinator as ddpc  # noqa: E402
-from conftest import ADMIN_TOKEN, bazel_binary  # noqa: E402
+from conftest import ADMIN_TOKEN, bazel_binary, wait_agents  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 AGENT_TIMEOUT_S = 240
@@ -51,13 +50,7 @@ def test_StoreDdp_WorkerFails_GroupRestartsAndFinishesThroughTheStore(secure_coo
               "--result-dir", str(results)]
     agents = [start_agent(coordinator, tmp_path, node, job, token, script)
               for node in ("node-a", "node-b")]
-    try:
-        codes = [agent.wait(AGENT_TIMEOUT_S) for agent in agents]
-    finally:
-        for agent in agents:
-            if agent.poll() is None:
-                os.killpg(agent.pid, signal.SIGKILL)
-                agent.wait()
+    codes = wait_agents(agents, AGENT_TIMEOUT_S)
     logs = "\n".join((tmp_path / f"{n}.log").read_text() for n in ("node-a", "node-b"))
     assert codes == [0, 0], logs
 
