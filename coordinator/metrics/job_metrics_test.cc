@@ -337,5 +337,20 @@ TEST(RpcMetricsTest, RecordsByServiceMethodAndCode) {
   EXPECT_THAT(text, HasSubstr("process_open_fds "));
 }
 
+// The fleet's ledger as the scrape shows it: nodes by state (a gauge) and
+// incidents per node (a counter).
+TEST_F(JobMetricsTest, Fleet_NodesByStateAndIncidentsPerNode) {
+  CoordinatorMetrics metrics(clock_);
+  ScrapeState state;
+  state.nodes_by_state = {{"ready", 3}, {"quarantined", 1}};
+  state.node_incidents = {{"n7", 2}};
+  const std::string text = metrics.Scrape(state);
+  EXPECT_THAT(text, HasSubstr("# TYPE ddp_nodes gauge"));
+  EXPECT_THAT(text, HasSubstr("ddp_nodes{state=\"ready\"} 3"));
+  EXPECT_THAT(text, HasSubstr("ddp_nodes{state=\"quarantined\"} 1"));
+  EXPECT_THAT(text, HasSubstr("# TYPE ddp_node_incidents_total counter"));
+  EXPECT_THAT(text, HasSubstr("ddp_node_incidents_total{node=\"n7\"} 2"));
+}
+
 }  // namespace
 }  // namespace ddp::metrics
