@@ -113,6 +113,24 @@ std::string EnvironmentOf(pid_t pid, const std::string& name) {
 
 bool MakeSubreaper() { return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
 
+std::string AwaitDescendantsGone(absl::Duration grace) {
+  const pid_t self = getpid();
+  const absl::Time deadline = absl::Now() + grace;
+  while (true) {
+    int status = 0;
+    while (waitpid(-1, &status, WNOHANG) > 0) {
+    }
+    const std::map<pid_t, ProcessEntry> table = ReadProcessTable();
+    std::set<pid_t> running;
+    for (pid_t pid : Descendants(table, self)) {
+      if (table.at(pid).state != 'Z') running.insert(pid);
+    }
+    if (running.empty()) return "";
+    if (absl::Now() >= deadline) return Describe(table, running);
+    absl::SleepFor(kSweepInterval);
+  }
+}
+
 int KillAndReapDescendants(absl::Duration bound) {
   const pid_t self = getpid();
   const absl::Time deadline = absl::Now() + bound;

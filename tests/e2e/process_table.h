@@ -54,6 +54,11 @@ std::string EnvironmentOf(pid_t pid, const std::string& name);
 // PR_SET_CHILD_SUBREAPER on the calling process. Returns false on failure.
 bool MakeSubreaper();
 
+// Waits up to `grace` for every descendant of the caller to end by itself,
+// reaping the caller's children; returns Describe() of those still running
+// (empty when none).
+std::string AwaitDescendantsGone(absl::Duration grace);
+
 // SIGKILLs every descendant of the caller (and the process groups they
 // lead), reaps them, and repeats until none is left or `bound` passes.
 // Returns the number of processes it had to kill.

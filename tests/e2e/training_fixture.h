@@ -118,11 +118,14 @@ class TrainingE2eTest : public ::testing::Test {
   void TearDown() override {
     agents_.clear();
     coordinator_.reset();
+    // Workers die with their agent (PR_SET_PDEATHSIG) a moment after it:
+    // give them that moment, so that only what outlives it counts.
+    const std::string left = AwaitDescendantsGone(absl::Seconds(5));
     const int leftovers = KillAndReapDescendants(absl::Seconds(10));
     // After a failure, the agents killed above may take their workers along
     // a moment later; only a passing test must have left nothing.
     if (!HasFailure()) {
-      EXPECT_EQ(leftovers, 0) << "processes outlived their agent";
+      EXPECT_EQ(leftovers, 0) << "processes outlived their agent:\n" << left;
     }
   }
 
