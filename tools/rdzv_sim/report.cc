@@ -11,11 +11,14 @@ double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
 std::string Verdict(bool ok) { return ok ? "ok" : "MISS"; }
 
-std::string LatencyCell(absl::Duration value, int nodes) {
+std::string LatencyCell(absl::Duration value, std::optional<absl::Duration> target) {
   std::string cell = absl::StrFormat("%.0f ms", Ms(value));
-  std::optional<absl::Duration> target = LatencyTarget(nodes);
   if (target) absl::StrAppend(&cell, " ", Verdict(value <= *target));
   return cell;
+}
+
+double PerJoinUs(const SizeResult& r) {
+  return r.nodes > 0 ? absl::ToDoubleMicroseconds(r.rendezvous) / r.nodes : 0.0;
 }
 
 std::string JsonString(absl::string_view text) {
@@ -68,10 +71,35 @@ std::string ThreadsJson(const std::vector<std::pair<std::string, double>>& threa
 
 }  // namespace
 
-std::optional<absl::Duration> LatencyTarget(int nodes) {
+std::optional<absl::Duration> RendezvousTarget(int nodes) {
   if (nodes <= 1024) return absl::Seconds(1);
   if (nodes <= 4096) return absl::Seconds(3);
+  if (nodes <= 65536) return absl::Seconds(5);
   return std::nullopt;
+}
+
+std::optional<absl::Duration> RestartTarget(int nodes) {
+  if (nodes <= 1024) return absl::Seconds(1);
+  if (nodes <= 16384) return absl::Milliseconds(1500);
+  if (nodes <= 65536) return absl::Seconds(3);
+  return std::nullopt;
+}
+
+std::optional<absl::Duration> CpuPerHeartbeat(const SizeResult& result) {
+  if (!result.coordinator_cpu_fraction || result.heartbeats_sent <= 0) return std::nullopt;
+  return *result.coordinator_cpu_fraction * result.heartbeat_window / result.heartbeats_sent;
+}
+
+std::optional<double> PerJoinGrowth(const std::vector<SizeResult>& results) {
+  const SizeResult* base = nullptr;
+  const SizeResult* largest = nullptr;
+  for (const SizeResult& r : results) {
+    if (!r.error.empty() || r.nodes <= 0) continue;
+    if (r.nodes == 1024) base = &r;
+    if (r.nodes > 1024 && r.nodes <= 16384 && (!largest || r.nodes > largest->nodes)) largest = &r;
+  }
+  if (!base || !largest || PerJoinUs(*base) <= 0) return std::nullopt;
+  return PerJoinUs(*largest) / PerJoinUs(*base);
 }
 
 std::optional<double> BytesPerAgent(const SizeResult& result) {
@@ -95,8 +123,10 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
     }
     std::string cpu = "n/a";
     if (r.coordinator_cpu_fraction) {
-      cpu = absl::StrFormat("%.1f%% %s", 100 * *r.coordinator_cpu_fraction,
-                            Verdict(*r.coordinator_cpu_fraction <= kCpuTargetFraction));
+      cpu = absl::StrFormat("%.1f%%", 100 * *r.coordinator_cpu_fraction);
+      if (r.nodes <= kCpuShareTargetNodes) {
+        absl::StrAppend(&cpu, " ", Verdict(*r.coordinator_cpu_fraction <= kCpuTargetFraction));
+      }
     }
     std::string memory = "n/a";
     if (std::optional<double> bytes = BytesPerAgent(r)) {
@@ -105,18 +135,17 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
     }
     const double window = absl::ToDoubleSeconds(r.heartbeat_window);
     std::string per_heartbeat;
-    if (r.coordinator_cpu_fraction && r.heartbeats_sent > 0) {
-      per_heartbeat =
-          absl::StrFormat(" (%.1f us each; %.0f%% UDP)",
-                          1e6 * *r.coordinator_cpu_fraction * window / r.heartbeats_sent,
-                          100.0 * r.heartbeat_datagrams / r.heartbeats_sent);
+    if (std::optional<absl::Duration> each = CpuPerHeartbeat(r)) {
+      per_heartbeat = absl::StrFormat(
+          " (%.1f us each %s; %.0f%% UDP)", absl::ToDoubleMicroseconds(*each),
+          Verdict(*each <= kHeartbeatCpuTarget), 100.0 * r.heartbeat_datagrams / r.heartbeats_sent);
     }
     absl::StrAppendFormat(&out,
                           "%6d | %-13s | %5.0f us | %5.0f ms | %-13s | %-12s | %6.1f%% | %-12s "
                           "| %.0f%s\n",
-                          r.nodes, LatencyCell(r.rendezvous, r.nodes),
-                          absl::ToDoubleMicroseconds(r.rendezvous) / r.nodes,
-                          Ms(r.registration_round_trip.p99), LatencyCell(r.restart, r.nodes), cpu,
+                          r.nodes, LatencyCell(r.rendezvous, RendezvousTarget(r.nodes)),
+                          PerJoinUs(r), Ms(r.registration_round_trip.p99),
+                          LatencyCell(r.restart, RestartTarget(r.nodes)), cpu,
                           100 * r.client_cpu_fraction, memory,
                           window > 0 ? r.heartbeats_sent / window : 0.0, per_heartbeat);
     absl::StrAppendFormat(&out, "%6s   CPU in rendezvous: %s; in restart: %s\n", "",
@@ -138,9 +167,16 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
       absl::StrAppendFormat(&out, "%6s   warning: %s\n", "", r.warning);
     }
   }
+  if (std::optional<double> growth = PerJoinGrowth(results)) {
+    absl::StrAppendFormat(&out, "per join, largest size up to 16,384 over 1,024: %.2fx %s\n",
+                          *growth, Verdict(*growth <= kPerJoinGrowthTarget));
+  }
   absl::StrAppend(&out,
-                  "targets: rendezvous/restart <= 1 s up to 1,024 nodes, <= 3 s up to "
-                  "4,096; coordinator CPU <= 25% of one core; <= 50 KB per agent\n");
+                  "targets (issues 14, 30): rendezvous <= 1 s up to 1,024 nodes, 3 s up to "
+                  "4,096, 5 s up to 65,536; restart <= 1 s up to 1,024, 1.5 s up to 16,384, "
+                  "3 s up to 65,536; coordinator CPU <= 10 us per heartbeat and <= 10% of a core "
+                  "up to 4,096 nodes; per join within 1.5x from 1,024 to 16,384; <= 32 KB per "
+                  "agent\n");
   return out;
 }
 
@@ -154,8 +190,7 @@ std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo
         "{\"nodes\":", r.nodes, ",\"channels\":", r.channels, ",\"job_id\":", JsonString(r.job_id),
         ",\"error\":", JsonString(r.error), ",\"warning\":", JsonString(r.warning),
         ",\"rendezvous_ms\":", JsonNumber(Ms(r.rendezvous)), ",\"per_join_us\":",
-        JsonNumber(r.nodes > 0 ? absl::ToDoubleMicroseconds(r.rendezvous) / r.nodes : 0.0),
-        ",\"register_spread_ms\":", JsonNumber(Ms(r.register_spread)),
+        JsonNumber(PerJoinUs(r)), ",\"register_spread_ms\":", JsonNumber(Ms(r.register_spread)),
         ",\"registration_rtt_ms\":{\"p50\":", JsonNumber(Ms(r.registration_round_trip.p50)),
         ",\"p99\":", JsonNumber(Ms(r.registration_round_trip.p99)),
         ",\"max\":", JsonNumber(Ms(r.registration_round_trip.max)), "}",

@@ -27,11 +27,44 @@ SizeResult Sample() {
   return r;
 }
 
-TEST(Report, LatencyTarget_BySize) {
-  EXPECT_EQ(LatencyTarget(256), absl::Seconds(1));
-  EXPECT_EQ(LatencyTarget(1024), absl::Seconds(1));
-  EXPECT_EQ(LatencyTarget(4096), absl::Seconds(3));
-  EXPECT_FALSE(LatencyTarget(8192).has_value());
+TEST(Report, Targets_BySize) {
+  EXPECT_EQ(RendezvousTarget(256), absl::Seconds(1));
+  EXPECT_EQ(RendezvousTarget(1024), absl::Seconds(1));
+  EXPECT_EQ(RendezvousTarget(4096), absl::Seconds(3));
+  EXPECT_EQ(RendezvousTarget(65536), absl::Seconds(5));
+  EXPECT_FALSE(RendezvousTarget(65537).has_value());
+  EXPECT_EQ(RestartTarget(1024), absl::Seconds(1));
+  EXPECT_EQ(RestartTarget(16384), absl::Milliseconds(1500));
+  EXPECT_EQ(RestartTarget(65536), absl::Seconds(3));
+  EXPECT_FALSE(RestartTarget(131072).has_value());
+}
+
+TEST(Report, CpuPerHeartbeat_ShareOfWindowOverHeartbeats) {
+  // 12.5 % of a core over 10 s = 1.25 s, over 20,480 heartbeats.
+  EXPECT_NEAR(absl::ToDoubleMicroseconds(*CpuPerHeartbeat(Sample())), 61.04, 0.01);
+  SizeResult silent = Sample();
+  silent.heartbeats_sent = 0;
+  EXPECT_FALSE(CpuPerHeartbeat(silent).has_value());
+}
+
+TEST(Report, PerJoinGrowth_LargestUpTo16384OverThe1024Row) {
+  SizeResult base = Sample();  // 512 ms / 1,024 = 500 us
+  SizeResult mid = Sample();
+  mid.nodes = 4096;
+  mid.rendezvous = absl::Milliseconds(4096);  // 1,000 us
+  SizeResult big = Sample();
+  big.nodes = 16384;
+  big.rendezvous = absl::Milliseconds(12288);  // 750 us
+  SizeResult beyond = Sample();
+  beyond.nodes = 65536;
+  beyond.rendezvous = absl::Seconds(600);
+  EXPECT_DOUBLE_EQ(*PerJoinGrowth({base, mid, big, beyond}), 1.5);
+  EXPECT_DOUBLE_EQ(*PerJoinGrowth({mid, base}), 2.0);
+  EXPECT_FALSE(PerJoinGrowth({mid, big}).has_value());
+  big.error = "lost";
+  EXPECT_DOUBLE_EQ(*PerJoinGrowth({base, mid, big}), 2.0);
+  const std::string table = RenderTable({base, mid}, {2, "x"});
+  EXPECT_NE(table.find("over 1,024: 2.00x MISS"), std::string::npos) << table;
 }
 
 TEST(Report, BytesPerAgent_DifferenceOverNodes) {
@@ -47,7 +80,8 @@ TEST(Report, RenderTable_ShowsFiguresAndVerdicts) {
   EXPECT_NE(table.find("512 ms ok"), std::string::npos) << table;
   EXPECT_NE(table.find("1500 ms MISS"), std::string::npos) << table;
   EXPECT_NE(table.find("500 us"), std::string::npos) << table;  // per join
-  EXPECT_NE(table.find("12.5% ok"), std::string::npos) << table;
+  EXPECT_NE(table.find("12.5% MISS"), std::string::npos) << table;
+  EXPECT_NE(table.find("61.0 us each MISS"), std::string::npos) << table;
   EXPECT_NE(table.find("20.0 KB ok"), std::string::npos) << table;
   EXPECT_NE(table.find("2048"), std::string::npos) << table;  // beats/s
   EXPECT_NE(table.find("grpc-exec 10.0%, rdzv-dispatch 2.5%"), std::string::npos) << table;
