@@ -28,6 +28,8 @@ bool SameHash(const std::string& a, const std::string& b) {
 const std::vector<MethodRule>& MethodRules() {
   static const auto* rules = new std::vector<MethodRule>{
       {"/ddp.v1.KeyValueService/Put", Access::kJob},
+      // Each put on the stream is authorized as a Put on its namespace.
+      {"/ddp.v1.KeyValueService/PutStream", Access::kAuthenticated},
       {"/ddp.v1.KeyValueService/Get", Access::kJob},
       {"/ddp.v1.KeyValueService/Range", Access::kJob},
       {"/ddp.v1.KeyValueService/Delete", Access::kJob},

@@ -28,13 +28,16 @@ absl::Status AuthorizeCall(const auth::Authorizer* authorizer,
 absl::Status AuthorizeCall(const auth::Authorizer* authorizer, const auth::Identity& identity,
                            absl::string_view method, absl::string_view target);
 
-// A server stream that ends at once with `status` (a refused call).
-template <typename Response>
-class RefusedStream final : public grpc::ServerWriteReactor<Response> {
+// A stream (Reactor: grpc::ServerWriteReactor<R> or ServerBidiReactor<Q, R>)
+// that ends at once with `status` (a refused call).
+template <typename Reactor>
+class RefusedReactor final : public Reactor {
  public:
-  explicit RefusedStream(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
+  explicit RefusedReactor(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
   void OnDone() override { delete this; }
 };
+template <typename Response>
+using RefusedStream = RefusedReactor<grpc::ServerWriteReactor<Response>>;
 
 }  // namespace ddp::rpc
 

@@ -186,6 +186,43 @@ TEST_F(GrpcKvAuthTest, Watch_TokenRotated_EndsUnauthenticatedWithinASecond) {
   EXPECT_THAT(status.error_message(), HasSubstr("revoked"));
 }
 
+TEST_F(GrpcKvAuthTest, PutStream_EachPutAuthorizedOnItsNamespace_RotationEndsTheStream) {
+  auto context = As(kTokenA);
+  auto stream = stub_->PutStream(context.get());
+  auto put = [&](uint64_t id, const std::string& ns) {
+    v1::PutStreamRequest request;
+    request.set_id(id);
+    request.mutable_put()->set_namespace_(ns);
+    request.mutable_put()->set_key("k");
+    request.mutable_put()->set_value("v");
+    return stream->Write(request);
+  };
+  v1::PutStreamResponse answer;
+  ASSERT_TRUE(put(1, "job-a"));
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.id(), 1u);
+  EXPECT_EQ(answer.code(), 0) << answer.message();
+  ASSERT_TRUE(put(2, "job-b"));  // another job's namespace
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.id(), 2u);
+  EXPECT_EQ(answer.code(), static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(answer.message(), Not(HasSubstr(kTokenA)));
+  EXPECT_FALSE(store_->Get({"job-b", "k"}).ok());
+  authorizer_.SetJobTokenHash("job-a", auth::HashToken("job-a-second-token"));
+  while (stream->Read(&answer)) {
+  }
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+}
+
+TEST_F(GrpcKvAuthTest, PutStream_NoToken_Unauthenticated) {
+  grpc::ClientContext context;
+  auto stream = stub_->PutStream(&context);
+  v1::PutStreamResponse answer;
+  EXPECT_FALSE(stream->Read(&answer));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
 TEST_F(GrpcKvAuthTest, Watch_OpenedWithAdminToken_NotEndedByJobRotation) {
   auto context = As(kAdmin);
   v1::WatchRequest request;

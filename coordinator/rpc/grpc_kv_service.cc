@@ -10,8 +10,10 @@
 #include "common/grpc_status.h"
 #include "coordinator/kv/kv_validation.h"
 #include "coordinator/rpc/call_auth.h"
+#include "coordinator/rpc/grpc_put_stream_reactor.h"
 #include "coordinator/rpc/grpc_snapshot_reactor.h"
 #include "coordinator/rpc/grpc_watch_reactor.h"
+#include "coordinator/rpc/kv_call_checks.h"
 #include "coordinator/rpc/kv_proto_convert.h"
 
 namespace ddp::rpc {
@@ -24,23 +26,6 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-// Size checks that run before a request's bytes are copied into the core's
-// types.
-absl::Status PrecheckKey(const std::string& ns, const std::string& key,
-                         const kv::KvLimits& limits) {
-  if (absl::Status s = kv::ValidateNamespace(ns, limits); !s.ok()) return s;
-  return kv::ValidateKey(key, limits);
-}
-
-// The leases a call may act on (kv/lease_ownership.h): a job's token, its
-// job's; the admin token, or no authorization, every lease.
-kv::LeaseCaller LeaseCallerOf(const auth::Identity& identity) {
-  if (identity.kind == auth::Identity::Kind::kJob) {
-    return kv::LeaseCaller::OfNamespace(identity.job_id);
-  }
-  return kv::LeaseCaller::Anyone();
-}
-
 }  // namespace
 
 GrpcKvService::GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options)
@@ -49,29 +34,28 @@ GrpcKvService::GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options)
 grpc::ServerUnaryReactor* GrpcKvService::Put(grpc::CallbackServerContext* context,
                                              const v1::PutRequest* request,
                                              v1::PutResponse* response) {
-  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, identity,
-                                           "/ddp.v1.KeyValueService/Put", request->namespace_());
-      !allowed.ok()) {
-    return FinishNow(context, allowed);
-  }
-  absl::Status valid = PrecheckKey(request->namespace_(), request->key(), store_.limits());
-  if (valid.ok()) valid = kv::ValidateValue(request->value(), store_.limits());
-  if (!valid.ok()) return FinishNow(context, valid);
-  kv::PutRequest put = FromProto(*request);
-  if (put.lease != 0) put.lease_caller = LeaseCallerOf(identity);
+  absl::StatusOr<kv::PutRequest> put = CheckedPut(
+      options_.authorizer, CallIdentity(options_.authorizer, *context), *request, store_.limits());
+  if (!put.ok()) return FinishNow(context, put.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  store_.PutAsync(std::move(put), [reactor, response](absl::StatusOr<kv::PutResult> r) {
-    if (r.ok()) {
-      response->set_revision(r->revision);
-      if (r->previous) {
-        response->set_had_previous(true);
-        ToProto(*r->previous, response->mutable_previous());
-      }
-    }
+  store_.PutAsync(*std::move(put), [reactor, response](absl::StatusOr<kv::PutResult> r) {
+    if (r.ok()) PutResultToProto(*r, response);
     reactor->Finish(ToGrpcStatus(r.status()));
   });
   return reactor;
+}
+
+grpc::ServerBidiReactor<v1::PutStreamRequest, v1::PutStreamResponse>* GrpcKvService::PutStream(
+    grpc::CallbackServerContext* context) {
+  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
+  if (absl::Status allowed =
+          AuthorizeCall(options_.authorizer, identity, "/ddp.v1.KeyValueService/PutStream", "");
+      !allowed.ok()) {
+    return new RefusedReactor<grpc::ServerBidiReactor<v1::PutStreamRequest, v1::PutStreamResponse>>(
+        allowed);
+  }
+  return new PutStreamReactor(store_, options_.authorizer, identity,
+                              options_.put_stream_max_in_flight);
 }
 
 grpc::ServerUnaryReactor* GrpcKvService::Get(grpc::CallbackServerContext* context,

@@ -29,6 +29,9 @@ struct GrpcKvServiceOptions {
   std::string version = std::string("ddp-coordinator ") + kVersion;  // reported by Status
   // Watch messages are cut at about this size (a single event may exceed it).
   size_t watch_message_bytes = 1 << 20;
+  // PutStream: puts of one stream in the store or waiting to be answered,
+  // at most (the stream stops reading beyond).
+  size_t put_stream_max_in_flight = 1024;
   // Checks every call's bearer token (null: no checks).
   const auth::Authorizer* authorizer = nullptr;
   // Snapshot: makes a consistent copy of the database in a new file and
@@ -45,6 +48,8 @@ class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
 
   grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* context, const v1::PutRequest* request,
                                 v1::PutResponse* response) override;
+  grpc::ServerBidiReactor<v1::PutStreamRequest, v1::PutStreamResponse>* PutStream(
+      grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context, const v1::GetRequest* request,
                                 v1::GetResponse* response) override;
   grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* context,

@@ -4,6 +4,7 @@
 
 #include "coordinator/rpc/grpc_kv_service.h"
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -42,7 +43,37 @@ class GrpcKvServiceTest : public testing::KvServiceFixture {
     v1::PutResponse ignored;
     return stub_->Put(Context().get(), request, response ? response : &ignored);
   }
+
+  // Sends `requests` on one PutStream from a thread and reads every answer;
+  // the stream's final status in *status.
+  std::vector<v1::PutStreamResponse> PutStream(const std::vector<v1::PutStreamRequest>& requests,
+                                               grpc::Status* status) {
+    auto context = Context();
+    auto stream = stub_->PutStream(context.get());
+    std::thread writer([&] {
+      for (const v1::PutStreamRequest& request : requests) {
+        if (!stream->Write(request)) break;
+      }
+      stream->WritesDone();
+    });
+    std::vector<v1::PutStreamResponse> answers;
+    v1::PutStreamResponse answer;
+    while (stream->Read(&answer)) answers.push_back(answer);
+    writer.join();
+    *status = stream->Finish();
+    return answers;
+  }
 };
+
+v1::PutStreamRequest StreamPut(uint64_t id, const std::string& ns, const std::string& key,
+                               const std::string& value) {
+  v1::PutStreamRequest request;
+  request.set_id(id);
+  request.mutable_put()->set_namespace_(ns);
+  request.mutable_put()->set_key(key);
+  request.mutable_put()->set_value(value);
+  return request;
+}
 
 TEST_F(GrpcKvServiceTest, PutGetRangeDelete_RoundTrip_RevisionsAndFields) {
   v1::PutResponse put;
@@ -87,6 +118,78 @@ TEST_F(GrpcKvServiceTest, PutGetRangeDelete_RoundTrip_RevisionsAndFields) {
   EXPECT_EQ(deleted.deleted(), 2);
   EXPECT_EQ(deleted.revision(), 4);
   EXPECT_EQ(stub_->Get(Context().get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(GrpcKvServiceTest, PutStream_ManyPuts_EachAnsweredOnceDurableWithItsRevision) {
+  // More than a stream keeps in flight (1,024): the stream pauses its reads
+  // and goes on.
+  std::vector<v1::PutStreamRequest> requests;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    requests.push_back(StreamPut(1000 + i, "job", absl::StrCat("k", i), absl::StrCat("v", i)));
+  }
+  grpc::Status status;
+  std::vector<v1::PutStreamResponse> answers = PutStream(requests, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(answers.size(), requests.size());
+  std::set<uint64_t> ids;
+  std::set<int64_t> revisions;
+  for (const v1::PutStreamResponse& answer : answers) {
+    EXPECT_EQ(answer.code(), 0) << answer.message();
+    ids.insert(answer.id());
+    revisions.insert(answer.put().revision());
+  }
+  EXPECT_EQ(ids.size(), requests.size());
+  EXPECT_EQ(*ids.begin(), 1000u);
+  EXPECT_EQ(revisions.size(), requests.size());  // one revision each
+  v1::GetRequest get;
+  get.set_namespace_("job");
+  get.set_key("k2999");
+  v1::GetResponse got;
+  ASSERT_TRUE(stub_->Get(Context().get(), get, &got).ok());
+  EXPECT_EQ(got.kv().value(), "v2999");
+  EXPECT_EQ(got.kv().mod_revision(), *revisions.rbegin());
+}
+
+TEST_F(GrpcKvServiceTest, PutStream_RefusedPut_AnsweredWithItsCode_StreamGoesOn) {
+  v1::PutStreamRequest conditional = StreamPut(3, "job", "a", "again");
+  conditional.mutable_put()->set_if_absent(true);
+  v1::PutStreamRequest previous = StreamPut(4, "job", "a", "third");
+  previous.mutable_put()->set_return_previous(true);
+  grpc::Status status;
+  std::vector<v1::PutStreamResponse> answers =
+      PutStream({StreamPut(1, "job", "a", "first"), StreamPut(2, "", "a", "x"), conditional,
+                 previous, StreamPut(5, "job", std::string(100'000, 'k'), "x")},
+                &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(answers.size(), 5u);
+  std::map<uint64_t, v1::PutStreamResponse> by_id;
+  for (const v1::PutStreamResponse& answer : answers) by_id[answer.id()] = answer;
+  EXPECT_EQ(by_id[1].code(), 0);
+  EXPECT_EQ(by_id[2].code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(by_id[2].message(), HasSubstr("namespace"));
+  EXPECT_EQ(by_id[3].code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
+  EXPECT_EQ(by_id[4].code(), 0);
+  EXPECT_TRUE(by_id[4].put().had_previous());
+  EXPECT_EQ(by_id[4].put().previous().value(), "first");
+  EXPECT_EQ(by_id[5].code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  EXPECT_THAT(by_id[5].message(), HasSubstr("key"));
+}
+
+TEST_F(GrpcKvServiceTest, PutStream_ClientCancelsWithPutsInFlight_ServerStaysWell) {
+  for (int round = 0; round < 5; ++round) {
+    auto context = Context();
+    auto stream = stub_->PutStream(context.get());
+    for (uint64_t i = 0; i < 200; ++i) {
+      if (!stream->Write(StreamPut(i, "job", absl::StrCat("c", i), "v"))) break;
+    }
+    context->TryCancel();
+    stream->Finish();
+  }
+  // The service answers as before.
+  EXPECT_TRUE(Put("after", "v").ok());
+  grpc::Status status;
+  EXPECT_EQ(PutStream({StreamPut(1, "job", "after2", "v")}, &status).size(), 1u);
+  EXPECT_TRUE(status.ok());
 }
 
 TEST_F(GrpcKvServiceTest, CompareAndSetAddWait_TcpStoreSemantics) {

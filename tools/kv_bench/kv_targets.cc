@@ -1,10 +1,13 @@
 #include "tools/kv_bench/kv_targets.h"
 
+#include <deque>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "ddp/v1/kv.grpc.pb.h"
 #include "etcd/rpc.grpc.pb.h"
@@ -118,6 +121,123 @@ class DdpTarget final : public TargetBase<v1::KeyValueService, DdpMessages> {
   const std::string name_space_;
 };
 
+// One PutStream on one connection: the puts of the clients mapped to it go on
+// it, each answered by id (the client's index: one put in flight per client).
+class PutStreamConnection final
+    : public grpc::ClientBidiReactor<v1::PutStreamRequest, v1::PutStreamResponse> {
+ public:
+  using Answered = std::function<void(int client, absl::string_view error)>;
+  PutStreamConnection(v1::KeyValueService::Stub& stub, Answered answered)
+      : answered_(std::move(answered)) {
+    stub.async()->PutStream(&context_, this);
+    StartRead(&answer_);
+    StartCall();
+  }
+  ~PutStreamConnection() override {
+    context_.TryCancel();
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+  }
+
+  void Send(int client, v1::PutStreamRequest request) {
+    request.set_id(static_cast<uint64_t>(client));
+    std::string ended;
+    {
+      absl::MutexLock lock(&mu_);
+      if (done_) {
+        ended = ErrorText(status_);
+      } else {
+        queue_.push_back(std::move(request));
+        if (!writing_) WriteNextLocked();
+        return;
+      }
+    }
+    answered_(client, ended);
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (ok && !queue_.empty()) WriteNextLocked();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    const int client = static_cast<int>(answer_.id());
+    std::string error;
+    if (answer_.code() != 0) error = absl::StrCat("code ", answer_.code(), ": ", answer_.message());
+    answered_(client, error);
+    StartRead(&answer_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    status_ =
+        status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "put stream ended") : status;
+    done_ = true;
+  }
+
+ private:
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    writing_ = true;
+    in_flight_ = std::move(queue_.front());
+    queue_.pop_front();
+    StartWrite(&in_flight_);
+  }
+
+  const Answered answered_;
+  grpc::ClientContext context_;
+  v1::PutStreamResponse answer_;
+  absl::Mutex mu_;
+  std::deque<v1::PutStreamRequest> queue_ ABSL_GUARDED_BY(mu_);
+  v1::PutStreamRequest in_flight_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+// The coordinator with every put on PutStream (one stream per connection);
+// gets and adds as DdpTarget. Deadlines do not apply to the puts.
+class DdpStreamTarget final : public KvTarget {
+ public:
+  DdpStreamTarget(std::string address, std::string name_space)
+      : address_(address), name_space_(name_space), unary_(address, name_space) {}
+  std::string name() const override { return "ddp-stream"; }
+  void Connect(int clients, int connections, absl::Duration deadline) override {
+    unary_.Connect(clients, connections, deadline);
+    streams_.clear();
+    stubs_.clear();
+    done_.assign(clients, nullptr);
+    for (int i = 0; i < connections; ++i) {
+      stubs_.push_back(v1::KeyValueService::NewStub(NewDistinctChannel(address_, i)));
+      streams_.push_back(std::make_unique<PutStreamConnection>(
+          *stubs_.back(),
+          [this](int client, absl::string_view error) { done_[client]->Done(client, error); }));
+    }
+  }
+  void Put(int client, std::string key, const std::string& value, OperationDone& done) override {
+    done_[client] = &done;
+    v1::PutStreamRequest request;
+    request.mutable_put()->set_namespace_(name_space_);
+    request.mutable_put()->set_key(std::move(key));
+    request.mutable_put()->set_value(value);
+    streams_[client % streams_.size()]->Send(client, std::move(request));
+  }
+  void Get(int client, std::string key, OperationDone& done) override {
+    unary_.Get(client, std::move(key), done);
+  }
+  bool SupportsAdd() const override { return true; }
+  void Add(int client, const std::string& key, OperationDone& done) override {
+    unary_.Add(client, key, done);
+  }
+
+ private:
+  const std::string address_;
+  const std::string name_space_;
+  DdpTarget unary_;
+  std::vector<OperationDone*> done_;  // per client: the put in flight's
+  std::vector<std::unique_ptr<v1::KeyValueService::Stub>> stubs_;
+  std::vector<std::unique_ptr<PutStreamConnection>> streams_;
+};
+
 struct EtcdMessages {
   etcdserverpb::PutRequest put;
   etcdserverpb::PutResponse put_response;
@@ -162,6 +282,11 @@ class EtcdTarget final : public TargetBase<etcdserverpb::KV, EtcdMessages> {
 
 std::unique_ptr<KvTarget> NewDdpTarget(const std::string& address, const std::string& name_space) {
   return std::make_unique<DdpTarget>(address, name_space);
+}
+
+std::unique_ptr<KvTarget> NewDdpStreamTarget(const std::string& address,
+                                             const std::string& name_space) {
+  return std::make_unique<DdpStreamTarget>(address, name_space);
 }
 
 std::unique_ptr<KvTarget> NewEtcdTarget(const std::string& address) {

@@ -38,6 +38,10 @@ class KvTarget {
 };
 
 std::unique_ptr<KvTarget> NewDdpTarget(const std::string& address, const std::string& name_space);
+// The coordinator with its puts on KeyValueService.PutStream, one stream per
+// connection (each put answered on its own, as durable as a Put).
+std::unique_ptr<KvTarget> NewDdpStreamTarget(const std::string& address,
+                                             const std::string& name_space);
 std::unique_ptr<KvTarget> NewEtcdTarget(const std::string& address);
 
 // `watchers` watch streams on one key; each Round puts the key once and

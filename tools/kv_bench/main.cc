@@ -62,6 +62,9 @@ ABSL_FLAG(int, watch_rounds, 20, "Puts measured in the fan-out test");
 ABSL_FLAG(std::string, phases, "put,get,add,watch",
           "Phases to run, comma-separated: put, get, add, watch");
 ABSL_FLAG(std::string, ddp_namespace, "bench", "Namespace used on ddp");
+ABSL_FLAG(bool, ddp_put_stream, true,
+          "Also measure ddp's puts on KeyValueService.PutStream (one stream per connection; "
+          "row 'ddp-stream', put phases only)");
 ABSL_FLAG(std::string, ddp_tls_ca, "", "TLS to the coordinator: its CA (PEM)");
 ABSL_FLAG(std::string, ddp_tls_cert, "", "mTLS: client certificate (PEM)");
 ABSL_FLAG(std::string, ddp_tls_key, "", "mTLS: client key (PEM)");
@@ -369,6 +372,11 @@ int main(int argc, char** argv) {
     ok &= ddp::kv_bench::BenchOne(
         *target, [&] { return ddp::kv_bench::NewDdpWatchFanout(ddp_address, ns); }, put_clients,
         watcher_counts, phases, absl::GetFlag(FLAGS_ddp_pid));
+    if (absl::GetFlag(FLAGS_ddp_put_stream) && phases.contains("put")) {
+      auto stream = ddp::kv_bench::NewDdpStreamTarget(ddp_address, ns);
+      ok &= ddp::kv_bench::BenchOne(*stream, nullptr, put_clients, watcher_counts, {"put"},
+                                    absl::GetFlag(FLAGS_ddp_pid));
+    }
   }
   if (!rest_address.empty()) {
     auto target = ddp::kv_bench::NewRestTarget(rest_address, absl::GetFlag(FLAGS_ddp_namespace));
