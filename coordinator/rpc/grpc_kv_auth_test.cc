@@ -191,25 +191,32 @@ TEST_F(GrpcKvAuthTest, PutStream_EachPutAuthorizedOnItsNamespace_RotationEndsThe
   auto stream = stub_->PutStream(context.get());
   auto put = [&](uint64_t id, const std::string& ns) {
     v1::PutStreamRequest request;
-    request.set_id(id);
-    request.mutable_put()->set_namespace_(ns);
-    request.mutable_put()->set_key("k");
-    request.mutable_put()->set_value("v");
+    v1::StreamedPut* streamed = request.add_puts();
+    streamed->set_id(id);
+    streamed->mutable_put()->set_namespace_(ns);
+    streamed->mutable_put()->set_key("k");
+    streamed->mutable_put()->set_value("v");
     return stream->Write(request);
   };
-  v1::PutStreamResponse answer;
+  v1::PutStreamResponse response;
+  auto read_one = [&] {
+    if (!stream->Read(&response) || response.answers_size() != 1) return false;
+    return true;
+  };
   ASSERT_TRUE(put(1, "job-a"));
-  ASSERT_TRUE(stream->Read(&answer));
+  ASSERT_TRUE(read_one());
+  v1::StreamedPutAnswer answer = response.answers(0);
   EXPECT_EQ(answer.id(), 1u);
   EXPECT_EQ(answer.code(), 0) << answer.message();
   ASSERT_TRUE(put(2, "job-b"));  // another job's namespace
-  ASSERT_TRUE(stream->Read(&answer));
+  ASSERT_TRUE(read_one());
+  answer = response.answers(0);
   EXPECT_EQ(answer.id(), 2u);
   EXPECT_EQ(answer.code(), static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
   EXPECT_THAT(answer.message(), Not(HasSubstr(kTokenA)));
   EXPECT_FALSE(store_->Get({"job-b", "k"}).ok());
   authorizer_.SetJobTokenHash("job-a", auth::HashToken("job-a-second-token"));
-  while (stream->Read(&answer)) {
+  while (stream->Read(&response)) {
   }
   const grpc::Status status = stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();

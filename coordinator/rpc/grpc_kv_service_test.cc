@@ -46,7 +46,7 @@ class GrpcKvServiceTest : public testing::KvServiceFixture {
 
   // Sends `requests` on one PutStream from a thread and reads every answer;
   // the stream's final status in *status.
-  std::vector<v1::PutStreamResponse> PutStream(const std::vector<v1::PutStreamRequest>& requests,
+  std::vector<v1::StreamedPutAnswer> PutStream(const std::vector<v1::PutStreamRequest>& requests,
                                                grpc::Status* status) {
     auto context = Context();
     auto stream = stub_->PutStream(context.get());
@@ -56,22 +56,32 @@ class GrpcKvServiceTest : public testing::KvServiceFixture {
       }
       stream->WritesDone();
     });
-    std::vector<v1::PutStreamResponse> answers;
-    v1::PutStreamResponse answer;
-    while (stream->Read(&answer)) answers.push_back(answer);
+    std::vector<v1::StreamedPutAnswer> answers;
+    v1::PutStreamResponse response;
+    while (stream->Read(&response)) {
+      answers.insert(answers.end(), response.answers().begin(), response.answers().end());
+    }
     writer.join();
     *status = stream->Finish();
     return answers;
   }
 };
 
+v1::StreamedPut Streamed(uint64_t id, const std::string& ns, const std::string& key,
+                         const std::string& value) {
+  v1::StreamedPut put;
+  put.set_id(id);
+  put.mutable_put()->set_namespace_(ns);
+  put.mutable_put()->set_key(key);
+  put.mutable_put()->set_value(value);
+  return put;
+}
+
+// A message of one put.
 v1::PutStreamRequest StreamPut(uint64_t id, const std::string& ns, const std::string& key,
                                const std::string& value) {
   v1::PutStreamRequest request;
-  request.set_id(id);
-  request.mutable_put()->set_namespace_(ns);
-  request.mutable_put()->set_key(key);
-  request.mutable_put()->set_value(value);
+  *request.add_puts() = Streamed(id, ns, key, value);
   return request;
 }
 
@@ -128,12 +138,12 @@ TEST_F(GrpcKvServiceTest, PutStream_ManyPuts_EachAnsweredOnceDurableWithItsRevis
     requests.push_back(StreamPut(1000 + i, "job", absl::StrCat("k", i), absl::StrCat("v", i)));
   }
   grpc::Status status;
-  std::vector<v1::PutStreamResponse> answers = PutStream(requests, &status);
+  std::vector<v1::StreamedPutAnswer> answers = PutStream(requests, &status);
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_EQ(answers.size(), requests.size());
   std::set<uint64_t> ids;
   std::set<int64_t> revisions;
-  for (const v1::PutStreamResponse& answer : answers) {
+  for (const v1::StreamedPutAnswer& answer : answers) {
     EXPECT_EQ(answer.code(), 0) << answer.message();
     ids.insert(answer.id());
     revisions.insert(answer.put().revision());
@@ -152,18 +162,18 @@ TEST_F(GrpcKvServiceTest, PutStream_ManyPuts_EachAnsweredOnceDurableWithItsRevis
 
 TEST_F(GrpcKvServiceTest, PutStream_RefusedPut_AnsweredWithItsCode_StreamGoesOn) {
   v1::PutStreamRequest conditional = StreamPut(3, "job", "a", "again");
-  conditional.mutable_put()->set_if_absent(true);
+  conditional.mutable_puts(0)->mutable_put()->set_if_absent(true);
   v1::PutStreamRequest previous = StreamPut(4, "job", "a", "third");
-  previous.mutable_put()->set_return_previous(true);
+  previous.mutable_puts(0)->mutable_put()->set_return_previous(true);
   grpc::Status status;
-  std::vector<v1::PutStreamResponse> answers =
+  std::vector<v1::StreamedPutAnswer> answers =
       PutStream({StreamPut(1, "job", "a", "first"), StreamPut(2, "", "a", "x"), conditional,
                  previous, StreamPut(5, "job", std::string(100'000, 'k'), "x")},
                 &status);
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_EQ(answers.size(), 5u);
-  std::map<uint64_t, v1::PutStreamResponse> by_id;
-  for (const v1::PutStreamResponse& answer : answers) by_id[answer.id()] = answer;
+  std::map<uint64_t, v1::StreamedPutAnswer> by_id;
+  for (const v1::StreamedPutAnswer& answer : answers) by_id[answer.id()] = answer;
   EXPECT_EQ(by_id[1].code(), 0);
   EXPECT_EQ(by_id[2].code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_THAT(by_id[2].message(), HasSubstr("namespace"));
@@ -173,6 +183,34 @@ TEST_F(GrpcKvServiceTest, PutStream_RefusedPut_AnsweredWithItsCode_StreamGoesOn)
   EXPECT_EQ(by_id[4].put().previous().value(), "first");
   EXPECT_EQ(by_id[5].code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
   EXPECT_THAT(by_id[5].message(), HasSubstr("key"));
+}
+
+TEST_F(GrpcKvServiceTest, PutStream_SeveralPutsInOneMessage_EachAnsweredOnItsOwn) {
+  v1::PutStreamRequest several;
+  for (uint64_t i = 0; i < 50; ++i) {
+    *several.add_puts() = Streamed(i, "job", absl::StrCat("m", i % 10), absl::StrCat(i));
+  }
+  grpc::Status status;
+  std::vector<v1::StreamedPutAnswer> answers = PutStream({several, several}, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(answers.size(), 100u);
+  std::set<int64_t> revisions;
+  for (const v1::StreamedPutAnswer& answer : answers) {
+    EXPECT_EQ(answer.code(), 0) << answer.message();
+    revisions.insert(answer.put().revision());
+  }
+  EXPECT_EQ(revisions.size(), 100u);  // not a transaction: one revision each
+}
+
+TEST_F(GrpcKvServiceTest, PutStream_MessageOfNoPutsOrTooMany_EndsInvalidArgument) {
+  v1::PutStreamRequest too_many;
+  for (uint64_t i = 0; i <= 1024; ++i) *too_many.add_puts() = Streamed(i, "job", "k", "v");
+  for (const v1::PutStreamRequest& bad : {v1::PutStreamRequest(), too_many}) {
+    grpc::Status status;
+    PutStream({StreamPut(1, "job", "ok", "v"), bad}, &status);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr("send 1 to 1024"));
+  }
 }
 
 TEST_F(GrpcKvServiceTest, PutStream_ClientCancelsWithPutsInFlight_ServerStaysWell) {

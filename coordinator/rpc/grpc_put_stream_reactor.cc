@@ -2,14 +2,15 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "coordinator/rpc/kv_call_checks.h"
 
 namespace ddp::rpc {
 namespace {
 
-v1::PutStreamResponse Refusal(uint64_t id, const absl::Status& status) {
-  v1::PutStreamResponse answer;
+v1::StreamedPutAnswer Refusal(uint64_t id, const absl::Status& status) {
+  v1::StreamedPutAnswer answer;
   answer.set_id(id);
   answer.set_code(static_cast<int32_t>(status.code()));
   answer.set_message(std::string(status.message()));
@@ -50,20 +51,26 @@ void PutStreamReactor::OnReadDone(bool ok) {
     if (!ok) client_done_ = true;
     // A stream already ending applies nothing more.
     take = ok && !gate_.finished();
+    if (take && (request_.puts_size() == 0 || request_.puts_size() > kMaxPutsPerMessage)) {
+      FinishLocked(absl::InvalidArgumentError(
+          absl::StrCat("a PutStream message carries ", request_.puts_size(), " puts: send 1 to ",
+                       kMaxPutsPerMessage)));
+      take = false;
+    }
     if (!take) {
       PumpLocked();
       return;
     }
   }
-  Start(request_);
+  for (const v1::StreamedPut& put : request_.puts()) Start(put);
   absl::MutexLock lock(&shared_->mu);
   PumpLocked();
 }
 
-void PutStreamReactor::Start(const v1::PutStreamRequest& request) {
-  const uint64_t id = request.id();
+void PutStreamReactor::Start(const v1::StreamedPut& streamed) {
+  const uint64_t id = streamed.id();
   absl::StatusOr<kv::PutRequest> put =
-      CheckedPut(authorizer_, caller_, request.put(), store_.limits());
+      CheckedPut(authorizer_, caller_, streamed.put(), store_.limits());
   if (!put.ok()) {
     absl::MutexLock lock(&shared_->mu);
     AnswerLocked(Refusal(id, put.status()));
@@ -80,7 +87,7 @@ void PutStreamReactor::Start(const v1::PutStreamRequest& request) {
       absl::MutexLock lock(&shared->mu);
       PutStreamReactor* self = shared->reactor;  // alive: in_store_ > 0 holds it
       --self->in_store_;
-      v1::PutStreamResponse answer = Refusal(id, r.status());
+      v1::StreamedPutAnswer answer = Refusal(id, r.status());
       if (r.ok()) PutResultToProto(*r, answer.mutable_put());
       self->AnswerLocked(std::move(answer));
       self->PumpLocked();
@@ -93,7 +100,7 @@ void PutStreamReactor::Start(const v1::PutStreamRequest& request) {
   });
 }
 
-void PutStreamReactor::AnswerLocked(v1::PutStreamResponse answer) {
+void PutStreamReactor::AnswerLocked(v1::StreamedPutAnswer answer) {
   if (gate_.finished()) return;  // the stream ended: nobody to tell
   answers_.push_back(std::move(answer));
 }
@@ -101,11 +108,14 @@ void PutStreamReactor::AnswerLocked(v1::PutStreamResponse answer) {
 void PutStreamReactor::PumpLocked() {
   if (grpc_done_ || gate_.finished()) return;
   if (!gate_.busy() && !answers_.empty()) {
-    writing_ = std::move(answers_.front());
-    answers_.pop_front();
+    // Every answer ready now in one message.
+    writing_.Clear();
+    writing_.mutable_answers()->Reserve(static_cast<int>(answers_.size()));
+    for (v1::StreamedPutAnswer& answer : answers_) *writing_.add_answers() = std::move(answer);
+    answers_.clear();
     gate_.Write(this, &writing_);
   }
-  const size_t out = in_store_ + answers_.size() + (gate_.busy() ? 1 : 0);
+  const size_t out = in_store_ + answers_.size() + (gate_.busy() ? writing_.answers_size() : 0);
   if (!reading_ && !client_done_ && out < max_in_flight_) {
     reading_ = true;
     StartRead(&request_);

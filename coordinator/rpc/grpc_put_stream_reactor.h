@@ -4,14 +4,16 @@
 // KeyValueService.PutStream: many puts on one bidirectional stream, each
 // answered on its own once durable. A stream message costs gRPC a fraction of
 // a unary call on both sides, which is where a durable put's CPU goes (the
-// commit loop batches the fsyncs either way).
+// commit loop batches the fsyncs either way); the answers ready when a write
+// starts (a commit's worth) share one message.
 //
-// Each request runs exactly as a unary Put (the same size checks, the same
+// Each put runs exactly as a unary Put (the same size checks, the same
 // authorization rule on its namespace, PutAsync); its answer carries the code
 // and message the Put call would have ended with. Bounded: at most
 // `max_in_flight` puts are in the store or waiting to be written back; beyond
 // it the reactor stops reading, so a fast client waits in TCP flow control
-// instead of in the coordinator's memory.
+// instead of in the coordinator's memory. A message may carry at most
+// kMaxPutsPerMessage puts.
 //
 // Lifetime: the reactor deletes itself once gRPC is done with it (OnDone) and
 // every put it started has called back (a put's callback may outlive the
@@ -33,6 +35,8 @@
 #include "grpcpp/support/server_callback.h"
 
 namespace ddp::rpc {
+
+inline constexpr int kMaxPutsPerMessage = 1024;
 
 class PutStreamReactor final
     : public grpc::ServerBidiReactor<v1::PutStreamRequest, v1::PutStreamResponse> {
@@ -56,8 +60,8 @@ class PutStreamReactor final
 
   // Authorizes and checks one put, then hands it to the store (not under the
   // lock: the store may call back at once).
-  void Start(const v1::PutStreamRequest& request);
-  void AnswerLocked(v1::PutStreamResponse answer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu);
+  void Start(const v1::StreamedPut& put);
+  void AnswerLocked(v1::StreamedPutAnswer answer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu);
   // Writes the next answer, reads the next request, or ends the stream, as
   // the state allows.
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu);
@@ -72,7 +76,7 @@ class PutStreamReactor final
 
   v1::PutStreamRequest request_;  // the read buffer; one read in flight
   v1::PutStreamResponse writing_ ABSL_GUARDED_BY(shared_->mu);
-  std::deque<v1::PutStreamResponse> answers_ ABSL_GUARDED_BY(shared_->mu);
+  std::deque<v1::StreamedPutAnswer> answers_ ABSL_GUARDED_BY(shared_->mu);
   size_t in_store_ ABSL_GUARDED_BY(shared_->mu) = 0;  // puts not called back yet
   bool reading_ ABSL_GUARDED_BY(shared_->mu) = false;
   bool client_done_ ABSL_GUARDED_BY(shared_->mu) = false;  // half-closed or broken

@@ -130,7 +130,7 @@ class PutStreamConnection final
   PutStreamConnection(v1::KeyValueService::Stub& stub, Answered answered)
       : answered_(std::move(answered)) {
     stub.async()->PutStream(&context_, this);
-    StartRead(&answer_);
+    StartRead(&response_);
     StartCall();
   }
   ~PutStreamConnection() override {
@@ -139,15 +139,15 @@ class PutStreamConnection final
     mu_.Await(absl::Condition(&done_));
   }
 
-  void Send(int client, v1::PutStreamRequest request) {
-    request.set_id(static_cast<uint64_t>(client));
+  void Send(int client, v1::StreamedPut put) {
+    put.set_id(static_cast<uint64_t>(client));
     std::string ended;
     {
       absl::MutexLock lock(&mu_);
       if (done_) {
         ended = ErrorText(status_);
       } else {
-        queue_.push_back(std::move(request));
+        queue_.push_back(std::move(put));
         if (!writing_) WriteNextLocked();
         return;
       }
@@ -162,11 +162,12 @@ class PutStreamConnection final
   }
   void OnReadDone(bool ok) override {
     if (!ok) return;
-    const int client = static_cast<int>(answer_.id());
-    std::string error;
-    if (answer_.code() != 0) error = absl::StrCat("code ", answer_.code(), ": ", answer_.message());
-    answered_(client, error);
-    StartRead(&answer_);
+    for (const v1::StreamedPutAnswer& answer : response_.answers()) {
+      std::string error;
+      if (answer.code() != 0) error = absl::StrCat("code ", answer.code(), ": ", answer.message());
+      answered_(static_cast<int>(answer.id()), error);
+    }
+    StartRead(&response_);
   }
   void OnDone(const grpc::Status& status) override {
     absl::MutexLock lock(&mu_);
@@ -176,18 +177,23 @@ class PutStreamConnection final
   }
 
  private:
+  // Every put queued now in one message.
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     writing_ = true;
-    in_flight_ = std::move(queue_.front());
-    queue_.pop_front();
+    in_flight_.Clear();
+    while (!queue_.empty() && in_flight_.puts_size() < kMaxPutsPerMessage) {
+      *in_flight_.add_puts() = std::move(queue_.front());
+      queue_.pop_front();
+    }
     StartWrite(&in_flight_);
   }
+  static constexpr int kMaxPutsPerMessage = 1024;  // the coordinator's limit
 
   const Answered answered_;
   grpc::ClientContext context_;
-  v1::PutStreamResponse answer_;
+  v1::PutStreamResponse response_;
   absl::Mutex mu_;
-  std::deque<v1::PutStreamRequest> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::StreamedPut> queue_ ABSL_GUARDED_BY(mu_);
   v1::PutStreamRequest in_flight_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
@@ -215,11 +221,11 @@ class DdpStreamTarget final : public KvTarget {
   }
   void Put(int client, std::string key, const std::string& value, OperationDone& done) override {
     done_[client] = &done;
-    v1::PutStreamRequest request;
-    request.mutable_put()->set_namespace_(name_space_);
-    request.mutable_put()->set_key(std::move(key));
-    request.mutable_put()->set_value(value);
-    streams_[client % streams_.size()]->Send(client, std::move(request));
+    v1::StreamedPut put;
+    put.mutable_put()->set_namespace_(name_space_);
+    put.mutable_put()->set_key(std::move(key));
+    put.mutable_put()->set_value(value);
+    streams_[client % streams_.size()]->Send(client, std::move(put));
   }
   void Get(int client, std::string key, OperationDone& done) override {
     unary_.Get(client, std::move(key), done);
