@@ -186,20 +186,28 @@ TEST_F(GrpcKvServiceTest, PutStream_RefusedPut_AnsweredWithItsCode_StreamGoesOn)
 }
 
 TEST_F(GrpcKvServiceTest, PutStream_SeveralPutsInOneMessage_EachAnsweredOnItsOwn) {
-  v1::PutStreamRequest several;
-  for (uint64_t i = 0; i < 50; ++i) {
-    *several.add_puts() = Streamed(i, "job", absl::StrCat("m", i % 10), absl::StrCat(i));
+  // Answers of earlier messages arrive while later messages' puts are being
+  // started: every put is answered once.
+  std::vector<v1::PutStreamRequest> messages(200);
+  uint64_t id = 0;
+  for (v1::PutStreamRequest& message : messages) {
+    for (int i = 0; i < 20; ++i, ++id) {
+      *message.add_puts() = Streamed(id, "job", absl::StrCat("m", id % 10), absl::StrCat(id));
+    }
   }
   grpc::Status status;
-  std::vector<v1::StreamedPutAnswer> answers = PutStream({several, several}, &status);
+  std::vector<v1::StreamedPutAnswer> answers = PutStream(messages, &status);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  ASSERT_EQ(answers.size(), 100u);
+  ASSERT_EQ(answers.size(), id);
+  std::set<uint64_t> ids;
   std::set<int64_t> revisions;
   for (const v1::StreamedPutAnswer& answer : answers) {
     EXPECT_EQ(answer.code(), 0) << answer.message();
+    ids.insert(answer.id());
     revisions.insert(answer.put().revision());
   }
-  EXPECT_EQ(revisions.size(), 100u);  // not a transaction: one revision each
+  EXPECT_EQ(ids.size(), id);
+  EXPECT_EQ(revisions.size(), id);  // not a transaction: one revision each
 }
 
 TEST_F(GrpcKvServiceTest, PutStream_MessageOfNoPutsOrTooMany_EndsInvalidArgument) {

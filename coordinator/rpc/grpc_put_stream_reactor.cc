@@ -44,13 +44,11 @@ PutStreamReactor::PutStreamReactor(kv::KvStore& store, const auth::Authorizer* a
 }
 
 void PutStreamReactor::OnReadDone(bool ok) {
-  bool take = false;
   {
     absl::MutexLock lock(&shared_->mu);
-    reading_ = false;
     if (!ok) client_done_ = true;
     // A stream already ending applies nothing more.
-    take = ok && !gate_.finished();
+    bool take = ok && !gate_.finished();
     if (take && (request_.puts_size() == 0 || request_.puts_size() > kMaxPutsPerMessage)) {
       FinishLocked(absl::InvalidArgumentError(
           absl::StrCat("a PutStream message carries ", request_.puts_size(), " puts: send 1 to ",
@@ -58,12 +56,16 @@ void PutStreamReactor::OnReadDone(bool ok) {
       take = false;
     }
     if (!take) {
+      reading_ = false;
       PumpLocked();
       return;
     }
   }
+  // reading_ stays true meanwhile: no new read may overwrite request_ (a put's
+  // callback pumps).
   for (const v1::StreamedPut& put : request_.puts()) Start(put);
   absl::MutexLock lock(&shared_->mu);
+  reading_ = false;
   PumpLocked();
 }
 

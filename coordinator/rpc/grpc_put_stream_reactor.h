@@ -74,7 +74,8 @@ class PutStreamReactor final
   const std::shared_ptr<Shared> shared_;
   std::unique_ptr<auth::Authorizer::RevocationWatch> revocation_;
 
-  v1::PutStreamRequest request_;  // the read buffer; one read in flight
+  // The read buffer: one read in flight, and none while its puts are started.
+  v1::PutStreamRequest request_;
   v1::PutStreamResponse writing_ ABSL_GUARDED_BY(shared_->mu);
   std::deque<v1::StreamedPutAnswer> answers_ ABSL_GUARDED_BY(shared_->mu);
   size_t in_store_ ABSL_GUARDED_BY(shared_->mu) = 0;  // puts not called back yet
