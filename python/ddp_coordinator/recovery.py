@@ -217,12 +217,13 @@ class _Channel:
                 self._joined.notify_all()
 
 
-def _await_store(timeout_s, poll_s=0.002):
+def _await_store(timeout_s, abandoned=None, poll_s=0.002):
     """Ranks other than 0: waits until the generation's store (rank 0's TCPStore on
     MASTER_ADDR:MASTER_PORT) accepts connections. torch's TCPStore client, refused, sleeps a
     whole second before it tries again; survivors that join together with rank 0 would hit
     that in about half the generations. Returns False past ``timeout_s`` (init then waits
-    and reports as it would have)."""
+    and reports as it would have). Raises RuntimeError once ``abandoned`` (an Event) is set:
+    a peer failed before the group formed, the generation is over."""
     if os.environ.get("RANK", "0") == "0":
         return True
     address = (os.environ.get("MASTER_ADDR", ""), int(os.environ.get("MASTER_PORT", "0") or 0))
@@ -230,6 +231,9 @@ def _await_store(timeout_s, poll_s=0.002):
         return True
     deadline = time.monotonic() + timeout_s
     while True:
+        if abandoned is not None and abandoned.is_set():
+            raise RuntimeError(f"abandoned while waiting for the store at "
+                               f"{address[0]}:{address[1]}")
         try:
             socket.create_connection(address, timeout=max(0.05, poll_s)).close()
             return True
@@ -339,7 +343,8 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
         channel.arm(generation, group_sockets, _abort_for(dist, backend))
         channel.report("running", generation)
         try:
-            _await_store(STORE_WAIT_S if timeout is None else timeout.total_seconds())
+            _await_store(STORE_WAIT_S if timeout is None else timeout.total_seconds(),
+                         channel.abandoned)
             init()
             initialized.append(_socket_fds() - before)
             _trace(f"generation {generation} process group ready")

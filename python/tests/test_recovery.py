@@ -5,6 +5,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from ddp_coordinator import recovery
 
 
@@ -30,6 +32,20 @@ def test_awaitStore_NothingListens_FalseAfterTimeout(monkeypatch):
     started = time.monotonic()
     assert not recovery._await_store(0.2)
     assert time.monotonic() - started >= 0.2
+
+
+def test_awaitStore_AbandonedWhileWaiting_RaisesRuntimeError(monkeypatch):
+    """A peer failed before the group formed: the wait ends (RuntimeError, which run() takes
+    for the abandoned generation's error and parks), not at its timeout."""
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(unused_port()))
+    abandoned = threading.Event()
+    threading.Timer(0.2, abandoned.set).start()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="abandoned while waiting for the store"):
+        recovery._await_store(30.0, abandoned)
+    assert time.monotonic() - started < 5.0
 
 
 def test_awaitStore_StoreListensLater_ReturnsSoonAfter(monkeypatch):
