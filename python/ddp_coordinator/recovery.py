@@ -46,6 +46,18 @@ import time
 # to say that a peer failed, before the error counts as this rank's own failure.
 PEER_FAILURE_WAIT_S = 10.0
 _MAX_LINE_BYTES = 1 << 20
+# How long a rank other than 0 waits for rank 0's store before init_process_group (torch's
+# default timeout of the store, when run() is given none).
+STORE_WAIT_S = 1800.0
+# DDP_RECOVERY_TRACE=1: one stderr line per step of a recovery, with its wall-clock time
+# ("ddp_coordinator.recovery: trace T rank R STEP"), for tools/bench_launch's breakdown.
+_TRACE = os.environ.get("DDP_RECOVERY_TRACE", "") not in ("", "0")
+
+
+def _trace(step):
+    if _TRACE:
+        print(f"ddp_coordinator.recovery: trace {time.time():.6f} rank "
+              f"{os.environ.get('RANK', '?')} {step}", file=sys.stderr, flush=True)
 
 
 class Generation:
@@ -182,6 +194,7 @@ class _Channel:
                   file=sys.stderr)
             return
         if op == "abandon":
+            _trace(f"abandon {generation} received")
             with self._lock:
                 if self._generation != generation:
                     return
@@ -193,13 +206,41 @@ class _Channel:
                 except Exception as error:  # the deadline still holds
                     print(f"ddp_coordinator.recovery: abort failed: {error}", file=sys.stderr)
             _shut_down(sockets())
+            _trace(f"abandon {generation} sockets shut down")
         elif op == "join":
             env = message.get("env")
             if not isinstance(env, dict):
                 return
+            _trace(f"join {generation} received")
             with self._joined:
                 self._joins.append((generation, {str(k): str(v) for k, v in env.items()}))
                 self._joined.notify_all()
+
+
+def _await_store(timeout_s, abandoned=None, poll_s=0.002):
+    """Ranks other than 0: waits until the generation's store (rank 0's TCPStore on
+    MASTER_ADDR:MASTER_PORT) accepts connections. torch's TCPStore client, refused, sleeps a
+    whole second before it tries again; survivors that join together with rank 0 would hit
+    that in about half the generations. Returns False past ``timeout_s`` (init then waits
+    and reports as it would have). Raises RuntimeError once ``abandoned`` (an Event) is set:
+    a peer failed before the group formed, the generation is over."""
+    if os.environ.get("RANK", "0") == "0":
+        return True
+    address = (os.environ.get("MASTER_ADDR", ""), int(os.environ.get("MASTER_PORT", "0") or 0))
+    if not address[0] or not address[1]:
+        return True
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if abandoned is not None and abandoned.is_set():
+            raise RuntimeError(f"abandoned while waiting for the store at "
+                               f"{address[0]}:{address[1]}")
+        try:
+            socket.create_connection(address, timeout=max(0.05, poll_s)).close()
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
 
 
 def _default_state_dict(state):
@@ -298,14 +339,19 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
         def group_sockets():
             return initialized[0] if initialized else _socket_fds() - before
 
+        _trace(f"generation {generation} begins")
         channel.arm(generation, group_sockets, _abort_for(dist, backend))
         channel.report("running", generation)
         try:
+            _await_store(STORE_WAIT_S if timeout is None else timeout.total_seconds(),
+                         channel.abandoned)
             init()
             initialized.append(_socket_fds() - before)
+            _trace(f"generation {generation} process group ready")
             replaced = list(range(dist.get_world_size())) if not survivor else []
             if sync_state:
                 replaced = _sync_state(dist, torch, state, survivor, state_dict, load_state_dict)
+                _trace(f"generation {generation} state synced")
             result = train_loop(state, Generation(os.environ, survivor, replaced,
                                                   channel.abandoned))
         except BaseException as error:
@@ -328,6 +374,7 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
         if dist.is_initialized():
             dist.destroy_process_group()
         channel.report("parked", generation)
+        _trace(f"generation {generation} parked")
         started = time.monotonic()
         _, env = channel.wait_for_join(generation)
         os.environ.update(env)

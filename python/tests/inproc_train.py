@@ -6,6 +6,8 @@ Every rank trains the same bias-free Linear model (seed 0) with SGD and momentum
 the data of step S on rank R depends only on S and R, so the parameters at the end do not
 depend on how many processes took part in getting there. The rank --fail-rank exits with
 code 3 at the start of step --fail-at-step, once (a marker file in --result-dir says it did).
+With --step-delay, every step also takes that long and each rank records where it is in
+--result-dir/progress.rank<R>.json (step, pid, the parent's pid: its agent's).
 At the end every rank writes --result-dir/rank<R>.json: the parameters, whether this process
 survived a generation, its pid, the generations it ran.
 """
@@ -30,6 +32,8 @@ def main():
     parser.add_argument("--stubborn-rank", type=int, default=-1,
                         help="this rank swallows the error of the interrupted step and sleeps "
                         "instead of leaving the group (never parks)")
+    parser.add_argument("--step-delay", type=float, default=0.0,
+                        help="seconds each step sleeps; > 0: progress.rank<R>.json each step")
     parser.add_argument("--result-dir", required=True)
     args = parser.parse_args()
 
@@ -67,6 +71,10 @@ def main():
                 raise
             state["optimizer"].step()
             state["step"] = step + 1
+            if args.step_delay > 0:
+                write_json(os.path.join(args.result_dir, f"progress.rank{rank}.json"),
+                           {"step": state["step"], "pid": os.getpid(), "ppid": os.getppid()})
+                time.sleep(args.step_delay)
         return generation
 
     last = recovery.run(train, state, timeout=datetime.timedelta(seconds=60))
@@ -80,9 +88,12 @@ def main():
         "step": state["step"],
         "parameters": [p.detach().double().flatten().tolist() for p in model.parameters()],
     }
-    path = os.path.join(args.result_dir, f"rank{last.rank}.json")
+    write_json(os.path.join(args.result_dir, f"rank{last.rank}.json"), result)
+
+
+def write_json(path, value):
     with open(path + ".tmp", "w") as f:
-        json.dump(result, f)
+        json.dump(value, f)
     os.rename(path + ".tmp", path)
 
 

@@ -6,7 +6,9 @@ with exactly the parameters of the same run without a failure; the restart is ch
 the job's budget as a full restart's would be."""
 import json
 import os
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -14,6 +16,8 @@ pytest.importorskip("torch")
 
 import ddp_coordinator as ddpc  # noqa: E402
 from conftest import bazel_binary, wait_agents  # noqa: E402
+
+_WAIT_S = 120  # bound of every poll below
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 AGENT_TIMEOUT_S = 240
@@ -124,3 +128,82 @@ def test_InProcessRestart_ScriptWithoutWrapper_EveryWorkerRestarts(coordinator, 
     outcome = [json.loads((results / f"rank{r}.json").read_text()) for r in range(2)]
     assert [r["restart"] for r in outcome] == [1, 1], outcome  # both are new processes
     assert "in-process restart" not in logs, logs
+
+
+def read_json(path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def poll(what, predicate, logs):
+    deadline = time.monotonic() + _WAIT_S
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"{what}: not within {_WAIT_S} s\n{logs()}")
+
+
+def test_InProcessRestart_NodeLostHotSpareStepsIn_SurvivorsKeepProcesses(coordinator, tmp_path):
+    """Two members and a hot spare, all with --in-process-restart; the agent of one member
+    is killed -9 while training (its node gone; its workers die with it). The survivors on
+    the other node park and keep their processes (same pids) through the change of
+    membership, the spare's workers take the lost node's ranks and get the survivors'
+    state, and the run finishes with every rank at the last step with the same
+    parameters."""
+    work = tmp_path
+    results = work / "results"
+    results.mkdir()
+    steps = 24
+    script = ["--steps", str(steps), "--step-delay", "0.4", "--result-dir", str(results)]
+    # --hang-timeout 0: on a loaded machine the survivors may wait in init_process_group
+    # for the spare's new ranks longer than the per-node hang rule's 10 s without CPU.
+    flags = ["--in-process-restart", "--hang-timeout", "0"]
+    agents = {node: start_agent(coordinator, work, node, "inproc-spare", flags, script)
+              for node in ("node-a", "node-b")}
+
+    def logs():
+        return "\n".join(f"--- {n}\n" + (work / f"{n}.log").read_text()
+                         for n in ("node-a", "node-b", "node-c") if (work / f"{n}.log").exists())
+
+    try:
+        before = poll("all four ranks training",
+                      lambda: (lambda p: p if all(p) else None)(
+                          [read_json(results / f"progress.rank{r}.json") for r in range(4)]),
+                      logs)
+        agents["node-c"] = start_agent(coordinator, work, "node-c", "inproc-spare",
+                                       flags + ["--prewarm", "torch,torch.distributed"],
+                                       script)
+        poll("node-c waiting as a hot spare",
+             lambda: "role SPARE" in (work / "node-c.log").read_text(), logs)
+        before = [read_json(results / f"progress.rank{r}.json") for r in range(4)]
+        assert all(p["step"] < steps - 6 for p in before), f"training too far: {before}"
+        # The node of rank 3 goes: its agent killed -9 (the workers follow by PDEATHSIG).
+        victim = next(n for n, a in agents.items() if a.pid == before[3]["ppid"])
+        lost = [r for r in range(4) if before[r]["ppid"] == agents[victim].pid]
+        kept = [r for r in range(4) if r not in lost]
+        os.kill(agents[victim].pid, signal.SIGKILL)
+        agents[victim].wait()
+        others = [n for n in agents if n != victim]
+        codes = wait_agents([agents[n] for n in others], AGENT_TIMEOUT_S)
+    finally:
+        wait_agents(list(agents.values()), 1)
+    assert codes == [0, 0], logs()
+
+    outcome = [json.loads((results / f"rank{r}.json").read_text()) for r in range(4)]
+    assert [r["step"] for r in outcome] == [steps] * 4, outcome
+    for r in kept:  # the same processes ran both generations
+        assert outcome[r]["pid"] == before[r]["pid"], (r, outcome[r], before[r])
+        assert outcome[r]["survivor"] and len(outcome[r]["generations"]) == 2, outcome[r]
+    for r in lost:  # new processes of the spare, started once
+        assert outcome[r]["pid"] != before[r]["pid"], (r, outcome[r], before[r])
+        assert not outcome[r]["survivor"] and len(outcome[r]["generations"]) == 1, outcome[r]
+    assert all(r["replaced_ranks"] == lost for r in outcome), outcome
+    for r in range(1, 4):
+        assert outcome[r]["parameters"] == outcome[0]["parameters"], r
+    survivors_log = (work / f"{others[0]}.log").read_text()
+    assert "local ranks 0,1 left the process group" in survivors_log, logs()
+    assert "kept local ranks 0,1, started \n" in survivors_log + "\n", logs()

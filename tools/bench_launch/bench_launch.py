@@ -293,6 +293,9 @@ def agent_argvs(system, args, nodes, endpoint, job, work, out_dir, variant):
                 argv += ["--prewarm", PREWARM_MODULES]
             if system == "ddp-inproc":
                 argv += ["--in-process-restart"]
+            # The failing rank waits for the standbys (BENCH_FAIL_GATE) while its peers block
+            # in a collective for it: to the hang rule (--hang-timeout) a node without CPU.
+            argv += ["--hang-timeout", "0"]
         argvs.append(argv + common)
     return argvs
 
@@ -323,6 +326,8 @@ def run_trial(system, args, nodes, variant, index, root):
     env = dict(os.environ, PYTHON_EXEC=args.python, BENCH_FAIL_GATE=gate)
     if args.crash:
         env["BENCH_CRASH"] = "1"
+    if system == "ddp-inproc":
+        env["DDP_RECOVERY_TRACE"] = "1"  # the wrapper's steps, for ddp_phases
     try:
         if system != "torchrun":
             port, coord_s = start_coordinator(pset, args, work)
@@ -376,6 +381,8 @@ def run_trial(system, args, nodes, variant, index, root):
             raise TrialError(f"agent exit codes {rcs}, expected all 0")
         if system != "torchrun":
             result["phases"] = ddp_phases(work, nodes, t_launch, gen0, t_exit, gen1)
+        if system == "ddp-inproc":
+            result["phases"]["recovery"] = inproc_phases(work, nodes, t_exit, gen1)
     except TrialError as e:
         result["error"] = str(e)
         result["logs"] = work
@@ -455,6 +462,58 @@ def ddp_phases(work, nodes, t_launch, gen0, t_exit, gen1):
             "workers_spawned_s": since(t_exit, latest("workers, ranks", skip=1)),
             "workers_up_s": max(v[1] for v in gen1.values()) - t_exit,
         },
+    }
+
+
+TRACE_LINE = re.compile(r"^ddp_coordinator\.recovery: trace (\d+\.\d+) rank (\S+) (.*)$")
+
+
+def inproc_phases(work, nodes, t_exit, gen1):
+    """ddp-inproc's recovery step by step (seconds after the failing worker's exit; the
+    latest node or rank, "first" where one node or rank does it): the agents' log lines
+    and the workers' DDP_RECOVERY_TRACE lines (recovery.py), both in the agents' logs."""
+    per_agent = [log_events(os.path.join(work, f"agent{i}.log")) for i in range(nodes)]
+    traces = []  # (time, rank, step) after the failure
+    for i in range(nodes):
+        with open(os.path.join(work, f"agent{i}.log"), errors="replace") as f:
+            for line in f:
+                m = TRACE_LINE.match(line.strip())
+                if m and float(m.group(1)) >= t_exit - 0.001:
+                    traces.append((float(m.group(1)), m.group(2), m.group(3)))
+
+    def agents(needle, latest=True):
+        times = [t for ev in per_agent for t, text in ev if needle in text and t >= t_exit]
+        firsts = []
+        for ev in per_agent:
+            hits = [t for t, text in ev if needle in text and t >= t_exit]
+            if hits:
+                firsts.append(hits[0])
+        if not times:
+            return None
+        return (max(firsts) if latest else min(firsts)) - t_exit
+
+    def ranks(word, latest=True):
+        firsts = {}
+        for t, rank, step in traces:
+            if word in step and rank not in firsts:
+                firsts[rank] = t
+        if not firsts:
+            return None
+        return (max(firsts.values()) if latest else min(firsts.values())) - t_exit
+
+    return {
+        "failure_seen_s": agents("exit code 1", latest=False),
+        "stop_order_s": agents("stopping the workers of generation"),
+        "abandon_received_s": ranks("abandon"),
+        "survivors_parked_s": ranks("parked"),
+        "agents_parked_s": agents("left the process group"),
+        "master_info_asked_s": agents("this node is group rank 0", latest=False),
+        "assignment_applied_s": agents("in-process restart: ranks"),
+        "join_received_s": ranks("join"),
+        "generation_begins_s": ranks("begins"),
+        "process_group_ready_s": ranks("process group ready"),
+        "state_synced_s": ranks("state synced"),
+        "first_all_reduce_s": max(v[1] for v in gen1.values()) - t_exit,
     }
 
 

@@ -82,13 +82,13 @@ def print_report(results, rows, machine, settings):
                                           if "phases" in r}):  # fmt: skip
             ok = [r for r in results if r["system"] == system and "phases" in r
                   and r["variant"] == variant and r["nodes"] == nodes]  # fmt: skip
-            for phase in ("launch", "restart"):
+            for phase in [p for p in ("launch", "restart", "recovery") if p in ok[0]["phases"]]:
                 keys = ok[0]["phases"][phase].keys()
                 parts = []
                 for k in keys:
                     vals = [r["phases"][phase][k] for r in ok if r["phases"][phase][k] is not None]
                     parts.append(f"{k[:-2]} {statistics.median(vals):.3f}" if vals else f"{k} ?")
-                print(f"  {system:11} {variant:5} {nodes}x2 {phase:7}: " + ", ".join(parts))
+                print(f"  {system:11} {variant:5} {nodes}x2 {phase:8}: " + ", ".join(parts))
     print()
     print("TORCHELASTIC_RESTART_COUNT seen by the workers of the second generation:")
     for system in sorted({r["system"] for r in results if r["system"] != "floor"}):

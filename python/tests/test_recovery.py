@@ -1,0 +1,95 @@
+"""ddp_coordinator.recovery's helpers without torch: the wait for the generation's store and
+the step trace (the end-to-end behaviour is in test_inproc_e2e.py)."""
+import re
+import socket
+import threading
+import time
+
+import pytest
+
+from ddp_coordinator import recovery
+
+
+def unused_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_awaitStore_RankZero_ReturnsAtOnceWithoutConnecting(monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(unused_port()))  # nothing listens there
+    started = time.monotonic()
+    assert recovery._await_store(5.0)
+    assert time.monotonic() - started < 1.0
+
+
+def test_awaitStore_NothingListens_FalseAfterTimeout(monkeypatch):
+    monkeypatch.setenv("RANK", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(unused_port()))
+    started = time.monotonic()
+    assert not recovery._await_store(0.2)
+    assert time.monotonic() - started >= 0.2
+
+
+def test_awaitStore_AbandonedWhileWaiting_RaisesRuntimeError(monkeypatch):
+    """A peer failed before the group formed: the wait ends (RuntimeError, which run() takes
+    for the abandoned generation's error and parks), not at its timeout."""
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(unused_port()))
+    abandoned = threading.Event()
+    threading.Timer(0.2, abandoned.set).start()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="abandoned while waiting for the store"):
+        recovery._await_store(30.0, abandoned)
+    assert time.monotonic() - started < 5.0
+
+
+def test_awaitStore_StoreListensLater_ReturnsSoonAfter(monkeypatch):
+    """The point of the wait: connected within polls of the store's bind, not after the
+    second torch's refused TCPStore client sleeps."""
+    port = unused_port()
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    bound = []
+
+    def bind_later():
+        time.sleep(0.3)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(4)
+        bound.append(time.monotonic())
+
+    thread = threading.Thread(target=bind_later)
+    thread.start()
+    try:
+        assert recovery._await_store(10.0)
+        returned = time.monotonic()
+    finally:
+        thread.join()
+        listener.close()
+    assert bound and returned >= bound[0]
+    assert returned - bound[0] < 0.5, returned - bound[0]
+
+
+def test_trace_On_PrintsWallClockRankAndStep(monkeypatch, capsys):
+    monkeypatch.setattr(recovery, "_TRACE", True)
+    monkeypatch.setenv("RANK", "3")
+    before = time.time()
+    recovery._trace("join 4 received")
+    line = capsys.readouterr().err.strip()
+    match = re.fullmatch(r"ddp_coordinator\.recovery: trace (\d+\.\d+) rank 3 join 4 received",
+                         line)
+    assert match, line
+    assert before - 0.001 <= float(match.group(1)) <= time.time() + 0.001
+
+
+def test_trace_Off_PrintsNothing(monkeypatch, capsys):
+    monkeypatch.setattr(recovery, "_TRACE", False)
+    recovery._trace("join 4 received")
+    assert capsys.readouterr().err == ""
