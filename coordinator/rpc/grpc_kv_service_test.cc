@@ -77,6 +77,25 @@ v1::StreamedPut Streamed(uint64_t id, const std::string& ns, const std::string& 
   return put;
 }
 
+// Every id in [first, first + count) answered exactly once, OK, each put with
+// its own revision (not a transaction); returns the revisions.
+std::set<int64_t> ExpectEachAnsweredOk(const std::vector<v1::StreamedPutAnswer>& answers,
+                                       uint64_t first, size_t count) {
+  std::set<uint64_t> ids;
+  std::set<int64_t> revisions;
+  for (const v1::StreamedPutAnswer& answer : answers) {
+    EXPECT_EQ(answer.code(), 0) << answer.message();
+    EXPECT_GE(answer.id(), first);
+    EXPECT_LT(answer.id(), first + count);
+    ids.insert(answer.id());
+    revisions.insert(answer.put().revision());
+  }
+  EXPECT_EQ(answers.size(), count);
+  EXPECT_EQ(ids.size(), count);
+  EXPECT_EQ(revisions.size(), count);
+  return revisions;
+}
+
 // A message of one put.
 v1::PutStreamRequest StreamPut(uint64_t id, const std::string& ns, const std::string& key,
                                const std::string& value) {
@@ -140,17 +159,7 @@ TEST_F(GrpcKvServiceTest, PutStream_ManyPuts_EachAnsweredOnceDurableWithItsRevis
   grpc::Status status;
   std::vector<v1::StreamedPutAnswer> answers = PutStream(requests, &status);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  ASSERT_EQ(answers.size(), requests.size());
-  std::set<uint64_t> ids;
-  std::set<int64_t> revisions;
-  for (const v1::StreamedPutAnswer& answer : answers) {
-    EXPECT_EQ(answer.code(), 0) << answer.message();
-    ids.insert(answer.id());
-    revisions.insert(answer.put().revision());
-  }
-  EXPECT_EQ(ids.size(), requests.size());
-  EXPECT_EQ(*ids.begin(), 1000u);
-  EXPECT_EQ(revisions.size(), requests.size());  // one revision each
+  const std::set<int64_t> revisions = ExpectEachAnsweredOk(answers, 1000, requests.size());
   v1::GetRequest get;
   get.set_namespace_("job");
   get.set_key("k2999");
@@ -198,16 +207,7 @@ TEST_F(GrpcKvServiceTest, PutStream_SeveralPutsInOneMessage_EachAnsweredOnItsOwn
   grpc::Status status;
   std::vector<v1::StreamedPutAnswer> answers = PutStream(messages, &status);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  ASSERT_EQ(answers.size(), id);
-  std::set<uint64_t> ids;
-  std::set<int64_t> revisions;
-  for (const v1::StreamedPutAnswer& answer : answers) {
-    EXPECT_EQ(answer.code(), 0) << answer.message();
-    ids.insert(answer.id());
-    revisions.insert(answer.put().revision());
-  }
-  EXPECT_EQ(ids.size(), id);
-  EXPECT_EQ(revisions.size(), id);  // not a transaction: one revision each
+  ExpectEachAnsweredOk(answers, 0, id);
 }
 
 TEST_F(GrpcKvServiceTest, PutStream_MessageOfNoPutsOrTooMany_EndsInvalidArgument) {
