@@ -28,7 +28,7 @@ namespace {
 absl::Status Bad(absl::string_view flag, absl::string_view value, absl::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat(flag, " '", value.substr(0, 200), value.size() > 200 ? "..." : "", "': ", why,
-                   "; expected CMD, name=NAME,timeout=DUR,cmd=CMD, builtin=disk[,min-free=BYTES] "
+                   "; expected CMD, name=NAME,timeout=DUR,cmd=CMD, builtin=disk[,min-free=BYTES], "
                    "builtin=gpus or builtin=gloo[,world-size=N]"));
 }
 
@@ -161,12 +161,8 @@ HealthCheckOutcome RunCommand(const HealthCheckSpec& spec) {
 // (torch missing, the collective failed) on its stdout.
 HealthCheckOutcome RunGloo(const HealthCheckSpec& spec, const HealthCheckEnvironment& env) {
   const std::string python = env.python.empty() ? "python3" : env.python;
-  HealthCheckOutcome out = RunProcess(
-      spec, {python, "-c", GlooCheckSource(), absl::StrCat(spec.gloo_world_size), python});
-  if (!out.passed && out.output.empty()) {
-    out.output = absl::StrCat("builtin=gloo under ", python, " printed nothing");
-  }
-  return out;
+  return RunProcess(spec,
+                    {python, "-c", GlooCheckSource(), absl::StrCat(spec.gloo_world_size), python});
 }
 
 HealthCheckOutcome RunDisk(const HealthCheckSpec& spec, const HealthCheckEnvironment& env) {
