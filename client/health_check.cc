@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/gloo_check_source.h"
 
 namespace ddp::client {
 namespace {
@@ -27,8 +28,8 @@ namespace {
 absl::Status Bad(absl::string_view flag, absl::string_view value, absl::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat(flag, " '", value.substr(0, 200), value.size() > 200 ? "..." : "", "': ", why,
-                   "; expected CMD, name=NAME,timeout=DUR,cmd=CMD, builtin=disk[,min-free=BYTES] "
-                   "or builtin=gpus"));
+                   "; expected CMD, name=NAME,timeout=DUR,cmd=CMD, builtin=disk[,min-free=BYTES], "
+                   "builtin=gpus or builtin=gloo[,world-size=N]"));
 }
 
 bool ValidName(absl::string_view name) {
@@ -74,9 +75,16 @@ std::string Tail(std::string text) {
   return text;
 }
 
-HealthCheckOutcome RunCommand(const HealthCheckSpec& spec) {
+// Runs `argv` (argv[0] a path or a name looked up in PATH) in its own
+// process group with stdin from /dev/null, its stdout and stderr collected.
+HealthCheckOutcome RunProcess(const HealthCheckSpec& spec, const std::vector<std::string>& argv) {
   HealthCheckOutcome out;
   out.name = spec.name;
+  // Built before fork: the child only calls async-signal-safe functions.
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const std::string exec_failed = absl::StrCat("cannot run ", argv[0], ": ");
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     out.output = absl::StrCat("cannot make a pipe: ", strerror(errno));
@@ -95,7 +103,11 @@ HealthCheckOutcome RunCommand(const HealthCheckSpec& spec) {
     dup2(pipe_fds[1], STDERR_FILENO);
     const int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    execl("/bin/sh", "sh", "-c", spec.command.c_str(), static_cast<char*>(nullptr));
+    execvp(args[0], args.data());
+    const char* why = strerror(errno);
+    ssize_t ignored = write(STDOUT_FILENO, exec_failed.data(), exec_failed.size());
+    ignored = write(STDOUT_FILENO, why, strlen(why));
+    (void)ignored;
     _exit(127);
   }
   setpgid(pid, pid);  // also here: no race with the child's own call
@@ -139,6 +151,18 @@ HealthCheckOutcome RunCommand(const HealthCheckSpec& spec) {
                                       : absl::StrCat("killed by signal ", WTERMSIG(status)));
   }
   return out;
+}
+
+HealthCheckOutcome RunCommand(const HealthCheckSpec& spec) {
+  return RunProcess(spec, {"/bin/sh", "-c", spec.command});
+}
+
+// client/gloo_check.py under the workers' interpreter; it says what went wrong
+// (torch missing, the collective failed) on its stdout.
+HealthCheckOutcome RunGloo(const HealthCheckSpec& spec, const HealthCheckEnvironment& env) {
+  const std::string python = env.python.empty() ? "python3" : env.python;
+  return RunProcess(spec,
+                    {python, "-c", GlooCheckSource(), absl::StrCat(spec.gloo_world_size), python});
 }
 
 HealthCheckOutcome RunDisk(const HealthCheckSpec& spec, const HealthCheckEnvironment& env) {
@@ -200,7 +224,7 @@ absl::StatusOr<HealthCheckSpec> ParseHealthCheck(absl::string_view flag, absl::s
     return spec;
   }
   absl::string_view rest = value;
-  bool has_cmd = false, has_builtin = false;
+  bool has_cmd = false, has_builtin = false, has_world_size = false;
   while (!rest.empty()) {
     if (absl::ConsumePrefix(&rest, "cmd=")) {
       spec.command = std::string(rest);
@@ -236,8 +260,10 @@ absl::StatusOr<HealthCheckSpec> ParseHealthCheck(absl::string_view flag, absl::s
         spec.kind = HealthCheckSpec::Kind::kDisk;
       } else if (v == "gpus") {
         spec.kind = HealthCheckSpec::Kind::kGpus;
+      } else if (v == "gloo") {
+        spec.kind = HealthCheckSpec::Kind::kGloo;
       } else {
-        return Bad(flag, value, absl::StrCat("unknown builtin '", v, "' (disk, gpus)"));
+        return Bad(flag, value, absl::StrCat("unknown builtin '", v, "' (disk, gpus, gloo)"));
       }
       if (spec.name.rfind("check-", 0) == 0) spec.name = std::string(v);
     } else if (key == "min-free") {
@@ -245,10 +271,22 @@ absl::StatusOr<HealthCheckSpec> ParseHealthCheck(absl::string_view flag, absl::s
         return Bad(flag, value,
                    absl::StrCat("min-free '", v, "' is not a byte count (e.g. 1G, 512M)"));
       }
+    } else if (key == "world-size") {
+      if (!absl::SimpleAtoi(v, &spec.gloo_world_size) || spec.gloo_world_size < 1 ||
+          spec.gloo_world_size > kMaxGlooCheckWorldSize) {
+        return Bad(flag, value,
+                   absl::StrCat("world-size '", v, "' is not a number of ranks in [1, ",
+                                kMaxGlooCheckWorldSize, "]"));
+      }
+      has_world_size = true;
     } else {
       return Bad(flag, value,
-                 absl::StrCat("unknown key '", key, "' (name, timeout, cmd, builtin, min-free)"));
+                 absl::StrCat("unknown key '", key,
+                              "' (name, timeout, cmd, builtin, min-free, world-size)"));
     }
+  }
+  if (has_world_size && spec.kind != HealthCheckSpec::Kind::kGloo) {
+    return Bad(flag, value, "world-size= is for builtin=gloo only");
   }
   if (has_cmd == has_builtin) {
     return Bad(flag, value, "give exactly one of cmd=CMD (last) and builtin=NAME");
@@ -272,6 +310,9 @@ HealthCheckOutcome RunHealthCheck(const HealthCheckSpec& spec, const HealthCheck
       break;
     case HealthCheckSpec::Kind::kGpus:
       out = RunGpus(spec, env);
+      break;
+    case HealthCheckSpec::Kind::kGloo:
+      out = RunGloo(spec, env);
       break;
   }
   out.took = clock.Now() - start;

@@ -46,6 +46,35 @@ TEST(ParseHealthCheckTest, Builtins) {
   EXPECT_EQ(gpus->kind, HealthCheckSpec::Kind::kGpus);
 }
 
+TEST(ParseHealthCheckTest, Gloo_DefaultTwoRanksOrWorldSizeWithTimeout) {
+  auto gloo = ParseHealthCheck("--health-check", "builtin=gloo", 1);
+  ASSERT_TRUE(gloo.ok()) << gloo.status();
+  EXPECT_EQ(gloo->kind, HealthCheckSpec::Kind::kGloo);
+  EXPECT_EQ(gloo->name, "gloo");
+  EXPECT_EQ(gloo->gloo_world_size, 2);
+  auto wide =
+      ParseHealthCheck("--health-check", "name=net,builtin=gloo,world-size=8,timeout=90s", 3);
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_EQ(wide->name, "net");
+  EXPECT_EQ(wide->gloo_world_size, 8);
+  EXPECT_EQ(wide->timeout, absl::Seconds(90));
+}
+
+TEST(ParseHealthCheckTest, Gloo_BadWorldSize_NamesTheValueAndTheLimit) {
+  for (const char* bad :
+       {"builtin=gloo,world-size=0", "builtin=gloo,world-size=65", "builtin=gloo,world-size=two",
+        "builtin=disk,world-size=2", "name=x,world-size=2,cmd=true"}) {
+    auto spec = ParseHealthCheck("--health-check", bad, 1);
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(spec.status().message(), HasSubstr(bad)) << bad;
+  }
+  EXPECT_THAT(
+      ParseHealthCheck("--health-check", "builtin=gloo,world-size=65", 1).status().message(),
+      HasSubstr("[1, 64]"));
+  EXPECT_THAT(ParseHealthCheck("--health-check", "builtin=disk,world-size=2", 1).status().message(),
+              HasSubstr("builtin=gloo only"));
+}
+
 TEST(ParseHealthCheckTest, BadValues_NameTheValueAndTheLimit) {
   for (const char* bad : {"", "  ", "name=x", "cmd=", "timeout=0s,cmd=true", "timeout=2h,cmd=true",
                           "name=a b,cmd=true", "builtin=fans", "name=x,colour=red,cmd=true",

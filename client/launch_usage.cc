@@ -74,14 +74,21 @@ Workers
                                   launch; default) or --local-rank=N (torch 2.x's).
   --run-path                      Run ENTRYPOINT (a path) through Python even when it is an
                                   executable; wins over --no-python (torchrun's --run-path).
-  --health-check CHECK            Run CHECK before joining (repeatable, at most 16): a
-                                  shell command (exit 0 passes), or
+  --health-check CHECK            Run CHECK before joining and again after each restart
+                                  stopped the workers (repeatable, at most 16): a shell
+                                  command (exit 0 passes), or
                                   name=NAME,timeout=10s,cmd=CMD (cmd= last), or
                                   builtin=disk[,min-free=1G] (free space in the log dir),
-                                  or builtin=gpus (the announced GPUs are /dev/nvidiaN).
-                                  A failing node does not join: the coordinator stores
-                                  the check's name and output with the node (ddpctl nodes
-                                  get) and refuses it; the time is the node's, not the job's.
+                                  builtin=gpus (the announced GPUs are /dev/nvidiaN), or
+                                  builtin=gloo[,world-size=2] (a loopback gloo all-reduce
+                                  under PYTHON_EXEC; needs torch); timeout= for any
+                                  (default 60s). A failing node does not join, or leaves
+                                  the job at the restart: the coordinator stores the
+                                  check's name and output with the node (ddpctl nodes get)
+                                  and the others go on without it. The time is the node's:
+                                  a restart waits for a node's checks at most the job's
+                                  shutdown timeout. Not run for survivors kept by
+                                  --in-process-restart.
   --prewarm MODULE[,MODULE...]    Keep one standby interpreter per local rank with these
                                   modules imported (e.g. torch,torch.distributed), its
                                   rank's static environment set; the next generation's

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/agent/node_health_checks.h"
 #include "client/free_port.h"
 #include "client/launcher_error_file.h"
 #include "client/nccl_unique_id.h"
@@ -20,6 +21,13 @@ namespace ddp::client {
 namespace {
 
 constexpr size_t kMaxErrorMessageBytes = 4096;  // the coordinator's cap
+
+// The first line of a check's output, for a log line and a Leave's reason.
+std::string CheckHeadline(const std::string& output) {
+  std::string line = output.substr(0, output.find('\n'));
+  if (line.size() > 200) line = line.substr(0, 200) + "...";
+  return line;
+}
 constexpr size_t kMaxTracebackBytes = 8 << 10;  // the coordinator keeps the end
 constexpr int kMaxLocalWorldSize = 4096;
 
@@ -522,10 +530,39 @@ void Agent::HandleStopWorkers(const v1::StopWorkers& stop) {
         RecordExit(*w.exit);
       }
     }
+    if (!stopped.empty() && !PassesHealthChecksBetweenGenerations(stop.generation())) return;
   }
   v1::AgentMessage message;
   message.mutable_workers_stopped()->mutable_header()->set_generation(stop.generation());
   link_->Send(std::move(message));
+}
+
+bool Agent::PassesHealthChecksBetweenGenerations(int64_t generation) {
+  if (options_.launch.health_checks.empty()) return true;
+  const auto visible = options_.base_env.find("CUDA_VISIBLE_DEVICES");
+  std::vector<v1::HealthCheckResult> results = RunNodeHealthChecks(
+      options_.launch,
+      NodeHealthCheckEnvironment(options_.launch, options_.run_dir,
+                                 visible != options_.base_env.end() ? visible->second : ""),
+      absl::StrCat("after generation ", generation), clock_);
+  const v1::HealthCheckResult* failed = FirstFailedCheck(results);
+  if (failed == nullptr) return true;
+  const std::string why =
+      absl::StrCat("its health check '", failed->name(), "' failed after generation ", generation,
+                   ": ", CheckHeadline(failed->output()));
+  DDP_LOG(ERROR) << "node " << options_.launch.node_id << " leaves job " << options_.launch.job_id
+                 << ": " << why
+                 << " (the next generation forms without it: a spare or waiting node takes its "
+                    "place, or the job goes on smaller within --nnodes, or waits)";
+  v1::AgentMessage leave;
+  leave.mutable_leave()->mutable_header()->set_generation(generation);
+  leave.mutable_leave()->set_reason(why);
+  for (v1::HealthCheckResult& result : results) {
+    *leave.mutable_leave()->add_health_checks() = std::move(result);
+  }
+  link_->Send(std::move(leave));
+  Finish(kExitJobFailed);
+  return false;
 }
 
 void Agent::HandleJobFinished(const v1::JobFinished& finished) {

@@ -17,7 +17,10 @@
 //                                  g newer: stop any older workers, start
 //                                  nproc workers with BuildWorkerEnv
 //   StopWorkers(g)                 stop (SIGTERM, SIGKILL after the shutdown
-//                                  timeout), then WorkersStopped{g}
+//                                  timeout), run the --health-check list
+//                                  again, then WorkersStopped{g}; a check
+//                                  failed: Leave{g, results}, exit
+//                                  kExitJobFailed
 //   JobFinished                    stop; print the root-cause summary unless
 //                                  SUCCEEDED; exit kExitSucceeded or
 //                                  kExitJobFailed
@@ -43,6 +46,7 @@
 //                                  told to abandon g (recovery_channel.h);
 //                                  those that park within the timeout stay,
 //                                  the others are stopped; WorkersStopped{g}
+//                                  (no health checks: survivors keep running)
 //   Assignment(g'), survivors      survivors get g''s variables and join it;
 //     parked                       the other slots start a worker (a standby
 //                                  with --prewarm); same local world size
@@ -196,6 +200,12 @@ class Agent : public SessionEvents {
   void HandleAssignment(const v1::Assignment& assignment);
   void HandleRequestMasterInfo(const v1::RequestMasterInfo& request);
   void HandleStopWorkers(const v1::StopWorkers& stop);
+  // After a restart stopped this node's workers of `generation`: runs the
+  // --health-check list again (none: true). A failure: Leave with every
+  // result (the coordinator stores them with the node), exit kExitJobFailed,
+  // false. The checks run before WorkersStopped, so the restart waits for
+  // them as for a node slow to stop: at most the job's shutdown timeout.
+  bool PassesHealthChecksBetweenGenerations(int64_t generation);
   void HandleJobFinished(const v1::JobFinished& finished);
   void HandleRequestStacks(const v1::RequestStacks& request);
   // The Python stacks of the current generation's running workers (none

@@ -31,10 +31,10 @@
 #include "client/agent/agent.h"
 #include "client/agent/c10d_endpoint.h"
 #include "client/agent/grpc_session_client.h"
+#include "client/agent/node_health_checks.h"
 #include "client/agent/registration.h"
 #include "client/agent/standalone_coordinator.h"
 #include "client/entry_point_check.h"
-#include "client/health_check.h"
 #include "client/launch_options.h"
 #include "client/python_package.h"
 #include "client/worker_env.h"
@@ -193,27 +193,11 @@ int RunAgent(LaunchOptions launch) {
     // Before joining: the time is the node's (no job waits on it yet). A
     // failure is the coordinator's to record and refuse (it keeps the output
     // with the node); the agent reports it.
-    HealthCheckEnvironment check_env;
-    check_env.log_dir = *run_dir;
-    if (const char* visible = getenv("CUDA_VISIBLE_DEVICES")) {
-      check_env.cuda_visible_devices = visible;
-    }
-    if (launch.nproc_per_node_spec == "gpu") check_env.announced_gpus = launch.nproc_per_node;
-    for (const HealthCheckSpec& spec : launch.health_checks) {
-      const HealthCheckOutcome outcome = RunHealthCheck(spec, check_env, RealClock::Get());
-      if (outcome.passed) {
-        DDP_LOG(INFO) << "health check '" << outcome.name << "' passed in "
-                      << absl::FormatDuration(outcome.took);
-      } else {
-        DDP_LOG(ERROR) << "health check '" << outcome.name << "' FAILED in "
-                       << absl::FormatDuration(outcome.took) << ": " << outcome.output;
-      }
-      v1::HealthCheckResult* result = session_options.registration.add_health_checks();
-      result->set_name(outcome.name);
-      result->set_passed(outcome.passed);
-      result->set_output(outcome.output);
-      result->set_duration_ms(absl::ToInt64Milliseconds(outcome.took));
-      result->set_time_unix_ms(absl::ToUnixMillis(RealClock::Get().Now()));
+    const char* visible = getenv("CUDA_VISIBLE_DEVICES");
+    for (v1::HealthCheckResult& result : RunNodeHealthChecks(
+             launch, NodeHealthCheckEnvironment(launch, *run_dir, visible ? visible : ""),
+             "before joining", RealClock::Get())) {
+      *session_options.registration.add_health_checks() = std::move(result);
     }
   }
   session_options.connect_timeout = launch.connect_timeout;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/agent/session_link.h"
+#include "client/health_check.h"
 #include "client/worker_files.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
@@ -109,6 +110,7 @@ class AgentTest : public ::testing::Test {
     options.launch.script_args = {"-c", script};
     options.launch.shutdown_timeout = absl::Seconds(5);
     options.launch.in_process_restart = in_process_restart_;
+    options.launch.health_checks = health_checks_;
     options.run_dir = dir_;
     options.base_env = CurrentEnvironment();
     options.base_env["OUT"] = dir_;
@@ -188,7 +190,8 @@ class AgentTest : public ::testing::Test {
     return summary_;
   }
 
-  bool in_process_restart_ = false;  // set before StartAgent
+  bool in_process_restart_ = false;             // set before StartAgent
+  std::vector<HealthCheckSpec> health_checks_;  // set before StartAgent
   FakeLink link_;
   std::string dir_;
   std::unique_ptr<Agent> agent_;
@@ -257,6 +260,63 @@ TEST_F(AgentTest, StopWorkers_RunningWorkers_WorkersStoppedAfterTheyAreGone) {
   EXPECT_TRUE(link_.Of(v1::AgentMessage::kWorkerExited).empty());
 }
 
+// Starts `generation` with one worker that sleeps, and waits until it runs.
+bool RunOneSleepingWorker(Agent& agent, int64_t generation) {
+  v1::CoordinatorMessage assignment;
+  assignment.mutable_assignment()->set_generation(generation);
+  assignment.mutable_assignment()->set_group_world_size(1);
+  assignment.mutable_assignment()->set_local_world_size(1);
+  assignment.mutable_assignment()->set_world_size(1);
+  assignment.mutable_assignment()->set_master_addr("127.0.0.1");
+  assignment.mutable_assignment()->set_master_port(29500);
+  agent.OnCoordinatorMessage(assignment);
+  const absl::Time deadline = absl::Now() + kWait;
+  while (absl::Now() < deadline) {
+    const auto states = agent.WorkerStates();
+    if (states.size() == 1 && states[0].state() == v1::WORKER_RUNNING) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return false;
+}
+
+v1::CoordinatorMessage StopOf(int64_t generation) {
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop_workers()->set_generation(generation);
+  stop.mutable_stop_workers()->set_reason("test restart");
+  return stop;
+}
+
+TEST_F(AgentTest, StopWorkers_HealthCheckFailsAfterTheStop_LeaveWithResultsExitOne) {
+  // The checks run once the worker is gone; the second fails.
+  auto check = ParseHealthCheck("--health-check", "name=probe,cmd=echo 'bad GPU'; exit 1", 1);
+  ASSERT_TRUE(check.ok());
+  health_checks_ = {*ParseHealthCheck("--health-check", "true", 1), *check};
+  StartAgent("exec sleep 60");
+  ASSERT_TRUE(RunOneSleepingWorker(*agent_, 2));
+  agent_->OnCoordinatorMessage(StopOf(2));
+  EXPECT_EQ(WaitForExit(), kExitJobFailed);
+  EXPECT_TRUE(link_.Of(v1::AgentMessage::kWorkersStopped).empty());
+  const auto leaves = link_.Of(v1::AgentMessage::kLeave);
+  ASSERT_EQ(leaves.size(), 1u);
+  const v1::Leave& leave = leaves[0].leave();
+  EXPECT_EQ(leave.header().generation(), 2);
+  EXPECT_EQ(leave.reason(), "its health check 'probe' failed after generation 2: bad GPU");
+  ASSERT_EQ(leave.health_checks_size(), 2);
+  EXPECT_TRUE(leave.health_checks(0).passed());
+  EXPECT_EQ(leave.health_checks(1).name(), "probe");
+  EXPECT_FALSE(leave.health_checks(1).passed());
+  EXPECT_EQ(leave.health_checks(1).output(), "bad GPU\nexit code 1");
+}
+
+TEST_F(AgentTest, StopWorkers_HealthChecksPass_WorkersStoppedNoLeave) {
+  health_checks_ = {*ParseHealthCheck("--health-check", "name=probe,cmd=true", 1)};
+  StartAgent("exec sleep 60");
+  ASSERT_TRUE(RunOneSleepingWorker(*agent_, 2));
+  agent_->OnCoordinatorMessage(StopOf(2));
+  ASSERT_EQ(link_.WaitFor(v1::AgentMessage::kWorkersStopped, 1).size(), 1u);
+  EXPECT_TRUE(link_.Of(v1::AgentMessage::kLeave).empty());
+}
+
 // The state letter of /proc/PID/stat ('T': stopped).
 char ProcessState(int pid) {
   std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
@@ -299,9 +359,8 @@ TEST_F(AgentTest, LeaseRunsOut_WorkersFrozen_RenewalOfTheirGenerationThawsThem) 
   StartAgent(
       "trap 'echo term >> $OUT/handler' TERM; while true; do echo x >> $OUT/ticks_$LOCAL_RANK; "
       "sleep 0.02; done");
-  std::vector<int> pids = StartUnderALease([&] {
-    return !ReadFile(dir_ + "/ticks_0").empty() && !ReadFile(dir_ + "/ticks_1").empty();
-  });
+  std::vector<int> pids = StartUnderALease(
+      [&] { return !ReadFile(dir_ + "/ticks_0").empty() && !ReadFile(dir_ + "/ticks_1").empty(); });
   ASSERT_EQ(pids.size(), 2u);
   ASSERT_TRUE(link_.WaitForLeaseExpired());
   for (int pid : pids) {
@@ -357,8 +416,7 @@ TEST_F(AgentTest, LeaseRunsOut_ThenANewerAssignment_FrozenKilledNewStarted) {
   StartAgent(
       "trap 'echo term >> $OUT/handler; exit 0' TERM; echo $DDP_GENERATION >> $OUT/started; while "
       "true; do sleep 0.02; done");
-  std::vector<int> pids =
-      StartUnderALease([&] { return ReadFile(dir_ + "/started") == "2\n2\n"; });
+  std::vector<int> pids = StartUnderALease([&] { return ReadFile(dir_ + "/started") == "2\n2\n"; });
   ASSERT_EQ(pids.size(), 2u);
   ASSERT_TRUE(link_.WaitForLeaseExpired());
   ASSERT_TRUE(PollFor([&] { return Frozen(pids[0]); }));

@@ -136,9 +136,8 @@ void NodeLedger::ApplyPolicyLocked(v1::Node& node) {
                    " (--quarantine-after ", policy.after, "): ", absl::StrJoin(counted, "; ")));
 }
 
-absl::Status NodeLedger::Admit(const std::string& node_id, const std::string& address,
-                               const std::string& job_id,
-                               const std::vector<v1::HealthCheckResult>& checks, bool resuming) {
+absl::Status NodeLedger::ValidateChecks(const std::string& node_id,
+                                        const std::vector<v1::HealthCheckResult>& checks) const {
   if (node_id.empty() || static_cast<int>(node_id.size()) > options_.max_id_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("node id of ", node_id.size(), " bytes; give 1 to ", options_.max_id_bytes));
@@ -156,6 +155,70 @@ absl::Status NodeLedger::Admit(const std::string& node_id, const std::string& ad
           " bytes from node ", Quoted(node_id), "; give 1 to ", options_.max_check_name_bytes));
     }
   }
+  return absl::OkStatus();
+}
+
+std::string NodeLedger::RecordChecksLocked(v1::Node& node, const std::string& job_id,
+                                           int64_t generation,
+                                           const std::vector<v1::HealthCheckResult>& checks) {
+  const int64_t now_ms = absl::ToUnixMillis(clock_.Now());
+  std::string first_failure;
+  for (v1::HealthCheckResult check : checks) {
+    std::string* output = check.mutable_output();
+    if (static_cast<int>(output->size()) > options_.max_check_output_bytes) {
+      *output = output->substr(output->size() - options_.max_check_output_bytes);
+    }
+    if (check.time_unix_ms() == 0) check.set_time_unix_ms(now_ms);
+    auto* results = node.mutable_checks();
+    auto same = std::find_if(results->begin(), results->end(), [&](const v1::HealthCheckResult& r) {
+      return r.name() == check.name();
+    });
+    if (same != results->end()) {
+      *same = check;
+    } else {
+      *results->Add() = check;
+    }
+    if (check.passed()) continue;
+    const std::string why =
+        absl::StrCat("health check ", Quoted(check.name()), " failed: ", Headline(check.output()));
+    v1::NodeIncident incident;
+    incident.set_kind(v1::NODE_INCIDENT_CHECK_FAILED);
+    incident.set_job_id(job_id);
+    incident.set_generation(generation);
+    incident.set_time_unix_ms(now_ms);
+    incident.set_cause(why);
+    incident.set_counted(true);
+    AddIncidentLocked(node, std::move(incident));
+    if (first_failure.empty()) first_failure = why;
+  }
+  return first_failure;
+}
+
+absl::Status NodeLedger::ReportChecks(const std::string& node_id, const std::string& job_id,
+                                      int64_t generation,
+                                      const std::vector<v1::HealthCheckResult>& checks) {
+  if (absl::Status valid = ValidateChecks(node_id, checks); !valid.ok()) return valid;
+  if (checks.empty()) return absl::OkStatus();
+  {
+    absl::MutexLock lock(&mu_);
+    v1::Node* node = FindOrAddLocked(node_id);
+    if (node == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat("the coordinator records at most ",
+                                                       options_.max_nodes, " nodes; node ",
+                                                       Quoted(node_id), " is one too many"));
+    }
+    node->set_last_seen_unix_ms(absl::ToUnixMillis(clock_.Now()));
+    MarkDirtyLocked(node_id);
+    RecordChecksLocked(*node, job_id, generation, checks);
+  }
+  NotifyChange();
+  return absl::OkStatus();
+}
+
+absl::Status NodeLedger::Admit(const std::string& node_id, const std::string& address,
+                               const std::string& job_id,
+                               const std::vector<v1::HealthCheckResult>& checks, bool resuming) {
+  if (absl::Status valid = ValidateChecks(node_id, checks); !valid.ok()) return valid;
   absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
@@ -170,36 +233,11 @@ absl::Status NodeLedger::Admit(const std::string& node_id, const std::string& ad
     node->set_last_job_id(job_id);
     node->set_last_seen_unix_ms(now_ms);
     MarkDirtyLocked(node_id);
-    for (v1::HealthCheckResult check : checks) {
-      std::string* output = check.mutable_output();
-      if (static_cast<int>(output->size()) > options_.max_check_output_bytes) {
-        *output = output->substr(output->size() - options_.max_check_output_bytes);
-      }
-      if (check.time_unix_ms() == 0) check.set_time_unix_ms(now_ms);
-      auto* results = node->mutable_checks();
-      auto same =
-          std::find_if(results->begin(), results->end(),
-                       [&](const v1::HealthCheckResult& r) { return r.name() == check.name(); });
-      if (same != results->end()) {
-        *same = check;
-      } else {
-        *results->Add() = check;
-      }
-      if (check.passed()) continue;
-      const std::string why = absl::StrCat("health check ", Quoted(check.name()),
-                                           " failed: ", Headline(check.output()));
-      v1::NodeIncident incident;
-      incident.set_kind(v1::NODE_INCIDENT_CHECK_FAILED);
-      incident.set_job_id(job_id);
-      incident.set_time_unix_ms(now_ms);
-      incident.set_cause(why);
-      incident.set_counted(true);
-      AddIncidentLocked(*node, std::move(incident));
-      if (refused.ok()) {
-        refused = absl::FailedPreconditionError(absl::StrCat(
-            "node ", Quoted(node_id), " does not join job ", Quoted(job_id), ": its ", why,
-            " (the output is stored with the node: ddpctl nodes get ", node_id, ")"));
-      }
+    const std::string why = RecordChecksLocked(*node, job_id, /*generation=*/0, checks);
+    if (!why.empty()) {
+      refused = absl::FailedPreconditionError(absl::StrCat(
+          "node ", Quoted(node_id), " does not join job ", Quoted(job_id), ": its ", why,
+          " (the output is stored with the node: ddpctl nodes get ", node_id, ")"));
     }
     if (refused.ok() && !resuming && node->state() != v1::NODE_READY) {
       refused = absl::FailedPreconditionError(

@@ -103,6 +103,15 @@ class NodeLedger {
                      const std::string& job_id, const std::vector<v1::HealthCheckResult>& checks,
                      bool resuming);
 
+  // A node already in `job_id` ran `checks` between generations (after a
+  // restart stopped its workers of `generation`): the results are stored with
+  // it, and each failed check is a counted incident, as at Admit. The node
+  // leaves the job by itself (Leave); nothing is refused here.
+  // Possible errors: INVALID_ARGUMENT (as Admit), RESOURCE_EXHAUSTED
+  // (max_nodes recorded).
+  absl::Status ReportChecks(const std::string& node_id, const std::string& job_id,
+                            int64_t generation, const std::vector<v1::HealthCheckResult>& checks);
+
   // The jobs' durable events: kWorkerFailed (worker failures and hangs of a
   // worker: local_rank >= 0) and kNodeLost for a lost or declared-dead node
   // become incidents; other events are ignored.
@@ -129,6 +138,16 @@ class NodeLedger {
  private:
   // The node's record, created READY when new (nullptr: max_nodes reached).
   v1::Node* FindOrAddLocked(const std::string& node_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // INVALID_ARGUMENT: a node id empty or too long, too many checks, a check's
+  // name empty or too long.
+  absl::Status ValidateChecks(const std::string& node_id,
+                              const std::vector<v1::HealthCheckResult>& checks) const;
+  // Stores `checks` (replacing older results of the same name, output cut to
+  // its tail) and adds an incident per failed one; returns why the first
+  // failed ("" when all passed).
+  std::string RecordChecksLocked(v1::Node& node, const std::string& job_id, int64_t generation,
+                                 const std::vector<v1::HealthCheckResult>& checks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends `incident` (bounded), marks dirty, and applies the policy.
   void AddIncidentLocked(v1::Node& node, v1::NodeIncident incident)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -95,6 +95,33 @@ TEST_F(NodeLedgerTest, Admit_FailedCheck_RefusedWithNameAndOutputStored) {
   EXPECT_TRUE(ledger_.Get("n1")->checks(1).passed());
 }
 
+TEST_F(NodeLedgerTest, ReportChecks_FailedBetweenGenerations_CountedIncidentWithGeneration) {
+  ASSERT_TRUE(ledger_.Admit("n1", "a", "j", {Check("ecc", true)}, false).ok());
+  ASSERT_TRUE(
+      ledger_
+          .ReportChecks("n1", "j", 3, {Check("ecc", false, "ECC errors: 2\n"), Check("disk", true)})
+          .ok());
+  v1::Node node = *ledger_.Get("n1");
+  ASSERT_EQ(node.checks_size(), 2);
+  EXPECT_FALSE(node.checks(0).passed());
+  EXPECT_EQ(node.checks(0).output(), "ECC errors: 2\n");
+  ASSERT_EQ(node.incidents_size(), 1);
+  EXPECT_EQ(node.incidents(0).kind(), v1::NODE_INCIDENT_CHECK_FAILED);
+  EXPECT_EQ(node.incidents(0).job_id(), "j");
+  EXPECT_EQ(node.incidents(0).generation(), 3);
+  EXPECT_TRUE(node.incidents(0).counted());
+  EXPECT_THAT(node.incidents(0).cause(), HasSubstr("'ecc' failed: ECC errors: 2"));
+  EXPECT_EQ(node.state(), v1::NODE_READY);  // the policy is off here
+}
+
+TEST_F(NodeLedgerTest, ReportChecks_BadInput_InvalidArgumentNothingStored) {
+  EXPECT_EQ(ledger_.ReportChecks("n1", "j", 1, {Check("", false)}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ledger_.ReportChecks("", "j", 1, {Check("c", false)}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ledger_.Get("n1").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(NodeLedgerTest, Admit_BadCheckInput_InvalidArgumentNamingTheLimit) {
   EXPECT_EQ(ledger_.Admit("n1", "a", "j", {Check("", true)}, false).code(),
             absl::StatusCode::kInvalidArgument);

@@ -145,11 +145,18 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       return rendezvous_.ReportMasterInfo(ref, info);
     }
     case v1::AgentMessage::kLeave: {
-      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(message.leave().header()));
+      const v1::Leave& m = message.leave();
+      DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
+      if (options_.fleet != nullptr && m.health_checks_size() > 0) {
+        // Checks between generations: stored with the node before it leaves.
+        DDP_RETURN_IF_ERROR(
+            options_.fleet->ReportChecks(node_id_, job_id_, m.header().generation(),
+                                         {m.health_checks().begin(), m.health_checks().end()}));
+      }
       absl::Status status = rendezvous_.LeaveSession(ref, sink_);
       if (!status.ok()) {
         DDP_LOG(INFO) << "node " << node_id_ << " left job " << job_id_ << ": "
-                      << rendezvous::Capped(message.leave().reason());
+                      << rendezvous::Capped(m.reason());
         return status;
       }
       left_ = true;  // the stream ends once the departure is durable

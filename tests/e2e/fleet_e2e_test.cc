@@ -1,9 +1,13 @@
 // The fleet (issue 28, points 1-2) with real processes: a coordinator,
 // ddp-client agents and ddpctl. A node whose health check fails does not join
-// and a spare takes its place; a node that fails in two jobs is quarantined
+// and a spare takes its place; a node whose check fails between generations
+// (after a restart) leaves the job and a spare takes its place; a node that fails in two jobs is
+// quarantined
 // (--quarantine-after 2) and refused by a third, across a coordinator
 // restart, until an operator uncordons it; a cordoned node is refused with
 // the operator's reason.
+
+#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -27,7 +31,8 @@ class FleetE2eTest : public TrainingE2eTest {
   }
 
   AgentProcess& Agent(const std::string& node, const std::string& job, int nodes,
-                      const std::string& script, std::vector<std::string> checks = {}) {
+                      const std::string& script, std::vector<std::string> checks = {},
+                      int max_restarts = 0) {
     std::vector<std::string> args = {"--coordinator",
                                      coordinator_->address(),
                                      "--job",
@@ -47,7 +52,7 @@ class FleetE2eTest : public TrainingE2eTest {
                                      "--nproc-per-node",
                                      "1",
                                      "--max-restarts",
-                                     "0"};
+                                     absl::StrCat(max_restarts)};
     for (const std::string& check : checks) {
       args.push_back("--health-check");
       args.push_back(check);
@@ -87,6 +92,81 @@ TEST_F(FleetE2eTest, FailingHealthCheck_NodeRefusedSpareTakesItsPlace_CheckShown
   const ShellResult list = Ddpctl("nodes list");
   EXPECT_TRUE(absl::StrContains(list.output, "node-bad")) << list.output;
   EXPECT_TRUE(absl::StrContains(list.output, "ecc")) << list.output;
+}
+
+TEST_F(FleetE2eTest, CheckFailsBetweenGenerations_NodeLeavesSpareTakesItsPlace_InLedger) {
+  StartCoordinator();
+  // Generation 1: rank 0 marks node-a bad (the file its check reads) and
+  // fails, which restarts the job; every other rank waits to be stopped.
+  // Generation 2: every rank succeeds.
+  const std::string flag = Path("node-a-is-bad");
+  const std::string script = Path("mark_and_fail.py");
+  std::ofstream(script) << "import os, sys, time\n"
+                        << "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
+                        << "    if os.environ['RANK'] == '0':\n"
+                        << "        open('" << flag << "', 'w').close()\n"
+                        << "        sys.exit(1)\n"
+                        << "    time.sleep(60)\n"
+                        << "sys.exit(0)\n";
+  const std::string check = absl::StrCat("name=probe,timeout=10s,cmd=if [ -e ", flag,
+                                         " ]; then echo 'GPU 3 fell off the bus'; exit 1; fi");
+  AgentProcess& a = Agent("node-a", "job-g", 2, script, {check}, /*max_restarts=*/1);
+  AgentProcess& b = Agent("node-b", "job-g", 2, script, {}, /*max_restarts=*/1);
+  // node-a and node-b run generation 1; the spare comes once it is under way
+  // (it waits as a spare, or joins the restart's rendezvous).
+  ASSERT_TRUE(PollUntil([&] { return access(flag.c_str(), F_OK) == 0; }, kBound)) << Logs();
+  AgentProcess& spare = Agent("node-c", "job-g", 2, script, {}, /*max_restarts=*/1);
+
+  EXPECT_EQ(a.Wait(kBound), 1) << a.log();
+  EXPECT_TRUE(absl::StrContains(
+      a.log(), "leaves job job-g: its health check 'probe' failed after generation 1: GPU 3"))
+      << a.log();
+  // The job went on without node-a: node-b and the spare ran generation 2.
+  EXPECT_EQ(b.Wait(kBound), 0) << b.log();
+  EXPECT_EQ(spare.Wait(kBound), 0) << spare.log();
+
+  const ShellResult get = Ddpctl("nodes get node-a");
+  ASSERT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "probe: FAILED")) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "GPU 3 fell off the bus")) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "check failed job job-g generation 1")) << get.output;
+}
+
+TEST_F(FleetE2eTest, SlowCheckBetweenGenerations_RestartWaitsOnlyTheShutdownTimeout) {
+  // The restart waits for node-a's checks as for a node slow to stop: at most
+  // shutdown_timeout (3 s); its 8 s check makes it late, so generation 2
+  // forms with node-b and the spare, and node-a comes back as a spare.
+  rdzv_conf_ = "heartbeat_timeout=2,last_call_timeout=1,join_timeout=60,shutdown_timeout=3";
+  StartCoordinator();
+  const std::string flag = Path("node-a-is-slow");
+  const std::string script = Path("mark_and_fail.py");
+  std::ofstream(script) << "import os, sys, time\n"
+                        << "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
+                        << "    if os.environ['RANK'] == '0':\n"
+                        << "        open('" << flag << "', 'w').close()\n"
+                        << "        sys.exit(1)\n"
+                        << "    time.sleep(60)\n"
+                        << "time.sleep(10)\n"
+                        << "sys.exit(0)\n";
+  const std::string check =
+      absl::StrCat("name=slow,timeout=30s,cmd=if [ -e ", flag, " ]; then sleep 8; fi");
+  AgentProcess& a = Agent("node-a", "job-s", 2, script, {check}, /*max_restarts=*/1);
+  AgentProcess& b = Agent("node-b", "job-s", 2, script, {}, /*max_restarts=*/1);
+  ASSERT_TRUE(PollUntil([&] { return access(flag.c_str(), F_OK) == 0; }, kBound)) << Logs();
+  AgentProcess& spare = Agent("node-c", "job-s", 2, script, {}, /*max_restarts=*/1);
+
+  EXPECT_EQ(b.Wait(kBound), 0) << b.log();
+  EXPECT_EQ(spare.Wait(kBound), 0) << spare.log();
+  // Late, node-a's agent is told it was dropped and registers again: a spare
+  // of generation 2, it ends with the job.
+  EXPECT_EQ(a.Wait(kBound), 0) << a.log();
+  EXPECT_TRUE(absl::StrContains(a.log(), "health check 'slow' after generation 1 passed"))
+      << a.log();
+  EXPECT_TRUE(absl::StrContains(a.log(), "the coordinator fenced incarnation")) << a.log();
+  const ShellResult get = Ddpctl("nodes get node-a");
+  EXPECT_TRUE(
+      absl::StrContains(get.output, "declared dead: workers not confirmed stopped within 3s"))
+      << get.output;
 }
 
 TEST_F(FleetE2eTest, NodeFailingInTwoJobs_QuarantinedRefusedByThird_UntilUncordoned) {
