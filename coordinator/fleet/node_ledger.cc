@@ -258,20 +258,20 @@ void NodeLedger::PruneEarliestLocked(absl::Time now) {
 }
 
 void NodeLedger::AddWorkerIncidentLocked(const rendezvous::JobEvent& event) {
-  const rendezvous::FailureInfo& failure = *event.failure;
+  const rendezvous::FailureInfo& failure = event.failure();
   v1::Node* node = FindOrAddLocked(failure.node_id());
   if (node == nullptr) return;  // over max_nodes: not recorded
   const int64_t time_ms =
-      failure.time_unix_ms() == 0 ? absl::ToUnixMillis(event.time) : failure.time_unix_ms();
+      failure.time_unix_ms() == 0 ? event.time_unix_ms() : failure.time_unix_ms();
   v1::NodeIncident incident;
   incident.set_kind(failure.hang() ? v1::NODE_INCIDENT_HANG : v1::NODE_INCIDENT_WORKER_FAILED);
-  incident.set_job_id(event.job_id);
+  incident.set_job_id(event.job_id());
   incident.set_generation(failure.generation());
   incident.set_time_unix_ms(time_ms);
   incident.set_cause(
       absl::StrCat("rank ", failure.global_rank(), " ", rendezvous::DescribeFailure(failure)));
   // Counted when it is the earliest failure of its generation so far.
-  const std::pair<std::string, int64_t> key{event.job_id, failure.generation()};
+  const std::pair<std::string, int64_t> key{event.job_id(), failure.generation()};
   auto earliest = earliest_.find(key);
   if (earliest == earliest_.end() || time_ms < earliest->second.second) {
     if (earliest != earliest_.end() && earliest->second.first != failure.node_id()) {
@@ -311,20 +311,20 @@ void NodeLedger::RecordEvents(const std::vector<rendezvous::JobEvent>& events) {
   {
     absl::MutexLock lock(&mu_);
     for (const rendezvous::JobEvent& event : events) {
-      if (event.type == rendezvous::JobEventType::kWorkerFailed && event.failure.has_value() &&
-          event.failure->local_rank() >= 0 && !event.failure->node_id().empty()) {
+      if (event.type() == rendezvous::JobEvent::WORKER_FAILED && event.has_failure() &&
+          event.failure().local_rank() >= 0 && !event.failure().node_id().empty()) {
         AddWorkerIncidentLocked(event);
         changed = true;
-      } else if (event.type == rendezvous::JobEventType::kNodeLost && !event.node_id.empty() &&
-                 IsLostLease(event.message)) {
-        v1::Node* node = FindOrAddLocked(event.node_id);
+      } else if (event.type() == rendezvous::JobEvent::NODE_LOST && !event.node_id().empty() &&
+                 IsLostLease(event.message())) {
+        v1::Node* node = FindOrAddLocked(event.node_id());
         if (node == nullptr) continue;
         v1::NodeIncident incident;
         incident.set_kind(v1::NODE_INCIDENT_LEASE_LOST);
-        incident.set_job_id(event.job_id);
-        incident.set_generation(event.generation);
-        incident.set_time_unix_ms(absl::ToUnixMillis(event.time));
-        incident.set_cause(event.message);
+        incident.set_job_id(event.job_id());
+        incident.set_generation(event.generation());
+        incident.set_time_unix_ms(event.time_unix_ms());
+        incident.set_cause(event.message());
         incident.set_counted(true);
         AddIncidentLocked(*node, std::move(incident));
         changed = true;

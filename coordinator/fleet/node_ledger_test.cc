@@ -36,10 +36,10 @@ class NodeLedgerTest : public ::testing::Test {
   rendezvous::JobEvent WorkerFailed(const std::string& job, const std::string& node,
                                     int64_t generation, absl::Duration ago, bool hang = false) {
     rendezvous::JobEvent event;
-    event.job_id = job;
-    event.type = rendezvous::JobEventType::kWorkerFailed;
-    event.node_id = node;
-    event.time = clock_.Now();
+    event.set_job_id(job);
+    event.set_type(rendezvous::JobEvent::WORKER_FAILED);
+    event.set_node_id(node);
+    rendezvous::SetEventTime(clock_.Now(), &event);
     rendezvous::FailureInfo failure;
     failure.set_node_id(node);
     failure.set_generation(generation);
@@ -48,18 +48,18 @@ class NodeLedgerTest : public ::testing::Test {
     failure.set_exit_code(3);
     failure.set_hang(hang);
     rendezvous::SetFailureTime(clock_.Now() - ago, &failure);
-    event.failure = failure;
+    *event.mutable_failure() = failure;
     return event;
   }
 
   rendezvous::JobEvent NodeLost(const std::string& job, const std::string& node,
                                 const std::string& reason) {
     rendezvous::JobEvent event;
-    event.job_id = job;
-    event.type = rendezvous::JobEventType::kNodeLost;
-    event.node_id = node;
-    event.time = clock_.Now();
-    event.message = reason;
+    event.set_job_id(job);
+    event.set_type(rendezvous::JobEvent::NODE_LOST);
+    event.set_node_id(node);
+    rendezvous::SetEventTime(clock_.Now(), &event);
+    event.set_message(reason);
     return event;
   }
 

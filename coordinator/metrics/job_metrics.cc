@@ -5,6 +5,7 @@
 namespace ddp::metrics {
 namespace {
 
+using rendezvous::JobEvent;
 using rendezvous::JobEventType;
 using rendezvous::JobState;
 
@@ -84,9 +85,9 @@ JobMetrics::JobMetrics(prometheus::Registry& registry, const Clock& clock,
                         .Help("Time jobs spent in rendezvous and restarts (phases that ended)")
                         .Register(registry)
                         .Add({})) {
-  for (auto cause : {rendezvous::RestartCause::kWorkerFailure, rendezvous::RestartCause::kHang,
-                     rendezvous::RestartCause::kNodeLoss, rendezvous::RestartCause::kScale,
-                     rendezvous::RestartCause::kOperator, rendezvous::RestartCause::kDrain}) {
+  for (auto cause : {rendezvous::RestartCause::WORKER_FAILURE, rendezvous::RestartCause::HANG,
+                     rendezvous::RestartCause::NODE_LOSS, rendezvous::RestartCause::SCALE,
+                     rendezvous::RestartCause::OPERATOR, rendezvous::RestartCause::DRAIN}) {
     restarts_.Add({{"cause", rendezvous::RestartCauseName(cause)}});
   }
 }
@@ -95,13 +96,13 @@ void JobMetrics::OnEvents(const std::vector<rendezvous::JobEvent>& events) {
   absl::MutexLock lock(&mu_);
   for (const rendezvous::JobEvent& event : events) {
     if (!replayed_through_.empty()) {
-      auto replayed = replayed_through_.find(event.job_id);
+      auto replayed = replayed_through_.find(event.job_id());
       if (replayed != replayed_through_.end()) {
-        if (event.index <= replayed->second) continue;
+        if (event.index() <= replayed->second) continue;
         replayed_through_.erase(replayed);
       }
     }
-    if (prometheus::Counter* counter = CounterOf(event.type, event.restart_cause)) {
+    if (prometheus::Counter* counter = CounterOf(event.type(), event.restart_cause())) {
       counter->Increment();
     }
     TrackEvent(event);
@@ -112,8 +113,8 @@ void JobMetrics::ReplayRetained(const std::vector<rendezvous::JobEvent>& events)
   absl::MutexLock lock(&mu_);
   for (const rendezvous::JobEvent& event : events) {
     TrackEvent(event);  // not counted: the counters come from RestoreCounts
-    int64_t& through = replayed_through_[event.job_id];
-    through = std::max(through, event.index);
+    int64_t& through = replayed_through_[event.job_id()];
+    through = std::max(through, event.index());
   }
 }
 
@@ -127,13 +128,13 @@ void JobMetrics::RestoreCounts(const rendezvous::JobEventCounts& counts) {
 
 prometheus::Counter* JobMetrics::CounterOf(JobEventType type, rendezvous::RestartCause cause) {
   switch (type) {
-    case JobEventType::kGenerationOpened:
+    case JobEvent::GENERATION_OPENED:
       return &generations_opened_;
-    case JobEventType::kWorkerFailed:
+    case JobEvent::WORKER_FAILED:
       return &worker_failures_;
-    case JobEventType::kNodeLost:
+    case JobEvent::NODE_LOST:
       return &node_losses_;
-    case JobEventType::kRestarting:
+    case JobEvent::RESTARTING:
       return &restarts_.Add({{"cause", rendezvous::RestartCauseName(cause)}});
     default:
       return nullptr;
@@ -162,54 +163,53 @@ void JobMetrics::EndGeneration(Track& track, absl::Time at) {
 }
 
 void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
-  auto [it, inserted] = tracks_.try_emplace(event.job_id);
-  if (!inserted && it->second.finished_at && event.type != JobEventType::kJobFinished) {
+  const absl::Time time = rendezvous::EventTime(event);
+  auto [it, inserted] = tracks_.try_emplace(event.job_id());
+  if (!inserted && it->second.finished_at && event.type() != JobEvent::JOB_FINISHED) {
     it->second = Track{};  // the id runs again: a new run's figures
     inserted = true;
   }
   Track& track = it->second;
   if (inserted) {
-    track.since = event.time;
-    track.rendezvous_start = event.time;
+    track.since = time;
+    track.rendezvous_start = time;
   }
-  switch (event.type) {
-    case JobEventType::kJobCreated:
-      track.rendezvous_start = event.time;
+  switch (event.type()) {
+    case JobEvent::JOB_CREATED:
+      track.rendezvous_start = time;
       break;
-    case JobEventType::kWorkerFailed: {
-      const absl::Time at = event.failure ? rendezvous::FailureTime(*event.failure) : event.time;
+    case JobEvent::WORKER_FAILED: {
+      const absl::Time at = event.has_failure() ? rendezvous::FailureTime(event.failure()) : time;
       if (!track.first_failure || at < *track.first_failure) track.first_failure = at;
       break;
     }
-    case JobEventType::kNodeLost:
-      if (track.training && !track.first_failure) track.first_failure = event.time;
+    case JobEvent::NODE_LOST:
+      if (track.training && !track.first_failure) track.first_failure = time;
       break;
-    case JobEventType::kRestarting:
-      if (track.training) EndGeneration(track, event.time);
+    case JobEvent::RESTARTING:
+      if (track.training) EndGeneration(track, time);
       track.training = false;
-      track.rendezvous_start = event.time;
-      if (!track.first_failure) track.first_failure = event.time;
+      track.rendezvous_start = time;
+      if (!track.first_failure) track.first_failure = time;
       break;
-    case JobEventType::kGenerationOpened:
-      if (!track.training) ClosePhase(track, event.time);
+    case JobEvent::GENERATION_OPENED:
+      if (!track.training) ClosePhase(track, time);
       track.training = true;
       if (track.rendezvous_start) {
-        rendezvous_.Observe(absl::ToDoubleSeconds(event.time - *track.rendezvous_start));
+        rendezvous_.Observe(absl::ToDoubleSeconds(time - *track.rendezvous_start));
       }
       if (track.first_failure) {
-        recovery_.Observe(absl::ToDoubleSeconds(event.time - *track.first_failure));
+        recovery_.Observe(absl::ToDoubleSeconds(time - *track.first_failure));
       }
       track.rendezvous_start.reset();
       track.first_failure.reset();
       break;
-    case JobEventType::kJobFinished:
+    case JobEvent::JOB_FINISHED:
       if (track.finished_at) break;  // a repeated end
-      EndGeneration(track, event.time);
-      track.finished_at = event.time;
+      EndGeneration(track, time);
+      track.finished_at = time;
       break;
-    case JobEventType::kNodeJoined:
-    case JobEventType::kJobUpdated:
-    case JobEventType::kNodeDraining:
+    default:  // NODE_JOINED, JOB_UPDATED, NODE_DRAINING: no phase changes
       break;
   }
 }

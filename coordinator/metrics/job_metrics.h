@@ -89,10 +89,10 @@ class JobMetrics {
     absl::Duration lost_total;
     std::optional<absl::Time> rendezvous_start;
     std::optional<absl::Time> first_failure;  // of the running generation
-    std::optional<absl::Time> finished_at;    // kJobFinished
+    std::optional<absl::Time> finished_at;    // JOB_FINISHED
   };
 
-  // The counter that counts events of `type` (kRestarting: by `cause`);
+  // The counter that counts events of `type` (RESTARTING: by `cause`);
   // null for the types no counter counts.
   prometheus::Counter* CounterOf(rendezvous::JobEventType type, rendezvous::RestartCause cause);
   // Follows `event` in its job's track: phases, training and lost time, the

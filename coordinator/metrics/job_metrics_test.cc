@@ -22,9 +22,9 @@ class JobMetricsTest : public ::testing::Test {
  protected:
   JobEvent Event(JobEventType type, int64_t at_seconds) {
     JobEvent event;
-    event.job_id = "train";
-    event.type = type;
-    event.time = start_ + absl::Seconds(at_seconds);
+    event.set_job_id("train");
+    event.set_type(type);
+    rendezvous::SetEventTime(start_ + absl::Seconds(at_seconds), &event);
     return event;
   }
 
@@ -59,14 +59,12 @@ class JobMetricsTest : public ::testing::Test {
 
 TEST_F(JobMetricsTest, RestartsRecoveryAndEffectiveTrainingTime) {
   CoordinatorMetrics metrics(clock_);
-  JobEvent failed = Event(JobEventType::kWorkerFailed, 100);
-  failed.failure.emplace();
-  rendezvous::SetFailureTime(start_ + absl::Seconds(99), &*failed.failure);
-  JobEvent restarting = Event(JobEventType::kRestarting, 100);
-  restarting.restart_cause = rendezvous::RestartCause::kWorkerFailure;
-  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
-                           Event(JobEventType::kGenerationOpened, 10), failed, restarting,
-                           Event(JobEventType::kGenerationOpened, 105)});
+  JobEvent failed = Event(JobEvent::WORKER_FAILED, 100);
+  rendezvous::SetFailureTime(start_ + absl::Seconds(99), failed.mutable_failure());
+  JobEvent restarting = Event(JobEvent::RESTARTING, 100);
+  restarting.set_restart_cause(rendezvous::RestartCause::WORKER_FAILURE);
+  metrics.jobs().OnEvents({Event(JobEvent::JOB_CREATED, 0), Event(JobEvent::GENERATION_OPENED, 10),
+                           failed, restarting, Event(JobEvent::GENERATION_OPENED, 105)});
   clock_.Advance(absl::Seconds(200));
   ScrapeState state;
   state.jobs.push_back(LiveJob("train"));
@@ -99,9 +97,8 @@ TEST_F(JobMetricsTest, RestartsRecoveryAndEffectiveTrainingTime) {
 TEST_F(JobMetricsTest, FinishedJob_KeepsItsSeriesForTheRetention_CapBoundsLabels) {
   CoordinatorMetrics metrics(
       clock_, JobMetricsOptions{.max_labeled_jobs = 2, .finished_retention = absl::Hours(24)});
-  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
-                           Event(JobEventType::kGenerationOpened, 10),
-                           Event(JobEventType::kJobFinished, 30)});
+  metrics.jobs().OnEvents({Event(JobEvent::JOB_CREATED, 0), Event(JobEvent::GENERATION_OPENED, 10),
+                           Event(JobEvent::JOB_FINISHED, 30)});
   clock_.Advance(absl::Hours(23));
   ScrapeState state;
   rendezvous::JobStatus done = LiveJob("train");
@@ -130,15 +127,14 @@ TEST_F(JobMetricsTest, FinishedJob_KeepsItsSeriesForTheRetention_CapBoundsLabels
 // recovery are lost.
 TEST_F(JobMetricsTest, Hang_TimeFromLastActivityToNextGenerationIsLost) {
   CoordinatorMetrics metrics(clock_);
-  JobEvent hung = Event(JobEventType::kWorkerFailed, 61);
-  hung.failure.emplace();
-  hung.failure->set_hang(true);
-  rendezvous::SetFailureTime(start_ + absl::Seconds(50), &*hung.failure);  // its last activity
-  JobEvent restarting = Event(JobEventType::kRestarting, 61);
-  restarting.restart_cause = rendezvous::RestartCause::kHang;
-  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
-                           Event(JobEventType::kGenerationOpened, 10), hung, restarting,
-                           Event(JobEventType::kGenerationOpened, 70)});
+  JobEvent hung = Event(JobEvent::WORKER_FAILED, 61);
+  hung.mutable_failure()->set_hang(true);
+  rendezvous::SetFailureTime(start_ + absl::Seconds(50),
+                             hung.mutable_failure());  // its last activity
+  JobEvent restarting = Event(JobEvent::RESTARTING, 61);
+  restarting.set_restart_cause(rendezvous::RestartCause::HANG);
+  metrics.jobs().OnEvents({Event(JobEvent::JOB_CREATED, 0), Event(JobEvent::GENERATION_OPENED, 10),
+                           hung, restarting, Event(JobEvent::GENERATION_OPENED, 70)});
   clock_.Advance(absl::Seconds(100));
   ScrapeState state;
   state.jobs.push_back(LiveJob("train"));
@@ -152,13 +148,11 @@ TEST_F(JobMetricsTest, Hang_TimeFromLastActivityToNextGenerationIsLost) {
 // A job that fails with a hang: from the hang to the end is lost too.
 TEST_F(JobMetricsTest, FailedByHang_TimeFromLastActivityToTheEndIsLost) {
   CoordinatorMetrics metrics(clock_);
-  JobEvent hung = Event(JobEventType::kWorkerFailed, 62);
-  hung.failure.emplace();
-  hung.failure->set_hang(true);
-  rendezvous::SetFailureTime(start_ + absl::Seconds(50), &*hung.failure);
-  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
-                           Event(JobEventType::kGenerationOpened, 10), hung,
-                           Event(JobEventType::kJobFinished, 64)});
+  JobEvent hung = Event(JobEvent::WORKER_FAILED, 62);
+  hung.mutable_failure()->set_hang(true);
+  rendezvous::SetFailureTime(start_ + absl::Seconds(50), hung.mutable_failure());
+  metrics.jobs().OnEvents({Event(JobEvent::JOB_CREATED, 0), Event(JobEvent::GENERATION_OPENED, 10),
+                           hung, Event(JobEvent::JOB_FINISHED, 64)});
   ScrapeState state;
   rendezvous::JobStatus failed = LiveJob("train");
   failed.state = rendezvous::JobState::kFailed;
@@ -190,26 +184,27 @@ class JobMetricsRestoreTest : public JobMetricsTest {
   std::vector<JobEvent> History(const std::string& job_id) {
     std::vector<JobEvent> events;
     auto add = [&](JobEventType type, int64_t at,
-                   rendezvous::RestartCause cause = rendezvous::RestartCause::kNone) {
+                   rendezvous::RestartCause cause =
+                       rendezvous::RestartCause::RESTART_CAUSE_UNSPECIFIED) {
       JobEvent event = Event(type, at);
-      event.job_id = job_id;
-      event.index = static_cast<int64_t>(events.size()) + 1;
-      event.restart_cause = cause;
-      if (type == JobEventType::kWorkerFailed) {
-        event.failure.emplace();
-        rendezvous::SetFailureTime(event.time - absl::Seconds(1), &*event.failure);
+      event.set_job_id(job_id);
+      event.set_index(static_cast<int64_t>(events.size()) + 1);
+      event.set_restart_cause(cause);
+      if (type == JobEvent::WORKER_FAILED) {
+        rendezvous::SetFailureTime(rendezvous::EventTime(event) - absl::Seconds(1),
+                                   event.mutable_failure());
       }
       events.push_back(event);
     };
-    add(JobEventType::kJobCreated, 0);
-    add(JobEventType::kNodeJoined, 1);
-    add(JobEventType::kGenerationOpened, 10);
-    add(JobEventType::kWorkerFailed, 100);
-    add(JobEventType::kRestarting, 100, rendezvous::RestartCause::kWorkerFailure);
-    add(JobEventType::kGenerationOpened, 105);
-    add(JobEventType::kNodeLost, 150);
-    add(JobEventType::kRestarting, 150, rendezvous::RestartCause::kNodeLoss);
-    add(JobEventType::kGenerationOpened, 153);
+    add(JobEvent::JOB_CREATED, 0);
+    add(JobEvent::NODE_JOINED, 1);
+    add(JobEvent::GENERATION_OPENED, 10);
+    add(JobEvent::WORKER_FAILED, 100);
+    add(JobEvent::RESTARTING, 100, rendezvous::RestartCause::WORKER_FAILURE);
+    add(JobEvent::GENERATION_OPENED, 105);
+    add(JobEvent::NODE_LOST, 150);
+    add(JobEvent::RESTARTING, 150, rendezvous::RestartCause::NODE_LOSS);
+    add(JobEvent::GENERATION_OPENED, 153);
     return events;
   }
   static rendezvous::JobEventCounts CountsOf(const std::vector<JobEvent>& events) {
@@ -242,8 +237,8 @@ TEST_F(JobMetricsRestoreTest, Restore_SameEvents_ScrapeShowsTheSameTotals) {
 // its end, for the retention.
 TEST_F(JobMetricsRestoreTest, Restore_FinishedJob_SeriesBackFrozenAtItsEnd) {
   std::vector<JobEvent> history = History("train");
-  JobEvent finished = Event(JobEventType::kJobFinished, 200);
-  finished.index = static_cast<int64_t>(history.size()) + 1;
+  JobEvent finished = Event(JobEvent::JOB_FINISHED, 200);
+  finished.set_index(static_cast<int64_t>(history.size()) + 1);
   history.push_back(finished);
   clock_.Advance(absl::Hours(1));
   CoordinatorMetrics after(clock_);
@@ -285,9 +280,9 @@ TEST_F(JobMetricsRestoreTest, OnEventsAfterRestore_ReplayedSkippedNewCounted) {
   CoordinatorMetrics metrics(clock_);
   metrics.jobs().RestoreCounts(CountsOf(history));
   metrics.jobs().ReplayRetained(history);
-  JobEvent next = Event(JobEventType::kRestarting, 300);
-  next.index = static_cast<int64_t>(history.size()) + 1;
-  next.restart_cause = rendezvous::RestartCause::kScale;
+  JobEvent next = Event(JobEvent::RESTARTING, 300);
+  next.set_index(static_cast<int64_t>(history.size()) + 1);
+  next.set_restart_cause(rendezvous::RestartCause::SCALE);
   metrics.jobs().OnEvents({history.back(), next});
   const std::string text = metrics.Scrape(ScrapeState{});
   EXPECT_THAT(text, HasSubstr("ddp_generations_opened_total 3"));

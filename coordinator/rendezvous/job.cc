@@ -53,7 +53,7 @@ JobRecord Job::NewRecord(std::string job_id, const JobSettings& settings, const 
 Job::Job(std::string job_id, const JobSettings& settings, const RendezvousLimits& limits,
          const Clock& clock, Outbox* outbox)
     : Job(NewRecord(std::move(job_id), settings, clock), limits, clock, outbox) {
-  Emit(JobEventType::kJobCreated, "",
+  Emit(JobEvent::JOB_CREATED, "",
        absl::StrCat("job created: nodes ", settings_.min_nodes, ":", settings_.max_nodes,
                     ", max_restarts ", settings_.max_restarts));
   OpenRendezvous(/*after_restart=*/false);
@@ -110,12 +110,13 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
 absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
   int64_t previous = 0;
   for (const JobEvent& event : stored) {
-    if (event.index <= previous || event.index > last_event_index_ || event.job_id != id_) {
-      return absl::DataLossError(absl::StrCat(
-          "stored event ", event.index, " of job '", Capped(id_), "' is inconsistent (after event ",
-          previous, ", last event ", last_event_index_, ", of job '", Capped(event.job_id), "')"));
+    if (event.index() <= previous || event.index() > last_event_index_ || event.job_id() != id_) {
+      return absl::DataLossError(absl::StrCat("stored event ", event.index(), " of job '",
+                                              Capped(id_), "' is inconsistent (after event ",
+                                              previous, ", last event ", last_event_index_,
+                                              ", of job '", Capped(event.job_id()), "')"));
     }
-    previous = event.index;
+    previous = event.index();
   }
   // A lower retention than the stored events had keeps the newest.
   const size_t keep = static_cast<size_t>(std::max(0, limits_.max_retained_events));
@@ -170,24 +171,24 @@ void Job::Emit(JobEventType type, const std::string& node_id, const std::string&
 JobEvent Job::NewEvent(JobEventType type, const std::string& node_id, const std::string& message,
                        std::optional<FailureInfo> failure) const {
   JobEvent event;
-  event.job_id = id_;
-  event.time = clock_->Now();
-  event.type = type;
-  event.node_id = node_id;
-  event.generation = round_.generation();
-  event.message = message;
-  event.failure = std::move(failure);
-  if (event.failure.has_value()) {
+  event.set_job_id(id_);
+  SetEventTime(clock_->Now(), &event);
+  event.set_type(type);
+  event.set_node_id(node_id);
+  event.set_generation(round_.generation());
+  event.set_message(message);
+  if (failure.has_value()) {
+    *event.mutable_failure() = *std::move(failure);
     // Events are many (max_retained_events) and streamed to every watcher:
     // the worker's output stays with the job's failures.
-    event.failure->clear_stderr_tail();
-    event.failure->clear_traceback();
+    event.mutable_failure()->clear_stderr_tail();
+    event.mutable_failure()->clear_traceback();
   }
   return event;
 }
 
 void Job::Publish(JobEvent event) {
-  event.index = ++last_event_index_;
+  event.set_index(++last_event_index_);
   events_.push_back(event);
   while (static_cast<int>(events_.size()) > limits_.max_retained_events) {
     events_.pop_front();
@@ -240,11 +241,11 @@ JobChanges Job::TakeChanges() {
   // was set on an event after Emit, its restart cause, is stored too).
   auto first_new =
       std::upper_bound(events_.begin(), events_.end(), events_taken_index_,
-                       [](int64_t index, const JobEvent& event) { return index < event.index; });
+                       [](int64_t index, const JobEvent& event) { return index < event.index(); });
   changes.appended_events.assign(first_new, events_.end());
   events_taken_index_ = last_event_index_;  // any others left events_ before they were taken
   if (events_dropped_) {
-    changes.drop_events_before = events_.empty() ? last_event_index_ + 1 : events_.front().index;
+    changes.drop_events_before = events_.empty() ? last_event_index_ + 1 : events_.front().index();
     events_dropped_ = false;
   }
   job_dirty_ = false;
@@ -267,7 +268,7 @@ JobStatus Job::Status(bool include_nodes) const {
   s.failures = restart_policy_.failures();
   s.excluded_nodes = membership_.ExcludedSorted();
   s.last_event_index = last_event_index_;
-  s.first_event_index = events_.empty() ? 0 : events_.front().index;
+  s.first_event_index = events_.empty() ? 0 : events_.front().index();
   s.created = created_;
   s.run = run_;
   s.finished = finished_;
@@ -303,7 +304,7 @@ JobStatus Job::Status(bool include_nodes) const {
 absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index, int limit) const {
   std::vector<JobEvent> out;
   if (events_.empty()) return out;
-  int64_t first = events_.front().index;
+  int64_t first = events_.front().index();
   if (after_index + 1 < first) {
     return absl::OutOfRangeError(absl::StrCat("events after index ", after_index, " of job '", id_,
                                               "' were dropped; the oldest retained is ", first,
@@ -409,7 +410,7 @@ void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
   const std::string& node_id = node.record.node_id;
   if (state_ == JobState::kRunning) {
     Decide(Disruption::MembershipChange(
-        RestartCause::kNodeLoss,
+        RestartCause::NODE_LOSS,
         absl::StrCat("node '", node_id, "' was cut off from the coordinator for longer ",
                      "than its lease (", absl::FormatDuration(LeaseFor(settings_).lease),
                      ") and stopped its workers of generation ", round_.generation(),
@@ -436,7 +437,7 @@ void Job::ResendPending(const Node& node) {
 void Job::AddNode(const RegisterRequest& request, int nproc) {
   membership_.Add(request, nproc);
   counters_dirty_ = true;  // next_join_seq
-  Emit(JobEventType::kNodeJoined, request.node_id,
+  Emit(JobEvent::NODE_JOINED, request.node_id,
        absl::StrCat("nproc ", nproc, ", incarnation ", request.incarnation));
   switch (state_) {
     case JobState::kWaiting:
@@ -449,7 +450,7 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
     case JobState::kRunning:
       if (round_.members().live < settings_.max_nodes) {
         Decide(Disruption::MembershipChange(
-            RestartCause::kScale,
+            RestartCause::SCALE,
             absl::StrCat("node '", request.node_id, "' joined below max_nodes")));
       }
       break;
@@ -471,7 +472,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   const bool nproc_changed = node.record.nproc != nproc;
   membership_.Replace(node, request, nproc);
   const std::string node_id = node.record.node_id;
-  Emit(JobEventType::kNodeJoined, node_id,
+  Emit(JobEvent::NODE_JOINED, node_id,
        absl::StrCat("incarnation ", request.incarnation, " replaced ", old_incarnation,
                     " (agent restarted); the old one is "
                     "fenced"));
@@ -528,7 +529,7 @@ absl::Status Job::StreamClosed(const NodeRef& ref) {
 absl::Status Job::Leave(const NodeRef& ref) {
   DDP_RETURN_IF_ERROR(
       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false).status());
-  RemoveNode(ref.node_id, "left the job", RestartCause::kNodeLoss, /*workers_stopped=*/true);
+  RemoveNode(ref.node_id, "left the job", RestartCause::NODE_LOSS, /*workers_stopped=*/true);
   // Every agent that came left (Ctrl-C) before the first generation: nothing
   // ran and nobody waits, so the job ends and a rerun of its id, with its own
   // settings, starts a new run at once instead of waiting out the join timeout
@@ -563,7 +564,7 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
   }
   membership_.Remove(node_id);
   draining_.erase(node_id);
-  Emit(JobEventType::kNodeLost, node_id, reason);
+  Emit(JobEvent::NODE_LOST, node_id, reason);
   switch (state_) {
     case JobState::kWaiting:
       if (membership_.size() < settings_.min_nodes) {
@@ -686,7 +687,7 @@ void Job::PushAssignments(MasterInfo master) {
   for (const std::string& node_id : round_.members().by_rank) {
     if (!node_id.empty()) ResendPending(*membership_.Find(node_id));
   }
-  Emit(JobEventType::kGenerationOpened, round_.members().by_rank[0],
+  Emit(JobEvent::GENERATION_OPENED, round_.members().by_rank[0],
        absl::StrCat("generation ", round_.generation(), ": ", round_.members().live,
                     " nodes, world size ", round_.members().world_size, ", restart ",
                     restart_policy_.restart_count(), " of ", restart_policy_.max_restarts()));
@@ -772,7 +773,7 @@ void Job::Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer
 void Job::Apply(const RestartDecision& decision) {
   for (const FailureInfo& failure : decision.recorded) {
     MarkJobDirty();
-    Emit(JobEventType::kWorkerFailed, failure.node_id(), failure.message(), failure);
+    Emit(JobEvent::WORKER_FAILED, failure.node_id(), failure.message(), failure);
   }
   switch (decision.action) {
     case RestartDecision::Action::kIgnore:
@@ -795,9 +796,9 @@ void Job::Apply(const RestartDecision& decision) {
 }
 
 void Job::EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began) {
-  JobEvent event = NewEvent(JobEventType::kRestarting, "", reason);
-  event.restart_cause = cause;
-  event.time = began;
+  JobEvent event = NewEvent(JobEvent::RESTARTING, "", reason);
+  event.set_restart_cause(cause);
+  SetEventTime(began, &event);
   Publish(std::move(event));
 }
 
@@ -854,7 +855,7 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
   for (const auto& [id, node] : membership_.nodes()) {
     Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
   }
-  Emit(JobEventType::kJobFinished, "", absl::StrCat(JobStateName(state_), ": ", message),
+  Emit(JobEvent::JOB_FINISHED, "", absl::StrCat(JobStateName(state_), ": ", message),
        restart_policy_.root_cause());
 }
 
@@ -873,7 +874,7 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
   settings_ = updated;
   MarkJobDirty();
   Emit(
-      JobEventType::kJobUpdated, "",
+      JobEvent::JOB_UPDATED, "",
       absl::StrCat("nodes ", old.min_nodes, ":", old.max_nodes, " -> ", min_nodes, ":", max_nodes));
   const int registered = membership_.size();
   // Membership must change when members exceed the new max, or when spares can
@@ -892,7 +893,7 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
     case JobState::kRunning:
       if (membership_changes) {
         Decide(Disruption::MembershipChange(
-            RestartCause::kScale,
+            RestartCause::SCALE,
             absl::StrCat("job resized to ", min_nodes, ":", max_nodes, " nodes")));
       }
       break;
@@ -926,7 +927,7 @@ absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& rea
   Node* node = membership_.Find(node_id);
   if (node != nullptr) {
     Send(*node, NodeDismissed{why});
-    RemoveNode(node_id, why, RestartCause::kOperator);
+    RemoveNode(node_id, why, RestartCause::OPERATOR);
   }
   return absl::OkStatus();
 }
@@ -966,7 +967,7 @@ absl::Status Job::DrainNode(const std::string& node_id, absl::Time leaves_at,
   auto [it, added] = draining_.try_emplace(node_id, Drain{leaves_at, why});
   if (!added && it->second.leaves_at <= leaves_at) return absl::OkStatus();  // earlier holds
   it->second = Drain{leaves_at, why};
-  Emit(JobEventType::kNodeDraining, node_id,
+  Emit(JobEvent::NODE_DRAINING, node_id,
        absl::StrCat("leaves by ", absl::FormatTime(leaves_at), " at the latest: ", why));
   const Node& drained = *membership_.Find(node_id);
   if (state_ == JobState::kRunning && IsMember(drained) && !drained.succeeded) {
@@ -1034,7 +1035,7 @@ void Job::ReleaseDrainingNodes() {
     const Node* node = membership_.Find(id);
     if (node == nullptr) continue;
     Send(*node, NodeDismissed{why, /*drained=*/true});
-    RemoveNode(id, why, RestartCause::kDrain);
+    RemoveNode(id, why, RestartCause::DRAIN);
   }
 }
 

@@ -133,7 +133,7 @@ JobStatus StatusOfPastRun(const JobRecord& run);
 
 class Job {
  public:
-  // A new job in WAITING; appends kJobCreated. `settings` must be valid.
+  // A new job in WAITING; appends JOB_CREATED. `settings` must be valid.
   Job(std::string job_id, const JobSettings& settings, const RendezvousLimits& limits,
       const Clock& clock, Outbox* outbox);
   // Rebuilds a job from storage. Nodes start disconnected with a fresh
@@ -237,7 +237,7 @@ class Job {
   // member gets a DrainNotice for its workers. Any other node (spare,
   // waiting, in a stopping generation) leaves at once. It leaves with
   // NodeDismissed{drained}; the generation restarts without it as a
-  // membership change (RestartCause::kDrain): a hot spare fills its place, or
+  // membership change (RestartCause::DRAIN): a hot spare fills its place, or
   // the job goes on smaller within min_nodes; no budget is spent, no failure
   // recorded. A second drain of a draining node keeps the earlier deadline.
   // Possible errors: INVALID_ARGUMENT (node id), NOT_FOUND (not registered),
@@ -307,7 +307,7 @@ class Job {
   // a member whose workers may still run fences the next generation until its
   // lease has run out (FenceWorkersOf).
   void RemoveNode(std::string node_id, const std::string& reason,
-                  RestartCause cause = RestartCause::kNodeLoss, bool workers_stopped = false);
+                  RestartCause cause = RestartCause::NODE_LOSS, bool workers_stopped = false);
   // A member that leaves the generation while its workers may still run (cut
   // off, excluded, declared dead, replaced): no next generation starts before
   // its agent's lease has run out, heartbeat_timeout after its last heartbeat.
@@ -324,12 +324,12 @@ class Job {
   // assignment.
   void PushAssignments(MasterInfo master);
   // Carries out what the restart policy decided: announces the failures it
-  // recorded (kWorkerFailed), then restarts (kRestarting, StopAllWorkers) or
+  // recorded (WORKER_FAILED), then restarts (RESTARTING, StopAllWorkers) or
   // stops every worker for the policy to conclude (hang review, failing).
   void Apply(const RestartDecision& decision);
   // RestartPolicy::Decide with this job as the context.
   void Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer = std::nullopt);
-  // The kRestarting event, dated `began` (a hang's restart is named once the
+  // The RESTARTING event, dated `began` (a hang's restart is named once the
   // stop barrier completed, but began at the report).
   void EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began);
   // RESTARTING: StopWorkers to every member; the barrier ends in

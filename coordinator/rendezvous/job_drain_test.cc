@@ -25,9 +25,9 @@ void HeartbeatFor(JobHarness& h, const std::vector<std::string>& nodes, absl::Du
 }
 
 RestartCause LastRestartCause(const Outbox& outbox) {
-  RestartCause cause = RestartCause::kNone;
+  RestartCause cause = RestartCause::RESTART_CAUSE_UNSPECIFIED;
   for (const JobEvent& e : outbox.events) {
-    if (e.type == JobEventType::kRestarting) cause = e.restart_cause;
+    if (e.type() == JobEvent::RESTARTING) cause = e.restart_cause();
   }
   return cause;
 }
@@ -53,7 +53,7 @@ TEST(JobDrain, DrainMember_EveryMemberNoticedLeavesWhenAllReady_NoBudgetNoFailur
     EXPECT_EQ(notices[0].leaves_at, leaves_at);
     EXPECT_EQ(notices[0].generation, 1);
   }
-  EXPECT_EQ(CountEvents(h.outbox(), JobEventType::kNodeDraining), 1);
+  EXPECT_EQ(CountEvents(h.outbox(), JobEvent::NODE_DRAINING), 1);
   JobStatus status = h.job().Status(true);
   ASSERT_EQ(status.nodes.size(), 3u);
   EXPECT_EQ(status.nodes[2].leaves_at, leaves_at);
@@ -70,7 +70,7 @@ TEST(JobDrain, DrainMember_EveryMemberNoticedLeavesWhenAllReady_NoBudgetNoFailur
   EXPECT_TRUE(dismissed[0].drained);
   EXPECT_NE(dismissed[0].reason.find("maintenance"), std::string::npos);
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
-  EXPECT_EQ(LastRestartCause(h.outbox()), RestartCause::kDrain);
+  EXPECT_EQ(LastRestartCause(h.outbox()), RestartCause::DRAIN);
   FormNextGeneration(h, {"a", "b"});
   EXPECT_EQ(h.LastAssignment("a")->group_world_size, 2);
   EXPECT_EQ(h.job().restart_count(), 0);
@@ -120,7 +120,7 @@ TEST(JobDrain, SecondDrain_KeepsTheEarlierDeadline) {
   ASSERT_TRUE(h.job().DrainNode("b", first, "first").ok());
   ASSERT_TRUE(h.job().DrainNode("b", first + absl::Seconds(60), "later").ok());
   EXPECT_EQ(h.job().Status(true).nodes[1].leaves_at, first);
-  EXPECT_EQ(CountEvents(h.outbox(), JobEventType::kNodeDraining), 1);
+  EXPECT_EQ(CountEvents(h.outbox(), JobEvent::NODE_DRAINING), 1);
 }
 
 TEST(JobDrain, Errors_NotFoundInvalidFinished) {
@@ -196,7 +196,7 @@ TEST(JobStragglerPolicy, SlowerThanFactorForTheTime_DrainedAndExcludedWithoutBud
   ASSERT_EQ(dismissed.size(), 1u);
   EXPECT_TRUE(dismissed[0].drained);
   EXPECT_NE(dismissed[0].reason.find("straggler"), std::string::npos) << dismissed[0].reason;
-  EXPECT_EQ(LastRestartCause(h.outbox()), RestartCause::kDrain);
+  EXPECT_EQ(LastRestartCause(h.outbox()), RestartCause::DRAIN);
   EXPECT_EQ(h.job().restart_count(), 0);
   EXPECT_EQ(h.job().Status(false).excluded_nodes, std::vector<std::string>{"c"});
   EXPECT_EQ(h.Register("c", 0, -1, 2).status().code(), absl::StatusCode::kFailedPrecondition);

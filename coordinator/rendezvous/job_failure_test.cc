@@ -29,7 +29,7 @@ TEST(JobFailure, WorkerFailureWithBudget_RestartsEveryNode) {
   EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "a").size(), 1u);
   EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "b").size(), 1u);
   EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "a")[0].generation, 1);
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kWorkerFailed), 1);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::WORKER_FAILED), 1);
   auto failures = h.job().Status(false).failures;
   ASSERT_EQ(failures.size(), 1u);
   EXPECT_EQ(failures[0].global_rank(), 3);  // b: offset 2 + local rank 1
@@ -176,7 +176,7 @@ TEST(JobFailure, HangWithBudget_RestartNamesTheStoppedRankNotTheFirstReport) {
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), blocked).ok());
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(h.job().restart_count(), 1);
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 0);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::RESTARTING), 0);
   const std::vector<StopWorkers> stops = testing::MessagesOf<StopWorkers>(h.outbox());
   ASSERT_EQ(stops.size(), 2u);
   for (const StopWorkers& stop : stops) EXPECT_TRUE(stop.take_stacks);  // every node's stacks
@@ -190,14 +190,14 @@ TEST(JobFailure, HangWithBudget_RestartNamesTheStoppedRankNotTheFirstReport) {
   ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
   EXPECT_EQ(h.job().state(), JobState::kStarting);  // both back in the next round
   EXPECT_EQ(h.job().restart_count(), 1);
-  ASSERT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 1);
+  ASSERT_EQ(testing::CountEvents(h.outbox(), JobEvent::RESTARTING), 1);
   for (const JobEvent& e : h.outbox().events) {
-    if (e.type != JobEventType::kRestarting) continue;
-    EXPECT_EQ(e.restart_cause, RestartCause::kHang);
-    EXPECT_NE(e.message.find("on node 'b'"), std::string::npos) << e.message;
-    EXPECT_NE(e.message.find("process was stopped"), std::string::npos) << e.message;
-    EXPECT_EQ(e.message.find("node 'a'"), std::string::npos) << e.message;
-    EXPECT_EQ(e.time, t);  // when the restart began, not when it was decided
+    if (e.type() != JobEvent::RESTARTING) continue;
+    EXPECT_EQ(e.restart_cause(), RestartCause::HANG);
+    EXPECT_NE(e.message().find("on node 'b'"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("process was stopped"), std::string::npos) << e.message();
+    EXPECT_EQ(e.message().find("node 'a'"), std::string::npos) << e.message();
+    EXPECT_EQ(EventTime(e), t);  // when the restart began, not when it was decided
   }
   const JobStatus status = h.job().Status(false);
   ASSERT_FALSE(status.failures.empty());
@@ -210,7 +210,7 @@ TEST(JobFailure, ExitWithBudget_RestartingEventAtOnce) {
   StartRunning(h, {"a", "b"});
   h.ClearOutbox();
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "boom", h.clock().Now())).ok());
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 1);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::RESTARTING), 1);
   for (const StopWorkers& stop : testing::MessagesOf<StopWorkers>(h.outbox())) {
     EXPECT_FALSE(stop.take_stacks);  // no hang: no stacks, no delay
   }
@@ -265,7 +265,7 @@ TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "a").size(), 1u);
   EXPECT_TRUE(MessagesOf<JobFinished>(h.outbox()).empty());
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 0);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::RESTARTING), 0);
   h.ConfirmStops();
   EXPECT_EQ(h.job().state(), JobState::kFailed);
   EXPECT_EQ(h.job().generation(), 2);

@@ -111,10 +111,10 @@ TEST(JobLease, ResumeAfterLeaseRanOut_FreeRestartWithTheNodeKept) {
   ASSERT_FALSE(h.outbox().events.empty());
   bool saw = false;
   for (const JobEvent& e : h.outbox().events) {
-    if (e.type != JobEventType::kRestarting) continue;
+    if (e.type() != JobEvent::RESTARTING) continue;
     saw = true;
-    EXPECT_EQ(e.restart_cause, RestartCause::kNodeLoss);
-    EXPECT_NE(e.message.find("lease"), std::string::npos) << e.message;
+    EXPECT_EQ(e.restart_cause(), RestartCause::NODE_LOSS);
+    EXPECT_NE(e.message().find("lease"), std::string::npos) << e.message();
   }
   EXPECT_TRUE(saw);
   h.ConfirmStops();
@@ -165,8 +165,8 @@ TEST(JobLease, ResumeWithFrozenWorkers_GenerationStillRunning_NothingRestarts) {
   h.Advance(absl::Seconds(1));
   EXPECT_EQ(h.job().state(), JobState::kRunning);
   EXPECT_EQ(h.job().generation(), 1);
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kRestarting), 0);
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kNodeLost), 0);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::RESTARTING), 0);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::NODE_LOST), 0);
   EXPECT_EQ(*h.job().Heartbeat(h.Ref("a")), 1);  // thaws the workers
 }
 
@@ -188,7 +188,7 @@ TEST(JobLease, ServingResumedAfterAStall_NoNodeLostForTheStall) {
   }
   EXPECT_EQ(h.job().registered_nodes(), 1);
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kNodeLost), 1);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::NODE_LOST), 1);
 }
 
 TEST(JobLease, ServingResumed_StopBarrierDeadlineMovesByTheStall) {

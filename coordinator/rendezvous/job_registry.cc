@@ -423,7 +423,7 @@ absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string
     if (!events.ok() || store_ == nullptr) return events;
     auto taken = taken_event_index_.find(job_id);
     const int64_t cap = taken == taken_event_index_.end() ? 0 : taken->second;
-    while (!events->empty() && events->back().index > cap) events->pop_back();
+    while (!events->empty() && events->back().index() > cap) events->pop_back();
   }
   if (options_.serving_check) DDP_RETURN_IF_ERROR(options_.serving_check());
   return events;
@@ -497,8 +497,8 @@ Outbox JobRegistry::TakeOutbox() {
   absl::MutexLock lock(&mu_);
   if (store_ != nullptr) {
     for (const JobEvent& event : outbox_.events) {
-      int64_t& taken = taken_event_index_[event.job_id];
-      taken = std::max(taken, event.index);
+      int64_t& taken = taken_event_index_[event.job_id()];
+      taken = std::max(taken, event.index());
     }
   }
   Outbox out = std::move(outbox_);

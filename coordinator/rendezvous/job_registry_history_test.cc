@@ -89,15 +89,15 @@ TEST_F(JobHistoryTest, Restore_RestartCausesAndFailures_SameEventsAsBefore) {
   EXPECT_EQ(EventFields(*after), EventFields(before));
   int restarting = 0, failed = 0;
   for (const JobEvent& event : *after) {
-    if (event.type == JobEventType::kRestarting) {
+    if (event.type() == JobEvent::RESTARTING) {
       ++restarting;
-      EXPECT_EQ(event.restart_cause, RestartCause::kWorkerFailure);
+      EXPECT_EQ(event.restart_cause(), RestartCause::WORKER_FAILURE);
     }
-    if (event.type == JobEventType::kWorkerFailed) {
+    if (event.type() == JobEvent::WORKER_FAILED) {
       ++failed;
-      ASSERT_TRUE(event.failure.has_value());
-      EXPECT_EQ(event.failure->exit_code(), 7);
-      EXPECT_EQ(event.failure->message(), "oom");
+      ASSERT_TRUE(event.has_failure());
+      EXPECT_EQ(event.failure().exit_code(), 7);
+      EXPECT_EQ(event.failure().message(), "oom");
     }
   }
   EXPECT_EQ(restarting, 1);
@@ -106,7 +106,7 @@ TEST_F(JobHistoryTest, Restore_RestartCausesAndFailures_SameEventsAsBefore) {
   absl::StatusOr<std::vector<JobEvent>> tail = registry->EventsSince("j", 3, 1000);
   ASSERT_TRUE(tail.ok());
   ASSERT_EQ(tail->size(), before.size() - 3);
-  EXPECT_EQ(tail->front().index, 4);
+  EXPECT_EQ(tail->front().index(), 4);
 }
 
 TEST_F(JobHistoryTest, Retention_StoreKeepsWhatMemoryKeeps_AcrossRestart) {
@@ -150,8 +150,8 @@ TEST_F(JobHistoryTest, RestoreWithALowerRetention_KeepsTheNewestAndTrimsTheStore
   ASSERT_TRUE(registry->Restore().ok());
   const std::vector<JobEvent> newest(stored.end() - 3, stored.end());
   const JobStatus status = *registry->GetJob("j", false);
-  EXPECT_EQ(status.first_event_index, newest.front().index);
-  EXPECT_EQ(EventFields(*registry->EventsSince("j", newest.front().index - 1, 100)),
+  EXPECT_EQ(status.first_event_index, newest.front().index());
+  EXPECT_EQ(EventFields(*registry->EventsSince("j", newest.front().index() - 1, 100)),
             EventFields(newest));
   registry->Tick();  // the next pass writes the job's changes: the store trims too
   Persist(*registry);
@@ -167,11 +167,11 @@ TEST_F(JobHistoryTest, EventsNotYetWritten_NotStoredNorCounted) {
   ASSERT_TRUE(registry->WorkerExited(Ref(2, 1), Exit(0, 1, 0, "", clock_.Now())).ok());
   EXPECT_FALSE(registry->PersistPending().ok());
   EXPECT_EQ(StoredEvents().size(), stored);
-  EXPECT_EQ(store_.LoadEventCounts()->Of(JobEventType::kWorkerFailed), 0);
+  EXPECT_EQ(store_.LoadEventCounts()->Of(JobEvent::WORKER_FAILED), 0);
   store_.FailWith(absl::OkStatus());
   Persist(*registry);  // the batch is taken again
   EXPECT_GT(StoredEvents().size(), stored);
-  EXPECT_EQ(store_.LoadEventCounts()->Of(JobEventType::kWorkerFailed), 1);
+  EXPECT_EQ(store_.LoadEventCounts()->Of(JobEvent::WORKER_FAILED), 1);
 }
 
 TEST_F(JobHistoryTest, EventCounts_EveryEventCountedOnce_RemovalKeepsThem) {
@@ -185,10 +185,10 @@ TEST_F(JobHistoryTest, EventCounts_EveryEventCountedOnce_RemovalKeepsThem) {
   int64_t total = 0;
   for (const auto& [key, count] : counts->counts) total += count;
   EXPECT_EQ(total, last);
-  EXPECT_EQ(counts->Of(JobEventType::kRestarting, RestartCause::kWorkerFailure), 2);
-  EXPECT_EQ(counts->Of(JobEventType::kWorkerFailed), 2);
-  EXPECT_EQ(counts->Of(JobEventType::kGenerationOpened), 3);
-  EXPECT_EQ(counts->Of(JobEventType::kJobCreated), 1);
+  EXPECT_EQ(counts->Of(JobEvent::RESTARTING, RestartCause::WORKER_FAILURE), 2);
+  EXPECT_EQ(counts->Of(JobEvent::WORKER_FAILED), 2);
+  EXPECT_EQ(counts->Of(JobEvent::GENERATION_OPENED), 3);
+  EXPECT_EQ(counts->Of(JobEvent::JOB_CREATED), 1);
 
   const absl::Status cancelled =
       testing::WhileWriting(*registry, [&] { return registry->CancelJob("j", "enough"); });
@@ -199,8 +199,8 @@ TEST_F(JobHistoryTest, EventCounts_EveryEventCountedOnce_RemovalKeepsThem) {
   EXPECT_TRUE(store_.LoadAll()->empty());
   counts = store_.LoadEventCounts();
   ASSERT_TRUE(counts.ok());
-  EXPECT_EQ(counts->Of(JobEventType::kRestarting, RestartCause::kWorkerFailure), 2);
-  EXPECT_EQ(counts->Of(JobEventType::kJobFinished), 1);
+  EXPECT_EQ(counts->Of(JobEvent::RESTARTING, RestartCause::WORKER_FAILURE), 2);
+  EXPECT_EQ(counts->Of(JobEvent::JOB_FINISHED), 1);
 }
 
 TEST_F(JobHistoryTest, NewRun_OldRunsEventsDropped_NewRunNumberedFromOne) {
@@ -221,7 +221,7 @@ TEST_F(JobHistoryTest, NewRun_OldRunsEventsDropped_NewRunNumberedFromOne) {
   ASSERT_EQ(registry->GetJob("j", false)->run, 2);
   const std::vector<JobEvent> stored = StoredEvents();
   ASSERT_FALSE(stored.empty());
-  EXPECT_EQ(stored.front().index, 1);
+  EXPECT_EQ(stored.front().index(), 1);
   EXPECT_LT(static_cast<int64_t>(stored.size()), first_run_events);
   registry = NewRegistry();
   ASSERT_TRUE(registry->Restore().ok());
@@ -237,8 +237,8 @@ TEST_F(JobHistoryTest, Restore_StoredEventBeyondTheJobsLastIndex_DataLoss) {
   changes.job_id = "j";
   changes.job = record;
   JobEvent event;
-  event.job_id = "j";
-  event.index = 5;
+  event.set_job_id("j");
+  event.set_index(5);
   changes.appended_events = {event};
   ASSERT_TRUE(store_.Apply(changes).ok());
   absl::Status restored = NewRegistry()->Restore();

@@ -129,7 +129,7 @@ TEST(JobRegistry, SchedulerOps_ReachTheJob) {
   EXPECT_EQ(registry.GetJob("j", false)->state, JobState::kCancelled);
   auto events = registry.EventsSince("j", 0, 100);
   ASSERT_TRUE(events.ok());
-  EXPECT_EQ(events->back().type, JobEventType::kJobFinished);
+  EXPECT_EQ(events->back().type(), JobEvent::JOB_FINISHED);
   ASSERT_TRUE(registry.RemoveJob("j").ok());
   EXPECT_EQ(registry.GetJob("j", false).status().code(), absl::StatusCode::kNotFound);
 }
@@ -344,7 +344,7 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
   auto events = restarted.EventsSince("j", 0, 100);
   ASSERT_TRUE(events.ok()) << events.status();
   ASSERT_GT(events->size(), before.size());
-  EXPECT_EQ((*events)[8].index, 9);  // 8 events before the restart
+  EXPECT_EQ((*events)[8].index(), 9);  // 8 events before the restart
   events->resize(before.size());
   EXPECT_EQ(testing::EventFields(*events), testing::EventFields(before));
 }

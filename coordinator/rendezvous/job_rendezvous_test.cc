@@ -85,7 +85,7 @@ TEST(JobRendezvous, MasterInfo_PushesAssignmentsToEveryMember) {
   EXPECT_EQ(b->nccl_unique_id, NcclId());
   EXPECT_EQ(b->generation, 1);
   EXPECT_EQ(b->max_restarts, 3);
-  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEventType::kGenerationOpened), 1);
+  EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::GENERATION_OPENED), 1);
 }
 
 TEST(JobRendezvous, MasterInfoFromNonRankZero_FailedPrecondition) {
@@ -148,7 +148,7 @@ TEST(JobRendezvous, RankZeroSilent_RemovalNamesTheNodeInTheEventAndTheStore) {
   ASSERT_EQ(h.job().registered_nodes(), 2);
   std::string lost;
   for (const JobEvent& e : h.outbox().events) {
-    if (e.type == JobEventType::kNodeLost) lost = e.node_id;
+    if (e.type() == JobEvent::NODE_LOST) lost = e.node_id();
   }
   EXPECT_FALSE(lost.empty());
   JobChanges changes = h.job().TakeChanges();
@@ -212,14 +212,14 @@ TEST(JobRendezvous, EventsSince_ReturnsNumberedEvents) {
   auto events = h.job().EventsSince(0, 100);
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 3u);
-  EXPECT_EQ((*events)[0].type, JobEventType::kJobCreated);
-  EXPECT_EQ((*events)[1].type, JobEventType::kNodeJoined);
-  EXPECT_EQ((*events)[2].type, JobEventType::kGenerationOpened);
-  EXPECT_EQ((*events)[2].index, 3);
+  EXPECT_EQ((*events)[0].type(), JobEvent::JOB_CREATED);
+  EXPECT_EQ((*events)[1].type(), JobEvent::NODE_JOINED);
+  EXPECT_EQ((*events)[2].type(), JobEvent::GENERATION_OPENED);
+  EXPECT_EQ((*events)[2].index(), 3);
   auto later = h.job().EventsSince(2, 100);
   ASSERT_TRUE(later.ok());
   ASSERT_EQ(later->size(), 1u);
-  EXPECT_EQ((*later)[0].index, 3);
+  EXPECT_EQ((*later)[0].index(), 3);
 }
 
 TEST(JobRendezvous, EventsDropped_OutOfRange) {

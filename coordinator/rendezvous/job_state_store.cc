@@ -17,10 +17,11 @@ absl::Status JobStateStore::ApplyBatch(const std::vector<JobChanges>& batch) {
 }
 
 void JobEventCounts::Add(JobEventType type, RestartCause cause, int64_t n) {
-  counts[{type, type == JobEventType::kRestarting ? cause : RestartCause::kNone}] += n;
+  counts[{type, type == JobEvent::RESTARTING ? cause : RestartCause::RESTART_CAUSE_UNSPECIFIED}] +=
+      n;
 }
 
-void JobEventCounts::Add(const JobEvent& event) { Add(event.type, event.restart_cause, 1); }
+void JobEventCounts::Add(const JobEvent& event) { Add(event.type(), event.restart_cause(), 1); }
 
 int64_t JobEventCounts::Of(JobEventType type, RestartCause cause) const {
   auto it = counts.find({type, cause});
@@ -94,7 +95,7 @@ void InMemoryJobStateStore::ApplyLocked(const JobChanges& changes) {
   }
   std::map<int64_t, JobEvent>& events = it->second.events;
   for (const JobEvent& event : changes.appended_events) {
-    events[event.index] = event;
+    events[event.index()] = event;
     counts_.Add(event);
   }
   if (changes.drop_events_before > 0) {

@@ -83,17 +83,19 @@ struct JobSnapshot {
   std::vector<JobEvent> events;
 };
 
-// How many job events a store ever appended, by type, and kRestarting events
+// How many job events a store ever appended, by type, and RESTARTING events
 // by restart cause: what the metrics' counters are built from. Removing a job
 // or dropping its old events does not lower them.
 struct JobEventCounts {
-  // (type, cause) -> events; cause is kNone except for kRestarting.
-  std::map<std::pair<JobEventType, RestartCause>, int64_t> counts;
+  // (type, cause) -> events; cause is RESTART_CAUSE_UNSPECIFIED except for
+  // RESTARTING.
+  using Key = std::pair<JobEventType, RestartCause>;
+  std::map<Key, int64_t> counts;
 
   // Counts `event` once.
   void Add(const JobEvent& event);
   void Add(JobEventType type, RestartCause cause, int64_t n);
-  int64_t Of(JobEventType type, RestartCause cause = RestartCause::kNone) const;
+  int64_t Of(JobEventType type, RestartCause cause = RestartCause::RESTART_CAUSE_UNSPECIFIED) const;
   friend bool operator==(const JobEventCounts& a, const JobEventCounts& b) {
     return a.counts == b.counts;
   }

@@ -60,23 +60,17 @@ inline WorkerExit Exit(int local_rank, int exit_code, int signal, std::string me
   return exit;
 }
 
-// Every field of job events, so that gtest compares and prints them.
-inline auto EventFields(const std::vector<JobEvent>& events) {
-  std::vector<std::tuple<std::string, int64_t, absl::Time, JobEventType, std::string, Generation,
-                         std::string, bool, std::string, int64_t, bool, RestartCause>>
-      out;
-  for (const JobEvent& e : events) {
-    out.emplace_back(e.job_id, e.index, e.time, e.type, e.node_id, e.generation, e.message,
-                     e.failure.has_value(), e.failure ? e.failure->node_id() : "",
-                     e.failure ? e.failure->global_rank() : 0,
-                     e.failure ? e.failure->process_stopped() : false, e.restart_cause);
-  }
+// Every field of job events (one line each), so that gtest compares and
+// prints them.
+inline std::vector<std::string> EventFields(const std::vector<JobEvent>& events) {
+  std::vector<std::string> out;
+  for (const JobEvent& e : events) out.push_back(e.ShortDebugString());
   return out;
 }
 
 inline int CountEvents(const Outbox& outbox, JobEventType type) {
   int n = 0;
-  for (const JobEvent& e : outbox.events) n += e.type == type ? 1 : 0;
+  for (const JobEvent& e : outbox.events) n += e.type() == type ? 1 : 0;
   return n;
 }
 

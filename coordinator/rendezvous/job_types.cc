@@ -135,46 +135,27 @@ const char* JobStateName(JobState state) {
 
 const char* RestartCauseName(RestartCause cause) {
   switch (cause) {
-    case RestartCause::kWorkerFailure:
+    case RestartCause::WORKER_FAILURE:
       return "worker_failure";
-    case RestartCause::kHang:
+    case RestartCause::HANG:
       return "hang";
-    case RestartCause::kNodeLoss:
+    case RestartCause::NODE_LOSS:
       return "node_loss";
-    case RestartCause::kScale:
+    case RestartCause::SCALE:
       return "scale";
-    case RestartCause::kOperator:
+    case RestartCause::OPERATOR:
       return "operator";
-    case RestartCause::kDrain:
+    case RestartCause::DRAIN:
       return "drain";
-    case RestartCause::kNone:
-      break;
+    default:
+      return "";
   }
-  return "";
 }
 
-const char* JobEventTypeName(JobEventType type) {
-  switch (type) {
-    case JobEventType::kJobCreated:
-      return "job_created";
-    case JobEventType::kNodeJoined:
-      return "node_joined";
-    case JobEventType::kNodeLost:
-      return "node_lost";
-    case JobEventType::kGenerationOpened:
-      return "generation_opened";
-    case JobEventType::kWorkerFailed:
-      return "worker_failed";
-    case JobEventType::kRestarting:
-      return "restarting";
-    case JobEventType::kJobFinished:
-      return "job_finished";
-    case JobEventType::kJobUpdated:
-      return "job_updated";
-    case JobEventType::kNodeDraining:
-      return "node_draining";
-  }
-  return "unknown";
+absl::Time EventTime(const JobEvent& event) { return absl::FromUnixMillis(event.time_unix_ms()); }
+
+void SetEventTime(absl::Time time, JobEvent* event) {
+  event->set_time_unix_ms(absl::ToUnixMillis(time));
 }
 
 }  // namespace ddp::rendezvous

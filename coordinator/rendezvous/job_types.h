@@ -229,44 +229,28 @@ struct OutboundMessage {
   MessageBody body;
 };
 
-enum class JobEventType {
-  kJobCreated = 0,
-  kNodeJoined = 1,
-  kNodeLost = 2,  // heartbeat timeout, left, declared dead, excluded, replaced
-  kGenerationOpened = 3,
-  kWorkerFailed = 4,
-  kRestarting = 5,
-  kJobFinished = 6,
-  kJobUpdated = 7,
-  kNodeDraining = 8,  // a node announced it leaves (drain, preemption)
-};
-const char* JobEventTypeName(JobEventType type);
-
-// Why a generation was stopped for a restart (kRestarting events).
-enum class RestartCause {
-  kNone = 0,
-  kWorkerFailure = 1,  // a worker exited non-zero or was killed
-  kHang = 2,           // a worker stopped touching its heartbeat file
-  kNodeLoss = 3,       // a member's agent was lost, left, or came back as a new agent
-  kScale = 4,          // the job was resized, or a node joined below max_nodes
-  kOperator = 5,       // ExcludeNode
-  kDrain = 6,          // a drained or preempted node left (free, no failure recorded)
-};
-// "worker_failure", "hang", "node_loss", "scale", "operator", "drain" ("" for kNone):
-// the values of the metrics' cause label.
+// One job event: the API's message itself (jobs.proto JobEvent), one record
+// from the core that emits it to the WatchJob stream that shows it. The core
+// keeps the newest RendezvousLimits::max_retained_events of each job, the
+// stores persist them (storage/job_record_codec: the stored form,
+// state.v1.JobEventRecord, keeps the bytes of earlier releases), the adapters
+// stream them as kept. Its time is Unix milliseconds (EventTime); its failure,
+// when it has one, carries no stderr_tail or traceback (Job::NewEvent).
+using JobEvent = ::ddp::v1::JobEvent;
+// JobEvent::JOB_CREATED ... JobEvent::NODE_DRAINING (NODE_LOST: heartbeat
+// timeout, left, declared dead, excluded, replaced; NODE_DRAINING: a node
+// announced it leaves, drain or preemption).
+using JobEventType = JobEvent::Type;
+// Why a generation was stopped for a restart (RESTARTING events):
+// RestartCause::WORKER_FAILURE, HANG, NODE_LOSS, SCALE, OPERATOR, DRAIN;
+// RESTART_CAUSE_UNSPECIFIED on every other event.
+using RestartCause = ::ddp::v1::RestartCause;
+// "worker_failure", "hang", "node_loss", "scale", "operator", "drain" ("" for
+// RESTART_CAUSE_UNSPECIFIED): the values of the metrics' cause label.
 const char* RestartCauseName(RestartCause cause);
 
-struct JobEvent {
-  std::string job_id;
-  int64_t index = 0;  // per job, monotonic from 1, survives coordinator restarts
-  absl::Time time;
-  JobEventType type = JobEventType::kJobCreated;
-  std::string node_id;  // when about one node
-  Generation generation = 0;
-  std::string message;
-  std::optional<FailureInfo> failure;
-  RestartCause restart_cause = RestartCause::kNone;  // kRestarting only
-};
+absl::Time EventTime(const JobEvent& event);
+void SetEventTime(absl::Time time, JobEvent* event);
 
 // What the core wants done, in the order it happened.
 struct Outbox {

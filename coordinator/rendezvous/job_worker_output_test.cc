@@ -40,9 +40,9 @@ TEST(JobWorkerOutput, WorkerExited_TailTracebackAndLog_InFailuresAndRootCause) {
   EXPECT_EQ(status.root_cause->traceback(), "Traceback ...\nValueError: bad batch");
   // Events stay small: no worker output in them.
   for (const JobEvent& event : h.outbox().events) {
-    if (event.failure.has_value()) {
-      EXPECT_TRUE(event.failure->stderr_tail().empty());
-      EXPECT_TRUE(event.failure->traceback().empty());
+    if (event.has_failure()) {
+      EXPECT_TRUE(event.failure().stderr_tail().empty());
+      EXPECT_TRUE(event.failure().traceback().empty());
     }
   }
 }

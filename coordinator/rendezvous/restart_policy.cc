@@ -58,7 +58,7 @@ RestartDecision RestartPolicy::Decide(const Disruption& disruption, const Restar
         // The old agent died (or was cut off) and this is its replacement: a
         // membership change rather than a worker failure.
         decision.action = RestartDecision::Action::kRestart;
-        decision.cause = RestartCause::kNodeLoss;
+        decision.cause = RestartCause::NODE_LOSS;
         decision.reason = absl::StrCat(
             "node '", disruption.node_id, "' was lost (its agent's session closed) and ",
             "a new agent replaced it (incarnation ", disruption.old_incarnation, " -> ",
@@ -141,7 +141,7 @@ RestartDecision RestartPolicy::DecideKnockOn(const FailureInfo& failure, const L
                  options_.max_message_length));
   Record(knock_on, decision);
   decision.action = RestartDecision::Action::kRestart;
-  decision.cause = RestartCause::kNodeLoss;
+  decision.cause = RestartCause::NODE_LOSS;
   decision.reason =
       absl::StrCat(cause.message(), "; ", FailureSentence(failure),
                    " after it (a knock-on failure): restarting without node '", lost.node_id,
@@ -170,7 +170,7 @@ RestartDecision RestartPolicy::Charge(const FailureInfo& failure, absl::Time now
   if (restart_count_ < max) {
     ++restart_count_;
     decision.action = RestartDecision::Action::kRestart;
-    decision.cause = RestartCause::kWorkerFailure;
+    decision.cause = RestartCause::WORKER_FAILURE;
     decision.charged = true;
     decision.reason = absl::StrCat(what, "; restart ", restart_count_, " of ", max);
     return decision;
@@ -232,7 +232,7 @@ StopOutcome RestartPolicy::ConcludeStop() {
     const HangReview review = *std::move(hang_review_);
     hang_review_.reset();
     outcome.named_restart = StopOutcome::NamedRestart{
-        review.culprit.hang() ? RestartCause::kHang : RestartCause::kWorkerFailure,
+        review.culprit.hang() ? RestartCause::HANG : RestartCause::WORKER_FAILURE,
         absl::StrCat(FailureSentence(review.culprit), "; restart ", restart_count_, " of ",
                      options_.max_restarts),
         review.began};

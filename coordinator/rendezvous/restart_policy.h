@@ -4,7 +4,7 @@
 // What a job does when its running generation is disturbed: restart (charging
 // the restart budget or not), stop every worker and then fail, or only record
 // the failure. The one place that decides (Decide); Job applies the decision
-// (the kRestarting event, the stop barrier, the end of the job).
+// (the RESTARTING event, the stop barrier, the end of the job).
 //
 // Rules:
 // - Budget: only worker failures (and an agent re-registering with a new
@@ -18,7 +18,7 @@
 //   lost node and is free, and so is a new incarnation that replaces an agent
 //   whose stream had closed.
 // - Root cause: when a failure finds the budget spent, every worker of the
-//   generation is stopped first (the stop barrier, no kRestarting event), so
+//   generation is stopped first (the stop barrier, no RESTARTING event), so
 //   that the reports of the other failures of that generation arrive; then the
 //   job fails with the earliest of them by failure time (FailedEarlier) as its
 //   root cause, as torchrun picks it. The first report is often not the first
@@ -82,7 +82,7 @@ struct Disruption {
   Incarnation new_incarnation = 0;
   bool old_session_lost = false;
   // kMembershipChange.
-  RestartCause cause = RestartCause::kNone;
+  RestartCause cause = RestartCause::RESTART_CAUSE_UNSPECIFIED;
   std::string reason;
 
   static Disruption WorkerFailure(FailureInfo failure);
@@ -109,7 +109,7 @@ struct RestartDecision {
     // Nothing to stop: the generation is not running (a report of one being
     // torn down only enters the history and the root-cause race).
     kIgnore,
-    // Emit kRestarting (cause, reason), stop every worker, form again.
+    // Emit RESTARTING (cause, reason), stop every worker, form again.
     kRestart,
     // Stop every worker without an event; ConcludeStop names the restart.
     kReviewHang,
@@ -117,9 +117,9 @@ struct RestartDecision {
     kStopThenFail,
   };
   Action action = Action::kIgnore;
-  RestartCause cause = RestartCause::kNone;  // kRestart
-  bool charged = false;                      // the budget was spent on it
-  std::string reason;                        // kRestarting event, StopWorkers
+  RestartCause cause = RestartCause::RESTART_CAUSE_UNSPECIFIED;  // kRestart
+  bool charged = false;                                          // the budget was spent on it
+  std::string reason;                                            // RESTARTING event, StopWorkers
   // Failures the history gained, in order: Job announces each (kWorkerFailed).
   std::vector<FailureInfo> recorded;
 };
@@ -128,7 +128,7 @@ struct RestartDecision {
 struct StopOutcome {
   // The hang review's restart, named now and dated from when it began.
   struct NamedRestart {
-    RestartCause cause = RestartCause::kNone;
+    RestartCause cause = RestartCause::RESTART_CAUSE_UNSPECIFIED;
     std::string reason;
     absl::Time began;
   };

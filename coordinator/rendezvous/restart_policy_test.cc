@@ -47,7 +47,7 @@ TEST(RestartPolicyTest, Decide_WorkerFailureWithBudget_ChargedRestart) {
   RestartDecision d =
       policy.Decide(Disruption::WorkerFailure(Exit("a", 0, kT0)), In(JobState::kRunning));
   EXPECT_EQ(d.action, Action::kRestart);
-  EXPECT_EQ(d.cause, RestartCause::kWorkerFailure);
+  EXPECT_EQ(d.cause, RestartCause::WORKER_FAILURE);
   EXPECT_TRUE(d.charged);
   EXPECT_EQ(d.reason, "worker 0 (rank 0) on node 'a' failed: exit code 1; restart 1 of 2");
   ASSERT_EQ(d.recorded.size(), 1u);
@@ -101,7 +101,7 @@ TEST(RestartPolicyTest, Decide_FailureWhilePeerLost_FreeKnockOnRestartNamingTheL
   RestartDecision d =
       policy.Decide(Disruption::WorkerFailure(Exit("a", 0, kT0 + absl::Seconds(1))), context);
   EXPECT_EQ(d.action, Action::kRestart);
-  EXPECT_EQ(d.cause, RestartCause::kNodeLoss);
+  EXPECT_EQ(d.cause, RestartCause::NODE_LOSS);
   EXPECT_FALSE(d.charged);
   EXPECT_EQ(policy.restart_count(), 0);
   ASSERT_EQ(d.recorded.size(), 2u);
@@ -116,14 +116,14 @@ TEST(RestartPolicyTest, Decide_AgentReplaced_FreeWhenOldSessionLostElseCharged) 
   RestartDecision d = policy.Decide(Disruption::AgentReplaced("a", 7, 8, /*old_session_lost=*/true),
                                     In(JobState::kRunning));
   EXPECT_EQ(d.action, Action::kRestart);
-  EXPECT_EQ(d.cause, RestartCause::kNodeLoss);
+  EXPECT_EQ(d.cause, RestartCause::NODE_LOSS);
   EXPECT_FALSE(d.charged);
   EXPECT_TRUE(d.recorded.empty());
 
   d = policy.Decide(Disruption::AgentReplaced("a", 8, 9, /*old_session_lost=*/false),
                     In(JobState::kRunning));
   EXPECT_EQ(d.action, Action::kRestart);
-  EXPECT_EQ(d.cause, RestartCause::kWorkerFailure);
+  EXPECT_EQ(d.cause, RestartCause::WORKER_FAILURE);
   EXPECT_TRUE(d.charged);
   ASSERT_EQ(d.recorded.size(), 1u);
   EXPECT_EQ(d.recorded[0].message(),
@@ -135,13 +135,13 @@ TEST(RestartPolicyTest, Decide_AgentReplaced_FreeWhenOldSessionLostElseCharged) 
 TEST(RestartPolicyTest, Decide_MembershipChange_FreeRestartOnlyWhileRunning) {
   RestartPolicy policy = PolicyWithBudget(0);
   RestartDecision d = policy.Decide(
-      Disruption::MembershipChange(RestartCause::kScale, "job resized"), In(JobState::kRunning));
+      Disruption::MembershipChange(RestartCause::SCALE, "job resized"), In(JobState::kRunning));
   EXPECT_EQ(d.action, Action::kRestart);
-  EXPECT_EQ(d.cause, RestartCause::kScale);
+  EXPECT_EQ(d.cause, RestartCause::SCALE);
   EXPECT_FALSE(d.charged);
   EXPECT_EQ(d.reason, "job resized");
 
-  d = policy.Decide(Disruption::MembershipChange(RestartCause::kNodeLoss, "node 'a' left"),
+  d = policy.Decide(Disruption::MembershipChange(RestartCause::NODE_LOSS, "node 'a' left"),
                     In(JobState::kStarting));
   EXPECT_EQ(d.action, Action::kIgnore);
   EXPECT_EQ(policy.restart_count(), 0);
@@ -161,7 +161,7 @@ TEST(RestartPolicyTest, Decide_HangWithBudget_ReviewNamesTheEarliestCulpritOnce)
 
   StopOutcome outcome = policy.ConcludeStop();
   ASSERT_TRUE(outcome.named_restart.has_value());
-  EXPECT_EQ(outcome.named_restart->cause, RestartCause::kHang);
+  EXPECT_EQ(outcome.named_restart->cause, RestartCause::HANG);
   EXPECT_EQ(outcome.named_restart->began, kT0 + absl::Seconds(9));
   EXPECT_NE(outcome.named_restart->reason.find("node 'a'"), std::string::npos)
       << outcome.named_restart->reason;

@@ -69,8 +69,9 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
 
 size_t JobWatchReactor::ApproxBytes(const rendezvous::JobEvent& event) {
   // 96: the fixed fields and the deque's node, generously.
-  size_t bytes = event.job_id.size() + event.node_id.size() + event.message.size() + 96;
-  if (event.failure) bytes += event.failure->node_id().size() + event.failure->message().size();
+  size_t bytes = event.job_id().size() + event.node_id().size() + event.message().size() + 96;
+  if (event.has_failure())
+    bytes += event.failure().node_id().size() + event.failure().message().size();
   return bytes;
 }
 
@@ -160,11 +161,10 @@ void JobWatchReactor::PumpLocked() {
     rendezvous::JobEvent event = std::move(pending_.front());
     pending_.pop_front();
     buffered_bytes_ -= ApproxBytes(event);
-    if (event.index < next_index_) continue;  // sent already
-    next_index_ = event.index + 1;
-    job_finished_sent_ = event.type == rendezvous::JobEventType::kJobFinished;
-    outgoing_.Clear();
-    JobEventToProto(event, &outgoing_);
+    if (event.index() < next_index_) continue;  // sent already
+    next_index_ = event.index() + 1;
+    job_finished_sent_ = event.type() == rendezvous::JobEvent::JOB_FINISHED;
+    outgoing_ = std::move(event);  // the event as the core keeps it
     gate_.Write(this, &outgoing_);
     return;
   }

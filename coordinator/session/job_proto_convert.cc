@@ -12,7 +12,6 @@
 namespace ddp::session {
 namespace {
 
-using rendezvous::JobEventType;
 using rendezvous::JobState;
 
 int64_t ToMs(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
@@ -78,47 +77,6 @@ absl::StatusOr<JobState> JobStateFromProto(v1::JobState state) {
       return absl::InvalidArgumentError(absl::StrCat("job state ", static_cast<int>(state),
                                                      " is not a state; use WAITING..CANCELLED"));
   }
-}
-
-v1::JobEvent::Type JobEventTypeToProto(JobEventType type) {
-  switch (type) {
-    case JobEventType::kJobCreated:
-      return v1::JobEvent::JOB_CREATED;
-    case JobEventType::kNodeJoined:
-      return v1::JobEvent::NODE_JOINED;
-    case JobEventType::kNodeLost:
-      return v1::JobEvent::NODE_LOST;
-    case JobEventType::kGenerationOpened:
-      return v1::JobEvent::GENERATION_OPENED;
-    case JobEventType::kWorkerFailed:
-      return v1::JobEvent::WORKER_FAILED;
-    case JobEventType::kRestarting:
-      return v1::JobEvent::RESTARTING;
-    case JobEventType::kJobFinished:
-      return v1::JobEvent::JOB_FINISHED;
-    case JobEventType::kJobUpdated:
-      return v1::JobEvent::JOB_UPDATED;
-    case JobEventType::kNodeDraining:
-      return v1::JobEvent::NODE_DRAINING;
-  }
-  return v1::JobEvent::TYPE_UNSPECIFIED;
-}
-
-void JobEventToProto(const rendezvous::JobEvent& e, v1::JobEvent* proto) {
-  proto->set_job_id(e.job_id);
-  proto->set_index(e.index);
-  proto->set_time_unix_ms(ToUnixMs(e.time));
-  proto->set_type(JobEventTypeToProto(e.type));
-  proto->set_node_id(e.node_id);
-  proto->set_generation(e.generation);
-  proto->set_message(e.message);
-  if (e.failure) *proto->mutable_failure() = *e.failure;
-  static_assert(
-      static_cast<int>(rendezvous::RestartCause::kDrain) == v1::DRAIN &&
-          static_cast<int>(rendezvous::RestartCause::kOperator) == v1::OPERATOR &&
-          static_cast<int>(rendezvous::RestartCause::kWorkerFailure) == v1::WORKER_FAILURE,
-      "RestartCause numbers are jobs.proto's");
-  proto->set_restart_cause(static_cast<v1::RestartCause>(e.restart_cause));
 }
 
 void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* proto) {

@@ -33,8 +33,8 @@ v1::JobState JobStateToProto(rendezvous::JobState state);
 // value.
 absl::StatusOr<rendezvous::JobState> JobStateFromProto(v1::JobState state);
 
-v1::JobEvent::Type JobEventTypeToProto(rendezvous::JobEventType type);
-void JobEventToProto(const rendezvous::JobEvent& event, v1::JobEvent* proto);
+// Job events: the core keeps ddp.v1.JobEvent itself (rendezvous::JobEvent);
+// nothing to convert.
 
 // `now` turns last heartbeat times into ages. Members (group rank >= 0) and
 // spares are split; members are listed by group rank. global_rank_offset is

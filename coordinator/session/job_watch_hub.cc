@@ -56,13 +56,13 @@ void JobWatchHub::Publish(const std::vector<rendezvous::JobEvent>& events) {
   {
     absl::MutexLock lock(&mu_);
     for (const rendezvous::JobEvent& event : events) {
-      auto job = by_job_.find(event.job_id);
+      auto job = by_job_.find(event.job_id());
       if (job == by_job_.end()) continue;
       for (WatchId id : job->second) {
         Watcher& w = watchers_[id];
         if (!w.ended.ok()) continue;
         if (static_cast<int>(w.queue.size()) >= options_.max_queued_events) {
-          const int64_t resume = w.queue.front().index;
+          const int64_t resume = w.queue.front().index();
           w.queue.clear();
           w.ended = absl::ResourceExhaustedError(
               absl::StrCat("job watcher fell behind by more than ", options_.max_queued_events,

@@ -22,8 +22,8 @@ std::vector<rendezvous::JobEvent> Events(const std::string& job, int first, int 
   std::vector<rendezvous::JobEvent> events;
   for (int i = 0; i < count; ++i) {
     rendezvous::JobEvent e;
-    e.job_id = job;
-    e.index = first + i;
+    e.set_job_id(job);
+    e.set_index(first + i);
     events.push_back(e);
   }
   return events;
@@ -41,7 +41,7 @@ TEST(JobWatchHub, Publish_OnlyTheJobsWatchersGetEvents) {
   std::vector<rendezvous::JobEvent> got;
   ASSERT_TRUE(hub.Take(wa, &got).ok());
   ASSERT_EQ(got.size(), 3u);
-  EXPECT_EQ(got[2].index, 3);
+  EXPECT_EQ(got[2].index(), 3);
   got.clear();
   ASSERT_TRUE(hub.Take(wb, &got).ok());
   EXPECT_TRUE(got.empty());

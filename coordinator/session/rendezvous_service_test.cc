@@ -96,8 +96,8 @@ TEST(RendezvousService, Events_PublishedToWatchers) {
   std::vector<rendezvous::JobEvent> events;
   ASSERT_TRUE(service->TakeWatchedEvents(id, &events).ok());
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].type, rendezvous::JobEventType::kJobCreated);
-  EXPECT_EQ(events[0].index, 1);
+  EXPECT_EQ(events[0].type(), rendezvous::JobEvent::JOB_CREATED);
+  EXPECT_EQ(events[0].index(), 1);
 }
 
 TEST(RendezvousService, MessageForOldIncarnation_Dropped) {

@@ -78,13 +78,13 @@ void BM_JoinBatches(benchmark::State& state) {
       join.counters = rendezvous::JobCounters{index, static_cast<uint64_t>(joins + 2)};
       if (with_events) {
         rendezvous::JobEvent event;
-        event.job_id = "big";
-        event.index = index;
-        event.time = absl::Now();
-        event.type = rendezvous::JobEventType::kNodeJoined;
-        event.node_id = node.node_id;
-        event.message = absl::StrCat("node '", node.node_id, "' joined (8 processes, ",
-                                     joins % kNodes + 1, " of ", kNodes, " registered)");
+        event.set_job_id("big");
+        event.set_index(index);
+        rendezvous::SetEventTime(absl::Now(), &event);
+        event.set_type(rendezvous::JobEvent::NODE_JOINED);
+        event.set_node_id(node.node_id);
+        event.set_message(absl::StrCat("node '", node.node_id, "' joined (8 processes, ",
+                                       joins % kNodes + 1, " of ", kNodes, " registered)"));
         join.appended_events.push_back(event);
         if (index > kRetainedEvents) join.drop_events_before = index - kRetainedEvents + 1;
       }

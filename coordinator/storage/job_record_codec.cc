@@ -180,48 +180,53 @@ absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
   return n;
 }
 
-absl::Status CheckEventType(int64_t type, int64_t cause) {
-  if (type < static_cast<int64_t>(JobEventType::kJobCreated) ||
-      type > static_cast<int64_t>(JobEventType::kNodeDraining)) {
+int32_t StoredEventType(JobEventType type) { return static_cast<int32_t>(type) - 1; }
+
+absl::StatusOr<JobEventCounts::Key> EventKeyFromStored(int64_t type, int64_t cause) {
+  const int64_t api_type = type + 1;
+  if (api_type < JobEvent::Type_MIN || api_type > JobEvent::Type_MAX ||
+      !JobEvent::Type_IsValid(static_cast<int>(api_type)) ||
+      api_type == JobEvent::TYPE_UNSPECIFIED) {
     return absl::DataLossError(absl::StrCat("job event type ", type, " is not a known type"));
   }
-  if (cause < static_cast<int64_t>(RestartCause::kNone) ||
-      cause > static_cast<int64_t>(RestartCause::kDrain)) {
+  if (cause < v1::RestartCause_MIN || cause > v1::RestartCause_MAX ||
+      !v1::RestartCause_IsValid(static_cast<int>(cause))) {
     return absl::DataLossError(absl::StrCat("restart cause ", cause, " is not a known cause"));
   }
-  return absl::OkStatus();
+  return JobEventCounts::Key{static_cast<JobEventType>(api_type), static_cast<RestartCause>(cause)};
 }
 
 std::string EncodeJobEvent(const JobEvent& e) {
   pb::JobEventRecord out;
-  out.set_index(e.index);
-  out.set_time_unix_ns(Ns(e.time));
-  out.set_type(static_cast<int32_t>(e.type));
-  out.set_node_id(e.node_id);
-  out.set_generation(e.generation);
-  out.set_message(e.message);
-  if (e.failure) *out.mutable_worker_failure() = *e.failure;
-  out.set_restart_cause(static_cast<int32_t>(e.restart_cause));
+  out.set_index(e.index());
+  out.set_time_unix_ns(Ns(rendezvous::EventTime(e)));
+  out.set_type(StoredEventType(e.type()));
+  out.set_node_id(e.node_id());
+  out.set_generation(e.generation());
+  out.set_message(e.message());
+  if (e.has_failure()) *out.mutable_worker_failure() = e.failure();
+  out.set_restart_cause(e.restart_cause());
   return out.SerializeAsString();
 }
 
 absl::StatusOr<JobEvent> DecodeJobEvent(absl::string_view bytes, const std::string& job_id) {
   DDP_ASSIGN_OR_RETURN(pb::JobEventRecord in, Parse<pb::JobEventRecord>(bytes, "a job event"));
-  DDP_RETURN_IF_ERROR(CheckEventType(in.type(), in.restart_cause()));
+  DDP_ASSIGN_OR_RETURN(JobEventCounts::Key key, EventKeyFromStored(in.type(), in.restart_cause()));
   JobEvent e;
-  e.job_id = job_id;
-  e.index = in.index();
-  e.time = TimeFromNs(in.time_unix_ns());
-  e.type = static_cast<JobEventType>(in.type());
-  e.node_id = in.node_id();
-  e.generation = in.generation();
-  e.message = in.message();
+  e.set_job_id(job_id);
+  e.set_index(in.index());
+  rendezvous::SetEventTime(TimeFromNs(in.time_unix_ns()), &e);
+  e.set_type(key.first);
+  // Kept as bytes: cut by earlier releases inside a UTF-8 sequence, perhaps.
+  e.set_node_id(rendezvous::ValidUtf8(in.node_id()));
+  e.set_generation(in.generation());
+  e.set_message(rendezvous::ValidUtf8(in.message()));
   if (in.has_worker_failure()) {
-    e.failure = in.worker_failure();
+    *e.mutable_failure() = in.worker_failure();
   } else if (in.has_failure()) {
-    e.failure = FromLegacyRecord(in.failure());
+    *e.mutable_failure() = FromLegacyRecord(in.failure());
   }
-  e.restart_cause = static_cast<RestartCause>(in.restart_cause());
+  e.set_restart_cause(key.second);
   return e;
 }
 
@@ -229,8 +234,8 @@ std::string EncodeEventCounts(const JobEventCounts& counts) {
   pb::JobEventCountsRecord out;
   for (const auto& [key, count] : counts.counts) {
     pb::JobEventCountsRecord::Count* c = out.add_counts();
-    c->set_type(static_cast<int32_t>(key.first));
-    c->set_cause(static_cast<int32_t>(key.second));
+    c->set_type(StoredEventType(key.first));
+    c->set_cause(key.second);
     c->set_count(count);
   }
   return out.SerializeAsString();
@@ -241,9 +246,8 @@ absl::StatusOr<JobEventCounts> DecodeEventCounts(absl::string_view bytes) {
                        Parse<pb::JobEventCountsRecord>(bytes, "an event counts record"));
   JobEventCounts counts;
   for (const pb::JobEventCountsRecord::Count& c : in.counts()) {
-    DDP_RETURN_IF_ERROR(CheckEventType(c.type(), c.cause()));
-    counts.Add(static_cast<JobEventType>(c.type()), static_cast<RestartCause>(c.cause()),
-               c.count());
+    DDP_ASSIGN_OR_RETURN(JobEventCounts::Key key, EventKeyFromStored(c.type(), c.cause()));
+    counts.Add(key.first, key.second, c.count());
   }
   return counts;
 }

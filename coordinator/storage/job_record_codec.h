@@ -37,14 +37,21 @@ absl::StatusOr<rendezvous::JobRecord> DecodeStoredJob(absl::string_view bytes);
 std::string EncodeNodeRecord(const rendezvous::NodeRecord& node);
 absl::StatusOr<rendezvous::NodeRecord> DecodeNodeRecord(absl::string_view bytes);
 
-// A job event without its job id (the key holds it); decoding puts `job_id`
-// back and checks the type and restart cause are known values.
+// A job event without its job id (the key holds it): a state.v1.JobEventRecord,
+// the one converter of the core's event (ddp.v1.JobEvent) and deliberately a
+// different message: it keeps the bytes earlier releases wrote and read
+// (nanoseconds, bytes, the type numbered from 0), so that a data dir can go
+// back a release. Decoding puts `job_id` back, checks the type and restart
+// cause are known values and makes the strings valid UTF-8.
 std::string EncodeJobEvent(const rendezvous::JobEvent& event);
 absl::StatusOr<rendezvous::JobEvent> DecodeJobEvent(absl::string_view bytes,
                                                     const std::string& job_id);
-// Whether `type` and `cause` are values this binary knows (DATA_LOSS naming
-// them otherwise): stored numbers are checked before they are cast.
-absl::Status CheckEventType(int64_t type, int64_t cause);
+// A stored event type number: jobs.proto's less one (JOB_CREATED = 1 is
+// stored as 0), as in records and the SQLite event count columns.
+int32_t StoredEventType(rendezvous::JobEventType type);
+// The (type, restart cause) of stored numbers; DATA_LOSS naming them when
+// either is no value this binary knows (they are checked before any cast).
+absl::StatusOr<rendezvous::JobEventCounts::Key> EventKeyFromStored(int64_t type, int64_t cause);
 
 // The event counts in one message (JobEventCountsRecord), for engines without
 // columns.

@@ -1,5 +1,6 @@
 #include "coordinator/storage/job_record_codec.h"
 
+#include "absl/strings/str_cat.h"
 #include "ddp/state/v1/records.pb.h"
 #include "gtest/gtest.h"
 
@@ -149,37 +150,84 @@ TEST(JobRecordCodecTest, NodeRecordRoundTrips) {
 
 TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {
   rendezvous::JobEvent e;
-  e.job_id = "dropped: the key holds it";
-  e.index = 5'000'000'000;
-  e.time = absl::FromUnixNanos(1'700'000'000'987'654'321);
-  e.type = rendezvous::JobEventType::kRestarting;
-  e.node_id = std::string("n\0de", 4);
-  e.generation = 7;
-  e.message = std::string("why\0\xff", 5);
-  e.failure = Failure("node-b", 1);
-  e.failure->set_process_stopped(true);
-  e.restart_cause = rendezvous::RestartCause::kHang;
+  e.set_job_id("dropped: the key holds it");
+  e.set_index(5'000'000'000);
+  e.set_time_unix_ms(1'700'000'000'987);
+  e.set_type(rendezvous::JobEvent::RESTARTING);
+  e.set_node_id(std::string("n\0de", 4));
+  e.set_generation(7);
+  e.set_message("why \xe2\x82\xac");
+  *e.mutable_failure() = Failure("node-b", 1);
+  e.mutable_failure()->set_process_stopped(true);
+  e.set_restart_cause(rendezvous::RestartCause::HANG);
   const std::string bytes = EncodeJobEvent(e);
   EXPECT_EQ(bytes.find("dropped"), std::string::npos);
   absl::StatusOr<rendezvous::JobEvent> back = DecodeJobEvent(bytes, "j");
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->job_id, "j");
-  EXPECT_EQ(back->index, e.index);
-  EXPECT_EQ(back->time, e.time);
-  EXPECT_EQ(back->type, e.type);
-  EXPECT_EQ(back->node_id, e.node_id);
-  EXPECT_EQ(back->generation, 7);
-  EXPECT_EQ(back->message, e.message);
-  ASSERT_TRUE(back->failure.has_value());
-  EXPECT_EQ(back->failure->message(), e.failure->message());
-  EXPECT_TRUE(back->failure->process_stopped());
-  EXPECT_TRUE(back->failure->hang());
-  EXPECT_EQ(back->restart_cause, rendezvous::RestartCause::kHang);
+  rendezvous::JobEvent want = e;
+  want.set_job_id("j");
+  EXPECT_EQ(back->ShortDebugString(), want.ShortDebugString());
 
-  e.failure.reset();
+  e.clear_failure();
   back = DecodeJobEvent(EncodeJobEvent(e), "j");
   ASSERT_TRUE(back.ok());
-  EXPECT_FALSE(back->failure.has_value());
+  EXPECT_FALSE(back->has_failure());
+}
+
+// The stored event keeps the bytes of the releases before 2026-11-27 (type
+// numbered from 0, nanoseconds, strings as bytes), so that either release
+// reads what the other wrote: the numbers of every type, both ways.
+TEST(JobRecordCodecTest, JobEventRecord_KeepsTheStoredNumbersOfEarlierReleases) {
+  const std::pair<int, rendezvous::JobEventType> stored_types[] = {
+      {0, rendezvous::JobEvent::JOB_CREATED},   {1, rendezvous::JobEvent::NODE_JOINED},
+      {2, rendezvous::JobEvent::NODE_LOST},     {3, rendezvous::JobEvent::GENERATION_OPENED},
+      {4, rendezvous::JobEvent::WORKER_FAILED}, {5, rendezvous::JobEvent::RESTARTING},
+      {6, rendezvous::JobEvent::JOB_FINISHED},  {7, rendezvous::JobEvent::JOB_UPDATED},
+      {8, rendezvous::JobEvent::NODE_DRAINING}};
+  for (const auto& [number, type] : stored_types) {
+    SCOPED_TRACE(number);
+    ddp::state::v1::JobEventRecord old;
+    old.set_index(3);
+    old.set_time_unix_ns(1'700'000'000'123'456'789);
+    old.set_type(number);
+    old.set_node_id(std::string("n\xe2\x82", 3));  // cut inside a euro sign
+    old.set_generation(2);
+    old.set_message("m");
+    old.set_restart_cause(type == rendezvous::JobEvent::RESTARTING ? 6 : 0);  // DRAIN
+    absl::StatusOr<rendezvous::JobEvent> back = DecodeJobEvent(old.SerializeAsString(), "j");
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->type(), type);
+    EXPECT_EQ(back->time_unix_ms(), 1'700'000'000'123);
+    EXPECT_EQ(back->node_id(), "n\xef\xbf\xbd\xef\xbf\xbd");
+    EXPECT_EQ(back->restart_cause(), type == rendezvous::JobEvent::RESTARTING
+                                         ? rendezvous::RestartCause::DRAIN
+                                         : rendezvous::RestartCause::RESTART_CAUSE_UNSPECIFIED);
+    ddp::state::v1::JobEventRecord again;
+    ASSERT_TRUE(again.ParseFromString(EncodeJobEvent(*back)));
+    EXPECT_EQ(again.type(), number);
+    EXPECT_EQ(again.time_unix_ns(), 1'700'000'000'123'000'000);  // milliseconds kept
+    EXPECT_EQ(again.restart_cause(), old.restart_cause());
+    EXPECT_EQ(StoredEventType(type), number);
+  }
+}
+
+// An event written by a release before 2026-11-27 kept its failure as a
+// FailureRecord: read as the API's Failure.
+TEST(JobRecordCodecTest, LegacyEventFailure_ReadAsFailure) {
+  ddp::state::v1::JobEventRecord old;
+  old.set_index(4);
+  old.set_type(4);  // WORKER_FAILED
+  ddp::state::v1::FailureRecord* failure = old.mutable_failure();
+  failure->set_node_id("n1");
+  failure->set_local_rank(1);
+  failure->set_exit_code(9);
+  failure->set_time_unix_ns(1'700'000'000'555'000'001);
+  absl::StatusOr<rendezvous::JobEvent> back = DecodeJobEvent(old.SerializeAsString(), "j");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->has_failure());
+  EXPECT_EQ(back->failure().node_id(), "n1");
+  EXPECT_EQ(back->failure().exit_code(), 9);
+  EXPECT_EQ(back->failure().time_unix_ms(), 1'700'000'000'555);
 }
 
 // A record of a release before 2026-11-27 kept its failures as FailureRecord
@@ -214,23 +262,28 @@ TEST(JobRecordCodecTest, LegacyFailureRecords_ReadAsFailures) {
 }
 
 TEST(JobRecordCodecTest, JobEventOfUnknownTypeOrCause_DataLossNamingIt) {
-  ddp::state::v1::JobEventRecord type;
-  type.set_type(99);
-  absl::StatusOr<rendezvous::JobEvent> bad = DecodeJobEvent(type.SerializeAsString(), "j");
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(bad.status().message().find("99"), std::string::npos) << bad.status();
+  for (int number : {99, -1, 1000}) {
+    ddp::state::v1::JobEventRecord type;
+    type.set_type(number);
+    absl::StatusOr<rendezvous::JobEvent> bad = DecodeJobEvent(type.SerializeAsString(), "j");
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss) << number;
+    EXPECT_NE(bad.status().message().find(absl::StrCat("type ", number)), std::string::npos)
+        << bad.status();
+  }
   ddp::state::v1::JobEventRecord cause;
   cause.set_restart_cause(-1);
-  EXPECT_EQ(DecodeJobEvent(cause.SerializeAsString(), "j").status().code(),
-            absl::StatusCode::kDataLoss);
+  absl::StatusOr<rendezvous::JobEvent> bad = DecodeJobEvent(cause.SerializeAsString(), "j");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().message().find("restart cause -1"), std::string::npos) << bad.status();
   EXPECT_EQ(DecodeJobEvent("\xff\xff", "j").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(EventKeyFromStored(int64_t{1} << 40, 0).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(JobRecordCodecTest, EventCountsRoundTrip) {
   rendezvous::JobEventCounts counts;
-  counts.Add(rendezvous::JobEventType::kRestarting, rendezvous::RestartCause::kScale, 3);
-  counts.Add(rendezvous::JobEventType::kWorkerFailed, rendezvous::RestartCause::kNone,
-             1'000'000'000'000);
+  counts.Add(rendezvous::JobEvent::RESTARTING, rendezvous::RestartCause::SCALE, 3);
+  counts.Add(rendezvous::JobEvent::WORKER_FAILED,
+             rendezvous::RestartCause::RESTART_CAUSE_UNSPECIFIED, 1'000'000'000'000);
   absl::StatusOr<rendezvous::JobEventCounts> back = DecodeEventCounts(EncodeEventCounts(counts));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->counts, counts.counts);

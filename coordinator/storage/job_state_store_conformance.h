@@ -51,12 +51,8 @@ inline auto FieldsOf(const NodeRecord& n) {
   return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank, n.address,
                          n.group_rank, n.global_rank_offset, n.join_seq);
 }
-inline auto FieldsOf(const JobEvent& e) {
-  return std::make_tuple(e.job_id, e.index, e.time, static_cast<int>(e.type), e.node_id,
-                         e.generation, e.message, e.failure.has_value(),
-                         e.failure ? FieldsOf(*e.failure) : FieldsOf(FailureInfo{}),
-                         static_cast<int>(e.restart_cause));
-}
+// Every field of an event on one line.
+inline std::string FieldsOf(const JobEvent& e) { return e.ShortDebugString(); }
 
 template <typename T>
 auto FieldsOf(const std::vector<T>& items) {
@@ -193,21 +189,21 @@ inline std::vector<JobChanges> NewRun(JobRecord finished, const JobRecord& next,
 // with the index (a failure with every field, a restart with a cause).
 inline JobEvent Event(const std::string& job_id, int64_t index) {
   JobEvent e;
-  e.job_id = job_id;
-  e.index = index;
-  e.time = absl::FromUnixNanos(1700000000000000000 + index * 1000003);
-  const JobEventType types[] = {JobEventType::kNodeJoined, JobEventType::kWorkerFailed,
-                                JobEventType::kRestarting, JobEventType::kGenerationOpened};
-  e.type = index == 1 ? JobEventType::kJobCreated : types[index % 4];
-  e.node_id = "node-" + std::to_string(index % 3);
-  e.generation = 5000000000 + index;
-  e.message = std::string("event\0", 6) + std::to_string(index);
-  if (e.type == JobEventType::kWorkerFailed) {
-    e.failure = Hang(e.node_id, e.generation, static_cast<int>(index));
-    e.failure->set_process_stopped(index % 8 == 1);
+  e.set_job_id(job_id);
+  e.set_index(index);
+  SetEventTime(absl::FromUnixMillis(1700000000000 + index * 1003), &e);
+  const JobEventType types[] = {JobEvent::NODE_JOINED, JobEvent::WORKER_FAILED,
+                                JobEvent::RESTARTING, JobEvent::GENERATION_OPENED};
+  e.set_type(index == 1 ? JobEvent::JOB_CREATED : types[index % 4]);
+  e.set_node_id("node-" + std::to_string(index % 3));
+  e.set_generation(5000000000 + index);
+  e.set_message(std::string("event\0", 6) + std::to_string(index));
+  if (e.type() == JobEvent::WORKER_FAILED) {
+    *e.mutable_failure() = Hang(e.node_id(), e.generation(), static_cast<int>(index));
+    e.mutable_failure()->set_process_stopped(index % 8 == 1);
   }
-  if (e.type == JobEventType::kRestarting) {
-    e.restart_cause = index % 8 == 2 ? RestartCause::kNodeLoss : RestartCause::kWorkerFailure;
+  if (e.type() == JobEvent::RESTARTING) {
+    e.set_restart_cause(index % 8 == 2 ? RestartCause::NODE_LOSS : RestartCause::WORKER_FAILURE);
   }
   return e;
 }

@@ -153,7 +153,7 @@ absl::Status WriteEvents(SqliteDatabase& db, const JobChanges& changes) {
     const std::string record = EncodeJobEvent(event);
     DDP_RETURN_IF_ERROR(RunCached(db, kInsertEvent, [&](SqliteStatement& s) {
       DDP_RETURN_IF_ERROR(s.BindBlob(1, changes.job_id));
-      DDP_RETURN_IF_ERROR(s.BindInt64(2, event.index));
+      DDP_RETURN_IF_ERROR(s.BindInt64(2, event.index()));
       return s.BindBlob(3, record);
     }));
   }
@@ -239,9 +239,9 @@ absl::Status ReadAll(SqliteDatabase& db, std::vector<JobSnapshot>* out) {
         DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, find("job_events", job_id));
         absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(select.ColumnBlob(2), job_id);
         if (!event.ok()) return DataLoss(event.status().message());
-        if (event->index != select.ColumnInt64(1)) {
+        if (event->index() != select.ColumnInt64(1)) {
           return DataLoss(absl::StrCat("the row of event ", select.ColumnInt64(1), " of job '",
-                                       Printable(job_id), "' holds event ", event->index));
+                                       Printable(job_id), "' holds event ", event->index()));
         }
         snapshot->events.push_back(*std::move(event));
         return absl::OkStatus();
@@ -264,8 +264,8 @@ absl::Status WritePastRun(SqliteDatabase& db, const JobRecord& run) {
 absl::Status AddEventCounts(SqliteDatabase& db, const rendezvous::JobEventCounts& counts) {
   for (const auto& [key, count] : counts.counts) {
     DDP_RETURN_IF_ERROR(RunCached(db, kAddEventCount, [&](SqliteStatement& s) {
-      DDP_RETURN_IF_ERROR(s.BindInt64(1, static_cast<int64_t>(key.first)));
-      DDP_RETURN_IF_ERROR(s.BindInt64(2, static_cast<int64_t>(key.second)));
+      DDP_RETURN_IF_ERROR(s.BindInt64(1, StoredEventType(key.first)));
+      DDP_RETURN_IF_ERROR(s.BindInt64(2, key.second));
       return s.BindInt64(3, count);
     }));
   }
@@ -277,14 +277,12 @@ absl::StatusOr<rendezvous::JobEventCounts> ReadEventCounts(SqliteDatabase& db) {
   DDP_RETURN_IF_ERROR(
       ForEachRow(db, "SELECT type, cause, count FROM job_event_counts",
                  [&](const SqliteStatement& select) -> absl::Status {
-                   const int64_t type = select.ColumnInt64(0);
-                   const int64_t cause = select.ColumnInt64(1);
-                   absl::Status known = CheckEventType(type, cause);
-                   if (!known.ok()) {
-                     return DataLoss(absl::StrCat("job_event_counts: ", known.message()));
+                   absl::StatusOr<rendezvous::JobEventCounts::Key> key =
+                       EventKeyFromStored(select.ColumnInt64(0), select.ColumnInt64(1));
+                   if (!key.ok()) {
+                     return DataLoss(absl::StrCat("job_event_counts: ", key.status().message()));
                    }
-                   counts.Add(static_cast<rendezvous::JobEventType>(type),
-                              static_cast<rendezvous::RestartCause>(cause), select.ColumnInt64(2));
+                   counts.Add(key->first, key->second, select.ColumnInt64(2));
                    return absl::OkStatus();
                  }));
   return counts;

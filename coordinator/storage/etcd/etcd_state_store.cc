@@ -409,7 +409,7 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
       jobs[nodes + Hex(node.node_id)] = EncodeNodeRecord(node);
     }
     for (const rendezvous::JobEvent& event : c.appended_events) {
-      event_puts[EventKey(events, event.index)] = EncodeJobEvent(event);
+      event_puts[EventKey(events, event.index())] = EncodeJobEvent(event);
       counts.Add(event);
     }
     if (c.drop_events_before > 0) {
