@@ -47,6 +47,9 @@ struct WorkerProgress {
   double steps_per_second = 0;  // 0: not known yet
   absl::Time reported;          // when the worker made it (coordinator's clock)
   std::map<std::string, double> metrics;
+  // The worker's last checkpoint (report_checkpoint; its clock), if any.
+  std::optional<absl::Time> checkpoint;
+  int64_t checkpoint_step = 0;
   // Set by Job::Status (stragglers.h): its speed over the generation's median
   // (0: not scored) and whether that makes it a straggler.
   double relative_speed = 0;
@@ -266,6 +269,10 @@ struct JobEvent {
   std::string message;
   std::optional<FailureInfo> failure;
   RestartCause restart_cause = RestartCause::kNone;  // kRestarting only
+  // kRestarting and kJobFinished: the ending generation's newest checkpoint
+  // its workers reported (job_time.h counts the work since it as lost).
+  std::optional<absl::Time> last_checkpoint;
+  int64_t last_checkpoint_step = 0;
 };
 
 // What the core wants done, in the order it happened.
