@@ -202,6 +202,10 @@ std::string EncodeJobEvent(const JobEvent& e) {
   out.set_message(e.message);
   if (e.failure) *out.mutable_worker_failure() = *e.failure;
   out.set_restart_cause(static_cast<int32_t>(e.restart_cause));
+  if (e.last_checkpoint) {
+    out.set_last_checkpoint_unix_ns(Ns(*e.last_checkpoint));
+    out.set_last_checkpoint_step(e.last_checkpoint_step);
+  }
   return out.SerializeAsString();
 }
 
@@ -222,6 +226,10 @@ absl::StatusOr<JobEvent> DecodeJobEvent(absl::string_view bytes, const std::stri
     e.failure = FromLegacyRecord(in.failure());
   }
   e.restart_cause = static_cast<RestartCause>(in.restart_cause());
+  if (in.last_checkpoint_unix_ns() != 0) {
+    e.last_checkpoint = TimeFromNs(in.last_checkpoint_unix_ns());
+    e.last_checkpoint_step = in.last_checkpoint_step();
+  }
   return e;
 }
 

@@ -159,6 +159,8 @@ TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {
   e.failure = Failure("node-b", 1);
   e.failure->set_process_stopped(true);
   e.restart_cause = rendezvous::RestartCause::kHang;
+  e.last_checkpoint = absl::FromUnixNanos(1'700'000'000'123'000'000);
+  e.last_checkpoint_step = 1200;
   const std::string bytes = EncodeJobEvent(e);
   EXPECT_EQ(bytes.find("dropped"), std::string::npos);
   absl::StatusOr<rendezvous::JobEvent> back = DecodeJobEvent(bytes, "j");
@@ -175,11 +177,15 @@ TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {
   EXPECT_TRUE(back->failure->process_stopped());
   EXPECT_TRUE(back->failure->hang());
   EXPECT_EQ(back->restart_cause, rendezvous::RestartCause::kHang);
+  EXPECT_EQ(back->last_checkpoint, e.last_checkpoint);
+  EXPECT_EQ(back->last_checkpoint_step, 1200);
 
   e.failure.reset();
+  e.last_checkpoint.reset();
   back = DecodeJobEvent(EncodeJobEvent(e), "j");
   ASSERT_TRUE(back.ok());
   EXPECT_FALSE(back->failure.has_value());
+  EXPECT_FALSE(back->last_checkpoint.has_value());
 }
 
 // A record of a release before 2026-11-27 kept its failures as FailureRecord
