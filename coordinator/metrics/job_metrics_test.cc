@@ -117,7 +117,9 @@ TEST_F(JobMetricsTest, FinishedJob_KeepsItsSeriesForTheRetention_CapBoundsLabels
   EXPECT_THAT(text, Not(HasSubstr("job_id=\"b\"")));
   EXPECT_THAT(text, HasSubstr("ddp_job_series_omitted 1"));
   EXPECT_THAT(text, HasSubstr("ddp_training_seconds_total 20"));
-  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total 10"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"rendezvous\"} 10"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"detection\"} 0"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"since_checkpoint\"} 0"));
   EXPECT_THAT(text, HasSubstr("ddp_jobs{state=\"succeeded\"} 1"));
   clock_.Advance(absl::Hours(2));  // past the retention
   text = metrics.Scrape(state);
@@ -166,6 +168,32 @@ TEST_F(JobMetricsTest, FailedByHang_TimeFromLastActivityToTheEndIsLost) {
   const std::string text = metrics.Scrape(state);
   EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 40"));
   EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 24"));
+}
+
+// A generation that fails 9 s after its last reported checkpoint loses those
+// 9 s of work too (kind since_checkpoint), apart from the downtime.
+TEST_F(JobMetricsTest, CheckpointBeforeFailure_WorkSinceItLostByKind) {
+  CoordinatorMetrics metrics(clock_);
+  JobEvent failed = Event(JobEventType::kWorkerFailed, 40);
+  failed.failure.emplace();
+  rendezvous::SetFailureTime(start_ + absl::Seconds(39), &*failed.failure);
+  JobEvent restarting = Event(JobEventType::kRestarting, 41);
+  restarting.restart_cause = rendezvous::RestartCause::kWorkerFailure;
+  restarting.last_checkpoint = start_ + absl::Seconds(30);
+  metrics.jobs().OnEvents({Event(JobEventType::kJobCreated, 0),
+                           Event(JobEventType::kGenerationOpened, 10), failed, restarting,
+                           Event(JobEventType::kGenerationOpened, 45)});
+  clock_.Advance(absl::Seconds(55));
+  ScrapeState state;
+  state.jobs.push_back(LiveJob("train"));
+  const std::string text = metrics.Scrape(state);
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"since_checkpoint\"} 9"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"detection\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"rendezvous\"} 14"));
+  EXPECT_THAT(text, HasSubstr("ddp_training_seconds_total 20"));
+  // Training 10..30 and 45..55; lost 0..10, 30..45.
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 30"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 25"));
 }
 
 // The lines of `text` of the job metrics (those built from events), in order.

@@ -70,7 +70,8 @@ class JobTimeLedger {
   };
 
   // Keeps the newest `max_generations` entries (older ones stay in the totals).
-  explicit JobTimeLedger(int max_generations = 64);
+  explicit JobTimeLedger(int max_generations);
+  JobTimeLedger() : JobTimeLedger(64) {}
 
   // The job's next event, in index order. The first event starts the account.
   void Add(const JobEvent& event);
@@ -102,7 +103,7 @@ class JobTimeLedger {
   // When the running generation's training stops, seen at `at`.
   absl::Time TrainingEnd(absl::Time at) const;
 
-  const int max_generations_;
+  int max_generations_;
   bool started_ = false;
   Phase phase_ = Phase::kRendezvous;
   absl::Time since_;                         // start of the phase under way
