@@ -51,7 +51,10 @@ def test_reportProgress_ShownPerRankByTheCoordinatorAndDdpctl(coordinator, tmp_p
             def progressed():
                 job = client.jobs.get("progress")
                 reports = [p for m in job.members for p in m.progress]
-                return reports if len(reports) == 2 and min(p.step for p in reports) >= 20 else None
+                # A rate needs two reads of a rank's file (every 5 s): the first read may
+                # come before the file exists, or after step 20.
+                return reports if len(reports) == 2 and min(p.step for p in reports) >= 20 \
+                    and min(p.steps_per_second for p in reports) > 0 else None
             reports = wait_for(progressed)
             assert reports, (tmp_path / "progress.log").read_text()
         assert sorted(p.global_rank for p in reports) == [0, 1]
