@@ -58,7 +58,12 @@ void ProgressReader::Read(int local_rank, Worker& w, absl::Time now) {
     if (name.empty() || name.size() > options_.max_metric_name_bytes) continue;
     (*report.mutable_metrics())[name] = value;
   }
-  if (w.report && written > w.written && report.step() >= w.report->step()) {
+  if (parsed.checkpoint_unix_ms() > 0 && parsed.checkpoint_step() >= 0) {
+    report.set_checkpoint_unix_ms(parsed.checkpoint_unix_ms());
+    report.set_checkpoint_step(parsed.checkpoint_step());
+  }
+  // A report of the same step (a checkpoint's) keeps the rate.
+  if (w.report && written > w.written && report.step() > w.report->step()) {
     const double seconds = absl::ToDoubleSeconds(written - w.written);
     report.set_steps_per_second(static_cast<double>(report.step() - w.report->step()) / seconds);
   } else if (w.report && report.step() >= w.report->step()) {

@@ -7,6 +7,9 @@
 //
 //   {"step": 1200, "metrics": {"loss": 0.31, "samples_per_s": 5120}}
 //
+// and, once the worker called report_checkpoint, its last checkpoint
+// ("checkpoint_unix_ms", "checkpoint_step"), relayed as it is.
+//
 // The agent reads the files at most once per interval (a heartbeat carries a
 // new report that often at most, so progress costs the coordinator a stream
 // message per node every few seconds, not per heartbeat), dates each report

@@ -58,6 +58,22 @@ TEST_F(ProgressReaderTest, Reports_StepMetricsAgeAndRate) {
   EXPECT_EQ(latest[0]->age_ms(), 2000);
 }
 
+TEST_F(ProgressReaderTest, Checkpoint_RelayedAndRateKeptOnTheSameStep) {
+  ProgressReader::Options options;
+  options.interval = absl::ZeroDuration();
+  ProgressReader reader(clock_, options);
+  reader.Reset({File(0)});
+  Write(0, R"({"step": 10})", kStart - absl::Seconds(4));
+  EXPECT_EQ(reader.Latest()[0]->checkpoint_unix_ms(), 0) << "none reported";
+  Write(0, R"({"step": 20})", kStart - absl::Seconds(2));
+  EXPECT_DOUBLE_EQ(reader.Latest()[0]->steps_per_second(), 5.0);
+  Write(0, R"({"step": 20, "checkpoint_unix_ms": "1699999999500", "checkpoint_step": 19})", kStart);
+  auto latest = reader.Latest();
+  EXPECT_EQ(latest[0]->checkpoint_unix_ms(), 1'699'999'999'500);
+  EXPECT_EQ(latest[0]->checkpoint_step(), 19);
+  EXPECT_DOUBLE_EQ(latest[0]->steps_per_second(), 5.0) << "a checkpoint is no stall";
+}
+
 TEST_F(ProgressReaderTest, ReadAtMostOncePerInterval_SameReportBetweenReads) {
   ProgressReader::Options options;
   options.interval = absl::Seconds(5);

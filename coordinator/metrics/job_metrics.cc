@@ -28,6 +28,19 @@ prometheus::MetricFamily Gauge(std::string name, std::string help) {
   return family;
 }
 
+// One family, whichever kind asks first (prometheus-cpp returns the family
+// registered under the name).
+prometheus::Family<prometheus::Counter>& LostSeconds(prometheus::Registry& registry) {
+  return prometheus::BuildCounter()
+      .Name("ddp_lost_seconds_total")
+      .Help(
+          "Time jobs lost, by kind: rendezvous (job created or restart begun -> a generation "
+          "started), detection (a generation's first failure, a hang's last activity -> its "
+          "restart), since_checkpoint (work from a generation's last reported checkpoint to "
+          "its failure); phases that ended")
+      .Register(registry);
+}
+
 void AddSample(prometheus::MetricFamily& family,
                std::vector<prometheus::ClientMetric::Label> labels, double value) {
   prometheus::ClientMetric metric;
@@ -80,11 +93,9 @@ JobMetrics::JobMetrics(prometheus::Registry& registry, const Clock& clock,
                                   "ended)")
                             .Register(registry)
                             .Add({})),
-      lost_seconds_(prometheus::BuildCounter()
-                        .Name("ddp_lost_seconds_total")
-                        .Help("Time jobs spent in rendezvous and restarts (phases that ended)")
-                        .Register(registry)
-                        .Add({})) {
+      lost_rendezvous_seconds_(LostSeconds(registry).Add({{"kind", "rendezvous"}})),
+      lost_detection_seconds_(LostSeconds(registry).Add({{"kind", "detection"}})),
+      lost_since_checkpoint_seconds_(LostSeconds(registry).Add({{"kind", "since_checkpoint"}})) {
   for (auto cause : {rendezvous::RestartCause::WORKER_FAILURE, rendezvous::RestartCause::HANG,
                      rendezvous::RestartCause::NODE_LOSS, rendezvous::RestartCause::SCALE,
                      rendezvous::RestartCause::OPERATOR, rendezvous::RestartCause::DRAIN}) {
@@ -141,77 +152,29 @@ prometheus::Counter* JobMetrics::CounterOf(JobEventType type, rendezvous::Restar
   }
 }
 
-void JobMetrics::ClosePhase(Track& track, absl::Time at) {
-  const absl::Duration spent = std::max(absl::ZeroDuration(), at - track.since);
-  if (track.training) {
-    track.training_total += spent;
-    training_seconds_.Increment(absl::ToDoubleSeconds(spent));
-  } else {
-    track.lost_total += spent;
-    lost_seconds_.Increment(absl::ToDoubleSeconds(spent));
-  }
-  track.since = at;
-}
-
-void JobMetrics::EndGeneration(Track& track, absl::Time at) {
-  if (track.training && track.first_failure && *track.first_failure < at) {
-    ClosePhase(track, std::max(*track.first_failure, track.since));
-    track.training = false;
-  }
-  ClosePhase(track, at);
-  track.training = false;
-}
-
 void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
-  const absl::Time time = rendezvous::EventTime(event);
   auto [it, inserted] = tracks_.try_emplace(event.job_id());
-  if (!inserted && it->second.finished_at && event.type() != JobEvent::JOB_FINISHED) {
+  if (!inserted && it->second.ledger.finished_at() && event.type() != JobEvent::JOB_FINISHED) {
     it->second = Track{};  // the id runs again: a new run's figures
-    inserted = true;
   }
   Track& track = it->second;
-  if (inserted) {
-    track.since = time;
-    track.rendezvous_start = time;
-  }
-  switch (event.type()) {
-    case JobEvent::JOB_CREATED:
-      track.rendezvous_start = time;
-      break;
-    case JobEvent::WORKER_FAILED: {
-      const absl::Time at = event.has_failure() ? rendezvous::FailureTime(event.failure()) : time;
-      if (!track.first_failure || at < *track.first_failure) track.first_failure = at;
-      break;
+  track.ledger.Add(event);
+  if (event.type() == JobEvent::GENERATION_OPENED && !track.ledger.generations().empty()) {
+    const auto& opened = track.ledger.generations().back();
+    rendezvous_.Observe(absl::ToDoubleSeconds(opened.rendezvous));
+    if (opened.after_restart) {
+      recovery_.Observe(absl::ToDoubleSeconds(opened.detection + opened.rendezvous));
     }
-    case JobEvent::NODE_LOST:
-      if (track.training && !track.first_failure) track.first_failure = time;
-      break;
-    case JobEvent::RESTARTING:
-      if (track.training) EndGeneration(track, time);
-      track.training = false;
-      track.rendezvous_start = time;
-      if (!track.first_failure) track.first_failure = time;
-      break;
-    case JobEvent::GENERATION_OPENED:
-      if (!track.training) ClosePhase(track, time);
-      track.training = true;
-      if (track.rendezvous_start) {
-        rendezvous_.Observe(absl::ToDoubleSeconds(time - *track.rendezvous_start));
-      }
-      if (track.first_failure) {
-        recovery_.Observe(absl::ToDoubleSeconds(time - *track.first_failure));
-      }
-      track.rendezvous_start.reset();
-      track.first_failure.reset();
-      break;
-    case JobEvent::JOB_FINISHED:
-      if (track.finished_at) break;  // a repeated end
-      EndGeneration(track, time);
-      track.finished_at = time;
-      break;
-    default:  // NODE_JOINED, JOB_UPDATED, NODE_DRAINING: no phase changes
-      break;
   }
+  const rendezvous::JobTimeTotals& closed = track.ledger.closed();
+  auto add = [](prometheus::Counter& counter, absl::Duration now, absl::Duration& counted) {
+    if (now > counted) counter.Increment(absl::ToDoubleSeconds(now - counted));
+    counted = now;
+  };
+  add(training_seconds_, closed.training, track.counted.training);
+  add(lost_rendezvous_seconds_, closed.rendezvous, track.counted.rendezvous);
+  add(lost_detection_seconds_, closed.detection, track.counted.detection);
+  add(lost_since_checkpoint_seconds_, closed.work_lost, track.counted.work_lost);
 }
 
 std::vector<prometheus::MetricFamily> JobMetrics::Collect(
@@ -237,12 +200,14 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   auto oldest = Gauge("ddp_job_heartbeat_age_max_seconds",
                       "Age of the oldest heartbeat among a live job's connected nodes");
   auto training = Gauge("ddp_job_training_seconds",
-                        "Time a job spent with a running generation until its first failure "
+                        "Time a job spent with a running generation until its first failure, "
+                        "less the work lost since its last checkpoint "
                         "(since it was created, as far as its retained events tell; live, or "
                         "finished within the retention)");
   auto lost = Gauge("ddp_job_lost_seconds",
-                    "Time a job spent in rendezvous, restarts, and from a generation's first "
-                    "failure (a hang's last activity) to its restart");
+                    "Time a job lost: rendezvous and restarts, from a generation's first "
+                    "failure (a hang's last activity) to its restart, and the work since its "
+                    "last reported checkpoint (ddp_lost_seconds_total's kinds)");
   auto ratio = Gauge("ddp_job_effective_training_ratio",
                      "training / (training + lost) of a job: its effective training time");
   auto stragglers = Gauge("ddp_job_stragglers",
@@ -271,27 +236,27 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   std::map<std::string, bool> listed;
   for (const auto& job : jobs) listed[job.job_id] = true;
   for (auto it = tracks_.begin(); it != tracks_.end();) {
-    const bool expired =
-        it->second.finished_at && (now - *it->second.finished_at > options_.finished_retention ||
-                                   listed.count(it->first) == 0);
+    const std::optional<absl::Time> finished_at = it->second.ledger.finished_at();
+    const bool expired = finished_at && (now - *finished_at > options_.finished_retention ||
+                                         listed.count(it->first) == 0);
     it = expired ? tracks_.erase(it) : std::next(it);
   }
   for (const auto& job : jobs) {
     if (Finished(job.state)) {
       auto it = tracks_.find(job.job_id);
-      if (it == tracks_.end() || !it->second.finished_at) continue;
+      if (it == tracks_.end() || !it->second.ledger.finished_at()) continue;
       if (labeled >= options_.max_labeled_jobs) {
         ++skipped;
         continue;
       }
       ++labeled;
-      const Track& track = it->second;
+      const rendezvous::JobTimeTotals totals = it->second.ledger.TotalsAt(now);
       const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id}};
       AddSample(restarts, label, job.restart_count);
-      AddSample(training, label, absl::ToDoubleSeconds(track.training_total));
-      AddSample(lost, label, absl::ToDoubleSeconds(track.lost_total));
-      const double total = absl::ToDoubleSeconds(track.training_total + track.lost_total);
-      AddSample(ratio, label, total > 0 ? absl::ToDoubleSeconds(track.training_total) / total : 0);
+      AddSample(training, label, absl::ToDoubleSeconds(totals.training));
+      AddSample(lost, label, absl::ToDoubleSeconds(totals.lost()));
+      const double total = absl::ToDoubleSeconds(totals.training + totals.lost());
+      AddSample(ratio, label, total > 0 ? absl::ToDoubleSeconds(totals.training) / total : 0);
       continue;
     }
     double oldest_age = 0;
@@ -319,13 +284,17 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
     auto [it, inserted] = tracks_.try_emplace(job.job_id);
     Track& track = it->second;
     if (inserted) {  // restored without retained events: account from now
-      track.since = now;
-      track.training = job.state == JobState::kRunning;
+      rendezvous::JobEvent from_now;
+      from_now.set_job_id(job.job_id);
+      rendezvous::SetEventTime(now, &from_now);
+      from_now.set_generation(job.generation);
+      from_now.set_type(job.state == JobState::kRunning ? JobEvent::GENERATION_OPENED
+                                                        : JobEvent::JOB_CREATED);
+      track.ledger.Add(from_now);
     }
-    absl::Duration train =
-        track.training_total + (track.training ? now - track.since : absl::ZeroDuration());
-    absl::Duration wasted =
-        track.lost_total + (track.training ? absl::ZeroDuration() : now - track.since);
+    const rendezvous::JobTimeTotals totals = track.ledger.TotalsAt(now);
+    const absl::Duration train = totals.training;
+    const absl::Duration wasted = totals.lost();
     const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id}};
     AddSample(generation, label, static_cast<double>(job.generation));
     AddSample(restarts, label, job.restart_count);

@@ -12,13 +12,16 @@
 //                                   workers start),
 //   ddp_rendezvous_duration_seconds job created or restart begun -> the
 //                                   generation's assignment pushed,
-//   ddp_training_seconds_total, ddp_lost_seconds_total   time jobs spent with
-//                                   a running generation / without one; a
-//                                   generation that ends in a failure stops
-//                                   training at its first failure's time (a
-//                                   hang's: its last heartbeat or activity),
-//                                   so a hang, its detection and the recovery
-//                                   count as lost.
+//   ddp_training_seconds_total, ddp_lost_seconds_total{kind}   where jobs'
+//                                   time went, as JobTimeLedger counts it
+//                                   (rendezvous/job_time.h): effective
+//                                   training; lost by kind: rendezvous (job
+//                                   created or restart begun -> a generation
+//                                   started), detection (a generation's first
+//                                   failure, a hang's last activity -> its
+//                                   restart), since_checkpoint (the work from
+//                                   a generation's last reported checkpoint to
+//                                   its failure). Counted as phases end.
 // At scrape time (Collect): jobs by state; per live job (job label, at most
 // max_labeled_jobs jobs, by id) generation, restarts and budget, members and
 // spares, the oldest heartbeat, stragglers, training and lost seconds and the effective
@@ -45,6 +48,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/job_time.h"
 #include "coordinator/rendezvous/job_types.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -81,28 +85,18 @@ class JobMetrics {
   std::vector<prometheus::MetricFamily> Collect(const std::vector<rendezvous::JobStatus>& jobs);
 
  private:
-  // Where one job's time goes.
+  // Where one job's time goes, and how much of it the counters hold.
   struct Track {
-    bool training = false;  // a generation runs
-    absl::Time since;       // of the current phase
-    absl::Duration training_total;
-    absl::Duration lost_total;
-    std::optional<absl::Time> rendezvous_start;
-    std::optional<absl::Time> first_failure;  // of the running generation
-    std::optional<absl::Time> finished_at;    // JOB_FINISHED
+    rendezvous::JobTimeLedger ledger;
+    rendezvous::JobTimeTotals counted;
   };
 
   // The counter that counts events of `type` (RESTARTING: by `cause`);
   // null for the types no counter counts.
   prometheus::Counter* CounterOf(rendezvous::JobEventType type, rendezvous::RestartCause cause);
-  // Follows `event` in its job's track: phases, training and lost time, the
-  // two histograms (not the counters).
+  // Follows `event` in its job's ledger: the two histograms at a generation's
+  // start, the seconds counters as phases end (not the event counters).
   void TrackEvent(const rendezvous::JobEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Closes the current phase of `track` at `at`.
-  void ClosePhase(Track& track, absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The running generation ends at `at` (a restart, the job's end): its
-  // training stops at its first failure when there was one, the rest is lost.
-  void EndGeneration(Track& track, absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock& clock_;
   const JobMetricsOptions options_;
@@ -113,7 +107,9 @@ class JobMetrics {
   prometheus::Histogram& recovery_;
   prometheus::Histogram& rendezvous_;
   prometheus::Counter& training_seconds_;
-  prometheus::Counter& lost_seconds_;
+  prometheus::Counter& lost_rendezvous_seconds_;
+  prometheus::Counter& lost_detection_seconds_;
+  prometheus::Counter& lost_since_checkpoint_seconds_;
   absl::Mutex mu_;
   std::map<std::string, Track> tracks_ ABSL_GUARDED_BY(mu_);
   // Per restored job, the last event Restore replayed (until a later one

@@ -114,7 +114,9 @@ TEST_F(JobMetricsTest, FinishedJob_KeepsItsSeriesForTheRetention_CapBoundsLabels
   EXPECT_THAT(text, Not(HasSubstr("job_id=\"b\"")));
   EXPECT_THAT(text, HasSubstr("ddp_job_series_omitted 1"));
   EXPECT_THAT(text, HasSubstr("ddp_training_seconds_total 20"));
-  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total 10"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"rendezvous\"} 10"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"detection\"} 0"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"since_checkpoint\"} 0"));
   EXPECT_THAT(text, HasSubstr("ddp_jobs{state=\"succeeded\"} 1"));
   clock_.Advance(absl::Hours(2));  // past the retention
   text = metrics.Scrape(state);
@@ -160,6 +162,30 @@ TEST_F(JobMetricsTest, FailedByHang_TimeFromLastActivityToTheEndIsLost) {
   const std::string text = metrics.Scrape(state);
   EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 40"));
   EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 24"));
+}
+
+// A generation that fails 9 s after its last reported checkpoint loses those
+// 9 s of work too (kind since_checkpoint), apart from the downtime.
+TEST_F(JobMetricsTest, CheckpointBeforeFailure_WorkSinceItLostByKind) {
+  CoordinatorMetrics metrics(clock_);
+  JobEvent failed = Event(JobEvent::WORKER_FAILED, 40);
+  rendezvous::SetFailureTime(start_ + absl::Seconds(39), failed.mutable_failure());
+  JobEvent restarting = Event(JobEvent::RESTARTING, 41);
+  restarting.set_restart_cause(rendezvous::RestartCause::WORKER_FAILURE);
+  restarting.set_last_checkpoint_unix_ms(absl::ToUnixMillis(start_ + absl::Seconds(30)));
+  metrics.jobs().OnEvents({Event(JobEvent::JOB_CREATED, 0), Event(JobEvent::GENERATION_OPENED, 10),
+                           failed, restarting, Event(JobEvent::GENERATION_OPENED, 45)});
+  clock_.Advance(absl::Seconds(55));
+  ScrapeState state;
+  state.jobs.push_back(LiveJob("train"));
+  const std::string text = metrics.Scrape(state);
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"since_checkpoint\"} 9"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"detection\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ddp_lost_seconds_total{kind=\"rendezvous\"} 14"));
+  EXPECT_THAT(text, HasSubstr("ddp_training_seconds_total 20"));
+  // Training 10..30 and 45..55; lost 0..10, 30..45.
+  EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 30"));
+  EXPECT_THAT(text, HasSubstr("ddp_job_lost_seconds{job_id=\"train\"} 25"));
 }
 
 // The lines of `text` of the job metrics (those built from events), in order.

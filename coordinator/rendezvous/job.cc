@@ -123,6 +123,7 @@ absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
   const size_t skip = stored.size() > keep ? stored.size() - keep : 0;
   events_.assign(stored.begin() + static_cast<std::ptrdiff_t>(skip), stored.end());
   events_dropped_ = skip > 0;
+  for (const JobEvent& event : stored) time_ledger_.Add(event);
   // Every stored event is durable; those after them were lost with the batch
   // that carried them, which no one was told of.
   events_taken_index_ = last_event_index_;
@@ -189,6 +190,7 @@ JobEvent Job::NewEvent(JobEventType type, const std::string& node_id, const std:
 
 void Job::Publish(JobEvent event) {
   event.set_index(++last_event_index_);
+  time_ledger_.Add(event);
   events_.push_back(event);
   while (static_cast<int>(events_.size()) > limits_.max_retained_events) {
     events_.pop_front();
@@ -297,6 +299,7 @@ JobStatus Job::Status(bool include_nodes) const {
       for (WorkerProgress& p : n.progress) reports.push_back(&p);
     }
     ScoreStragglers(reports, round_.generation());
+    s.time = time_ledger_.ToProto(clock_->Now());
   }
   return s;
 }
@@ -511,7 +514,17 @@ absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
 absl::Status Job::ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
-  for (WorkerProgress& p : progress) p.generation = ref.generation;
+  const bool running_generation = ref.generation == round_.generation() &&
+                                  (state_ == JobState::kRunning || state_ == JobState::kRestarting);
+  for (WorkerProgress& p : progress) {
+    p.generation = ref.generation;
+    if (!running_generation || !p.checkpoint) continue;
+    const absl::Time written = std::min(*p.checkpoint, clock_->Now());
+    if (!generation_checkpoint_ || written > *generation_checkpoint_) {
+      generation_checkpoint_ = written;
+      generation_checkpoint_step_ = p.checkpoint_step;
+    }
+  }
   std::sort(progress.begin(), progress.end(), [](const WorkerProgress& a, const WorkerProgress& b) {
     return a.local_rank < b.local_rank;
   });
@@ -683,6 +696,8 @@ void Job::PushAssignments(MasterInfo master) {
   round_.Start(std::move(master), roles);
   state_ = JobState::kRunning;
   running_since_ = clock_->Now();
+  generation_checkpoint_.reset();
+  generation_checkpoint_step_ = 0;
   MarkJobDirty();
   for (const std::string& node_id : round_.members().by_rank) {
     if (!node_id.empty()) ResendPending(*membership_.Find(node_id));
@@ -799,7 +814,14 @@ void Job::EmitRestarting(RestartCause cause, const std::string& reason, absl::Ti
   JobEvent event = NewEvent(JobEvent::RESTARTING, "", reason);
   event.set_restart_cause(cause);
   SetEventTime(began, &event);
+  StampCheckpoint(event);
   Publish(std::move(event));
+}
+
+void Job::StampCheckpoint(JobEvent& event) const {
+  if (!generation_checkpoint_) return;
+  event.set_last_checkpoint_unix_ms(absl::ToUnixMillis(*generation_checkpoint_));
+  event.set_last_checkpoint_step(generation_checkpoint_step_);
 }
 
 void Job::StopAllWorkers(const std::string& reason, bool take_stacks) {
@@ -855,8 +877,11 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
   for (const auto& [id, node] : membership_.nodes()) {
     Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
   }
-  Emit(JobEvent::JOB_FINISHED, "", absl::StrCat(JobStateName(state_), ": ", message),
-       restart_policy_.root_cause());
+  JobEvent event =
+      NewEvent(JobEvent::JOB_FINISHED, "", absl::StrCat(JobStateName(state_), ": ", message),
+               restart_policy_.root_cause());
+  StampCheckpoint(event);
+  Publish(std::move(event));
 }
 
 // ---- Scheduler operations (UpdateJob, CancelJob, ExcludeNode) ----

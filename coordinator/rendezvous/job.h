@@ -81,6 +81,7 @@
 #include "common/clock.h"
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
+#include "coordinator/rendezvous/job_time.h"
 #include "coordinator/rendezvous/job_types.h"
 #include "coordinator/rendezvous/membership.h"
 #include "coordinator/rendezvous/rendezvous_round.h"
@@ -125,6 +126,9 @@ struct JobStatus {
   int run = 1;                    // of this job id (JobRecord::run)
   absl::Time finished;            // absl::Time(): not finished (or unknown)
   std::vector<NodeStatus> nodes;  // only when asked for
+  // Where the run's time went (job_time.h), counted to now; only when nodes
+  // are asked for.
+  std::optional<v1::JobTime> time;
 };
 
 // A past run as the scheduler API shows it (its root cause and failures; no
@@ -193,8 +197,10 @@ class Job {
   // Possible errors: ABORTED (fenced), FAILED_PRECONDITION (excluded).
   absl::StatusOr<Generation> Heartbeat(const NodeRef& ref);
   // The node's workers' latest progress reports (those that made one), in
-  // place of the earlier ones; kept in memory, shown by Status. Possible
-  // errors: Heartbeat's.
+  // place of the earlier ones; kept in memory, shown by Status. A report of
+  // the running generation with a checkpoint makes it the generation's last
+  // checkpoint when newer (a time after now counts as now); the event that
+  // ends the generation carries it (job_time.h). Possible errors: Heartbeat's.
   absl::Status ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress);
   // The session's stream broke; the node has heartbeat_timeout to resume.
   absl::Status StreamClosed(const NodeRef& ref);
@@ -332,6 +338,8 @@ class Job {
   // The RESTARTING event, dated `began` (a hang's restart is named once the
   // stop barrier completed, but began at the report).
   void EmitRestarting(RestartCause cause, const std::string& reason, absl::Time began);
+  // The generation's last checkpoint onto the event that ends it.
+  void StampCheckpoint(JobEvent& event) const;
   // RESTARTING: StopWorkers to every member; the barrier ends in
   // MaybeFinishStopBarrier.
   // take_stacks: a declared hang; each agent sends its workers' stacks
@@ -398,6 +406,14 @@ class Job {
   };
   std::map<std::string, Drain> draining_;
   absl::Time next_straggler_check_ = absl::InfinitePast();
+
+  // The running generation's newest checkpoint its workers reported (in
+  // memory: after a coordinator restart, back with the next report), and
+  // the job's time account (JobTimeLedger), fed by every event Publish
+  // appends and by the retained ones at Restore.
+  std::optional<absl::Time> generation_checkpoint_;
+  int64_t generation_checkpoint_step_ = 0;
+  JobTimeLedger time_ledger_;
 
   // Events (bounded) and persistence delta: the events after
   // events_taken_index_ go into the next TakeChanges; events_dropped_: older

@@ -469,3 +469,68 @@ TEST(JobFailure, ErrorMessage_TruncatedToLimit) {
 
 }  // namespace
 }  // namespace ddp::rendezvous
+
+namespace ddp::rendezvous {
+namespace {
+
+// A checkpoint a worker reported with its progress goes onto the event that
+// ends the generation; the job's time shows the work since it as lost, apart
+// from the downtime (rendezvous, detection); the next generation starts
+// without one.
+TEST(JobFailure, CheckpointThenFailure_WorkSinceCheckpointLostInStatusTime) {
+  JobHarness h(Settings(1, 1, /*max_restarts=*/1));
+  StartRunning(h, {"a"});
+  auto advance = [&h](int seconds) {  // the node keeps its heartbeats
+    for (int i = 0; i < seconds; ++i) {
+      h.Advance(absl::Seconds(1));
+      ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
+    }
+  };
+  const absl::Time started = h.clock().Now();
+  advance(20);
+  WorkerProgress report;
+  report.step = 400;
+  report.checkpoint = h.clock().Now() - absl::Seconds(2);  // written 2 s ago
+  report.checkpoint_step = 380;
+  ASSERT_TRUE(h.job().ReportProgress(h.Ref("a"), {report}).ok());
+  advance(7);
+  const absl::Time failed = h.clock().Now();
+  ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "boom", failed)).ok());
+
+  std::optional<JobEvent> restarting;
+  for (const JobEvent& e : h.outbox().events) {
+    if (e.type() == JobEvent::RESTARTING) restarting = e;
+  }
+  ASSERT_TRUE(restarting.has_value());
+  EXPECT_EQ(restarting->last_checkpoint_unix_ms(),
+            absl::ToUnixMillis(started + absl::Seconds(18)));
+  EXPECT_EQ(restarting->last_checkpoint_step(), 380);
+
+  const v1::JobTime time = *h.job().Status(/*include_nodes=*/true).time;
+  ASSERT_GE(time.generations_size(), 1);
+  const v1::GenerationTime& first = time.generations(0);
+  EXPECT_EQ(first.generation(), 1);
+  EXPECT_EQ(first.training_ms(), 27'000);
+  EXPECT_EQ(first.work_lost_ms(), 9'000);
+  EXPECT_EQ(first.last_checkpoint_step(), 380);
+  EXPECT_EQ(first.ended_by(), "worker_failure");
+  EXPECT_EQ(time.work_lost_ms(), 9'000);
+  EXPECT_EQ(time.training_ms(), 18'000);
+  EXPECT_FALSE(h.job().Status(/*include_nodes=*/false).time.has_value());
+
+  // The next generation starts without a checkpoint; a cancel loses none.
+  h.ConfirmStops();
+  ASSERT_EQ(h.job().state(), JobState::kStarting);
+  ASSERT_TRUE(h.AnswerMasterInfo().ok());
+  ASSERT_EQ(h.job().state(), JobState::kRunning);
+  advance(5);
+  ASSERT_TRUE(h.job().Cancel("enough").ok());
+  const v1::JobTime after = *h.job().Status(true).time;
+  ASSERT_GE(after.generations_size(), 2);
+  EXPECT_EQ(after.generations(1).last_checkpoint_unix_ms(), 0);
+  EXPECT_EQ(after.generations(1).work_lost_ms(), 0);  // a cancel loses none
+  EXPECT_EQ(after.generations(1).ended_by(), "cancelled");
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous

@@ -47,6 +47,9 @@ struct WorkerProgress {
   double steps_per_second = 0;  // 0: not known yet
   absl::Time reported;          // when the worker made it (coordinator's clock)
   std::map<std::string, double> metrics;
+  // The worker's last checkpoint (report_checkpoint; its clock), if any.
+  std::optional<absl::Time> checkpoint;
+  int64_t checkpoint_step = 0;
   // Set by Job::Status (stragglers.h): its speed over the generation's median
   // (0: not scored) and whether that makes it a straggler.
   double relative_speed = 0;

@@ -125,6 +125,10 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
       out->set_relative_speed(p.relative_speed);
       out->set_straggler(p.straggler);
       for (const auto& [name, value] : p.metrics) (*out->mutable_metrics())[name] = value;
+      if (p.checkpoint) {
+        out->set_checkpoint_unix_ms(ToUnixMs(*p.checkpoint));
+        out->set_checkpoint_step(p.checkpoint_step);
+      }
     }
     if (n.leaves_at) {
       m->set_leaves_at_unix_ms(ToUnixMs(*n.leaves_at));
@@ -159,6 +163,7 @@ void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* p
   if (s.finished != absl::Time()) {
     proto->set_finished_unix_ms(absl::ToUnixMillis(s.finished));
   }
+  if (s.time) *proto->mutable_time() = *s.time;
 }
 
 absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
@@ -234,6 +239,12 @@ absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
                                                      "; it must be in [0, ",
                                                      limits.max_nproc_per_node, ")"));
     }
+    if (p.checkpoint_unix_ms() < 0 || p.checkpoint_step() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("progress of local rank ", worker.local_rank(), " has checkpoint time ",
+                       p.checkpoint_unix_ms(), " ms and step ", p.checkpoint_step(),
+                       "; neither may be negative"));
+    }
     if (p.step() < 0 || p.age_ms() < 0) {
       return absl::InvalidArgumentError(absl::StrCat("progress of local rank ", worker.local_rank(),
                                                      " has step ", p.step(), " and age ",
@@ -249,6 +260,10 @@ absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
     progress.step = p.step();
     progress.steps_per_second = p.steps_per_second();
     progress.reported = now - absl::Milliseconds(std::min<int64_t>(p.age_ms(), int64_t{1} << 40));
+    if (p.checkpoint_unix_ms() > 0) {  // the worker's clock; a later one counts as now (Job)
+      progress.checkpoint = absl::FromUnixMillis(p.checkpoint_unix_ms());
+      progress.checkpoint_step = p.checkpoint_step();
+    }
     for (const auto& [name, value] : p.metrics()) {
       DDP_RETURN_IF_ERROR(CheckLength(name, kMaxMetricNameBytes, "progress metric name"));
       progress.metrics[name] = value;

@@ -233,6 +233,18 @@ TEST(ProgressFromProto, ReportsKeptOthersSkipped_BadValuesInvalidArgument) {
   ASSERT_EQ(progress->size(), 1u);
   EXPECT_EQ((*progress)[0].local_rank, 1);
   EXPECT_EQ((*progress)[0].reported, now - absl::Milliseconds(500));
+  EXPECT_FALSE((*progress)[0].checkpoint.has_value());
+
+  w->mutable_progress()->set_checkpoint_unix_ms(990'000);
+  w->mutable_progress()->set_checkpoint_step(6);
+  progress = ProgressFromProto(heartbeat, limits, now);
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  EXPECT_EQ((*progress)[0].checkpoint, absl::FromUnixSeconds(990));
+  EXPECT_EQ((*progress)[0].checkpoint_step, 6);
+  w->mutable_progress()->set_checkpoint_step(-2);
+  EXPECT_THAT(ProgressFromProto(heartbeat, limits, now).status().message(),
+              HasSubstr("checkpoint time 990000 ms and step -2"));
+  w->mutable_progress()->set_checkpoint_step(6);
 
   w->mutable_progress()->set_step(-1);
   EXPECT_THAT(ProgressFromProto(heartbeat, limits, now).status().message(), HasSubstr("step -1"));

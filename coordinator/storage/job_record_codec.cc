@@ -206,6 +206,10 @@ std::string EncodeJobEvent(const JobEvent& e) {
   out.set_message(e.message());
   if (e.has_failure()) *out.mutable_worker_failure() = e.failure();
   out.set_restart_cause(e.restart_cause());
+  if (e.last_checkpoint_unix_ms() != 0) {
+    out.set_last_checkpoint_unix_ns(e.last_checkpoint_unix_ms() * 1'000'000);
+    out.set_last_checkpoint_step(e.last_checkpoint_step());
+  }
   return out.SerializeAsString();
 }
 
@@ -227,6 +231,10 @@ absl::StatusOr<JobEvent> DecodeJobEvent(absl::string_view bytes, const std::stri
     *e.mutable_failure() = FromLegacyRecord(in.failure());
   }
   e.set_restart_cause(key.second);
+  if (in.last_checkpoint_unix_ns() != 0) {
+    e.set_last_checkpoint_unix_ms(absl::ToUnixMillis(TimeFromNs(in.last_checkpoint_unix_ns())));
+    e.set_last_checkpoint_step(in.last_checkpoint_step());
+  }
   return e;
 }
 

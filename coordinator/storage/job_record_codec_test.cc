@@ -160,6 +160,8 @@ TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {
   *e.mutable_failure() = Failure("node-b", 1);
   e.mutable_failure()->set_process_stopped(true);
   e.set_restart_cause(rendezvous::RestartCause::HANG);
+  e.set_last_checkpoint_unix_ms(1'700'000'000'123);
+  e.set_last_checkpoint_step(1200);
   const std::string bytes = EncodeJobEvent(e);
   EXPECT_EQ(bytes.find("dropped"), std::string::npos);
   absl::StatusOr<rendezvous::JobEvent> back = DecodeJobEvent(bytes, "j");
@@ -169,9 +171,12 @@ TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {
   EXPECT_EQ(back->ShortDebugString(), want.ShortDebugString());
 
   e.clear_failure();
+  e.clear_last_checkpoint_unix_ms();
   back = DecodeJobEvent(EncodeJobEvent(e), "j");
   ASSERT_TRUE(back.ok());
   EXPECT_FALSE(back->has_failure());
+  EXPECT_EQ(back->last_checkpoint_unix_ms(), 0);
+  EXPECT_EQ(back->last_checkpoint_step(), 0);  // stored only with a checkpoint
 }
 
 // The stored event keeps the bytes of the releases before 2026-11-27 (type

@@ -27,9 +27,9 @@ except ImportError:  # imported from the source tree or Bazel's build, not insta
 
 _CLIENT_NAMES = {"Client", "Jobs", "KeyValueNamespace", "JobWatch", "KvWatch"}
 _TYPE_NAMES = {"ClusterStatus", "CompareAndSetResult", "CoordinatorInfo", "EtcdEndpointStatus",
-               "EventType", "Failure", "Job", "JobEvent", "JobEventType", "JobSettings",
-               "JobState", "KeyValue", "KvEvent", "KvStatus", "Lease", "Member", "PutResult",
-               "RangeResult", "RestartCause", "Role", "WorkerProgress"}
+               "EventType", "Failure", "GenerationTime", "Job", "JobEvent", "JobEventType",
+               "JobSettings", "JobState", "JobTime", "KeyValue", "KvEvent", "KvStatus", "Lease",
+               "Member", "PutResult", "RangeResult", "RestartCause", "Role", "WorkerProgress"}
 _ERROR_NAMES = {"CoordinatorError", "AbortedError", "AlreadyExistsError", "CancelledError",
                 "DeadlineExceededError", "FailedPreconditionError", "InvalidArgumentError",
                 "NotFoundError", "OutOfRangeError", "PermissionDeniedError",

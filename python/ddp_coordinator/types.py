@@ -109,6 +109,42 @@ class WorkerProgress:
     metrics: Dict[str, float]
     relative_speed: float
     straggler: bool
+    # Its last report_checkpoint: Unix ms (0: none) and step.
+    checkpoint_unix_ms: int = 0
+    checkpoint_step: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationTime:
+    """One generation's time (ms) and the downtime before it: ``detection_ms`` (the previous
+    generation's first failure, a hang's last activity, to its restart) and ``rendezvous_ms``
+    (the restart, or the job's creation, to this start); ``training_ms`` it ran, of which
+    ``work_lost_ms`` since its last checkpoint (report_checkpoint) was lost. Generation 0:
+    the downtime after the last generation (docs/operations.md "Lost time")."""
+    generation: int
+    started_unix_ms: int
+    ended_unix_ms: int
+    ended_by: str
+    detection_ms: int
+    rendezvous_ms: int
+    training_ms: int
+    work_lost_ms: int
+    last_checkpoint_unix_ms: int
+    last_checkpoint_step: int
+    first_failure_unix_ms: int
+
+
+@dataclasses.dataclass(frozen=True)
+class JobTime:
+    """Where a job's time went, as the coordinator counts it: per generation (the newest 64),
+    and the totals: training (less the work lost since checkpoints) and the three kinds of
+    lost time."""
+    generations: List[GenerationTime]
+    generations_omitted: int
+    training_ms: int
+    detection_ms: int
+    rendezvous_ms: int
+    work_lost_ms: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +189,8 @@ class Job:
     # The job's bearer token, only in the result of create and issue_token with
     # authorization on; '' otherwise.
     token: str
+    # Where its time went (get of the current run; None in list and past runs).
+    time: Optional[JobTime] = None
 
     @property
     def finished(self):

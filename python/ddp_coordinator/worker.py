@@ -11,6 +11,7 @@ absent.
         ...
         if me.rank == 0 and worker.generation_is_current():
             save_checkpoint()
+            worker.report_checkpoint(step)  # the work before it is safe
 """
 import dataclasses
 import json
@@ -155,11 +156,49 @@ def report_progress(step, environ=None, **metrics):
     encoded = {k: (v if math.isfinite(v) else ("NaN" if math.isnan(v) else
                                                 ("Infinity" if v > 0 else "-Infinity")))
                for k, v in values.items()}
+    report = _reports.setdefault(path, {})
+    report["step"] = step
+    report["metrics"] = encoded
+    _write_report(path, report)
+    heartbeat(env)
+    return True
+
+
+# The last report written to each progress file (its checkpoint stays in the reports after it).
+_reports = {}
+
+
+def _write_report(path, report):
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"step": step, "metrics": encoded}, f)
+        json.dump(report, f)
     os.replace(tmp, path)
-    heartbeat(env)
+
+
+def report_checkpoint(step=None, environ=None):
+    """Tells the coordinator that this worker's checkpoint was written now (call it right
+    after the write; from the rank that writes it, or from every rank). ``step`` is the
+    checkpoint's step, a non-negative int; None: the last step given to
+    :func:`report_progress` (0 before any).
+
+    At a failure the coordinator counts the work since the generation's newest checkpoint as
+    lost ("work lost since the last checkpoint": ``ddpctl jobs get``, the API's
+    ``Job.time``, the dashboard, ``ddp_lost_seconds_total{kind="since_checkpoint"}``); once a
+    job reported a checkpoint, a generation that fails before its first one loses all its
+    training. A job that never calls it has no such count. The report travels with the
+    progress reports (the agent reads them every ``--progress-interval``, 5 s by default):
+    a checkpoint written less than that before a failure may not be seen in time, and the
+    previous one counts. Returns False where there is no agent (plain torchrun)."""
+    env = os.environ if environ is None else environ
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+        raise ValueError(f"checkpoint step is {step!r}; it must be a non-negative int or None")
+    path = env.get("DDP_PROGRESS_FILE")
+    if not path:
+        return False
+    report = _reports.setdefault(path, {"step": 0, "metrics": {}})
+    report["checkpoint_unix_ms"] = int(time.time() * 1000)
+    report["checkpoint_step"] = report["step"] if step is None else step
+    _write_report(path, report)
     return True
 
 

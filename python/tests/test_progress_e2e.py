@@ -1,7 +1,8 @@
 """report_progress end to end: a real ddp-client runs two workers that report their step;
 the coordinator shows each rank's step, rate and metrics (gRPC client, ddpctl jobs get);
 a rank that stops reporting is found hung by the worker heartbeat timeout, with no
-heartbeat file in the script."""
+heartbeat file in the script; a checkpoint reported with report_checkpoint makes the work
+after it lost at a failure (the job's time)."""
 import os
 import subprocess
 import time
@@ -13,7 +14,8 @@ import ddp_coordinator as ddpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def start_agent(coordinator, tmp_path, job, *flags, script_args=(), nproc=2):
+def start_agent(coordinator, tmp_path, job, *flags, script_args=(), nproc=2,
+                script="progress_train.py"):
     env = dict(os.environ, PYTHON_EXEC="/usr/bin/python3",
                PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     log = open(tmp_path / f"{job}.log", "w")
@@ -22,7 +24,7 @@ def start_agent(coordinator, tmp_path, job, *flags, script_args=(), nproc=2):
          "--job", job, "--node-id", "n", "--local-addr", "127.0.0.1",
          "--log-dir", str(tmp_path / "logs"), "--nnodes", "1", "--nproc-per-node", str(nproc),
          "--shutdown-timeout", "3", *flags,
-         os.path.join(HERE, "scripts", "progress_train.py"), *script_args],
+         os.path.join(HERE, "scripts", script), *script_args],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -49,7 +51,10 @@ def test_reportProgress_ShownPerRankByTheCoordinatorAndDdpctl(coordinator, tmp_p
             def progressed():
                 job = client.jobs.get("progress")
                 reports = [p for m in job.members for p in m.progress]
-                return reports if len(reports) == 2 and min(p.step for p in reports) >= 20 else None
+                # A rate needs two reads of a rank's file (every 5 s): the first read may
+                # come before the file exists, or after step 20.
+                return reports if len(reports) == 2 and min(p.step for p in reports) >= 20 \
+                    and min(p.steps_per_second for p in reports) > 0 else None
             reports = wait_for(progressed)
             assert reports, (tmp_path / "progress.log").read_text()
         assert sorted(p.global_rank for p in reports) == [0, 1]
@@ -123,6 +128,37 @@ def test_stragglers_EvenRun_NobodyFlagged(coordinator, tmp_path):
                 flagged = [p for p in reports_of(client, "even") if p.straggler]
                 assert not flagged, flagged
                 time.sleep(0.3)
+    finally:
+        stop.write_text("")
+        agent.wait(60)
+
+
+def test_reportCheckpoint_FailureSecondsLater_WorkSinceItLost(coordinator, tmp_path):
+    stop = tmp_path / "stop"
+    fail_after = 3.0
+    agent = start_agent(coordinator, tmp_path, "ckpt", "--progress-interval", "0.5",
+                        "--max-restarts", "1", script="checkpoint_train.py",
+                        script_args=["--stop", str(stop), "--fail-after", str(fail_after)])
+    try:
+        with ddpc.Client(coordinator.address) as client:
+            def first_ended():
+                job = client.jobs.get("ckpt")
+                gens = job.time.generations if job.time else []
+                return job if gens and gens[0].generation == 1 and gens[0].ended_by else None
+            job = wait_for(first_ended, 90)
+            assert job, (tmp_path / "ckpt.log").read_text()
+        first = job.time.generations[0]
+        assert first.ended_by == "worker_failure", job.time
+        assert first.last_checkpoint_unix_ms > 0 and first.last_checkpoint_step == 10, first
+        # The worker failed 3 s after its checkpoint (and its exit took a moment to be seen).
+        assert fail_after - 0.5 <= first.work_lost_ms / 1000 <= fail_after + 2.5, first
+        assert first.training_ms > first.work_lost_ms, first
+        assert job.time.work_lost_ms == first.work_lost_ms, job.time
+        shown = subprocess.run([bazel_binary("tools/ddpctl", "ddpctl"), "--coordinator",
+                                coordinator.address, "jobs", "get", "ckpt"],
+                               capture_output=True, text=True, timeout=30)
+        assert "work since checkpoint" in shown.stdout and "step 10 at" in shown.stdout, \
+            shown.stdout
     finally:
         stop.write_text("")
         agent.wait(60)

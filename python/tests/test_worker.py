@@ -117,6 +117,39 @@ def test_reportProgress_BadValues_RaiseValueError(tmp_path, step, metrics):
         worker.report_progress(step, {"DDP_PROGRESS_FILE": str(tmp_path / "p")}, **metrics)
 
 
+def test_reportCheckpoint_KeptInTheReportsThatFollow(tmp_path):
+    env = {"DDP_PROGRESS_FILE": str(tmp_path / "progress.json")}
+    before = int(time.time() * 1000)
+    assert worker.report_progress(7, env, loss=0.5)
+    assert worker.report_checkpoint(environ=env)  # the last step reported
+    report = json.loads((tmp_path / "progress.json").read_text())
+    assert report["step"] == 7 and report["checkpoint_step"] == 7, report
+    assert before <= report["checkpoint_unix_ms"] <= int(time.time() * 1000) + 1, report
+    assert worker.report_progress(9, env, loss=0.4)
+    later = json.loads((tmp_path / "progress.json").read_text())
+    assert later["step"] == 9 and later["checkpoint_step"] == 7, later
+    assert later["checkpoint_unix_ms"] == report["checkpoint_unix_ms"], later
+    assert worker.report_checkpoint(8, environ=env)
+    assert json.loads((tmp_path / "progress.json").read_text())["checkpoint_step"] == 8
+
+
+def test_reportCheckpoint_NoProgressYet_WritesStepZeroReport(tmp_path):
+    env = {"DDP_PROGRESS_FILE": str(tmp_path / "progress.json")}
+    assert worker.report_checkpoint(environ=env)
+    report = json.loads((tmp_path / "progress.json").read_text())
+    assert report["step"] == 0 and report["checkpoint_step"] == 0, report
+
+
+@pytest.mark.parametrize("step", [-1, 1.5, True, "10"])
+def test_reportCheckpoint_BadStep_RaisesValueError(step):
+    with pytest.raises(ValueError, match="checkpoint step"):
+        worker.report_checkpoint(step, {"DDP_PROGRESS_FILE": "/nonexistent/p"})
+
+
+def test_reportCheckpoint_NoAgent_ReturnsFalse():
+    assert not worker.report_checkpoint(3, {})
+
+
 def test_reportProgress_NoAgent_ReturnsFalse():
     assert not worker.report_progress(3, {}, loss=1.0)
 

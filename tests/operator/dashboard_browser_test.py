@@ -15,7 +15,8 @@ A second job of two nodes loses one (its agent killed) while the other's
 worker fails after it: the failure row names the lost node and says 'node
 lost' (no '-1 / -1', no 'exit code 0'); the job waits, saying for what and
 counting down to its join timeout, and stands out in the jobs list; each
-generation's lost time is a number. The node comes back, the job succeeds and
+generation's lost time is a number (the coordinator's Job.time: the first job's
+generation 1 shows the work lost since the checkpoint its worker reported). The node comes back, the job succeeds and
 its page lists both nodes as the last generation's members (not spares). The
 key-value page lists the namespaces; the nodes page shows a cordoned node. Screenshots go to the test's outputs
 (bazel-testlogs/.../test.outputs).
@@ -138,6 +139,29 @@ def check_node_loss(browser, http, work, processes):
     screenshot(browser, "9-job-succeeded-members.png")
 
 
+def check_lost_time_numbers(browser, http):
+    """Generation 1 ended by a failure after rank 0's checkpoint (report_checkpoint's fields in
+    its progress file): the page shows, as numbers, the coordinator's own account (Job.time),
+    not figures of its own."""
+    job = json.loads(urllib.request.urlopen(f"{http}/v1/jobs/{JOB}", timeout=10).read())
+    first = job["time"]["generations"][0]
+    log(f"generation 1 in the API: {first}")
+    assert first["generation"] == "1" and first["endedBy"] == "worker_failure", first
+    assert first["lastCheckpointStep"] == "40" and int(first["workLostMs"]) > 0, first
+    for field, key in (("ran", "trainingMs"), ("work-lost", "workLostMs")):
+        shown = wait_for(f"generation 1's {field}",
+                         lambda: text(browser, f'[data-generation="1"] [data-field={field}]'))
+        expected = browser.evaluate(f"duration({int(first[key])})")
+        assert shown == expected, f"{field}: the page shows {shown!r}, the API {first[key]} ms"
+    lost = text(browser, '[data-generation="2"] [data-field=lost]')
+    downtime = int(job["time"]["generations"][1].get("detectionMs", 0)) + \
+        int(job["time"]["generations"][1].get("rendezvousMs", 0))
+    assert lost == browser.evaluate(f"duration({downtime})"), (lost, job["time"])
+    assert "step 40" in text(browser, '[data-generation="1"] [data-field=checkpoint]')
+    total = text(browser, "[data-field=lost-total]")
+    assert "work since checkpoint" in total and "NaN" not in total, total
+
+
 def main():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
@@ -160,7 +184,8 @@ def main():
         # Local rank 1 fails (exit 7) when the test creates fail<restart count>.
         script = (f'if [ "$LOCAL_RANK" = 1 ]; then f={work}/fail$TORCHELASTIC_RESTART_COUNT; '
                   'while [ ! -e "$f" ]; do sleep 0.1; done; echo "injected failure" >&2; exit 7; '
-                  'fi; printf \'{"step": 42, "metrics": {"loss": 0.5}}\' > "$DDP_PROGRESS_FILE"; '
+                  'fi; printf \'{"step": 42, "metrics": {"loss": 0.5}, "checkpoint_unix_ms": "%s", '
+                  '"checkpoint_step": 40}\' "$(date +%s%3N)" > "$DDP_PROGRESS_FILE"; '
                   'exec sleep 600')
         agent = subprocess.Popen(
             [runfile("client/agent/ddp-client"), "--coordinator", grpc, "--rdzv-id", JOB,
@@ -200,6 +225,7 @@ def main():
         wait_for("the restart counted", lambda: text(browser, "[data-field=restarts]") == "1 / 1")
         wait_for("the failure listed", lambda: "exit code 7" in (text(browser, "main") or ""))
         assert browser.evaluate("window.__sameDocument === true"), "the page was reloaded"
+        check_lost_time_numbers(browser, http)
         screenshot(browser, "3-job-generation-2.png")
 
         open(f"{work}/fail1", "w").close()

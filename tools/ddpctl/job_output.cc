@@ -107,6 +107,38 @@ std::string ProgressTable(const google::protobuf::RepeatedPtrField<v1::Member>& 
   return AlignedTable(table, "  ");
 }
 
+// Where the job's time went (Job.time): the totals, then one row per
+// generation with the downtime before it; "" when the coordinator sent none.
+std::string TimeTable(const v1::JobTime& time) {
+  if (time.generations().empty()) return "";
+  const int64_t lost = time.rendezvous_ms() + time.detection_ms() + time.work_lost_ms();
+  std::string text = absl::StrCat("time: training ", MsText(time.training_ms()), ", lost ",
+                                  MsText(lost), " (rendezvous ", MsText(time.rendezvous_ms()),
+                                  ", detection ", MsText(time.detection_ms()),
+                                  ", work since checkpoint ", MsText(time.work_lost_ms()), ")\n");
+  Table table = {{"GENERATION", "STARTED", "LOST BEFORE: DETECTION", "RENDEZVOUS", "TRAINING",
+                  "WORK LOST", "CHECKPOINT", "ENDED BY"}};
+  if (time.generations_omitted() > 0) {
+    table.push_back(
+        {absl::StrCat("(", time.generations_omitted(), " older)"), "", "", "", "", "", "", ""});
+  }
+  for (const v1::GenerationTime& g : time.generations()) {
+    const bool next = g.generation() == 0;
+    table.push_back({next ? (g.ended_unix_ms() == 0 ? "next" : "none (job ended)")
+                          : absl::StrCat(g.generation()),
+                     next ? "-" : TimeText(g.started_unix_ms()), MsText(g.detection_ms()),
+                     MsText(g.rendezvous_ms()), next ? "-" : MsText(g.training_ms()),
+                     next ? "-" : MsText(g.work_lost_ms()),
+                     g.last_checkpoint_unix_ms() == 0
+                         ? "-"
+                         : absl::StrCat("step ", g.last_checkpoint_step(), " at ",
+                                        TimeText(g.last_checkpoint_unix_ms())),
+                     next ? (g.ended_unix_ms() == 0 ? "so far" : "-")
+                          : (g.ended_by().empty() ? "running" : PrintableBytes(g.ended_by()))});
+  }
+  return text + AlignedTable(table, "  ");
+}
+
 }  // namespace
 
 std::string JobStateName(v1::JobState state) {
@@ -218,6 +250,7 @@ std::string JobText(const v1::Job& job) {
   if (const std::string progress = ProgressTable(job.members()); !progress.empty()) {
     absl::StrAppend(&text, "progress (as the workers reported it):\n", progress);
   }
+  absl::StrAppend(&text, TimeTable(job.time()));
   absl::StrAppend(&text, "spares (", job.spares_size(),
                   "):", job.spares().empty() ? " none\n" : "\n");
   if (!job.spares().empty()) absl::StrAppend(&text, MembersTable(job.spares()));

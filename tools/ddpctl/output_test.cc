@@ -165,6 +165,42 @@ TEST(JobText, FinishedJob_MembersAreTheLastGeneration) {
   EXPECT_NE(text.find("spares (0): none\n"), std::string::npos) << text;
 }
 
+TEST(JobText, Time_TotalsAndOneRowPerGeneration) {
+  v1::Job job;
+  job.set_job_id("j");
+  job.set_state(v1::RESTARTING);
+  v1::JobTime* time = job.mutable_time();
+  time->set_training_ms(18'000);
+  time->set_rendezvous_ms(3'000);
+  time->set_detection_ms(1'000);
+  time->set_work_lost_ms(9'000);
+  v1::GenerationTime* first = time->add_generations();
+  first->set_generation(1);
+  first->set_started_unix_ms(1'700'000'000'000);
+  first->set_rendezvous_ms(2'000);
+  first->set_training_ms(27'000);
+  first->set_work_lost_ms(9'000);
+  first->set_last_checkpoint_unix_ms(1'700'000'018'000);
+  first->set_last_checkpoint_step(380);
+  first->set_ended_by("worker_failure");
+  v1::GenerationTime* next = time->add_generations();
+  next->set_detection_ms(1'000);
+  next->set_rendezvous_ms(1'000);
+  const std::string text = JobText(job);
+  EXPECT_NE(text.find("time: training 18s, lost 13s (rendezvous 3s, detection 1s, work since "
+                      "checkpoint 9s)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  1           2023-11-14T22:13:20.000Z  0  "), std::string::npos) << text;
+  EXPECT_NE(text.find("27s       9s         step 380 at 2023-11-14T22:13:38.000Z  worker_failure"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  next        -"), std::string::npos) << text;
+  EXPECT_NE(text.find("so far"), std::string::npos) << text;
+  job.clear_time();
+  EXPECT_EQ(JobText(job).find("time:"), std::string::npos) << "none sent: nothing shown";
+}
+
 TEST(JobText, Progress_OneRowPerReportingWorkerInRankOrder) {
   v1::Job job;
   job.set_job_id("j");
@@ -268,7 +304,8 @@ TEST(JobEventText, NodeLostAndFinished_OneLineEach) {
   EXPECT_EQ(ProtoJson(event),
             R"({"jobId":"j","index":"7","timeUnixMs":"1700000000000",)"
             R"("type":"NODE_LOST","nodeId":"node-b","generation":"2",)"
-            R"("message":"no heartbeat for 3s","restartCause":"RESTART_CAUSE_UNSPECIFIED"})");
+            R"("message":"no heartbeat for 3s","restartCause":"RESTART_CAUSE_UNSPECIFIED",)"
+            R"("lastCheckpointUnixMs":"0","lastCheckpointStep":"0"})");
   event.set_type(v1::JobEvent::WORKER_FAILED);
   event.clear_message();
   event.mutable_failure()->set_node_id("node-b");

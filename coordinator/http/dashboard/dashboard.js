@@ -314,7 +314,6 @@ function JobView(jobId) {
       h('td', {}, f.message,
         lastWords(f) ? h('div', { class: 'mono', 'data-field': 'failure-error', title: logsOf(f) }, lastWords(f)) : null)));
     const root = job.rootCause && (job.rootCause.message || job.rootCause.nodeId) ? job.rootCause : null;
-    const created = Number(job.createdUnixMs);
     const waiting = job.state === 'WAITING' ? waitingFor(job, events) : null;
     waitingDeadline = waiting ? waiting.deadline : null;
     const membersTitle = finished
@@ -341,7 +340,7 @@ function JobView(jobId) {
         root.stderrTail ? h('details', { 'data-field': 'root-stderr' }, h('summary', {}, 'Last lines of stderr'),
           h('pre', { class: 'mono' }, root.stderrTail)) : null,
         root.logPath ? h('p', { 'data-field': 'root-logs' }, 'Whole stderr: ', h('span', { class: 'mono' }, logsOf(root))) : null) : null,
-      h('h2', {}, 'Generations'), generations(created),
+      h('h2', {}, 'Generations'), generations(),
       h('h2', {}, membersTitle),
       table([['Group rank', 'num'], ['Node'], ['Global ranks', 'num'], ['Workers', 'num'], ['Address'], ['Heartbeat age', 'num'], ['Connected']],
         memberRows, finished ? 'No node was registered when the job finished.' : 'No members: the rendezvous is open.'),
@@ -380,66 +379,64 @@ function JobView(jobId) {
     if (el) el.textContent = countdownText();
   }
 
-  // The job's history from its events: one phase per running generation and
-  // one per stretch without one (rendezvous, restart); lost time is the
-  // latter, counted against the generation that followed it.
-  function phasesOf(created) {
-    const phases = [];
-    let at = events.length ? Number(events[0].timeUnixMs) : created;
-    let running = null;
-    for (const e of events) {
-      const t = Number(e.timeUnixMs);
-      if (e.type === 'GENERATION_OPENED') {
-        phases.push({ run: false, from: at, to: t, label: 'rdzv', before: e.generation });
-        at = t; running = e.generation;
-      } else if (e.type === 'JOB_FINISHED' && running === null) {
-        // Ended with no generation running (a rendezvous timed out, a cancel).
-        phases.push({ run: false, from: at, to: t, label: 'rdzv', final: true });
-        at = t;
-      } else if ((e.type === 'RESTARTING' || e.type === 'JOB_FINISHED') && running !== null) {
-        phases.push({ run: true, from: at, to: t, label: `gen ${running}`, generation: running,
-          end: e.type === 'RESTARTING' ? (e.restartCause || 'restart').toLowerCase().replace(/_/g, ' ') : job.state.toLowerCase() });
-        at = t; running = null;
+  // Where the job's time went, as the coordinator counts it (Job.time:
+  // coordinator/rendezvous/job_time.h, the one account, refreshed with the
+  // job): the bar and, per generation, the downtime before it (detection and
+  // rendezvous), how long it ran, and the work lost since its checkpoint.
+  function generations() {
+    const time = job.time || {};
+    const entries = time.generations || [];
+    const ms = (v) => Number(v || 0);
+    const downtime = (g) => ms(g.detectionMs) + ms(g.rendezvousMs);
+    const blocks = [];
+    for (const g of entries) {
+      const gen = Number(g.generation || 0);
+      if (downtime(g) > 0) {
+        blocks.push({ run: false, ms: downtime(g), label: 'rdzv',
+          title: `detection ${duration(ms(g.detectionMs))}, rendezvous ${duration(ms(g.rendezvousMs))}` });
+      }
+      if (gen === 0) continue;
+      blocks.push({ run: true, ms: ms(g.trainingMs) - ms(g.workLostMs), label: `gen ${gen}`,
+        title: `gen ${gen}: ran ${duration(ms(g.trainingMs))} from ${clock(g.startedUnixMs)}` });
+      if (ms(g.workLostMs) > 0) {
+        blocks.push({ run: false, ms: ms(g.workLostMs), label: 'redo',
+          title: `gen ${gen}: work lost since its last checkpoint, ${duration(ms(g.workLostMs))}` });
       }
     }
-    if (!isFinished(job)) {
-      phases.push({ run: running !== null, from: at, to: Date.now(), label: running !== null ? `gen ${running}` : job.state.toLowerCase(),
-        generation: running, open: true });
-    }
-    return phases;
-  }
-
-  // The bar (one block per phase) and, as numbers, each generation's run
-  // time and the time lost before it.
-  function generations(created) {
-    const phases = phasesOf(created);
-    const total = Math.max(1, phases.reduce((sum, p) => sum + (p.to - p.from), 0));
-    const bar = h('div', { class: 'timeline', 'data-field': 'timeline' }, phases.map((p) => h('div', {
-      class: p.run ? 'run' : 'lost', style: `flex: ${Math.max(0.01, (p.to - p.from) / total)}`,
-      title: `${p.label}: ${duration(p.to - p.from)} from ${clock(p.from)}`,
-    }, h('span', {}, p.label))));
-    const rows = [];
-    let lostBefore = null;
-    for (const p of phases) {
-      if (!p.run && p.before === undefined) {  // the open rendezvous or restart: now, or when the job ended
-        rows.push(h('tr', { 'data-generation': 'next' },
-          h('td', {}, p.final ? 'none (the job ended)' : `next (${p.label})`), h('td', {}, clock(p.from)),
-          h('td', { class: 'num', 'data-field': 'lost' }, duration((lostBefore || 0) + p.to - p.from)), h('td', { class: 'num' }, '—'),
-          h('td', {}, p.final ? job.state.toLowerCase() : 'so far')));
-        continue;
+    const total = Math.max(1, blocks.reduce((sum, b) => sum + b.ms, 0));
+    const bar = h('div', { class: 'timeline', 'data-field': 'timeline' }, blocks.map((b) => h('div', {
+      class: b.run ? 'run' : 'lost', style: `flex: ${Math.max(0.01, b.ms / total)}`, title: b.title,
+    }, h('span', {}, b.label))));
+    const rows = entries.map((g) => {
+      const gen = Number(g.generation || 0);
+      const lost = h('td', { class: 'num', 'data-field': 'lost',
+        title: `detection ${duration(ms(g.detectionMs))}, rendezvous ${duration(ms(g.rendezvousMs))}` },
+        duration(downtime(g)));
+      if (gen === 0) {  // the downtime after the last generation: so far, or until the job ended
+        const ended = ms(g.endedUnixMs) > 0;
+        return h('tr', { 'data-generation': 'next' },
+          h('td', {}, ended ? 'none (the job ended)' : `next (${job.state.toLowerCase()})`), h('td', {}, '—'),
+          lost, h('td', { class: 'num' }, '—'), h('td', { class: 'num' }, '—'), h('td', {}, '—'),
+          h('td', {}, ended ? job.state.toLowerCase() : 'so far'));
       }
-      if (!p.run) { lostBefore = (lostBefore || 0) + p.to - p.from; continue; }
-      rows.push(h('tr', { 'data-generation': p.generation },
-        h('td', { class: 'num' }, p.generation), h('td', {}, clock(p.from)),
-        h('td', { class: 'num', 'data-field': 'lost' }, duration(lostBefore || 0)),
-        h('td', { class: 'num', 'data-field': 'ran' }, duration(p.to - p.from)),
-        h('td', {}, p.open ? 'running' : p.end)));
-      lostBefore = null;
-    }
-    const lost = phases.filter((p) => !p.run).reduce((sum, p) => sum + (p.to - p.from), 0);
+      const checkpoint = ms(g.lastCheckpointUnixMs) > 0
+        ? `step ${g.lastCheckpointStep || 0} at ${clock(g.lastCheckpointUnixMs)}` : '—';
+      return h('tr', { 'data-generation': gen },
+        h('td', { class: 'num' }, gen), h('td', {}, clock(g.startedUnixMs)), lost,
+        h('td', { class: 'num', 'data-field': 'ran' }, duration(ms(g.trainingMs))),
+        h('td', { class: 'num', 'data-field': 'work-lost' }, duration(ms(g.workLostMs))),
+        h('td', { 'data-field': 'checkpoint' }, checkpoint),
+        h('td', {}, g.endedBy ? String(g.endedBy).replace(/_/g, ' ') : 'running'));
+    });
+    const lostTotal = ms(time.rendezvousMs) + ms(time.detectionMs) + ms(time.workLostMs);
+    const omitted = Number(time.generationsOmitted || 0);
     return [bar, h('p', { class: 'muted', 'data-field': 'lost-total' },
-      `Lost (no generation running): ${duration(lost)} of ${duration(total)}`),
-    table([['Generation', 'num'], ['Started'], ['Lost before it', 'num'], ['Ran for', 'num'], ['Ended by']],
+      `Lost: ${duration(lostTotal)} of ${duration(lostTotal + ms(time.trainingMs))} ` +
+      `(rendezvous ${duration(ms(time.rendezvousMs))}, detection ${duration(ms(time.detectionMs))}, ` +
+      `work since checkpoint ${duration(ms(time.workLostMs))})` +
+      (omitted ? `; ${omitted} older generations not listed` : '')),
+    table([['Generation', 'num'], ['Started'], ['Lost before it', 'num'], ['Ran for', 'num'],
+      ['Work lost since checkpoint', 'num'], ['Last checkpoint'], ['Ended by']],
       rows, 'No generation has run yet.')];
   }
 
