@@ -2,12 +2,13 @@
 // processes: a coordinator and two ddp-client nodes of one worker each
 // (Python without torch: what matters is the workers' CPU and I/O, not a
 // collective). Both workers first burn 1.5 s of CPU, as an import of torch
-// would (a worker is judged once it used 1 s). Then rank 0 (node-a) works
-// alone, a CPU loop, while rank 1 (node-b) waits, asleep in 0.2 s steps as a
+// would (a worker is judged once it used 1 s). Then rank 0 works
+// alone, a CPU loop, while rank 1 (the other node) waits, asleep in 0.2 s steps as a
 // rank blocked in a barrier: longer than the hang timeout, and no hang, since
-// node-a is working. Then rank 0 sleeps 18 s in 0.2 s steps too: every rank
+// rank 0 is working. Then rank 0 sleeps 18 s in 0.2 s steps too: every rank
 // of the job is idle, and the coordinator declares the hang, naming rank 0
-// (the last one working, which node-b was waiting for), before rank 0 wakes.
+// (the last one working, which rank 1 was waiting for), before rank 0 wakes.
+// Which node holds rank 0 depends on which registered first.
 
 #include <sys/stat.h>
 
@@ -28,7 +29,7 @@ constexpr absl::Duration kHangTimeout = absl::Seconds(10);
 // Longest from rank 0's last activity to the declared hang: the timeout, one
 // activity sample (1 s), a heartbeat interval and a coordinator check (0.5 s
 // each), and room for a loaded 2-core machine.
-constexpr absl::Duration kDetectionBound = kHangTimeout + absl::Seconds(6);
+const absl::Duration kDetectionBound = kHangTimeout + absl::Seconds(6);
 
 class IdleHangE2eTest : public TrainingE2eTest {
  protected:
@@ -98,7 +99,9 @@ TEST_F(IdleHangE2eTest, OneNodeWorksWhileTheOtherWaits_NoHang_ThenAllIdle_HangOf
   absl::SleepFor(absl::Seconds(15));
   const std::string running = Ddpctl("--json jobs get train");
   EXPECT_TRUE(absl::StrContains(running, "\"RUNNING\"")) << running << Logs();
-  EXPECT_FALSE(absl::StrContains(JobEvents(), "hang")) << JobEvents();
+  EXPECT_FALSE(absl::StrContains(running, "\"hang\":true") ||
+               absl::StrContains(running, "\"hang\": true"))
+      << running;
   EXPECT_TRUE(absl::StrContains(Ddpctl("jobs get train"), "hang-timeout        10s"))
       << Ddpctl("jobs get train");
 
@@ -117,7 +120,9 @@ TEST_F(IdleHangE2eTest, OneNodeWorksWhileTheOtherWaits_NoHang_ThenAllIdle_HangOf
   EXPECT_FALSE(Exists("woke_r0")) << "the hang was declared after rank 0 woke up";
   const std::string job = Ddpctl("jobs get train");
   EXPECT_TRUE(absl::StrContains(job, "no CPU or I/O for")) << job;
-  EXPECT_TRUE(absl::StrContains(job, "rank 0 (node 'node-a') stopped first")) << job;
+  // Rank 0 (on whichever node registered first) is the one that worked.
+  EXPECT_TRUE(absl::StrContains(job, "; rank 0 (node 'node-")) << job;
+  EXPECT_TRUE(absl::StrContains(job, "stopped first")) << job;
 }
 
 }  // namespace
