@@ -121,12 +121,14 @@ Workers
                                   A worker that has touched $DDP_HEARTBEAT_FILE and then
                                   not for this long counts as hung (a failure). 0 disables.
                                   Default: 300.
-  --hang-timeout SECONDS          A worker that never touched $DDP_HEARTBEAT_FILE (an
-                                  unmodified script) counts as hung after this long
-                                  without CPU (5 % of a core) or I/O, its children
-                                  included, while no worker of the node did any either.
-                                  Found within this + 1.1 s. 0 disables; else at least 2.
-                                  Default: 10.
+  --hang-timeout SECONDS          The job's hang_timeout (when this node creates the job;
+                                  the job's wins): workers that never touched
+                                  $DDP_HEARTBEAT_FILE (unmodified scripts) are hung once
+                                  every worker of the job has been without CPU (5 % of a
+                                  core) or I/O, children included, for this long; the
+                                  coordinator decides and names the rank the others
+                                  waited for. Found within this + 1.5 s. 0 disables; else
+                                  at least 2. Default: 10.
   --progress-interval SECONDS     How often the workers' progress reports
                                   (ddp_coordinator.report_progress, $DDP_PROGRESS_FILE)
                                   are read and relayed to the coordinator; a shorter one

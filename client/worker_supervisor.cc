@@ -515,19 +515,30 @@ class WorkerSupervisor::EventLoop {
     const std::map<pid_t, ProcessGroupSample> samples = SampleProcessGroups(groups);
     bool node_active = false;
     std::vector<size_t> idle;
+    std::vector<std::optional<absl::Time>> idle_since(workers_.size());
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = *workers_[i];
       if (w.exited || w.process.pid <= 0) continue;
       auto it = samples.find(w.process.pid);
       w.activity.Observe(
           it == samples.end() ? std::nullopt : std::optional<ProcessGroupSample>(it->second), now);
+      // Judged by its heartbeat file once it touched it.
+      if (!w.tracker.touched() && w.activity.judged() &&
+          w.activity.IdleFor(now) > o.idle_report_after) {
+        idle_since[i] = w.activity.last_active();
+      }
       if (w.hang_reported) continue;
       if (w.activity.IdleFor(now) <= o.hang_timeout) node_active = true;
-      // Judged by its heartbeat file once it touched it.
       if (!w.tracker.touched() && w.activity.Hung(now)) idle.push_back(i);
     }
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      for (size_t i = 0; i < workers_.size() && i < owner_->states_.size(); ++i) {
+        owner_->states_[i].idle_since = idle_since[i];
+      }
+    }
     std::vector<HungWorker> hung;
-    if (node_active) return hung;
+    if (node_active || !o.declare_idle_hangs) return hung;
     for (size_t i : idle) {
       Worker& w = *workers_[i];
       w.hang_reported = true;

@@ -31,6 +31,9 @@
 //     node did anything either (one rank saving a checkpoint while the others
 //     wait for it is progress). Such a hang is found at most hang_timeout +
 //     activity_sample_interval + check_interval after the last activity.
+//     Only when the node is the whole job (Options::declare_idle_hangs);
+//     otherwise each worker's idleness is published (WorkerState::idle_since)
+//     for the coordinator to judge job-wide.
 //     Peers of a stuck worker block in the next collective and go silent as
 //     well: of the workers found hung in one check the one with the oldest
 //     heartbeat (hang_order.h) is the hang, the others, and any hang found in
@@ -168,6 +171,11 @@ struct WorkerState {
   bool running = false;
   std::optional<WorkerExit> exit;  // set once it exited
   bool hung = false;
+  // When its process group last did something (on the supervisor's clock),
+  // set while it has been idle for more than Options::idle_report_after: judged
+  // (ActivityTracker), running, and never touched its heartbeat file. What
+  // the agent reports for the job-wide rule (session.proto WorkerState.idle_ms).
+  std::optional<absl::Time> idle_since;
 };
 
 // Which of the worker's streams it writes to the console itself (the
@@ -184,6 +192,17 @@ class WorkerSupervisor {
     // or I/O on the whole node is a hang (ActivityTracker). Zero disables.
     absl::Duration hang_timeout = kDefaultHangTimeout;
     absl::Duration activity_sample_interval = absl::Seconds(1);
+    // True: the node is the whole job (a generation of one node, --standalone):
+    // the supervisor reports the idle hang itself, as above. False (a node of
+    // a multi-node generation): it only publishes each worker's idleness
+    // (WorkerState::idle_since), and the coordinator declares the hang when
+    // every node is idle (coordinator/rendezvous/idle_hang.h): one node's
+    // ranks waiting in a barrier while another node's rank works alone are
+    // not hung.
+    bool declare_idle_hangs = true;
+    // A worker is published idle after this long without activity: longer
+    // than one sample, so that a busy worker's states do not flap.
+    absl::Duration idle_report_after = absl::Seconds(2);
     absl::Duration kill_grace = absl::Seconds(5);  // after SIGKILL, for groups to vanish
     absl::Duration destructor_stop_timeout = absl::Seconds(30);
     int console_out_fd = 1;  // where console stdout lines go

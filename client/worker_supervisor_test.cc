@@ -515,6 +515,31 @@ TEST_F(WorkerSupervisorTest, Hang_HeartbeatTouchedOnceThenSilent_ReportedAsHang)
             3u);  // the hang, then both exits from the stop
 }
 
+// A node of a multi-node generation: an idle worker (judged: it used more
+// than 1 s of CPU, then sleeps) is published as idle, and no hang is
+// declared, however long: the coordinator judges job-wide.
+TEST_F(WorkerSupervisorTest, Idle_NotTheWholeJob_PublishedNotDeclared) {
+  Events events;
+  WorkerSupervisor::Options options = QuietOptions(console_fd_);
+  options.check_interval = absl::Milliseconds(50);
+  options.hang_timeout = absl::Seconds(2);
+  options.declare_idle_hangs = false;
+  WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0,
+                                 "python3 -c 'import time\nt = time.process_time()\n"
+                                 "while time.process_time() - t < 1.5: pass' && exec sleep 1000")})
+                  .ok());
+  ASSERT_TRUE(
+      PollFor([&] { return supervisor.Workers()[0].idle_since.has_value(); }, absl::Seconds(30)));
+  const absl::Time idle_since = *supervisor.Workers()[0].idle_since;
+  EXPECT_GT(absl::Now() - idle_since, options.idle_report_after);
+  absl::SleepFor(absl::Seconds(3));  // past hang_timeout
+  EXPECT_EQ(events.Await(1, absl::ZeroDuration()).size(), 0u);
+  EXPECT_EQ(supervisor.Workers()[0].idle_since, idle_since);  // the same idle stretch
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+}
+
 // Worker 1 goes silent first; worker 0 (its peer, blocked behind it) a
 // moment later. A check interval longer than both silences puts them in one
 // check: the older heartbeat is the hang, the other a knock-on of it.

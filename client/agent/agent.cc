@@ -249,11 +249,32 @@ std::vector<v1::WorkerState> Agent::WorkerStates() {
   }
   std::vector<v1::WorkerState> states;
   if (!supervisor) return states;
-  for (const WorkerState& w : supervisor->Workers()) {
+  const std::vector<WorkerState> workers = supervisor->Workers();
+  std::vector<int64_t> idle_ms(workers.size(), 0);
+  {
+    absl::MutexLock lock(&supervisor_mu_);
+    const absl::Time now = clock_.Now();
+    for (size_t i = 0; i < workers.size(); ++i) {
+      const WorkerState& w = workers[i];
+      if (!w.idle_since.has_value() || w.exit || w.hung) {
+        idle_ms_sent_.erase(w.local_rank);
+        continue;
+      }
+      auto& [since, ms] = idle_ms_sent_[w.local_rank];
+      if (since != *w.idle_since || ms <= 0) {
+        since = *w.idle_since;
+        ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(now - since));
+      }
+      idle_ms[i] = ms;
+    }
+  }
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const WorkerState& w = workers[i];
     v1::WorkerState state;
     state.set_local_rank(w.local_rank);
     state.set_pid(w.pid);
     state.set_heartbeat_age_ms(-1);  // the supervisor judges hangs itself
+    state.set_idle_ms(idle_ms[i]);
     if (w.exit) {
       state.set_state(w.exit->during_stop   ? v1::WORKER_STOPPED
                       : w.exit->succeeded() ? v1::WORKER_SUCCEEDED
@@ -316,6 +337,9 @@ void Agent::HandleRegistered(const RegisteredEvent& event) {
   const v1::Registered& r = event.registered;
   if (r.settings().shutdown_timeout_ms() > 0) {
     shutdown_timeout_ = absl::Milliseconds(r.settings().shutdown_timeout_ms());
+  }
+  if (r.settings().has_hang_timeout_ms()) {
+    job_hang_timeout_ = absl::Milliseconds(r.settings().hang_timeout_ms());
   }
   DDP_LOG(INFO) << "job " << options_.launch.job_id << ": " << v1::JobState_Name(r.state())
                 << ", generation " << r.generation() << ", role " << v1::NodeRole_Name(r.role())
@@ -414,6 +438,10 @@ void Agent::StartWorkers(const v1::Assignment& p) {
     progress_files.push_back(specs.back().files.progress_file);
   }
   WorkerSupervisor::Options supervisor_options = options_.supervisor;
+  if (job_hang_timeout_) supervisor_options.hang_timeout = *job_hang_timeout_;
+  // A node of a multi-node generation is not the whole job: the coordinator
+  // declares an idle hang once every node is idle (idle_hang.h).
+  supervisor_options.declare_idle_hangs = p.group_world_size() <= 1;
   if (standby_pool_ != nullptr) {
     supervisor_options.launch = [pool = standby_pool_.get()](const WorkerSpec& spec,
                                                              const WorkerStdio& stdio) {
@@ -436,6 +464,7 @@ void Agent::StartWorkers(const v1::Assignment& p) {
     absl::MutexLock lock(&supervisor_mu_);
     supervisor_ = supervisor;
     progress_.Reset(std::move(progress_files));
+    idle_ms_sent_.clear();
   }
   lease_->Arm(generation_);
   DDP_LOG(INFO) << "generation " << generation_ << ": starting " << p.local_world_size()

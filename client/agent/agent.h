@@ -296,10 +296,18 @@ class Agent : public SessionEvents {
   std::shared_ptr<WorkerSupervisor> supervisor_ ABSL_GUARDED_BY(supervisor_mu_);
   // Their progress files (reset with each generation's workers).
   ProgressReader progress_ ABSL_GUARDED_BY(supervisor_mu_);
+  // Per local rank, the idle_ms sent for an idle worker and the idle start it
+  // stood for: repeated unchanged while the worker stays idle, so that its
+  // states do not change at every heartbeat (the coordinator keeps the date
+  // of the first report). Cleared with each generation's workers.
+  std::map<int, std::pair<absl::Time, int64_t>> idle_ms_sent_ ABSL_GUARDED_BY(supervisor_mu_);
 
   // Owned by the Run thread.
   int64_t generation_ = 0;  // of the running (or last) workers
   absl::Duration shutdown_timeout_;
+  // The job's hang_timeout (Registered.settings), which wins over
+  // --hang-timeout; unset until a coordinator that keeps it answered.
+  std::optional<absl::Duration> job_hang_timeout_;
   // Of generation_: the first event of each worker (knock-on hangs included,
   // though never reported), kept until the next generation starts.
   std::vector<WorkerExit> exits_;

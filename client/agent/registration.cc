@@ -40,6 +40,8 @@ v1::Register BuildRegistration(const LaunchOptions& options, const std::string& 
   s->set_heartbeat_interval_ms(std::max<int64_t>(10, absl::ToInt64Milliseconds(interval)));
   s->set_heartbeat_timeout_ms(absl::ToInt64Milliseconds(heartbeat_timeout));
   s->set_shutdown_timeout_ms(absl::ToInt64Milliseconds(options.shutdown_timeout));
+  // --hang-timeout: the job's when this node creates it (0: off).
+  s->set_hang_timeout_ms(absl::ToInt64Milliseconds(options.hang_timeout));
   if (options.straggler_exclude_factor != 0) {  // off: the fields stay unset
     s->set_straggler_exclude_factor(options.straggler_exclude_factor);
     s->set_straggler_exclude_after_ms(absl::ToInt64Milliseconds(options.straggler_exclude_after));

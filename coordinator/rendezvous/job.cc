@@ -532,6 +532,23 @@ absl::Status Job::ReportProgress(const NodeRef& ref, std::vector<WorkerProgress>
   return absl::OkStatus();
 }
 
+absl::Status Job::ReportActivity(const NodeRef& ref, std::vector<WorkerActivity> workers) {
+  DDP_ASSIGN_OR_RETURN(Node * node,
+                       membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
+  for (const WorkerActivity& w : workers) {
+    if (w.local_rank < 0 || w.local_rank >= node->record.nproc) {
+      return absl::InvalidArgumentError(absl::StrCat("activity of local rank ", w.local_rank,
+                                                     " of node '", ref.node_id, "', outside [0, ",
+                                                     node->record.nproc, ")"));
+    }
+  }
+  if (state_ != JobState::kRunning || ref.generation != round_.generation() || !IsMember(*node)) {
+    return absl::OkStatus();  // workers of no running generation: nothing to judge
+  }
+  node->idleness.Update(std::move(workers));
+  return absl::OkStatus();
+}
+
 absl::Status Job::StreamClosed(const NodeRef& ref) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
@@ -1113,11 +1130,40 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
   }
 }
 
+void Job::DeclareIdleHang(absl::Time now) {
+  if (settings_.hang_timeout == absl::ZeroDuration() || state_ != JobState::kRunning ||
+      now < next_idle_check_ || round_.members().by_rank.size() < 2) {
+    return;
+  }
+  next_idle_check_ = now + settings_.heartbeat_interval;
+  std::vector<MemberIdleness> members;
+  for (const std::string& member : round_.members().by_rank) {
+    const Node* node = member.empty() ? nullptr : membership_.Find(member);
+    if (node == nullptr) return;  // a member left: its restart is under way
+    if (node->succeeded) continue;
+    members.push_back(MemberIdleness{member, node->record.global_rank_offset, &node->idleness});
+  }
+  const std::optional<IdleHang> hang = FindIdleHang(members, settings_.hang_timeout, now);
+  if (!hang.has_value()) return;
+  Node* node = membership_.Find(hang->node_id);
+  // Its agent's own report of that worker, if one comes, is a repeat.
+  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
+  node->exited[hang->local_rank] = true;
+  FailureInfo failure = NodeFailure(hang->node_id, round_.generation(), hang->idle_since,
+                                    DescribeIdleHang(*hang, now));
+  failure.set_local_rank(hang->local_rank);
+  failure.set_global_rank(hang->global_rank);
+  failure.set_hang(true);
+  DDP_LOG(WARNING) << "job " << id_ << ": " << failure.message();
+  Decide(Disruption::WorkerFailure(std::move(failure)), LostPeerOf(hang->node_id));
+}
+
 void Job::Tick() {
   if (IsTerminal(state_)) return;
   const absl::Time now = clock_->Now();
   RemoveSilentNodes(now);
   ExcludeLastingStragglers(now);
+  DeclareIdleHang(now);
   if (!draining_.empty()) ReleaseDrainingNodes();
   switch (state_) {
     case JobState::kWaiting:

@@ -79,6 +79,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/rendezvous/idle_hang.h"
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_time.h"
@@ -202,6 +203,11 @@ class Job {
   // checkpoint when newer (a time after now counts as now); the event that
   // ends the generation carries it (job_time.h). Possible errors: Heartbeat's.
   absl::Status ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress);
+  // The node's workers' idleness from a heartbeat that carried its worker
+  // states (the full list; idle_hang.h). Counts only for a member of the
+  // running generation that names it; otherwise ignored. Possible errors:
+  // Heartbeat's.
+  absl::Status ReportActivity(const NodeRef& ref, std::vector<WorkerActivity> workers);
   // The session's stream broke; the node has heartbeat_timeout to resume.
   absl::Status StreamClosed(const NodeRef& ref);
   // The agent leaves for good (it is removed at once). The last agent to
@@ -260,7 +266,7 @@ class Job {
   absl::Status ReadyToLeave(const NodeRef& ref);
 
   // Fires due timeouts (heartbeats, last call, join, master info, stop
-  // barrier, drain deadlines, the straggler policy). Amortized O(1) when
+  // barrier, drain deadlines, the straggler policy, a job-wide idle hang). Amortized O(1) when
   // nothing is due.
   void Tick();
   // The coordinator served nothing for `gap` until now (it stalled): as
@@ -366,6 +372,12 @@ class Job {
   // at most once per heartbeat_interval: drains and excludes a member
   // slower than the factor for straggler_exclude_after.
   void ExcludeLastingStragglers(absl::Time now);
+  // The job-wide idle hang (idle_hang.h), at most once per
+  // heartbeat_interval while RUNNING with two members or more (a generation
+  // of one node: its agent decides, with its workers' evidence): declared
+  // as a hang of the worker idle first, through RestartPolicy as an agent's
+  // hang report is (stacks taken, budget, root cause).
+  void DeclareIdleHang(absl::Time now);
 
   std::string id_;
   JobSettings settings_;
@@ -406,6 +418,7 @@ class Job {
   };
   std::map<std::string, Drain> draining_;
   absl::Time next_straggler_check_ = absl::InfinitePast();
+  absl::Time next_idle_check_ = absl::InfinitePast();
 
   // The running generation's newest checkpoint its workers reported (in
   // memory: after a coordinator restart, back with the next report), and

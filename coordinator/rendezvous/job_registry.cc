@@ -445,6 +445,10 @@ absl::Status JobRegistry::ReportProgress(const NodeRef& ref, std::vector<WorkerP
   return Run(ref.job_id, [&](Job& job) { return job.ReportProgress(ref, std::move(progress)); });
 }
 
+absl::Status JobRegistry::ReportActivity(const NodeRef& ref, std::vector<WorkerActivity> workers) {
+  return Run(ref.job_id, [&](Job& job) { return job.ReportActivity(ref, std::move(workers)); });
+}
+
 absl::Status JobRegistry::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   return Run(ref.job_id, [&](Job& job) { return job.WorkerExited(ref, exit); });
 }

@@ -159,6 +159,7 @@ class JobRegistry {
   // The node's running generation (Job::Heartbeat).
   absl::StatusOr<Generation> Heartbeat(const NodeRef& ref);
   absl::Status ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress);
+  absl::Status ReportActivity(const NodeRef& ref, std::vector<WorkerActivity> workers);
   absl::Status WorkerExited(const NodeRef& ref, const WorkerExit& exit);
   absl::Status WorkersStopped(const NodeRef& ref);
   absl::Status ReportMasterInfo(const NodeRef& ref, const MasterInfo& info);

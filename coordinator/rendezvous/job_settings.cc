@@ -37,6 +37,7 @@ void SettingsToProto(const JobSettings& s, v1::JobSettings* proto) {
   proto->set_shutdown_timeout_ms(Ms(s.shutdown_timeout));
   proto->set_straggler_exclude_factor(s.straggler_exclude_factor);
   proto->set_straggler_exclude_after_ms(Ms(s.straggler_exclude_after));
+  proto->set_hang_timeout_ms(Ms(s.hang_timeout));
 }
 
 JobSettings SettingsFromProto(const v1::JobSettings& proto) {
@@ -52,6 +53,9 @@ JobSettings SettingsFromProto(const v1::JobSettings& proto) {
   s.shutdown_timeout = absl::Milliseconds(proto.shutdown_timeout_ms());
   s.straggler_exclude_factor = proto.straggler_exclude_factor();
   s.straggler_exclude_after = absl::Milliseconds(proto.straggler_exclude_after_ms());
+  // Records stored before the setting existed: the default.
+  s.hang_timeout = proto.has_hang_timeout_ms() ? absl::Milliseconds(proto.hang_timeout_ms())
+                                               : kDefaultHangTimeout;
   return s;
 }
 
@@ -108,6 +112,11 @@ absl::Status ValidateJobSettings(const JobSettings& s, const RendezvousLimits& l
   status = CheckDuration("shutdown_timeout", s.shutdown_timeout, absl::ZeroDuration(), false,
                          limits.max_timeout);
   if (!status.ok()) return status;
+  if (s.hang_timeout != absl::ZeroDuration()) {  // 0: off
+    status = CheckDuration("hang_timeout (0 turns it off)", s.hang_timeout, kMinHangTimeout, true,
+                           limits.max_timeout);
+    if (!status.ok()) return status;
+  }
   if (s.straggler_exclude_factor == 0) return absl::OkStatus();  // the policy is off
   if (!(s.straggler_exclude_factor >= kMinStragglerExcludeFactor &&
         s.straggler_exclude_factor <= kMaxStragglerExcludeFactor)) {

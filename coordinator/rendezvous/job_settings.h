@@ -45,6 +45,11 @@ struct RendezvousLimits {
 inline constexpr double kMinStragglerExcludeFactor = 1.1;
 inline constexpr double kMaxStragglerExcludeFactor = 100;
 inline constexpr absl::Duration kDefaultStragglerExcludeAfter = absl::Seconds(60);
+// JobSettings::hang_timeout when a request leaves it unset, and its least
+// value when on: the agents sample their workers' activity once a second, so
+// one quiet sample must never count as a hang.
+inline constexpr absl::Duration kDefaultHangTimeout = absl::Seconds(10);
+inline constexpr absl::Duration kMinHangTimeout = absl::Seconds(2);
 
 struct JobSettings {
   int min_nodes = 1;
@@ -73,6 +78,9 @@ struct JobSettings {
   // that turns it on without a duration gets kDefaultStragglerExcludeAfter.
   double straggler_exclude_factor = 0;
   absl::Duration straggler_exclude_after = absl::ZeroDuration();
+  // Hangs in scripts that say nothing of their progress (idle_hang.h): every
+  // worker of every member node without CPU or I/O for this long. Zero: off.
+  absl::Duration hang_timeout = kDefaultHangTimeout;
 
   friend bool operator==(const JobSettings& a, const JobSettings& b) {
     return a.min_nodes == b.min_nodes && a.max_nodes == b.max_nodes &&
@@ -81,7 +89,8 @@ struct JobSettings {
            a.heartbeat_interval == b.heartbeat_interval &&
            a.heartbeat_timeout == b.heartbeat_timeout && a.shutdown_timeout == b.shutdown_timeout &&
            a.straggler_exclude_factor == b.straggler_exclude_factor &&
-           a.straggler_exclude_after == b.straggler_exclude_after;
+           a.straggler_exclude_after == b.straggler_exclude_after &&
+           a.hang_timeout == b.hang_timeout;
   }
 };
 
@@ -124,6 +133,7 @@ JobSettings RequestedSettings(const v1::JobSettings& proto);
 //   straggler_exclude_factor 0 (off) or in [kMinStragglerExcludeFactor,
 //   kMaxStragglerExcludeFactor]; then 0 < straggler_exclude_after <=
 //   limits.max_timeout
+//   hang_timeout 0 (off) or in [kMinHangTimeout, limits.max_timeout]
 // Possible errors: INVALID_ARGUMENT naming the field, its value and the limit.
 absl::Status ValidateJobSettings(const JobSettings& settings, const RendezvousLimits& limits);
 

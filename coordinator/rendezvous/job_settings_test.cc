@@ -77,6 +77,44 @@ TEST(RequestedSettings, StragglerExclusion_RoundTripsAndDefaultsOff) {
   EXPECT_EQ(SettingsFromProto(out), s);
 }
 
+TEST(ValidateJobSettings, HangTimeout_OffOrInRange) {
+  RendezvousLimits limits;
+  JobSettings s;
+  EXPECT_EQ(s.hang_timeout, kDefaultHangTimeout);
+  s.hang_timeout = absl::ZeroDuration();  // off
+  EXPECT_TRUE(ValidateJobSettings(s, limits).ok());
+  s.hang_timeout = kMinHangTimeout;
+  EXPECT_TRUE(ValidateJobSettings(s, limits).ok());
+  s.hang_timeout = absl::Milliseconds(1500);
+  absl::Status status = ValidateJobSettings(s, limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("hang_timeout (0 turns it off)=1.5s"), std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find(">= 2s"), std::string::npos) << status;
+  s.hang_timeout = limits.max_timeout + absl::Seconds(1);
+  status = ValidateJobSettings(s, limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("<= 168h"), std::string::npos) << status;
+  s.hang_timeout = -absl::Seconds(1);
+  EXPECT_EQ(ValidateJobSettings(s, limits).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RequestedSettings, HangTimeout_UnsetIsTheDefaultZeroIsOff) {
+  v1::JobSettings proto;
+  EXPECT_EQ(RequestedSettings(proto).hang_timeout, kDefaultHangTimeout);
+  proto.set_hang_timeout_ms(0);
+  EXPECT_EQ(RequestedSettings(proto).hang_timeout, absl::ZeroDuration());
+  proto.set_hang_timeout_ms(30000);
+  const JobSettings s = RequestedSettings(proto);
+  EXPECT_EQ(s.hang_timeout, absl::Seconds(30));
+  v1::JobSettings out;
+  SettingsToProto(s, &out);
+  EXPECT_EQ(SettingsFromProto(out), s);
+  // A record stored before the setting existed.
+  out.clear_hang_timeout_ms();
+  EXPECT_EQ(SettingsFromProto(out).hang_timeout, kDefaultHangTimeout);
+}
+
 TEST(ValidateJobSettings, BadTimeouts_InvalidArgument) {
   RendezvousLimits limits;
   JobSettings s;

@@ -217,6 +217,7 @@ void Membership::ForgetGenerationProgress() {
     node.succeeded = false;
     node.exited_ok = 0;
     node.exited.clear();
+    node.idleness.Reset();
   }
 }
 

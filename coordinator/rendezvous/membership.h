@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/rendezvous/idle_hang.h"
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_types.h"
@@ -75,6 +76,9 @@ class Membership {
     // Straggler exclusion policy (Job): since when one of its ranks has been
     // slower than the job's exclusion factor allows; unset: not now. Not stored.
     std::optional<absl::Time> slow_since;
+    // Its workers' idleness in the current generation, from the heartbeats
+    // that carried worker states (idle_hang.h). Not stored.
+    NodeIdleness idleness;
   };
 
   struct Options {

@@ -118,6 +118,11 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
       if (!progress.empty()) {
         DDP_RETURN_IF_ERROR(rendezvous_.ReportProgress(ref, std::move(progress)));
       }
+      if (m.workers_size() > 0) {  // the states changed: the full list
+        DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::WorkerActivity> activity,
+                             ActivityFromProto(m, limits, rendezvous_.Now()));
+        DDP_RETURN_IF_ERROR(rendezvous_.ReportActivity(ref, std::move(activity)));
+      }
       if (m.sequence() != 0) {  // renews the agent's lease
         v1::CoordinatorMessage ack;
         ack.mutable_heartbeat_ack()->set_sequence(m.sequence());

@@ -273,6 +273,33 @@ absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
   return out;
 }
 
+absl::StatusOr<std::vector<rendezvous::WorkerActivity>> ActivityFromProto(
+    const v1::Heartbeat& proto, const rendezvous::RendezvousLimits& limits, absl::Time now) {
+  std::vector<rendezvous::WorkerActivity> out;
+  for (const v1::WorkerState& worker : proto.workers()) {
+    if (worker.local_rank() < 0 || worker.local_rank() >= limits.max_nproc_per_node) {
+      return absl::InvalidArgumentError(absl::StrCat("worker state of local rank ",
+                                                     worker.local_rank(), "; it must be in [0, ",
+                                                     limits.max_nproc_per_node, ")"));
+    }
+    if (worker.idle_ms() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("worker state of local rank ",
+                                                     worker.local_rank(), " has idle_ms ",
+                                                     worker.idle_ms(), "; it may not be negative"));
+    }
+    rendezvous::WorkerActivity activity;
+    activity.local_rank = worker.local_rank();
+    activity.running =
+        worker.state() == v1::WORKER_STARTING || worker.state() == v1::WORKER_RUNNING;
+    if (worker.idle_ms() > 0) {
+      activity.idle_since =
+          now - absl::Milliseconds(std::min<int64_t>(worker.idle_ms(), int64_t{1} << 40));
+    }
+    out.push_back(activity);
+  }
+  return out;
+}
+
 absl::StatusOr<absl::Time> LeaveAtFromProto(int64_t leave_at_unix_ms,
                                             const rendezvous::RendezvousLimits& limits,
                                             absl::Time now) {

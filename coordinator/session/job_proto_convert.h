@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/rendezvous/idle_hang.h"
 #include "coordinator/rendezvous/job.h"
 #include "coordinator/rendezvous/job_settings.h"
 #include "coordinator/rendezvous/job_types.h"
@@ -63,6 +64,11 @@ absl::StatusOr<rendezvous::WorkerExit> WorkerExitFromProto(
 // rank outside [0, max_nproc_per_node), a negative step or age, more than
 // kMaxProgressMetrics metrics, a metric name longer than kMaxMetricNameBytes).
 absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
+    const v1::Heartbeat& proto, const rendezvous::RendezvousLimits& limits, absl::Time now);
+// The workers' idleness a heartbeat carries (every worker listed; idle_hang.h),
+// an idle one dated `now` less its idle_ms. Possible errors: INVALID_ARGUMENT
+// (a local rank outside [0, max_nproc_per_node), a negative idle_ms).
+absl::StatusOr<std::vector<rendezvous::WorkerActivity>> ActivityFromProto(
     const v1::Heartbeat& proto, const rendezvous::RendezvousLimits& limits, absl::Time now);
 // When a preempted node leaves (Preempted.leave_at_unix_ms, a DrainNode's
 // grace from `now`): a time already past is `now`. Possible errors:

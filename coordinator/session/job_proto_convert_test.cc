@@ -19,7 +19,9 @@ TEST(RequestedSettings, MillisecondsBecomeDurations_RoundTrip) {
   proto.set_heartbeat_interval_ms(500);
   proto.set_heartbeat_timeout_ms(3000);
   proto.set_shutdown_timeout_ms(30000);
+  proto.set_hang_timeout_ms(20000);
   rendezvous::JobSettings s = rendezvous::RequestedSettings(proto);
+  EXPECT_EQ(s.hang_timeout, absl::Seconds(20));
   EXPECT_EQ(s.min_nodes, 2);
   EXPECT_EQ(s.max_nodes, 4);
   EXPECT_EQ(s.nproc_per_node, 8);

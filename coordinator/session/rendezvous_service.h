@@ -184,6 +184,10 @@ class RendezvousService final : public commit::CommitParticipant {
                               std::vector<rendezvous::WorkerProgress> progress) {
     return registry_->ReportProgress(ref, std::move(progress));
   }
+  absl::Status ReportActivity(const rendezvous::NodeRef& ref,
+                              std::vector<rendezvous::WorkerActivity> workers) {
+    return registry_->ReportActivity(ref, std::move(workers));
+  }
   absl::Status WorkerExited(const rendezvous::NodeRef& ref, const rendezvous::WorkerExit& exit) {
     return registry_->WorkerExited(ref, exit);
   }

@@ -5,7 +5,8 @@
 # is kept as jobs.db.imported, and every job, past run, failure, node and key
 # reads exactly as that release showed it (expected/), except where the API
 # changed on purpose since: a finished job lists its nodes as members (group
-# rank -1), not spares (2026-11-26, docs/api.md). Then: a restart does
+# rank -1), not spares (2026-11-26, docs/api.md), and the job settings show
+# hang_timeout_ms, 10 s for jobs stored before it existed (2026-11-27). Then: a restart does
 # not import again, writes go on at the next revision, and the same dir with
 # a truncated or missing jobs.db is refused (exit 3) instead of served empty.
 set -euo pipefail

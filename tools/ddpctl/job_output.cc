@@ -219,6 +219,10 @@ std::string JobText(const v1::Job& job) {
   if (job.finished_unix_ms() != 0) head.push_back({"finished:", TimeText(job.finished_unix_ms())});
   head.push_back({"last event:", absl::StrCat(job.last_event_index())});
   std::string text = AlignedTable(head, "");
+  // "-": a coordinator that does not keep it.
+  const std::string hang_timeout = !s.has_hang_timeout_ms()   ? "-"
+                                   : s.hang_timeout_ms() == 0 ? "off"
+                                                              : MsText(s.hang_timeout_ms());
   absl::StrAppend(&text, "settings:\n",
                   AlignedTable({{"nnodes", NodeRangeText(s)},
                                 {"nproc-per-node", absl::StrCat(s.nproc_per_node())},
@@ -228,6 +232,7 @@ std::string JobText(const v1::Job& job) {
                                 {"heartbeat-interval", MsText(s.heartbeat_interval_ms())},
                                 {"heartbeat-timeout", MsText(s.heartbeat_timeout_ms())},
                                 {"shutdown-timeout", MsText(s.shutdown_timeout_ms())},
+                                {"hang-timeout", hang_timeout},
                                 {"straggler-exclude",
                                  s.straggler_exclude_factor() == 0
                                      ? "off"

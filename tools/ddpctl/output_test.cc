@@ -133,6 +133,11 @@ TEST(JobText, FullJob_ShowsSettingsMembersFailures) {
   EXPECT_NE(text.find("  join-timeout        10m\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  heartbeat-interval  500ms\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  straggler-exclude   off\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  hang-timeout        -\n"), std::string::npos) << text;
+  job.mutable_settings()->set_hang_timeout_ms(0);
+  EXPECT_NE(JobText(job).find("  hang-timeout        off\n"), std::string::npos) << JobText(job);
+  job.mutable_settings()->set_hang_timeout_ms(10000);
+  EXPECT_NE(JobText(job).find("  hang-timeout        10s\n"), std::string::npos) << JobText(job);
   EXPECT_NE(text.find("members (1):\n  NODE    GROUP_RANK  RANK_OFFSET  NPROC"
                       "  ADDRESS   HEARTBEAT_AGE  CONNECTED\n"
                       "  node-a  0           0            8      10.0.0.1"
