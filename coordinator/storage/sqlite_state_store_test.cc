@@ -159,7 +159,7 @@ TEST(SqliteStateStoreTest, Version3File_GainsTheEventTables_JobsKeptEventsGoOn) 
   {
     absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(path);
     ASSERT_TRUE(db.ok());
-    EXPECT_EQ(*(*db)->UserVersion(), 5) << "job events (4), fleet nodes (5)";
+    EXPECT_EQ(*(*db)->UserVersion(), 6) << "job events (4), fleet nodes (5), fleet settings (6)";
   }
   absl::StatusOr<std::vector<JobSnapshot>> jobs = store->LoadAll();
   ASSERT_TRUE(jobs.ok()) << jobs.status();

@@ -2,8 +2,9 @@
 // ddp-client agents and ddpctl. A node whose health check fails does not join
 // and a spare takes its place; a node that fails in two jobs is quarantined
 // (--quarantine-after 2) and refused by a third, across a coordinator
-// restart, until an operator uncordons it; a cordoned node is refused with
-// the operator's reason.
+// restart, until an operator uncordons it; a policy set through the API
+// (ddpctl nodes policy set) holds across a restart; a cordoned node is refused
+// with the operator's reason.
 
 #include <fstream>
 #include <string>
@@ -122,6 +123,37 @@ TEST_F(FleetE2eTest, NodeFailingInTwoJobs_QuarantinedRefusedByThird_UntilUncordo
   ASSERT_EQ(uncordon.exit_code, 0) << uncordon.output;
   AgentProcess& released = Agent("node-x", "job-5", 1, ok);
   EXPECT_EQ(released.Wait(kBound), 0) << released.log();
+}
+
+// The policy set through the API is stored: after a kill -9 of the
+// coordinator it holds over the flags (here: never), and a node crossing it is
+// quarantined.
+TEST_F(FleetE2eTest, PolicySetThroughTheApi_HoldsAcrossRestart_NodeCrossingItQuarantined) {
+  coordinator_args_ = {"--quarantine-after", "0"};
+  StartCoordinator();
+  const ShellResult flags = Ddpctl("nodes policy");
+  ASSERT_EQ(flags.exit_code, 0) << flags.output;
+  EXPECT_TRUE(absl::StrContains(flags.output, "never")) << flags.output;
+  EXPECT_TRUE(absl::StrContains(flags.output, "--quarantine-after")) << flags.output;
+  const ShellResult bad = Ddpctl("nodes policy set --after 2 --window 100ms");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_TRUE(absl::StrContains(bad.output, "100ms is outside [1s, 720h]")) << bad.output;
+  const ShellResult set = Ddpctl("nodes policy set --after 1 --window 2h");
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  EXPECT_TRUE(absl::StrContains(set.output, "after 1 counted incident within 2h")) << set.output;
+
+  coordinator_->Kill9();
+  ASSERT_TRUE(coordinator_->Start().ok());
+  const ShellResult get = Ddpctl("nodes policy get --json");
+  ASSERT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "\"after\":1")) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "7200000")) << get.output;
+
+  AgentProcess& agent = Agent("node-p", "job-p", 1, WriteScript("fail.py", 3));
+  EXPECT_NE(agent.Wait(kBound), 0) << agent.log();
+  ASSERT_TRUE(PollUntil(
+      [&] { return absl::StrContains(Ddpctl("nodes get node-p").output, "QUARANTINED"); }, kBound))
+      << Ddpctl("nodes get node-p").output;
 }
 
 TEST_F(FleetE2eTest, CordonedNode_RefusedWithTheReason_UncordonLetsItIn) {
