@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 JOB = "dash-e2e"
@@ -65,6 +66,16 @@ def wait_for(what, predicate, timeout=60.0):
             return last
         time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def job_state(http, job):
+    """The job's state through REST; None while it does not exist yet."""
+    try:
+        return json.load(urllib.request.urlopen(f"{http}/v1/jobs/{job}", timeout=10)).get("state")
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise
 
 
 def start_agent(work, grpc, job, node, script, log_name):
@@ -277,8 +288,7 @@ def main():
             stdout=open(f"{work}/agent-d.log", "w"), stderr=subprocess.STDOUT,
             start_new_session=True)
         processes.append(drained)
-        wait_for("the drain job running", lambda: json.load(urllib.request.urlopen(
-            f"{http}/v1/jobs/{DRAIN_JOB}", timeout=10)).get("state") == "RUNNING", 60)
+        wait_for("the drain job running", lambda: job_state(http, DRAIN_JOB) == "RUNNING", 60)
         request = urllib.request.Request(
             f"{http}/v1/nodes/node-d:drain", method="POST",
             data=json.dumps({"graceMs": "600000", "reason": "kernel update"}).encode(),

@@ -565,10 +565,13 @@ function NodesView() {
         [api('/v1/nodes'), api('/v1/nodes:quarantinePolicy'), api('/v1/jobs')]);
       connected(true);
       policy.textContent = quarantinePolicyText(quarantine);
-      // Drains live in the jobs (DrainNode, preemption): the earliest leave-at per node.
+      // Drains live in the jobs (DrainNode, preemption): the earliest leave-at
+      // per node, from each unfinished job's members (the list has none).
+      const open = await Promise.all(jobs.filter((j) => !isFinished(j)).map(
+        (j) => api(`/v1/jobs/${encodeURIComponent(j.jobId)}`).catch(() => null)));
       const draining = new Map();
-      for (const job of jobs) {
-        if (isFinished(job)) continue;
+      for (const job of open) {
+        if (!job) continue;  // gone meanwhile, or not this token's
         for (const m of [...(job.members || []), ...(job.spares || [])]) {
           const at = Number(m.leavesAtUnixMs || 0);
           if (at > 0 && (!draining.has(m.nodeId) || at < draining.get(m.nodeId).at)) {
