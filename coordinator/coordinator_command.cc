@@ -144,7 +144,8 @@ ABSL_FLAG(int64_t, tick_interval_ms, 50,
 ABSL_FLAG(int64_t, quarantine_after, 0,
           "Quarantine a node after this many incidents within --quarantine-window (its own "
           "worker failures and hangs, lost leases, failed health checks, across jobs): every "
-          "job refuses it until `ddpctl nodes uncordon NODE`; 0: never");
+          "job refuses it until `ddpctl nodes uncordon NODE`; 0: never. The default policy: "
+          "one set through the API (`ddpctl nodes policy set`) is stored and wins");
 ABSL_FLAG(std::string, quarantine_window, "1h",
           "The window of --quarantine-after, a duration of 1s..720h (e.g. 30m, 2h)");
 

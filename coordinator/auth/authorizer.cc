@@ -67,6 +67,8 @@ const std::vector<MethodRule>& MethodRules() {
       {"/ddp.v1.NodeService/GetNode", Access::kAuthenticated},
       {"/ddp.v1.NodeService/CordonNode", Access::kAdmin},
       {"/ddp.v1.NodeService/UncordonNode", Access::kAdmin},
+      {"/ddp.v1.NodeService/GetQuarantinePolicy", Access::kAuthenticated},
+      {"/ddp.v1.NodeService/SetQuarantinePolicy", Access::kAdmin},
   };
   return *rules;
 }

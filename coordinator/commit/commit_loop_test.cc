@@ -44,6 +44,9 @@ class RecordingStore final : public StateStore {
   absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override {
     return std::vector<v1::Node>{};
   }
+  absl::StatusOr<std::optional<v1::QuarantinePolicy>> LoadQuarantinePolicy() const override {
+    return std::nullopt;
+  }
 
   struct Commit {
     kv::Revision kv_revision = 0;

@@ -5,7 +5,8 @@
 // records it changed become the node part of the loop's batches (one
 // transaction with the KV and job changes), written behind like the jobs'.
 //
-//   Prepare  (commit thread)  the ledger's dirty records go into the batch,
+//   Prepare  (commit thread)  the ledger's dirty records (and its policy,
+//                             when set) go into the batch,
 //                             with the WhenDurable callbacks queued so far
 //   Finish   (commit thread)  OK: the callbacks become sends; a failure gives
 //                             the records back (dirty again) and keeps the
@@ -32,7 +33,8 @@ class NodeLedgerParticipant final : public CommitParticipant {
   // Restores the ledger from loop.store() and joins `loop` (not started yet);
   // options.on_change is replaced (it wakes the loop). The participant must
   // outlive the loop's threads (Shutdown the loop first), `clock` the ledger.
-  // Errors: StateStore::LoadNodes's.
+  // Errors: StateStore::LoadNodes's and LoadQuarantinePolicy's, DATA_LOSS (a
+  // stored policy out of range).
   static absl::StatusOr<std::unique_ptr<NodeLedgerParticipant>> Open(
       CommitLoop& loop, const Clock& clock, fleet::NodeLedgerOptions options);
 

@@ -73,5 +73,52 @@ TEST(NodeLedgerParticipantTest, FailedCommit_RecordsWrittenByTheNextOne) {
   loop.Shutdown();
 }
 
+// A policy set through the API outlives the coordinator: a new participant on
+// the same store (a restart) has it, over the options (the flags).
+TEST(NodeLedgerParticipantTest, SetPolicy_StoredAndRestoredOverTheFlags) {
+  storage::MemoryStateStore store;
+  FakeClock clock;
+  {
+    CommitLoop loop(store, NoTicker());
+    auto participant = NodeLedgerParticipant::Open(loop, clock, {});
+    ASSERT_TRUE(participant.ok());
+    loop.Start();
+    ASSERT_TRUE((*participant)->ledger().SetPolicy({1, absl::Minutes(10)}).ok());
+    absl::Notification done;
+    (*participant)->WhenDurable([&] { done.Notify(); });
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    loop.Shutdown();
+  }
+  ASSERT_TRUE(store.LoadQuarantinePolicy()->has_value());
+  CommitLoop loop(store, NoTicker());
+  fleet::NodeLedgerOptions flags;
+  flags.quarantine = {5, absl::Hours(1)};
+  auto participant = NodeLedgerParticipant::Open(loop, clock, flags);
+  ASSERT_TRUE(participant.ok()) << participant.status();
+  EXPECT_EQ((*participant)->ledger().Policy().after(), 1);
+  EXPECT_EQ((*participant)->ledger().Policy().window_ms(), 600'000);
+  loop.Shutdown();
+}
+
+TEST(NodeLedgerParticipantTest, SetPolicy_FailedCommit_WrittenByTheNextOne) {
+  storage::MemoryStateStore store;
+  FakeClock clock;
+  CommitLoop loop(store, NoTicker());
+  auto participant = NodeLedgerParticipant::Open(loop, clock, {});
+  ASSERT_TRUE(participant.ok());
+  loop.Start();
+  store.FailWith(absl::UnavailableError("injected"));
+  ASSERT_TRUE((*participant)->ledger().SetPolicy({3, absl::Hours(2)}).ok());
+  loop.Flush();
+  EXPECT_FALSE(store.LoadQuarantinePolicy()->has_value());
+  store.FailWith(absl::OkStatus());
+  absl::Notification done;
+  (*participant)->WhenDurable([&] { done.Notify(); });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(store.LoadQuarantinePolicy()->has_value());
+  EXPECT_EQ((*store.LoadQuarantinePolicy())->after(), 3);
+  loop.Shutdown();
+}
+
 }  // namespace
 }  // namespace ddp::commit

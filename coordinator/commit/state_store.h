@@ -7,7 +7,9 @@
 // replicated engine can stand behind it: one ordered batch per commit, nothing
 // of SQLite in the interface.
 //
-// Besides, it keeps the fleet's node records (StateBatch::nodes, LoadNodes).
+// Besides, it keeps the fleet's node records (StateBatch::nodes, LoadNodes)
+// and the cluster's quarantine policy once set through the API
+// (StateBatch::quarantine_policy, LoadQuarantinePolicy).
 //
 // A StateStore is a kv::KvBackend (Load, ReadEvents, Compact for the KvStore)
 // and a rendezvous::JobStateStore (LoadAll to restore the jobs); their own
@@ -39,8 +41,10 @@ struct StateBatch {
   // The fleet's node records (fleet/node_ledger.h) that changed, whole; by
   // node id, last one wins. Never removed.
   std::vector<v1::Node> nodes;
+  // The cluster's quarantine policy, when it was set (replaces the stored one).
+  std::optional<v1::QuarantinePolicy> quarantine_policy;
 
-  bool empty() const { return !kv && jobs.empty() && nodes.empty(); }
+  bool empty() const { return !kv && jobs.empty() && nodes.empty() && !quarantine_policy; }
 };
 
 class StateStore : public kv::KvBackend, public rendezvous::JobStateStore {
@@ -55,18 +59,21 @@ class StateStore : public kv::KvBackend, public rendezvous::JobStateStore {
 
   // kv::KvBackend and rendezvous::JobStateStore writes: half a batch each.
   absl::Status Commit(const kv::KvWriteBatch& batch) final {
-    return CommitState(StateBatch{batch, {}, {}});
+    return CommitState(StateBatch{batch, {}, {}, {}});
   }
   absl::Status Apply(const rendezvous::JobChanges& changes) final {
-    return CommitState(StateBatch{std::nullopt, {changes}, {}});
+    return CommitState(StateBatch{std::nullopt, {changes}, {}, {}});
   }
   absl::Status ApplyBatch(const std::vector<rendezvous::JobChanges>& batch) final {
-    return CommitState(StateBatch{std::nullopt, batch, {}});
+    return CommitState(StateBatch{std::nullopt, batch, {}, {}});
   }
 
   // Every stored node record (the fleet's ledger), by node id. Possible
   // errors: UNAVAILABLE, DATA_LOSS (a record that does not decode).
   virtual absl::StatusOr<std::vector<v1::Node>> LoadNodes() const = 0;
+  // The quarantine policy last committed; nullopt: never set. Possible
+  // errors: UNAVAILABLE, DATA_LOSS (a record that does not decode).
+  virtual absl::StatusOr<std::optional<v1::QuarantinePolicy>> LoadQuarantinePolicy() const = 0;
 };
 
 }  // namespace ddp::commit

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -14,10 +13,11 @@ namespace {
 constexpr absl::Duration kMinWindow = absl::Seconds(1);
 constexpr absl::Duration kMaxWindow = absl::Hours(24 * 30);
 
-// The reasons Job::RemoveNode gives a node it lost (rather than one that left
-// or was excluded): the lease-lost incidents.
-bool IsLostLease(const std::string& reason) {
-  return absl::StartsWith(reason, "lost:") || absl::StartsWith(reason, "declared dead");
+// A node the job lost (its lease expired, declared dead), rather than one
+// that left, was excluded or drained: a lease-lost incident.
+bool IsLostLease(const rendezvous::JobEvent& event) {
+  return event.has_failure() &&
+         event.failure().node_loss() != rendezvous::FailureInfo::NODE_LOSS_UNSPECIFIED;
 }
 
 std::string Quoted(const std::string& s, size_t max = 128) {
@@ -38,9 +38,10 @@ std::string Headline(const std::string& output) {
 }  // namespace
 
 absl::Status ValidateQuarantinePolicy(const QuarantinePolicy& policy) {
-  if (policy.after < 0) {
+  if (policy.after < 0 || policy.after > kMaxQuarantineAfter) {
     return absl::InvalidArgumentError(absl::StrCat("quarantine-after ", policy.after,
-                                                   " is negative; give 0 (never) or a count >= 1"));
+                                                   " is outside [0, ", kMaxQuarantineAfter,
+                                                   "]; give 0 (never) or a count >= 1"));
   }
   if (policy.after > 0 && (policy.window < kMinWindow || policy.window > kMaxWindow)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -48,6 +49,32 @@ absl::Status ValidateQuarantinePolicy(const QuarantinePolicy& policy) {
         absl::FormatDuration(kMinWindow), ", ", absl::FormatDuration(kMaxWindow), "]"));
   }
   return absl::OkStatus();
+}
+
+v1::QuarantinePolicy QuarantinePolicyToProto(const QuarantinePolicy& policy) {
+  v1::QuarantinePolicy out;
+  out.set_after(policy.after);
+  out.set_window_ms(absl::ToInt64Milliseconds(policy.window));
+  return out;
+}
+
+absl::StatusOr<QuarantinePolicy> QuarantinePolicyFromProto(int64_t after, int64_t window_ms) {
+  if (after < 0 || after > kMaxQuarantineAfter) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quarantine-after ", after, " is outside [0, ", kMaxQuarantineAfter, "]"));
+  }
+  QuarantinePolicy policy;
+  policy.after = static_cast<int>(after);
+  if (window_ms != 0 || after != 0) {
+    const int64_t max_ms = absl::ToInt64Milliseconds(kMaxWindow);
+    if (window_ms < 0 || window_ms > max_ms) {  // before absl::Milliseconds could saturate
+      return absl::InvalidArgumentError(
+          absl::StrCat("quarantine window_ms ", window_ms, " is outside [1000, ", max_ms, "]"));
+    }
+    policy.window = absl::Milliseconds(window_ms);
+  }
+  if (absl::Status valid = ValidateQuarantinePolicy(policy); !valid.ok()) return valid;
+  return policy;
 }
 
 const char* NodeStateName(v1::NodeState state) {
@@ -64,10 +91,21 @@ const char* NodeStateName(v1::NodeState state) {
 }
 
 NodeLedger::NodeLedger(const Clock& clock, NodeLedgerOptions options)
-    : clock_(clock), options_(std::move(options)) {}
+    : clock_(clock), options_(std::move(options)), policy_(options_.quarantine) {}
 
-void NodeLedger::Restore(std::vector<v1::Node> nodes) {
+absl::Status NodeLedger::Restore(std::vector<v1::Node> nodes,
+                                 std::optional<v1::QuarantinePolicy> policy) {
   absl::MutexLock lock(&mu_);
+  if (policy.has_value()) {
+    absl::StatusOr<QuarantinePolicy> stored =
+        QuarantinePolicyFromProto(policy->after(), policy->window_ms());
+    if (!stored.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("the stored quarantine policy is invalid: ", stored.status().message()));
+    }
+    policy_ = *stored;
+    policy_set_unix_ms_ = policy->set_unix_ms();
+  }
   nodes_.clear();
   earliest_.clear();
   for (v1::Node& node : nodes) {
@@ -82,6 +120,42 @@ void NodeLedger::Restore(std::vector<v1::Node> nodes) {
     std::string id = node.node_id();
     nodes_[std::move(id)] = std::move(node);
   }
+  return absl::OkStatus();
+}
+
+v1::QuarantinePolicy NodeLedger::Policy() const {
+  absl::MutexLock lock(&mu_);
+  v1::QuarantinePolicy out = QuarantinePolicyToProto(policy_);
+  out.set_set_unix_ms(policy_set_unix_ms_);
+  return out;
+}
+
+absl::StatusOr<v1::QuarantinePolicy> NodeLedger::SetPolicy(const QuarantinePolicy& policy) {
+  if (absl::Status valid = ValidateQuarantinePolicy(policy); !valid.ok()) return valid;
+  v1::QuarantinePolicy out = QuarantinePolicyToProto(policy);
+  {
+    absl::MutexLock lock(&mu_);
+    policy_ = policy;
+    policy_set_unix_ms_ = absl::ToUnixMillis(clock_.Now());
+    policy_dirty_ = true;
+    out.set_set_unix_ms(policy_set_unix_ms_);
+  }
+  NotifyChange();
+  return out;
+}
+
+std::optional<v1::QuarantinePolicy> NodeLedger::TakeDirtyPolicy() {
+  absl::MutexLock lock(&mu_);
+  if (!policy_dirty_) return std::nullopt;
+  policy_dirty_ = false;
+  v1::QuarantinePolicy out = QuarantinePolicyToProto(policy_);
+  out.set_set_unix_ms(policy_set_unix_ms_);
+  return out;
+}
+
+void NodeLedger::MarkPolicyDirty() {
+  absl::MutexLock lock(&mu_);
+  policy_dirty_ = true;
 }
 
 v1::Node* NodeLedger::FindOrAddLocked(const std::string& node_id) {
@@ -119,7 +193,7 @@ void NodeLedger::AddIncidentLocked(v1::Node& node, v1::NodeIncident incident) {
 }
 
 void NodeLedger::ApplyPolicyLocked(v1::Node& node) {
-  const QuarantinePolicy& policy = options_.quarantine;
+  const QuarantinePolicy& policy = policy_;
   if (policy.after <= 0 || node.state() != v1::NODE_READY) return;
   const int64_t from = absl::ToUnixMillis(clock_.Now() - policy.window);
   std::vector<std::string> counted;
@@ -130,10 +204,10 @@ void NodeLedger::ApplyPolicyLocked(v1::Node& node) {
         incident.cause(), " at ", FormatUnixMs(incident.time_unix_ms())));
   }
   if (static_cast<int>(counted.size()) < policy.after) return;
-  SetStateLocked(
-      node, v1::NODE_QUARANTINED,
-      absl::StrCat(counted.size(), " incidents within ", absl::FormatDuration(policy.window),
-                   " (--quarantine-after ", policy.after, "): ", absl::StrJoin(counted, "; ")));
+  SetStateLocked(node, v1::NODE_QUARANTINED,
+                 absl::StrCat(counted.size(), " incidents within ",
+                              absl::FormatDuration(policy.window), " (quarantine policy: after ",
+                              policy.after, "): ", absl::StrJoin(counted, "; ")));
 }
 
 absl::Status NodeLedger::ValidateChecks(const std::string& node_id,
@@ -251,7 +325,7 @@ absl::Status NodeLedger::Admit(const std::string& node_id, const std::string& ad
 }
 
 void NodeLedger::PruneEarliestLocked(absl::Time now) {
-  const int64_t horizon = absl::ToUnixMillis(now - options_.quarantine.window);
+  const int64_t horizon = absl::ToUnixMillis(now - policy_.window);
   for (auto it = earliest_.begin(); it != earliest_.end();) {
     it = it->second.second < horizon ? earliest_.erase(it) : std::next(it);
   }
@@ -316,7 +390,7 @@ void NodeLedger::RecordEvents(const std::vector<rendezvous::JobEvent>& events) {
         AddWorkerIncidentLocked(event);
         changed = true;
       } else if (event.type() == rendezvous::JobEvent::NODE_LOST && !event.node_id().empty() &&
-                 IsLostLease(event.message())) {
+                 IsLostLease(event)) {
         v1::Node* node = FindOrAddLocked(event.node_id());
         if (node == nullptr) continue;
         v1::NodeIncident incident;

@@ -15,6 +15,11 @@
 // health check failed. RecordEvents feeds it the jobs' events (worker
 // failures, hangs, lost nodes) once they are durable.
 //
+// The policy is the cluster's: options.quarantine (the coordinator's flags)
+// until SetPolicy replaces it; a policy set so is stored (TakeDirtyPolicy) and
+// restored (Restore), so it wins over the flags after a restart. A change
+// applies from the next incident on.
+//
 // What counts for the policy: a failed health check, a lost lease, and a
 // worker failure or hang that is the earliest the ledger knows of in its job's
 // generation (the peers of a failed worker fail on the broken collective a
@@ -57,10 +62,16 @@ struct QuarantinePolicy {
   absl::Duration window = absl::Hours(1);
 };
 
-// Validates a policy from the command line or the API: after >= 0, and a
-// window between 1 s and 30 days when after > 0. INVALID_ARGUMENT naming the
-// value and the limit.
+// Validates a policy from the command line or the API: after in
+// [0, kMaxQuarantineAfter], and a window between 1 s and 30 days when after >
+// 0. INVALID_ARGUMENT naming the value and the limit.
+inline constexpr int kMaxQuarantineAfter = 1'000'000;
 absl::Status ValidateQuarantinePolicy(const QuarantinePolicy& policy);
+
+// The API's form (nodes.proto QuarantinePolicy), and back: window_ms 0 with
+// after 0 is the default window. INVALID_ARGUMENT as ValidateQuarantinePolicy.
+v1::QuarantinePolicy QuarantinePolicyToProto(const QuarantinePolicy& policy);
+absl::StatusOr<QuarantinePolicy> QuarantinePolicyFromProto(int64_t after, int64_t window_ms);
 
 struct NodeLedgerOptions {
   QuarantinePolicy quarantine;
@@ -88,8 +99,17 @@ class NodeLedger {
   NodeLedger(const NodeLedger&) = delete;
   NodeLedger& operator=(const NodeLedger&) = delete;
 
-  // Before serving: the stored records (replaces what the ledger holds).
-  void Restore(std::vector<v1::Node> nodes);
+  // Before serving: the stored records (replaces what the ledger holds) and
+  // the stored policy, if one was ever set (else options.quarantine stays).
+  // DATA_LOSS: a stored policy out of range.
+  absl::Status Restore(std::vector<v1::Node> nodes,
+                       std::optional<v1::QuarantinePolicy> policy = std::nullopt);
+
+  // The policy in force (set_unix_ms 0: options.quarantine's).
+  v1::QuarantinePolicy Policy() const;
+  // Replaces the policy, stamped now, and marks it for storing.
+  // INVALID_ARGUMENT: as ValidateQuarantinePolicy.
+  absl::StatusOr<v1::QuarantinePolicy> SetPolicy(const QuarantinePolicy& policy);
 
   // A node registers for `job_id` from `address`, after running `checks`
   // (empty: none). `resuming`: the agent resumes a session whose workers run
@@ -113,8 +133,9 @@ class NodeLedger {
                             int64_t generation, const std::vector<v1::HealthCheckResult>& checks);
 
   // The jobs' durable events: kWorkerFailed (worker failures and hangs of a
-  // worker: local_rank >= 0) and kNodeLost for a lost or declared-dead node
-  // become incidents; other events are ignored.
+  // worker: local_rank >= 0) and kNodeLost of a node the job lost (its failure
+  // has a node_loss kind: lease expired, declared dead) become incidents;
+  // other events are ignored.
   void RecordEvents(const std::vector<rendezvous::JobEvent>& events);
 
   // The operator's hand. Cordon records a node never seen. Possible errors:
@@ -134,6 +155,9 @@ class NodeLedger {
   // clears the dirty set); MarkDirty gives back the ids of a failed batch.
   std::vector<v1::Node> TakeDirty();
   void MarkDirty(const std::vector<std::string>& node_ids);
+  // The same for the policy: set since the last call (and clears the mark).
+  std::optional<v1::QuarantinePolicy> TakeDirtyPolicy();
+  void MarkPolicyDirty();
 
  private:
   // The node's record, created READY when new (nullptr: max_nodes reached).
@@ -167,6 +191,10 @@ class NodeLedger {
   const Clock& clock_;
   const NodeLedgerOptions options_;
   mutable absl::Mutex mu_;
+  QuarantinePolicy policy_ ABSL_GUARDED_BY(mu_);
+  // When SetPolicy (or a stored one) set policy_; 0: options_.quarantine.
+  int64_t policy_set_unix_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  bool policy_dirty_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, v1::Node> nodes_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
   // (job, generation) -> (node, time) of its counted worker incident.

@@ -52,14 +52,20 @@ class NodeLedgerTest : public ::testing::Test {
     return event;
   }
 
-  rendezvous::JobEvent NodeLost(const std::string& job, const std::string& node,
-                                const std::string& reason) {
+  // `loss` unspecified: the node left (or was excluded, drained).
+  rendezvous::JobEvent NodeLost(
+      const std::string& job, const std::string& node, const std::string& reason,
+      rendezvous::FailureInfo::NodeLoss loss = rendezvous::FailureInfo::NODE_LOSS_UNSPECIFIED) {
     rendezvous::JobEvent event;
     event.set_job_id(job);
     event.set_type(rendezvous::JobEvent::NODE_LOST);
     event.set_node_id(node);
     rendezvous::SetEventTime(clock_.Now(), &event);
     event.set_message(reason);
+    if (loss != rendezvous::FailureInfo::NODE_LOSS_UNSPECIFIED) {
+      *event.mutable_failure() = rendezvous::NodeFailure(node, 1, clock_.Now(), reason);
+      event.mutable_failure()->set_node_loss(loss);
+    }
     return event;
   }
 
@@ -207,10 +213,15 @@ TEST_F(NodeLedgerTest, Policy_TwoFailuresOfOneGeneration_CountOnce) {
 }
 
 TEST_F(NodeLedgerTest, Policy_LostLeasesCount_LeftNodesDoNot) {
-  ledger_.RecordEvents({NodeLost("job-a", "n1", "left the job")});
+  // The kind decides, not the words: a node that left with a message that
+  // reads like a loss is not an incident.
+  ledger_.RecordEvents({NodeLost("job-a", "n1", "left the job"),
+                        NodeLost("job-a", "n1", "lost: it left on its own")});
   EXPECT_EQ(ledger_.Get("n1").status().code(), absl::StatusCode::kNotFound);
-  ledger_.RecordEvents({NodeLost("job-a", "n1", "lost: no heartbeat or resumed session for 10s"),
-                        NodeLost("job-b", "n1", "declared dead: workers not confirmed stopped")});
+  ledger_.RecordEvents(
+      {NodeLost("job-a", "n1", "no heartbeat for 10s", rendezvous::FailureInfo::LEASE_EXPIRED),
+       NodeLost("job-b", "n1", "workers not confirmed stopped",
+                rendezvous::FailureInfo::DECLARED_DEAD)});
   v1::Node node = *ledger_.Get("n1");
   EXPECT_EQ(node.incidents(0).kind(), v1::NODE_INCIDENT_LEASE_LOST);
   EXPECT_EQ(node.state(), v1::NODE_QUARANTINED);
@@ -247,7 +258,7 @@ TEST_F(NodeLedgerTest, Restore_KeepsStateAndEarliestFailures) {
   ledger_.RecordEvents({WorkerFailed("job-a", "n2", 1, absl::Seconds(2))});
   ASSERT_TRUE(ledger_.Cordon("n3", "").ok());
   NodeLedger restored(clock_, Options());
-  restored.Restore(ledger_.List());
+  ASSERT_TRUE(restored.Restore(ledger_.List()).ok());
   EXPECT_EQ(restored.Get("n3")->state(), v1::NODE_CORDONED);
   // n1's earlier failure of the same generation takes the count from n2.
   restored.RecordEvents({WorkerFailed("job-a", "n1", 1, absl::Seconds(3))});
@@ -273,6 +284,65 @@ TEST(QuarantinePolicyTest, Validate_BadValues_NameThem) {
   absl::Status window = ValidateQuarantinePolicy({2, absl::Milliseconds(10)});
   EXPECT_EQ(window.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(window.message(), HasSubstr("10ms"));
+}
+
+TEST(QuarantinePolicyTest, FromProto_OutOfRange_NamesValueAndLimit) {
+  absl::StatusOr<QuarantinePolicy> off = QuarantinePolicyFromProto(0, 0);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->after, 0);
+  EXPECT_EQ(off->window, absl::Hours(1));  // the default window
+  absl::StatusOr<QuarantinePolicy> two = QuarantinePolicyFromProto(2, 60'000);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->window, absl::Minutes(1));
+  absl::Status many = QuarantinePolicyFromProto(2'000'000, 60'000).status();
+  EXPECT_EQ(many.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(many.message(), HasSubstr("2000000"));
+  EXPECT_THAT(many.message(), HasSubstr("1000000"));
+  absl::Status huge = QuarantinePolicyFromProto(2, int64_t{1} << 62).status();
+  EXPECT_EQ(huge.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(huge.message(), HasSubstr("2592000000"));  // 30 days, the limit
+  EXPECT_EQ(QuarantinePolicyFromProto(2, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(NodeLedgerTest, SetPolicy_AppliesToTheNextIncident_MarkedForStoring) {
+  EXPECT_EQ(ledger_.Policy().set_unix_ms(), 0);  // the options' (flags')
+  EXPECT_EQ(ledger_.Policy().after(), 2);
+  EXPECT_FALSE(ledger_.TakeDirtyPolicy().has_value());
+  ledger_.RecordEvents({WorkerFailed("job-a", "n1", 1, absl::ZeroDuration())});
+  absl::StatusOr<v1::QuarantinePolicy> set = ledger_.SetPolicy({1, absl::Minutes(5)});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->set_unix_ms(), absl::ToUnixMillis(clock_.Now()));
+  EXPECT_EQ(ledger_.Get("n1")->state(), v1::NODE_READY);  // not applied backwards
+  ledger_.RecordEvents({WorkerFailed("job-b", "n2", 1, absl::ZeroDuration())});
+  EXPECT_EQ(ledger_.Get("n2")->state(), v1::NODE_QUARANTINED);
+  EXPECT_THAT(ledger_.Get("n2")->state_reason(), HasSubstr("after 1"));
+  std::optional<v1::QuarantinePolicy> dirty = ledger_.TakeDirtyPolicy();
+  ASSERT_TRUE(dirty.has_value());
+  EXPECT_EQ(dirty->after(), 1);
+  EXPECT_EQ(dirty->window_ms(), 300'000);
+  EXPECT_FALSE(ledger_.TakeDirtyPolicy().has_value());
+  ledger_.MarkPolicyDirty();  // a failed batch gives it back
+  EXPECT_TRUE(ledger_.TakeDirtyPolicy().has_value());
+  EXPECT_EQ(ledger_.SetPolicy({-1, absl::Hours(1)}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ledger_.Policy().after(), 1);  // a refused one changes nothing
+}
+
+TEST_F(NodeLedgerTest, Restore_StoredPolicyWinsOverOptions_InvalidIsDataLoss) {
+  NodeLedgerOptions flags = Options();
+  flags.quarantine = {0, absl::Hours(1)};  // the flags say never
+  NodeLedger restored(clock_, flags);
+  v1::QuarantinePolicy stored;
+  stored.set_after(1);
+  stored.set_window_ms(60'000);
+  stored.set_set_unix_ms(42);
+  ASSERT_TRUE(restored.Restore({}, stored).ok());
+  EXPECT_EQ(restored.Policy().SerializeAsString(), stored.SerializeAsString());
+  restored.RecordEvents({WorkerFailed("job-a", "n1", 1, absl::ZeroDuration())});
+  EXPECT_EQ(restored.Get("n1")->state(), v1::NODE_QUARANTINED);
+  stored.set_after(-5);
+  NodeLedger broken(clock_, flags);
+  EXPECT_EQ(broken.Restore({}, stored).code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

@@ -47,6 +47,14 @@ std::vector<RestRoute> BuildRoutes() {
       Unary("POST", "/v1/nodes/{node_id}:uncordon", "/ddp.v1.NodeService/UncordonNode", "*",
             "Let a cordoned or quarantined node join jobs again (admin)",
             "-X POST " + host + "/v1/nodes/node-7:uncordon -d '{}'"),
+      Unary("GET", "/v1/nodes:quarantinePolicy", "/ddp.v1.NodeService/GetQuarantinePolicy", "",
+            "The cluster's quarantine policy (`setUnixMs` 0: the coordinator's flags)",
+            host + "/v1/nodes:quarantinePolicy"),
+      Unary("PUT", "/v1/nodes:quarantinePolicy", "/ddp.v1.NodeService/SetQuarantinePolicy", "*",
+            "Set the quarantine policy: `after` incidents within `windowMs` (after 0: never; "
+            "admin; stored, wins over the flags)",
+            "-X PUT " + host +
+                "/v1/nodes:quarantinePolicy -d '{\"after\":3,\"windowMs\":\"3600000\"}'"),
       Unary("GET", "/v1/nodes/{node_id}", "/ddp.v1.NodeService/GetNode", "",
             "A node: state and why, health checks with their output, incidents",
             host + "/v1/nodes/node-7"),

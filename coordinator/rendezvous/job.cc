@@ -81,6 +81,13 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
     }
     DDP_RETURN_IF_ERROR(job->round_.RestoreMembers(ranks, r.world_size, r.job_id));
   }
+  if (!IsTerminal(job->state_)) {
+    for (const auto& [id, node] : job->membership_.nodes()) {
+      if (node.record.drain_leaves_at) {
+        job->draining_[id] = Drain{*node.record.drain_leaves_at, node.record.drain_reason};
+      }
+    }
+  }
   switch (job->state_) {
     case JobState::kWaiting:
       job->OpenRendezvous(/*after_restart=*/false);
@@ -582,7 +589,7 @@ void Job::FenceWorkersOf(const Node& node) {
 }
 
 void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCause cause,
-                     bool workers_stopped) {
+                     bool workers_stopped, FailureInfo::NodeLoss loss) {
   const Node* node = membership_.Find(node_id);
   if (node == nullptr) return;
   if (!workers_stopped) FenceWorkersOf(*node);
@@ -594,7 +601,12 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
   }
   membership_.Remove(node_id);
   draining_.erase(node_id);
-  Emit(JobEvent::NODE_LOST, node_id, reason);
+  std::optional<FailureInfo> lost;
+  if (loss != FailureInfo::NODE_LOSS_UNSPECIFIED) {
+    lost = NodeFailure(node_id, round_.generation(), clock_->Now(), reason);
+    lost->set_node_loss(loss);
+  }
+  Emit(JobEvent::NODE_LOST, node_id, reason, std::move(lost));
   switch (state_) {
     case JobState::kWaiting:
       if (membership_.size() < settings_.min_nodes) {
@@ -979,8 +991,10 @@ absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& rea
 void Job::RemoveSilentNodes(absl::Time now) {
   for (const std::string& id : membership_.Silent(now)) {
     if (IsTerminal(state_)) break;
-    RemoveNode(id, absl::StrCat("lost: no heartbeat or resumed session for ",
-                                absl::FormatDuration(settings_.heartbeat_timeout)));
+    RemoveNode(id,
+               absl::StrCat("lost: no heartbeat or resumed session for ",
+                            absl::FormatDuration(settings_.heartbeat_timeout)),
+               RestartCause::NODE_LOSS, /*workers_stopped=*/false, FailureInfo::LEASE_EXPIRED);
   }
 }
 
@@ -1009,9 +1023,12 @@ absl::Status Job::DrainNode(const std::string& node_id, absl::Time leaves_at,
   auto [it, added] = draining_.try_emplace(node_id, Drain{leaves_at, why});
   if (!added && it->second.leaves_at <= leaves_at) return absl::OkStatus();  // earlier holds
   it->second = Drain{leaves_at, why};
+  Node& drained = *membership_.Find(node_id);
+  drained.record.drain_leaves_at = leaves_at;
+  drained.record.drain_reason = why;
+  membership_.MarkDirty(node_id);  // stored: the drain survives a coordinator restart
   Emit(JobEvent::NODE_DRAINING, node_id,
        absl::StrCat("leaves by ", absl::FormatTime(leaves_at), " at the latest: ", why));
-  const Node& drained = *membership_.Find(node_id);
   if (state_ == JobState::kRunning && IsMember(drained) && !drained.succeeded) {
     // Every member's workers get the notice: the checkpoint is often written
     // by a rank on another node, and all ranks say when they are ready.
@@ -1188,7 +1205,9 @@ void Job::Tick() {
           // Group rank 0 did not answer: declare it dead and form again.
           RemoveNode(round_.members().by_rank[0],
                      absl::StrCat("declared dead: no master info within ",
-                                  absl::FormatDuration(settings_.shutdown_timeout)));
+                                  absl::FormatDuration(settings_.shutdown_timeout)),
+                     RestartCause::NODE_LOSS, /*workers_stopped=*/false,
+                     FailureInfo::DECLARED_DEAD);
         }
       }
       break;
@@ -1197,9 +1216,11 @@ void Job::Tick() {
         MaybeFinishStopBarrier();  // waiting for the leases of removed members
       } else if (now >= stop_barrier_.deadline()) {
         for (const std::string& id : stop_barrier_.Awaited()) {
-          RemoveNode(id, absl::StrCat("declared dead: workers not confirmed stopped "
-                                      "within ",
-                                      absl::FormatDuration(settings_.shutdown_timeout)));
+          RemoveNode(id,
+                     absl::StrCat("declared dead: workers not confirmed stopped within ",
+                                  absl::FormatDuration(settings_.shutdown_timeout)),
+                     RestartCause::NODE_LOSS, /*workers_stopped=*/false,
+                     FailureInfo::DECLARED_DEAD);
         }
       }
       break;

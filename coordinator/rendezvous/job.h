@@ -317,9 +317,12 @@ class Job {
   // `cause`: why the generation restarts if the node was a running member.
   // `workers_stopped`: the agent stopped its workers itself (Leave); otherwise
   // a member whose workers may still run fences the next generation until its
-  // lease has run out (FenceWorkersOf).
+  // lease has run out (FenceWorkersOf). `loss`: set when the coordinator lost
+  // the node (its lease expired, declared dead): the kNodeLost event then
+  // carries a node failure with that kind (jobs.proto Failure.node_loss).
   void RemoveNode(std::string node_id, const std::string& reason,
-                  RestartCause cause = RestartCause::NODE_LOSS, bool workers_stopped = false);
+                  RestartCause cause = RestartCause::NODE_LOSS, bool workers_stopped = false,
+                  FailureInfo::NodeLoss loss = FailureInfo::NODE_LOSS_UNSPECIFIED);
   // A member that leaves the generation while its workers may still run (cut
   // off, excluded, declared dead, replaced): no next generation starts before
   // its agent's lease has run out, heartbeat_timeout after its last heartbeat.
@@ -409,9 +412,10 @@ class Job {
   StopBarrier stop_barrier_;
   absl::Time next_conflict_notice_ = absl::InfinitePast();
 
-  // Draining nodes (DrainNode): when each leaves at the latest, and why. In
-  // memory only: a coordinator restart forgets a drain under way (the
-  // scheduler or agent drains again; an agent's own deadline still holds).
+  // Draining nodes (DrainNode): when each leaves at the latest, and why.
+  // Stored with the node's record (NodeRecord::drain_leaves_at): Restore
+  // rebuilds it, so a drain under way survives a coordinator restart and the
+  // node still leaves at its time, as a drain (no restart budget spent).
   struct Drain {
     absl::Time leaves_at;
     std::string reason;

@@ -2,7 +2,12 @@
 // (point 4): a node leaves at the first moment every member's workers are
 // ready, or at its deadline; no budget spent, no failure recorded.
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "coordinator/rendezvous/job.h"
+#include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_test_util.h"
 #include "gtest/gtest.h"
 
@@ -39,6 +44,47 @@ void FormNextGeneration(JobHarness& h, const std::vector<std::string>& staying) 
   HeartbeatFor(h, staying, absl::Seconds(4));
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
   ASSERT_EQ(h.job().state(), JobState::kRunning);
+}
+
+// A coordinator restart (kill -9) during a drain's grace: the drain is in the
+// stored node record, the restored job still lets the node go at its time as
+// a drain, with no restart counted and no failure recorded.
+TEST(JobDrain, DrainUnderWay_SurvivesRestore_NodeLeavesAtItsTimeNoBudget) {
+  JobHarness h(Settings(2, 3, /*max_restarts=*/0));
+  StartRunning(h, {"a", "b", "c"});
+  const absl::Time leaves_at = h.clock().Now() + absl::Seconds(2);
+  ASSERT_TRUE(h.job().DrainNode("c", leaves_at, "maintenance").ok());
+  InMemoryJobStateStore store;
+  ASSERT_TRUE(store.Apply(h.job().TakeChanges()).ok());
+  absl::StatusOr<std::vector<JobSnapshot>> snapshots = store.LoadAll();
+  ASSERT_TRUE(snapshots.ok()) << snapshots.status();
+  ASSERT_EQ(snapshots->size(), 1u);
+  Outbox outbox;
+  absl::StatusOr<std::unique_ptr<Job>> restored =
+      Job::Restore((*snapshots)[0], RendezvousLimits(), h.clock(), &outbox);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  Job& job = **restored;
+  JobStatus status = job.Status(true);
+  ASSERT_EQ(status.nodes.size(), 3u);
+  EXPECT_EQ(status.nodes[2].leaves_at, leaves_at);
+  EXPECT_EQ(status.nodes[2].drain_reason, "maintenance");
+
+  auto ref = [&](const std::string& node) {
+    return NodeRef{"job1", node, JobHarness::IncarnationOf(node), 1};
+  };
+  for (int i = 0; i < 6 && job.state() == JobState::kRunning; ++i) {
+    h.clock().Advance(absl::Milliseconds(500));
+    for (const char* node : {"a", "b", "c"}) (void)job.Heartbeat(ref(node));
+    job.Tick();
+  }
+  EXPECT_GE(h.clock().Now(), leaves_at);
+  auto dismissed = MessagesOf<NodeDismissed>(outbox, "c");
+  ASSERT_EQ(dismissed.size(), 1u);
+  EXPECT_TRUE(dismissed[0].drained);
+  EXPECT_EQ(job.state(), JobState::kRestarting);
+  EXPECT_EQ(LastRestartCause(outbox), RestartCause::DRAIN);
+  EXPECT_EQ(job.restart_count(), 0);
+  EXPECT_TRUE(job.Status(false).failures.empty());
 }
 
 TEST(JobDrain, DrainMember_EveryMemberNoticedLeavesWhenAllReady_NoBudgetNoFailure) {

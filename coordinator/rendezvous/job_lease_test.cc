@@ -2,6 +2,9 @@
 // agent's lease ran out, silent members, and the fence that keeps a new
 // generation from starting while a removed member's workers may still run.
 
+#include <map>
+#include <string>
+
 #include "coordinator/rendezvous/job.h"
 #include "coordinator/rendezvous/job_test_util.h"
 #include "gtest/gtest.h"
@@ -70,6 +73,30 @@ TEST(JobLease, CutOffMember_NextGenerationOnlyAfterItsLeaseAndGraceRanOut) {
   EXPECT_LT(LeaseFor(h.job().settings()).kill_after, h.clock().Now() - b_last);
   EXPECT_EQ(h.job().state(), JobState::kStarting);
   EXPECT_EQ(h.job().restart_count(), 0);  // a membership change
+}
+
+// The fleet's ledger counts lost nodes by this kind, never by the message.
+TEST(JobLease, SilentMemberLost_NodeLostEventCarriesLeaseExpired_LeftMemberNone) {
+  JobHarness h(Settings(1, 3));
+  StartRunning(h, {"a", "b", "c"});
+  h.ClearOutbox();
+  ASSERT_TRUE(h.job().Leave(h.Ref("c")).ok());
+  while (h.job().registered_nodes() > 1) {  // b goes silent; a heartbeats
+    h.clock().Advance(absl::Milliseconds(100));
+    ASSERT_TRUE(h.job().Heartbeat(h.Ref("a")).ok());
+    h.job().Tick();
+    h.ConfirmStops();
+  }
+  std::map<std::string, FailureInfo::NodeLoss> loss;
+  for (const JobEvent& e : h.outbox().events) {
+    if (e.type() != JobEvent::NODE_LOST) continue;
+    loss[e.node_id()] =
+        e.has_failure() ? e.failure().node_loss() : FailureInfo::NODE_LOSS_UNSPECIFIED;
+    if (e.has_failure()) EXPECT_EQ(e.failure().local_rank(), -1);
+  }
+  EXPECT_EQ(loss["b"], FailureInfo::LEASE_EXPIRED);
+  EXPECT_EQ(loss["c"], FailureInfo::NODE_LOSS_UNSPECIFIED);
+  EXPECT_EQ(loss.size(), 2u);
 }
 
 TEST(JobLease, SilentMemberThenPeerFails_KnockOnOfTheSilentNodeIsFree) {

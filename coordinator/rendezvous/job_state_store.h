@@ -70,6 +70,11 @@ struct NodeRecord {
   int group_rank = -1;
   int64_t global_rank_offset = 0;  // with group_rank, from the rank table
   uint64_t join_seq = 0;           // join order, for spare selection
+  // Set while the node drains (Job::DrainNode): when it leaves at the latest
+  // (stored to the millisecond), and why. Stored so that a drain under way
+  // survives a coordinator restart.
+  std::optional<absl::Time> drain_leaves_at;
+  std::string drain_reason;
 };
 
 struct JobSnapshot {

@@ -70,4 +70,35 @@ grpc::ServerUnaryReactor* GrpcNodeService::UncordonNode(grpc::CallbackServerCont
   return reactor;
 }
 
+grpc::ServerUnaryReactor* GrpcNodeService::GetQuarantinePolicy(
+    grpc::CallbackServerContext* context, const v1::GetQuarantinePolicyRequest*,
+    v1::QuarantinePolicy* response) {
+  if (absl::Status ok =
+          AuthorizeCall(authorizer_, *context, "/ddp.v1.NodeService/GetQuarantinePolicy", "");
+      !ok.ok()) {
+    return Answer(context, ok);
+  }
+  *response = fleet_.ledger().Policy();
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* GrpcNodeService::SetQuarantinePolicy(
+    grpc::CallbackServerContext* context, const v1::SetQuarantinePolicyRequest* request,
+    v1::QuarantinePolicy* response) {
+  if (absl::Status ok =
+          AuthorizeCall(authorizer_, *context, "/ddp.v1.NodeService/SetQuarantinePolicy", "");
+      !ok.ok()) {
+    return Answer(context, ok);
+  }
+  absl::StatusOr<fleet::QuarantinePolicy> policy =
+      fleet::QuarantinePolicyFromProto(request->after(), request->window_ms());
+  if (!policy.ok()) return Answer(context, policy.status());
+  absl::StatusOr<v1::QuarantinePolicy> set = fleet_.ledger().SetPolicy(*policy);
+  if (!set.ok()) return Answer(context, set.status());
+  *response = *std::move(set);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  fleet_.WhenDurable([reactor] { reactor->Finish(grpc::Status::OK); });
+  return reactor;
+}
+
 }  // namespace ddp::rpc

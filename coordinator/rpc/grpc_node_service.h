@@ -3,8 +3,8 @@
 
 // ddp.v1.NodeService (proto/ddp/v1/nodes.proto) over the gRPC callback API:
 // a thin adapter onto the fleet's NodeLedger. Reads answer from memory;
-// CordonNode and UncordonNode answer once the change is durable (the
-// participant's WhenDurable).
+// CordonNode, UncordonNode and SetQuarantinePolicy answer once the change is
+// durable (the participant's WhenDurable).
 //
 // Thread-safety: thread-safe. The participant must outlive the service, and
 // the service the grpc::Server it is registered with.
@@ -32,6 +32,12 @@ class GrpcNodeService final : public v1::NodeService::CallbackService {
   grpc::ServerUnaryReactor* UncordonNode(grpc::CallbackServerContext* context,
                                          const v1::UncordonNodeRequest* request,
                                          v1::Node* response) override;
+  grpc::ServerUnaryReactor* GetQuarantinePolicy(grpc::CallbackServerContext* context,
+                                                const v1::GetQuarantinePolicyRequest* request,
+                                                v1::QuarantinePolicy* response) override;
+  grpc::ServerUnaryReactor* SetQuarantinePolicy(grpc::CallbackServerContext* context,
+                                                const v1::SetQuarantinePolicyRequest* request,
+                                                v1::QuarantinePolicy* response) override;
 
  private:
   commit::NodeLedgerParticipant& fleet_;

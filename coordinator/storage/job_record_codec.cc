@@ -1,5 +1,7 @@
 #include "coordinator/storage/job_record_codec.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -163,6 +165,11 @@ std::string EncodeNodeRecord(const NodeRecord& n) {
   out.set_group_rank(n.group_rank);
   out.set_global_rank_offset(n.global_rank_offset);
   out.set_join_seq(n.join_seq);
+  if (n.drain_leaves_at) {
+    // At least 1: 0 means no drain.
+    out.set_drain_leaves_at_unix_ms(std::max<int64_t>(1, absl::ToUnixMillis(*n.drain_leaves_at)));
+    out.set_drain_reason(n.drain_reason);
+  }
   return out.SerializeAsString();
 }
 
@@ -177,6 +184,10 @@ absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
   n.group_rank = in.group_rank();
   n.global_rank_offset = in.global_rank_offset();
   n.join_seq = in.join_seq();
+  if (in.drain_leaves_at_unix_ms() != 0) {
+    n.drain_leaves_at = absl::FromUnixMillis(in.drain_leaves_at_unix_ms());
+    n.drain_reason = in.drain_reason();
+  }
   return n;
 }
 

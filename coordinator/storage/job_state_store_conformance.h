@@ -49,7 +49,8 @@ inline auto FieldsOf(const FailureInfo& f) {
 }
 inline auto FieldsOf(const NodeRecord& n) {
   return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank, n.address,
-                         n.group_rank, n.global_rank_offset, n.join_seq);
+                         n.group_rank, n.global_rank_offset, n.join_seq, n.drain_leaves_at,
+                         n.drain_reason);
 }
 // Every field of an event on one line.
 inline std::string FieldsOf(const JobEvent& e) { return e.ShortDebugString(); }
@@ -225,6 +226,10 @@ inline NodeRecord Node(const std::string& node_id, int group_rank, Incarnation i
   n.group_rank = group_rank;
   n.global_rank_offset = group_rank < 0 ? 0 : int64_t{group_rank} * 8;
   n.join_seq = static_cast<uint64_t>(group_rank + 2);
+  if (group_rank == 1) {  // one node drains: a drain under way round-trips
+    n.drain_leaves_at = absl::FromUnixMillis(1'700'000'000'123);
+    n.drain_reason = "preempted: maintenance";
+  }
   return n;
 }
 

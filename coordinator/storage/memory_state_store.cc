@@ -16,6 +16,7 @@ absl::Status MemoryStateStore::CommitState(const commit::StateBatch& batch) {
     revision_ = batch.kv->revision;
   }
   for (const v1::Node& node : batch.nodes) nodes_[node.node_id()] = node;
+  if (batch.quarantine_policy) quarantine_policy_ = batch.quarantine_policy;
   ++commits_;
   return absl::OkStatus();
 }
@@ -25,6 +26,11 @@ absl::StatusOr<std::vector<v1::Node>> MemoryStateStore::LoadNodes() const {
   std::vector<v1::Node> out;
   for (const auto& [id, node] : nodes_) out.push_back(node);
   return out;
+}
+
+absl::StatusOr<std::optional<v1::QuarantinePolicy>> MemoryStateStore::LoadQuarantinePolicy() const {
+  absl::MutexLock lock(&mu_);
+  return quarantine_policy_;
 }
 
 void MemoryStateStore::FailWith(absl::Status status) {

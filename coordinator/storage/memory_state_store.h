@@ -36,6 +36,7 @@ class MemoryStateStore final : public commit::StateStore {
     return jobs_.LoadEventCounts();
   }
   absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override;
+  absl::StatusOr<std::optional<v1::QuarantinePolicy>> LoadQuarantinePolicy() const override;
 
   // Test hooks: every later CommitState fails with `status` (nothing applied)
   // until given OkStatus(); how many batches were committed.
@@ -48,6 +49,7 @@ class MemoryStateStore final : public commit::StateStore {
   int commits_ ABSL_GUARDED_BY(mu_) = 0;
   kv::Revision revision_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, v1::Node> nodes_ ABSL_GUARDED_BY(mu_);
+  std::optional<v1::QuarantinePolicy> quarantine_policy_ ABSL_GUARDED_BY(mu_);
   kv::InMemoryKvBackend kv_;
   rendezvous::InMemoryJobStateStore jobs_;
 };

@@ -2,7 +2,8 @@
 #define DDP_COORDINATOR_STORAGE_NODE_RECORDS_CONFORMANCE_H_
 
 // The contract of commit::StateStore's node records (StateBatch::nodes,
-// LoadNodes: the fleet's health ledger) as one typed GoogleTest suite. Every
+// LoadNodes: the fleet's health ledger; StateBatch::quarantine_policy,
+// LoadQuarantinePolicy: the cluster's policy) as one typed GoogleTest suite. Every
 // StateStore instantiates it with a factory F of the same shape as the job
 // conformance suite's (job_state_store_conformance.h), over commit::StateStore:
 //
@@ -11,7 +12,9 @@
 // Tests that check what was stored call Reopen() first, so a durable store
 // proves that the records survive close + open.
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,9 +103,42 @@ TYPED_TEST_P(NodeRecordsConformanceTest, OddIds_RoundTrip) {
   EXPECT_EQ(nodes[0].node_id(), id);
 }
 
+inline v1::QuarantinePolicy Policy(int after, int64_t window_ms, int64_t set_unix_ms) {
+  v1::QuarantinePolicy policy;
+  policy.set_after(after);
+  policy.set_window_ms(window_ms);
+  policy.set_set_unix_ms(set_unix_ms);
+  return policy;
+}
+
+TYPED_TEST_P(NodeRecordsConformanceTest, QuarantinePolicy_NeverSet_LoadsNone) {
+  this->Commit({FleetNode("a", v1::NODE_READY)});
+  this->ReopenAndLoad();
+  absl::StatusOr<std::optional<v1::QuarantinePolicy>> policy = this->store_->LoadQuarantinePolicy();
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_FALSE(policy->has_value());
+}
+
+TYPED_TEST_P(NodeRecordsConformanceTest, QuarantinePolicy_LastSetSurvivesReopen_NodesKept) {
+  commit::StateBatch first;
+  first.quarantine_policy = Policy(3, 3'600'000, 1000);
+  first.nodes = {FleetNode("a", v1::NODE_READY)};
+  ASSERT_TRUE(this->store_->CommitState(first).ok());
+  commit::StateBatch second;  // a batch with the policy alone
+  second.quarantine_policy = Policy(0, 60'000, 2000);
+  ASSERT_TRUE(this->store_->CommitState(second).ok());
+  this->Commit({FleetNode("b", v1::NODE_READY)});  // a batch without: the policy stays
+  EXPECT_EQ(this->ReopenAndLoad().size(), 2u);
+  absl::StatusOr<std::optional<v1::QuarantinePolicy>> policy = this->store_->LoadQuarantinePolicy();
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  ASSERT_TRUE(policy->has_value());
+  EXPECT_EQ((*policy)->SerializeAsString(), Policy(0, 60'000, 2000).SerializeAsString());
+}
+
 REGISTER_TYPED_TEST_SUITE_P(NodeRecordsConformanceTest, Empty_LoadsNone,
                             Committed_SurviveReopenWhole, Upsert_LastOneWins_OthersKept,
-                            OddIds_RoundTrip);
+                            OddIds_RoundTrip, QuarantinePolicy_NeverSet_LoadsNone,
+                            QuarantinePolicy_LastSetSurvivesReopen_NodesKept);
 
 }  // namespace ddp::storage::conformance
 

@@ -35,6 +35,28 @@ CREATE TABLE fleet_nodes (
   record BLOB NOT NULL) WITHOUT ROWID;
 )sql";
 
+// The fleet's settings (schema version 6): name -> record; today one row,
+// kQuarantinePolicyRow -> v1::QuarantinePolicy, once set through the API.
+constexpr char kFleetSettingsSchema[] = R"sql(
+CREATE TABLE fleet_settings (
+  name TEXT PRIMARY KEY,
+  record BLOB NOT NULL) WITHOUT ROWID;
+)sql";
+
+constexpr char kQuarantinePolicyRow[] = "quarantine_policy";
+
+absl::Status WriteQuarantinePolicy(SqliteDatabase& db,
+                                   const std::optional<v1::QuarantinePolicy>& policy) {
+  if (!policy) return absl::OkStatus();
+  DDP_ASSIGN_OR_RETURN(
+      SqliteStatement * upsert,
+      db.PrepareCached("INSERT OR REPLACE INTO fleet_settings (name, record) VALUES (?1, ?2)"));
+  upsert->Reset();
+  DDP_RETURN_IF_ERROR(upsert->BindBlob(1, kQuarantinePolicyRow));
+  DDP_RETURN_IF_ERROR(upsert->BindBlob(2, policy->SerializeAsString()));
+  return upsert->Run();
+}
+
 absl::Status WriteNodes(SqliteDatabase& db, const std::vector<v1::Node>& nodes) {
   if (nodes.empty()) return absl::OkStatus();
   DDP_ASSIGN_OR_RETURN(
@@ -91,6 +113,7 @@ std::vector<SqliteMigration> SqliteStateStore::SchemaMigrations() {
   steps.push_back({3, absl::StrCat(kJobTablesSchema, kImportsSchema)});
   steps.push_back({4, kJobEventTablesSchema});
   steps.push_back({5, kFleetNodesSchema});
+  steps.push_back({6, kFleetSettingsSchema});
   return steps;
 }
 
@@ -112,7 +135,8 @@ absl::Status SqliteStateStore::CommitState(const commit::StateBatch& batch) {
       for (const rendezvous::JobEvent& event : changes.appended_events) appended.Add(event);
     }
     DDP_RETURN_IF_ERROR(AddEventCounts(db, appended));
-    return WriteNodes(db, batch.nodes);
+    DDP_RETURN_IF_ERROR(WriteNodes(db, batch.nodes));
+    return WriteQuarantinePolicy(db, batch.quarantine_policy);
   };
   return kv_->CommitWith(batch.kv ? &*batch.kv : nullptr, write_jobs);
 }
@@ -153,6 +177,23 @@ absl::StatusOr<std::vector<v1::Node>> SqliteStateStore::LoadNodes() const {
     }
   }));
   return nodes;
+}
+
+absl::StatusOr<std::optional<v1::QuarantinePolicy>> SqliteStateStore::LoadQuarantinePolicy() const {
+  std::optional<v1::QuarantinePolicy> policy;
+  DDP_RETURN_IF_ERROR(kv_->ReadOtherTables([&policy](SqliteDatabase& db) -> absl::Status {
+    DDP_ASSIGN_OR_RETURN(SqliteStatement select,
+                         db.Prepare("SELECT record FROM fleet_settings WHERE name = ?1"));
+    DDP_RETURN_IF_ERROR(select.BindBlob(1, kQuarantinePolicyRow));
+    DDP_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) return absl::OkStatus();
+    policy.emplace();
+    if (!policy->ParseFromString(select.ColumnBlob(0))) {
+      return absl::DataLossError("the stored quarantine policy (fleet_settings) does not decode");
+    }
+    return absl::OkStatus();
+  }));
+  return policy;
 }
 
 absl::StatusOr<int> SqliteStateStore::ImportJobsDatabase(const std::string& jobs_db_path) {

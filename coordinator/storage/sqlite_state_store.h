@@ -21,6 +21,7 @@
 // Thread-safety: thread-safe (see SqliteKvBackend).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,7 @@ class SqliteStateStore final : public commit::StateStore {
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override;
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
   absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override;
+  absl::StatusOr<std::optional<v1::QuarantinePolicy>> LoadQuarantinePolicy() const override;
 
  private:
   explicit SqliteStateStore(std::unique_ptr<kv::SqliteKvBackend> kv) : kv_(std::move(kv)) {}

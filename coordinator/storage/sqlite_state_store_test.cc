@@ -132,7 +132,7 @@ TEST(SqliteStateStoreTest, Version3File_GainsTheEventTables_JobsKeptEventsGoOn) 
   record.last_event_index = 7;  // events 1-7 were kept in memory only
   {
     std::vector<SqliteMigration> version3 = SqliteStateStore::SchemaMigrations();
-    ASSERT_EQ(version3.size(), 5u);  // KV (1-2), jobs (3), events (4), fleet (5)
+    ASSERT_EQ(version3.size(), 6u);  // KV (1-2), jobs (3), events (4), fleet (5, 6)
     version3.resize(3);
     kv::SqliteKvBackendOptions options;
     options.schema = version3;
@@ -159,7 +159,7 @@ TEST(SqliteStateStoreTest, Version3File_GainsTheEventTables_JobsKeptEventsGoOn) 
   {
     absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(path);
     ASSERT_TRUE(db.ok());
-    EXPECT_EQ(*(*db)->UserVersion(), 5) << "job events (4), fleet nodes (5)";
+    EXPECT_EQ(*(*db)->UserVersion(), 6) << "job events (4), fleet nodes (5), fleet settings (6)";
   }
   absl::StatusOr<std::vector<JobSnapshot>> jobs = store->LoadAll();
   ASSERT_TRUE(jobs.ok()) << jobs.status();

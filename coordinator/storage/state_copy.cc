@@ -40,6 +40,7 @@ absl::StatusOr<StateCopySummary> CopyState(commit::StateStore& from, commit::Sta
   DDP_ASSIGN_OR_RETURN(kv::PersistedKvState source, from.Load());
   DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobSnapshot> jobs, from.LoadAll());
   DDP_ASSIGN_OR_RETURN(std::vector<v1::Node> fleet, from.LoadNodes());
+  DDP_ASSIGN_OR_RETURN(std::optional<v1::QuarantinePolicy> policy, from.LoadQuarantinePolicy());
   DDP_ASSIGN_OR_RETURN(kv::PersistedKvState target, to.Load());
   DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobSnapshot> target_jobs, to.LoadAll());
 
@@ -72,7 +73,9 @@ absl::StatusOr<StateCopySummary> CopyState(commit::StateStore& from, commit::Sta
                      " jobs): copy into an empty store (a new etcd prefix), "
                      "or delete the prefix first; nothing was written"));
   }
-  if (source.revision == 0 && jobs.empty() && fleet.empty()) return summary;  // nothing to copy
+  if (source.revision == 0 && jobs.empty() && fleet.empty() && !policy) {
+    return summary;  // nothing to copy
+  }
 
   commit::StateBatch batch;
   if (source.revision > 0) {  // a store that never wrote a key has no KV part
@@ -86,6 +89,7 @@ absl::StatusOr<StateCopySummary> CopyState(commit::StateStore& from, commit::Sta
   }
   for (const rendezvous::JobSnapshot& job : jobs) AppendJob(job, &batch.jobs);
   batch.nodes = std::move(fleet);  // the fleet's ledger
+  batch.quarantine_policy = std::move(policy);
   DDP_RETURN_IF_ERROR(to.CommitState(batch));
   // No history was copied: say so to watchers (OUT_OF_RANGE, not a gap).
   if (source.revision > 0) DDP_RETURN_IF_ERROR(to.Compact(source.revision));

@@ -239,6 +239,9 @@ class CompactFailsOnce : public commit::StateStore {
     return inner_.LoadEventCounts();
   }
   absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override { return inner_.LoadNodes(); }
+  absl::StatusOr<std::optional<v1::QuarantinePolicy>> LoadQuarantinePolicy() const override {
+    return inner_.LoadQuarantinePolicy();
+  }
 
  private:
   commit::StateStore& inner_;

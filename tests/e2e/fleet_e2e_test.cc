@@ -4,8 +4,10 @@
 // (after a restart) leaves the job and a spare takes its place; a node that fails in two jobs is
 // quarantined
 // (--quarantine-after 2) and refused by a third, across a coordinator
-// restart, until an operator uncordons it; a cordoned node is refused with
-// the operator's reason.
+// restart, until an operator uncordons it; a policy set through the API
+// (ddpctl nodes policy set) holds across a restart; a drain under way holds
+// across a kill -9 of the coordinator; a cordoned node is refused with the
+// operator's reason.
 
 #include <unistd.h>
 
@@ -15,6 +17,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/training_fixture.h"
 
@@ -202,6 +206,93 @@ TEST_F(FleetE2eTest, NodeFailingInTwoJobs_QuarantinedRefusedByThird_UntilUncordo
   ASSERT_EQ(uncordon.exit_code, 0) << uncordon.output;
   AgentProcess& released = Agent("node-x", "job-5", 1, ok);
   EXPECT_EQ(released.Wait(kBound), 0) << released.log();
+}
+
+// The policy set through the API is stored: after a kill -9 of the
+// coordinator it holds over the flags (here: never), and a node crossing it is
+// quarantined.
+TEST_F(FleetE2eTest, PolicySetThroughTheApi_HoldsAcrossRestart_NodeCrossingItQuarantined) {
+  coordinator_args_ = {"--quarantine-after", "0"};
+  StartCoordinator();
+  const ShellResult flags = Ddpctl("nodes policy");
+  ASSERT_EQ(flags.exit_code, 0) << flags.output;
+  EXPECT_TRUE(absl::StrContains(flags.output, "never")) << flags.output;
+  EXPECT_TRUE(absl::StrContains(flags.output, "--quarantine-after")) << flags.output;
+  const ShellResult bad = Ddpctl("nodes policy set --after 2 --window 100ms");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_TRUE(absl::StrContains(bad.output, "100ms is outside [1s, 720h]")) << bad.output;
+  const ShellResult set = Ddpctl("nodes policy set --after 1 --window 2h");
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  EXPECT_TRUE(absl::StrContains(set.output, "after 1 counted incident within 2h")) << set.output;
+
+  coordinator_->Kill9();
+  ASSERT_TRUE(coordinator_->Start().ok());
+  const ShellResult get = Ddpctl("nodes policy get --json");
+  ASSERT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "\"after\":1")) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "7200000")) << get.output;
+
+  AgentProcess& agent = Agent("node-p", "job-p", 1, WriteScript("fail.py", 3));
+  EXPECT_NE(agent.Wait(kBound), 0) << agent.log();
+  ASSERT_TRUE(PollUntil(
+      [&] { return absl::StrContains(Ddpctl("nodes get node-p").output, "QUARANTINED"); }, kBound))
+      << Ddpctl("nodes get node-p").output;
+}
+
+// A drain under way survives a kill -9 of the coordinator during its grace:
+// the restarted coordinator lets the drained node go at its time (not at
+// once, not never), as a drain: the job goes on smaller with no restart
+// counted.
+TEST_F(FleetE2eTest, DrainUnderWay_CoordinatorKilledDuringGrace_NodeLeavesAtItsTimeNoRestart) {
+  StartCoordinator();
+  const std::string sleeper = Path("sleep.py");
+  std::ofstream(sleeper) << "import time\ntime.sleep(600)\n";
+  auto agent = [&](const std::string& node) -> AgentProcess& {
+    return Launch(node, {"--coordinator",
+                         coordinator_->address(),
+                         "--job",
+                         "job-drain",
+                         "--node-id",
+                         node,
+                         "--local-addr",
+                         "127.0.0.1",
+                         "--log-dir",
+                         Path("logs"),
+                         "--rdzv-conf",
+                         rdzv_conf_,
+                         "--connect-timeout",
+                         "30",
+                         "--nnodes",
+                         "1:2",
+                         "--nproc-per-node",
+                         "1",
+                         "--max-restarts",
+                         "0",
+                         sleeper});
+  };
+  agent("node-a");
+  AgentProcess& b = agent("node-b");
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        const std::string job = Ddpctl("--json jobs get job-drain").output;
+        return absl::StrContains(job, "\"state\":\"RUNNING\"") &&
+               absl::StrContains(job, "\"memberCount\":2");
+      },
+      kBound))
+      << Ddpctl("--json jobs get job-drain").output;
+  const absl::Time drained_at = absl::Now();
+  const ShellResult drain = Ddpctl("nodes drain node-b --grace 8s --reason 'kernel update'");
+  ASSERT_EQ(drain.exit_code, 0) << drain.output;
+
+  coordinator_->Kill9();
+  ASSERT_TRUE(coordinator_->Start().ok());
+  EXPECT_NE(b.Wait(kBound), -1) << b.log();
+  const absl::Duration left_after = absl::Now() - drained_at;
+  EXPECT_GE(left_after, absl::Seconds(7)) << "left before its time: " << b.log();
+  EXPECT_TRUE(absl::StrContains(b.log(), "kernel update")) << b.log();
+  const ShellResult get = Ddpctl("--json jobs get job-drain");
+  EXPECT_TRUE(absl::StrContains(get.output, "\"restartCount\":0")) << get.output;
+  EXPECT_TRUE(absl::StrContains(get.output, "\"failures\":[]")) << get.output;
 }
 
 TEST_F(FleetE2eTest, CordonedNode_RefusedWithTheReason_UncordonLetsItIn) {

@@ -18,7 +18,8 @@ counting down to its join timeout, and stands out in the jobs list; each
 generation's lost time is a number (the coordinator's Job.time: the first job's
 generation 1 shows the work lost since the checkpoint its worker reported). The node comes back, the job succeeds and
 its page lists both nodes as the last generation's members (not spares). The
-key-value page lists the namespaces; the nodes page shows a cordoned node. Screenshots go to the test's outputs
+key-value page lists the namespaces; the nodes page shows a cordoned node, a
+draining node with its countdown, and the quarantine policy set through REST. Screenshots go to the test's outputs
 (bazel-testlogs/.../test.outputs).
 """
 import re
@@ -30,9 +31,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 JOB = "dash-e2e"
+DRAIN_JOB = "dash-drain"
 LOSS_JOB = "dash-loss"
 ADMIN_TOKEN = "admin-token-of-the-dashboard-test"
 
@@ -64,6 +67,16 @@ def wait_for(what, predicate, timeout=60.0):
             return last
         time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def job_state(http, job):
+    """The job's state through REST; None while it does not exist yet."""
+    try:
+        return json.load(urllib.request.urlopen(f"{http}/v1/jobs/{job}", timeout=10)).get("state")
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise
 
 
 def start_agent(work, grpc, job, node, script, log_name):
@@ -290,6 +303,40 @@ def main():
         assert "fan replacement" in text(browser, 'tr[data-node="node-a"] [data-field=why]')
         incidents = text(browser, 'tr[data-node="node-a"] [data-field=incidents]')
         assert re.fullmatch(r"[1-9]\d*", incidents), f"node-a's incidents: {incidents!r}"
+        policy = text(browser, "#quarantine-policy")
+        assert policy.startswith("Quarantine: never") and "--quarantine-after" in policy, policy
+        # A draining node (DrainNode through REST, a long grace: its worker
+        # never says it is ready) shows as draining with its countdown.
+        drained = subprocess.Popen(
+            [runfile("client/agent/ddp-client"), "--coordinator", grpc, "--rdzv-id", DRAIN_JOB,
+             "--nnodes", "1", "--nproc-per-node", "1", "--node-id", "node-d",
+             "--local-addr", "127.0.0.1", "--no-python", "/bin/sh", "-c", "exec sleep 600"],
+            stdout=open(f"{work}/agent-d.log", "w"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        processes.append(drained)
+        wait_for("the drain job running", lambda: job_state(http, DRAIN_JOB) == "RUNNING", 60)
+        request = urllib.request.Request(
+            f"{http}/v1/nodes/node-d:drain", method="POST",
+            data=json.dumps({"graceMs": "600000", "reason": "kernel update"}).encode(),
+            headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+        state = wait_for("node-d draining on the nodes page", lambda: (
+            text(browser, 'tr[data-node="node-d"] [data-field=state]') == "draining" or None), 30)
+        why = text(browser, 'tr[data-node="node-d"] [data-field=why]')
+        assert f"job {DRAIN_JOB}" in why and "kernel update" in why, why
+        leaves_in = text(browser, 'tr[data-node="node-d"] [data-field=leaves-in]')
+        assert re.fullmatch(r"(9|10) m \d\d s", leaves_in), f"the countdown: {leaves_in!r}"
+
+        # The cluster's policy, set through REST, shows on the page.
+        request = urllib.request.Request(
+            f"{http}/v1/nodes:quarantinePolicy", method="PUT",
+            data=json.dumps({"after": 3, "windowMs": "7200000"}).encode(),
+            headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+        policy = wait_for("the policy set through the API", lambda: (
+            text(browser, "#quarantine-policy") if "set through the API"
+            in (text(browser, "#quarantine-policy") or "") else None))
+        assert "after 3 counted incidents within 2.0 h" in policy, policy
         screenshot(browser, "6-nodes.png")
 
         # With authorization on, the dashboard asks for a token, then works,

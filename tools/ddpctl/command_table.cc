@@ -294,6 +294,18 @@ const std::vector<CommandSpec>& CommandTable() {
        {},
        "Its incidents stay in the ledger but no longer count for quarantine."},
       {"nodes",
+       "policy",
+       "Show or set the cluster's quarantine policy (set: admin)",
+       {{"ACTION", "get (default) or set", /*optional=*/true}},
+       {{"after", FlagKind::kInt64, "N",
+         "set: quarantine a node after N counted incidents (0: never; at most 1000000)"},
+        {"window", FlagKind::kDuration, "DURATION",
+         "set: the window the incidents are counted in (default 1h, 1s..720h)"}},
+       "The policy set here is stored: it survives a coordinator restart and\n"
+       "wins over the coordinator's --quarantine-after/--quarantine-window, which\n"
+       "are the policy only while none was ever set. A change applies from the\n"
+       "next incident on; quarantined nodes stay so until uncordoned."},
+      {"nodes",
        "drain",
        "Drain node NODE: its jobs go on without it, no restart budget spent",
        {{"NODE", "Node id"}},

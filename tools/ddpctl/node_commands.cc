@@ -1,5 +1,11 @@
-// `nodes list|get|cordon|uncordon`: the fleet's ledger (ddp.v1.NodeService).
+// `nodes list|get|cordon|uncordon|policy`: the fleet's ledger and its
+// quarantine policy (ddp.v1.NodeService).
 
+#include <cstdint>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "tools/ddpctl/grpc_command_context.h"
 #include "tools/ddpctl/output.h"
 
@@ -47,13 +53,66 @@ grpc::Status NodesUncordon(CommandContext& c) {
                         });
 }
 
+void PrintPolicy(std::ostream& out, const v1::QuarantinePolicy& policy) {
+  if (policy.after() == 0) {
+    out << "quarantine: never (after 0)";
+  } else {
+    out << "quarantine after " << policy.after() << " counted incident"
+        << (policy.after() == 1 ? "" : "s") << " within "
+        << absl::FormatDuration(absl::Milliseconds(policy.window_ms()));
+  }
+  if (policy.set_unix_ms() == 0) {
+    out << " (the coordinator's --quarantine-after/--quarantine-window)\n";
+  } else {
+    out << " (set through the API at "
+        << absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(policy.set_unix_ms()),
+                            absl::UTCTimeZone())
+        << ")\n";
+  }
+}
+
+// `nodes policy [get]` and `nodes policy set --after N [--window W]`. The
+// limits are the coordinator's to check (its error names the value and the
+// limit); here only the usage.
+grpc::Status NodesPolicy(CommandContext& c) {
+  const std::string action = c.invocation.args.empty() ? "get" : c.arg(0);
+  const bool setting = action == "set";
+  if (!setting && action != "get") {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("nodes policy: unknown action '", action, "'; use get or set")));
+  }
+  if (!setting) {
+    if (c.invocation.HasFlag("after") || c.invocation.HasFlag("window")) {
+      return UsageError(absl::InvalidArgumentError(
+          "nodes policy get takes no --after/--window; use: nodes policy set --after N"));
+    }
+    return c.CallAndPrint(c.nodes, &v1::NodeService::Stub::GetQuarantinePolicy,
+                          v1::GetQuarantinePolicyRequest(), PrintPolicy);
+  }
+  if (!c.invocation.HasFlag("after")) {
+    return UsageError(absl::InvalidArgumentError(
+        "nodes policy set needs --after N (0: never quarantine) [--window W, default 1h]"));
+  }
+  v1::SetQuarantinePolicyRequest request;
+  const int64_t after = c.invocation.FlagInt64("after", 0);
+  if (after < 0 || after > std::numeric_limits<int32_t>::max()) {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--after=", after, " must be 0 (never) or a count >= 1")));
+  }
+  request.set_after(static_cast<int32_t>(after));
+  request.set_window_ms(
+      absl::ToInt64Milliseconds(c.invocation.FlagDuration("window", absl::Hours(1))));
+  return c.CallAndPrint(c.nodes, &v1::NodeService::Stub::SetQuarantinePolicy, request, PrintPolicy);
+}
+
 }  // namespace
 
 std::map<std::string, Handler> NodeCommandHandlers() {
   return {{"nodes list", NodesList},
           {"nodes get", NodesGet},
           {"nodes cordon", NodesCordon},
-          {"nodes uncordon", NodesUncordon}};
+          {"nodes uncordon", NodesUncordon},
+          {"nodes policy", NodesPolicy}};
 }
 
 }  // namespace ddp::ddpctl

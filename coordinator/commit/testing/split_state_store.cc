@@ -17,6 +17,7 @@ absl::Status SplitStateStore::CommitState(const StateBatch& batch) {
   if (batch.kv && kv_ == nullptr) return Absent("KV");
   if (!batch.jobs.empty() && jobs_ == nullptr) return Absent("job");
   if (!batch.nodes.empty()) return Absent("node");
+  if (batch.quarantine_policy) return Absent("quarantine policy");
   if (!batch.jobs.empty()) {
     DDP_RETURN_IF_ERROR(jobs_->ApplyBatch(batch.jobs));
   }
@@ -53,6 +54,10 @@ absl::StatusOr<rendezvous::JobEventCounts> SplitStateStore::LoadEventCounts() co
 
 absl::StatusOr<std::vector<v1::Node>> SplitStateStore::LoadNodes() const {
   return std::vector<v1::Node>{};
+}
+
+absl::StatusOr<std::optional<v1::QuarantinePolicy>> SplitStateStore::LoadQuarantinePolicy() const {
+  return std::nullopt;
 }
 
 }  // namespace ddp::commit

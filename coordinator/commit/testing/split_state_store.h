@@ -33,6 +33,8 @@ class SplitStateStore final : public StateStore {
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
   // No node records (a batch with some is refused): none.
   absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override;
+  // No policy either (a batch with one is refused): never set.
+  absl::StatusOr<std::optional<v1::QuarantinePolicy>> LoadQuarantinePolicy() const override;
 
  private:
   kv::KvBackend* const kv_;

@@ -541,27 +541,58 @@ const INCIDENT_KIND = {
   NODE_INCIDENT_LEASE_LOST: 'lease lost', NODE_INCIDENT_CHECK_FAILED: 'check failed',
 };
 
+// "after 3 counted incidents within 1.0 h (set through the API at 10:42:07)".
+function quarantinePolicyText(p) {
+  const after = Number(p.after || 0);
+  const rule = after === 0 ? 'never (after 0)'
+    : `after ${after} counted incident${after === 1 ? '' : 's'} within ${duration(p.windowMs || 0)}`;
+  const from = Number(p.setUnixMs || 0) > 0 ? `set through the API at ${clock(p.setUnixMs)}`
+    : "the coordinator's --quarantine-after/--quarantine-window";
+  return `Quarantine: ${rule} (${from})`;
+}
+
 function NodesView() {
   let timer = null;
   const list = h('div', { id: 'nodes' }, 'Loading…');
-  main.replaceChildren(h('div', {}, h('h1', {}, 'Nodes'), list));
+  const policy = h('p', { id: 'quarantine-policy', class: 'muted' });
+  main.replaceChildren(h('div', {}, h('h1', {}, 'Nodes'), policy, list));
   async function refresh() {
     try {
-      const { nodes = [] } = await api('/v1/nodes');
+      const [{ nodes = [] }, quarantine, { jobs = [] }] = await Promise.all(
+        [api('/v1/nodes'), api('/v1/nodes:quarantinePolicy'), api('/v1/jobs')]);
       connected(true);
+      policy.textContent = quarantinePolicyText(quarantine);
+      // Drains live in the jobs (DrainNode, preemption): the earliest leave-at
+      // per node, from each unfinished job's members (the list has none).
+      const open = await Promise.all(jobs.filter((j) => !isFinished(j)).map(
+        (j) => api(`/v1/jobs/${encodeURIComponent(j.jobId)}`).catch(() => null)));
+      const draining = new Map();
+      for (const job of open) {
+        if (!job) continue;  // gone meanwhile, or not this token's
+        for (const m of [...(job.members || []), ...(job.spares || [])]) {
+          const at = Number(m.leavesAtUnixMs || 0);
+          if (at > 0 && (!draining.has(m.nodeId) || at < draining.get(m.nodeId).at)) {
+            draining.set(m.nodeId, { at, job: job.jobId, reason: m.drainReason || '' });
+          }
+        }
+      }
       const rows = [];
       for (const n of nodes) {
-        const state = NODE_STATE[n.state] || 'unknown';
+        const drain = draining.get(n.nodeId);
+        const state = drain && n.state === 'NODE_READY' ? 'draining' : (NODE_STATE[n.state] || 'unknown');
         const failing = (n.checks || []).filter((c) => !c.passed);
         const last = (n.incidents || []).slice(-1)[0];
-        rows.push(h('tr', { 'data-node': n.nodeId, class: state === 'ready' ? null : 'row-failed' },
+        rows.push(h('tr', { 'data-node': n.nodeId, class: state === 'ready' || state === 'draining' ? null : 'row-failed' },
           h('td', { class: 'mono' }, n.nodeId),
           h('td', { 'data-field': 'state' }, badge(state, `node-${state}`)),
           h('td', { class: 'num', 'data-field': 'incidents' }, n.incidentCount || '0'),
           h('td', { 'data-field': 'checks' }, failing.length
             ? failing.map((c) => h('div', {}, h('b', {}, `${c.name}: `), (c.output || '').slice(-300)))
             : `${(n.checks || []).length} passed`),
-          h('td', { class: 'problem', 'data-field': 'why' }, n.stateReason ||
+          h('td', { class: 'problem', 'data-field': 'why' },
+            drain ? h('div', {}, 'leaves in ', h('span', { 'data-field': 'leaves-in' }, countdown(drain.at - Date.now())),
+              ` at the latest (job ${drain.job})${drain.reason ? `: ${drain.reason}` : ''}`) : '',
+            n.stateReason ||
             (last ? `${clock(last.timeUnixMs)} ${INCIDENT_KIND[last.kind] || ''} ${last.jobId ? `job ${last.jobId}` : ''}: ${last.cause}` : '')),
           h('td', { 'data-field': 'last-job' }, n.lastJobId ? h('a', { href: `#/jobs/${encodeURIComponent(n.lastJobId)}` }, n.lastJobId) : '')));
       }

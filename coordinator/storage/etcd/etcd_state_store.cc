@@ -27,6 +27,9 @@ using rendezvous::JobCounters;
 using rendezvous::JobRecord;
 using rendezvous::JobSnapshot;
 
+// The cluster's quarantine policy (v1::QuarantinePolicy), under the prefix.
+constexpr char kQuarantinePolicyKey[] = "p/quarantine";
+
 // One attempt of a transaction; lost answers are retried up to the timeout.
 constexpr absl::Duration kAttemptTimeout = absl::Seconds(1);
 constexpr absl::Duration kRetryPause = absl::Milliseconds(100);
@@ -181,7 +184,7 @@ absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::OpenFromMirror(
 
 absl::Status EtcdStateStore::Init() {
   EtcdPrefixSnapshot stored;
-  for (const char* part : {"m/", "j/", "n/", "r/", "c/", "h/"}) {
+  for (const char* part : {"m/", "j/", "n/", "r/", "c/", "h/", "p/"}) {
     DDP_ASSIGN_OR_RETURN(std::vector<etcdserverpb::KeyValue> kvs, RangePrefix(prefix_ + part));
     for (etcdserverpb::KeyValue& kv : kvs) {
       stored.keys[kv.key()] = EtcdMirroredValue{std::move(*kv.mutable_value()), kv.mod_revision()};
@@ -201,7 +204,7 @@ absl::Status EtcdStateStore::InitFrom(EtcdPrefixSnapshot& stored) {
     next_lease_id_ = record.next_lease_id();
     meta_mod_revision_ = meta->second.mod_revision;
   }
-  for (const char* part : {"j/", "n/", "r/", "h/"}) {
+  for (const char* part : {"j/", "n/", "r/", "h/", "p/"}) {
     const std::string from = prefix_ + part;
     auto it = stored.keys.lower_bound(from);
     while (it != stored.keys.end() && absl::StartsWith(it->first, from)) {
@@ -435,6 +438,13 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
     if (old == job_keys_.end() || old->second != value) writes[key] = value;
     jobs[key] = std::move(value);
   }
+  if (batch.quarantine_policy) {
+    const std::string key = prefix_ + kQuarantinePolicyKey;
+    std::string value = batch.quarantine_policy->SerializeAsString();
+    auto old = job_keys_.find(key);
+    if (old == job_keys_.end() || old->second != value) writes[key] = value;
+    jobs[key] = std::move(value);
+  }
   // The KV part.
   const kv::Revision old_revision = revision_;
   const kv::LeaseId old_next_lease = next_lease_id_;
@@ -614,6 +624,17 @@ absl::StatusOr<std::vector<v1::Node>> EtcdStateStore::LoadNodes() const {
     out.push_back(std::move(node));
   }
   return out;
+}
+
+absl::StatusOr<std::optional<v1::QuarantinePolicy>> EtcdStateStore::LoadQuarantinePolicy() const {
+  absl::MutexLock lock(&mu_);
+  auto it = job_keys_.find(prefix_ + kQuarantinePolicyKey);
+  if (it == job_keys_.end()) return std::nullopt;
+  v1::QuarantinePolicy policy;
+  if (!policy.ParseFromString(it->second)) {
+    return DataLoss(absl::StrCat("the quarantine policy at ", it->first, " does not decode"));
+  }
+  return policy;
 }
 
 }  // namespace ddp::storage

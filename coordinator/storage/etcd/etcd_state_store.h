@@ -12,6 +12,7 @@
 //   PREFIX/n/HEX(job)/HEX(node)  NodeRecord
 //   PREFIX/r/HEX(job)/RUN8       StoredJobRecord of a past run
 //   PREFIX/h/HEX(node)           v1::Node: the fleet's record of a node (LoadNodes)
+//   PREFIX/p/quarantine          v1::QuarantinePolicy, once set (LoadQuarantinePolicy)
 //   PREFIX/v/HEX(job)/INDEX16    JobEventRecord: a retained job event
 //   PREFIX/c/events              JobEventCountsRecord: events ever appended
 // (records: proto/ddp/state/v1/records.proto; ids hex-encoded, so any bytes
@@ -119,6 +120,7 @@ class EtcdStateStore final : public commit::StateStore {
   absl::StatusOr<std::vector<rendezvous::JobSnapshot>> LoadAll() const override;
   absl::StatusOr<rendezvous::JobEventCounts> LoadEventCounts() const override;
   absl::StatusOr<std::vector<v1::Node>> LoadNodes() const override;
+  absl::StatusOr<std::optional<v1::QuarantinePolicy>> LoadQuarantinePolicy() const override;
 
  private:
   EtcdStateStore(std::unique_ptr<etcdserverpb::KV::Stub> stub, std::string prefix,
