@@ -37,10 +37,14 @@ def _from_message(cls, message):
         value = getattr(message, field.name)
         origin = typing.get_origin(kind)
         args = typing.get_args(kind)
-        if origin is typing.Union:  # Optional[Nested]
+        if origin is typing.Union:  # Optional[Nested], or an optional scalar
             nested = args[0]
-            values[field.name] = (_from_message(nested, value)
-                                  if message.HasField(field.name) else None)
+            if not message.HasField(field.name):
+                values[field.name] = None
+            elif dataclasses.is_dataclass(nested):
+                values[field.name] = _from_message(nested, value)
+            else:
+                values[field.name] = value
         elif origin in (list, List):
             item = args[0]
             values[field.name] = ([_from_message(item, v) for v in value]
@@ -73,9 +77,13 @@ class JobSettings:
     # The straggler exclusion policy: 0 off; else 1.1-100 (after 0: 60 s).
     straggler_exclude_factor: float = 0.0
     straggler_exclude_after_ms: int = 0
+    # A hang: every member's workers without CPU or I/O this long. None: the
+    # coordinator's 10 s; 0: off; else at least 2,000.
+    hang_timeout_ms: Optional[int] = None
 
     def to_proto(self):
-        return jobs_pb2.JobSettings(**dataclasses.asdict(self))
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return jobs_pb2.JobSettings(**fields)
 
 
 @dataclasses.dataclass(frozen=True)

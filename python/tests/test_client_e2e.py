@@ -17,13 +17,17 @@ def client(coordinator):
 
 
 def test_jobs_CreateGetListUpdateCancel(client):
-    settings = ddpc.JobSettings(min_nodes=2, max_nodes=3, nproc_per_node=4, max_restarts=2)
+    settings = ddpc.JobSettings(min_nodes=2, max_nodes=3, nproc_per_node=4, max_restarts=2,
+                                hang_timeout_ms=45_000)
     job = client.jobs.create("py-job", settings)
     assert job.job_id == "py-job"
     assert job.state == ddpc.JobState.WAITING
     assert job.settings.min_nodes == 2 and job.settings.nproc_per_node == 4
+    assert job.settings.hang_timeout_ms == 45_000
+    assert client.jobs.create("py-default").settings.hang_timeout_ms == 10_000  # unset
+    client.jobs.cancel("py-default")
     assert client.jobs.get("py-job").settings.max_restarts == 2
-    assert [j.job_id for j in client.jobs.list()] == ["py-job"]
+    assert [j.job_id for j in client.jobs.list(states=[ddpc.JobState.WAITING])] == ["py-job"]
     assert client.jobs.list(states=[ddpc.JobState.RUNNING]) == []
     assert client.jobs.update("py-job", max_nodes=4).settings.max_nodes == 4
     cancelled = client.jobs.cancel("py-job", reason="test over")

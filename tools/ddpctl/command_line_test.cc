@@ -227,7 +227,8 @@ TEST(ParseCommandLine, JobsHelp_ListsVerbsAndFlags) {
   EXPECT_THAT(got->help_text, HasSubstr("--nnodes N|MIN:MAX"));
   EXPECT_THAT(got->help_text, HasSubstr("--shutdown-timeout DURATION"));
   got = Parse({"jobs"});
-  EXPECT_THAT(got.status().message(), HasSubstr("list|get|logs|create|watch|update|cancel|exclude"));
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("list|get|logs|create|watch|update|cancel|exclude"));
 }
 
 TEST(ParseNodeRange, SingleAndRange_Parse) {

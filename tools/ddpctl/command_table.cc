@@ -183,7 +183,10 @@ const std::vector<CommandSpec>& CommandTable() {
         {"heartbeat-timeout", FlagKind::kDuration, "DURATION",
          "A node silent this long is lost (default 3s)"},
         {"shutdown-timeout", FlagKind::kDuration, "DURATION",
-         "How long members get to stop their workers (default 30s)"}},
+         "How long members get to stop their workers (default 30s)"},
+        {"hang-timeout", FlagKind::kDuration, "DURATION",
+         "A hang: every member's workers without CPU or I/O this long (default 10s; 0 off, "
+         "else at least 2s)"}},
        "Unset flags take the coordinator's defaults. Creating an existing job\n"
        "with other settings exits 1 with ALREADY_EXISTS."},
       {"jobs",

@@ -251,7 +251,7 @@ TEST_F(DdpctlTest, ClusterStatus_EndpointStatusTableWithRevisionAndVersion) {
 TEST_F(DdpctlTest, JobsCreateGetListCancel_ShowSettingsAndState) {
   Result create =
       Ctl("jobs create train-1 --nnodes 2:4 --nproc-per-node 8 --max-restarts 3 "
-          "--join-timeout 5m --heartbeat-timeout 1500ms");
+          "--join-timeout 5m --heartbeat-timeout 1500ms --hang-timeout 45s");
   ASSERT_EQ(create.exit_code, 0) << create.output;
   EXPECT_THAT(create.output, StartsWith("train-1: WAITING, generation "));
   Result get = Ctl("jobs get train-1");
@@ -262,9 +262,16 @@ TEST_F(DdpctlTest, JobsCreateGetListCancel_ShowSettingsAndState) {
   EXPECT_THAT(get.output, HasSubstr("  max-restarts        3\n"));
   EXPECT_THAT(get.output, HasSubstr("  join-timeout        5m\n"));
   EXPECT_THAT(get.output, HasSubstr("  heartbeat-timeout   1.5s\n"));
+  EXPECT_THAT(get.output, HasSubstr("  hang-timeout        45s\n"));
   // Unset fields took the server's defaults.
   EXPECT_THAT(get.output, HasSubstr("  last-call-timeout   30s\n"));
   EXPECT_THAT(get.output, HasSubstr("restarts:    0/3\n"));
+  // Below the hang timeout's minimum: the coordinator names the value and
+  // the limit.
+  Result short_hang = Ctl("jobs create train-2 --hang-timeout 1s");
+  EXPECT_EQ(short_hang.exit_code, 1) << short_hang.output;
+  EXPECT_THAT(short_hang.output, HasSubstr("hang_timeout (0 turns it off)=1s is out of range"));
+  EXPECT_THAT(short_hang.output, HasSubstr(">= 2s"));
 
   Result list = Ctl("jobs list");
   ASSERT_EQ(list.exit_code, 0) << list.output;

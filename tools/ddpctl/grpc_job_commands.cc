@@ -182,6 +182,14 @@ grpc::Status JobsCreate(CommandContext& c) {
   settings.set_last_call_timeout_ms(last_call_ms);
   settings.set_heartbeat_timeout_ms(heartbeat_ms);
   settings.set_shutdown_timeout_ms(shutdown_ms);
+  if (in.HasFlag("hang-timeout")) {  // unset: the coordinator's 10 s; 0: off
+    const absl::Duration hang = in.FlagDuration("hang-timeout", absl::ZeroDuration());
+    if (hang < absl::ZeroDuration()) {
+      return UsageError(absl::InvalidArgumentError(absl::StrCat(
+          "--hang-timeout=", in.FlagString("hang-timeout"), " must be 0 (off) or positive")));
+    }
+    settings.set_hang_timeout_ms(absl::ToInt64Milliseconds(hang));
+  }
   return c.CallAndPrint(c.jobs, &v1::JobService::Stub::CreateJob, request, JobSummaryTextTo);
 }
 
