@@ -24,6 +24,13 @@ std::string Quoted(const std::string& s, size_t max = 128) {
   return absl::StrCat("'", absl::CHexEscape(s.substr(0, max)), s.size() > max ? "...'" : "'");
 }
 
+// The ledger holds `max_nodes` and `node_id` is not among them.
+absl::Status LedgerFull(int max_nodes, const std::string& node_id) {
+  return absl::ResourceExhaustedError(absl::StrCat("the coordinator records at most ", max_nodes,
+                                                   " nodes; node ", Quoted(node_id),
+                                                   " is one too many"));
+}
+
 std::string FormatUnixMs(int64_t ms) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
@@ -277,9 +284,7 @@ absl::Status NodeLedger::ReportChecks(const std::string& node_id, const std::str
     absl::MutexLock lock(&mu_);
     v1::Node* node = FindOrAddLocked(node_id);
     if (node == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat("the coordinator records at most ",
-                                                       options_.max_nodes, " nodes; node ",
-                                                       Quoted(node_id), " is one too many"));
+      return LedgerFull(options_.max_nodes, node_id);
     }
     node->set_last_seen_unix_ms(absl::ToUnixMillis(clock_.Now()));
     MarkDirtyLocked(node_id);
@@ -298,9 +303,7 @@ absl::Status NodeLedger::Admit(const std::string& node_id, const std::string& ad
     absl::MutexLock lock(&mu_);
     v1::Node* node = FindOrAddLocked(node_id);
     if (node == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat("the coordinator records at most ",
-                                                       options_.max_nodes, " nodes; node ",
-                                                       Quoted(node_id), " is one too many"));
+      return LedgerFull(options_.max_nodes, node_id);
     }
     const int64_t now_ms = absl::ToUnixMillis(clock_.Now());
     node->set_address(address.substr(0, options_.max_reason_bytes));
@@ -423,9 +426,7 @@ absl::StatusOr<v1::Node> NodeLedger::Cordon(const std::string& node_id, const st
     absl::MutexLock lock(&mu_);
     v1::Node* node = FindOrAddLocked(node_id);
     if (node == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat("the coordinator records at most ",
-                                                       options_.max_nodes, " nodes; node ",
-                                                       Quoted(node_id), " is one too many"));
+      return LedgerFull(options_.max_nodes, node_id);
     }
     const std::string why = reason.empty() ? "cordoned by an operator"
                                            : absl::StrCat("cordoned by an operator: ", reason);
