@@ -27,6 +27,22 @@ namespace {
 
 class FleetE2eTest : public TrainingE2eTest {
  protected:
+  // Generation 1: rank 0 creates `flag` (what a node's check reads) and fails,
+  // which restarts the job; every other rank waits to be stopped. Later
+  // generations sleep `then_sleep_s`, then succeed.
+  std::string WriteMarkAndFailScript(const std::string& flag, int then_sleep_s) {
+    const std::string path = Path("mark_and_fail.py");
+    std::ofstream(path) << "import os, sys, time\n"
+                        << "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
+                        << "    if os.environ['RANK'] == '0':\n"
+                        << "        open('" << flag << "', 'w').close()\n"
+                        << "        sys.exit(1)\n"
+                        << "    time.sleep(60)\n"
+                        << "time.sleep(" << then_sleep_s << ")\n"
+                        << "sys.exit(0)\n";
+    return path;
+  }
+
   // A worker that exits with `code` at once (no torch: the fleet is the test).
   std::string WriteScript(const std::string& name, int code) {
     const std::string path = Path(name);
@@ -100,18 +116,9 @@ TEST_F(FleetE2eTest, FailingHealthCheck_NodeRefusedSpareTakesItsPlace_CheckShown
 
 TEST_F(FleetE2eTest, CheckFailsBetweenGenerations_NodeLeavesSpareTakesItsPlace_InLedger) {
   StartCoordinator();
-  // Generation 1: rank 0 marks node-a bad (the file its check reads) and
-  // fails, which restarts the job; every other rank waits to be stopped.
-  // Generation 2: every rank succeeds.
+  // Generation 1: rank 0 marks node-a bad and fails; generation 2 succeeds.
   const std::string flag = Path("node-a-is-bad");
-  const std::string script = Path("mark_and_fail.py");
-  std::ofstream(script) << "import os, sys, time\n"
-                        << "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
-                        << "    if os.environ['RANK'] == '0':\n"
-                        << "        open('" << flag << "', 'w').close()\n"
-                        << "        sys.exit(1)\n"
-                        << "    time.sleep(60)\n"
-                        << "sys.exit(0)\n";
+  const std::string script = WriteMarkAndFailScript(flag, 0);
   const std::string check = absl::StrCat("name=probe,timeout=10s,cmd=if [ -e ", flag,
                                          " ]; then echo 'GPU 3 fell off the bus'; exit 1; fi");
   AgentProcess& a = Agent("node-a", "job-g", 2, script, {check}, /*max_restarts=*/1);
@@ -143,15 +150,7 @@ TEST_F(FleetE2eTest, SlowCheckBetweenGenerations_RestartWaitsOnlyTheShutdownTime
   rdzv_conf_ = "heartbeat_timeout=2,last_call_timeout=1,join_timeout=60,shutdown_timeout=3";
   StartCoordinator();
   const std::string flag = Path("node-a-is-slow");
-  const std::string script = Path("mark_and_fail.py");
-  std::ofstream(script) << "import os, sys, time\n"
-                        << "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
-                        << "    if os.environ['RANK'] == '0':\n"
-                        << "        open('" << flag << "', 'w').close()\n"
-                        << "        sys.exit(1)\n"
-                        << "    time.sleep(60)\n"
-                        << "time.sleep(10)\n"
-                        << "sys.exit(0)\n";
+  const std::string script = WriteMarkAndFailScript(flag, 10);
   const std::string check =
       absl::StrCat("name=slow,timeout=30s,cmd=if [ -e ", flag, " ]; then sleep 8; fi");
   AgentProcess& a = Agent("node-a", "job-s", 2, script, {check}, /*max_restarts=*/1);
