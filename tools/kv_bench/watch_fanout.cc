@@ -147,7 +147,7 @@ class DdpFanout final : public FanoutBase<DdpWatcher> {
       channels_.push_back(NewDistinctChannel(address_, 5000 + i));
       stubs_.push_back(v1::KeyValueService::NewStub(channels_.back()));
     }
-    const int64_t before = Watchers();
+    before_ = Watchers();
     v1::WatchRequest request;
     request.set_namespace_(name_space_);
     request.set_prefix(key);
@@ -157,11 +157,19 @@ class DdpFanout final : public FanoutBase<DdpWatcher> {
     }
     // ddp sends nothing on registration; its Status counts open watchers.
     const absl::Time deadline = absl::Now() + kRegisterBound;
-    while (Watchers() < before + watchers) {
+    while (Watchers() < before_ + watchers) {
       if (absl::Now() > deadline) return "watchers did not register in time";
       absl::SleepFor(absl::Milliseconds(10));
     }
     return "";
+  }
+  // Also waits until the server has closed these streams, so the next test's
+  // count of open watchers starts from what it was before this one.
+  void Stop() override {
+    FanoutBase<DdpWatcher>::Stop();
+    if (stubs_.empty()) return;
+    const absl::Time deadline = absl::Now() + kRoundBound;
+    while (Watchers() > before_ && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
   }
 
  private:
@@ -187,6 +195,7 @@ class DdpFanout final : public FanoutBase<DdpWatcher> {
   std::string address_;
   std::string name_space_;
   std::vector<std::unique_ptr<v1::KeyValueService::Stub>> stubs_;
+  int64_t before_ = 0;  // the server's open watchers before Start
 };
 
 class EtcdFanout final : public FanoutBase<EtcdWatcher> {
