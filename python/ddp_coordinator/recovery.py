@@ -46,9 +46,6 @@ import time
 # to say that a peer failed, before the error counts as this rank's own failure.
 PEER_FAILURE_WAIT_S = 10.0
 _MAX_LINE_BYTES = 1 << 20
-# How long a rank other than 0 waits for rank 0's store before init_process_group (torch's
-# default timeout of the store, when run() is given none).
-STORE_WAIT_S = 1800.0
 # DDP_RECOVERY_TRACE=1: one stderr line per step of a recovery, with its wall-clock time
 # ("ddp_coordinator.recovery: trace T rank R STEP"), for tools/bench_launch's breakdown.
 _TRACE = os.environ.get("DDP_RECOVERY_TRACE", "") not in ("", "0")
@@ -243,6 +240,62 @@ def _await_store(timeout_s, abandoned=None, poll_s=0.002):
             time.sleep(poll_s)
 
 
+def _generation_store(dist, timeout, abandoned):
+    """The generation's store as ``init_process_group("env://")`` makes it (rank 0's TCPStore
+    on MASTER_ADDR:MASTER_PORT, keys under "default_pg"), without its start-up wait: the
+    env:// store's server polls every 10 ms until every rank has connected, which the process
+    group's own rendezvous does anyway. Ranks other than 0 connect once the server listens
+    (_await_store). None when the environment or this torch lacks what it needs (init then
+    goes through env://)."""
+    address, port = os.environ.get("MASTER_ADDR", ""), os.environ.get("MASTER_PORT", "")
+    if not address or not port.isdigit() or "RANK" not in os.environ or \
+            "WORLD_SIZE" not in os.environ:
+        return None
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    if rank != 0:
+        _await_store(timeout.total_seconds(), abandoned)
+    try:
+        store = dist.TCPStore(address, int(port), world_size, rank == 0, timeout,
+                              wait_for_workers=False)
+    except TypeError:  # a torch without wait_for_workers
+        return None
+    _trace("store connected")
+    return dist.PrefixStore("default_pg", store)
+
+
+class _event_driven_barrier:
+    """Within: torch 1.13's barrier at the end of ``init_process_group`` waits on the store
+    for its last rank instead of polling every 10 ms (what torch 2.x does itself). Left
+    alone on any torch whose barrier has another signature."""
+
+    def __init__(self, dist):
+        self._c10d = dist.distributed_c10d
+        self._original = getattr(self._c10d, "_store_based_barrier", None)
+
+    def __enter__(self):
+        import inspect
+        original = self._original
+        if original is None or \
+                list(inspect.signature(original).parameters) != ["rank", "store", "timeout"]:
+            self._original = None
+            return self
+        c10d = self._c10d
+
+        def barrier(rank, store, timeout):
+            key = f"{c10d.STORE_BASED_BARRIER_PREFIX}:{c10d._group_count}"
+            if store.add(key, 1) >= c10d.get_world_size():
+                store.set(f"{key}:last", "1")
+            store.wait([f"{key}:last"], timeout)
+
+        c10d._store_based_barrier = barrier
+        return self
+
+    def __exit__(self, *exc):
+        if self._original is not None:
+            self._c10d._store_based_barrier = self._original
+        return False
+
+
 def _default_state_dict(state):
     if hasattr(state, "state_dict") and hasattr(state, "load_state_dict"):
         return state.state_dict()
@@ -315,11 +368,20 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
     import torch
     import torch.distributed as dist
 
-    def init():
-        kwargs = {"backend": backend, "init_method": "env://"}
-        if timeout is not None:
-            kwargs["timeout"] = timeout
-        dist.init_process_group(**kwargs)
+    def init(abandoned=None):
+        group_timeout = timeout if timeout is not None else \
+            dist.distributed_c10d.default_pg_timeout
+        store = None
+        if abandoned is not None:
+            store = _generation_store(dist, group_timeout, abandoned)
+        if store is None:
+            dist.init_process_group(backend=backend, init_method="env://",
+                                    timeout=group_timeout)
+            return
+        with _event_driven_barrier(dist):
+            dist.init_process_group(backend=backend, store=store, timeout=group_timeout,
+                                    rank=int(os.environ["RANK"]),
+                                    world_size=int(os.environ["WORLD_SIZE"]))
 
     directory = os.environ.get("DDP_RECOVERY_DIR")
     if not directory:  # not under ddp-client --in-process-restart: one generation
@@ -343,9 +405,7 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
         channel.arm(generation, group_sockets, _abort_for(dist, backend))
         channel.report("running", generation)
         try:
-            _await_store(STORE_WAIT_S if timeout is None else timeout.total_seconds(),
-                         channel.abandoned)
-            init()
+            init(channel.abandoned)
             initialized.append(_socket_fds() - before)
             _trace(f"generation {generation} process group ready")
             replaced = list(range(dist.get_world_size())) if not survivor else []
@@ -369,12 +429,16 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
                 dist.destroy_process_group()
             return result
         # A peer failed: leave the group, wait for the next generation.
+        _trace(f"generation {generation} loop left")
         channel.disarm()
         _shut_down(group_sockets())
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        # Parked once its sockets are shut down: nothing of this process reaches the old
+        # group any more (the fence), and the loop has returned. Tearing the group down
+        # (gloo's threads, rank 0's store) overlaps the coordinator's next round.
         channel.report("parked", generation)
         _trace(f"generation {generation} parked")
+        if dist.is_initialized():
+            dist.destroy_process_group()
         started = time.monotonic()
         _, env = channel.wait_for_join(generation)
         os.environ.update(env)
