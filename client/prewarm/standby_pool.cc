@@ -315,9 +315,12 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
     // for it, as for a standby that imports (a cold start would import from
     // scratch), with the zygote at normal priority from here.
     auto awaits_zygote = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      if (standbys_.count(spec.local_rank) > 0) return false;
+      if (forking_.count(spec.local_rank) > 0) return true;
+      // Waiting for a zygote's import, or due and about to get one.
       auto request = requests_.find(spec.local_rank);
-      return standbys_.count(spec.local_rank) == 0 && request != requests_.end() &&
-             ForZygoteLocked(request->second) && ZygoteServesLocked(request->second);
+      return request != requests_.end() && ForZygoteLocked(request->second) &&
+             (ZygoteServesLocked(request->second) || request->second.due <= clock_.Now());
     };
     if (warmable && awaits_zygote()) {
       if (zygote_->idle) {
@@ -685,6 +688,7 @@ void StandbyPool::StartDue() {
                         current->second->static_env == request.static_env &&
                         current->second->stdio.stdout_target == request.stdio.stdout_target &&
                         current->second->stdio.stderr_target == request.stdio.stderr_target;
+      if (!same && for_zygote) forking_.insert(it->first);
       if (!same) (for_zygote ? forks : alone).emplace_back(it->first, std::move(it->second));
       it = requests_.erase(it);
     }
@@ -696,9 +700,10 @@ void StandbyPool::StartDue() {
       DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": no standby from the zygote ("
                        << standby.status().message() << "); it starts one of its own";
       StartAlone(rank, request);
-      continue;
     }
     absl::MutexLock lock(&mu_);
+    forking_.erase(rank);  // a Launch waiting for it goes on
+    if (!standby.ok()) continue;
     ++counts_.zygote_forks;
     zygote_deaths_ = 0;
     auto& slot = standbys_[rank];

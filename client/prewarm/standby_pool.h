@@ -117,6 +117,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -264,6 +265,9 @@ class StandbyPool {
   // MASTER_ADDR:MASTER_PORT that did not listen within master_wait.
   std::string master_not_listening_ ABSL_GUARDED_BY(mu_);
   Counts counts_ ABSL_GUARDED_BY(mu_);
+  // Ranks whose standby the zygote forks now (out of requests_, not yet in
+  // standbys_: a Launch waits for them).
+  std::set<int> forking_ ABSL_GUARDED_BY(mu_);
   // Sockets of handed-over standbys, closed on the pool's thread (which may
   // be polling them).
   std::vector<int> closing_ ABSL_GUARDED_BY(mu_);

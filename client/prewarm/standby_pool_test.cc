@@ -507,6 +507,23 @@ TEST(StandbyPoolTest, Zygote_OneImportForEveryRank_StandbysAreOurChildren) {
   EXPECT_EQ(Lines(dir + "/imports"), 1);
 }
 
+// The first generation starts while the zygote still imports: each rank
+// waits for its fork, as for a standby still importing, and starts warm.
+TEST(StandbyPoolTest, Zygote_LaunchedWhileItImports_StartsWarm) {
+  const std::string dir = TestDir("zygote_importing");
+  std::ofstream(dir + "/slow_import.py") << "import time\ntime.sleep(1)\n";
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"slow_import"});
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  spec.env["PYTHONPATH"] = dir;
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  WorkerSpec next = DumpSpec(dir, 2, false);
+  next.env["PYTHONPATH"] = dir;
+  const WorkerRun run = RunWorker(next, pool.get());
+  EXPECT_TRUE(run.exit.succeeded());
+  EXPECT_EQ(pool->counts().warm_starts, 1);
+  EXPECT_EQ(pool->counts().cold_starts, 0);
+}
+
 // The refill after a start is forked at once, whatever refill_delay says (a
 // FakeClock that never moves): a failure right after a start finds it ready.
 TEST(StandbyPoolTest, Zygote_RefillAtOnce_WhateverTheRefillDelay) {
