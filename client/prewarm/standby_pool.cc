@@ -323,7 +323,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
              (ZygoteServesLocked(request->second) || request->second.due <= clock_.Now());
     };
     if (warmable && awaits_zygote()) {
-      if (zygote_->idle) {
+      if (zygote_ != nullptr && zygote_->idle) {
         zygote_->idle = false;
         if (absl::Status raised = RestoreNormalCpuPriority(zygote_->process.pid); !raised.ok()) {
           DDP_LOG(WARNING) << "--prewarm: the zygote: " << raised;

@@ -72,8 +72,12 @@
 //
 // Which zygote serves: the one whose argv and NodePart equal the request's
 // (every local rank of a node, as a rule); for another, a new zygote replaces
-// it. Each standby is then still checked by Mismatch() at Launch (argv, the
-// rank's static environment, the console descriptors), as before.
+// it, unless a request still waits for the current one (then that request's
+// standby is started on its own: two keys at once never make zygotes replace
+// each other in turn). Each standby is then still checked by Mismatch() at
+// Launch (argv, the rank's static environment, the console descriptors), as
+// before. A Launch whose standby the zygote is about to fork (importing
+// still) waits for it, as for a standby still importing.
 //
 // Fallbacks (a log line each; the rank still gets a standby of its own, or
 // starts cold, as without a zygote): the zygote cannot import MODULE (e.g. a
