@@ -20,7 +20,8 @@
 // interpreter per pool, started as a standby would be but with the node's
 // static environment (NodePart: without LOCAL_RANK and DDP_RECOVERY_DIR),
 // imports MODULE... once and then, instead of becoming a worker, forks the
-// standbys: a standby costs a fork (milliseconds), not an import (seconds).
+// standbys: a standby costs a fork (19-56 ms with torch imported, on a loaded
+// 2-core machine), not an import (seconds).
 // So a refill right after a start is ready at once (a failure 1 s after a
 // start finds a warm standby), and N ranks cost one import, not N.
 //
@@ -44,17 +45,18 @@
 // worker it forked (the pool checks /proc/PID/stat's parent before using it).
 // The subreaper also inherits every other orphaned descendant (a dead
 // worker's data-loader children); OrphanReaper reaps those (zombies that do
-// not lead their group) and never a group leader, so no worker's exit status
-// is stolen. The alternative -- the zygote reaps and reports exit statuses
-// over its socket -- was not taken: the zygote's death would then lose the
+// not lead their group, or lead a session) and never a group leader of the
+// agent's session, so no worker's exit status is stolen. The alternative -- the zygote reaps and
+// reports exit statuses over its socket -- was not taken: the zygote's death would then lose the
 // statuses of every running worker (and, with PR_SET_PDEATHSIG relative to
 // the zygote, kill them); here a zygote that dies costs only the next
 // standbys' speed.
 //
 // Dying with the agent: PR_SET_PDEATHSIG is relative to the parent *thread*.
 // Linux re-parents an orphan to a live thread of the subreaper, the thread
-// group leader first, so a forked standby (and the worker it becomes) is
-// killed when the agent's main thread ends -- its process's end (the agent's
+// group leader first (checked: an orphan of a child forked by another,
+// living thread is listed in the main thread's /proc/.../children), so a forked standby (and the
+// worker it becomes) is killed when the agent's main thread ends -- its process's end (the agent's
 // main thread lives as long as the agent) -- where a standby started by
 // SpawnWorker dies with the pool's thread. The zygote itself is a SpawnWorker
 // child (PR_SET_PDEATHSIG to the pool's thread). Agent killed -9: the kernel
