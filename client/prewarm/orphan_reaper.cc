@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -80,20 +81,23 @@ OrphanReaper::~OrphanReaper() {
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
-int OrphanReaper::ReapOnce() {
+int OrphanReaper::ReapOnce() { return ReapPass().reaped; }
+
+OrphanReaper::Pass OrphanReaper::ReapPass() {
+  Pass pass;
   // Cheap first: is any child a zombie at all?
   siginfo_t info;
   memset(&info, 0, sizeof(info));
-  if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return 0;
-  int reaped = 0;
+  if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return pass;
+  pass.zombies = true;
   for (pid_t pid : Children()) {
-    if (IsOrphanZombie(pid) && waitpid(pid, nullptr, WNOHANG) == pid) ++reaped;
+    if (IsOrphanZombie(pid) && waitpid(pid, nullptr, WNOHANG) == pid) ++pass.reaped;
   }
-  if (reaped > 0) {
+  if (pass.reaped > 0) {
     absl::MutexLock lock(&mu_);
-    reaped_ += reaped;
+    reaped_ += pass.reaped;
   }
-  return reaped;
+  return pass;
 }
 
 int OrphanReaper::reaped() const {
@@ -103,12 +107,17 @@ int OrphanReaper::reaped() const {
 
 void OrphanReaper::Loop() {
   pthread_setname_np(pthread_self(), "orphan-reaper");
+  absl::Duration interval = options_.poll_interval;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&quit_), options_.poll_interval)) return;
+      if (mu_.AwaitWithTimeout(absl::Condition(&quit_), interval)) return;
     }
-    ReapOnce();
+    const Pass pass = ReapPass();
+    // Only zombies to leave: their /proc files need not be read every poll.
+    interval = pass.zombies && pass.reaped == 0
+                   ? std::min(interval * 2, std::max(options_.max_poll_interval, interval))
+                   : options_.poll_interval;
   }
 }
 

@@ -25,7 +25,10 @@
 // ends.
 //
 // Cost: one waitid(P_ALL, WNOHANG | WNOWAIT) per poll_interval; the
-// children's /proc files are read only when some child is a zombie.
+// children's /proc files are read only when some child is a zombie. While
+// the only zombies are ones it must leave (their owners reap them soon; a
+// group leader no one waits for, never), the interval doubles up to
+// max_poll_interval.
 //
 // Thread-safety: the object owns one thread ("orphan-reaper"); ReapOnce may
 // be called from any thread. One reaper per process.
@@ -47,6 +50,7 @@ struct OrphanReaperOptions {
   // stopped worker holds up WorkerSupervisor::Stop (real time: a real
   // process's exit is waited for).
   absl::Duration poll_interval = absl::Milliseconds(10);
+  absl::Duration max_poll_interval = absl::Milliseconds(320);
 };
 
 class OrphanReaper {
@@ -64,7 +68,12 @@ class OrphanReaper {
   int reaped() const;
 
  private:
+  struct Pass {
+    bool zombies = false;  // some child was a zombie
+    int reaped = 0;
+  };
   explicit OrphanReaper(OrphanReaperOptions options);
+  Pass ReapPass();
   void Loop();
 
   const OrphanReaperOptions options_;

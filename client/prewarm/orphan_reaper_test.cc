@@ -83,6 +83,10 @@ TEST(OrphanReaperTest, ChildThatLeadsItsGroup_LeftForItsOwnersWaitpid) {
   // Many polls of the reaper's thread, and one here.
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ((*reaper)->ReapOnce(), 0);
+  // That zombie left in place does not keep an orphan from being reaped.
+  const pid_t orphan = OrphanGrandchild(/*new_session=*/false);
+  ASSERT_GT(orphan, 0);
+  EXPECT_TRUE(AwaitGone(orphan)) << "a zombie nobody reaps: pid " << orphan;
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status));
