@@ -94,10 +94,13 @@ Workers
                                   rank's static environment set; the next generation's
                                   worker is that interpreter, given the generation's
                                   environment: a restart does not pay for `import torch`.
-                                  The script sees what a cold start sees. A standby that
-                                  cannot serve (environment changed, died, not a Python
-                                  entry point) means a cold start, logged. Costs one idle
-                                  interpreter's memory per local rank ($DDP_PREWARM).
+                                  The script sees what a cold start sees. One zygote
+                                  interpreter per node imports them once and forks each
+                                  standby (a refill costs a fork, not an import). A standby
+                                  that cannot serve (environment changed, died, not a
+                                  Python entry point) means a cold start, logged. Costs one
+                                  idle interpreter per local rank, sharing the zygote's
+                                  pages until written ($DDP_PREWARM).
   --in-process-restart[=true|false]
                                   On a failure, keep the surviving workers' processes:
                                   a worker whose training loop runs under

@@ -94,6 +94,18 @@ EnvMap StaticPart(const EnvMap& env) {
   return part;
 }
 
+bool DiffersByLocalRank(const std::string& key) {
+  return key == "LOCAL_RANK" || key == "DDP_RECOVERY_DIR";
+}
+
+EnvMap NodePart(const EnvMap& static_env) {
+  EnvMap part;
+  for (const auto& [key, value] : static_env) {
+    if (!DiffersByLocalRank(key)) part.emplace(key, value);
+  }
+  return part;
+}
+
 EnvMap CurrentEnvironment() {
   EnvMap env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {

@@ -63,6 +63,15 @@ bool ChangesEveryGeneration(const std::string& key);
 // `env` without the variables of ChangesEveryGeneration.
 EnvMap StaticPart(const EnvMap& env);
 
+// True for the static variables that differ between the local ranks of one
+// node: LOCAL_RANK and DDP_RECOVERY_DIR (the agent's, client/agent). The rest
+// of a rank's static environment is the node's, the same for every local
+// rank (what a --prewarm zygote imports with, client/prewarm/).
+bool DiffersByLocalRank(const std::string& key);
+
+// `static_env` without the variables of DiffersByLocalRank.
+EnvMap NodePart(const EnvMap& static_env);
+
 // This process's environment.
 EnvMap CurrentEnvironment();
 

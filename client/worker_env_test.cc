@@ -148,6 +148,22 @@ TEST(StaticPartTest, TwoGenerations_EveryDifferenceIsAGenerationVariable) {
   EXPECT_EQ(part.count("TORCHELASTIC_ERROR_FILE"), 0u);
 }
 
+TEST(NodePartTest, TwoLocalRanks_EveryDifferenceDiffersByLocalRank) {
+  const EnvMap base = {{"PATH", "/bin"}, {"CUDA_VISIBLE_DEVICES", "0,1"}};
+  EnvMap first = StaticPart(
+      BuildWorkerEnv(TwoNodeAssignment(), Context(2), 0, WorkerFilesFor("/r", 1, 0), base));
+  EnvMap second = StaticPart(
+      BuildWorkerEnv(TwoNodeAssignment(), Context(2), 1, WorkerFilesFor("/r", 1, 1), base));
+  first["DDP_RECOVERY_DIR"] = "/run/recovery/0";  // as the agent sets it per slot
+  second["DDP_RECOVERY_DIR"] = "/run/recovery/1";
+  for (const auto& [key, value] : first) {
+    if (second.at(key) != value) EXPECT_TRUE(DiffersByLocalRank(key)) << key;
+  }
+  EXPECT_EQ(NodePart(first), NodePart(second));
+  EXPECT_EQ(NodePart(first).count("LOCAL_RANK"), 0u);
+  EXPECT_EQ(NodePart(first).at("CUDA_VISIBLE_DEVICES"), "0,1");
+}
+
 TEST(EnvHelpersTest, ToEnvStrings_And_CurrentEnvironment_RoundTrip) {
   EXPECT_EQ(ToEnvStrings({{"A", "1"}, {"B", "x=y"}}), (std::vector<std::string>{"A=1", "B=x=y"}));
   setenv("DDP_WORKER_ENV_TEST", "v=1", 1);

@@ -53,6 +53,10 @@ void Agent::StartStandbys() {
   pool_options.modules = launch.prewarm;
   pool_options.python_exec = launch.python_exec;
   pool_options.site_dir = options_.run_dir + "/prewarm";
+  // One zygote imports once and forks each standby (standby_pool.h); what
+  // its imports print goes to the agent's console.
+  pool_options.zygote_stdout_fd = options_.supervisor.console_out_fd;
+  pool_options.zygote_stderr_fd = options_.supervisor.console_err_fd;
   // Standbys at idle CPU priority, refilled at once: a failure right after a
   // start finds its standby warm, and the standby never slows the workers.
   // Only when the agent may move them back to normal priority at hand-over.
@@ -78,11 +82,10 @@ void Agent::StartStandbys() {
                            absl::ZeroDuration());
   }
   DDP_LOG(INFO) << "--prewarm: preparing " << launch.nproc_per_node << " standby interpreters with "
-                << absl::StrJoin(launch.prewarm, ",") << " imported"
-                << (pool_options.idle_cpu_priority
-                        ? ", at idle CPU priority, refilled at once after each start"
-                        : ", refilled 3 s after each start (no CAP_SYS_NICE nor RLIMIT_NICE >= 20 "
-                          "to run them at idle priority)");
+                << absl::StrJoin(launch.prewarm, ",")
+                << " imported, forked by one zygote that imports them once; each refilled at "
+                   "once after a start"
+                << (pool_options.idle_cpu_priority ? ", at idle CPU priority" : "");
 }
 
 }  // namespace ddp::client

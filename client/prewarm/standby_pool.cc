@@ -8,12 +8,16 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
+#include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -33,8 +37,12 @@ constexpr absl::Duration kMaxIdlePoll = absl::Seconds(1);
 // How long Launch waits for a standby still importing before it starts cold.
 constexpr absl::Duration kMaxImportWait = absl::Minutes(2);
 // Standbys of a rank that may die in a row (killed, no import error) before
-// the rank starts cold for good.
+// the rank starts cold for good; zygotes likewise, before standbys per rank.
 constexpr int kMaxDeaths = 3;
+// How long the zygote may take to answer a fork request (a fork, two
+// in fact, and a re-parenting: milliseconds).
+constexpr absl::Duration kZygoteReplyTimeout = absl::Seconds(10);
+constexpr int kZygoteSendBuffer = 4 << 20;  // one request (an environment)
 
 void CloseFd(int& fd) {
   if (fd >= 0) close(fd);
@@ -61,6 +69,52 @@ std::string ChangedNames(const EnvMap& a, const EnvMap& b) {
   names.resize(names.size() - more);
   return absl::StrCat(absl::StrJoin(names, ", "),
                       more > 0 ? absl::StrCat(" and ", more, " more") : "");
+}
+
+// glibc 2.36's <sys/pidfd.h> lacks extern "C" guards (see worker_process.cc).
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+// The parent of `pid` (/proc/PID/stat's fourth field); -1 when unreadable.
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string stat = text.str();
+  const size_t end = stat.rfind(')');
+  pid_t parent = -1;
+  if (end == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(end + 1));
+  std::string state;
+  fields >> state >> parent;
+  return fields ? parent : -1;
+}
+
+// Sends `message` as one datagram with `fds` (SCM_RIGHTS).
+bool SendWithDescriptors(int socket, const std::string& message, const std::vector<int>& fds) {
+  iovec iov{const_cast<char*>(message.data()), message.size()};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()), 0);
+  msghdr header{};
+  header.msg_iov = &iov;
+  header.msg_iovlen = 1;
+  header.msg_control = control.data();
+  header.msg_controllen = control.size();
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  while (true) {
+    const ssize_t n = sendmsg(socket, &header, MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(message.size())) return true;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{socket, POLLOUT, 0};
+      if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(kZygoteReplyTimeout))) > 0) {
+        continue;
+      }
+    }
+    return false;
+  }
 }
 
 bool SendAll(int fd, const std::string& data) {
@@ -97,6 +151,7 @@ struct StandbyPool::Standby {
   absl::Time started;
   bool idle_at_start = false;  // made at SCHED_IDLE (a refill)
   bool idle = false;           // at SCHED_IDLE still (not promoted nor handed over)
+  bool forked = false;         // by the zygote (it imported nothing itself)
 
   // Reads what the standby said (non-blocking); true when something changed.
   bool Read() {
@@ -152,9 +207,25 @@ absl::StatusOr<std::unique_ptr<StandbyPool>> StandbyPool::Create(StandbyPoolOpti
     out << StandbySiteSource();
     if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", file));
   }
+  if (options.zygote && (options.zygote_stdout_fd < 0 || options.zygote_stderr_fd < 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the zygote's stdout and stderr must be open descriptors, not ",
+                     options.zygote_stdout_fd, " and ", options.zygote_stderr_fd));
+  }
   std::unique_ptr<StandbyPool> pool(new StandbyPool(std::move(options), clock));
   if (pool->wake_fd_ < 0) {
     return absl::InternalError(absl::StrCat("eventfd: ", strerror(errno)));
+  }
+  if (pool->options_.zygote) {
+    absl::StatusOr<std::unique_ptr<OrphanReaper>> reaper = OrphanReaper::Create();
+    if (reaper.ok()) {
+      pool->reaper_ = std::move(*reaper);
+    } else {
+      DDP_LOG(WARNING) << "--prewarm: no zygote (" << reaper.status()
+                       << "); each rank's standby imports on its own";
+      absl::MutexLock lock(&pool->mu_);
+      pool->zygote_off_ = true;
+    }
   }
   StandbyPool* raw = pool.get();
   pool->thread_ = std::thread([raw] { raw->Loop(); });
@@ -173,18 +244,22 @@ StandbyPool::~StandbyPool() {
   }
   Wake();
   if (thread_.joinable()) thread_.join();  // its end kills the standbys (PR_SET_PDEATHSIG)
-  absl::MutexLock lock(&mu_);
-  for (auto& [rank, standby] : standbys_) RetireLocked(std::move(standby));
-  for (auto& standby : retired_) {
-    SignalProcessGroup(standby->process.pid, SIGKILL);
-    if (standby->process.pid > 0) waitpid(standby->process.pid, nullptr, 0);
-    CloseFd(standby->process.pidfd);
-    CloseFd(standby->process.stdout_fd);
-    CloseFd(standby->process.stderr_fd);
-    CloseFd(standby->socket);
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [rank, standby] : standbys_) RetireLocked(std::move(standby));
+    RetireLocked(std::move(zygote_));
+    for (auto& standby : retired_) {
+      SignalProcessGroup(standby->process.pid, SIGKILL);
+      if (standby->process.pid > 0) waitpid(standby->process.pid, nullptr, 0);
+      CloseFd(standby->process.pidfd);
+      CloseFd(standby->process.stdout_fd);
+      CloseFd(standby->process.stderr_fd);
+      CloseFd(standby->socket);
+    }
+    for (int& fd : closing_) CloseFd(fd);
+    CloseFd(wake_fd_);
   }
-  for (int& fd : closing_) CloseFd(fd);
-  CloseFd(wake_fd_);
+  reaper_.reset();  // after the standbys: they are its adopted children
 }
 
 void StandbyPool::Wake() {
@@ -236,6 +311,27 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
   const bool warmable = IsWarmableCommand(spec.argv, options_.python_exec);
   {
     absl::MutexLock lock(&mu_);
+    // Its standby is still to be forked by a zygote that imports now: wait
+    // for it, as for a standby that imports (a cold start would import from
+    // scratch), with the zygote at normal priority from here.
+    auto awaits_zygote = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      if (standbys_.count(spec.local_rank) > 0) return false;
+      if (forking_.count(spec.local_rank) > 0) return true;
+      // Waiting for a zygote's import, or due and about to get one.
+      auto request = requests_.find(spec.local_rank);
+      return request != requests_.end() && ForZygoteLocked(request->second) &&
+             (ZygoteServesLocked(request->second) || request->second.due <= clock_.Now());
+    };
+    if (warmable && awaits_zygote()) {
+      if (zygote_ != nullptr && zygote_->idle) {
+        zygote_->idle = false;
+        if (absl::Status raised = RestoreNormalCpuPriority(zygote_->process.pid); !raised.ok()) {
+          DDP_LOG(WARNING) << "--prewarm: the zygote: " << raised;
+        }
+      }
+      auto forked = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return !awaits_zygote(); };
+      mu_.AwaitWithTimeout(absl::Condition(&forked), kMaxImportWait);
+    }
     auto it = standbys_.find(spec.local_rank);
     if (!warmable) {
       reason = "its command is not a Python one";
@@ -367,6 +463,11 @@ StandbyPool::Counts StandbyPool::counts() const {
   return counts;
 }
 
+pid_t StandbyPool::ZygotePid() const {
+  absl::MutexLock lock(&mu_);
+  return zygote_ != nullptr ? zygote_->process.pid : -1;
+}
+
 std::map<int, pid_t> StandbyPool::StandbyPids() const {
   absl::MutexLock lock(&mu_);
   std::map<int, pid_t> pids;
@@ -387,17 +488,22 @@ void StandbyPool::Loop() {
       for (const auto& [rank, standby] : standbys_) {
         if (!standby->gone) fds.push_back({standby->socket, POLLIN, 0});
       }
+      if (zygote_ != nullptr && !zygote_->gone) fds.push_back({zygote_->socket, POLLIN, 0});
       for (const auto& standby : retired_) fds.push_back({standby->process.pidfd, POLLIN, 0});
       const absl::Time now = clock_.Now();
       for (const auto& [rank, request] : requests_) {
+        // Waiting for its zygote's import: woken by the zygote's "ready".
+        if (ForZygoteLocked(request) && ZygoteServesLocked(request) && !zygote_->ready) continue;
         wait = std::min(wait, std::max(absl::ZeroDuration(), request.due - now));
       }
-      for (const auto& [rank, standby] : standbys_) {
-        if (standby->idle && !standby->ready && !standby->gone) {
-          const absl::Time promote = standby->started + options_.idle_import_limit;
+      auto promotion = [&](const Standby& standby) {
+        if (standby.idle && !standby.ready && !standby.gone) {
+          const absl::Time promote = standby.started + options_.idle_import_limit;
           wait = std::min(wait, std::max(absl::ZeroDuration(), promote - now));
         }
-      }
+      };
+      for (const auto& [rank, standby] : standbys_) promotion(*standby);
+      if (zygote_ != nullptr) promotion(*zygote_);
     }
     poll(fds.data(), fds.size(), static_cast<int>(absl::ToInt64Milliseconds(wait)) + 1);
     uint64_t count;
@@ -412,24 +518,67 @@ void StandbyPool::Loop() {
 void StandbyPool::PromoteSlowImports() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_.Now();
-  for (auto& [rank, standby] : standbys_) {
-    if (!standby->idle || standby->ready || standby->gone) continue;
-    if (now < standby->started + options_.idle_import_limit) continue;
+  auto promote = [&](Standby& standby, const std::string& who) {
+    if (!standby.idle || standby.ready || standby.gone) return;
+    if (now < standby.started + options_.idle_import_limit) return;
     // The CPU is busy (idle priority got next to nothing): import at normal
     // priority now, as a standby made after refill_delay would.
-    standby->idle = false;
-    if (absl::Status raised = RestoreNormalCpuPriority(standby->process.pid); !raised.ok()) {
-      DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": " << raised;
+    standby.idle = false;
+    if (absl::Status raised = RestoreNormalCpuPriority(standby.process.pid); !raised.ok()) {
+      DDP_LOG(WARNING) << "--prewarm: " << who << ": " << raised;
     } else {
-      DDP_LOG(INFO) << "--prewarm: local rank " << rank << ": standby still importing after "
+      DDP_LOG(INFO) << "--prewarm: " << who << " still importing after "
                     << absl::FormatDuration(options_.idle_import_limit)
                     << " at idle priority; it goes on at normal priority";
     }
+  };
+  for (auto& [rank, standby] : standbys_) {
+    promote(*standby, absl::StrCat("local rank ", rank, ": standby"));
   }
+  if (zygote_ != nullptr) promote(*zygote_, "the zygote");
+}
+
+bool StandbyPool::ForZygoteLocked(const Request& request) const {
+  return options_.zygote && !zygote_off_ &&
+         zygote_failed_ != Key(request.argv, NodePart(request.static_env));
+}
+
+bool StandbyPool::ZygoteServesLocked(const Request& request) const {
+  return zygote_ != nullptr && !zygote_->gone && zygote_->argv == request.argv &&
+         zygote_->static_env == NodePart(request.static_env);
+}
+
+void StandbyPool::ReadZygoteLocked() {
+  Standby& zygote = *zygote_;
+  if (zygote.gone || !zygote.Read()) return;
+  const absl::Duration age = absl::Trunc(clock_.Now() - zygote.started, absl::Milliseconds(10));
+  if (zygote.ready && !zygote.gone) {
+    DDP_LOG(INFO) << "--prewarm: the zygote (pid " << zygote.process.pid << ") imported "
+                  << absl::StrJoin(options_.modules, ",") << " in " << absl::FormatDuration(age)
+                  << "; it forks each local rank's standby";
+    return;
+  }
+  if (!zygote.failure.empty()) {
+    // Perhaps a module that needs a rank's own variables at import: each
+    // rank's standby may still import it with them.
+    zygote_failed_ = Key(zygote.argv, zygote.static_env);
+    DDP_LOG(WARNING) << "--prewarm: the zygote (pid " << zygote.process.pid
+                     << ") failed: " << zygote.failure
+                     << "; each rank's standby imports on its own for this command and "
+                        "environment";
+  } else {
+    zygote_off_ = ++zygote_deaths_ >= kMaxDeaths;
+    DDP_LOG(WARNING) << "--prewarm: the zygote (pid " << zygote.process.pid << ") ended after "
+                     << absl::FormatDuration(age)
+                     << (zygote_off_ ? "; each rank's standby imports on its own from now on"
+                                     : "; a new one is started for the next standby");
+  }
+  RetireLocked(std::move(zygote_));
 }
 
 void StandbyPool::ReadMessages() {
   absl::MutexLock lock(&mu_);
+  if (zygote_ != nullptr) ReadZygoteLocked();
   for (auto it = standbys_.begin(); it != standbys_.end();) {
     Standby& standby = *it->second;
     if (standby.gone || !standby.Read()) {
@@ -439,8 +588,11 @@ void StandbyPool::ReadMessages() {
     const absl::Duration age = clock_.Now() - standby.started;
     if (standby.ready && !standby.gone) {
       DDP_LOG(INFO) << "--prewarm: local rank " << standby.local_rank << ": standby (pid "
-                    << standby.process.pid << ") imported " << absl::StrJoin(options_.modules, ",")
-                    << " in " << absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(10)))
+                    << standby.process.pid << ") "
+                    << (standby.forked ? "forked by the zygote, ready in "
+                                       : absl::StrCat("imported ",
+                                                      absl::StrJoin(options_.modules, ","), " in "))
+                    << absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(1)))
                     << "; it waits for the next generation";
       ++it;
       continue;
@@ -459,8 +611,10 @@ void StandbyPool::ReadMessages() {
                      << standby.failure
                      << (for_good ? "; this rank starts cold until its command or environment "
                                     "changes"
-                                  : absl::StrCat("; a new one in ",
-                                                 absl::FormatDuration(options_.refill_delay)));
+                         : standby.forked
+                             ? "; a new one is forked"
+                             : absl::StrCat("; a new one in ",
+                                            absl::FormatDuration(options_.refill_delay)));
     if (for_good) {
       failed_[rank] = Key(standby.argv, standby.static_env);
     } else {
@@ -489,73 +643,295 @@ void StandbyPool::ReapRetired() {
 }
 
 void StandbyPool::StartDue() {
-  std::vector<std::pair<int, Request>> due;
+  std::vector<std::pair<int, Request>> forks, alone;
+  std::optional<Request> new_zygote;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_.Now();
+    // The zygote is still wanted while a request waits for it; a request of
+    // another argv or NodePart then gets a standby of its own (two such
+    // keys at once never make zygotes replace each other in turn).
+    bool zygote_wanted = false;
+    for (const auto& [rank, request] : requests_) {
+      zygote_wanted = zygote_wanted || ZygoteServesLocked(request);
+    }
+    std::string new_zygote_key;
     for (auto it = requests_.begin(); it != requests_.end();) {
-      if (it->second.due > now) {
+      const Request& request = it->second;
+      bool for_zygote = ForZygoteLocked(request);
+      const bool serves = for_zygote && ZygoteServesLocked(request);
+      const bool forkable = serves && zygote_->ready;
+      // A ready zygote serves at once: a fork costs the workers nothing.
+      if (request.due > now && !forkable) {
         ++it;
         continue;
       }
+      if (serves && !forkable) {  // waits for its zygote's import
+        ++it;
+        continue;
+      }
+      if (for_zygote && !serves) {
+        const std::string key = Key(request.argv, NodePart(request.static_env));
+        if (!new_zygote.has_value() && !zygote_wanted) {
+          new_zygote = request;
+          new_zygote_key = key;
+        }
+        if (key == new_zygote_key) {  // waits for the new zygote's import
+          ++it;
+          continue;
+        }
+        for_zygote = false;
+      }
       auto current = standbys_.find(it->first);
       const bool same = current != standbys_.end() && !current->second->gone &&
-                        current->second->argv == it->second.argv &&
-                        current->second->static_env == it->second.static_env &&
-                        current->second->stdio.stdout_target == it->second.stdio.stdout_target &&
-                        current->second->stdio.stderr_target == it->second.stdio.stderr_target;
-      if (!same) due.emplace_back(it->first, std::move(it->second));
+                        current->second->argv == request.argv &&
+                        current->second->static_env == request.static_env &&
+                        current->second->stdio.stdout_target == request.stdio.stdout_target &&
+                        current->second->stdio.stderr_target == request.stdio.stderr_target;
+      if (!same && for_zygote) forking_.insert(it->first);
+      if (!same) (for_zygote ? forks : alone).emplace_back(it->first, std::move(it->second));
       it = requests_.erase(it);
     }
   }
-  for (auto& [rank, request] : due) {
-    auto standby = std::make_unique<Standby>();
-    standby->local_rank = rank;
-    standby->argv = request.argv;
-    standby->static_env = request.static_env;
-    standby->stdio = request.stdio;
-    standby->started = clock_.Now();
-    standby->idle = standby->idle_at_start = request.idle;
-    EnvMap env = request.static_env;
-    auto path = env.find("PYTHONPATH");
-    env["PYTHONPATH"] = path == env.end() || path->second.empty()
-                            ? options_.site_dir
-                            : absl::StrCat(options_.site_dir, ":", path->second);
-    env["DDP_PREWARM_MODULES"] = absl::StrJoin(options_.modules, ",");
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
-      DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": socketpair: " << strerror(errno);
-      continue;
+  if (new_zygote.has_value()) StartZygote(*new_zygote);
+  for (auto& [rank, request] : forks) {
+    absl::StatusOr<std::unique_ptr<Standby>> standby = ForkFromZygote(rank, request);
+    if (!standby.ok()) {
+      DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": no standby from the zygote ("
+                       << standby.status().message() << "); it starts one of its own";
+      StartAlone(rank, request);
     }
-    setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &kSendBuffer, sizeof(kSendBuffer));
-    // The child end is blocking: the standby reads it with plain os.read.
-    fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) & ~O_NONBLOCK);
-    WorkerStdio stdio = request.stdio;
-    stdio.control_fd = pair[1];
-    stdio.idle_cpu_priority = request.idle;
-    absl::StatusOr<SpawnedWorker> process = SpawnWorker(request.argv, ToEnvStrings(env), stdio);
-    close(pair[1]);
-    if (!process.ok() || !process->exec_error.empty()) {
-      DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": cannot start a standby: "
-                       << (process.ok() ? process->exec_error : process.status().ToString());
-      close(pair[0]);
-      absl::MutexLock lock(&mu_);
-      failed_[rank] = Key(request.argv, request.static_env);
-      if (process.ok()) {
-        standby->process = *process;
-        RetireLocked(std::move(standby));
-      }
-      continue;
-    }
-    standby->process = *process;
-    standby->socket = pair[0];
-    DDP_LOG(DEBUG) << "--prewarm: local rank " << rank << ": standby pid " << process->pid
-                   << " importing " << absl::StrJoin(options_.modules, ",");
     absl::MutexLock lock(&mu_);
+    forking_.erase(rank);  // a Launch waiting for it goes on
+    if (!standby.ok()) continue;
+    ++counts_.zygote_forks;
+    zygote_deaths_ = 0;
     auto& slot = standbys_[rank];
     RetireLocked(std::move(slot));
-    slot = std::move(standby);
+    slot = std::move(*standby);
   }
+  for (auto& [rank, request] : alone) StartAlone(rank, request);
+}
+
+EnvMap StandbyPool::StandbyEnvironment(const EnvMap& static_env) const {
+  EnvMap env = static_env;
+  auto path = env.find("PYTHONPATH");
+  env["PYTHONPATH"] = path == env.end() || path->second.empty()
+                          ? options_.site_dir
+                          : absl::StrCat(options_.site_dir, ":", path->second);
+  return env;
+}
+
+void StandbyPool::StartAlone(int rank, const Request& request) {
+  auto standby = std::make_unique<Standby>();
+  standby->local_rank = rank;
+  standby->argv = request.argv;
+  standby->static_env = request.static_env;
+  standby->stdio = request.stdio;
+  standby->started = clock_.Now();
+  standby->idle = standby->idle_at_start = request.idle;
+  EnvMap env = StandbyEnvironment(request.static_env);
+  env["DDP_PREWARM_MODULES"] = absl::StrJoin(options_.modules, ",");
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
+    DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": socketpair: " << strerror(errno);
+    return;
+  }
+  setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &kSendBuffer, sizeof(kSendBuffer));
+  // The child end is blocking: the standby reads it with plain os.read.
+  fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) & ~O_NONBLOCK);
+  WorkerStdio stdio = request.stdio;
+  stdio.control_fd = pair[1];
+  stdio.idle_cpu_priority = request.idle;
+  absl::StatusOr<SpawnedWorker> process = SpawnWorker(request.argv, ToEnvStrings(env), stdio);
+  close(pair[1]);
+  if (!process.ok() || !process->exec_error.empty()) {
+    DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": cannot start a standby: "
+                     << (process.ok() ? process->exec_error : process.status().ToString());
+    close(pair[0]);
+    absl::MutexLock lock(&mu_);
+    failed_[rank] = Key(request.argv, request.static_env);
+    if (process.ok()) {
+      standby->process = *process;
+      RetireLocked(std::move(standby));
+    }
+    return;
+  }
+  standby->process = *process;
+  standby->socket = pair[0];
+  DDP_LOG(DEBUG) << "--prewarm: local rank " << rank << ": standby pid " << process->pid
+                 << " importing " << absl::StrJoin(options_.modules, ",");
+  absl::MutexLock lock(&mu_);
+  auto& slot = standbys_[rank];
+  RetireLocked(std::move(slot));
+  slot = std::move(standby);
+}
+
+void StandbyPool::StartZygote(const Request& request) {
+  auto zygote = std::make_unique<Standby>();
+  zygote->local_rank = -1;
+  zygote->argv = request.argv;
+  zygote->static_env = NodePart(request.static_env);
+  zygote->started = clock_.Now();
+  zygote->idle = zygote->idle_at_start = request.idle;
+  zygote->stdio.stdout_target = options_.zygote_stdout_fd;
+  zygote->stdio.stderr_target = options_.zygote_stderr_fd;
+  EnvMap env = StandbyEnvironment(zygote->static_env);
+  env["DDP_PREWARM_MODULES"] = absl::StrJoin(options_.modules, ",");
+  env["DDP_PREWARM_ZYGOTE"] = "1";
+  int pair[2] = {-1, -1};
+  absl::StatusOr<SpawnedWorker> process = absl::InternalError("not started");
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
+    process = absl::InternalError(absl::StrCat("socketpair: ", strerror(errno)));
+    pair[0] = pair[1] = -1;
+  } else {
+    setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &kZygoteSendBuffer, sizeof(kZygoteSendBuffer));
+    fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) & ~O_NONBLOCK);
+    WorkerStdio stdio = zygote->stdio;
+    stdio.control_fd = pair[1];
+    stdio.idle_cpu_priority = request.idle;
+    process = SpawnWorker(request.argv, ToEnvStrings(env), stdio);
+    CloseFd(pair[1]);
+  }
+  if (!process.ok() || !process->exec_error.empty()) {
+    CloseFd(pair[0]);
+    DDP_LOG(WARNING) << "--prewarm: cannot start a zygote ("
+                     << (process.ok() ? process->exec_error : process.status().ToString())
+                     << "); each rank's standby imports on its own";
+    absl::MutexLock lock(&mu_);
+    zygote_off_ = true;
+    if (process.ok()) {
+      zygote->process = *process;
+      RetireLocked(std::move(zygote));
+    }
+    Wake();  // its waiting requests go on alone
+    return;
+  }
+  zygote->process = *process;
+  zygote->socket = pair[0];
+  DDP_LOG(INFO) << "--prewarm: a zygote (pid " << process->pid << ") imports "
+                << absl::StrJoin(options_.modules, ",")
+                << "; it will fork each local rank's standby";
+  absl::MutexLock lock(&mu_);
+  RetireLocked(std::move(zygote_));
+  zygote_ = std::move(zygote);
+}
+
+absl::StatusOr<std::unique_ptr<StandbyPool::Standby>> StandbyPool::ForkFromZygote(
+    int rank, const Request& request) {
+  int zygote_socket = -1;
+  pid_t zygote_pid = -1;
+  bool zygote_idle = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!ZygoteServesLocked(request) || !zygote_->ready) {
+      return absl::UnavailableError("the zygote is gone");
+    }
+    zygote_socket = zygote_->socket;
+    zygote_pid = zygote_->process.pid;
+    zygote_idle = zygote_->idle;
+  }
+  // The standby's descriptors: its socket to this pool, stdout, stderr.
+  int control[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {control, out, err}) {
+      CloseFd(p[0]);
+      CloseFd(p[1]);
+    }
+  };
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, control) != 0 ||
+      (request.stdio.stdout_target < 0 && pipe2(out, O_CLOEXEC) != 0) ||
+      (request.stdio.stderr_target < 0 && pipe2(err, O_CLOEXEC) != 0)) {
+    const std::string error = strerror(errno);
+    close_all();
+    return absl::InternalError(absl::StrCat("socketpair or pipe2: ", error));
+  }
+  setsockopt(control[0], SOL_SOCKET, SO_SNDBUF, &kSendBuffer, sizeof(kSendBuffer));
+  const std::vector<int> fds = {
+      request.stdio.stdout_target >= 0 ? request.stdio.stdout_target : out[1],
+      request.stdio.stderr_target >= 0 ? request.stdio.stderr_target : err[1], control[1]};
+  const std::string message =
+      absl::StrCat("fork ", request.idle ? "1" : "0", std::string(1, '\0'),
+                   EncodeStartMessage(StandbyEnvironment(request.static_env)));
+  const bool sent = SendWithDescriptors(zygote_socket, message, fds);
+  const int send_errno = errno;
+  CloseFd(control[1]);
+  CloseFd(out[1]);
+  CloseFd(err[1]);
+  if (!sent) {
+    close_all();
+    if (send_errno == EMSGSIZE) {
+      return absl::InternalError(absl::StrCat("its environment (", message.size(),
+                                              " bytes) does not fit one request to the zygote"));
+    }
+    return absl::UnavailableError(absl::StrCat("cannot ask the zygote: ", strerror(send_errno)));
+  }
+  // Its answer: a real wait for a real process (not the injected clock, which
+  // a test may hold still).
+  std::string reply;
+  pollfd answer{zygote_socket, POLLIN, 0};
+  int polled;
+  do {
+    polled = poll(&answer, 1, static_cast<int>(absl::ToInt64Milliseconds(kZygoteReplyTimeout)));
+  } while (polled < 0 && errno == EINTR);
+  char buffer[256];
+  const ssize_t n = polled == 1 ? recv(zygote_socket, buffer, sizeof(buffer), 0) : -1;
+  if (n <= 0) {
+    close_all();
+    // Its socket's EOF (now, or once killed) retires it on the pool's
+    // thread (ReadZygoteLocked).
+    if (polled == 0) SignalProcessGroup(zygote_pid, SIGKILL);
+    return absl::UnavailableError(polled == 0 ? "the zygote did not answer; it is killed"
+                                              : "the zygote ended");
+  }
+  reply.assign(buffer, static_cast<size_t>(n));
+  pid_t pid = 0;
+  if (!absl::StartsWith(reply, "forked ") ||
+      !absl::SimpleAtoi(absl::StripAsciiWhitespace(reply.substr(7)), &pid) || pid <= 0) {
+    close_all();
+    return absl::InternalError(
+        absl::StrCat("the zygote answered: ", absl::StripAsciiWhitespace(reply.substr(0, 200))));
+  }
+  // This process's child (the subreaper), or nothing the supervisor could
+  // wait for: never used.
+  if (const pid_t parent = ParentOf(pid); parent != getpid()) {
+    kill(pid, SIGKILL);
+    close_all();
+    absl::MutexLock lock(&mu_);
+    zygote_off_ = true;
+    return absl::InternalError(absl::StrCat("the forked standby (pid ", pid,
+                                            ") is not this process's child (its parent: ", parent,
+                                            "); no zygote from now on"));
+  }
+  const int pidfd = PidfdOpen(pid);
+  if (pidfd < 0) {
+    const std::string error = strerror(errno);
+    SignalProcessGroup(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    close_all();
+    return absl::InternalError(absl::StrCat("pidfd_open(", pid, "): ", error));
+  }
+  fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+  for (int fd : {out[0], err[0]}) {
+    if (fd >= 0) fcntl(fd, F_SETFL, O_NONBLOCK);
+  }
+  auto standby = std::make_unique<Standby>();
+  standby->local_rank = rank;
+  standby->argv = request.argv;
+  standby->static_env = request.static_env;
+  standby->stdio = request.stdio;
+  standby->started = clock_.Now();
+  standby->idle_at_start = request.idle;
+  standby->idle = request.idle || zygote_idle;  // a fork keeps its zygote's policy
+  standby->process.pid = pid;
+  standby->process.pidfd = pidfd;
+  standby->process.stdout_fd = out[0];
+  standby->process.stderr_fd = err[0];
+  standby->socket = control[0];
+  standby->forked = true;
+  DDP_LOG(DEBUG) << "--prewarm: local rank " << rank << ": standby pid " << pid
+                 << " forked by the zygote";
+  return standby;
 }
 
 }  // namespace ddp::client

@@ -1,13 +1,17 @@
 #include "client/prewarm/standby_pool.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -117,8 +121,10 @@ WorkerRun RunWorker(WorkerSpec spec, StandbyPool* pool) {
 std::unique_ptr<StandbyPool> MakePool(const std::string& dir, std::vector<std::string> modules,
                                       absl::Duration refill_delay = absl::Seconds(3),
                                       absl::Duration master_wait = absl::Seconds(2),
-                                      const Clock& clock = MonotonicClock::Get()) {
+                                      const Clock& clock = MonotonicClock::Get(),
+                                      bool zygote = true) {
   StandbyPoolOptions options;
+  options.zygote = zygote;
   options.master_wait = master_wait;
   options.modules = std::move(modules);
   options.python_exec = Python();
@@ -131,12 +137,15 @@ std::unique_ptr<StandbyPool> MakePool(const std::string& dir, std::vector<std::s
 
 // Everything of a cold start and a warm start of the same generation, with
 // the directory names made equal.
-void ExpectSameAsCold(bool as_module) {
-  const std::string cold_dir = TestDir(as_module ? "cold_m" : "cold");
-  const std::string warm_dir = TestDir(as_module ? "warm_m" : "warm");
+void ExpectSameAsCold(bool as_module, bool zygote) {
+  const std::string suffix = absl::StrCat(as_module ? "_m" : "", zygote ? "_z" : "");
+  const std::string cold_dir = TestDir("cold" + suffix);
+  const std::string warm_dir = TestDir("warm" + suffix);
   const WorkerRun cold = RunWorker(DumpSpec(cold_dir, 2, as_module, {"raise"}), nullptr);
 
-  std::unique_ptr<StandbyPool> pool = MakePool(warm_dir, {"json", "email.mime.text"});
+  std::unique_ptr<StandbyPool> pool =
+      MakePool(warm_dir, {"json", "email.mime.text"}, absl::Seconds(3), absl::Seconds(2),
+               MonotonicClock::Get(), zygote);
   // Prepared with generation 1's environment, launched with generation 2's.
   WorkerSpec first = DumpSpec(warm_dir, 1, as_module, {"raise"});
   pool->Prepare(first, DirectConsoleTargets(first, 1, 2), absl::ZeroDuration());
@@ -144,6 +153,7 @@ void ExpectSameAsCold(bool as_module) {
   const WorkerRun warm = RunWorker(DumpSpec(warm_dir, 2, as_module, {"raise"}), pool.get());
   EXPECT_EQ(pool->counts().warm_starts, 1);
   EXPECT_EQ(pool->counts().cold_starts, 0);
+  EXPECT_EQ(pool->counts().zygote_forks > 0, zygote);
 
   ASSERT_FALSE(cold.dump.empty());
   EXPECT_EQ(absl::StrReplaceAll(warm.dump, {{warm_dir, cold_dir}}), cold.dump);
@@ -155,9 +165,21 @@ void ExpectSameAsCold(bool as_module) {
   EXPECT_EQ(cold.exit.exit_code, 1);
 }
 
-TEST(StandbyPoolTest, WarmScript_ObservesWhatAColdStartObserves) { ExpectSameAsCold(false); }
+TEST(StandbyPoolTest, WarmScript_ObservesWhatAColdStartObserves) {
+  ExpectSameAsCold(/*as_module=*/false, /*zygote=*/false);
+}
 
-TEST(StandbyPoolTest, WarmModule_ObservesWhatAColdStartObserves) { ExpectSameAsCold(true); }
+TEST(StandbyPoolTest, WarmModule_ObservesWhatAColdStartObserves) {
+  ExpectSameAsCold(/*as_module=*/true, /*zygote=*/false);
+}
+
+TEST(StandbyPoolTest, ForkedByTheZygote_Script_ObservesWhatAColdStartObserves) {
+  ExpectSameAsCold(/*as_module=*/false, /*zygote=*/true);
+}
+
+TEST(StandbyPoolTest, ForkedByTheZygote_Module_ObservesWhatAColdStartObserves) {
+  ExpectSameAsCold(/*as_module=*/true, /*zygote=*/true);
+}
 
 TEST(StandbyPoolTest, AfterAWarmStart_ANewStandbyIsMade) {
   const std::string dir = TestDir("refill");
@@ -236,6 +258,7 @@ TEST(StandbyPoolTest, IdleCpuPriority_ImportTooSlow_PromotedToNormal) {
   options.idle_cpu_priority = true;
   options.refill_delay = absl::ZeroDuration();
   options.idle_import_limit = absl::Milliseconds(200);
+  options.zygote = false;  // a fork imports nothing
   absl::StatusOr<std::unique_ptr<StandbyPool>> pool =
       StandbyPool::Create(options, MonotonicClock::Get());
   ASSERT_TRUE(pool.ok()) << pool.status();
@@ -279,7 +302,7 @@ TEST(StandbyPoolTest, Refill_WaitsTheRefillDelayOnThePoolsClock) {
   FakeClock clock;
   const std::string dir = TestDir("refill_clock");
   std::unique_ptr<StandbyPool> pool =
-      MakePool(dir, {"json"}, absl::Hours(1), absl::Seconds(2), clock);
+      MakePool(dir, {"json"}, absl::Hours(1), absl::Seconds(2), clock, /*zygote=*/false);
   WorkerSpec spec = DumpSpec(dir, 1, false);
   pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
   ASSERT_TRUE(pool->AwaitReady({0}, kImport));
@@ -318,7 +341,8 @@ TEST(StandbyPoolTest, StaticEnvironmentChanged_StartsColdWithTheNewOne) {
 
 TEST(StandbyPoolTest, StandbyKilled_StartsColdWithTheReason) {
   const std::string dir = TestDir("killed");
-  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"}, absl::Seconds(3), absl::Seconds(2),
+                                               MonotonicClock::Get(), /*zygote=*/false);
   WorkerSpec spec = DumpSpec(dir, 1, false);
   pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
   ASSERT_TRUE(pool->AwaitReady({0}, kImport));
@@ -415,6 +439,241 @@ TEST(StandbyPoolTest, NothingListensAtMasterPort_OnlyOneWait) {
   EXPECT_TRUE(supervisor.AwaitAllExited(kRun));
   EXPECT_EQ(pool->counts().warm_starts, 3);
   close(silent_fd);
+}
+
+// --- The zygote (issue 27, "warm at any moment") ---
+
+// A module for --prewarm that appends a line to `dir`/imports at each import
+// (and, with `needs_local_rank`, reads LOCAL_RANK as it does so).
+void WriteCountingModule(const std::string& dir, bool needs_local_rank = false) {
+  std::ofstream(dir + "/counted_import.py")
+      << "import os\n"
+      << (needs_local_rank ? "os.environ['LOCAL_RANK']\n" : "") << "with open("
+      << "'" << dir << "/imports', 'a') as f:\n    f.write('x\\n')\n";
+}
+
+int Lines(const std::string& path) {
+  const std::string text = ReadFile(path);
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+pid_t ParentOf(pid_t pid) {
+  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  std::istringstream fields(stat.substr(stat.rfind(')') + 1));
+  std::string state;
+  pid_t parent = -1;
+  fields >> state >> parent;
+  return parent;
+}
+
+WorkerSpec RankSpec(const std::string& dir, int local_rank,
+                    const std::vector<std::string>& extra_args = {}) {
+  WorkerSpec spec = DumpSpec(dir, 1, false, extra_args);
+  spec.local_rank = local_rank;
+  spec.files = WorkerFilesFor(dir, 1, local_rank);
+  spec.env["LOCAL_RANK"] = absl::StrCat(local_rank);
+  spec.env["PYTHONPATH"] = dir;
+  return spec;
+}
+
+// One import for every rank; each standby is this process's child (waitpid
+// works) and leads its own process group.
+TEST(StandbyPoolTest, Zygote_OneImportForEveryRank_StandbysAreOurChildren) {
+  const std::string dir = TestDir("zygote_ranks");
+  WriteCountingModule(dir);
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"counted_import"});
+  for (int rank = 0; rank < 3; ++rank) {
+    const WorkerSpec spec = RankSpec(dir, rank, {"raise"});
+    pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  }
+  ASSERT_TRUE(pool->AwaitReady({0, 1, 2}, kImport));
+  EXPECT_EQ(Lines(dir + "/imports"), 1);
+  EXPECT_EQ(pool->counts().zygote_forks, 3);
+  const pid_t zygote = pool->ZygotePid();
+  EXPECT_GT(zygote, 0);
+  for (const auto& [rank, pid] : pool->StandbyPids()) {
+    EXPECT_EQ(ParentOf(pid), getpid()) << "rank " << rank;
+    EXPECT_EQ(getpgid(pid), pid) << "rank " << rank;
+    EXPECT_NE(pid, zygote);
+  }
+  // A warm worker from a forked standby: its exit status through waitpid.
+  WorkerSpec next = RankSpec(dir, 1, {"raise"});
+  next.global_rank = 2;
+  next.env["RANK"] = "2";
+  const WorkerRun run = RunWorker(next, pool.get());
+  EXPECT_EQ(run.exit.exit_code, 1);
+  EXPECT_NE(run.stderr_log.find("the script's own error"), std::string::npos) << run.stderr_log;
+  EXPECT_EQ(pool->counts().warm_starts, 1);
+  EXPECT_EQ(Lines(dir + "/imports"), 1);
+}
+
+// The first generation starts while the zygote still imports: each rank
+// waits for its fork, as for a standby still importing, and starts warm.
+TEST(StandbyPoolTest, Zygote_LaunchedWhileItImports_StartsWarm) {
+  const std::string dir = TestDir("zygote_importing");
+  std::ofstream(dir + "/slow_import.py") << "import time\ntime.sleep(1)\n";
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"slow_import"});
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  spec.env["PYTHONPATH"] = dir;
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  WorkerSpec next = DumpSpec(dir, 2, false);
+  next.env["PYTHONPATH"] = dir;
+  const WorkerRun run = RunWorker(next, pool.get());
+  EXPECT_TRUE(run.exit.succeeded());
+  EXPECT_EQ(pool->counts().warm_starts, 1);
+  EXPECT_EQ(pool->counts().cold_starts, 0);
+}
+
+// The refill after a start is forked at once, whatever refill_delay says (a
+// FakeClock that never moves): a failure right after a start finds it ready.
+TEST(StandbyPoolTest, Zygote_RefillAtOnce_WhateverTheRefillDelay) {
+  FakeClock clock;
+  const std::string dir = TestDir("zygote_refill");
+  std::unique_ptr<StandbyPool> pool =
+      MakePool(dir, {"json"}, absl::Hours(1), absl::Seconds(2), clock);
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  const pid_t first = pool->StandbyPids().at(0);
+  const WorkerRun run = RunWorker(DumpSpec(dir, 2, false), pool.get());
+  EXPECT_EQ(run.pid, first);
+  ASSERT_TRUE(pool->AwaitReady({0}, absl::Seconds(20)));
+  EXPECT_NE(pool->StandbyPids().at(0), first);
+  EXPECT_EQ(pool->counts().zygote_forks, 2);
+}
+
+// A standby killed from outside is forked again at once.
+TEST(StandbyPoolTest, Zygote_StandbyKilled_ReplacedAtOnce) {
+  const std::string dir = TestDir("zygote_standby_killed");
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  const pid_t standby = pool->StandbyPids().at(0);
+  ASSERT_EQ(kill(standby, SIGKILL), 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline && pool->StandbyPids().count(0) > 0 &&
+         pool->StandbyPids().at(0) == standby) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(pool->AwaitReady({0}, absl::Seconds(20)));
+  EXPECT_NE(pool->StandbyPids().at(0), standby);
+  const WorkerRun run = RunWorker(DumpSpec(dir, 2, false), pool.get());
+  EXPECT_TRUE(run.exit.succeeded());
+  EXPECT_EQ(pool->counts().warm_starts, 1);
+}
+
+// A zygote killed: the next standby comes from a new zygote.
+TEST(StandbyPoolTest, Zygote_Killed_ANewOneForkTheNextStandby) {
+  const std::string dir = TestDir("zygote_killed");
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  const pid_t zygote = pool->ZygotePid();
+  ASSERT_GT(zygote, 0);
+  ASSERT_EQ(kill(zygote, SIGKILL), 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline && pool->ZygotePid() == zygote) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(pool->ZygotePid(), -1);
+  // The standby forked before lives on.
+  const WorkerRun run = RunWorker(DumpSpec(dir, 2, false), pool.get());
+  EXPECT_TRUE(run.exit.succeeded());
+  EXPECT_EQ(pool->counts().warm_starts, 1);
+  // Its refill needed a new zygote.
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  EXPECT_GT(pool->ZygotePid(), 0);
+  EXPECT_NE(pool->ZygotePid(), zygote);
+  EXPECT_EQ(pool->counts().zygote_forks, 2);
+}
+
+// A module that needs LOCAL_RANK at import: the zygote (which has none)
+// fails, each rank's standby imports on its own (with it) and serves.
+TEST(StandbyPoolTest, Zygote_ImportFails_EachRankImportsOnItsOwn) {
+  const std::string dir = TestDir("zygote_import_fails");
+  WriteCountingModule(dir, /*needs_local_rank=*/true);
+  std::unique_ptr<StandbyPool> pool = MakePool(dir, {"counted_import"});
+  for (int rank = 0; rank < 2; ++rank) {
+    const WorkerSpec spec = RankSpec(dir, rank);
+    pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  }
+  ASSERT_TRUE(pool->AwaitReady({0, 1}, kImport));
+  EXPECT_EQ(pool->counts().zygote_forks, 0);
+  EXPECT_EQ(pool->ZygotePid(), -1);
+  EXPECT_EQ(Lines(dir + "/imports"), 2);
+  WorkerSpec next = RankSpec(dir, 0);
+  next.env["RANK"] = "2";
+  const WorkerRun run = RunWorker(next, pool.get());
+  EXPECT_TRUE(run.exit.succeeded());
+  EXPECT_EQ(pool->counts().warm_starts, 1);
+}
+
+// The agent killed -9 (here a child process of the test that runs a pool
+// and a warm worker): no zygote, standby or worker is left.
+TEST(StandbyPoolTest, Zygote_AgentKilled_NoWorkerNorStandbyLeft) {
+  // fork() below needs a single-threaded test process (the pools of the
+  // tests before are gone with their threads).
+  int threads = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++threads;
+  }
+  ASSERT_EQ(threads, 1);
+  const std::string dir = TestDir("agent_killed");
+  std::ofstream(dir + "/sleeper.py") << "import time\ntime.sleep(600)\n";
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t agent = fork();
+  if (agent == 0) {
+    close(report[0]);
+    std::vector<pid_t> pids(4, -1);
+    {
+      std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});
+      for (int rank = 0; rank < 2; ++rank) {
+        WorkerSpec spec = RankSpec(dir, rank);
+        spec.argv = {Python(), "-u", dir + "/sleeper.py"};
+        pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+      }
+      if (pool->AwaitReady({0, 1}, kImport)) {
+        pids[0] = pool->ZygotePid();
+        pids[1] = pool->StandbyPids().at(1);
+        WorkerSpec spec = RankSpec(dir, 0);
+        spec.argv = {Python(), "-u", dir + "/sleeper.py"};
+        absl::StatusOr<SpawnedWorker> worker = pool->Launch(spec, DirectConsoleTargets(spec, 1, 2));
+        if (worker.ok()) pids[2] = worker->pid;
+        // The refill of rank 0, forked at once.
+        if (pool->AwaitReady({0}, kImport)) pids[3] = pool->StandbyPids().at(0);
+      }
+      (void)!write(report[1], pids.data(), pids.size() * sizeof(pid_t));
+      pause();  // until SIGKILL
+    }
+    _exit(1);
+  }
+  close(report[1]);
+  std::vector<pid_t> pids(4, -1);
+  ASSERT_EQ(read(report[0], pids.data(), pids.size() * sizeof(pid_t)),
+            static_cast<ssize_t>(pids.size() * sizeof(pid_t)));
+  close(report[0]);
+  std::vector<int> pidfds;
+  for (pid_t pid : pids) {
+    pidfds.push_back(pid > 0 ? static_cast<int>(syscall(SYS_pidfd_open, pid, 0)) : -1);
+  }
+  ASSERT_EQ(kill(agent, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(agent, &status, 0), agent);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    ASSERT_GT(pids[i], 0) << "the agent's pool did not get ready";
+    ASSERT_GE(pidfds[i], 0) << "pid " << pids[i] << " was gone before the agent";
+  }
+  const char* names[] = {"the zygote", "a standby", "a warm worker", "a refilled standby"};
+  for (size_t i = 0; i < pidfds.size(); ++i) {
+    pollfd exited{pidfds[i], POLLIN, 0};
+    EXPECT_EQ(poll(&exited, 1, 20000), 1)
+        << names[i] << " (pid " << pids[i] << ") outlived the agent";
+    close(pidfds[i]);
+  }
 }
 
 TEST(StartMessageTest, EndsWithAnEmptyEntry) {

@@ -62,7 +62,8 @@ TEST_F(PrewarmE2eTest, WorkerFails_EveryStartWarm_SameTrainingAsCold) {
 }
 
 // Two members and a hot spare, all with --prewarm; node-b is killed -9 while
-// training: the spare takes its place and its workers start warm.
+// training: none of its processes (zygote, workers, standbys) is left, the
+// spare takes its place and its workers start warm.
 TEST_F(PrewarmE2eTest, HotSpareStepsIn_ItsWorkersStartWarm) {
   StartCoordinator();
   const std::vector<std::string> launch = With({"--nnodes", "2", "--max-restarts", "0"}, kPrewarm);
@@ -73,8 +74,24 @@ TEST_F(PrewarmE2eTest, HotSpareStepsIn_ItsWorkersStartWarm) {
   ASSERT_TRUE(PollUntil(
       [&] { return CountOf(spare.log(), "it waits for the next generation") >= 2; }, kBound))
       << spare.log();
+  // node-b's zygote, its two workers and their two refills (forked at once).
+  std::set<pid_t> processes;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        processes = ProcessesOf(b);
+        return processes.size() >= 5;
+      },
+      kBound))
+      << processes.size() << " processes\n"
+      << b.log();
   ASSERT_FALSE(AnyResult()) << "training ended before the kill";
   b.Kill9();
+  // Nothing of the killed agent runs on: workers, standbys and the zygote
+  // die with it (PR_SET_PDEATHSIG).
+  for (pid_t pid : processes) {
+    EXPECT_TRUE(PollUntil([&] { return NoLongerRuns(pid); }, absl::Seconds(10)))
+        << "process " << pid << " of the killed agent still runs";
+  }
   EXPECT_EQ(a.Wait(kBound), 0) << Logs();
   EXPECT_EQ(spare.Wait(kBound), 0) << Logs();
   EXPECT_EQ(CountOf(spare.log(), "starts warm"), 2) << spare.log();
