@@ -124,6 +124,7 @@ absl::Status JobWatchReactor::RefillLocked() {
       catching_up_ = false;
       DDP_ASSIGN_OR_RETURN(rendezvous::JobStatus job, rendezvous_.GetJobIncludingPending(job_id_));
       end_when_drained_ = rendezvous::IsTerminal(job.state);
+      last_event_index_ = job.last_event_index;
     }
     for (rendezvous::JobEvent& e : page) {
       buffered_bytes_ += ApproxBytes(e);
@@ -155,7 +156,9 @@ void JobWatchReactor::PumpLocked() {
       }
     }
     if (pending_.empty()) {
-      if (end_when_drained_ && !catching_up_) FinishLocked(grpc::Status::OK);
+      if (end_when_drained_ && !catching_up_ && next_index_ > last_event_index_) {
+        FinishLocked(grpc::Status::OK);
+      }
       return;  // idle: the hub calls OnReady when events arrive
     }
     rendezvous::JobEvent event = std::move(pending_.front());

@@ -85,6 +85,11 @@ class JobWatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   bool job_finished_sent_ ABSL_GUARDED_BY(listener_->mu) = false;
   // The job was already finished when catch-up ended: end once drained.
   bool end_when_drained_ ABSL_GUARDED_BY(listener_->mu) = false;
+  // With end_when_drained_: the finished job's last event. Its events that were
+  // not yet in the store's queue when the catch-up read them (the job's state
+  // already counts them) come through the subscription; the stream ends once
+  // they are sent, not before.
+  int64_t last_event_index_ ABSL_GUARDED_BY(listener_->mu) = 0;
   // Events to send, in index order (those below next_index_ are skipped).
   std::deque<rendezvous::JobEvent> pending_ ABSL_GUARDED_BY(listener_->mu);
   // Live events taken while catching up: appended to pending_ when it ends.
