@@ -177,30 +177,36 @@ class TrainingE2eTest : public ::testing::Test {
     return args;
   }
 
+  // The agent flags of this fixture for `node`: its coordinator (none when
+  // neither coordinator_target_ nor coordinator_ is set: the test sets it), job
+  // and --rdzv-conf, loopback, logs under the test's directory; a test sets the
+  // rest and hands AgentArgs(options) to Launch.
+  AgentArgsOptions AgentOptions(const std::string& node) const {
+    AgentArgsOptions options;
+    if (!coordinator_target_.empty()) {
+      options.coordinator = coordinator_target_;
+    } else if (coordinator_ != nullptr) {
+      options.coordinator = coordinator_->address();
+    }
+    options.job = job_;
+    options.node_id = node;
+    options.local_addr = "127.0.0.1";
+    options.log_dir = Path("logs");
+    options.rdzv_conf = rdzv_conf_;
+    return options;
+  }
+
+  // The usual agent: 2 workers running `train` (e.g. Train(...)), with
+  // `launch` flags after the fixture's own.
   AgentProcess& StartAgent(const std::string& node, const std::vector<std::string>& launch,
                            const std::vector<std::string>& train) {
-    std::vector<std::string> args = {
-        "--coordinator",
-        coordinator_target_.empty() ? coordinator_->address() : coordinator_target_,
-        "--job",
-        job_,
-        "--node-id",
-        node,
-        "--local-addr",
-        "127.0.0.1",
-        "--log-dir",
-        Path("logs"),
-        "--rdzv-conf",
-        rdzv_conf_,
-        "--shutdown-timeout",
-        "3",
-        "--connect-timeout",
-        "30",
-        "--nproc-per-node",
-        "2"};
-    args.insert(args.end(), launch.begin(), launch.end());
-    args.insert(args.end(), train.begin(), train.end());
-    return Launch(node, args);
+    AgentArgsOptions options = AgentOptions(node);
+    options.nproc_per_node = 2;
+    options.connect_timeout_s = 30;
+    options.shutdown_timeout_s = 3;
+    options.flags = launch;
+    options.entrypoint = train;
+    return Launch(node, AgentArgs(options));
   }
 
   AgentProcess& Launch(const std::string& node, const std::vector<std::string>& args) {
