@@ -143,7 +143,6 @@ class TrainingE2eTest : public ::testing::Test {
     ASSERT_TRUE(started.ok()) << started;
   }
 
-  // train_ddp.py and its arguments, after the agent's own flags.
   // Every agent's log has a root-cause summary that contains each of
   // `expected`, and no unknown pid anywhere.
   void ExpectRootCauseSummary(const std::vector<const AgentProcess*>& agents,
@@ -160,6 +159,8 @@ class TrainingE2eTest : public ::testing::Test {
     }
   }
 
+  // train_ddp.py and its arguments: an agent's entry point (StartAgent's
+  // `train`), after its own flags.
   std::vector<std::string> Train(int steps, const std::string& step_seconds,
                                  std::vector<std::string> more = {}) const {
     std::vector<std::string> args = {Runfile("examples/train_ddp.py"),
