@@ -39,6 +39,31 @@ std::string ReadWholeFile(const std::string& path) {
   return buffer.str();
 }
 
+std::vector<std::string> AgentArgs(const AgentArgsOptions& options) {
+  std::vector<std::string> args = {"--coordinator", options.coordinator, "--job",
+                                   options.job,     "--node-id",         options.node_id};
+  auto add = [&args](const char* flag, const std::string& value) {
+    if (value.empty()) return;
+    args.push_back(flag);
+    args.push_back(value);
+  };
+  auto add_number = [&add](const char* flag, const std::optional<int>& value) {
+    if (value.has_value()) add(flag, absl::StrCat(*value));
+  };
+  add("--local-addr", options.local_addr);
+  add("--log-dir", options.log_dir);
+  add("--rdzv-conf", options.rdzv_conf);
+  add("--nnodes", options.nnodes);
+  add_number("--nproc-per-node", options.nproc_per_node);
+  add_number("--max-restarts", options.max_restarts);
+  add_number("--connect-timeout", options.connect_timeout_s);
+  add_number("--shutdown-timeout", options.shutdown_timeout_s);
+  args.insert(args.end(), options.flags.begin(), options.flags.end());
+  if (options.no_python) args.push_back("--no-python");
+  args.insert(args.end(), options.entrypoint.begin(), options.entrypoint.end());
+  return args;
+}
+
 AgentProcess::AgentProcess(AgentProcessOptions options) : options_(std::move(options)) {
   std::vector<std::string> argv = {options_.binary};
   argv.insert(argv.end(), options_.args.begin(), options_.args.end());

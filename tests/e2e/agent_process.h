@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,29 @@ struct ShellResult {
   std::string output;
 };
 ShellResult RunShell(const std::string& command);
+
+// The command line of one ddp-client in an end-to-end test, after the binary:
+// the flags that many tests give, by name, then `flags` (what is particular to
+// the test), then --no-python when asked, then the entry point and its
+// arguments. A named flag left empty or unset is left out, so ddp-client's
+// default applies.
+struct AgentArgsOptions {
+  std::string coordinator;  // --coordinator HOST:PORT, always given
+  std::string job;          // --job, always given
+  std::string node_id;      // --node-id, always given
+  std::string local_addr;   // --local-addr
+  std::string log_dir;      // --log-dir
+  std::string rdzv_conf;    // --rdzv-conf KEY=VALUE,...
+  std::string nnodes;       // --nnodes N or MIN:MAX
+  std::optional<int> nproc_per_node;
+  std::optional<int> max_restarts;
+  std::optional<int> connect_timeout_s;   // --connect-timeout SECONDS
+  std::optional<int> shutdown_timeout_s;  // --shutdown-timeout SECONDS
+  std::vector<std::string> flags;         // further flags, in this order
+  bool no_python = false;                 // --no-python: the entry point is a program
+  std::vector<std::string> entrypoint;    // the script or program, then its arguments
+};
+std::vector<std::string> AgentArgs(const AgentArgsOptions& options);
 
 class AgentProcess {
  public:

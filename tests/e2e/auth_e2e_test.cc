@@ -46,9 +46,14 @@ class AuthE2eTest : public ::testing::Test {
                             const std::string& log) const {
     AgentProcessOptions agent;
     agent.binary = Runfile("client/agent/ddp-client");
-    agent.args = {"--coordinator", coordinator_->address(), "--job", job, "--node-id", "n",
-                  "--nnodes", "1", "--nproc-per-node", "1", "--connect-timeout", "20",
-                  "--no-python", "/bin/sh", "-c", script};
+    agent.args = AgentArgs({.coordinator = coordinator_->address(),
+                            .job = job,
+                            .node_id = "n",
+                            .nnodes = "1",
+                            .nproc_per_node = 1,
+                            .connect_timeout_s = 20,
+                            .no_python = true,
+                            .entrypoint = {"/bin/sh", "-c", script}});
     agent.log_path = dir_ + "-" + log;
     return agent;
   }

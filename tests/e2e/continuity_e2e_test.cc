@@ -134,9 +134,14 @@ TEST_F(ContinuityE2eTest, AgentStartsBeforeTheCoordinator_SaysItWaitsThenJoins) 
   StartCoordinator();
   const std::string address = coordinator_->address();
   coordinator_->Kill9();
-  AgentProcess& a = Launch("node-a", {"--coordinator", address, "--job", kJob, "--node-id",
-                                      "node-a", "--nnodes", "1", "--nproc-per-node", "1",
-                                      "--connect-timeout", "40", "--no-python", "/bin/true"});
+  AgentProcess& a = Launch("node-a", AgentArgs({.coordinator = address,
+                                                .job = kJob,
+                                                .node_id = "node-a",
+                                                .nnodes = "1",
+                                                .nproc_per_node = 1,
+                                                .connect_timeout_s = 40,
+                                                .no_python = true,
+                                                .entrypoint = {"/bin/true"}}));
   const absl::Time started = absl::Now();
   ASSERT_TRUE(WaitForLog("waiting for the coordinator at " + address)) << Logs();
   EXPECT_LT(absl::Now() - started, absl::Seconds(5));

@@ -53,32 +53,18 @@ class FleetE2eTest : public TrainingE2eTest {
   AgentProcess& Agent(const std::string& node, const std::string& job, int nodes,
                       const std::string& script, std::vector<std::string> checks = {},
                       int max_restarts = 0) {
-    std::vector<std::string> args = {"--coordinator",
-                                     coordinator_->address(),
-                                     "--job",
-                                     job,
-                                     "--node-id",
-                                     node,
-                                     "--local-addr",
-                                     "127.0.0.1",
-                                     "--log-dir",
-                                     Path("logs"),
-                                     "--rdzv-conf",
-                                     rdzv_conf_,
-                                     "--connect-timeout",
-                                     "30",
-                                     "--nnodes",
-                                     absl::StrCat(nodes),
-                                     "--nproc-per-node",
-                                     "1",
-                                     "--max-restarts",
-                                     absl::StrCat(max_restarts)};
+    AgentArgsOptions options = AgentOptions(node);
+    options.job = job;
+    options.nnodes = absl::StrCat(nodes);
+    options.nproc_per_node = 1;
+    options.max_restarts = max_restarts;
+    options.connect_timeout_s = 30;
     for (const std::string& check : checks) {
-      args.push_back("--health-check");
-      args.push_back(check);
+      options.flags.push_back("--health-check");
+      options.flags.push_back(check);
     }
-    args.push_back(script);
-    return Launch(absl::StrCat(node, "-", job), args);
+    options.entrypoint = {script};
+    return Launch(absl::StrCat(node, "-", job), AgentArgs(options));
   }
 
   ShellResult Ddpctl(const std::string& args) const {
@@ -247,27 +233,14 @@ TEST_F(FleetE2eTest, DrainUnderWay_CoordinatorKilledDuringGrace_NodeLeavesAtItsT
   const std::string sleeper = Path("sleep.py");
   std::ofstream(sleeper) << "import time\ntime.sleep(600)\n";
   auto agent = [&](const std::string& node) -> AgentProcess& {
-    return Launch(node, {"--coordinator",
-                         coordinator_->address(),
-                         "--job",
-                         "job-drain",
-                         "--node-id",
-                         node,
-                         "--local-addr",
-                         "127.0.0.1",
-                         "--log-dir",
-                         Path("logs"),
-                         "--rdzv-conf",
-                         rdzv_conf_,
-                         "--connect-timeout",
-                         "30",
-                         "--nnodes",
-                         "1:2",
-                         "--nproc-per-node",
-                         "1",
-                         "--max-restarts",
-                         "0",
-                         sleeper});
+    AgentArgsOptions options = AgentOptions(node);
+    options.job = "job-drain";
+    options.nnodes = "1:2";
+    options.nproc_per_node = 1;
+    options.max_restarts = 0;
+    options.connect_timeout_s = 30;
+    options.entrypoint = {sleeper};
+    return Launch(node, AgentArgs(options));
   };
   agent("node-a");
   AgentProcess& b = agent("node-b");

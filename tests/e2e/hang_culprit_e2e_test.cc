@@ -42,12 +42,15 @@ class HangCulpritE2eTest : public TrainingE2eTest {
         "    if not os.path.exists(f'{d}/block_g{g}_r{r}'):\n"
         "        with open(hb, 'a'): os.utime(hb, None)\n"
         "    time.sleep(0.05)\n");
-    return Launch(node, {"--coordinator", coordinator_->address(), "--job", kJob, "--node-id",
-                         node, "--local-addr", "127.0.0.1", "--log-dir", Path("logs"),
-                         "--rdzv-conf", "last_call_timeout=1,join_timeout=60", "--nnodes", "2",
-                         "--nproc-per-node", "2", "--max-restarts", "20",
-                         "--worker-heartbeat-timeout", "1.5", "--monitor-interval", "0.1",
-                         "--no-python", "/usr/bin/python3", "-c", script});
+    AgentArgsOptions options = AgentOptions(node);
+    options.rdzv_conf = "last_call_timeout=1,join_timeout=60";
+    options.nnodes = "2";
+    options.nproc_per_node = 2;
+    options.max_restarts = 20;
+    options.flags = {"--worker-heartbeat-timeout", "1.5", "--monitor-interval", "0.1"};
+    options.no_python = true;
+    options.entrypoint = {"/usr/bin/python3", "-c", script};
+    return Launch(node, AgentArgs(options));
   }
 
   // The pid of `rank`'s worker of generation `g`, once it wrote it.

@@ -50,30 +50,15 @@ class IdleHangE2eTest : public TrainingE2eTest {
         "    for _ in range(90): time.sleep(0.2)\n"
         "    open(f'{d}/woke_r0', 'w').close()\n"
         "while not os.path.exists(f'{d}/finish'): time.sleep(0.2)\n");
-    return Launch(node, {"--coordinator",
-                         coordinator_->address(),
-                         "--job",
-                         kJob,
-                         "--node-id",
-                         node,
-                         "--local-addr",
-                         "127.0.0.1",
-                         "--log-dir",
-                         Path("logs"),
-                         "--rdzv-conf",
-                         "last_call_timeout=1,join_timeout=60",
-                         "--nnodes",
-                         "2",
-                         "--nproc-per-node",
-                         "1",
-                         "--max-restarts",
-                         "0",
-                         "--shutdown-timeout",
-                         "3",
-                         "--no-python",
-                         "/usr/bin/python3",
-                         "-c",
-                         script});
+    AgentArgsOptions options = AgentOptions(node);
+    options.rdzv_conf = "last_call_timeout=1,join_timeout=60";
+    options.nnodes = "2";
+    options.nproc_per_node = 1;
+    options.max_restarts = 0;
+    options.shutdown_timeout_s = 3;
+    options.no_python = true;
+    options.entrypoint = {"/usr/bin/python3", "-c", script};
+    return Launch(node, AgentArgs(options));
   }
 
   bool Exists(const std::string& name) const {

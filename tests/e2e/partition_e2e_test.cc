@@ -94,33 +94,19 @@ class PartitionE2eTest : public TrainingE2eTest {
         "        with open(os.environ['DDP_LEASE_FILE']) as src, "
         "open(f'lease_g{g}_{r}', 'w') as dst: dst.write(src.read())\n"
         "    time.sleep(0.05)\n");
-    return Launch(node, {"--coordinator",
-                         coordinator,
-                         "--job",
-                         "cut",
-                         "--node-id",
-                         node,
-                         "--local-addr",
-                         "127.0.0.1",
-                         "--log-dir",
-                         Path("logs"),
-                         "--rdzv-conf",
-                         "heartbeat_timeout=3,last_call_timeout=1,join_timeout=60",
-                         "--shutdown-timeout",
-                         "3",
-                         "--connect-timeout",
-                         "30",
-                         "--nnodes",
-                         "1:2",
-                         "--max-restarts",
-                         "0",
-                         "--nproc-per-node",
-                         "1",
-                         "--no-python",
-                         "/bin/sh",
-                         "-c",
-                         absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""),
-                         script});
+    AgentArgsOptions options = AgentOptions(node);
+    options.coordinator = coordinator;
+    options.job = "cut";
+    options.rdzv_conf = "heartbeat_timeout=3,last_call_timeout=1,join_timeout=60";
+    options.nnodes = "1:2";
+    options.nproc_per_node = 1;
+    options.max_restarts = 0;
+    options.connect_timeout_s = 30;
+    options.shutdown_timeout_s = 3;
+    options.no_python = true;
+    options.entrypoint = {"/bin/sh", "-c",
+                          absl::StrCat("cd ", dir_, " && exec /usr/bin/python3 -c \"$0\""), script};
+    return Launch(node, AgentArgs(options));
   }
   // node-a reaches the coordinator directly, node-b through a proxy (its
   // silence cuts node-b off); generation 1 runs on both.

@@ -87,31 +87,16 @@ class StacksE2eTest : public TrainingE2eTest {
   // timeout among them).
   AgentProcess& StartNode(const std::string& node, const std::string& script,
                           std::vector<std::string> extra = {"--worker-heartbeat-timeout", "10"}) {
-    std::vector<std::string> args = {"--coordinator",
-                                     coordinator_->address(),
-                                     "--job",
-                                     kJob,
-                                     "--node-id",
-                                     node,
-                                     "--local-addr",
-                                     "127.0.0.1",
-                                     "--log-dir",
-                                     Path("logs"),
-                                     "--rdzv-conf",
-                                     "last_call_timeout=1,join_timeout=120",
-                                     "--nnodes",
-                                     "2",
-                                     "--nproc-per-node",
-                                     "2",
-                                     "--max-restarts",
-                                     "0",
-                                     "--monitor-interval",
-                                     "0.2",
-                                     "--shutdown-timeout",
-                                     "3"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.push_back(script);
-    return Launch(node, args);
+    AgentArgsOptions options = AgentOptions(node);
+    options.rdzv_conf = "last_call_timeout=1,join_timeout=120";
+    options.nnodes = "2";
+    options.nproc_per_node = 2;
+    options.max_restarts = 0;
+    options.shutdown_timeout_s = 3;
+    options.flags = {"--monitor-interval", "0.2"};
+    options.flags.insert(options.flags.end(), extra.begin(), extra.end());
+    options.entrypoint = {script};
+    return Launch(node, AgentArgs(options));
   }
 
   std::string Ddpctl(const std::string& args) const {

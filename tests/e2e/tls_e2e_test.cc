@@ -57,9 +57,14 @@ TEST_F(TlsE2eTest, JobRunsOverMtls_DdpctlWithFlagsOrEnvironment_PlaintextRefused
   // ddp-client takes the files from DDP_TLS_*.
   AgentProcessOptions agent;
   agent.binary = Runfile("client/agent/ddp-client");
-  agent.args = {"--coordinator", coordinator_->address(), "--job", "tls-job", "--node-id",
-                "node-a", "--nnodes", "1", "--nproc-per-node", "2", "--connect-timeout", "20",
-                "--no-python", "/bin/sh", "-c", "echo rank $RANK over tls"};
+  agent.args = AgentArgs({.coordinator = coordinator_->address(),
+                          .job = "tls-job",
+                          .node_id = "node-a",
+                          .nnodes = "1",
+                          .nproc_per_node = 2,
+                          .connect_timeout_s = 20,
+                          .no_python = true,
+                          .entrypoint = {"/bin/sh", "-c", "echo rank $RANK over tls"}});
   agent.log_path = dir_ + "-agent.log";
   agent.env = {"DDP_TLS_CA=" + pki_.ca_cert, "DDP_TLS_CERT=" + pki_.client_cert,
                "DDP_TLS_KEY=" + pki_.client_key};

@@ -143,7 +143,6 @@ class TrainingE2eTest : public ::testing::Test {
     ASSERT_TRUE(started.ok()) << started;
   }
 
-  // train_ddp.py and its arguments, after the agent's own flags.
   // Every agent's log has a root-cause summary that contains each of
   // `expected`, and no unknown pid anywhere.
   void ExpectRootCauseSummary(const std::vector<const AgentProcess*>& agents,
@@ -160,6 +159,8 @@ class TrainingE2eTest : public ::testing::Test {
     }
   }
 
+  // train_ddp.py and its arguments: an agent's entry point (StartAgent's
+  // `train`), after its own flags.
   std::vector<std::string> Train(int steps, const std::string& step_seconds,
                                  std::vector<std::string> more = {}) const {
     std::vector<std::string> args = {Runfile("examples/train_ddp.py"),
@@ -177,30 +178,36 @@ class TrainingE2eTest : public ::testing::Test {
     return args;
   }
 
+  // The agent flags of this fixture for `node`: its coordinator (none when
+  // neither coordinator_target_ nor coordinator_ is set: the test sets it), job
+  // and --rdzv-conf, loopback, logs under the test's directory; a test sets the
+  // rest and hands AgentArgs(options) to Launch.
+  AgentArgsOptions AgentOptions(const std::string& node) const {
+    AgentArgsOptions options;
+    if (!coordinator_target_.empty()) {
+      options.coordinator = coordinator_target_;
+    } else if (coordinator_ != nullptr) {
+      options.coordinator = coordinator_->address();
+    }
+    options.job = job_;
+    options.node_id = node;
+    options.local_addr = "127.0.0.1";
+    options.log_dir = Path("logs");
+    options.rdzv_conf = rdzv_conf_;
+    return options;
+  }
+
+  // The usual agent: 2 workers running `train` (e.g. Train(...)), with
+  // `launch` flags after the fixture's own.
   AgentProcess& StartAgent(const std::string& node, const std::vector<std::string>& launch,
                            const std::vector<std::string>& train) {
-    std::vector<std::string> args = {
-        "--coordinator",
-        coordinator_target_.empty() ? coordinator_->address() : coordinator_target_,
-        "--job",
-        job_,
-        "--node-id",
-        node,
-        "--local-addr",
-        "127.0.0.1",
-        "--log-dir",
-        Path("logs"),
-        "--rdzv-conf",
-        rdzv_conf_,
-        "--shutdown-timeout",
-        "3",
-        "--connect-timeout",
-        "30",
-        "--nproc-per-node",
-        "2"};
-    args.insert(args.end(), launch.begin(), launch.end());
-    args.insert(args.end(), train.begin(), train.end());
-    return Launch(node, args);
+    AgentArgsOptions options = AgentOptions(node);
+    options.nproc_per_node = 2;
+    options.connect_timeout_s = 30;
+    options.shutdown_timeout_s = 3;
+    options.flags = launch;
+    options.entrypoint = train;
+    return Launch(node, AgentArgs(options));
   }
 
   AgentProcess& Launch(const std::string& node, const std::vector<std::string>& args) {

@@ -33,9 +33,12 @@ class WorkerErrorE2eTest : public TrainingE2eTest {
   }
 
   AgentProcess& RunOnce(const std::string& script) {
-    return Launch("node-a", {"--coordinator", coordinator_->address(), "--job", job_, "--node-id",
-                             "node-a", "--local-addr", "127.0.0.1", "--log-dir", Path("logs"),
-                             "--nproc-per-node", "1", "--max-restarts", "0", script});
+    AgentArgsOptions options = AgentOptions("node-a");
+    options.rdzv_conf.clear();  // ddp-client's defaults
+    options.nproc_per_node = 1;
+    options.max_restarts = 0;
+    options.entrypoint = {script};
+    return Launch("node-a", AgentArgs(options));
   }
 
   ShellResult Ddpctl(const std::string& args) const {
