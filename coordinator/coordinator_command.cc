@@ -136,8 +136,9 @@ ABSL_FLAG(bool, heartbeat_udp, true,
           "lease. Open the UDP port (--heartbeat-udp-port) where the gRPC port is open; "
           "--heartbeat-udp=false keeps every heartbeat on the streams");
 ABSL_FLAG(int, heartbeat_udp_port, -1,
-          "UDP port of the heartbeat channel: -1, the gRPC port's number (--port); 0, any free "
-          "port; else 1..65535");
+          "UDP port of the heartbeat channel: -1, the gRPC port's number (--port; with --port 0 "
+          "any free port when that number is taken for UDP); 0, any free port; else 1..65535 "
+          "(agents learn it from their session)");
 ABSL_FLAG(int64_t, tick_interval_ms, 50,
           "How often lease expiry and Wait deadlines are checked, in milliseconds (job "
           "timeouts are checked at least every 100 ms)");

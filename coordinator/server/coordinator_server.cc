@@ -322,8 +322,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   }
   server->job_services_->StartSessionQueues();
   const int udp_port = opts.heartbeat_udp_port < 0 ? server->port_ : opts.heartbeat_udp_port;
-  if (absl::Status udp = server->job_services_->StartHeartbeatUdp(opts.bind_address, udp_port);
-      !udp.ok()) {
+  absl::Status udp = server->job_services_->StartHeartbeatUdp(opts.bind_address, udp_port);
+  if (absl::IsAlreadyExists(udp) && opts.port == 0 && opts.heartbeat_udp_port < 0) {
+    // --port 0: the system picked a TCP port whose UDP twin is taken. Agents
+    // learn the UDP port from their session (Registered.udp_port), so any
+    // free one serves as well.
+    DDP_LOG(INFO) << "UDP port " << udp_port << " (the gRPC port's number) is taken: "
+                  << "heartbeats over UDP on a free port instead";
+    udp = server->job_services_->StartHeartbeatUdp(opts.bind_address, 0);
+  }
+  if (!udp.ok()) {
     server->Shutdown();
     return absl::Status(udp.code(),
                         absl::StrCat(udp.message(),
