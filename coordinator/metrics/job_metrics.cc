@@ -298,7 +298,7 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
     const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id}};
     AddSample(generation, label, static_cast<double>(job.generation));
     AddSample(restarts, label, job.restart_count);
-    AddSample(budget, label, job.settings.max_restarts);
+    AddSample(budget, label, job.settings.max_restarts());
     AddSample(nodes, {{"job_id", job.job_id}, {"role", "member"}}, members);
     AddSample(nodes, {{"job_id", job.job_id}, {"role", "spare"}}, spares);
     AddSample(oldest, label, oldest_age);

@@ -34,7 +34,7 @@ class JobMetricsTest : public ::testing::Test {
     job.state = rendezvous::JobState::kRunning;
     job.generation = 2;
     job.restart_count = 1;
-    job.settings.max_restarts = 3;
+    job.settings.set_max_restarts(3);
     rendezvous::NodeStatus member;
     member.node_id = "n0";
     member.group_rank = 0;

@@ -31,7 +31,7 @@ Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock,
       token_hash_(r.token_hash),
       state_(r.state),
       restart_policy_(
-          RestartPolicy::Options{r.settings.max_restarts, limits.max_retained_failures,
+          RestartPolicy::Options{r.settings.max_restarts(), limits.max_retained_failures,
                                  limits.max_message_length, limits.max_failures_with_logs},
           r.restart_count, r.root_cause, r.failures),
       finish_message_(r.finish_message),
@@ -54,8 +54,8 @@ Job::Job(std::string job_id, const JobSettings& settings, const RendezvousLimits
          const Clock& clock, Outbox* outbox)
     : Job(NewRecord(std::move(job_id), settings, clock), limits, clock, outbox) {
   Emit(JobEvent::JOB_CREATED, "",
-       absl::StrCat("job created: nodes ", settings_.min_nodes, ":", settings_.max_nodes,
-                    ", max_restarts ", settings_.max_restarts));
+       absl::StrCat("job created: nodes ", settings_.min_nodes(), ":", settings_.max_nodes(),
+                    ", max_restarts ", settings_.max_restarts()));
   OpenRendezvous(/*after_restart=*/false);
 }
 
@@ -93,16 +93,16 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
       job->OpenRendezvous(/*after_restart=*/false);
       break;
     case JobState::kStarting:
-      job->round_.AwaitMasterUntil(now + r.settings.shutdown_timeout);
+      job->round_.AwaitMasterUntil(now + ShutdownTimeout(r.settings));
       break;
     case JobState::kRestarting:
       // Confirmations were not stored: ask again on resume.
-      job->stop_barrier_.Open(job->round_.members().by_rank, now + r.settings.shutdown_timeout);
+      job->stop_barrier_.Open(job->round_.members().by_rank, now + ShutdownTimeout(r.settings));
       // A member removed before the coordinator stopped (its ranks are
       // missing from the stored members) may still run workers until its
       // lease runs out; its last heartbeat was before now.
       if (job->MemberProcesses() < job->round_.members().world_size) {
-        job->stop_barrier_.FenceUntil(now + r.settings.heartbeat_timeout);
+        job->stop_barrier_.FenceUntil(now + HeartbeatTimeout(r.settings));
       }
       break;
     default:
@@ -331,7 +331,7 @@ absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index, int 
 // stream closes, leaves and node removal ----
 
 absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
-  absl::Status status = membership_.ValidateRegistration(request, settings_.max_nodes, limits_);
+  absl::Status status = membership_.ValidateRegistration(request, settings_.max_nodes(), limits_);
   if (!status.ok()) return status;
   if (request.settings) {
     status = CheckCompatibleSettings(id_, settings_, request.node_id, *request.settings);
@@ -340,7 +340,7 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
       return status;
     }
   }
-  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node();
   Node* node = membership_.Find(request.node_id);
   if (node != nullptr && node->record.incarnation == request.incarnation) {
     if (node->record.nproc != nproc || node->record.requested_rank != request.requested_rank) {
@@ -372,7 +372,7 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   if (node != nullptr) {
     ReplaceIncarnation(*node, request);
   } else {
-    int limit = settings_.max_nodes + limits_.max_spare_nodes;
+    int limit = settings_.max_nodes() + limits_.max_spare_nodes;
     if (membership_.size() >= limit) {
       return absl::ResourceExhaustedError(
           absl::StrCat("job '", id_, "' already has ", membership_.size(),
@@ -396,7 +396,7 @@ void Job::NoticeConflict(const absl::Status& refusal) {
   // heartbeat interval (a launcher retrying in a loop must not flood them).
   const absl::Time now = clock_->Now();
   if (now < next_conflict_notice_) return;
-  next_conflict_notice_ = now + settings_.heartbeat_interval;
+  next_conflict_notice_ = now + HeartbeatInterval(settings_);
   for (const auto& [id, node] : membership_.nodes()) {
     Send(node, Notice{absl::StrCat("a node was refused: ", refusal.message())});
   }
@@ -455,10 +455,10 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
       break;
     case JobState::kStarting:
       // No worker started yet: reform at once with the newcomer.
-      if (round_.members().live < settings_.max_nodes) OpenRendezvous(true);
+      if (round_.members().live < settings_.max_nodes()) OpenRendezvous(true);
       break;
     case JobState::kRunning:
-      if (round_.members().live < settings_.max_nodes) {
+      if (round_.members().live < settings_.max_nodes()) {
         Decide(Disruption::MembershipChange(
             RestartCause::SCALE,
             absl::StrCat("node '", request.node_id, "' joined below max_nodes")));
@@ -478,7 +478,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   // The old agent may be alive but cut off, its workers running until its
   // lease runs out.
   FenceWorkersOf(node);
-  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node();
   const bool nproc_changed = node.record.nproc != nproc;
   membership_.Replace(node, request, nproc);
   const std::string node_id = node.record.node_id;
@@ -585,7 +585,7 @@ void Job::FenceWorkersOf(const Node& node) {
       (state_ == JobState::kRunning ||
        (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)));
   if (!may_run) return;
-  stop_barrier_.FenceUntil(node.last_heartbeat + settings_.heartbeat_timeout);
+  stop_barrier_.FenceUntil(node.last_heartbeat + HeartbeatTimeout(settings_));
 }
 
 void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCause cause,
@@ -609,7 +609,7 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
   Emit(JobEvent::NODE_LOST, node_id, reason, std::move(lost));
   switch (state_) {
     case JobState::kWaiting:
-      if (membership_.size() < settings_.min_nodes) {
+      if (membership_.size() < settings_.min_nodes()) {
         round_.MinNoLongerReached();
       }
       break;
@@ -635,12 +635,12 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
 void Job::OpenRendezvous(bool after_restart) {
   const absl::Time now = clock_->Now();
   state_ = JobState::kWaiting;
-  round_.Open(now + settings_.join_timeout);
+  round_.Open(now + JoinTimeout(settings_));
   stop_barrier_.Close();
   MarkJobDirty();
   // After a restart that kept min_nodes, the new generation forms at once (no
   // last call): the nodes are all there and waiting would only delay training.
-  if (after_restart && membership_.size() >= settings_.min_nodes) {
+  if (after_restart && membership_.size() >= settings_.min_nodes()) {
     CloseRendezvous();
     return;
   }
@@ -654,14 +654,14 @@ void Job::MaybeCloseRendezvous() {
 
 void Job::CloseRendezvous() {
   std::vector<Node*> candidates = membership_.CandidatesInOrder();
-  const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes));
+  const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes()));
   std::vector<RankMember> rank_members(n);
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = candidates[i]->record;
     rank_members[i] = RankMember{r.node_id, r.nproc, r.requested_rank, r.group_rank};
   }
   absl::StatusOr<RankTable> table =
-      round_.Close(rank_members, clock_->Now() + settings_.shutdown_timeout);
+      round_.Close(rank_members, clock_->Now() + ShutdownTimeout(settings_));
   if (!table.ok()) {  // Inputs are validated on entry; this is a bug.
     FailureInfo failure = NodeFailure(
         "", round_.generation(), clock_->Now(),
@@ -856,7 +856,7 @@ void Job::StampCheckpoint(JobEvent& event) const {
 void Job::StopAllWorkers(const std::string& reason, bool take_stacks) {
   state_ = JobState::kRestarting;
   round_.StopAwaitingMaster();
-  stop_barrier_.Open(round_.members().by_rank, clock_->Now() + settings_.shutdown_timeout);
+  stop_barrier_.Open(round_.members().by_rank, clock_->Now() + ShutdownTimeout(settings_));
   MarkJobDirty();
   for (const std::string& node_id : stop_barrier_.Awaited()) {
     Send(*membership_.Find(node_id), StopWorkers{round_.generation(), reason, take_stacks});
@@ -921,15 +921,15 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
         "job '", id_, "' already finished (", JobStateName(state_), "); it cannot be resized"));
   }
   JobSettings updated = settings_;
-  updated.min_nodes = min_nodes;
-  updated.max_nodes = max_nodes;
+  updated.set_min_nodes(min_nodes);
+  updated.set_max_nodes(max_nodes);
   DDP_RETURN_IF_ERROR(ValidateJobSettings(updated, limits_));
   const JobSettings old = settings_;
   settings_ = updated;
   MarkJobDirty();
-  Emit(
-      JobEvent::JOB_UPDATED, "",
-      absl::StrCat("nodes ", old.min_nodes, ":", old.max_nodes, " -> ", min_nodes, ":", max_nodes));
+  Emit(JobEvent::JOB_UPDATED, "",
+       absl::StrCat("nodes ", old.min_nodes(), ":", old.max_nodes(), " -> ", min_nodes, ":",
+                    max_nodes));
   const int registered = membership_.size();
   // Membership must change when members exceed the new max, or when spares can
   // now fill places below it.
@@ -993,7 +993,7 @@ void Job::RemoveSilentNodes(absl::Time now) {
     if (IsTerminal(state_)) break;
     RemoveNode(id,
                absl::StrCat("lost: no heartbeat or resumed session for ",
-                            absl::FormatDuration(settings_.heartbeat_timeout)),
+                            absl::FormatDuration(HeartbeatTimeout(settings_))),
                RestartCause::NODE_LOSS, /*workers_stopped=*/false, FailureInfo::LEASE_EXPIRED);
   }
 }
@@ -1099,11 +1099,11 @@ void Job::ReleaseDrainingNodes() {
 }
 
 void Job::ExcludeLastingStragglers(absl::Time now) {
-  if (settings_.straggler_exclude_factor == 0 || state_ != JobState::kRunning ||
+  if (settings_.straggler_exclude_factor() == 0 || state_ != JobState::kRunning ||
       now < next_straggler_check_) {
     return;
   }
-  next_straggler_check_ = now + settings_.heartbeat_interval;
+  next_straggler_check_ = now + HeartbeatInterval(settings_);
   // Scored on copies: the reports keep no policy's marks (Status scores them
   // with the default factor for display).
   std::vector<std::pair<Node*, std::vector<WorkerProgress>>> scored;
@@ -1117,7 +1117,7 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
   for (auto& [node, progress] : scored) {
     for (WorkerProgress& p : progress) reports.push_back(&p);
   }
-  ScoreStragglers(reports, round_.generation(), settings_.straggler_exclude_factor);
+  ScoreStragglers(reports, round_.generation(), settings_.straggler_exclude_factor());
   std::vector<std::pair<std::string, double>> excluded;  // id, its slowest speed
   for (auto& [node, progress] : scored) {
     double slowest = 0;
@@ -1129,7 +1129,7 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
       continue;
     }
     if (!node->slow_since) node->slow_since = now;
-    if (now - *node->slow_since >= settings_.straggler_exclude_after &&
+    if (now - *node->slow_since >= StragglerExcludeAfter(settings_) &&
         !draining_.count(node->record.node_id)) {
       excluded.emplace_back(node->record.node_id, slowest);
     }
@@ -1142,17 +1142,17 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
         id, now,
         absl::StrCat("straggler: a rank ran at ", absl::StrFormat("%.2f", speed),
                      " of the median speed for ",
-                     absl::FormatDuration(settings_.straggler_exclude_after),
-                     " (straggler_exclude_factor ", settings_.straggler_exclude_factor, ")"));
+                     absl::FormatDuration(StragglerExcludeAfter(settings_)),
+                     " (straggler_exclude_factor ", settings_.straggler_exclude_factor(), ")"));
   }
 }
 
 void Job::DeclareIdleHang(absl::Time now) {
-  if (settings_.hang_timeout == absl::ZeroDuration() || state_ != JobState::kRunning ||
+  if (HangTimeout(settings_) == absl::ZeroDuration() || state_ != JobState::kRunning ||
       now < next_idle_check_ || round_.members().by_rank.size() < 2) {
     return;
   }
-  next_idle_check_ = now + settings_.heartbeat_interval;
+  next_idle_check_ = now + HeartbeatInterval(settings_);
   std::vector<MemberIdleness> members;
   for (const std::string& member : round_.members().by_rank) {
     const Node* node = member.empty() ? nullptr : membership_.Find(member);
@@ -1160,7 +1160,7 @@ void Job::DeclareIdleHang(absl::Time now) {
     if (node->succeeded) continue;
     members.push_back(MemberIdleness{member, node->record.global_rank_offset, &node->idleness});
   }
-  const std::optional<IdleHang> hang = FindIdleHang(members, settings_.hang_timeout, now);
+  const std::optional<IdleHang> hang = FindIdleHang(members, HangTimeout(settings_), now);
   if (!hang.has_value()) return;
   Node* node = membership_.Find(hang->node_id);
   // Its agent's own report of that worker, if one comes, is a repeat.
@@ -1184,15 +1184,15 @@ void Job::Tick() {
   if (!draining_.empty()) ReleaseDrainingNodes();
   switch (state_) {
     case JobState::kWaiting:
-      if (round_.LastCallOver(now, settings_.last_call_timeout)) {
+      if (round_.LastCallOver(now, LastCallTimeout(settings_))) {
         CloseRendezvous();
       } else if (round_.JoinTimedOut(now)) {
         FailureInfo failure =
             NodeFailure("", round_.generation(), now,
                         absl::StrCat("rendezvous timed out: ", membership_.size(),
-                                     " of min_nodes=", settings_.min_nodes,
+                                     " of min_nodes=", settings_.min_nodes(),
                                      " nodes joined within the join timeout of ",
-                                     absl::FormatDuration(settings_.join_timeout)));
+                                     absl::FormatDuration(JoinTimeout(settings_))));
         Finish(JobState::kFailed, failure, failure.message());
       }
       break;
@@ -1205,7 +1205,7 @@ void Job::Tick() {
           // Group rank 0 did not answer: declare it dead and form again.
           RemoveNode(round_.members().by_rank[0],
                      absl::StrCat("declared dead: no master info within ",
-                                  absl::FormatDuration(settings_.shutdown_timeout)),
+                                  absl::FormatDuration(ShutdownTimeout(settings_))),
                      RestartCause::NODE_LOSS, /*workers_stopped=*/false,
                      FailureInfo::DECLARED_DEAD);
         }
@@ -1218,7 +1218,7 @@ void Job::Tick() {
         for (const std::string& id : stop_barrier_.Awaited()) {
           RemoveNode(id,
                      absl::StrCat("declared dead: workers not confirmed stopped within ",
-                                  absl::FormatDuration(settings_.shutdown_timeout)),
+                                  absl::FormatDuration(ShutdownTimeout(settings_))),
                      RestartCause::NODE_LOSS, /*workers_stopped=*/false,
                      FailureInfo::DECLARED_DEAD);
         }

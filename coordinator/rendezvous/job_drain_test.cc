@@ -209,8 +209,8 @@ TEST(JobDrain, ReadyOfAnOlderGeneration_Ignored) {
 
 JobSettings StragglerPolicy(int min_nodes, int max_nodes) {
   JobSettings s = Settings(min_nodes, max_nodes);
-  s.straggler_exclude_factor = 1.25;
-  s.straggler_exclude_after = absl::Seconds(5);
+  s.set_straggler_exclude_factor(1.25);
+  s.set_straggler_exclude_after_ms(5000);
   return s;
 }
 

@@ -82,7 +82,7 @@ TEST(JobIdleHang, OneMemberActive_NoHang) {
 
 TEST(JobIdleHang, TimeoutZero_RuleOff) {
   JobSettings settings = Settings(2, 2);
-  settings.hang_timeout = absl::ZeroDuration();
+  settings.set_hang_timeout_ms(0);
   JobHarness h(settings);
   StartRunning(h, {"a", "b"});
   const absl::Time t0 = h.clock().Now();

@@ -33,15 +33,15 @@ absl::StatusOr<RegisterResult> ResumeAfterLease(JobHarness& h, const std::string
 }
 
 TEST(JobLease, DefaultsEndTheAgentsLeaseAndGraceBeforeTheHeartbeatTimeout) {
-  const JobSettings defaults;
+  const JobSettings defaults = DefaultJobSettings();
   const WorkerLease lease = LeaseFor(defaults);
   EXPECT_EQ(lease.lease, absl::Seconds(2));
   EXPECT_EQ(lease.kill_after, absl::Milliseconds(2500));
-  EXPECT_LT(lease.kill_after, defaults.heartbeat_timeout);
-  JobSettings slow;
-  slow.heartbeat_timeout = absl::Seconds(15);
+  EXPECT_LT(lease.kill_after, HeartbeatTimeout(defaults));
+  JobSettings slow = DefaultJobSettings();
+  slow.set_heartbeat_timeout_ms(15000);
   EXPECT_EQ(LeaseFor(slow).lease, absl::Seconds(10));
-  EXPECT_LT(LeaseFor(slow).kill_after, slow.heartbeat_timeout);
+  EXPECT_LT(LeaseFor(slow).kill_after, HeartbeatTimeout(slow));
 }
 
 TEST(JobLease, HeartbeatAcknowledgesTheRunningGenerationOnlyWhileItRuns) {

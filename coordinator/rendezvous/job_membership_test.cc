@@ -70,7 +70,7 @@ TEST(JobMembership, ContradictingSettings_FailedPrecondition) {
   EXPECT_NE(result.status().message().find("max_nodes=8"), std::string::npos);
   EXPECT_NE(result.status().message().find("max_nodes=4"), std::string::npos);
   r.settings = Settings(2, 4);
-  r.settings->nproc_per_node = 7;  // own process count is fine
+  r.settings->set_nproc_per_node(7);  // own process count is fine
   EXPECT_TRUE(h.job().Register(r).ok());
 }
 

@@ -87,7 +87,7 @@ TEST(JobRegistry, Register_ChecksTheJobIdAndSettingsOnce_NamingTheBadValue) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("job id"), std::string::npos) << status;
   JobSettings bad = Settings(1, 1);
-  bad.min_nodes = 0;
+  bad.set_min_nodes(0);
   status = registry.Register(Req("j", "a", 1, bad)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("min_nodes"), std::string::npos) << status;
@@ -122,7 +122,7 @@ TEST(JobRegistry, SchedulerOps_ReachTheJob) {
   ASSERT_TRUE(registry.CreateJob("j", Settings(1, 2)).ok());
   EXPECT_EQ(registry.UpdateJob("nope", 1, 2).code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(registry.UpdateJob("j", 1, 3).ok());
-  EXPECT_EQ(registry.GetJob("j", false)->settings.max_nodes, 3);
+  EXPECT_EQ(registry.GetJob("j", false)->settings.max_nodes(), 3);
   EXPECT_EQ(registry.RemoveJob("j").code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(registry.ExcludeNode("j", "x", "flaky").ok());
   ASSERT_TRUE(registry.CancelJob("j", "done").ok());

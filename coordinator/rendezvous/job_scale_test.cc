@@ -37,7 +37,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
   CountingStore store;
   JobRegistry registry(clock, &store, {});
   JobSettings settings = testing::Settings(kNodes, kNodes);
-  settings.nproc_per_node = 8;
+  settings.set_nproc_per_node(8);
 
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kNodes; ++i) {

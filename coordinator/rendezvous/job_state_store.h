@@ -38,7 +38,7 @@ namespace ddp::rendezvous {
 
 struct JobRecord {
   std::string job_id;
-  JobSettings settings;
+  JobSettings settings = DefaultJobSettings();
   JobState state = JobState::kWaiting;
   Generation generation = 0;
   int restart_count = 0;

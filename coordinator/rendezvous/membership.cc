@@ -10,8 +10,8 @@ namespace ddp::rendezvous {
 Membership::Options Membership::OptionsFor(const JobSettings& settings,
                                            const RendezvousLimits& limits) {
   Options options;
-  options.heartbeat_interval = settings.heartbeat_interval;
-  options.heartbeat_timeout = settings.heartbeat_timeout;
+  options.heartbeat_interval = HeartbeatInterval(settings);
+  options.heartbeat_timeout = HeartbeatTimeout(settings);
   options.lease = LeaseFor(settings).lease;
   options.max_excluded_nodes = limits.max_excluded_nodes;
   return options;

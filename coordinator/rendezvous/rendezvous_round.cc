@@ -36,10 +36,10 @@ void RendezvousRound::Open(absl::Time join_deadline) {
 }
 
 bool RendezvousRound::ReadyToClose(int registered, const JobSettings& settings, absl::Time now) {
-  if (registered >= settings.max_nodes) return true;
-  if (registered >= settings.min_nodes && !min_reached_at_) {
+  if (registered >= settings.max_nodes()) return true;
+  if (registered >= settings.min_nodes() && !min_reached_at_) {
     min_reached_at_ = now;
-    return settings.last_call_timeout == absl::ZeroDuration();
+    return LastCallTimeout(settings) == absl::ZeroDuration();
   }
   return false;
 }

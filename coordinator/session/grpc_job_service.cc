@@ -10,6 +10,7 @@
 #include "coordinator/rpc/call_auth.h"
 #include "coordinator/session/grpc_job_watch_reactor.h"
 #include "coordinator/session/job_proto_convert.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace ddp::session {
 namespace {
@@ -80,7 +81,8 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
   }
   if (absl::IsAlreadyExists(created.status())) {
     absl::StatusOr<rendezvous::JobStatus> existing = rendezvous_.GetJob(request->job_id(), false);
-    if (existing.ok() && !(existing->settings == settings)) {
+    if (existing.ok() &&
+        !google::protobuf::util::MessageDifferencer::Equals(existing->settings, settings)) {
       return FinishNow(context, absl::AlreadyExistsError(
                                     absl::StrCat("job '", request->job_id(),
                                                  "' already exists with other settings; use "

@@ -81,7 +81,7 @@ absl::StatusOr<JobState> JobStateFromProto(v1::JobState state) {
 
 void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* proto) {
   proto->set_job_id(s.job_id);
-  rendezvous::SettingsToProto(s.settings, proto->mutable_settings());
+  *proto->mutable_settings() = s.settings;
   proto->set_state(JobStateToProto(s.state));
   proto->set_generation(s.generation);
   proto->set_restart_count(s.restart_count);
@@ -330,7 +330,7 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
 }
 
 void RegisteredToProto(const rendezvous::RegisterResult& r, v1::Registered* proto) {
-  rendezvous::SettingsToProto(r.settings, proto->mutable_settings());
+  *proto->mutable_settings() = r.settings;
   proto->set_state(JobStateToProto(r.state));
   proto->set_generation(r.generation);
   // The core says only "member of the current generation" or "waiting". A

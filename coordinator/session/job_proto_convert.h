@@ -26,8 +26,8 @@ namespace ddp::session {
 
 // ---- jobs.proto ----
 
-// Settings: rendezvous::SettingsToProto / RequestedSettings (job_settings.h),
-// the one converter the stored records use too.
+// Settings: the core keeps ddp.v1.JobSettings itself (rendezvous::JobSettings);
+// a request's are filled by rendezvous::RequestedSettings (job_settings.h).
 
 v1::JobState JobStateToProto(rendezvous::JobState state);
 // Possible errors: INVALID_ARGUMENT for JOB_STATE_UNSPECIFIED or an unknown

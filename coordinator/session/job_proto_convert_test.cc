@@ -8,30 +8,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(RequestedSettings, MillisecondsBecomeDurations_RoundTrip) {
-  v1::JobSettings proto;
-  proto.set_min_nodes(2);
-  proto.set_max_nodes(4);
-  proto.set_nproc_per_node(8);
-  proto.set_max_restarts(3);
-  proto.set_join_timeout_ms(600000);
-  proto.set_last_call_timeout_ms(30000);
-  proto.set_heartbeat_interval_ms(500);
-  proto.set_heartbeat_timeout_ms(3000);
-  proto.set_shutdown_timeout_ms(30000);
-  proto.set_hang_timeout_ms(20000);
-  rendezvous::JobSettings s = rendezvous::RequestedSettings(proto);
-  EXPECT_EQ(s.hang_timeout, absl::Seconds(20));
-  EXPECT_EQ(s.min_nodes, 2);
-  EXPECT_EQ(s.max_nodes, 4);
-  EXPECT_EQ(s.nproc_per_node, 8);
-  EXPECT_EQ(s.heartbeat_interval, absl::Milliseconds(500));
-  EXPECT_EQ(s.join_timeout, absl::Seconds(600));
-  v1::JobSettings back;
-  rendezvous::SettingsToProto(s, &back);
-  EXPECT_EQ(back.SerializeAsString(), proto.SerializeAsString());
-}
-
 TEST(JobStateFromProto, Unspecified_InvalidArgument) {
   EXPECT_EQ(JobStateFromProto(v1::JOB_STATE_UNSPECIFIED).status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -50,9 +50,9 @@ void BM_JoinBatches(benchmark::State& state) {
   }
   rendezvous::JobRecord record;
   record.job_id = "big";
-  record.settings.min_nodes = kNodes;
-  record.settings.max_nodes = kNodes;
-  record.settings.nproc_per_node = 8;
+  record.settings.set_min_nodes(kNodes);
+  record.settings.set_max_nodes(kNodes);
+  record.settings.set_nproc_per_node(8);
   rendezvous::JobChanges created;
   created.job_id = "big";
   created.job = record;

@@ -47,23 +47,29 @@ FailureInfo FromLegacyRecord(const pb::FailureRecord& f) {
   return out;
 }
 
-// The stored settings are exact (every field was written): no defaults.
-absl::StatusOr<JobSettings> FromProto(const v1::JobSettings& s) {
-  for (auto [name, ms] : {std::pair{"join_timeout_ms", s.join_timeout_ms()},
-                          {"last_call_timeout_ms", s.last_call_timeout_ms()},
-                          {"heartbeat_interval_ms", s.heartbeat_interval_ms()},
-                          {"heartbeat_timeout_ms", s.heartbeat_timeout_ms()},
-                          {"shutdown_timeout_ms", s.shutdown_timeout_ms()}}) {
+// The stored settings are exact (every field was written): no defaults, but
+// for the hang timeout of records stored before it existed, which is written
+// out (as the API has always shown it).
+absl::StatusOr<JobSettings> FromStored(const JobSettings& stored) {
+  for (auto [name, ms] : {std::pair{"join_timeout_ms", stored.join_timeout_ms()},
+                          {"last_call_timeout_ms", stored.last_call_timeout_ms()},
+                          {"heartbeat_interval_ms", stored.heartbeat_interval_ms()},
+                          {"heartbeat_timeout_ms", stored.heartbeat_timeout_ms()},
+                          {"shutdown_timeout_ms", stored.shutdown_timeout_ms()}}) {
     if (ms < 0)
       return absl::DataLossError(absl::StrCat("settings.", name, " is negative (", ms, ")"));
   }
-  return rendezvous::SettingsFromProto(s);
+  JobSettings settings = stored;
+  if (!settings.has_hang_timeout_ms()) {
+    settings.set_hang_timeout_ms(absl::ToInt64Milliseconds(rendezvous::HangTimeout(stored)));
+  }
+  return settings;
 }
 
 pb::JobRecord JobToProto(const JobRecord& r) {
   pb::JobRecord out;
   out.set_job_id(r.job_id);
-  rendezvous::SettingsToProto(r.settings, out.mutable_settings());
+  *out.mutable_settings() = r.settings;
   out.set_state(static_cast<int32_t>(r.state));
   out.set_generation(r.generation);
   out.set_restart_count(r.restart_count);
@@ -88,7 +94,7 @@ absl::StatusOr<JobRecord> JobFromProto(const pb::JobRecord& in,
       in.state() > static_cast<int32_t>(JobState::kCancelled)) {
     return absl::DataLossError(absl::StrCat("job state ", in.state(), " is not a known state"));
   }
-  DDP_ASSIGN_OR_RETURN(JobSettings settings, FromProto(in.settings()));
+  DDP_ASSIGN_OR_RETURN(JobSettings settings, FromStored(in.settings()));
   JobRecord r;
   r.job_id = in.job_id();
   r.settings = settings;

@@ -65,16 +65,7 @@ auto FieldsOf(const std::vector<T>& items) {
 // Compares every field of two job records (EXPECT_*, so all differences show).
 inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
   EXPECT_EQ(got.job_id, want.job_id);
-  EXPECT_EQ(got.settings.min_nodes, want.settings.min_nodes);
-  EXPECT_EQ(got.settings.max_nodes, want.settings.max_nodes);
-  EXPECT_EQ(got.settings.nproc_per_node, want.settings.nproc_per_node);
-  EXPECT_EQ(got.settings.max_restarts, want.settings.max_restarts);
-  EXPECT_EQ(got.settings.join_timeout, want.settings.join_timeout);
-  EXPECT_EQ(got.settings.last_call_timeout, want.settings.last_call_timeout);
-  EXPECT_EQ(got.settings.heartbeat_interval, want.settings.heartbeat_interval);
-  EXPECT_EQ(got.settings.heartbeat_timeout, want.settings.heartbeat_timeout);
-  EXPECT_EQ(got.settings.shutdown_timeout, want.settings.shutdown_timeout);
-  EXPECT_TRUE(got.settings == want.settings);
+  EXPECT_EQ(got.settings.DebugString(), want.settings.DebugString());
   EXPECT_EQ(JobStateName(got.state), JobStateName(want.state));
   EXPECT_EQ(got.generation, want.generation);
   EXPECT_EQ(got.restart_count, want.restart_count);
@@ -127,15 +118,15 @@ inline FailureInfo Hang(std::string node_id, Generation generation, int pid) {
 inline JobRecord FullRecord(const std::string& job_id) {
   JobRecord r;
   r.job_id = job_id;
-  r.settings.min_nodes = 2;
-  r.settings.max_nodes = 4096;
-  r.settings.nproc_per_node = 8;
-  r.settings.max_restarts = 17;
-  r.settings.join_timeout = absl::Milliseconds(600001);
-  r.settings.last_call_timeout = absl::Milliseconds(30002);
-  r.settings.heartbeat_interval = absl::Milliseconds(503);
-  r.settings.heartbeat_timeout = absl::Milliseconds(3004);
-  r.settings.shutdown_timeout = absl::Milliseconds(45005);
+  r.settings.set_min_nodes(2);
+  r.settings.set_max_nodes(4096);
+  r.settings.set_nproc_per_node(8);
+  r.settings.set_max_restarts(17);
+  r.settings.set_join_timeout_ms(600001);
+  r.settings.set_last_call_timeout_ms(30002);
+  r.settings.set_heartbeat_interval_ms(503);
+  r.settings.set_heartbeat_timeout_ms(3004);
+  r.settings.set_shutdown_timeout_ms(45005);
   r.state = JobState::kRestarting;
   r.generation = 5000000000;  // beyond 32 bits
   r.restart_count = 6;

@@ -76,16 +76,18 @@ std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
 
 std::string ReadJobRow(RowReader& reader, JobRecord* job) {
   job->job_id = reader.Blob();
+  // Rows of this form knew no straggler policy or hang timeout: the defaults.
   JobSettings& s = job->settings;
-  s.min_nodes = reader.Int("min_nodes");
-  s.max_nodes = reader.Int("max_nodes");
-  s.nproc_per_node = reader.Int("nproc_per_node");
-  s.max_restarts = reader.Int("max_restarts");
-  s.join_timeout = absl::Milliseconds(reader.Int64());
-  s.last_call_timeout = absl::Milliseconds(reader.Int64());
-  s.heartbeat_interval = absl::Milliseconds(reader.Int64());
-  s.heartbeat_timeout = absl::Milliseconds(reader.Int64());
-  s.shutdown_timeout = absl::Milliseconds(reader.Int64());
+  s = rendezvous::DefaultJobSettings();
+  s.set_min_nodes(reader.Int("min_nodes"));
+  s.set_max_nodes(reader.Int("max_nodes"));
+  s.set_nproc_per_node(reader.Int("nproc_per_node"));
+  s.set_max_restarts(reader.Int("max_restarts"));
+  s.set_join_timeout_ms(reader.Int64());
+  s.set_last_call_timeout_ms(reader.Int64());
+  s.set_heartbeat_interval_ms(reader.Int64());
+  s.set_heartbeat_timeout_ms(reader.Int64());
+  s.set_shutdown_timeout_ms(reader.Int64());
   const int64_t state = reader.Int64();
   job->generation = reader.Int64();
   job->restart_count = reader.Int("restart_count");

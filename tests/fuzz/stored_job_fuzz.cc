@@ -45,15 +45,15 @@ class Bytes {
 JobRecord Record(Bytes& in, const std::string& job_id) {
   JobRecord r;
   r.job_id = job_id;
-  r.settings.min_nodes = static_cast<int>(in.Int(0, 5));
-  r.settings.max_nodes = static_cast<int>(in.Int(0, 5));
-  r.settings.nproc_per_node = static_cast<int>(in.Int(0, 4));
-  r.settings.max_restarts = static_cast<int>(in.Int(-1, 3));
-  r.settings.join_timeout = absl::Milliseconds(in.Int(0, 100000));
-  r.settings.last_call_timeout = absl::Milliseconds(in.Int(0, 1000));
-  r.settings.heartbeat_interval = absl::Milliseconds(in.Int(0, 1000));
-  r.settings.heartbeat_timeout = absl::Milliseconds(in.Int(0, 5000));
-  r.settings.shutdown_timeout = absl::Milliseconds(in.Int(0, 5000));
+  r.settings.set_min_nodes(static_cast<int>(in.Int(0, 5)));
+  r.settings.set_max_nodes(static_cast<int>(in.Int(0, 5)));
+  r.settings.set_nproc_per_node(static_cast<int>(in.Int(0, 4)));
+  r.settings.set_max_restarts(static_cast<int>(in.Int(-1, 3)));
+  r.settings.set_join_timeout_ms(in.Int(0, 100000));
+  r.settings.set_last_call_timeout_ms(in.Int(0, 1000));
+  r.settings.set_heartbeat_interval_ms(in.Int(0, 1000));
+  r.settings.set_heartbeat_timeout_ms(in.Int(0, 5000));
+  r.settings.set_shutdown_timeout_ms(in.Int(0, 5000));
   r.state = static_cast<JobState>(in.Int(0, 6));
   r.generation = in.Int(-1, 5);
   r.restart_count = static_cast<int>(in.Int(-1, 5));
