@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "coordinator/rendezvous/member_listing.h"
 #include "coordinator/rendezvous/rank_table.h"
 #include "coordinator/rendezvous/stragglers.h"
 
@@ -145,22 +146,22 @@ int64_t Job::MemberProcesses() const {
   return processes;
 }
 
-JobStatus StatusOfPastRun(const JobRecord& r) {
-  JobStatus s;
-  s.job_id = r.job_id;
-  s.settings = r.settings;
-  s.state = r.state;
-  s.generation = r.generation;
-  s.restart_count = r.restart_count;
-  s.world_size = r.world_size;
-  s.root_cause = r.root_cause;
-  s.finish_message = r.finish_message;
-  s.failures = r.failures;
-  s.excluded_nodes = r.excluded_nodes;
-  s.last_event_index = r.last_event_index;
-  s.created = r.created;
-  s.run = r.run;
-  s.finished = r.finished;
+v1::Job ApiJobOf(const JobRecord& r) {
+  v1::Job s;
+  s.set_job_id(r.job_id);
+  *s.mutable_settings() = r.settings;
+  s.set_state(JobStateToProto(r.state));
+  s.set_generation(r.generation);
+  s.set_restart_count(r.restart_count);
+  s.set_world_size(r.world_size);
+  if (r.root_cause) *s.mutable_root_cause() = *r.root_cause;
+  s.set_message(r.finish_message);
+  s.mutable_failures()->Assign(r.failures.begin(), r.failures.end());
+  for (const std::string& node : r.excluded_nodes) s.add_excluded_nodes(node);
+  s.set_last_event_index(r.last_event_index);
+  if (r.created != absl::Time()) s.set_created_unix_ms(absl::ToUnixMillis(r.created));
+  s.set_run(r.run);
+  if (r.finished != absl::Time()) s.set_finished_unix_ms(absl::ToUnixMillis(r.finished));
   return s;
 }
 
@@ -262,52 +263,48 @@ JobChanges Job::TakeChanges() {
   return changes;
 }
 
-JobStatus Job::Status(bool include_nodes) const {
-  JobStatus s;
-  s.job_id = id_;
-  s.settings = settings_;
-  s.state = state_;
-  s.generation = round_.generation();
-  s.restart_count = restart_policy_.restart_count();
-  s.registered_nodes = membership_.size();
-  s.member_nodes = round_.members().live;
-  s.world_size = round_.members().world_size;
-  s.root_cause = restart_policy_.root_cause();
-  s.finish_message = finish_message_;
-  s.failures = restart_policy_.failures();
-  s.excluded_nodes = membership_.ExcludedSorted();
-  s.last_event_index = last_event_index_;
-  s.first_event_index = events_.empty() ? 0 : events_.front().index();
-  s.created = created_;
-  s.run = run_;
-  s.finished = finished_;
-  if (include_nodes) {
-    for (const auto& [id, node] : membership_.nodes()) {
-      NodeStatus n;
-      n.node_id = id;
-      n.incarnation = node.record.incarnation;
-      n.nproc = node.record.nproc;
-      n.group_rank = IsMember(node) ? node.record.group_rank : -1;
-      n.address = node.record.address;
-      n.connected = node.connected;
-      n.last_heartbeat = node.last_heartbeat;
-      n.progress = node.progress;
-      if (auto drain = draining_.find(id); drain != draining_.end()) {
-        n.leaves_at = drain->second.leaves_at;
-        n.drain_reason = drain->second.reason;
-      }
-      s.nodes.push_back(std::move(n));
-    }
-    std::sort(s.nodes.begin(), s.nodes.end(),
-              [](const NodeStatus& a, const NodeStatus& b) { return a.node_id < b.node_id; });
-    std::vector<WorkerProgress*> reports;
-    for (NodeStatus& n : s.nodes) {
-      if (n.group_rank < 0) continue;  // members only
-      for (WorkerProgress& p : n.progress) reports.push_back(&p);
-    }
-    ScoreStragglers(reports, round_.generation());
-    s.time = time_ledger_.ToProto(clock_->Now());
+v1::Job Job::Status(bool include_nodes) const {
+  v1::Job s = ApiJobOf(MakeRecord());
+  s.set_registered_nodes(membership_.size());
+  s.set_member_count(round_.members().live);
+  s.set_first_event_index(events_.empty() ? 0 : events_.front().index());
+  if (!include_nodes) return s;
+  const absl::Time now = clock_->Now();
+  std::vector<const Node*> nodes;
+  for (const auto& [id, node] : membership_.nodes()) nodes.push_back(&node);
+  std::sort(nodes.begin(), nodes.end(),
+            [](const Node* a, const Node* b) { return a->record.node_id < b->record.node_id; });
+  // The members' reports are scored against each other (stragglers.h).
+  std::vector<std::vector<WorkerProgress>> progress(nodes.size());
+  std::vector<WorkerProgress*> reports;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    progress[i] = nodes[i]->progress;
+    if (!IsMember(*nodes[i])) continue;
+    for (WorkerProgress& p : progress[i]) reports.push_back(&p);
   }
+  ScoreStragglers(reports, round_.generation());
+  std::vector<v1::Member> listed;
+  listed.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& node = *nodes[i];
+    v1::Member& m = listed.emplace_back();
+    m.set_node_id(node.record.node_id);
+    m.set_incarnation(node.record.incarnation);
+    m.set_address(node.record.address);
+    m.set_nproc(node.record.nproc);
+    m.set_group_rank(IsMember(node) ? node.record.group_rank : -1);
+    m.set_heartbeat_age_ms(node.last_heartbeat == absl::Time()
+                               ? -1
+                               : absl::ToInt64Milliseconds(now - node.last_heartbeat));
+    m.set_connected(node.connected);
+    for (const WorkerProgress& p : progress[i]) *m.add_progress() = ProgressToApi(p, now);
+    if (auto drain = draining_.find(node.record.node_id); drain != draining_.end()) {
+      m.set_leaves_at_unix_ms(absl::ToUnixMillis(drain->second.leaves_at));
+      m.set_drain_reason(drain->second.reason);
+    }
+  }
+  ListMembers(IsTerminal(state_), std::move(listed), &s);
+  *s.mutable_time() = time_ledger_.ToProto(now);
   return s;
 }
 

@@ -110,11 +110,11 @@ TEST(JobLease, SilentMemberThenPeerFails_KnockOnOfTheSilentNodeIsFree) {
       h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "gloo: timed out", h.clock().Now())).ok());
   EXPECT_EQ(h.job().state(), JobState::kRestarting);  // not FAILED: budget untouched
   EXPECT_EQ(h.job().restart_count(), 0);
-  const JobStatus status = h.job().Status(false);
-  ASSERT_EQ(status.failures.size(), 2u);
-  EXPECT_EQ(status.failures[0].node_id(), "b");
-  EXPECT_NE(status.failures[0].message().find("went silent"), std::string::npos)
-      << status.failures[0].message();
+  const v1::Job status = h.job().Status(false);
+  ASSERT_EQ(status.failures_size(), 2u);
+  EXPECT_EQ(status.failures(0).node_id(), "b");
+  EXPECT_NE(status.failures(0).message().find("went silent"), std::string::npos)
+      << status.failures(0).message();
 }
 
 TEST(JobLease, PeerFailsWhileEveryMemberHeartbeats_ChargesTheBudget) {

@@ -4,6 +4,7 @@
 // Test helpers for the rendezvous core: a fake clock, an outbox and shorthands
 // that play the agents' side (register, answer master info, confirm stops).
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -16,6 +17,15 @@
 #include "gtest/gtest.h"
 
 namespace ddp::rendezvous::testing {
+
+// Every node a job lists (members and spares), by node id.
+inline std::vector<v1::Member> NodesById(const v1::Job& job) {
+  std::vector<v1::Member> nodes(job.members().begin(), job.members().end());
+  nodes.insert(nodes.end(), job.spares().begin(), job.spares().end());
+  std::sort(nodes.begin(), nodes.end(),
+            [](const v1::Member& a, const v1::Member& b) { return a.node_id() < b.node_id(); });
+  return nodes;
+}
 
 inline JobSettings Settings(int min_nodes, int max_nodes, int max_restarts = 3) {
   JobSettings s = DefaultJobSettings();

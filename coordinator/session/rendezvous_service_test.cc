@@ -134,9 +134,9 @@ TEST(RendezvousService, Restart_RestoresJobsFromStore) {
     ASSERT_TRUE(first->CreateJob("kept", Settings(), "").ok());
   }
   RendezvousServiceWithLoop second = Make(clock, &store);
-  absl::StatusOr<rendezvous::JobStatus> job = second->GetJob("kept", false);
+  absl::StatusOr<v1::Job> job = second->GetJob("kept", false);
   ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_EQ(job->settings.DebugString(), Settings().DebugString());
+  EXPECT_EQ(job->settings().DebugString(), Settings().DebugString());
 }
 
 }  // namespace

@@ -76,11 +76,6 @@ struct StatsAtExit {
     }                                                                           \
   } while (false)
 
-bool IsFinished(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled;
-}
-
 Generation generation_of(const OutboundMessage& message) {
   const auto* assignment = std::get_if<Assignment>(&message.body);
   return assignment != nullptr ? assignment->generation : -1;
@@ -156,7 +151,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // generations count from 1 again (even when no node was told the old
     // run finished).
     auto before = registry.GetJobIncludingPending(kJob);
-    const bool was_finished = before.ok() && IsFinished(before->state);
+    const bool was_finished = before.ok() && IsTerminal(before->state());
     switch (op) {
       case 0:
       case 1: {
@@ -229,12 +224,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
     }
     auto after = registry.GetJobIncludingPending(kJob);
-    if (was_finished && after.ok() && !IsFinished(after->state)) model.finished = true;
+    if (was_finished && after.ok() && !IsTerminal(after->state())) model.finished = true;
     CheckOutbox(registry.TakeOutbox(), model);
     auto status = registry.GetJobIncludingPending(kJob);
-    if (status.ok() && status->restart_count > status->settings.max_restarts()) {
+    if (status.ok() && status->restart_count() > status->settings().max_restarts()) {
       std::fprintf(stderr, "rendezvous_fuzz: violated: restart_count %d > max_restarts %d\n",
-                   status->restart_count, status->settings.max_restarts());
+                   status->restart_count(), status->settings().max_restarts());
       std::abort();
     }
   }
