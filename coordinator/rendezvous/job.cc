@@ -78,14 +78,14 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   if (has_members) {
     std::vector<std::pair<std::string, int>> ranks;
     for (const auto& [id, node] : job->membership_.nodes()) {
-      ranks.emplace_back(id, node.record.group_rank);
+      ranks.emplace_back(id, node.record.group_rank());
     }
     DDP_RETURN_IF_ERROR(job->round_.RestoreMembers(ranks, r.world_size, r.job_id));
   }
   if (!IsTerminal(job->state_)) {
     for (const auto& [id, node] : job->membership_.nodes()) {
-      if (node.record.drain_leaves_at) {
-        job->draining_[id] = Drain{*node.record.drain_leaves_at, node.record.drain_reason};
+      if (std::optional<absl::Time> leaves_at = DrainLeavesAt(node.record)) {
+        job->draining_[id] = Drain{*leaves_at, node.record.drain_reason()};
       }
     }
   }
@@ -141,7 +141,7 @@ absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
 int64_t Job::MemberProcesses() const {
   int64_t processes = 0;
   for (const std::string& id : round_.members().by_rank) {
-    if (!id.empty()) processes += membership_.nodes().at(id).record.nproc;
+    if (!id.empty()) processes += membership_.nodes().at(id).record.nproc();
   }
   return processes;
 }
@@ -166,10 +166,10 @@ v1::Job ApiJobOf(const JobRecord& r) {
 }
 
 bool Job::IsMember(const Node& node) const {
-  int rank = node.record.group_rank;
+  int rank = node.record.group_rank();
   return (state_ == JobState::kStarting || state_ == JobState::kRunning ||
           state_ == JobState::kRestarting) &&
-         round_.members().Holds(rank, node.record.node_id);
+         round_.members().Holds(rank, node.record.node_id());
 }
 
 void Job::Emit(JobEventType type, const std::string& node_id, const std::string& message,
@@ -211,8 +211,8 @@ void Job::Publish(JobEvent event) {
 void Job::Send(const Node& node, MessageBody body) {
   OutboundMessage message;
   message.job_id = id_;
-  message.node_id = node.record.node_id;
-  message.incarnation = node.record.incarnation;
+  message.node_id = node.record.node_id();
+  message.incarnation = node.record.incarnation();
   message.body = std::move(body);
   outbox_->messages.push_back(std::move(message));
 }
@@ -273,7 +273,7 @@ v1::Job Job::Status(bool include_nodes) const {
   std::vector<const Node*> nodes;
   for (const auto& [id, node] : membership_.nodes()) nodes.push_back(&node);
   std::sort(nodes.begin(), nodes.end(),
-            [](const Node* a, const Node* b) { return a->record.node_id < b->record.node_id; });
+            [](const Node* a, const Node* b) { return a->record.node_id() < b->record.node_id(); });
   // The members' reports are scored against each other (stragglers.h).
   std::vector<std::vector<WorkerProgress>> progress(nodes.size());
   std::vector<WorkerProgress*> reports;
@@ -288,17 +288,17 @@ v1::Job Job::Status(bool include_nodes) const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& node = *nodes[i];
     v1::Member& m = listed.emplace_back();
-    m.set_node_id(node.record.node_id);
-    m.set_incarnation(node.record.incarnation);
-    m.set_address(node.record.address);
-    m.set_nproc(node.record.nproc);
-    m.set_group_rank(IsMember(node) ? node.record.group_rank : -1);
+    m.set_node_id(node.record.node_id());
+    m.set_incarnation(node.record.incarnation());
+    m.set_address(node.record.address());
+    m.set_nproc(node.record.nproc());
+    m.set_group_rank(IsMember(node) ? node.record.group_rank() : -1);
     m.set_heartbeat_age_ms(node.last_heartbeat == absl::Time()
                                ? -1
                                : absl::ToInt64Milliseconds(now - node.last_heartbeat));
     m.set_connected(node.connected);
     for (const WorkerProgress& p : progress[i]) *m.add_progress() = ProgressToApi(p, now);
-    if (auto drain = draining_.find(node.record.node_id); drain != draining_.end()) {
+    if (auto drain = draining_.find(node.record.node_id()); drain != draining_.end()) {
       m.set_leaves_at_unix_ms(absl::ToUnixMillis(drain->second.leaves_at));
       m.set_drain_reason(drain->second.reason);
     }
@@ -339,13 +339,13 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   }
   const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node();
   Node* node = membership_.Find(request.node_id);
-  if (node != nullptr && node->record.incarnation == request.incarnation) {
-    if (node->record.nproc != nproc || node->record.requested_rank != request.requested_rank) {
+  if (node != nullptr && node->record.incarnation() == request.incarnation) {
+    if (node->record.nproc() != nproc || node->record.requested_rank() != request.requested_rank) {
       return absl::FailedPreconditionError(
           absl::StrCat("node '", request.node_id, "' resumed incarnation ", request.incarnation,
                        " with nproc=", nproc, " rank request ", request.requested_rank,
-                       " but registered with nproc=", node->record.nproc, " rank request ",
-                       node->record.requested_rank,
+                       " but registered with nproc=", node->record.nproc(), " rank request ",
+                       node->record.requested_rank(),
                        "; an agent that changes its flags must use a new incarnation"));
     }
     return Resume(*node, request);
@@ -360,8 +360,8 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
     // the live one would make the two fence each other forever.
     return absl::AlreadyExistsError(absl::StrCat(
         "node id '", request.node_id, "' of job '", id_,
-        "' is already used by a live agent (incarnation ", node->record.incarnation, " at ",
-        node->record.address,
+        "' is already used by a live agent (incarnation ", node->record.incarnation(), " at ",
+        node->record.address(),
         ", heartbeating); two agents cannot share a node id (the default is the hostname: "
         "two agents on one host, or containers sharing a hostname): give each its own "
         "--node-id"));
@@ -414,7 +414,7 @@ absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& re
 
 void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
   if (!IsMember(node) || request.generation != round_.generation() || node.succeeded) return;
-  const std::string& node_id = node.record.node_id;
+  const std::string& node_id = node.record.node_id();
   if (state_ == JobState::kRunning) {
     Decide(Disruption::MembershipChange(
         RestartCause::NODE_LOSS,
@@ -431,12 +431,12 @@ void Job::ResendPending(const Node& node) {
   const bool member = IsMember(node);
   if (IsTerminal(state_)) {
     Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
-  } else if (state_ == JobState::kStarting && member && node.record.group_rank == 0) {
+  } else if (state_ == JobState::kStarting && member && node.record.group_rank() == 0) {
     Send(node, RequestMasterInfo{round_.generation()});
   } else if (state_ == JobState::kRunning && member) {
     Send(node, round_.AssignmentFor(node.record, restart_policy_.restart_count(),
                                     restart_policy_.max_restarts()));
-  } else if (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)) {
+  } else if (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id())) {
     Send(node, StopWorkers{round_.generation(), "resent after the session resumed"});
   }
 }
@@ -467,7 +467,7 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
 }
 
 void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
-  const Incarnation old_incarnation = node.record.incarnation;
+  const Incarnation old_incarnation = node.record.incarnation();
   const bool member = IsMember(node);
   // The old agent's stream had closed: it died (or was cut off) and this is
   // its replacement, a membership change rather than a worker failure.
@@ -476,9 +476,9 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   // lease runs out.
   FenceWorkersOf(node);
   const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node();
-  const bool nproc_changed = node.record.nproc != nproc;
+  const bool nproc_changed = node.record.nproc() != nproc;
   membership_.Replace(node, request, nproc);
-  const std::string node_id = node.record.node_id;
+  const std::string node_id = node.record.node_id();
   Emit(JobEvent::NODE_JOINED, node_id,
        absl::StrCat("incarnation ", request.incarnation, " replaced ", old_incarnation,
                     " (agent restarted); the old one is "
@@ -488,7 +488,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
     case JobState::kStarting:
       if (nproc_changed) {
         OpenRendezvous(true);
-      } else if (node.record.group_rank == 0) {
+      } else if (node.record.group_rank() == 0) {
         Send(node, RequestMasterInfo{round_.generation()});
       }
       break;
@@ -499,7 +499,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
       }
       break;
     case JobState::kRestarting:
-      if (stop_barrier_.Awaits(node.record.node_id)) {
+      if (stop_barrier_.Awaits(node.record.node_id())) {
         Send(node, StopWorkers{round_.generation(), "agent restarted during a stop"});
       }
       break;
@@ -540,10 +540,10 @@ absl::Status Job::ReportActivity(const NodeRef& ref, std::vector<WorkerActivity>
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
   for (const WorkerActivity& w : workers) {
-    if (w.local_rank < 0 || w.local_rank >= node->record.nproc) {
+    if (w.local_rank < 0 || w.local_rank >= node->record.nproc()) {
       return absl::InvalidArgumentError(absl::StrCat("activity of local rank ", w.local_rank,
                                                      " of node '", ref.node_id, "', outside [0, ",
-                                                     node->record.nproc, ")"));
+                                                     node->record.nproc(), ")"));
     }
   }
   if (state_ != JobState::kRunning || ref.generation != round_.generation() || !IsMember(*node)) {
@@ -580,7 +580,7 @@ void Job::FenceWorkersOf(const Node& node) {
   const bool may_run =
       IsMember(node) && !node.succeeded &&
       (state_ == JobState::kRunning ||
-       (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)));
+       (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id())));
   if (!may_run) return;
   stop_barrier_.FenceUntil(node.last_heartbeat + HeartbeatTimeout(settings_));
 }
@@ -594,7 +594,7 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
   const bool stop_pending = stop_barrier_.Confirm(node_id);  // it is gone either way
   const bool succeeded = node->succeeded;
   if (member) {
-    round_.mutable_members().Remove(node->record.group_rank);
+    round_.mutable_members().Remove(node->record.group_rank());
   }
   membership_.Remove(node_id);
   draining_.erase(node_id);
@@ -655,7 +655,7 @@ void Job::CloseRendezvous() {
   std::vector<RankMember> rank_members(n);
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = candidates[i]->record;
-    rank_members[i] = RankMember{r.node_id, r.nproc, r.requested_rank, r.group_rank};
+    rank_members[i] = RankMember{r.node_id(), r.nproc(), r.requested_rank(), r.group_rank()};
   }
   absl::StatusOr<RankTable> table =
       round_.Close(rank_members, clock_->Now() + ShutdownTimeout(settings_));
@@ -672,18 +672,18 @@ void Job::CloseRendezvous() {
   }
   for (const RankEntry& e : table->entries) {
     Node& node = *membership_.Find(e.node_id);
-    if (node.record.group_rank != e.group_rank ||
-        node.record.global_rank_offset != e.global_rank_offset) {
-      node.record.group_rank = e.group_rank;
-      node.record.global_rank_offset = e.global_rank_offset;
+    if (node.record.group_rank() != e.group_rank ||
+        node.record.global_rank_offset() != e.global_rank_offset) {
+      node.record.set_group_rank(e.group_rank);
+      node.record.set_global_rank_offset(e.global_rank_offset);
       membership_.MarkDirty(e.node_id);
     }
   }
   for (size_t i = n; i < candidates.size(); ++i) {  // hot spares
     Node* spare = candidates[i];
-    if (spare->record.group_rank != -1) {
-      spare->record.group_rank = -1;
-      membership_.MarkDirty(spare->record.node_id);
+    if (spare->record.group_rank() != -1) {
+      spare->record.set_group_rank(-1);
+      membership_.MarkDirty(spare->record.node_id());
     }
   }
   membership_.ForgetGenerationProgress();
@@ -695,14 +695,14 @@ void Job::CloseRendezvous() {
 absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
-  if (!IsMember(*node) || node->record.group_rank != 0) {
+  if (!IsMember(*node) || node->record.group_rank() != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ",
                      round_.generation(), " of job '", id_, "'; only rank 0 supplies master info"));
   }
   DDP_ASSIGN_OR_RETURN(MasterInfo effective,
-                       RendezvousRound::EffectiveMasterInfo(info, ref.node_id, node->record.address,
-                                                            limits_.max_address_length));
+                       RendezvousRound::EffectiveMasterInfo(
+                           info, ref.node_id, node->record.address(), limits_.max_address_length));
   if (state_ == JobState::kRunning) return absl::OkStatus();  // duplicate
   if (state_ != JobState::kStarting) {
     return absl::FailedPreconditionError(
@@ -717,7 +717,7 @@ void Job::PushAssignments(MasterInfo master) {
   for (const std::string& node_id : round_.members().by_rank) {
     if (node_id.empty()) continue;
     const Node& node = *membership_.Find(node_id);
-    roles.push_back(MemberRole{node_id, node.role, node.record.nproc});
+    roles.push_back(MemberRole{node_id, node.role, node.record.nproc()});
   }
   round_.Start(std::move(master), roles);
   state_ = JobState::kRunning;
@@ -737,10 +737,10 @@ void Job::PushAssignments(MasterInfo master) {
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
-  if (exit.local_rank() < 0 || exit.local_rank() >= node->record.nproc) {
+  if (exit.local_rank() < 0 || exit.local_rank() >= node->record.nproc()) {
     return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank(), " of node '",
                                                    ref.node_id, "' is outside [0, ",
-                                                   node->record.nproc, ")"));
+                                                   node->record.nproc(), ")"));
   }
   if (IsTerminal(state_)) return absl::OkStatus();
   if (round_.generation() == 0 || state_ == JobState::kStarting ||
@@ -751,12 +751,12 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   }
   // One report per worker and generation counts: a resumed agent repeats its
   // reports, and a hung worker that exits later was already reported.
-  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
+  if (node->exited.empty()) node->exited.assign(node->record.nproc(), false);
   if (node->exited[exit.local_rank()]) return absl::OkStatus();
   if (ExitedCleanly(exit)) {
     if (state_ != JobState::kRunning) return absl::OkStatus();
     node->exited[exit.local_rank()] = true;
-    if (++node->exited_ok == node->record.nproc && !node->succeeded) {
+    if (++node->exited_ok == node->record.nproc() && !node->succeeded) {
       node->succeeded = true;
       if (++round_.mutable_members().succeeded ==
           static_cast<int>(round_.members().by_rank.size())) {
@@ -772,7 +772,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   FailureInfo failure = exit;
   failure.set_node_id(ref.node_id);
   failure.set_generation(round_.generation());
-  failure.set_global_rank(node->record.global_rank_offset + exit.local_rank());
+  failure.set_global_rank(node->record.global_rank_offset() + exit.local_rank());
   failure.set_process_stopped(exit.hang() && exit.process_stopped());
   failure.set_message(Utf8Prefix(exit.message(), limits_.max_message_length));
   failure.set_stderr_tail(Utf8Suffix(exit.stderr_tail(), limits_.max_stderr_tail_bytes));
@@ -1021,8 +1021,7 @@ absl::Status Job::DrainNode(const std::string& node_id, absl::Time leaves_at,
   if (!added && it->second.leaves_at <= leaves_at) return absl::OkStatus();  // earlier holds
   it->second = Drain{leaves_at, why};
   Node& drained = *membership_.Find(node_id);
-  drained.record.drain_leaves_at = leaves_at;
-  drained.record.drain_reason = why;
+  SetDrain(leaves_at, why, &drained.record);
   membership_.MarkDirty(node_id);  // stored: the drain survives a coordinator restart
   Emit(JobEvent::NODE_DRAINING, node_id,
        absl::StrCat("leaves by ", absl::FormatTime(leaves_at), " at the latest: ", why));
@@ -1127,8 +1126,8 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
     }
     if (!node->slow_since) node->slow_since = now;
     if (now - *node->slow_since >= StragglerExcludeAfter(settings_) &&
-        !draining_.count(node->record.node_id)) {
-      excluded.emplace_back(node->record.node_id, slowest);
+        !draining_.count(node->record.node_id())) {
+      excluded.emplace_back(node->record.node_id(), slowest);
     }
   }
   for (const auto& [id, speed] : excluded) {
@@ -1155,13 +1154,13 @@ void Job::DeclareIdleHang(absl::Time now) {
     const Node* node = member.empty() ? nullptr : membership_.Find(member);
     if (node == nullptr) return;  // a member left: its restart is under way
     if (node->succeeded) continue;
-    members.push_back(MemberIdleness{member, node->record.global_rank_offset, &node->idleness});
+    members.push_back(MemberIdleness{member, node->record.global_rank_offset(), &node->idleness});
   }
   const std::optional<IdleHang> hang = FindIdleHang(members, HangTimeout(settings_), now);
   if (!hang.has_value()) return;
   Node* node = membership_.Find(hang->node_id);
   // Its agent's own report of that worker, if one comes, is a repeat.
-  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
+  if (node->exited.empty()) node->exited.assign(node->record.nproc(), false);
   node->exited[hang->local_rank] = true;
   FailureInfo failure = NodeFailure(hang->node_id, round_.generation(), hang->idle_since,
                                     DescribeIdleHang(*hang, now));

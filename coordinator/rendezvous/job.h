@@ -134,7 +134,7 @@ class Job {
   // agent).
   bool HasIncarnation(const std::string& node_id, Incarnation incarnation) const {
     const Node* node = membership_.Find(node_id);
-    return node != nullptr && node->record.incarnation == incarnation;
+    return node != nullptr && node->record.incarnation() == incarnation;
   }
   bool HasNode(const std::string& node_id) const { return membership_.Find(node_id) != nullptr; }
   // The job as the API shows it (ddp.v1.Job): its record (ApiJobOf), its
@@ -377,7 +377,7 @@ class Job {
   absl::Time next_conflict_notice_ = absl::InfinitePast();
 
   // Draining nodes (DrainNode): when each leaves at the latest, and why.
-  // Stored with the node's record (NodeRecord::drain_leaves_at): Restore
+  // Stored with the node's record (SetDrain, DrainLeavesAt): Restore
   // rebuilds it, so a drain under way survives a coordinator restart and the
   // node still leaves at its time, as a drain (no restart budget spent).
   struct Drain {

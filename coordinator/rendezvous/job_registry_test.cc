@@ -419,10 +419,10 @@ TEST(JobRegistry, RestoreCorruptNode_DataLoss) {
   c.job = JobRecord{};
   c.job->job_id = "j";
   c.job->state = JobState::kRunning;
-  NodeRecord node;
-  node.node_id = "a";
-  node.incarnation = 1;
-  node.group_rank = 1000000000;
+  NodeRecord node = NewNodeRecord("");
+  node.set_node_id("a");
+  node.set_incarnation(1);
+  node.set_group_rank(1000000000);
   c.upserted_nodes = {node};
   ASSERT_TRUE(store.Apply(c).ok());
   JobRegistry registry(clock, &store, {});

@@ -62,11 +62,11 @@ TEST(RendezvousRoundTest, Start_AssignmentsCarryMasterAndRoleRanksOnlyWithSevera
       MasterInfo{"a.local", 29500, ""},
       {MemberRole{"a", "trainer", 2}, MemberRole{"b", "reader", 2}, MemberRole{"c", "trainer", 1}});
   EXPECT_FALSE(round.MasterInfoOverdue(kT0 + absl::Hours(1)));
-  NodeRecord c;
-  c.node_id = "c";
-  c.group_rank = 2;
-  c.global_rank_offset = 4;
-  c.nproc = 1;
+  NodeRecord c = NewNodeRecord("");
+  c.set_node_id("c");
+  c.set_group_rank(2);
+  c.set_global_rank_offset(4);
+  c.set_nproc(1);
   Assignment a = round.AssignmentFor(c, 1, 3);
   EXPECT_EQ(a.generation, 1);
   EXPECT_EQ(a.group_world_size, 3);

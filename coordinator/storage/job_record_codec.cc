@@ -161,39 +161,13 @@ absl::StatusOr<JobRecord> DecodeStoredJob(absl::string_view bytes) {
                       rendezvous::JobCounters{in.last_event_index(), in.next_join_seq()});
 }
 
-std::string EncodeNodeRecord(const NodeRecord& n) {
-  pb::NodeRecord out;
-  out.set_node_id(n.node_id);
-  out.set_incarnation(n.incarnation);
-  out.set_nproc(n.nproc);
-  out.set_requested_rank(n.requested_rank);
-  out.set_address(n.address);
-  out.set_group_rank(n.group_rank);
-  out.set_global_rank_offset(n.global_rank_offset);
-  out.set_join_seq(n.join_seq);
-  if (n.drain_leaves_at) {
-    // At least 1: 0 means no drain.
-    out.set_drain_leaves_at_unix_ms(std::max<int64_t>(1, absl::ToUnixMillis(*n.drain_leaves_at)));
-    out.set_drain_reason(n.drain_reason);
-  }
-  return out.SerializeAsString();
-}
+// The core keeps the stored message itself (rendezvous::NodeRecord): its
+// bytes as they are.
+std::string EncodeNodeRecord(const NodeRecord& n) { return n.SerializeAsString(); }
 
 absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
-  DDP_ASSIGN_OR_RETURN(pb::NodeRecord in, Parse<pb::NodeRecord>(bytes, "a node record"));
-  NodeRecord n;
-  n.node_id = in.node_id();
-  n.incarnation = in.incarnation();
-  n.nproc = in.nproc();
-  n.requested_rank = in.requested_rank();
-  n.address = in.address();
-  n.group_rank = in.group_rank();
-  n.global_rank_offset = in.global_rank_offset();
-  n.join_seq = in.join_seq();
-  if (in.drain_leaves_at_unix_ms() != 0) {
-    n.drain_leaves_at = absl::FromUnixMillis(in.drain_leaves_at_unix_ms());
-    n.drain_reason = in.drain_reason();
-  }
+  DDP_ASSIGN_OR_RETURN(NodeRecord n, Parse<pb::NodeRecord>(bytes, "a node record"));
+  if (n.drain_leaves_at_unix_ms() == 0) n.clear_drain_reason();  // no drain, no reason
   return n;
 }
 

@@ -145,25 +145,45 @@ TEST(JobRecordCodecTest, StoredJobCarriesItsCounters) {
 }
 
 TEST(JobRecordCodecTest, NodeRecordRoundTrips) {
-  NodeRecord n;
-  n.node_id = "node-7";
-  n.incarnation = ~0ull;
-  n.nproc = 8;
-  n.requested_rank = 3;
-  n.address = "10.1.2.3";
-  n.group_rank = 2;
-  n.global_rank_offset = 16;
-  n.join_seq = 1ull << 63;
+  NodeRecord n = rendezvous::NewNodeRecord("");
+  n.set_node_id("node-7");
+  n.set_incarnation(~0ull);
+  n.set_nproc(8);
+  n.set_requested_rank(3);
+  n.set_address("10.1.2.3");
+  n.set_group_rank(2);
+  n.set_global_rank_offset(16);
+  n.set_join_seq(1ull << 63);
   absl::StatusOr<NodeRecord> back = DecodeNodeRecord(EncodeNodeRecord(n));
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->node_id, n.node_id);
-  EXPECT_EQ(back->incarnation, n.incarnation);
-  EXPECT_EQ(back->nproc, 8);
-  EXPECT_EQ(back->requested_rank, 3);
-  EXPECT_EQ(back->address, n.address);
-  EXPECT_EQ(back->group_rank, 2);
-  EXPECT_EQ(back->global_rank_offset, 16);
-  EXPECT_EQ(back->join_seq, n.join_seq);
+  EXPECT_EQ(back->node_id(), n.node_id());
+  EXPECT_EQ(back->incarnation(), n.incarnation());
+  EXPECT_EQ(back->nproc(), 8);
+  EXPECT_EQ(back->requested_rank(), 3);
+  EXPECT_EQ(back->address(), n.address());
+  EXPECT_EQ(back->group_rank(), 2);
+  EXPECT_EQ(back->global_rank_offset(), 16);
+  EXPECT_EQ(back->join_seq(), n.join_seq());
+}
+
+TEST(JobRecordCodecTest, NodeRecordDrain_KeptToTheMillisecondReasonOnlyWithATime) {
+  NodeRecord n = rendezvous::NewNodeRecord("node-1");
+  EXPECT_FALSE(rendezvous::DrainLeavesAt(n).has_value());
+  const absl::Time leaves_at = absl::FromUnixMicros(1'700'000'000'123'456);
+  rendezvous::SetDrain(leaves_at, "maintenance", &n);
+  absl::StatusOr<NodeRecord> back = DecodeNodeRecord(EncodeNodeRecord(n));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(rendezvous::DrainLeavesAt(*back), absl::FromUnixMillis(1'700'000'000'123));
+  EXPECT_EQ(back->drain_reason(), "maintenance");
+  // A reason without a time is no drain.
+  n.set_drain_leaves_at_unix_ms(0);
+  back = DecodeNodeRecord(EncodeNodeRecord(n));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(rendezvous::DrainLeavesAt(*back).has_value());
+  EXPECT_EQ(back->drain_reason(), "");
+  // A time at the epoch still drains (stored as 1 ms: 0 means none).
+  rendezvous::SetDrain(absl::UnixEpoch(), "now", &n);
+  EXPECT_TRUE(rendezvous::DrainLeavesAt(n).has_value());
 }
 
 TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {

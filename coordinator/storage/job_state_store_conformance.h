@@ -48,9 +48,9 @@ inline auto FieldsOf(const FailureInfo& f) {
                          f.log_path());
 }
 inline auto FieldsOf(const NodeRecord& n) {
-  return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank, n.address,
-                         n.group_rank, n.global_rank_offset, n.join_seq, n.drain_leaves_at,
-                         n.drain_reason);
+  return std::make_tuple(n.node_id(), n.incarnation(), n.nproc(), n.requested_rank(), n.address(),
+                         n.group_rank(), n.global_rank_offset(), n.join_seq(),
+                         n.drain_leaves_at_unix_ms(), n.drain_reason());
 }
 // Every field of an event on one line.
 inline std::string FieldsOf(const JobEvent& e) { return e.ShortDebugString(); }
@@ -208,18 +208,17 @@ inline std::vector<JobEvent> Events(const std::string& job_id, int64_t from, int
 }
 
 inline NodeRecord Node(const std::string& node_id, int group_rank, Incarnation incarnation = 11) {
-  NodeRecord n;
-  n.node_id = node_id;
-  n.incarnation = incarnation;
-  n.nproc = 8;
-  n.requested_rank = -1;
-  n.address = node_id + ".cluster.local";
-  n.group_rank = group_rank;
-  n.global_rank_offset = group_rank < 0 ? 0 : int64_t{group_rank} * 8;
-  n.join_seq = static_cast<uint64_t>(group_rank + 2);
+  NodeRecord n = rendezvous::NewNodeRecord("");
+  n.set_node_id(node_id);
+  n.set_incarnation(incarnation);
+  n.set_nproc(8);
+  n.set_requested_rank(-1);
+  n.set_address(node_id + ".cluster.local");
+  n.set_group_rank(group_rank);
+  n.set_global_rank_offset(group_rank < 0 ? 0 : int64_t{group_rank} * 8);
+  n.set_join_seq(static_cast<uint64_t>(group_rank + 2));
   if (group_rank == 1) {  // one node drains: a drain under way round-trips
-    n.drain_leaves_at = absl::FromUnixMillis(1'700'000'000'123);
-    n.drain_reason = "preempted: maintenance";
+    rendezvous::SetDrain(absl::FromUnixMillis(1'700'000'000'123), "preempted: maintenance", &n);
   }
   return n;
 }
@@ -245,7 +244,7 @@ inline JobChanges NodeChanges(const std::string& job_id, std::vector<NodeRecord>
 
 inline std::vector<std::string> NodeIds(const JobSnapshot& snapshot) {
   std::vector<std::string> ids;
-  for (const NodeRecord& n : snapshot.nodes) ids.push_back(n.node_id);
+  for (const NodeRecord& n : snapshot.nodes) ids.push_back(n.node_id());
   return ids;
 }
 
@@ -282,7 +281,7 @@ class JobStateStoreConformanceTest : public ::testing::Test {
     });
     for (JobSnapshot& snapshot : *all) {
       std::sort(snapshot.nodes.begin(), snapshot.nodes.end(),
-                [](const NodeRecord& a, const NodeRecord& b) { return a.node_id < b.node_id; });
+                [](const NodeRecord& a, const NodeRecord& b) { return a.node_id() < b.node_id(); });
       std::sort(snapshot.job.excluded_nodes.begin(), snapshot.job.excluded_nodes.end());
     }
     return *std::move(all);

@@ -121,14 +121,14 @@ std::string ReadJobRow(RowReader& reader, JobRecord* job) {
 }
 
 std::string ReadNode(RowReader& reader, NodeRecord* node) {
-  node->node_id = reader.Blob();
-  node->incarnation = Uint64FromBits(reader.Int64());
-  node->nproc = reader.Int("nproc");
-  node->requested_rank = reader.Int("requested_rank");
-  node->address = reader.Blob();
-  node->group_rank = reader.Int("group_rank");
-  node->global_rank_offset = reader.Int64();
-  node->join_seq = Uint64FromBits(reader.Int64());
+  node->set_node_id(reader.Blob());
+  node->set_incarnation(Uint64FromBits(reader.Int64()));
+  node->set_nproc(reader.Int("nproc"));
+  node->set_requested_rank(reader.Int("requested_rank"));
+  node->set_address(reader.Blob());
+  node->set_group_rank(reader.Int("group_rank"));
+  node->set_global_rank_offset(reader.Int64());
+  node->set_join_seq(Uint64FromBits(reader.Int64()));
   return reader.error();
 }
 

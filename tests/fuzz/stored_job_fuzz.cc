@@ -77,15 +77,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   changes.job = Record(in, job_id);
   const int nodes = in.Byte() % 6;
   for (int i = 0; i < nodes; ++i) {
-    NodeRecord n;
-    n.node_id = in.Text(6);
-    n.incarnation = static_cast<Incarnation>(in.Int(0, 3));
-    n.nproc = static_cast<int>(in.Int(0, 4));
-    n.requested_rank = static_cast<int>(in.Int(-2, 5));
-    n.group_rank = static_cast<int>(in.Int(-2, 5));
-    n.global_rank_offset = in.Int(-1, 20);
-    n.join_seq = static_cast<uint64_t>(in.Int(0, 20));
-    n.address = in.Text(8);
+    NodeRecord n = NewNodeRecord("");
+    n.set_node_id(in.Text(6));
+    n.set_incarnation(static_cast<Incarnation>(in.Int(0, 3)));
+    n.set_nproc(static_cast<int>(in.Int(0, 4)));
+    n.set_requested_rank(static_cast<int>(in.Int(-2, 5)));
+    n.set_group_rank(static_cast<int>(in.Int(-2, 5)));
+    n.set_global_rank_offset(in.Int(-1, 20));
+    n.set_join_seq(static_cast<uint64_t>(in.Int(0, 20)));
+    n.set_address(in.Text(8));
     changes.upserted_nodes.push_back(n);
   }
   InMemoryJobStateStore store;
