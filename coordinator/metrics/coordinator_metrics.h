@@ -28,7 +28,7 @@ namespace ddp::metrics {
 
 // What Scrape reads from the running coordinator.
 struct ScrapeState {
-  std::vector<rendezvous::JobStatus> jobs;  // live ones with their nodes
+  std::vector<v1::Job> jobs;  // live ones with their nodes
   int64_t kv_revision = 0;
   int64_t kv_keys = 0;
   int64_t kv_leases = 0;

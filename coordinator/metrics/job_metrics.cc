@@ -15,11 +15,6 @@ const prometheus::Histogram::BucketBoundaries& RecoveryBuckets() {
   return *buckets;
 }
 
-bool Finished(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled;
-}
-
 prometheus::MetricFamily Gauge(std::string name, std::string help) {
   prometheus::MetricFamily family;
   family.name = std::move(name);
@@ -177,8 +172,7 @@ void JobMetrics::TrackEvent(const rendezvous::JobEvent& event) {
   add(lost_since_checkpoint_seconds_, closed.work_lost, track.counted.work_lost);
 }
 
-std::vector<prometheus::MetricFamily> JobMetrics::Collect(
-    const std::vector<rendezvous::JobStatus>& jobs) {
+std::vector<prometheus::MetricFamily> JobMetrics::Collect(const std::vector<v1::Job>& jobs) {
   const absl::Time now = clock_.Now();
   auto by_state = Gauge("ddp_jobs", "Jobs the coordinator holds, by state");
   std::map<JobState, int> counts;
@@ -187,7 +181,9 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
         JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
     counts[state] = 0;
   }
-  for (const auto& job : jobs) ++counts[job.state];
+  for (const auto& job : jobs) {
+    if (auto state = rendezvous::JobStateFromProto(job.state()); state.ok()) ++counts[*state];
+  }
   for (const auto& [state, count] : counts)
     AddSample(by_state, {{"state", rendezvous::JobStateName(state)}}, count);
 
@@ -234,7 +230,7 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
   absl::MutexLock lock(&mu_);
   // Finished jobs' tracks past their retention, or whose job is gone.
   std::map<std::string, bool> listed;
-  for (const auto& job : jobs) listed[job.job_id] = true;
+  for (const auto& job : jobs) listed[job.job_id()] = true;
   for (auto it = tracks_.begin(); it != tracks_.end();) {
     const std::optional<absl::Time> finished_at = it->second.ledger.finished_at();
     const bool expired = finished_at && (now - *finished_at > options_.finished_retention ||
@@ -242,8 +238,8 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
     it = expired ? tracks_.erase(it) : std::next(it);
   }
   for (const auto& job : jobs) {
-    if (Finished(job.state)) {
-      auto it = tracks_.find(job.job_id);
+    if (rendezvous::IsTerminal(job.state())) {
+      auto it = tracks_.find(job.job_id());
       if (it == tracks_.end() || !it->second.ledger.finished_at()) continue;
       if (labeled >= options_.max_labeled_jobs) {
         ++skipped;
@@ -251,8 +247,8 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
       }
       ++labeled;
       const rendezvous::JobTimeTotals totals = it->second.ledger.TotalsAt(now);
-      const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id}};
-      AddSample(restarts, label, job.restart_count);
+      const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id()}};
+      AddSample(restarts, label, job.restart_count());
       AddSample(training, label, absl::ToDoubleSeconds(totals.training));
       AddSample(lost, label, absl::ToDoubleSeconds(totals.lost()));
       const double total = absl::ToDoubleSeconds(totals.training + totals.lost());
@@ -260,15 +256,17 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
       continue;
     }
     double oldest_age = 0;
-    int members = 0;
-    int spares = 0;
+    const int members = job.members_size();
+    const int spares = job.spares_size();
     int slow = 0;
-    for (const auto& node : job.nodes) {
-      (node.group_rank >= 0 ? members : spares)++;
-      for (const auto& p : node.progress) slow += p.straggler ? 1 : 0;
-      if (!node.connected) continue;
+    std::vector<const v1::Member*> nodes_of_job;
+    for (const auto& node : job.members()) nodes_of_job.push_back(&node);
+    for (const auto& node : job.spares()) nodes_of_job.push_back(&node);
+    for (const v1::Member* node : nodes_of_job) {
+      for (const auto& p : node->progress()) slow += p.straggler() ? 1 : 0;
+      if (!node->connected()) continue;
       ++agents;
-      const double age = std::max(0.0, absl::ToDoubleSeconds(now - node.last_heartbeat));
+      const double age = std::max(0.0, node->heartbeat_age_ms() / 1000.0);
       oldest_age = std::max(oldest_age, age);
       ++age_histogram.histogram.sample_count;
       age_histogram.histogram.sample_sum += age;
@@ -281,26 +279,26 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(
       continue;
     }
     ++labeled;
-    auto [it, inserted] = tracks_.try_emplace(job.job_id);
+    auto [it, inserted] = tracks_.try_emplace(job.job_id());
     Track& track = it->second;
     if (inserted) {  // restored without retained events: account from now
       rendezvous::JobEvent from_now;
-      from_now.set_job_id(job.job_id);
+      from_now.set_job_id(job.job_id());
       rendezvous::SetEventTime(now, &from_now);
-      from_now.set_generation(job.generation);
-      from_now.set_type(job.state == JobState::kRunning ? JobEvent::GENERATION_OPENED
-                                                        : JobEvent::JOB_CREATED);
+      from_now.set_generation(job.generation());
+      from_now.set_type(job.state() == v1::RUNNING ? JobEvent::GENERATION_OPENED
+                                                   : JobEvent::JOB_CREATED);
       track.ledger.Add(from_now);
     }
     const rendezvous::JobTimeTotals totals = track.ledger.TotalsAt(now);
     const absl::Duration train = totals.training;
     const absl::Duration wasted = totals.lost();
-    const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id}};
-    AddSample(generation, label, static_cast<double>(job.generation));
-    AddSample(restarts, label, job.restart_count);
-    AddSample(budget, label, job.settings.max_restarts);
-    AddSample(nodes, {{"job_id", job.job_id}, {"role", "member"}}, members);
-    AddSample(nodes, {{"job_id", job.job_id}, {"role", "spare"}}, spares);
+    const std::vector<prometheus::ClientMetric::Label> label = {{"job_id", job.job_id()}};
+    AddSample(generation, label, static_cast<double>(job.generation()));
+    AddSample(restarts, label, job.restart_count());
+    AddSample(budget, label, job.settings().max_restarts());
+    AddSample(nodes, {{"job_id", job.job_id()}, {"role", "member"}}, members);
+    AddSample(nodes, {{"job_id", job.job_id()}, {"role", "spare"}}, spares);
     AddSample(oldest, label, oldest_age);
     AddSample(stragglers, label, slow);
     AddSample(training, label, absl::ToDoubleSeconds(train));

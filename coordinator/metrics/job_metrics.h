@@ -82,7 +82,7 @@ class JobMetrics {
   void ReplayRetained(const std::vector<rendezvous::JobEvent>& events);
 
   // Scrape-time families from `jobs` (live ones with their nodes).
-  std::vector<prometheus::MetricFamily> Collect(const std::vector<rendezvous::JobStatus>& jobs);
+  std::vector<prometheus::MetricFamily> Collect(const std::vector<v1::Job>& jobs);
 
  private:
   // Where one job's time goes, and how much of it the counters hold.

@@ -28,28 +28,26 @@ class JobMetricsTest : public ::testing::Test {
     return event;
   }
 
-  rendezvous::JobStatus LiveJob(const std::string& id) {
-    rendezvous::JobStatus job;
-    job.job_id = id;
-    job.state = rendezvous::JobState::kRunning;
-    job.generation = 2;
-    job.restart_count = 1;
-    job.settings.max_restarts = 3;
-    rendezvous::NodeStatus member;
-    member.node_id = "n0";
-    member.group_rank = 0;
-    member.connected = true;
-    member.last_heartbeat = clock_.Now() - absl::Milliseconds(1500);
-    rendezvous::WorkerProgress slow;
-    slow.straggler = true;
-    member.progress = {slow, rendezvous::WorkerProgress()};
-    job.nodes.push_back(member);
-    rendezvous::NodeStatus spare = member;
-    spare.progress.clear();
-    spare.node_id = "n1";
-    spare.group_rank = -1;
-    spare.last_heartbeat = clock_.Now() - absl::Milliseconds(200);
-    job.nodes.push_back(spare);
+  // A running job as the core lists it: a member with a straggler, a spare.
+  v1::Job LiveJob(const std::string& id) {
+    v1::Job job;
+    job.set_job_id(id);
+    job.set_state(v1::RUNNING);
+    job.set_generation(2);
+    job.set_restart_count(1);
+    job.mutable_settings()->set_max_restarts(3);
+    v1::Member* member = job.add_members();
+    member->set_node_id("n0");
+    member->set_group_rank(0);
+    member->set_connected(true);
+    member->set_heartbeat_age_ms(1500);
+    member->add_progress()->set_straggler(true);
+    member->add_progress();
+    v1::Member* spare = job.add_spares();
+    spare->set_node_id("n1");
+    spare->set_group_rank(-1);
+    spare->set_connected(true);
+    spare->set_heartbeat_age_ms(200);
     return job;
   }
 
@@ -101,8 +99,8 @@ TEST_F(JobMetricsTest, FinishedJob_KeepsItsSeriesForTheRetention_CapBoundsLabels
                            Event(JobEvent::JOB_FINISHED, 30)});
   clock_.Advance(absl::Hours(23));
   ScrapeState state;
-  rendezvous::JobStatus done = LiveJob("train");
-  done.state = rendezvous::JobState::kSucceeded;
+  v1::Job done = LiveJob("train");
+  done.set_state(v1::SUCCEEDED);
   state.jobs = {done, LiveJob("a"), LiveJob("b")};
   std::string text = metrics.Scrape(state);
   // Frozen at its end: 20 s training, 10 s lost, whatever the time now.
@@ -156,8 +154,8 @@ TEST_F(JobMetricsTest, FailedByHang_TimeFromLastActivityToTheEndIsLost) {
   metrics.jobs().OnEvents({Event(JobEvent::JOB_CREATED, 0), Event(JobEvent::GENERATION_OPENED, 10),
                            hung, Event(JobEvent::JOB_FINISHED, 64)});
   ScrapeState state;
-  rendezvous::JobStatus failed = LiveJob("train");
-  failed.state = rendezvous::JobState::kFailed;
+  v1::Job failed = LiveJob("train");
+  failed.set_state(v1::FAILED);
   state.jobs.push_back(failed);
   const std::string text = metrics.Scrape(state);
   EXPECT_THAT(text, HasSubstr("ddp_job_training_seconds{job_id=\"train\"} 40"));
@@ -271,8 +269,8 @@ TEST_F(JobMetricsRestoreTest, Restore_FinishedJob_SeriesBackFrozenAtItsEnd) {
   after.jobs().RestoreCounts(CountsOf(history));
   after.jobs().ReplayRetained(history);
   ScrapeState state;
-  rendezvous::JobStatus done = LiveJob("train");
-  done.state = rendezvous::JobState::kSucceeded;
+  v1::Job done = LiveJob("train");
+  done.set_state(v1::SUCCEEDED);
   state.jobs.push_back(done);
   const std::string text = after.Scrape(state);
   // Training 10..99, 105..150 (the node loss), 153..200; lost 0..10, 99..105, 150..153.

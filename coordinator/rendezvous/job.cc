@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "coordinator/rendezvous/member_listing.h"
 #include "coordinator/rendezvous/rank_table.h"
 #include "coordinator/rendezvous/stragglers.h"
 
@@ -31,7 +32,7 @@ Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock,
       token_hash_(r.token_hash),
       state_(r.state),
       restart_policy_(
-          RestartPolicy::Options{r.settings.max_restarts, limits.max_retained_failures,
+          RestartPolicy::Options{r.settings.max_restarts(), limits.max_retained_failures,
                                  limits.max_message_length, limits.max_failures_with_logs},
           r.restart_count, r.root_cause, r.failures),
       finish_message_(r.finish_message),
@@ -54,8 +55,8 @@ Job::Job(std::string job_id, const JobSettings& settings, const RendezvousLimits
          const Clock& clock, Outbox* outbox)
     : Job(NewRecord(std::move(job_id), settings, clock), limits, clock, outbox) {
   Emit(JobEvent::JOB_CREATED, "",
-       absl::StrCat("job created: nodes ", settings_.min_nodes, ":", settings_.max_nodes,
-                    ", max_restarts ", settings_.max_restarts));
+       absl::StrCat("job created: nodes ", settings_.min_nodes(), ":", settings_.max_nodes(),
+                    ", max_restarts ", settings_.max_restarts()));
   OpenRendezvous(/*after_restart=*/false);
 }
 
@@ -77,14 +78,14 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   if (has_members) {
     std::vector<std::pair<std::string, int>> ranks;
     for (const auto& [id, node] : job->membership_.nodes()) {
-      ranks.emplace_back(id, node.record.group_rank);
+      ranks.emplace_back(id, node.record.group_rank());
     }
     DDP_RETURN_IF_ERROR(job->round_.RestoreMembers(ranks, r.world_size, r.job_id));
   }
   if (!IsTerminal(job->state_)) {
     for (const auto& [id, node] : job->membership_.nodes()) {
-      if (node.record.drain_leaves_at) {
-        job->draining_[id] = Drain{*node.record.drain_leaves_at, node.record.drain_reason};
+      if (std::optional<absl::Time> leaves_at = DrainLeavesAt(node.record)) {
+        job->draining_[id] = Drain{*leaves_at, node.record.drain_reason()};
       }
     }
   }
@@ -93,16 +94,16 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
       job->OpenRendezvous(/*after_restart=*/false);
       break;
     case JobState::kStarting:
-      job->round_.AwaitMasterUntil(now + r.settings.shutdown_timeout);
+      job->round_.AwaitMasterUntil(now + ShutdownTimeout(r.settings));
       break;
     case JobState::kRestarting:
       // Confirmations were not stored: ask again on resume.
-      job->stop_barrier_.Open(job->round_.members().by_rank, now + r.settings.shutdown_timeout);
+      job->stop_barrier_.Open(job->round_.members().by_rank, now + ShutdownTimeout(r.settings));
       // A member removed before the coordinator stopped (its ranks are
       // missing from the stored members) may still run workers until its
       // lease runs out; its last heartbeat was before now.
       if (job->MemberProcesses() < job->round_.members().world_size) {
-        job->stop_barrier_.FenceUntil(now + r.settings.heartbeat_timeout);
+        job->stop_barrier_.FenceUntil(now + HeartbeatTimeout(r.settings));
       }
       break;
     default:
@@ -140,35 +141,35 @@ absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
 int64_t Job::MemberProcesses() const {
   int64_t processes = 0;
   for (const std::string& id : round_.members().by_rank) {
-    if (!id.empty()) processes += membership_.nodes().at(id).record.nproc;
+    if (!id.empty()) processes += membership_.nodes().at(id).record.nproc();
   }
   return processes;
 }
 
-JobStatus StatusOfPastRun(const JobRecord& r) {
-  JobStatus s;
-  s.job_id = r.job_id;
-  s.settings = r.settings;
-  s.state = r.state;
-  s.generation = r.generation;
-  s.restart_count = r.restart_count;
-  s.world_size = r.world_size;
-  s.root_cause = r.root_cause;
-  s.finish_message = r.finish_message;
-  s.failures = r.failures;
-  s.excluded_nodes = r.excluded_nodes;
-  s.last_event_index = r.last_event_index;
-  s.created = r.created;
-  s.run = r.run;
-  s.finished = r.finished;
+v1::Job ApiJobOf(const JobRecord& r) {
+  v1::Job s;
+  s.set_job_id(r.job_id);
+  *s.mutable_settings() = r.settings;
+  s.set_state(JobStateToProto(r.state));
+  s.set_generation(r.generation);
+  s.set_restart_count(r.restart_count);
+  s.set_world_size(r.world_size);
+  if (r.root_cause) *s.mutable_root_cause() = *r.root_cause;
+  s.set_message(r.finish_message);
+  s.mutable_failures()->Assign(r.failures.begin(), r.failures.end());
+  for (const std::string& node : r.excluded_nodes) s.add_excluded_nodes(node);
+  s.set_last_event_index(r.last_event_index);
+  if (r.created != absl::Time()) s.set_created_unix_ms(absl::ToUnixMillis(r.created));
+  s.set_run(r.run);
+  if (r.finished != absl::Time()) s.set_finished_unix_ms(absl::ToUnixMillis(r.finished));
   return s;
 }
 
 bool Job::IsMember(const Node& node) const {
-  int rank = node.record.group_rank;
+  int rank = node.record.group_rank();
   return (state_ == JobState::kStarting || state_ == JobState::kRunning ||
           state_ == JobState::kRestarting) &&
-         round_.members().Holds(rank, node.record.node_id);
+         round_.members().Holds(rank, node.record.node_id());
 }
 
 void Job::Emit(JobEventType type, const std::string& node_id, const std::string& message,
@@ -210,8 +211,8 @@ void Job::Publish(JobEvent event) {
 void Job::Send(const Node& node, MessageBody body) {
   OutboundMessage message;
   message.job_id = id_;
-  message.node_id = node.record.node_id;
-  message.incarnation = node.record.incarnation;
+  message.node_id = node.record.node_id();
+  message.incarnation = node.record.incarnation();
   message.body = std::move(body);
   outbox_->messages.push_back(std::move(message));
 }
@@ -262,52 +263,48 @@ JobChanges Job::TakeChanges() {
   return changes;
 }
 
-JobStatus Job::Status(bool include_nodes) const {
-  JobStatus s;
-  s.job_id = id_;
-  s.settings = settings_;
-  s.state = state_;
-  s.generation = round_.generation();
-  s.restart_count = restart_policy_.restart_count();
-  s.registered_nodes = membership_.size();
-  s.member_nodes = round_.members().live;
-  s.world_size = round_.members().world_size;
-  s.root_cause = restart_policy_.root_cause();
-  s.finish_message = finish_message_;
-  s.failures = restart_policy_.failures();
-  s.excluded_nodes = membership_.ExcludedSorted();
-  s.last_event_index = last_event_index_;
-  s.first_event_index = events_.empty() ? 0 : events_.front().index();
-  s.created = created_;
-  s.run = run_;
-  s.finished = finished_;
-  if (include_nodes) {
-    for (const auto& [id, node] : membership_.nodes()) {
-      NodeStatus n;
-      n.node_id = id;
-      n.incarnation = node.record.incarnation;
-      n.nproc = node.record.nproc;
-      n.group_rank = IsMember(node) ? node.record.group_rank : -1;
-      n.address = node.record.address;
-      n.connected = node.connected;
-      n.last_heartbeat = node.last_heartbeat;
-      n.progress = node.progress;
-      if (auto drain = draining_.find(id); drain != draining_.end()) {
-        n.leaves_at = drain->second.leaves_at;
-        n.drain_reason = drain->second.reason;
-      }
-      s.nodes.push_back(std::move(n));
-    }
-    std::sort(s.nodes.begin(), s.nodes.end(),
-              [](const NodeStatus& a, const NodeStatus& b) { return a.node_id < b.node_id; });
-    std::vector<WorkerProgress*> reports;
-    for (NodeStatus& n : s.nodes) {
-      if (n.group_rank < 0) continue;  // members only
-      for (WorkerProgress& p : n.progress) reports.push_back(&p);
-    }
-    ScoreStragglers(reports, round_.generation());
-    s.time = time_ledger_.ToProto(clock_->Now());
+v1::Job Job::Status(bool include_nodes) const {
+  v1::Job s = ApiJobOf(MakeRecord());
+  s.set_registered_nodes(membership_.size());
+  s.set_member_count(round_.members().live);
+  s.set_first_event_index(events_.empty() ? 0 : events_.front().index());
+  if (!include_nodes) return s;
+  const absl::Time now = clock_->Now();
+  std::vector<const Node*> nodes;
+  for (const auto& [id, node] : membership_.nodes()) nodes.push_back(&node);
+  std::sort(nodes.begin(), nodes.end(),
+            [](const Node* a, const Node* b) { return a->record.node_id() < b->record.node_id(); });
+  // The members' reports are scored against each other (stragglers.h).
+  std::vector<std::vector<WorkerProgress>> progress(nodes.size());
+  std::vector<WorkerProgress*> reports;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    progress[i] = nodes[i]->progress;
+    if (!IsMember(*nodes[i])) continue;
+    for (WorkerProgress& p : progress[i]) reports.push_back(&p);
   }
+  ScoreStragglers(reports, round_.generation());
+  std::vector<v1::Member> listed;
+  listed.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& node = *nodes[i];
+    v1::Member& m = listed.emplace_back();
+    m.set_node_id(node.record.node_id());
+    m.set_incarnation(node.record.incarnation());
+    m.set_address(node.record.address());
+    m.set_nproc(node.record.nproc());
+    m.set_group_rank(IsMember(node) ? node.record.group_rank() : -1);
+    m.set_heartbeat_age_ms(node.last_heartbeat == absl::Time()
+                               ? -1
+                               : absl::ToInt64Milliseconds(now - node.last_heartbeat));
+    m.set_connected(node.connected);
+    for (const WorkerProgress& p : progress[i]) *m.add_progress() = ProgressToApi(p, now);
+    if (auto drain = draining_.find(node.record.node_id()); drain != draining_.end()) {
+      m.set_leaves_at_unix_ms(absl::ToUnixMillis(drain->second.leaves_at));
+      m.set_drain_reason(drain->second.reason);
+    }
+  }
+  ListMembers(IsTerminal(state_), std::move(listed), &s);
+  *s.mutable_time() = time_ledger_.ToProto(now);
   return s;
 }
 
@@ -331,7 +328,7 @@ absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index, int 
 // stream closes, leaves and node removal ----
 
 absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
-  absl::Status status = membership_.ValidateRegistration(request, settings_.max_nodes, limits_);
+  absl::Status status = membership_.ValidateRegistration(request, settings_.max_nodes(), limits_);
   if (!status.ok()) return status;
   if (request.settings) {
     status = CheckCompatibleSettings(id_, settings_, request.node_id, *request.settings);
@@ -340,15 +337,15 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
       return status;
     }
   }
-  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
+  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node();
   Node* node = membership_.Find(request.node_id);
-  if (node != nullptr && node->record.incarnation == request.incarnation) {
-    if (node->record.nproc != nproc || node->record.requested_rank != request.requested_rank) {
+  if (node != nullptr && node->record.incarnation() == request.incarnation) {
+    if (node->record.nproc() != nproc || node->record.requested_rank() != request.requested_rank) {
       return absl::FailedPreconditionError(
           absl::StrCat("node '", request.node_id, "' resumed incarnation ", request.incarnation,
                        " with nproc=", nproc, " rank request ", request.requested_rank,
-                       " but registered with nproc=", node->record.nproc, " rank request ",
-                       node->record.requested_rank,
+                       " but registered with nproc=", node->record.nproc(), " rank request ",
+                       node->record.requested_rank(),
                        "; an agent that changes its flags must use a new incarnation"));
     }
     return Resume(*node, request);
@@ -363,8 +360,8 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
     // the live one would make the two fence each other forever.
     return absl::AlreadyExistsError(absl::StrCat(
         "node id '", request.node_id, "' of job '", id_,
-        "' is already used by a live agent (incarnation ", node->record.incarnation, " at ",
-        node->record.address,
+        "' is already used by a live agent (incarnation ", node->record.incarnation(), " at ",
+        node->record.address(),
         ", heartbeating); two agents cannot share a node id (the default is the hostname: "
         "two agents on one host, or containers sharing a hostname): give each its own "
         "--node-id"));
@@ -372,7 +369,7 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   if (node != nullptr) {
     ReplaceIncarnation(*node, request);
   } else {
-    int limit = settings_.max_nodes + limits_.max_spare_nodes;
+    int limit = settings_.max_nodes() + limits_.max_spare_nodes;
     if (membership_.size() >= limit) {
       return absl::ResourceExhaustedError(
           absl::StrCat("job '", id_, "' already has ", membership_.size(),
@@ -396,7 +393,7 @@ void Job::NoticeConflict(const absl::Status& refusal) {
   // heartbeat interval (a launcher retrying in a loop must not flood them).
   const absl::Time now = clock_->Now();
   if (now < next_conflict_notice_) return;
-  next_conflict_notice_ = now + settings_.heartbeat_interval;
+  next_conflict_notice_ = now + HeartbeatInterval(settings_);
   for (const auto& [id, node] : membership_.nodes()) {
     Send(node, Notice{absl::StrCat("a node was refused: ", refusal.message())});
   }
@@ -417,7 +414,7 @@ absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& re
 
 void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
   if (!IsMember(node) || request.generation != round_.generation() || node.succeeded) return;
-  const std::string& node_id = node.record.node_id;
+  const std::string& node_id = node.record.node_id();
   if (state_ == JobState::kRunning) {
     Decide(Disruption::MembershipChange(
         RestartCause::NODE_LOSS,
@@ -434,12 +431,12 @@ void Job::ResendPending(const Node& node) {
   const bool member = IsMember(node);
   if (IsTerminal(state_)) {
     Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
-  } else if (state_ == JobState::kStarting && member && node.record.group_rank == 0) {
+  } else if (state_ == JobState::kStarting && member && node.record.group_rank() == 0) {
     Send(node, RequestMasterInfo{round_.generation()});
   } else if (state_ == JobState::kRunning && member) {
     Send(node, round_.AssignmentFor(node.record, restart_policy_.restart_count(),
                                     restart_policy_.max_restarts()));
-  } else if (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)) {
+  } else if (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id())) {
     Send(node, StopWorkers{round_.generation(), "resent after the session resumed"});
   }
 }
@@ -455,10 +452,10 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
       break;
     case JobState::kStarting:
       // No worker started yet: reform at once with the newcomer.
-      if (round_.members().live < settings_.max_nodes) OpenRendezvous(true);
+      if (round_.members().live < settings_.max_nodes()) OpenRendezvous(true);
       break;
     case JobState::kRunning:
-      if (round_.members().live < settings_.max_nodes) {
+      if (round_.members().live < settings_.max_nodes()) {
         Decide(Disruption::MembershipChange(
             RestartCause::SCALE,
             absl::StrCat("node '", request.node_id, "' joined below max_nodes")));
@@ -470,7 +467,7 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
 }
 
 void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
-  const Incarnation old_incarnation = node.record.incarnation;
+  const Incarnation old_incarnation = node.record.incarnation();
   const bool member = IsMember(node);
   // The old agent's stream had closed: it died (or was cut off) and this is
   // its replacement, a membership change rather than a worker failure.
@@ -478,10 +475,10 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   // The old agent may be alive but cut off, its workers running until its
   // lease runs out.
   FenceWorkersOf(node);
-  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node;
-  const bool nproc_changed = node.record.nproc != nproc;
+  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node();
+  const bool nproc_changed = node.record.nproc() != nproc;
   membership_.Replace(node, request, nproc);
-  const std::string node_id = node.record.node_id;
+  const std::string node_id = node.record.node_id();
   Emit(JobEvent::NODE_JOINED, node_id,
        absl::StrCat("incarnation ", request.incarnation, " replaced ", old_incarnation,
                     " (agent restarted); the old one is "
@@ -491,7 +488,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
     case JobState::kStarting:
       if (nproc_changed) {
         OpenRendezvous(true);
-      } else if (node.record.group_rank == 0) {
+      } else if (node.record.group_rank() == 0) {
         Send(node, RequestMasterInfo{round_.generation()});
       }
       break;
@@ -502,7 +499,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
       }
       break;
     case JobState::kRestarting:
-      if (stop_barrier_.Awaits(node.record.node_id)) {
+      if (stop_barrier_.Awaits(node.record.node_id())) {
         Send(node, StopWorkers{round_.generation(), "agent restarted during a stop"});
       }
       break;
@@ -543,10 +540,10 @@ absl::Status Job::ReportActivity(const NodeRef& ref, std::vector<WorkerActivity>
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
   for (const WorkerActivity& w : workers) {
-    if (w.local_rank < 0 || w.local_rank >= node->record.nproc) {
+    if (w.local_rank < 0 || w.local_rank >= node->record.nproc()) {
       return absl::InvalidArgumentError(absl::StrCat("activity of local rank ", w.local_rank,
                                                      " of node '", ref.node_id, "', outside [0, ",
-                                                     node->record.nproc, ")"));
+                                                     node->record.nproc(), ")"));
     }
   }
   if (state_ != JobState::kRunning || ref.generation != round_.generation() || !IsMember(*node)) {
@@ -583,9 +580,9 @@ void Job::FenceWorkersOf(const Node& node) {
   const bool may_run =
       IsMember(node) && !node.succeeded &&
       (state_ == JobState::kRunning ||
-       (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id)));
+       (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id())));
   if (!may_run) return;
-  stop_barrier_.FenceUntil(node.last_heartbeat + settings_.heartbeat_timeout);
+  stop_barrier_.FenceUntil(node.last_heartbeat + HeartbeatTimeout(settings_));
 }
 
 void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCause cause,
@@ -597,7 +594,7 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
   const bool stop_pending = stop_barrier_.Confirm(node_id);  // it is gone either way
   const bool succeeded = node->succeeded;
   if (member) {
-    round_.mutable_members().Remove(node->record.group_rank);
+    round_.mutable_members().Remove(node->record.group_rank());
   }
   membership_.Remove(node_id);
   draining_.erase(node_id);
@@ -609,7 +606,7 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
   Emit(JobEvent::NODE_LOST, node_id, reason, std::move(lost));
   switch (state_) {
     case JobState::kWaiting:
-      if (membership_.size() < settings_.min_nodes) {
+      if (membership_.size() < settings_.min_nodes()) {
         round_.MinNoLongerReached();
       }
       break;
@@ -635,12 +632,12 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
 void Job::OpenRendezvous(bool after_restart) {
   const absl::Time now = clock_->Now();
   state_ = JobState::kWaiting;
-  round_.Open(now + settings_.join_timeout);
+  round_.Open(now + JoinTimeout(settings_));
   stop_barrier_.Close();
   MarkJobDirty();
   // After a restart that kept min_nodes, the new generation forms at once (no
   // last call): the nodes are all there and waiting would only delay training.
-  if (after_restart && membership_.size() >= settings_.min_nodes) {
+  if (after_restart && membership_.size() >= settings_.min_nodes()) {
     CloseRendezvous();
     return;
   }
@@ -654,14 +651,14 @@ void Job::MaybeCloseRendezvous() {
 
 void Job::CloseRendezvous() {
   std::vector<Node*> candidates = membership_.CandidatesInOrder();
-  const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes));
+  const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes()));
   std::vector<RankMember> rank_members(n);
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = candidates[i]->record;
-    rank_members[i] = RankMember{r.node_id, r.nproc, r.requested_rank, r.group_rank};
+    rank_members[i] = RankMember{r.node_id(), r.nproc(), r.requested_rank(), r.group_rank()};
   }
   absl::StatusOr<RankTable> table =
-      round_.Close(rank_members, clock_->Now() + settings_.shutdown_timeout);
+      round_.Close(rank_members, clock_->Now() + ShutdownTimeout(settings_));
   if (!table.ok()) {  // Inputs are validated on entry; this is a bug.
     FailureInfo failure = NodeFailure(
         "", round_.generation(), clock_->Now(),
@@ -675,18 +672,18 @@ void Job::CloseRendezvous() {
   }
   for (const RankEntry& e : table->entries) {
     Node& node = *membership_.Find(e.node_id);
-    if (node.record.group_rank != e.group_rank ||
-        node.record.global_rank_offset != e.global_rank_offset) {
-      node.record.group_rank = e.group_rank;
-      node.record.global_rank_offset = e.global_rank_offset;
+    if (node.record.group_rank() != e.group_rank ||
+        node.record.global_rank_offset() != e.global_rank_offset) {
+      node.record.set_group_rank(e.group_rank);
+      node.record.set_global_rank_offset(e.global_rank_offset);
       membership_.MarkDirty(e.node_id);
     }
   }
   for (size_t i = n; i < candidates.size(); ++i) {  // hot spares
     Node* spare = candidates[i];
-    if (spare->record.group_rank != -1) {
-      spare->record.group_rank = -1;
-      membership_.MarkDirty(spare->record.node_id);
+    if (spare->record.group_rank() != -1) {
+      spare->record.set_group_rank(-1);
+      membership_.MarkDirty(spare->record.node_id());
     }
   }
   membership_.ForgetGenerationProgress();
@@ -698,14 +695,14 @@ void Job::CloseRendezvous() {
 absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
-  if (!IsMember(*node) || node->record.group_rank != 0) {
+  if (!IsMember(*node) || node->record.group_rank() != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ",
                      round_.generation(), " of job '", id_, "'; only rank 0 supplies master info"));
   }
   DDP_ASSIGN_OR_RETURN(MasterInfo effective,
-                       RendezvousRound::EffectiveMasterInfo(info, ref.node_id, node->record.address,
-                                                            limits_.max_address_length));
+                       RendezvousRound::EffectiveMasterInfo(
+                           info, ref.node_id, node->record.address(), limits_.max_address_length));
   if (state_ == JobState::kRunning) return absl::OkStatus();  // duplicate
   if (state_ != JobState::kStarting) {
     return absl::FailedPreconditionError(
@@ -720,7 +717,7 @@ void Job::PushAssignments(MasterInfo master) {
   for (const std::string& node_id : round_.members().by_rank) {
     if (node_id.empty()) continue;
     const Node& node = *membership_.Find(node_id);
-    roles.push_back(MemberRole{node_id, node.role, node.record.nproc});
+    roles.push_back(MemberRole{node_id, node.role, node.record.nproc()});
   }
   round_.Start(std::move(master), roles);
   state_ = JobState::kRunning;
@@ -740,10 +737,10 @@ void Job::PushAssignments(MasterInfo master) {
 absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
-  if (exit.local_rank() < 0 || exit.local_rank() >= node->record.nproc) {
+  if (exit.local_rank() < 0 || exit.local_rank() >= node->record.nproc()) {
     return absl::InvalidArgumentError(absl::StrCat("local rank ", exit.local_rank(), " of node '",
                                                    ref.node_id, "' is outside [0, ",
-                                                   node->record.nproc, ")"));
+                                                   node->record.nproc(), ")"));
   }
   if (IsTerminal(state_)) return absl::OkStatus();
   if (round_.generation() == 0 || state_ == JobState::kStarting ||
@@ -754,12 +751,12 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   }
   // One report per worker and generation counts: a resumed agent repeats its
   // reports, and a hung worker that exits later was already reported.
-  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
+  if (node->exited.empty()) node->exited.assign(node->record.nproc(), false);
   if (node->exited[exit.local_rank()]) return absl::OkStatus();
   if (ExitedCleanly(exit)) {
     if (state_ != JobState::kRunning) return absl::OkStatus();
     node->exited[exit.local_rank()] = true;
-    if (++node->exited_ok == node->record.nproc && !node->succeeded) {
+    if (++node->exited_ok == node->record.nproc() && !node->succeeded) {
       node->succeeded = true;
       if (++round_.mutable_members().succeeded ==
           static_cast<int>(round_.members().by_rank.size())) {
@@ -775,7 +772,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   FailureInfo failure = exit;
   failure.set_node_id(ref.node_id);
   failure.set_generation(round_.generation());
-  failure.set_global_rank(node->record.global_rank_offset + exit.local_rank());
+  failure.set_global_rank(node->record.global_rank_offset() + exit.local_rank());
   failure.set_process_stopped(exit.hang() && exit.process_stopped());
   failure.set_message(Utf8Prefix(exit.message(), limits_.max_message_length));
   failure.set_stderr_tail(Utf8Suffix(exit.stderr_tail(), limits_.max_stderr_tail_bytes));
@@ -856,7 +853,7 @@ void Job::StampCheckpoint(JobEvent& event) const {
 void Job::StopAllWorkers(const std::string& reason, bool take_stacks) {
   state_ = JobState::kRestarting;
   round_.StopAwaitingMaster();
-  stop_barrier_.Open(round_.members().by_rank, clock_->Now() + settings_.shutdown_timeout);
+  stop_barrier_.Open(round_.members().by_rank, clock_->Now() + ShutdownTimeout(settings_));
   MarkJobDirty();
   for (const std::string& node_id : stop_barrier_.Awaited()) {
     Send(*membership_.Find(node_id), StopWorkers{round_.generation(), reason, take_stacks});
@@ -921,15 +918,15 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
         "job '", id_, "' already finished (", JobStateName(state_), "); it cannot be resized"));
   }
   JobSettings updated = settings_;
-  updated.min_nodes = min_nodes;
-  updated.max_nodes = max_nodes;
+  updated.set_min_nodes(min_nodes);
+  updated.set_max_nodes(max_nodes);
   DDP_RETURN_IF_ERROR(ValidateJobSettings(updated, limits_));
   const JobSettings old = settings_;
   settings_ = updated;
   MarkJobDirty();
-  Emit(
-      JobEvent::JOB_UPDATED, "",
-      absl::StrCat("nodes ", old.min_nodes, ":", old.max_nodes, " -> ", min_nodes, ":", max_nodes));
+  Emit(JobEvent::JOB_UPDATED, "",
+       absl::StrCat("nodes ", old.min_nodes(), ":", old.max_nodes(), " -> ", min_nodes, ":",
+                    max_nodes));
   const int registered = membership_.size();
   // Membership must change when members exceed the new max, or when spares can
   // now fill places below it.
@@ -993,7 +990,7 @@ void Job::RemoveSilentNodes(absl::Time now) {
     if (IsTerminal(state_)) break;
     RemoveNode(id,
                absl::StrCat("lost: no heartbeat or resumed session for ",
-                            absl::FormatDuration(settings_.heartbeat_timeout)),
+                            absl::FormatDuration(HeartbeatTimeout(settings_))),
                RestartCause::NODE_LOSS, /*workers_stopped=*/false, FailureInfo::LEASE_EXPIRED);
   }
 }
@@ -1024,8 +1021,7 @@ absl::Status Job::DrainNode(const std::string& node_id, absl::Time leaves_at,
   if (!added && it->second.leaves_at <= leaves_at) return absl::OkStatus();  // earlier holds
   it->second = Drain{leaves_at, why};
   Node& drained = *membership_.Find(node_id);
-  drained.record.drain_leaves_at = leaves_at;
-  drained.record.drain_reason = why;
+  SetDrain(leaves_at, why, &drained.record);
   membership_.MarkDirty(node_id);  // stored: the drain survives a coordinator restart
   Emit(JobEvent::NODE_DRAINING, node_id,
        absl::StrCat("leaves by ", absl::FormatTime(leaves_at), " at the latest: ", why));
@@ -1099,11 +1095,11 @@ void Job::ReleaseDrainingNodes() {
 }
 
 void Job::ExcludeLastingStragglers(absl::Time now) {
-  if (settings_.straggler_exclude_factor == 0 || state_ != JobState::kRunning ||
+  if (settings_.straggler_exclude_factor() == 0 || state_ != JobState::kRunning ||
       now < next_straggler_check_) {
     return;
   }
-  next_straggler_check_ = now + settings_.heartbeat_interval;
+  next_straggler_check_ = now + HeartbeatInterval(settings_);
   // Scored on copies: the reports keep no policy's marks (Status scores them
   // with the default factor for display).
   std::vector<std::pair<Node*, std::vector<WorkerProgress>>> scored;
@@ -1117,7 +1113,7 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
   for (auto& [node, progress] : scored) {
     for (WorkerProgress& p : progress) reports.push_back(&p);
   }
-  ScoreStragglers(reports, round_.generation(), settings_.straggler_exclude_factor);
+  ScoreStragglers(reports, round_.generation(), settings_.straggler_exclude_factor());
   std::vector<std::pair<std::string, double>> excluded;  // id, its slowest speed
   for (auto& [node, progress] : scored) {
     double slowest = 0;
@@ -1129,9 +1125,9 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
       continue;
     }
     if (!node->slow_since) node->slow_since = now;
-    if (now - *node->slow_since >= settings_.straggler_exclude_after &&
-        !draining_.count(node->record.node_id)) {
-      excluded.emplace_back(node->record.node_id, slowest);
+    if (now - *node->slow_since >= StragglerExcludeAfter(settings_) &&
+        !draining_.count(node->record.node_id())) {
+      excluded.emplace_back(node->record.node_id(), slowest);
     }
   }
   for (const auto& [id, speed] : excluded) {
@@ -1142,29 +1138,29 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
         id, now,
         absl::StrCat("straggler: a rank ran at ", absl::StrFormat("%.2f", speed),
                      " of the median speed for ",
-                     absl::FormatDuration(settings_.straggler_exclude_after),
-                     " (straggler_exclude_factor ", settings_.straggler_exclude_factor, ")"));
+                     absl::FormatDuration(StragglerExcludeAfter(settings_)),
+                     " (straggler_exclude_factor ", settings_.straggler_exclude_factor(), ")"));
   }
 }
 
 void Job::DeclareIdleHang(absl::Time now) {
-  if (settings_.hang_timeout == absl::ZeroDuration() || state_ != JobState::kRunning ||
+  if (HangTimeout(settings_) == absl::ZeroDuration() || state_ != JobState::kRunning ||
       now < next_idle_check_ || round_.members().by_rank.size() < 2) {
     return;
   }
-  next_idle_check_ = now + settings_.heartbeat_interval;
+  next_idle_check_ = now + HeartbeatInterval(settings_);
   std::vector<MemberIdleness> members;
   for (const std::string& member : round_.members().by_rank) {
     const Node* node = member.empty() ? nullptr : membership_.Find(member);
     if (node == nullptr) return;  // a member left: its restart is under way
     if (node->succeeded) continue;
-    members.push_back(MemberIdleness{member, node->record.global_rank_offset, &node->idleness});
+    members.push_back(MemberIdleness{member, node->record.global_rank_offset(), &node->idleness});
   }
-  const std::optional<IdleHang> hang = FindIdleHang(members, settings_.hang_timeout, now);
+  const std::optional<IdleHang> hang = FindIdleHang(members, HangTimeout(settings_), now);
   if (!hang.has_value()) return;
   Node* node = membership_.Find(hang->node_id);
   // Its agent's own report of that worker, if one comes, is a repeat.
-  if (node->exited.empty()) node->exited.assign(node->record.nproc, false);
+  if (node->exited.empty()) node->exited.assign(node->record.nproc(), false);
   node->exited[hang->local_rank] = true;
   FailureInfo failure = NodeFailure(hang->node_id, round_.generation(), hang->idle_since,
                                     DescribeIdleHang(*hang, now));
@@ -1184,15 +1180,15 @@ void Job::Tick() {
   if (!draining_.empty()) ReleaseDrainingNodes();
   switch (state_) {
     case JobState::kWaiting:
-      if (round_.LastCallOver(now, settings_.last_call_timeout)) {
+      if (round_.LastCallOver(now, LastCallTimeout(settings_))) {
         CloseRendezvous();
       } else if (round_.JoinTimedOut(now)) {
         FailureInfo failure =
             NodeFailure("", round_.generation(), now,
                         absl::StrCat("rendezvous timed out: ", membership_.size(),
-                                     " of min_nodes=", settings_.min_nodes,
+                                     " of min_nodes=", settings_.min_nodes(),
                                      " nodes joined within the join timeout of ",
-                                     absl::FormatDuration(settings_.join_timeout)));
+                                     absl::FormatDuration(JoinTimeout(settings_))));
         Finish(JobState::kFailed, failure, failure.message());
       }
       break;
@@ -1205,7 +1201,7 @@ void Job::Tick() {
           // Group rank 0 did not answer: declare it dead and form again.
           RemoveNode(round_.members().by_rank[0],
                      absl::StrCat("declared dead: no master info within ",
-                                  absl::FormatDuration(settings_.shutdown_timeout)),
+                                  absl::FormatDuration(ShutdownTimeout(settings_))),
                      RestartCause::NODE_LOSS, /*workers_stopped=*/false,
                      FailureInfo::DECLARED_DEAD);
         }
@@ -1218,7 +1214,7 @@ void Job::Tick() {
         for (const std::string& id : stop_barrier_.Awaited()) {
           RemoveNode(id,
                      absl::StrCat("declared dead: workers not confirmed stopped within ",
-                                  absl::FormatDuration(settings_.shutdown_timeout)),
+                                  absl::FormatDuration(ShutdownTimeout(settings_))),
                      RestartCause::NODE_LOSS, /*workers_stopped=*/false,
                      FailureInfo::DECLARED_DEAD);
         }

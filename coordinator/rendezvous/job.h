@@ -91,50 +91,10 @@
 
 namespace ddp::rendezvous {
 
-// A node as the dashboard and the scheduler API show it.
-struct NodeStatus {
-  std::string node_id;
-  Incarnation incarnation = 0;
-  int nproc = 0;
-  int group_rank = -1;  // -1: spare / waiting
-  std::string address;
-  bool connected = false;
-  absl::Time last_heartbeat;
-  std::vector<WorkerProgress> progress;  // its workers' latest reports
-  // Set while it drains (Job::DrainNode): when it leaves at the latest, why.
-  std::optional<absl::Time> leaves_at;
-  std::string drain_reason;
-};
-
-struct JobStatus {
-  std::string job_id;
-  JobSettings settings;
-  JobState state = JobState::kWaiting;
-  Generation generation = 0;
-  int restart_count = 0;
-  int registered_nodes = 0;
-  int member_nodes = 0;  // members of the current generation still registered
-  int64_t world_size = 0;
-  std::optional<FailureInfo> root_cause;
-  std::string finish_message;
-  std::vector<FailureInfo> failures;
-  std::vector<std::string> excluded_nodes;  // sorted
-  int64_t last_event_index = 0;             // 0: no event yet
-  // The oldest event still kept (events before it were dropped, e.g. by a
-  // restart); 0 when none is kept. WatchJob from an older index is OUT_OF_RANGE.
-  int64_t first_event_index = 0;
-  absl::Time created;             // absl::Time(): unknown
-  int run = 1;                    // of this job id (JobRecord::run)
-  absl::Time finished;            // absl::Time(): not finished (or unknown)
-  std::vector<NodeStatus> nodes;  // only when asked for
-  // Where the run's time went (job_time.h), counted to now; only when nodes
-  // are asked for.
-  std::optional<v1::JobTime> time;
-};
-
-// A past run as the scheduler API shows it (its root cause and failures; no
-// nodes, no exclusions, no events).
-JobStatus StatusOfPastRun(const JobRecord& run);
+// A job as the API shows it (ddp.v1.Job), built by the core itself: every
+// field of `record` (a past run: its root cause and failures; no nodes, no
+// events). Job::Status adds what a live job has besides its record.
+v1::Job ApiJobOf(const JobRecord& record);
 
 class Job {
  public:
@@ -174,10 +134,14 @@ class Job {
   // agent).
   bool HasIncarnation(const std::string& node_id, Incarnation incarnation) const {
     const Node* node = membership_.Find(node_id);
-    return node != nullptr && node->record.incarnation == incarnation;
+    return node != nullptr && node->record.incarnation() == incarnation;
   }
   bool HasNode(const std::string& node_id) const { return membership_.Find(node_id) != nullptr; }
-  JobStatus Status(bool include_nodes) const;
+  // The job as the API shows it (ddp.v1.Job): its record (ApiJobOf), its
+  // node counts and oldest kept event; with `include_nodes` its members and
+  // spares (member_listing.h, ages at the clock's now) and where its time
+  // went (job_time.h).
+  v1::Job Status(bool include_nodes) const;
   // Events with index > after_index still retained, oldest first, at most
   // `limit`. Possible errors: OUT_OF_RANGE when events after `after_index` were
   // dropped.
@@ -413,7 +377,7 @@ class Job {
   absl::Time next_conflict_notice_ = absl::InfinitePast();
 
   // Draining nodes (DrainNode): when each leaves at the latest, and why.
-  // Stored with the node's record (NodeRecord::drain_leaves_at): Restore
+  // Stored with the node's record (SetDrain, DrainLeavesAt): Restore
   // rebuilds it, so a drain under way survives a coordinator restart and the
   // node still leaves at its time, as a drain (no restart budget spent).
   struct Drain {

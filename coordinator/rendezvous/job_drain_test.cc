@@ -9,6 +9,7 @@
 #include "coordinator/rendezvous/job.h"
 #include "coordinator/rendezvous/job_state_store.h"
 #include "coordinator/rendezvous/job_test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace ddp::rendezvous {
@@ -64,10 +65,11 @@ TEST(JobDrain, DrainUnderWay_SurvivesRestore_NodeLeavesAtItsTimeNoBudget) {
       Job::Restore((*snapshots)[0], RendezvousLimits(), h.clock(), &outbox);
   ASSERT_TRUE(restored.ok()) << restored.status();
   Job& job = **restored;
-  JobStatus status = job.Status(true);
-  ASSERT_EQ(status.nodes.size(), 3u);
-  EXPECT_EQ(status.nodes[2].leaves_at, leaves_at);
-  EXPECT_EQ(status.nodes[2].drain_reason, "maintenance");
+  v1::Job status = job.Status(true);
+  const std::vector<v1::Member> nodes = testing::NodesById(status);
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[2].leaves_at_unix_ms(), absl::ToUnixMillis(leaves_at));
+  EXPECT_EQ(nodes[2].drain_reason(), "maintenance");
 
   auto ref = [&](const std::string& node) {
     return NodeRef{"job1", node, JobHarness::IncarnationOf(node), 1};
@@ -84,7 +86,7 @@ TEST(JobDrain, DrainUnderWay_SurvivesRestore_NodeLeavesAtItsTimeNoBudget) {
   EXPECT_EQ(job.state(), JobState::kRestarting);
   EXPECT_EQ(LastRestartCause(outbox), RestartCause::DRAIN);
   EXPECT_EQ(job.restart_count(), 0);
-  EXPECT_TRUE(job.Status(false).failures.empty());
+  EXPECT_TRUE(job.Status(false).failures().empty());
 }
 
 TEST(JobDrain, DrainMember_EveryMemberNoticedLeavesWhenAllReady_NoBudgetNoFailure) {
@@ -100,10 +102,11 @@ TEST(JobDrain, DrainMember_EveryMemberNoticedLeavesWhenAllReady_NoBudgetNoFailur
     EXPECT_EQ(notices[0].generation, 1);
   }
   EXPECT_EQ(CountEvents(h.outbox(), JobEvent::NODE_DRAINING), 1);
-  JobStatus status = h.job().Status(true);
-  ASSERT_EQ(status.nodes.size(), 3u);
-  EXPECT_EQ(status.nodes[2].leaves_at, leaves_at);
-  EXPECT_EQ(status.nodes[2].drain_reason, "maintenance");
+  v1::Job status = h.job().Status(true);
+  const std::vector<v1::Member> nodes = testing::NodesById(status);
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[2].leaves_at_unix_ms(), absl::ToUnixMillis(leaves_at));
+  EXPECT_EQ(nodes[2].drain_reason(), "maintenance");
 
   ASSERT_TRUE(h.job().ReadyToLeave(h.Ref("a")).ok());
   ASSERT_TRUE(h.job().ReadyToLeave(h.Ref("c")).ok());
@@ -120,8 +123,8 @@ TEST(JobDrain, DrainMember_EveryMemberNoticedLeavesWhenAllReady_NoBudgetNoFailur
   FormNextGeneration(h, {"a", "b"});
   EXPECT_EQ(h.LastAssignment("a")->group_world_size, 2);
   EXPECT_EQ(h.job().restart_count(), 0);
-  EXPECT_TRUE(h.job().Status(false).failures.empty());
-  EXPECT_FALSE(h.job().Status(false).root_cause.has_value());
+  EXPECT_TRUE(h.job().Status(false).failures().empty());
+  EXPECT_FALSE(h.job().Status(false).has_root_cause());
 }
 
 TEST(JobDrain, DrainMemberNeverReady_LeavesAtItsDeadline) {
@@ -165,7 +168,8 @@ TEST(JobDrain, SecondDrain_KeepsTheEarlierDeadline) {
   const absl::Time first = h.clock().Now() + absl::Seconds(5);
   ASSERT_TRUE(h.job().DrainNode("b", first, "first").ok());
   ASSERT_TRUE(h.job().DrainNode("b", first + absl::Seconds(60), "later").ok());
-  EXPECT_EQ(h.job().Status(true).nodes[1].leaves_at, first);
+  EXPECT_EQ(testing::NodesById(h.job().Status(true))[1].leaves_at_unix_ms(),
+            absl::ToUnixMillis(first));
   EXPECT_EQ(CountEvents(h.outbox(), JobEvent::NODE_DRAINING), 1);
 }
 
@@ -209,8 +213,8 @@ TEST(JobDrain, ReadyOfAnOlderGeneration_Ignored) {
 
 JobSettings StragglerPolicy(int min_nodes, int max_nodes) {
   JobSettings s = Settings(min_nodes, max_nodes);
-  s.straggler_exclude_factor = 1.25;
-  s.straggler_exclude_after = absl::Seconds(5);
+  s.set_straggler_exclude_factor(1.25);
+  s.set_straggler_exclude_after_ms(5000);
   return s;
 }
 
@@ -244,7 +248,7 @@ TEST(JobStragglerPolicy, SlowerThanFactorForTheTime_DrainedAndExcludedWithoutBud
   EXPECT_NE(dismissed[0].reason.find("straggler"), std::string::npos) << dismissed[0].reason;
   EXPECT_EQ(LastRestartCause(h.outbox()), RestartCause::DRAIN);
   EXPECT_EQ(h.job().restart_count(), 0);
-  EXPECT_EQ(h.job().Status(false).excluded_nodes, std::vector<std::string>{"c"});
+  EXPECT_THAT(h.job().Status(false).excluded_nodes(), ::testing::ElementsAre("c"));
   EXPECT_EQ(h.Register("c", 0, -1, 2).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 

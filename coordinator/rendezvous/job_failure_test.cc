@@ -30,7 +30,7 @@ TEST(JobFailure, WorkerFailureWithBudget_RestartsEveryNode) {
   EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "b").size(), 1u);
   EXPECT_EQ(MessagesOf<StopWorkers>(h.outbox(), "a")[0].generation, 1);
   EXPECT_EQ(testing::CountEvents(h.outbox(), JobEvent::WORKER_FAILED), 1);
-  auto failures = h.job().Status(false).failures;
+  auto failures = h.job().Status(false).failures();
   ASSERT_EQ(failures.size(), 1u);
   EXPECT_EQ(failures[0].global_rank(), 3);  // b: offset 2 + local rank 1
 }
@@ -93,13 +93,13 @@ TEST(JobFailure, PeerFailsAfterMemberStreamClosed_KnockOnFreeRestartNamesLostNod
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Crash(0, 1, "gloo: connection reset")).ok());
   EXPECT_EQ(h.job().state(), JobState::kRestarting);  // not FAILED: budget untouched
   EXPECT_EQ(h.job().restart_count(), 0);
-  const JobStatus status = h.job().Status(false);
-  EXPECT_FALSE(status.root_cause.has_value());
-  ASSERT_EQ(status.failures.size(), 2u);
-  EXPECT_EQ(status.failures[0].node_id(), "a");  // the loss comes first
-  EXPECT_NE(status.failures[0].message().find("session of node 'a' closed"), std::string::npos);
-  EXPECT_EQ(status.failures[1].node_id(), "b");
-  EXPECT_NE(status.failures[1].message().find("knock-on of losing node 'a'"), std::string::npos);
+  const v1::Job status = h.job().Status(false);
+  EXPECT_FALSE(status.has_root_cause());
+  ASSERT_EQ(status.failures_size(), 2u);
+  EXPECT_EQ(status.failures(0).node_id(), "a");  // the loss comes first
+  EXPECT_NE(status.failures(0).message().find("session of node 'a' closed"), std::string::npos);
+  EXPECT_EQ(status.failures(1).node_id(), "b");
+  EXPECT_NE(status.failures(1).message().find("knock-on of losing node 'a'"), std::string::npos);
   // a never resumes: lost after the heartbeat timeout, the barrier ends, and
   // a replacement agent for a joins the next generation.
   for (int i = 0; i < 8; ++i) {
@@ -155,11 +155,11 @@ TEST(JobFailure, HangOfStoppedProcess_RootCauseOverEarlierBlockedPeer) {
   ASSERT_TRUE(h.job().WorkersStopped(h.Ref("a")).ok());
   ASSERT_TRUE(h.job().WorkersStopped(h.Ref("b")).ok());
   ASSERT_EQ(h.job().state(), JobState::kFailed);
-  const JobStatus status = h.job().Status(false);
-  ASSERT_TRUE(status.root_cause.has_value());
-  EXPECT_EQ(status.root_cause->node_id(), "b");
-  EXPECT_EQ(status.root_cause->pid(), 22);
-  EXPECT_TRUE(status.root_cause->process_stopped());
+  const v1::Job status = h.job().Status(false);
+  ASSERT_TRUE(status.has_root_cause());
+  EXPECT_EQ(status.root_cause().node_id(), "b");
+  EXPECT_EQ(status.root_cause().pid(), 22);
+  EXPECT_TRUE(status.root_cause().process_stopped());
 }
 
 // Issue 23.6: with restarts left, a hang report does not name the restart's
@@ -199,9 +199,9 @@ TEST(JobFailure, HangWithBudget_RestartNamesTheStoppedRankNotTheFirstReport) {
     EXPECT_EQ(e.message().find("node 'a'"), std::string::npos) << e.message();
     EXPECT_EQ(EventTime(e), t);  // when the restart began, not when it was decided
   }
-  const JobStatus status = h.job().Status(false);
-  ASSERT_FALSE(status.failures.empty());
-  EXPECT_EQ(status.failures.front().node_id(), "b");
+  const v1::Job status = h.job().Status(false);
+  ASSERT_FALSE(status.failures().empty());
+  EXPECT_EQ(status.failures(0).node_id(), "b");
 }
 
 // An exit (not a hang) with budget left restarts at once, as before.
@@ -222,7 +222,7 @@ TEST(JobFailure, TwoFailuresAtOnce_OneRestart) {
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "first")).ok());
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("b"), Crash(0, 1, "second")).ok());
   EXPECT_EQ(h.job().restart_count(), 1);
-  EXPECT_EQ(h.job().Status(false).failures.size(), 2u);  // both in history
+  EXPECT_EQ(h.job().Status(false).failures_size(), 2u);  // both in history
   h.ConfirmStops();
   // A late report of generation 1 while the rendezvous is open: history only.
   EXPECT_EQ(h.job().state(), JobState::kStarting);
@@ -287,7 +287,7 @@ TEST(JobFailure, BudgetSpent_FailsWithFirstFailureOfFinalGeneration) {
                                      "exit code 139"),
             std::string::npos)
       << finished[0].message;
-  EXPECT_EQ(h.job().Status(false).root_cause->node_id(), "b");
+  EXPECT_EQ(h.job().Status(false).root_cause().node_id(), "b");
 }
 
 TEST(JobFailure, NoBudget_SignalIsRootCause) {
@@ -296,9 +296,9 @@ TEST(JobFailure, NoBudget_SignalIsRootCause) {
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Exit(0, 0, 9, "killed", {})).ok());
   h.ConfirmStops();
   EXPECT_EQ(h.job().state(), JobState::kFailed);
-  EXPECT_EQ(h.job().Status(false).root_cause->signal(), 9);
-  EXPECT_NE(h.job().Status(false).finish_message.find("signal 9 (SIGKILL)"), std::string::npos)
-      << h.job().Status(false).finish_message;
+  EXPECT_EQ(h.job().Status(false).root_cause().signal(), 9);
+  EXPECT_NE(h.job().Status(false).message().find("signal 9 (SIGKILL)"), std::string::npos)
+      << h.job().Status(false).message();
 }
 
 // The knock-on failure of a peer (broken collective) is reported before the
@@ -313,7 +313,7 @@ TEST(JobFailure, BudgetSpent_KnockOnReportedFirst_RootCauseIsEarliestFailure) {
           .WorkerExited(h.Ref("b"), Crash(0, 1, "Connection closed", t0 + absl::Milliseconds(80)))
           .ok());
   ASSERT_EQ(h.job().state(), JobState::kRestarting);
-  EXPECT_EQ(h.job().Status(false).root_cause->node_id(), "b");  // so far
+  EXPECT_EQ(h.job().Status(false).root_cause().node_id(), "b");  // so far
   // The stop barrier waits; meanwhile the real first failure arrives.
   ASSERT_TRUE(h.job().WorkersStopped(NodeRef{"job1", "b", h.Ref("b").incarnation, 1}).ok());
   ASSERT_TRUE(
@@ -340,7 +340,8 @@ TEST(JobFailure, BudgetSpent_KnockOnReportedFirst_RootCauseIsEarliestFailure) {
             std::string::npos)
       << finished[0].message;
   // The history is ordered by failure time, not by arrival.
-  const std::vector<FailureInfo> history = h.job().Status(false).failures;
+  const v1::Job status = h.job().Status(false);
+  const std::vector<FailureInfo> history(status.failures().begin(), status.failures().end());
   ASSERT_EQ(history.size(), 3u);
   EXPECT_EQ(history[0].global_rank(), 1);
   EXPECT_EQ(history[1].global_rank(), 0);
@@ -356,7 +357,7 @@ TEST(JobFailure, BudgetSpent_EqualTimes_LowerGlobalRankIsRootCause) {
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(1, 2, "a1", t)).ok());
   h.ConfirmStops();
   ASSERT_EQ(h.job().state(), JobState::kFailed);
-  EXPECT_EQ(h.job().Status(false).root_cause->global_rank(), 1);
+  EXPECT_EQ(h.job().Status(false).root_cause().global_rank(), 1);
 }
 
 TEST(JobFailure, BudgetSpent_HangWithOlderHeartbeat_IsRootCauseWithPid) {
@@ -376,12 +377,12 @@ TEST(JobFailure, BudgetSpent_HangWithOlderHeartbeat_IsRootCauseWithPid) {
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), hung).ok());
   h.ConfirmStops();
   ASSERT_EQ(h.job().state(), JobState::kFailed);
-  const FailureInfo cause = *h.job().Status(false).root_cause;
+  const FailureInfo cause = h.job().Status(false).root_cause();
   EXPECT_EQ(cause.node_id(), "a");
   EXPECT_TRUE(cause.hang());
   EXPECT_EQ(cause.pid(), 4242);
   EXPECT_EQ(FailureTime(cause), t);
-  EXPECT_NE(h.job().Status(false).finish_message.find("hang (no heartbeat)"), std::string::npos);
+  EXPECT_NE(h.job().Status(false).message().find("hang (no heartbeat)"), std::string::npos);
 }
 
 TEST(JobFailure, RepeatedReport_CountsOnce) {
@@ -389,7 +390,7 @@ TEST(JobFailure, RepeatedReport_CountsOnce) {
   StartRunning(h, {"a", "b"});
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "x")).ok());
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, "x")).ok());
-  EXPECT_EQ(h.job().Status(false).failures.size(), 1u);
+  EXPECT_EQ(h.job().Status(false).failures_size(), 1u);
   EXPECT_EQ(h.job().restart_count(), 1);
 }
 
@@ -406,7 +407,7 @@ TEST(JobFailure, BudgetSpent_NodeSilentDuringStop_FailsAfterShutdownTimeout) {
   EXPECT_EQ(h.job().state(), JobState::kRestarting);
   h.Advance(absl::Milliseconds(500));
   EXPECT_EQ(h.job().state(), JobState::kFailed);
-  EXPECT_EQ(h.job().Status(false).root_cause->node_id(), "a");
+  EXPECT_EQ(h.job().Status(false).root_cause().node_id(), "a");
 }
 
 TEST(JobFailure, BudgetSpent_RestoredDuringStop_StillFails) {
@@ -433,7 +434,7 @@ TEST(JobFailure, BudgetSpent_RestoredDuringStop_StillFails) {
   ASSERT_TRUE(job.WorkersStopped(ref("a")).ok());
   ASSERT_TRUE(job.WorkersStopped(ref("b")).ok());
   ASSERT_EQ(job.state(), JobState::kFailed);  // not a restart: no budget
-  EXPECT_EQ(job.Status(false).root_cause->message(), "first");
+  EXPECT_EQ(job.Status(false).root_cause().message(), "first");
 }
 
 TEST(JobFailure, JoinDuringRestart_IncludedInNextGeneration) {
@@ -464,7 +465,7 @@ TEST(JobFailure, ErrorMessage_TruncatedToLimit) {
   JobHarness h(Settings(1, 1, 0), limits);
   StartRunning(h, {"a"});
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), Crash(0, 1, std::string(5000, 'e'))).ok());
-  EXPECT_EQ(h.job().Status(false).root_cause->message().size(), 10u);
+  EXPECT_EQ(h.job().Status(false).root_cause().message().size(), 10u);
 }
 
 }  // namespace
@@ -502,11 +503,10 @@ TEST(JobFailure, CheckpointThenFailure_WorkSinceCheckpointLostInStatusTime) {
     if (e.type() == JobEvent::RESTARTING) restarting = e;
   }
   ASSERT_TRUE(restarting.has_value());
-  EXPECT_EQ(restarting->last_checkpoint_unix_ms(),
-            absl::ToUnixMillis(started + absl::Seconds(18)));
+  EXPECT_EQ(restarting->last_checkpoint_unix_ms(), absl::ToUnixMillis(started + absl::Seconds(18)));
   EXPECT_EQ(restarting->last_checkpoint_step(), 380);
 
-  const v1::JobTime time = *h.job().Status(/*include_nodes=*/true).time;
+  const v1::JobTime time = h.job().Status(/*include_nodes=*/true).time();
   ASSERT_GE(time.generations_size(), 1);
   const v1::GenerationTime& first = time.generations(0);
   EXPECT_EQ(first.generation(), 1);
@@ -516,7 +516,7 @@ TEST(JobFailure, CheckpointThenFailure_WorkSinceCheckpointLostInStatusTime) {
   EXPECT_EQ(first.ended_by(), "worker_failure");
   EXPECT_EQ(time.work_lost_ms(), 9'000);
   EXPECT_EQ(time.training_ms(), 18'000);
-  EXPECT_FALSE(h.job().Status(/*include_nodes=*/false).time.has_value());
+  EXPECT_FALSE(h.job().Status(/*include_nodes=*/false).has_time());
 
   // The next generation starts without a checkpoint; a cancel loses none.
   h.ConfirmStops();
@@ -525,7 +525,7 @@ TEST(JobFailure, CheckpointThenFailure_WorkSinceCheckpointLostInStatusTime) {
   ASSERT_EQ(h.job().state(), JobState::kRunning);
   advance(5);
   ASSERT_TRUE(h.job().Cancel("enough").ok());
-  const v1::JobTime after = *h.job().Status(true).time;
+  const v1::JobTime after = h.job().Status(true).time();
   ASSERT_GE(after.generations_size(), 2);
   EXPECT_EQ(after.generations(1).last_checkpoint_unix_ms(), 0);
   EXPECT_EQ(after.generations(1).work_lost_ms(), 0);  // a cancel loses none

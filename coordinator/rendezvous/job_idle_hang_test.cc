@@ -47,7 +47,8 @@ TEST(JobIdleHang, EveryMemberIdle_HangOfTheFirstIdleWithStacks) {
   RunFor(h, {"a", "b"}, absl::Seconds(1));
   ASSERT_EQ(h.job().state(), JobState::kRestarting);
   EXPECT_EQ(h.job().restart_count(), 1);
-  const std::vector<FailureInfo> failures = h.job().Status(false).failures;
+  const v1::Job status = h.job().Status(false);
+  const std::vector<FailureInfo> failures(status.failures().begin(), status.failures().end());
   ASSERT_EQ(failures.size(), 1u);
   EXPECT_TRUE(failures[0].hang());
   EXPECT_EQ(failures[0].node_id(), "b");
@@ -82,7 +83,7 @@ TEST(JobIdleHang, OneMemberActive_NoHang) {
 
 TEST(JobIdleHang, TimeoutZero_RuleOff) {
   JobSettings settings = Settings(2, 2);
-  settings.hang_timeout = absl::ZeroDuration();
+  settings.set_hang_timeout_ms(0);
   JobHarness h(settings);
   StartRunning(h, {"a", "b"});
   const absl::Time t0 = h.clock().Now();

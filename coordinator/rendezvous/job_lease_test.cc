@@ -33,15 +33,15 @@ absl::StatusOr<RegisterResult> ResumeAfterLease(JobHarness& h, const std::string
 }
 
 TEST(JobLease, DefaultsEndTheAgentsLeaseAndGraceBeforeTheHeartbeatTimeout) {
-  const JobSettings defaults;
+  const JobSettings defaults = DefaultJobSettings();
   const WorkerLease lease = LeaseFor(defaults);
   EXPECT_EQ(lease.lease, absl::Seconds(2));
   EXPECT_EQ(lease.kill_after, absl::Milliseconds(2500));
-  EXPECT_LT(lease.kill_after, defaults.heartbeat_timeout);
-  JobSettings slow;
-  slow.heartbeat_timeout = absl::Seconds(15);
+  EXPECT_LT(lease.kill_after, HeartbeatTimeout(defaults));
+  JobSettings slow = DefaultJobSettings();
+  slow.set_heartbeat_timeout_ms(15000);
   EXPECT_EQ(LeaseFor(slow).lease, absl::Seconds(10));
-  EXPECT_LT(LeaseFor(slow).kill_after, slow.heartbeat_timeout);
+  EXPECT_LT(LeaseFor(slow).kill_after, HeartbeatTimeout(slow));
 }
 
 TEST(JobLease, HeartbeatAcknowledgesTheRunningGenerationOnlyWhileItRuns) {
@@ -110,11 +110,11 @@ TEST(JobLease, SilentMemberThenPeerFails_KnockOnOfTheSilentNodeIsFree) {
       h.job().WorkerExited(h.Ref("a"), Exit(0, 1, 0, "gloo: timed out", h.clock().Now())).ok());
   EXPECT_EQ(h.job().state(), JobState::kRestarting);  // not FAILED: budget untouched
   EXPECT_EQ(h.job().restart_count(), 0);
-  const JobStatus status = h.job().Status(false);
-  ASSERT_EQ(status.failures.size(), 2u);
-  EXPECT_EQ(status.failures[0].node_id(), "b");
-  EXPECT_NE(status.failures[0].message().find("went silent"), std::string::npos)
-      << status.failures[0].message();
+  const v1::Job status = h.job().Status(false);
+  ASSERT_EQ(status.failures_size(), 2u);
+  EXPECT_EQ(status.failures(0).node_id(), "b");
+  EXPECT_NE(status.failures(0).message().find("went silent"), std::string::npos)
+      << status.failures(0).message();
 }
 
 TEST(JobLease, PeerFailsWhileEveryMemberHeartbeats_ChargesTheBudget) {

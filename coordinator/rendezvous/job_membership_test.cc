@@ -33,7 +33,7 @@ TEST(JobMembership, EveryAgentLeftBeforeFirstGeneration_JobEndsAbandoned) {
   EXPECT_EQ(h.job().state(), JobState::kWaiting);  // b still waits
   ASSERT_TRUE(h.job().Leave(h.Ref("b")).ok());
   EXPECT_EQ(h.job().state(), JobState::kCancelled);
-  EXPECT_NE(h.job().Status(false).finish_message.find("abandoned"), std::string::npos);
+  EXPECT_NE(h.job().Status(false).message().find("abandoned"), std::string::npos);
 }
 
 // A job that had a generation, or that nobody joined yet, does not end so.
@@ -70,7 +70,7 @@ TEST(JobMembership, ContradictingSettings_FailedPrecondition) {
   EXPECT_NE(result.status().message().find("max_nodes=8"), std::string::npos);
   EXPECT_NE(result.status().message().find("max_nodes=4"), std::string::npos);
   r.settings = Settings(2, 4);
-  r.settings->nproc_per_node = 7;  // own process count is fine
+  r.settings->set_nproc_per_node(7);  // own process count is fine
   EXPECT_TRUE(h.job().Register(r).ok());
 }
 
@@ -299,8 +299,8 @@ TEST(JobMembership, UpdateJobShrink_RestartsAndKeepsLowRanks) {
   h.ConfirmStops();
   ASSERT_TRUE(h.AnswerMasterInfo().ok());
   EXPECT_EQ(h.LastAssignment("a")->group_world_size, 2);
-  EXPECT_EQ(h.job().Status(true).nodes.size(), 3u);  // c is now a spare
-  EXPECT_EQ(h.job().Status(false).member_nodes, 2);
+  EXPECT_EQ(h.job().Status(true).spares_size(), 1);  // c is now a spare
+  EXPECT_EQ(h.job().Status(false).member_count(), 2);
 }
 
 TEST(JobMembership, UpdateJobGrowWithSpare_RestartsIncludingSpare) {
@@ -366,16 +366,16 @@ TEST(JobMembership, ReportProgress_ShownInStatusFencedLikeHeartbeats) {
   first.steps_per_second = 2.5;
   first.metrics["loss"] = 0.5;
   ASSERT_TRUE(h.job().ReportProgress(h.Ref("a"), {second, first}).ok());
-  JobStatus status = h.job().Status(/*include_nodes=*/true);
-  ASSERT_EQ(status.nodes.size(), 1u);
-  ASSERT_EQ(status.nodes[0].progress.size(), 2u);
-  EXPECT_EQ(status.nodes[0].progress[0].local_rank, 0);
-  EXPECT_EQ(status.nodes[0].progress[0].generation, 1);
-  EXPECT_EQ(status.nodes[0].progress[0].metrics.at("loss"), 0.5);
-  EXPECT_EQ(status.nodes[0].progress[1].step, 20);
+  v1::Job status = h.job().Status(/*include_nodes=*/true);
+  ASSERT_EQ(status.members_size(), 1);
+  ASSERT_EQ(status.members(0).progress_size(), 2);
+  EXPECT_EQ(status.members(0).progress(0).local_rank(), 0);
+  EXPECT_EQ(status.members(0).progress(0).generation(), 1);
+  EXPECT_EQ(status.members(0).progress(0).metrics().at("loss"), 0.5);
+  EXPECT_EQ(status.members(0).progress(1).step(), 20);
   first.step = 11;
   ASSERT_TRUE(h.job().ReportProgress(h.Ref("a"), {first}).ok());
-  EXPECT_EQ(h.job().Status(true).nodes[0].progress.size(), 1u) << "replaced, not merged";
+  EXPECT_EQ(h.job().Status(true).members(0).progress_size(), 1) << "replaced, not merged";
   NodeRef stale = h.Ref("a");
   stale.incarnation += 1;
   EXPECT_EQ(h.job().ReportProgress(stale, {first}).code(), absl::StatusCode::kAborted);

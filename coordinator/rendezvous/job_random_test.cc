@@ -99,15 +99,15 @@ class Simulation {
       std::vector<OutboundMessage> batch = std::move(h_.outbox().messages);
       h_.ClearOutbox();
       std::set<std::string> registered;
-      for (const NodeStatus& n : h_.job().Status(true).nodes) {
-        registered.insert(absl::StrCat(n.node_id, "/", n.incarnation));
+      for (const v1::Member& n : testing::NodesById(h_.job().Status(true))) {
+        registered.insert(absl::StrCat(n.node_id(), "/", n.incarnation()));
       }
       for (const OutboundMessage& m : batch) Deliver(m, registered);
     }
     ASSERT_GE(h_.job().generation(), generation_seen_);
     generation_seen_ = h_.job().generation();
     ASSERT_LE(h_.job().restart_count(), 6);
-    ASSERT_LE(h_.job().Status(false).member_nodes, 4);
+    ASSERT_LE(h_.job().Status(false).member_count(), 4);
   }
 
   void Deliver(const OutboundMessage& m, const std::set<std::string>& registered) {

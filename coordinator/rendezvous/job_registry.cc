@@ -43,7 +43,7 @@ absl::Status JobRegistry::Restore() {
                          Job::Restore(snapshot, options_.limits, clock_, &outbox_));
     std::string id = job->id();
     // Stored events are durable (and no longer retained).
-    taken_event_index_[id] = job->Status(false).last_event_index;
+    taken_event_index_[id] = job->Status(false).last_event_index();
     if (!snapshot.past_runs.empty()) past_runs_[id] = snapshot.past_runs;
     jobs_.emplace(std::move(id), std::move(job));
   }
@@ -120,15 +120,15 @@ absl::Status JobRegistry::AwaitOwnChanges(absl::Status status) {
       "once durable. Check the coordinator's log and disk"));
 }
 
-absl::StatusOr<JobStatus> JobRegistry::CreateJob(const std::string& job_id,
-                                                 const JobSettings& settings,
-                                                 const std::string& token_hash) {
+absl::StatusOr<v1::Job> JobRegistry::CreateJob(const std::string& job_id,
+                                               const JobSettings& settings,
+                                               const std::string& token_hash) {
   absl::Status status = ValidateId(job_id, "job id", options_.limits);
   if (!status.ok()) return status;
   status = ValidateJobSettings(settings, options_.limits);
   if (!status.ok()) return status;
   DDP_RETURN_IF_ERROR(CheckWritable());
-  absl::StatusOr<JobStatus> result;
+  absl::StatusOr<v1::Job> result;
   {
     ChangeScope locked(this);
     auto existing = jobs_.find(job_id);
@@ -353,16 +353,16 @@ absl::StatusOr<T> JobRegistry::DurableRead(uint64_t mark, absl::StatusOr<T> read
   return read;
 }
 
-absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id, bool include_nodes,
-                                              int run) const {
-  absl::StatusOr<JobStatus> read;
+absl::StatusOr<v1::Job> JobRegistry::GetJob(const std::string& job_id, bool include_nodes,
+                                            int run) const {
+  absl::StatusOr<v1::Job> read;
   uint64_t mark = 0;
   {
     absl::MutexLock lock(&mu_);
     mark = write_queue_.Mark();
     absl::StatusOr<Job*> job = FindJobLocked(job_id);
     if (run == 0 || (job.ok() && (*job)->run() == run)) {
-      read = job.ok() ? absl::StatusOr<JobStatus>((*job)->Status(include_nodes)) : job.status();
+      read = job.ok() ? absl::StatusOr<v1::Job>((*job)->Status(include_nodes)) : job.status();
     } else {
       read = PastRunLocked(job_id, run, job.ok() ? (*job)->run() : 0);
     }
@@ -370,12 +370,12 @@ absl::StatusOr<JobStatus> JobRegistry::GetJob(const std::string& job_id, bool in
   return DurableRead(mark, std::move(read));
 }
 
-absl::StatusOr<JobStatus> JobRegistry::PastRunLocked(const std::string& job_id, int run,
-                                                     int current_run) const {
+absl::StatusOr<v1::Job> JobRegistry::PastRunLocked(const std::string& job_id, int run,
+                                                   int current_run) const {
   auto runs = past_runs_.find(job_id);
   if (runs != past_runs_.end()) {
     for (const JobRecord& record : runs->second) {
-      if (record.run == run) return StatusOfPastRun(record);
+      if (record.run == run) return ApiJobOf(record);
     }
   }
   std::string kept = current_run == 0 ? "none" : absl::StrCat(current_run, " (current)");
@@ -388,14 +388,14 @@ absl::StatusOr<JobStatus> JobRegistry::PastRunLocked(const std::string& job_id, 
                                           options_.limits.max_past_runs, " past runs are kept)"));
 }
 
-absl::StatusOr<JobStatus> JobRegistry::GetJobIncludingPending(const std::string& job_id) const {
+absl::StatusOr<v1::Job> JobRegistry::GetJobIncludingPending(const std::string& job_id) const {
   absl::MutexLock lock(&mu_);
   DDP_ASSIGN_OR_RETURN(Job * job, FindJobLocked(job_id));
   return job->Status(/*include_nodes=*/false);
 }
 
-absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs(bool include_past_runs) const {
-  std::vector<JobStatus> out;
+absl::StatusOr<std::vector<v1::Job>> JobRegistry::ListJobs(bool include_past_runs) const {
+  std::vector<v1::Job> out;
   uint64_t mark = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -406,10 +406,10 @@ absl::StatusOr<std::vector<JobStatus>> JobRegistry::ListJobs(bool include_past_r
       if (!include_past_runs) continue;
       auto runs = past_runs_.find(id);
       if (runs == past_runs_.end()) continue;
-      for (const JobRecord& record : runs->second) out.push_back(StatusOfPastRun(record));
+      for (const JobRecord& record : runs->second) out.push_back(ApiJobOf(record));
     }
   }
-  return DurableRead(mark, absl::StatusOr<std::vector<JobStatus>>(std::move(out)));
+  return DurableRead(mark, absl::StatusOr<std::vector<v1::Job>>(std::move(out)));
 }
 
 absl::StatusOr<std::vector<JobEvent>> JobRegistry::EventsSince(const std::string& job_id,

@@ -108,8 +108,8 @@ class JobRegistry {
   // Possible errors: INVALID_ARGUMENT (id, settings), ALREADY_EXISTS,
   // RESOURCE_EXHAUSTED (max_jobs), UNKNOWN (not durable in time).
   // `token_hash`: of the job's bearer token (stored with the job; empty: none).
-  absl::StatusOr<JobStatus> CreateJob(const std::string& job_id, const JobSettings& settings,
-                                      const std::string& token_hash = "");
+  absl::StatusOr<v1::Job> CreateJob(const std::string& job_id, const JobSettings& settings,
+                                    const std::string& token_hash = "");
   // Replaces the job's token hash (empty: none), durably. Possible errors:
   // NOT_FOUND, and AwaitOwnChanges's.
   absl::Status SetJobTokenHash(const std::string& job_id, const std::string& token_hash);
@@ -137,15 +137,14 @@ class JobRegistry {
   // read_timeout: the job database is not accepting writes).
   // `run` 0: the current run; otherwise that run of the job id, current or
   // past (NOT_FOUND naming the runs kept when it is neither).
-  absl::StatusOr<JobStatus> GetJob(const std::string& job_id, bool include_nodes,
-                                   int run = 0) const;
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id, bool include_nodes, int run = 0) const;
   // `include_past_runs`: the finished runs that later runs replaced too
   // (after each job's current run, oldest first).
-  absl::StatusOr<std::vector<JobStatus>> ListJobs(bool include_past_runs = false) const;
+  absl::StatusOr<std::vector<v1::Job>> ListJobs(bool include_past_runs = false) const;
   // GetJob without the wait: may show changes that are not durable yet. Only
   // for bookkeeping that must not block (a watch's starting position), never
   // for what a client is shown.
-  absl::StatusOr<JobStatus> GetJobIncludingPending(const std::string& job_id) const;
+  absl::StatusOr<v1::Job> GetJobIncludingPending(const std::string& job_id) const;
   // Possible errors: NOT_FOUND, OUT_OF_RANGE (events dropped). In
   // With a store only events already taken by TakeOutbox (durable and
   // published) are returned; later ones arrive through the outbox.
@@ -207,7 +206,7 @@ class JobRegistry {
   absl::StatusOr<T> DurableRead(uint64_t mark, absl::StatusOr<T> read) const;
   // Drops a finished job from memory and queues its removal from the store
   // (before anything queued after it). Returns the signals to fire.
-  absl::StatusOr<JobStatus> PastRunLocked(const std::string& job_id, int run, int current_run) const
+  absl::StatusOr<v1::Job> PastRunLocked(const std::string& job_id, int run, int current_run) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The finished job `job_id` becomes a past run; returns the number of the
   // run that replaces it.

@@ -111,28 +111,28 @@ TEST_F(JobHistoryTest, Restore_RestartCausesAndFailures_SameEventsAsBefore) {
 
 TEST_F(JobHistoryTest, Retention_StoreKeepsWhatMemoryKeeps_AcrossRestart) {
   options_.limits.max_retained_events = 4;
-  JobStatus status_before;
+  v1::Job status_before;
   std::vector<JobEvent> before;
   {
     std::unique_ptr<JobRegistry> registry = NewRegistry();
     StartRunning(*registry);
     for (Generation g = 1; g <= 3; ++g) FailAndRestart(*registry, g);
     status_before = *registry->GetJob("j", false);
-    before = *registry->EventsSince("j", status_before.first_event_index - 1, 1000);
+    before = *registry->EventsSince("j", status_before.first_event_index() - 1, 1000);
   }
-  ASSERT_GT(status_before.last_event_index, 4);
+  ASSERT_GT(status_before.last_event_index(), 4);
   ASSERT_EQ(before.size(), 4u);
   // The store dropped the older events in the batches that dropped them.
   EXPECT_EQ(EventFields(StoredEvents()), EventFields(before));
 
   std::unique_ptr<JobRegistry> registry = NewRegistry();
   ASSERT_TRUE(registry->Restore().ok());
-  const JobStatus status = *registry->GetJob("j", false);
-  EXPECT_EQ(status.first_event_index, status_before.first_event_index);
-  EXPECT_EQ(status.last_event_index, status_before.last_event_index);
+  const v1::Job status = *registry->GetJob("j", false);
+  EXPECT_EQ(status.first_event_index(), status_before.first_event_index());
+  EXPECT_EQ(status.last_event_index(), status_before.last_event_index());
   EXPECT_EQ(registry->EventsSince("j", 0, 1000).status().code(), absl::StatusCode::kOutOfRange);
   absl::StatusOr<std::vector<JobEvent>> after =
-      registry->EventsSince("j", status.first_event_index - 1, 1000);
+      registry->EventsSince("j", status.first_event_index() - 1, 1000);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(EventFields(*after), EventFields(before));
 }
@@ -149,8 +149,8 @@ TEST_F(JobHistoryTest, RestoreWithALowerRetention_KeepsTheNewestAndTrimsTheStore
   std::unique_ptr<JobRegistry> registry = NewRegistry();
   ASSERT_TRUE(registry->Restore().ok());
   const std::vector<JobEvent> newest(stored.end() - 3, stored.end());
-  const JobStatus status = *registry->GetJob("j", false);
-  EXPECT_EQ(status.first_event_index, newest.front().index());
+  const v1::Job status = *registry->GetJob("j", false);
+  EXPECT_EQ(status.first_event_index(), newest.front().index());
   EXPECT_EQ(EventFields(*registry->EventsSince("j", newest.front().index() - 1, 100)),
             EventFields(newest));
   registry->Tick();  // the next pass writes the job's changes: the store trims too
@@ -179,7 +179,7 @@ TEST_F(JobHistoryTest, EventCounts_EveryEventCountedOnce_RemovalKeepsThem) {
   StartRunning(*registry);
   FailAndRestart(*registry, 1);
   FailAndRestart(*registry, 2);
-  const int64_t last = registry->GetJob("j", false)->last_event_index;
+  const int64_t last = registry->GetJob("j", false)->last_event_index();
   absl::StatusOr<JobEventCounts> counts = store_.LoadEventCounts();
   ASSERT_TRUE(counts.ok());
   int64_t total = 0;
@@ -209,7 +209,7 @@ TEST_F(JobHistoryTest, NewRun_OldRunsEventsDropped_NewRunNumberedFromOne) {
   const absl::Status cancelled =
       testing::WhileWriting(*registry, [&] { return registry->CancelJob("j", "requeued"); });
   ASSERT_TRUE(cancelled.ok()) << cancelled;
-  const int64_t first_run_events = registry->GetJob("j", false)->last_event_index;
+  const int64_t first_run_events = registry->GetJob("j", false)->last_event_index();
   RegisterRequest r;
   r.job_id = "j";
   r.node_id = "a";
@@ -218,7 +218,7 @@ TEST_F(JobHistoryTest, NewRun_OldRunsEventsDropped_NewRunNumberedFromOne) {
   r.settings = Settings(2, 2);
   ASSERT_TRUE(registry->Register(r).ok());
   Persist(*registry);
-  ASSERT_EQ(registry->GetJob("j", false)->run, 2);
+  ASSERT_EQ(registry->GetJob("j", false)->run(), 2);
   const std::vector<JobEvent> stored = StoredEvents();
   ASSERT_FALSE(stored.empty());
   EXPECT_EQ(stored.front().index(), 1);

@@ -33,7 +33,7 @@ class JobRunsTest : public ::testing::Test {
     r.address = "a.host";
     r.settings = Settings(1, 1, /*max_restarts=*/0);
     ASSERT_TRUE(registry.Register(r).ok());
-    const Generation generation = registry.GetJobIncludingPending("j")->generation;
+    const Generation generation = registry.GetJobIncludingPending("j")->generation();
     const NodeRef ref{"j", "a", incarnation, generation};
     ASSERT_TRUE(registry.ReportMasterInfo(ref, MasterInfo{"", 29500, NcclId()}).ok());
     if (fail) {  // no budget: every worker is stopped, then the job fails
@@ -47,9 +47,9 @@ class JobRunsTest : public ::testing::Test {
     ASSERT_TRUE(registry.PersistPending().ok());
     clock_.Advance(absl::Seconds(1));
   }
-  std::vector<int> Runs(const std::vector<JobStatus>& jobs) {
+  std::vector<int> Runs(const std::vector<v1::Job>& jobs) {
     std::vector<int> runs;
-    for (const JobStatus& job : jobs) runs.push_back(job.run);
+    for (const v1::Job& job : jobs) runs.push_back(job.run());
     return runs;
   }
 
@@ -61,26 +61,26 @@ class JobRunsTest : public ::testing::Test {
 TEST_F(JobRunsTest, FinishedIdStartsAgain_NextRunCurrentPastRunVisible) {
   std::unique_ptr<JobRegistry> registry = NewRegistry();
   RunToTheEnd(*registry, 1, /*fail=*/true);
-  const absl::Time first_finished = registry->GetJob("j", false)->finished;
-  EXPECT_NE(first_finished, absl::Time());
+  const int64_t first_finished = registry->GetJob("j", false)->finished_unix_ms();
+  EXPECT_NE(first_finished, 0);
   RunToTheEnd(*registry, 2);
 
-  absl::StatusOr<JobStatus> current = registry->GetJob("j", false);
+  absl::StatusOr<v1::Job> current = registry->GetJob("j", false);
   ASSERT_TRUE(current.ok()) << current.status();
-  EXPECT_EQ(current->run, 2);
-  EXPECT_EQ(current->state, JobState::kSucceeded);
-  absl::StatusOr<JobStatus> past = registry->GetJob("j", false, 1);
+  EXPECT_EQ(current->run(), 2);
+  EXPECT_EQ(current->state(), v1::SUCCEEDED);
+  absl::StatusOr<v1::Job> past = registry->GetJob("j", false, 1);
   ASSERT_TRUE(past.ok()) << past.status();
-  EXPECT_EQ(past->run, 1);
-  EXPECT_EQ(past->state, JobState::kFailed);
-  ASSERT_TRUE(past->root_cause.has_value());
-  EXPECT_EQ(past->root_cause->exit_code(), 3);
-  EXPECT_EQ(past->finished, first_finished);
-  EXPECT_EQ(registry->GetJob("j", false, 2)->run, 2);  // the current run by number
+  EXPECT_EQ(past->run(), 1);
+  EXPECT_EQ(past->state(), v1::FAILED);
+  ASSERT_TRUE(past->has_root_cause());
+  EXPECT_EQ(past->root_cause().exit_code(), 3);
+  EXPECT_EQ(past->finished_unix_ms(), first_finished);
+  EXPECT_EQ(registry->GetJob("j", false, 2)->run(), 2);  // the current run by number
 
   EXPECT_EQ(Runs(*registry->ListJobs()), std::vector<int>{2});
   EXPECT_EQ(Runs(*registry->ListJobs(/*include_past_runs=*/true)), (std::vector<int>{2, 1}));
-  absl::StatusOr<JobStatus> missing = registry->GetJob("j", false, 7);
+  absl::StatusOr<v1::Job> missing = registry->GetJob("j", false, 7);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("runs kept: 1..1 (past) and 2 (current)"),
             std::string::npos)
@@ -89,8 +89,8 @@ TEST_F(JobRunsTest, FinishedIdStartsAgain_NextRunCurrentPastRunVisible) {
   // A coordinator restart keeps both.
   registry = NewRegistry();
   ASSERT_TRUE(registry->Restore().ok());
-  EXPECT_EQ(registry->GetJob("j", false)->run, 2);
-  EXPECT_EQ(registry->GetJob("j", false, 1)->state, JobState::kFailed);
+  EXPECT_EQ(registry->GetJob("j", false)->run(), 2);
+  EXPECT_EQ(registry->GetJob("j", false, 1)->state(), v1::FAILED);
   EXPECT_EQ(Runs(*registry->ListJobs(true)), (std::vector<int>{2, 1}));
 }
 
@@ -99,27 +99,27 @@ TEST_F(JobRunsTest, FinishedIdStartsAgain_NextRunCurrentPastRunVisible) {
 TEST_F(JobRunsTest, PastRun_KeepsRootCauseAndFailures_AcrossRestart) {
   std::unique_ptr<JobRegistry> registry = NewRegistry();
   RunToTheEnd(*registry, 1, /*fail=*/true);
-  const JobStatus finished = *registry->GetJob("j", false);
-  ASSERT_EQ(finished.failures.size(), 1u);
-  ASSERT_TRUE(finished.root_cause.has_value());
+  const v1::Job finished = *registry->GetJob("j", false);
+  ASSERT_EQ(finished.failures_size(), 1u);
+  ASSERT_TRUE(finished.has_root_cause());
   RunToTheEnd(*registry, 2);
-  auto expect_as_finished = [&](const JobStatus& past) {
-    EXPECT_EQ(past.state, JobState::kFailed);
-    ASSERT_TRUE(past.root_cause.has_value());
-    EXPECT_EQ(past.root_cause->exit_code(), finished.root_cause->exit_code());
-    EXPECT_EQ(past.root_cause->node_id(), finished.root_cause->node_id());
-    ASSERT_EQ(past.failures.size(), finished.failures.size());
-    EXPECT_EQ(past.failures[0].exit_code(), 3);
-    EXPECT_EQ(past.failures[0].time_unix_ms(), finished.failures[0].time_unix_ms());
-    EXPECT_EQ(past.finish_message, finished.finish_message);
-    EXPECT_EQ(past.restart_count, finished.restart_count);
-    EXPECT_EQ(past.last_event_index, finished.last_event_index);
+  auto expect_as_finished = [&](const v1::Job& past) {
+    EXPECT_EQ(past.state(), v1::FAILED);
+    ASSERT_TRUE(past.has_root_cause());
+    EXPECT_EQ(past.root_cause().exit_code(), finished.root_cause().exit_code());
+    EXPECT_EQ(past.root_cause().node_id(), finished.root_cause().node_id());
+    ASSERT_EQ(past.failures_size(), finished.failures_size());
+    EXPECT_EQ(past.failures(0).exit_code(), 3);
+    EXPECT_EQ(past.failures(0).time_unix_ms(), finished.failures(0).time_unix_ms());
+    EXPECT_EQ(past.message(), finished.message());
+    EXPECT_EQ(past.restart_count(), finished.restart_count());
+    EXPECT_EQ(past.last_event_index(), finished.last_event_index());
   };
   expect_as_finished(*registry->GetJob("j", false, 1));
   registry = NewRegistry();
   ASSERT_TRUE(registry->Restore().ok());
   expect_as_finished(*registry->GetJob("j", false, 1));
-  const std::vector<JobStatus> all = *registry->ListJobs(/*include_past_runs=*/true);
+  const std::vector<v1::Job> all = *registry->ListJobs(/*include_past_runs=*/true);
   ASSERT_EQ(all.size(), 2u);
   expect_as_finished(all[1]);
 }
@@ -143,7 +143,7 @@ TEST_F(BoundedJobRunsTest, OnlyTheNewestPastRunsAreKept) {
 
 TEST_F(JobRunsTest, RerunByAnAgent_KeepsTheJobsToken) {
   std::unique_ptr<JobRegistry> registry = NewRegistry();
-  const absl::StatusOr<JobStatus> created = testing::WhileWriting(
+  const absl::StatusOr<v1::Job> created = testing::WhileWriting(
       *registry, [&] { return registry->CreateJob("j", Settings(1, 1, 0), std::string(64, 'f')); });
   ASSERT_TRUE(created.ok()) << created.status();
   RunToTheEnd(*registry, 1);
@@ -166,8 +166,8 @@ TEST_F(JobRunsTest, RefusedFirstRegistrationOfANewRun_FinishedRunStays) {
   bad.settings = Settings(1, 1);
   EXPECT_EQ(registry->Register(bad).status().code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(registry->PersistPending().ok());
-  EXPECT_EQ(registry->GetJob("j", false)->run, 1);
-  EXPECT_EQ(registry->GetJob("j", false)->state, JobState::kSucceeded);
+  EXPECT_EQ(registry->GetJob("j", false)->run(), 1);
+  EXPECT_EQ(registry->GetJob("j", false)->state(), v1::SUCCEEDED);
   EXPECT_EQ(Runs(*registry->ListJobs(true)), std::vector<int>{1});
 }
 

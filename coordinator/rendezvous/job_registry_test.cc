@@ -87,7 +87,7 @@ TEST(JobRegistry, Register_ChecksTheJobIdAndSettingsOnce_NamingTheBadValue) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("job id"), std::string::npos) << status;
   JobSettings bad = Settings(1, 1);
-  bad.min_nodes = 0;
+  bad.set_min_nodes(0);
   status = registry.Register(Req("j", "a", 1, bad)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("min_nodes"), std::string::npos) << status;
@@ -122,11 +122,11 @@ TEST(JobRegistry, SchedulerOps_ReachTheJob) {
   ASSERT_TRUE(registry.CreateJob("j", Settings(1, 2)).ok());
   EXPECT_EQ(registry.UpdateJob("nope", 1, 2).code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(registry.UpdateJob("j", 1, 3).ok());
-  EXPECT_EQ(registry.GetJob("j", false)->settings.max_nodes, 3);
+  EXPECT_EQ(registry.GetJob("j", false)->settings().max_nodes(), 3);
   EXPECT_EQ(registry.RemoveJob("j").code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(registry.ExcludeNode("j", "x", "flaky").ok());
   ASSERT_TRUE(registry.CancelJob("j", "done").ok());
-  EXPECT_EQ(registry.GetJob("j", false)->state, JobState::kCancelled);
+  EXPECT_EQ(registry.GetJob("j", false)->state(), v1::CANCELLED);
   auto events = registry.EventsSince("j", 0, 100);
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->back().type(), JobEvent::JOB_FINISHED);
@@ -141,8 +141,8 @@ TEST(JobRegistry, Tick_FiresTimeoutsOfEveryJob) {
   ASSERT_TRUE(registry.Register(Req("j2", "a", 1, Settings(2, 2))).ok());
   clock.Advance(absl::Seconds(3));
   registry.Tick();
-  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 0);
-  EXPECT_EQ(registry.GetJob("j2", false)->registered_nodes, 0);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes(), 0);
+  EXPECT_EQ(registry.GetJob("j2", false)->registered_nodes(), 0);
 }
 
 // A tick that comes long after the previous one: the coordinator stalled
@@ -156,17 +156,17 @@ TEST(JobRegistry, Tick_AfterAStall_NoNodeLostForTheSilenceItDidNotHear) {
   registry.Tick();
   clock.Advance(absl::Seconds(30));
   registry.Tick();
-  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 1);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes(), 1);
   // Ticks at the usual cadence from now on: the node, still silent, is lost
   // a full heartbeat timeout (3 s) after the coordinator resumed.
   for (int i = 0; i < 29; ++i) {
     clock.Advance(absl::Milliseconds(100));
     registry.Tick();
   }
-  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 1);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes(), 1);
   clock.Advance(absl::Milliseconds(200));
   registry.Tick();
-  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 0);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes(), 0);
 }
 
 // The coordinator's jobs run on SteadyWallClock: someone sets the wall clock
@@ -195,11 +195,11 @@ TEST(JobRegistry, WallClockSteps_NoNodeLostAndTimeoutsUnchanged) {
   run(absl::Seconds(1), true);
   wall.Advance(-absl::Hours(3));
   run(absl::Seconds(1), true);
-  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 2);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes(), 2);
   run(absl::Milliseconds(2900), false);  // b silent: not yet
-  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 2);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes(), 2);
   run(absl::Milliseconds(300), false);
-  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes, 1);
+  EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes(), 1);
 }
 
 // A coordinator that may no longer lead answers no Register and no
@@ -265,7 +265,7 @@ TEST(JobRegistry, ConcurrentRegistrations_AllCounted) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_EQ(registry.GetJob("j", false)->registered_nodes, 800);
+  EXPECT_EQ(registry.GetJob("j", false)->registered_nodes(), 800);
 }
 
 TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
@@ -287,7 +287,7 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
     ASSERT_TRUE(
         registry.ReportMasterInfo(Ref("j", "a", 11, 2), MasterInfo{"", 29501, NcclId('r')}).ok());
     ASSERT_TRUE(registry.PersistPending().ok());  // the coordinator's writer
-    ASSERT_EQ(registry.GetJob("j", false)->state, JobState::kRunning);
+    ASSERT_EQ(registry.GetJob("j", false)->state(), v1::RUNNING);
     registry.TakeOutbox();  // delivered: WatchJob sees them
     auto events = registry.EventsSince("j", 0, 100);
     ASSERT_TRUE(events.ok()) << events.status();
@@ -301,14 +301,14 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
   auto kept = restarted.EventsSince("j", 0, 100);
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_EQ(testing::EventFields(*kept), testing::EventFields(before));
-  EXPECT_EQ(restarted.GetJob("j", false)->first_event_index, 1);
+  EXPECT_EQ(restarted.GetJob("j", false)->first_event_index(), 1);
   auto status = restarted.GetJob("j", true);
   ASSERT_TRUE(status.ok());
-  EXPECT_EQ(status->state, JobState::kRunning);
-  EXPECT_EQ(status->generation, 2);
-  EXPECT_EQ(status->restart_count, 1);
-  ASSERT_EQ(status->failures.size(), 1u);
-  EXPECT_EQ(status->failures[0].message(), "boom");
+  EXPECT_EQ(status->state(), v1::RUNNING);
+  EXPECT_EQ(status->generation(), 2);
+  EXPECT_EQ(status->restart_count(), 1);
+  ASSERT_EQ(status->failures_size(), 1u);
+  EXPECT_EQ(status->failures(0).message(), "boom");
   // a and b resume within the heartbeat timeout; c never comes back.
   clock.Advance(absl::Seconds(1));
   auto resumed = restarted.Register(Req("j", "a", 11, Settings(2, 3, 2)));
@@ -336,9 +336,9 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
   ASSERT_TRUE(restarted.PersistPending().ok());
   status = restarted.GetJob("j", false);
   ASSERT_TRUE(status.ok()) << status.status();
-  EXPECT_EQ(status->state, JobState::kRestarting);
-  EXPECT_EQ(status->registered_nodes, 2);
-  EXPECT_EQ(status->restart_count, 1);  // node loss is free
+  EXPECT_EQ(status->state(), v1::RESTARTING);
+  EXPECT_EQ(status->registered_nodes(), 2);
+  EXPECT_EQ(status->restart_count(), 1);  // node loss is free
   // Event numbering continues across the restart, after the kept events.
   restarted.TakeOutbox();
   auto events = restarted.EventsSince("j", 0, 100);
@@ -365,7 +365,7 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
   JobRegistry restarted(clock, &store, {});
   ASSERT_TRUE(restarted.Restore().ok());
   ASSERT_TRUE(restarted.PersistPending().ok());
-  EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kRestarting);
+  EXPECT_EQ(restarted.GetJob("j", false)->state(), v1::RESTARTING);
   ASSERT_TRUE(restarted.Register(Req("j", "a", 1)).ok());
   ASSERT_TRUE(restarted.Register(Req("j", "b", 2)).ok());
   ASSERT_TRUE(restarted.PersistPending().ok());
@@ -375,8 +375,8 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
   ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "a", 1, 1)).ok());
   ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "b", 2, 1)).ok());
   ASSERT_TRUE(restarted.PersistPending().ok());
-  EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kStarting);
-  EXPECT_EQ(restarted.GetJob("j", false)->generation, 2);
+  EXPECT_EQ(restarted.GetJob("j", false)->state(), v1::STARTING);
+  EXPECT_EQ(restarted.GetJob("j", false)->generation(), 2);
 }
 
 TEST(JobRegistry, RestoreDuringStopBarrierAfterAMemberWasRemoved_WaitsForItsLease) {
@@ -400,7 +400,7 @@ TEST(JobRegistry, RestoreDuringStopBarrierAfterAMemberWasRemoved_WaitsForItsLeas
   ASSERT_TRUE(restarted.Register(Req("j", "b", 2)).ok());
   ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "a", 1, 1)).ok());
   ASSERT_TRUE(restarted.WorkersStopped(Ref("j", "b", 2, 1)).ok());
-  EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kRestarting);
+  EXPECT_EQ(restarted.GetJob("j", false)->state(), v1::RESTARTING);
   for (int i = 0; i < 6; ++i) {
     clock.Advance(absl::Milliseconds(500));
     ASSERT_TRUE(restarted.Heartbeat(Ref("j", "a", 1, 1)).ok());
@@ -408,7 +408,7 @@ TEST(JobRegistry, RestoreDuringStopBarrierAfterAMemberWasRemoved_WaitsForItsLeas
     restarted.Tick();
   }
   ASSERT_TRUE(restarted.PersistPending().ok());
-  EXPECT_EQ(restarted.GetJob("j", false)->state, JobState::kStarting);
+  EXPECT_EQ(restarted.GetJob("j", false)->state(), v1::STARTING);
 }
 
 TEST(JobRegistry, RestoreCorruptNode_DataLoss) {
@@ -419,10 +419,10 @@ TEST(JobRegistry, RestoreCorruptNode_DataLoss) {
   c.job = JobRecord{};
   c.job->job_id = "j";
   c.job->state = JobState::kRunning;
-  NodeRecord node;
-  node.node_id = "a";
-  node.incarnation = 1;
-  node.group_rank = 1000000000;
+  NodeRecord node = NewNodeRecord("");
+  node.set_node_id("a");
+  node.set_incarnation(1);
+  node.set_group_rank(1000000000);
   c.upserted_nodes = {node};
   ASSERT_TRUE(store.Apply(c).ok());
   JobRegistry registry(clock, &store, {});

@@ -131,7 +131,7 @@ TEST_F(JobRegistryWriteBehind, SchedulerCall_StoreDown_UnavailableAfterTimeout) 
   options.write_timeout = absl::Milliseconds(50);
   options.read_timeout = absl::Milliseconds(50);
   JobRegistry registry(clock_, &store_, options);
-  absl::StatusOr<JobStatus> created = registry.CreateJob("s", Settings(1, 2));
+  absl::StatusOr<v1::Job> created = registry.CreateJob("s", Settings(1, 2));
   EXPECT_EQ(created.status().code(), absl::StatusCode::kUnknown);
   EXPECT_NE(created.status().message().find("not durable"), std::string::npos);
   // Readers never see what is not durable (no dirty read).
@@ -160,7 +160,7 @@ TEST_F(JobRegistryWriteBehind, FinishedJobIdRegisteredAgain_NewRunSurvivesRestar
     ASSERT_TRUE(registry.PersistPending().ok());
     (void)registry.CancelJob("j", "done");  // UNKNOWN: made, durable below
     ASSERT_TRUE(registry.PersistPending().ok());
-    ASSERT_EQ(registry.GetJob("j", false)->state, JobState::kCancelled);
+    ASSERT_EQ(registry.GetJob("j", false)->state(), v1::CANCELLED);
     // The old agent resuming is told the run is over: no new run.
     auto resumed = registry.Register(first);
     ASSERT_TRUE(resumed.ok());
@@ -171,13 +171,13 @@ TEST_F(JobRegistryWriteBehind, FinishedJobIdRegisteredAgain_NewRunSurvivesRestar
     ASSERT_TRUE(rerun.ok()) << rerun.status();
     EXPECT_TRUE(rerun->created_job);
     ASSERT_TRUE(registry.PersistPending().ok());
-    EXPECT_NE(registry.GetJob("j", false)->state, JobState::kCancelled);
+    EXPECT_NE(registry.GetJob("j", false)->state(), v1::CANCELLED);
   }
   JobRegistry restored(clock_, &store_, {});
   ASSERT_TRUE(restored.Restore().ok());
   auto job = restored.GetJob("j", false);
   ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_NE(job->state, JobState::kCancelled);
+  EXPECT_NE(job->state(), v1::CANCELLED);
 }
 
 TEST_F(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
@@ -200,9 +200,9 @@ TEST_F(JobRegistryWriteBehind, ManyJoins_FewBatches_RestoreSeesAll) {
   EXPECT_EQ(store_.apply_count(), 4);
   JobRegistry restored(clock_, &store_, {});
   ASSERT_TRUE(restored.Restore().ok());
-  absl::StatusOr<JobStatus> job = restored.GetJob("big", true);
+  absl::StatusOr<v1::Job> job = restored.GetJob("big", true);
   ASSERT_TRUE(job.ok());
-  EXPECT_EQ(job->registered_nodes, 1000);
+  EXPECT_EQ(job->registered_nodes(), 1000);
 }
 
 }  // namespace

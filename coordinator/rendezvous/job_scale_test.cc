@@ -37,7 +37,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
   CountingStore store;
   JobRegistry registry(clock, &store, {});
   JobSettings settings = testing::Settings(kNodes, kNodes);
-  settings.nproc_per_node = 8;
+  settings.set_nproc_per_node(8);
 
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kNodes; ++i) {
@@ -56,7 +56,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
     }
   }
   ASSERT_TRUE(registry.PersistPending().ok());
-  ASSERT_EQ(registry.GetJob("big", false)->state, JobState::kStarting);
+  ASSERT_EQ(registry.GetJob("big", false)->state(), v1::STARTING);
   Outbox out = registry.TakeOutbox();
   auto request = testing::MessagesOf<RequestMasterInfo>(out);
   ASSERT_EQ(request.size(), 1u);
@@ -81,7 +81,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
   auto assignments = testing::MessagesOf<Assignment>(out);
   ASSERT_EQ(assignments.size(), static_cast<size_t>(kNodes));
   EXPECT_EQ(assignments.back().world_size, int64_t{kNodes} * 8);
-  EXPECT_EQ(registry.GetJob("big", false)->state, JobState::kRunning);
+  EXPECT_EQ(registry.GetJob("big", false)->state(), v1::RUNNING);
   // Closing writes each changed member once more (its rank), not per join.
   EXPECT_LE(store.node_records, 2 * kNodes);
   EXPECT_LT(seconds, 1.0) << "4,096-node rendezvous took " << seconds << " s";

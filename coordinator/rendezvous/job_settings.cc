@@ -25,106 +25,106 @@ int64_t Ms(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 
 }  // namespace
 
-void SettingsToProto(const JobSettings& s, v1::JobSettings* proto) {
-  proto->set_min_nodes(s.min_nodes);
-  proto->set_max_nodes(s.max_nodes);
-  proto->set_nproc_per_node(s.nproc_per_node);
-  proto->set_max_restarts(s.max_restarts);
-  proto->set_join_timeout_ms(Ms(s.join_timeout));
-  proto->set_last_call_timeout_ms(Ms(s.last_call_timeout));
-  proto->set_heartbeat_interval_ms(Ms(s.heartbeat_interval));
-  proto->set_heartbeat_timeout_ms(Ms(s.heartbeat_timeout));
-  proto->set_shutdown_timeout_ms(Ms(s.shutdown_timeout));
-  proto->set_straggler_exclude_factor(s.straggler_exclude_factor);
-  proto->set_straggler_exclude_after_ms(Ms(s.straggler_exclude_after));
-  proto->set_hang_timeout_ms(Ms(s.hang_timeout));
-}
-
-JobSettings SettingsFromProto(const v1::JobSettings& proto) {
+JobSettings DefaultJobSettings() {
   JobSettings s;
-  s.min_nodes = proto.min_nodes();
-  s.max_nodes = proto.max_nodes();
-  s.nproc_per_node = proto.nproc_per_node();
-  s.max_restarts = proto.max_restarts();
-  s.join_timeout = absl::Milliseconds(proto.join_timeout_ms());
-  s.last_call_timeout = absl::Milliseconds(proto.last_call_timeout_ms());
-  s.heartbeat_interval = absl::Milliseconds(proto.heartbeat_interval_ms());
-  s.heartbeat_timeout = absl::Milliseconds(proto.heartbeat_timeout_ms());
-  s.shutdown_timeout = absl::Milliseconds(proto.shutdown_timeout_ms());
-  s.straggler_exclude_factor = proto.straggler_exclude_factor();
-  s.straggler_exclude_after = absl::Milliseconds(proto.straggler_exclude_after_ms());
-  // Records stored before the setting existed: the default.
-  s.hang_timeout = proto.has_hang_timeout_ms() ? absl::Milliseconds(proto.hang_timeout_ms())
-                                               : kDefaultHangTimeout;
+  s.set_min_nodes(1);
+  s.set_max_nodes(1);
+  s.set_nproc_per_node(1);
+  s.set_max_restarts(3);
+  s.set_join_timeout_ms(Ms(absl::Seconds(600)));
+  s.set_last_call_timeout_ms(Ms(absl::Seconds(30)));
+  s.set_heartbeat_interval_ms(Ms(absl::Milliseconds(500)));
+  s.set_heartbeat_timeout_ms(Ms(absl::Seconds(3)));
+  s.set_shutdown_timeout_ms(Ms(absl::Seconds(30)));
+  s.set_hang_timeout_ms(Ms(kDefaultHangTimeout));
   return s;
 }
 
-JobSettings RequestedSettings(const v1::JobSettings& request) {
-  v1::JobSettings filled;
-  SettingsToProto(JobSettings{}, &filled);
-  filled.set_max_restarts(0);  // 0 is "none", not unset
-  if (request.min_nodes() != 0) filled.set_max_nodes(request.min_nodes());
+absl::Duration JoinTimeout(const JobSettings& s) { return absl::Milliseconds(s.join_timeout_ms()); }
+absl::Duration LastCallTimeout(const JobSettings& s) {
+  return absl::Milliseconds(s.last_call_timeout_ms());
+}
+absl::Duration HeartbeatInterval(const JobSettings& s) {
+  return absl::Milliseconds(s.heartbeat_interval_ms());
+}
+absl::Duration HeartbeatTimeout(const JobSettings& s) {
+  return absl::Milliseconds(s.heartbeat_timeout_ms());
+}
+absl::Duration ShutdownTimeout(const JobSettings& s) {
+  return absl::Milliseconds(s.shutdown_timeout_ms());
+}
+absl::Duration StragglerExcludeAfter(const JobSettings& s) {
+  return absl::Milliseconds(s.straggler_exclude_after_ms());
+}
+absl::Duration HangTimeout(const JobSettings& s) {
+  // Records stored before the setting existed: the default.
+  return s.has_hang_timeout_ms() ? absl::Milliseconds(s.hang_timeout_ms()) : kDefaultHangTimeout;
+}
+
+JobSettings RequestedSettings(const JobSettings& request) {
+  JobSettings settings = DefaultJobSettings();
+  settings.set_max_restarts(0);  // 0 is "none", not unset
+  if (request.min_nodes() != 0) settings.set_max_nodes(request.min_nodes());
   // Set fields win over the defaults (proto3 merges only non-zero scalars).
-  filled.MergeFrom(request);
-  JobSettings settings = SettingsFromProto(filled);
-  if (settings.straggler_exclude_factor != 0 &&
-      settings.straggler_exclude_after == absl::ZeroDuration()) {
-    settings.straggler_exclude_after = kDefaultStragglerExcludeAfter;
+  settings.MergeFrom(request);
+  if (settings.straggler_exclude_factor() != 0 && settings.straggler_exclude_after_ms() == 0) {
+    settings.set_straggler_exclude_after_ms(Ms(kDefaultStragglerExcludeAfter));
   }
   return settings;
 }
 
 WorkerLease LeaseFor(const JobSettings& settings) {
-  return WorkerLease{settings.heartbeat_timeout * 2 / 3, settings.heartbeat_timeout * 5 / 6};
+  const absl::Duration timeout = HeartbeatTimeout(settings);
+  return WorkerLease{timeout * 2 / 3, timeout * 5 / 6};
 }
 
 absl::Status ValidateJobSettings(const JobSettings& s, const RendezvousLimits& limits) {
-  if (s.min_nodes < 1) {
-    return Bad(absl::StrCat("min_nodes=", s.min_nodes, " must be >= 1"));
+  if (s.min_nodes() < 1) {
+    return Bad(absl::StrCat("min_nodes=", s.min_nodes(), " must be >= 1"));
   }
-  if (s.max_nodes < s.min_nodes) {
-    return Bad(absl::StrCat("max_nodes=", s.max_nodes, " must be >= min_nodes=", s.min_nodes));
+  if (s.max_nodes() < s.min_nodes()) {
+    return Bad(absl::StrCat("max_nodes=", s.max_nodes(), " must be >= min_nodes=", s.min_nodes()));
   }
-  if (s.max_nodes > limits.max_nodes) {
-    return Bad(absl::StrCat("max_nodes=", s.max_nodes, " exceeds the coordinator's limit of ",
+  if (s.max_nodes() > limits.max_nodes) {
+    return Bad(absl::StrCat("max_nodes=", s.max_nodes(), " exceeds the coordinator's limit of ",
                             limits.max_nodes));
   }
-  if (s.nproc_per_node < 1 || s.nproc_per_node > limits.max_nproc_per_node) {
-    return Bad(absl::StrCat("nproc_per_node=", s.nproc_per_node, " must be in [1, ",
+  if (s.nproc_per_node() < 1 || s.nproc_per_node() > limits.max_nproc_per_node) {
+    return Bad(absl::StrCat("nproc_per_node=", s.nproc_per_node(), " must be in [1, ",
                             limits.max_nproc_per_node, "]"));
   }
-  if (s.max_restarts < 0 || s.max_restarts > limits.max_restarts) {
-    return Bad(absl::StrCat("max_restarts=", s.max_restarts, " must be in [0, ",
+  if (s.max_restarts() < 0 || s.max_restarts() > limits.max_restarts) {
+    return Bad(absl::StrCat("max_restarts=", s.max_restarts(), " must be in [0, ",
                             limits.max_restarts, "]"));
   }
-  absl::Status status = CheckDuration("join_timeout", s.join_timeout, absl::ZeroDuration(), false,
+  absl::Status status = CheckDuration("join_timeout", JoinTimeout(s), absl::ZeroDuration(), false,
                                       limits.max_timeout);
   if (!status.ok()) return status;
-  status = CheckDuration("last_call_timeout", s.last_call_timeout, absl::ZeroDuration(), true,
-                         s.join_timeout);
+  status = CheckDuration("last_call_timeout", LastCallTimeout(s), absl::ZeroDuration(), true,
+                         JoinTimeout(s));
   if (!status.ok()) return status;
-  status = CheckDuration("heartbeat_interval", s.heartbeat_interval, limits.min_heartbeat_interval,
+  status = CheckDuration("heartbeat_interval", HeartbeatInterval(s), limits.min_heartbeat_interval,
                          true, limits.max_timeout / 2);
   if (!status.ok()) return status;
-  status = CheckDuration("heartbeat_timeout", s.heartbeat_timeout, 2 * s.heartbeat_interval, true,
+  status = CheckDuration("heartbeat_timeout", HeartbeatTimeout(s), 2 * HeartbeatInterval(s), true,
                          limits.max_timeout);
   if (!status.ok()) return status;
-  status = CheckDuration("shutdown_timeout", s.shutdown_timeout, absl::ZeroDuration(), false,
+  status = CheckDuration("shutdown_timeout", ShutdownTimeout(s), absl::ZeroDuration(), false,
                          limits.max_timeout);
   if (!status.ok()) return status;
-  if (s.hang_timeout != absl::ZeroDuration()) {  // 0: off
-    status = CheckDuration("hang_timeout (0 turns it off)", s.hang_timeout, kMinHangTimeout, true,
+  if (HangTimeout(s) != absl::ZeroDuration()) {  // 0: off
+    status = CheckDuration("hang_timeout (0 turns it off)", HangTimeout(s), kMinHangTimeout, true,
                            limits.max_timeout);
     if (!status.ok()) return status;
   }
-  if (s.straggler_exclude_factor == 0) return absl::OkStatus();  // the policy is off
-  if (!(s.straggler_exclude_factor >= kMinStragglerExcludeFactor &&
-        s.straggler_exclude_factor <= kMaxStragglerExcludeFactor)) {
-    return Bad(absl::StrCat("straggler_exclude_factor=", s.straggler_exclude_factor,
+  if (s.straggler_exclude_factor() == 0) return absl::OkStatus();  // the policy is off
+  if (!(s.straggler_exclude_factor() >= kMinStragglerExcludeFactor &&
+        s.straggler_exclude_factor() <= kMaxStragglerExcludeFactor)) {
+    return Bad(absl::StrCat("straggler_exclude_factor=", s.straggler_exclude_factor(),
                             " must be 0 (off) or in [", kMinStragglerExcludeFactor, ", ",
                             kMaxStragglerExcludeFactor, "]"));
   }
-  return CheckDuration("straggler_exclude_after", s.straggler_exclude_after, absl::ZeroDuration(),
+  return CheckDuration("straggler_exclude_after", StragglerExcludeAfter(s), absl::ZeroDuration(),
                        false, limits.max_timeout);
 }
 
@@ -136,14 +136,14 @@ absl::Status CheckCompatibleSettings(const std::string& job_id, const JobSetting
                         "with the job's settings or use another job id",
                         Capped(node_id), field, node_value, Capped(job_id), field, job_value));
   };
-  if (node.min_nodes != job.min_nodes) {
-    return mismatch("min_nodes", node.min_nodes, job.min_nodes);
+  if (node.min_nodes() != job.min_nodes()) {
+    return mismatch("min_nodes", node.min_nodes(), job.min_nodes());
   }
-  if (node.max_nodes != job.max_nodes) {
-    return mismatch("max_nodes", node.max_nodes, job.max_nodes);
+  if (node.max_nodes() != job.max_nodes()) {
+    return mismatch("max_nodes", node.max_nodes(), job.max_nodes());
   }
-  if (node.max_restarts != job.max_restarts) {
-    return mismatch("max_restarts", node.max_restarts, job.max_restarts);
+  if (node.max_restarts() != job.max_restarts()) {
+    return mismatch("max_restarts", node.max_restarts(), job.max_restarts());
   }
   return absl::OkStatus();
 }

@@ -51,48 +51,49 @@ inline constexpr absl::Duration kDefaultStragglerExcludeAfter = absl::Seconds(60
 inline constexpr absl::Duration kDefaultHangTimeout = absl::Seconds(10);
 inline constexpr absl::Duration kMinHangTimeout = absl::Seconds(2);
 
-struct JobSettings {
-  int min_nodes = 1;
-  int max_nodes = 1;
-  // Process count of a node that registers without its own (0 = "use the
-  // job's"). Nodes may register different counts (heterogeneous jobs).
-  int nproc_per_node = 1;
-  // Job-wide budget of restarts caused by worker failures (membership changes
-  // are free).
-  int max_restarts = 3;
-  // A rendezvous that has not closed this long after it opened fails the job.
-  absl::Duration join_timeout = absl::Seconds(600);
-  // Once min_nodes have joined, the rendezvous waits this long for more, then
-  // closes.
-  absl::Duration last_call_timeout = absl::Seconds(30);
-  // Agents heartbeat this often; a node silent for heartbeat_timeout is lost.
-  absl::Duration heartbeat_interval = absl::Milliseconds(500);
-  absl::Duration heartbeat_timeout = absl::Seconds(3);
-  // Time an agent gets to confirm its workers stopped (stop barrier) or, on
-  // group rank 0, to answer with MASTER_PORT and the NCCL unique id; then it is
-  // declared dead.
-  absl::Duration shutdown_timeout = absl::Seconds(30);
-  // The straggler exclusion policy (stragglers.h): 0 keeps it off; otherwise a
-  // member with a rank slower than 1 / factor of the median for
-  // straggler_exclude_after is drained at once (no budget spent). A request
-  // that turns it on without a duration gets kDefaultStragglerExcludeAfter.
-  double straggler_exclude_factor = 0;
-  absl::Duration straggler_exclude_after = absl::ZeroDuration();
-  // Hangs in scripts that say nothing of their progress (idle_hang.h): every
-  // worker of every member node without CPU or I/O for this long. Zero: off.
-  absl::Duration hang_timeout = kDefaultHangTimeout;
+// The settings of one job: the API's message itself (jobs.proto JobSettings),
+// one record from the request (RequestedSettings fills what a request left
+// unset) through the core and the stores (state.v1 JobRecord.settings) to the
+// API's answer. Durations are whole milliseconds (the *_ms fields); the core
+// reads them as absl::Duration through the accessors below. Adding a setting
+// touches jobs.proto, ValidateJobSettings, the code that reads it and its test.
+//
+//   min_nodes, max_nodes: the job's size.
+//   nproc_per_node: processes of a node that registers without its own count
+//     (0 = "use the job's"; nodes may register different counts).
+//   max_restarts: job-wide budget of restarts caused by worker failures
+//     (membership changes are free).
+//   join_timeout: a rendezvous that has not closed this long after it opened
+//     fails the job.
+//   last_call_timeout: once min_nodes have joined, the rendezvous waits this
+//     long for more, then closes.
+//   heartbeat_interval, heartbeat_timeout: agents heartbeat this often; a node
+//     silent for heartbeat_timeout is lost.
+//   shutdown_timeout: the time an agent gets to confirm its workers stopped
+//     (stop barrier) or, on group rank 0, to answer with MASTER_PORT and the
+//     NCCL unique id; then it is declared dead.
+//   straggler_exclude_factor, straggler_exclude_after (stragglers.h): 0 keeps
+//     the policy off; otherwise a member with a rank slower than 1 / factor of
+//     the median for straggler_exclude_after is drained at once (no budget
+//     spent).
+//   hang_timeout (idle_hang.h): every worker of every member node without CPU
+//     or I/O for this long is a hang; 0: off; unset (records stored before the
+//     setting existed): kDefaultHangTimeout.
+using JobSettings = ::ddp::v1::JobSettings;
 
-  friend bool operator==(const JobSettings& a, const JobSettings& b) {
-    return a.min_nodes == b.min_nodes && a.max_nodes == b.max_nodes &&
-           a.nproc_per_node == b.nproc_per_node && a.max_restarts == b.max_restarts &&
-           a.join_timeout == b.join_timeout && a.last_call_timeout == b.last_call_timeout &&
-           a.heartbeat_interval == b.heartbeat_interval &&
-           a.heartbeat_timeout == b.heartbeat_timeout && a.shutdown_timeout == b.shutdown_timeout &&
-           a.straggler_exclude_factor == b.straggler_exclude_factor &&
-           a.straggler_exclude_after == b.straggler_exclude_after &&
-           a.hang_timeout == b.hang_timeout;
-  }
-};
+// Every field at its default: 1 node of 1 process, 3 restarts, join 600 s,
+// last call 30 s, heartbeat every 500 ms and lost after 3 s, shutdown 30 s,
+// no straggler policy, hang timeout kDefaultHangTimeout.
+JobSettings DefaultJobSettings();
+
+absl::Duration JoinTimeout(const JobSettings& settings);
+absl::Duration LastCallTimeout(const JobSettings& settings);
+absl::Duration HeartbeatInterval(const JobSettings& settings);
+absl::Duration HeartbeatTimeout(const JobSettings& settings);
+absl::Duration ShutdownTimeout(const JobSettings& settings);
+absl::Duration StragglerExcludeAfter(const JobSettings& settings);
+// Unset: kDefaultHangTimeout.
+absl::Duration HangTimeout(const JobSettings& settings);
 
 // The lease of a node's agent (session.proto): with no heartbeat acknowledged for `lease`,
 // counted from the send time of its last acknowledged heartbeat, the agent freezes its workers
@@ -108,17 +109,13 @@ struct WorkerLease {
 };
 WorkerLease LeaseFor(const JobSettings& settings);
 
-// The one form settings take outside the core, in the API (CreateJob, GetJob)
-// and in the stored job records alike: ddp.v1.JobSettings, durations in whole
-// milliseconds.
-void SettingsToProto(const JobSettings& settings, v1::JobSettings* proto);
-// Exact: every field as given (a zero is a zero; a stored record holds every
-// field). Validate the result (ValidateJobSettings).
-JobSettings SettingsFromProto(const v1::JobSettings& proto);
-// A request's settings: proto3 cannot tell "unset" from 0, so an unset (zero)
-// field takes JobSettings' default, max_nodes takes min_nodes, and max_restarts
-// stays 0 ("none"); a straggler policy turned on without a duration gets
-// kDefaultStragglerExcludeAfter. Validate the result (ValidateJobSettings).
+// A request's settings (CreateJob, an agent's Register): the one place where
+// the request deliberately differs from the record. proto3 cannot tell
+// "unset" from 0, so an unset (zero) field takes DefaultJobSettings' value,
+// max_nodes takes min_nodes, and max_restarts stays 0 ("none"); a straggler
+// policy turned on without a duration gets kDefaultStragglerExcludeAfter; the
+// result holds every field (hang_timeout_ms set). A stored record is taken as
+// it is. Validate the result (ValidateJobSettings).
 JobSettings RequestedSettings(const v1::JobSettings& proto);
 
 // Checks every field against `limits`:

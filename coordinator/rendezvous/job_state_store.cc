@@ -9,6 +9,26 @@
 
 namespace ddp::rendezvous {
 
+NodeRecord NewNodeRecord(std::string node_id) {
+  NodeRecord node;
+  node.set_node_id(std::move(node_id));
+  node.set_nproc(1);
+  node.set_requested_rank(-1);
+  node.set_group_rank(-1);
+  return node;
+}
+
+std::optional<absl::Time> DrainLeavesAt(const NodeRecord& node) {
+  if (node.drain_leaves_at_unix_ms() == 0) return std::nullopt;
+  return absl::FromUnixMillis(node.drain_leaves_at_unix_ms());
+}
+
+void SetDrain(absl::Time leaves_at, std::string reason, NodeRecord* node) {
+  // At least 1: 0 means no drain.
+  node->set_drain_leaves_at_unix_ms(std::max<int64_t>(1, absl::ToUnixMillis(leaves_at)));
+  node->set_drain_reason(std::move(reason));
+}
+
 absl::Status JobStateStore::ApplyBatch(const std::vector<JobChanges>& batch) {
   for (const JobChanges& changes : batch) {
     DDP_RETURN_IF_ERROR(Apply(changes));
@@ -39,26 +59,26 @@ void JobChanges::Merge(JobChanges later) {
   drop_events_before = std::max(drop_events_before, later.drop_events_before);
   absl::flat_hash_map<std::string, size_t> index;
   for (size_t i = 0; i < upserted_nodes.size(); ++i) {
-    index[upserted_nodes[i].node_id] = i;
+    index[upserted_nodes[i].node_id()] = i;
   }
   absl::flat_hash_map<std::string, bool> removed_later;
   for (const std::string& id : later.removed_nodes) removed_later[id] = true;
   std::vector<NodeRecord> kept;
   for (NodeRecord& node : upserted_nodes) {
-    if (!removed_later.contains(node.node_id)) kept.push_back(std::move(node));
+    if (!removed_later.contains(node.node_id())) kept.push_back(std::move(node));
   }
   upserted_nodes = std::move(kept);
   index.clear();
   for (size_t i = 0; i < upserted_nodes.size(); ++i) {
-    index[upserted_nodes[i].node_id] = i;
+    index[upserted_nodes[i].node_id()] = i;
   }
   for (const std::string& id : later.removed_nodes) removed_nodes.push_back(id);
   for (NodeRecord& node : later.upserted_nodes) {
-    auto it = index.find(node.node_id);
+    auto it = index.find(node.node_id());
     if (it != index.end()) {
       upserted_nodes[it->second] = std::move(node);
     } else {
-      index[node.node_id] = upserted_nodes.size();
+      index[node.node_id()] = upserted_nodes.size();
       upserted_nodes.push_back(std::move(node));
     }
   }
@@ -91,7 +111,7 @@ void InMemoryJobStateStore::ApplyLocked(const JobChanges& changes) {
   // Removals first: a batch that removes and re-adds a node ends with the node.
   for (const std::string& id : changes.removed_nodes) it->second.nodes.erase(id);
   for (const NodeRecord& node : changes.upserted_nodes) {
-    it->second.nodes[node.node_id] = node;
+    it->second.nodes[node.node_id()] = node;
   }
   std::map<int64_t, JobEvent>& events = it->second.events;
   for (const JobEvent& event : changes.appended_events) {

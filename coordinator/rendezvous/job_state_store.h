@@ -33,12 +33,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/rendezvous/job_types.h"
+#include "ddp/state/v1/records.pb.h"
 
 namespace ddp::rendezvous {
 
 struct JobRecord {
   std::string job_id;
-  JobSettings settings;
+  JobSettings settings = DefaultJobSettings();
   JobState state = JobState::kWaiting;
   Generation generation = 0;
   int restart_count = 0;
@@ -59,23 +60,26 @@ struct JobRecord {
   std::string token_hash;
 };
 
-struct NodeRecord {
-  std::string node_id;
-  Incarnation incarnation = 0;
-  int nproc = 1;
-  int requested_rank = -1;
-  std::string address;
-  // Group rank in the job's current generation (or, while waiting, in the last
-  // one); -1 when not a member.
-  int group_rank = -1;
-  int64_t global_rank_offset = 0;  // with group_rank, from the rank table
-  uint64_t join_seq = 0;           // join order, for spare selection
-  // Set while the node drains (Job::DrainNode): when it leaves at the latest
-  // (stored to the millisecond), and why. Stored so that a drain under way
-  // survives a coordinator restart.
-  std::optional<absl::Time> drain_leaves_at;
-  std::string drain_reason;
-};
+// A node of a job as it is stored: the stored message itself
+// (ddp.state.v1.NodeRecord), one record from Membership, which keeps it, to
+// the stores, which persist its bytes (SQLite, etcd) and read them back.
+//   node_id, incarnation, nproc, requested_rank (-1: none), address.
+//   group_rank: in the job's current generation (or, while waiting, in the
+//     last one); -1 when not a member. global_rank_offset: with group_rank,
+//     from the rank table. join_seq: join order, for spare selection.
+//   drain_leaves_at_unix_ms, drain_reason: set while the node drains
+//     (Job::DrainNode): when it leaves at the latest and why, so that a drain
+//     under way survives a coordinator restart; 0: not draining
+//     (DrainLeavesAt, SetDrain).
+// Adding a field touches records.proto, the code that sets it and its test.
+using NodeRecord = ::ddp::state::v1::NodeRecord;
+
+// A record of `node_id` with nproc 1, no requested rank and no group rank.
+NodeRecord NewNodeRecord(std::string node_id);
+// When a draining node leaves at the latest; nullopt when it does not drain.
+std::optional<absl::Time> DrainLeavesAt(const NodeRecord& node);
+// Marks the node draining until `leaves_at` (kept to the millisecond).
+void SetDrain(absl::Time leaves_at, std::string reason, NodeRecord* node);
 
 struct JobSnapshot {
   JobRecord job;

@@ -6,10 +6,10 @@ namespace ddp::rendezvous {
 namespace {
 
 NodeRecord Node(const std::string& id, int rank) {
-  NodeRecord r;
-  r.node_id = id;
-  r.incarnation = 7;
-  r.group_rank = rank;
+  NodeRecord r = NewNodeRecord("");
+  r.set_node_id(id);
+  r.set_incarnation(7);
+  r.set_group_rank(rank);
   return r;
 }
 
@@ -33,7 +33,7 @@ TEST(InMemoryJobStateStore, ApplyThenLoad_RoundTrips) {
   EXPECT_EQ((*all)[0].job.generation, 3);
   EXPECT_EQ((*all)[0].job.last_event_index, 42);
   ASSERT_EQ((*all)[0].nodes.size(), 1u);
-  EXPECT_EQ((*all)[0].nodes[0].node_id, "b");
+  EXPECT_EQ((*all)[0].nodes[0].node_id(), "b");
 }
 
 TEST(InMemoryJobStateStore, NodesWithoutJob_InvalidArgument) {
@@ -65,9 +65,9 @@ TEST(JobChanges, Merge_LaterWinsAndRemovalsCancelUpserts) {
   b.upserted_nodes = {Node("y", 5), Node("z", 2)};
   a.Merge(b);
   ASSERT_EQ(a.upserted_nodes.size(), 2u);
-  EXPECT_EQ(a.upserted_nodes[0].node_id, "y");
-  EXPECT_EQ(a.upserted_nodes[0].group_rank, 5);
-  EXPECT_EQ(a.upserted_nodes[1].node_id, "z");
+  EXPECT_EQ(a.upserted_nodes[0].node_id(), "y");
+  EXPECT_EQ(a.upserted_nodes[0].group_rank(), 5);
+  EXPECT_EQ(a.upserted_nodes[1].node_id(), "z");
   EXPECT_EQ(a.removed_nodes, std::vector<std::string>{"x"});
 }
 

@@ -4,6 +4,7 @@
 // Test helpers for the rendezvous core: a fake clock, an outbox and shorthands
 // that play the agents' side (register, answer master info, confirm stops).
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -17,17 +18,26 @@
 
 namespace ddp::rendezvous::testing {
 
+// Every node a job lists (members and spares), by node id.
+inline std::vector<v1::Member> NodesById(const v1::Job& job) {
+  std::vector<v1::Member> nodes(job.members().begin(), job.members().end());
+  nodes.insert(nodes.end(), job.spares().begin(), job.spares().end());
+  std::sort(nodes.begin(), nodes.end(),
+            [](const v1::Member& a, const v1::Member& b) { return a.node_id() < b.node_id(); });
+  return nodes;
+}
+
 inline JobSettings Settings(int min_nodes, int max_nodes, int max_restarts = 3) {
-  JobSettings s;
-  s.min_nodes = min_nodes;
-  s.max_nodes = max_nodes;
-  s.nproc_per_node = 2;
-  s.max_restarts = max_restarts;
-  s.join_timeout = absl::Seconds(60);
-  s.last_call_timeout = absl::Seconds(5);
-  s.heartbeat_interval = absl::Milliseconds(500);
-  s.heartbeat_timeout = absl::Seconds(3);
-  s.shutdown_timeout = absl::Seconds(10);
+  JobSettings s = DefaultJobSettings();
+  s.set_min_nodes(min_nodes);
+  s.set_max_nodes(max_nodes);
+  s.set_nproc_per_node(2);
+  s.set_max_restarts(max_restarts);
+  s.set_join_timeout_ms(60000);
+  s.set_last_call_timeout_ms(5000);
+  s.set_heartbeat_interval_ms(500);
+  s.set_heartbeat_timeout_ms(3000);
+  s.set_shutdown_timeout_ms(10000);
   return s;
 }
 

@@ -113,6 +113,48 @@ std::string ValidUtf8(absl::string_view text) {
   return out;
 }
 
+v1::JobState JobStateToProto(JobState state) {
+  switch (state) {
+    case JobState::kWaiting:
+      return v1::WAITING;
+    case JobState::kStarting:
+      return v1::STARTING;
+    case JobState::kRunning:
+      return v1::RUNNING;
+    case JobState::kRestarting:
+      return v1::RESTARTING;
+    case JobState::kSucceeded:
+      return v1::SUCCEEDED;
+    case JobState::kFailed:
+      return v1::FAILED;
+    case JobState::kCancelled:
+      return v1::CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+absl::StatusOr<JobState> JobStateFromProto(v1::JobState state) {
+  switch (state) {
+    case v1::WAITING:
+      return JobState::kWaiting;
+    case v1::STARTING:
+      return JobState::kStarting;
+    case v1::RUNNING:
+      return JobState::kRunning;
+    case v1::RESTARTING:
+      return JobState::kRestarting;
+    case v1::SUCCEEDED:
+      return JobState::kSucceeded;
+    case v1::FAILED:
+      return JobState::kFailed;
+    case v1::CANCELLED:
+      return JobState::kCancelled;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("job state ", static_cast<int>(state),
+                                                     " is not a state; use WAITING..CANCELLED"));
+  }
+}
+
 const char* JobStateName(JobState state) {
   switch (state) {
     case JobState::kWaiting:

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "coordinator/rendezvous/job_settings.h"
@@ -37,6 +38,15 @@ const char* JobStateName(JobState state);
 inline bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
+inline bool IsTerminal(v1::JobState s) {
+  return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED;
+}
+// The API's name of a state (jobs.proto JobState: the numbers differ, the
+// stored records keep the core's).
+v1::JobState JobStateToProto(JobState state);
+// Possible errors: INVALID_ARGUMENT for JOB_STATE_UNSPECIFIED or an unknown
+// value.
+absl::StatusOr<JobState> JobStateFromProto(v1::JobState state);
 
 // What one worker last reported of its progress (the Python package's
 // report_progress), as its agent relayed it; kept in memory only.

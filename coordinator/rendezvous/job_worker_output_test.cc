@@ -31,13 +31,13 @@ TEST(JobWorkerOutput, WorkerExited_TailTracebackAndLog_InFailuresAndRootCause) {
                                                        "Traceback ...\nValueError: bad batch",
                                                        "/tmp/run/attempt_1/0/stderr.log"))
                   .ok());
-  const JobStatus status = h.job().Status(false);
-  ASSERT_EQ(status.failures.size(), 1u);
-  EXPECT_EQ(status.failures[0].stderr_tail(), "step 3\nValueError: bad batch\n");
-  EXPECT_EQ(status.failures[0].traceback(), "Traceback ...\nValueError: bad batch");
-  EXPECT_EQ(status.failures[0].log_path(), "/tmp/run/attempt_1/0/stderr.log");
-  ASSERT_TRUE(status.root_cause.has_value());
-  EXPECT_EQ(status.root_cause->traceback(), "Traceback ...\nValueError: bad batch");
+  const v1::Job status = h.job().Status(false);
+  ASSERT_EQ(status.failures_size(), 1u);
+  EXPECT_EQ(status.failures(0).stderr_tail(), "step 3\nValueError: bad batch\n");
+  EXPECT_EQ(status.failures(0).traceback(), "Traceback ...\nValueError: bad batch");
+  EXPECT_EQ(status.failures(0).log_path(), "/tmp/run/attempt_1/0/stderr.log");
+  ASSERT_TRUE(status.has_root_cause());
+  EXPECT_EQ(status.root_cause().traceback(), "Traceback ...\nValueError: bad batch");
   // Events stay small: no worker output in them.
   for (const JobEvent& event : h.outbox().events) {
     if (event.has_failure()) {
@@ -56,8 +56,8 @@ TEST(JobWorkerOutput, WorkerExited_OverLimits_KeepsTheEnd) {
   StartRunning(h, {"a"});
   ASSERT_TRUE(
       h.job().WorkerExited(h.Ref("a"), WithOutput(0, "0123456789", "Error: x", "/tmp/x")).ok());
-  const JobStatus status = h.job().Status(false);
-  const FailureInfo& f = status.failures.at(0);
+  const v1::Job status = h.job().Status(false);
+  const FailureInfo& f = status.failures().at(0);
   EXPECT_EQ(f.stderr_tail(), "23456789");
   EXPECT_EQ(f.traceback(), "or: x");
   EXPECT_EQ(f.log_path(), "/tmp");
@@ -76,8 +76,8 @@ TEST(JobWorkerOutput, WorkerExited_OverLimitsInsideACharacter_CutBetweenCharacte
       h.job()
           .WorkerExited(h.Ref("a"), WithOutput(0, "x\xc3\xa9\xe2\x82\xac", "ok", "/\xe2\x82\xac"))
           .ok());
-  const JobStatus status = h.job().Status(false);
-  const FailureInfo& f = status.failures.at(0);
+  const v1::Job status = h.job().Status(false);
+  const FailureInfo& f = status.failures().at(0);
   EXPECT_EQ(f.stderr_tail(), "\xe2\x82\xac");
   EXPECT_EQ(f.traceback(), "ok");
   EXPECT_EQ(f.log_path(), "/");
@@ -101,7 +101,8 @@ TEST(JobWorkerOutput, ManyFailures_OnlyTheNewestKeepTheirOutput) {
       h.ClearOutbox();
     }
   }
-  const std::vector<FailureInfo> failures = h.job().Status(false).failures;
+  const v1::Job status = h.job().Status(false);
+  const std::vector<FailureInfo> failures(status.failures().begin(), status.failures().end());
   ASSERT_EQ(failures.size(), 4u);
   EXPECT_EQ(failures[0].stderr_tail(), "");
   EXPECT_EQ(failures[1].traceback(), "");

@@ -10,8 +10,8 @@ namespace ddp::rendezvous {
 Membership::Options Membership::OptionsFor(const JobSettings& settings,
                                            const RendezvousLimits& limits) {
   Options options;
-  options.heartbeat_interval = settings.heartbeat_interval;
-  options.heartbeat_timeout = settings.heartbeat_timeout;
+  options.heartbeat_interval = HeartbeatInterval(settings);
+  options.heartbeat_timeout = HeartbeatTimeout(settings);
   options.lease = LeaseFor(settings).lease;
   options.max_excluded_nodes = limits.max_excluded_nodes;
   return options;
@@ -30,20 +30,21 @@ absl::Status Membership::Restore(const std::vector<NodeRecord>& records,
   const absl::Time now = clock_->Now();
   const int node_count = static_cast<int>(records.size());
   for (const NodeRecord& record : records) {
-    if (record.group_rank < -1 || record.group_rank >= node_count || record.incarnation == 0 ||
-        record.nproc < 1 || record.nproc > limits.max_nproc_per_node ||
-        !ValidateId(record.node_id, "node id", limits).ok()) {
-      return absl::DataLossError(absl::StrCat("stored node '", Capped(record.node_id), "' of job '",
-                                              Capped(job_id_), "' is inconsistent (group rank ",
-                                              record.group_rank, ", incarnation ",
-                                              record.incarnation, ", nproc ", record.nproc, ")"));
+    if (record.group_rank() < -1 || record.group_rank() >= node_count ||
+        record.incarnation() == 0 || record.nproc() < 1 ||
+        record.nproc() > limits.max_nproc_per_node ||
+        !ValidateId(record.node_id(), "node id", limits).ok()) {
+      return absl::DataLossError(
+          absl::StrCat("stored node '", Capped(record.node_id()), "' of job '", Capped(job_id_),
+                       "' is inconsistent (group rank ", record.group_rank(), ", incarnation ",
+                       record.incarnation(), ", nproc ", record.nproc(), ")"));
     }
     Node node;
     node.record = record;
     node.connected = false;
     node.last_heartbeat = now;
-    next_join_seq_ = std::max(next_join_seq_, record.join_seq + 1);
-    nodes_.emplace(record.node_id, std::move(node));
+    next_join_seq_ = std::max(next_join_seq_, record.join_seq() + 1);
+    nodes_.emplace(record.node_id(), std::move(node));
   }
   return absl::OkStatus();
 }
@@ -108,10 +109,10 @@ absl::StatusOr<Membership::Node*> Membership::Fence(const NodeRef& ref, Generati
                      "' (lost, left or declared dead); stop its workers and register "
                      "again"));
   }
-  if (node->record.incarnation != ref.incarnation) {
+  if (node->record.incarnation() != ref.incarnation) {
     return absl::AbortedError(absl::StrCat("incarnation ", ref.incarnation, " of node '",
                                            Capped(ref.node_id), "' was replaced by incarnation ",
-                                           node->record.incarnation,
+                                           node->record.incarnation(),
                                            "; this agent is fenced: stop its workers and exit"));
   }
   bool stale = exact_generation ? ref.generation != generation : ref.generation > generation;
@@ -127,12 +128,12 @@ absl::StatusOr<Membership::Node*> Membership::Fence(const NodeRef& ref, Generati
 Membership::Node& Membership::Add(const RegisterRequest& request, int nproc) {
   const absl::Time now = clock_->Now();
   Node node;
-  node.record.node_id = request.node_id;
-  node.record.incarnation = request.incarnation;
-  node.record.nproc = nproc;
-  node.record.requested_rank = request.requested_rank;
-  node.record.address = request.address;
-  node.record.join_seq = next_join_seq_++;
+  node.record.set_node_id(request.node_id);
+  node.record.set_incarnation(request.incarnation);
+  node.record.set_nproc(nproc);
+  node.record.set_requested_rank(request.requested_rank);
+  node.record.set_address(request.address);
+  node.record.set_join_seq(next_join_seq_++);
   node.role = request.role;
   node.last_heartbeat = now;
   next_liveness_check_ = std::min(next_liveness_check_, now + options_.heartbeat_timeout);
@@ -143,14 +144,14 @@ Membership::Node& Membership::Add(const RegisterRequest& request, int nproc) {
 
 void Membership::Replace(Node& node, const RegisterRequest& request, int nproc) {
   node.stream_closed_at.reset();
-  node.record.incarnation = request.incarnation;
-  node.record.nproc = nproc;
-  node.record.requested_rank = request.requested_rank;
-  node.record.address = request.address;
+  node.record.set_incarnation(request.incarnation);
+  node.record.set_nproc(nproc);
+  node.record.set_requested_rank(request.requested_rank);
+  node.record.set_address(request.address);
   node.role = request.role;
   node.connected = true;
   node.last_heartbeat = clock_->Now();
-  MarkDirty(node.record.node_id);
+  MarkDirty(node.record.node_id());
 }
 
 void Membership::Resume(Node& node, const RegisterRequest& request) {
@@ -158,9 +159,9 @@ void Membership::Resume(Node& node, const RegisterRequest& request) {
   node.role = request.role;
   node.stream_closed_at.reset();
   node.last_heartbeat = clock_->Now();
-  if (node.record.address != request.address) {
-    node.record.address = request.address;
-    MarkDirty(node.record.node_id);
+  if (node.record.address() != request.address) {
+    node.record.set_address(request.address);
+    MarkDirty(node.record.node_id());
   }
 }
 
@@ -226,10 +227,10 @@ std::vector<Membership::Node*> Membership::CandidatesInOrder() {
   candidates.reserve(nodes_.size());
   for (auto& [id, node] : nodes_) candidates.push_back(&node);
   std::sort(candidates.begin(), candidates.end(), [](Node* a, Node* b) {
-    int ra = a->record.group_rank, rb = b->record.group_rank;
+    int ra = a->record.group_rank(), rb = b->record.group_rank();
     if ((ra >= 0) != (rb >= 0)) return ra >= 0;
     if (ra >= 0 && ra != rb) return ra < rb;
-    return a->record.join_seq < b->record.join_seq;
+    return a->record.join_seq() < b->record.join_seq();
   });
   return candidates;
 }

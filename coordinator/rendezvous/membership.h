@@ -53,7 +53,7 @@ namespace ddp::rendezvous {
 class Membership {
  public:
   struct Node {
-    NodeRecord record;
+    NodeRecord record = NewNodeRecord("");
     bool connected = true;
     // When its session's stream was seen to close (not resumed since): the
     // agent died or was cut off. Not set for nodes that have not resumed

@@ -38,8 +38,8 @@ TEST_F(MembershipTest, Add_AssignsJoinOrderAndRecordsTheChange) {
   members_.Add(Request("a", 1), 2);
   members_.Add(Request("b", 1), 1);
   EXPECT_EQ(members_.size(), 2);
-  EXPECT_EQ(members_.Find("a")->record.join_seq, 1u);
-  EXPECT_EQ(members_.Find("b")->record.join_seq, 2u);
+  EXPECT_EQ(members_.Find("a")->record.join_seq(), 1u);
+  EXPECT_EQ(members_.Find("b")->record.join_seq(), 2u);
   EXPECT_EQ(members_.next_join_seq(), 3u);
   JobChanges changes;
   members_.TakeChanges(changes);
@@ -124,22 +124,22 @@ TEST_F(MembershipTest, Silent_AfterHeartbeatTimeoutAndServingResumedGivesAFullTi
 
 TEST_F(MembershipTest, CandidatesInOrder_PreviousMembersByRankThenJoinOrder) {
   members_.Add(Request("first", 1), 1);
-  members_.Add(Request("second", 1), 1).record.group_rank = 1;
-  members_.Add(Request("third", 1), 1).record.group_rank = 0;
+  members_.Add(Request("second", 1), 1).record.set_group_rank(1);
+  members_.Add(Request("third", 1), 1).record.set_group_rank(0);
   members_.Add(Request("fourth", 1), 1);
   std::vector<std::string> order;
   for (const Membership::Node* node : members_.CandidatesInOrder()) {
-    order.push_back(node->record.node_id);
+    order.push_back(node->record.node_id());
   }
   EXPECT_EQ(order, (std::vector<std::string>{"third", "second", "first", "fourth"}));
 }
 
 TEST_F(MembershipTest, Restore_NodesStartDisconnectedAndInconsistentRecordsAreDataLoss) {
-  NodeRecord a;
-  a.node_id = "a";
-  a.incarnation = 5;
-  a.nproc = 2;
-  a.join_seq = 9;
+  NodeRecord a = NewNodeRecord("");
+  a.set_node_id("a");
+  a.set_incarnation(5);
+  a.set_nproc(2);
+  a.set_join_seq(9);
   ASSERT_TRUE(members_.Restore({a}, RendezvousLimits{}).ok());
   EXPECT_FALSE(members_.Find("a")->connected);
   EXPECT_EQ(members_.next_join_seq(), 10u);
@@ -147,7 +147,7 @@ TEST_F(MembershipTest, Restore_NodesStartDisconnectedAndInconsistentRecordsAreDa
 
   Membership other("j", TestOptions(), clock_, {}, 1);
   NodeRecord bad = a;
-  bad.incarnation = 0;
+  bad.set_incarnation(0);
   EXPECT_EQ(other.Restore({bad}, RendezvousLimits{}).code(), absl::StatusCode::kDataLoss);
 }
 

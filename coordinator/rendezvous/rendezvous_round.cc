@@ -36,10 +36,10 @@ void RendezvousRound::Open(absl::Time join_deadline) {
 }
 
 bool RendezvousRound::ReadyToClose(int registered, const JobSettings& settings, absl::Time now) {
-  if (registered >= settings.max_nodes) return true;
-  if (registered >= settings.min_nodes && !min_reached_at_) {
+  if (registered >= settings.max_nodes()) return true;
+  if (registered >= settings.min_nodes() && !min_reached_at_) {
     min_reached_at_ = now;
-    return settings.last_call_timeout == absl::ZeroDuration();
+    return LastCallTimeout(settings) == absl::ZeroDuration();
   }
   return false;
 }
@@ -120,15 +120,15 @@ Assignment RendezvousRound::AssignmentFor(const NodeRecord& record, int restart_
   a.generation = generation_;
   a.restart_count = restart_count;
   a.max_restarts = max_restarts;
-  a.group_rank = record.group_rank;
+  a.group_rank = record.group_rank();
   a.group_world_size = static_cast<int>(members_.by_rank.size());
-  a.global_rank_offset = record.global_rank_offset;
-  a.local_world_size = record.nproc;
+  a.global_rank_offset = record.global_rank_offset();
+  a.local_world_size = record.nproc();
   a.world_size = members_.world_size;
   a.master_addr = master_.master_addr;
   a.master_port = master_.master_port;
   a.nccl_unique_id = master_.nccl_unique_id;
-  if (auto role = members_.role_ranks.find(record.node_id); role != members_.role_ranks.end()) {
+  if (auto role = members_.role_ranks.find(record.node_id()); role != members_.role_ranks.end()) {
     a.role_rank_offset = role->second.first;
     a.role_world_size = role->second.second;
   }

@@ -8,10 +8,10 @@ namespace {
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 JobSettings Sizes(int min_nodes, int max_nodes, absl::Duration last_call) {
-  JobSettings settings;
-  settings.min_nodes = min_nodes;
-  settings.max_nodes = max_nodes;
-  settings.last_call_timeout = last_call;
+  JobSettings settings = DefaultJobSettings();
+  settings.set_min_nodes(min_nodes);
+  settings.set_max_nodes(max_nodes);
+  settings.set_last_call_timeout_ms(absl::ToInt64Milliseconds(last_call));
   return settings;
 }
 
@@ -21,10 +21,10 @@ TEST(RendezvousRoundTest, ReadyToClose_AtMaxAtOnceAtMinAfterTheLastCall) {
   const JobSettings settings = Sizes(2, 3, absl::Seconds(10));
   EXPECT_FALSE(round.ReadyToClose(1, settings, kT0));
   EXPECT_FALSE(round.ReadyToClose(2, settings, kT0 + absl::Seconds(1)));  // last call starts
-  EXPECT_FALSE(round.LastCallOver(kT0 + absl::Seconds(10), settings.last_call_timeout));
-  EXPECT_TRUE(round.LastCallOver(kT0 + absl::Seconds(11), settings.last_call_timeout));
+  EXPECT_FALSE(round.LastCallOver(kT0 + absl::Seconds(10), LastCallTimeout(settings)));
+  EXPECT_TRUE(round.LastCallOver(kT0 + absl::Seconds(11), LastCallTimeout(settings)));
   round.MinNoLongerReached();
-  EXPECT_FALSE(round.LastCallOver(kT0 + absl::Seconds(11), settings.last_call_timeout));
+  EXPECT_FALSE(round.LastCallOver(kT0 + absl::Seconds(11), LastCallTimeout(settings)));
   EXPECT_TRUE(round.ReadyToClose(3, settings, kT0 + absl::Seconds(12)));
   EXPECT_TRUE(
       RendezvousRound(0, MasterInfo{}).ReadyToClose(2, Sizes(2, 3, absl::ZeroDuration()), kT0))
@@ -62,11 +62,11 @@ TEST(RendezvousRoundTest, Start_AssignmentsCarryMasterAndRoleRanksOnlyWithSevera
       MasterInfo{"a.local", 29500, ""},
       {MemberRole{"a", "trainer", 2}, MemberRole{"b", "reader", 2}, MemberRole{"c", "trainer", 1}});
   EXPECT_FALSE(round.MasterInfoOverdue(kT0 + absl::Hours(1)));
-  NodeRecord c;
-  c.node_id = "c";
-  c.group_rank = 2;
-  c.global_rank_offset = 4;
-  c.nproc = 1;
+  NodeRecord c = NewNodeRecord("");
+  c.set_node_id("c");
+  c.set_group_rank(2);
+  c.set_global_rank_offset(4);
+  c.set_nproc(1);
   Assignment a = round.AssignmentFor(c, 1, 3);
   EXPECT_EQ(a.generation, 1);
   EXPECT_EQ(a.group_world_size, 3);

@@ -15,8 +15,8 @@ using ::testing::IsEmpty;
 JobChanges NodeJoined(const std::string& job, const std::string& node) {
   JobChanges c;
   c.job_id = job;
-  NodeRecord record;
-  record.node_id = node;
+  NodeRecord record = NewNodeRecord("");
+  record.set_node_id(node);
   c.upserted_nodes.push_back(record);
   return c;
 }
@@ -106,8 +106,8 @@ TEST(WriteBehindQueueTest, FailedBatch_RetriedFirstAndMessagesStayHeld) {
 
   WriteBehindQueue::Batch retry = queue.TakeBatch();
   ASSERT_EQ(retry.changes.size(), 2u);
-  EXPECT_EQ(retry.changes[0].upserted_nodes[0].node_id, "a");
-  EXPECT_EQ(retry.changes[1].upserted_nodes[0].node_id, "b");
+  EXPECT_EQ(retry.changes[0].upserted_nodes[0].node_id(), "a");
+  EXPECT_EQ(retry.changes[1].upserted_nodes[0].node_id(), "b");
   Outbox released;
   queue.Committed(released);
   EXPECT_THAT(Nodes(released), ElementsAre("a"));

@@ -52,13 +52,12 @@ absl::Status RestoreJobMetrics(const commit::StateStore& store, const session::J
                                metrics::JobMetrics& metrics) {
   DDP_ASSIGN_OR_RETURN(rendezvous::JobEventCounts counts, store.LoadEventCounts());
   metrics.RestoreCounts(counts);
-  DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobStatus> restored,
-                       jobs.ListJobs(/*include_past_runs=*/false));
-  for (const rendezvous::JobStatus& job : restored) {
-    if (job.first_event_index == 0) continue;
-    DDP_ASSIGN_OR_RETURN(
-        std::vector<rendezvous::JobEvent> events,
-        jobs.EventsSince(job.job_id, job.first_event_index - 1, std::numeric_limits<int>::max()));
+  DDP_ASSIGN_OR_RETURN(std::vector<v1::Job> restored, jobs.ListJobs(/*include_past_runs=*/false));
+  for (const v1::Job& job : restored) {
+    if (job.first_event_index() == 0) continue;
+    DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::JobEvent> events,
+                         jobs.EventsSince(job.job_id(), job.first_event_index() - 1,
+                                          std::numeric_limits<int>::max()));
     metrics.ReplayRetained(events);
   }
   return absl::OkStatus();
@@ -439,12 +438,9 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   }
   auto jobs = job_services_->ListJobs(/*include_past_runs=*/false);
   if (!jobs.ok()) return state;
-  for (rendezvous::JobStatus& job : *jobs) {
-    const bool live = job.state != rendezvous::JobState::kSucceeded &&
-                      job.state != rendezvous::JobState::kFailed &&
-                      job.state != rendezvous::JobState::kCancelled;
-    if (live) {
-      auto with_nodes = job_services_->GetJob(job.job_id, /*include_nodes=*/true);
+  for (v1::Job& job : *jobs) {
+    if (!rendezvous::IsTerminal(job.state())) {
+      auto with_nodes = job_services_->GetJob(job.job_id(), /*include_nodes=*/true);
       if (with_nodes.ok()) job = *std::move(with_nodes);
     }
     state.jobs.push_back(std::move(job));

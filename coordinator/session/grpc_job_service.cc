@@ -10,6 +10,7 @@
 #include "coordinator/rpc/call_auth.h"
 #include "coordinator/session/grpc_job_watch_reactor.h"
 #include "coordinator/session/job_proto_convert.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace ddp::session {
 namespace {
@@ -39,11 +40,9 @@ grpc::ServerUnaryReactor* GrpcJobService::FinishWithJob(grpc::CallbackServerCont
                                                         const std::string& job_id,
                                                         v1::Job* response, int run) {
   if (status.ok()) {
-    absl::StatusOr<rendezvous::JobStatus> job =
-        rendezvous_.GetJob(job_id, /*include_nodes=*/true, run);
-    if (job.ok()) {
-      JobStatusToProto(*job, rendezvous_.Now(), response);
-    }
+    absl::StatusOr<v1::Job> job = rendezvous_.GetJob(job_id, /*include_nodes=*/true, run);
+    // The core's answer as it is (CreateJob's reply already holds the token).
+    if (job.ok()) response->MergeFrom(*job);
     status = job.status();
   }
   return FinishNow(context, status);
@@ -72,15 +71,15 @@ grpc::ServerUnaryReactor* GrpcJobService::CreateJob(grpc::CallbackServerContext*
   const bool with_token = options_.authorizer != nullptr && options_.authorizer->enabled();
   const std::string token = with_token ? auth::NewToken() : "";
   const std::string token_hash = with_token ? auth::HashToken(token) : "";
-  absl::StatusOr<rendezvous::JobStatus> created =
-      rendezvous_.CreateJob(request->job_id(), settings, token_hash);
+  absl::StatusOr<v1::Job> created = rendezvous_.CreateJob(request->job_id(), settings, token_hash);
   if (created.ok() && with_token) {
     options_.authorizer->SetJobTokenHash(request->job_id(), token_hash);
     response->set_token(token);
   }
   if (absl::IsAlreadyExists(created.status())) {
-    absl::StatusOr<rendezvous::JobStatus> existing = rendezvous_.GetJob(request->job_id(), false);
-    if (existing.ok() && !(existing->settings == settings)) {
+    absl::StatusOr<v1::Job> existing = rendezvous_.GetJob(request->job_id(), false);
+    if (existing.ok() &&
+        !google::protobuf::util::MessageDifferencer::Equals(existing->settings(), settings)) {
       return FinishNow(context, absl::AlreadyExistsError(
                                     absl::StrCat("job '", request->job_id(),
                                                  "' already exists with other settings; use "
@@ -120,20 +119,16 @@ grpc::ServerUnaryReactor* GrpcJobService::ListJobs(grpc::CallbackServerContext* 
   absl::flat_hash_set<int> wanted;
   for (int state : request->states()) {
     absl::StatusOr<rendezvous::JobState> parsed =
-        JobStateFromProto(static_cast<v1::JobState>(state));
+        rendezvous::JobStateFromProto(static_cast<v1::JobState>(state));
     if (!parsed.ok()) return FinishNow(context, parsed.status());
     wanted.insert(state);
   }
-  absl::StatusOr<std::vector<rendezvous::JobStatus>> jobs =
-      rendezvous_.ListJobs(request->include_past_runs());
+  absl::StatusOr<std::vector<v1::Job>> jobs = rendezvous_.ListJobs(request->include_past_runs());
   if (!jobs.ok()) return FinishNow(context, jobs.status());
-  const absl::Time now = rendezvous_.Now();
-  for (const rendezvous::JobStatus& job : *jobs) {
-    if (!wanted.empty() && !wanted.contains(JobStateToProto(job.state))) {
-      continue;
-    }
-    if (caller.kind == auth::Identity::Kind::kJob && caller.job_id != job.job_id) continue;
-    JobStatusToProto(job, now, response->add_jobs());
+  for (v1::Job& job : *jobs) {
+    if (!wanted.empty() && !wanted.contains(job.state())) continue;
+    if (caller.kind == auth::Identity::Kind::kJob && caller.job_id != job.job_id()) continue;
+    *response->add_jobs() = std::move(job);
   }
   return FinishNow(context, absl::OkStatus());
 }
@@ -291,33 +286,27 @@ grpc::ServerUnaryReactor* GrpcJobService::GetJobStacks(grpc::CallbackServerConte
                                   "GetJobStacks: timeout_ms ", request->timeout_ms(),
                                   " is out of range [0, ", kMaxTimeoutMs, "] (0: 5000)")));
   }
-  absl::StatusOr<rendezvous::JobStatus> job =
-      rendezvous_.GetJob(request->job_id(), /*include_nodes=*/true);
+  absl::StatusOr<v1::Job> job = rendezvous_.GetJob(request->job_id(), /*include_nodes=*/true);
   if (!job.ok()) return FinishNow(context, job.status());
-  if (job->state != rendezvous::JobState::kRunning &&
-      job->state != rendezvous::JobState::kRestarting) {
+  if (job->state() != v1::RUNNING && job->state() != v1::RESTARTING) {
     return FinishNow(context,
                      absl::FailedPreconditionError(absl::StrCat(
-                         "job '", request->job_id(), "' is ", rendezvous::JobStateName(job->state),
+                         "job '", request->job_id(), "' is ",
+                         rendezvous::JobStateName(*rendezvous::JobStateFromProto(job->state())),
                          ": it has no workers to take stacks of (RUNNING or RESTARTING)")));
   }
-  // The generation's members in group-rank order: their ranks follow each
-  // other (RANK = global_rank_offset + LOCAL_RANK).
-  std::vector<const rendezvous::NodeStatus*> members;
-  for (const rendezvous::NodeStatus& n : job->nodes) {
-    if (n.group_rank >= 0) members.push_back(&n);
-  }
-  std::sort(members.begin(), members.end(),
-            [](const auto* a, const auto* b) { return a->group_rank < b->group_rank; });
+  // The generation's members in group-rank order (the job lists them so):
+  // their ranks follow each other (RANK = global_rank_offset + LOCAL_RANK).
   std::vector<StackCollector::Node> nodes;
   int64_t offset = 0;
-  for (const rendezvous::NodeStatus* n : members) {
-    nodes.push_back(StackCollector::Node{n->node_id, n->incarnation, offset, n->nproc});
-    offset += n->nproc;
+  for (const v1::Member& n : job->members()) {
+    if (n.group_rank() < 0) continue;
+    nodes.push_back(StackCollector::Node{n.node_id(), n.incarnation(), offset, n.nproc()});
+    offset += n.nproc();
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const absl::Status started = options_.stack_collector->Collect(
-      request->job_id(), job->generation, std::move(nodes),
+      request->job_id(), job->generation(), std::move(nodes),
       absl::Milliseconds(request->timeout_ms()), [reactor, response](v1::JobStacks stacks) {
         *response = std::move(stacks);
         reactor->Finish(grpc::Status::OK);

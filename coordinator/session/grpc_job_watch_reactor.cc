@@ -47,19 +47,19 @@ JobWatchReactor::JobWatchReactor(RendezvousService& rendezvous, const v1::WatchJ
   }
   watch_id_ = *id;
   watching_ = true;
-  absl::StatusOr<rendezvous::JobStatus> job = rendezvous_.GetJobIncludingPending(job_id_);
+  absl::StatusOr<v1::Job> job = rendezvous_.GetJobIncludingPending(job_id_);
   if (!job.ok()) {
     FinishLocked(ToGrpcStatus(job.status()));
     return;
   }
   if (request.from_index() == 0) {
-    if (rendezvous::IsTerminal(job->state)) {
+    if (rendezvous::IsTerminal(job->state())) {
       FinishLocked(grpc::Status::OK);  // nothing new will happen
       return;
     }
     // New events only: the hub may still deliver events that happened before
     // the subscription (published after it), skip those.
-    next_index_ = job->last_event_index + 1;
+    next_index_ = job->last_event_index() + 1;
   } else {
     catching_up_ = true;
     next_index_ = request.from_index();
@@ -122,9 +122,9 @@ absl::Status JobWatchReactor::RefillLocked() {
                          rendezvous_.EventsSince(job_id_, next_index_ - 1, catch_up_page_));
     if (static_cast<int>(page.size()) < catch_up_page_) {
       catching_up_ = false;
-      DDP_ASSIGN_OR_RETURN(rendezvous::JobStatus job, rendezvous_.GetJobIncludingPending(job_id_));
-      end_when_drained_ = rendezvous::IsTerminal(job.state);
-      last_event_index_ = job.last_event_index;
+      DDP_ASSIGN_OR_RETURN(v1::Job job, rendezvous_.GetJobIncludingPending(job_id_));
+      end_when_drained_ = rendezvous::IsTerminal(job.state());
+      last_event_index_ = job.last_event_index();
     }
     for (rendezvous::JobEvent& e : page) {
       buffered_bytes_ += ApproxBytes(e);

@@ -13,8 +13,7 @@ namespace ddp::session {
 namespace {
 
 using rendezvous::JobState;
-
-int64_t ToMs(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+using rendezvous::JobStateToProto;
 
 int64_t ToUnixMs(absl::Time t) {
   if (t == absl::Time() || t == absl::InfinitePast()) return 0;
@@ -36,135 +35,6 @@ absl::Status CheckIds(const std::string& job_id, const std::string& node_id,
 }
 
 }  // namespace
-
-v1::JobState JobStateToProto(JobState state) {
-  switch (state) {
-    case JobState::kWaiting:
-      return v1::WAITING;
-    case JobState::kStarting:
-      return v1::STARTING;
-    case JobState::kRunning:
-      return v1::RUNNING;
-    case JobState::kRestarting:
-      return v1::RESTARTING;
-    case JobState::kSucceeded:
-      return v1::SUCCEEDED;
-    case JobState::kFailed:
-      return v1::FAILED;
-    case JobState::kCancelled:
-      return v1::CANCELLED;
-  }
-  return v1::JOB_STATE_UNSPECIFIED;
-}
-
-absl::StatusOr<JobState> JobStateFromProto(v1::JobState state) {
-  switch (state) {
-    case v1::WAITING:
-      return JobState::kWaiting;
-    case v1::STARTING:
-      return JobState::kStarting;
-    case v1::RUNNING:
-      return JobState::kRunning;
-    case v1::RESTARTING:
-      return JobState::kRestarting;
-    case v1::SUCCEEDED:
-      return JobState::kSucceeded;
-    case v1::FAILED:
-      return JobState::kFailed;
-    case v1::CANCELLED:
-      return JobState::kCancelled;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("job state ", static_cast<int>(state),
-                                                     " is not a state; use WAITING..CANCELLED"));
-  }
-}
-
-void JobStatusToProto(const rendezvous::JobStatus& s, absl::Time now, v1::Job* proto) {
-  proto->set_job_id(s.job_id);
-  rendezvous::SettingsToProto(s.settings, proto->mutable_settings());
-  proto->set_state(JobStateToProto(s.state));
-  proto->set_generation(s.generation);
-  proto->set_restart_count(s.restart_count);
-  proto->set_member_count(s.member_nodes);
-  proto->set_registered_nodes(s.registered_nodes);
-  proto->set_world_size(s.world_size);
-  // A finished job has no spares: nothing is left to replace. The nodes still
-  // registered when it finished are its last generation's members (the core
-  // no longer reports their ranks then: group_rank -1), listed as members so
-  // that a finished job does not read as "no members, two spares".
-  const bool finished = rendezvous::IsTerminal(s.state);
-  auto is_member = [finished](const rendezvous::NodeStatus& n) {
-    return finished || n.group_rank >= 0;
-  };
-  std::vector<const rendezvous::NodeStatus*> members;
-  for (const rendezvous::NodeStatus& n : s.nodes) {
-    if (is_member(n)) members.push_back(&n);
-  }
-  std::stable_sort(members.begin(), members.end(),
-                   [](const auto* a, const auto* b) { return a->group_rank < b->group_rank; });
-  bool contiguous = true;
-  for (size_t i = 0; i < members.size(); ++i) {
-    contiguous = contiguous && members[i]->group_rank == static_cast<int>(i);
-  }
-  auto fill = [now](const rendezvous::NodeStatus& n, v1::Member* m) {
-    m->set_node_id(n.node_id);
-    m->set_incarnation(n.incarnation);
-    m->set_address(n.address);
-    m->set_nproc(n.nproc);
-    m->set_group_rank(n.group_rank);
-    m->set_heartbeat_age_ms(n.last_heartbeat == absl::Time() ? -1 : ToMs(now - n.last_heartbeat));
-    m->set_connected(n.connected);
-    for (const rendezvous::WorkerProgress& p : n.progress) {
-      v1::WorkerProgress* out = m->add_progress();
-      out->set_local_rank(p.local_rank);
-      out->set_global_rank(-1);  // a member's is set below
-      out->set_generation(p.generation);
-      out->set_step(p.step);
-      out->set_steps_per_second(p.steps_per_second);
-      out->set_age_ms(std::max<int64_t>(0, ToMs(now - p.reported)));
-      out->set_relative_speed(p.relative_speed);
-      out->set_straggler(p.straggler);
-      for (const auto& [name, value] : p.metrics) (*out->mutable_metrics())[name] = value;
-      if (p.checkpoint) {
-        out->set_checkpoint_unix_ms(ToUnixMs(*p.checkpoint));
-        out->set_checkpoint_step(p.checkpoint_step);
-      }
-    }
-    if (n.leaves_at) {
-      m->set_leaves_at_unix_ms(ToUnixMs(*n.leaves_at));
-      m->set_drain_reason(n.drain_reason);
-    }
-  };
-  int64_t offset = 0;
-  for (const rendezvous::NodeStatus* n : members) {
-    v1::Member* m = proto->add_members();
-    fill(*n, m);
-    m->set_global_rank_offset(contiguous ? offset : -1);
-    for (v1::WorkerProgress& p : *m->mutable_progress()) {
-      p.set_global_rank(contiguous ? offset + p.local_rank() : -1);
-    }
-    offset += n->nproc;
-  }
-  for (const rendezvous::NodeStatus& n : s.nodes) {
-    if (!is_member(n)) fill(n, proto->add_spares());
-  }
-  proto->mutable_failures()->Assign(s.failures.begin(), s.failures.end());
-  if (s.root_cause) *proto->mutable_root_cause() = *s.root_cause;
-  proto->set_message(s.finish_message);
-  for (const std::string& node : s.excluded_nodes) {
-    proto->add_excluded_nodes(node);
-  }
-  proto->set_last_event_index(s.last_event_index);
-  proto->set_first_event_index(s.first_event_index);
-  if (s.created != absl::Time()) {
-    proto->set_created_unix_ms(absl::ToUnixMillis(s.created));
-  }
-  proto->set_run(s.run);
-  if (s.finished != absl::Time()) {
-    proto->set_finished_unix_ms(absl::ToUnixMillis(s.finished));
-  }
-  if (s.time) *proto->mutable_time() = *s.time;
-}
 
 absl::StatusOr<rendezvous::RegisterRequest> RegisterFromProto(
     const v1::Register& proto, const rendezvous::RendezvousLimits& limits) {
@@ -330,7 +200,7 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
 }
 
 void RegisteredToProto(const rendezvous::RegisterResult& r, v1::Registered* proto) {
-  rendezvous::SettingsToProto(r.settings, proto->mutable_settings());
+  *proto->mutable_settings() = r.settings;
   proto->set_state(JobStateToProto(r.state));
   proto->set_generation(r.generation);
   // The core says only "member of the current generation" or "waiting". A

@@ -26,23 +26,14 @@ namespace ddp::session {
 
 // ---- jobs.proto ----
 
-// Settings: rendezvous::SettingsToProto / RequestedSettings (job_settings.h),
-// the one converter the stored records use too.
-
-v1::JobState JobStateToProto(rendezvous::JobState state);
-// Possible errors: INVALID_ARGUMENT for JOB_STATE_UNSPECIFIED or an unknown
-// value.
-absl::StatusOr<rendezvous::JobState> JobStateFromProto(v1::JobState state);
+// Settings: the core keeps ddp.v1.JobSettings itself (rendezvous::JobSettings);
+// a request's are filled by rendezvous::RequestedSettings (job_settings.h).
 
 // Job events: the core keeps ddp.v1.JobEvent itself (rendezvous::JobEvent);
 // nothing to convert.
 
-// `now` turns last heartbeat times into ages. Members (group rank >= 0) and
-// spares are split; members are listed by group rank. global_rank_offset is
-// the prefix sum of the members' process counts in group-rank order (the rank
-// table's rule) when the members form ranks 0..n-1 without a gap, -1
-// otherwise (a member left and the next generation is not formed yet).
-void JobStatusToProto(const rendezvous::JobStatus& status, absl::Time now, v1::Job* proto);
+// Jobs: the core builds the API's ddp.v1.Job itself (Job::Status); its state
+// is rendezvous::JobStateToProto (job_types.h).
 
 // ---- session.proto: agent -> coordinator ----
 

@@ -8,37 +8,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(RequestedSettings, MillisecondsBecomeDurations_RoundTrip) {
-  v1::JobSettings proto;
-  proto.set_min_nodes(2);
-  proto.set_max_nodes(4);
-  proto.set_nproc_per_node(8);
-  proto.set_max_restarts(3);
-  proto.set_join_timeout_ms(600000);
-  proto.set_last_call_timeout_ms(30000);
-  proto.set_heartbeat_interval_ms(500);
-  proto.set_heartbeat_timeout_ms(3000);
-  proto.set_shutdown_timeout_ms(30000);
-  proto.set_hang_timeout_ms(20000);
-  rendezvous::JobSettings s = rendezvous::RequestedSettings(proto);
-  EXPECT_EQ(s.hang_timeout, absl::Seconds(20));
-  EXPECT_EQ(s.min_nodes, 2);
-  EXPECT_EQ(s.max_nodes, 4);
-  EXPECT_EQ(s.nproc_per_node, 8);
-  EXPECT_EQ(s.heartbeat_interval, absl::Milliseconds(500));
-  EXPECT_EQ(s.join_timeout, absl::Seconds(600));
-  v1::JobSettings back;
-  rendezvous::SettingsToProto(s, &back);
-  EXPECT_EQ(back.SerializeAsString(), proto.SerializeAsString());
-}
-
-TEST(JobStateFromProto, Unspecified_InvalidArgument) {
-  EXPECT_EQ(JobStateFromProto(v1::JOB_STATE_UNSPECIFIED).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(*JobStateFromProto(v1::RESTARTING), rendezvous::JobState::kRestarting);
-  EXPECT_EQ(JobStateToProto(rendezvous::JobState::kCancelled), v1::CANCELLED);
-}
-
 TEST(MasterInfoFromProto, NcclIdSizes_OnlyEmptyOr128Accepted) {
   rendezvous::RendezvousLimits limits;
   v1::MasterInfo proto;
@@ -166,60 +135,6 @@ TEST(OutboundToProto, JobFinished_RootCauseCarriedAsKept) {
   EXPECT_EQ(m.job_finished().root_cause().time_unix_ms(), 1700000000123);
 }
 
-TEST(JobStatusToProto, MembersSortedWithOffsetsAndSparesSeparate) {
-  rendezvous::JobStatus s;
-  s.job_id = "j";
-  s.state = rendezvous::JobState::kRunning;
-  s.generation = 3;
-  const absl::Time now = absl::FromUnixSeconds(1000);
-  s.nodes.push_back({"b", 2, 4, 1, "hb", true, now - absl::Milliseconds(20)});
-  s.nodes.push_back({"a", 1, 2, 0, "ha", true, now});
-  s.nodes.push_back({"c", 3, 8, -1, "hc", false, now});
-  rendezvous::FailureInfo f;
-  f.set_node_id("b");
-  f.set_exit_code(9);
-  s.root_cause = f;
-  v1::Job proto;
-  JobStatusToProto(s, now, &proto);
-  ASSERT_EQ(proto.members_size(), 2);
-  EXPECT_EQ(proto.members(0).node_id(), "a");
-  EXPECT_EQ(proto.members(1).node_id(), "b");
-  EXPECT_EQ(proto.members(1).global_rank_offset(), 2);
-  EXPECT_EQ(proto.members(1).heartbeat_age_ms(), 20);
-  ASSERT_EQ(proto.spares_size(), 1);
-  EXPECT_EQ(proto.spares(0).node_id(), "c");
-  EXPECT_EQ(proto.root_cause().exit_code(), 9);
-  EXPECT_EQ(proto.state(), v1::RUNNING);
-}
-
-TEST(JobStatusToProto, Progress_GlobalRanksAndAges) {
-  rendezvous::JobStatus s;
-  s.job_id = "j";
-  s.state = rendezvous::JobState::kRunning;
-  const absl::Time now = absl::FromUnixSeconds(1000);
-  s.nodes.push_back({"a", 1, 2, 0, "ha", true, now});
-  s.nodes.push_back({"b", 2, 2, 1, "hb", true, now});
-  rendezvous::WorkerProgress p;
-  p.local_rank = 1;
-  p.generation = 3;
-  p.step = 42;
-  p.steps_per_second = 4.5;
-  p.reported = now - absl::Seconds(3);
-  p.metrics["loss"] = 0.25;
-  s.nodes[1].progress.push_back(p);
-  v1::Job proto;
-  JobStatusToProto(s, now, &proto);
-  ASSERT_EQ(proto.members(1).progress_size(), 1);
-  const v1::WorkerProgress& out = proto.members(1).progress(0);
-  EXPECT_EQ(out.global_rank(), 3);  // b's offset 2 + local rank 1
-  EXPECT_EQ(out.generation(), 3);
-  EXPECT_EQ(out.step(), 42);
-  EXPECT_EQ(out.age_ms(), 3000);
-  EXPECT_DOUBLE_EQ(out.steps_per_second(), 4.5);
-  EXPECT_DOUBLE_EQ(out.metrics().at("loss"), 0.25);
-  EXPECT_EQ(proto.members(0).progress_size(), 0);
-}
-
 TEST(ProgressFromProto, ReportsKeptOthersSkipped_BadValuesInvalidArgument) {
   rendezvous::RendezvousLimits limits;
   const absl::Time now = absl::FromUnixSeconds(1000);
@@ -264,25 +179,6 @@ TEST(ProgressFromProto, ReportsKeptOthersSkipped_BadValuesInvalidArgument) {
   w->set_local_rank(limits.max_nproc_per_node);
   EXPECT_THAT(ProgressFromProto(heartbeat, limits, now).status().message(),
               HasSubstr("local rank 1024"));
-}
-
-TEST(JobStatusToProto, FinishedJob_RegisteredNodesAreMembersNotSpares) {
-  rendezvous::JobStatus s;
-  s.job_id = "j";
-  s.state = rendezvous::JobState::kSucceeded;
-  s.generation = 2;
-  const absl::Time now = absl::FromUnixSeconds(1000);
-  // Once finished the core reports no ranks (group_rank -1).
-  s.nodes.push_back({"a", 1, 2, -1, "ha", false, now});
-  s.nodes.push_back({"b", 2, 2, -1, "hb", false, now});
-  v1::Job proto;
-  JobStatusToProto(s, now, &proto);
-  ASSERT_EQ(proto.members_size(), 2);
-  EXPECT_EQ(proto.members(0).node_id(), "a");
-  EXPECT_EQ(proto.members(1).node_id(), "b");
-  EXPECT_EQ(proto.members(1).group_rank(), -1);
-  EXPECT_EQ(proto.members(1).global_rank_offset(), -1);
-  EXPECT_EQ(proto.spares_size(), 0);
 }
 
 TEST(OutboundToProto, EveryBodyKind_MapsToItsField) {

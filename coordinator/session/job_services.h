@@ -95,11 +95,10 @@ class JobServices {
   std::vector<std::pair<std::string, std::string>> JobTokenHashes() const {
     return rendezvous_->JobTokenHashes();
   }
-  absl::StatusOr<std::vector<rendezvous::JobStatus>> ListJobs(bool include_past_runs) const {
+  absl::StatusOr<std::vector<v1::Job>> ListJobs(bool include_past_runs) const {
     return rendezvous_->ListJobs(include_past_runs);
   }
-  absl::StatusOr<rendezvous::JobStatus> GetJob(const std::string& job_id,
-                                               bool include_nodes) const {
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id, bool include_nodes) const {
     return rendezvous_->GetJob(job_id, include_nodes);
   }
   absl::StatusOr<std::vector<rendezvous::JobEvent>> EventsSince(const std::string& job_id,

@@ -110,9 +110,9 @@ class RendezvousService final : public commit::CommitParticipant {
 
   // ---- Scheduler API (the gRPC job adapter and the composition root call
   // these): each is JobRegistry's of the same name, with its errors ----
-  absl::StatusOr<rendezvous::JobStatus> CreateJob(const std::string& job_id,
-                                                  const rendezvous::JobSettings& settings,
-                                                  const std::string& token_hash) {
+  absl::StatusOr<v1::Job> CreateJob(const std::string& job_id,
+                                    const rendezvous::JobSettings& settings,
+                                    const std::string& token_hash) {
     return registry_->CreateJob(job_id, settings, token_hash);
   }
   absl::Status SetJobTokenHash(const std::string& job_id, const std::string& token_hash) {
@@ -140,15 +140,14 @@ class RendezvousService final : public commit::CommitParticipant {
   }
   absl::Status RemoveJob(const std::string& job_id) { return registry_->RemoveJob(job_id); }
   // Durable state only (JobRegistry's reads).
-  absl::StatusOr<rendezvous::JobStatus> GetJob(const std::string& job_id, bool include_nodes,
-                                               int run = 0) const {
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id, bool include_nodes, int run = 0) const {
     return registry_->GetJob(job_id, include_nodes, run);
   }
-  absl::StatusOr<std::vector<rendezvous::JobStatus>> ListJobs(bool include_past_runs) const {
+  absl::StatusOr<std::vector<v1::Job>> ListJobs(bool include_past_runs) const {
     return registry_->ListJobs(include_past_runs);
   }
   // Without the durability wait: only for a watch's starting position.
-  absl::StatusOr<rendezvous::JobStatus> GetJobIncludingPending(const std::string& job_id) const {
+  absl::StatusOr<v1::Job> GetJobIncludingPending(const std::string& job_id) const {
     return registry_->GetJobIncludingPending(job_id);
   }
   absl::StatusOr<std::vector<rendezvous::JobEvent>> EventsSince(const std::string& job_id,

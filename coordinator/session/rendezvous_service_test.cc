@@ -42,12 +42,12 @@ class ReadyListener final : public JobEventListener {
 };
 
 rendezvous::JobSettings Settings() {
-  rendezvous::JobSettings s;
-  s.min_nodes = 1;
-  s.max_nodes = 2;
-  s.last_call_timeout = absl::Seconds(5);
-  s.heartbeat_interval = absl::Seconds(1);
-  s.heartbeat_timeout = absl::Seconds(10);
+  rendezvous::JobSettings s = rendezvous::DefaultJobSettings();
+  s.set_min_nodes(1);
+  s.set_max_nodes(2);
+  s.set_last_call_timeout_ms(5000);
+  s.set_heartbeat_interval_ms(1000);
+  s.set_heartbeat_timeout_ms(10000);
   return s;
 }
 
@@ -110,7 +110,7 @@ TEST(RendezvousService, MessageForOldIncarnation_Dropped) {
   request.node_id = "a";
   request.incarnation = 2;  // the sink is attached for incarnation 1
   request.settings = Settings();
-  request.settings->max_nodes = 1;
+  request.settings->set_max_nodes(1);
   ASSERT_TRUE(service->registry_for_testing().Register(request).ok());
   service->Shutdown();  // drains the outbox one last time
   EXPECT_GE(service->router_for_testing().dropped(), 1);
@@ -134,9 +134,9 @@ TEST(RendezvousService, Restart_RestoresJobsFromStore) {
     ASSERT_TRUE(first->CreateJob("kept", Settings(), "").ok());
   }
   RendezvousServiceWithLoop second = Make(clock, &store);
-  absl::StatusOr<rendezvous::JobStatus> job = second->GetJob("kept", false);
+  absl::StatusOr<v1::Job> job = second->GetJob("kept", false);
   ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_EQ(job->settings, Settings());
+  EXPECT_EQ(job->settings().DebugString(), Settings().DebugString());
 }
 
 }  // namespace

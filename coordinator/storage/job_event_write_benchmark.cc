@@ -50,9 +50,9 @@ void BM_JoinBatches(benchmark::State& state) {
   }
   rendezvous::JobRecord record;
   record.job_id = "big";
-  record.settings.min_nodes = kNodes;
-  record.settings.max_nodes = kNodes;
-  record.settings.nproc_per_node = 8;
+  record.settings.set_min_nodes(kNodes);
+  record.settings.set_max_nodes(kNodes);
+  record.settings.set_nproc_per_node(8);
   rendezvous::JobChanges created;
   created.job_id = "big";
   created.job = record;
@@ -67,12 +67,12 @@ void BM_JoinBatches(benchmark::State& state) {
     for (int i = 0; i < joins_per_batch; ++i, ++joins) {
       rendezvous::JobChanges join;
       join.job_id = "big";
-      rendezvous::NodeRecord node;
-      node.node_id = absl::StrCat("node-", joins % kNodes);
-      node.incarnation = static_cast<uint64_t>(joins + 1);
-      node.nproc = 8;
-      node.address = absl::StrCat("10.0.", (joins % kNodes) / 256, ".", joins % 256);
-      node.join_seq = static_cast<uint64_t>(joins + 1);
+      rendezvous::NodeRecord node = rendezvous::NewNodeRecord("");
+      node.set_node_id(absl::StrCat("node-", joins % kNodes));
+      node.set_incarnation(static_cast<uint64_t>(joins + 1));
+      node.set_nproc(8);
+      node.set_address(absl::StrCat("10.0.", (joins % kNodes) / 256, ".", joins % 256));
+      node.set_join_seq(static_cast<uint64_t>(joins + 1));
       join.upserted_nodes.push_back(node);
       const int64_t index = joins + 1;
       join.counters = rendezvous::JobCounters{index, static_cast<uint64_t>(joins + 2)};
@@ -82,8 +82,8 @@ void BM_JoinBatches(benchmark::State& state) {
         event.set_index(index);
         rendezvous::SetEventTime(absl::Now(), &event);
         event.set_type(rendezvous::JobEvent::NODE_JOINED);
-        event.set_node_id(node.node_id);
-        event.set_message(absl::StrCat("node '", node.node_id, "' joined (8 processes, ",
+        event.set_node_id(node.node_id());
+        event.set_message(absl::StrCat("node '", node.node_id(), "' joined (8 processes, ",
                                        joins % kNodes + 1, " of ", kNodes, " registered)"));
         join.appended_events.push_back(event);
         if (index > kRetainedEvents) join.drop_events_before = index - kRetainedEvents + 1;

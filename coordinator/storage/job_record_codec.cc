@@ -47,23 +47,29 @@ FailureInfo FromLegacyRecord(const pb::FailureRecord& f) {
   return out;
 }
 
-// The stored settings are exact (every field was written): no defaults.
-absl::StatusOr<JobSettings> FromProto(const v1::JobSettings& s) {
-  for (auto [name, ms] : {std::pair{"join_timeout_ms", s.join_timeout_ms()},
-                          {"last_call_timeout_ms", s.last_call_timeout_ms()},
-                          {"heartbeat_interval_ms", s.heartbeat_interval_ms()},
-                          {"heartbeat_timeout_ms", s.heartbeat_timeout_ms()},
-                          {"shutdown_timeout_ms", s.shutdown_timeout_ms()}}) {
+// The stored settings are exact (every field was written): no defaults, but
+// for the hang timeout of records stored before it existed, which is written
+// out (as the API has always shown it).
+absl::StatusOr<JobSettings> FromStored(const JobSettings& stored) {
+  for (auto [name, ms] : {std::pair{"join_timeout_ms", stored.join_timeout_ms()},
+                          {"last_call_timeout_ms", stored.last_call_timeout_ms()},
+                          {"heartbeat_interval_ms", stored.heartbeat_interval_ms()},
+                          {"heartbeat_timeout_ms", stored.heartbeat_timeout_ms()},
+                          {"shutdown_timeout_ms", stored.shutdown_timeout_ms()}}) {
     if (ms < 0)
       return absl::DataLossError(absl::StrCat("settings.", name, " is negative (", ms, ")"));
   }
-  return rendezvous::SettingsFromProto(s);
+  JobSettings settings = stored;
+  if (!settings.has_hang_timeout_ms()) {
+    settings.set_hang_timeout_ms(absl::ToInt64Milliseconds(rendezvous::HangTimeout(stored)));
+  }
+  return settings;
 }
 
 pb::JobRecord JobToProto(const JobRecord& r) {
   pb::JobRecord out;
   out.set_job_id(r.job_id);
-  rendezvous::SettingsToProto(r.settings, out.mutable_settings());
+  *out.mutable_settings() = r.settings;
   out.set_state(static_cast<int32_t>(r.state));
   out.set_generation(r.generation);
   out.set_restart_count(r.restart_count);
@@ -88,7 +94,7 @@ absl::StatusOr<JobRecord> JobFromProto(const pb::JobRecord& in,
       in.state() > static_cast<int32_t>(JobState::kCancelled)) {
     return absl::DataLossError(absl::StrCat("job state ", in.state(), " is not a known state"));
   }
-  DDP_ASSIGN_OR_RETURN(JobSettings settings, FromProto(in.settings()));
+  DDP_ASSIGN_OR_RETURN(JobSettings settings, FromStored(in.settings()));
   JobRecord r;
   r.job_id = in.job_id();
   r.settings = settings;
@@ -155,39 +161,13 @@ absl::StatusOr<JobRecord> DecodeStoredJob(absl::string_view bytes) {
                       rendezvous::JobCounters{in.last_event_index(), in.next_join_seq()});
 }
 
-std::string EncodeNodeRecord(const NodeRecord& n) {
-  pb::NodeRecord out;
-  out.set_node_id(n.node_id);
-  out.set_incarnation(n.incarnation);
-  out.set_nproc(n.nproc);
-  out.set_requested_rank(n.requested_rank);
-  out.set_address(n.address);
-  out.set_group_rank(n.group_rank);
-  out.set_global_rank_offset(n.global_rank_offset);
-  out.set_join_seq(n.join_seq);
-  if (n.drain_leaves_at) {
-    // At least 1: 0 means no drain.
-    out.set_drain_leaves_at_unix_ms(std::max<int64_t>(1, absl::ToUnixMillis(*n.drain_leaves_at)));
-    out.set_drain_reason(n.drain_reason);
-  }
-  return out.SerializeAsString();
-}
+// The core keeps the stored message itself (rendezvous::NodeRecord): its
+// bytes as they are.
+std::string EncodeNodeRecord(const NodeRecord& n) { return n.SerializeAsString(); }
 
 absl::StatusOr<NodeRecord> DecodeNodeRecord(absl::string_view bytes) {
-  DDP_ASSIGN_OR_RETURN(pb::NodeRecord in, Parse<pb::NodeRecord>(bytes, "a node record"));
-  NodeRecord n;
-  n.node_id = in.node_id();
-  n.incarnation = in.incarnation();
-  n.nproc = in.nproc();
-  n.requested_rank = in.requested_rank();
-  n.address = in.address();
-  n.group_rank = in.group_rank();
-  n.global_rank_offset = in.global_rank_offset();
-  n.join_seq = in.join_seq();
-  if (in.drain_leaves_at_unix_ms() != 0) {
-    n.drain_leaves_at = absl::FromUnixMillis(in.drain_leaves_at_unix_ms());
-    n.drain_reason = in.drain_reason();
-  }
+  DDP_ASSIGN_OR_RETURN(NodeRecord n, Parse<pb::NodeRecord>(bytes, "a node record"));
+  if (n.drain_leaves_at_unix_ms() == 0) n.clear_drain_reason();  // no drain, no reason
   return n;
 }
 

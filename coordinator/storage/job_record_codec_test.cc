@@ -31,15 +31,15 @@ FailureInfo Failure(const std::string& node, int rank) {
 TEST(JobRecordCodecTest, JobRecordRoundTripsEveryField) {
   JobRecord r;
   r.job_id = std::string("job\0\xfe", 5);
-  r.settings.min_nodes = 2;
-  r.settings.max_nodes = 7;
-  r.settings.nproc_per_node = 8;
-  r.settings.max_restarts = 5;
-  r.settings.join_timeout = absl::Seconds(61);
-  r.settings.last_call_timeout = absl::Milliseconds(1500);
-  r.settings.heartbeat_interval = absl::Milliseconds(250);
-  r.settings.heartbeat_timeout = absl::Seconds(15);
-  r.settings.shutdown_timeout = absl::Seconds(9);
+  r.settings.set_min_nodes(2);
+  r.settings.set_max_nodes(7);
+  r.settings.set_nproc_per_node(8);
+  r.settings.set_max_restarts(5);
+  r.settings.set_join_timeout_ms(61000);
+  r.settings.set_last_call_timeout_ms(1500);
+  r.settings.set_heartbeat_interval_ms(250);
+  r.settings.set_heartbeat_timeout_ms(15000);
+  r.settings.set_shutdown_timeout_ms(9000);
   r.state = JobState::kRestarting;
   r.generation = 12;
   r.restart_count = 2;
@@ -57,7 +57,7 @@ TEST(JobRecordCodecTest, JobRecordRoundTripsEveryField) {
   absl::StatusOr<JobRecord> back = DecodeJobRecord(EncodeJobRecord(r), JobCounters{77, 99});
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->job_id, r.job_id);
-  EXPECT_TRUE(back->settings == r.settings);
+  EXPECT_EQ(back->settings.DebugString(), r.settings.DebugString());
   EXPECT_EQ(back->state, r.state);
   EXPECT_EQ(back->generation, 12);
   EXPECT_EQ(back->restart_count, 2);
@@ -114,6 +114,24 @@ TEST(JobRecordCodecTest, RefusesWhatIsNotARecord) {
   EXPECT_EQ(DecodeNodeRecord("\xff\xff").status().code(), absl::StatusCode::kDataLoss);
 }
 
+TEST(JobRecordCodecTest, StoredBeforeTheHangTimeout_ReadWithTheDefaultWrittenOut) {
+  ddp::state::v1::JobRecord old;
+  old.mutable_settings()->set_min_nodes(2);
+  old.mutable_settings()->set_heartbeat_timeout_ms(3000);
+  absl::StatusOr<JobRecord> back = DecodeJobRecord(old.SerializeAsString(), JobCounters{});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->settings.has_hang_timeout_ms());
+  EXPECT_EQ(back->settings.hang_timeout_ms(), 10000);
+  EXPECT_EQ(back->settings.min_nodes(), 2);
+  EXPECT_EQ(back->settings.heartbeat_timeout_ms(), 3000);
+  // A hang timeout turned off (0) stays off.
+  old.mutable_settings()->set_hang_timeout_ms(0);
+  back = DecodeJobRecord(old.SerializeAsString(), JobCounters{});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->settings.has_hang_timeout_ms());
+  EXPECT_EQ(back->settings.hang_timeout_ms(), 0);
+}
+
 TEST(JobRecordCodecTest, StoredJobCarriesItsCounters) {
   JobRecord r;
   r.job_id = "j";
@@ -127,25 +145,45 @@ TEST(JobRecordCodecTest, StoredJobCarriesItsCounters) {
 }
 
 TEST(JobRecordCodecTest, NodeRecordRoundTrips) {
-  NodeRecord n;
-  n.node_id = "node-7";
-  n.incarnation = ~0ull;
-  n.nproc = 8;
-  n.requested_rank = 3;
-  n.address = "10.1.2.3";
-  n.group_rank = 2;
-  n.global_rank_offset = 16;
-  n.join_seq = 1ull << 63;
+  NodeRecord n = rendezvous::NewNodeRecord("");
+  n.set_node_id("node-7");
+  n.set_incarnation(~0ull);
+  n.set_nproc(8);
+  n.set_requested_rank(3);
+  n.set_address("10.1.2.3");
+  n.set_group_rank(2);
+  n.set_global_rank_offset(16);
+  n.set_join_seq(1ull << 63);
   absl::StatusOr<NodeRecord> back = DecodeNodeRecord(EncodeNodeRecord(n));
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->node_id, n.node_id);
-  EXPECT_EQ(back->incarnation, n.incarnation);
-  EXPECT_EQ(back->nproc, 8);
-  EXPECT_EQ(back->requested_rank, 3);
-  EXPECT_EQ(back->address, n.address);
-  EXPECT_EQ(back->group_rank, 2);
-  EXPECT_EQ(back->global_rank_offset, 16);
-  EXPECT_EQ(back->join_seq, n.join_seq);
+  EXPECT_EQ(back->node_id(), n.node_id());
+  EXPECT_EQ(back->incarnation(), n.incarnation());
+  EXPECT_EQ(back->nproc(), 8);
+  EXPECT_EQ(back->requested_rank(), 3);
+  EXPECT_EQ(back->address(), n.address());
+  EXPECT_EQ(back->group_rank(), 2);
+  EXPECT_EQ(back->global_rank_offset(), 16);
+  EXPECT_EQ(back->join_seq(), n.join_seq());
+}
+
+TEST(JobRecordCodecTest, NodeRecordDrain_KeptToTheMillisecondReasonOnlyWithATime) {
+  NodeRecord n = rendezvous::NewNodeRecord("node-1");
+  EXPECT_FALSE(rendezvous::DrainLeavesAt(n).has_value());
+  const absl::Time leaves_at = absl::FromUnixMicros(1'700'000'000'123'456);
+  rendezvous::SetDrain(leaves_at, "maintenance", &n);
+  absl::StatusOr<NodeRecord> back = DecodeNodeRecord(EncodeNodeRecord(n));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(rendezvous::DrainLeavesAt(*back), absl::FromUnixMillis(1'700'000'000'123));
+  EXPECT_EQ(back->drain_reason(), "maintenance");
+  // A reason without a time is no drain.
+  n.set_drain_leaves_at_unix_ms(0);
+  back = DecodeNodeRecord(EncodeNodeRecord(n));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(rendezvous::DrainLeavesAt(*back).has_value());
+  EXPECT_EQ(back->drain_reason(), "");
+  // A time at the epoch still drains (stored as 1 ms: 0 means none).
+  rendezvous::SetDrain(absl::UnixEpoch(), "now", &n);
+  EXPECT_TRUE(rendezvous::DrainLeavesAt(n).has_value());
 }
 
 TEST(JobRecordCodecTest, JobEventRoundTripsEveryFieldWithoutItsJobId) {

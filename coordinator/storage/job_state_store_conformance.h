@@ -48,9 +48,9 @@ inline auto FieldsOf(const FailureInfo& f) {
                          f.log_path());
 }
 inline auto FieldsOf(const NodeRecord& n) {
-  return std::make_tuple(n.node_id, n.incarnation, n.nproc, n.requested_rank, n.address,
-                         n.group_rank, n.global_rank_offset, n.join_seq, n.drain_leaves_at,
-                         n.drain_reason);
+  return std::make_tuple(n.node_id(), n.incarnation(), n.nproc(), n.requested_rank(), n.address(),
+                         n.group_rank(), n.global_rank_offset(), n.join_seq(),
+                         n.drain_leaves_at_unix_ms(), n.drain_reason());
 }
 // Every field of an event on one line.
 inline std::string FieldsOf(const JobEvent& e) { return e.ShortDebugString(); }
@@ -65,16 +65,7 @@ auto FieldsOf(const std::vector<T>& items) {
 // Compares every field of two job records (EXPECT_*, so all differences show).
 inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
   EXPECT_EQ(got.job_id, want.job_id);
-  EXPECT_EQ(got.settings.min_nodes, want.settings.min_nodes);
-  EXPECT_EQ(got.settings.max_nodes, want.settings.max_nodes);
-  EXPECT_EQ(got.settings.nproc_per_node, want.settings.nproc_per_node);
-  EXPECT_EQ(got.settings.max_restarts, want.settings.max_restarts);
-  EXPECT_EQ(got.settings.join_timeout, want.settings.join_timeout);
-  EXPECT_EQ(got.settings.last_call_timeout, want.settings.last_call_timeout);
-  EXPECT_EQ(got.settings.heartbeat_interval, want.settings.heartbeat_interval);
-  EXPECT_EQ(got.settings.heartbeat_timeout, want.settings.heartbeat_timeout);
-  EXPECT_EQ(got.settings.shutdown_timeout, want.settings.shutdown_timeout);
-  EXPECT_TRUE(got.settings == want.settings);
+  EXPECT_EQ(got.settings.DebugString(), want.settings.DebugString());
   EXPECT_EQ(JobStateName(got.state), JobStateName(want.state));
   EXPECT_EQ(got.generation, want.generation);
   EXPECT_EQ(got.restart_count, want.restart_count);
@@ -127,15 +118,15 @@ inline FailureInfo Hang(std::string node_id, Generation generation, int pid) {
 inline JobRecord FullRecord(const std::string& job_id) {
   JobRecord r;
   r.job_id = job_id;
-  r.settings.min_nodes = 2;
-  r.settings.max_nodes = 4096;
-  r.settings.nproc_per_node = 8;
-  r.settings.max_restarts = 17;
-  r.settings.join_timeout = absl::Milliseconds(600001);
-  r.settings.last_call_timeout = absl::Milliseconds(30002);
-  r.settings.heartbeat_interval = absl::Milliseconds(503);
-  r.settings.heartbeat_timeout = absl::Milliseconds(3004);
-  r.settings.shutdown_timeout = absl::Milliseconds(45005);
+  r.settings.set_min_nodes(2);
+  r.settings.set_max_nodes(4096);
+  r.settings.set_nproc_per_node(8);
+  r.settings.set_max_restarts(17);
+  r.settings.set_join_timeout_ms(600001);
+  r.settings.set_last_call_timeout_ms(30002);
+  r.settings.set_heartbeat_interval_ms(503);
+  r.settings.set_heartbeat_timeout_ms(3004);
+  r.settings.set_shutdown_timeout_ms(45005);
   r.state = JobState::kRestarting;
   r.generation = 5000000000;  // beyond 32 bits
   r.restart_count = 6;
@@ -217,18 +208,17 @@ inline std::vector<JobEvent> Events(const std::string& job_id, int64_t from, int
 }
 
 inline NodeRecord Node(const std::string& node_id, int group_rank, Incarnation incarnation = 11) {
-  NodeRecord n;
-  n.node_id = node_id;
-  n.incarnation = incarnation;
-  n.nproc = 8;
-  n.requested_rank = -1;
-  n.address = node_id + ".cluster.local";
-  n.group_rank = group_rank;
-  n.global_rank_offset = group_rank < 0 ? 0 : int64_t{group_rank} * 8;
-  n.join_seq = static_cast<uint64_t>(group_rank + 2);
+  NodeRecord n = rendezvous::NewNodeRecord("");
+  n.set_node_id(node_id);
+  n.set_incarnation(incarnation);
+  n.set_nproc(8);
+  n.set_requested_rank(-1);
+  n.set_address(node_id + ".cluster.local");
+  n.set_group_rank(group_rank);
+  n.set_global_rank_offset(group_rank < 0 ? 0 : int64_t{group_rank} * 8);
+  n.set_join_seq(static_cast<uint64_t>(group_rank + 2));
   if (group_rank == 1) {  // one node drains: a drain under way round-trips
-    n.drain_leaves_at = absl::FromUnixMillis(1'700'000'000'123);
-    n.drain_reason = "preempted: maintenance";
+    rendezvous::SetDrain(absl::FromUnixMillis(1'700'000'000'123), "preempted: maintenance", &n);
   }
   return n;
 }
@@ -254,7 +244,7 @@ inline JobChanges NodeChanges(const std::string& job_id, std::vector<NodeRecord>
 
 inline std::vector<std::string> NodeIds(const JobSnapshot& snapshot) {
   std::vector<std::string> ids;
-  for (const NodeRecord& n : snapshot.nodes) ids.push_back(n.node_id);
+  for (const NodeRecord& n : snapshot.nodes) ids.push_back(n.node_id());
   return ids;
 }
 
@@ -291,7 +281,7 @@ class JobStateStoreConformanceTest : public ::testing::Test {
     });
     for (JobSnapshot& snapshot : *all) {
       std::sort(snapshot.nodes.begin(), snapshot.nodes.end(),
-                [](const NodeRecord& a, const NodeRecord& b) { return a.node_id < b.node_id; });
+                [](const NodeRecord& a, const NodeRecord& b) { return a.node_id() < b.node_id(); });
       std::sort(snapshot.job.excluded_nodes.begin(), snapshot.job.excluded_nodes.end());
     }
     return *std::move(all);

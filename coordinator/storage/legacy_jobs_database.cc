@@ -268,10 +268,10 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
       return DataLoss(path, absl::StrCat("job_nodes has rows of job '", Printable(job_id),
                                          "' which has no row"));
     }
-    NodeRecord node;
+    NodeRecord node = rendezvous::NewNodeRecord("");
     std::string error = sqlite_rows::ReadNode(reader, &node);
     if (!error.empty()) {
-      return DataLoss(path, absl::StrCat("node '", Printable(node.node_id), "' of job '",
+      return DataLoss(path, absl::StrCat("node '", Printable(node.node_id()), "' of job '",
                                          Printable(job_id), "' ", error));
     }
     snapshot->nodes.push_back(std::move(node));

@@ -76,16 +76,18 @@ std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
 
 std::string ReadJobRow(RowReader& reader, JobRecord* job) {
   job->job_id = reader.Blob();
+  // Rows of this form knew no straggler policy or hang timeout: the defaults.
   JobSettings& s = job->settings;
-  s.min_nodes = reader.Int("min_nodes");
-  s.max_nodes = reader.Int("max_nodes");
-  s.nproc_per_node = reader.Int("nproc_per_node");
-  s.max_restarts = reader.Int("max_restarts");
-  s.join_timeout = absl::Milliseconds(reader.Int64());
-  s.last_call_timeout = absl::Milliseconds(reader.Int64());
-  s.heartbeat_interval = absl::Milliseconds(reader.Int64());
-  s.heartbeat_timeout = absl::Milliseconds(reader.Int64());
-  s.shutdown_timeout = absl::Milliseconds(reader.Int64());
+  s = rendezvous::DefaultJobSettings();
+  s.set_min_nodes(reader.Int("min_nodes"));
+  s.set_max_nodes(reader.Int("max_nodes"));
+  s.set_nproc_per_node(reader.Int("nproc_per_node"));
+  s.set_max_restarts(reader.Int("max_restarts"));
+  s.set_join_timeout_ms(reader.Int64());
+  s.set_last_call_timeout_ms(reader.Int64());
+  s.set_heartbeat_interval_ms(reader.Int64());
+  s.set_heartbeat_timeout_ms(reader.Int64());
+  s.set_shutdown_timeout_ms(reader.Int64());
   const int64_t state = reader.Int64();
   job->generation = reader.Int64();
   job->restart_count = reader.Int("restart_count");
@@ -119,14 +121,14 @@ std::string ReadJobRow(RowReader& reader, JobRecord* job) {
 }
 
 std::string ReadNode(RowReader& reader, NodeRecord* node) {
-  node->node_id = reader.Blob();
-  node->incarnation = Uint64FromBits(reader.Int64());
-  node->nproc = reader.Int("nproc");
-  node->requested_rank = reader.Int("requested_rank");
-  node->address = reader.Blob();
-  node->group_rank = reader.Int("group_rank");
-  node->global_rank_offset = reader.Int64();
-  node->join_seq = Uint64FromBits(reader.Int64());
+  node->set_node_id(reader.Blob());
+  node->set_incarnation(Uint64FromBits(reader.Int64()));
+  node->set_nproc(reader.Int("nproc"));
+  node->set_requested_rank(reader.Int("requested_rank"));
+  node->set_address(reader.Blob());
+  node->set_group_rank(reader.Int("group_rank"));
+  node->set_global_rank_offset(reader.Int64());
+  node->set_join_seq(Uint64FromBits(reader.Int64()));
   return reader.error();
 }
 

@@ -140,7 +140,7 @@ absl::Status WriteNodes(SqliteDatabase& db, const JobChanges& changes) {
     const std::string record = EncodeNodeRecord(node);
     DDP_RETURN_IF_ERROR(RunCached(db, kUpsertNode, [&](SqliteStatement& s) {
       DDP_RETURN_IF_ERROR(s.BindBlob(1, changes.job_id));
-      DDP_RETURN_IF_ERROR(s.BindBlob(2, node.node_id));
+      DDP_RETURN_IF_ERROR(s.BindBlob(2, node.node_id()));
       return s.BindBlob(3, record);
     }));
   }

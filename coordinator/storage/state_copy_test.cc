@@ -116,7 +116,7 @@ std::vector<JobSnapshot> SortedJobs(commit::StateStore& store) {
             [](const JobSnapshot& a, const JobSnapshot& b) { return a.job.job_id < b.job.job_id; });
   for (JobSnapshot& job : out) {
     std::sort(job.nodes.begin(), job.nodes.end(),
-              [](const auto& a, const auto& b) { return a.node_id < b.node_id; });
+              [](const auto& a, const auto& b) { return a.node_id() < b.node_id(); });
   }
   return out;
 }

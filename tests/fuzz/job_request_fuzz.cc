@@ -32,11 +32,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const rendezvous::RendezvousLimits& limits = options.limits;
 
   const rendezvous::JobSettings settings = rendezvous::RequestedSettings(create.settings());
-  absl::StatusOr<rendezvous::JobStatus> created = registry.CreateJob(create.job_id(), settings);
-  absl::StatusOr<rendezvous::JobStatus> got = registry.GetJob(create.job_id(), false);
+  absl::StatusOr<v1::Job> created = registry.CreateJob(create.job_id(), settings);
+  absl::StatusOr<v1::Job> got = registry.GetJob(create.job_id(), false);
   if (created.ok()) {
-    if (!got.ok() || !(got->settings == settings)) std::abort();
-    if (!rendezvous::ValidateJobSettings(got->settings, limits).ok()) std::abort();
+    if (!got.ok() || got->settings().SerializeAsString() != settings.SerializeAsString()) std::abort();
+    if (!rendezvous::ValidateJobSettings(got->settings(), limits).ok()) std::abort();
   } else if (got.ok()) {
     std::abort();  // refused, yet created
   }
@@ -46,13 +46,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!request.ok()) return 0;
   const bool existed = registry.GetJob(request->job_id, false).ok();
   absl::StatusOr<rendezvous::RegisterResult> registered = registry.Register(*request);
-  absl::StatusOr<rendezvous::JobStatus> job = registry.GetJob(request->job_id, true);
+  absl::StatusOr<v1::Job> job = registry.GetJob(request->job_id, true);
   if (registered.ok()) {
     if (!job.ok()) std::abort();
     bool listed = false;
-    for (const rendezvous::NodeStatus& node : job->nodes) {
-      listed = listed || (node.node_id == request->node_id &&
-                          node.incarnation == request->incarnation);
+    for (const auto* nodes : {&job->members(), &job->spares()}) {
+      for (const v1::Member& node : *nodes) {
+        listed = listed || (node.node_id() == request->node_id &&
+                            node.incarnation() == request->incarnation);
+      }
     }
     if (!listed) std::abort();
   } else if (!existed && job.ok()) {

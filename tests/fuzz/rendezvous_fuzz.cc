@@ -76,11 +76,6 @@ struct StatsAtExit {
     }                                                                           \
   } while (false)
 
-bool IsFinished(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled;
-}
-
 Generation generation_of(const OutboundMessage& message) {
   const auto* assignment = std::get_if<Assignment>(&message.body);
   return assignment != nullptr ? assignment->generation : -1;
@@ -156,7 +151,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // generations count from 1 again (even when no node was told the old
     // run finished).
     auto before = registry.GetJobIncludingPending(kJob);
-    const bool was_finished = before.ok() && IsFinished(before->state);
+    const bool was_finished = before.ok() && IsTerminal(before->state());
     switch (op) {
       case 0:
       case 1: {
@@ -166,15 +161,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         request.incarnation = 1 + in.Next(3);
         request.nproc = in.Next(3);
         request.address = "10.0.0." + node.substr(1);
-        JobSettings settings;
-        settings.min_nodes = 1 + in.Next(2);
-        settings.max_nodes = settings.min_nodes + in.Next(3);
-        settings.max_restarts = in.Next(3);
-        settings.heartbeat_interval = absl::Milliseconds(100);
-        settings.heartbeat_timeout = absl::Milliseconds(500);
-        settings.last_call_timeout = absl::Milliseconds(200);
-        settings.join_timeout = absl::Seconds(5);
-        settings.shutdown_timeout = absl::Seconds(1);
+        JobSettings settings = DefaultJobSettings();
+        settings.set_min_nodes(1 + in.Next(2));
+        settings.set_max_nodes(settings.min_nodes() + in.Next(3));
+        settings.set_max_restarts(in.Next(3));
+        settings.set_heartbeat_interval_ms(100);
+        settings.set_heartbeat_timeout_ms(500);
+        settings.set_last_call_timeout_ms(200);
+        settings.set_join_timeout_ms(5000);
+        settings.set_shutdown_timeout_ms(1000);
         if (op == 0) request.settings = settings;
         if (op == 1 && in.Next(4) == 0) {  // a resume after the agent's lease ran out
           request.lease_expired = true;
@@ -229,12 +224,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
     }
     auto after = registry.GetJobIncludingPending(kJob);
-    if (was_finished && after.ok() && !IsFinished(after->state)) model.finished = true;
+    if (was_finished && after.ok() && !IsTerminal(after->state())) model.finished = true;
     CheckOutbox(registry.TakeOutbox(), model);
     auto status = registry.GetJobIncludingPending(kJob);
-    if (status.ok() && status->restart_count > status->settings.max_restarts) {
+    if (status.ok() && status->restart_count() > status->settings().max_restarts()) {
       std::fprintf(stderr, "rendezvous_fuzz: violated: restart_count %d > max_restarts %d\n",
-                   status->restart_count, status->settings.max_restarts);
+                   status->restart_count(), status->settings().max_restarts());
       std::abort();
     }
   }

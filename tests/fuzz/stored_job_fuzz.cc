@@ -45,15 +45,15 @@ class Bytes {
 JobRecord Record(Bytes& in, const std::string& job_id) {
   JobRecord r;
   r.job_id = job_id;
-  r.settings.min_nodes = static_cast<int>(in.Int(0, 5));
-  r.settings.max_nodes = static_cast<int>(in.Int(0, 5));
-  r.settings.nproc_per_node = static_cast<int>(in.Int(0, 4));
-  r.settings.max_restarts = static_cast<int>(in.Int(-1, 3));
-  r.settings.join_timeout = absl::Milliseconds(in.Int(0, 100000));
-  r.settings.last_call_timeout = absl::Milliseconds(in.Int(0, 1000));
-  r.settings.heartbeat_interval = absl::Milliseconds(in.Int(0, 1000));
-  r.settings.heartbeat_timeout = absl::Milliseconds(in.Int(0, 5000));
-  r.settings.shutdown_timeout = absl::Milliseconds(in.Int(0, 5000));
+  r.settings.set_min_nodes(static_cast<int>(in.Int(0, 5)));
+  r.settings.set_max_nodes(static_cast<int>(in.Int(0, 5)));
+  r.settings.set_nproc_per_node(static_cast<int>(in.Int(0, 4)));
+  r.settings.set_max_restarts(static_cast<int>(in.Int(-1, 3)));
+  r.settings.set_join_timeout_ms(in.Int(0, 100000));
+  r.settings.set_last_call_timeout_ms(in.Int(0, 1000));
+  r.settings.set_heartbeat_interval_ms(in.Int(0, 1000));
+  r.settings.set_heartbeat_timeout_ms(in.Int(0, 5000));
+  r.settings.set_shutdown_timeout_ms(in.Int(0, 5000));
   r.state = static_cast<JobState>(in.Int(0, 6));
   r.generation = in.Int(-1, 5);
   r.restart_count = static_cast<int>(in.Int(-1, 5));
@@ -77,15 +77,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   changes.job = Record(in, job_id);
   const int nodes = in.Byte() % 6;
   for (int i = 0; i < nodes; ++i) {
-    NodeRecord n;
-    n.node_id = in.Text(6);
-    n.incarnation = static_cast<Incarnation>(in.Int(0, 3));
-    n.nproc = static_cast<int>(in.Int(0, 4));
-    n.requested_rank = static_cast<int>(in.Int(-2, 5));
-    n.group_rank = static_cast<int>(in.Int(-2, 5));
-    n.global_rank_offset = in.Int(-1, 20);
-    n.join_seq = static_cast<uint64_t>(in.Int(0, 20));
-    n.address = in.Text(8);
+    NodeRecord n = NewNodeRecord("");
+    n.set_node_id(in.Text(6));
+    n.set_incarnation(static_cast<Incarnation>(in.Int(0, 3)));
+    n.set_nproc(static_cast<int>(in.Int(0, 4)));
+    n.set_requested_rank(static_cast<int>(in.Int(-2, 5)));
+    n.set_group_rank(static_cast<int>(in.Int(-2, 5)));
+    n.set_global_rank_offset(in.Int(-1, 20));
+    n.set_join_seq(static_cast<uint64_t>(in.Int(0, 20)));
+    n.set_address(in.Text(8));
     changes.upserted_nodes.push_back(n);
   }
   InMemoryJobStateStore store;

@@ -409,7 +409,7 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
     // Removals first: a batch that removes and re-adds a node ends with the node.
     for (const std::string& node : c.removed_nodes) jobs.erase(nodes + Hex(node));
     for (const rendezvous::NodeRecord& node : c.upserted_nodes) {
-      jobs[nodes + Hex(node.node_id)] = EncodeNodeRecord(node);
+      jobs[nodes + Hex(node.node_id())] = EncodeNodeRecord(node);
     }
     for (const rendezvous::JobEvent& event : c.appended_events) {
       event_puts[EventKey(events, event.index())] = EncodeJobEvent(event);
