@@ -32,7 +32,7 @@ http="http://127.0.0.1:$(cat "$work/http_port")"
 
 wait_agents() {  # N: until the scrape shows N connected agents
   for _ in $(seq 600); do
-    curl -sf "$http/metrics" | grep -q "^ddp_agents_connected $1\$" && return 0
+    grep -q "^ddp_agents_connected $1\$" <<<"$(curl -sf "$http/metrics")" && return 0
     sleep 0.2
   done
   echo "bench_operator: $1 agents never connected" >&2

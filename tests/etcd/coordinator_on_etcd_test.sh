@@ -31,7 +31,7 @@ ctl() { "$DDPCTL" --coordinator "$ADDR" "$@"; }
 
 
 start "$WORK/a" "$WORK/a.log"
-ctl kv put alpha 1 | grep -q "revision 1" || fail "the first put is not revision 1"
+grep -q "revision 1" <<<"$(ctl kv put alpha 1)" || fail "the first put is not revision 1"
 ctl jobs create trainer --nnodes 1:2 >/dev/null || fail "jobs create"
 kill -KILL "$PID"
 wait "$PID" 2>/dev/null || true
@@ -39,8 +39,8 @@ wait "$PID" 2>/dev/null || true
 # Another coordinator (another data dir: another host) on the same etcd prefix.
 start "$WORK/b" "$WORK/b.log"
 [ "$(ctl kv get alpha)" = "1" ] || fail "alpha is lost after kill -9"
-ctl kv put beta 2 | grep -q "revision 2" || fail "revisions do not continue from etcd"
-ctl jobs get trainer | grep -q "WAITING" || fail "the job is lost after kill -9"
+grep -q "revision 2" <<<"$(ctl kv put beta 2)" || fail "revisions do not continue from etcd"
+grep -q "WAITING" <<<"$(ctl jobs get trainer)" || fail "the job is lost after kill -9"
 kill -TERM "$PID"
 wait "$PID" || fail "the coordinator exited non-zero on SIGTERM"
 
@@ -78,8 +78,8 @@ grep -q "not empty" "$WORK/copy-again.log" || fail "the second copy does not say
 STORE="etcd://127.0.0.1:$client/moved"
 start "$WORK/moved" "$WORK/moved.log"
 [ "$(ctl kv get --namespace keep delta)" = "4" ] || fail "delta not moved to etcd"
-ctl kv put --namespace keep epsilon 5 | grep -q "revision 3" || fail "revisions do not continue after the move"
-ctl jobs get mover | grep -q "WAITING" || fail "the job was not moved to etcd"
+grep -q "revision 3" <<<"$(ctl kv put --namespace keep epsilon 5)" || fail "revisions do not continue after the move"
+grep -q "WAITING" <<<"$(ctl jobs get mover)" || fail "the job was not moved to etcd"
 kill -TERM "$PID"
 wait "$PID" || fail "the coordinator on the moved prefix exited non-zero on SIGTERM"
 

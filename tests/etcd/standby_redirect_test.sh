@@ -65,21 +65,21 @@ grep -q "standby; the leader is $A" "$WORK/alone.out" || fail "the refusal does 
 SB="http://127.0.0.1:${HTTP[b]}" LD="http://127.0.0.1:${HTTP[a]}"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SB/healthz")" = 200 ] || fail "standby /healthz is not 200"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SB/readyz")" = 503 ] || fail "standby /readyz is not 503"
-curl -s "$SB/metrics" | grep -q "^ddp_coordinator_leader 0$" || fail "standby metrics: leader not 0"
-curl -s "$LD/metrics" | grep -q "^ddp_coordinator_leader 1$" || fail "leader metrics: leader not 1"
+grep -q "^ddp_coordinator_leader 0$" <<<"$(curl -s "$SB/metrics")" || fail "standby metrics: leader not 0"
+grep -q "^ddp_coordinator_leader 1$" <<<"$(curl -s "$LD/metrics")" || fail "leader metrics: leader not 1"
 # Each has seen one leader elected: a.
-curl -s "$SB/metrics" | grep -q "^ddp_coordinator_leader_changes_seen_total 1$" ||
+grep -q "^ddp_coordinator_leader_changes_seen_total 1$" <<<"$(curl -s "$SB/metrics")" ||
   fail "standby metrics: leader changes not 1: $(curl -s "$SB/metrics")"
-curl -s "$LD/metrics" | grep -q "^ddp_coordinator_leader_changes_seen_total 1$" ||
+grep -q "^ddp_coordinator_leader_changes_seen_total 1$" <<<"$(curl -s "$LD/metrics")" ||
   fail "leader metrics: leader changes not 1"
-curl -s "$SB/v1/cluster" | grep -q '"role": *"STANDBY"' || fail "standby /v1/cluster: not STANDBY"
+grep -q '"role": *"STANDBY"' <<<"$(curl -s "$SB/v1/cluster")" || fail "standby /v1/cluster: not STANDBY"
 headers=$(curl -s -o /dev/null -D - "$SB/v1/kv/ha/alpha?x=1")
 echo "$headers" | grep -q "^HTTP/1.1 307" || fail "a standby's GET is not a 307: $headers"
 echo "$headers" | grep -qi "^location: $LD/v1/kv/ha/alpha?x=1" || fail "307 not to the leader: $headers"
 # Followed, a PUT keeps its method and body; the GET reads it back.
-curl -s -L -X PUT "$SB/v1/kv/ha/beta" -d '{"value":"Mg=="}' | grep -q revision ||
+grep -q revision <<<"$(curl -s -L -X PUT "$SB/v1/kv/ha/beta" -d '{"value":"Mg=="}')" ||
   fail "PUT through the standby's redirect"
-curl -s -L "$SB/v1/kv/ha/beta" | grep -q '"value": *"Mg=="' || fail "GET through the redirect"
+grep -q '"value": *"Mg=="' <<<"$(curl -s -L "$SB/v1/kv/ha/beta")" || fail "GET through the redirect"
 
 # kill -9 of the leader: b leads (a's lease is 2 s), everything is there.
 kill -KILL "${PID[a]}"
@@ -88,9 +88,9 @@ wait_for "$WORK/b.log" "leading: serving" 10
 [ "$("$DDPCTL" --coordinator "$A,$B" kv get --namespace ha beta)" = "2" ] || fail "beta after failover"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SB/readyz")" = 200 ] || fail "new leader /readyz not 200"
 # b has seen a, then itself.
-curl -s "$SB/metrics" | grep -q "^ddp_coordinator_leader_changes_seen_total 2$" ||
+grep -q "^ddp_coordinator_leader_changes_seen_total 2$" <<<"$(curl -s "$SB/metrics")" ||
   fail "new leader metrics: leader changes not 2"
-"$DDPCTL" --coordinator "$B" --json cluster status | grep -q '"leaderChanges": *2' ||
+grep -q '"leaderChanges": *2' <<<"$("$DDPCTL" --coordinator "$B" --json cluster status)" ||
   fail "cluster status --json: leaderChanges not 2: $("$DDPCTL" --coordinator "$B" --json cluster status)"
 kill -TERM "${PID[b]}"
 wait "${PID[b]}" || fail "the leader exited non-zero on SIGTERM"

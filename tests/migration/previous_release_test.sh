@@ -59,7 +59,7 @@ for name in list get get_run1 kv; do same "$name"; done
 [ -e "$WORK/data/jobs.db" ] && fail "jobs.db is still there after the import"
 [ -s "$WORK/data/jobs.db.imported" ] || fail "jobs.db.imported is missing"
 # Writes go on from the imported revision (6).
-"$DDPCTL" --coordinator "$ADDR" kv put after-import yes | grep -q "revision 7" ||
+grep -q "revision 7" <<<"$("$DDPCTL" --coordinator "$ADDR" kv put after-import yes)" ||
   fail "the first write after the import is not revision 7"
 stop
 
@@ -68,7 +68,7 @@ start "$WORK/data" "$WORK/second.log"
 grep -q "imported" "$WORK/second.log" && fail "the second start imported again"
 read_all
 for name in list get get_run1; do same "$name"; done
-"$DDPCTL" --coordinator "$ADDR" kv get after-import | grep -q yes || fail "after-import is lost"
+grep -q yes <<<"$("$DDPCTL" --coordinator "$ADDR" kv get after-import)" || fail "after-import is lost"
 stop
 
 # 3. A previous-release dir whose jobs.db was truncated, or deleted, is refused.

@@ -40,15 +40,15 @@ HTTP="127.0.0.1:$(cat "$WORK/http_port")"
   >"$WORK/agent.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 150); do
-  curl -sf "http://$HTTP/v1/jobs/metrics-e2e" | grep -q '"state":"RUNNING"' && break
+  grep -q '"state":"RUNNING"' <<<"$(curl -sf "http://$HTTP/v1/jobs/metrics-e2e")" && break
   sleep 0.2
 done
-curl -sf "http://$HTTP/v1/jobs/metrics-e2e" | grep -q '"state":"RUNNING"' ||
+grep -q '"state":"RUNNING"' <<<"$(curl -sf "http://$HTTP/v1/jobs/metrics-e2e")" ||
   fail "the job did not reach RUNNING"
 
 # The agent's heartbeats go over UDP (--heartbeat-udp): counted once one arrived.
 for _ in $(seq 1 50); do
-  curl -sf "http://$HTTP/metrics" | grep -q '^ddp_heartbeat_datagrams_total{result="accepted"} [1-9]' &&
+  grep -q '^ddp_heartbeat_datagrams_total{result="accepted"} [1-9]' <<<"$(curl -sf "http://$HTTP/metrics")" &&
     break
   sleep 0.2
 done
