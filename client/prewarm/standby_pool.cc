@@ -722,14 +722,20 @@ EnvMap StandbyPool::StandbyEnvironment(const EnvMap& static_env) const {
   return env;
 }
 
-void StandbyPool::StartAlone(int rank, const Request& request) {
+std::unique_ptr<StandbyPool::Standby> StandbyPool::NewStandby(int local_rank,
+                                                              const Request& request) const {
   auto standby = std::make_unique<Standby>();
-  standby->local_rank = rank;
+  standby->local_rank = local_rank;
   standby->argv = request.argv;
   standby->static_env = request.static_env;
   standby->stdio = request.stdio;
   standby->started = clock_.Now();
   standby->idle = standby->idle_at_start = request.idle;
+  return standby;
+}
+
+void StandbyPool::StartAlone(int rank, const Request& request) {
+  std::unique_ptr<Standby> standby = NewStandby(rank, request);
   EnvMap env = StandbyEnvironment(request.static_env);
   env["DDP_PREWARM_MODULES"] = absl::StrJoin(options_.modules, ",");
   int pair[2];
@@ -915,13 +921,7 @@ absl::StatusOr<std::unique_ptr<StandbyPool::Standby>> StandbyPool::ForkFromZygot
   for (int fd : {out[0], err[0]}) {
     if (fd >= 0) fcntl(fd, F_SETFL, O_NONBLOCK);
   }
-  auto standby = std::make_unique<Standby>();
-  standby->local_rank = rank;
-  standby->argv = request.argv;
-  standby->static_env = request.static_env;
-  standby->stdio = request.stdio;
-  standby->started = clock_.Now();
-  standby->idle_at_start = request.idle;
+  std::unique_ptr<Standby> standby = NewStandby(rank, request);
   standby->idle = request.idle || zygote_idle;  // a fork keeps its zygote's policy
   standby->process.pid = pid;
   standby->process.pidfd = pidfd;

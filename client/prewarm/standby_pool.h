@@ -231,6 +231,8 @@ class StandbyPool {
   EnvMap StandbyEnvironment(const EnvMap& static_env) const;
   // A standby of its own for `request` (SpawnWorker), as without a zygote.
   void StartAlone(int local_rank, const Request& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // A Standby record for `request` at local_rank, started now (no process yet).
+  std::unique_ptr<Standby> NewStandby(int local_rank, const Request& request) const;
   // A zygote for `request`'s argv and NodePart, replacing the one there is.
   void StartZygote(const Request& request) ABSL_LOCKS_EXCLUDED(mu_);
   // `request`'s standby forked by the zygote; on error the caller starts it
