@@ -11,6 +11,13 @@
 namespace ddp::commit {
 namespace {
 
+// True once everything the ledger changed so far is durable (10 s at most).
+bool Durable(NodeLedgerParticipant& participant) {
+  absl::Notification done;
+  participant.WhenDurable([&] { done.Notify(); });
+  return done.WaitForNotificationWithTimeout(absl::Seconds(10));
+}
+
 CommitLoopOptions NoTicker() {
   CommitLoopOptions options;
   options.tick_interval = absl::ZeroDuration();
@@ -65,9 +72,7 @@ TEST(NodeLedgerParticipantTest, FailedCommit_RecordsWrittenByTheNextOne) {
   loop.Flush();
   EXPECT_TRUE(store.LoadNodes()->empty());
   store.FailWith(absl::OkStatus());
-  absl::Notification done;
-  (*participant)->WhenDurable([&] { done.Notify(); });
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(Durable(**participant));
   ASSERT_EQ(store.LoadNodes()->size(), 1u);
   EXPECT_EQ((*store.LoadNodes())[0].state(), v1::NODE_CORDONED);
   loop.Shutdown();
@@ -84,9 +89,7 @@ TEST(NodeLedgerParticipantTest, SetPolicy_StoredAndRestoredOverTheFlags) {
     ASSERT_TRUE(participant.ok());
     loop.Start();
     ASSERT_TRUE((*participant)->ledger().SetPolicy({1, absl::Minutes(10)}).ok());
-    absl::Notification done;
-    (*participant)->WhenDurable([&] { done.Notify(); });
-    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    ASSERT_TRUE(Durable(**participant));
     loop.Shutdown();
   }
   ASSERT_TRUE(store.LoadQuarantinePolicy()->has_value());
@@ -112,9 +115,7 @@ TEST(NodeLedgerParticipantTest, SetPolicy_FailedCommit_WrittenByTheNextOne) {
   loop.Flush();
   EXPECT_FALSE(store.LoadQuarantinePolicy()->has_value());
   store.FailWith(absl::OkStatus());
-  absl::Notification done;
-  (*participant)->WhenDurable([&] { done.Notify(); });
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(Durable(**participant));
   ASSERT_TRUE(store.LoadQuarantinePolicy()->has_value());
   EXPECT_EQ((*store.LoadQuarantinePolicy())->after(), 3);
   loop.Shutdown();
