@@ -72,8 +72,9 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   std::unique_ptr<Job> job(new Job(r, limits, clock, outbox));
   DDP_RETURN_IF_ERROR(job->RestoreEvents(snapshot.events));
   const absl::Time now = clock.Now();
+  // A finished job keeps its last generation's members to show (issue 25.5).
   bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
-                     job->state_ == JobState::kRestarting;
+                     job->state_ == JobState::kRestarting || IsTerminal(job->state_);
   DDP_RETURN_IF_ERROR(job->membership_.Restore(snapshot.nodes, limits));
   if (has_members) {
     std::vector<std::pair<std::string, int>> ranks;

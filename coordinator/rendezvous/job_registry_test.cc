@@ -379,6 +379,49 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
   EXPECT_EQ(restarted.GetJob("j", false)->generation(), 2);
 }
 
+// A finished job shows its last generation's members and world size (issue
+// 25.5), after a coordinator restart as before it.
+TEST(JobRegistry, RestoreFinishedJob_ShowsItsLastMembersAndWorldSize) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  v1::Job before;
+  {
+    JobRegistry registry(clock, &store, {});
+    ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
+    ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
+    ASSERT_TRUE(
+        registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
+    for (auto [n, inc] : {std::pair{"a", 1}, {"b", 2}}) {
+      for (int local_rank = 0; local_rank < 2; ++local_rank) {  // nproc 2 each
+        ASSERT_TRUE(registry
+                        .WorkerExited(Ref("j", n, inc, 1), Exit(local_rank, 0, 0, "", clock.Now()))
+                        .ok());
+      }
+    }
+    ASSERT_TRUE(registry.PersistPending().ok());
+    before = *registry.GetJob("j", true);
+    ASSERT_EQ(before.state(), v1::SUCCEEDED);
+    ASSERT_EQ(before.world_size(), 4);
+    ASSERT_EQ(before.member_count(), 2);
+  }
+  JobRegistry restarted(clock, &store, {});
+  ASSERT_TRUE(restarted.Restore().ok());
+  const v1::Job after = *restarted.GetJob("j", true);
+  EXPECT_EQ(after.state(), v1::SUCCEEDED);
+  EXPECT_EQ(after.world_size(), 4);
+  EXPECT_EQ(after.member_count(), 2);
+  ASSERT_EQ(after.members_size(), before.members_size());
+  for (int i = 0; i < after.members_size(); ++i) {
+    EXPECT_EQ(after.members(i).node_id(), before.members(i).node_id());
+    EXPECT_EQ(after.members(i).group_rank(), before.members(i).group_rank());
+  }
+  // Stored again (any later write of the job), the world size is kept.
+  ASSERT_TRUE(restarted.PersistPending().ok());
+  JobRegistry again(clock, &store, {});
+  ASSERT_TRUE(again.Restore().ok());
+  EXPECT_EQ(again.GetJob("j", false)->world_size(), 4);
+}
+
 TEST(JobRegistry, RestoreDuringStopBarrierAfterAMemberWasRemoved_WaitsForItsLease) {
   FakeClock clock;
   InMemoryJobStateStore store;

@@ -6,7 +6,9 @@
 # reads exactly as that release showed it (expected/), except where the API
 # changed on purpose since: a finished job lists its nodes as members (group
 # rank -1), not spares (2026-11-26, docs/api.md), and the job settings show
-# hang_timeout_ms, 10 s for jobs stored before it existed (2026-11-27). Then: a restart does
+# hang_timeout_ms, 10 s for jobs stored before it existed (2026-11-27), and a finished
+# job's memberCount and worldSize are its last generation's, as before the restart (that
+# release showed 0 once it had restarted; 2026-11-27). Then: a restart does
 # not import again, writes go on at the next revision, and the same dir with
 # a truncated or missing jobs.db is refused (exit 3) instead of served empty.
 set -euo pipefail
