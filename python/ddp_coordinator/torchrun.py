@@ -305,8 +305,9 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
         return session
 
     def _leave_generation(self, session, deadline):
-        """torchrun's agent stopped its workers of ``self._generation``: if the coordinator
-        did not ask for it, a worker failed (reported here); then WorkersStopped."""
+        """torchrun's agent stopped its workers of ``self._generation``: the failures its
+        monitor saw, or, if the coordinator did not ask for the stop, that a worker failed,
+        are reported here; then WorkersStopped."""
         generation = self._generation
         if (session.finished is not None or session.dismissed is not None or
                 session.superseded >= generation):
@@ -315,8 +316,14 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
             asked = (session.stop_requested >= generation or
                      (session.assignment is not None and
                       session.assignment.generation > generation))
-        if not asked and not self._reported:
-            self._report_failure(session, _run_result_of_calling_agent())
+        result = _run_result_of_calling_agent()
+        # A worker torchrun's monitor saw fail is reported even when the coordinator asked
+        # for the stop first: another node's knock-on exits (its collective broke when this
+        # worker died) may have been reported before this agent's monitor looked.
+        saw_failures = result is not None and bool(getattr(result, "failures", None))
+        if not self._reported and (not asked or saw_failures):
+            self._report_failure(session, result)
+        if not asked:
             session.wait_until(lambda s: s.stop_requested >= generation or
                                s.finished is not None or s.dismissed is not None,
                                max(0.0, deadline - time.monotonic()))
