@@ -186,7 +186,9 @@ TEST(JobRegistry, WallClockSteps_NoNodeLostAndTimeoutsUnchanged) {
       monotonic.Advance(absl::Milliseconds(100));
       wall.Advance(absl::Milliseconds(100));
       ASSERT_TRUE(registry.Heartbeat(Ref("j1", "a", 1, 0)).ok());
-      if (b_heartbeats) ASSERT_TRUE(registry.Heartbeat(Ref("j1", "b", 2, 0)).ok());
+      if (b_heartbeats) {
+        ASSERT_TRUE(registry.Heartbeat(Ref("j1", "b", 2, 0)).ok());
+      }
       registry.Tick();
     }
   };
