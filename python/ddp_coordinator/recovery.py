@@ -24,10 +24,11 @@ The contract (docs/worker-contract.md, "In-process restart"):
   failure interrupted is not applied on this rank (its collective raised); it must leave
   ``state`` as it was before the step (update the step counter after the optimizer step).
 - With ``sync_state=True`` (the default), at the start of every generation that has both
-  survivors and new processes, the state of the lowest-ranked survivor is broadcast over the
-  new process group to every other rank (``state_dict()``/``load_state_dict()`` of the state,
-  or of each value of a dict state; other values are copied). A generation of new processes
-  only (the first, or after a full restart) broadcasts nothing: load the checkpoint then.
+  survivors and new processes, the state of the lowest-ranked survivor is sent over the new
+  process group to the new ranks alone (``state_dict()``/``load_state_dict()`` of the state,
+  or of each value of a dict state; other values are copied); the other survivors keep their
+  own. A generation of new processes only (the first, or after a full restart) sends nothing:
+  load the checkpoint then.
 - The agent tells survivors to leave at once (``DDP_RECOVERY_DIR``); a survivor blocked in a
   collective is unblocked by shutting down the sockets the process group opened (gloo), or
   by aborting the communicator (NCCL). A loop that computes for long without collectives may
@@ -36,6 +37,7 @@ The contract (docs/worker-contract.md, "In-process restart"):
 """
 import json
 import os
+import pickle
 import socket
 import stat
 import sys
@@ -317,20 +319,48 @@ def _default_load_state_dict(state, payload):
             state[key] = value
 
 
+def _collective_device(dist, torch):
+    """Where the group's tensors live: the current GPU under NCCL, else the CPU."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _send_object(dist, torch, obj, ranks, device):
+    """Pickles ``obj`` once and sends it to each of ``ranks`` (its size, then its bytes)."""
+    data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8).to(device)
+    size = torch.tensor([data.numel()], dtype=torch.int64, device=device)
+    for rank in ranks:
+        dist.send(size, rank)
+        dist.send(data, rank)
+
+
+def _recv_object(dist, torch, source, device):
+    size = torch.zeros(1, dtype=torch.int64, device=device)
+    dist.recv(size, source)
+    data = torch.empty(int(size.item()), dtype=torch.uint8, device=device)
+    dist.recv(data, source)
+    return pickle.loads(data.cpu().numpy().tobytes())
+
+
 def _sync_state(dist, torch, state, survivor, state_dict, load_state_dict):
-    """Tells every rank who survived; when some did and some are new, broadcasts the
-    lowest-ranked survivor's state to all. Returns the ranks that are new processes."""
+    """Tells every rank who survived; when some did and some are new, the lowest-ranked
+    survivor sends its state to the new ranks alone (the other survivors keep theirs and go
+    on at once; no broadcast to every rank). Returns the ranks that are new processes."""
     world = dist.get_world_size()
-    flags = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
-    dist.all_gather(flags, torch.tensor([1 if survivor else 0], dtype=torch.int64))
+    device = _collective_device(dist, torch)
+    flags = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world)]
+    dist.all_gather(flags, torch.tensor([1 if survivor else 0], dtype=torch.int64,
+                                        device=device))
     survivors = [r for r, f in enumerate(flags) if int(f.item()) == 1]
     replaced = [r for r in range(world) if r not in survivors]
     if survivors and replaced:
         source = survivors[0]
-        payload = [state_dict(state) if dist.get_rank() == source else None]
-        dist.broadcast_object_list(payload, src=source)
-        if dist.get_rank() != source:
-            load_state_dict(state, payload[0])
+        rank = dist.get_rank()
+        if rank == source:
+            _send_object(dist, torch, state_dict(state), replaced, device)
+        elif rank in replaced:
+            load_state_dict(state, _recv_object(dist, torch, source, device))
     return replaced
 
 
