@@ -51,6 +51,8 @@ void Agent::StartStandbys() {
   }
   StandbyPoolOptions pool_options;
   pool_options.modules = launch.prewarm;
+  // The in-process wrapper a replaced rank imports first: warm too.
+  if (launch.in_process_restart) pool_options.optional_modules = {"ddp_coordinator.recovery"};
   pool_options.python_exec = launch.python_exec;
   pool_options.site_dir = options_.run_dir + "/prewarm";
   // One zygote imports once and forks each standby (standby_pool.h); what

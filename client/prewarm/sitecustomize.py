@@ -3,7 +3,8 @@
 #
 # A standby is started with the worker's exact command line (python3 -u
 # SCRIPT ARGS or python3 -u -m MODULE ARGS) and its rank's static environment,
-# plus PYTHONPATH led by this file's directory, DDP_PREWARM_MODULES=M1,M2 and
+# plus PYTHONPATH led by this file's directory, DDP_PREWARM_MODULES=M1,M2 (a
+# name led by "?" is imported where it can be, else skipped) and
 # descriptor 3: a socket to the agent. The interpreter imports this module
 # while it starts up (site.py), before it sets up and runs __main__. Here the
 # standby
@@ -90,8 +91,15 @@ def _ddp_import(os, sys, modules):
     path0 = os.path.dirname(original) if original else os.getcwd()
     sys.path.insert(0, path0)
     for name in modules.split(","):
+        optional = name.startswith("?")  # imported where it can be, else skipped
+        name = name[1:] if optional else name
         try:
             __import__(name)
+        except Exception as error:
+            if optional:
+                continue
+            _ddp_tell("error cannot import %s: %s: %s" % (name, type(error).__name__, error))
+            os._exit(17)
         except BaseException as error:
             _ddp_tell("error cannot import %s: %s: %s" % (name, type(error).__name__, error))
             os._exit(17)

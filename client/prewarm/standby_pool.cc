@@ -197,6 +197,14 @@ std::string EncodeStartMessage(const EnvMap& env) {
   return message;
 }
 
+std::string StandbyPool::ModulesToImport() const {
+  std::string modules = absl::StrJoin(options_.modules, ",");
+  for (const std::string& optional : options_.optional_modules) {
+    absl::StrAppend(&modules, ",?", optional);  // sitecustomize.py: skipped if it fails
+  }
+  return modules;
+}
+
 absl::StatusOr<std::unique_ptr<StandbyPool>> StandbyPool::Create(StandbyPoolOptions options,
                                                                  const Clock& clock) {
   if (options.modules.empty()) return absl::InvalidArgumentError("--prewarm names no module");
@@ -737,7 +745,7 @@ std::unique_ptr<StandbyPool::Standby> StandbyPool::NewStandby(int local_rank,
 void StandbyPool::StartAlone(int rank, const Request& request) {
   std::unique_ptr<Standby> standby = NewStandby(rank, request);
   EnvMap env = StandbyEnvironment(request.static_env);
-  env["DDP_PREWARM_MODULES"] = absl::StrJoin(options_.modules, ",");
+  env["DDP_PREWARM_MODULES"] = ModulesToImport();
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
     DDP_LOG(WARNING) << "--prewarm: local rank " << rank << ": socketpair: " << strerror(errno);
@@ -783,7 +791,7 @@ void StandbyPool::StartZygote(const Request& request) {
   zygote->stdio.stdout_target = options_.zygote_stdout_fd;
   zygote->stdio.stderr_target = options_.zygote_stderr_fd;
   EnvMap env = StandbyEnvironment(zygote->static_env);
-  env["DDP_PREWARM_MODULES"] = absl::StrJoin(options_.modules, ",");
+  env["DDP_PREWARM_MODULES"] = ModulesToImport();
   env["DDP_PREWARM_ZYGOTE"] = "1";
   int pair[2] = {-1, -1};
   absl::StatusOr<SpawnedWorker> process = absl::InternalError("not started");

@@ -142,6 +142,10 @@ namespace ddp::client {
 
 struct StandbyPoolOptions {
   std::vector<std::string> modules;  // what a standby imports (validated dotted names)
+  // Imported after `modules` where they can be; one that cannot is skipped
+  // without a word (the agent's own ddp_coordinator.recovery under
+  // --in-process-restart: a script that does not use it loses nothing).
+  std::vector<std::string> optional_modules;
   std::string python_exec = "python3";
   // Where sitecustomize.py is written (created if missing), e.g.
   // RUN_DIR/prewarm.
@@ -233,6 +237,8 @@ class StandbyPool {
   void StartAlone(int local_rank, const Request& request) ABSL_LOCKS_EXCLUDED(mu_);
   // A Standby record for `request` at local_rank, started now (no process yet).
   std::unique_ptr<Standby> NewStandby(int local_rank, const Request& request) const;
+  // DDP_PREWARM_MODULES: the modules, then the optional ones marked '?'.
+  std::string ModulesToImport() const;
   // A zygote for `request`'s argv and NodePart, replacing the one there is.
   void StartZygote(const Request& request) ABSL_LOCKS_EXCLUDED(mu_);
   // `request`'s standby forked by the zygote; on error the caller starts it

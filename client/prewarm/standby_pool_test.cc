@@ -372,6 +372,35 @@ TEST(StandbyPoolTest, ImportFails_StartsColdAndDoesNotRetry) {
   EXPECT_FALSE(pool->AwaitReady({0}, absl::Seconds(2)));
 }
 
+// Optional modules (the agent's ddp_coordinator.recovery under
+// --in-process-restart): imported where they can be; one that cannot be does
+// not spoil the standby.
+TEST(StandbyPoolTest, OptionalModules_ImportedWhereTheyCanBe_AMissingOneSkipped) {
+  for (bool zygote : {false, true}) {
+    const std::string dir = TestDir(zygote ? "optional_z" : "optional");
+    StandbyPoolOptions options;
+    options.zygote = zygote;
+    options.zygote_stdout_fd = 1;
+    options.zygote_stderr_fd = 2;
+    options.modules = {"json"};
+    options.optional_modules = {"no_such_module_for_ddp_test", "xml.dom.minidom"};
+    options.python_exec = Python();
+    options.site_dir = absl::StrCat(dir, "/prewarm");
+    absl::StatusOr<std::unique_ptr<StandbyPool>> pool =
+        StandbyPool::Create(options, MonotonicClock::Get());
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    const std::vector<std::string> ask = {"loaded=xml.dom.minidom,email.mime.text"};
+    WorkerSpec spec = DumpSpec(dir, 1, false, ask);
+    (*pool)->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+    ASSERT_TRUE((*pool)->AwaitReady({0}, kImport)) << "zygote " << zygote;
+    const WorkerRun run = RunWorker(DumpSpec(dir, 2, false, ask), pool->get());
+    EXPECT_EQ((*pool)->counts().warm_starts, 1) << "zygote " << zygote;
+    EXPECT_TRUE(run.exit.succeeded());
+    EXPECT_NE(run.dump.find(R"("xml.dom.minidom": true)"), std::string::npos) << run.dump;
+    EXPECT_NE(run.dump.find(R"("email.mime.text": false)"), std::string::npos) << run.dump;
+  }
+}
+
 TEST(StandbyPoolTest, NotAPythonCommand_StartsCold) {
   const std::string dir = TestDir("not_python");
   std::unique_ptr<StandbyPool> pool = MakePool(dir, {"json"});

@@ -49,12 +49,13 @@ import time
 PEER_FAILURE_WAIT_S = 10.0
 _MAX_LINE_BYTES = 1 << 20
 # DDP_RECOVERY_TRACE=1: one stderr line per step of a recovery, with its wall-clock time
-# ("ddp_coordinator.recovery: trace T rank R STEP"), for tools/bench_launch's breakdown.
-_TRACE = os.environ.get("DDP_RECOVERY_TRACE", "") not in ("", "0")
+# ("ddp_coordinator.recovery: trace T rank R STEP"), for tools/bench_launch's breakdown. Read
+# at each step, not at import: a --prewarm zygote imports this module with the node's
+# environment, before the worker's own.
 
 
 def _trace(step):
-    if _TRACE:
+    if os.environ.get("DDP_RECOVERY_TRACE", "") not in ("", "0"):
         print(f"ddp_coordinator.recovery: trace {time.time():.6f} rank "
               f"{os.environ.get('RANK', '?')} {step}", file=sys.stderr, flush=True)
 

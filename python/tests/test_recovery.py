@@ -79,7 +79,7 @@ def test_awaitStore_StoreListensLater_ReturnsSoonAfter(monkeypatch):
 
 
 def test_trace_On_PrintsWallClockRankAndStep(monkeypatch, capsys):
-    monkeypatch.setattr(recovery, "_TRACE", True)
+    monkeypatch.setenv("DDP_RECOVERY_TRACE", "1")
     monkeypatch.setenv("RANK", "3")
     before = time.time()
     recovery._trace("join 4 received")
@@ -90,8 +90,12 @@ def test_trace_On_PrintsWallClockRankAndStep(monkeypatch, capsys):
     assert before - 0.001 <= float(match.group(1)) <= time.time() + 0.001
 
 
-def test_trace_Off_PrintsNothing(monkeypatch, capsys):
-    monkeypatch.setattr(recovery, "_TRACE", False)
+@pytest.mark.parametrize("value", [None, "", "0"])
+def test_trace_Off_PrintsNothing(monkeypatch, capsys, value):
+    if value is None:
+        monkeypatch.delenv("DDP_RECOVERY_TRACE", raising=False)
+    else:
+        monkeypatch.setenv("DDP_RECOVERY_TRACE", value)
     recovery._trace("join 4 received")
     assert capsys.readouterr().err == ""
 

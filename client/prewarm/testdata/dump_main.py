@@ -1,10 +1,11 @@
 """What a worker can observe of how it was started, as JSON in argv[1].
 
-    python3 -u dump_main.py OUT [raise]      or      python3 -u -m dump_main OUT [raise]
+    python3 -u dump_main.py OUT [raise] [loaded=M1,M2]   or   python3 -u -m dump_main OUT ...
 
 client/prewarm/standby_pool_test compares the dump of a cold start with the
 dump of a --prewarm warm start; they must be equal. With "raise" it ends with
-an uncaught exception (its traceback is compared too).
+an uncaught exception (its traceback is compared too). With loaded=M1,M2 the dump also says
+which of those modules were imported before the script looked.
 """
 import json
 import multiprocessing
@@ -57,6 +58,10 @@ def main():
         "site_dirs_seen": sorted(k for k in sys.path_importer_cache
                                  if os.path.isfile(os.path.join(k, "sitecustomize.py"))),
     }
+    # loaded=M1,M2 (asked by a test): which of those modules the script found imported.
+    for arg in sys.argv[2:]:
+        if arg.startswith("loaded="):
+            dump["loaded"] = {name: name in sys.modules for name in arg[7:].split(",")}
     with open(sys.argv[1], "w") as out:
         json.dump(dump, out, indent=1, sort_keys=True)
     if sys.argv[2:] == ["raise"]:
