@@ -25,8 +25,10 @@
 //     HeartbeatTracker -> a hang is reported once through the ExitCallback
 //     (kind kHung; the process keeps running until the caller stops the group).
 //     A worker that never touched its heartbeat file (an unmodified script) is
-//     judged by its process group's CPU time, I/O bytes and state instead,
-//     sampled every `activity_sample_interval` (ActivityTracker): it is hung
+//     judged by its process group's CPU time, I/O bytes and state instead
+//     (by its own process tree in a group shared with other workers: an
+//     interactive run), sampled every `activity_sample_interval`
+//     (ActivityTracker): it is hung
 //     once it did nothing for `hang_timeout` while no running worker of the
 //     node did anything either (one rank saving a checkpoint while the others
 //     wait for it is progress). Such a hang is found at most hang_timeout +
