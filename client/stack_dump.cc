@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/numbers.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/worker_process.h"
+#include "common/proc_stats.h"
 
 namespace ddp::client {
 namespace {
@@ -88,12 +90,16 @@ absl::StatusOr<pid_t> SignalTarget(const StackDumpTarget& target) {
   }
   ProcStat process = worker;
   if (registered != target.pid) {
-    // A launcher script that runs Python: the interpreter is in the worker's
-    // process group.
-    if (!ReadProcStat(registered, &process) || process.pgrp != target.pid) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the stack dump handler in ", target.dump_file, " was registered by process ", registered,
-          ", which is not worker ", target.pid, " nor in its process group"));
+    // A launcher script that runs Python: the interpreter descends from the
+    // worker, or is in the group the worker leads. (In an interactive run
+    // the workers share one group: descent tells whose it is.)
+    const std::vector<pid_t> tree = ProcessTree(target.pid);
+    const bool descends = std::find(tree.begin(), tree.end(), registered) != tree.end();
+    if (!ReadProcStat(registered, &process) || (!descends && process.pgrp != target.pid)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the stack dump handler in ", target.dump_file,
+                       " was registered by process ", registered, ", which is not worker ",
+                       target.pid, " nor one of its descendants or its process group"));
     }
   }
   if (process.state == 'T' || process.state == 't') {

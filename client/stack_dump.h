@@ -16,8 +16,9 @@
 // then reads what each appended to its file.
 //
 // A worker is never signalled unless it registered (SIGUSR2's default action
-// would kill it): no line, a line of another process (not the worker nor in
-// its process group), or a process that is stopped (state T) gives a status
+// would kill it): no line, a line of another process (not the worker, one of
+// its descendants, nor in the group it leads), or a process that is stopped
+// (state T) gives a status
 // instead of a stack.
 //
 // Thread-safety: pure functions over the file system and /proc; safe from
@@ -42,7 +43,7 @@ inline constexpr int kStackDumpSignal = SIGUSR2;
 struct StackDumpTarget {
   int local_rank = 0;
   int global_rank = 0;
-  pid_t pid = -1;         // the worker (its process-group leader)
+  pid_t pid = -1;         // the worker
   std::string dump_file;  // its DDP_STACK_DUMP_FILE
 };
 

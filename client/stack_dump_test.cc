@@ -60,12 +60,13 @@ class StackDumpTest : public ::testing::Test {
     }
   }
 
-  // Starts `argv` as its own process-group leader, as the supervisor does,
-  // with DDP_STACK_DUMP_FILE and the agent's sitecustomize.py on PYTHONPATH.
-  pid_t Start(std::vector<std::string> argv) {
+  // Starts `argv` as its own process-group leader, as the supervisor does
+  // (or in `group`, as an interactive run's workers share one), with
+  // DDP_STACK_DUMP_FILE and the agent's sitecustomize.py on PYTHONPATH.
+  pid_t Start(std::vector<std::string> argv, pid_t group = 0) {
     const pid_t pid = fork();
     if (pid == 0) {
-      setpgid(0, 0);
+      setpgid(0, group);
       setenv("PYTHONPATH", SiteDir().c_str(), 1);
       setenv("DDP_STACK_DUMP_FILE", dump_file_.c_str(), 1);
       std::vector<char*> args;
@@ -74,6 +75,7 @@ class StackDumpTest : public ::testing::Test {
       execv(args[0], args.data());
       _exit(127);
     }
+    setpgid(pid, group == 0 ? pid : group);  // as the child: no race with the next Start
     children_.push_back(pid);
     return pid;
   }
@@ -133,6 +135,28 @@ TEST_F(StackDumpTest, PythonWorker_EveryThreadShown_KeepsRunning) {
             absl::StrCat("ddp-stack-dump pid=", pid, " signal=", kStackDumpSignal, "\n").size() +
                 2 * dump.text.size());
   EXPECT_TRUE(Alive(pid));
+}
+
+// A launcher shell that runs Python as its child, in a group led by another
+// worker (an interactive run): the interpreter descends from the worker, so
+// it is signalled.
+TEST_F(StackDumpTest, LauncherInSharedGroup_InterpreterChildSignalled) {
+  const pid_t leader = Start({"/bin/sleep", "60"});
+  const pid_t launcher =
+      Start({"/bin/sh", "-c", std::string(kPython) + " -u " + script_ + "; true"}, leader);
+  ASSERT_EQ(getpgid(launcher), leader);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  pid_t interpreter = -1;
+  while ((interpreter = RegisteredStackDumpPid(ReadAll(dump_file_))) < 0) {
+    ASSERT_LT(absl::Now(), deadline) << "no registration line in " << dump_file_;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_NE(interpreter, launcher);
+  AwaitRegistration(interpreter);
+  const StackDump dump = CollectOne(launcher);
+  ASSERT_TRUE(dump.status.ok()) << dump.status;
+  EXPECT_EQ(dump.pid, interpreter);
+  EXPECT_TRUE(absl::StrContains(dump.text, "in parked_main")) << dump.text;
 }
 
 TEST_F(StackDumpTest, ChildProcesses_DoNotInheritTheFile) {

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/proc_stats.h"
 
 namespace ddp::client {
 namespace {
@@ -38,9 +39,11 @@ absl::Status ErrnoError(absl::string_view what) {
 
 // Runs in the forked child: only async-signal-safe calls until exec.
 [[noreturn]] void ExecChild(pid_t parent, int out_write, int err_write, int control, int terminal,
-                            bool idle_cpu_priority, int report_write, char* const argv[],
-                            char* const envp[]) {
-  setpgid(0, 0);
+                            pid_t process_group, bool idle_cpu_priority, int report_write,
+                            char* const argv[], char* const envp[]) {
+  // Joining a group that is gone fails (EPERM): then a group of its own, so
+  // that a signal meant for the worker's group never reaches the agent's.
+  if (process_group <= 0 || setpgid(0, process_group) != 0) setpgid(0, 0);
   if (idle_cpu_priority) {
     sched_param param{};
     sched_setscheduler(0, SCHED_IDLE, &param);  // best effort: it only yields CPU
@@ -123,10 +126,12 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const std::vector<std::string>& argv,
   if (pid == 0) {
     ExecChild(parent, stdio.stdout_target >= 0 ? stdio.stdout_target : out[1],
               stdio.stderr_target >= 0 ? stdio.stderr_target : err[1], stdio.control_fd,
-              stdio.terminal_fd, stdio.idle_cpu_priority, report[1], argv_ptrs.data(),
-              env_ptrs.data());
+              stdio.terminal_fd, stdio.process_group, stdio.idle_cpu_priority, report[1],
+              argv_ptrs.data(), env_ptrs.data());
   }
-  setpgid(pid, pid);  // EACCES after exec is fine: the child did it itself
+  // As the child does, so that no signal to the group misses it. EACCES after
+  // exec is fine: the child did it itself.
+  if (stdio.process_group <= 0 || setpgid(pid, stdio.process_group) != 0) setpgid(pid, pid);
   CloseIfOpen(out[1]);
   CloseIfOpen(err[1]);
   CloseIfOpen(report[1]);
@@ -174,6 +179,11 @@ bool ProcessGroupAlive(pid_t pgid) { return pgid > 0 && (kill(-pgid, 0) == 0 || 
 
 void SignalProcessGroup(pid_t pgid, int signal) {
   if (pgid > 0) kill(-pgid, signal);
+}
+
+void SignalProcessTree(pid_t pid, int signal) {
+  if (pid <= 0) return;
+  for (pid_t process : ProcessTree(pid)) kill(process, signal);
 }
 
 std::string SignalName(int signal) {

@@ -8,7 +8,9 @@
 //  - leads its own process group (setpgid(0, 0); the parent does it too, so
 //  there is no
 //    window where a signal to the group misses it), so SIGTERM/SIGKILL to the
-//    group also reach anything the worker starts;
+//    group also reach anything the worker starts; or joins the group of
+//    WorkerStdio::process_group the same way (an interactive run's workers
+//    share the terminal's foreground group, as under torchrun);
 //  - has PR_SET_PDEATHSIG(SIGKILL): it dies when the thread that forked it
 //  dies. The agent
 //    must therefore fork from a thread that lives as long as the workers (the
@@ -35,7 +37,7 @@
 namespace ddp::client {
 
 struct SpawnedWorker {
-  pid_t pid = -1;      // also the process group id
+  pid_t pid = -1;      // the process group id too, unless it joined another
   int pidfd = -1;      // readable when the process exits (pidfd_open)
   int stdout_fd = -1;  // read ends, non-blocking, close-on-exec
   int stderr_fd = -1;
@@ -56,6 +58,12 @@ struct WorkerStdio {
   // pdb) and Ctrl-C reaches it, as under torchrun; -1: the child stays in the
   // background of any terminal.
   int terminal_fd = -1;
+  // > 0: the child joins this process group (of a worker started before, in
+  // the same session) instead of leading its own; when that group is gone by
+  // then, it leads its own after all (never stays in the caller's group).
+  // The group's terminal foreground, if any, is the group's already:
+  // terminal_fd is then not needed.
+  pid_t process_group = 0;
   // true: the child runs at idle CPU priority (SCHED_IDLE, set before exec,
   // inherited by its threads): a --prewarm standby importing beside running
   // workers takes only CPU time they leave unused.
@@ -92,6 +100,11 @@ bool ProcessGroupAlive(pid_t pgid);
 
 // Sends `signal` to group `pgid`; a group that is already gone is not an error.
 void SignalProcessGroup(pid_t pgid, int signal);
+
+// Sends `signal` to `pid` and to every descendant it has now (by parent pid,
+// whatever their group): one worker of a group it shares with others. A
+// process that is gone is not an error.
+void SignalProcessTree(pid_t pid, int signal);
 
 // "SIGKILL", "SIGSEGV", ...; "SIG<n>" for numbers without a name.
 std::string SignalName(int signal);

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "gtest/gtest.h"
 
 namespace ddp::client {
@@ -77,6 +79,69 @@ TEST(SpawnWorkerTest, Spawn_OwnProcessGroup_PgidIsPid) {
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
   CloseAll(*w);
+}
+
+TEST(SpawnWorkerTest, Spawn_JoinProcessGroup_SharesTheLeadersGroup) {
+  auto leader = SpawnWorker({"/bin/sh", "-c", "sleep 30"}, {});
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  WorkerStdio stdio;
+  stdio.process_group = leader->pid;
+  auto member = SpawnWorker({"/bin/sh", "-c", "sleep 30"}, {}, stdio);
+  ASSERT_TRUE(member.ok()) << member.status();
+  EXPECT_EQ(getpgid(member->pid), leader->pid);
+  SignalProcessGroup(leader->pid, SIGKILL);  // one signal for both
+  int status = 0;
+  ASSERT_EQ(waitpid(member->pid, &status, 0), member->pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  ASSERT_EQ(waitpid(leader->pid, &status, 0), leader->pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  CloseAll(*leader);
+  CloseAll(*member);
+}
+
+TEST(SpawnWorkerTest, Spawn_JoinGroupThatIsGone_LeadsItsOwn) {
+  auto gone = SpawnWorker({"/bin/true"}, {});
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  ASSERT_EQ(waitpid(gone->pid, nullptr, 0), gone->pid);
+  WorkerStdio stdio;
+  stdio.process_group = gone->pid;
+  auto w = SpawnWorker({"/bin/sh", "-c", "sleep 30"}, {}, stdio);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(getpgid(w->pid), w->pid);  // never left in this process's group
+  SignalProcessGroup(w->pid, SIGKILL);
+  ASSERT_EQ(waitpid(w->pid, nullptr, 0), w->pid);
+  CloseAll(*gone);
+  CloseAll(*w);
+}
+
+// Two workers in one group, the first with a child of its own: signalling the
+// first's tree ends it and its child, and leaves the second running.
+TEST(SignalProcessTreeTest, SharedGroup_OnlyThatWorkerAndItsDescendants) {
+  auto first = SpawnWorker({"/bin/sh", "-c", "sleep 30 & echo $!; wait"}, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  WorkerStdio stdio;
+  stdio.process_group = first->pid;
+  auto second = SpawnWorker({"/bin/sh", "-c", "sleep 30"}, {}, stdio);
+  ASSERT_TRUE(second.ok()) << second.status();
+  char line[32] = {};
+  pollfd p{first->stdout_fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  ASSERT_GT(read(first->stdout_fd, line, sizeof(line) - 1), 0);
+  const pid_t grandchild = static_cast<pid_t>(std::atoi(line));
+  ASSERT_GT(grandchild, 0);
+
+  SignalProcessTree(first->pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(first->pid, &status, 0), first->pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  // The grandchild (reparented once its parent died) is gone too.
+  for (int i = 0; i < 500 && kill(grandchild, 0) == 0; ++i) usleep(10000);
+  EXPECT_NE(kill(grandchild, 0), 0) << "grandchild " << grandchild << " survived";
+  EXPECT_EQ(waitpid(second->pid, &status, WNOHANG), 0) << "the other worker was hit";
+  SignalProcessGroup(first->pid, SIGKILL);
+  ASSERT_EQ(waitpid(second->pid, &status, 0), second->pid);
+  CloseAll(*first);
+  CloseAll(*second);
 }
 
 TEST(SpawnWorkerTest, Spawn_MissingProgram_ExecErrorAndExit127) {

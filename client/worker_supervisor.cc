@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -80,6 +81,9 @@ struct WorkerSupervisor::Worker {
   std::unique_ptr<OutputRouter> err;
   // Set with `err`: every router of stderr writes files.stderr_log.
   std::unique_ptr<StderrTail> err_tail;
+  // Its process group: its pid, or the group of an interactive run's workers
+  // it joined.
+  pid_t pgid = -1;
   HeartbeatTracker tracker;
   // Its process group's CPU and I/O, for a worker that never touches its
   // heartbeat file.
@@ -206,7 +210,16 @@ class WorkerSupervisor::EventLoop {
     unlink(spec.files.heartbeat_file.c_str());
     unlink(spec.files.stack_dump_file.c_str());
     WorkerStdio stdio = DirectConsoleTargets(spec, o.console_out_fd, o.console_err_fd);
-    if (spec.local_rank == 0) stdio.terminal_fd = o.terminal_fd;
+    if (o.terminal_fd >= 0) {
+      // An interactive run: the first worker leads the group that takes the
+      // terminal's foreground, the others join it (as torchrun's workers all
+      // sit in the launcher's foreground group).
+      if (terminal_group_ > 0) {
+        stdio.process_group = terminal_group_;
+      } else {
+        stdio.terminal_fd = o.terminal_fd;
+      }
+    }
     auto make_router = [&](bool is_out) -> std::unique_ptr<OutputRouter> {
       if ((is_out ? stdio.stdout_target : stdio.stderr_target) >= 0) {
         return nullptr;  // the worker writes to the console itself
@@ -244,10 +257,18 @@ class WorkerSupervisor::EventLoop {
         SpawnedWorker process,
         o.launch ? o.launch(spec, stdio) : SpawnWorker(spec.argv, ToEnvStrings(spec.env), stdio));
     w.process = process;
+    // Not reaped before this thread's next HandleExit, so the group is known
+    // even if it exited already. A --prewarm standby leads its own group.
+    w.pgid = getpgid(process.pid);
+    if (w.pgid <= 0) w.pgid = process.pid;
+    if (o.terminal_fd >= 0 && terminal_group_ <= 0 && w.pgid == process.pid) {
+      terminal_group_ = w.pgid;
+    }
     {
       absl::MutexLock lock(&owner_->mu_);
       owner_->states_[i].pid = w.process.pid;
       owner_->states_[i].running = true;
+      owner_->process_groups_[i] = w.pgid;
     }
     Watch(w.process.pidfd, Tag(i, kPidfd));
     Watch(w.process.stdout_fd, Tag(i, kStdout));
@@ -392,9 +413,12 @@ class WorkerSupervisor::EventLoop {
     Unwatch(w.process.pidfd);
     DrainPipes(index);  // output written just before the exit comes first
     w.exited = true;
-    // The terminal's foreground group is gone with it: take it back, so a
-    // Ctrl-C between generations reaches the agent.
-    if (w.spec.local_rank == 0) ReclaimTerminal(owner_->options_.terminal_fd);
+    // The terminal's foreground group has no worker left: take the terminal
+    // back, so a Ctrl-C between generations reaches the agent.
+    if (w.pgid == terminal_group_ && RunningWorkersIn(terminal_group_) == 0) {
+      ReclaimTerminal(owner_->options_.terminal_fd);
+      terminal_group_ = -1;
+    }
 
     WorkerExit exit;
     exit.local_rank = w.spec.local_rank;
@@ -508,11 +532,16 @@ class WorkerSupervisor::EventLoop {
     const WorkerSupervisor::Options& o = owner_->options_;
     if (o.hang_timeout <= absl::ZeroDuration() || now < next_activity_sample_) return {};
     next_activity_sample_ = now + o.activity_sample_interval;
-    std::vector<pid_t> groups;
+    // A worker's processes: its group, or, in a group shared with other
+    // workers (an interactive run), its own process tree.
+    std::vector<pid_t> groups, trees;
     for (auto& w : workers_) {
-      if (!w->exited && w->process.pid > 0) groups.push_back(w->process.pid);
+      if (w->exited || w->process.pid <= 0) continue;
+      const bool shared = w->pgid != w->process.pid || RunningWorkersIn(w->pgid) > 1;
+      (shared ? trees : groups).push_back(w->process.pid);
     }
-    const std::map<pid_t, ProcessGroupSample> samples = SampleProcessGroups(groups);
+    std::map<pid_t, ProcessGroupSample> samples = SampleProcessGroups(groups);
+    samples.merge(SampleProcessTrees(trees));
     bool node_active = false;
     std::vector<size_t> idle;
     std::vector<std::optional<absl::Time>> idle_since(workers_.size());
@@ -551,8 +580,20 @@ class WorkerSupervisor::EventLoop {
     return hung;
   }
 
+  // How many workers that have not exited are in group `pgid`.
+  int RunningWorkersIn(pid_t pgid) const {
+    int running = 0;
+    for (const auto& w : workers_) {
+      if (!w->exited && w->process.pid > 0 && w->pgid == pgid) ++running;
+    }
+    return running;
+  }
+
   WorkerSupervisor* const owner_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  // An interactive run's shared group (terminal foreground) while a worker
+  // of it runs; -1 before the first worker and once they all exited.
+  pid_t terminal_group_ = -1;
   absl::Time next_activity_sample_ = absl::InfinitePast();
   std::vector<char> buffer_;
   int epoll_fd_ = -1;
@@ -589,6 +630,7 @@ absl::Status WorkerSupervisor::Start(std::vector<WorkerSpec> specs) {
       states_.push_back(state);
     }
     stop_requested_.assign(states_.size(), false);
+    process_groups_.assign(states_.size(), -1);
   }
   loop_ = std::make_unique<EventLoop>(this, std::move(specs));
   if (absl::Status s = loop_->Init(); !s.ok()) {
@@ -604,11 +646,7 @@ absl::Status WorkerSupervisor::Start(std::vector<WorkerSpec> specs) {
   start_done_ = true;
   // Frozen while they were being spawned (a lease that ran out during a slow
   // start): they stop now, before they run on without a lease.
-  if (frozen_) {
-    for (const WorkerState& state : states_) {
-      if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGSTOP);
-    }
-  }
+  if (frozen_) SignalRunningGroupsLocked(SIGSTOP);
   return *spawn_result_;
 }
 
@@ -703,9 +741,7 @@ void WorkerSupervisor::Freeze() {
   frozen_ = true;
   frozen_at_ = clock_.Now();
   if (!start_done_) return;  // still spawning: Start stops them once spawned
-  for (const WorkerState& state : states_) {
-    if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGSTOP);
-  }
+  SignalRunningGroupsLocked(SIGSTOP);
 }
 
 void WorkerSupervisor::Thaw() {
@@ -714,8 +750,17 @@ void WorkerSupervisor::Thaw() {
   frozen_ = false;
   // Forgiven in the trackers, which count on clock_: measured on it too.
   unforgiven_pause_ += clock_.Now() - frozen_at_;
-  for (const WorkerState& state : states_) {
-    if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGCONT);
+  SignalRunningGroupsLocked(SIGCONT);
+}
+
+void WorkerSupervisor::SignalRunningGroupsLocked(int signal) {
+  std::vector<pid_t> signalled;  // a shared group once
+  for (size_t i = 0; i < states_.size(); ++i) {
+    const pid_t pgid = process_groups_[i];
+    if (states_[i].pid <= 0 || !states_[i].running || pgid <= 0) continue;
+    if (std::find(signalled.begin(), signalled.end(), pgid) != signalled.end()) continue;
+    signalled.push_back(pgid);
+    SignalProcessGroup(pgid, signal);
   }
 }
 
@@ -818,25 +863,40 @@ absl::Status WorkerSupervisor::RunOnMonitor(WorkerSpec spec, bool respawn) {
   slot_request_ = nullptr;
   absl::Status result = *request.result;
   // Frozen meanwhile (the lease): a new worker stops as its peers did.
-  if (result.ok() && respawn && frozen_) {
-    for (const WorkerState& state : states_) {
-      if (state.pid > 0 && state.running) SignalProcessGroup(state.pid, SIGSTOP);
-    }
-  }
+  if (result.ok() && respawn && frozen_) SignalRunningGroupsLocked(SIGSTOP);
   return result;
 }
 
 absl::Status WorkerSupervisor::StopIndices(const std::vector<size_t>& indices,
                                            absl::Duration timeout, int first_signal) {
+  // Signalled as a whole: the group of each worker to stop, unless a worker
+  // that runs on shares it (an interactive run's group, when StopRanks stops
+  // some workers only): then the worker's own process tree.
   std::vector<pid_t> groups;
+  std::vector<pid_t> trees;
   bool was_frozen = false;
   {
     absl::MutexLock lock(&mu_);
     for (size_t i : indices) {
-      if (states_[i].pid > 0) groups.push_back(states_[i].pid);
+      const pid_t pgid = process_groups_[i];
+      if (states_[i].pid <= 0 || pgid <= 0) continue;
+      bool others_run_on = false;
+      for (size_t j = 0; j < states_.size(); ++j) {
+        others_run_on |= process_groups_[j] == pgid && states_[j].running &&
+                         std::find(indices.begin(), indices.end(), j) == indices.end();
+      }
+      if (others_run_on) {
+        if (states_[i].running) trees.push_back(states_[i].pid);
+      } else if (std::find(groups.begin(), groups.end(), pgid) == groups.end()) {
+        groups.push_back(pgid);
+      }
     }
     was_frozen = frozen_;
   }
+  auto send = [&](int signal) {
+    for (pid_t pgid : groups) SignalProcessGroup(pgid, signal);
+    for (pid_t pid : trees) SignalProcessTree(pid, signal);
+  };
   auto any_group_alive = [&] {
     for (pid_t pgid : groups) {
       if (ProcessGroupAlive(pgid)) return true;
@@ -869,34 +929,40 @@ absl::Status WorkerSupervisor::StopIndices(const std::vector<size_t>& indices,
   // stopped by someone else (a stray SIGSTOP, a debugger's detach) handles it
   // instead of holding the stop up to the timeout. Not for a group the lease
   // froze: that one may be superseded and is never let run again.
-  auto resume_stopped = [&] {
-    for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGCONT);
-  };
+  auto resume_stopped = [&] { send(SIGCONT); };
   if (!was_frozen) {
     if (first_signal != SIGTERM && first_signal > 0) {
-      for (pid_t pgid : groups) SignalProcessGroup(pgid, first_signal);
+      send(first_signal);
       resume_stopped();
       if (await_all(timeout / 2, true)) return absl::OkStatus();
       DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout / 2) << " after "
                        << SignalName(first_signal) << "; sending SIGTERM";
     }
-    for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGTERM);
+    send(SIGTERM);
     resume_stopped();
     if (await_all(timeout - (monotonic.Now() - started), true)) return absl::OkStatus();
     DDP_LOG(WARNING) << "workers still running " << absl::FormatDuration(timeout)
                      << " after SIGTERM; sending SIGKILL";
   }
   // Frozen workers are not asked: SIGKILL ends them in place.
-  for (pid_t pgid : groups) SignalProcessGroup(pgid, SIGKILL);
+  send(SIGKILL);
   if (await_all(options_.kill_grace, false)) return absl::OkStatus();
   std::vector<pid_t> alive;
   for (pid_t pgid : groups) {
     if (ProcessGroupAlive(pgid)) alive.push_back(pgid);
   }
+  std::vector<pid_t> unreaped;
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t i : indices) {
+      if (states_[i].running) unreaped.push_back(states_[i].pid);
+    }
+  }
   return absl::DeadlineExceededError(
       absl::StrCat("process groups still present ", absl::FormatDuration(options_.kill_grace),
                    " after SIGKILL: ", absl::StrJoin(alive, ","),
-                   " (zombies of orphaned grandchildren that init has not reaped?)"));
+                   " (zombies of orphaned grandchildren that init has not reaped?)",
+                   unreaped.empty() ? "" : "; workers not reaped: ", absl::StrJoin(unreaped, ",")));
 }
 
 }  // namespace ddp::client

@@ -25,8 +25,10 @@
 //     HeartbeatTracker -> a hang is reported once through the ExitCallback
 //     (kind kHung; the process keeps running until the caller stops the group).
 //     A worker that never touched its heartbeat file (an unmodified script) is
-//     judged by its process group's CPU time, I/O bytes and state instead,
-//     sampled every `activity_sample_interval` (ActivityTracker): it is hung
+//     judged by its process group's CPU time, I/O bytes and state instead
+//     (by its own process tree in a group shared with other workers: an
+//     interactive run), sampled every `activity_sample_interval`
+//     (ActivityTracker): it is hung
 //     once it did nothing for `hang_timeout` while no running worker of the
 //     node did anything either (one rank saving a checkpoint while the others
 //     wait for it is progress). Such a hang is found at most hang_timeout +
@@ -43,7 +45,8 @@
 // when the forking *thread* ends: the workers die with that thread, i.e. with
 // the agent.
 //
-// Stop(timeout): SIGTERM to every worker's process group; when the leaders have
+// Stop(timeout): SIGTERM to every worker's process group (a group shared by
+// the workers of an interactive run once); when the leaders have
 // exited and the groups are empty, done; otherwise SIGKILL to the groups at the
 // deadline, then wait up to `kill_grace` for them to vanish. Returns once every
 // worker is reaped. Grandchildren are orphans reparented to init: they are
@@ -208,9 +211,15 @@ class WorkerSupervisor {
     int console_out_fd = 1;  // where console stdout lines go
     int console_err_fd = 2;
     // >= 0: an interactive run (the agent in the foreground of this terminal,
-    // IsForegroundTerminal): local rank 0 takes the terminal's foreground at
-    // start, so it can read it and Ctrl-C reaches it; the agent takes it back
-    // when that worker is gone. -1: every worker in the background.
+    // IsForegroundTerminal): the workers share one process group, led by the
+    // first one started, which takes the terminal's foreground at start; so
+    // every worker can read it (each typed line goes to whichever reads
+    // first) and the terminal's Ctrl-C reaches them all, as under torchrun.
+    // The agent takes the terminal back once no worker of that group runs.
+    // A --prewarm standby (Options::launch) leads its own group, made before
+    // the terminal was known, in the background; workers started after a
+    // standby that came first join its group. -1: every worker leads its own
+    // group, in the background.
     int terminal_fd = -1;
     size_t max_line_bytes = 64 << 10;
     ErrorFileLimits error_file_limits;
@@ -245,6 +254,9 @@ class WorkerSupervisor {
 
   // Stops the workers of `local_ranks` only (SIGTERM, SIGKILL after
   // `timeout`), the others run on; their exits are reported with during_stop.
+  // A worker whose group holds workers that run on (an interactive run) is
+  // signalled with its process tree instead (SignalProcessTree): what it
+  // orphaned before is not reached, and ends with the group at Stop().
   // Blocks until they are reaped. Idempotent per worker.
   // Possible errors: FAILED_PRECONDITION (before Start, after Stop, or from
   // the ExitCallback), DEADLINE_EXCEEDED (as Stop).
@@ -301,6 +313,8 @@ class WorkerSupervisor {
                            int first_signal);
   bool AllExitedLocked(const std::vector<size_t>& indices) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AllExitedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `signal` to the group of every running worker, a shared group once.
+  void SignalRunningGroupsLocked(int signal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Replace and Reassign: the slot change, made on the monitor thread.
   absl::Status RunOnMonitor(WorkerSpec spec, bool respawn);
 
@@ -319,6 +333,9 @@ class WorkerSupervisor {
   std::vector<WorkerState> states_ ABSL_GUARDED_BY(mu_);
   // Slots StopRanks is stopping or stopped (their exits are during_stop).
   std::vector<bool> stop_requested_ ABSL_GUARDED_BY(mu_);
+  // Each slot's process group (its pid, or an interactive run's shared
+  // group); -1 before it is spawned.
+  std::vector<pid_t> process_groups_ ABSL_GUARDED_BY(mu_);
   // A Replace or Reassign for the monitor thread, and its answer.
   struct SlotRequest {
     WorkerSpec spec;

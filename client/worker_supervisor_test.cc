@@ -769,6 +769,126 @@ TEST_F(WorkerSupervisorTest, StopRanksThenReplace_OtherWorkerRunsOn_NewWorkerInS
   EXPECT_EQ(ZombieChildren(), 0);
 }
 
+// A terminal for an interactive run's options: a pty that is not this
+// process's controlling terminal, so the workers' tcsetpgrp fails and only
+// the group sharing is seen.
+class InteractiveSupervisorTest : public WorkerSupervisorTest {
+ protected:
+  void SetUp() override {
+    WorkerSupervisorTest::SetUp();
+    pty_master_ = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ASSERT_GE(pty_master_, 0);
+    ASSERT_EQ(grantpt(pty_master_), 0);
+    ASSERT_EQ(unlockpt(pty_master_), 0);
+    terminal_ = open(ptsname(pty_master_), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ASSERT_GE(terminal_, 0);
+  }
+  void TearDown() override {
+    close(terminal_);
+    close(pty_master_);
+    WorkerSupervisorTest::TearDown();
+  }
+  WorkerSupervisor::Options Interactive() {
+    WorkerSupervisor::Options o = QuietOptions(console_fd_);
+    o.terminal_fd = terminal_;
+    return o;
+  }
+
+  int pty_master_ = -1;
+  int terminal_ = -1;
+};
+
+// As under torchrun: one group for every worker, frozen, thawed and stopped
+// as one (a worker's child too).
+TEST_F(InteractiveSupervisorTest, Start_WorkersShareTheFirstOnesGroup_StoppedTogether) {
+  Events events;
+  WorkerSupervisor supervisor(Interactive(), RealClock::Get(), events.Callback());
+  const std::string pid_file = run_dir_ + "/grandchild.pid";
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0, "while true; do sleep 0.05; done"),
+                          Script(run_dir_, 1, "sleep 1000 & echo $! > " + pid_file + "; wait")})
+                  .ok());
+  ASSERT_TRUE(WaitForFile(pid_file, kPrompt));
+  const pid_t first = supervisor.Workers()[0].pid;
+  const pid_t second = supervisor.Workers()[1].pid;
+  const pid_t grandchild = std::stoi(ReadFile(pid_file));
+  EXPECT_EQ(getpgid(first), first);
+  EXPECT_EQ(getpgid(second), first);
+  EXPECT_EQ(getpgid(grandchild), first);
+
+  supervisor.Freeze();
+  EXPECT_TRUE(WaitForState(first, 'T', kPrompt));
+  EXPECT_TRUE(WaitForState(second, 'T', kPrompt));
+  supervisor.Thaw();
+  EXPECT_TRUE(PollFor([&] { return ProcessState(second) != 'T'; }));
+
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+  ASSERT_EQ(events.Await(2).size(), 2u);
+  EXPECT_EQ(events.ForRank(0)->signal, SIGTERM);
+  EXPECT_EQ(events.ForRank(1)->signal, SIGTERM);
+  EXPECT_TRUE(WaitGone(grandchild, kPrompt));
+  EXPECT_EQ(ZombieChildren(), 0);
+}
+
+// In-process restart in a shared group: stopping one worker ends it and its
+// child only; its replacement joins the group that is still there.
+TEST_F(InteractiveSupervisorTest, StopRanks_OneWorkerOfTheSharedGroup_OthersRunOn) {
+  Events events;
+  WorkerSupervisor supervisor(Interactive(), RealClock::Get(), events.Callback());
+  const std::string pid_file = run_dir_ + "/child.pid";
+  const std::string loop = "while true; do sleep 0.05; done";
+  ASSERT_TRUE(supervisor
+                  .Start({Script(run_dir_, 0, loop),
+                          Script(run_dir_, 1, "sleep 1000 & echo $! > " + pid_file + "; wait")})
+                  .ok());
+  ASSERT_TRUE(WaitForFile(pid_file, kPrompt));
+  const pid_t survivor = supervisor.Workers()[0].pid;
+  const pid_t child = std::stoi(ReadFile(pid_file));
+
+  ASSERT_TRUE(supervisor.StopRanks({1}, absl::Seconds(5)).ok());
+  ASSERT_EQ(events.Await(1).size(), 1u);
+  EXPECT_EQ(events.ForRank(1)->signal, SIGTERM);
+  EXPECT_TRUE(WaitGone(child, kPrompt));
+  EXPECT_FALSE(ProcessGone(survivor));
+  EXPECT_TRUE(supervisor.Workers()[0].running);
+
+  const std::string marker = run_dir_ + "/replaced";
+  WorkerSpec next = Script(run_dir_, 1, "echo x > " + marker + "; " + loop);
+  next.files = WorkerFilesFor(run_dir_, 2, 1);
+  ASSERT_TRUE(supervisor.Replace(next).ok());
+  ASSERT_TRUE(WaitForFile(marker, kPrompt));
+  EXPECT_EQ(getpgid(supervisor.Workers()[1].pid), survivor);
+
+  ASSERT_TRUE(supervisor.Stop(absl::Seconds(5)).ok());
+  EXPECT_TRUE(WaitGone(survivor, kPrompt));
+  EXPECT_EQ(ZombieChildren(), 0);
+}
+
+// Each worker of a shared group is judged on its own processes: worker 1,
+// idle after a second of CPU, is published idle while worker 0 (same group)
+// keeps writing.
+TEST_F(InteractiveSupervisorTest, Idle_SharedGroup_EachWorkerSampledOnItsOwn) {
+  Events events;
+  WorkerSupervisor::Options options = Interactive();
+  options.check_interval = absl::Milliseconds(50);
+  options.hang_timeout = absl::Seconds(30);
+  options.declare_idle_hangs = false;
+  WorkerSupervisor supervisor(options, RealClock::Get(), events.Callback());
+  ASSERT_TRUE(
+      supervisor
+          .Start({Script(run_dir_, 0,
+                         "while true; do echo busy >> " + run_dir_ + "/out; sleep 0.1; done"),
+                  Script(run_dir_, 1,
+                         "python3 -c 'import time\nt = time.process_time()\n"
+                         "while time.process_time() - t < 1.5: pass' && exec sleep 1000")})
+          .ok());
+  ASSERT_EQ(getpgid(supervisor.Workers()[1].pid), supervisor.Workers()[0].pid);
+  EXPECT_TRUE(
+      PollFor([&] { return supervisor.Workers()[1].idle_since.has_value(); }, absl::Seconds(30)));
+  EXPECT_FALSE(supervisor.Workers()[0].idle_since.has_value());
+  EXPECT_TRUE(supervisor.Stop(absl::Seconds(2)).ok());
+}
+
 TEST_F(WorkerSupervisorTest, Reassign_SurvivorWatchedOnNewFiles_HangDetectedThere) {
   Events events;
   WorkerSupervisor supervisor(FastHangOptions(console_fd_), RealClock::Get(), events.Callback());

@@ -157,20 +157,24 @@ absl::StatusOr<StatActivity> ParseStatActivity(absl::string_view stat, int64_t t
   if (close == absl::string_view::npos || ticks_per_second <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("not a /proc/PID/stat line: ", Quote(stat)));
   }
-  // After ") ": state (field 3) is index 0, pgrp (5) index 2, utime (14)
+  // After ") ": state (field 3) is index 0, ppid (4) index 1, pgrp (5)
+  // index 2, utime (14)
   // index 11, stime 12, cutime 13, cstime 14.
   std::vector<absl::string_view> fields =
       absl::StrSplit(stat.substr(close + 1), ' ', absl::SkipEmpty());
   StatActivity activity;
+  int64_t ppid = 0;
   int64_t pgrp = 0;
   int64_t ticks[4] = {0, 0, 0, 0};
-  bool ok = fields.size() >= 15 && fields[0].size() == 1 && absl::SimpleAtoi(fields[2], &pgrp);
+  bool ok = fields.size() >= 15 && fields[0].size() == 1 && absl::SimpleAtoi(fields[1], &ppid) &&
+            absl::SimpleAtoi(fields[2], &pgrp);
   for (int i = 0; ok && i < 4; ++i) ok = absl::SimpleAtoi(fields[11 + i], &ticks[i]);
   if (!ok) {
     return absl::InvalidArgumentError(
-        absl::StrCat("no state/pgrp/CPU times in /proc/PID/stat line: ", Quote(stat)));
+        absl::StrCat("no state/ppid/pgrp/CPU times in /proc/PID/stat line: ", Quote(stat)));
   }
   activity.state = fields[0][0];
+  activity.ppid = static_cast<pid_t>(ppid);
   activity.pgrp = static_cast<pid_t>(pgrp);
   activity.cpu_with_children =
       absl::Seconds(1) * (ticks[0] + ticks[1] + ticks[2] + ticks[3]) / ticks_per_second;
@@ -187,31 +191,102 @@ int64_t ParseIoCharBytes(absl::string_view io) {
   return total;
 }
 
-std::map<pid_t, ProcessGroupSample> SampleProcessGroups(const std::vector<pid_t>& pgids) {
-  std::map<pid_t, ProcessGroupSample> groups;
-  if (pgids.empty()) return groups;
+namespace {
+
+// One process of a /proc scan.
+struct ProcessEntry {
+  pid_t pid = 0;
+  StatActivity activity;
+};
+
+// Every process's /proc/PID/stat now; those that end meanwhile are skipped.
+std::vector<ProcessEntry> ScanProcesses() {
+  std::vector<ProcessEntry> processes;
   std::error_code error;
   std::filesystem::directory_iterator it("/proc", error);
-  if (error) return groups;
+  if (error) return processes;
   const int64_t ticks = sysconf(_SC_CLK_TCK);
   for (const auto& entry : it) {
     const std::string name = entry.path().filename().string();
-    if (name.empty() || !absl::ascii_isdigit(name[0])) continue;
+    int pid = 0;
+    if (name.empty() || !absl::ascii_isdigit(name[0]) || !absl::SimpleAtoi(name, &pid)) continue;
     absl::StatusOr<std::string> stat = ReadFile(entry.path().string() + "/stat");
     if (!stat.ok()) continue;  // it ended meanwhile
     absl::StatusOr<StatActivity> activity = ParseStatActivity(*stat, ticks);
-    if (!activity.ok() || std::find(pgids.begin(), pgids.end(), activity->pgrp) == pgids.end()) {
-      continue;
-    }
-    ProcessGroupSample& group = groups[activity->pgrp];
-    ++group.processes;
-    group.cpu += activity->cpu_with_children;
-    if (activity->state == 'D') group.in_disk_wait = true;
-    if (absl::StatusOr<std::string> io = ReadFile(entry.path().string() + "/io"); io.ok()) {
-      group.io_bytes += ParseIoCharBytes(*io);
+    if (activity.ok()) processes.push_back(ProcessEntry{static_cast<pid_t>(pid), *activity});
+  }
+  return processes;
+}
+
+// For each process of `processes` that is one of `roots` or descends from
+// one: that root (the nearest, should roots nest).
+std::map<pid_t, pid_t> RootsOf(const std::vector<ProcessEntry>& processes,
+                               const std::vector<pid_t>& roots) {
+  std::map<pid_t, pid_t> parent_of;
+  for (const ProcessEntry& process : processes) parent_of[process.pid] = process.activity.ppid;
+  std::map<pid_t, pid_t> root_of;
+  for (const ProcessEntry& process : processes) {
+    // Up the parents until a root or the top (pid 0/1, or a parent that is
+    // gone); bounded by the number of processes, should /proc change under us.
+    pid_t at = process.pid;
+    for (size_t steps = 0; at > 1 && steps <= processes.size(); ++steps) {
+      if (std::find(roots.begin(), roots.end(), at) != roots.end()) {
+        root_of[process.pid] = at;
+        break;
+      }
+      auto parent = parent_of.find(at);
+      if (parent == parent_of.end()) break;
+      at = parent->second;
     }
   }
+  return root_of;
+}
+
+// Adds one process (its CPU time, state and /proc/PID/io bytes) to `sample`.
+void AddToSample(const ProcessEntry& process, ProcessGroupSample& sample) {
+  ++sample.processes;
+  sample.cpu += process.activity.cpu_with_children;
+  if (process.activity.state == 'D') sample.in_disk_wait = true;
+  if (absl::StatusOr<std::string> io = ReadFile(absl::StrCat("/proc/", process.pid, "/io"));
+      io.ok()) {
+    sample.io_bytes += ParseIoCharBytes(*io);
+  }
+}
+
+}  // namespace
+
+std::map<pid_t, ProcessGroupSample> SampleProcessGroups(const std::vector<pid_t>& pgids) {
+  std::map<pid_t, ProcessGroupSample> groups;
+  if (pgids.empty()) return groups;
+  for (const ProcessEntry& process : ScanProcesses()) {
+    if (std::find(pgids.begin(), pgids.end(), process.activity.pgrp) == pgids.end()) continue;
+    AddToSample(process, groups[process.activity.pgrp]);
+  }
   return groups;
+}
+
+std::map<pid_t, ProcessGroupSample> SampleProcessTrees(const std::vector<pid_t>& roots) {
+  std::map<pid_t, ProcessGroupSample> trees;
+  if (roots.empty()) return trees;
+  const std::vector<ProcessEntry> processes = ScanProcesses();
+  const std::map<pid_t, pid_t> root_of = RootsOf(processes, roots);
+  for (const ProcessEntry& process : processes) {
+    auto root = root_of.find(process.pid);
+    if (root != root_of.end()) AddToSample(process, trees[root->second]);
+  }
+  return trees;
+}
+
+std::vector<pid_t> ProcessTree(pid_t root) {
+  const std::vector<ProcessEntry> processes = ScanProcesses();
+  const std::map<pid_t, pid_t> root_of = RootsOf(processes, {root});
+  std::vector<pid_t> tree;
+  if (root_of.count(root) == 0) return tree;
+  tree.push_back(root);
+  for (const auto& [pid, unused_root] : root_of) {
+    if (pid != root) tree.push_back(pid);
+  }
+  return tree;
 }
 
 absl::StatusOr<int64_t> ReadProcessRssBytes(pid_t pid) {

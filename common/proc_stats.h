@@ -49,9 +49,11 @@ absl::StatusOr<ProcessSample> SampleProcess(pid_t pid);
 absl::StatusOr<absl::Duration> ReadProcessCpuTime(pid_t pid);
 
 // The fields of one /proc/PID/stat line that tell whether a process works:
-// its process group (field 5), its state, and its CPU time with that of its
-// reaped children (utime + stime + cutime + cstime, fields 14-17).
+// its parent (field 4), its process group (field 5), its state, and its CPU
+// time with that of its reaped children (utime + stime + cutime + cstime,
+// fields 14-17).
 struct StatActivity {
+  pid_t ppid = 0;
   pid_t pgrp = 0;
   char state = '?';
   absl::Duration cpu_with_children;
@@ -76,6 +78,15 @@ struct ProcessGroupSample {
 // One scan of /proc for all of `pgids` (processes that vanish meanwhile are
 // skipped). A group with no process left is absent from the result.
 std::map<pid_t, ProcessGroupSample> SampleProcessGroups(const std::vector<pid_t>& pgids);
+// The same for process trees: each of `roots` with its descendants (children,
+// their children, ...; found by parent pid), whatever their process group:
+// one worker's own processes when several workers share a group. A
+// descendant orphaned by its parent's exit is reparented and no longer
+// counted. One scan of /proc; a root that is gone is absent from the result.
+std::map<pid_t, ProcessGroupSample> SampleProcessTrees(const std::vector<pid_t>& roots);
+// `root` and its descendants now (one scan of /proc), root first; empty when
+// `root` is gone.
+std::vector<pid_t> ProcessTree(pid_t root);
 // CPU time of every thread of `pid` (/proc/PID/task/*/stat), summed per
 // thread name; threads that vanish while reading are skipped.
 absl::StatusOr<std::map<std::string, absl::Duration>> ReadThreadCpuByName(pid_t pid);

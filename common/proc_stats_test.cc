@@ -1,6 +1,9 @@
 #include "common/proc_stats.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "gtest/gtest.h"
 
@@ -23,13 +26,15 @@ TEST(ProcStats, ParseStatCpuTime_Truncated_InvalidArgument) {
   EXPECT_EQ(ParseStatCpuTime("garbage", 100).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ProcStats, ParseStatActivity_PgrpStateAndCpuWithChildren) {
-  // pgrp 1234; utime 150 + stime 50 + cutime 70 + cstime 30 ticks at 100 Hz.
+TEST(ProcStats, ParseStatActivity_PpidPgrpStateAndCpuWithChildren) {
+  // ppid 7, pgrp 1234; utime 150 + stime 50 + cutime 70 + cstime 30 ticks at
+  // 100 Hz.
   const std::string stat =
-      "1240 (my (odd) cmd) D 1 1234 1234 0 -1 4194560 100 0 0 0 150 50 70 30 20 "
+      "1240 (my (odd) cmd) D 7 1234 1234 0 -1 4194560 100 0 0 0 150 50 70 30 20 "
       "0 8 0 555 1000000 200 18446744073709551615";
   absl::StatusOr<StatActivity> activity = ParseStatActivity(stat, 100);
   ASSERT_TRUE(activity.ok()) << activity.status();
+  EXPECT_EQ(activity->ppid, 7);
   EXPECT_EQ(activity->pgrp, 1234);
   EXPECT_EQ(activity->state, 'D');
   EXPECT_EQ(activity->cpu_with_children, absl::Seconds(3));
@@ -50,6 +55,39 @@ TEST(ProcStats, SampleProcessGroups_OwnGroup_CountsThisProcess) {
   EXPECT_GT(groups[own].io_bytes, 0);  // the test binary read its own files
   EXPECT_EQ(groups.count(999999999), 0u);
   EXPECT_TRUE(SampleProcessGroups({}).empty());
+}
+
+// A child that waits on a pipe until the test closes it, in this process's
+// group: its own tree is only itself, this process's tree holds it.
+TEST(ProcStats, SampleProcessTrees_EachRootWithItsDescendantsOnly) {
+  int gate[2];
+  ASSERT_EQ(pipe(gate), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(gate[1]);
+    char byte;
+    (void)!read(gate[0], &byte, 1);
+    _exit(0);
+  }
+  close(gate[0]);
+  const pid_t self = getpid();
+  std::map<pid_t, ProcessGroupSample> trees = SampleProcessTrees({self, child, 999999999});
+  std::vector<pid_t> tree = ProcessTree(self);
+  close(gate[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+
+  ASSERT_EQ(trees.count(child), 1u);
+  EXPECT_EQ(trees[child].processes, 1);  // not counted in its parent's tree: the nearer root wins
+  ASSERT_EQ(trees.count(self), 1u);
+  EXPECT_GE(trees[self].processes, 1);
+  EXPECT_EQ(trees.count(999999999), 0u);
+  ASSERT_FALSE(tree.empty());
+  EXPECT_EQ(tree.front(), self);
+  EXPECT_NE(std::find(tree.begin(), tree.end(), child), tree.end());
+  EXPECT_TRUE(ProcessTree(999999999).empty());
+  EXPECT_TRUE(SampleProcessTrees({}).empty());
 }
 
 TEST(ProcStats, ParseStatName_InsideOuterParentheses) {

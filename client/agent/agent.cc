@@ -690,7 +690,8 @@ void Agent::RecordExit(const WorkerExit& exit) {
     // Under torchrun the terminal's Ctrl-C reaches the launcher too, which
     // stops every worker and exits 130: the user's interrupt, not a failure
     // to restart from.
-    DDP_LOG(INFO) << "worker 0 was interrupted from the terminal (Ctrl-C): stopping as on SIGINT";
+    DDP_LOG(INFO) << "worker " << exit.local_rank
+                  << " was interrupted from the terminal (Ctrl-C): stopping as on SIGINT";
     RequestShutdown(SIGINT);
     return;
   }
@@ -710,7 +711,9 @@ void Agent::RecordExit(const WorkerExit& exit) {
 }
 
 bool Agent::IsCtrlCOnTerminal(const WorkerExit& exit) const {
-  if (options_.supervisor.terminal_fd < 0 || exit.local_rank != 0) return false;
+  // Every worker is in the terminal's foreground group (worker_supervisor.h):
+  // whichever the Ctrl-C ends first tells.
+  if (options_.supervisor.terminal_fd < 0) return false;
   return (exit.kind == WorkerExit::Kind::kSignaled && exit.signal == SIGINT) ||
          (exit.kind == WorkerExit::Kind::kExited && exit.exit_code == 128 + SIGINT);
 }

@@ -229,8 +229,8 @@ class Agent : public SessionEvents {
   // Keeps the first event of each worker of the generation and reports it
   // (unless it is a knock-on hang).
   void RecordExit(const WorkerExit& exit);
-  // An interactive run's local rank 0 ended by the terminal's Ctrl-C (SIGINT,
-  // or exit code 130 from a script that caught KeyboardInterrupt).
+  // An interactive run's worker ended by the terminal's Ctrl-C (SIGINT, or
+  // exit code 130 from a script that caught KeyboardInterrupt).
   bool IsCtrlCOnTerminal(const WorkerExit& exit) const;
   // `stack`: the worker's Python stack when a hang was declared.
   void ReportExit(const WorkerExit& exit, const std::string& stack = "");

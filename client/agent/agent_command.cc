@@ -167,13 +167,14 @@ int RunAgent(LaunchOptions launch) {
   options.supervisor.hang_timeout = launch.hang_timeout;
   options.progress.interval = launch.progress_interval;
   options.supervisor.check_interval = launch.monitor_interval;
-  // In the foreground of a terminal, local rank 0 reads it (input(), pdb) and
-  // gets its Ctrl-C, as under torchrun (worker_supervisor.h).
+  // In the foreground of a terminal, the workers share its foreground group:
+  // each reads it (input(), pdb) and gets its Ctrl-C, as under torchrun
+  // (worker_supervisor.h).
   if (IsForegroundTerminal(STDIN_FILENO)) {
     options.supervisor.terminal_fd = STDIN_FILENO;
     if (launch.nproc_per_node > 1) {
-      DDP_LOG(INFO) << "interactive: local rank 0 reads the terminal (Ctrl-C reaches it); the "
-                       "other local workers run in the background";
+      DDP_LOG(INFO) << "interactive: every local worker reads the terminal (each typed line goes "
+                       "to whichever reads first) and Ctrl-C reaches them all";
     }
   }
   options.master_addr = launch.local_addr;

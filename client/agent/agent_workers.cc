@@ -35,9 +35,10 @@ WorkerSpec Agent::SpecFor(const v1::Assignment& p, int local_rank) const {
   spec.show_on_console =
       launch.local_ranks_filter.empty() || launch.local_ranks_filter.count(local_rank) > 0;
   spec.console_prefix = absl::StrCat("[", launch.role, local_rank, "]:");
-  // The worker that owns the terminal (input(), pdb) writes to it itself;
-  // every other worker's stderr passes through the agent, which keeps its
-  // tail for the failure report.
+  // In an interactive run local rank 0 writes its stderr to the terminal
+  // itself, as under torchrun; every other worker's stderr passes through
+  // the agent (bytes unchanged, a prompt of input() included), which keeps
+  // its tail for the failure report.
   spec.capture_stderr = !(local_rank == 0 && options_.supervisor.terminal_fd >= 0);
   return spec;
 }
