@@ -229,10 +229,8 @@ TEST_F(JobHistoryTest, NewRun_OldRunsEventsDropped_NewRunNumberedFromOne) {
 }
 
 TEST_F(JobHistoryTest, Restore_StoredEventBeyondTheJobsLastIndex_DataLoss) {
-  JobRecord record;
-  record.job_id = "j";
-  record.settings = Settings(1, 1);
-  record.last_event_index = 2;
+  JobRecord record = NewJobRecord("j", Settings(1, 1), absl::Time());
+  record.set_last_event_index(2);
   JobChanges changes;
   changes.job_id = "j";
   changes.job = record;

@@ -416,9 +416,8 @@ TEST(JobRegistry, RestoreCorruptNode_DataLoss) {
   InMemoryJobStateStore store;
   JobChanges c;
   c.job_id = "j";
-  c.job = JobRecord{};
-  c.job->job_id = "j";
-  c.job->state = JobState::kRunning;
+  c.job = NewJobRecord("j", DefaultJobSettings(), clock.Now());
+  SetJobState(JobState::kRunning, &*c.job);
   NodeRecord node = NewNodeRecord("");
   node.set_node_id("a");
   node.set_incarnation(1);

@@ -17,9 +17,8 @@ TEST(InMemoryJobStateStore, ApplyThenLoad_RoundTrips) {
   InMemoryJobStateStore store;
   JobChanges c;
   c.job_id = "j";
-  c.job = JobRecord{};
-  c.job->job_id = "j";
-  c.job->generation = 3;
+  c.job = NewJobRecord("j", DefaultJobSettings(), absl::Time());
+  c.job->set_generation(3);
   c.counters = JobCounters{42, 9};
   c.upserted_nodes = {Node("a", 0), Node("b", 1)};
   ASSERT_TRUE(store.Apply(c).ok());
@@ -30,8 +29,9 @@ TEST(InMemoryJobStateStore, ApplyThenLoad_RoundTrips) {
   auto all = store.LoadAll();
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 1u);
-  EXPECT_EQ((*all)[0].job.generation, 3);
-  EXPECT_EQ((*all)[0].job.last_event_index, 42);
+  EXPECT_EQ((*all)[0].job.generation(), 3);
+  EXPECT_EQ((*all)[0].job.last_event_index(), 42);  // the counters win
+  EXPECT_EQ((*all)[0].job.next_join_seq(), 9u);
   ASSERT_EQ((*all)[0].nodes.size(), 1u);
   EXPECT_EQ((*all)[0].nodes[0].node_id(), "b");
 }
