@@ -13,6 +13,42 @@ NodeRecord Node(const std::string& id, int rank) {
   return r;
 }
 
+TEST(JobRecord, NewJobRecord_RunOneWaitingFirstJoinSeqOne) {
+  const absl::Time created = absl::FromUnixNanos(1'700'000'000'000'000'007);
+  const JobRecord r = NewJobRecord("j", DefaultJobSettings(), created);
+  EXPECT_EQ(r.job_id(), "j");
+  EXPECT_EQ(r.settings().ShortDebugString(), DefaultJobSettings().ShortDebugString());
+  EXPECT_EQ(JobStateOf(r), JobState::kWaiting);
+  EXPECT_EQ(r.run(), 1);
+  EXPECT_EQ(CreatedAt(r), created);  // to the nanosecond
+  EXPECT_EQ(FinishedAt(r), absl::Time());
+  EXPECT_FALSE(RootCauseOf(r).has_value());
+  EXPECT_EQ(CountersOf(r).last_event_index, 0);
+  EXPECT_EQ(CountersOf(r).next_join_seq, 1u);
+}
+
+TEST(JobRecord, Accessors_TypedValuesRoundTrip) {
+  JobRecord r;
+  SetJobState(JobState::kCancelled, &r);
+  EXPECT_EQ(r.state(), 6);  // the stored number
+  EXPECT_EQ(JobStateOf(r), JobState::kCancelled);
+  SetFinished(absl::FromUnixMillis(1'700'000'000'123), &r);
+  EXPECT_EQ(r.finished_unix_ns(), 1'700'000'000'123'000'000);
+  SetFinished(absl::Time(), &r);  // unknown is 0
+  EXPECT_EQ(r.finished_unix_ns(), 0);
+  EXPECT_EQ(FinishedAt(r), absl::Time());
+  SetMaster(MasterInfo{"10.0.0.1", 29500, std::string(kNcclUniqueIdBytes, '\0')}, &r);
+  EXPECT_EQ(MasterOf(r).master_addr, "10.0.0.1");
+  EXPECT_EQ(MasterOf(r).master_port, 29500);
+  EXPECT_EQ(MasterOf(r).nccl_unique_id.size(), static_cast<size_t>(kNcclUniqueIdBytes));
+  r.mutable_cause()->set_exit_code(3);
+  ASSERT_TRUE(RootCauseOf(r).has_value());
+  EXPECT_EQ(RootCauseOf(r)->exit_code(), 3);
+  SetCounters(JobCounters{7, 8}, &r);
+  EXPECT_EQ(r.last_event_index(), 7);
+  EXPECT_EQ(r.next_join_seq(), 8u);
+}
+
 TEST(InMemoryJobStateStore, ApplyThenLoad_RoundTrips) {
   InMemoryJobStateStore store;
   JobChanges c;
