@@ -37,7 +37,7 @@ Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock,
           r.restart_count(), RootCauseOf(r),
           std::vector<FailureInfo>(r.failure_history().begin(), r.failure_history().end())),
       finish_message_(r.finish_message()),
-      round_(r.generation(), MasterOf(r)),
+      round_(r.generation(), r.master()),
       membership_(r.job_id(), Membership::OptionsFor(r.settings(), limits), clock,
                   std::vector<std::string>(r.excluded_nodes().begin(), r.excluded_nodes().end()),
                   r.next_join_seq()),
@@ -224,7 +224,7 @@ JobRecord Job::MakeRecord() const {
   r.mutable_failure_history()->Assign(restart_policy_.failures().begin(),
                                       restart_policy_.failures().end());
   for (std::string& node : membership_.ExcludedSorted()) r.add_excluded_nodes(std::move(node));
-  SetMaster(round_.master(), &r);
+  *r.mutable_master() = round_.master();
   r.set_world_size(round_.members().world_size);
   SetCreated(created_, &r);
   r.set_run(run_);

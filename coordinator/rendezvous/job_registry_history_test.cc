@@ -33,7 +33,7 @@ class JobHistoryTest : public ::testing::Test {
       r.settings = Settings(2, 2, /*max_restarts=*/10);
       ASSERT_TRUE(registry.Register(r).ok());
     }
-    ASSERT_TRUE(registry.ReportMasterInfo(Ref(1, 1), MasterInfo{"", 29500, NcclId()}).ok());
+    ASSERT_TRUE(registry.ReportMasterInfo(Ref(1, 1), NewMasterInfo("", 29500, NcclId())).ok());
     Persist(registry);
   }
   // A worker of b fails in `generation`; the job restarts into the next one.
@@ -48,7 +48,7 @@ class JobHistoryTest : public ::testing::Test {
     ASSERT_TRUE(
         registry
             .ReportMasterInfo(Ref(1, generation + 1),
-                              MasterInfo{"", static_cast<int>(29500 + generation), NcclId()})
+                              NewMasterInfo("", static_cast<int>(29500 + generation), NcclId()))
             .ok());
     Persist(registry);
   }

@@ -46,16 +46,6 @@ std::optional<FailureInfo> RootCauseOf(const JobRecord& record) {
   return record.cause();
 }
 
-MasterInfo MasterOf(const JobRecord& record) {
-  return MasterInfo{record.master().master_addr(), record.master().master_port(),
-                    record.master().nccl_unique_id()};
-}
-void SetMaster(const MasterInfo& master, JobRecord* record) {
-  record->mutable_master()->set_master_addr(master.master_addr);
-  record->mutable_master()->set_master_port(master.master_port);
-  record->mutable_master()->set_nccl_unique_id(master.nccl_unique_id);
-}
-
 JobCounters CountersOf(const JobRecord& record) {
   return JobCounters{record.last_event_index(), record.next_join_seq()};
 }

@@ -54,7 +54,7 @@ struct JobCounters {
 //   state: a JobState, numbered from 0 (JobStateOf, SetJobState).
 //   cause: the root cause (absent: none); failure_history: newest last,
 //     bounded (RestartPolicy).
-//   master: of `generation`, once known (MasterOf, SetMaster).
+//   master: of `generation`, once known (MasterInfo).
 //   created_unix_ns, finished_unix_ns: 0 when unknown or not finished
 //     (CreatedAt/FinishedAt, SetCreated/SetFinished).
 //   run: runs of one job id count from 1: a finished job id that starts again
@@ -75,8 +75,6 @@ absl::Time FinishedAt(const JobRecord& record);
 void SetCreated(absl::Time created, JobRecord* record);
 void SetFinished(absl::Time finished, JobRecord* record);
 std::optional<FailureInfo> RootCauseOf(const JobRecord& record);
-MasterInfo MasterOf(const JobRecord& record);
-void SetMaster(const MasterInfo& master, JobRecord* record);
 JobCounters CountersOf(const JobRecord& record);
 void SetCounters(const JobCounters& counters, JobRecord* record);
 

@@ -37,10 +37,6 @@ TEST(JobRecord, Accessors_TypedValuesRoundTrip) {
   SetFinished(absl::Time(), &r);  // unknown is 0
   EXPECT_EQ(r.finished_unix_ns(), 0);
   EXPECT_EQ(FinishedAt(r), absl::Time());
-  SetMaster(MasterInfo{"10.0.0.1", 29500, std::string(kNcclUniqueIdBytes, '\0')}, &r);
-  EXPECT_EQ(MasterOf(r).master_addr, "10.0.0.1");
-  EXPECT_EQ(MasterOf(r).master_port, 29500);
-  EXPECT_EQ(MasterOf(r).nccl_unique_id.size(), static_cast<size_t>(kNcclUniqueIdBytes));
   r.mutable_cause()->set_exit_code(3);
   ASSERT_TRUE(RootCauseOf(r).has_value());
   EXPECT_EQ(RootCauseOf(r)->exit_code(), 3);

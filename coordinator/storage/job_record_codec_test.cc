@@ -53,7 +53,7 @@ JobRecord FullRecord() {
   *r.add_failure_history() = Failure("n2", 3);
   r.add_excluded_nodes("n9");
   r.add_excluded_nodes("n3");
-  rendezvous::SetMaster({"10.0.0.1", 29500, std::string(128, '\x01')}, &r);
+  *r.mutable_master() = rendezvous::NewMasterInfo("10.0.0.1", 29500, std::string(128, '\x01'));
   r.set_world_size(64);
   rendezvous::SetCreated(absl::FromUnixNanos(1'700'000'000'000'000'001), &r);
   r.set_run(3);
@@ -72,7 +72,7 @@ TEST(JobRecordCodecTest, JobRecordRoundTripsEveryField_CountersFromBesideIt) {
   EXPECT_EQ(back->ShortDebugString(), want.ShortDebugString());
   EXPECT_EQ(rendezvous::CreatedAt(*back), absl::FromUnixNanos(1'700'000'000'000'000'001));
   EXPECT_EQ(rendezvous::JobStateOf(*back), JobState::kRestarting);
-  EXPECT_EQ(rendezvous::MasterOf(*back).nccl_unique_id, std::string(128, '\x01'));
+  EXPECT_EQ(back->master().nccl_unique_id(), std::string(128, '\x01'));
 }
 
 // The stored bytes are those of earlier releases: the record without its

@@ -137,7 +137,7 @@ inline JobRecord FullRecord(const std::string& job_id) {
   for (int i = 0; i < kNcclUniqueIdBytes; ++i) {
     id[i] = static_cast<char>(i % 3 == 0 ? 0 : 255 - i);  // NULs and high bytes
   }
-  SetMaster(MasterInfo{"10.0.0.7", 29500, id}, &r);
+  *r.mutable_master() = NewMasterInfo("10.0.0.7", 29500, id);
   r.set_world_size(32768);
   r.set_created_unix_ns(1699999999987654321);
   r.set_run(3);
