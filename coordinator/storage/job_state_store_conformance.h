@@ -26,7 +26,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,19 +39,9 @@
 namespace ddp::rendezvous {
 namespace conformance {
 
-// Every field as a tuple, so gtest compares and prints them.
-inline auto FieldsOf(const FailureInfo& f) {
-  return std::make_tuple(f.node_id(), f.generation(), f.local_rank(), f.global_rank(),
-                         f.exit_code(), f.signal(), f.message(), f.time_unix_ms(), f.hang(),
-                         f.pid(), f.process_stopped(), f.stderr_tail(), f.traceback(),
-                         f.log_path());
-}
-inline auto FieldsOf(const NodeRecord& n) {
-  return std::make_tuple(n.node_id(), n.incarnation(), n.nproc(), n.requested_rank(), n.address(),
-                         n.group_rank(), n.global_rank_offset(), n.join_seq(),
-                         n.drain_leaves_at_unix_ms(), n.drain_reason());
-}
-// Every field of an event on one line.
+// Every field of a record on one line (a field added to the message is
+// compared without touching the suite).
+inline std::string FieldsOf(const NodeRecord& n) { return n.ShortDebugString(); }
 inline std::string FieldsOf(const JobEvent& e) { return e.ShortDebugString(); }
 
 template <typename T>
