@@ -21,39 +21,31 @@ namespace ddp::rendezvous {
 namespace {}  // namespace
 
 Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock, Outbox* outbox)
-    : id_(r.job_id),
-      settings_(r.settings),
+    : id_(r.job_id()),
+      settings_(r.settings()),
       limits_(limits),
       clock_(&clock),
       outbox_(outbox),
-      created_(r.created),
-      run_(r.run),
-      finished_(r.finished),
-      token_hash_(r.token_hash),
-      state_(r.state),
+      created_(CreatedAt(r)),
+      run_(r.run()),
+      finished_(FinishedAt(r)),
+      token_hash_(r.token_hash()),
+      state_(JobStateOf(r)),
       restart_policy_(
-          RestartPolicy::Options{r.settings.max_restarts(), limits.max_retained_failures,
+          RestartPolicy::Options{r.settings().max_restarts(), limits.max_retained_failures,
                                  limits.max_message_length, limits.max_failures_with_logs},
-          r.restart_count, r.root_cause, r.failures),
-      finish_message_(r.finish_message),
-      round_(r.generation, r.master),
-      membership_(r.job_id, Membership::OptionsFor(r.settings, limits), clock, r.excluded_nodes,
-                  r.next_join_seq),
-      last_event_index_(r.last_event_index) {}
-
-// A new job is the record of one that was never stored, plus its first event
-// and an open rendezvous.
-JobRecord Job::NewRecord(std::string job_id, const JobSettings& settings, const Clock& clock) {
-  JobRecord record;
-  record.job_id = std::move(job_id);
-  record.settings = settings;
-  record.created = clock.Now();
-  return record;
-}
+          r.restart_count(), RootCauseOf(r),
+          std::vector<FailureInfo>(r.failure_history().begin(), r.failure_history().end())),
+      finish_message_(r.finish_message()),
+      round_(r.generation(), r.master()),
+      membership_(r.job_id(), Membership::OptionsFor(r.settings(), limits), clock,
+                  std::vector<std::string>(r.excluded_nodes().begin(), r.excluded_nodes().end()),
+                  r.next_join_seq()),
+      last_event_index_(r.last_event_index()) {}
 
 Job::Job(std::string job_id, const JobSettings& settings, const RendezvousLimits& limits,
          const Clock& clock, Outbox* outbox)
-    : Job(NewRecord(std::move(job_id), settings, clock), limits, clock, outbox) {
+    : Job(NewJobRecord(std::move(job_id), settings, clock.Now()), limits, clock, outbox) {
   Emit(JobEvent::JOB_CREATED, "",
        absl::StrCat("job created: nodes ", settings_.min_nodes(), ":", settings_.max_nodes(),
                     ", max_restarts ", settings_.max_restarts()));
@@ -64,10 +56,10 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
                                                   const RendezvousLimits& limits,
                                                   const Clock& clock, Outbox* outbox) {
   const JobRecord& r = snapshot.job;
-  absl::Status status = ValidateJobSettings(r.settings, limits);
+  absl::Status status = ValidateJobSettings(r.settings(), limits);
   if (!status.ok()) {
     return absl::DataLossError(
-        absl::StrCat("stored job '", Capped(r.job_id), "': ", status.message()));
+        absl::StrCat("stored job '", Capped(r.job_id()), "': ", status.message()));
   }
   std::unique_ptr<Job> job(new Job(r, limits, clock, outbox));
   DDP_RETURN_IF_ERROR(job->RestoreEvents(snapshot.events));
@@ -81,7 +73,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
     for (const auto& [id, node] : job->membership_.nodes()) {
       ranks.emplace_back(id, node.record.group_rank());
     }
-    DDP_RETURN_IF_ERROR(job->round_.RestoreMembers(ranks, r.world_size, r.job_id));
+    DDP_RETURN_IF_ERROR(job->round_.RestoreMembers(ranks, r.world_size(), r.job_id()));
   }
   if (!IsTerminal(job->state_)) {
     for (const auto& [id, node] : job->membership_.nodes()) {
@@ -95,16 +87,16 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
       job->OpenRendezvous(/*after_restart=*/false);
       break;
     case JobState::kStarting:
-      job->round_.AwaitMasterUntil(now + ShutdownTimeout(r.settings));
+      job->round_.AwaitMasterUntil(now + ShutdownTimeout(r.settings()));
       break;
     case JobState::kRestarting:
       // Confirmations were not stored: ask again on resume.
-      job->stop_barrier_.Open(job->round_.members().by_rank, now + ShutdownTimeout(r.settings));
+      job->stop_barrier_.Open(job->round_.members().by_rank, now + ShutdownTimeout(r.settings()));
       // A member removed before the coordinator stopped (its ranks are
       // missing from the stored members) may still run workers until its
       // lease runs out; its last heartbeat was before now.
       if (job->MemberProcesses() < job->round_.members().world_size) {
-        job->stop_barrier_.FenceUntil(now + HeartbeatTimeout(r.settings));
+        job->stop_barrier_.FenceUntil(now + HeartbeatTimeout(r.settings()));
       }
       break;
     default:
@@ -147,22 +139,25 @@ int64_t Job::MemberProcesses() const {
   return processes;
 }
 
+// The API's job deliberately differs from the stored record: its state is
+// jobs.proto's enum, its times milliseconds, and it carries no counters but
+// the last event index, no master info and no token hash.
 v1::Job ApiJobOf(const JobRecord& r) {
   v1::Job s;
-  s.set_job_id(r.job_id);
-  *s.mutable_settings() = r.settings;
-  s.set_state(JobStateToProto(r.state));
-  s.set_generation(r.generation);
-  s.set_restart_count(r.restart_count);
-  s.set_world_size(r.world_size);
-  if (r.root_cause) *s.mutable_root_cause() = *r.root_cause;
-  s.set_message(r.finish_message);
-  s.mutable_failures()->Assign(r.failures.begin(), r.failures.end());
-  for (const std::string& node : r.excluded_nodes) s.add_excluded_nodes(node);
-  s.set_last_event_index(r.last_event_index);
-  if (r.created != absl::Time()) s.set_created_unix_ms(absl::ToUnixMillis(r.created));
-  s.set_run(r.run);
-  if (r.finished != absl::Time()) s.set_finished_unix_ms(absl::ToUnixMillis(r.finished));
+  s.set_job_id(r.job_id());
+  *s.mutable_settings() = r.settings();
+  s.set_state(JobStateToProto(JobStateOf(r)));
+  s.set_generation(r.generation());
+  s.set_restart_count(r.restart_count());
+  s.set_world_size(r.world_size());
+  if (r.has_cause()) *s.mutable_root_cause() = r.cause();
+  s.set_message(r.finish_message());
+  *s.mutable_failures() = r.failure_history();
+  *s.mutable_excluded_nodes() = r.excluded_nodes();
+  s.set_last_event_index(r.last_event_index());
+  if (r.created_unix_ns() != 0) s.set_created_unix_ms(absl::ToUnixMillis(CreatedAt(r)));
+  s.set_run(r.run());
+  if (r.finished_unix_ns() != 0) s.set_finished_unix_ms(absl::ToUnixMillis(FinishedAt(r)));
   return s;
 }
 
@@ -220,23 +215,23 @@ void Job::Send(const Node& node, MessageBody body) {
 
 JobRecord Job::MakeRecord() const {
   JobRecord r;
-  r.job_id = id_;
-  r.settings = settings_;
-  r.state = state_;
-  r.generation = round_.generation();
-  r.restart_count = restart_policy_.restart_count();
-  r.root_cause = restart_policy_.root_cause();
-  r.finish_message = finish_message_;
-  r.failures = restart_policy_.failures();
-  r.excluded_nodes = membership_.ExcludedSorted();
-  r.master = round_.master();
-  r.world_size = round_.members().world_size;
-  r.last_event_index = last_event_index_;
-  r.created = created_;
-  r.run = run_;
-  r.finished = finished_;
-  r.token_hash = token_hash_;
-  r.next_join_seq = membership_.next_join_seq();
+  r.set_job_id(id_);
+  *r.mutable_settings() = settings_;
+  SetJobState(state_, &r);
+  r.set_generation(round_.generation());
+  r.set_restart_count(restart_policy_.restart_count());
+  if (restart_policy_.root_cause()) *r.mutable_cause() = *restart_policy_.root_cause();
+  r.set_finish_message(finish_message_);
+  r.mutable_failure_history()->Assign(restart_policy_.failures().begin(),
+                                      restart_policy_.failures().end());
+  for (std::string& node : membership_.ExcludedSorted()) r.add_excluded_nodes(std::move(node));
+  *r.mutable_master() = round_.master();
+  r.set_world_size(round_.members().world_size);
+  SetCreated(created_, &r);
+  r.set_run(run_);
+  SetFinished(finished_, &r);
+  r.set_token_hash(token_hash_);
+  SetCounters(JobCounters{last_event_index_, membership_.next_join_seq()}, &r);
   return r;
 }
 

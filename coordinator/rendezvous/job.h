@@ -250,7 +250,6 @@ class Job {
   // The job as `record` describes it (Restore adds the nodes, the new-job
   // constructor the first event and the rendezvous).
   Job(const JobRecord& record, const RendezvousLimits& limits, const Clock& clock, Outbox* outbox);
-  static JobRecord NewRecord(std::string job_id, const JobSettings& settings, const Clock& clock);
   // Retains the stored events again (Restore). Possible errors: DATA_LOSS.
   absl::Status RestoreEvents(const std::vector<JobEvent>& stored);
   using Node = Membership::Node;

@@ -136,7 +136,7 @@ class Simulation {
       if (!agent.silent) {
         (void)h_.job().ReportMasterInfo(
             NodeRef{"job1", m.node_id, m.incarnation, request->generation},
-            MasterInfo{"", 1000, testing::NcclId()});
+            NewMasterInfo("", 1000, testing::NcclId()));
       }
     } else if (std::holds_alternative<JobFinished>(m.body)) {
       ++finished_;

@@ -293,8 +293,8 @@ int JobRegistry::StartNewRunLocked(const std::string& job_id) {
   JobRecord finished = it->second->Record();
   // What a past run keeps (as the store keeps it): its root cause and failure
   // history, no exclusions, no nodes, no events.
-  finished.excluded_nodes.clear();
-  const int next = finished.run + 1;
+  finished.clear_excluded_nodes();
+  const int next = finished.run() + 1;
   std::vector<JobRecord>& runs = past_runs_[job_id];
   runs.push_back(finished);
   const int keep = std::max(1, options_.limits.max_past_runs);
@@ -305,7 +305,7 @@ int JobRegistry::StartNewRunLocked(const std::string& job_id) {
     JobChanges changes;
     changes.job_id = job_id;
     changes.job_removed = true;
-    changes.keep_runs_from = runs.front().run;
+    changes.keep_runs_from = runs.front().run();
     changes.archived_run = std::move(finished);
     write_queue_.Add(std::move(changes));
   }
@@ -375,12 +375,12 @@ absl::StatusOr<v1::Job> JobRegistry::PastRunLocked(const std::string& job_id, in
   auto runs = past_runs_.find(job_id);
   if (runs != past_runs_.end()) {
     for (const JobRecord& record : runs->second) {
-      if (record.run == run) return ApiJobOf(record);
+      if (record.run() == run) return ApiJobOf(record);
     }
   }
   std::string kept = current_run == 0 ? "none" : absl::StrCat(current_run, " (current)");
   if (runs != past_runs_.end() && !runs->second.empty()) {
-    kept = absl::StrCat(runs->second.front().run, "..", runs->second.back().run, " (past)",
+    kept = absl::StrCat(runs->second.front().run(), "..", runs->second.back().run(), " (past)",
                         current_run == 0 ? "" : absl::StrCat(" and ", kept));
   }
   return absl::NotFoundError(absl::StrCat("job '", Capped(job_id), "' has no run ", run,

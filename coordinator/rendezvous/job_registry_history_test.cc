@@ -33,7 +33,7 @@ class JobHistoryTest : public ::testing::Test {
       r.settings = Settings(2, 2, /*max_restarts=*/10);
       ASSERT_TRUE(registry.Register(r).ok());
     }
-    ASSERT_TRUE(registry.ReportMasterInfo(Ref(1, 1), MasterInfo{"", 29500, NcclId()}).ok());
+    ASSERT_TRUE(registry.ReportMasterInfo(Ref(1, 1), NewMasterInfo("", 29500, NcclId())).ok());
     Persist(registry);
   }
   // A worker of b fails in `generation`; the job restarts into the next one.
@@ -48,7 +48,7 @@ class JobHistoryTest : public ::testing::Test {
     ASSERT_TRUE(
         registry
             .ReportMasterInfo(Ref(1, generation + 1),
-                              MasterInfo{"", static_cast<int>(29500 + generation), NcclId()})
+                              NewMasterInfo("", static_cast<int>(29500 + generation), NcclId()))
             .ok());
     Persist(registry);
   }
@@ -229,10 +229,8 @@ TEST_F(JobHistoryTest, NewRun_OldRunsEventsDropped_NewRunNumberedFromOne) {
 }
 
 TEST_F(JobHistoryTest, Restore_StoredEventBeyondTheJobsLastIndex_DataLoss) {
-  JobRecord record;
-  record.job_id = "j";
-  record.settings = Settings(1, 1);
-  record.last_event_index = 2;
+  JobRecord record = NewJobRecord("j", Settings(1, 1), absl::Time());
+  record.set_last_event_index(2);
   JobChanges changes;
   changes.job_id = "j";
   changes.job = record;

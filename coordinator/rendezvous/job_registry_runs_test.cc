@@ -35,7 +35,7 @@ class JobRunsTest : public ::testing::Test {
     ASSERT_TRUE(registry.Register(r).ok());
     const Generation generation = registry.GetJobIncludingPending("j")->generation();
     const NodeRef ref{"j", "a", incarnation, generation};
-    ASSERT_TRUE(registry.ReportMasterInfo(ref, MasterInfo{"", 29500, NcclId()}).ok());
+    ASSERT_TRUE(registry.ReportMasterInfo(ref, NewMasterInfo("", 29500, NcclId())).ok());
     if (fail) {  // no budget: every worker is stopped, then the job fails
       ASSERT_TRUE(registry.WorkerExited(ref, Exit(0, 3, 0, "", clock_.Now())).ok());
       ASSERT_TRUE(registry.WorkersStopped(ref).ok());

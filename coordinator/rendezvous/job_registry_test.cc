@@ -109,7 +109,8 @@ TEST(JobRegistry, OutboxListener_CalledWhenOutboxFills) {
   auto requests = MessagesOf<RequestMasterInfo>(out, "a");
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(out.messages[0].incarnation, 1u);
-  ASSERT_TRUE(registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
+  ASSERT_TRUE(
+      registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
   EXPECT_EQ(calls.load(), 2);
   out = registry.TakeOutbox();
   ASSERT_EQ(MessagesOf<Assignment>(out, "a").size(), 1u);
@@ -280,14 +281,16 @@ TEST(JobRegistry, RestoreAfterCoordinatorRestart_ResumedNodesKeepGeneration) {
     ASSERT_TRUE(registry.Register(Req("j", "b", 22, Settings(2, 3, 2))).ok());
     ASSERT_TRUE(registry.Register(Req("j", "c", 33, Settings(2, 3, 2))).ok());
     ASSERT_TRUE(
-        registry.ReportMasterInfo(Ref("j", "a", 11, 1), MasterInfo{"", 29500, NcclId('q')}).ok());
+        registry.ReportMasterInfo(Ref("j", "a", 11, 1), NewMasterInfo("", 29500, NcclId('q')))
+            .ok());
     ASSERT_TRUE(
         registry.WorkerExited(Ref("j", "b", 22, 1), Exit(0, 1, 0, "boom", clock.Now())).ok());
     for (auto [n, inc] : {std::pair{"a", 11}, {"b", 22}, {"c", 33}}) {
       ASSERT_TRUE(registry.WorkersStopped(Ref("j", n, inc, 1)).ok());
     }
     ASSERT_TRUE(
-        registry.ReportMasterInfo(Ref("j", "a", 11, 2), MasterInfo{"", 29501, NcclId('r')}).ok());
+        registry.ReportMasterInfo(Ref("j", "a", 11, 2), NewMasterInfo("", 29501, NcclId('r')))
+            .ok());
     ASSERT_TRUE(registry.PersistPending().ok());  // the coordinator's writer
     ASSERT_EQ(registry.GetJob("j", false)->state(), v1::RUNNING);
     registry.TakeOutbox();  // delivered: WatchJob sees them
@@ -359,7 +362,7 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
     ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
     ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
     ASSERT_TRUE(
-        registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
+        registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
     ASSERT_TRUE(registry.WorkerExited(Ref("j", "a", 1, 1), Exit(0, 1, 0, "x", clock.Now())).ok());
     ASSERT_TRUE(registry.WorkersStopped(Ref("j", "a", 1, 1)).ok());
     ASSERT_TRUE(registry.PersistPending().ok());
@@ -433,7 +436,7 @@ TEST(JobRegistry, RestoreDuringStopBarrierAfterAMemberWasRemoved_WaitsForItsLeas
       ASSERT_TRUE(registry.Register(Req("j", node, incarnation, Settings(2, 3))).ok());
     }
     ASSERT_TRUE(
-        registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
+        registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
     // c's workers may still run.
     const absl::Status excluded =
         testing::WhileWriting(registry, [&] { return registry.ExcludeNode("j", "c", "bad GPU"); });
@@ -461,9 +464,8 @@ TEST(JobRegistry, RestoreCorruptNode_DataLoss) {
   InMemoryJobStateStore store;
   JobChanges c;
   c.job_id = "j";
-  c.job = JobRecord{};
-  c.job->job_id = "j";
-  c.job->state = JobState::kRunning;
+  c.job = NewJobRecord("j", DefaultJobSettings(), clock.Now());
+  SetJobState(JobState::kRunning, &*c.job);
   NodeRecord node = NewNodeRecord("");
   node.set_node_id("a");
   node.set_incarnation(1);

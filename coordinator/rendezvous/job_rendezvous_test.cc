@@ -92,16 +92,16 @@ TEST(JobRendezvous, MasterInfoFromNonRankZero_FailedPrecondition) {
   JobHarness h(Settings(2, 2));
   ASSERT_TRUE(h.Register("a").ok());
   ASSERT_TRUE(h.Register("b").ok());
-  absl::Status s = h.job().ReportMasterInfo(h.Ref("b"), MasterInfo{"", 1234, NcclId()});
+  absl::Status s = h.job().ReportMasterInfo(h.Ref("b"), NewMasterInfo("", 1234, NcclId()));
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(JobRendezvous, BadMasterInfo_InvalidArgument) {
   JobHarness h(Settings(1, 1));
   ASSERT_TRUE(h.Register("a").ok());
-  EXPECT_EQ(h.job().ReportMasterInfo(h.Ref("a"), MasterInfo{"", 0, NcclId()}).code(),
+  EXPECT_EQ(h.job().ReportMasterInfo(h.Ref("a"), NewMasterInfo("", 0, NcclId())).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(h.job().ReportMasterInfo(h.Ref("a"), MasterInfo{"", 80, "short"}).code(),
+  EXPECT_EQ(h.job().ReportMasterInfo(h.Ref("a"), NewMasterInfo("", 80, "short")).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(h.job().state(), JobState::kStarting);
 }
@@ -111,7 +111,7 @@ TEST(JobRendezvous, MasterInfoWithoutNcclId_AssignsWithEmptyId) {
   JobHarness h(Settings(2, 2));
   ASSERT_TRUE(h.Register("a").ok());
   ASSERT_TRUE(h.Register("b").ok());
-  ASSERT_TRUE(h.job().ReportMasterInfo(h.Ref("a"), MasterInfo{"", 29600, ""}).ok());
+  ASSERT_TRUE(h.job().ReportMasterInfo(h.Ref("a"), NewMasterInfo("", 29600, "")).ok());
   EXPECT_EQ(h.job().state(), JobState::kRunning);
   auto b = h.LastAssignment("b");
   ASSERT_TRUE(b);

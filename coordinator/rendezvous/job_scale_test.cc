@@ -62,7 +62,7 @@ TEST(JobScale, FourThousandNodes_RendezvousLinearAndFast) {
   ASSERT_EQ(request.size(), 1u);
   ASSERT_TRUE(registry
                   .ReportMasterInfo(NodeRef{"big", "node-0", 1000, 1},
-                                    MasterInfo{"", 29500, testing::NcclId()})
+                                    NewMasterInfo("", 29500, testing::NcclId()))
                   .ok());
   ASSERT_TRUE(registry.PersistPending().ok());
   out = registry.TakeOutbox();

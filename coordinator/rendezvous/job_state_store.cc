@@ -9,6 +9,51 @@
 
 namespace ddp::rendezvous {
 
+namespace {
+int64_t UnixNanosOrZero(absl::Time t) { return t == absl::Time() ? 0 : absl::ToUnixNanos(t); }
+absl::Time TimeOrUnknown(int64_t unix_ns) {
+  return unix_ns == 0 ? absl::Time() : absl::FromUnixNanos(unix_ns);
+}
+}  // namespace
+
+JobRecord NewJobRecord(std::string job_id, JobSettings settings, absl::Time created) {
+  JobRecord record;
+  record.set_job_id(std::move(job_id));
+  *record.mutable_settings() = std::move(settings);
+  SetJobState(JobState::kWaiting, &record);
+  SetCreated(created, &record);
+  record.set_run(1);
+  SetCounters(JobCounters{}, &record);
+  return record;
+}
+
+JobState JobStateOf(const JobRecord& record) { return static_cast<JobState>(record.state()); }
+void SetJobState(JobState state, JobRecord* record) {
+  record->set_state(static_cast<int32_t>(state));
+}
+
+absl::Time CreatedAt(const JobRecord& record) { return TimeOrUnknown(record.created_unix_ns()); }
+absl::Time FinishedAt(const JobRecord& record) { return TimeOrUnknown(record.finished_unix_ns()); }
+void SetCreated(absl::Time created, JobRecord* record) {
+  record->set_created_unix_ns(UnixNanosOrZero(created));
+}
+void SetFinished(absl::Time finished, JobRecord* record) {
+  record->set_finished_unix_ns(UnixNanosOrZero(finished));
+}
+
+std::optional<FailureInfo> RootCauseOf(const JobRecord& record) {
+  if (!record.has_cause()) return std::nullopt;
+  return record.cause();
+}
+
+JobCounters CountersOf(const JobRecord& record) {
+  return JobCounters{record.last_event_index(), record.next_join_seq()};
+}
+void SetCounters(const JobCounters& counters, JobRecord* record) {
+  record->set_last_event_index(counters.last_event_index);
+  record->set_next_join_seq(counters.next_join_seq);
+}
+
 NodeRecord NewNodeRecord(std::string node_id) {
   NodeRecord node;
   node.set_node_id(std::move(node_id));
@@ -95,7 +140,7 @@ void InMemoryJobStateStore::ApplyLocked(const JobChanges& changes) {
     kept.past_runs = std::move(removed->second.past_runs);
     kept.past_runs.erase(kept.past_runs.begin(),
                          kept.past_runs.lower_bound(changes.keep_runs_from));
-    kept.past_runs[changes.archived_run->run] = *changes.archived_run;
+    kept.past_runs[changes.archived_run->run()] = *changes.archived_run;
     removed->second = std::move(kept);
     return;
   }
@@ -104,10 +149,7 @@ void InMemoryJobStateStore::ApplyLocked(const JobChanges& changes) {
     it->second.job = *changes.job;
     it->second.has_record = true;
   }
-  if (changes.counters) {
-    it->second.job.last_event_index = changes.counters->last_event_index;
-    it->second.job.next_join_seq = changes.counters->next_join_seq;
-  }
+  if (changes.counters) SetCounters(*changes.counters, &it->second.job);
   // Removals first: a batch that removes and re-adds a node ends with the node.
   for (const std::string& id : changes.removed_nodes) it->second.nodes.erase(id);
   for (const NodeRecord& node : changes.upserted_nodes) {

@@ -37,28 +37,46 @@
 
 namespace ddp::rendezvous {
 
-struct JobRecord {
-  std::string job_id;
-  JobSettings settings = DefaultJobSettings();
-  JobState state = JobState::kWaiting;
-  Generation generation = 0;
-  int restart_count = 0;
-  std::optional<FailureInfo> root_cause;
-  std::string finish_message;
-  std::vector<FailureInfo> failures;        // newest last, bounded
-  std::vector<std::string> excluded_nodes;  // cannot rejoin
-  MasterInfo master;                        // of `generation`, once known
-  int64_t world_size = 0;                   // of `generation`
+// Scalars that change on most joins; written apart from the (larger) JobRecord.
+struct JobCounters {
   int64_t last_event_index = 0;
   uint64_t next_join_seq = 1;
-  absl::Time created;  // absl::Time() when unknown (stored before it was)
-  // Runs of one job id count from 1: a finished job id that starts again is
-  // run 2, and so on (its finished run is kept as a past run).
-  int run = 1;
-  absl::Time finished;  // when it reached a terminal state; absl::Time() before
-  // SHA-256 (hex) of the job's bearer token; empty: none (coordinator/auth).
-  std::string token_hash;
 };
+
+// A job as it is stored: the stored message itself (ddp.state.v1.JobRecord),
+// one record from Job (MakeRecord) and the registry's past runs to the stores,
+// which persist its bytes (SQLite, etcd) and read them back
+// (storage/job_record_codec upgrades what earlier releases stored).
+//   job_id, settings (the API's JobSettings), generation, restart_count,
+//   world_size (of `generation`), excluded_nodes (cannot rejoin),
+//   finish_message, token_hash (SHA-256 hex of the job's bearer token; empty:
+//   none, coordinator/auth).
+//   state: a JobState, numbered from 0 (JobStateOf, SetJobState).
+//   cause: the root cause (absent: none); failure_history: newest last,
+//     bounded (RestartPolicy).
+//   master: of `generation`, once known (MasterInfo).
+//   created_unix_ns, finished_unix_ns: 0 when unknown or not finished
+//     (CreatedAt/FinishedAt, SetCreated/SetFinished).
+//   run: runs of one job id count from 1: a finished job id that starts again
+//     is run 2, and so on (its finished run is kept as a past run).
+//   last_event_index, next_join_seq: the counters (CountersOf, SetCounters).
+// Adding a field touches records.proto, the code that sets it and its test.
+using JobRecord = ::ddp::state::v1::JobRecord;
+
+// The record of a job that was never stored: run 1, waiting, next join seq 1.
+JobRecord NewJobRecord(std::string job_id, JobSettings settings, absl::Time created);
+// The stored state (the codec refused a number that is no JobState).
+JobState JobStateOf(const JobRecord& record);
+void SetJobState(JobState state, JobRecord* record);
+// absl::Time() when unknown (stored before it was) or, finished, before the
+// job ended.
+absl::Time CreatedAt(const JobRecord& record);
+absl::Time FinishedAt(const JobRecord& record);
+void SetCreated(absl::Time created, JobRecord* record);
+void SetFinished(absl::Time finished, JobRecord* record);
+std::optional<FailureInfo> RootCauseOf(const JobRecord& record);
+JobCounters CountersOf(const JobRecord& record);
+void SetCounters(const JobCounters& counters, JobRecord* record);
 
 // A node of a job as it is stored: the stored message itself
 // (ddp.state.v1.NodeRecord), one record from Membership, which keeps it, to
@@ -108,12 +126,6 @@ struct JobEventCounts {
   friend bool operator==(const JobEventCounts& a, const JobEventCounts& b) {
     return a.counts == b.counts;
   }
-};
-
-// Scalars that change on most joins; written apart from the (larger) JobRecord.
-struct JobCounters {
-  int64_t last_event_index = 0;
-  uint64_t next_join_seq = 1;
 };
 
 // One atomic batch of changes to one job.

@@ -125,7 +125,7 @@ class JobHarness {
       if (std::holds_alternative<RequestMasterInfo>(it->body)) {
         NodeRef ref{"job1", it->node_id, it->incarnation,
                     std::get<RequestMasterInfo>(it->body).generation};
-        return job_->ReportMasterInfo(ref, MasterInfo{"", port, NcclId()});
+        return job_->ReportMasterInfo(ref, NewMasterInfo("", port, NcclId()));
       }
     }
     return absl::NotFoundError("no RequestMasterInfo in the outbox");

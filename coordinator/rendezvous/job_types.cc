@@ -22,6 +22,14 @@ FailureInfo NodeFailure(std::string node_id, Generation generation, absl::Time t
   return f;
 }
 
+MasterInfo NewMasterInfo(std::string master_addr, int master_port, std::string nccl_unique_id) {
+  MasterInfo info;
+  info.set_master_addr(std::move(master_addr));
+  info.set_master_port(master_port);
+  info.set_nccl_unique_id(std::move(nccl_unique_id));
+  return info;
+}
+
 absl::Time FailureTime(const FailureInfo& failure) {
   return absl::FromUnixMillis(failure.time_unix_ms());
 }

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "coordinator/rendezvous/job_settings.h"
+#include "ddp/state/v1/records.pb.h"
 #include "ddp/v1/jobs.pb.h"
 
 namespace ddp::rendezvous {
@@ -157,11 +158,14 @@ inline bool ExitedCleanly(const WorkerExit& exit) {
   return exit.exit_code() == 0 && exit.signal() == 0 && !exit.hang();
 }
 
-struct MasterInfo {
-  std::string master_addr;  // empty: the node's registered address
-  int master_port = 0;
-  std::string nccl_unique_id;  // exactly kNcclUniqueIdBytes bytes
-};
+// What group rank 0 answers for a generation: the stored message itself
+// (ddp.state.v1.MasterRecord), from the agent's answer (session's
+// MasterInfoFromProto) through RendezvousRound to the job's record.
+//   master_addr: empty: the node's registered address.
+//   master_port; nccl_unique_id: exactly kNcclUniqueIdBytes bytes, or empty
+//   (no NCCL on the node).
+using MasterInfo = ::ddp::state::v1::MasterRecord;
+MasterInfo NewMasterInfo(std::string master_addr, int master_port, std::string nccl_unique_id);
 
 // ---- Outputs (the outbox) ----
 

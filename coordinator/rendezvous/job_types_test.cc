@@ -5,6 +5,13 @@
 namespace ddp::rendezvous {
 namespace {
 
+TEST(MasterInfo, NewMasterInfo_SetsEveryField) {
+  const MasterInfo info = NewMasterInfo("10.0.0.1", 29500, std::string(kNcclUniqueIdBytes, '\0'));
+  EXPECT_EQ(info.master_addr(), "10.0.0.1");
+  EXPECT_EQ(info.master_port(), 29500);
+  EXPECT_EQ(info.nccl_unique_id(), std::string(kNcclUniqueIdBytes, '\0'));
+}
+
 TEST(JobStateFromProto, Unspecified_InvalidArgument) {
   EXPECT_EQ(JobStateFromProto(v1::JOB_STATE_UNSPECIFIED).status().code(),
             absl::StatusCode::kInvalidArgument);

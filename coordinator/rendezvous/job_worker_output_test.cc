@@ -116,11 +116,11 @@ TEST(JobWorkerOutput, RecordRoundTrip_KeepsOutput) {
   StartRunning(h, {"a"});
   ASSERT_TRUE(h.job().WorkerExited(h.Ref("a"), WithOutput(0, "tail", "tb", "/log")).ok());
   const JobRecord record = h.job().Record();
-  ASSERT_EQ(record.failures.size(), 1u);
-  EXPECT_EQ(record.failures[0].stderr_tail(), "tail");
-  ASSERT_TRUE(record.root_cause.has_value());
-  EXPECT_EQ(record.root_cause->traceback(), "tb");
-  EXPECT_EQ(record.root_cause->log_path(), "/log");
+  ASSERT_EQ(record.failure_history_size(), 1);
+  EXPECT_EQ(record.failure_history(0).stderr_tail(), "tail");
+  ASSERT_TRUE(record.has_cause());
+  EXPECT_EQ(record.cause().traceback(), "tb");
+  EXPECT_EQ(record.cause().log_path(), "/log");
 }
 
 }  // namespace

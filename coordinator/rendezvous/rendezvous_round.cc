@@ -51,7 +51,7 @@ absl::StatusOr<RankTable> RendezvousRound::Close(const std::vector<RankMember>& 
   ++generation_;
   members_.Form(members.size(), table->world_size);
   for (const RankEntry& e : table->entries) members_.by_rank[e.group_rank] = e.node_id;
-  master_ = MasterInfo{};
+  master_ = MasterInfo();
   min_reached_at_.reset();
   join_deadline_ = absl::InfiniteFuture();
   master_deadline_ = master_deadline;
@@ -61,24 +61,24 @@ absl::StatusOr<RankTable> RendezvousRound::Close(const std::vector<RankMember>& 
 absl::StatusOr<MasterInfo> RendezvousRound::EffectiveMasterInfo(
     const MasterInfo& info, const std::string& node_id, const std::string& registered_address,
     int max_address_length) {
-  if (info.master_port < 1 || info.master_port > 65535) {
+  if (info.master_port() < 1 || info.master_port() > 65535) {
     return absl::InvalidArgumentError(
-        absl::StrCat("master port ", info.master_port, " is outside [1, 65535]"));
+        absl::StrCat("master port ", info.master_port(), " is outside [1, 65535]"));
   }
   // Empty: NCCL is not installed on the rank-0 node; workers get no id.
-  if (!info.nccl_unique_id.empty() && info.nccl_unique_id.size() != kNcclUniqueIdBytes) {
+  if (!info.nccl_unique_id().empty() && info.nccl_unique_id().size() != kNcclUniqueIdBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("NCCL unique id is ", info.nccl_unique_id.size(), " bytes; it must be ",
+        absl::StrCat("NCCL unique id is ", info.nccl_unique_id().size(), " bytes; it must be ",
                      kNcclUniqueIdBytes, " (ncclUniqueId) or empty (no NCCL on the node)"));
   }
-  if (static_cast<int>(info.master_addr.size()) > max_address_length) {
-    return absl::InvalidArgumentError(absl::StrCat("master address '", Capped(info.master_addr),
+  if (static_cast<int>(info.master_addr().size()) > max_address_length) {
+    return absl::InvalidArgumentError(absl::StrCat("master address '", Capped(info.master_addr()),
                                                    "' is longer than ", max_address_length,
                                                    " bytes"));
   }
   MasterInfo effective = info;
-  if (effective.master_addr.empty()) effective.master_addr = registered_address;
-  if (effective.master_addr.empty()) {
+  if (effective.master_addr().empty()) effective.set_master_addr(registered_address);
+  if (effective.master_addr().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("node '", node_id, "' gave no master address and registered none"));
   }
@@ -125,9 +125,9 @@ Assignment RendezvousRound::AssignmentFor(const NodeRecord& record, int restart_
   a.global_rank_offset = record.global_rank_offset();
   a.local_world_size = record.nproc();
   a.world_size = members_.world_size;
-  a.master_addr = master_.master_addr;
-  a.master_port = master_.master_port;
-  a.nccl_unique_id = master_.nccl_unique_id;
+  a.master_addr = master_.master_addr();
+  a.master_port = master_.master_port();
+  a.nccl_unique_id = master_.nccl_unique_id();
   if (auto role = members_.role_ranks.find(record.node_id()); role != members_.role_ranks.end()) {
     a.role_rank_offset = role->second.first;
     a.role_world_size = role->second.second;

@@ -192,11 +192,8 @@ absl::StatusOr<rendezvous::MasterInfo> MasterInfoFromProto(
   }
   DDP_RETURN_IF_ERROR(CheckLength(
       proto.master_addr(), static_cast<size_t>(limits.max_address_length), "master address"));
-  rendezvous::MasterInfo info;
-  info.master_addr = proto.master_addr();
-  info.master_port = proto.master_port();
-  info.nccl_unique_id = proto.nccl_unique_id();
-  return info;
+  return rendezvous::NewMasterInfo(proto.master_addr(), proto.master_port(),
+                                   proto.nccl_unique_id());
 }
 
 void RegisteredToProto(const rendezvous::RegisterResult& r, v1::Registered* proto) {

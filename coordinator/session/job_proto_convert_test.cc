@@ -15,8 +15,8 @@ TEST(MasterInfoFromProto, NcclIdSizes_OnlyEmptyOr128Accepted) {
   proto.set_nccl_unique_id(std::string(128, 'a'));
   absl::StatusOr<rendezvous::MasterInfo> info = MasterInfoFromProto(proto, limits);
   ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->nccl_unique_id.size(), 128u);
-  EXPECT_EQ(info->master_port, 29500);
+  EXPECT_EQ(info->nccl_unique_id().size(), 128u);
+  EXPECT_EQ(info->master_port(), 29500);
 
   proto.set_nccl_unique_id("");
   EXPECT_TRUE(MasterInfoFromProto(proto, limits).ok());

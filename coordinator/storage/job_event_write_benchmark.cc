@@ -48,11 +48,11 @@ void BM_JoinBatches(benchmark::State& state) {
     state.SkipWithError(store.status().ToString().c_str());
     return;
   }
-  rendezvous::JobRecord record;
-  record.job_id = "big";
-  record.settings.set_min_nodes(kNodes);
-  record.settings.set_max_nodes(kNodes);
-  record.settings.set_nproc_per_node(8);
+  rendezvous::JobRecord record =
+      rendezvous::NewJobRecord("big", rendezvous::DefaultJobSettings(), absl::Time());
+  record.mutable_settings()->set_min_nodes(kNodes);
+  record.mutable_settings()->set_max_nodes(kNodes);
+  record.mutable_settings()->set_nproc_per_node(8);
   rendezvous::JobChanges created;
   created.job_id = "big";
   created.job = record;

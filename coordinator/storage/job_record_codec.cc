@@ -22,6 +22,7 @@ using rendezvous::JobState;
 using rendezvous::NodeRecord;
 using rendezvous::RestartCause;
 
+// Event times (JobEventRecord) are stored in nanoseconds, 0: unknown.
 int64_t Ns(absl::Time t) { return t == absl::Time() ? 0 : absl::ToUnixNanos(t); }
 absl::Time TimeFromNs(int64_t ns) { return ns == 0 ? absl::Time() : absl::FromUnixNanos(ns); }
 
@@ -50,7 +51,7 @@ FailureInfo FromLegacyRecord(const pb::FailureRecord& f) {
 // The stored settings are exact (every field was written): no defaults, but
 // for the hang timeout of records stored before it existed, which is written
 // out (as the API has always shown it).
-absl::StatusOr<JobSettings> FromStored(const JobSettings& stored) {
+absl::StatusOr<JobSettings> SettingsFromStored(const JobSettings& stored) {
   for (auto [name, ms] : {std::pair{"join_timeout_ms", stored.join_timeout_ms()},
                           {"last_call_timeout_ms", stored.last_call_timeout_ms()},
                           {"heartbeat_interval_ms", stored.heartbeat_interval_ms()},
@@ -66,61 +67,36 @@ absl::StatusOr<JobSettings> FromStored(const JobSettings& stored) {
   return settings;
 }
 
-pb::JobRecord JobToProto(const JobRecord& r) {
-  pb::JobRecord out;
-  out.set_job_id(r.job_id);
-  *out.mutable_settings() = r.settings;
-  out.set_state(static_cast<int32_t>(r.state));
-  out.set_generation(r.generation);
-  out.set_restart_count(r.restart_count);
-  if (r.root_cause) *out.mutable_cause() = *r.root_cause;
-  out.set_finish_message(r.finish_message);
-  out.mutable_failure_history()->Assign(r.failures.begin(), r.failures.end());
-  for (const std::string& node : r.excluded_nodes) out.add_excluded_nodes(node);
-  out.mutable_master()->set_master_addr(r.master.master_addr);
-  out.mutable_master()->set_master_port(r.master.master_port);
-  out.mutable_master()->set_nccl_unique_id(r.master.nccl_unique_id);
-  out.set_world_size(r.world_size);
-  out.set_created_unix_ns(Ns(r.created));
-  out.set_run(r.run);
-  out.set_finished_unix_ns(Ns(r.finished));
-  out.set_token_hash(r.token_hash);
-  return out;
+// The record as stored: without its counters, which the stores keep apart
+// (see records.proto), so that the bytes are those earlier releases wrote.
+pb::JobRecord WithoutCounters(const JobRecord& record) {
+  pb::JobRecord stored = record;
+  stored.clear_last_event_index();
+  stored.clear_next_join_seq();
+  return stored;
 }
 
-absl::StatusOr<JobRecord> JobFromProto(const pb::JobRecord& in,
-                                       const rendezvous::JobCounters& counters) {
-  if (in.state() < static_cast<int32_t>(JobState::kWaiting) ||
-      in.state() > static_cast<int32_t>(JobState::kCancelled)) {
-    return absl::DataLossError(absl::StrCat("job state ", in.state(), " is not a known state"));
+// What stored bytes may hold that the core's record may not: failures in the
+// form of releases before 2026-11-27 (upgraded to the API's Failure), a state
+// that is no JobState, negative durations, settings without the hang timeout.
+// The stored counters are put back.
+absl::StatusOr<JobRecord> RecordFromStored(JobRecord stored,
+                                           const rendezvous::JobCounters& counters) {
+  if (stored.state() < static_cast<int32_t>(JobState::kWaiting) ||
+      stored.state() > static_cast<int32_t>(JobState::kCancelled)) {
+    return absl::DataLossError(absl::StrCat("job state ", stored.state(), " is not a known state"));
   }
-  DDP_ASSIGN_OR_RETURN(JobSettings settings, FromStored(in.settings()));
-  JobRecord r;
-  r.job_id = in.job_id();
-  r.settings = settings;
-  r.state = static_cast<JobState>(in.state());
-  r.generation = in.generation();
-  r.restart_count = in.restart_count();
-  if (in.has_cause()) {
-    r.root_cause = in.cause();
-  } else if (in.has_root_cause()) {
-    r.root_cause = FromLegacyRecord(in.root_cause());
+  DDP_ASSIGN_OR_RETURN(*stored.mutable_settings(), SettingsFromStored(stored.settings()));
+  if (!stored.has_cause() && stored.has_root_cause()) {
+    *stored.mutable_cause() = FromLegacyRecord(stored.root_cause());
   }
-  r.finish_message = in.finish_message();
-  r.failures.assign(in.failure_history().begin(), in.failure_history().end());
-  for (const pb::FailureRecord& f : in.failures()) r.failures.push_back(FromLegacyRecord(f));
-  r.excluded_nodes.assign(in.excluded_nodes().begin(), in.excluded_nodes().end());
-  r.master.master_addr = in.master().master_addr();
-  r.master.master_port = in.master().master_port();
-  r.master.nccl_unique_id = in.master().nccl_unique_id();
-  r.world_size = in.world_size();
-  r.last_event_index = counters.last_event_index;
-  r.next_join_seq = counters.next_join_seq;
-  r.created = TimeFromNs(in.created_unix_ns());
-  r.run = in.run();
-  r.finished = TimeFromNs(in.finished_unix_ns());
-  r.token_hash = in.token_hash();
-  return r;
+  stored.clear_root_cause();
+  for (const pb::FailureRecord& f : stored.failures()) {
+    *stored.add_failure_history() = FromLegacyRecord(f);
+  }
+  stored.clear_failures();
+  rendezvous::SetCounters(counters, &stored);
+  return stored;
 }
 
 // `bytes` parsed as a `Message`; DATA_LOSS naming `what`, the size and the
@@ -138,18 +114,18 @@ absl::StatusOr<Message> Parse(absl::string_view bytes, absl::string_view what) {
 }  // namespace
 
 std::string EncodeJobRecord(const JobRecord& record) {
-  return JobToProto(record).SerializeAsString();
+  return WithoutCounters(record).SerializeAsString();
 }
 
 absl::StatusOr<JobRecord> DecodeJobRecord(absl::string_view bytes,
                                           const rendezvous::JobCounters& counters) {
-  DDP_ASSIGN_OR_RETURN(pb::JobRecord in, Parse<pb::JobRecord>(bytes, "a job record"));
-  return JobFromProto(in, counters);
+  DDP_ASSIGN_OR_RETURN(JobRecord stored, Parse<pb::JobRecord>(bytes, "a job record"));
+  return RecordFromStored(std::move(stored), counters);
 }
 
 std::string EncodeStoredJob(const JobRecord& record, const rendezvous::JobCounters& counters) {
   pb::StoredJobRecord out;
-  *out.mutable_record() = JobToProto(record);
+  *out.mutable_record() = WithoutCounters(record);
   out.set_last_event_index(counters.last_event_index);
   out.set_next_join_seq(counters.next_join_seq);
   return out.SerializeAsString();
@@ -157,8 +133,8 @@ std::string EncodeStoredJob(const JobRecord& record, const rendezvous::JobCounte
 
 absl::StatusOr<JobRecord> DecodeStoredJob(absl::string_view bytes) {
   DDP_ASSIGN_OR_RETURN(pb::StoredJobRecord in, Parse<pb::StoredJobRecord>(bytes, "a stored job"));
-  return JobFromProto(in.record(),
-                      rendezvous::JobCounters{in.last_event_index(), in.next_join_seq()});
+  return RecordFromStored(std::move(*in.mutable_record()),
+                          rendezvous::JobCounters{in.last_event_index(), in.next_join_seq()});
 }
 
 // The core keeps the stored message itself (rendezvous::NodeRecord): its

@@ -1,11 +1,17 @@
 #ifndef DDP_COORDINATOR_STORAGE_JOB_RECORD_CODEC_H_
 #define DDP_COORDINATOR_STORAGE_JOB_RECORD_CODEC_H_
 
-// The one mapping between the rendezvous core's records and what is stored:
-// a serialized ddp.state.v1 message per row (proto/ddp/state/v1/records.proto).
-// SQLite stores a job record without its counters (last_event_index,
-// next_join_seq), which have columns of their own; engines without columns
-// store both in one StoredJobRecord.
+// The one place where what is stored differs from the core's records, for
+// backward compatibility: a serialized ddp.state.v1 message per row
+// (proto/ddp/state/v1/records.proto). The core keeps the stored messages
+// themselves (rendezvous::JobRecord, NodeRecord): their bytes are written as
+// they are, but for a job record's counters (last_event_index,
+// next_join_seq), which SQLite keeps in columns of their own and engines
+// without columns beside the record in one StoredJobRecord, both as earlier
+// releases did. What remains converted: a job record stored by a release
+// before 2026-11-27 (FailureRecord fields, upgraded on read to the API's
+// Failure; settings without the hang timeout, written out) and job events
+// (JobEventRecord, below).
 //
 // Decoding checks what the message format cannot: the job state, event type
 // and restart cause are known values and durations are not negative
@@ -23,13 +29,14 @@
 
 namespace ddp::storage {
 
+// The record without its counters (they are stored beside it).
 std::string EncodeJobRecord(const rendezvous::JobRecord& record);
-// `counters` replace the record's (they are stored beside it).
+// `counters` are the record's (stored beside it).
 absl::StatusOr<rendezvous::JobRecord> DecodeJobRecord(absl::string_view bytes,
                                                       const rendezvous::JobCounters& counters);
 
-// The record with its counters in one message (StoredJobRecord), for engines
-// without columns (storage/etcd).
+// The record with `counters` in one message (StoredJobRecord), for engines
+// without columns (storage/etcd); `counters` win over the record's.
 std::string EncodeStoredJob(const rendezvous::JobRecord& record,
                             const rendezvous::JobCounters& counters);
 absl::StatusOr<rendezvous::JobRecord> DecodeStoredJob(absl::string_view bytes);

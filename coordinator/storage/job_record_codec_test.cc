@@ -10,6 +10,7 @@ namespace {
 using rendezvous::FailureInfo;
 using rendezvous::JobCounters;
 using rendezvous::JobRecord;
+using rendezvous::JobSettings;
 using rendezvous::JobState;
 using rendezvous::NodeRecord;
 
@@ -28,70 +29,77 @@ FailureInfo Failure(const std::string& node, int rank) {
   return f;
 }
 
-TEST(JobRecordCodecTest, JobRecordRoundTripsEveryField) {
+// A record with every field set (the counters too).
+JobRecord FullRecord() {
   JobRecord r;
-  r.job_id = std::string("job\0\xfe", 5);
-  r.settings.set_min_nodes(2);
-  r.settings.set_max_nodes(7);
-  r.settings.set_nproc_per_node(8);
-  r.settings.set_max_restarts(5);
-  r.settings.set_join_timeout_ms(61000);
-  r.settings.set_last_call_timeout_ms(1500);
-  r.settings.set_heartbeat_interval_ms(250);
-  r.settings.set_heartbeat_timeout_ms(15000);
-  r.settings.set_shutdown_timeout_ms(9000);
-  r.state = JobState::kRestarting;
-  r.generation = 12;
-  r.restart_count = 2;
-  r.root_cause = Failure("n1", 0);
-  r.finish_message = "done";
-  r.failures = {Failure("n1", 0), Failure("n2", 3)};
-  r.excluded_nodes = {"n9", "n3"};
-  r.master = {"10.0.0.1", 29500, std::string(128, '\x01')};
-  r.world_size = 64;
-  r.created = absl::FromUnixMillis(1'700'000'000'000);
-  r.run = 3;
-  r.finished = absl::FromUnixMillis(1'700'000'100'000);
-  r.token_hash = "abc123";
-
-  absl::StatusOr<JobRecord> back = DecodeJobRecord(EncodeJobRecord(r), JobCounters{77, 99});
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->job_id, r.job_id);
-  EXPECT_EQ(back->settings.DebugString(), r.settings.DebugString());
-  EXPECT_EQ(back->state, r.state);
-  EXPECT_EQ(back->generation, 12);
-  EXPECT_EQ(back->restart_count, 2);
-  ASSERT_TRUE(back->root_cause.has_value());
-  EXPECT_EQ(back->root_cause->message(), r.root_cause->message());
-  EXPECT_EQ(back->root_cause->time_unix_ms(), 1'700'000'000'123);
-  EXPECT_TRUE(back->root_cause->hang());
-  EXPECT_EQ(back->root_cause->pid(), 4242);
-  EXPECT_EQ(back->finish_message, "done");
-  ASSERT_EQ(back->failures.size(), 2u);
-  EXPECT_EQ(back->failures[1].node_id(), "n2");
-  EXPECT_EQ(back->failures[1].global_rank(), 13);
-  EXPECT_EQ(back->excluded_nodes, r.excluded_nodes);
-  EXPECT_EQ(back->master.master_addr, "10.0.0.1");
-  EXPECT_EQ(back->master.master_port, 29500);
-  EXPECT_EQ(back->master.nccl_unique_id, r.master.nccl_unique_id);
-  EXPECT_EQ(back->world_size, 64);
-  EXPECT_EQ(back->last_event_index, 77);  // from the counters, not the record
-  EXPECT_EQ(back->next_join_seq, 99u);
-  EXPECT_EQ(back->created, r.created);
-  EXPECT_EQ(back->run, 3);
-  EXPECT_EQ(back->finished, r.finished);
-  EXPECT_EQ(back->token_hash, "abc123");
+  r.set_job_id(std::string("job\0\xfe", 5));
+  JobSettings& s = *r.mutable_settings();
+  s.set_min_nodes(2);
+  s.set_max_nodes(7);
+  s.set_nproc_per_node(8);
+  s.set_max_restarts(5);
+  s.set_join_timeout_ms(61000);
+  s.set_last_call_timeout_ms(1500);
+  s.set_heartbeat_interval_ms(250);
+  s.set_heartbeat_timeout_ms(15000);
+  s.set_shutdown_timeout_ms(9000);
+  s.set_hang_timeout_ms(20000);
+  rendezvous::SetJobState(JobState::kRestarting, &r);
+  r.set_generation(12);
+  r.set_restart_count(2);
+  *r.mutable_cause() = Failure("n1", 0);
+  r.set_finish_message("done");
+  *r.add_failure_history() = Failure("n1", 0);
+  *r.add_failure_history() = Failure("n2", 3);
+  r.add_excluded_nodes("n9");
+  r.add_excluded_nodes("n3");
+  *r.mutable_master() = rendezvous::NewMasterInfo("10.0.0.1", 29500, std::string(128, '\x01'));
+  r.set_world_size(64);
+  rendezvous::SetCreated(absl::FromUnixNanos(1'700'000'000'000'000'001), &r);
+  r.set_run(3);
+  rendezvous::SetFinished(absl::FromUnixMillis(1'700'000'100'000), &r);
+  r.set_token_hash("abc123");
+  rendezvous::SetCounters(JobCounters{5, 6}, &r);
+  return r;
 }
 
-TEST(JobRecordCodecTest, UnknownTimesAndNoRootCauseStayUnknown) {
-  JobRecord r;
-  r.job_id = "j";
-  absl::StatusOr<JobRecord> back = DecodeJobRecord(EncodeJobRecord(r), JobCounters{});
+TEST(JobRecordCodecTest, JobRecordRoundTripsEveryField_CountersFromBesideIt) {
+  const JobRecord r = FullRecord();
+  absl::StatusOr<JobRecord> back = DecodeJobRecord(EncodeJobRecord(r), JobCounters{77, 99});
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_FALSE(back->root_cause.has_value());
-  EXPECT_EQ(back->created, absl::Time());
-  EXPECT_EQ(back->finished, absl::Time());
-  EXPECT_EQ(back->run, 1);
+  JobRecord want = r;
+  rendezvous::SetCounters(JobCounters{77, 99}, &want);  // the columns', not the record's
+  EXPECT_EQ(back->ShortDebugString(), want.ShortDebugString());
+  EXPECT_EQ(rendezvous::CreatedAt(*back), absl::FromUnixNanos(1'700'000'000'000'000'001));
+  EXPECT_EQ(rendezvous::JobStateOf(*back), JobState::kRestarting);
+  EXPECT_EQ(back->master().nccl_unique_id(), std::string(128, '\x01'));
+}
+
+// The stored bytes are those of earlier releases: the record without its
+// counters (they live beside it), so either release reads what the other
+// wrote.
+TEST(JobRecordCodecTest, StoredBytes_AreTheRecordWithoutItsCounters) {
+  JobRecord r = FullRecord();
+  ddp::state::v1::JobRecord stored;
+  ASSERT_TRUE(stored.ParseFromString(EncodeJobRecord(r)));
+  EXPECT_EQ(stored.last_event_index(), 0);
+  EXPECT_EQ(stored.next_join_seq(), 0u);
+  r.clear_last_event_index();
+  r.clear_next_join_seq();
+  EXPECT_EQ(EncodeJobRecord(FullRecord()), r.SerializeAsString());
+}
+
+TEST(JobRecordCodecTest, NewRecord_UnknownTimesAndNoRootCauseStayUnknown) {
+  const JobRecord r = rendezvous::NewJobRecord("j", rendezvous::DefaultJobSettings(), absl::Time());
+  EXPECT_EQ(r.run(), 1);
+  EXPECT_EQ(rendezvous::CountersOf(r).next_join_seq, 1u);
+  EXPECT_EQ(rendezvous::JobStateOf(r), JobState::kWaiting);
+  absl::StatusOr<JobRecord> back = DecodeJobRecord(EncodeJobRecord(r), rendezvous::CountersOf(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ShortDebugString(), r.ShortDebugString());
+  EXPECT_FALSE(back->has_cause());
+  EXPECT_EQ(rendezvous::CreatedAt(*back), absl::Time());
+  EXPECT_EQ(rendezvous::FinishedAt(*back), absl::Time());
 }
 
 TEST(JobRecordCodecTest, RefusesWhatIsNotARecord) {
@@ -120,27 +128,32 @@ TEST(JobRecordCodecTest, StoredBeforeTheHangTimeout_ReadWithTheDefaultWrittenOut
   old.mutable_settings()->set_heartbeat_timeout_ms(3000);
   absl::StatusOr<JobRecord> back = DecodeJobRecord(old.SerializeAsString(), JobCounters{});
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_TRUE(back->settings.has_hang_timeout_ms());
-  EXPECT_EQ(back->settings.hang_timeout_ms(), 10000);
-  EXPECT_EQ(back->settings.min_nodes(), 2);
-  EXPECT_EQ(back->settings.heartbeat_timeout_ms(), 3000);
+  EXPECT_TRUE(back->settings().has_hang_timeout_ms());
+  EXPECT_EQ(back->settings().hang_timeout_ms(), 10000);
+  EXPECT_EQ(back->settings().min_nodes(), 2);
+  EXPECT_EQ(back->settings().heartbeat_timeout_ms(), 3000);
   // A hang timeout turned off (0) stays off.
   old.mutable_settings()->set_hang_timeout_ms(0);
   back = DecodeJobRecord(old.SerializeAsString(), JobCounters{});
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_TRUE(back->settings.has_hang_timeout_ms());
-  EXPECT_EQ(back->settings.hang_timeout_ms(), 0);
+  EXPECT_TRUE(back->settings().has_hang_timeout_ms());
+  EXPECT_EQ(back->settings().hang_timeout_ms(), 0);
 }
 
 TEST(JobRecordCodecTest, StoredJobCarriesItsCounters) {
-  JobRecord r;
-  r.job_id = "j";
-  r.generation = 4;
-  absl::StatusOr<JobRecord> back = DecodeStoredJob(EncodeStoredJob(r, JobCounters{12, 34}));
+  const JobRecord r = FullRecord();
+  const std::string bytes = EncodeStoredJob(r, JobCounters{12, 34});
+  absl::StatusOr<JobRecord> back = DecodeStoredJob(bytes);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->generation, 4);
-  EXPECT_EQ(back->last_event_index, 12);
-  EXPECT_EQ(back->next_join_seq, 34u);
+  JobRecord want = r;
+  rendezvous::SetCounters(JobCounters{12, 34}, &want);  // the given counters win
+  EXPECT_EQ(back->ShortDebugString(), want.ShortDebugString());
+  // As earlier releases stored it: the counters beside the record only.
+  ddp::state::v1::StoredJobRecord stored;
+  ASSERT_TRUE(stored.ParseFromString(bytes));
+  EXPECT_EQ(stored.last_event_index(), 12);
+  EXPECT_EQ(stored.next_join_seq(), 34u);
+  EXPECT_EQ(stored.record().last_event_index(), 0);
   EXPECT_EQ(DecodeStoredJob("\xff\xff").status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -290,18 +303,21 @@ TEST(JobRecordCodecTest, LegacyFailureRecords_ReadAsFailures) {
   *old.add_failures() = *cause;
   absl::StatusOr<JobRecord> back = DecodeJobRecord(old.SerializeAsString(), JobCounters{});
   ASSERT_TRUE(back.ok()) << back.status();
-  ASSERT_TRUE(back->root_cause.has_value());
-  EXPECT_EQ(back->root_cause->node_id(), "n1");
-  EXPECT_EQ(back->root_cause->global_rank(), 6);
-  EXPECT_EQ(back->root_cause->exit_code(), 3);
-  EXPECT_EQ(back->root_cause->time_unix_ms(), 1'700'000'000'123);
-  EXPECT_EQ(back->root_cause->message(), "cut \xef\xbf\xbd\xef\xbf\xbd");
-  ASSERT_EQ(back->failures.size(), 1u);
-  EXPECT_EQ(back->failures[0].message(), back->root_cause->message());
+  ASSERT_TRUE(back->has_cause());
+  EXPECT_EQ(back->cause().node_id(), "n1");
+  EXPECT_EQ(back->cause().global_rank(), 6);
+  EXPECT_EQ(back->cause().exit_code(), 3);
+  EXPECT_EQ(back->cause().time_unix_ms(), 1'700'000'000'123);
+  EXPECT_EQ(back->cause().message(), "cut \xef\xbf\xbd\xef\xbf\xbd");
+  ASSERT_EQ(back->failure_history_size(), 1);
+  EXPECT_EQ(back->failure_history(0).message(), back->cause().message());
+  // Upgraded: the core's record holds no legacy field.
+  EXPECT_FALSE(back->has_root_cause());
+  EXPECT_EQ(back->failures_size(), 0);
   // Written again, it is the new form: it parses as a proto3 record.
   absl::StatusOr<JobRecord> again = DecodeJobRecord(EncodeJobRecord(*back), JobCounters{});
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->failures.size(), 1u);
+  EXPECT_EQ(again->ShortDebugString(), back->ShortDebugString());
 }
 
 TEST(JobRecordCodecTest, JobEventOfUnknownTypeOrCause_DataLossNamingIt) {

@@ -26,7 +26,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,19 +39,9 @@
 namespace ddp::rendezvous {
 namespace conformance {
 
-// Every field as a tuple, so gtest compares and prints them.
-inline auto FieldsOf(const FailureInfo& f) {
-  return std::make_tuple(f.node_id(), f.generation(), f.local_rank(), f.global_rank(),
-                         f.exit_code(), f.signal(), f.message(), f.time_unix_ms(), f.hang(),
-                         f.pid(), f.process_stopped(), f.stderr_tail(), f.traceback(),
-                         f.log_path());
-}
-inline auto FieldsOf(const NodeRecord& n) {
-  return std::make_tuple(n.node_id(), n.incarnation(), n.nproc(), n.requested_rank(), n.address(),
-                         n.group_rank(), n.global_rank_offset(), n.join_seq(),
-                         n.drain_leaves_at_unix_ms(), n.drain_reason());
-}
-// Every field of an event on one line.
+// Every field of a record on one line (a field added to the message is
+// compared without touching the suite).
+inline std::string FieldsOf(const NodeRecord& n) { return n.ShortDebugString(); }
 inline std::string FieldsOf(const JobEvent& e) { return e.ShortDebugString(); }
 
 template <typename T>
@@ -62,32 +51,16 @@ auto FieldsOf(const std::vector<T>& items) {
   return out;
 }
 
-// Compares every field of two job records (EXPECT_*, so all differences show).
+// Every field of a job record on one line, its excluded nodes (a set)
+// sorted.
+inline std::string FieldsOf(JobRecord record) {
+  std::sort(record.mutable_excluded_nodes()->begin(), record.mutable_excluded_nodes()->end());
+  return record.ShortDebugString();
+}
+
+// Compares every field of two job records.
 inline void ExpectSameRecord(const JobRecord& got, const JobRecord& want) {
-  EXPECT_EQ(got.job_id, want.job_id);
-  EXPECT_EQ(got.settings.DebugString(), want.settings.DebugString());
-  EXPECT_EQ(JobStateName(got.state), JobStateName(want.state));
-  EXPECT_EQ(got.generation, want.generation);
-  EXPECT_EQ(got.restart_count, want.restart_count);
-  ASSERT_EQ(got.root_cause.has_value(), want.root_cause.has_value());
-  if (want.root_cause) {
-    EXPECT_EQ(FieldsOf(*got.root_cause), FieldsOf(*want.root_cause));
-  }
-  EXPECT_EQ(got.finish_message, want.finish_message);
-  EXPECT_EQ(FieldsOf(got.failures), FieldsOf(want.failures));
-  std::vector<std::string> want_excluded = want.excluded_nodes;
-  std::sort(want_excluded.begin(), want_excluded.end());
-  EXPECT_EQ(got.excluded_nodes, want_excluded);
-  EXPECT_EQ(got.master.master_addr, want.master.master_addr);
-  EXPECT_EQ(got.master.master_port, want.master.master_port);
-  EXPECT_EQ(got.master.nccl_unique_id, want.master.nccl_unique_id);
-  EXPECT_EQ(got.world_size, want.world_size);
-  EXPECT_EQ(got.last_event_index, want.last_event_index);
-  EXPECT_EQ(got.next_join_seq, want.next_join_seq);
-  EXPECT_EQ(got.created, want.created);
-  EXPECT_EQ(got.run, want.run);
-  EXPECT_EQ(got.finished, want.finished);
-  EXPECT_EQ(got.token_hash, want.token_hash);
+  EXPECT_EQ(FieldsOf(got), FieldsOf(want));
 }
 
 inline FailureInfo Failure(std::string node_id, Generation generation, int exit_code,
@@ -117,45 +90,49 @@ inline FailureInfo Hang(std::string node_id, Generation generation, int pid) {
 // A record with every field set to a non-default value.
 inline JobRecord FullRecord(const std::string& job_id) {
   JobRecord r;
-  r.job_id = job_id;
-  r.settings.set_min_nodes(2);
-  r.settings.set_max_nodes(4096);
-  r.settings.set_nproc_per_node(8);
-  r.settings.set_max_restarts(17);
-  r.settings.set_join_timeout_ms(600001);
-  r.settings.set_last_call_timeout_ms(30002);
-  r.settings.set_heartbeat_interval_ms(503);
-  r.settings.set_heartbeat_timeout_ms(3004);
-  r.settings.set_shutdown_timeout_ms(45005);
-  r.state = JobState::kRestarting;
-  r.generation = 5000000000;  // beyond 32 bits
-  r.restart_count = 6;
-  r.root_cause = Hang("node-7", 3, 2147483647);  // the largest pid_t
-  r.root_cause->set_time_unix_ms(1700000000123);
-  r.finish_message = "not finished";
-  r.failures = {Failure("node-3", 1, 1, "first"), Failure("node-1", 2, 0, "second: killed"),
-                Hang("node-5", 2, 77), Failure("node-7", 3, 137, std::string("oom\0killed", 10))};
-  r.failures[2].set_process_stopped(true);  // a hang of a stopped process
+  r.set_job_id(job_id);
+  JobSettings& s = *r.mutable_settings();
+  s.set_min_nodes(2);
+  s.set_max_nodes(4096);
+  s.set_nproc_per_node(8);
+  s.set_max_restarts(17);
+  s.set_join_timeout_ms(600001);
+  s.set_last_call_timeout_ms(30002);
+  s.set_heartbeat_interval_ms(503);
+  s.set_heartbeat_timeout_ms(3004);
+  s.set_shutdown_timeout_ms(45005);
+  s.set_hang_timeout_ms(10006);
+  SetJobState(JobState::kRestarting, &r);
+  r.set_generation(5000000000);  // beyond 32 bits
+  r.set_restart_count(6);
+  FailureInfo& cause = *r.mutable_cause();
+  cause = Hang("node-7", 3, 2147483647);  // the largest pid_t
+  cause.set_time_unix_ms(1700000000123);
+  cause.set_stderr_tail("root tail");
+  r.set_finish_message("not finished");
+  for (FailureInfo f :
+       {Failure("node-3", 1, 1, "first"), Failure("node-1", 2, 0, "second: killed"),
+        Hang("node-5", 2, 77), Failure("node-7", 3, 137, std::string("oom\0killed", 10))}) {
+    *r.add_failure_history() = std::move(f);
+  }
+  r.mutable_failure_history(2)->set_process_stopped(true);  // a hang of a stopped process
   // The worker's output (issue 25.1): UTF-8 beyond ASCII, a NUL.
-  r.failures[3].set_stderr_tail(std::string("last line\nValueError: \xc3\xa9\0x\n", 27));
-  r.failures[3].set_traceback("Traceback (most recent call last):\nValueError: x");
-  r.failures[3].set_log_path("/tmp/ddp_job/attempt_3/0/stderr.log");
-  r.root_cause->set_stderr_tail("root tail");
-  r.excluded_nodes = {"bad-a", "bad-b", "bad-c"};
-  r.master.master_addr = "10.0.0.7";
-  r.master.master_port = 29500;
+  FailureInfo& last = *r.mutable_failure_history(3);
+  last.set_stderr_tail(std::string("last line\nValueError: \xc3\xa9\0x\n", 27));
+  last.set_traceback("Traceback (most recent call last):\nValueError: x");
+  last.set_log_path("/tmp/ddp_job/attempt_3/0/stderr.log");
+  for (const char* node : {"bad-a", "bad-b", "bad-c"}) r.add_excluded_nodes(node);
   std::string id(kNcclUniqueIdBytes, '\0');
   for (int i = 0; i < kNcclUniqueIdBytes; ++i) {
     id[i] = static_cast<char>(i % 3 == 0 ? 0 : 255 - i);  // NULs and high bytes
   }
-  r.master.nccl_unique_id = id;
-  r.world_size = 32768;
-  r.last_event_index = 123456789012;
-  r.created = absl::FromUnixNanos(1699999999987654321);
-  r.next_join_seq = 4097;
-  r.run = 3;
-  r.finished = absl::FromUnixNanos(1700000000987654321);
-  r.token_hash = std::string(64, 'a');
+  *r.mutable_master() = NewMasterInfo("10.0.0.7", 29500, id);
+  r.set_world_size(32768);
+  r.set_created_unix_ns(1699999999987654321);
+  r.set_run(3);
+  r.set_finished_unix_ns(1700000000987654321);
+  r.set_token_hash(std::string(64, 'a'));
+  SetCounters(JobCounters{123456789012, 4097}, &r);
   return r;
 }
 
@@ -164,14 +141,14 @@ inline JobRecord FullRecord(const std::string& job_id) {
 // nodes and events; runs below `keep_from` are dropped.
 inline std::vector<JobChanges> NewRun(JobRecord finished, const JobRecord& next, int keep_from,
                                       std::vector<NodeRecord> nodes = {}) {
-  finished.excluded_nodes.clear();
+  finished.clear_excluded_nodes();
   JobChanges removal;
-  removal.job_id = finished.job_id;
+  removal.job_id = finished.job_id();
   removal.job_removed = true;
   removal.keep_runs_from = keep_from;
   removal.archived_run = std::move(finished);
   JobChanges creation;
-  creation.job_id = next.job_id;
+  creation.job_id = next.job_id();
   creation.job = next;
   creation.upserted_nodes = std::move(nodes);
   return {removal, creation};
@@ -226,7 +203,7 @@ inline NodeRecord Node(const std::string& node_id, int group_rank, Incarnation i
 // A batch that creates (or replaces) `record` and upserts `nodes`.
 inline JobChanges CreateJob(const JobRecord& record, std::vector<NodeRecord> nodes = {}) {
   JobChanges c;
-  c.job_id = record.job_id;
+  c.job_id = record.job_id();
   c.job = record;
   c.upserted_nodes = std::move(nodes);
   return c;
@@ -277,12 +254,13 @@ class JobStateStoreConformanceTest : public ::testing::Test {
     EXPECT_TRUE(all.ok()) << all.status();
     if (!all.ok()) return {};
     std::sort(all->begin(), all->end(), [](const JobSnapshot& a, const JobSnapshot& b) {
-      return a.job.job_id < b.job.job_id;
+      return a.job.job_id() < b.job.job_id();
     });
     for (JobSnapshot& snapshot : *all) {
       std::sort(snapshot.nodes.begin(), snapshot.nodes.end(),
                 [](const NodeRecord& a, const NodeRecord& b) { return a.node_id() < b.node_id(); });
-      std::sort(snapshot.job.excluded_nodes.begin(), snapshot.job.excluded_nodes.end());
+      std::sort(snapshot.job.mutable_excluded_nodes()->begin(),
+                snapshot.job.mutable_excluded_nodes()->end());
     }
     return *std::move(all);
   }

@@ -188,7 +188,7 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
       sqlite_rows::RowReader reader(select);
       std::string error = sqlite_rows::ReadJobRow(reader, &snapshot.job);
       if (!error.empty()) return DataLoss(path, error);
-      index[snapshot.job.job_id] = out->size();
+      index[snapshot.job.job_id()] = out->size();
       out->push_back(std::move(snapshot));
     }
   }
@@ -208,9 +208,9 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
       sqlite_rows::RowReader reader(select);
       std::string error = sqlite_rows::ReadJobRow(reader, &run);
       if (!error.empty()) return DataLoss(path, absl::StrCat("a past run: ", error));
-      JobSnapshot* snapshot = find(run.job_id);
+      JobSnapshot* snapshot = find(run.job_id());
       if (snapshot == nullptr) {
-        return DataLoss(path, absl::StrCat("job_runs has rows of job '", Printable(run.job_id),
+        return DataLoss(path, absl::StrCat("job_runs has rows of job '", Printable(run.job_id()),
                                            "' which has no row"));
       }
       snapshot->past_runs.push_back(std::move(run));
@@ -236,7 +236,7 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
       if (!error.empty()) {
         return DataLoss(path, absl::StrCat("a failure of job '", Printable(job_id), "' ", error));
       }
-      snapshot->job.failures.push_back(std::move(failure));
+      *snapshot->job.add_failure_history() = std::move(failure);
     }
   }
   {
@@ -252,7 +252,7 @@ absl::Status ReadAll(SqliteDatabase& db, const std::string& path, std::vector<Jo
         return DataLoss(path, absl::StrCat("job_excluded_nodes has rows of job '",
                                            Printable(job_id), "' which has no row"));
       }
-      snapshot->job.excluded_nodes.push_back(select.ColumnBlob(1));
+      snapshot->job.add_excluded_nodes(select.ColumnBlob(1));
     }
   }
   DDP_ASSIGN_OR_RETURN(SqliteStatement select,

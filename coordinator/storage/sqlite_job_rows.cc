@@ -75,9 +75,9 @@ std::string ReadFailure(RowReader& reader, FailureInfo* failure) {
 }
 
 std::string ReadJobRow(RowReader& reader, JobRecord* job) {
-  job->job_id = reader.Blob();
+  job->set_job_id(reader.Blob());
   // Rows of this form knew no straggler policy or hang timeout: the defaults.
-  JobSettings& s = job->settings;
+  JobSettings& s = *job->mutable_settings();
   s = rendezvous::DefaultJobSettings();
   s.set_min_nodes(reader.Int("min_nodes"));
   s.set_max_nodes(reader.Int("max_nodes"));
@@ -89,35 +89,33 @@ std::string ReadJobRow(RowReader& reader, JobRecord* job) {
   s.set_heartbeat_timeout_ms(reader.Int64());
   s.set_shutdown_timeout_ms(reader.Int64());
   const int64_t state = reader.Int64();
-  job->generation = reader.Int64();
-  job->restart_count = reader.Int("restart_count");
+  job->set_generation(reader.Int64());
+  job->set_restart_count(reader.Int("restart_count"));
   const bool has_root_cause = reader.Bool("has_root_cause");
   FailureInfo root_cause;
   ReadFailure(reader, &root_cause);
-  if (has_root_cause) job->root_cause = std::move(root_cause);
-  job->finish_message = reader.Blob();
-  job->master.master_addr = reader.Blob();
-  job->master.master_port = reader.Int("master_port");
-  job->master.nccl_unique_id = reader.Blob();
-  job->world_size = reader.Int64();
-  job->last_event_index = reader.Int64();
-  job->next_join_seq = Uint64FromBits(reader.Int64());
-  const int64_t created_ns = reader.Int64();
-  job->created = created_ns == 0 ? absl::Time() : absl::FromUnixNanos(created_ns);
-  job->run = reader.Int("run");
-  const int64_t finished_ns = reader.Int64();
-  job->finished = finished_ns == 0 ? absl::Time() : absl::FromUnixNanos(finished_ns);
-  job->token_hash = reader.Blob();
+  if (has_root_cause) *job->mutable_cause() = std::move(root_cause);
+  job->set_finish_message(reader.Blob());
+  job->mutable_master()->set_master_addr(reader.Blob());
+  job->mutable_master()->set_master_port(reader.Int("master_port"));
+  job->mutable_master()->set_nccl_unique_id(reader.Blob());
+  job->set_world_size(reader.Int64());
+  job->set_last_event_index(reader.Int64());
+  job->set_next_join_seq(Uint64FromBits(reader.Int64()));
+  job->set_created_unix_ns(reader.Int64());  // 0: unknown, as the record's
+  job->set_run(reader.Int("run"));
+  job->set_finished_unix_ns(reader.Int64());
+  job->set_token_hash(reader.Blob());
   std::string error = reader.error();
-  if (error.empty() && job->run < 1) error = absl::StrCat("has run number ", job->run);
+  if (error.empty() && job->run() < 1) error = absl::StrCat("has run number ", job->run());
   std::optional<JobState> known = StateFromNumber(state);
   if (known) {
-    job->state = *known;
+    rendezvous::SetJobState(*known, job);
   } else if (error.empty()) {
     error = absl::StrCat("has unknown state number ", state);
   }
   if (error.empty()) return "";
-  return absl::StrCat("job '", absl::CHexEscape(job->job_id.substr(0, 64)), "' ", error);
+  return absl::StrCat("job '", absl::CHexEscape(job->job_id().substr(0, 64)), "' ", error);
 }
 
 std::string ReadNode(RowReader& reader, NodeRecord* node) {

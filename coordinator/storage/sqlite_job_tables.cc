@@ -98,7 +98,7 @@ absl::Status RunCached(SqliteDatabase& db, const char* sql, Bind bind) {
 absl::Status WriteJob(SqliteDatabase& db, const JobRecord& job, const JobCounters& counters) {
   const std::string record = EncodeJobRecord(job);
   return RunCached(db, kUpsertJob, [&](SqliteStatement& s) {
-    DDP_RETURN_IF_ERROR(s.BindBlob(1, job.job_id));
+    DDP_RETURN_IF_ERROR(s.BindBlob(1, job.job_id()));
     DDP_RETURN_IF_ERROR(s.BindBlob(2, record));
     DDP_RETURN_IF_ERROR(s.BindInt64(3, counters.last_event_index));
     return s.BindInt64(4, Bits(counters.next_join_seq));
@@ -124,7 +124,7 @@ absl::Status RemoveJob(SqliteDatabase& db, const JobChanges& changes) {
     return s.BindInt64(2, changes.keep_runs_from);
   }));
   rendezvous::JobRecord run = *changes.archived_run;
-  run.job_id = changes.job_id;
+  run.set_job_id(changes.job_id);
   return WritePastRun(db, run);
 }
 
@@ -194,9 +194,10 @@ absl::Status ReadAll(SqliteDatabase& db, std::vector<JobSnapshot>* out) {
         if (!job.ok()) {
           return DataLoss(absl::StrCat("job '", Printable(job_id), "': ", job.status().message()));
         }
-        if (job->job_id != job_id) {
+        if (job->job_id() != job_id) {
           return DataLoss(absl::StrCat("the row of job '", Printable(job_id),
-                                       "' holds the record of job '", Printable(job->job_id), "'"));
+                                       "' holds the record of job '", Printable(job->job_id()),
+                                       "'"));
         }
         index[job_id] = out->size();
         out->push_back(JobSnapshot{*std::move(job), {}, {}});
@@ -253,11 +254,11 @@ absl::Status ReadAll(SqliteDatabase& db, std::vector<JobSnapshot>* out) {
 absl::Status WritePastRun(SqliteDatabase& db, const JobRecord& run) {
   const std::string record = EncodeJobRecord(run);
   return RunCached(db, kInsertRun, [&](SqliteStatement& s) {
-    DDP_RETURN_IF_ERROR(s.BindBlob(1, run.job_id));
-    DDP_RETURN_IF_ERROR(s.BindInt64(2, run.run));
+    DDP_RETURN_IF_ERROR(s.BindBlob(1, run.job_id()));
+    DDP_RETURN_IF_ERROR(s.BindInt64(2, run.run()));
     DDP_RETURN_IF_ERROR(s.BindBlob(3, record));
-    DDP_RETURN_IF_ERROR(s.BindInt64(4, run.last_event_index));
-    return s.BindInt64(5, Bits(run.next_join_seq));
+    DDP_RETURN_IF_ERROR(s.BindInt64(4, run.last_event_index()));
+    return s.BindInt64(5, Bits(run.next_join_seq()));
   });
 }
 
@@ -289,16 +290,15 @@ absl::StatusOr<rendezvous::JobEventCounts> ReadEventCounts(SqliteDatabase& db) {
 }
 
 absl::Status WriteJobChanges(SqliteDatabase& db, const JobChanges& changes) {
-  if (changes.job && !changes.job_removed && changes.job->job_id != changes.job_id) {
+  if (changes.job && !changes.job_removed && changes.job->job_id() != changes.job_id) {
     return absl::InvalidArgumentError(absl::StrCat(
         "JobChanges for job '", Printable(changes.job_id), "' carries a record of job '",
-        Printable(changes.job->job_id), "'; they must name the same job"));
+        Printable(changes.job->job_id()), "'; they must name the same job"));
   }
   if (changes.job_removed) return RemoveJob(db, changes);
   if (changes.job) {
     DDP_RETURN_IF_ERROR(WriteJob(db, *changes.job,
-                                 changes.counters.value_or(JobCounters{
-                                     changes.job->last_event_index, changes.job->next_join_seq})));
+                                 changes.counters.value_or(rendezvous::CountersOf(*changes.job))));
   } else {
     DDP_ASSIGN_OR_RETURN(bool exists, JobExists(db, changes.job_id));
     if (!exists) {

@@ -86,7 +86,7 @@ absl::StatusOr<bool> AlreadyImported(SqliteDatabase& db) {
 // A whole stored job as the changes that create it.
 rendezvous::JobChanges Creating(const rendezvous::JobSnapshot& snapshot) {
   rendezvous::JobChanges changes;
-  changes.job_id = snapshot.job.job_id;
+  changes.job_id = snapshot.job.job_id();
   changes.job = snapshot.job;
   changes.upserted_nodes = snapshot.nodes;
   return changes;

@@ -129,7 +129,7 @@ TEST(SqliteStateStoreTest, KvOnlyFileOfAnEarlierRelease_GainsTheJobTables) {
 TEST(SqliteStateStoreTest, Version3File_GainsTheEventTables_JobsKeptEventsGoOn) {
   const std::string path = TempDir() + "/coordinator.db";
   JobRecord record = conformance::FullRecord("j");
-  record.last_event_index = 7;  // events 1-7 were kept in memory only
+  record.set_last_event_index(7);  // events 1-7 were kept in memory only
   {
     std::vector<SqliteMigration> version3 = SqliteStateStore::SchemaMigrations();
     ASSERT_EQ(version3.size(), 6u);  // KV (1-2), jobs (3), events (4), fleet (5, 6)
@@ -172,7 +172,7 @@ TEST(SqliteStateStoreTest, Version3File_GainsTheEventTables_JobsKeptEventsGoOn) 
   EXPECT_TRUE(counts->counts.empty());
   // The next events follow the stored index; the KV part is untouched.
   JobChanges next = conformance::NodeChanges("j", {});
-  next.counters = rendezvous::JobCounters{9, record.next_join_seq};
+  next.counters = rendezvous::JobCounters{9, record.next_join_seq()};
   next.appended_events = conformance::Events("j", 8, 9);
   ASSERT_TRUE(store->Apply(next).ok());
   store.reset();
@@ -181,7 +181,7 @@ TEST(SqliteStateStoreTest, Version3File_GainsTheEventTables_JobsKeptEventsGoOn) 
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   EXPECT_EQ(conformance::FieldsOf((*jobs)[0].events),
             conformance::FieldsOf(conformance::Events("j", 8, 9)));
-  EXPECT_EQ((*jobs)[0].job.last_event_index, 9);
+  EXPECT_EQ((*jobs)[0].job.last_event_index(), 9);
   EXPECT_EQ(store->Load()->revision, 1);
   rendezvous::JobEventCounts want;
   for (const rendezvous::JobEvent& event : next.appended_events) want.Add(event);

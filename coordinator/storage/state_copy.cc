@@ -16,18 +16,18 @@ void AppendJob(const rendezvous::JobSnapshot& snapshot,
                std::vector<rendezvous::JobChanges>* changes) {
   for (const rendezvous::JobRecord& past : snapshot.past_runs) {
     rendezvous::JobChanges created;
-    created.job_id = past.job_id;
+    created.job_id = past.job_id();
     created.job = past;
     changes->push_back(std::move(created));
     rendezvous::JobChanges replaced;
-    replaced.job_id = past.job_id;
+    replaced.job_id = past.job_id();
     replaced.job_removed = true;
     replaced.archived_run = past;
     replaced.keep_runs_from = 0;
     changes->push_back(std::move(replaced));
   }
   rendezvous::JobChanges current;
-  current.job_id = snapshot.job.job_id;
+  current.job_id = snapshot.job.job_id();
   current.job = snapshot.job;
   current.upserted_nodes = snapshot.nodes;
   current.appended_events = snapshot.events;

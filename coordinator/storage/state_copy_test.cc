@@ -74,12 +74,12 @@ void WriteKeys(commit::StateStore& store) {
 // Job "j" on its third run (two past runs) with two nodes; job "k" alone.
 void WriteJobs(commit::StateStore& store) {
   JobRecord run = conformance::FullRecord("j");
-  run.run = 1;
+  run.set_run(1);
   ASSERT_TRUE(store.Apply(conformance::CreateJob(run, {conformance::Node("x", 0)})).ok());
   for (int next = 2; next <= 3; ++next) {
     JobRecord replacement = conformance::FullRecord("j");
-    replacement.run = next;
-    replacement.generation = next;
+    replacement.set_run(next);
+    replacement.set_generation(next);
     ASSERT_TRUE(
         store
             .ApplyBatch(conformance::NewRun(run, replacement, 1,
@@ -95,7 +95,7 @@ void WriteJobs(commit::StateStore& store) {
   events.drop_events_before = 4;
   ASSERT_TRUE(store.Apply(events).ok());
   JobRecord other = conformance::FullRecord("k");
-  other.run = 1;
+  other.set_run(1);
   ASSERT_TRUE(store.Apply(conformance::CreateJob(other)).ok());
 }
 
@@ -112,8 +112,9 @@ std::vector<JobSnapshot> SortedJobs(commit::StateStore& store) {
   absl::StatusOr<std::vector<JobSnapshot>> jobs = store.LoadAll();
   EXPECT_TRUE(jobs.ok()) << jobs.status();
   std::vector<JobSnapshot> out = jobs.ok() ? *jobs : std::vector<JobSnapshot>{};
-  std::sort(out.begin(), out.end(),
-            [](const JobSnapshot& a, const JobSnapshot& b) { return a.job.job_id < b.job.job_id; });
+  std::sort(out.begin(), out.end(), [](const JobSnapshot& a, const JobSnapshot& b) {
+    return a.job.job_id() < b.job.job_id();
+  });
   for (JobSnapshot& job : out) {
     std::sort(job.nodes.begin(), job.nodes.end(),
               [](const auto& a, const auto& b) { return a.node_id() < b.node_id(); });

@@ -195,8 +195,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 5: {
         MasterInfo info;
-        info.master_port = 20000 + in.Next(100);
-        info.nccl_unique_id = std::string(in.Next(2) == 0 ? kNcclUniqueIdBytes : 3, 'x');
+        info.set_master_port(20000 + in.Next(100));
+        info.set_nccl_unique_id(std::string(in.Next(2) == 0 ? kNcclUniqueIdBytes : 3, 'x'));
         (void)registry.ReportMasterInfo(ref, info);
         break;
       }

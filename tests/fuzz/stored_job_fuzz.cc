@@ -43,27 +43,27 @@ class Bytes {
 };
 
 JobRecord Record(Bytes& in, const std::string& job_id) {
-  JobRecord r;
-  r.job_id = job_id;
-  r.settings.set_min_nodes(static_cast<int>(in.Int(0, 5)));
-  r.settings.set_max_nodes(static_cast<int>(in.Int(0, 5)));
-  r.settings.set_nproc_per_node(static_cast<int>(in.Int(0, 4)));
-  r.settings.set_max_restarts(static_cast<int>(in.Int(-1, 3)));
-  r.settings.set_join_timeout_ms(in.Int(0, 100000));
-  r.settings.set_last_call_timeout_ms(in.Int(0, 1000));
-  r.settings.set_heartbeat_interval_ms(in.Int(0, 1000));
-  r.settings.set_heartbeat_timeout_ms(in.Int(0, 5000));
-  r.settings.set_shutdown_timeout_ms(in.Int(0, 5000));
-  r.state = static_cast<JobState>(in.Int(0, 6));
-  r.generation = in.Int(-1, 5);
-  r.restart_count = static_cast<int>(in.Int(-1, 5));
-  if (in.Byte() % 2) r.root_cause = FailureInfo{};
-  r.world_size = in.Int(-1, 20);
-  r.last_event_index = in.Int(-1, 100);
-  r.next_join_seq = static_cast<uint64_t>(in.Int(0, 20));
-  r.run = static_cast<int>(in.Int(-1, 4));
-  r.master.master_port = static_cast<int>(in.Int(-1, 70000));
-  r.master.master_addr = in.Text(8);
+  JobRecord r = NewJobRecord(job_id, DefaultJobSettings(), absl::Time());
+  JobSettings& s = *r.mutable_settings();
+  s.set_min_nodes(static_cast<int>(in.Int(0, 5)));
+  s.set_max_nodes(static_cast<int>(in.Int(0, 5)));
+  s.set_nproc_per_node(static_cast<int>(in.Int(0, 4)));
+  s.set_max_restarts(static_cast<int>(in.Int(-1, 3)));
+  s.set_join_timeout_ms(in.Int(0, 100000));
+  s.set_last_call_timeout_ms(in.Int(0, 1000));
+  s.set_heartbeat_interval_ms(in.Int(0, 1000));
+  s.set_heartbeat_timeout_ms(in.Int(0, 5000));
+  s.set_shutdown_timeout_ms(in.Int(0, 5000));
+  r.set_state(static_cast<int32_t>(in.Int(0, 6)));
+  r.set_generation(in.Int(-1, 5));
+  r.set_restart_count(static_cast<int>(in.Int(-1, 5)));
+  if (in.Byte() % 2) r.mutable_cause();
+  r.set_world_size(in.Int(-1, 20));
+  r.set_last_event_index(in.Int(-1, 100));
+  r.set_next_join_seq(static_cast<uint64_t>(in.Int(0, 20)));
+  r.set_run(static_cast<int>(in.Int(-1, 4)));
+  r.mutable_master()->set_master_port(static_cast<int>(in.Int(-1, 70000)));
+  r.mutable_master()->set_master_addr(in.Text(8));
   return r;
 }
 

@@ -361,7 +361,7 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
   std::vector<std::pair<std::string, std::string>> event_deletes;
   rendezvous::JobEventCounts counts = event_counts_;
   for (const JobChanges& c : batch.jobs) {
-    if (c.job && !c.job_removed && c.job->job_id != c.job_id) {
+    if (c.job && !c.job_removed && c.job->job_id() != c.job_id) {
       return absl::InvalidArgumentError(
           absl::StrCat("JobChanges for job '", absl::CHexEscape(c.job_id),
                        "' carries a record of another job; they must name the same job"));
@@ -386,14 +386,12 @@ absl::Status EtcdStateStore::CommitState(const commit::StateBatch& batch) {
       }
       erase_from(runs, run_key(c.keep_runs_from));
       JobRecord run = *c.archived_run;
-      run.job_id = c.job_id;
-      jobs[run_key(run.run)] =
-          EncodeStoredJob(run, JobCounters{run.last_event_index, run.next_join_seq});
+      run.set_job_id(c.job_id);
+      jobs[run_key(run.run())] = EncodeStoredJob(run, rendezvous::CountersOf(run));
       continue;
     }
     if (c.job) {
-      jobs[job_key] = EncodeStoredJob(
-          *c.job, c.counters.value_or(JobCounters{c.job->last_event_index, c.job->next_join_seq}));
+      jobs[job_key] = EncodeStoredJob(*c.job, c.counters.value_or(rendezvous::CountersOf(*c.job)));
     } else {
       auto it = jobs.find(job_key);
       if (it == jobs.end()) {
@@ -598,7 +596,7 @@ absl::StatusOr<std::vector<JobSnapshot>> EtcdStateStore::LoadAll() const {
   DDP_RETURN_IF_ERROR(
       ForEachStored("v/", [&](const std::string& key, const std::string& value) -> absl::Status {
         DDP_ASSIGN_OR_RETURN(JobSnapshot * snapshot, owner(key.substr(events.size())));
-        absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(value, snapshot->job.job_id);
+        absl::StatusOr<rendezvous::JobEvent> event = DecodeJobEvent(value, snapshot->job.job_id());
         if (!event.ok()) return DataLoss(event.status().message());
         snapshot->events.push_back(*std::move(event));
         return absl::OkStatus();
