@@ -395,12 +395,12 @@ TEST(JobRegistry, RestoreFinishedJob_ShowsItsLastMembersAndWorldSize) {
     ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
     ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
     ASSERT_TRUE(
-        registry.ReportMasterInfo(Ref("j", "a", 1, 1), MasterInfo{"", 29500, NcclId()}).ok());
+        registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
     for (auto [n, inc] : {std::pair{"a", 1}, {"b", 2}}) {
       for (int local_rank = 0; local_rank < 2; ++local_rank) {  // nproc 2 each
-        ASSERT_TRUE(registry
-                        .WorkerExited(Ref("j", n, inc, 1), Exit(local_rank, 0, 0, "", clock.Now()))
-                        .ok());
+        ASSERT_TRUE(
+            registry.WorkerExited(Ref("j", n, inc, 1), Exit(local_rank, 0, 0, "", clock.Now()))
+                .ok());
       }
     }
     ASSERT_TRUE(registry.PersistPending().ok());
