@@ -18,37 +18,46 @@
 #include "coordinator/rendezvous/stragglers.h"
 
 namespace ddp::rendezvous {
-namespace {}  // namespace
+namespace {
+
+// The record's parts its objects keep are taken out of record_ (MakeRecord
+// writes them back in).
+JobRecord OwnPartOf(JobRecord record) {
+  record.clear_generation();
+  record.clear_restart_count();
+  record.clear_cause();
+  record.clear_failure_history();
+  record.clear_excluded_nodes();
+  record.clear_master();
+  record.clear_world_size();
+  SetCounters(JobCounters{}, &record);
+  return record;
+}
+
+}  // namespace
 
 Job::Job(const JobRecord& r, const RendezvousLimits& limits, const Clock& clock, Outbox* outbox)
-    : id_(r.job_id()),
-      settings_(r.settings()),
+    : record_(OwnPartOf(r)),
       limits_(limits),
       clock_(&clock),
       outbox_(outbox),
-      created_(CreatedAt(r)),
-      run_(r.run()),
-      finished_(FinishedAt(r)),
-      token_hash_(r.token_hash()),
-      state_(JobStateOf(r)),
       restart_policy_(
           RestartPolicy::Options{r.settings().max_restarts(), limits.max_retained_failures,
                                  limits.max_message_length, limits.max_failures_with_logs},
           r.restart_count(), RootCauseOf(r),
           std::vector<FailureInfo>(r.failure_history().begin(), r.failure_history().end())),
-      finish_message_(r.finish_message()),
-      round_(r.generation(), r.master()),
       membership_(r.job_id(), Membership::OptionsFor(r.settings(), limits), clock,
                   std::vector<std::string>(r.excluded_nodes().begin(), r.excluded_nodes().end()),
                   r.next_join_seq()),
+      round_(r.generation(), r.master()),
       last_event_index_(r.last_event_index()) {}
 
 Job::Job(std::string job_id, const JobSettings& settings, const RendezvousLimits& limits,
          const Clock& clock, Outbox* outbox)
     : Job(NewJobRecord(std::move(job_id), settings, clock.Now()), limits, clock, outbox) {
   Emit(JobEvent::JOB_CREATED, "",
-       absl::StrCat("job created: nodes ", settings_.min_nodes(), ":", settings_.max_nodes(),
-                    ", max_restarts ", settings_.max_restarts()));
+       absl::StrCat("job created: nodes ", settings.min_nodes(), ":", settings.max_nodes(),
+                    ", max_restarts ", settings.max_restarts()));
   OpenRendezvous(/*after_restart=*/false);
 }
 
@@ -65,8 +74,8 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   DDP_RETURN_IF_ERROR(job->RestoreEvents(snapshot.events));
   const absl::Time now = clock.Now();
   // A finished job keeps its last generation's members to show (issue 25.5).
-  bool has_members = job->state_ == JobState::kStarting || job->state_ == JobState::kRunning ||
-                     job->state_ == JobState::kRestarting || IsTerminal(job->state_);
+  bool has_members = job->state() == JobState::kStarting || job->state() == JobState::kRunning ||
+                     job->state() == JobState::kRestarting || IsTerminal(job->state());
   DDP_RETURN_IF_ERROR(job->membership_.Restore(snapshot.nodes, limits));
   if (has_members) {
     std::vector<std::pair<std::string, int>> ranks;
@@ -75,14 +84,14 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
     }
     DDP_RETURN_IF_ERROR(job->round_.RestoreMembers(ranks, r.world_size(), r.job_id()));
   }
-  if (!IsTerminal(job->state_)) {
+  if (!IsTerminal(job->state())) {
     for (const auto& [id, node] : job->membership_.nodes()) {
       if (std::optional<absl::Time> leaves_at = DrainLeavesAt(node.record)) {
         job->draining_[id] = Drain{*leaves_at, node.record.drain_reason()};
       }
     }
   }
-  switch (job->state_) {
+  switch (job->state()) {
     case JobState::kWaiting:
       job->OpenRendezvous(/*after_restart=*/false);
       break;
@@ -111,9 +120,9 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
 absl::Status Job::RestoreEvents(const std::vector<JobEvent>& stored) {
   int64_t previous = 0;
   for (const JobEvent& event : stored) {
-    if (event.index() <= previous || event.index() > last_event_index_ || event.job_id() != id_) {
+    if (event.index() <= previous || event.index() > last_event_index_ || event.job_id() != id()) {
       return absl::DataLossError(absl::StrCat("stored event ", event.index(), " of job '",
-                                              Capped(id_), "' is inconsistent (after event ",
+                                              Capped(id()), "' is inconsistent (after event ",
                                               previous, ", last event ", last_event_index_,
                                               ", of job '", Capped(event.job_id()), "')"));
     }
@@ -163,8 +172,8 @@ v1::Job ApiJobOf(const JobRecord& r) {
 
 bool Job::IsMember(const Node& node) const {
   int rank = node.record.group_rank();
-  return (state_ == JobState::kStarting || state_ == JobState::kRunning ||
-          state_ == JobState::kRestarting) &&
+  return (state() == JobState::kStarting || state() == JobState::kRunning ||
+          state() == JobState::kRestarting) &&
          round_.members().Holds(rank, node.record.node_id());
 }
 
@@ -176,7 +185,7 @@ void Job::Emit(JobEventType type, const std::string& node_id, const std::string&
 JobEvent Job::NewEvent(JobEventType type, const std::string& node_id, const std::string& message,
                        std::optional<FailureInfo> failure) const {
   JobEvent event;
-  event.set_job_id(id_);
+  event.set_job_id(id());
   SetEventTime(clock_->Now(), &event);
   event.set_type(type);
   event.set_node_id(node_id);
@@ -206,7 +215,7 @@ void Job::Publish(JobEvent event) {
 
 void Job::Send(const Node& node, MessageBody body) {
   OutboundMessage message;
-  message.job_id = id_;
+  message.job_id = id();
   message.node_id = node.record.node_id();
   message.incarnation = node.record.incarnation();
   message.body = std::move(body);
@@ -214,30 +223,22 @@ void Job::Send(const Node& node, MessageBody body) {
 }
 
 JobRecord Job::MakeRecord() const {
-  JobRecord r;
-  r.set_job_id(id_);
-  *r.mutable_settings() = settings_;
-  SetJobState(state_, &r);
+  JobRecord r = record_;  // the job's own part; its objects' parts follow
   r.set_generation(round_.generation());
   r.set_restart_count(restart_policy_.restart_count());
   if (restart_policy_.root_cause()) *r.mutable_cause() = *restart_policy_.root_cause();
-  r.set_finish_message(finish_message_);
   r.mutable_failure_history()->Assign(restart_policy_.failures().begin(),
                                       restart_policy_.failures().end());
   for (std::string& node : membership_.ExcludedSorted()) r.add_excluded_nodes(std::move(node));
   *r.mutable_master() = round_.master();
   r.set_world_size(round_.members().world_size);
-  SetCreated(created_, &r);
-  r.set_run(run_);
-  SetFinished(finished_, &r);
-  r.set_token_hash(token_hash_);
   SetCounters(JobCounters{last_event_index_, membership_.next_join_seq()}, &r);
   return r;
 }
 
 JobChanges Job::TakeChanges() {
   JobChanges changes;
-  changes.job_id = id_;
+  changes.job_id = id();
   if (job_dirty_) changes.job = MakeRecord();
   if (counters_dirty_ || job_dirty_) {
     changes.counters = JobCounters{last_event_index_, membership_.next_join_seq()};
@@ -299,7 +300,7 @@ v1::Job Job::Status(bool include_nodes) const {
       m.set_drain_reason(drain->second.reason);
     }
   }
-  ListMembers(IsTerminal(state_), std::move(listed), &s);
+  ListMembers(IsTerminal(state()), std::move(listed), &s);
   *s.mutable_time() = time_ledger_.ToProto(now);
   return s;
 }
@@ -309,7 +310,7 @@ absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index, int 
   if (events_.empty()) return out;
   int64_t first = events_.front().index();
   if (after_index + 1 < first) {
-    return absl::OutOfRangeError(absl::StrCat("events after index ", after_index, " of job '", id_,
+    return absl::OutOfRangeError(absl::StrCat("events after index ", after_index, " of job '", id(),
                                               "' were dropped; the oldest retained is ", first,
                                               "; read the job status and watch from there"));
   }
@@ -324,16 +325,16 @@ absl::StatusOr<std::vector<JobEvent>> Job::EventsSince(int64_t after_index, int 
 // stream closes, leaves and node removal ----
 
 absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
-  absl::Status status = membership_.ValidateRegistration(request, settings_.max_nodes(), limits_);
+  absl::Status status = membership_.ValidateRegistration(request, settings().max_nodes(), limits_);
   if (!status.ok()) return status;
   if (request.settings) {
-    status = CheckCompatibleSettings(id_, settings_, request.node_id, *request.settings);
+    status = CheckCompatibleSettings(id(), settings(), request.node_id, *request.settings);
     if (!status.ok()) {
       NoticeConflict(status);
       return status;
     }
   }
-  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node();
+  const int nproc = request.nproc > 0 ? request.nproc : settings().nproc_per_node();
   Node* node = membership_.Find(request.node_id);
   if (node != nullptr && node->record.incarnation() == request.incarnation) {
     if (node->record.nproc() != nproc || node->record.requested_rank() != request.requested_rank) {
@@ -346,16 +347,16 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
     }
     return Resume(*node, request);
   }
-  if (IsTerminal(state_)) {
-    return absl::FailedPreconditionError(absl::StrCat("job '", id_, "' already finished (",
-                                                      JobStateName(state_), "); use a new job id"));
+  if (IsTerminal(state())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", id(), "' already finished (", JobStateName(state()), "); use a new job id"));
   }
   if (node != nullptr && membership_.Alive(*node)) {
     // The registered agent is alive (its stream is open and it heartbeats):
     // this is a second agent with the same node id, not a restart. Replacing
     // the live one would make the two fence each other forever.
     return absl::AlreadyExistsError(absl::StrCat(
-        "node id '", request.node_id, "' of job '", id_,
+        "node id '", request.node_id, "' of job '", id(),
         "' is already used by a live agent (incarnation ", node->record.incarnation(), " at ",
         node->record.address(),
         ", heartbeating); two agents cannot share a node id (the default is the hostname: "
@@ -365,10 +366,10 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   if (node != nullptr) {
     ReplaceIncarnation(*node, request);
   } else {
-    int limit = settings_.max_nodes() + limits_.max_spare_nodes;
+    int limit = settings().max_nodes() + limits_.max_spare_nodes;
     if (membership_.size() >= limit) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("job '", id_, "' already has ", membership_.size(),
+          absl::StrCat("job '", id(), "' already has ", membership_.size(),
                        " registered nodes, the limit (max_nodes + spares) is ", limit, "; node '",
                        request.node_id, "' cannot join"));
     }
@@ -376,8 +377,8 @@ absl::StatusOr<RegisterResult> Job::Register(const RegisterRequest& request) {
   }
   node = membership_.Find(request.node_id);
   RegisterResult result;
-  result.settings = settings_;
-  result.state = state_;
+  result.settings = settings();
+  result.state = state();
   result.generation = round_.generation();
   result.role = node != nullptr && IsMember(*node) ? NodeRole::kMember : NodeRole::kWaiting;
   return result;
@@ -389,7 +390,7 @@ void Job::NoticeConflict(const absl::Status& refusal) {
   // heartbeat interval (a launcher retrying in a loop must not flood them).
   const absl::Time now = clock_->Now();
   if (now < next_conflict_notice_) return;
-  next_conflict_notice_ = now + HeartbeatInterval(settings_);
+  next_conflict_notice_ = now + HeartbeatInterval(settings());
   for (const auto& [id, node] : membership_.nodes()) {
     Send(node, Notice{absl::StrCat("a node was refused: ", refusal.message())});
   }
@@ -400,8 +401,8 @@ absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& re
   if (request.lease_expired) HandleLeaseExpired(node, request);
   ResendPending(node);
   RegisterResult result;
-  result.settings = settings_;
-  result.state = state_;
+  result.settings = settings();
+  result.state = state();
   result.generation = round_.generation();
   result.role = IsMember(node) ? NodeRole::kMember : NodeRole::kWaiting;
   result.resumed = true;
@@ -411,28 +412,28 @@ absl::StatusOr<RegisterResult> Job::Resume(Node& node, const RegisterRequest& re
 void Job::HandleLeaseExpired(Node& node, const RegisterRequest& request) {
   if (!IsMember(node) || request.generation != round_.generation() || node.succeeded) return;
   const std::string& node_id = node.record.node_id();
-  if (state_ == JobState::kRunning) {
+  if (state() == JobState::kRunning) {
     Decide(Disruption::MembershipChange(
         RestartCause::NODE_LOSS,
         absl::StrCat("node '", node_id, "' was cut off from the coordinator for longer ",
-                     "than its lease (", absl::FormatDuration(LeaseFor(settings_).lease),
+                     "than its lease (", absl::FormatDuration(LeaseFor(settings()).lease),
                      ") and stopped its workers of generation ", round_.generation(),
                      "; a membership change: the restart budget is not charged")));
-  } else if (state_ == JobState::kRestarting && stop_barrier_.Confirm(node_id)) {
+  } else if (state() == JobState::kRestarting && stop_barrier_.Confirm(node_id)) {
     MaybeFinishStopBarrier();  // its workers are stopped: as WorkersStopped
   }
 }
 
 void Job::ResendPending(const Node& node) {
   const bool member = IsMember(node);
-  if (IsTerminal(state_)) {
-    Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
-  } else if (state_ == JobState::kStarting && member && node.record.group_rank() == 0) {
+  if (IsTerminal(state())) {
+    Send(node, JobFinished{state(), restart_policy_.root_cause(), record_.finish_message()});
+  } else if (state() == JobState::kStarting && member && node.record.group_rank() == 0) {
     Send(node, RequestMasterInfo{round_.generation()});
-  } else if (state_ == JobState::kRunning && member) {
+  } else if (state() == JobState::kRunning && member) {
     Send(node, round_.AssignmentFor(node.record, restart_policy_.restart_count(),
                                     restart_policy_.max_restarts()));
-  } else if (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id())) {
+  } else if (state() == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id())) {
     Send(node, StopWorkers{round_.generation(), "resent after the session resumed"});
   }
 }
@@ -442,16 +443,16 @@ void Job::AddNode(const RegisterRequest& request, int nproc) {
   counters_dirty_ = true;  // next_join_seq
   Emit(JobEvent::NODE_JOINED, request.node_id,
        absl::StrCat("nproc ", nproc, ", incarnation ", request.incarnation));
-  switch (state_) {
+  switch (state()) {
     case JobState::kWaiting:
       MaybeCloseRendezvous();
       break;
     case JobState::kStarting:
       // No worker started yet: reform at once with the newcomer.
-      if (round_.members().live < settings_.max_nodes()) OpenRendezvous(true);
+      if (round_.members().live < settings().max_nodes()) OpenRendezvous(true);
       break;
     case JobState::kRunning:
-      if (round_.members().live < settings_.max_nodes()) {
+      if (round_.members().live < settings().max_nodes()) {
         Decide(Disruption::MembershipChange(
             RestartCause::SCALE,
             absl::StrCat("node '", request.node_id, "' joined below max_nodes")));
@@ -471,7 +472,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
   // The old agent may be alive but cut off, its workers running until its
   // lease runs out.
   FenceWorkersOf(node);
-  const int nproc = request.nproc > 0 ? request.nproc : settings_.nproc_per_node();
+  const int nproc = request.nproc > 0 ? request.nproc : settings().nproc_per_node();
   const bool nproc_changed = node.record.nproc() != nproc;
   membership_.Replace(node, request, nproc);
   const std::string node_id = node.record.node_id();
@@ -480,7 +481,7 @@ void Job::ReplaceIncarnation(Node& node, const RegisterRequest& request) {
                     " (agent restarted); the old one is "
                     "fenced"));
   if (!member) return;
-  switch (state_) {
+  switch (state()) {
     case JobState::kStarting:
       if (nproc_changed) {
         OpenRendezvous(true);
@@ -508,14 +509,15 @@ absl::StatusOr<Generation> Job::Heartbeat(const NodeRef& ref) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
   membership_.Heartbeat(*node);
-  return state_ == JobState::kRunning && IsMember(*node) ? round_.generation() : 0;
+  return state() == JobState::kRunning && IsMember(*node) ? round_.generation() : 0;
 }
 
 absl::Status Job::ReportProgress(const NodeRef& ref, std::vector<WorkerProgress> progress) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/false));
-  const bool running_generation = ref.generation == round_.generation() &&
-                                  (state_ == JobState::kRunning || state_ == JobState::kRestarting);
+  const bool running_generation =
+      ref.generation == round_.generation() &&
+      (state() == JobState::kRunning || state() == JobState::kRestarting);
   for (WorkerProgress& p : progress) {
     p.generation = ref.generation;
     if (!running_generation || !p.checkpoint) continue;
@@ -542,7 +544,7 @@ absl::Status Job::ReportActivity(const NodeRef& ref, std::vector<WorkerActivity>
                                                      node->record.nproc(), ")"));
     }
   }
-  if (state_ != JobState::kRunning || ref.generation != round_.generation() || !IsMember(*node)) {
+  if (state() != JobState::kRunning || ref.generation != round_.generation() || !IsMember(*node)) {
     return absl::OkStatus();  // workers of no running generation: nothing to judge
   }
   node->idleness.Update(std::move(workers));
@@ -565,7 +567,7 @@ absl::Status Job::Leave(const NodeRef& ref) {
   // settings, starts a new run at once instead of waiting out the join timeout
   // for nodes of the old settings. A job nobody joined yet (CreateJob) is not
   // affected.
-  if (state_ == JobState::kWaiting && round_.generation() == 0 && membership_.size() == 0) {
+  if (state() == JobState::kWaiting && round_.generation() == 0 && membership_.size() == 0) {
     Finish(JobState::kCancelled, std::nullopt,
            "abandoned: every agent left before the first generation");
   }
@@ -575,10 +577,10 @@ absl::Status Job::Leave(const NodeRef& ref) {
 void Job::FenceWorkersOf(const Node& node) {
   const bool may_run =
       IsMember(node) && !node.succeeded &&
-      (state_ == JobState::kRunning ||
-       (state_ == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id())));
+      (state() == JobState::kRunning ||
+       (state() == JobState::kRestarting && stop_barrier_.Awaits(node.record.node_id())));
   if (!may_run) return;
-  stop_barrier_.FenceUntil(node.last_heartbeat + HeartbeatTimeout(settings_));
+  stop_barrier_.FenceUntil(node.last_heartbeat + HeartbeatTimeout(settings()));
 }
 
 void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCause cause,
@@ -600,9 +602,9 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
     lost->set_node_loss(loss);
   }
   Emit(JobEvent::NODE_LOST, node_id, reason, std::move(lost));
-  switch (state_) {
+  switch (state()) {
     case JobState::kWaiting:
-      if (membership_.size() < settings_.min_nodes()) {
+      if (membership_.size() < settings().min_nodes()) {
         round_.MinNoLongerReached();
       }
       break;
@@ -627,13 +629,13 @@ void Job::RemoveNode(std::string node_id, const std::string& reason, RestartCaus
 
 void Job::OpenRendezvous(bool after_restart) {
   const absl::Time now = clock_->Now();
-  state_ = JobState::kWaiting;
-  round_.Open(now + JoinTimeout(settings_));
+  SetJobState(JobState::kWaiting, &record_);
+  round_.Open(now + JoinTimeout(settings()));
   stop_barrier_.Close();
   MarkJobDirty();
   // After a restart that kept min_nodes, the new generation forms at once (no
   // last call): the nodes are all there and waiting would only delay training.
-  if (after_restart && membership_.size() >= settings_.min_nodes()) {
+  if (after_restart && membership_.size() >= settings().min_nodes()) {
     CloseRendezvous();
     return;
   }
@@ -641,20 +643,20 @@ void Job::OpenRendezvous(bool after_restart) {
 }
 
 void Job::MaybeCloseRendezvous() {
-  if (state_ != JobState::kWaiting) return;
-  if (round_.ReadyToClose(membership_.size(), settings_, clock_->Now())) CloseRendezvous();
+  if (state() != JobState::kWaiting) return;
+  if (round_.ReadyToClose(membership_.size(), settings(), clock_->Now())) CloseRendezvous();
 }
 
 void Job::CloseRendezvous() {
   std::vector<Node*> candidates = membership_.CandidatesInOrder();
-  const size_t n = std::min(candidates.size(), static_cast<size_t>(settings_.max_nodes()));
+  const size_t n = std::min(candidates.size(), static_cast<size_t>(settings().max_nodes()));
   std::vector<RankMember> rank_members(n);
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = candidates[i]->record;
     rank_members[i] = RankMember{r.node_id(), r.nproc(), r.requested_rank(), r.group_rank()};
   }
   absl::StatusOr<RankTable> table =
-      round_.Close(rank_members, clock_->Now() + ShutdownTimeout(settings_));
+      round_.Close(rank_members, clock_->Now() + ShutdownTimeout(settings()));
   if (!table.ok()) {  // Inputs are validated on entry; this is a bug.
     FailureInfo failure = NodeFailure(
         "", round_.generation(), clock_->Now(),
@@ -663,7 +665,7 @@ void Job::CloseRendezvous() {
     return;
   }
   for (const std::string& node_id : table->ignored_requests) {
-    DDP_LOG(WARNING) << "job " << id_ << ": rank request of node " << node_id
+    DDP_LOG(WARNING) << "job " << id() << ": rank request of node " << node_id
                      << " is out of range or contested; ignored";
   }
   for (const RankEntry& e : table->entries) {
@@ -683,7 +685,7 @@ void Job::CloseRendezvous() {
     }
   }
   membership_.ForgetGenerationProgress();
-  state_ = JobState::kStarting;
+  SetJobState(JobState::kStarting, &record_);
   MarkJobDirty();
   Send(*membership_.Find(round_.members().by_rank[0]), RequestMasterInfo{round_.generation()});
 }
@@ -692,17 +694,17 @@ absl::Status Job::ReportMasterInfo(const NodeRef& ref, const MasterInfo& info) {
   DDP_ASSIGN_OR_RETURN(Node * node,
                        membership_.Fence(ref, round_.generation(), /*exact_generation=*/true));
   if (!IsMember(*node) || node->record.group_rank() != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("node '", ref.node_id, "' is not group rank 0 of generation ",
-                     round_.generation(), " of job '", id_, "'; only rank 0 supplies master info"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", ref.node_id, "' is not group rank 0 of generation ", round_.generation(),
+        " of job '", id(), "'; only rank 0 supplies master info"));
   }
   DDP_ASSIGN_OR_RETURN(MasterInfo effective,
                        RendezvousRound::EffectiveMasterInfo(
                            info, ref.node_id, node->record.address(), limits_.max_address_length));
-  if (state_ == JobState::kRunning) return absl::OkStatus();  // duplicate
-  if (state_ != JobState::kStarting) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job '", id_, "' is ", JobStateName(state_), ", not waiting for master info"));
+  if (state() == JobState::kRunning) return absl::OkStatus();  // duplicate
+  if (state() != JobState::kStarting) {
+    return absl::FailedPreconditionError(absl::StrCat("job '", id(), "' is ", JobStateName(state()),
+                                                      ", not waiting for master info"));
   }
   PushAssignments(std::move(effective));
   return absl::OkStatus();
@@ -716,7 +718,7 @@ void Job::PushAssignments(MasterInfo master) {
     roles.push_back(MemberRole{node_id, node.role, node.record.nproc()});
   }
   round_.Start(std::move(master), roles);
-  state_ = JobState::kRunning;
+  SetJobState(JobState::kRunning, &record_);
   running_since_ = clock_->Now();
   generation_checkpoint_.reset();
   generation_checkpoint_step_ = 0;
@@ -738,19 +740,19 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
                                                    ref.node_id, "' is outside [0, ",
                                                    node->record.nproc(), ")"));
   }
-  if (IsTerminal(state_)) return absl::OkStatus();
-  if (round_.generation() == 0 || state_ == JobState::kStarting ||
-      (state_ == JobState::kRunning && !IsMember(*node))) {
+  if (IsTerminal(state())) return absl::OkStatus();
+  if (round_.generation() == 0 || state() == JobState::kStarting ||
+      (state() == JobState::kRunning && !IsMember(*node))) {
     return absl::FailedPreconditionError(
         absl::StrCat("node '", ref.node_id, "' runs no workers of generation ", round_.generation(),
-                     " of job '", id_, "' (", JobStateName(state_), ")"));
+                     " of job '", id(), "' (", JobStateName(state()), ")"));
   }
   // One report per worker and generation counts: a resumed agent repeats its
   // reports, and a hung worker that exits later was already reported.
   if (node->exited.empty()) node->exited.assign(node->record.nproc(), false);
   if (node->exited[exit.local_rank()]) return absl::OkStatus();
   if (ExitedCleanly(exit)) {
-    if (state_ != JobState::kRunning) return absl::OkStatus();
+    if (state() != JobState::kRunning) return absl::OkStatus();
     node->exited[exit.local_rank()] = true;
     if (++node->exited_ok == node->record.nproc() && !node->succeeded) {
       node->succeeded = true;
@@ -777,7 +779,7 @@ absl::Status Job::WorkerExited(const NodeRef& ref, const WorkerExit& exit) {
   // An agent that sent no time: the moment the report arrived.
   if (exit.time_unix_ms() == 0) SetFailureTime(clock_->Now(), &failure);
   Decide(Disruption::WorkerFailure(std::move(failure)),
-         state_ == JobState::kRunning ? LostPeerOf(ref.node_id) : std::nullopt);
+         state() == JobState::kRunning ? LostPeerOf(ref.node_id) : std::nullopt);
   return absl::OkStatus();
 }
 
@@ -799,7 +801,7 @@ std::optional<LostPeer> Job::LostPeerOf(const std::string& reporter) const {
 
 void Job::Decide(const Disruption& disruption, std::optional<LostPeer> lost_peer) {
   RestartContext context;
-  context.state = state_;
+  context.state = state();
   context.generation = round_.generation();
   context.now = clock_->Now();
   context.running_since = running_since_;
@@ -847,9 +849,9 @@ void Job::StampCheckpoint(JobEvent& event) const {
 }
 
 void Job::StopAllWorkers(const std::string& reason, bool take_stacks) {
-  state_ = JobState::kRestarting;
+  SetJobState(JobState::kRestarting, &record_);
   round_.StopAwaitingMaster();
-  stop_barrier_.Open(round_.members().by_rank, clock_->Now() + ShutdownTimeout(settings_));
+  stop_barrier_.Open(round_.members().by_rank, clock_->Now() + ShutdownTimeout(settings()));
   MarkJobDirty();
   for (const std::string& node_id : stop_barrier_.Awaited()) {
     Send(*membership_.Find(node_id), StopWorkers{round_.generation(), reason, take_stacks});
@@ -860,19 +862,19 @@ void Job::StopAllWorkers(const std::string& reason, bool take_stacks) {
 absl::Status Job::WorkersStopped(const NodeRef& ref) {
   DDP_RETURN_IF_ERROR(
       membership_.Fence(ref, round_.generation(), /*exact_generation=*/true).status());
-  if (state_ == JobState::kRunning || state_ == JobState::kStarting) {
+  if (state() == JobState::kRunning || state() == JobState::kStarting) {
     return absl::FailedPreconditionError(absl::StrCat("no stop of generation ", round_.generation(),
                                                       " was requested from node '", ref.node_id,
                                                       "'"));
   }
-  if (state_ == JobState::kRestarting && stop_barrier_.Confirm(ref.node_id)) {
+  if (state() == JobState::kRestarting && stop_barrier_.Confirm(ref.node_id)) {
     MaybeFinishStopBarrier();
   }
   return absl::OkStatus();  // duplicates and late confirmations are harmless
 }
 
 void Job::MaybeFinishStopBarrier() {
-  if (state_ != JobState::kRestarting || !stop_barrier_.complete()) return;
+  if (state() != JobState::kRestarting || !stop_barrier_.complete()) return;
   StopOutcome outcome = restart_policy_.ConcludeStop();
   if (outcome.named_restart.has_value()) {
     EmitRestarting(outcome.named_restart->cause, outcome.named_restart->reason,
@@ -889,18 +891,18 @@ void Job::MaybeFinishStopBarrier() {
 
 void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
                  const std::string& message) {
-  state_ = state;
+  SetJobState(state, &record_);
   restart_policy_.Finish(std::move(root_cause));
-  finish_message_ = message;
-  finished_ = clock_->Now();
+  record_.set_finish_message(message);
+  SetFinished(clock_->Now(), &record_);
   round_.Finish();
   stop_barrier_.Close();
   MarkJobDirty();
   for (const auto& [id, node] : membership_.nodes()) {
-    Send(node, JobFinished{state_, restart_policy_.root_cause(), finish_message_});
+    Send(node, JobFinished{state, restart_policy_.root_cause(), record_.finish_message()});
   }
   JobEvent event =
-      NewEvent(JobEvent::JOB_FINISHED, "", absl::StrCat(JobStateName(state_), ": ", message),
+      NewEvent(JobEvent::JOB_FINISHED, "", absl::StrCat(JobStateName(state), ": ", message),
                restart_policy_.root_cause());
   StampCheckpoint(event);
   Publish(std::move(event));
@@ -909,16 +911,16 @@ void Job::Finish(JobState state, std::optional<FailureInfo> root_cause,
 // ---- Scheduler operations (UpdateJob, CancelJob, ExcludeNode) ----
 
 absl::Status Job::Update(int min_nodes, int max_nodes) {
-  if (IsTerminal(state_)) {
+  if (IsTerminal(state())) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job '", id_, "' already finished (", JobStateName(state_), "); it cannot be resized"));
+        "job '", id(), "' already finished (", JobStateName(state()), "); it cannot be resized"));
   }
-  JobSettings updated = settings_;
+  JobSettings updated = settings();
   updated.set_min_nodes(min_nodes);
   updated.set_max_nodes(max_nodes);
   DDP_RETURN_IF_ERROR(ValidateJobSettings(updated, limits_));
-  const JobSettings old = settings_;
-  settings_ = updated;
+  const JobSettings old = settings();
+  *record_.mutable_settings() = updated;
   MarkJobDirty();
   Emit(JobEvent::JOB_UPDATED, "",
        absl::StrCat("nodes ", old.min_nodes(), ":", old.max_nodes(), " -> ", min_nodes, ":",
@@ -929,7 +931,7 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
   const bool membership_changes =
       round_.members().live > max_nodes ||
       (round_.members().live < max_nodes && registered > round_.members().live);
-  switch (state_) {
+  switch (state()) {
     case JobState::kWaiting:
       if (registered < min_nodes) round_.MinNoLongerReached();
       MaybeCloseRendezvous();
@@ -951,9 +953,9 @@ absl::Status Job::Update(int min_nodes, int max_nodes) {
 }
 
 absl::Status Job::Cancel(const std::string& reason) {
-  if (IsTerminal(state_)) {
+  if (IsTerminal(state())) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
+        absl::StrCat("job '", id(), "' already finished (", JobStateName(state()), ")"));
   }
   Finish(JobState::kCancelled, std::nullopt,
          absl::StrCat("cancelled: ", Utf8Prefix(reason, limits_.max_message_length)));
@@ -962,9 +964,9 @@ absl::Status Job::Cancel(const std::string& reason) {
 
 absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& reason) {
   DDP_RETURN_IF_ERROR(ValidateId(node_id, "node id", limits_));
-  if (IsTerminal(state_)) {
+  if (IsTerminal(state())) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
+        absl::StrCat("job '", id(), "' already finished (", JobStateName(state()), ")"));
   }
   DDP_ASSIGN_OR_RETURN(const bool newly_excluded, membership_.Exclude(node_id));
   if (!newly_excluded) return absl::OkStatus();
@@ -983,16 +985,16 @@ absl::Status Job::ExcludeNode(const std::string& node_id, const std::string& rea
 
 void Job::RemoveSilentNodes(absl::Time now) {
   for (const std::string& id : membership_.Silent(now)) {
-    if (IsTerminal(state_)) break;
+    if (IsTerminal(state())) break;
     RemoveNode(id,
                absl::StrCat("lost: no heartbeat or resumed session for ",
-                            absl::FormatDuration(HeartbeatTimeout(settings_))),
+                            absl::FormatDuration(HeartbeatTimeout(settings()))),
                RestartCause::NODE_LOSS, /*workers_stopped=*/false, FailureInfo::LEASE_EXPIRED);
   }
 }
 
 void Job::ServingResumed(absl::Duration gap) {
-  if (IsTerminal(state_)) return;
+  if (IsTerminal(state())) return;
   const absl::Time now = clock_->Now();
   membership_.ServingResumed(now);
   round_.Postpone(gap);
@@ -1004,13 +1006,13 @@ void Job::ServingResumed(absl::Duration gap) {
 absl::Status Job::DrainNode(const std::string& node_id, absl::Time leaves_at,
                             const std::string& reason) {
   DDP_RETURN_IF_ERROR(ValidateId(node_id, "node id", limits_));
-  if (IsTerminal(state_)) {
+  if (IsTerminal(state())) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job '", id_, "' already finished (", JobStateName(state_), ")"));
+        absl::StrCat("job '", id(), "' already finished (", JobStateName(state()), ")"));
   }
   if (membership_.Find(node_id) == nullptr) {
     return absl::NotFoundError(
-        absl::StrCat("node '", Capped(node_id), "' is not registered in job '", id_, "'"));
+        absl::StrCat("node '", Capped(node_id), "' is not registered in job '", id(), "'"));
   }
   const std::string why = reason.substr(0, limits_.max_message_length);
   auto [it, added] = draining_.try_emplace(node_id, Drain{leaves_at, why});
@@ -1021,7 +1023,7 @@ absl::Status Job::DrainNode(const std::string& node_id, absl::Time leaves_at,
   membership_.MarkDirty(node_id);  // stored: the drain survives a coordinator restart
   Emit(JobEvent::NODE_DRAINING, node_id,
        absl::StrCat("leaves by ", absl::FormatTime(leaves_at), " at the latest: ", why));
-  if (state_ == JobState::kRunning && IsMember(drained) && !drained.succeeded) {
+  if (state() == JobState::kRunning && IsMember(drained) && !drained.succeeded) {
     // Every member's workers get the notice: the checkpoint is often written
     // by a rank on another node, and all ranks say when they are ready.
     for (const std::string& member : round_.members().by_rank) {
@@ -1053,7 +1055,7 @@ absl::Status Job::ReadyToLeave(const NodeRef& ref) {
 }
 
 bool Job::AllMembersReadyToLeave() const {
-  if (state_ != JobState::kRunning) return false;
+  if (state() != JobState::kRunning) return false;
   for (const std::string& member : round_.members().by_rank) {
     if (member.empty()) continue;
     const Node* node = membership_.Find(member);
@@ -1071,7 +1073,7 @@ void Job::ReleaseDrainingNodes() {
   for (const auto& [id, drain] : draining_) {
     const Node* node = membership_.Find(id);
     const bool runs_workers =
-        node != nullptr && state_ == JobState::kRunning && IsMember(*node) && !node->succeeded;
+        node != nullptr && state() == JobState::kRunning && IsMember(*node) && !node->succeeded;
     if (!runs_workers) {
       leaving.emplace_back(id, absl::StrCat("drained: ", drain.reason));
     } else if (all_ready) {
@@ -1082,7 +1084,7 @@ void Job::ReleaseDrainingNodes() {
   }
   for (const auto& [id, why] : leaving) {
     draining_.erase(id);
-    if (IsTerminal(state_)) continue;
+    if (IsTerminal(state())) continue;
     const Node* node = membership_.Find(id);
     if (node == nullptr) continue;
     Send(*node, NodeDismissed{why, /*drained=*/true});
@@ -1091,11 +1093,11 @@ void Job::ReleaseDrainingNodes() {
 }
 
 void Job::ExcludeLastingStragglers(absl::Time now) {
-  if (settings_.straggler_exclude_factor() == 0 || state_ != JobState::kRunning ||
+  if (settings().straggler_exclude_factor() == 0 || state() != JobState::kRunning ||
       now < next_straggler_check_) {
     return;
   }
-  next_straggler_check_ = now + HeartbeatInterval(settings_);
+  next_straggler_check_ = now + HeartbeatInterval(settings());
   // Scored on copies: the reports keep no policy's marks (Status scores them
   // with the default factor for display).
   std::vector<std::pair<Node*, std::vector<WorkerProgress>>> scored;
@@ -1109,7 +1111,7 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
   for (auto& [node, progress] : scored) {
     for (WorkerProgress& p : progress) reports.push_back(&p);
   }
-  ScoreStragglers(reports, round_.generation(), settings_.straggler_exclude_factor());
+  ScoreStragglers(reports, round_.generation(), settings().straggler_exclude_factor());
   std::vector<std::pair<std::string, double>> excluded;  // id, its slowest speed
   for (auto& [node, progress] : scored) {
     double slowest = 0;
@@ -1121,30 +1123,30 @@ void Job::ExcludeLastingStragglers(absl::Time now) {
       continue;
     }
     if (!node->slow_since) node->slow_since = now;
-    if (now - *node->slow_since >= StragglerExcludeAfter(settings_) &&
+    if (now - *node->slow_since >= StragglerExcludeAfter(settings()) &&
         !draining_.count(node->record.node_id())) {
       excluded.emplace_back(node->record.node_id(), slowest);
     }
   }
   for (const auto& [id, speed] : excluded) {
-    if (state_ != JobState::kRunning) break;  // the first one restarts the generation
-    (void)membership_.Exclude(id);            // a full list still drains it
+    if (state() != JobState::kRunning) break;  // the first one restarts the generation
+    (void)membership_.Exclude(id);             // a full list still drains it
     MarkJobDirty();
     (void)DrainNode(
         id, now,
         absl::StrCat("straggler: a rank ran at ", absl::StrFormat("%.2f", speed),
                      " of the median speed for ",
-                     absl::FormatDuration(StragglerExcludeAfter(settings_)),
-                     " (straggler_exclude_factor ", settings_.straggler_exclude_factor(), ")"));
+                     absl::FormatDuration(StragglerExcludeAfter(settings())),
+                     " (straggler_exclude_factor ", settings().straggler_exclude_factor(), ")"));
   }
 }
 
 void Job::DeclareIdleHang(absl::Time now) {
-  if (HangTimeout(settings_) == absl::ZeroDuration() || state_ != JobState::kRunning ||
+  if (HangTimeout(settings()) == absl::ZeroDuration() || state() != JobState::kRunning ||
       now < next_idle_check_ || round_.members().by_rank.size() < 2) {
     return;
   }
-  next_idle_check_ = now + HeartbeatInterval(settings_);
+  next_idle_check_ = now + HeartbeatInterval(settings());
   std::vector<MemberIdleness> members;
   for (const std::string& member : round_.members().by_rank) {
     const Node* node = member.empty() ? nullptr : membership_.Find(member);
@@ -1152,7 +1154,7 @@ void Job::DeclareIdleHang(absl::Time now) {
     if (node->succeeded) continue;
     members.push_back(MemberIdleness{member, node->record.global_rank_offset(), &node->idleness});
   }
-  const std::optional<IdleHang> hang = FindIdleHang(members, HangTimeout(settings_), now);
+  const std::optional<IdleHang> hang = FindIdleHang(members, HangTimeout(settings()), now);
   if (!hang.has_value()) return;
   Node* node = membership_.Find(hang->node_id);
   // Its agent's own report of that worker, if one comes, is a repeat.
@@ -1163,28 +1165,28 @@ void Job::DeclareIdleHang(absl::Time now) {
   failure.set_local_rank(hang->local_rank);
   failure.set_global_rank(hang->global_rank);
   failure.set_hang(true);
-  DDP_LOG(WARNING) << "job " << id_ << ": " << failure.message();
+  DDP_LOG(WARNING) << "job " << id() << ": " << failure.message();
   Decide(Disruption::WorkerFailure(std::move(failure)), LostPeerOf(hang->node_id));
 }
 
 void Job::Tick() {
-  if (IsTerminal(state_)) return;
+  if (IsTerminal(state())) return;
   const absl::Time now = clock_->Now();
   RemoveSilentNodes(now);
   ExcludeLastingStragglers(now);
   DeclareIdleHang(now);
   if (!draining_.empty()) ReleaseDrainingNodes();
-  switch (state_) {
+  switch (state()) {
     case JobState::kWaiting:
-      if (round_.LastCallOver(now, LastCallTimeout(settings_))) {
+      if (round_.LastCallOver(now, LastCallTimeout(settings()))) {
         CloseRendezvous();
       } else if (round_.JoinTimedOut(now)) {
         FailureInfo failure =
             NodeFailure("", round_.generation(), now,
                         absl::StrCat("rendezvous timed out: ", membership_.size(),
-                                     " of min_nodes=", settings_.min_nodes(),
+                                     " of min_nodes=", settings().min_nodes(),
                                      " nodes joined within the join timeout of ",
-                                     absl::FormatDuration(JoinTimeout(settings_))));
+                                     absl::FormatDuration(JoinTimeout(settings()))));
         Finish(JobState::kFailed, failure, failure.message());
       }
       break;
@@ -1197,7 +1199,7 @@ void Job::Tick() {
           // Group rank 0 did not answer: declare it dead and form again.
           RemoveNode(round_.members().by_rank[0],
                      absl::StrCat("declared dead: no master info within ",
-                                  absl::FormatDuration(ShutdownTimeout(settings_))),
+                                  absl::FormatDuration(ShutdownTimeout(settings()))),
                      RestartCause::NODE_LOSS, /*workers_stopped=*/false,
                      FailureInfo::DECLARED_DEAD);
         }
@@ -1210,7 +1212,7 @@ void Job::Tick() {
         for (const std::string& id : stop_barrier_.Awaited()) {
           RemoveNode(id,
                      absl::StrCat("declared dead: workers not confirmed stopped within ",
-                                  absl::FormatDuration(ShutdownTimeout(settings_))),
+                                  absl::FormatDuration(ShutdownTimeout(settings()))),
                      RestartCause::NODE_LOSS, /*workers_stopped=*/false,
                      FailureInfo::DECLARED_DEAD);
         }

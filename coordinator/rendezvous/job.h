@@ -113,22 +113,22 @@ class Job {
   void set_outbox(Outbox* outbox) { outbox_ = outbox; }
   // A new job that is the next run of a finished job id (before its first
   // TakeChanges).
-  void set_run(int run) { run_ = run; }
-  int run() const { return run_; }
+  void set_run(int run) { record_.set_run(run); }
+  int run() const { return record_.run(); }
   // The job's bearer token's hash (stored; coordinator/auth checks it).
-  const std::string& token_hash() const { return token_hash_; }
+  const std::string& token_hash() const { return record_.token_hash(); }
   void SetTokenHash(const std::string& token_hash) {
-    token_hash_ = token_hash;
+    record_.set_token_hash(token_hash);
     MarkJobDirty();
   }
   // Everything stored about the job now (the record a new run archives).
   JobRecord Record() const { return MakeRecord(); }
 
-  const std::string& id() const { return id_; }
-  JobState state() const { return state_; }
+  const std::string& id() const { return record_.job_id(); }
+  JobState state() const { return JobStateOf(record_); }
   Generation generation() const { return round_.generation(); }
   int restart_count() const { return restart_policy_.restart_count(); }
-  const JobSettings& settings() const { return settings_; }
+  const JobSettings& settings() const { return record_.settings(); }
   int registered_nodes() const { return membership_.size(); }
   // True when `node_id` is registered with `incarnation` (a resume, not a new
   // agent).
@@ -345,20 +345,19 @@ class Job {
   // hang report is (stacks taken, budget, root cause).
   void DeclareIdleHang(absl::Time now);
 
-  std::string id_;
-  JobSettings settings_;
+  // The job's own part of its record, the stored message itself: its id,
+  // settings, state, creation and finish times (absl::Time() unknown or not
+  // yet), run, token hash and finish message. Its objects keep their parts
+  // (RestartPolicy: the budget, root cause and failures; Membership: the
+  // exclusions and join order; RendezvousRound: the generation, master and
+  // world size; the event counter below) and MakeRecord writes them in.
+  JobRecord record_;
   RendezvousLimits limits_;
   const Clock* clock_;
   Outbox* outbox_;
-  absl::Time created_;  // absl::Time() for jobs stored before it was kept
-  int run_ = 1;
-  absl::Time finished_;  // set by Finish
-  std::string token_hash_;
 
-  JobState state_ = JobState::kWaiting;
   // Restart budget, root cause, failure history, hang review.
   RestartPolicy restart_policy_;
-  std::string finish_message_;
 
   // Registered nodes, liveness, join order, exclusions, fencing.
   Membership membership_;
