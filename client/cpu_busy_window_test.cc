@@ -1,5 +1,7 @@
 #include "client/cpu_busy_window.h"
 
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace ddp::client {
@@ -32,10 +34,43 @@ TEST(CpuBusyWindowTest, Observe_ImportThenSteadyWork_OnlyTheLastWindowCounts) {
   w.Observe(absl::ZeroDuration(), kStart);
   // import torch: 1.5 s of CPU in the first two seconds, then 30 % of a core.
   absl::Duration cpu = Feed(w, kStart, 2, absl::ZeroDuration(), absl::Milliseconds(750));
-  cpu = Feed(w, kStart + absl::Seconds(2), 3, cpu, absl::Milliseconds(300));
-  EXPECT_EQ(w.reported_permille(), 480);  // (1.5 s + 0.9 s) / 5 s
-  Feed(w, kStart + absl::Seconds(5), 2, cpu, absl::Milliseconds(300));
+  cpu = Feed(w, kStart + absl::Seconds(2), 4, cpu, absl::Milliseconds(300));
+  // The import ended (a second at 300 after 750): the window started again
+  // there, and is not whole yet (the whole 5 s would say 390).
+  EXPECT_EQ(w.reported_permille(), 0);
+  Feed(w, kStart + absl::Seconds(6), 1, cpu, absl::Milliseconds(300));
   EXPECT_EQ(w.reported_permille(), 300);
+}
+
+TEST(CpuBusyWindowTest, Observe_StepsCutUnevenlyBySamples_StillReported) {
+  // 0.45 s steps of 30 ms of CPU: a second holds two or three of them.
+  CpuBusyWindow w(CpuBusyWindow::Options{});
+  absl::Duration cpu;
+  w.Observe(cpu, kStart);
+  for (int i = 1; i <= 10; ++i) {
+    cpu += absl::Milliseconds(i % 3 == 0 ? 90 : 60);
+    w.Observe(cpu, kStart + absl::Seconds(i));
+  }
+  EXPECT_GE(w.reported_permille(), 60);
+  EXPECT_LE(w.reported_permille(), 80);
+}
+
+// The first value of each rank is its steady share, however long its import
+// took: had the window been reported with the import in it, these ranks of
+// equal work would differ by a third.
+TEST(CpuBusyWindowTest, Observe_ImportsEndingAtDifferentTimes_SameFirstValue) {
+  std::vector<int> first;
+  for (int import_seconds : {2, 4}) {
+    CpuBusyWindow w(CpuBusyWindow::Options{});
+    w.Observe(absl::ZeroDuration(), kStart);
+    absl::Duration cpu = Feed(w, kStart, import_seconds, absl::ZeroDuration(),
+                              absl::Milliseconds(1500) / import_seconds);
+    for (int i = import_seconds; w.reported_permille() == 0 && i < 30; ++i) {
+      cpu = Feed(w, kStart + absl::Seconds(i), 1, cpu, absl::Milliseconds(100));
+    }
+    first.push_back(w.reported_permille());
+  }
+  EXPECT_EQ(first, (std::vector<int>{100, 100}));
 }
 
 TEST(CpuBusyWindowTest, Observe_SmallChanges_ReportedValueStays) {
@@ -51,12 +86,30 @@ TEST(CpuBusyWindowTest, Observe_SmallChanges_ReportedValueStays) {
   EXPECT_EQ(w.reported_permille(), 450);
 }
 
-TEST(CpuBusyWindowTest, Observe_AsleepAfterWork_FallsToAtLeastOne) {
+TEST(CpuBusyWindowTest, Observe_AsleepAfterWork_WithdrawnThenAtLeastOne) {
   CpuBusyWindow w(CpuBusyWindow::Options{});
   w.Observe(absl::ZeroDuration(), kStart);
   absl::Duration cpu = Feed(w, kStart, 5, absl::ZeroDuration(), absl::Milliseconds(300));
-  Feed(w, kStart + absl::Seconds(5), 6, cpu, absl::ZeroDuration());
+  ASSERT_EQ(w.reported_permille(), 300);
+  Feed(w, kStart + absl::Seconds(5), 2, cpu, absl::ZeroDuration());
+  EXPECT_EQ(w.reported_permille(), 0);  // a new phase: the old value withdrawn
+  Feed(w, kStart + absl::Seconds(7), 4, cpu, absl::ZeroDuration());
   EXPECT_EQ(w.reported_permille(), 1);  // measured: told apart from "not yet"
+}
+
+// An import longer than the window is measured as a phase of its own; its
+// value goes when it ends, not a window later.
+TEST(CpuBusyWindowTest, Observe_StartLongerThanTheWindow_ValueWithdrawnAtItsEnd) {
+  CpuBusyWindow w(CpuBusyWindow::Options{});
+  w.Observe(absl::ZeroDuration(), kStart);
+  absl::Duration cpu = Feed(w, kStart, 7, absl::ZeroDuration(), absl::Milliseconds(160));
+  ASSERT_EQ(w.reported_permille(), 160);
+  cpu = Feed(w, kStart + absl::Seconds(7), 1, cpu, absl::Milliseconds(60));
+  EXPECT_EQ(w.reported_permille(), 160);  // one second may be noise
+  cpu = Feed(w, kStart + absl::Seconds(8), 1, cpu, absl::Milliseconds(60));
+  EXPECT_EQ(w.reported_permille(), 0);  // two are a new phase
+  Feed(w, kStart + absl::Seconds(9), 3, cpu, absl::Milliseconds(60));
+  EXPECT_EQ(w.reported_permille(), 60);
 }
 
 TEST(CpuBusyWindowTest, Observe_TotalShrinks_WindowStartsAgain) {
