@@ -26,9 +26,10 @@
 // every rank looks equally busy) and a rank slow because it sleeps or waits on
 // I/O (it looks less busy, not slower). Nobody is scored while the median
 // share is below kMinCpuBusyToScore (an idle job, one waiting on I/O: the
-// shares are noise). A rank that became slower is flagged once the agent's
-// window holds mostly slow steps (about 3 s after the change of a 50 % slower
-// rank, 5 s at most) plus one sample (1 s) and one heartbeat.
+// shares are noise). A rank that became slower is flagged within the agent's
+// window (5 s) and two samples (2 s) after the change, plus a heartbeat; at
+// start, about a window after its start (`import torch`) ended: the agent
+// reports nothing of a window that holds a change (cpu_busy_window.h).
 //
 // A rank's relative speed is its speed over the median of its source's ranks
 // that have one; it is a straggler when that is below 1 / factor (1.25: a
