@@ -26,7 +26,7 @@
 //     differed less than the ratio, is still in it); the value reported before
 //     stays meanwhile.
 // So a worker's first value comes about a window after its start ended, and a
-// change shows within the window (plus a sample) after it happened. Steps so
+// change shows within the window (plus two samples) after it happened. Steps so
 // long that a second or a half window holds few of them (over about 1 s with
 // the 5 s window) make the shares jump: such workers are rarely or never
 // reported.
