@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/activity_tracker.h"
+#include "client/cpu_busy_window.h"
 #include "client/hang_order.h"
 #include "client/heartbeat_tracker.h"
 #include "client/output_router.h"
@@ -88,6 +89,9 @@ struct WorkerSupervisor::Worker {
   // Its process group's CPU and I/O, for a worker that never touches its
   // heartbeat file.
   ActivityTracker activity;
+  // Its process group's CPU share over the last seconds (WorkerState::
+  // cpu_busy_permille), from the same samples.
+  CpuBusyWindow cpu_busy{CpuBusyWindow::Options{}};
   // The process at the previous heartbeat check (hang evidence: is it still
   // using CPU?).
   std::optional<ProcessSample> last_sample;
@@ -457,6 +461,7 @@ class WorkerSupervisor::EventLoop {
       for (auto& w : workers_) {
         w->tracker.Forgive(forgive);
         w->activity.Forgive(forgive);
+        w->cpu_busy.Restart();
         w->last_sample.reset();  // its CPU time did not move while frozen
       }
     }
@@ -545,12 +550,15 @@ class WorkerSupervisor::EventLoop {
     bool node_active = false;
     std::vector<size_t> idle;
     std::vector<std::optional<absl::Time>> idle_since(workers_.size());
+    std::vector<int> cpu_busy_permille(workers_.size(), 0);
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = *workers_[i];
       if (w.exited || w.process.pid <= 0) continue;
       auto it = samples.find(w.process.pid);
       w.activity.Observe(
           it == samples.end() ? std::nullopt : std::optional<ProcessGroupSample>(it->second), now);
+      if (it != samples.end()) w.cpu_busy.Observe(it->second.cpu, now);
+      cpu_busy_permille[i] = w.cpu_busy.reported_permille();
       // Judged by its heartbeat file once it touched it.
       if (!w.tracker.touched() && w.activity.judged() &&
           w.activity.IdleFor(now) > o.idle_report_after) {
@@ -564,6 +572,7 @@ class WorkerSupervisor::EventLoop {
       absl::MutexLock lock(&owner_->mu_);
       for (size_t i = 0; i < workers_.size() && i < owner_->states_.size(); ++i) {
         owner_->states_[i].idle_since = idle_since[i];
+        owner_->states_[i].cpu_busy_permille = cpu_busy_permille[i];
       }
     }
     std::vector<HungWorker> hung;

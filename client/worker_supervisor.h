@@ -179,6 +179,10 @@ struct WorkerState {
   // (ActivityTracker), running, and never touched its heartbeat file. What
   // the agent reports for the job-wide rule (session.proto WorkerState.idle_ms).
   std::optional<absl::Time> idle_since;
+  // Its process group's CPU time over the last kDefaultCpuBusyWindow per wall
+  // second, in per-mille of one core (CpuBusyWindow); 0 until measured, and
+  // while hang detection is off (Options::hang_timeout zero: no samples).
+  int cpu_busy_permille = 0;
 };
 
 // Which of the worker's streams it writes to the console itself (the

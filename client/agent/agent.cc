@@ -275,6 +275,7 @@ std::vector<v1::WorkerState> Agent::WorkerStates() {
     state.set_pid(w.pid);
     state.set_heartbeat_age_ms(-1);  // the supervisor judges hangs itself
     state.set_idle_ms(idle_ms[i]);
+    if (!w.exit && !w.hung) state.set_cpu_busy_permille(w.cpu_busy_permille);
     if (w.exit) {
       state.set_state(w.exit->during_stop   ? v1::WORKER_STOPPED
                       : w.exit->succeeded() ? v1::WORKER_SUCCEEDED

@@ -207,8 +207,9 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect(const std::vector<v1::
   auto ratio = Gauge("ddp_job_effective_training_ratio",
                      "training / (training + lost) of a job: its effective training time");
   auto stragglers = Gauge("ddp_job_stragglers",
-                          "Ranks of a live job's running generation that report progress a "
-                          "quarter or more slower than the job's median (stragglers.h)");
+                          "Ranks of a live job's running generation a quarter or more slower "
+                          "than the median, from their progress reports or, reporting none, "
+                          "their CPU (stragglers.h)");
   auto connected = Gauge("ddp_agents_connected", "Agents with an open session, all live jobs");
   auto omitted =
       Gauge("ddp_job_series_omitted", "Live jobs beyond the cap that have no per-job series");

@@ -53,7 +53,14 @@ struct WorkerActivity {
   // When it went idle, on the coordinator's clock; unset: active (or not
   // judged yet, or judged by its heartbeat file).
   std::optional<absl::Time> idle_since;
+  // Its process group's CPU time per wall second over the agent's last
+  // seconds, in per-mille of one core; 0: not measured (stragglers.h scores
+  // ranks without progress reports from it).
+  int cpu_busy_permille = 0;
 };
+
+// The bound of WorkerActivity::cpu_busy_permille: 1024 cores busy.
+inline constexpr int kMaxCpuBusyPermille = 1024 * 1000;
 
 // The idleness of one member node's workers in the current generation.
 class NodeIdleness {

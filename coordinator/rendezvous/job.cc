@@ -271,12 +271,17 @@ v1::Job Job::Status(bool include_nodes) const {
   for (const auto& [id, node] : membership_.nodes()) nodes.push_back(&node);
   std::sort(nodes.begin(), nodes.end(),
             [](const Node* a, const Node* b) { return a->record.node_id() < b->record.node_id(); });
-  // The members' reports are scored against each other (stragglers.h).
+  // The members' reports, and the CPU of their ranks that make none, are
+  // scored against each other (stragglers.h).
   std::vector<std::vector<WorkerProgress>> progress(nodes.size());
   std::vector<WorkerProgress*> reports;
   for (size_t i = 0; i < nodes.size(); ++i) {
     progress[i] = nodes[i]->progress;
     if (!IsMember(*nodes[i])) continue;
+    if (state_ == JobState::kRunning) {
+      AddCpuBusyRanks(nodes[i]->idleness.workers(), round_.generation(), nodes[i]->last_heartbeat,
+                      &progress[i]);
+    }
     for (WorkerProgress& p : progress[i]) reports.push_back(&p);
   }
   ScoreStragglers(reports, round_.generation());

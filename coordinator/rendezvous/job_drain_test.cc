@@ -2,6 +2,7 @@
 // (point 4): a node leaves at the first moment every member's workers are
 // ready, or at its deadline; no budget spent, no failure recorded.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -274,6 +275,35 @@ TEST(JobStragglerPolicy, EvenRunOrPolicyOff_NobodyExcluded) {
   ReportStepTimes(off, {{"a", 1.0}, {"b", 1.0}, {"c", 3.0}}, absl::Seconds(30));
   EXPECT_EQ(off.job().state(), JobState::kRunning);
   EXPECT_TRUE(MessagesOf<NodeDismissed>(off.outbox()).empty());
+}
+
+// Scripts that report nothing: their agents' CPU busy shares are scored in
+// the job's status (SPEED_SOURCE_CPU_BUSY); the exclusion policy acts on
+// progress reports only, so the slow node is shown, not excluded.
+TEST(JobStragglerPolicy, CpuBusyOfSilentRanks_ScoredInStatusNotExcluded) {
+  JobHarness h(StragglerPolicy(2, 3));
+  StartRunning(h, {"a", "b", "c"});
+  const std::map<std::string, int> permille = {{"a", 200}, {"b", 205}, {"c", 300}};
+  for (absl::Duration t; t < absl::Seconds(30); t += absl::Milliseconds(500)) {
+    h.clock().Advance(absl::Milliseconds(500));
+    for (const auto& [node, busy] : permille) {
+      ASSERT_TRUE(h.job().Heartbeat(h.Ref(node)).ok());
+      ASSERT_TRUE(h.job().ReportActivity(h.Ref(node), {{0, true, std::nullopt, busy}}).ok());
+    }
+    h.job().Tick();
+  }
+  EXPECT_TRUE(MessagesOf<NodeDismissed>(h.outbox()).empty());
+  const v1::Job status = h.job().Status(true);
+  ASSERT_EQ(status.members_size(), 3);
+  for (const v1::Member& m : status.members()) {
+    ASSERT_EQ(m.progress_size(), 1) << m.node_id();
+    const v1::WorkerProgress& p = m.progress(0);
+    EXPECT_EQ(p.speed_source(), v1::SPEED_SOURCE_CPU_BUSY) << m.node_id();
+    EXPECT_EQ(p.straggler(), m.node_id() == "c") << m.node_id();
+    EXPECT_DOUBLE_EQ(p.cpu_busy(), permille.at(m.node_id()) / 1000.0);
+    EXPECT_EQ(p.generation(), status.generation());
+    EXPECT_LE(p.age_ms(), 500);  // as of the node's last heartbeat
+  }
 }
 
 }  // namespace

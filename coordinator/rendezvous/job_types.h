@@ -62,9 +62,13 @@ struct WorkerProgress {
   std::optional<absl::Time> checkpoint;
   int64_t checkpoint_step = 0;
   // Set by Job::Status (stragglers.h): its speed over the generation's median
-  // (0: not scored) and whether that makes it a straggler.
+  // (0: not scored), whether that makes it a straggler, and from what.
   double relative_speed = 0;
   bool straggler = false;
+  v1::SpeedSource speed_source = v1::SPEED_SOURCE_UNSPECIFIED;
+  // > 0: no report but the CPU share of one core its agent measured
+  // (AddCpuBusyRanks): scored from that alone.
+  double cpu_busy = 0;
 };
 
 // Header of every message a registered node sends (fencing).

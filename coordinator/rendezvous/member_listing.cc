@@ -24,6 +24,8 @@ v1::WorkerProgress ProgressToApi(const WorkerProgress& p, absl::Time now) {
   out.set_age_ms(std::max<int64_t>(0, absl::ToInt64Milliseconds(now - p.reported)));
   out.set_relative_speed(p.relative_speed);
   out.set_straggler(p.straggler);
+  out.set_speed_source(p.speed_source);
+  out.set_cpu_busy(p.cpu_busy);
   for (const auto& [name, value] : p.metrics) (*out.mutable_metrics())[name] = value;
   if (p.checkpoint) {
     out.set_checkpoint_unix_ms(ToUnixMs(*p.checkpoint));

@@ -157,8 +157,16 @@ absl::StatusOr<std::vector<rendezvous::WorkerActivity>> ActivityFromProto(
                                                      worker.local_rank(), " has idle_ms ",
                                                      worker.idle_ms(), "; it may not be negative"));
     }
+    if (worker.cpu_busy_permille() < 0 ||
+        worker.cpu_busy_permille() > rendezvous::kMaxCpuBusyPermille) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker state of local rank ", worker.local_rank(),
+                       " has cpu_busy_permille ", worker.cpu_busy_permille(),
+                       "; it must be in [0, ", rendezvous::kMaxCpuBusyPermille, "]"));
+    }
     rendezvous::WorkerActivity activity;
     activity.local_rank = worker.local_rank();
+    activity.cpu_busy_permille = worker.cpu_busy_permille();
     activity.running =
         worker.state() == v1::WORKER_STARTING || worker.state() == v1::WORKER_RUNNING;
     if (worker.idle_ms() > 0) {

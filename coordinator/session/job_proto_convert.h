@@ -58,7 +58,8 @@ absl::StatusOr<std::vector<rendezvous::WorkerProgress>> ProgressFromProto(
     const v1::Heartbeat& proto, const rendezvous::RendezvousLimits& limits, absl::Time now);
 // The workers' idleness a heartbeat carries (every worker listed; idle_hang.h),
 // an idle one dated `now` less its idle_ms. Possible errors: INVALID_ARGUMENT
-// (a local rank outside [0, max_nproc_per_node), a negative idle_ms).
+// (a local rank outside [0, max_nproc_per_node), a negative idle_ms, a
+// cpu_busy_permille outside [0, kMaxCpuBusyPermille]).
 absl::StatusOr<std::vector<rendezvous::WorkerActivity>> ActivityFromProto(
     const v1::Heartbeat& proto, const rendezvous::RendezvousLimits& limits, absl::Time now);
 // When a preempted node leaves (Preempted.leave_at_unix_ms, a DrainNode's

@@ -135,6 +135,26 @@ TEST(OutboundToProto, JobFinished_RootCauseCarriedAsKept) {
   EXPECT_EQ(m.job_finished().root_cause().time_unix_ms(), 1700000000123);
 }
 
+TEST(ActivityFromProto, CpuBusyKept_OutOfRangeInvalidArgument) {
+  rendezvous::RendezvousLimits limits;
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  v1::Heartbeat heartbeat;
+  v1::WorkerState* w = heartbeat.add_workers();
+  w->set_local_rank(0);
+  w->set_state(v1::WORKER_RUNNING);
+  w->set_cpu_busy_permille(450);
+  auto activity = ActivityFromProto(heartbeat, limits, now);
+  ASSERT_TRUE(activity.ok()) << activity.status();
+  ASSERT_EQ(activity->size(), 1u);
+  EXPECT_EQ((*activity)[0].cpu_busy_permille, 450);
+  w->set_cpu_busy_permille(-1);
+  EXPECT_THAT(ActivityFromProto(heartbeat, limits, now).status().message(),
+              HasSubstr("cpu_busy_permille -1; it must be in [0, 1024000]"));
+  w->set_cpu_busy_permille(rendezvous::kMaxCpuBusyPermille + 1);
+  EXPECT_EQ(ActivityFromProto(heartbeat, limits, now).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ProgressFromProto, ReportsKeptOthersSkipped_BadValuesInvalidArgument) {
   rendezvous::RendezvousLimits limits;
   const absl::Time now = absl::FromUnixSeconds(1000);

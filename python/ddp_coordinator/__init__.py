@@ -29,7 +29,8 @@ _CLIENT_NAMES = {"Client", "Jobs", "KeyValueNamespace", "JobWatch", "KvWatch"}
 _TYPE_NAMES = {"ClusterStatus", "CompareAndSetResult", "CoordinatorInfo", "EtcdEndpointStatus",
                "EventType", "Failure", "GenerationTime", "Job", "JobEvent", "JobEventType",
                "JobSettings", "JobState", "JobTime", "KeyValue", "KvEvent", "KvStatus", "Lease",
-               "Member", "PutResult", "RangeResult", "RestartCause", "Role", "WorkerProgress"}
+               "Member", "PutResult", "RangeResult", "RestartCause", "Role", "SpeedSource",
+               "WorkerProgress"}
 _ERROR_NAMES = {"CoordinatorError", "AbortedError", "AlreadyExistsError", "CancelledError",
                 "DeadlineExceededError", "FailedPreconditionError", "InvalidArgumentError",
                 "NotFoundError", "OutOfRangeError", "PermissionDeniedError",

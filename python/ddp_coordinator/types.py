@@ -15,6 +15,9 @@ JobState = enum.IntEnum("JobState", dict(jobs_pb2.JobState.items()), module=__na
 JobState.__doc__ = "A job's state: WAITING, STARTING, RUNNING, RESTARTING, SUCCEEDED, ..."
 RestartCause = enum.IntEnum("RestartCause", dict(jobs_pb2.RestartCause.items()), module=__name__)
 RestartCause.__doc__ = "Why a generation was stopped: WORKER_FAILURE, HANG, NODE_LOSS, ..."
+SpeedSource = enum.IntEnum("SpeedSource", dict(jobs_pb2.SpeedSource.items()), module=__name__)
+SpeedSource.__doc__ = ("What a rank's relative speed comes from: SPEED_SOURCE_STEP_TIME, "
+                       "_STEP_RATE, _CPU_BUSY (a rank that reports nothing), _UNSPECIFIED")
 JobEventType = enum.IntEnum("JobEventType", dict(jobs_pb2.JobEvent.Type.items()), module=__name__)
 JobEventType.__doc__ = "The kind of a job event: JOB_CREATED, NODE_JOINED, ..."
 EventType = enum.IntEnum("EventType", dict(kv_pb2.Event.Type.items()), module=__name__)
@@ -107,7 +110,9 @@ class WorkerProgress:
     """What a worker last reported through :func:`ddp_coordinator.worker.report_progress`:
     its step, steps per second (0 until two reports), how long ago (ms), and its metrics;
     for the running generation's members, its speed relative to the job's median and
-    whether that makes it a straggler (a quarter or more slower)."""
+    whether that makes it a straggler (a quarter or more slower), and from what
+    (``speed_source``). A rank that reports nothing is listed with ``cpu_busy``, the share
+    of one core its agent saw it use over the last 5 s (no step, rate nor metrics)."""
     local_rank: int
     global_rank: int
     generation: int
@@ -120,6 +125,8 @@ class WorkerProgress:
     # Its last report_checkpoint: Unix ms (0: none) and step.
     checkpoint_unix_ms: int = 0
     checkpoint_step: int = 0
+    speed_source: SpeedSource = SpeedSource.SPEED_SOURCE_UNSPECIFIED
+    cpu_busy: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)

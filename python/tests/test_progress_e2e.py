@@ -2,7 +2,9 @@
 the coordinator shows each rank's step, rate and metrics (gRPC client, ddpctl jobs get);
 a rank that stops reporting is found hung by the worker heartbeat timeout, with no
 heartbeat file in the script; a checkpoint reported with report_checkpoint makes the work
-after it lost at a failure (the job's time)."""
+after it lost at a failure (the job's time); stragglers are flagged from the step times
+the workers report, and in an unmodified gloo script that reports nothing, from the CPU
+busy share the agent measures."""
 import os
 import subprocess
 import time
@@ -65,7 +67,7 @@ def test_reportProgress_ShownPerRankByTheCoordinatorAndDdpctl(coordinator, tmp_p
         shown = subprocess.run([bazel_binary("tools/ddpctl", "ddpctl"), "--coordinator",
                                 coordinator.address, "jobs", "get", "progress"],
                                capture_output=True, text=True, timeout=30)
-        assert "progress (as the workers reported it):" in shown.stdout, shown.stdout
+        assert "progress (as the workers reported it" in shown.stdout, shown.stdout
         assert "loss=" in shown.stdout and "n/1" in shown.stdout, shown.stdout
     finally:
         stop.write_text("")
@@ -131,6 +133,74 @@ def test_stragglers_EvenRun_NobodyFlagged(coordinator, tmp_path):
     finally:
         stop.write_text("")
         agent.wait(60)
+
+
+def steps_done(path):
+    try:
+        return int(path.read_text() or 0)
+    except FileNotFoundError:
+        return 0
+
+
+def start_cpu_steps(coordinator, tmp_path, job, *script_args):
+    """4 ranks of an unmodified gloo script (no report_progress): 0.4 s of sleep and 30 ms
+    of CPU per step, then an all_reduce; about a third of one core in all."""
+    stop = tmp_path / "stop"
+    steps = tmp_path / "steps"
+    agent = start_agent(coordinator, tmp_path, job, script="cpu_steps_train.py", nproc=4,
+                        script_args=["--stop", str(stop), "--steps-file", str(steps),
+                                     *script_args])
+    return agent, stop, steps
+
+
+def test_stragglers_UnmodifiedScriptRankHalfAgainTheCpu_FlaggedFromCpuWithin20Steps(
+        coordinator, tmp_path):
+    agent, stop, steps = start_cpu_steps(coordinator, tmp_path, "cpu-straggle",
+                                         "--slow-rank", "2")
+    try:
+        with ddpc.Client(coordinator.address) as client:
+            flagged = wait_for(
+                lambda: [p for p in reports_of(client, "cpu-straggle") if p.straggler], 90)
+            at_step = steps_done(steps)
+            assert flagged, (tmp_path / "cpu-straggle.log").read_text()
+            print(f"flagged at step {at_step}: {flagged}")  # shown with pytest -s
+            assert [p.global_rank for p in flagged] == [2], flagged
+            assert flagged[0].speed_source == ddpc.SpeedSource.SPEED_SOURCE_CPU_BUSY, flagged
+            # Bound: the agent's 5 s window past the import, a 1 s sample, a heartbeat.
+            assert at_step <= 20, (at_step, flagged)
+            assert 0.5 < flagged[0].relative_speed < 0.8, flagged
+            others = [p for p in reports_of(client, "cpu-straggle") if p.global_rank != 2]
+            assert len(others) == 3, others
+            assert all(not p.straggler and p.cpu_busy > 0 for p in others), others
+    finally:
+        stop.write_text("")
+        agent.wait(60)
+
+
+def test_stragglers_UnmodifiedScriptEvenRun_NobodyFlaggedOver40Steps(coordinator, tmp_path):
+    agent, stop, steps = start_cpu_steps(coordinator, tmp_path, "cpu-even")
+    try:
+        with ddpc.Client(coordinator.address) as client:
+            scored = wait_for(lambda: len([p for p in reports_of(client, "cpu-even")
+                                           if p.relative_speed > 0]) == 4, 90)
+            assert scored, (tmp_path / "cpu-even.log").read_text()
+            until = steps_done(steps) + 40
+            deadline = time.time() + 90
+            while steps_done(steps) < until and time.time() < deadline:
+                ranks = reports_of(client, "cpu-even")
+                assert not [p for p in ranks if p.straggler], ranks
+                cpu = ddpc.SpeedSource.SPEED_SOURCE_CPU_BUSY
+                assert all(p.speed_source == cpu for p in ranks if p.relative_speed > 0), ranks
+                time.sleep(0.3)
+            assert steps_done(steps) >= until, (tmp_path / "cpu-even.log").read_text()
+            print(f"even run, step {steps_done(steps)}: {reports_of(client, 'cpu-even')}")
+        shown = subprocess.run([bazel_binary("tools/ddpctl", "ddpctl"), "--coordinator",
+                                coordinator.address, "jobs", "get", "cpu-even"],
+                               capture_output=True, text=True, timeout=30)
+        assert "cpu " in shown.stdout, shown.stdout
+    finally:
+        stop.write_text("")
+        assert agent.wait(60) == 0, (tmp_path / "cpu-even.log").read_text()
 
 
 def test_reportCheckpoint_FailureSecondsLater_WorkSinceItLost(coordinator, tmp_path):

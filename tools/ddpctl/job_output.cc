@@ -76,8 +76,24 @@ std::string MembersTable(const google::protobuf::RepeatedPtrField<v1::Member>& m
   return AlignedTable(rows, "  ");
 }
 
-// One row per worker that reported progress (ddp_coordinator.report_progress),
-// in global rank order; empty when none did.
+// What a rank's SPEED was computed from: "step time", "steps/s", or for a
+// rank that reports nothing the CPU busy share its agent measured ("cpu 20%",
+// even while unscored); "-" when not scored.
+std::string SpeedSourceText(const v1::WorkerProgress& p) {
+  if (p.cpu_busy() > 0) return absl::StrFormat("cpu %.3g%%", 100 * p.cpu_busy());
+  switch (p.speed_source()) {
+    case v1::SPEED_SOURCE_STEP_TIME:
+      return "step time";
+    case v1::SPEED_SOURCE_STEP_RATE:
+      return "steps/s";
+    default:
+      return "-";
+  }
+}
+
+// One row per worker that reported progress (ddp_coordinator.report_progress)
+// or, reporting nothing, whose CPU its agent measured; in global rank order;
+// empty when there is none.
 std::string ProgressTable(const google::protobuf::RepeatedPtrField<v1::Member>& members) {
   std::vector<std::pair<std::pair<int64_t, std::string>, std::vector<std::string>>> rows;
   for (const v1::Member& m : members) {
@@ -91,18 +107,18 @@ std::string ProgressTable(const google::protobuf::RepeatedPtrField<v1::Member>& 
           {{p.global_rank() < 0 ? INT64_MAX : p.global_rank(), m.node_id()},
            {p.global_rank() < 0 ? "-" : absl::StrCat(p.global_rank()),
             absl::StrCat(PrintableBytes(m.node_id()), "/", p.local_rank()),
-            absl::StrCat(p.generation()), absl::StrCat(p.step()),
+            absl::StrCat(p.generation()), p.cpu_busy() > 0 ? "-" : absl::StrCat(p.step()),
             p.steps_per_second() > 0 ? absl::StrFormat("%.3g", p.steps_per_second()) : "-",
             p.relative_speed() > 0 ? absl::StrFormat("%.2f", p.relative_speed()) : "-",
-            p.straggler() ? "STRAGGLER" : "", MsText(p.age_ms()),
+            p.straggler() ? "STRAGGLER" : "", SpeedSourceText(p), MsText(p.age_ms()),
             metrics.empty() ? "-" : absl::StrJoin(metrics, " ")}});
     }
   }
   if (rows.empty()) return "";
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  Table table = {
-      {"RANK", "NODE/LOCAL", "GENERATION", "STEP", "STEPS/S", "SPEED", "", "AGE", "METRICS"}};
+  Table table = {{"RANK", "NODE/LOCAL", "GENERATION", "STEP", "STEPS/S", "SPEED", "", "FROM", "AGE",
+                  "METRICS"}};
   for (auto& row : rows) table.push_back(std::move(row.second));
   return AlignedTable(table, "  ");
 }
@@ -253,7 +269,9 @@ std::string JobText(const v1::Job& job) {
                     PrintableBytes(m.drain_reason()), ")\n");
   }
   if (const std::string progress = ProgressTable(job.members()); !progress.empty()) {
-    absl::StrAppend(&text, "progress (as the workers reported it):\n", progress);
+    absl::StrAppend(&text,
+                    "progress (as the workers reported it, or their CPU as the agent saw it):\n",
+                    progress);
   }
   absl::StrAppend(&text, TimeTable(job.time()));
   absl::StrAppend(&text, "spares (", job.spares_size(),

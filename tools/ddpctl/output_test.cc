@@ -226,19 +226,35 @@ TEST(JobText, Progress_OneRowPerReportingWorkerInRankOrder) {
   q->set_global_rank(0);
   q->set_step(1180);
   const std::string text = JobText(job);
-  const size_t header = text.find("progress (as the workers reported it):\n  RANK");
+  const size_t header =
+      text.find("progress (as the workers reported it, or their CPU as the agent saw it):\n  RANK");
   ASSERT_NE(header, std::string::npos) << text;
   const size_t rank0 = text.find("  0     node-a/0", header);
   const size_t rank3 = text.find("  3     node-b/1", header);
   ASSERT_NE(rank0, std::string::npos) << text;
   ASSERT_NE(rank3, std::string::npos) << text;
   EXPECT_LT(rank0, rank3);
-  EXPECT_NE(text.find("1200  4.5      -        1.5s  loss=0.3125"), std::string::npos) << text;
+  EXPECT_NE(text.find("1200  4.5      -        -     1.5s  loss=0.3125"), std::string::npos)
+      << text;
   EXPECT_EQ(text.find("STRAGGLER"), std::string::npos) << text;
   p->set_relative_speed(0.6);
   p->set_straggler(true);
+  p->set_speed_source(v1::SPEED_SOURCE_STEP_TIME);
   const std::string flagged = JobText(job);
-  EXPECT_NE(flagged.find("1200  4.5      0.60   STRAGGLER"), std::string::npos) << flagged;
+  EXPECT_NE(flagged.find("1200  4.5      0.60   STRAGGLER  step time  1.5s"), std::string::npos)
+      << flagged;
+  // A rank of a script that reports nothing: scored from its CPU.
+  v1::WorkerProgress* c = a->add_progress();
+  c->set_global_rank(1);
+  c->set_local_rank(1);
+  c->set_cpu_busy(0.3);
+  c->set_relative_speed(0.67);
+  c->set_straggler(true);
+  c->set_speed_source(v1::SPEED_SOURCE_CPU_BUSY);
+  const std::string measured = JobText(job);
+  EXPECT_NE(measured.find("node-a/1    0           -     -        0.67   STRAGGLER  cpu 30%"),
+            std::string::npos)
+      << measured;
   job.clear_members();
   EXPECT_EQ(JobText(job).find("progress ("), std::string::npos);
 }

@@ -143,6 +143,13 @@ function stateBadge(job) {
 // node but no worker (local rank -1), and its exit code means nothing.
 const isNodeLoss = (f) => !!f.nodeId && Number(f.localRank ?? 0) < 0 && !f.hang;
 
+// What a rank's speed was computed from (jobs.proto SpeedSource); for a
+// script that reports nothing, its agent's CPU measure, shown even unscored.
+function speedSource(p) {
+  if (p.cpuBusy) return `CPU ${(100 * Number(p.cpuBusy)).toPrecision(3)} %`;
+  return { SPEED_SOURCE_STEP_TIME: 'step time', SPEED_SOURCE_STEP_RATE: 'steps/s' }[p.speedSource] || '—';
+}
+
 function failureCause(f) {
   if (f.hang) return f.processStopped ? 'hang (process stopped)' : 'hang (no heartbeat)';
   if (isNodeLoss(f)) return 'node lost';
@@ -288,17 +295,19 @@ function JobView(jobId) {
         h('td', { class: 'num ' + (!finished && age > Number(s.heartbeatTimeoutMs) / 2 ? 'stale' : '') }, age < 0 ? 'never' : duration(age)),
         h('td', {}, m.connected || finished ? (m.connected ? 'yes' : 'no') : h('span', { class: 'stale' }, 'no')));
     });
-    // Per rank, what the workers reported (ddp_coordinator.report_progress).
+    // Per rank, what the workers reported (ddp_coordinator.report_progress),
+    // or for a script that reports nothing its CPU busy share (cpuBusy).
     const progress = members.flatMap((m) => (m.progress || []).map((p) => ({ node: m.nodeId, ...p })))
       .sort((a, b) => Number(a.globalRank) - Number(b.globalRank));
     const progressRows = progress.map((p) => h('tr', { 'data-rank': p.globalRank, class: p.straggler ? 'row-degraded' : '' },
       h('td', { class: 'num' }, Number(p.globalRank) >= 0 ? p.globalRank : '—'),
       h('td', {}, `${p.node} / ${p.localRank || 0}`),
       h('td', { class: 'num' }, p.generation),
-      h('td', { class: 'num', 'data-field': 'step' }, p.step || '0'),
+      h('td', { class: 'num', 'data-field': 'step' }, p.cpuBusy ? '—' : p.step || '0'),
       h('td', { class: 'num' }, p.stepsPerSecond ? Number(p.stepsPerSecond).toPrecision(3) : '—'),
       h('td', { class: 'num', 'data-field': 'speed' }, p.relativeSpeed ? Number(p.relativeSpeed).toFixed(2) : '—',
         p.straggler ? ' straggler' : ''),
+      h('td', { 'data-field': 'speed-source' }, speedSource(p)),
       h('td', { class: 'num ' + (!finished && Number(p.ageMs) > Number(s.heartbeatTimeoutMs) ? 'stale' : '') },
         `${duration(Number(p.ageMs))} ago`),
       h('td', { class: 'mono' }, Object.keys(p.metrics || {}).sort()
@@ -344,9 +353,9 @@ function JobView(jobId) {
       h('h2', {}, membersTitle),
       table([['Group rank', 'num'], ['Node'], ['Global ranks', 'num'], ['Workers', 'num'], ['Address'], ['Heartbeat age', 'num'], ['Connected']],
         memberRows, finished ? 'No node was registered when the job finished.' : 'No members: the rendezvous is open.'),
-      progressRows.length ? [h('h2', {}, 'Progress (as the workers reported it)'),
+      progressRows.length ? [h('h2', {}, 'Progress (as the workers reported it, or their CPU as the agent saw it)'),
         table([['Rank', 'num'], ['Node / local rank'], ['Generation', 'num'], ['Step', 'num'], ['Steps/s', 'num'],
-          ['Speed vs median', 'num'], ['Reported', 'num'], ['Metrics']], progressRows, '')] : null,
+          ['Speed vs median', 'num'], ['From'], ['Reported', 'num'], ['Metrics']], progressRows, '')] : null,
       // While the rendezvous is open, registered nodes are the next
       // generation's candidates, not spares.
       spareRows.length ? [h('h2', {}, job.state === 'WAITING'
