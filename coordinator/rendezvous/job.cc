@@ -278,7 +278,7 @@ v1::Job Job::Status(bool include_nodes) const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     progress[i] = nodes[i]->progress;
     if (!IsMember(*nodes[i])) continue;
-    if (state_ == JobState::kRunning) {
+    if (state() == JobState::kRunning) {
       AddCpuBusyRanks(nodes[i]->idleness.workers(), round_.generation(), nodes[i]->last_heartbeat,
                       &progress[i]);
     }
