@@ -428,17 +428,22 @@ void GrpcSessionClient::HeartbeatLoop() {
     if (!live) continue;
     std::vector<v1::WorkerState> workers = events_->WorkerStates();
     int registration = 0;
+    int64_t generation = 0;
     {
       absl::MutexLock lock(&mu_);
       registration = registrations_;
+      generation = core_.generation();
     }
     // The workers' states only when they changed since the last heartbeat on
-    // this stream (a heartbeat that carries nothing costs the coordinator
-    // least, and can go as a datagram).
+    // this stream, or the generation did (the coordinator keeps them per
+    // generation; in-process survivors keep theirs across it): a heartbeat
+    // that carries nothing costs the coordinator least, and can go as a
+    // datagram.
     std::string states;
     for (const v1::WorkerState& state : workers) states += state.SerializeAsString();
-    const bool carries_states =
-        states != last_worker_states_ || registration != worker_states_registration_;
+    const bool carries_states = states != last_worker_states_ ||
+                                registration != worker_states_registration_ ||
+                                generation != worker_states_generation_;
     if (SendHeartbeatDatagram(carries_states)) continue;
     v1::AgentMessage message;
     {
@@ -449,6 +454,7 @@ void GrpcSessionClient::HeartbeatLoop() {
     }
     if (carries_states) {
       worker_states_registration_ = registration;
+      worker_states_generation_ = generation;
       for (v1::WorkerState& state : workers) {
         *message.mutable_heartbeat()->add_workers() = std::move(state);
       }

@@ -209,10 +209,12 @@ class GrpcSessionClient : public CoordinatorLink {
   Stream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;
   bool half_closed_ ABSL_GUARDED_BY(write_mu_) = false;  // Close() began
 
-  // The heartbeat thread's own: the worker states it last sent, and on which
-  // registration (a new stream gets them again).
+  // The heartbeat thread's own: the worker states it last sent, on which
+  // registration (a new stream gets them again) and of which generation (a
+  // new one gets them again).
   std::string last_worker_states_;
   int worker_states_registration_ = -1;
+  int64_t worker_states_generation_ = -1;
 
   std::thread reader_;
   std::thread heartbeat_;

@@ -320,6 +320,36 @@ TEST_F(GrpcSessionClientTest, Heartbeats_StatesOnlyWhenChanged_AcksOnlyWhenDue) 
   EXPECT_EQ(service_->CountMessages(with_states), 2);
 }
 
+// A new generation gets the worker states again even when they did not change
+// (the coordinator keeps them per generation; in-process survivors keep
+// theirs across it).
+TEST_F(GrpcSessionClientTest, Heartbeats_NewGeneration_StatesAgainUnchanged) {
+  StartServer({Plan::kServe});
+  StartClient(42);
+  client_->SetGeneration(3);
+  ASSERT_TRUE(events_.WaitForRegistrations(1));
+  auto with_states_of = [](int64_t generation) {
+    return [generation](const v1::AgentMessage& m) {
+      return m.has_heartbeat() && m.heartbeat().workers_size() > 0 &&
+             m.heartbeat().header().generation() == generation;
+    };
+  };
+  ASSERT_TRUE(service_->WaitForMessage(with_states_of(3)).has_value());
+  client_->SetGeneration(4);
+  ASSERT_TRUE(service_->WaitForMessage(with_states_of(4)).has_value());
+  // Then not again while nothing changes.
+  ASSERT_TRUE(service_
+                  ->WaitForMessage([](const v1::AgentMessage& m) {
+                    return m.has_heartbeat() && m.heartbeat().workers_size() == 0 &&
+                           m.heartbeat().header().generation() == 4;
+                  })
+                  .has_value());
+  EXPECT_EQ(service_->CountMessages([](const v1::AgentMessage& m) {
+    return m.has_heartbeat() && m.heartbeat().workers_size() > 0;
+  }),
+            2);
+}
+
 TEST_F(GrpcSessionClientTest, Send_StampsIdentityKeepsGeneration) {
   StartServer({Plan::kServe});
   StartClient(42);
