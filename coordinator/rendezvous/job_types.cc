@@ -121,46 +121,26 @@ std::string ValidUtf8(absl::string_view text) {
   return out;
 }
 
+// The API numbers the states from 1 (0 is unset), in the core's order.
+static_assert(static_cast<int>(JobState::kWaiting) + 1 == v1::WAITING &&
+                  static_cast<int>(JobState::kStarting) + 1 == v1::STARTING &&
+                  static_cast<int>(JobState::kRunning) + 1 == v1::RUNNING &&
+                  static_cast<int>(JobState::kRestarting) + 1 == v1::RESTARTING &&
+                  static_cast<int>(JobState::kSucceeded) + 1 == v1::SUCCEEDED &&
+                  static_cast<int>(JobState::kFailed) + 1 == v1::FAILED &&
+                  static_cast<int>(JobState::kCancelled) + 1 == v1::CANCELLED,
+              "JobState and ddp.v1.JobState must differ by one");
+
 v1::JobState JobStateToProto(JobState state) {
-  switch (state) {
-    case JobState::kWaiting:
-      return v1::WAITING;
-    case JobState::kStarting:
-      return v1::STARTING;
-    case JobState::kRunning:
-      return v1::RUNNING;
-    case JobState::kRestarting:
-      return v1::RESTARTING;
-    case JobState::kSucceeded:
-      return v1::SUCCEEDED;
-    case JobState::kFailed:
-      return v1::FAILED;
-    case JobState::kCancelled:
-      return v1::CANCELLED;
-  }
-  return v1::JOB_STATE_UNSPECIFIED;
+  return static_cast<v1::JobState>(static_cast<int>(state) + 1);
 }
 
 absl::StatusOr<JobState> JobStateFromProto(v1::JobState state) {
-  switch (state) {
-    case v1::WAITING:
-      return JobState::kWaiting;
-    case v1::STARTING:
-      return JobState::kStarting;
-    case v1::RUNNING:
-      return JobState::kRunning;
-    case v1::RESTARTING:
-      return JobState::kRestarting;
-    case v1::SUCCEEDED:
-      return JobState::kSucceeded;
-    case v1::FAILED:
-      return JobState::kFailed;
-    case v1::CANCELLED:
-      return JobState::kCancelled;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("job state ", static_cast<int>(state),
-                                                     " is not a state; use WAITING..CANCELLED"));
+  if (state < v1::WAITING || state > v1::CANCELLED) {
+    return absl::InvalidArgumentError(absl::StrCat("job state ", static_cast<int>(state),
+                                                   " is not a state; use WAITING..CANCELLED"));
   }
+  return static_cast<JobState>(state - 1);
 }
 
 const char* JobStateName(JobState state) {
