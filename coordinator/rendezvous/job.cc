@@ -73,9 +73,10 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Restore(const JobSnapshot& snapshot,
   std::unique_ptr<Job> job(new Job(r, limits, clock, outbox));
   DDP_RETURN_IF_ERROR(job->RestoreEvents(snapshot.events));
   const absl::Time now = clock.Now();
-  // A finished job keeps its last generation's members to show (issue 25.5).
-  bool has_members = job->state() == JobState::kStarting || job->state() == JobState::kRunning ||
-                     job->state() == JobState::kRestarting || IsTerminal(job->state());
+  // Every state but WAITING has a generation's members; a job that finished
+  // with one formed (a world size stored) keeps them to show (issue 25.5).
+  const bool has_members =
+      job->state() != JobState::kWaiting && (!IsTerminal(job->state()) || r.world_size() > 0);
   DDP_RETURN_IF_ERROR(job->membership_.Restore(snapshot.nodes, limits));
   if (has_members) {
     std::vector<std::pair<std::string, int>> ranks;

@@ -427,6 +427,41 @@ TEST(JobRegistry, RestoreFinishedJob_ShowsItsLastMembersAndWorldSize) {
   EXPECT_EQ(again.GetJob("j", false)->world_size(), 4);
 }
 
+// A job that finished while waiting for nodes (no generation formed) has no
+// members after a coordinator restart either.
+TEST(JobRegistry, RestoreJobFinishedWhileWaiting_NoMembersAsBefore) {
+  FakeClock clock;
+  InMemoryJobStateStore store;
+  v1::Job before;
+  {
+    JobRegistry registry(clock, &store, {});
+    ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
+    ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
+    ASSERT_TRUE(
+        registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
+    for (int i = 0; i < 8; ++i) {  // b falls silent: lost, the generation stops without it
+      clock.Advance(absl::Milliseconds(500));
+      ASSERT_TRUE(registry.Heartbeat(Ref("j", "a", 1, 1)).ok());
+      registry.Tick();
+    }
+    ASSERT_TRUE(registry.WorkersStopped(Ref("j", "a", 1, 1)).ok());
+    ASSERT_TRUE(registry.PersistPending().ok());
+    ASSERT_EQ(registry.GetJob("j", false)->state(), v1::WAITING);
+    clock.Advance(absl::Minutes(11));  // past the 10 min join timeout: the job fails
+    registry.Tick();
+    ASSERT_TRUE(registry.PersistPending().ok());
+    before = *registry.GetJob("j", true);
+    ASSERT_EQ(before.state(), v1::FAILED);
+    ASSERT_EQ(before.member_count(), 0);
+  }
+  JobRegistry restarted(clock, &store, {});
+  ASSERT_TRUE(restarted.Restore().ok());
+  const v1::Job after = *restarted.GetJob("j", true);
+  EXPECT_EQ(after.member_count(), before.member_count());
+  EXPECT_EQ(after.member_count(), 0);
+  EXPECT_EQ(after.world_size(), before.world_size());
+}
+
 TEST(JobRegistry, RestoreDuringStopBarrierAfterAMemberWasRemoved_WaitsForItsLease) {
   FakeClock clock;
   InMemoryJobStateStore store;
