@@ -124,6 +124,11 @@ struct WorkerSpec {
   // false: the worker writes to the console's descriptor itself (the
   // interactive worker that owns the terminal).
   bool capture_stderr = true;
+  // --prewarm: a standby of a rank other than 0 starts once MASTER_ADDR:MASTER_PORT
+  // listens (torch's store client, refused, sleeps a whole second before it tries
+  // again). false: the worker waits for the store itself, and its start overlaps the
+  // store's (an in-process restart's new rank: ddp_coordinator.recovery polls for it).
+  bool await_master = true;
 };
 
 struct WorkerExit {

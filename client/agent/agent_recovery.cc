@@ -178,6 +178,10 @@ bool Agent::ResumeSurvivors(const v1::Assignment& p) {
       (void)supervisor->StopRanks({local_rank}, shutdown_timeout_);
     }
     if (channel != nullptr) channel->Reset();
+    // The survivors' wrapper (ddp_coordinator.recovery) is this rank's too: it waits for
+    // rank 0's store itself, so its start need not wait for it (a survivor's store comes
+    // up while the standby runs the script's first lines).
+    spec.await_master = false;
     absl::Status spawned = supervisor->Replace(std::move(spec));
     if (spawned.ok()) {
       started.push_back(local_rank);

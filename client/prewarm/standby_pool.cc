@@ -376,7 +376,7 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
       poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(deadline - clock_.Now())) + 1);
       standby->Read();
     }
-    if (standby->ready && !standby->gone) AwaitMaster(spec);
+    if (standby->ready && !standby->gone && spec.await_master) AwaitMaster(spec);
     // Still there? (A standby that dies after this is a worker that died at
     // its start: reported as such.)
     standby->Read();

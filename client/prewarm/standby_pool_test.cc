@@ -470,6 +470,35 @@ TEST(StandbyPoolTest, NothingListensAtMasterPort_OnlyOneWait) {
   close(silent_fd);
 }
 
+// A rank whose worker waits for the store itself (await_master false: an in-process
+// restart's new rank) starts at once, even where nothing listens at MASTER_PORT.
+TEST(StandbyPoolTest, AwaitMasterOff_StartsWithoutWaitingForTheStore) {
+  const std::string dir = TestDir("no_master_wait");
+  const int silent_fd = socket(AF_INET, SOCK_STREAM, 0);  // bound, never listening
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  getsockname(silent_fd, reinterpret_cast<sockaddr*>(&address), &length);
+
+  std::unique_ptr<StandbyPool> pool =
+      MakePool(dir, {"json"}, absl::Seconds(3), absl::Seconds(20));
+  WorkerSpec spec = DumpSpec(dir, 1, false);
+  spec.env["MASTER_ADDR"] = "127.0.0.1";
+  spec.env["MASTER_PORT"] = absl::StrCat(ntohs(address.sin_port));
+  spec.await_master = false;
+  pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
+  ASSERT_TRUE(pool->AwaitReady({0}, kImport));
+  WorkerSupervisor supervisor(LaunchingFrom(pool.get()), MonotonicClock::Get(), nullptr);
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(supervisor.Start({spec}).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "waited for the store (20 s)";
+  EXPECT_TRUE(supervisor.AwaitAllExited(kRun));
+  EXPECT_EQ(pool->counts().warm_starts, 1);
+  close(silent_fd);
+}
+
 // --- The zygote (issue 27, "warm at any moment") ---
 
 // A module for --prewarm that appends a line to `dir`/imports at each import

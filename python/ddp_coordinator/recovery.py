@@ -35,9 +35,12 @@ The contract (docs/worker-contract.md, "In-process restart"):
   poll ``generation.abandoned``. A survivor that has not left within the agent's
   ``--in-process-restart-timeout`` is stopped and started again.
 """
+import ctypes
 import json
 import os
 import pickle
+import platform
+import signal
 import socket
 import stat
 import sys
@@ -299,6 +302,116 @@ class _event_driven_barrier:
         return False
 
 
+# How often _gloo_loop_ticks wakes gloo's event loop while a process group forms.
+GLOO_LOOP_TICK_S = 0.0005
+# The system calls gloo's event loop waits in (epoll_wait, epoll_pwait, epoll_pwait2), by
+# machine: how _gloo_loop_ticks tells that thread from the others started beside it.
+_EPOLL_WAIT_CALLS = {"x86_64": {232, 281, 441}, "aarch64": {22, 441}}
+_CLOCK_MONOTONIC = 1
+_SIGEV_THREAD_ID = 4
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Itimerspec(ctypes.Structure):
+    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
+
+
+class _Sigevent(ctypes.Structure):  # Linux's struct sigevent, SIGEV_THREAD_ID's part
+    _fields_ = [("sigev_value", ctypes.c_void_p), ("sigev_signo", ctypes.c_int),
+                ("sigev_notify", ctypes.c_int), ("sigev_tid", ctypes.c_int),
+                ("_pad", ctypes.c_int * 11)]
+
+
+def _thread_ids():
+    try:
+        return {int(name) for name in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
+
+
+def _waits_in(tid, calls):
+    """True when thread ``tid`` of this process is blocked in one of the system ``calls``."""
+    try:
+        with open(f"/proc/self/task/{tid}/syscall", "rb") as f:
+            number = f.read(16).split(b" ", 1)[0]
+    except OSError:
+        return False
+    return number.isdigit() and int(number) in calls
+
+
+def _ignore_signal(signum, frame):
+    pass
+
+
+class _gloo_loop_ticks:
+    """Within: gloo's event loop, once it starts, is woken every GLOO_LOOP_TICK_S by a
+    kernel timer (SIGURG, handled by a no-op). gloo (torch 1.13) makes each connection of a
+    new process group only after its event loop has ticked once (``unregisterDescriptor``
+    waits for it), and the loop ticks on an event or after its 10 ms ``epoll_wait``
+    timeout: up to 10 ms per pair, one pair after another (7 at 8 ranks). A signal ends the
+    ``epoll_wait`` at once (EINTR, which the loop takes as a tick). Measured on this 2-core
+    machine: an 8-process group 80-140 ms -> 24-40 ms (docs/benchmarks.md).
+
+    The loop's thread is the new thread that waits in epoll_wait (a watcher thread looks
+    for it every GLOO_LOOP_TICK_S); the timer is the kernel's (SIGEV_THREAD_ID), so the
+    ticks cost no Python. Left alone (a plain ``with``) for other backends, off the main
+    thread, where SIGURG already has a handler, or on a machine not in _EPOLL_WAIT_CALLS."""
+
+    def __init__(self, backend, interval_s=GLOO_LOOP_TICK_S):
+        self._calls = _EPOLL_WAIT_CALLS.get(platform.machine()) \
+            if backend == "gloo" and interval_s > 0 else None
+        self._interval_s = interval_s
+        self._previous = None
+        self._stop = threading.Event()
+        self._watcher = None
+        self._timers = []
+
+    def __enter__(self):
+        if self._calls is None or threading.current_thread() is not threading.main_thread() \
+                or signal.getsignal(signal.SIGURG) not in (signal.SIG_DFL, None):
+            return self
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            create, arm = libc.timer_create, libc.timer_settime
+        except (OSError, AttributeError):
+            return self
+        self._previous = signal.signal(signal.SIGURG, _ignore_signal)
+        before = _thread_ids()
+        nanoseconds = int(self._interval_s * 1e9)
+        period = _Timespec(nanoseconds // 1_000_000_000, nanoseconds % 1_000_000_000)
+
+        def watch():
+            seen = {threading.get_native_id()}
+            while not self._stop.wait(self._interval_s if not self._timers else 0.005):
+                for tid in _thread_ids() - before - seen:
+                    if not _waits_in(tid, self._calls):
+                        continue  # not (yet) seen in epoll_wait: looked at again
+                    seen.add(tid)
+                    event = _Sigevent(None, int(signal.SIGURG), _SIGEV_THREAD_ID, tid)
+                    timer = ctypes.c_void_p()
+                    if create(_CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)):
+                        continue
+                    self._timers.append(timer)
+                    arm(timer, 0, ctypes.byref(_Itimerspec(period, period)), None)
+
+        self._watcher = threading.Thread(target=watch, name="gloo-loop-ticks", daemon=True)
+        self._watcher.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._watcher is not None:
+            self._stop.set()
+            self._watcher.join()
+            delete = ctypes.CDLL(None).timer_delete
+            for timer in self._timers:
+                delete(timer)
+            signal.signal(signal.SIGURG, self._previous)
+        return False
+
+
 def _default_state_dict(state):
     if hasattr(state, "state_dict") and hasattr(state, "load_state_dict"):
         return state.state_dict()
@@ -344,16 +457,46 @@ def _recv_object(dist, torch, source, device):
     return pickle.loads(data.cpu().numpy().tobytes())
 
 
-def _sync_state(dist, torch, state, survivor, state_dict, load_state_dict):
-    """Tells every rank who survived; when some did and some are new, the lowest-ranked
-    survivor sends its state to the new ranks alone (the other survivors keep theirs and go
-    on at once; no broadcast to every rank). Returns the ranks that are new processes."""
+class _SurvivorRoster:
+    """Which ranks of a generation kept their process, through the generation's store: a
+    survivor adds its bit to a counter (``store.add``, 60 ranks a key) before it joins the
+    process group, and every rank reads the counters once the group is formed (each rank
+    joins only after its announcement, and the group forms only once every rank joined).
+    One store round trip per 60 ranks, where an all_gather over the new group made 8
+    processes on 2 cores wait 5-20 ms for its ring."""
+
+    BITS = 60
+
+    def __init__(self, store, generation, world_size):
+        self._store = store
+        self._prefix = f"ddp_recovery/{generation}/survivors/"
+        self._world_size = world_size
+
+    def announce(self, rank):
+        self._store.add(f"{self._prefix}{rank // self.BITS}", 1 << (rank % self.BITS))
+
+    def read(self):
+        ranks = []
+        for chunk in range((self._world_size + self.BITS - 1) // self.BITS):
+            mask = self._store.add(f"{self._prefix}{chunk}", 0)
+            ranks.extend(chunk * self.BITS + bit for bit in range(self.BITS)
+                         if mask >> bit & 1)
+        return [r for r in ranks if r < self._world_size]
+
+
+def _sync_state(dist, torch, state, survivor, state_dict, load_state_dict, survivors=None):
+    """When some ranks survived and some are new, the lowest-ranked survivor sends its
+    state to the new ranks alone (the other survivors keep theirs and go on at once; no
+    broadcast to every rank). ``survivors``: the ranks that kept their process, from the
+    store (_SurvivorRoster); None: every rank tells the others (an all_gather). Returns the
+    ranks that are new processes."""
     world = dist.get_world_size()
     device = _collective_device(dist, torch)
-    flags = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world)]
-    dist.all_gather(flags, torch.tensor([1 if survivor else 0], dtype=torch.int64,
-                                        device=device))
-    survivors = [r for r, f in enumerate(flags) if int(f.item()) == 1]
+    if survivors is None:
+        flags = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world)]
+        dist.all_gather(flags, torch.tensor([1 if survivor else 0], dtype=torch.int64,
+                                            device=device))
+        survivors = [r for r, f in enumerate(flags) if int(f.item()) == 1]
     replaced = [r for r in range(world) if r not in survivors]
     if survivors and replaced:
         source = survivors[0]
@@ -399,20 +542,29 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
     import torch
     import torch.distributed as dist
 
-    def init(abandoned=None):
+    def init(abandoned=None, survivor=False):
+        """The generation's process group; returns the ranks that kept their process (a
+        survivor announces itself in the store before it joins the group, so the roster is
+        complete once the group is), or None when it went through env:// (no store here)."""
         group_timeout = timeout if timeout is not None else \
             dist.distributed_c10d.default_pg_timeout
         store = None
         if abandoned is not None:
             store = _generation_store(dist, group_timeout, abandoned)
-        if store is None:
-            dist.init_process_group(backend=backend, init_method="env://",
-                                    timeout=group_timeout)
-            return
-        with _event_driven_barrier(dist):
-            dist.init_process_group(backend=backend, store=store, timeout=group_timeout,
-                                    rank=int(os.environ["RANK"]),
-                                    world_size=int(os.environ["WORLD_SIZE"]))
+        with _gloo_loop_ticks(backend):
+            if store is None:
+                dist.init_process_group(backend=backend, init_method="env://",
+                                        timeout=group_timeout)
+                return None
+            roster = _SurvivorRoster(store, int(os.environ["DDP_GENERATION"]),
+                                     int(os.environ["WORLD_SIZE"]))
+            if survivor:
+                roster.announce(int(os.environ["RANK"]))
+            with _event_driven_barrier(dist):
+                dist.init_process_group(backend=backend, store=store, timeout=group_timeout,
+                                        rank=int(os.environ["RANK"]),
+                                        world_size=int(os.environ["WORLD_SIZE"]))
+        return roster.read()
 
     directory = os.environ.get("DDP_RECOVERY_DIR")
     if not directory:  # not under ddp-client --in-process-restart: one generation
@@ -436,12 +588,13 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
         channel.arm(generation, group_sockets, _abort_for(dist, backend))
         channel.report("running", generation)
         try:
-            init(channel.abandoned)
+            survivors = init(channel.abandoned, survivor)
             initialized.append(_socket_fds() - before)
             _trace(f"generation {generation} process group ready")
             replaced = list(range(dist.get_world_size())) if not survivor else []
             if sync_state:
-                replaced = _sync_state(dist, torch, state, survivor, state_dict, load_state_dict)
+                replaced = _sync_state(dist, torch, state, survivor, state_dict,
+                                       load_state_dict, survivors)
                 _trace(f"generation {generation} state synced")
             result = train_loop(state, Generation(os.environ, survivor, replaced,
                                                   channel.abandoned))

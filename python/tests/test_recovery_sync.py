@@ -64,3 +64,100 @@ def test_syncState_NewRankGetsTheLowestSurvivorsState_OtherSurvivorsKeepTheirs()
 def test_syncState_AllNew_NothingSent():
     results = _run(2, survivors=set())
     assert results == {0: ([0, 1], 1.0, 100), 1: ([0, 1], 2.0, 101)}, results
+
+
+def _ticks_rank_main(rank, world, port, out):
+    import signal
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    with recovery._gloo_loop_ticks("gloo") as ticks:
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        timers = len(ticks._timers)
+    try:
+        total = torch.ones(1)
+        dist.all_reduce(total)
+        out.put((rank, timers, signal.getsignal(signal.SIGURG) == signal.SIG_DFL,
+                 float(total)))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_glooLoopTicks_GroupForms_OneTimerOnGloosLoopThreadHandlerRestored():
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    port = _unused_port()
+    procs = [ctx.Process(target=_ticks_rank_main, args=(r, 3, port, out)) for r in range(3)]
+    for p in procs:
+        p.start()
+    results = sorted(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    # One timer each: gloo's event loop is the one new thread that waits in epoll_wait.
+    assert results == [(r, 1, True, 3.0) for r in range(3)], results
+
+
+def test_glooLoopTicks_SigurgHandledOrOtherBackend_LeftAlone():
+    import signal
+
+    def mine(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGURG, mine)
+    try:
+        with recovery._gloo_loop_ticks("gloo") as ticks:
+            assert signal.getsignal(signal.SIGURG) is mine
+        assert ticks._watcher is None and signal.getsignal(signal.SIGURG) is mine
+    finally:
+        signal.signal(signal.SIGURG, previous)
+    with recovery._gloo_loop_ticks("nccl") as ticks:
+        assert signal.getsignal(signal.SIGURG) in (signal.SIG_DFL, None)
+    assert ticks._watcher is None
+
+
+def test_survivorRoster_AnnouncedRanksAcrossKeys_ReadByEveryRank():
+    store = dist.HashStore()
+    roster = recovery._SurvivorRoster(store, 7, world_size=131)
+    for rank in (130, 0, 59, 60):
+        roster.announce(rank)
+    assert roster.read() == [0, 59, 60, 130]
+    # Another generation's roster on the same store starts empty.
+    assert recovery._SurvivorRoster(store, 8, world_size=131).read() == []
+
+
+def _roster_rank_main(rank, world, port, survivors, out):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    store = dist.TCPStore("127.0.0.1", port, world, rank == 0)
+    roster = recovery._SurvivorRoster(store, 1, world)
+    if rank in survivors:
+        roster.announce(rank)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
+    try:
+        model = torch.nn.Linear(4, 2)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(float(rank + 1))
+        state = {"model": model, "step": 100 + rank}
+        replaced = recovery._sync_state(dist, torch, state, rank in survivors,
+                                        recovery._default_state_dict,
+                                        recovery._default_load_state_dict, roster.read())
+        out.put((rank, replaced, float(model.weight[0, 0]), state["step"]))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_syncState_RosterFromTheStore_SameHandoverWithoutTheAllGather():
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    port = _unused_port()
+    procs = [ctx.Process(target=_roster_rank_main, args=(r, 3, port, {0, 2}, out))
+             for r in range(3)]
+    for p in procs:
+        p.start()
+    results = {}
+    for _ in procs:
+        rank, replaced, weight, step = out.get(timeout=120)
+        results[rank] = (replaced, weight, step)
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    assert results == {0: ([1], 1.0, 100), 1: ([1], 1.0, 100), 2: ([1], 3.0, 102)}, results
