@@ -60,8 +60,9 @@ void Agent::StartStandbys() {
   // its imports print goes to the agent's console.
   pool_options.zygote_stdout_fd = options_.supervisor.console_out_fd;
   pool_options.zygote_stderr_fd = options_.supervisor.console_err_fd;
-  // Standbys at idle CPU priority, refilled at once: a failure right after a
-  // start finds its standby warm, and the standby never slows the workers.
+  // Standbys at idle CPU priority, refilled at once (from the zygote, 250 ms
+  // after a start: zygote_refill_delay): a failure right after a start finds
+  // its standby warm, and the standby never slows the workers.
   // Only when the agent may move them back to normal priority at hand-over.
   pool_options.idle_cpu_priority = CanRestoreNormalCpuPriority();
   if (pool_options.idle_cpu_priority) pool_options.refill_delay = absl::ZeroDuration();
@@ -86,8 +87,8 @@ void Agent::StartStandbys() {
   }
   DDP_LOG(INFO) << "--prewarm: preparing " << launch.nproc_per_node << " standby interpreters with "
                 << absl::StrJoin(launch.prewarm, ",")
-                << " imported, forked by one zygote that imports them once; each refilled at "
-                   "once after a start"
+                << " imported, forked by one zygote that imports them once; each refilled "
+                << absl::FormatDuration(pool_options.zygote_refill_delay) << " after a start"
                 << (pool_options.idle_cpu_priority ? ", at idle CPU priority" : "");
 }
 

@@ -280,14 +280,16 @@ void StandbyPool::Prepare(const WorkerSpec& spec, const WorkerStdio& stdio, absl
 }
 
 void StandbyPool::PrepareStandby(const WorkerSpec& spec, const WorkerStdio& stdio,
-                                 absl::Duration delay, bool idle) {
+                                 absl::Duration delay, bool idle, absl::Duration fork_delay) {
   if (!IsWarmableCommand(spec.argv, options_.python_exec)) {
     DDP_LOG(INFO) << "--prewarm: local rank " << spec.local_rank << " has no standby: its "
                   << "command is not `" << options_.python_exec << " -u ...` (--no-python or an "
                   << "executable entry point); it starts cold";
     return;
   }
-  Request request{spec.argv, StaticPart(spec.env), stdio, clock_.Now() + delay, idle};
+  const absl::Time now = clock_.Now();
+  Request request{spec.argv, StaticPart(spec.env), stdio, now + delay, idle,
+                  now + fork_delay};
   {
     absl::MutexLock lock(&mu_);
     auto failed = failed_.find(spec.local_rank);
@@ -395,7 +397,8 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
         closing_.push_back(standby->socket);  // the pool's thread closes it
       }
       standby->socket = -1;
-      PrepareStandby(spec, stdio, options_.refill_delay, options_.idle_cpu_priority);
+      PrepareStandby(spec, stdio, options_.refill_delay, options_.idle_cpu_priority,
+                     options_.zygote_refill_delay);
       return process;
     }
     reason = standby->failure.empty() ? "its standby ended or did not become ready"
@@ -411,7 +414,10 @@ absl::StatusOr<SpawnedWorker> StandbyPool::Launch(const WorkerSpec& spec,
     absl::MutexLock lock(&mu_);
     ++counts_.cold_starts;
   }
-  if (warmable) PrepareStandby(spec, stdio, options_.refill_delay, options_.idle_cpu_priority);
+  if (warmable) {
+    PrepareStandby(spec, stdio, options_.refill_delay, options_.idle_cpu_priority,
+                   options_.zygote_refill_delay);
+  }
   return process;
 }
 
@@ -501,8 +507,10 @@ void StandbyPool::Loop() {
       const absl::Time now = clock_.Now();
       for (const auto& [rank, request] : requests_) {
         // Waiting for its zygote's import: woken by the zygote's "ready".
-        if (ForZygoteLocked(request) && ZygoteServesLocked(request) && !zygote_->ready) continue;
-        wait = std::min(wait, std::max(absl::ZeroDuration(), request.due - now));
+        const bool zygote_serves = ForZygoteLocked(request) && ZygoteServesLocked(request);
+        if (zygote_serves && !zygote_->ready) continue;
+        const absl::Time due = zygote_serves ? request.fork_due : request.due;
+        wait = std::min(wait, std::max(absl::ZeroDuration(), due - now));
       }
       auto promotion = [&](const Standby& standby) {
         if (standby.idle && !standby.ready && !standby.gone) {
@@ -627,7 +635,8 @@ void StandbyPool::ReadMessages() {
       failed_[rank] = Key(standby.argv, standby.static_env);
     } else {
       requests_[rank] = Request{standby.argv, standby.static_env, standby.stdio,
-                                clock_.Now() + options_.refill_delay, standby.idle_at_start};
+                                clock_.Now() + options_.refill_delay, standby.idle_at_start,
+                                clock_.Now()};
     }
     RetireLocked(std::move(it->second));
     it = standbys_.erase(it);
@@ -669,8 +678,9 @@ void StandbyPool::StartDue() {
       bool for_zygote = ForZygoteLocked(request);
       const bool serves = for_zygote && ZygoteServesLocked(request);
       const bool forkable = serves && zygote_->ready;
-      // A ready zygote serves at once: a fork costs the workers nothing.
-      if (request.due > now && !forkable) {
+      // A ready zygote serves at its fork_due (a fork costs the workers
+      // little, but not nothing: see zygote_refill_delay).
+      if (forkable ? request.fork_due > now : request.due > now) {
         ++it;
         continue;
       }

@@ -170,6 +170,13 @@ struct StandbyPoolOptions {
   // true: standbys are forked by one zygote (see above); false: each
   // standby imports on its own.
   bool zygote = true;
+  // A ready zygote forks the refill after a warm start this long after it
+  // (whatever refill_delay says), not at the same moment: a fork of an
+  // interpreter that imported torch copies its page tables (5-6 ms of CPU
+  // each here; two forks and an exit per standby), which would land on the
+  // new generation's process-group set-up beside it. Still ready long before
+  // a failure 1 s after the start.
+  absl::Duration zygote_refill_delay = absl::Milliseconds(250);
   // Where the zygote's own output goes (what the imports print, once).
   int zygote_stdout_fd = 1;
   int zygote_stderr_fd = 2;
@@ -218,15 +225,18 @@ class StandbyPool {
     WorkerStdio stdio;
     absl::Time due;
     bool idle = false;  // at SCHED_IDLE (a refill with idle_cpu_priority)
+    // When a ready zygote forks it (`due` is for a standby of its own).
+    absl::Time fork_due;
   };
 
   StandbyPool(StandbyPoolOptions options, const Clock& clock);
   void Loop();
   // On the pool's thread.
   void StartDue() ABSL_LOCKS_EXCLUDED(mu_);
-  // Prepare, with `idle`: the standby starts at SCHED_IDLE.
+  // Prepare, with `idle`: the standby starts at SCHED_IDLE; a ready zygote
+  // forks it after `fork_delay` (whatever `delay` says).
   void PrepareStandby(const WorkerSpec& spec, const WorkerStdio& stdio, absl::Duration delay,
-                      bool idle);
+                      bool idle, absl::Duration fork_delay = absl::ZeroDuration());
   void ReadMessages() ABSL_LOCKS_EXCLUDED(mu_);
   // idle_cpu_priority: standbys importing past idle_import_limit to normal.
   void PromoteSlowImports() ABSL_LOCKS_EXCLUDED(mu_);

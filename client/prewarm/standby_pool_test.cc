@@ -582,9 +582,11 @@ TEST(StandbyPoolTest, Zygote_LaunchedWhileItImports_StartsWarm) {
   EXPECT_EQ(pool->counts().cold_starts, 0);
 }
 
-// The refill after a start is forked at once, whatever refill_delay says (a
-// FakeClock that never moves): a failure right after a start finds it ready.
-TEST(StandbyPoolTest, Zygote_RefillAtOnce_WhateverTheRefillDelay) {
+// The refill after a start is forked zygote_refill_delay (250 ms) after it,
+// whatever refill_delay says (an hour here; a FakeClock that moves only when
+// told): a failure 1 s after a start finds it ready, and the start's process
+// group does not share the CPU with the fork.
+TEST(StandbyPoolTest, Zygote_RefillAfterZygoteRefillDelay_WhateverTheRefillDelay) {
   FakeClock clock;
   const std::string dir = TestDir("zygote_refill");
   std::unique_ptr<StandbyPool> pool =
@@ -595,6 +597,9 @@ TEST(StandbyPoolTest, Zygote_RefillAtOnce_WhateverTheRefillDelay) {
   const pid_t first = pool->StandbyPids().at(0);
   const WorkerRun run = RunWorker(DumpSpec(dir, 2, false), pool.get());
   EXPECT_EQ(run.pid, first);
+  absl::SleepFor(absl::Milliseconds(500));  // real time; the pool's clock stands still
+  EXPECT_EQ(pool->counts().zygote_forks, 1) << "refilled before zygote_refill_delay";
+  clock.Advance(absl::Milliseconds(250));
   ASSERT_TRUE(pool->AwaitReady({0}, absl::Seconds(20)));
   EXPECT_NE(pool->StandbyPids().at(0), first);
   EXPECT_EQ(pool->counts().zygote_forks, 2);
