@@ -106,6 +106,17 @@ def _ddp_import(os, sys, modules):
     sys.path.remove(path0)
 
 
+def _ddp_warm_resolver(socket):
+    """Loads the name resolver's modules and configuration (nsswitch.conf, its NSS
+    libraries): a process's first lookup pays them, 3-4 ms here, and a warm worker's first
+    is MASTER_ADDR on its way to the store. The zygote pays it once with a lookup of
+    localhost (files, never DNS); its forks inherit it."""
+    try:
+        socket.getaddrinfo("localhost", None)
+    except OSError:
+        pass
+
+
 def _ddp_set_environment(os, message):
     """os.environ := the KEY=VALUE\\0 entries of `message`, then what the
     interpreter added to its environment while it started (PEP 538's
@@ -128,6 +139,7 @@ def _ddp_serve_forks(os, sys, started):
     import socket
     import time
 
+    _ddp_warm_resolver(socket)
     agent = os.getppid()
     prctl = ctypes.CDLL(None, use_errno=True).prctl
     # Off descriptor 3: a standby's own descriptor 3 goes there.
@@ -259,7 +271,7 @@ def _ddp_register_stack_dump():
 
 
 _ddp_error = _ddp_standby()
-del _ddp_wait_for_start, _ddp_import, _ddp_serve_forks, _ddp_fork_standby
+del _ddp_wait_for_start, _ddp_import, _ddp_warm_resolver, _ddp_serve_forks, _ddp_fork_standby
 del _ddp_set_environment, _ddp_tell
 _ddp_register_stack_dump()
 del _ddp_register_stack_dump
