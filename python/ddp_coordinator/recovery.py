@@ -302,8 +302,11 @@ class _event_driven_barrier:
         return False
 
 
-# How often _gloo_loop_ticks wakes gloo's event loop while a process group forms.
+# How often _gloo_loop_ticks wakes gloo's event loop while a process group forms, and for
+# how long at most (a group that waits that long for a late rank goes on with gloo's own
+# 10 ms ticks).
 GLOO_LOOP_TICK_S = 0.0005
+GLOO_LOOP_TICKS_FOR_S = 10.0
 # The system calls gloo's event loop waits in (epoll_wait, epoll_pwait, epoll_pwait2), by
 # machine: how _gloo_loop_ticks tells that thread from the others started beside it.
 _EPOLL_WAIT_CALLS = {"x86_64": {232, 281, 441}, "aarch64": {22, 441}}
@@ -357,7 +360,9 @@ class _gloo_loop_ticks:
 
     The loop's thread is the new thread that waits in epoll_wait (a watcher thread looks
     for it every GLOO_LOOP_TICK_S); the timer is the kernel's (SIGEV_THREAD_ID), so the
-    ticks cost no Python. Left alone (a plain ``with``) for other backends, off the main
+    ticks cost no Python; they stop when the block ends or after GLOO_LOOP_TICKS_FOR_S. Any
+    other thread started meanwhile that waits in epoll_wait gets them too: an EINTR, which
+    epoll loops retry. Left alone (a plain ``with``) for other backends, off the main
     thread, where SIGURG already has a handler, or on a machine not in _EPOLL_WAIT_CALLS."""
 
     def __init__(self, backend, interval_s=GLOO_LOOP_TICK_S):
@@ -385,7 +390,12 @@ class _gloo_loop_ticks:
 
         def watch():
             seen = {threading.get_native_id()}
+            deadline = time.monotonic() + GLOO_LOOP_TICKS_FOR_S
             while not self._stop.wait(self._interval_s if not self._timers else 0.005):
+                if time.monotonic() > deadline:
+                    for timer in self._timers:
+                        arm(timer, 0, ctypes.byref(_Itimerspec()), None)  # disarmed
+                    return
                 for tid in _thread_ids() - before - seen:
                     if not _waits_in(tid, self._calls):
                         continue  # not (yet) seen in epoll_wait: looked at again
