@@ -431,18 +431,25 @@ TEST(StandbyPoolTest, Destroyed_StandbysEndAndAreReaped) {
   EXPECT_EQ(access((dir + "/dump.json").c_str(), F_OK), -1);
 }
 
+// A loopback port bound and never listened on: connections to it are refused.
+void BindWithoutListening(int* fd, std::string* port) {
+  *fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(*fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  *port = absl::StrCat(ntohs(address.sin_port));
+}
+
 // A MASTER_PORT where nothing listens (a script without torch's store): the
 // first rank other than 0 waits master_wait, the next ones do not wait again.
 TEST(StandbyPoolTest, NothingListensAtMasterPort_OnlyOneWait) {
   const std::string dir = TestDir("no_master");
-  const int silent_fd = socket(AF_INET, SOCK_STREAM, 0);  // bound, never listening
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(silent_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  socklen_t length = sizeof(address);
-  getsockname(silent_fd, reinterpret_cast<sockaddr*>(&address), &length);
-  const std::string port = absl::StrCat(ntohs(address.sin_port));
+  int silent_fd = -1;
+  std::string port;
+  ASSERT_NO_FATAL_FAILURE(BindWithoutListening(&silent_fd, &port));
 
   std::unique_ptr<StandbyPool> pool =
       MakePool(dir, {"json"}, absl::Seconds(3), absl::Milliseconds(600));
@@ -474,19 +481,15 @@ TEST(StandbyPoolTest, NothingListensAtMasterPort_OnlyOneWait) {
 // restart's new rank) starts at once, even where nothing listens at MASTER_PORT.
 TEST(StandbyPoolTest, AwaitMasterOff_StartsWithoutWaitingForTheStore) {
   const std::string dir = TestDir("no_master_wait");
-  const int silent_fd = socket(AF_INET, SOCK_STREAM, 0);  // bound, never listening
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(silent_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  socklen_t length = sizeof(address);
-  getsockname(silent_fd, reinterpret_cast<sockaddr*>(&address), &length);
+  int silent_fd = -1;
+  std::string port;
+  ASSERT_NO_FATAL_FAILURE(BindWithoutListening(&silent_fd, &port));
 
   std::unique_ptr<StandbyPool> pool =
       MakePool(dir, {"json"}, absl::Seconds(3), absl::Seconds(20));
   WorkerSpec spec = DumpSpec(dir, 1, false);
   spec.env["MASTER_ADDR"] = "127.0.0.1";
-  spec.env["MASTER_PORT"] = absl::StrCat(ntohs(address.sin_port));
+  spec.env["MASTER_PORT"] = port;
   spec.await_master = false;
   pool->Prepare(spec, DirectConsoleTargets(spec, 1, 2), absl::ZeroDuration());
   ASSERT_TRUE(pool->AwaitReady({0}, kImport));

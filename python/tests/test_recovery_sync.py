@@ -35,22 +35,26 @@ def _rank_main(rank, world, port, survivors, out):
         dist.destroy_process_group()
 
 
-def _run(world, survivors):
+def _spawn(target, world, *args):
+    """Runs target(rank, world, port, *args, out) in `world` processes; returns what each
+    put on `out`, sorted."""
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     port = _unused_port()
-    procs = [ctx.Process(target=_rank_main, args=(r, world, port, survivors, out))
+    procs = [ctx.Process(target=target, args=(r, world, port, *args, out))
              for r in range(world)]
     for p in procs:
         p.start()
-    results = {}
-    for _ in range(world):
-        rank, replaced, weight, step = out.get(timeout=120)
-        results[rank] = (replaced, weight, step)
+    results = sorted(out.get(timeout=120) for _ in procs)
     for p in procs:
         p.join(30)
         assert p.exitcode == 0
     return results
+
+
+def _run(world, survivors, target=_rank_main):
+    return {rank: (replaced, weight, step)
+            for rank, replaced, weight, step in _spawn(target, world, survivors)}
 
 
 def test_syncState_NewRankGetsTheLowestSurvivorsState_OtherSurvivorsKeepTheirs():
@@ -82,16 +86,7 @@ def _ticks_rank_main(rank, world, port, out):
 
 
 def test_glooLoopTicks_GroupForms_OneTimerOnGloosLoopThreadHandlerRestored():
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    port = _unused_port()
-    procs = [ctx.Process(target=_ticks_rank_main, args=(r, 3, port, out)) for r in range(3)]
-    for p in procs:
-        p.start()
-    results = sorted(out.get(timeout=120) for _ in procs)
-    for p in procs:
-        p.join(30)
-        assert p.exitcode == 0
+    results = _spawn(_ticks_rank_main, 3)
     # One timer each: gloo's event loop is the one new thread that waits in epoll_wait.
     assert results == [(r, 1, True, 3.0) for r in range(3)], results
 
@@ -146,18 +141,5 @@ def _roster_rank_main(rank, world, port, survivors, out):
 
 
 def test_syncState_RosterFromTheStore_SameHandoverWithoutTheAllGather():
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    port = _unused_port()
-    procs = [ctx.Process(target=_roster_rank_main, args=(r, 3, port, {0, 2}, out))
-             for r in range(3)]
-    for p in procs:
-        p.start()
-    results = {}
-    for _ in procs:
-        rank, replaced, weight, step = out.get(timeout=120)
-        results[rank] = (replaced, weight, step)
-    for p in procs:
-        p.join(30)
-        assert p.exitcode == 0
+    results = _run(3, {0, 2}, target=_roster_rank_main)
     assert results == {0: ([1], 1.0, 100), 1: ([1], 1.0, 100), 2: ([1], 3.0, 102)}, results
