@@ -101,12 +101,14 @@
 //                      rank other than 0 once MASTER_ADDR:MASTER_PORT
 //                      listens (listener_probe.h: PyTorch's store client
 //                      sleeps a second when refused, longer than a warm
-//                      start takes); else a cold SpawnWorker, a log line
+//                      start takes; not with spec.await_master false); else
+//                      a cold SpawnWorker, a log line
 //                      with the reason (variable names, never values).
 //                      Either way a new standby for the rank is prepared
 //                      after `refill_delay` (so it does not compete with the
 //                      workers starting now; with idle_cpu_priority it
-//                      cannot, and the delay is 0; from a zygote, at once).
+//                      cannot, and the delay is 0; from a zygote, after
+//                      zygote_refill_delay).
 //   a standby that cannot import MODULE exits 17; its error is logged once
 //   and that rank starts cold until its command or environment changes. A
 //   standby killed from outside is replaced after `refill_delay` (three in a
