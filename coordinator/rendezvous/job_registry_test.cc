@@ -29,6 +29,14 @@ NodeRef Ref(const std::string& job, const std::string& node, Incarnation incarna
   return NodeRef{job, node, incarnation, generation};
 }
 
+// Job "j" of nodes a (incarnation 1) and b (2), nproc 2 each, running generation 1.
+void StartTwoNodeJob(JobRegistry& registry) {
+  ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
+  ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
+  ASSERT_TRUE(
+      registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
+}
+
 TEST(JobRegistry, RegisterUnknownJobWithSettings_CreatesJobImplicitly) {
   FakeClock clock;
   JobRegistry registry(clock, nullptr, {});
@@ -359,10 +367,7 @@ TEST(JobRegistry, RestoreDuringStopBarrier_ResendsStopAndCompletes) {
   InMemoryJobStateStore store;
   {
     JobRegistry registry(clock, &store, {});
-    ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
-    ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
-    ASSERT_TRUE(
-        registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
+    ASSERT_NO_FATAL_FAILURE(StartTwoNodeJob(registry));
     ASSERT_TRUE(registry.WorkerExited(Ref("j", "a", 1, 1), Exit(0, 1, 0, "x", clock.Now())).ok());
     ASSERT_TRUE(registry.WorkersStopped(Ref("j", "a", 1, 1)).ok());
     ASSERT_TRUE(registry.PersistPending().ok());
@@ -392,10 +397,7 @@ TEST(JobRegistry, RestoreFinishedJob_ShowsItsLastMembersAndWorldSize) {
   v1::Job before;
   {
     JobRegistry registry(clock, &store, {});
-    ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
-    ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
-    ASSERT_TRUE(
-        registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
+    ASSERT_NO_FATAL_FAILURE(StartTwoNodeJob(registry));
     for (auto [n, inc] : {std::pair{"a", 1}, {"b", 2}}) {
       for (int local_rank = 0; local_rank < 2; ++local_rank) {  // nproc 2 each
         ASSERT_TRUE(
@@ -435,10 +437,7 @@ TEST(JobRegistry, RestoreJobFinishedWhileWaiting_NoMembersAsBefore) {
   v1::Job before;
   {
     JobRegistry registry(clock, &store, {});
-    ASSERT_TRUE(registry.Register(Req("j", "a", 1, Settings(2, 2))).ok());
-    ASSERT_TRUE(registry.Register(Req("j", "b", 2, Settings(2, 2))).ok());
-    ASSERT_TRUE(
-        registry.ReportMasterInfo(Ref("j", "a", 1, 1), NewMasterInfo("", 29500, NcclId())).ok());
+    ASSERT_NO_FATAL_FAILURE(StartTwoNodeJob(registry));
     for (int i = 0; i < 8; ++i) {  // b falls silent: lost, the generation stops without it
       clock.Advance(absl::Milliseconds(500));
       ASSERT_TRUE(registry.Heartbeat(Ref("j", "a", 1, 1)).ok());

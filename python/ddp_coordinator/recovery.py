@@ -356,7 +356,7 @@ class _gloo_loop_ticks:
     waits for it), and the loop ticks on an event or after its 10 ms ``epoll_wait``
     timeout: up to 10 ms per pair, one pair after another (7 at 8 ranks). A signal ends the
     ``epoll_wait`` at once (EINTR, which the loop takes as a tick). Measured on this 2-core
-    machine: an 8-process group 80-140 ms -> 24-40 ms (docs/benchmarks.md).
+    machine: an 8-process group 80-140 ms -> 24-33 ms (docs/benchmarks.md).
 
     The loop's thread is the new thread that waits in epoll_wait (a watcher thread looks
     for it every GLOO_LOOP_TICK_S); the timer is the kernel's (SIGEV_THREAD_ID), so the
@@ -373,6 +373,7 @@ class _gloo_loop_ticks:
         self._stop = threading.Event()
         self._watcher = None
         self._timers = []
+        self._delete = None  # timer_delete, once __enter__ found it
 
     def __enter__(self):
         if self._calls is None or threading.current_thread() is not threading.main_thread() \
@@ -380,7 +381,8 @@ class _gloo_loop_ticks:
             return self
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            create, arm = libc.timer_create, libc.timer_settime
+            create, arm, self._delete = libc.timer_create, libc.timer_settime, \
+                libc.timer_delete
         except (OSError, AttributeError):
             return self
         self._previous = signal.signal(signal.SIGURG, _ignore_signal)
@@ -415,9 +417,8 @@ class _gloo_loop_ticks:
         if self._watcher is not None:
             self._stop.set()
             self._watcher.join()
-            delete = ctypes.CDLL(None).timer_delete
             for timer in self._timers:
-                delete(timer)
+                self._delete(timer)
             signal.signal(signal.SIGURG, self._previous)
         return False
 
@@ -494,6 +495,11 @@ class _SurvivorRoster:
         return [r for r in ranks if r < self._world_size]
 
 
+def _new_ranks(world_size, survivors):
+    alive = set(survivors)
+    return [r for r in range(world_size) if r not in alive]
+
+
 def _sync_state(dist, torch, state, survivor, state_dict, load_state_dict, survivors=None):
     """When some ranks survived and some are new, the lowest-ranked survivor sends its
     state to the new ranks alone (the other survivors keep theirs and go on at once; no
@@ -507,9 +513,9 @@ def _sync_state(dist, torch, state, survivor, state_dict, load_state_dict, survi
         dist.all_gather(flags, torch.tensor([1 if survivor else 0], dtype=torch.int64,
                                             device=device))
         survivors = [r for r, f in enumerate(flags) if int(f.item()) == 1]
-    replaced = [r for r in range(world) if r not in survivors]
+    replaced = _new_ranks(world, survivors)
     if survivors and replaced:
-        source = survivors[0]
+        source = min(survivors)
         rank = dist.get_rank()
         if rank == source:
             _send_object(dist, torch, state_dict(state), replaced, device)
@@ -601,7 +607,10 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
             survivors = init(channel.abandoned, survivor)
             initialized.append(_socket_fds() - before)
             _trace(f"generation {generation} process group ready")
-            replaced = list(range(dist.get_world_size())) if not survivor else []
+            if survivors is not None:  # the roster says who is new
+                replaced = _new_ranks(dist.get_world_size(), survivors)
+            else:
+                replaced = list(range(dist.get_world_size())) if not survivor else []
             if sync_state:
                 replaced = _sync_state(dist, torch, state, survivor, state_dict,
                                        load_state_dict, survivors)
