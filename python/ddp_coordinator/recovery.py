@@ -477,6 +477,10 @@ class _SurvivorRoster:
     processes on 2 cores wait 5-20 ms for its ring."""
 
     BITS = 60
+    # Beyond this, every rank reading every key of one store (world_size / 60 round trips
+    # each, to rank 0's store) would cost more than the all_gather it replaces: a bound
+    # chosen, not measured; larger groups go through the all_gather.
+    MAX_RANKS = 8 * BITS
 
     def __init__(self, store, generation, world_size):
         self._store = store
@@ -561,7 +565,8 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
     def init(abandoned=None, survivor=False):
         """The generation's process group; returns the ranks that kept their process (a
         survivor announces itself in the store before it joins the group, so the roster is
-        complete once the group is), or None when it went through env:// (no store here)."""
+        complete once the group is); None when it went through env:// (no store here) or
+        the group is larger than _SurvivorRoster.MAX_RANKS (the all_gather says it then)."""
         group_timeout = timeout if timeout is not None else \
             dist.distributed_c10d.default_pg_timeout
         store = None
@@ -572,15 +577,15 @@ def run(train_loop, state=None, *, backend="gloo", timeout=None, sync_state=True
                 dist.init_process_group(backend=backend, init_method="env://",
                                         timeout=group_timeout)
                 return None
-            roster = _SurvivorRoster(store, int(os.environ["DDP_GENERATION"]),
-                                     int(os.environ["WORLD_SIZE"]))
-            if survivor:
+            world_size = int(os.environ["WORLD_SIZE"])
+            roster = _SurvivorRoster(store, int(os.environ["DDP_GENERATION"]), world_size) \
+                if world_size <= _SurvivorRoster.MAX_RANKS else None
+            if roster is not None and survivor:
                 roster.announce(int(os.environ["RANK"]))
             with _event_driven_barrier(dist):
                 dist.init_process_group(backend=backend, store=store, timeout=group_timeout,
-                                        rank=int(os.environ["RANK"]),
-                                        world_size=int(os.environ["WORLD_SIZE"]))
-        return roster.read()
+                                        rank=int(os.environ["RANK"]), world_size=world_size)
+        return roster.read() if roster is not None else None
 
     directory = os.environ.get("DDP_RECOVERY_DIR")
     if not directory:  # not under ddp-client --in-process-restart: one generation
