@@ -273,10 +273,6 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
     if (half_closed_) stream->WritesDone();  // Close() came meanwhile
     stream_ = stream.release();
   }
-  {
-    absl::MutexLock lock(&mu_);
-    heartbeat_now_ = true;
-  }
   context.release();  // owned through context_ until ReadUntilEnd
   return absl::OkStatus();
 }
@@ -326,6 +322,12 @@ void GrpcSessionClient::ReaderLoop() {
         resumed = core_.OnRegistered(registered);
       }
       OpenHeartbeatChannel();
+      {
+        // The first heartbeat (with the workers' states) at once, now that
+        // its lease renewal can go as a datagram.
+        absl::MutexLock lock(&mu_);
+        heartbeat_now_ = true;
+      }
       v1::Registered logged = registered;
       if (logged.has_heartbeat_channel()) logged.mutable_heartbeat_channel()->clear_key();
       std::optional<std::string> reached;
@@ -444,13 +446,15 @@ void GrpcSessionClient::HeartbeatLoop() {
     const bool carries_states = states != last_worker_states_ ||
                                 registration != worker_states_registration_ ||
                                 generation != worker_states_generation_;
-    if (SendHeartbeatDatagram(carries_states)) continue;
+    const SessionCore::HeartbeatRoute route = SendHeartbeatDatagram(carries_states);
+    if (route == SessionCore::HeartbeatRoute::kDatagram) continue;
     v1::AgentMessage message;
     {
       absl::MutexLock lock(&mu_);
       // The send time renews the lease: on the lease's clock (Options::clock).
       const absl::Time now = clock_.Now();
-      message = core_.HeartbeatMessage(core_.AckDue(now), now);
+      const bool ask = route == SessionCore::HeartbeatRoute::kStream && core_.AckDue(now);
+      message = core_.HeartbeatMessage(ask, now);
     }
     if (carries_states) {
       worker_states_registration_ = registration;

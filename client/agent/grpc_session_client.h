@@ -162,9 +162,9 @@ class GrpcSessionClient : public CoordinatorLink {
   void OpenHeartbeatChannel();
   // The stream ended: no more datagrams.
   void CloseHeartbeatChannel();
-  // The heartbeat due now as a datagram, when the core says so; false: send
-  // it on the stream.
-  bool SendHeartbeatDatagram(bool carries_states);
+  // Sends what of the heartbeat due now goes as a datagram, as the core
+  // routes it (SessionCore::RouteHeartbeat); the stream carries the rest.
+  SessionCore::HeartbeatRoute SendHeartbeatDatagram(bool carries_states);
   // "session-udp": reads acks until Close.
   void DatagramLoop();
   // Sleeps `delay` unless Close() comes first; false when closing.

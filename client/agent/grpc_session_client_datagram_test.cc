@@ -120,6 +120,7 @@ class FakeSessionService final : public v1::SessionService::Service {
         absl::MutexLock lock(&mu_);
         ++stream_heartbeats_;
         if (h.workers_size() == 0) ++empty_stream_heartbeats_;
+        if (h.sequence() != 0) ++asking_stream_heartbeats_;
       }
       if (h.sequence() != 0) {
         v1::CoordinatorMessage ack;
@@ -138,6 +139,11 @@ class FakeSessionService final : public v1::SessionService::Service {
     absl::MutexLock lock(&mu_);
     return empty_stream_heartbeats_;
   }
+  // Stream heartbeats that asked for an ack.
+  int asking_stream_heartbeats() {
+    absl::MutexLock lock(&mu_);
+    return asking_stream_heartbeats_;
+  }
 
  private:
   const int udp_port_;
@@ -145,6 +151,7 @@ class FakeSessionService final : public v1::SessionService::Service {
   absl::Mutex mu_;
   int stream_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
   int empty_stream_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
+  int asking_stream_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class CountingEvents : public SessionEvents {
@@ -246,9 +253,11 @@ TEST_F(GrpcSessionClientDatagramTest, EmptyHeartbeatsGoAsDatagramsAndTheirAcksRe
   ASSERT_TRUE(Eventually([&] { return udp_->asked() >= 5 && udp_->heartbeats() >= 30; }));
   ASSERT_TRUE(Eventually([&] { return events_.renewals() >= 6; }));  // 1 from Registered
   EXPECT_EQ(udp_->bad(), 0);
-  // The stream carried the worker states once, and no empty heartbeat.
+  // The stream carried the worker states once, and no empty heartbeat; the
+  // lease renewal due with the states went as a datagram, not as a stream ask.
   EXPECT_EQ(service_->stream_heartbeats(), 1);
   EXPECT_EQ(service_->empty_stream_heartbeats(), 0);
+  EXPECT_EQ(service_->asking_stream_heartbeats(), 0);
   // Most heartbeats do not ask (an ack is due once a third of the lease passed).
   EXPECT_LT(udp_->asked() * 2, udp_->heartbeats());
 }

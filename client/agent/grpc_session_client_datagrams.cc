@@ -36,15 +36,17 @@ void GrpcSessionClient::CloseHeartbeatChannel() {
   udp_.reset();
 }
 
-bool GrpcSessionClient::SendHeartbeatDatagram(bool carries_states) {
-  if (carries_states) return false;
+SessionCore::HeartbeatRoute GrpcSessionClient::SendHeartbeatDatagram(bool carries_states) {
   std::shared_ptr<heartbeat::UdpSocket> udp;
   heartbeat::Datagram datagram;
+  SessionCore::HeartbeatRoute route = SessionCore::HeartbeatRoute::kStream;
   {
     absl::MutexLock lock(&mu_);
     // The send time renews the lease: on the lease's clock (Options::clock).
     const absl::Time now = clock_.Now();
-    if (udp_ == nullptr || !core_.SendAsDatagram(now)) return false;
+    if (udp_ == nullptr) return route;
+    route = core_.RouteHeartbeat(carries_states, now);
+    if (route == SessionCore::HeartbeatRoute::kStream) return route;
     udp = udp_;
     datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(core_.AckDue(now), now),
                                          core_.heartbeat_channel()->key());
@@ -54,7 +56,7 @@ bool GrpcSessionClient::SendHeartbeatDatagram(bool carries_states) {
   if (!udp->Send(datagram.data(), datagram.size())) {
     DDP_LOG(DEBUG) << "heartbeat datagram not sent";
   }
-  return true;
+  return route;
 }
 
 void GrpcSessionClient::DatagramLoop() {

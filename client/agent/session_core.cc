@@ -112,6 +112,13 @@ bool SessionCore::SendAsDatagram(absl::Time now) const {
   return channel_.has_value() && !(datagram_ask_pending_ && AckDue(now));
 }
 
+SessionCore::HeartbeatRoute SessionCore::RouteHeartbeat(bool carries_states,
+                                                        absl::Time now) const {
+  if (!SendAsDatagram(now)) return HeartbeatRoute::kStream;
+  if (!carries_states) return HeartbeatRoute::kDatagram;
+  return AckDue(now) ? HeartbeatRoute::kStreamAndRenewal : HeartbeatRoute::kStream;
+}
+
 heartbeat::DatagramFields SessionCore::HeartbeatDatagram(bool ask_ack, absl::Time sent_at) {
   heartbeat::DatagramFields fields;
   fields.kind = heartbeat::DatagramKind::kHeartbeat;

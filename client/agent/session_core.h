@@ -124,6 +124,19 @@ class SessionCore {
   // while the lease needs renewing (then this one goes on the stream: a lost
   // datagram costs one stream heartbeat, never the lease).
   bool SendAsDatagram(absl::Time now) const;
+  // How the heartbeat due at `now` goes, `carries_states`: whether it carries
+  // the workers' states (those only go on the stream).
+  //   kDatagram          all of it as a datagram (asking for an ack when one
+  //                      is due);
+  //   kStreamAndRenewal  the states on the stream without asking for an ack,
+  //                      and a datagram that asks: the lease is renewed over
+  //                      UDP as for any other heartbeat (a stream ack costs
+  //                      the coordinator several times a datagram's, and a
+  //                      restart of N nodes sends N states);
+  //   kStream            on the stream, asking when an ack is due (no channel,
+  //                      or an asked datagram is still unanswered).
+  enum class HeartbeatRoute { kDatagram, kStreamAndRenewal, kStream };
+  HeartbeatRoute RouteHeartbeat(bool carries_states, absl::Time now) const;
   // A heartbeat datagram of the current generation (heartbeat_channel() must
   // be set). Every datagram gets a sequence number (the coordinator drops
   // replays); one that asks for an ack is remembered like HeartbeatMessage's.

@@ -300,5 +300,30 @@ TEST(SessionCoreTest, Datagrams_AnAnswerResetsTheMisses_ARefusalDropsTheChannel)
   EXPECT_FALSE(core.SendAsDatagram(now));
 }
 
+TEST(SessionCoreTest, Route_StatesOnTheStream_TheirLeaseRenewalAsADatagram) {
+  using Route = SessionCore::HeartbeatRoute;
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  absl::Time now = clock.Now();
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/false, now), Route::kStream);  // no channel
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/true, now), Route::kStream);
+  core.OnRegistered(WithChannel(3000));
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/false, now), Route::kDatagram);
+  ASSERT_TRUE(core.AckDue(now));  // before the first answer
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/true, now), Route::kStreamAndRenewal);
+  const heartbeat::DatagramFields asked = core.HeartbeatDatagram(/*ask_ack=*/true, now);
+  ASSERT_EQ(core.DatagramAnswered(AckOf(asked)), now);
+  now += absl::Milliseconds(500);  // renewed: no ack due for a third of 3 s
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/true, now), Route::kStream);
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/false, now), Route::kDatagram);
+  // An asked datagram unanswered while the lease is due: all of it on the
+  // stream, states or not (the stream's ask renews the lease).
+  now += absl::Milliseconds(500);
+  core.HeartbeatDatagram(/*ask_ack=*/true, now);  // lost
+  now += absl::Milliseconds(500);
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/true, now), Route::kStream);
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/false, now), Route::kStream);
+}
+
 }  // namespace
 }  // namespace ddp::client

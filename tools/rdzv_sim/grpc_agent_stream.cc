@@ -101,8 +101,10 @@ bool GrpcAgentStream::TakeHoldReleaseLocked() {
 }
 
 void GrpcAgentStream::SendHeartbeat() {
+  using Route = client::SessionCore::HeartbeatRoute;
   v1::AgentMessage message;
   std::optional<heartbeat::Datagram> datagram;
+  Route route = Route::kStream;
   int port = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -114,26 +116,31 @@ void GrpcAgentStream::SendHeartbeat() {
     const absl::Time now = clock_.Now();
     const bool ask = ack_heartbeats_ && core_.AckDue(now);
     // As ddp-client: the workers' states only when they changed (here: once
-    // per generation, when they start running), and only on the stream.
+    // per generation, when they start running), and only on the stream; the
+    // lease renewal that heartbeat would ask for goes as a datagram.
     const bool running = agent_.phase() == SimAgentPhase::kRunning;
     const bool states = running && states_sent_for_ != agent_.Header().generation;
-    if (!states && core_.heartbeat_channel() != nullptr && core_.SendAsDatagram(now)) {
+    if (core_.heartbeat_channel() != nullptr) route = core_.RouteHeartbeat(states, now);
+    if (route != Route::kStream) {
       port = core_.heartbeat_channel()->udp_port();
       datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(ask, now), *DatagramKeyLocked());
     }
   }
   if (datagram.has_value()) {
-    counters_.heartbeats_sent.fetch_add(1);
-    counters_.heartbeat_datagrams.fetch_add(1);
     datagrams_->Send(shard_, port, *datagram);
-    return;
+    if (route == Route::kDatagram) {
+      counters_.heartbeats_sent.fetch_add(1);
+      counters_.heartbeat_datagrams.fetch_add(1);
+      return;
+    }
   }
   {
     absl::MutexLock lock(&mu_);
     if (heartbeat_queued_ || writes_stopped_) return;
     heartbeat_queued_ = true;
     const absl::Time now = clock_.Now();
-    message = core_.HeartbeatMessage(ack_heartbeats_ && core_.AckDue(now), now);
+    const bool ask = ack_heartbeats_ && route == Route::kStream && core_.AckDue(now);
+    message = core_.HeartbeatMessage(ask, now);
     v1::Heartbeat* heartbeat = message.mutable_heartbeat();
     const bool running = agent_.phase() == SimAgentPhase::kRunning;
     if (running && states_sent_for_ != agent_.Header().generation) {
