@@ -191,6 +191,10 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
     result.restart_cpu.coordinator = *coordinator_cpu_restarted - *coordinator_cpu1;
   }
 
+  // Steady heartbeating: after every agent's first heartbeat of the new
+  // generation (its workers' states, on the stream), which is part of the
+  // generation's start, not of the steady cost.
+  absl::SleepFor(2 * o.heartbeat_interval);
   const absl::Time window_start = clock.Now();
   const int64_t heartbeats0 = (*fleet)->heartbeats_sent();
   const int64_t datagrams0 = (*fleet)->heartbeat_datagrams();

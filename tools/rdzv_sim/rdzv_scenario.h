@@ -7,8 +7,10 @@
 //   2. rendezvous: N agents register; first Register -> last Assignment;
 //   3. restart: one agent reports a worker exit -> last next-generation
 //      Assignment (the agents confirm StopWorkers at once);
-//   4. steady heartbeating for `heartbeat_window`: coordinator and simulator
-//      CPU from /proc, coordinator VmRSS with all N connected;
+//   4. steady heartbeating for `heartbeat_window`, from two heartbeat
+//      intervals after the restart (the agents' first heartbeats of the new
+//      generation, with their workers' states, fall before): coordinator and
+//      simulator CPU from /proc, coordinator VmRSS with all N connected;
 //   5. CancelJob, streams closed, coordinator stopped.
 // Without a coordinator pid (external coordinator, no --coordinator-pid),
 // the CPU and memory columns stay empty.
