@@ -1,10 +1,12 @@
+// SHA-256's block interface (SHA256_Init/Update/Final) is deprecated in
+// OpenSSL 3 in favour of EVP, whose per-call provider dispatch costs more than
+// the two blocks of a datagram's MAC; it is still part of OpenSSL 3's API.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "common/heartbeat/heartbeat_datagram.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 #include <cstring>
 #include <utility>
@@ -32,52 +34,44 @@ uint64_t GetU64(const unsigned char* at) {
   return value;
 }
 
-// HMAC with its digest looked up once per process.
-EVP_MAC* HmacSha256() {
-  static EVP_MAC* const mac = [] {
-    EVP_MAC* fetched = EVP_MAC_fetch(nullptr, OSSL_MAC_NAME_HMAC, nullptr);
-    DDP_CHECK(fetched != nullptr) << "OpenSSL has no HMAC";
-    return fetched;
-  }();
-  return mac;
+constexpr size_t kBlockSize = 64;  // SHA-256's
+
+// `state` after hashing the key XOR `pad`, padded to one block (RFC 2104).
+void AbsorbPaddedKey(absl::string_view key, unsigned char pad, SHA256_CTX* state) {
+  unsigned char block[kBlockSize];
+  std::memset(block, pad, sizeof(block));
+  for (size_t i = 0; i < key.size(); ++i) block[i] ^= static_cast<unsigned char>(key[i]);
+  DDP_CHECK(SHA256_Init(state) == 1 && SHA256_Update(state, block, sizeof(block)) == 1)
+      << "SHA-256 failed";
+  OPENSSL_cleanse(block, sizeof(block));
 }
 
 }  // namespace
 
-DatagramKey::DatagramKey(absl::string_view key) : context_(EVP_MAC_CTX_new(HmacSha256())) {
+DatagramKey::DatagramKey(absl::string_view key) {
   DDP_CHECK(key.size() == kKeySize) << "heartbeat key of " << key.size() << " bytes";
-  DDP_CHECK(context_ != nullptr) << "EVP_MAC_CTX_new failed";
-  char digest[] = "SHA256";
-  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-                               OSSL_PARAM_END};
-  DDP_CHECK(EVP_MAC_init(context_, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
-                         params) == 1)
-      << "HMAC-SHA256 key set-up failed";
+  static_assert(kKeySize <= kBlockSize, "a longer key would be hashed first (RFC 2104)");
+  AbsorbPaddedKey(key, 0x36, &inner_);
+  AbsorbPaddedKey(key, 0x5c, &outer_);
 }
 
-DatagramKey::~DatagramKey() { EVP_MAC_CTX_free(context_); }
-
-DatagramKey::DatagramKey(DatagramKey&& other) noexcept
-    : context_(std::exchange(other.context_, nullptr)) {}
-
-DatagramKey& DatagramKey::operator=(DatagramKey&& other) noexcept {
-  if (this != &other) {
-    EVP_MAC_CTX_free(context_);
-    context_ = std::exchange(other.context_, nullptr);
-  }
-  return *this;
+DatagramKey::~DatagramKey() {
+  OPENSSL_cleanse(&inner_, sizeof(inner_));
+  OPENSSL_cleanse(&outer_, sizeof(outer_));
 }
 
-void DatagramKey::Sign(const unsigned char* signed_bytes, unsigned char* mac) {
-  DDP_CHECK(context_ != nullptr) << "DatagramKey used after a move";
-  unsigned char full[EVP_MAX_MD_SIZE];
-  size_t length = 0;
-  // A null key restarts the MAC from the key schedule computed once above.
-  DDP_CHECK(EVP_MAC_init(context_, nullptr, 0, nullptr) == 1 &&
-            EVP_MAC_update(context_, signed_bytes, kSignedSize) == 1 &&
-            EVP_MAC_final(context_, full, &length, sizeof(full)) == 1 && length >= kMacSize)
+void DatagramKey::Sign(const unsigned char* signed_bytes, unsigned char* mac) const {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256_CTX inner = inner_;
+  SHA256_CTX outer = outer_;
+  DDP_CHECK(SHA256_Update(&inner, signed_bytes, kSignedSize) == 1 &&
+            SHA256_Final(digest, &inner) == 1 &&
+            SHA256_Update(&outer, digest, sizeof(digest)) == 1 &&
+            SHA256_Final(digest, &outer) == 1)
       << "HMAC-SHA256 failed";
-  std::memcpy(mac, full, kMacSize);
+  std::memcpy(mac, digest, kMacSize);
+  OPENSSL_cleanse(&inner, sizeof(inner));
+  OPENSSL_cleanse(&outer, sizeof(outer));
 }
 
 Datagram EncodeDatagram(const DatagramFields& fields, absl::string_view key) {
