@@ -100,7 +100,7 @@ bool GrpcAgentStream::TakeHoldReleaseLocked() {
   return true;
 }
 
-void GrpcAgentStream::SendHeartbeat() {
+void GrpcAgentStream::SendHeartbeat(SimDatagrams::Outbox& outbox) {
   using Route = client::SessionCore::HeartbeatRoute;
   v1::AgentMessage message;
   std::optional<heartbeat::Datagram> datagram;
@@ -127,7 +127,7 @@ void GrpcAgentStream::SendHeartbeat() {
     }
   }
   if (datagram.has_value()) {
-    datagrams_->Send(shard_, port, *datagram);
+    outbox.Add(shard_, port, *datagram);
     if (route == Route::kDatagram) {
       counters_.heartbeats_sent.fetch_add(1);
       counters_.heartbeat_datagrams.fetch_add(1);

@@ -58,8 +58,9 @@ class GrpcAgentStream final : public AsyncClientBidi<v1::AgentMessage, v1::Coord
   // Opens the stream on `queue` (AsyncClientQueues) and sends Register.
   void Start(v1::SessionService::Stub& stub, grpc::CompletionQueue* queue);
   // Queues a Heartbeat if the agent is registered and none is queued, or
-  // sends it as a datagram (SessionCore::SendAsDatagram; no worker states).
-  void SendHeartbeat();
+  // sends it as a datagram through `outbox` (SessionCore::RouteHeartbeat: the
+  // workers' states on the stream, their lease renewal as a datagram).
+  void SendHeartbeat(SimDatagrams::Outbox& outbox);
   // Reports worker local_rank 0 exited with `exit_code`.
   // Possible errors: FAILED_PRECONDITION unless the agent is running.
   absl::Status SendWorkerExited(int exit_code);

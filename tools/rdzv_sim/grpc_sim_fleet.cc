@@ -80,6 +80,7 @@ void GrpcSimFleet::PacerLoop(int begin, int end) {
   const absl::Duration interval = absl::Milliseconds(options_.settings.heartbeat_interval_ms());
   HeartbeatPacer pacer(end - begin, interval, clock_.Now());
   std::vector<int> due;
+  SimDatagrams::Outbox outbox(*datagrams_);
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.pacer_tick);
@@ -87,7 +88,8 @@ void GrpcSimFleet::PacerLoop(int begin, int end) {
     due.clear();
     pacer.TakeDue(clock_.Now(), &due);
     mu_.Unlock();
-    for (int index : due) streams_[begin + index]->SendHeartbeat();
+    for (int index : due) streams_[begin + index]->SendHeartbeat(outbox);
+    outbox.Flush();
     mu_.Lock();
   }
 }

@@ -3,12 +3,18 @@
 #include <netdb.h>
 #include <pthread.h>
 
+#include <array>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace ddp::rdzv_sim {
+namespace {
+
+constexpr size_t kBatch = 64;  // datagrams per sendmmsg / recvmmsg
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<SimDatagrams>> SimDatagrams::Create(const std::string& host,
                                                                    int sockets) {
@@ -47,17 +53,62 @@ void SimDatagrams::Register(uint64_t session, AckHandler handler) {
   handlers_[session] = std::move(handler);
 }
 
-void SimDatagrams::Send(int shard, int port, const heartbeat::Datagram& datagram) {
+sockaddr_storage SimDatagrams::To(int port) const {
   sockaddr_storage to = coordinator_;
   if (to.ss_family == AF_INET6) {
     reinterpret_cast<sockaddr_in6*>(&to)->sin6_port = htons(static_cast<uint16_t>(port));
   } else {
     reinterpret_cast<sockaddr_in*>(&to)->sin_port = htons(static_cast<uint16_t>(port));
   }
-  const heartbeat::UdpSocket& socket = *sockets_[static_cast<size_t>(shard) % sockets_.size()];
+  return to;
+}
+
+void SimDatagrams::Send(int shard, int port, const heartbeat::Datagram& datagram) {
+  const sockaddr_storage to = To(port);
   // A datagram the kernel refuses is lost, as on a network.
-  sendto(socket.fd(), datagram.data(), datagram.size(), MSG_DONTWAIT,
+  sendto(sockets_[SocketOf(shard)]->fd(), datagram.data(), datagram.size(), MSG_DONTWAIT,
          reinterpret_cast<const sockaddr*>(&to), coordinator_length_);
+}
+
+SimDatagrams::Outbox::Outbox(SimDatagrams& datagrams)
+    : datagrams_(datagrams), pending_(datagrams.sockets_.size()) {}
+
+SimDatagrams::Outbox::~Outbox() { Flush(); }
+
+void SimDatagrams::Outbox::Add(int shard, int port, const heartbeat::Datagram& datagram) {
+  const size_t socket = datagrams_.SocketOf(shard);
+  Pending& pending = pending_[socket];
+  pending.datagrams.push_back(datagram);
+  pending.to.push_back(datagrams_.To(port));
+  if (pending.datagrams.size() >= kBatch) FlushSocket(socket);
+}
+
+void SimDatagrams::Outbox::Flush() {
+  for (size_t socket = 0; socket < pending_.size(); ++socket) FlushSocket(socket);
+}
+
+void SimDatagrams::Outbox::FlushSocket(size_t socket) {
+  Pending& pending = pending_[socket];
+  const size_t n = pending.datagrams.size();
+  if (n == 0) return;
+  std::vector<iovec> iov(n);
+  std::vector<mmsghdr> messages(n);
+  for (size_t i = 0; i < n; ++i) {
+    iov[i] = {pending.datagrams[i].data(), pending.datagrams[i].size()};
+    messages[i].msg_hdr.msg_iov = &iov[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
+    messages[i].msg_hdr.msg_name = &pending.to[i];
+    messages[i].msg_hdr.msg_namelen = datagrams_.coordinator_length_;
+  }
+  // Datagrams the kernel refuses are lost, as on a network.
+  for (size_t sent = 0; sent < n;) {
+    const int k = sendmmsg(datagrams_.sockets_[socket]->fd(), messages.data() + sent,
+                           static_cast<unsigned int>(n - sent), MSG_DONTWAIT);
+    if (k <= 0) break;
+    sent += static_cast<size_t>(k);
+  }
+  pending.datagrams.clear();
+  pending.to.clear();
 }
 
 void SimDatagrams::Stop() {
@@ -67,21 +118,33 @@ void SimDatagrams::Stop() {
 }
 
 void SimDatagrams::ReceiveLoop(const heartbeat::UdpSocket* socket) {
-  char buffer[heartbeat::kDatagramSize + 1];
+  // One byte more than a datagram: a longer one is seen as too long, not cut.
+  std::vector<std::array<char, heartbeat::kDatagramSize + 1>> buffers(kBatch);
+  std::vector<iovec> iov(kBatch);
+  std::vector<mmsghdr> messages(kBatch);
+  std::vector<std::pair<AckHandler, absl::string_view>> ready;
   while (!stopping_.load()) {
-    const ssize_t n = recv(socket->fd(), buffer, sizeof(buffer), 0);
+    for (size_t i = 0; i < kBatch; ++i) {
+      iov[i] = {buffers[i].data(), buffers[i].size()};
+      messages[i] = mmsghdr{};
+      messages[i].msg_hdr.msg_iov = &iov[i];
+      messages[i].msg_hdr.msg_iovlen = 1;
+    }
+    const int n = recvmmsg(socket->fd(), messages.data(), kBatch, MSG_WAITFORONE, nullptr);
     if (n <= 0) continue;  // shut down (Stop), or a signal
-    const absl::string_view bytes(buffer, static_cast<size_t>(n));
-    auto session = heartbeat::PeekSession(bytes);
-    if (!session.ok()) continue;
-    AckHandler handler;
+    ready.clear();
     {
       absl::MutexLock lock(&mu_);
-      auto it = handlers_.find(*session);
-      if (it == handlers_.end()) continue;
-      handler = it->second;
+      for (int i = 0; i < n; ++i) {
+        const absl::string_view bytes(buffers[i].data(), messages[i].msg_len);
+        auto session = heartbeat::PeekSession(bytes);
+        if (!session.ok()) continue;
+        auto it = handlers_.find(*session);
+        if (it == handlers_.end()) continue;
+        ready.emplace_back(it->second, bytes);
+      }
     }
-    handler(bytes);
+    for (auto& [handler, bytes] : ready) handler(bytes);
   }
 }
 

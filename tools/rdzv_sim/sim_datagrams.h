@@ -44,9 +44,36 @@ class SimDatagrams {
   void Send(int shard, int port, const heartbeat::Datagram& datagram);
   void Stop();
 
+  // Datagrams one thread sends in a burst (a pacer's due heartbeats), one
+  // sendmmsg per socket and 64 datagrams instead of one sendto each: the
+  // simulator's share of the machine, not the coordinator's cost per datagram.
+  // Thread-safety: one thread; the SimDatagrams must outlive it.
+  class Outbox {
+   public:
+    explicit Outbox(SimDatagrams& datagrams);
+    ~Outbox();  // Flush()
+    Outbox(const Outbox&) = delete;
+    Outbox& operator=(const Outbox&) = delete;
+    // As Send; goes out at the latest with the next Flush.
+    void Add(int shard, int port, const heartbeat::Datagram& datagram);
+    void Flush();
+
+   private:
+    struct Pending {
+      std::vector<heartbeat::Datagram> datagrams;
+      std::vector<sockaddr_storage> to;
+    };
+    void FlushSocket(size_t socket);
+    SimDatagrams& datagrams_;
+    std::vector<Pending> pending_;  // per socket
+  };
+
  private:
   SimDatagrams() = default;
   void ReceiveLoop(const heartbeat::UdpSocket* socket);
+  // The coordinator's address with `port`.
+  sockaddr_storage To(int port) const;
+  size_t SocketOf(int shard) const { return static_cast<size_t>(shard) % sockets_.size(); }
 
   sockaddr_storage coordinator_{};
   socklen_t coordinator_length_ = 0;
