@@ -63,13 +63,6 @@ sockaddr_storage SimDatagrams::To(int port) const {
   return to;
 }
 
-void SimDatagrams::Send(int shard, int port, const heartbeat::Datagram& datagram) {
-  const sockaddr_storage to = To(port);
-  // A datagram the kernel refuses is lost, as on a network.
-  sendto(sockets_[SocketOf(shard)]->fd(), datagram.data(), datagram.size(), MSG_DONTWAIT,
-         reinterpret_cast<const sockaddr*>(&to), coordinator_length_);
-}
-
 SimDatagrams::Outbox::Outbox(SimDatagrams& datagrams)
     : datagrams_(datagrams), pending_(datagrams.sockets_.size()) {}
 

@@ -40,8 +40,6 @@ class SimDatagrams {
 
   // Acks naming `session` go to `handler` from now on.
   void Register(uint64_t session, AckHandler handler);
-  // Sends on socket `shard` (any int) to the coordinator's `port`.
-  void Send(int shard, int port, const heartbeat::Datagram& datagram);
   void Stop();
 
   // Datagrams one thread sends in a burst (a pacer's due heartbeats), one
@@ -54,7 +52,9 @@ class SimDatagrams {
     ~Outbox();  // Flush()
     Outbox(const Outbox&) = delete;
     Outbox& operator=(const Outbox&) = delete;
-    // As Send; goes out at the latest with the next Flush.
+    // To the coordinator's `port`, on socket `shard` (any int); goes out at
+    // the latest with the next Flush (a datagram the kernel refuses is lost,
+    // as on a network).
     void Add(int shard, int port, const heartbeat::Datagram& datagram);
     void Flush();
 
