@@ -52,7 +52,7 @@ struct DatagramFields {
 // SHA-256 states after the inner and the outer padded key), for the side that
 // signs or checks many datagrams with it (the coordinator's endpoint,
 // rdzv_sim): a MAC is then two SHA-256 blocks, ~170 ns here against ~440 ns
-// through OpenSSL's EVP_MAC with a prepared context and ~5 us one-shot
+// through OpenSSL's EVP_MAC with a prepared context and ~5 us for its one-shot HMAC()
 // (docs/benchmarks.md), and the state lives in the key itself (224 bytes, no
 // heap), next to the session that uses it.
 // Thread-safety: one thread at a time per key.
