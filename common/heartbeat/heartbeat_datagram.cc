@@ -9,7 +9,6 @@
 #include <openssl/sha.h>
 
 #include <cstring>
-#include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"

@@ -63,6 +63,16 @@ sockaddr_storage SimDatagrams::To(int port) const {
   return to;
 }
 
+SimDatagrams::Outbox::Pending::Pending()
+    : datagrams(kBatch), to(kBatch), iov(kBatch), messages(kBatch) {
+  for (size_t i = 0; i < kBatch; ++i) {
+    iov[i] = {datagrams[i].data(), datagrams[i].size()};
+    messages[i].msg_hdr.msg_iov = &iov[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
+    messages[i].msg_hdr.msg_name = &to[i];
+  }
+}
+
 SimDatagrams::Outbox::Outbox(SimDatagrams& datagrams)
     : datagrams_(datagrams), pending_(datagrams.sockets_.size()) {}
 
@@ -71,9 +81,10 @@ SimDatagrams::Outbox::~Outbox() { Flush(); }
 void SimDatagrams::Outbox::Add(int shard, int port, const heartbeat::Datagram& datagram) {
   const size_t socket = datagrams_.SocketOf(shard);
   Pending& pending = pending_[socket];
-  pending.datagrams.push_back(datagram);
-  pending.to.push_back(datagrams_.To(port));
-  if (pending.datagrams.size() >= kBatch) FlushSocket(socket);
+  pending.datagrams[pending.count] = datagram;
+  pending.to[pending.count] = datagrams_.To(port);
+  pending.messages[pending.count].msg_hdr.msg_namelen = datagrams_.coordinator_length_;
+  if (++pending.count == kBatch) FlushSocket(socket);
 }
 
 void SimDatagrams::Outbox::Flush() {
@@ -82,26 +93,14 @@ void SimDatagrams::Outbox::Flush() {
 
 void SimDatagrams::Outbox::FlushSocket(size_t socket) {
   Pending& pending = pending_[socket];
-  const size_t n = pending.datagrams.size();
-  if (n == 0) return;
-  std::vector<iovec> iov(n);
-  std::vector<mmsghdr> messages(n);
-  for (size_t i = 0; i < n; ++i) {
-    iov[i] = {pending.datagrams[i].data(), pending.datagrams[i].size()};
-    messages[i].msg_hdr.msg_iov = &iov[i];
-    messages[i].msg_hdr.msg_iovlen = 1;
-    messages[i].msg_hdr.msg_name = &pending.to[i];
-    messages[i].msg_hdr.msg_namelen = datagrams_.coordinator_length_;
-  }
   // Datagrams the kernel refuses are lost, as on a network.
-  for (size_t sent = 0; sent < n;) {
-    const int k = sendmmsg(datagrams_.sockets_[socket]->fd(), messages.data() + sent,
-                           static_cast<unsigned int>(n - sent), MSG_DONTWAIT);
+  for (size_t sent = 0; sent < pending.count;) {
+    const int k = sendmmsg(datagrams_.sockets_[socket]->fd(), pending.messages.data() + sent,
+                           static_cast<unsigned int>(pending.count - sent), MSG_DONTWAIT);
     if (k <= 0) break;
     sent += static_cast<size_t>(k);
   }
-  pending.datagrams.clear();
-  pending.to.clear();
+  pending.count = 0;
 }
 
 void SimDatagrams::Stop() {
@@ -115,14 +114,13 @@ void SimDatagrams::ReceiveLoop(const heartbeat::UdpSocket* socket) {
   std::vector<std::array<char, heartbeat::kDatagramSize + 1>> buffers(kBatch);
   std::vector<iovec> iov(kBatch);
   std::vector<mmsghdr> messages(kBatch);
+  for (size_t i = 0; i < kBatch; ++i) {  // recvmmsg sets only msg_len (no addresses asked)
+    iov[i] = {buffers[i].data(), buffers[i].size()};
+    messages[i].msg_hdr.msg_iov = &iov[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
+  }
   std::vector<std::pair<AckHandler, absl::string_view>> ready;
   while (!stopping_.load()) {
-    for (size_t i = 0; i < kBatch; ++i) {
-      iov[i] = {buffers[i].data(), buffers[i].size()};
-      messages[i] = mmsghdr{};
-      messages[i].msg_hdr.msg_iov = &iov[i];
-      messages[i].msg_hdr.msg_iovlen = 1;
-    }
     const int n = recvmmsg(socket->fd(), messages.data(), kBatch, MSG_WAITFORONE, nullptr);
     if (n <= 0) continue;  // shut down (Stop), or a signal
     ready.clear();

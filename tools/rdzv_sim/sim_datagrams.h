@@ -59,9 +59,17 @@ class SimDatagrams {
     void Flush();
 
    private:
+    // Up to kBatch datagrams for one socket, with the headers sendmmsg reads
+    // (set up once: each entry points at its own datagram and address).
     struct Pending {
+      Pending();
+      Pending(const Pending&) = delete;  // the headers point into its own vectors
+      Pending& operator=(const Pending&) = delete;
       std::vector<heartbeat::Datagram> datagrams;
       std::vector<sockaddr_storage> to;
+      std::vector<iovec> iov;
+      std::vector<mmsghdr> messages;
+      size_t count = 0;
     };
     void FlushSocket(size_t socket);
     SimDatagrams& datagrams_;
