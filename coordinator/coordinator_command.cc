@@ -125,9 +125,15 @@ ABSL_FLAG(int64_t, watch_buffer_bytes, 4 << 20,
 ABSL_FLAG(int64_t, max_wait_calls, 100000, "Most Wait calls pending at once");
 ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000, "Timeout of a Wait that gives none");
 ABSL_FLAG(int, session_queues, 4,
-          "Agent sessions on gRPC's async API over this many completion queues, each with a "
-          "thread of its own (for many thousand agents: each message then costs O(agents / "
-          "queues) in Debian's libgrpc instead of O(agents)); 0: the callback API. 0..64");
+          "Agent sessions on gRPC's async API over at least this many completion queues, each "
+          "with a thread of its own (for many thousand agents: each message then costs "
+          "O(agents / queues) in Debian's libgrpc instead of O(agents)); more open as agents "
+          "connect (--session-queue-streams); 0: the callback API. 0..64");
+ABSL_FLAG(int, session_queue_streams, 2048,
+          "With --session-queues > 0: agent streams per session queue; when every open queue "
+          "holds this many, twice as many queues (and threads) open, up to 64, so that a "
+          "message costs about the same at 65,536 agents as at 4,096; 0: exactly "
+          "--session-queues queues. 0..1000000");
 ABSL_FLAG(bool, heartbeat_udp, true,
           "Take agents' heartbeats over UDP as well (a few microseconds of CPU each instead of "
           "tens for a stream message; docs/operations.md, \"Heartbeats over UDP\"): each "
@@ -164,7 +170,7 @@ const std::vector<FlagGroup>& FlagGroups() {
       {"Network and listeners",
        {"port", "bind", "port_file", "http_port", "http_port_file", "http_max_connections",
         "http_max_connections_per_client", "http_header_timeout_ms", "heartbeat_udp",
-        "heartbeat_udp_port", "session_queues"}},
+        "heartbeat_udp_port", "session_queues", "session_queue_streams"}},
       {"TLS and authorization", {"tls_cert", "tls_key", "tls_client_ca", "admin_token_file"}},
       {"High availability (--store etcd://)", {"advertise_host", "leader_lease_ms"}},
       {"Limits and timing",
@@ -392,6 +398,11 @@ std::string OptionsFromFlags(ddp::server::CoordinatorServerOptions* options) {
     return absl::StrCat("--session-queues=", queues, " must be 0..64");
   }
   options->jobs.session.completion_queues = queues;
+  const int queue_streams = absl::GetFlag(FLAGS_session_queue_streams);
+  if (queue_streams < 0 || queue_streams > 1000000) {
+    return absl::StrCat("--session-queue-streams=", queue_streams, " must be 0..1000000");
+  }
+  options->jobs.session.streams_per_completion_queue = queue_streams;
   options->jobs.heartbeat_udp = absl::GetFlag(FLAGS_heartbeat_udp);
   const int udp_port = absl::GetFlag(FLAGS_heartbeat_udp_port);
   if (udp_port < -1 || udp_port > 65535) {

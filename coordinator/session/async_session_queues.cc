@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +19,10 @@ namespace {
 // wait for one accept at a time.
 constexpr int kPendingAccepts = 8;
 
+// Queues AsyncSessionQueues may open (created with the server; threads start
+// as they get calls). 65,536 agents at 2,048 streams a queue take 32.
+constexpr int kMaxSessionQueues = 64;
+
 // A completion-queue tag: the operation of one stream it completes.
 struct AsyncOp {
   enum class Kind { kAccept, kRead, kWrite, kFinish };
@@ -28,8 +33,11 @@ struct AsyncOp {
 }  // namespace
 
 struct AsyncSessionQueues::Queue {
+  AsyncSessionQueues* owner = nullptr;
+  int index = 0;
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   std::atomic<bool> accepting{true};
+  bool thread_started = false;  // guarded by owner->mu_
 };
 
 namespace {
@@ -98,12 +106,11 @@ class AsyncSessionStream final : public SessionTransport {
  private:
   void Accepted(bool ok) {
     if (!ok) {  // the server is shutting down: this call never started
+      queue_->owner->CallEnded(*queue_);
       delete this;
       return;
     }
-    if (queue_->accepting.load()) {
-      (new AsyncSessionStream(queue_, service_, rendezvous_, options_, open_streams_))->Request();
-    }
+    if (queue_->accepting.load()) queue_->owner->RequestCall(queue_->index);
     session_.emplace(this, rendezvous_, options_, open_streams_,
                      rpc::CallIdentity(options_.authorizer, context_));
   }
@@ -125,6 +132,7 @@ class AsyncSessionStream final : public SessionTransport {
       if (!finished_ || reading_ || writing_) return;
     }
     session_->OnDone();
+    queue_->owner->CallEnded(*queue_);
     delete this;
   }
 
@@ -149,63 +157,103 @@ class AsyncSessionStream final : public SessionTransport {
   bool finished_ = false;  // Finish completed
 };
 
-void Drain(AsyncSessionQueues::Queue* queue, int index) {
-  pthread_setname_np(pthread_self(), absl::StrCat("session-cq-", index).substr(0, 15).c_str());
+// Runs the queue's completions until it is shut down and empty.
+void Drain(AsyncSessionQueues::Queue& queue) {
   void* tag = nullptr;
   bool ok = false;
-  while (queue->cq->Next(&tag, &ok)) {
+  while (queue.cq->Next(&tag, &ok)) {
     AsyncOp* op = static_cast<AsyncOp*>(tag);
     op->stream->Proceed(op->kind, ok);
   }
 }
 
+SessionQueuePlacementOptions PlacementOptions(const GrpcSessionServiceOptions& options) {
+  SessionQueuePlacementOptions placement;
+  placement.min_queues = std::max(1, options.completion_queues);
+  placement.streams_per_queue = std::max(0, options.streams_per_completion_queue);
+  placement.max_queues = kMaxSessionQueues;
+  return placement;
+}
+
 }  // namespace
 
 AsyncSessionQueues::AsyncSessionQueues(RendezvousService& rendezvous,
-                                       GrpcSessionServiceOptions options, int queues)
+                                       GrpcSessionServiceOptions options)
     : rendezvous_(rendezvous),
       options_(std::move(options)),
-      queue_count_(queues < 1 ? 1 : queues) {}
+      placement_(PlacementOptions(options_)) {}
 
 AsyncSessionQueues::~AsyncSessionQueues() { Stop(); }
 
 void AsyncSessionQueues::RegisterWith(grpc::ServerBuilder& builder) {
   builder.RegisterService(&service_);
-  for (int i = 0; i < queue_count_; ++i) {
+  // Every queue the placement may open: gRPC takes queues only before the
+  // server starts. One that never gets a call costs no thread.
+  for (int i = 0; i < placement_.max_queues(); ++i) {
     auto queue = std::make_unique<Queue>();
+    queue->owner = this;
+    queue->index = i;
     queue->cq = builder.AddCompletionQueue();
     queues_.push_back(std::move(queue));
   }
 }
 
 void AsyncSessionQueues::Start() {
-  if (started_ || queues_.empty()) return;
-  started_ = true;
-  for (size_t i = 0; i < queues_.size(); ++i) {
-    Queue* queue = queues_[i].get();
-    for (int k = 0; k < kPendingAccepts; ++k) {
-      (new AsyncSessionStream(queue, &service_, rendezvous_, options_, &open_streams_))->Request();
-    }
-    threads_.emplace_back([queue, i] { Drain(queue, static_cast<int>(i)); });
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ || stopped_ || queues_.empty()) return;
+    started_ = true;
   }
+  const int accepts = kPendingAccepts * placement_.OpenQueues(0);
+  for (int k = 0; k < accepts; ++k) RequestCall(/*asking=*/-1);
+}
+
+void AsyncSessionQueues::RequestCall(int asking) {
+  const int index = placement_.Add(asking);
+  Queue& queue = *queues_[index];
+  absl::MutexLock lock(&mu_);  // no request once Stop began to shut the queues down
+  if (stopped_) {
+    placement_.Remove(index);
+    return;
+  }
+  if (!queue.thread_started) RunQueueThread(queue);
+  (new AsyncSessionStream(&queue, &service_, rendezvous_, options_, &open_streams_))->Request();
+}
+
+void AsyncSessionQueues::RunQueueThread(Queue& queue) {
+  queue.thread_started = true;
+  threads_.emplace_back([&queue] {
+    pthread_setname_np(pthread_self(),
+                       absl::StrCat("session-cq-", queue.index).substr(0, 15).c_str());
+    Drain(queue);
+  });
+}
+
+void AsyncSessionQueues::CallEnded(const Queue& queue) { placement_.Remove(queue.index); }
+
+int AsyncSessionQueues::running_queues() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(threads_.size());
 }
 
 void AsyncSessionQueues::Stop() {
-  if (stopped_) return;
-  stopped_ = true;
+  std::vector<std::thread> threads;
+  std::vector<Queue*> idle;  // never ran a thread (no call was ever requested on them)
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    threads.swap(threads_);
+    for (auto& queue : queues_) {
+      if (!queue->thread_started) idle.push_back(queue.get());
+    }
+  }
   for (auto& queue : queues_) {
     queue->accepting.store(false);
     queue->cq->Shutdown();
   }
-  for (std::thread& thread : threads_) thread.join();
-  if (!started_) {  // nothing was requested: drain what the queues hold
-    for (auto& queue : queues_) {
-      void* tag = nullptr;
-      bool ok = false;
-      while (queue->cq->Next(&tag, &ok)) {
-      }
-    }
-  }
+  for (std::thread& thread : threads) thread.join();
+  for (Queue* queue : idle) Drain(*queue);  // gRPC wants every queue drained after its shutdown
 }
 
 }  // namespace ddp::session

@@ -27,9 +27,13 @@ struct GrpcSessionServiceOptions {
   int max_queued_messages = 64;
   // Checks the bearer token of each stream at Register (null: no checks).
   const auth::Authorizer* authorizer = nullptr;
-  // > 0: the sessions run on the async API over this many completion queues
-  // (AsyncSessionQueues); 0: on the callback API (GrpcSessionService).
+  // > 0: the sessions run on the async API over at least this many completion
+  // queues (AsyncSessionQueues); 0: on the callback API (GrpcSessionService).
   int completion_queues = 0;
+  // With completion_queues > 0: streams per queue; when every open queue holds
+  // this many, twice as many open, up to 64 (SessionQueuePlacement); 0:
+  // exactly completion_queues.
+  int streams_per_completion_queue = 2048;
   // Offers each session heartbeats over UDP (Registered.heartbeat_channel)
   // while it runs; null: heartbeats on the stream only.
   UdpHeartbeatEndpoint* heartbeat_endpoint = nullptr;

@@ -33,8 +33,8 @@ std::unique_ptr<JobServices> JobServices::Around(const Clock& clock,
     session.heartbeat_endpoint = services->heartbeat_endpoint_.get();
   }
   if (session.completion_queues > 0) {
-    services->session_queues_ = std::make_unique<AsyncSessionQueues>(
-        *services->rendezvous_, session, session.completion_queues);
+    services->session_queues_ =
+        std::make_unique<AsyncSessionQueues>(*services->rendezvous_, session);
   } else {
     services->session_service_ =
         std::make_unique<GrpcSessionService>(*services->rendezvous_, session);
@@ -79,6 +79,10 @@ int JobServices::heartbeat_udp_port() const {
 int JobServices::open_sessions() const {
   return session_queues_ != nullptr ? session_queues_->open_streams()
                                     : session_service_->open_streams();
+}
+
+int JobServices::session_queue_threads() const {
+  return session_queues_ != nullptr ? session_queues_->running_queues() : 0;
 }
 
 int JobServices::job_watchers() const { return rendezvous_->watcher_count(); }

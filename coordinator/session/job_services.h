@@ -83,6 +83,9 @@ class JobServices {
   }
   // Agent streams whose session has not ended.
   int open_sessions() const;
+  // Completion queues whose thread runs (AsyncSessionQueues; 0 on the
+  // callback API).
+  int session_queue_threads() const;
 
   // Ends every agent session with UNAVAILABLE and every watch, then stops the
   // rendezvous threads. The services keep answering (with the core's state)

@@ -44,8 +44,10 @@ ABSL_FLAG(int, channels, 64, "gRPC channels (TCP connections) the agents are spr
 ABSL_FLAG(int, keepalive_ms, 0,
           "HTTP/2 keepalive pings on each connection this often (0: none; the coordinator "
           "accepts one a second at most)");
-ABSL_FLAG(int, completion_queues, 4,
-          "Completion queues the agents' streams are spread over, each with its own thread");
+ABSL_FLAG(int, completion_queues, 0,
+          "Completion queues the agents' streams are spread over, each with its own thread "
+          "(0: 4, and one more per 2,048 nodes, at most 64: as the coordinator's session "
+          "queues, since each operation of Debian's libgrpc scans its queue's pending ones)");
 ABSL_FLAG(int, heartbeat_threads, 4, "Threads pacing the heartbeats");
 ABSL_FLAG(int, heartbeat_interval_ms, 500, "Agents' heartbeat interval");
 ABSL_FLAG(int, heartbeat_timeout_ms, 3000, "Jobs' heartbeat timeout");
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
   if (sizes.empty()) return BadFlag("--nodes lists no size");
   for (const std::string& error :
        {CheckRange("channels", absl::GetFlag(FLAGS_channels), 1, 4096),
-        CheckRange("completion-queues", absl::GetFlag(FLAGS_completion_queues), 1, 64),
+        CheckRange("completion-queues", absl::GetFlag(FLAGS_completion_queues), 0, 64),
         absl::GetFlag(FLAGS_keepalive_ms) == 0
             ? std::string()
             : CheckRange("keepalive-ms", absl::GetFlag(FLAGS_keepalive_ms), 1000, 3600000),

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -91,6 +92,11 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
 
 }  // namespace
 
+int SimCompletionQueues(int nodes) {
+  constexpr int kStreamsPerQueue = 2048;
+  return std::clamp((std::max(nodes, 0) + kStreamsPerQueue - 1) / kStreamsPerQueue, 4, 64);
+}
+
 SizeResult RunScenario(const ScenarioOptions& o, int nodes) {
   std::unique_ptr<TempDir> work;
   const std::optional<double> load_start = LoadAverage();
@@ -152,7 +158,8 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   fleet_options.settings = AgentSettings(o, nodes);
   fleet_options.seed = o.seed * 1000003 + nodes;
   fleet_options.ack_heartbeats = o.ack_heartbeats;
-  fleet_options.completion_queues = o.completion_queues;
+  fleet_options.completion_queues =
+      o.completion_queues > 0 ? o.completion_queues : SimCompletionQueues(nodes);
   fleet_options.keepalive = o.keepalive;
   absl::StatusOr<std::unique_ptr<GrpcSimFleet>> fleet = GrpcSimFleet::Create(fleet_options, clock);
   if (!fleet.ok()) {

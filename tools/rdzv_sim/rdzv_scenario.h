@@ -40,7 +40,7 @@ struct ScenarioOptions {
   std::string work_root = "/tmp";
 
   int channels = 64;
-  int completion_queues = 4;  // the streams' (GrpcSimFleet)
+  int completion_queues = 0;  // the streams' (GrpcSimFleet); 0: SimCompletionQueues(nodes)
   absl::Duration keepalive;   // HTTP/2 pings per connection (GrpcSimFleet); 0: none
   int heartbeat_threads = 4;
   int nproc = 8;
@@ -55,6 +55,12 @@ struct ScenarioOptions {
 };
 
 SizeResult RunScenario(const ScenarioOptions& options, int nodes);
+
+// The simulator's completion queues for `nodes` agents when none are asked
+// for: 4, and one more per 2,048 nodes, at most 64 (the coordinator's session
+// queues grow the same way: Debian's libgrpc scans a queue's pending
+// operations on each of its completions).
+int SimCompletionQueues(int nodes);
 
 }  // namespace ddp::rdzv_sim
 

@@ -48,6 +48,15 @@ TEST(RdzvScenario, RunScenario_EightNodes_RendezvousRestartAndHeartbeats) {
   ASSERT_TRUE(BytesPerAgent(r).has_value());
 }
 
+TEST(RdzvScenario, SimCompletionQueues_FourThenOnePer2048NodesUpTo64) {
+  EXPECT_EQ(SimCompletionQueues(8), 4);
+  EXPECT_EQ(SimCompletionQueues(8192), 4);
+  EXPECT_EQ(SimCompletionQueues(8193), 5);
+  EXPECT_EQ(SimCompletionQueues(16384), 8);
+  EXPECT_EQ(SimCompletionQueues(65536), 32);
+  EXPECT_EQ(SimCompletionQueues(1 << 20), 64);
+}
+
 TEST(RdzvScenario, RunScenario_NoServer_ErrorNamesTheProblem) {
   ScenarioOptions options = SmallRun();
   options.coordinator_binary = "/nonexistent/coordinator";

@@ -52,6 +52,10 @@ class JobServicesTest : public ::testing::Test {
     if (const char* queues = std::getenv("DDP_TEST_SESSION_QUEUES")) {
       options.session.completion_queues = std::atoi(queues);
     }
+    // ... and with queues opening as streams come: DDP_TEST_SESSION_QUEUE_STREAMS=S.
+    if (const char* streams = std::getenv("DDP_TEST_SESSION_QUEUE_STREAMS")) {
+      options.session.streams_per_completion_queue = std::atoi(streams);
+    }
     options.heartbeat_udp = heartbeat_udp_;
     absl::StatusOr<JobServicesWithLoop> services =
         StartJobServicesWithLoop(RealClock::Get(), store, options);

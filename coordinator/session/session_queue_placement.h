@@ -1,0 +1,86 @@
+#ifndef DDP_COORDINATOR_SESSION_SESSION_QUEUE_PLACEMENT_H_
+#define DDP_COORDINATOR_SESSION_SESSION_QUEUE_PLACEMENT_H_
+
+// Which completion queue an agent's next stream goes to (AsyncSessionQueues).
+//
+// Each operation of Debian's libgrpc 1.51 (a build without NDEBUG) scans its
+// completion queue's list of outstanding operations, one pending read per open
+// stream: a message costs O(streams on its queue). A fixed number of queues
+// makes that grow with the job (4 queues: 16,384 streams each at 65,536
+// agents, and a restart cost 2.5x per agent what it did at 16,384;
+// docs/benchmarks.md). So queues open as streams come: `min_queues` to start
+// with, twice as many whenever the open ones hold `streams_per_queue` calls
+// each (the new half then takes the newcomers side by side, not one queue's
+// thread alone), at most `max_queues`; no queue takes more than
+// `streams_per_queue` while another open one has room.
+//
+// A new call stays on the queue that asks for it (the one whose accept was
+// just used) while that queue has room: gRPC hands a connection's new streams
+// to the accepts of its own queue first, so the streams of one connection
+// (agents behind a proxy, or rdzv_sim's shared connections) stay together and
+// one read of that connection completes on one thread. Otherwise it goes to the
+// open queue with the fewest calls.
+//
+//   SessionQueuePlacement placement({.min_queues = 4, .streams_per_queue = 2048,
+//                                    .max_queues = 64});
+//   int queue = placement.Add(asking);   // a call requested on `queue`
+//   ...
+//   placement.Remove(queue);       // that call ended (or was never used)
+//
+// A "call" is a requested accept or an open stream: the accept becomes the
+// stream, so the count does not change when one is accepted.
+//
+// Thread-safety: thread-safe.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace ddp::session {
+
+struct SessionQueuePlacementOptions {
+  int min_queues = 4;            // open from the start; >= 1
+  int streams_per_queue = 2048;  // calls per open queue before another opens; 0: never
+  int max_queues = 64;           // >= min_queues (raised to it otherwise)
+};
+
+class SessionQueuePlacement {
+ public:
+  explicit SessionQueuePlacement(SessionQueuePlacementOptions options);
+
+  // The most queues that can ever open: how many the server must create.
+  int max_queues() const { return max_queues_; }
+
+  // How many queues are open while `calls` calls are placed: the smallest
+  // min_queues * 2^k (at most max_queues) that holds them at
+  // streams_per_queue each.
+  int OpenQueues(int64_t calls) const;
+
+  // Places one more call: on `preferred` when it is open (counting this call)
+  // and holds fewer than streams_per_queue calls (any number when that is 0),
+  // else on the open queue with the fewest calls, the lowest index on a tie.
+  // Returns its index. `preferred` -1: none.
+  int Add(int preferred = -1);
+
+  // A call placed on `queue` ended. An index out of range or a queue with no
+  // call is a programming error (ignored).
+  void Remove(int queue);
+
+  // Calls placed on `queue` now (0 for an index out of range).
+  int64_t calls(int queue) const;
+  int64_t total_calls() const;
+
+ private:
+  const int min_queues_;
+  const int streams_per_queue_;
+  const int max_queues_;
+  mutable absl::Mutex mu_;
+  std::vector<int64_t> calls_ ABSL_GUARDED_BY(mu_);
+  int64_t total_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace ddp::session
+
+#endif  // DDP_COORDINATOR_SESSION_SESSION_QUEUE_PLACEMENT_H_
