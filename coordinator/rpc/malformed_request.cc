@@ -23,13 +23,10 @@ std::string RequestType(const std::string& method) {
 class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
  public:
   explicit MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info)
-      : method_(info->method() != nullptr ? info->method() : ""),
-        one_request_(info->type() == grpc::experimental::ServerRpcInfo::Type::UNARY ||
-                     info->type() == grpc::experimental::ServerRpcInfo::Type::SERVER_STREAMING) {}
+      : method_(info->method() != nullptr ? info->method() : "") {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    if (one_request_ &&
-        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();
       if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
           status.error_message().empty()) {
@@ -46,16 +43,20 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
   }
 
  private:
-  const std::string method_;
-  // Unary and server-streaming methods: gRPC parses their one request before
+  // A unary or server-streaming method: gRPC parses its one request before
   // any service code runs (Watch, WatchJob).
-  const bool one_request_;
+  const std::string method_;
 };
 
 class Factory : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
+    // Only calls whose one request gRPC parses itself; none on the streams
+    // the client writes (an agent's Session, PutStream), where it would run
+    // on every message for nothing.
+    using Type = grpc::experimental::ServerRpcInfo::Type;
+    if (info->type() != Type::UNARY && info->type() != Type::SERVER_STREAMING) return nullptr;
     return new MalformedRequestInterceptor(info);
   }
 };
