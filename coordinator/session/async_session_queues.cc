@@ -172,6 +172,7 @@ SessionQueuePlacementOptions PlacementOptions(const GrpcSessionServiceOptions& o
   placement.min_queues = std::max(1, options.completion_queues);
   placement.streams_per_queue = std::max(0, options.streams_per_completion_queue);
   placement.max_queues = kMaxSessionQueues;
+  placement.accepts_per_queue = kPendingAccepts;
   return placement;
 }
 

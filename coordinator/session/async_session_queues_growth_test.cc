@@ -28,8 +28,10 @@ class SessionQueueGrowthTest : public testing::JobServicesTest {
   }
 
   static int OpenQueues(int streams) {
-    SessionQueuePlacement placement(
-        {.min_queues = 1, .streams_per_queue = kStreamsPerQueue, .max_queues = 64});
+    SessionQueuePlacement placement({.min_queues = 1,
+                                     .streams_per_queue = kStreamsPerQueue,
+                                     .max_queues = 64,
+                                     .accepts_per_queue = kPendingAccepts});
     return placement.OpenQueues(streams + kPendingAccepts);
   }
 };

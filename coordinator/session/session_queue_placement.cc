@@ -7,6 +7,8 @@ namespace ddp::session {
 SessionQueuePlacement::SessionQueuePlacement(SessionQueuePlacementOptions options)
     : min_queues_(std::max(1, options.min_queues)),
       streams_per_queue_(std::max(0, options.streams_per_queue)),
+      calls_per_queue_(static_cast<int64_t>(streams_per_queue_) +
+                       std::max(0, options.accepts_per_queue)),
       max_queues_(streams_per_queue_ == 0 ? min_queues_
                                           : std::max(min_queues_, options.max_queues)),
       calls_(static_cast<size_t>(max_queues_), 0) {}
@@ -14,7 +16,7 @@ SessionQueuePlacement::SessionQueuePlacement(SessionQueuePlacementOptions option
 int SessionQueuePlacement::OpenQueues(int64_t calls) const {
   if (streams_per_queue_ == 0) return min_queues_;
   int open = min_queues_;
-  while (open < max_queues_ && static_cast<int64_t>(open) * streams_per_queue_ < calls) {
+  while (open < max_queues_ && open * calls_per_queue_ < calls) {
     open = std::min(max_queues_, 2 * open);
   }
   return open;
@@ -24,7 +26,7 @@ int SessionQueuePlacement::Add(int preferred) {
   absl::MutexLock lock(&mu_);
   const int open = OpenQueues(total_ + 1);
   if (preferred >= 0 && preferred < open &&
-      (streams_per_queue_ == 0 || calls_[preferred] < streams_per_queue_)) {
+      (streams_per_queue_ == 0 || calls_[preferred] < calls_per_queue_)) {
     ++calls_[preferred];
     ++total_;
     return preferred;

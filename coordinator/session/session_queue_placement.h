@@ -42,8 +42,12 @@ namespace ddp::session {
 
 struct SessionQueuePlacementOptions {
   int min_queues = 4;            // open from the start; >= 1
-  int streams_per_queue = 2048;  // calls per open queue before another opens; 0: never
+  int streams_per_queue = 2048;  // streams per open queue before more open; 0: never
   int max_queues = 64;           // >= min_queues (raised to it otherwise)
+  // Requested accepts a queue holds beside its streams (a queue is full at
+  // streams_per_queue + accepts_per_queue calls), so that exactly 16,384
+  // agents fit 8 queues of 2,048.
+  int accepts_per_queue = 0;
 };
 
 class SessionQueuePlacement {
@@ -55,11 +59,11 @@ class SessionQueuePlacement {
 
   // How many queues are open while `calls` calls are placed: the smallest
   // min_queues * 2^k (at most max_queues) that holds them at
-  // streams_per_queue each.
+  // streams_per_queue + accepts_per_queue each.
   int OpenQueues(int64_t calls) const;
 
   // Places one more call: on `preferred` when it is open (counting this call)
-  // and holds fewer than streams_per_queue calls (any number when that is 0),
+  // and not full (always when streams_per_queue is 0),
   // else on the open queue with the fewest calls, the lowest index on a tie.
   // Returns its index. `preferred` -1: none.
   int Add(int preferred = -1);
@@ -75,6 +79,7 @@ class SessionQueuePlacement {
  private:
   const int min_queues_;
   const int streams_per_queue_;
+  const int64_t calls_per_queue_;  // full: streams_per_queue + accepts_per_queue
   const int max_queues_;
   mutable absl::Mutex mu_;
   std::vector<int64_t> calls_ ABSL_GUARDED_BY(mu_);

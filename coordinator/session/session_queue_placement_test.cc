@@ -22,6 +22,14 @@ TEST(SessionQueuePlacementTest, OpenQueues_GrowWithCallsBetweenMinAndMax) {
   EXPECT_EQ(three.OpenQueues(121), 20);  // 24 would pass the maximum
 }
 
+TEST(SessionQueuePlacementTest, AcceptsPerQueue_ExactSizesFitWithTheirAccepts) {
+  SessionQueuePlacement placement(
+      {.min_queues = 4, .streams_per_queue = 2048, .max_queues = 64, .accepts_per_queue = 8});
+  EXPECT_EQ(placement.OpenQueues(16384 + 32), 8);  // 16,384 agents and the 32 accepts
+  EXPECT_EQ(placement.OpenQueues(65536 + 32), 32);
+  EXPECT_EQ(placement.OpenQueues(8 * 2056 + 1), 16);
+}
+
 TEST(SessionQueuePlacementTest, ZeroStreamsPerQueue_FixedQueueCount) {
   SessionQueuePlacement placement({.min_queues = 3, .streams_per_queue = 0, .max_queues = 64});
   EXPECT_EQ(placement.max_queues(), 3);  // only the fixed ones are ever created
