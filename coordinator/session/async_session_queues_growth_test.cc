@@ -1,6 +1,6 @@
 // AsyncSessionQueues opening queues as agents connect: one queue to start
-// with, twice as many whenever each open one holds 2 calls (streams and
-// requested accepts).
+// with, twice as many whenever each open one is full (2 streams beside the 8
+// accepts it keeps requested).
 
 #include <cstdlib>
 #include <string>
@@ -37,7 +37,7 @@ class SessionQueueGrowthTest : public testing::JobServicesTest {
 };
 
 TEST_F(SessionQueueGrowthTest, AgentsConnect_QueuesOpenAndEveryStreamWorks) {
-  // The accepts requested at the start already open some.
+  // One queue for the accepts requested at the start.
   EXPECT_EQ(services_->session_queue_threads(), OpenQueues(0));
 
   constexpr int kNodes = 12;

@@ -9,10 +9,10 @@
 // makes that grow with the job (4 queues: 16,384 streams each at 65,536
 // agents, and a restart cost 2.5x per agent what it did at 16,384;
 // docs/benchmarks.md). So queues open as streams come: `min_queues` to start
-// with, twice as many whenever the open ones hold `streams_per_queue` calls
-// each (the new half then takes the newcomers side by side, not one queue's
-// thread alone), at most `max_queues`; no queue takes more than
-// `streams_per_queue` while another open one has room.
+// with, twice as many whenever the open ones are full (`streams_per_queue`
+// streams plus `accepts_per_queue` requested accepts each; the new half then
+// takes the newcomers side by side, not one queue's thread alone), at most
+// `max_queues`; no queue takes more while another open one has room.
 //
 // A new call stays on the queue that asks for it (the one whose accept was
 // just used) while that queue has room: gRPC hands a connection's new streams
