@@ -65,8 +65,7 @@ void DatagramKey::Sign(const unsigned char* signed_bytes, unsigned char* mac) co
   SHA256_CTX outer = outer_;
   DDP_CHECK(SHA256_Update(&inner, signed_bytes, kSignedSize) == 1 &&
             SHA256_Final(digest, &inner) == 1 &&
-            SHA256_Update(&outer, digest, sizeof(digest)) == 1 &&
-            SHA256_Final(digest, &outer) == 1)
+            SHA256_Update(&outer, digest, sizeof(digest)) == 1 && SHA256_Final(digest, &outer) == 1)
       << "HMAC-SHA256 failed";
   std::memcpy(mac, digest, kMacSize);
   OPENSSL_cleanse(&inner, sizeof(inner));
@@ -78,7 +77,7 @@ Datagram EncodeDatagram(const DatagramFields& fields, absl::string_view key) {
   return EncodeDatagram(fields, prepared);
 }
 
-Datagram EncodeDatagram(const DatagramFields& fields, DatagramKey& key) {
+Datagram EncodeDatagram(const DatagramFields& fields, const DatagramKey& key) {
   Datagram d{};
   std::memcpy(d.data(), Magic(fields.kind), 4);
   d[4] = kVersion;
@@ -109,7 +108,7 @@ absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramK
 }
 
 absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramKind kind,
-                                              DatagramKey& key) {
+                                              const DatagramKey& key) {
   if (bytes.size() != kDatagramSize) {
     return absl::InvalidArgumentError(
         absl::StrCat("heartbeat datagram of ", bytes.size(), " bytes (want ", kDatagramSize, ")"));

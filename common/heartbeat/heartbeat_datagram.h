@@ -55,7 +55,8 @@ struct DatagramFields {
 // through OpenSSL's EVP_MAC with a prepared context and ~5 us for its one-shot HMAC()
 // (docs/benchmarks.md), and the state lives in the key itself (224 bytes, no
 // heap), next to the session that uses it.
-// Thread-safety: one thread at a time per key.
+// Thread-safety: Sign is const (it works on copies of the prepared states), so
+// any number of threads may sign with one key at once.
 class DatagramKey {
  public:
   // `key` must be kKeySize bytes (checked: a programming error otherwise).
@@ -76,7 +77,7 @@ class DatagramKey {
 
 // `key` must be kKeySize bytes.
 Datagram EncodeDatagram(const DatagramFields& fields, absl::string_view key);
-Datagram EncodeDatagram(const DatagramFields& fields, DatagramKey& key);
+Datagram EncodeDatagram(const DatagramFields& fields, const DatagramKey& key);
 
 // The session id of a datagram of the right size (to find its key), else
 // INVALID_ARGUMENT.
@@ -88,7 +89,7 @@ absl::StatusOr<uint64_t> PeekSession(absl::string_view bytes);
 absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramKind kind,
                                               absl::string_view key);
 absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramKind kind,
-                                              DatagramKey& key);
+                                              const DatagramKey& key);
 
 // kKeySize random bytes from OpenSSL's generator.
 std::string NewKey();

@@ -36,7 +36,6 @@ struct AsyncSessionQueues::Queue {
   AsyncSessionQueues* owner = nullptr;
   int index = 0;
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
-  std::atomic<bool> accepting{true};
   bool thread_started = false;  // guarded by owner->mu_
 };
 
@@ -110,7 +109,7 @@ class AsyncSessionStream final : public SessionTransport {
       delete this;
       return;
     }
-    if (queue_->accepting.load()) queue_->owner->RequestCall(queue_->index);
+    queue_->owner->RequestCall(queue_->index);  // nothing once Stop began
     session_.emplace(this, rendezvous_, options_, open_streams_,
                      rpc::CallIdentity(options_.authorizer, context_));
   }
@@ -249,10 +248,7 @@ void AsyncSessionQueues::Stop() {
       if (!queue->thread_started) idle.push_back(queue.get());
     }
   }
-  for (auto& queue : queues_) {
-    queue->accepting.store(false);
-    queue->cq->Shutdown();
-  }
+  for (auto& queue : queues_) queue->cq->Shutdown();
   for (std::thread& thread : threads) thread.join();
   for (Queue* queue : idle) Drain(*queue);  // gRPC wants every queue drained after its shutdown
 }

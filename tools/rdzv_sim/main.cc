@@ -46,8 +46,9 @@ ABSL_FLAG(int, keepalive_ms, 0,
           "accepts one a second at most)");
 ABSL_FLAG(int, completion_queues, 0,
           "Completion queues the agents' streams are spread over, each with its own thread "
-          "(0: 4, and one more per 2,048 nodes, at most 64: as the coordinator's session "
-          "queues, since each operation of Debian's libgrpc scans its queue's pending ones)");
+          "(0: 4, and one more per 2,048 nodes, at most 64, about 2,048 streams a queue as "
+          "the coordinator's session queues hold, since each operation of Debian's libgrpc "
+          "scans its queue's pending ones)");
 ABSL_FLAG(int, heartbeat_threads, 4, "Threads pacing the heartbeats");
 ABSL_FLAG(int, heartbeat_interval_ms, 500, "Agents' heartbeat interval");
 ABSL_FLAG(int, heartbeat_timeout_ms, 3000, "Jobs' heartbeat timeout");
