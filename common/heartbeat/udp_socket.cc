@@ -1,5 +1,6 @@
 #include "common/heartbeat/udp_socket.h"
 
+#include <linux/sock_diag.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -119,6 +120,16 @@ int UdpSocket::receive_buffer_bytes() const {
   socklen_t length = sizeof(bytes);
   if (getsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, &length) != 0) return 0;
   return bytes;
+}
+
+int64_t UdpSocket::dropped_on_arrival() const {
+  uint32_t meminfo[SK_MEMINFO_VARS] = {};
+  socklen_t length = sizeof(meminfo);
+  if (getsockopt(fd_, SOL_SOCKET, SO_MEMINFO, meminfo, &length) != 0 ||
+      length < (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t)) {
+    return -1;
+  }
+  return meminfo[SK_MEMINFO_DROPS];
 }
 
 bool UdpSocket::Send(const void* data, size_t size) const {

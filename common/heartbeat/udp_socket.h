@@ -5,6 +5,7 @@
 // connected to one peer (an agent). IPv4 and IPv6; the descriptor is closed
 // with the object.
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -41,6 +42,11 @@ class UdpSocket {
   // The kernel's receive buffer as granted (SO_RCVBUF: twice what the socket
   // may hold in data, the kernel's accounting).
   int receive_buffer_bytes() const;
+  // Datagrams the kernel dropped on arrival since the socket opened, most of
+  // them because its receive queue was full (the reader fell behind):
+  // SO_MEMINFO's SK_MEMINFO_DROPS, a 32-bit count that wraps. -1 where the
+  // kernel does not say.
+  int64_t dropped_on_arrival() const;
   // Connected sockets: sends one datagram; false when the kernel refused it
   // (the caller counts it as lost: heartbeats are idempotent).
   bool Send(const void* data, size_t size) const;

@@ -32,6 +32,21 @@ TEST(UdpSocketTest, ConnectedPeersExchangeDatagrams) {
   EXPECT_EQ(client->Receive(buffer, sizeof(buffer), absl::Milliseconds(10)), -1);  // timeout
 }
 
+// A reader that falls behind: the kernel drops what its queue cannot hold,
+// and says how many.
+TEST(UdpSocketTest, AFullReceiveQueue_DropsAreCounted) {
+  auto server = UdpSocket::Bind("127.0.0.1", 0, /*receive_buffer=*/4096);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = UdpSocket::Connect("127.0.0.1", server->local_port());
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_EQ(server->dropped_on_arrival(), 0);
+  const char datagram[48] = {};
+  for (int i = 0; i < 500; ++i) client->Send(datagram, sizeof(datagram));
+  const int64_t dropped = server->dropped_on_arrival();
+  EXPECT_GT(dropped, 400) << "a 4 KB queue holds a few dozen datagrams at most";
+  EXPECT_LT(dropped, 500);
+}
+
 TEST(UdpSocketTest, Ipv6InBrackets_AsListenAddressesSpellIt) {
   auto server = UdpSocket::Bind("[::1]", 0);
   if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here: " << server.status();

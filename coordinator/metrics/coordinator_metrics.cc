@@ -79,11 +79,13 @@ void AddHeartbeatDatagrams(const ScrapeState::HeartbeatDatagrams& d,
       "Heartbeat datagrams received over UDP, by result: accepted (the core took it), dropped "
       "(malformed, bad MAC, replayed or of a closed session: a steady rate of them is "
       "misconfiguration or an attack), refused (the core refused it: the agent moved to its "
-      "stream)";
+      "stream), overflowed (dropped unread by the kernel: the receive queue was full, the "
+      "coordinator is overloaded and lets no node's silence count meanwhile)";
   received.type = prometheus::MetricType::Counter;
   for (const auto& [result, value] : {std::pair<const char*, int64_t>{"accepted", d.accepted},
                                       {"dropped", d.dropped},
-                                      {"refused", d.refused}}) {
+                                      {"refused", d.refused},
+                                      {"overflowed", d.overflowed}}) {
     prometheus::ClientMetric metric;
     metric.label.push_back({"result", result});
     metric.counter.value = static_cast<double>(value);

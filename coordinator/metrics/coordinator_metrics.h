@@ -41,6 +41,7 @@ struct ScrapeState {
     int64_t dropped = 0;
     int64_t refused = 0;
     int64_t acks = 0;
+    int64_t overflowed = 0;  // dropped unread: the receive queue was full
   };
   std::optional<HeartbeatDatagrams> heartbeat_datagrams;
   bool writes_accepted = true;  // false: fail-stopped after a storage error

@@ -490,8 +490,17 @@ void JobRegistry::Tick() {
                      << " (paused, frozen, or blocked): no node's silence meanwhile counts; "
                      << "every node has a full heartbeat timeout from now";
   }
+  const int64_t dropped =
+      options_.take_dropped_heartbeats ? options_.take_dropped_heartbeats() : 0;
+  if (dropped > 0) {
+    DDP_LOG_EVERY_N_SEC(WARNING, 10)
+        << "the coordinator dropped " << dropped
+        << " heartbeat datagrams unread since its last tick (its UDP receive queue was full: "
+           "it is overloaded): no node's silence until now counts; every node has a full "
+           "heartbeat timeout from now";
+  }
   for (auto& [id, job] : jobs_) {
-    if (stalled) job->ServingResumed(gap);
+    if (stalled || dropped > 0) job->ServingResumed(stalled ? gap : absl::ZeroDuration());
     job->Tick();
     AfterChangeLocked(*job);
   }

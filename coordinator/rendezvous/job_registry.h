@@ -72,6 +72,15 @@ struct JobRegistryOptions {
   // restart (Job::ServingResumed). Zero: off (unit tests that move a fake
   // clock by hand between ticks). RendezvousService turns it on.
   absl::Duration stall_threshold = absl::ZeroDuration();
+  // Asked by each Tick before any timeout fires: how many heartbeats the
+  // coordinator received but dropped unread since the last call (its UDP
+  // receive queue overflowed: UdpHeartbeatEndpoint::TakeOverflow). Any of
+  // them may have kept a node alive, so as after a stall no node's silence
+  // until now counts: every job gives its nodes a full heartbeat_timeout
+  // from now. Only ever delays a decision: a node whose connection closes is
+  // still lost through its session, and ddp_heartbeat_datagrams_total
+  // {result="overflowed"} tells the operator. Null: never.
+  std::function<int64_t()> take_dropped_heartbeats;
   // Asked before a Register or Heartbeat is answered (the answers renew the
   // agent's lease), and after a read (GetJob, ListJobs, EventsSince) took
   // its state: an error (UNAVAILABLE) refuses the call. A coordinator of an

@@ -1,5 +1,7 @@
 #include "coordinator/rendezvous/job_registry.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "coordinator/rendezvous/job_test_util.h"
 #include "coordinator/rendezvous/registry_test_util.h"
@@ -176,6 +178,41 @@ TEST(JobRegistry, Tick_AfterAStall_NoNodeLostForTheSilenceItDidNotHear) {
   clock.Advance(absl::Milliseconds(200));
   registry.Tick();
   EXPECT_EQ(registry.GetJob("j1", false)->registered_nodes(), 0);
+}
+
+// The coordinator dropped heartbeats unread (its UDP receive queue was full):
+// while it does, no node's silence counts; once it stops, a silent node is
+// lost a full heartbeat timeout after the last drop, and one that keeps
+// heartbeating is never lost.
+TEST(JobRegistry, Tick_WhileHeartbeatsAreDroppedUnread_NoNodeLostForTheirSilence) {
+  FakeClock clock;
+  JobRegistryOptions options;
+  int64_t dropped_since_last_tick = 0;
+  int asked = 0;
+  options.take_dropped_heartbeats = [&] {
+    ++asked;
+    return std::exchange(dropped_since_last_tick, 0);
+  };
+  JobRegistry registry(clock, nullptr, options);
+  StartTwoNodeJob(registry);
+  auto run = [&](absl::Duration for_how_long, int64_t drops_per_tick) {
+    for (absl::Duration t; t < for_how_long; t += absl::Milliseconds(100)) {
+      clock.Advance(absl::Milliseconds(100));
+      ASSERT_TRUE(registry.Heartbeat(Ref("j", "a", 1, 1)).ok());
+      dropped_since_last_tick = drops_per_tick;
+      registry.Tick();
+    }
+  };
+  run(absl::Seconds(10), 5);  // b silent for 10 s, but heartbeats went unread all along
+  EXPECT_EQ(registry.GetJob("j", false)->registered_nodes(), 2);
+  EXPECT_EQ(registry.GetJob("j", false)->state(), v1::RUNNING);
+  EXPECT_EQ(asked, 100);
+  run(absl::Milliseconds(2900), 0);  // nothing dropped: b's silence counts from the last drop
+  EXPECT_EQ(registry.GetJob("j", false)->registered_nodes(), 2);
+  clock.Advance(absl::Milliseconds(200));
+  registry.Tick();
+  EXPECT_EQ(registry.GetJob("j", false)->registered_nodes(), 1);
+  EXPECT_FALSE(registry.Heartbeat(Ref("j", "b", 2, 1)).ok());  // b was the one lost
 }
 
 // The coordinator's jobs run on SteadyWallClock: someone sets the wall clock

@@ -434,7 +434,7 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   }
   if (const auto stats = job_services_->heartbeat_datagram_stats()) {
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
-        stats->accepted, stats->dropped, stats->refused, stats->acks};
+        stats->accepted, stats->dropped, stats->refused, stats->acks, stats->overflowed};
   }
   auto jobs = job_services_->ListJobs(/*include_past_runs=*/false);
   if (!jobs.ok()) return state;

@@ -9,40 +9,42 @@ namespace ddp::session {
 absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& clock,
                                                                  commit::CommitLoop& loop,
                                                                  JobServicesOptions options) {
-  DDP_ASSIGN_OR_RETURN(std::unique_ptr<RendezvousService> rendezvous,
-                       RendezvousService::Create(clock, loop, options.rendezvous));
-  return Around(clock, std::move(rendezvous), options);
+  std::unique_ptr<JobServices> services(new JobServices());
+  RendezvousServiceOptions rendezvous = options.rendezvous;
+  if (options.heartbeat_udp) {
+    // Before the core: its tick asks the endpoint for heartbeats dropped
+    // unread. The endpoint's thread (StartHeartbeatUdp) runs once the core
+    // exists.
+    JobServices* raw = services.get();
+    services->heartbeat_endpoint_ = std::make_unique<UdpHeartbeatEndpoint>(
+        [raw](const rendezvous::NodeRef& ref) { return raw->rendezvous_->Heartbeat(ref); });
+    rendezvous.take_dropped_heartbeats = [endpoint = services->heartbeat_endpoint_.get()] {
+      return endpoint->TakeOverflow();
+    };
+  }
+  DDP_ASSIGN_OR_RETURN(services->rendezvous_, RendezvousService::Create(clock, loop, rendezvous));
+  services->Wire(clock, options);
+  return services;
 }
 
-std::unique_ptr<JobServices> JobServices::Around(const Clock& clock,
-                                                 std::unique_ptr<RendezvousService> rendezvous,
-                                                 const JobServicesOptions& options) {
-  std::unique_ptr<JobServices> services(new JobServices());
-  services->rendezvous_ = std::move(rendezvous);
-  RendezvousService* core = services->rendezvous_.get();
-  services->stack_collector_ = std::make_unique<StackCollector>(
+void JobServices::Wire(const Clock& clock, const JobServicesOptions& options) {
+  RendezvousService* core = rendezvous_.get();
+  stack_collector_ = std::make_unique<StackCollector>(
       options.stacks, clock,
       [core](const std::string& job_id, const StackCollector::Node& node, uint64_t request_id) {
         return core->RequestStacks(job_id, node.node_id, node.incarnation, request_id);
       });
   GrpcSessionServiceOptions session = options.session;
-  session.stack_collector = services->stack_collector_.get();
-  if (options.heartbeat_udp) {
-    services->heartbeat_endpoint_ = std::make_unique<UdpHeartbeatEndpoint>(
-        [core](const rendezvous::NodeRef& ref) { return core->Heartbeat(ref); });
-    session.heartbeat_endpoint = services->heartbeat_endpoint_.get();
-  }
+  session.stack_collector = stack_collector_.get();
+  session.heartbeat_endpoint = heartbeat_endpoint_.get();
   if (session.completion_queues > 0) {
-    services->session_queues_ =
-        std::make_unique<AsyncSessionQueues>(*services->rendezvous_, session);
+    session_queues_ = std::make_unique<AsyncSessionQueues>(*rendezvous_, session);
   } else {
-    services->session_service_ =
-        std::make_unique<GrpcSessionService>(*services->rendezvous_, session);
+    session_service_ = std::make_unique<GrpcSessionService>(*rendezvous_, session);
   }
   GrpcJobServiceOptions jobs = options.jobs;
-  jobs.stack_collector = services->stack_collector_.get();
-  services->job_service_ = std::make_unique<GrpcJobService>(*services->rendezvous_, jobs);
-  return services;
+  jobs.stack_collector = stack_collector_.get();
+  job_service_ = std::make_unique<GrpcJobService>(*rendezvous_, jobs);
 }
 
 JobServices::~JobServices() {
@@ -89,6 +91,7 @@ int JobServices::job_watchers() const { return rendezvous_->watcher_count(); }
 
 void JobServices::Shutdown() {
   if (heartbeat_endpoint_ != nullptr) heartbeat_endpoint_->Stop();
+  if (rendezvous_ == nullptr) return;  // Create failed before the core was made
   // Pending GetJobStacks calls answer now, with the nodes that answered.
   stack_collector_->Shutdown();
   rendezvous_->CloseAllSessions(

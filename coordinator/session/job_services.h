@@ -122,9 +122,8 @@ class JobServices {
 
  private:
   JobServices() = default;
-  static std::unique_ptr<JobServices> Around(const Clock& clock,
-                                             std::unique_ptr<RendezvousService> rendezvous,
-                                             const JobServicesOptions& options);
+  // The services around rendezvous_ (and heartbeat_endpoint_, when made).
+  void Wire(const Clock& clock, const JobServicesOptions& options);
 
   std::unique_ptr<RendezvousService> rendezvous_;
   // GetJobStacks: asks the agents over their sessions; before the services.

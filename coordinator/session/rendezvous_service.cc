@@ -23,6 +23,7 @@ RendezvousService::RendezvousService(const Clock& clock, rendezvous::JobStateSto
   registry_options.max_jobs = options_.max_jobs;
   registry_options.limits = options_.limits;
   registry_options.stall_threshold = options_.stall_threshold;
+  registry_options.take_dropped_heartbeats = options_.take_dropped_heartbeats;
   registry_options.serving_check = options_.serving_check;
   registry_options.write_check = options_.write_check;
   // Both wake the loop; set before Join, used only once it runs.

@@ -56,6 +56,9 @@ struct RendezvousServiceOptions {
   // JobRegistryOptions::stall_threshold: a tick this late means the
   // coordinator stalled, and every node gets a full heartbeat timeout.
   absl::Duration stall_threshold = absl::Seconds(1);
+  // JobRegistryOptions::take_dropped_heartbeats (JobServices wires the UDP
+  // endpoint's TakeOverflow); null: never.
+  std::function<int64_t()> take_dropped_heartbeats;
   // JobRegistryOptions::serving_check (HA: is this coordinator still the
   // leader?); null: always.
   std::function<absl::Status()> serving_check;

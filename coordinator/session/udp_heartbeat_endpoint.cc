@@ -23,7 +23,6 @@ using heartbeat::DatagramFields;
 using heartbeat::DatagramKind;
 
 constexpr int kBatch = 64;
-constexpr int kWantedReceiveBuffer = 8 << 20;
 
 uint64_t NewSessionId() {
   static thread_local std::mt19937_64 engine(std::random_device{}());
@@ -39,22 +38,23 @@ UdpHeartbeatEndpoint::UdpHeartbeatEndpoint(Heartbeat heartbeat)
 
 UdpHeartbeatEndpoint::~UdpHeartbeatEndpoint() { Stop(); }
 
-absl::Status UdpHeartbeatEndpoint::Start(const std::string& address, int port) {
+absl::Status UdpHeartbeatEndpoint::Start(const std::string& address, int port,
+                                         int receive_buffer_bytes) {
   DDP_CHECK(!thread_.joinable()) << "UdpHeartbeatEndpoint::Start called twice";
-  auto socket = heartbeat::UdpSocket::Bind(address, port, kWantedReceiveBuffer);
+  auto socket = heartbeat::UdpSocket::Bind(address, port, receive_buffer_bytes);
   if (!socket.ok()) return socket.status();
   socket_ = *std::move(socket);
   port_ = socket_.local_port();
   // Without root the buffer stops at net.core.rmem_max (about 200 KB by
   // default: some hundreds of datagrams), which a burst from thousands of
   // agents overflows while this thread waits for the registry.
-  if (const int granted = socket_.receive_buffer_bytes(); granted < kWantedReceiveBuffer) {
+  if (const int granted = socket_.receive_buffer_bytes(); granted < receive_buffer_bytes) {
     DDP_LOG(WARNING) << "heartbeat UDP receive buffer is " << granted << " bytes (wanted "
-                     << kWantedReceiveBuffer
+                     << receive_buffer_bytes
                      << "): with thousands of agents the kernel may drop heartbeat datagrams "
                         "(agents then heartbeat on their streams); raise the limit with sysctl "
                         "-w net.core.rmem_max="
-                     << kWantedReceiveBuffer;
+                     << receive_buffer_bytes;
   }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "udp-heartbeats");
@@ -96,6 +96,20 @@ void UdpHeartbeatEndpoint::Close(uint64_t session) {
   sessions_.erase(session);
 }
 
+int64_t UdpHeartbeatEndpoint::TakeOverflow() {
+  // port_ is set after socket_ (Start) and cleared first (Stop): a non-zero
+  // port orders the read of the socket after its assignment.
+  if (port_.load() == 0) return 0;
+  const int64_t kernel = socket_.dropped_on_arrival();
+  if (kernel < 0) return 0;
+  absl::MutexLock lock(&overflow_mu_);
+  // The kernel's count is 32 bits and wraps; it started at 0 with the socket.
+  const int64_t dropped = (kernel - kernel_drops_seen_) & 0xFFFFFFFF;
+  kernel_drops_seen_ = kernel;
+  if (dropped > 0) overflowed_ += dropped;
+  return dropped;
+}
+
 UdpHeartbeatEndpoint::Stats UdpHeartbeatEndpoint::stats() const {
   Stats s;
   s.received = received_.load();
@@ -103,6 +117,7 @@ UdpHeartbeatEndpoint::Stats UdpHeartbeatEndpoint::stats() const {
   s.acks = acks_.load();
   s.dropped = dropped_.load();
   s.refused = refused_.load();
+  s.overflowed = overflowed_.load();
   return s;
 }
 

@@ -70,6 +70,10 @@ class UdpHeartbeatEndpoint {
     int64_t acks = 0;      // ack datagrams sent (refusals included)
     int64_t dropped = 0;   // malformed, forged, replayed, unknown session
     int64_t refused = 0;   // the core refused: the session moved to its stream
+    // Dropped by the kernel before this endpoint read them: the receive
+    // queue was full (the coordinator fell behind). Counted when
+    // TakeOverflow looks.
+    int64_t overflowed = 0;
   };
 
   explicit UdpHeartbeatEndpoint(Heartbeat heartbeat);
@@ -77,9 +81,14 @@ class UdpHeartbeatEndpoint {
   UdpHeartbeatEndpoint(const UdpHeartbeatEndpoint&) = delete;
   UdpHeartbeatEndpoint& operator=(const UdpHeartbeatEndpoint&) = delete;
 
+  // The receive buffer Start asks for: ~20,000 datagrams, a few hundred
+  // milliseconds of every agent's heartbeats at 65,536 agents.
+  static constexpr int kReceiveBufferBytes = 8 << 20;
+
   // Binds `address`:`port` (0: any free port) and starts the thread. Once.
   // Errors: UdpSocket::Bind's.
-  absl::Status Start(const std::string& address, int port);
+  absl::Status Start(const std::string& address, int port,
+                     int receive_buffer_bytes = kReceiveBufferBytes);
   // Stops the thread; Open returns nullopt from then on. Idempotent.
   void Stop();
   // The bound port; 0 before Start or after Stop.
@@ -90,6 +99,13 @@ class UdpHeartbeatEndpoint {
   std::optional<HeartbeatChannelGrant> Open(const rendezvous::NodeRef& ref);
   // No datagram of `session` reaches the core once this returns.
   void Close(uint64_t session);
+
+  // Datagrams the kernel dropped because the receive queue was full since
+  // the previous call (0 before Start, after Stop, or where the kernel does
+  // not say). Any of them may have been the heartbeat that kept a node
+  // alive: the core's tick asks first and lets no node's silence until now
+  // count when this is not 0 (JobRegistryOptions::take_dropped_heartbeats).
+  int64_t TakeOverflow();
 
   Stats stats() const;
   size_t open_sessions() const;
@@ -120,6 +136,9 @@ class UdpHeartbeatEndpoint {
   std::atomic<int64_t> acks_{0};
   std::atomic<int64_t> dropped_{0};
   std::atomic<int64_t> refused_{0};
+  std::atomic<int64_t> overflowed_{0};
+  absl::Mutex overflow_mu_;  // TakeOverflow's: one reader of the kernel count at a time
+  int64_t kernel_drops_seen_ ABSL_GUARDED_BY(overflow_mu_) = 0;
 };
 
 }  // namespace ddp::session

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/heartbeat/heartbeat_datagram.h"
 #include "common/heartbeat/udp_socket.h"
 #include "gtest/gtest.h"
@@ -182,6 +183,38 @@ TEST(UdpHeartbeatEndpointLifecycleTest, NoSessionsBeforeStartOrAfterStop) {
   endpoint.Stop();
   EXPECT_EQ(endpoint.port(), 0);
   EXPECT_FALSE(endpoint.Open({"job", "n", 1, 0}).has_value());
+}
+
+// The endpoint's thread falls behind (here: the core holds it): what the
+// kernel dropped unread is reported once, for the core's tick to excuse.
+TEST(UdpHeartbeatEndpointLifecycleTest, DatagramsDroppedUnread_TakeOverflowReportsThemOnce) {
+  absl::Notification entered, release;
+  UdpHeartbeatEndpoint endpoint([&](const rendezvous::NodeRef&) {
+    if (!entered.HasBeenNotified()) entered.Notify();
+    release.WaitForNotification();
+    return rendezvous::Generation{0};
+  });
+  EXPECT_EQ(endpoint.TakeOverflow(), 0);  // not started
+  ASSERT_TRUE(endpoint.Start("127.0.0.1", 0, /*receive_buffer_bytes=*/4096).ok());
+  auto grant = endpoint.Open({"job", "n", 1, 0});
+  ASSERT_TRUE(grant.has_value());
+  auto agent = heartbeat::UdpSocket::Connect("127.0.0.1", grant->port);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  DatagramFields f;
+  f.session = grant->session;
+  for (uint64_t sequence = 1; sequence <= 500; ++sequence) {
+    f.sequence = sequence;
+    const heartbeat::Datagram d = heartbeat::EncodeDatagram(f, grant->key);
+    agent->Send(d.data(), d.size());
+    if (sequence == 1) entered.WaitForNotification();  // the thread is held from here on
+  }
+  const int64_t dropped = endpoint.TakeOverflow();
+  EXPECT_GT(dropped, 400);
+  EXPECT_EQ(endpoint.stats().overflowed, dropped);
+  EXPECT_EQ(endpoint.TakeOverflow(), 0);  // reported once
+  release.Notify();
+  endpoint.Stop();
+  EXPECT_EQ(endpoint.TakeOverflow(), 0);  // stopped
 }
 
 TEST(UdpHeartbeatEndpointLifecycleTest, APortInUseIsReported) {
