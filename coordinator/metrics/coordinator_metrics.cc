@@ -126,24 +126,31 @@ CoordinatorMetrics::CoordinatorMetrics(const Clock& clock, JobMetricsOptions job
                                "other. With etcd, etcd's own "
                                "etcd_disk_wal_fsync_duration_seconds")
                          .Register(*registry_)),
+      commits_(commit_seconds_.Add({}, CommitSecondsBuckets())),
+      kv_writes_(commit_writes_.Add({{"part", "kv"}}, CommitWritesBuckets())),
+      job_writes_(commit_writes_.Add({{"part", "jobs"}}, CommitWritesBuckets())),
+      wal_fsyncs_(fsync_seconds_.Add({{"file", "wal"}}, CommitSecondsBuckets())),
+      database_fsyncs_(fsync_seconds_.Add({{"file", "database"}}, CommitSecondsBuckets())),
       started_(clock.Now()),
       clock_(clock) {}
 
 void CoordinatorMetrics::ObserveCommit(const commit::StateBatch& batch, absl::Duration took) {
-  commit_seconds_.Add({}, CommitSecondsBuckets()).Observe(absl::ToDoubleSeconds(took));
+  commits_.Observe(absl::ToDoubleSeconds(took));
   if (batch.kv && !batch.kv->events.empty()) {
-    commit_writes_.Add({{"part", "kv"}}, CommitWritesBuckets())
-        .Observe(static_cast<double>(batch.kv->events.size()));
+    kv_writes_.Observe(static_cast<double>(batch.kv->events.size()));
   }
-  if (!batch.jobs.empty()) {
-    commit_writes_.Add({{"part", "jobs"}}, CommitWritesBuckets())
-        .Observe(static_cast<double>(batch.jobs.size()));
-  }
+  if (!batch.jobs.empty()) job_writes_.Observe(static_cast<double>(batch.jobs.size()));
 }
 
 void CoordinatorMetrics::ObserveFsync(absl::string_view file, absl::Duration took) {
-  fsync_seconds_.Add({{"file", std::string(file)}}, CommitSecondsBuckets())
-      .Observe(absl::ToDoubleSeconds(took));
+  const double seconds = absl::ToDoubleSeconds(took);
+  if (file == "wal") {
+    wal_fsyncs_.Observe(seconds);
+  } else if (file == "database") {
+    database_fsyncs_.Observe(seconds);
+  } else {
+    fsync_seconds_.Add({{"file", std::string(file)}}, CommitSecondsBuckets()).Observe(seconds);
+  }
 }
 
 std::string CoordinatorMetrics::Scrape(const ScrapeState& state) {

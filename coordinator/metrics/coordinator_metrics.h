@@ -86,6 +86,13 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Histogram>& commit_seconds_;
   prometheus::Family<prometheus::Histogram>& commit_writes_;
   prometheus::Family<prometheus::Histogram>& fsync_seconds_;
+  // The series the commit thread observes on every commit, looked up once
+  // (Family::Add builds and hashes a label map on every call).
+  prometheus::Histogram& commits_;
+  prometheus::Histogram& kv_writes_;
+  prometheus::Histogram& job_writes_;
+  prometheus::Histogram& wal_fsyncs_;
+  prometheus::Histogram& database_fsyncs_;
   const absl::Time started_;
   const Clock& clock_;
 };
