@@ -29,6 +29,10 @@
 // stream is open (Open..Close); the lease is the same (acks carry the
 // running generation, and the agent renews from the send time it kept).
 //
+// Datagrams the kernel drops because this thread fell behind (a full
+// receive queue) are not lost silently: the core's tick reads their count
+// (TakeOverflow) and lets no node's silence count meanwhile.
+//
 // Thread: "udp-heartbeats" receives and answers in batches (recvmmsg,
 // sendmmsg). Thread-safety: thread-safe. `heartbeat` runs under the
 // endpoint's lock (that is what orders it before Close) and must not call
@@ -81,8 +85,8 @@ class UdpHeartbeatEndpoint {
   UdpHeartbeatEndpoint(const UdpHeartbeatEndpoint&) = delete;
   UdpHeartbeatEndpoint& operator=(const UdpHeartbeatEndpoint&) = delete;
 
-  // The receive buffer Start asks for: ~20,000 datagrams, a few hundred
-  // milliseconds of every agent's heartbeats at 65,536 agents.
+  // The receive buffer Start asks for (the kernel grants twice that): about
+  // 20,000 datagrams, 150 ms of every agent's heartbeats at 65,536 agents.
   static constexpr int kReceiveBufferBytes = 8 << 20;
 
   // Binds `address`:`port` (0: any free port) and starts the thread. Once.
