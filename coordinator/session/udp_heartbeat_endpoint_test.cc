@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "common/heartbeat/heartbeat_datagram.h"
 #include "common/heartbeat/udp_socket.h"
 #include "gtest/gtest.h"
@@ -208,10 +209,18 @@ TEST(UdpHeartbeatEndpointLifecycleTest, DatagramsDroppedUnread_TakeOverflowRepor
     agent->Send(d.data(), d.size());
     if (sequence == 1) entered.WaitForNotification();  // the thread is held from here on
   }
-  const int64_t dropped = endpoint.TakeOverflow();
+  // Loopback may deliver from a softirq thread a little later on a busy
+  // machine: take until two looks 20 ms apart find nothing new.
+  int64_t dropped = endpoint.TakeOverflow();
+  for (int quiet = 0, i = 0; quiet < 2 && i < 200; ++i) {
+    absl::SleepFor(absl::Milliseconds(20));
+    const int64_t more = endpoint.TakeOverflow();
+    dropped += more;
+    quiet = (more == 0 && dropped > 0) ? quiet + 1 : 0;
+  }
   EXPECT_GT(dropped, 400);
-  EXPECT_EQ(endpoint.stats().overflowed, dropped);
-  EXPECT_EQ(endpoint.TakeOverflow(), 0);  // reported once
+  EXPECT_LT(dropped, 500);
+  EXPECT_EQ(endpoint.stats().overflowed, dropped);  // each drop reported once
   release.Notify();
   endpoint.Stop();
   EXPECT_EQ(endpoint.TakeOverflow(), 0);  // stopped
