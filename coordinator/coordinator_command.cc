@@ -127,8 +127,9 @@ ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000, "Timeout of a Wait that give
 ABSL_FLAG(int, session_queues, 4,
           "Agent sessions on gRPC's async API over at least this many completion queues, each "
           "with a thread of its own (for many thousand agents: each message then costs "
-          "O(agents / queues) in Debian's libgrpc instead of O(agents)); more open as agents "
-          "connect (--session-queue-streams); 0: the callback API. 0..64");
+          "O(agents / queues) in Debian's libgrpc instead of O(agents)); one runs until the "
+          "first agent connects, which opens the others; more open as agents connect "
+          "(--session-queue-streams); 0: the callback API. 0..64");
 ABSL_FLAG(int, session_queue_streams, 2048,
           "With --session-queues > 0: agent streams per session queue; when every open queue "
           "holds this many, twice as many queues (and threads) open, up to 64, so that a "

@@ -110,6 +110,7 @@ class AsyncSessionStream final : public SessionTransport {
       return;
     }
     queue_->owner->RequestCall(queue_->index);  // nothing once Stop began
+    queue_->owner->CallAccepted();
     session_.emplace(this, rendezvous_, options_, open_streams_,
                      rpc::CallIdentity(options_.authorizer, context_));
   }
@@ -204,8 +205,15 @@ void AsyncSessionQueues::Start() {
     if (started_ || stopped_ || queues_.empty()) return;
     started_ = true;
   }
-  const int accepts = kPendingAccepts * placement_.OpenQueues(0);
-  for (int k = 0; k < accepts; ++k) RequestCall(/*asking=*/-1);
+  // Queue 0 alone until an agent connects (CallAccepted).
+  for (int k = 0; k < kPendingAccepts; ++k) RequestCall(/*asking=*/0);
+}
+
+void AsyncSessionQueues::CallAccepted() {
+  if (widened_.exchange(true)) return;
+  for (int queue = 1; queue < placement_.OpenQueues(0); ++queue) {
+    for (int k = 0; k < kPendingAccepts; ++k) RequestCall(/*asking=*/queue);
+  }
 }
 
 void AsyncSessionQueues::RequestCall(int asking) {

@@ -16,6 +16,11 @@
 // whenever they hold options.streams_per_completion_queue streams each, at
 // most 64), so that a message costs about the same at 65,536 agents as at
 // 4,096; a queue's thread starts when the queue gets its first call.
+// Until the first agent connects only queue 0 asks for calls: an idle
+// queue's thread still takes turns at polling the server's sockets, and
+// each event of another service (a KV put) it reads is handed to that
+// service's thread (docs/benchmarks.md). The first accepted call opens
+// the other starting queues at once, ahead of a registration burst.
 //
 //   AsyncSessionQueues queues(rendezvous, options);
 //   queues.RegisterWith(builder);        // before BuildAndStart
@@ -71,6 +76,9 @@ class AsyncSessionQueues {
   void RequestCall(int asking);
   // A call requested by RequestCall ended (its stream is deleted).
   void CallEnded(const Queue& queue);
+  // A call was accepted: the first one opens the starting queues beyond
+  // queue 0 (their accepts, hence their threads).
+  void CallAccepted();
 
  private:
   void RunQueueThread(Queue& queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -81,6 +89,7 @@ class AsyncSessionQueues {
   Service service_;
   std::vector<std::unique_ptr<Queue>> queues_;  // placement_.max_queues(), from RegisterWith
   std::atomic<int> open_streams_{0};
+  std::atomic<bool> widened_{false};  // the starting queues beyond queue 0 were opened
   mutable absl::Mutex mu_;
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
