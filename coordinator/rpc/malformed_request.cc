@@ -20,6 +20,8 @@ std::string RequestType(const std::string& method) {
   return descriptor == nullptr ? "" : descriptor->input_type()->full_name();
 }
 
+// On a unary or server-streaming call (Watch, WatchJob), whose one request
+// gRPC parses before any service code runs.
 class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
  public:
   explicit MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info)
@@ -43,8 +45,6 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
   }
 
  private:
-  // A unary or server-streaming method: gRPC parses its one request before
-  // any service code runs (Watch, WatchJob).
   const std::string method_;
 };
 

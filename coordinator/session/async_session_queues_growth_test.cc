@@ -3,10 +3,7 @@
 // accepts it keeps requested).
 
 #include <cstdlib>
-#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "coordinator/session/session_queue_placement.h"
 #include "coordinator/session/testing/job_services_fixture.h"
@@ -79,54 +76,6 @@ TEST_F(SessionQueueGrowthTest, AgentsLeave_ClosedStreamsFreeTheirPlaces) {
     ASSERT_TRUE(agent.Register(kWait).ok()) << i;
   }
   EXPECT_EQ(services_->session_queue_threads(), threads);
-}
-
-// Four starting queues: only queue 0 runs until the first agent connects
-// (an idle queue's thread would take turns at polling every service's
-// sockets); that agent opens the other three at once.
-class SessionQueuesIdleTest : public testing::JobServicesTest {
- protected:
-  void SetUp() override {
-    // The other suites of this binary run with the target's settings: kept.
-    for (const char* name : {"DDP_TEST_SESSION_QUEUES", "DDP_TEST_SESSION_QUEUE_STREAMS"}) {
-      const char* value = std::getenv(name);
-      saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value)
-                                                 : std::nullopt);
-    }
-    setenv("DDP_TEST_SESSION_QUEUES", "4", 1);
-    unsetenv("DDP_TEST_SESSION_QUEUE_STREAMS");  // the default: 2,048 streams a queue
-    JobServicesTest::SetUp();
-  }
-  void TearDown() override {
-    JobServicesTest::TearDown();
-    for (const auto& [name, value] : saved_) {
-      if (value.has_value()) {
-        setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        unsetenv(name.c_str());
-      }
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
-TEST_F(SessionQueuesIdleTest, NoAgentYet_OneQueueRuns_TheFirstAgentOpensTheStartingQueues) {
-  EXPECT_EQ(services_->session_queue_threads(), 1);
-  FakeAgent& first = MakeAgent("idle", "n0", FastSettings(1, 4));
-  ASSERT_TRUE(first.Register(kWait).ok());
-  for (int i = 0; i < 100 && services_->session_queue_threads() < 4; ++i) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  EXPECT_EQ(services_->session_queue_threads(), 4);
-  // Agents that come later land on any of them, and every session works.
-  for (int i = 1; i < 4; ++i) {
-    FakeAgent& agent = MakeAgent("idle", "n" + std::to_string(i), FastSettings(1, 4));
-    ASSERT_TRUE(agent.Register(kWait).ok()) << i;
-  }
-  EXPECT_EQ(services_->session_queue_threads(), 4);
-  EXPECT_EQ(services_->open_sessions(), 4);
 }
 
 }  // namespace
