@@ -46,7 +46,7 @@ ABSL_FLAG(int, keepalive_ms, 0,
           "accepts one a second at most)");
 ABSL_FLAG(int, completion_queues, 0,
           "Completion queues the agents' streams are spread over, each with its own thread "
-          "(0: 4, and one more per 2,048 nodes, at most 64, about 2,048 streams a queue as "
+          "(0: one per 2,048 nodes, at least 4, at most 64: about 2,048 streams a queue, as "
           "the coordinator's session queues hold, since each operation of Debian's libgrpc "
           "scans its queue's pending ones)");
 ABSL_FLAG(int, heartbeat_threads, 4, "Threads pacing the heartbeats");

@@ -57,7 +57,7 @@ struct ScenarioOptions {
 SizeResult RunScenario(const ScenarioOptions& options, int nodes);
 
 // The simulator's completion queues for `nodes` agents when none are asked
-// for: 4, and one more per 2,048 nodes, at most 64 (Debian's libgrpc scans a
+// for: one per 2,048 nodes, at least 4, at most 64 (Debian's libgrpc scans a
 // queue's pending operations on each of its completions; the coordinator's
 // session queues keep about as many streams each: 8 queues at 16,384 agents,
 // 32 at 65,536).
