@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "grpcpp/alarm.h"
 #include "coordinator/rpc/call_auth.h"
 #include "coordinator/session/grpc_session_reactor.h"
 
@@ -23,12 +24,16 @@ constexpr int kPendingAccepts = 8;
 // as they get calls). 65,536 agents at 2,048 streams a queue take 32.
 constexpr int kMaxSessionQueues = 64;
 
-// A completion-queue tag: the operation of one stream it completes.
+// A completion-queue tag: the operation of one stream it completes, or
+// (kWakeup, no stream) the queue's handed writes to start.
 struct AsyncOp {
-  enum class Kind { kAccept, kRead, kWrite, kFinish };
+  enum class Kind { kAccept, kRead, kWrite, kFinish, kWakeup };
   class AsyncSessionStream* stream;
   Kind kind;
 };
+
+// The queue whose completions this thread runs (null on other threads).
+thread_local const AsyncSessionQueues::Queue* draining_queue = nullptr;
 
 }  // namespace
 
@@ -37,6 +42,25 @@ struct AsyncSessionQueues::Queue {
   int index = 0;
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   bool thread_started = false;  // guarded by owner->mu_
+
+  // Writes that another thread started on this queue's streams, for this
+  // queue's thread to start (see AsyncSessionStream::StartWrite).
+  // Takes `stream`'s write unless Stop began (false: the caller writes).
+  bool Hand(AsyncSessionStream* stream);
+  // On this queue's thread, at `wakeup`: the handed streams.
+  std::vector<AsyncSessionStream*> TakeHanded();
+  // No more hand-offs; returns once this queue's thread took every one
+  // handed so far (before the queue shuts down: no write may start on a
+  // queue after its last completion).
+  void StopHandOffs();
+
+  absl::Mutex hand_mu;
+  std::vector<AsyncSessionStream*> handed ABSL_GUARDED_BY(hand_mu);
+  bool wakeup_set ABSL_GUARDED_BY(hand_mu) = false;
+  bool hand_offs_stopped ABSL_GUARDED_BY(hand_mu) = false;
+  grpc::Alarm wakeup;  // set, for an instant from now, while handed is not empty
+  AsyncOp wakeup_op{nullptr, AsyncOp::Kind::kWakeup};
+  std::atomic<int64_t> handed_total{0};
 };
 
 namespace {
@@ -45,6 +69,14 @@ namespace {
 // the stream completes on its queue's thread; StartWrite and Finish also come
 // from the delivery thread, hence the mutex (never held while the session
 // runs).
+//
+// A write started on another thread (the commit loop's delivery thread, which
+// sends a restart's StopWorkers and Assignments to every agent in turn) is
+// handed to the stream's queue thread, which starts it: gRPC then frames and
+// sends the message (a sendmsg each) on that thread. A fan-out to N agents is
+// thus spread over every queue's thread instead of done by the delivery
+// thread alone (docs/benchmarks.md: 16,384 agents' restart). The queue thread
+// itself writes at once.
 class AsyncSessionStream final : public SessionTransport {
  public:
   AsyncSessionStream(AsyncSessionQueues::Queue* queue, AsyncSessionQueues::Service* service,
@@ -84,6 +116,8 @@ class AsyncSessionStream final : public SessionTransport {
         finished_ = true;
         break;
       }
+      case AsyncOp::Kind::kWakeup:  // the queue's (Drain), never a stream's
+        return;
     }
     MaybeEnd();
   }
@@ -94,9 +128,15 @@ class AsyncSessionStream final : public SessionTransport {
     stream_.Read(buffer, &read_op_);
   }
   void StartWrite(const grpc::ByteBuffer* buffer) override {
-    Begin(&writing_);
+    Begin(&writing_);  // also keeps the stream alive while the write is handed
+    if (draining_queue != queue_) {
+      handed_write_ = buffer;  // published to the queue thread by Hand's mutex
+      if (queue_->Hand(this)) return;
+    }
     stream_.Write(*buffer, &write_op_);
   }
+  // On the queue's thread: the write StartWrite handed over.
+  void StartHandedWrite() { stream_.Write(*handed_write_, &write_op_); }
   void Finish(const grpc::Status& status) override {
     Begin(&finishing_);
     stream_.Finish(status, &finish_op_);
@@ -149,6 +189,7 @@ class AsyncSessionStream final : public SessionTransport {
   AsyncOp write_op_{this, AsyncOp::Kind::kWrite};
   AsyncOp finish_op_{this, AsyncOp::Kind::kFinish};
   std::optional<SessionReactor> session_;  // from the call's start
+  const grpc::ByteBuffer* handed_write_ = nullptr;  // the session's, alive until OnWriteDone
 
   std::mutex mu_;
   bool reading_ = false;
@@ -159,13 +200,51 @@ class AsyncSessionStream final : public SessionTransport {
 
 // Runs the queue's completions until it is shut down and empty.
 void Drain(AsyncSessionQueues::Queue& queue) {
+  draining_queue = &queue;
   void* tag = nullptr;
   bool ok = false;
   while (queue.cq->Next(&tag, &ok)) {
     AsyncOp* op = static_cast<AsyncOp*>(tag);
+    if (op->kind == AsyncOp::Kind::kWakeup) {
+      for (AsyncSessionStream* stream : queue.TakeHanded()) stream->StartHandedWrite();
+      continue;
+    }
     op->stream->Proceed(op->kind, ok);
   }
+  draining_queue = nullptr;
 }
+
+}  // namespace
+
+bool AsyncSessionQueues::Queue::Hand(AsyncSessionStream* stream) {
+  absl::MutexLock lock(&hand_mu);
+  if (hand_offs_stopped) return false;
+  handed.push_back(stream);
+  handed_total.fetch_add(1, std::memory_order_relaxed);
+  if (!wakeup_set) {
+    wakeup_set = true;
+    // A deadline already past: gRPC posts the tag at once.
+    wakeup.Set(cq.get(), gpr_now(GPR_CLOCK_MONOTONIC), &wakeup_op);
+  }
+  return true;
+}
+
+std::vector<AsyncSessionStream*> AsyncSessionQueues::Queue::TakeHanded() {
+  std::vector<AsyncSessionStream*> taken;
+  absl::MutexLock lock(&hand_mu);
+  taken.swap(handed);
+  wakeup_set = false;
+  return taken;
+}
+
+void AsyncSessionQueues::Queue::StopHandOffs() {
+  absl::MutexLock lock(&hand_mu);
+  hand_offs_stopped = true;
+  auto taken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(hand_mu) { return !wakeup_set; };
+  hand_mu.Await(absl::Condition(&taken));
+}
+
+namespace {
 
 SessionQueuePlacementOptions PlacementOptions(const GrpcSessionServiceOptions& options) {
   SessionQueuePlacementOptions placement;
@@ -239,6 +318,12 @@ void AsyncSessionQueues::RunQueueThread(Queue& queue) {
 
 void AsyncSessionQueues::CallEnded(const Queue& queue) { placement_.Remove(queue.index); }
 
+int64_t AsyncSessionQueues::handed_writes() const {
+  int64_t total = 0;
+  for (const auto& queue : queues_) total += queue->handed_total.load(std::memory_order_relaxed);
+  return total;
+}
+
 int AsyncSessionQueues::running_queues() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(threads_.size());
@@ -247,15 +332,18 @@ int AsyncSessionQueues::running_queues() const {
 void AsyncSessionQueues::Stop() {
   std::vector<std::thread> threads;
   std::vector<Queue*> idle;  // never ran a thread (no call was ever requested on them)
+  std::vector<Queue*> running;
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
     threads.swap(threads_);
     for (auto& queue : queues_) {
-      if (!queue->thread_started) idle.push_back(queue.get());
+      (queue->thread_started ? running : idle).push_back(queue.get());
     }
   }
+  // Only queues with a thread have streams, hence handed writes.
+  for (Queue* queue : running) queue->StopHandOffs();
   for (auto& queue : queues_) queue->cq->Shutdown();
   for (std::thread& thread : threads) thread.join();
   for (Queue* queue : idle) Drain(*queue);  // gRPC wants every queue drained after its shutdown

@@ -21,6 +21,9 @@
 // each event of another service (a KV put) it reads is handed to that
 // service's thread (docs/benchmarks.md). The first accepted call opens
 // the other starting queues at once, ahead of a registration burst.
+// A write another thread starts (the commit loop's delivery thread fanning a
+// restart out to every agent) is carried out by the stream's queue thread, so
+// that a fan-out runs on every queue's thread at once.
 //
 //   AsyncSessionQueues queues(rendezvous, options);
 //   queues.RegisterWith(builder);        // before BuildAndStart
@@ -66,6 +69,9 @@ class AsyncSessionQueues {
   int open_streams() const { return open_streams_.load(); }
   // Queues whose thread runs (they got a call).
   int running_queues() const;
+  // Writes another thread started that a queue's thread carried out
+  // (async_session_queues.cc, AsyncSessionStream::StartWrite), since Start.
+  int64_t handed_writes() const;
 
   // Internal: a queue and what its streams need of the whole
   // (async_session_queues.cc).

@@ -55,8 +55,14 @@ TEST_F(SessionQueueGrowthTest, AgentsConnect_QueuesOpenAndEveryStreamWorks) {
 
   // A group restart reaches them all (stop orders and new assignments are
   // written on each stream's own queue).
+  const int64_t handed_before_restart = services_->session_writes_handed();
   agents_[5]->ReportExit(0, 1, 0, "boom");
   for (auto& agent : agents_) ASSERT_TRUE(agent->WaitForAssignment(2, kWait).ok());
+  // The delivery thread sent each agent its stop order and its assignment;
+  // it handed the writes to the streams' queue threads (at least one per
+  // agent: a second message may follow from the queue thread itself, once the
+  // first write is done).
+  EXPECT_GE(services_->session_writes_handed() - handed_before_restart, kNodes);
 }
 
 TEST_F(SessionQueueGrowthTest, AgentsLeave_ClosedStreamsFreeTheirPlaces) {

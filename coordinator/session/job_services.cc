@@ -87,6 +87,10 @@ int JobServices::session_queue_threads() const {
   return session_queues_ != nullptr ? session_queues_->running_queues() : 0;
 }
 
+int64_t JobServices::session_writes_handed() const {
+  return session_queues_ != nullptr ? session_queues_->handed_writes() : 0;
+}
+
 int JobServices::job_watchers() const { return rendezvous_->watcher_count(); }
 
 void JobServices::Shutdown() {

@@ -86,6 +86,9 @@ class JobServices {
   // Completion queues whose thread runs (AsyncSessionQueues; 0 on the
   // callback API).
   int session_queue_threads() const;
+  // Writes of the delivery thread that the sessions' queue threads carried
+  // out (AsyncSessionQueues::handed_writes; 0 on the callback API).
+  int64_t session_writes_handed() const;
 
   // Ends every agent session with UNAVAILABLE and every watch, then stops the
   // rendezvous threads. The services keep answering (with the core's state)
