@@ -47,15 +47,19 @@ struct AsyncSessionQueues::Queue {
   // queue's thread to start (see AsyncSessionStream::StartWrite).
   // Takes `stream`'s write unless Stop began (false: the caller writes).
   bool Hand(AsyncSessionStream* stream);
-  // On this queue's thread, at `wakeup`: the handed streams.
+  // On this queue's thread, at `wakeup`: the handed streams; then, once
+  // their writes started, HandedStarted (which sets `wakeup` again for those
+  // handed meanwhile).
   std::vector<AsyncSessionStream*> TakeHanded();
-  // No more hand-offs; returns once this queue's thread took every one
+  void HandedStarted();
+  // No more hand-offs; returns once this queue's thread started every write
   // handed so far (before the queue shuts down: no write may start on a
   // queue after its last completion).
   void StopHandOffs();
 
   absl::Mutex hand_mu;
   std::vector<AsyncSessionStream*> handed ABSL_GUARDED_BY(hand_mu);
+  // From the first hand-off until HandedStarted finds none left.
   bool wakeup_set ABSL_GUARDED_BY(hand_mu) = false;
   bool hand_offs_stopped ABSL_GUARDED_BY(hand_mu) = false;
   grpc::Alarm wakeup;  // set, for an instant from now, while handed is not empty
@@ -207,6 +211,7 @@ void Drain(AsyncSessionQueues::Queue& queue) {
     AsyncOp* op = static_cast<AsyncOp*>(tag);
     if (op->kind == AsyncOp::Kind::kWakeup) {
       for (AsyncSessionStream* stream : queue.TakeHanded()) stream->StartHandedWrite();
+      queue.HandedStarted();
       continue;
     }
     op->stream->Proceed(op->kind, ok);
@@ -233,8 +238,18 @@ std::vector<AsyncSessionStream*> AsyncSessionQueues::Queue::TakeHanded() {
   std::vector<AsyncSessionStream*> taken;
   absl::MutexLock lock(&hand_mu);
   taken.swap(handed);
-  wakeup_set = false;
   return taken;
+}
+
+void AsyncSessionQueues::Queue::HandedStarted() {
+  absl::MutexLock lock(&hand_mu);
+  if (handed.empty()) {
+    wakeup_set = false;
+    return;
+  }
+  // Handed while this thread started the others (also after StopHandOffs
+  // began: the queue is not shut down before these started too).
+  wakeup.Set(cq.get(), gpr_now(GPR_CLOCK_MONOTONIC), &wakeup_op);
 }
 
 void AsyncSessionQueues::Queue::StopHandOffs() {
