@@ -3,15 +3,18 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "grpcpp/alarm.h"
 #include "coordinator/rpc/call_auth.h"
 #include "coordinator/session/grpc_session_reactor.h"
+#include "grpcpp/alarm.h"
 
 namespace ddp::session {
 namespace {
