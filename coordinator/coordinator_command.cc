@@ -129,7 +129,9 @@ ABSL_FLAG(int, session_queues, 4,
           "with a thread of its own (for many thousand agents: each message then costs "
           "O(agents / queues) in Debian's libgrpc instead of O(agents)); one runs until the "
           "first agent connects, which opens the others; more open as agents connect "
-          "(--session-queue-streams); 0: the callback API. 0..64");
+          "(--session-queue-streams); each queue's thread also writes what goes to its streams, "
+          "so a restart's stop orders and assignments go out on every queue at once; 0: the "
+          "callback API. 0..64");
 ABSL_FLAG(int, session_queue_streams, 2048,
           "With --session-queues > 0: agent streams per session queue; when every open queue "
           "holds this many, twice as many queues (and threads) open, up to 64, so that a "
