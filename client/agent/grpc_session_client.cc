@@ -179,6 +179,7 @@ void GrpcSessionClient::Send(v1::AgentMessage message) {
     DDP_LOG(DEBUG) << "session down; dropped " << message.ShortDebugString();
     return;
   }
+  stream_written_.fetch_add(1);
   // A failed write means the stream broke; the reader sees it and resumes.
   if (!stream_->Write(message)) {
     DDP_LOG(DEBUG) << "session write failed; the reader will resume";
@@ -271,6 +272,7 @@ absl::Status GrpcSessionClient::ConnectAndRegister(absl::Time deadline,
   {
     absl::MutexLock lock(&write_mu_);
     if (half_closed_) stream->WritesDone();  // Close() came meanwhile
+    stream_written_.store(0);
     stream_ = stream.release();
   }
   context.release();  // owned through context_ until ReadUntilEnd
@@ -436,17 +438,45 @@ void GrpcSessionClient::HeartbeatLoop() {
       registration = registrations_;
       generation = core_.generation();
     }
+    // States sent as a states datagram were sent once the coordinator took
+    // them; until then every heartbeat carries them again.
+    if (datagram_states_.has_value()) {
+      bool taken = false;
+      {
+        absl::MutexLock lock(&mu_);
+        taken = core_.StatesTaken(datagram_states_->sequence);
+      }
+      if (taken && datagram_states_->registration == registration) {
+        last_worker_states_ = std::move(datagram_states_->states);
+        worker_states_registration_ = datagram_states_->registration;
+        worker_states_generation_ = datagram_states_->generation;
+      }
+      if (taken || datagram_states_->registration != registration) datagram_states_.reset();
+    }
     // The workers' states only when they changed since the last heartbeat on
     // this stream, or the generation did (the coordinator keeps them per
     // generation; in-process survivors keep theirs across it): a heartbeat
     // that carries nothing costs the coordinator least, and can go as a
-    // datagram.
+    // datagram. One that carries them goes as a states datagram where the
+    // coordinator takes them.
     std::string states;
     for (const v1::WorkerState& state : workers) states += state.SerializeAsString();
     const bool carries_states = states != last_worker_states_ ||
                                 registration != worker_states_registration_ ||
                                 generation != worker_states_generation_;
-    const SessionCore::HeartbeatRoute route = SendHeartbeatDatagram(carries_states);
+    std::string payload;
+    if (carries_states) {
+      v1::Heartbeat only_states;
+      for (const v1::WorkerState& state : workers) *only_states.add_workers() = state;
+      payload = only_states.SerializeAsString();
+    }
+    uint64_t states_sequence = 0;
+    const SessionCore::HeartbeatRoute route =
+        SendHeartbeatDatagram(carries_states, payload, &states_sequence);
+    if (route == SessionCore::HeartbeatRoute::kStatesDatagram) {
+      datagram_states_ = DatagramStates{states_sequence, std::move(states), registration, generation};
+      continue;
+    }
     if (route == SessionCore::HeartbeatRoute::kDatagram) continue;
     v1::AgentMessage message;
     {

@@ -45,7 +45,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <atomic>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -164,7 +166,11 @@ class GrpcSessionClient : public CoordinatorLink {
   void CloseHeartbeatChannel();
   // Sends what of the heartbeat due now goes as a datagram, as the core
   // routes it (SessionCore::RouteHeartbeat); the stream carries the rest.
-  SessionCore::HeartbeatRoute SendHeartbeatDatagram(bool carries_states);
+  // `states`: the states datagram's payload when the heartbeat carries
+  // states; the sequence of a states datagram sent goes to `states_sequence`.
+  SessionCore::HeartbeatRoute SendHeartbeatDatagram(bool carries_states,
+                                                    const std::string& states,
+                                                    uint64_t* states_sequence);
   // "session-udp": reads acks until Close.
   void DatagramLoop();
   // Sleeps `delay` unless Close() comes first; false when closing.
@@ -208,6 +214,9 @@ class GrpcSessionClient : public CoordinatorLink {
   absl::Mutex write_mu_ ABSL_ACQUIRED_AFTER(mu_);
   Stream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;
   bool half_closed_ ABSL_GUARDED_BY(write_mu_) = false;  // Close() began
+  // Messages written on stream_ after Register (changed under write_mu_;
+  // read without it): a states datagram's stream mark.
+  std::atomic<uint64_t> stream_written_{0};
 
   // The heartbeat thread's own: the worker states it last sent, on which
   // registration (a new stream gets them again) and of which generation (a
@@ -215,6 +224,15 @@ class GrpcSessionClient : public CoordinatorLink {
   std::string last_worker_states_;
   int worker_states_registration_ = -1;
   int64_t worker_states_generation_ = -1;
+  // States sent in a states datagram, sent for good once an ack says they
+  // were taken (SessionCore::StatesTaken).
+  struct DatagramStates {
+    uint64_t sequence = 0;
+    std::string states;
+    int registration = 0;
+    int64_t generation = 0;
+  };
+  std::optional<DatagramStates> datagram_states_;
 
   std::thread reader_;
   std::thread heartbeat_;

@@ -49,18 +49,47 @@ class FakeUdpEndpoint {
   int heartbeats() const { return heartbeats_.load(); }
   int asked() const { return asked_.load(); }
   int bad() const { return bad_.load(); }
+  // States datagrams: the first `n` are deferred (acked without "taken").
+  void DeferStates(int n) { defer_states_ = n; }
+  struct States {
+    uint64_t stream_mark = 0;
+    v1::Heartbeat heartbeat;
+    bool taken = false;
+  };
+  std::vector<States> states() {
+    absl::MutexLock lock(&mu_);
+    return states_;
+  }
 
  private:
   void Loop() {
-    char buffer[128];
+    char buffer[heartbeat::kMaxStatesDatagramSize + 1];
     while (!stop_) {
       sockaddr_storage from{};
       socklen_t length = sizeof(from);
       const ssize_t n = recvfrom(socket_.fd(), buffer, sizeof(buffer), 0,
                                  reinterpret_cast<sockaddr*>(&from), &length);
       if (n <= 0) continue;
-      auto fields = heartbeat::DecodeDatagram(absl::string_view(buffer, n),
-                                              heartbeat::DatagramKind::kHeartbeat, key_);
+      const absl::string_view bytes(buffer, n);
+      bool taken = false;
+      absl::StatusOr<heartbeat::DatagramFields> fields;
+      if (heartbeat::IsStatesDatagram(bytes)) {
+        auto states = heartbeat::DecodeStatesDatagram(bytes, heartbeat::DatagramKey(key_));
+        if (states.ok()) {
+          fields = states->fields;
+          States got;
+          got.stream_mark = states->stream_mark;
+          EXPECT_TRUE(got.heartbeat.ParseFromArray(states->states.data(),
+                                                   static_cast<int>(states->states.size())));
+          taken = got.taken = defer_states_.fetch_sub(1) <= 0;
+          absl::MutexLock lock(&mu_);
+          states_.push_back(std::move(got));
+        } else {
+          fields = states.status();
+        }
+      } else {
+        fields = heartbeat::DecodeDatagram(bytes, heartbeat::DatagramKind::kHeartbeat, key_);
+      }
       if (!fields.ok() || fields->session != kSession) {
         ++bad_;
         continue;
@@ -75,6 +104,7 @@ class FakeUdpEndpoint {
       ack.sequence = fields->sequence;
       ack.generation = 7;
       ack.flag = mode == UdpMode::kRefuse;
+      ack.states_taken = taken && !ack.flag;
       const heartbeat::Datagram d = heartbeat::EncodeDatagram(ack, key_);
       sendto(socket_.fd(), d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&from), length);
     }
@@ -88,12 +118,16 @@ class FakeUdpEndpoint {
   std::atomic<int> heartbeats_{0};
   std::atomic<int> asked_{0};
   std::atomic<int> bad_{0};
+  std::atomic<int> defer_states_{0};
+  absl::Mutex mu_;
+  std::vector<States> states_ ABSL_GUARDED_BY(mu_);
 };
 
 // Registered with a heartbeat channel; acknowledges stream heartbeats that ask.
 class FakeSessionService final : public v1::SessionService::Service {
  public:
-  FakeSessionService(int udp_port, std::string key) : udp_port_(udp_port), key_(std::move(key)) {}
+  FakeSessionService(int udp_port, std::string key, bool worker_states)
+      : udp_port_(udp_port), key_(std::move(key)), worker_states_(worker_states) {}
 
   grpc::Status Session(
       grpc::ServerContext* context,
@@ -111,6 +145,7 @@ class FakeSessionService final : public v1::SessionService::Service {
     r->mutable_heartbeat_channel()->set_udp_port(udp_port_);
     r->mutable_heartbeat_channel()->set_session(kSession);
     r->mutable_heartbeat_channel()->set_key(key_);
+    r->mutable_heartbeat_channel()->set_worker_states(worker_states_);
     stream->Write(registered);
     v1::AgentMessage message;
     while (stream->Read(&message)) {
@@ -148,6 +183,7 @@ class FakeSessionService final : public v1::SessionService::Service {
  private:
   const int udp_port_;
   const std::string key_;
+  const bool worker_states_;
   absl::Mutex mu_;
   int stream_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
   int empty_stream_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
@@ -164,10 +200,16 @@ class CountingEvents : public SessionEvents {
   void OnFenced(const absl::Status&) override {}
   void OnSessionFailed(const absl::Status&) override {}
   std::vector<v1::WorkerState> WorkerStates() override {
-    v1::WorkerState state;  // never changes: only the first heartbeat carries it
+    v1::WorkerState state;  // changes only when the test says: the first heartbeat carries it
     state.set_local_rank(0);
     state.set_state(v1::WORKER_RUNNING);
+    absl::MutexLock lock(&mu_);
+    state.set_pid(pid_);
     return {state};
+  }
+  void set_pid(int pid) {
+    absl::MutexLock lock(&mu_);
+    pid_ = pid;
   }
   void OnLeaseGranted(absl::Duration) override {}
   void OnLeaseRenewed(absl::Time, int64_t running_generation) override {
@@ -189,17 +231,22 @@ class CountingEvents : public SessionEvents {
   int renewals_ ABSL_GUARDED_BY(mu_) = 0;
   int registrations_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  int pid_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class GrpcSessionClientDatagramTest : public ::testing::Test {
  protected:
   // `via_proxy`: the stream goes through a TcpProxy (proxy_) the test can
   // silence; the datagrams go straight to the UDP endpoint.
-  void Start(UdpMode mode, bool via_proxy = false) {
+  // `worker_states`: the channel takes states datagrams (an older
+  // coordinator's does not).
+  void Start(UdpMode mode, bool via_proxy = false, bool worker_states = false,
+             int defer_states = 0) {
     const std::string key = heartbeat::NewKey();
     udp_ = std::make_unique<FakeUdpEndpoint>(key);
     udp_->set_mode(mode);
-    service_ = std::make_unique<FakeSessionService>(udp_->port(), key);
+    udp_->DeferStates(defer_states);
+    service_ = std::make_unique<FakeSessionService>(udp_->port(), key, worker_states);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -304,6 +351,52 @@ TEST_F(GrpcSessionClientDatagramTest, ASilentStreamEndsAndItsDatagramsStop) {
   proxy_->SetPartitioned(false);
   ASSERT_TRUE(Eventually([&] { return events_.registrations() >= 2; }));
   ASSERT_TRUE(Eventually([&] { return udp_->heartbeats() > datagrams + 5; }));
+}
+
+TEST_F(GrpcSessionClientDatagramTest, StatesGoAsDatagramsSentAgainUntilTaken) {
+  Start(UdpMode::kAnswer, /*via_proxy=*/false, /*worker_states=*/true, /*defer_states=*/2);
+  // Two deferred (the coordinator's stream point did not match), the third
+  // taken; then only empty heartbeats until the states change.
+  ASSERT_TRUE(Eventually([&] {
+    const auto states = udp_->states();
+    return !states.empty() && states.back().taken;
+  }));
+  absl::SleepFor(absl::Milliseconds(200));  // ~10 heartbeats
+  std::vector<FakeUdpEndpoint::States> states = udp_->states();
+  ASSERT_EQ(states.size(), 3u);
+  for (const FakeUdpEndpoint::States& s : states) {
+    EXPECT_EQ(s.stream_mark, 0u);  // nothing written on the stream after Register
+    ASSERT_EQ(s.heartbeat.workers_size(), 1);
+    EXPECT_EQ(s.heartbeat.workers(0).state(), v1::WORKER_RUNNING);
+    EXPECT_FALSE(s.heartbeat.has_header());
+    EXPECT_EQ(s.heartbeat.sequence(), 0u);
+  }
+  EXPECT_EQ(service_->stream_heartbeats(), 0) << "states went on the stream";
+  EXPECT_GT(udp_->heartbeats(), 6);
+  EXPECT_EQ(udp_->bad(), 0);
+
+  // A message on the stream, then new states: their datagram names it.
+  v1::AgentMessage exited;
+  exited.mutable_worker_exited()->set_local_rank(0);
+  client_->Send(exited);
+  events_.set_pid(4242);
+  ASSERT_TRUE(Eventually([&] { return udp_->states().size() >= 4; }));
+  states = udp_->states();
+  EXPECT_EQ(states[3].stream_mark, 1u);
+  ASSERT_EQ(states[3].heartbeat.workers_size(), 1);
+  EXPECT_EQ(states[3].heartbeat.workers(0).pid(), 4242);
+  EXPECT_TRUE(states[3].taken);
+  EXPECT_EQ(service_->stream_heartbeats(), 0);
+  ASSERT_TRUE(Eventually([&] { return events_.renewals() >= 3; }));  // the acks renew the lease
+}
+
+TEST_F(GrpcSessionClientDatagramTest, StatesOnTheStreamWhenTheirDatagramsAreRefused) {
+  Start(UdpMode::kRefuse, /*via_proxy=*/false, /*worker_states=*/true);
+  ASSERT_TRUE(Eventually([&] { return !udp_->states().empty(); }));
+  // Refused: the stream carries the heartbeats from now on, the states first.
+  ASSERT_TRUE(Eventually([&] { return service_->stream_heartbeats() >= 3; }));
+  EXPECT_EQ(service_->stream_heartbeats() - service_->empty_stream_heartbeats(), 1);
+  EXPECT_EQ(udp_->states().size(), 1u);
 }
 
 }  // namespace

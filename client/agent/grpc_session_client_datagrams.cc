@@ -36,24 +36,36 @@ void GrpcSessionClient::CloseHeartbeatChannel() {
   udp_.reset();
 }
 
-SessionCore::HeartbeatRoute GrpcSessionClient::SendHeartbeatDatagram(bool carries_states) {
+SessionCore::HeartbeatRoute GrpcSessionClient::SendHeartbeatDatagram(bool carries_states,
+                                                                     const std::string& states,
+                                                                     uint64_t* states_sequence) {
   std::shared_ptr<heartbeat::UdpSocket> udp;
-  heartbeat::Datagram datagram;
+  std::string bytes;
   SessionCore::HeartbeatRoute route = SessionCore::HeartbeatRoute::kStream;
   {
     absl::MutexLock lock(&mu_);
     // The send time renews the lease: on the lease's clock (Options::clock).
     const absl::Time now = clock_.Now();
     if (udp_ == nullptr) return route;
-    route = core_.RouteHeartbeat(carries_states, now);
+    route = core_.RouteHeartbeat(carries_states, now, states.size());
     if (route == SessionCore::HeartbeatRoute::kStream) return route;
     udp = udp_;
-    datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(core_.AckDue(now), now),
-                                         core_.heartbeat_channel()->key());
+    const heartbeat::DatagramKey key(core_.heartbeat_channel()->key());
+    if (route == SessionCore::HeartbeatRoute::kStatesDatagram) {
+      const heartbeat::DatagramFields fields = core_.StatesDatagram(now);
+      *states_sequence = fields.sequence;
+      // Written before now, on the stream this channel belongs to: where the
+      // coordinator takes these states.
+      bytes = *heartbeat::EncodeStatesDatagram(fields, stream_written_.load(), states, key);
+    } else {
+      const heartbeat::Datagram datagram =
+          heartbeat::EncodeDatagram(core_.HeartbeatDatagram(core_.AckDue(now), now), key);
+      bytes.assign(reinterpret_cast<const char*>(datagram.data()), datagram.size());
+    }
   }
   // A datagram the kernel refuses is lost like one the network drops: an
   // asked one is made up for on the stream (SessionCore::SendAsDatagram).
-  if (!udp->Send(datagram.data(), datagram.size())) {
+  if (!udp->Send(bytes.data(), bytes.size())) {
     DDP_LOG(DEBUG) << "heartbeat datagram not sent";
   }
   return route;

@@ -112,10 +112,13 @@ bool SessionCore::SendAsDatagram(absl::Time now) const {
   return channel_.has_value() && !(datagram_ask_pending_ && AckDue(now));
 }
 
-SessionCore::HeartbeatRoute SessionCore::RouteHeartbeat(bool carries_states,
-                                                        absl::Time now) const {
+SessionCore::HeartbeatRoute SessionCore::RouteHeartbeat(bool carries_states, absl::Time now,
+                                                        size_t states_bytes) const {
   if (!SendAsDatagram(now)) return HeartbeatRoute::kStream;
   if (!carries_states) return HeartbeatRoute::kDatagram;
+  if (channel_->worker_states() && states_bytes <= heartbeat::kMaxStatesPayload) {
+    return HeartbeatRoute::kStatesDatagram;
+  }
   return AckDue(now) ? HeartbeatRoute::kStreamAndRenewal : HeartbeatRoute::kStream;
 }
 
@@ -134,8 +137,15 @@ heartbeat::DatagramFields SessionCore::HeartbeatDatagram(bool ask_ack, absl::Tim
   return fields;
 }
 
+heartbeat::DatagramFields SessionCore::StatesDatagram(absl::Time sent_at) {
+  heartbeat::DatagramFields fields = HeartbeatDatagram(/*ask_ack=*/true, sent_at);
+  fields.kind = heartbeat::DatagramKind::kStates;
+  return fields;
+}
+
 std::optional<absl::Time> SessionCore::DatagramAnswered(const heartbeat::DatagramFields& ack) {
   datagram_ask_pending_ = false;
+  if (ack.states_taken) states_taken_through_ = std::max(states_taken_through_, ack.sequence);
   if (ack.flag) {  // refused: the stream carries heartbeats (and the refusal) from now on
     channel_.reset();
     return std::nullopt;
@@ -164,6 +174,7 @@ bool SessionCore::OnRegistered(const v1::Registered& registered) {
   channel_.reset();
   datagram_ask_pending_ = false;
   datagram_misses_ = 0;
+  states_taken_through_ = 0;
   const v1::HeartbeatChannel& channel = registered.heartbeat_channel();
   if (registered.has_heartbeat_channel() && channel.udp_port() > 0 && channel.udp_port() <= 65535 &&
       channel.key().size() == heartbeat::kKeySize) {

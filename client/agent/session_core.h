@@ -125,9 +125,14 @@ class SessionCore {
   // datagram costs one stream heartbeat, never the lease).
   bool SendAsDatagram(absl::Time now) const;
   // How the heartbeat due at `now` goes, `carries_states`: whether it carries
-  // the workers' states (those only go on the stream).
+  // the workers' states, `states_bytes`: their size as a states datagram's
+  // payload (a serialized Heartbeat holding only them).
   //   kDatagram          all of it as a datagram (asking for an ack when one
   //                      is due);
+  //   kStatesDatagram    all of it as a states datagram, which asks for an
+  //                      ack (the channel takes worker states and they fit:
+  //                      heartbeat_datagram.h); the states count as sent
+  //                      once an ack says they were taken (StatesTaken);
   //   kStreamAndRenewal  the states on the stream without asking for an ack,
   //                      and a datagram that asks: the lease is renewed over
   //                      UDP as for any other heartbeat (a stream ack costs
@@ -135,12 +140,19 @@ class SessionCore {
   //                      restart of N nodes sends N states);
   //   kStream            on the stream, asking when an ack is due (no channel,
   //                      or an asked datagram is still unanswered).
-  enum class HeartbeatRoute { kDatagram, kStreamAndRenewal, kStream };
-  HeartbeatRoute RouteHeartbeat(bool carries_states, absl::Time now) const;
+  enum class HeartbeatRoute { kDatagram, kStatesDatagram, kStreamAndRenewal, kStream };
+  HeartbeatRoute RouteHeartbeat(bool carries_states, absl::Time now,
+                                size_t states_bytes = 0) const;
   // A heartbeat datagram of the current generation (heartbeat_channel() must
   // be set). Every datagram gets a sequence number (the coordinator drops
   // replays); one that asks for an ack is remembered like HeartbeatMessage's.
   heartbeat::DatagramFields HeartbeatDatagram(bool ask_ack, absl::Time sent_at);
+  // The fields of a states datagram (it always asks), numbered and remembered
+  // as HeartbeatDatagram's.
+  heartbeat::DatagramFields StatesDatagram(absl::Time sent_at);
+  // Whether an ack said that the states of the states datagram `sequence` (of
+  // the current registration) or of a later one were taken.
+  bool StatesTaken(uint64_t sequence) const { return states_taken_through_ >= sequence; }
   // An ack datagram, already verified with the channel's key: the send time
   // it renews (as Acknowledged). A refusal drops the channel.
   std::optional<absl::Time> DatagramAnswered(const heartbeat::DatagramFields& ack);
@@ -187,6 +199,7 @@ class SessionCore {
   std::optional<v1::HeartbeatChannel> channel_;        // of the current stream
   bool datagram_ask_pending_ = false;                  // a datagram asked for an ack, none came yet
   int datagram_misses_ = 0;                            // asks unanswered in a row
+  uint64_t states_taken_through_ = 0;  // the last states datagram an ack said was taken
   bool registered_once_ = false;                       // with the current incarnation
   absl::Time lost_at_;  // when the session was last lost (or started)
   // The last WaitingNotice of the current wait; InfinitePast: none yet.

@@ -325,5 +325,58 @@ TEST(SessionCoreTest, Route_StatesOnTheStream_TheirLeaseRenewalAsADatagram) {
   EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/false, now), Route::kStream);
 }
 
+TEST(SessionCoreTest, Route_StatesAsADatagramWhereTheChannelTakesThemAndTheyFit) {
+  using Route = SessionCore::HeartbeatRoute;
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  v1::Registered registered = WithChannel(3000);
+  registered.mutable_heartbeat_channel()->set_worker_states(true);
+  core.OnRegistered(registered);
+  absl::Time now = clock.Now();
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/true, now, 400), Route::kStatesDatagram);
+  EXPECT_EQ(core.RouteHeartbeat(true, now, heartbeat::kMaxStatesPayload), Route::kStatesDatagram);
+  // Too large for one: on the stream, its renewal as a datagram.
+  EXPECT_EQ(core.RouteHeartbeat(true, now, heartbeat::kMaxStatesPayload + 1),
+            Route::kStreamAndRenewal);
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/false, now), Route::kDatagram);
+
+  // A states datagram always asks; an ack that says "taken" marks it and
+  // every earlier one, one that does not (deferred, or none) leaves it.
+  const heartbeat::DatagramFields first = core.StatesDatagram(now);
+  EXPECT_EQ(first.kind, heartbeat::DatagramKind::kStates);
+  EXPECT_TRUE(first.flag);
+  EXPECT_EQ(first.session, 99u);
+  EXPECT_FALSE(core.StatesTaken(first.sequence));
+  heartbeat::DatagramFields deferred = AckOf(first);
+  EXPECT_EQ(core.DatagramAnswered(deferred), now);  // still renews the lease
+  EXPECT_FALSE(core.StatesTaken(first.sequence));
+  now += absl::Milliseconds(500);
+  const heartbeat::DatagramFields second = core.StatesDatagram(now);
+  EXPECT_GT(second.sequence, first.sequence);
+  heartbeat::DatagramFields taken = AckOf(second);
+  taken.states_taken = true;
+  EXPECT_EQ(core.DatagramAnswered(taken), now);
+  EXPECT_TRUE(core.StatesTaken(second.sequence));
+  EXPECT_TRUE(core.StatesTaken(first.sequence));
+  // A new stream: nothing it sent was taken yet.
+  const heartbeat::DatagramFields third = core.StatesDatagram(now);
+  core.OnRegistered(registered);
+  EXPECT_FALSE(core.StatesTaken(third.sequence));
+
+  // A states datagram unanswered while the lease is due: the stream.
+  core.StatesDatagram(now);  // lost
+  now += absl::Seconds(2);
+  EXPECT_EQ(core.RouteHeartbeat(true, now, 400), Route::kStream);
+}
+
+TEST(SessionCoreTest, Route_StatesOnTheStreamWhereTheChannelDoesNotTakeThem) {
+  using Route = SessionCore::HeartbeatRoute;
+  FakeClock clock;
+  SessionCore core(Options(), 77, clock);
+  core.OnRegistered(WithChannel(3000));  // an older coordinator: worker_states unset
+  EXPECT_EQ(core.RouteHeartbeat(/*carries_states=*/true, clock.Now(), 10),
+            Route::kStreamAndRenewal);
+}
+
 }  // namespace
 }  // namespace ddp::client

@@ -18,10 +18,35 @@ namespace ddp::heartbeat {
 namespace {
 
 constexpr size_t kSignedSize = 32;
-constexpr size_t kMacSize = kDatagramSize - kSignedSize;
+static_assert(kSignedSize + kMacSize == kDatagramSize);
 constexpr unsigned char kVersion = 1;
 
-const char* Magic(DatagramKind kind) { return kind == DatagramKind::kHeartbeat ? "DDPh" : "DDPa"; }
+const char* Magic(DatagramKind kind) {
+  switch (kind) {
+    case DatagramKind::kHeartbeat:
+      return "DDPh";
+    case DatagramKind::kAck:
+      return "DDPa";
+    case DatagramKind::kStates:
+      return "DDPs";
+  }
+  return "";
+}
+
+const char* KindName(DatagramKind kind) {
+  switch (kind) {
+    case DatagramKind::kHeartbeat:
+      return "datagram";
+    case DatagramKind::kAck:
+      return "ack";
+    case DatagramKind::kStates:
+      return "states datagram";
+  }
+  return "";
+}
+
+// The flag bits each kind may set.
+unsigned char KnownFlags(DatagramKind kind) { return kind == DatagramKind::kAck ? 0x3 : 0x1; }
 
 void PutU64(unsigned char* at, uint64_t value) {
   for (int i = 0; i < 8; ++i) at[i] = static_cast<unsigned char>(value >> (8 * i));
@@ -59,11 +84,11 @@ DatagramKey::~DatagramKey() {
   OPENSSL_cleanse(&outer_, sizeof(outer_));
 }
 
-void DatagramKey::Sign(const unsigned char* signed_bytes, unsigned char* mac) const {
+void DatagramKey::Sign(const unsigned char* bytes, size_t size, unsigned char* mac) const {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256_CTX inner = inner_;
   SHA256_CTX outer = outer_;
-  DDP_CHECK(SHA256_Update(&inner, signed_bytes, kSignedSize) == 1 &&
+  DDP_CHECK(SHA256_Update(&inner, bytes, size) == 1 &&
             SHA256_Final(digest, &inner) == 1 &&
             SHA256_Update(&outer, digest, sizeof(digest)) == 1 && SHA256_Final(digest, &outer) == 1)
       << "HMAC-SHA256 failed";
@@ -81,18 +106,47 @@ Datagram EncodeDatagram(const DatagramFields& fields, const DatagramKey& key) {
   Datagram d{};
   std::memcpy(d.data(), Magic(fields.kind), 4);
   d[4] = kVersion;
-  d[5] = fields.flag ? 1 : 0;
+  d[5] = (fields.flag ? 1 : 0) | (fields.kind == DatagramKind::kAck && fields.states_taken ? 2 : 0);
   PutU64(&d[8], fields.session);
   PutU64(&d[16], fields.sequence);
   PutU64(&d[24], static_cast<uint64_t>(fields.generation));
-  key.Sign(d.data(), &d[kSignedSize]);
+  key.Sign(d.data(), kSignedSize, &d[kSignedSize]);
   return d;
 }
 
+std::optional<std::string> EncodeStatesDatagram(const DatagramFields& fields,
+                                                uint64_t stream_mark, absl::string_view states,
+                                                const DatagramKey& key) {
+  if (states.size() > kMaxStatesPayload) return std::nullopt;
+  std::string bytes(kStatesHeaderSize + states.size() + kMacSize, '\0');
+  auto* d = reinterpret_cast<unsigned char*>(bytes.data());
+  std::memcpy(d, Magic(DatagramKind::kStates), 4);
+  d[4] = kVersion;
+  d[5] = fields.flag ? 1 : 0;
+  d[6] = static_cast<unsigned char>(states.size());
+  d[7] = static_cast<unsigned char>(states.size() >> 8);
+  PutU64(d + 8, fields.session);
+  PutU64(d + 16, fields.sequence);
+  PutU64(d + 24, static_cast<uint64_t>(fields.generation));
+  PutU64(d + 32, stream_mark);
+  std::memcpy(d + kStatesHeaderSize, states.data(), states.size());
+  key.Sign(d, kStatesHeaderSize + states.size(), d + kStatesHeaderSize + states.size());
+  return bytes;
+}
+
+bool IsStatesDatagram(absl::string_view bytes) {
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), Magic(DatagramKind::kStates), 4) == 0;
+}
+
 absl::StatusOr<uint64_t> PeekSession(absl::string_view bytes) {
-  if (bytes.size() != kDatagramSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("heartbeat datagram of ", bytes.size(), " bytes (want ", kDatagramSize, ")"));
+  const bool states_size =
+      bytes.size() >= kStatesHeaderSize + kMacSize && bytes.size() <= kMaxStatesDatagramSize;
+  if (bytes.size() != kDatagramSize && !(IsStatesDatagram(bytes) && states_size)) {
+    return absl::InvalidArgumentError(absl::StrCat("heartbeat datagram of ", bytes.size(),
+                                                   " bytes (want ", kDatagramSize,
+                                                   ", or a states datagram of ",
+                                                   kStatesHeaderSize + kMacSize, " to ",
+                                                   kMaxStatesDatagramSize, ")"));
   }
   return GetU64(reinterpret_cast<const unsigned char*>(bytes.data()) + 8);
 }
@@ -107,37 +161,88 @@ absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramK
   return DecodeDatagram(bytes, kind, prepared);
 }
 
-absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramKind kind,
-                                              const DatagramKey& key) {
-  if (bytes.size() != kDatagramSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("heartbeat datagram of ", bytes.size(), " bytes (want ", kDatagramSize, ")"));
-  }
-  const auto* d = reinterpret_cast<const unsigned char*>(bytes.data());
+namespace {
+
+// Checks the magic, version and flags of a datagram of `kind` (`d` has at
+// least 8 bytes); with `length_in_reserved`, bytes 6-7 are the payload's
+// length rather than reserved.
+absl::Status CheckPreamble(const unsigned char* d, DatagramKind kind, bool length_in_reserved) {
   if (std::memcmp(d, Magic(kind), 4) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("not a heartbeat ", kind == DatagramKind::kAck ? "ack" : "datagram",
-                     " (magic ", absl::CEscape(bytes.substr(0, 4)), ")"));
+        absl::StrCat("not a heartbeat ", KindName(kind), " (magic ",
+                     absl::CEscape(absl::string_view(reinterpret_cast<const char*>(d), 4)), ")"));
   }
   if (d[4] != kVersion) {
     return absl::InvalidArgumentError(
         absl::StrCat("heartbeat datagram version ", d[4], " (this build speaks ", kVersion, ")"));
   }
-  if (d[5] > 1 || d[6] != 0 || d[7] != 0) {
+  if ((d[5] & ~KnownFlags(kind)) != 0 || (!length_in_reserved && (d[6] != 0 || d[7] != 0))) {
     return absl::InvalidArgumentError("heartbeat datagram with unknown flags or reserved bits set");
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMac(const unsigned char* d, size_t signed_size, const DatagramKey& key) {
   unsigned char mac[kMacSize];
-  key.Sign(d, mac);
-  if (CRYPTO_memcmp(mac, d + kSignedSize, kMacSize) != 0) {
+  key.Sign(d, signed_size, mac);
+  if (CRYPTO_memcmp(mac, d + signed_size, kMacSize) != 0) {
     return absl::InvalidArgumentError("heartbeat datagram with a bad MAC");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramKind kind,
+                                              const DatagramKey& key) {
+  if (kind == DatagramKind::kStates) {
+    return absl::InvalidArgumentError("a states datagram decodes with DecodeStatesDatagram");
+  }
+  if (bytes.size() != kDatagramSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat datagram of ", bytes.size(), " bytes (want ", kDatagramSize, ")"));
+  }
+  const auto* d = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (absl::Status s = CheckPreamble(d, kind, /*length_in_reserved=*/false); !s.ok()) return s;
+  if (absl::Status s = CheckMac(d, kSignedSize, key); !s.ok()) return s;
   DatagramFields fields;
   fields.kind = kind;
-  fields.flag = d[5] == 1;
+  fields.flag = (d[5] & 1) != 0;
+  fields.states_taken = (d[5] & 2) != 0;
   fields.session = GetU64(d + 8);
   fields.sequence = GetU64(d + 16);
   fields.generation = static_cast<int64_t>(GetU64(d + 24));
   return fields;
+}
+
+absl::StatusOr<StatesDatagram> DecodeStatesDatagram(absl::string_view bytes,
+                                                    const DatagramKey& key) {
+  if (bytes.size() < kStatesHeaderSize + kMacSize || bytes.size() > kMaxStatesDatagramSize) {
+    return absl::InvalidArgumentError(absl::StrCat("heartbeat states datagram of ", bytes.size(),
+                                                   " bytes (want ", kStatesHeaderSize + kMacSize,
+                                                   " to ", kMaxStatesDatagramSize, ")"));
+  }
+  const auto* d = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (absl::Status s = CheckPreamble(d, DatagramKind::kStates, /*length_in_reserved=*/true);
+      !s.ok()) {
+    return s;
+  }
+  const size_t length = static_cast<size_t>(d[6]) | (static_cast<size_t>(d[7]) << 8);
+  if (kStatesHeaderSize + length + kMacSize != bytes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat states datagram of ", bytes.size(), " bytes says its payload has ",
+                     length, " (want ", bytes.size() - kStatesHeaderSize - kMacSize, ")"));
+  }
+  if (absl::Status s = CheckMac(d, kStatesHeaderSize + length, key); !s.ok()) return s;
+  StatesDatagram datagram;
+  datagram.fields.kind = DatagramKind::kStates;
+  datagram.fields.flag = (d[5] & 1) != 0;
+  datagram.fields.session = GetU64(d + 8);
+  datagram.fields.sequence = GetU64(d + 16);
+  datagram.fields.generation = static_cast<int64_t>(GetU64(d + 24));
+  datagram.stream_mark = GetU64(d + 32);
+  datagram.states = bytes.substr(kStatesHeaderSize, length);
+  return datagram;
 }
 
 std::string NewKey() {

@@ -70,7 +70,8 @@ void AddFleet(const ScrapeState& state, std::vector<prometheus::MetricFamily>* f
       prometheus::MetricType::Counter, "node", state.node_incidents));
 }
 
-// ddp_heartbeat_datagrams_total{result} and ddp_heartbeat_datagram_acks_total.
+// ddp_heartbeat_datagrams_total{result}, ddp_heartbeat_datagram_acks_total and
+// ddp_heartbeat_datagram_states_total{result}.
 void AddHeartbeatDatagrams(const ScrapeState::HeartbeatDatagrams& d,
                            std::vector<prometheus::MetricFamily>* families) {
   prometheus::MetricFamily received;
@@ -100,6 +101,21 @@ void AddHeartbeatDatagrams(const ScrapeState::HeartbeatDatagrams& d,
   metric.counter.value = static_cast<double>(d.acks);
   acks.metric.push_back(std::move(metric));
   families->push_back(std::move(acks));
+  prometheus::MetricFamily states;
+  states.name = "ddp_heartbeat_datagram_states_total";
+  states.help =
+      "Worker states received in states datagrams, by result: taken (at their point of the "
+      "agent's stream), deferred (the stream was ahead or behind: the agent sends them again "
+      "with its next heartbeat; a deferred share near 1 means states keep missing their point)";
+  states.type = prometheus::MetricType::Counter;
+  for (const auto& [result, value] : {std::pair<const char*, int64_t>{"taken", d.states_taken},
+                                      {"deferred", d.states_deferred}}) {
+    prometheus::ClientMetric m;
+    m.label.push_back({"result", result});
+    m.counter.value = static_cast<double>(value);
+    states.metric.push_back(std::move(m));
+  }
+  families->push_back(std::move(states));
 }
 
 }  // namespace

@@ -42,6 +42,8 @@ struct ScrapeState {
     int64_t refused = 0;
     int64_t acks = 0;
     int64_t overflowed = 0;  // dropped unread: the receive queue was full
+    int64_t states_taken = 0;     // states datagrams whose worker states the core took
+    int64_t states_deferred = 0;  // not at their stream point: the agent sends them again
   };
   std::optional<HeartbeatDatagrams> heartbeat_datagrams;
   bool writes_accepted = true;  // false: fail-stopped after a storage error

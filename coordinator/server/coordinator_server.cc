@@ -434,7 +434,8 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   }
   if (const auto stats = job_services_->heartbeat_datagram_stats()) {
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
-        stats->accepted, stats->dropped, stats->refused, stats->acks, stats->overflowed};
+        stats->accepted,     stats->dropped,      stats->refused,        stats->acks,
+        stats->overflowed,   stats->states_taken, stats->states_deferred};
   }
   auto jobs = job_services_->ListJobs(/*include_past_runs=*/false);
   if (!jobs.ok()) return state;

@@ -42,6 +42,27 @@ const char* BodyName(const v1::AgentMessage& message) {
 
 }  // namespace
 
+absl::Status ReportWorkerStates(RendezvousService& rendezvous, const rendezvous::NodeRef& ref,
+                                const v1::Heartbeat& heartbeat) {
+  const rendezvous::RendezvousLimits& limits = rendezvous.limits();
+  if (heartbeat.workers_size() > limits.max_nproc_per_node) {
+    return absl::InvalidArgumentError(absl::StrCat("heartbeat lists ", heartbeat.workers_size(),
+                                                   " workers; the limit is ",
+                                                   limits.max_nproc_per_node));
+  }
+  DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::WorkerProgress> progress,
+                       ProgressFromProto(heartbeat, limits, rendezvous.Now()));
+  if (!progress.empty()) {
+    DDP_RETURN_IF_ERROR(rendezvous.ReportProgress(ref, std::move(progress)));
+  }
+  if (heartbeat.workers_size() > 0) {  // the states changed: the full list
+    DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::WorkerActivity> activity,
+                         ActivityFromProto(heartbeat, limits, rendezvous.Now()));
+    DDP_RETURN_IF_ERROR(rendezvous.ReportActivity(ref, std::move(activity)));
+  }
+  return absl::OkStatus();
+}
+
 SessionReactor::SessionReactor(SessionTransport* transport, RendezvousService& rendezvous,
                                const GrpcSessionServiceOptions& options,
                                std::atomic<int>* open_streams, auth::Identity identity)
@@ -74,6 +95,12 @@ void SessionReactor::OnReadDone(bool ok) {
         "/ddp.v1.SessionService/Session: a message of ", size,
         " bytes from the agent is not a valid ddp.v1.AgentMessage; the session is closed "
         "(is the agent's ddp.v1 protocol the coordinator's?)"));
+  } else if (cursor_ != nullptr) {
+    // Counted while handled, under the cursor's lock: a states datagram made
+    // after this message is taken only once it is (UdpHeartbeatEndpoint).
+    absl::MutexLock lock(&cursor_->mu);
+    status = Handle(incoming_);
+    ++cursor_->handled;
   } else {
     status = Handle(incoming_);
   }
@@ -106,23 +133,14 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
   switch (message.body_case()) {
     case v1::AgentMessage::kHeartbeat: {
       const v1::Heartbeat& m = message.heartbeat();
-      if (m.workers_size() > limits.max_nproc_per_node) {
+      if (m.workers_size() > limits.max_nproc_per_node) {  // before any of it counts
         return absl::InvalidArgumentError(absl::StrCat("heartbeat lists ", m.workers_size(),
                                                        " workers; the limit is ",
                                                        limits.max_nproc_per_node));
       }
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
       DDP_ASSIGN_OR_RETURN(rendezvous::Generation running, rendezvous_.Heartbeat(ref));
-      DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::WorkerProgress> progress,
-                           ProgressFromProto(m, limits, rendezvous_.Now()));
-      if (!progress.empty()) {
-        DDP_RETURN_IF_ERROR(rendezvous_.ReportProgress(ref, std::move(progress)));
-      }
-      if (m.workers_size() > 0) {  // the states changed: the full list
-        DDP_ASSIGN_OR_RETURN(std::vector<rendezvous::WorkerActivity> activity,
-                             ActivityFromProto(m, limits, rendezvous_.Now()));
-        DDP_RETURN_IF_ERROR(rendezvous_.ReportActivity(ref, std::move(activity)));
-      }
+      DDP_RETURN_IF_ERROR(ReportWorkerStates(rendezvous_, ref, m));
       if (m.sequence() != 0) {  // renews the agent's lease
         v1::CoordinatorMessage ack;
         ack.mutable_heartbeat_ack()->set_sequence(m.sequence());
@@ -219,9 +237,11 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
                               /*resuming=*/request.generation > 0));
   }
   std::optional<HeartbeatChannelGrant> channel;
+  std::shared_ptr<StreamCursor> cursor;
   if (options_.heartbeat_endpoint != nullptr) {
+    cursor = std::make_shared<StreamCursor>();
     channel = options_.heartbeat_endpoint->Open(
-        rendezvous::NodeRef{request.job_id, request.node_id, request.incarnation, 0});
+        rendezvous::NodeRef{request.job_id, request.node_id, request.incarnation, 0}, cursor);
   }
   if (channel.has_value()) {
     absl::MutexLock lock(&sink_->mu);
@@ -233,7 +253,10 @@ absl::Status SessionReactor::HandleRegister(const v1::Register& message) {
     if (channel.has_value()) options_.heartbeat_endpoint->Close(channel->session);
     return opened;
   }
-  if (channel.has_value()) heartbeat_session_ = channel->session;
+  if (channel.has_value()) {
+    heartbeat_session_ = channel->session;
+    if (channel->worker_states) cursor_ = std::move(cursor);
+  }
   registered_ = true;
   job_id_ = request.job_id;
   node_id_ = request.node_id;
@@ -266,6 +289,7 @@ void SessionReactor::Sink::Deliver(const rendezvous::OutboundMessage& message) {
     channel->set_udp_port(heartbeat_channel->port);
     channel->set_session(heartbeat_channel->session);
     channel->set_key(heartbeat_channel->key);
+    channel->set_worker_states(heartbeat_channel->worker_states);
   }
   reactor_->EnqueueLocked(std::move(proto));
 }

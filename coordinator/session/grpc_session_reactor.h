@@ -32,7 +32,10 @@
 // Heartbeats over UDP: with options.heartbeat_endpoint, Register opens a
 // session there and Registered names it (heartbeat_channel); it is closed
 // before the core learns that the stream ended, so heartbeats count only while
-// the stream is open.
+// the stream is open. The session's StreamCursor counts the messages handled
+// after Register (each under the cursor's lock), so that the endpoint takes a
+// states datagram's worker states only at the point of the stream where the
+// agent made it.
 //
 // Transport: the gRPC stream it reads and writes is a SessionTransport (the
 // callback API's reactor, or an async-API stream over one of several
@@ -62,6 +65,12 @@
 #include "ddp/v1/session.grpc.pb.h"
 
 namespace ddp::session {
+
+// A heartbeat's worker states and progress reports (Heartbeat.workers) to the
+// core, as a stream Heartbeat and a states datagram hand them over; checks
+// them against the core's limits (INVALID_ARGUMENT naming the bad value).
+absl::Status ReportWorkerStates(RendezvousService& rendezvous, const rendezvous::NodeRef& ref,
+                                const v1::Heartbeat& heartbeat);
 
 // The operations a session starts on its stream: those of
 // grpc::ServerBidiReactor<ByteBuffer, ByteBuffer>. At most one read and one
@@ -136,6 +145,8 @@ class SessionReactor final {
   std::string node_id_;
   rendezvous::Incarnation incarnation_ = 0;
   uint64_t heartbeat_session_ = 0;  // of options_.heartbeat_endpoint; 0: none
+  // Shared with the endpoint's session; null before Register or without one.
+  std::shared_ptr<StreamCursor> cursor_;
 
   // Write side.
   rpc::StreamWriteGate gate_ ABSL_GUARDED_BY(sink_->mu);

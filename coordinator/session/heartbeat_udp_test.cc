@@ -3,6 +3,7 @@
 // running generation (the lease).
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/heartbeat/heartbeat_datagram.h"
@@ -65,6 +66,50 @@ class HeartbeatUdpTest : public testing::JobServicesTest {
     return running;
   }
 
+  // One states datagram of `generation` made at `stream_mark`, reporting
+  // step `step` for local rank 0; whether its ack says the states were taken
+  // (nullopt: no ack).
+  std::optional<bool> SendStates(const v1::HeartbeatChannel& channel, int64_t generation,
+                                 uint64_t stream_mark, int64_t step) {
+    auto socket = heartbeat::UdpSocket::Connect("127.0.0.1", channel.udp_port());
+    EXPECT_TRUE(socket.ok()) << socket.status();
+    v1::Heartbeat states;
+    v1::WorkerState* worker = states.add_workers();
+    worker->set_local_rank(0);
+    worker->set_state(v1::WORKER_RUNNING);
+    worker->mutable_progress()->set_step(step);
+    heartbeat::DatagramFields f;
+    f.kind = heartbeat::DatagramKind::kStates;
+    f.session = channel.session();
+    f.sequence = ++sequence_;
+    f.generation = generation;
+    f.flag = true;
+    const std::optional<std::string> d = heartbeat::EncodeStatesDatagram(
+        f, stream_mark, states.SerializeAsString(), heartbeat::DatagramKey(channel.key()));
+    EXPECT_TRUE(d.has_value());
+    EXPECT_TRUE(socket->Send(d->data(), d->size()));
+    char buffer[64];
+    const int n = socket->Receive(buffer, sizeof(buffer), kWait);
+    if (n <= 0) return std::nullopt;
+    auto ack = heartbeat::DecodeDatagram(absl::string_view(buffer, n),
+                                         heartbeat::DatagramKind::kAck, channel.key());
+    EXPECT_TRUE(ack.ok()) << ack.status();
+    EXPECT_FALSE(ack.ok() && ack->flag) << "refused";
+    if (!ack.ok()) return std::nullopt;
+    return ack->states_taken;
+  }
+
+  // Rank 0's last reported step in `job` (-1: none).
+  int64_t ReportedStep(const std::string& job) {
+    const v1::Job got = GetJob(job);
+    for (const v1::Member& member : got.members()) {
+      for (const v1::WorkerProgress& p : member.progress()) {
+        if (p.local_rank() == 0) return p.step();
+      }
+    }
+    return -1;
+  }
+
   uint64_t sequence_ = 0;
 };
 
@@ -109,6 +154,63 @@ TEST_F(HeartbeatUdpTest, AfterTheStreamClosesDatagramsNoLongerCount) {
   EXPECT_TRUE(running.empty());                   // no answers
   EXPECT_EQ(GetJob("closed").member_count(), 0);  // lost after 300 ms
   EXPECT_GE(services_->heartbeat_endpoint_for_testing()->stats().dropped, 5);
+}
+
+TEST_F(HeartbeatUdpTest, StatesDatagramsReachTheJobOnlyAtTheirPointOfTheStream) {
+  FakeAgent& agent = QuietAgent("states");
+  absl::StatusOr<v1::Registered> registered = agent.Register(kWait);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  ASSERT_TRUE(registered->heartbeat_channel().worker_states());
+  ASSERT_TRUE(agent.WaitForAssignment(1, kWait).ok());
+  const v1::HeartbeatChannel channel = registered->heartbeat_channel();
+
+  // After Register the agent wrote one message on its stream (MasterInfo: it
+  // is rank 0), which the coordinator has handled: mark 1 is now.
+  EXPECT_EQ(SendStates(channel, 1, /*stream_mark=*/1, /*step=*/42), true);
+  EXPECT_EQ(ReportedStep("states"), 42);
+  // Made after a stream message the coordinator has not read: not yet.
+  EXPECT_EQ(SendStates(channel, 1, /*stream_mark=*/2, /*step=*/43), false);
+  // Made before the MasterInfo: outdated.
+  EXPECT_EQ(SendStates(channel, 1, /*stream_mark=*/0, /*step=*/41), false);
+  EXPECT_EQ(ReportedStep("states"), 42);
+  EXPECT_EQ(SendStates(channel, 1, 1, 44), true);
+  EXPECT_EQ(ReportedStep("states"), 44);
+  const UdpHeartbeatEndpoint::Stats stats = services_->heartbeat_endpoint_for_testing()->stats();
+  EXPECT_EQ(stats.states_taken, 2);
+  EXPECT_EQ(stats.states_deferred, 2);
+  EXPECT_EQ(GetJob("states").state(), v1::RUNNING);
+}
+
+TEST_F(HeartbeatUdpTest, StatesDatagramWithBadStatesMovesTheAgentToItsStream) {
+  FakeAgent& agent = QuietAgent("bad-states");
+  absl::StatusOr<v1::Registered> registered = agent.Register(kWait);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  ASSERT_TRUE(agent.WaitForAssignment(1, kWait).ok());
+  const v1::HeartbeatChannel channel = registered->heartbeat_channel();
+  auto socket = heartbeat::UdpSocket::Connect("127.0.0.1", channel.udp_port());
+  ASSERT_TRUE(socket.ok()) << socket.status();
+  v1::Heartbeat states;
+  states.add_workers()->set_local_rank(0);
+  states.mutable_header()->set_job_id("bad-states");  // only workers belong here
+  heartbeat::DatagramFields f;
+  f.kind = heartbeat::DatagramKind::kStates;
+  f.session = channel.session();
+  f.sequence = 1;
+  f.generation = 1;
+  f.flag = true;
+  const std::optional<std::string> d = heartbeat::EncodeStatesDatagram(
+      f, /*stream_mark=*/1, states.SerializeAsString(), heartbeat::DatagramKey(channel.key()));
+  ASSERT_TRUE(d.has_value());
+  ASSERT_TRUE(socket->Send(d->data(), d->size()));
+  char buffer[64];
+  const int n = socket->Receive(buffer, sizeof(buffer), kWait);
+  ASSERT_GT(n, 0);
+  auto ack = heartbeat::DecodeDatagram(absl::string_view(buffer, n),
+                                       heartbeat::DatagramKind::kAck, channel.key());
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_TRUE(ack->flag);  // refused: the agent heartbeats on its stream
+  EXPECT_FALSE(ack->states_taken);
+  EXPECT_EQ(services_->heartbeat_endpoint_for_testing()->stats().refused, 1);
 }
 
 TEST_F(HeartbeatUdpTest, WithoutTheOptionRegisteredNamesNoChannel) {

@@ -2,9 +2,31 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
+#include "coordinator/session/grpc_session_reactor.h"
 
 namespace ddp::session {
+namespace {
+
+// A states datagram's payload: a ddp.v1.Heartbeat that holds only workers.
+absl::Status ReportDatagramStates(RendezvousService& rendezvous, const rendezvous::NodeRef& ref,
+                                  absl::string_view payload) {
+  v1::Heartbeat heartbeat;
+  if (!heartbeat.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat("a states datagram's ", payload.size(),
+                                                   " payload bytes are not a ddp.v1.Heartbeat"));
+  }
+  if (heartbeat.has_header() || heartbeat.sequence() != 0) {
+    return absl::InvalidArgumentError(
+        "a states datagram's Heartbeat sets a header or a sequence; it holds only workers "
+        "(the datagram names the session, generation and sequence)");
+  }
+  return ReportWorkerStates(rendezvous, ref, heartbeat);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& clock,
                                                                  commit::CommitLoop& loop,
@@ -17,7 +39,10 @@ absl::StatusOr<std::unique_ptr<JobServices>> JobServices::Create(const Clock& cl
     // exists.
     JobServices* raw = services.get();
     services->heartbeat_endpoint_ = std::make_unique<UdpHeartbeatEndpoint>(
-        [raw](const rendezvous::NodeRef& ref) { return raw->rendezvous_->Heartbeat(ref); });
+        [raw](const rendezvous::NodeRef& ref) { return raw->rendezvous_->Heartbeat(ref); },
+        [raw](const rendezvous::NodeRef& ref, absl::string_view payload) {
+          return ReportDatagramStates(*raw->rendezvous_, ref, payload);
+        });
     rendezvous.take_dropped_heartbeats = [endpoint = services->heartbeat_endpoint_.get()] {
       return endpoint->TakeOverflow();
     };

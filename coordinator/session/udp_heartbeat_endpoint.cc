@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -33,8 +34,8 @@ uint64_t NewSessionId() {
 
 }  // namespace
 
-UdpHeartbeatEndpoint::UdpHeartbeatEndpoint(Heartbeat heartbeat)
-    : heartbeat_(std::move(heartbeat)) {}
+UdpHeartbeatEndpoint::UdpHeartbeatEndpoint(Heartbeat heartbeat, States states)
+    : heartbeat_(std::move(heartbeat)), states_(std::move(states)) {}
 
 UdpHeartbeatEndpoint::~UdpHeartbeatEndpoint() { Stop(); }
 
@@ -74,14 +75,17 @@ void UdpHeartbeatEndpoint::Stop() {
   sessions_.clear();
 }
 
-std::optional<HeartbeatChannelGrant> UdpHeartbeatEndpoint::Open(const rendezvous::NodeRef& ref) {
+std::optional<HeartbeatChannelGrant> UdpHeartbeatEndpoint::Open(
+    const rendezvous::NodeRef& ref, std::shared_ptr<StreamCursor> cursor) {
   const int port = port_.load();
   if (port == 0) return std::nullopt;
   HeartbeatChannelGrant grant;
   grant.port = port;
   grant.key = heartbeat::NewKey();
+  if (states_ == nullptr) cursor.reset();
+  grant.worker_states = cursor != nullptr;
   // The key schedule is computed outside the lock the datagram thread takes.
-  Session session{ref, heartbeat::DatagramKey(grant.key)};
+  Session session{ref, heartbeat::DatagramKey(grant.key), 0, std::move(cursor)};
   session.ref.generation = 0;
   absl::MutexLock lock(&mu_);
   do {
@@ -117,6 +121,8 @@ UdpHeartbeatEndpoint::Stats UdpHeartbeatEndpoint::stats() const {
   s.acks = acks_.load();
   s.dropped = dropped_.load();
   s.refused = refused_.load();
+  s.states_taken = states_taken_.load();
+  s.states_deferred = states_deferred_.load();
   s.overflowed = overflowed_.load();
   return s;
 }
@@ -126,6 +132,18 @@ size_t UdpHeartbeatEndpoint::open_sessions() const {
   return sessions_.size();
 }
 
+absl::StatusOr<bool> UdpHeartbeatEndpoint::TakeStates(Session& session,
+                                                      const heartbeat::StatesDatagram& datagram) {
+  // Never waits for the reader: a session busy with a message now is one
+  // whose stream point moves; the agent sends its states again.
+  if (session.cursor == nullptr || !session.cursor->mu.TryLock()) return false;
+  bool at_point = session.cursor->handled == datagram.stream_mark;
+  absl::Status taken = at_point ? states_(session.ref, datagram.states) : absl::OkStatus();
+  session.cursor->mu.Unlock();
+  if (!taken.ok()) return taken;
+  return at_point;
+}
+
 void UdpHeartbeatEndpoint::Loop() {
   std::vector<iovec> in_iov(kBatch);
   std::vector<sockaddr_storage> from(kBatch);
@@ -133,8 +151,9 @@ void UdpHeartbeatEndpoint::Loop() {
   std::vector<Datagram> out(kBatch);
   std::vector<iovec> out_iov(kBatch);
   std::vector<mmsghdr> out_msgs(kBatch);
-  // One byte more than a datagram: a longer one is seen as too long, not cut.
-  std::vector<std::array<unsigned char, heartbeat::kDatagramSize + 1>> buffers(kBatch);
+  // One byte more than the longest datagram: a longer one is seen as too
+  // long, not cut.
+  std::vector<std::array<unsigned char, heartbeat::kMaxStatesDatagramSize + 1>> buffers(kBatch);
   while (!stopping_.load()) {
     for (int i = 0; i < kBatch; ++i) {
       in_iov[i] = {buffers[i].data(), buffers[i].size()};
@@ -167,7 +186,19 @@ void UdpHeartbeatEndpoint::Loop() {
           continue;
         }
         Session& session = it->second;
-        auto fields = heartbeat::DecodeDatagram(bytes, DatagramKind::kHeartbeat, session.key);
+        std::optional<heartbeat::StatesDatagram> states;
+        absl::StatusOr<DatagramFields> fields;
+        if (heartbeat::IsStatesDatagram(bytes)) {
+          auto decoded = heartbeat::DecodeStatesDatagram(bytes, session.key);
+          if (decoded.ok()) {
+            fields = decoded->fields;
+            states = *decoded;
+          } else {
+            fields = decoded.status();
+          }
+        } else {
+          fields = heartbeat::DecodeDatagram(bytes, DatagramKind::kHeartbeat, session.key);
+        }
         if (!fields.ok() || fields->sequence <= session.last_sequence) {
           ++dropped_;
           continue;
@@ -179,6 +210,15 @@ void UdpHeartbeatEndpoint::Loop() {
         ack.kind = DatagramKind::kAck;
         ack.session = fields->session;
         ack.sequence = fields->sequence;
+        if (running.ok() && states.has_value()) {
+          absl::StatusOr<bool> taken = TakeStates(session, *states);
+          if (taken.ok()) {
+            ack.states_taken = *taken;
+            ++(*taken ? states_taken_ : states_deferred_);
+          } else {
+            running = taken.status();
+          }
+        }
         if (running.ok()) {
           ++accepted_;
           if (!fields->flag) continue;  // no ack asked

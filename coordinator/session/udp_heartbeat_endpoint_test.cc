@@ -1,6 +1,9 @@
 #include "coordinator/session/udp_heartbeat_endpoint.h"
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -33,12 +36,27 @@ struct FakeCore {
     absl::MutexLock lock(&mu);
     return heartbeats.size();
   }
+
+  // States datagrams' payloads, answered with `states_answer`.
+  std::vector<std::pair<rendezvous::NodeRef, std::string>> states;
+  absl::Status states_answer;
+  UdpHeartbeatEndpoint::States StatesFn() {
+    return [this](const rendezvous::NodeRef& ref, absl::string_view payload) {
+      absl::MutexLock lock(&mu);
+      states.emplace_back(ref, std::string(payload));
+      return states_answer;
+    };
+  }
+  size_t states_count() {
+    absl::MutexLock lock(&mu);
+    return states.size();
+  }
 };
 
 class UdpHeartbeatEndpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    endpoint_ = std::make_unique<UdpHeartbeatEndpoint>(core_.Fn());
+    endpoint_ = std::make_unique<UdpHeartbeatEndpoint>(core_.Fn(), core_.StatesFn());
     ASSERT_TRUE(endpoint_->Start("127.0.0.1", 0).ok());
     ASSERT_GT(endpoint_->port(), 0);
   }
@@ -60,6 +78,20 @@ class UdpHeartbeatEndpointTest : public ::testing::Test {
     f.flag = ask;
     const heartbeat::Datagram d = heartbeat::EncodeDatagram(f, key.empty() ? grant.key : key);
     ASSERT_TRUE(socket.Send(d.data(), d.size()));
+  }
+
+  static void SendStates(const heartbeat::UdpSocket& socket, const HeartbeatChannelGrant& grant,
+                         uint64_t sequence, uint64_t stream_mark, const std::string& payload) {
+    DatagramFields f;
+    f.kind = DatagramKind::kStates;
+    f.session = grant.session;
+    f.sequence = sequence;
+    f.generation = 6;
+    f.flag = true;
+    const std::optional<std::string> d = heartbeat::EncodeStatesDatagram(
+        f, stream_mark, payload, heartbeat::DatagramKey(grant.key));
+    ASSERT_TRUE(d.has_value());
+    ASSERT_TRUE(socket.Send(d->data(), d->size()));
   }
 
   // The next ack on `socket`, or nullopt within `wait`.
@@ -172,6 +204,107 @@ TEST_F(UdpHeartbeatEndpointTest, ARefusalIsAnsweredAndMovesTheSessionToItsStream
   SendHeartbeat(agent, *grant, 2, 1, true);
   AwaitReceived(2);
   EXPECT_FALSE(ReadAck(agent, *grant, absl::Milliseconds(200)).has_value());
+}
+
+TEST_F(UdpHeartbeatEndpointTest, StatesDatagram_TakenOnlyAtItsPointOfTheStream) {
+  auto cursor = std::make_shared<StreamCursor>();
+  auto grant = endpoint_->Open({"job", "node-a", 42, 0}, cursor);
+  ASSERT_TRUE(grant.has_value());
+  EXPECT_TRUE(grant->worker_states);
+  heartbeat::UdpSocket agent = Agent(*grant);
+  // Nothing written on the stream yet, nothing read: taken.
+  SendStates(agent, *grant, /*sequence=*/1, /*stream_mark=*/0, "states-1");
+  auto ack = ReadAck(agent, *grant);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->states_taken);
+  EXPECT_FALSE(ack->flag);
+  EXPECT_EQ(ack->generation, 7);  // a heartbeat as well: the lease
+  ASSERT_EQ(core_.states_count(), 1u);
+  EXPECT_EQ(core_.states[0].second, "states-1");
+  EXPECT_EQ(core_.states[0].first.node_id, "node-a");
+  EXPECT_EQ(core_.states[0].first.generation, 6);
+
+  {
+    absl::MutexLock lock(&cursor->mu);
+    cursor->handled = 2;  // the reader handled two messages since
+  }
+  // Made before the second (which may be a WorkerExited): behind the stream.
+  SendStates(agent, *grant, 2, /*stream_mark=*/1, "stale");
+  ack = ReadAck(agent, *grant);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->states_taken);
+  EXPECT_FALSE(ack->flag);
+  // Made after a third message the reader has not handled yet: ahead of it.
+  SendStates(agent, *grant, 3, /*stream_mark=*/3, "early");
+  ack = ReadAck(agent, *grant);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->states_taken);
+  SendStates(agent, *grant, 4, /*stream_mark=*/2, "states-4");
+  ack = ReadAck(agent, *grant);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->states_taken);
+  ASSERT_EQ(core_.states_count(), 2u);
+  EXPECT_EQ(core_.states[1].second, "states-4");
+  EXPECT_EQ(core_.count(), 4u);  // every one renewed the lease
+  EXPECT_EQ(endpoint_->stats().states_taken, 2);
+  EXPECT_EQ(endpoint_->stats().states_deferred, 2);
+}
+
+TEST_F(UdpHeartbeatEndpointTest, StatesDatagram_DeferredWhileTheReaderHandlesAMessage) {
+  auto cursor = std::make_shared<StreamCursor>();
+  auto grant = endpoint_->Open({"job", "node-a", 42, 0}, cursor);
+  ASSERT_TRUE(grant.has_value());
+  heartbeat::UdpSocket agent = Agent(*grant);
+  {
+    absl::MutexLock lock(&cursor->mu);  // the reader, mid-message: its point moves
+    SendStates(agent, *grant, 1, 0, "states");
+    auto ack = ReadAck(agent, *grant);  // answered without waiting for the reader
+    ASSERT_TRUE(ack.has_value());
+    EXPECT_FALSE(ack->states_taken);
+    EXPECT_FALSE(ack->flag);
+  }
+  EXPECT_EQ(core_.states_count(), 0u);
+  EXPECT_EQ(core_.count(), 1u);
+  SendStates(agent, *grant, 2, 0, "states");  // the agent's next heartbeat
+  auto ack = ReadAck(agent, *grant);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->states_taken);
+}
+
+TEST_F(UdpHeartbeatEndpointTest, StatesDatagram_NotOfferedNorTakenWithoutACursor) {
+  auto grant = endpoint_->Open({"job", "node-a", 42, 0});
+  ASSERT_TRUE(grant.has_value());
+  EXPECT_FALSE(grant->worker_states);
+  heartbeat::UdpSocket agent = Agent(*grant);
+  SendStates(agent, *grant, 1, 0, "states");
+  auto ack = ReadAck(agent, *grant);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->states_taken);
+  EXPECT_EQ(core_.states_count(), 0u);
+
+  // An endpoint without a way to hand states to the core offers none.
+  UdpHeartbeatEndpoint heartbeats_only(core_.Fn());
+  ASSERT_TRUE(heartbeats_only.Start("127.0.0.1", 0).ok());
+  auto plain = heartbeats_only.Open({"job", "node-b", 43, 0}, std::make_shared<StreamCursor>());
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->worker_states);
+}
+
+TEST_F(UdpHeartbeatEndpointTest, StatesDatagram_StatesTheCoreRefusesMoveTheSessionToItsStream) {
+  auto grant = endpoint_->Open({"job", "node-a", 42, 0}, std::make_shared<StreamCursor>());
+  ASSERT_TRUE(grant.has_value());
+  heartbeat::UdpSocket agent = Agent(*grant);
+  {
+    absl::MutexLock lock(&core_.mu);
+    core_.states_answer = absl::InvalidArgumentError("heartbeat lists 9 workers; the limit is 8");
+  }
+  SendStates(agent, *grant, 1, 0, "too many");
+  auto ack = ReadAck(agent, *grant);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->flag);  // refused: on the stream the same states end the stream
+  EXPECT_FALSE(ack->states_taken);
+  EXPECT_EQ(endpoint_->stats().refused, 1);
+  EXPECT_EQ(endpoint_->open_sessions(), 0u);
 }
 
 TEST(UdpHeartbeatEndpointLifecycleTest, NoSessionsBeforeStartOrAfterStop) {

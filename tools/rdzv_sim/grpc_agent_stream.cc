@@ -58,6 +58,7 @@ void GrpcAgentStream::Enqueue(v1::AgentMessage message) {
   {
     absl::MutexLock lock(&mu_);
     if (writes_stopped_ || close_requested_) return;
+    if (!message.has_register_()) ++stream_messages_;
     queue_.push_back(std::move(message));
     op = TakeNextOpLocked();
   }
@@ -100,10 +101,26 @@ bool GrpcAgentStream::TakeHoldReleaseLocked() {
   return true;
 }
 
+namespace {
+
+// As ddp-client reports its running workers.
+void AddRunningWorkers(int nproc, v1::Heartbeat* heartbeat) {
+  for (int rank = 0; rank < nproc; ++rank) {
+    v1::WorkerState* worker = heartbeat->add_workers();
+    worker->set_local_rank(rank);
+    worker->set_state(v1::WORKER_RUNNING);
+    worker->set_pid(100000 + rank);
+    worker->set_heartbeat_age_ms(-1);
+  }
+}
+
+}  // namespace
+
 void GrpcAgentStream::SendHeartbeat(SimDatagrams::Outbox& outbox) {
   using Route = client::SessionCore::HeartbeatRoute;
   v1::AgentMessage message;
   std::optional<heartbeat::Datagram> datagram;
+  std::optional<std::string> states_datagram;
   Route route = Route::kStream;
   int port = 0;
   {
@@ -115,16 +132,42 @@ void GrpcAgentStream::SendHeartbeat(SimDatagrams::Outbox& outbox) {
     core_.SetGeneration(agent_.Header().generation);
     const absl::Time now = clock_.Now();
     const bool ask = ack_heartbeats_ && core_.AckDue(now);
+    if (states_datagram_sequence_ != 0 && core_.StatesTaken(states_datagram_sequence_)) {
+      states_sent_for_ = states_datagram_generation_;
+      states_datagram_sequence_ = 0;
+    }
     // As ddp-client: the workers' states only when they changed (here: once
-    // per generation, when they start running), and only on the stream; the
-    // lease renewal that heartbeat would ask for goes as a datagram.
+    // per generation, when they start running), as a states datagram where
+    // the coordinator takes them (sent again until one is taken), else on
+    // the stream with the lease renewal that heartbeat would ask for as a
+    // datagram.
     const bool running = agent_.phase() == SimAgentPhase::kRunning;
     const bool states = running && states_sent_for_ != agent_.Header().generation;
-    if (core_.heartbeat_channel() != nullptr) route = core_.RouteHeartbeat(states, now);
-    if (route != Route::kStream) {
+    std::string payload;
+    if (states) {
+      v1::Heartbeat only_states;
+      AddRunningWorkers(agent_.identity().nproc, &only_states);
+      payload = only_states.SerializeAsString();
+    }
+    if (core_.heartbeat_channel() != nullptr) {
+      route = core_.RouteHeartbeat(states, now, payload.size());
       port = core_.heartbeat_channel()->udp_port();
+    }
+    if (route == Route::kStatesDatagram) {
+      const heartbeat::DatagramFields fields = core_.StatesDatagram(now);
+      states_datagram_sequence_ = fields.sequence;
+      states_datagram_generation_ = agent_.Header().generation;
+      states_datagram =
+          heartbeat::EncodeStatesDatagram(fields, stream_messages_, payload, *DatagramKeyLocked());
+    } else if (route != Route::kStream) {
       datagram = heartbeat::EncodeDatagram(core_.HeartbeatDatagram(ask, now), *DatagramKeyLocked());
     }
+  }
+  if (states_datagram.has_value()) {
+    datagrams_->SendNow(shard_, port, *states_datagram);
+    counters_.heartbeats_sent.fetch_add(1);
+    counters_.heartbeat_datagrams.fetch_add(1);
+    return;
   }
   if (datagram.has_value()) {
     outbox.Add(shard_, port, *datagram);
@@ -141,17 +184,10 @@ void GrpcAgentStream::SendHeartbeat(SimDatagrams::Outbox& outbox) {
     const absl::Time now = clock_.Now();
     const bool ask = ack_heartbeats_ && route == Route::kStream && core_.AckDue(now);
     message = core_.HeartbeatMessage(ask, now);
-    v1::Heartbeat* heartbeat = message.mutable_heartbeat();
     const bool running = agent_.phase() == SimAgentPhase::kRunning;
     if (running && states_sent_for_ != agent_.Header().generation) {
       states_sent_for_ = agent_.Header().generation;
-      for (int rank = 0; rank < agent_.identity().nproc; ++rank) {
-        v1::WorkerState* worker = heartbeat->add_workers();
-        worker->set_local_rank(rank);
-        worker->set_state(v1::WORKER_RUNNING);
-        worker->set_pid(100000 + rank);
-        worker->set_heartbeat_age_ms(-1);
-      }
+      AddRunningWorkers(agent_.identity().nproc, message.mutable_heartbeat());
     }
   }
   counters_.heartbeats_sent.fetch_add(1);

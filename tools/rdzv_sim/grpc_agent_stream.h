@@ -113,6 +113,12 @@ class GrpcAgentStream final : public AsyncClientBidi<v1::AgentMessage, v1::Coord
   bool heartbeat_queued_ ABSL_GUARDED_BY(mu_) = false;
   // The generation whose running workers' states were sent (-1: none).
   int64_t states_sent_for_ ABSL_GUARDED_BY(mu_) = -1;
+  // The last states datagram (0: none waiting for its ack) and its
+  // generation's: the states count as sent once an ack says they were taken.
+  uint64_t states_datagram_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t states_datagram_generation_ ABSL_GUARDED_BY(mu_) = -1;
+  // Messages queued for the stream after Register: a states datagram's mark.
+  uint64_t stream_messages_ ABSL_GUARDED_BY(mu_) = 0;
   bool writes_stopped_ ABSL_GUARDED_BY(mu_) = false;
   bool close_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool hold_released_ ABSL_GUARDED_BY(mu_) = false;

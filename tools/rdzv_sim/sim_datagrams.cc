@@ -103,6 +103,12 @@ void SimDatagrams::Outbox::FlushSocket(size_t socket) {
   pending.count = 0;
 }
 
+void SimDatagrams::SendNow(int shard, int port, absl::string_view bytes) const {
+  const sockaddr_storage to = To(port);
+  sendto(sockets_[SocketOf(shard)]->fd(), bytes.data(), bytes.size(), MSG_DONTWAIT,
+         reinterpret_cast<const sockaddr*>(&to), coordinator_length_);
+}
+
 void SimDatagrams::Stop() {
   if (stopping_.exchange(true)) return;
   for (const auto& socket : sockets_) socket->ShutdownReads();

@@ -40,6 +40,10 @@ class SimDatagrams {
 
   // Acks naming `session` go to `handler` from now on.
   void Register(uint64_t session, AckHandler handler);
+  // One datagram (a states datagram: one per agent and generation) to the
+  // coordinator's `port` at once, on socket `shard`; one the kernel refuses
+  // is lost, as on a network.
+  void SendNow(int shard, int port, absl::string_view bytes) const;
   void Stop();
 
   // Datagrams one thread sends in a burst (a pacer's due heartbeats), one
