@@ -140,10 +140,11 @@ ABSL_FLAG(int, session_queue_streams, 2048,
 ABSL_FLAG(bool, heartbeat_udp, true,
           "Take agents' heartbeats over UDP as well (a few microseconds of CPU each instead of "
           "tens for a stream message; docs/operations.md, \"Heartbeats over UDP\"): each "
-          "session gets a signed channel, and an agent whose datagrams go unanswered "
-          "heartbeats on its stream, so a blocked UDP port costs stream messages, never a "
-          "lease. Open the UDP port (--heartbeat-udp-port) where the gRPC port is open; "
-          "--heartbeat-udp=false keeps every heartbeat on the streams");
+          "session gets a signed channel, heartbeats that carry worker states go as datagrams "
+          "too, taken at their point of the stream so they keep its order, and an agent whose "
+          "datagrams go unanswered heartbeats on its stream, so a blocked UDP port costs stream "
+          "messages, never a lease. Open the UDP port (--heartbeat-udp-port) where the gRPC "
+          "port is open; --heartbeat-udp=false keeps every heartbeat on the streams");
 ABSL_FLAG(int, heartbeat_udp_port, -1,
           "UDP port of the heartbeat channel: -1, the gRPC port's number (--port; with --port 0 "
           "any free port when that number is taken for UDP); 0, any free port; else 1..65535 "

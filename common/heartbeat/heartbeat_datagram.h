@@ -3,8 +3,9 @@
 
 // The wire format of heartbeats over UDP (docs/api.md, "Heartbeats over UDP").
 // A session's Registered.heartbeat_channel names a UDP port, a session id and
-// a 32-byte key; the agent then sends its empty heartbeats as datagrams and
-// the coordinator answers those that ask with an ack datagram. Both are 48
+// a 32-byte key; the agent then sends its heartbeats as datagrams (those that
+// carry worker states as states datagrams, below) and the coordinator answers
+// those that ask with an ack datagram. A heartbeat datagram and an ack are 48
 // bytes, integers little-endian:
 //
 //   0  magic      "DDPh" (heartbeat) or "DDPa" (ack)

@@ -1,6 +1,7 @@
 // Heartbeats over UDP end to end: the coordinator binary with --heartbeat-udp,
 // two ddp-client processes, real PyTorch workers over gloo. The agents'
-// heartbeats go as datagrams (the coordinator's /metrics counts them), a
+// heartbeats, their workers' states included, go as datagrams (the
+// coordinator's /metrics counts them), a
 // worker failure restarts the group as without UDP, and a coordinator killed
 // and restarted (new session keys: the old datagrams are dropped) costs no
 // worker restart.
@@ -63,6 +64,9 @@ TEST_F(HeartbeatUdpE2eTest, WorkerExitsOne_GroupRestarts_HeartbeatsWentOverUdp) 
   EXPECT_EQ(Metric("ddp_heartbeat_datagrams_total{result=\"dropped\"}"), 0);
   // The coordinator kept up: nothing dropped unread (a count it reads from the kernel).
   EXPECT_EQ(Metric("ddp_heartbeat_datagrams_total{result=\"overflowed\"}"), 0);
+  // The workers' states went as datagrams too: each agent's at least once in
+  // each of the two generations.
+  EXPECT_GE(Metric("ddp_heartbeat_datagram_states_total{result=\"taken\"}"), 4) << logs;
   ExpectTrainedTogether(4, 1);
 }
 
