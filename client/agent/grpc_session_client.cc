@@ -493,6 +493,7 @@ void GrpcSessionClient::HeartbeatLoop() {
         *message.mutable_heartbeat()->add_workers() = std::move(state);
       }
       last_worker_states_ = std::move(states);
+      datagram_states_.reset();  // these are newer than any still unanswered
     }
     Send(std::move(message));
   }

@@ -187,6 +187,7 @@ void GrpcAgentStream::SendHeartbeat(SimDatagrams::Outbox& outbox) {
     const bool running = agent_.phase() == SimAgentPhase::kRunning;
     if (running && states_sent_for_ != agent_.Header().generation) {
       states_sent_for_ = agent_.Header().generation;
+      states_datagram_sequence_ = 0;  // these are newer than any still unanswered
       AddRunningWorkers(agent_.identity().nproc, message.mutable_heartbeat());
     }
   }
