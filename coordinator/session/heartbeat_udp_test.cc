@@ -66,18 +66,15 @@ class HeartbeatUdpTest : public testing::JobServicesTest {
     return running;
   }
 
-  // One states datagram of `generation` made at `stream_mark`, reporting
-  // step `step` for local rank 0; whether its ack says the states were taken
-  // (nullopt: no ack).
-  std::optional<bool> SendStates(const v1::HeartbeatChannel& channel, int64_t generation,
-                                 uint64_t stream_mark, int64_t step) {
+  // One states datagram of `generation` made at `stream_mark` with `states`;
+  // its ack (nullopt: none came).
+  std::optional<heartbeat::DatagramFields> SendStatesDatagram(const v1::HeartbeatChannel& channel,
+                                                              int64_t generation,
+                                                              uint64_t stream_mark,
+                                                              const v1::Heartbeat& states) {
     auto socket = heartbeat::UdpSocket::Connect("127.0.0.1", channel.udp_port());
     EXPECT_TRUE(socket.ok()) << socket.status();
-    v1::Heartbeat states;
-    v1::WorkerState* worker = states.add_workers();
-    worker->set_local_rank(0);
-    worker->set_state(v1::WORKER_RUNNING);
-    worker->mutable_progress()->set_step(step);
+    if (!socket.ok()) return std::nullopt;
     heartbeat::DatagramFields f;
     f.kind = heartbeat::DatagramKind::kStates;
     f.session = channel.session();
@@ -87,6 +84,7 @@ class HeartbeatUdpTest : public testing::JobServicesTest {
     const std::optional<std::string> d = heartbeat::EncodeStatesDatagram(
         f, stream_mark, states.SerializeAsString(), heartbeat::DatagramKey(channel.key()));
     EXPECT_TRUE(d.has_value());
+    if (!d.has_value()) return std::nullopt;
     EXPECT_TRUE(socket->Send(d->data(), d->size()));
     char buffer[64];
     const int n = socket->Receive(buffer, sizeof(buffer), kWait);
@@ -94,8 +92,23 @@ class HeartbeatUdpTest : public testing::JobServicesTest {
     auto ack = heartbeat::DecodeDatagram(absl::string_view(buffer, n),
                                          heartbeat::DatagramKind::kAck, channel.key());
     EXPECT_TRUE(ack.ok()) << ack.status();
-    EXPECT_FALSE(ack.ok() && ack->flag) << "refused";
     if (!ack.ok()) return std::nullopt;
+    return *ack;
+  }
+
+  // The same with rank 0 reporting step `step`: whether the states were
+  // taken (nullopt: no ack).
+  std::optional<bool> SendStates(const v1::HeartbeatChannel& channel, int64_t generation,
+                                 uint64_t stream_mark, int64_t step) {
+    v1::Heartbeat states;
+    v1::WorkerState* worker = states.add_workers();
+    worker->set_local_rank(0);
+    worker->set_state(v1::WORKER_RUNNING);
+    worker->mutable_progress()->set_step(step);
+    const std::optional<heartbeat::DatagramFields> ack =
+        SendStatesDatagram(channel, generation, stream_mark, states);
+    if (!ack.has_value()) return std::nullopt;
+    EXPECT_FALSE(ack->flag) << "refused";
     return ack->states_taken;
   }
 
@@ -187,27 +200,12 @@ TEST_F(HeartbeatUdpTest, StatesDatagramWithBadStatesMovesTheAgentToItsStream) {
   ASSERT_TRUE(registered.ok()) << registered.status();
   ASSERT_TRUE(agent.WaitForAssignment(1, kWait).ok());
   const v1::HeartbeatChannel channel = registered->heartbeat_channel();
-  auto socket = heartbeat::UdpSocket::Connect("127.0.0.1", channel.udp_port());
-  ASSERT_TRUE(socket.ok()) << socket.status();
   v1::Heartbeat states;
   states.add_workers()->set_local_rank(0);
   states.mutable_header()->set_job_id("bad-states");  // only workers belong here
-  heartbeat::DatagramFields f;
-  f.kind = heartbeat::DatagramKind::kStates;
-  f.session = channel.session();
-  f.sequence = 1;
-  f.generation = 1;
-  f.flag = true;
-  const std::optional<std::string> d = heartbeat::EncodeStatesDatagram(
-      f, /*stream_mark=*/1, states.SerializeAsString(), heartbeat::DatagramKey(channel.key()));
-  ASSERT_TRUE(d.has_value());
-  ASSERT_TRUE(socket->Send(d->data(), d->size()));
-  char buffer[64];
-  const int n = socket->Receive(buffer, sizeof(buffer), kWait);
-  ASSERT_GT(n, 0);
-  auto ack = heartbeat::DecodeDatagram(absl::string_view(buffer, n),
-                                       heartbeat::DatagramKind::kAck, channel.key());
-  ASSERT_TRUE(ack.ok()) << ack.status();
+  const std::optional<heartbeat::DatagramFields> ack =
+      SendStatesDatagram(channel, 1, /*stream_mark=*/1, states);
+  ASSERT_TRUE(ack.has_value());
   EXPECT_TRUE(ack->flag);  // refused: the agent heartbeats on its stream
   EXPECT_FALSE(ack->states_taken);
   EXPECT_EQ(services_->heartbeat_endpoint_for_testing()->stats().refused, 1);
