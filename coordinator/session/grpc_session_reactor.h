@@ -45,8 +45,10 @@
 // last event, after which the transport destroys it.
 // Thread-safety: write-side state is guarded by the sink's mutex; read-side
 // state (registration) is touched only by OnReadDone (one read in flight at a
-// time) and by OnDone, which gRPC runs after every other reaction. The mutex is
-// never held while calling the registry or the router.
+// time) and by OnDone, which gRPC runs after every other reaction. The sink's
+// mutex is never held while calling the registry or the router; the cursor's
+// (StreamCursor, with heartbeats over UDP) is held while a message is handled,
+// registry calls included, and the endpoint only ever tries it.
 
 #include <atomic>
 #include <deque>

@@ -137,7 +137,7 @@ absl::StatusOr<bool> UdpHeartbeatEndpoint::TakeStates(Session& session,
   // Never waits for the reader: a session busy with a message now is one
   // whose stream point moves; the agent sends its states again.
   if (session.cursor == nullptr || !session.cursor->mu.TryLock()) return false;
-  bool at_point = session.cursor->handled == datagram.stream_mark;
+  const bool at_point = session.cursor->handled == datagram.stream_mark;
   absl::Status taken = at_point ? states_(session.ref, datagram.states) : absl::OkStatus();
   session.cursor->mu.Unlock();
   if (!taken.ok()) return taken;

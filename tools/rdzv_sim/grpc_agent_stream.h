@@ -59,7 +59,8 @@ class GrpcAgentStream final : public AsyncClientBidi<v1::AgentMessage, v1::Coord
   void Start(v1::SessionService::Stub& stub, grpc::CompletionQueue* queue);
   // Queues a Heartbeat if the agent is registered and none is queued, or
   // sends it as a datagram through `outbox` (SessionCore::RouteHeartbeat: the
-  // workers' states on the stream, their lease renewal as a datagram).
+  // workers' states as a states datagram where the coordinator takes them,
+  // else on the stream with their lease renewal as a datagram).
   void SendHeartbeat(SimDatagrams::Outbox& outbox);
   // Reports worker local_rank 0 exited with `exit_code`.
   // Possible errors: FAILED_PRECONDITION unless the agent is running.
