@@ -459,20 +459,16 @@ void GrpcSessionClient::HeartbeatLoop() {
     // that carries nothing costs the coordinator least, and can go as a
     // datagram. One that carries them goes as a states datagram where the
     // coordinator takes them.
-    std::string states;
-    for (const v1::WorkerState& state : workers) states += state.SerializeAsString();
+    // Serialized once: what is compared, and a states datagram's payload.
+    v1::Heartbeat only_states;
+    for (const v1::WorkerState& state : workers) *only_states.add_workers() = state;
+    std::string states = only_states.SerializeAsString();
     const bool carries_states = states != last_worker_states_ ||
                                 registration != worker_states_registration_ ||
                                 generation != worker_states_generation_;
-    std::string payload;
-    if (carries_states) {
-      v1::Heartbeat only_states;
-      for (const v1::WorkerState& state : workers) *only_states.add_workers() = state;
-      payload = only_states.SerializeAsString();
-    }
     uint64_t states_sequence = 0;
     const SessionCore::HeartbeatRoute route =
-        SendHeartbeatDatagram(carries_states, payload, &states_sequence);
+        SendHeartbeatDatagram(carries_states, states, &states_sequence);
     if (route == SessionCore::HeartbeatRoute::kStatesDatagram) {
       datagram_states_ = DatagramStates{states_sequence, std::move(states), registration, generation};
       continue;

@@ -218,7 +218,8 @@ class GrpcSessionClient : public CoordinatorLink {
   // read without it): a states datagram's stream mark.
   std::atomic<uint64_t> stream_written_{0};
 
-  // The heartbeat thread's own: the worker states it last sent, on which
+  // The heartbeat thread's own: the worker states it last sent (a serialized
+  // Heartbeat holding only them, as a states datagram carries them), on which
   // registration (a new stream gets them again) and of which generation (a
   // new one gets them again).
   std::string last_worker_states_;

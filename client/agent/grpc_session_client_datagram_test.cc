@@ -71,37 +71,30 @@ class FakeUdpEndpoint {
                                  reinterpret_cast<sockaddr*>(&from), &length);
       if (n <= 0) continue;
       const absl::string_view bytes(buffer, n);
-      bool taken = false;
-      absl::StatusOr<heartbeat::DatagramFields> fields;
-      if (heartbeat::IsStatesDatagram(bytes)) {
-        auto states = heartbeat::DecodeStatesDatagram(bytes, heartbeat::DatagramKey(key_));
-        if (states.ok()) {
-          fields = states->fields;
-          States got;
-          got.stream_mark = states->stream_mark;
-          EXPECT_TRUE(got.heartbeat.ParseFromArray(states->states.data(),
-                                                   static_cast<int>(states->states.size())));
-          taken = got.taken = defer_states_.fetch_sub(1) <= 0;
-          absl::MutexLock lock(&mu_);
-          states_.push_back(std::move(got));
-        } else {
-          fields = states.status();
-        }
-      } else {
-        fields = heartbeat::DecodeDatagram(bytes, heartbeat::DatagramKind::kHeartbeat, key_);
-      }
-      if (!fields.ok() || fields->session != kSession) {
+      auto decoded = heartbeat::DecodeAgentDatagram(bytes, heartbeat::DatagramKey(key_));
+      if (!decoded.ok() || decoded->fields.session != kSession) {
         ++bad_;
         continue;
       }
+      const heartbeat::DatagramFields& fields = decoded->fields;
+      bool taken = false;
+      if (fields.kind == heartbeat::DatagramKind::kStates) {
+        States got;
+        got.stream_mark = decoded->stream_mark;
+        EXPECT_TRUE(got.heartbeat.ParseFromArray(decoded->states.data(),
+                                                 static_cast<int>(decoded->states.size())));
+        taken = got.taken = defer_states_.fetch_sub(1) <= 0;
+        absl::MutexLock lock(&mu_);
+        states_.push_back(std::move(got));
+      }
       ++heartbeats_;
       const UdpMode mode = mode_.load();
-      if (fields->flag) ++asked_;
-      if (mode == UdpMode::kSilent || (mode == UdpMode::kAnswer && !fields->flag)) continue;
+      if (fields.flag) ++asked_;
+      if (mode == UdpMode::kSilent || (mode == UdpMode::kAnswer && !fields.flag)) continue;
       heartbeat::DatagramFields ack;
       ack.kind = heartbeat::DatagramKind::kAck;
       ack.session = kSession;
-      ack.sequence = fields->sequence;
+      ack.sequence = fields.sequence;
       ack.generation = 7;
       ack.flag = mode == UdpMode::kRefuse;
       ack.states_taken = taken && !ack.flag;

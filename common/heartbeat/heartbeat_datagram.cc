@@ -21,32 +21,25 @@ constexpr size_t kSignedSize = 32;
 static_assert(kSignedSize + kMacSize == kDatagramSize);
 constexpr unsigned char kVersion = 1;
 
-const char* Magic(DatagramKind kind) {
+// What tells the kinds apart: the magic, a name for errors, and the flag
+// bits each may set.
+struct KindTraits {
+  const char* magic;
+  const char* name;
+  unsigned char flags;
+};
+
+KindTraits Traits(DatagramKind kind) {
   switch (kind) {
     case DatagramKind::kHeartbeat:
-      return "DDPh";
+      return {"DDPh", "datagram", 0x1};
     case DatagramKind::kAck:
-      return "DDPa";
+      return {"DDPa", "ack", 0x3};
     case DatagramKind::kStates:
-      return "DDPs";
+      return {"DDPs", "states datagram", 0x1};
   }
-  return "";
+  return {"", "", 0};
 }
-
-const char* KindName(DatagramKind kind) {
-  switch (kind) {
-    case DatagramKind::kHeartbeat:
-      return "datagram";
-    case DatagramKind::kAck:
-      return "ack";
-    case DatagramKind::kStates:
-      return "states datagram";
-  }
-  return "";
-}
-
-// The flag bits each kind may set.
-unsigned char KnownFlags(DatagramKind kind) { return kind == DatagramKind::kAck ? 0x3 : 0x1; }
 
 void PutU64(unsigned char* at, uint64_t value) {
   for (int i = 0; i < 8; ++i) at[i] = static_cast<unsigned char>(value >> (8 * i));
@@ -104,7 +97,7 @@ Datagram EncodeDatagram(const DatagramFields& fields, absl::string_view key) {
 
 Datagram EncodeDatagram(const DatagramFields& fields, const DatagramKey& key) {
   Datagram d{};
-  std::memcpy(d.data(), Magic(fields.kind), 4);
+  std::memcpy(d.data(), Traits(fields.kind).magic, 4);
   d[4] = kVersion;
   d[5] = (fields.flag ? 1 : 0) | (fields.kind == DatagramKind::kAck && fields.states_taken ? 2 : 0);
   PutU64(&d[8], fields.session);
@@ -120,7 +113,7 @@ std::optional<std::string> EncodeStatesDatagram(const DatagramFields& fields,
   if (states.size() > kMaxStatesPayload) return std::nullopt;
   std::string bytes(kStatesHeaderSize + states.size() + kMacSize, '\0');
   auto* d = reinterpret_cast<unsigned char*>(bytes.data());
-  std::memcpy(d, Magic(DatagramKind::kStates), 4);
+  std::memcpy(d, Traits(DatagramKind::kStates).magic, 4);
   d[4] = kVersion;
   d[5] = fields.flag ? 1 : 0;
   d[6] = static_cast<unsigned char>(states.size());
@@ -135,7 +128,7 @@ std::optional<std::string> EncodeStatesDatagram(const DatagramFields& fields,
 }
 
 bool IsStatesDatagram(absl::string_view bytes) {
-  return bytes.size() >= 4 && std::memcmp(bytes.data(), Magic(DatagramKind::kStates), 4) == 0;
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), Traits(DatagramKind::kStates).magic, 4) == 0;
 }
 
 absl::StatusOr<uint64_t> PeekSession(absl::string_view bytes) {
@@ -167,16 +160,16 @@ namespace {
 // least 8 bytes); with `length_in_reserved`, bytes 6-7 are the payload's
 // length rather than reserved.
 absl::Status CheckPreamble(const unsigned char* d, DatagramKind kind, bool length_in_reserved) {
-  if (std::memcmp(d, Magic(kind), 4) != 0) {
+  if (std::memcmp(d, Traits(kind).magic, 4) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("not a heartbeat ", KindName(kind), " (magic ",
+        absl::StrCat("not a heartbeat ", Traits(kind).name, " (magic ",
                      absl::CEscape(absl::string_view(reinterpret_cast<const char*>(d), 4)), ")"));
   }
   if (d[4] != kVersion) {
     return absl::InvalidArgumentError(
         absl::StrCat("heartbeat datagram version ", d[4], " (this build speaks ", kVersion, ")"));
   }
-  if ((d[5] & ~KnownFlags(kind)) != 0 || (!length_in_reserved && (d[6] != 0 || d[7] != 0))) {
+  if ((d[5] & ~Traits(kind).flags) != 0 || (!length_in_reserved && (d[6] != 0 || d[7] != 0))) {
     return absl::InvalidArgumentError("heartbeat datagram with unknown flags or reserved bits set");
   }
   return absl::OkStatus();
@@ -243,6 +236,16 @@ absl::StatusOr<StatesDatagram> DecodeStatesDatagram(absl::string_view bytes,
   datagram.stream_mark = GetU64(d + 32);
   datagram.states = bytes.substr(kStatesHeaderSize, length);
   return datagram;
+}
+
+absl::StatusOr<StatesDatagram> DecodeAgentDatagram(absl::string_view bytes,
+                                                   const DatagramKey& key) {
+  if (IsStatesDatagram(bytes)) return DecodeStatesDatagram(bytes, key);
+  StatesDatagram heartbeat;
+  auto fields = DecodeDatagram(bytes, DatagramKind::kHeartbeat, key);
+  if (!fields.ok()) return fields.status();
+  heartbeat.fields = *fields;
+  return heartbeat;
 }
 
 std::string NewKey() {

@@ -80,7 +80,8 @@ struct DatagramFields {
   int64_t generation = 0;
 };
 
-// A decoded states datagram; `states` points into the decoded bytes.
+// A decoded states datagram (or, from DecodeAgentDatagram, a heartbeat one);
+// `states` points into the decoded bytes.
 struct StatesDatagram {
   DatagramFields fields;  // kind kStates
   uint64_t stream_mark = 0;
@@ -142,6 +143,10 @@ absl::StatusOr<DatagramFields> DecodeDatagram(absl::string_view bytes, DatagramK
 // The same for a states datagram: size, magic, version, length, flags, MAC.
 absl::StatusOr<StatesDatagram> DecodeStatesDatagram(absl::string_view bytes,
                                                     const DatagramKey& key);
+// What an agent sends, either kind (the coordinator's side): a heartbeat
+// datagram decodes with kind kHeartbeat, stream mark 0 and no states.
+absl::StatusOr<StatesDatagram> DecodeAgentDatagram(absl::string_view bytes,
+                                                   const DatagramKey& key);
 
 // kKeySize random bytes from OpenSSL's generator.
 std::string NewKey();

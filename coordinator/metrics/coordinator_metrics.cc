@@ -74,25 +74,18 @@ void AddFleet(const ScrapeState& state, std::vector<prometheus::MetricFamily>* f
 // ddp_heartbeat_datagram_states_total{result}.
 void AddHeartbeatDatagrams(const ScrapeState::HeartbeatDatagrams& d,
                            std::vector<prometheus::MetricFamily>* families) {
-  prometheus::MetricFamily received;
-  received.name = "ddp_heartbeat_datagrams_total";
-  received.help =
+  families->push_back(OneLabelFamily(
+      "ddp_heartbeat_datagrams_total",
       "Heartbeat datagrams received over UDP, by result: accepted (the core took it), dropped "
       "(malformed, bad MAC, replayed or of a closed session: a steady rate of them is "
       "misconfiguration or an attack), refused (the core refused it: the agent moved to its "
       "stream), overflowed (dropped unread by the kernel: the receive queue was full, the "
-      "coordinator is overloaded and lets no node's silence count meanwhile)";
-  received.type = prometheus::MetricType::Counter;
-  for (const auto& [result, value] : {std::pair<const char*, int64_t>{"accepted", d.accepted},
-                                      {"dropped", d.dropped},
-                                      {"refused", d.refused},
-                                      {"overflowed", d.overflowed}}) {
-    prometheus::ClientMetric metric;
-    metric.label.push_back({"result", result});
-    metric.counter.value = static_cast<double>(value);
-    received.metric.push_back(std::move(metric));
-  }
-  families->push_back(std::move(received));
+      "coordinator is overloaded and lets no node's silence count meanwhile)",
+      prometheus::MetricType::Counter, "result",
+      {{"accepted", d.accepted},
+       {"dropped", d.dropped},
+       {"refused", d.refused},
+       {"overflowed", d.overflowed}}));
   prometheus::MetricFamily acks;
   acks.name = "ddp_heartbeat_datagram_acks_total";
   acks.help = "Ack datagrams sent to agents (each renews an agent's lease, or refuses)";
@@ -101,21 +94,13 @@ void AddHeartbeatDatagrams(const ScrapeState::HeartbeatDatagrams& d,
   metric.counter.value = static_cast<double>(d.acks);
   acks.metric.push_back(std::move(metric));
   families->push_back(std::move(acks));
-  prometheus::MetricFamily states;
-  states.name = "ddp_heartbeat_datagram_states_total";
-  states.help =
+  families->push_back(OneLabelFamily(
+      "ddp_heartbeat_datagram_states_total",
       "Worker states received in states datagrams, by result: taken (at their point of the "
       "agent's stream), deferred (the stream was ahead or behind: the agent sends them again "
-      "with its next heartbeat; a deferred share near 1 means states keep missing their point)";
-  states.type = prometheus::MetricType::Counter;
-  for (const auto& [result, value] : {std::pair<const char*, int64_t>{"taken", d.states_taken},
-                                      {"deferred", d.states_deferred}}) {
-    prometheus::ClientMetric m;
-    m.label.push_back({"result", result});
-    m.counter.value = static_cast<double>(value);
-    states.metric.push_back(std::move(m));
-  }
-  families->push_back(std::move(states));
+      "with its next heartbeat; a deferred share near 1 means states keep missing their point)",
+      prometheus::MetricType::Counter, "result",
+      {{"taken", d.states_taken}, {"deferred", d.states_deferred}}));
 }
 
 }  // namespace

@@ -133,11 +133,6 @@ absl::Status SessionReactor::Handle(const v1::AgentMessage& message) {
   switch (message.body_case()) {
     case v1::AgentMessage::kHeartbeat: {
       const v1::Heartbeat& m = message.heartbeat();
-      if (m.workers_size() > limits.max_nproc_per_node) {  // before any of it counts
-        return absl::InvalidArgumentError(absl::StrCat("heartbeat lists ", m.workers_size(),
-                                                       " workers; the limit is ",
-                                                       limits.max_nproc_per_node));
-      }
       DDP_ASSIGN_OR_RETURN(rendezvous::NodeRef ref, CheckHeader(m.header()));
       DDP_ASSIGN_OR_RETURN(rendezvous::Generation running, rendezvous_.Heartbeat(ref));
       DDP_RETURN_IF_ERROR(ReportWorkerStates(rendezvous_, ref, m));

@@ -66,12 +66,31 @@ class HeartbeatUdpTest : public testing::JobServicesTest {
     return running;
   }
 
-  // One states datagram of `generation` made at `stream_mark` with `states`;
-  // its ack (nullopt: none came).
+  // A states datagram of `generation` made at `stream_mark` with `states`;
+  // its ack (nullopt: none came). With `until_answered`, sent again (a new
+  // sequence, every 10 ms, 200 times at most) while the ack says neither
+  // taken nor refused, as an agent does: the reader may still hold the
+  // session's cursor for the message it handles (the MasterInfo, whose
+  // assignment the agent can have before its handling returns).
   std::optional<heartbeat::DatagramFields> SendStatesDatagram(const v1::HeartbeatChannel& channel,
                                                               int64_t generation,
                                                               uint64_t stream_mark,
-                                                              const v1::Heartbeat& states) {
+                                                              const v1::Heartbeat& states,
+                                                              bool until_answered = false) {
+    for (int attempt = 1;; ++attempt) {
+      std::optional<heartbeat::DatagramFields> ack =
+          SendStatesDatagramOnce(channel, generation, stream_mark, states);
+      if (!until_answered || !ack.has_value() || ack->states_taken || ack->flag ||
+          attempt == 200) {
+        return ack;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
+
+  std::optional<heartbeat::DatagramFields> SendStatesDatagramOnce(
+      const v1::HeartbeatChannel& channel, int64_t generation, uint64_t stream_mark,
+      const v1::Heartbeat& states) {
     auto socket = heartbeat::UdpSocket::Connect("127.0.0.1", channel.udp_port());
     EXPECT_TRUE(socket.ok()) << socket.status();
     if (!socket.ok()) return std::nullopt;
@@ -99,14 +118,14 @@ class HeartbeatUdpTest : public testing::JobServicesTest {
   // The same with rank 0 reporting step `step`: whether the states were
   // taken (nullopt: no ack).
   std::optional<bool> SendStates(const v1::HeartbeatChannel& channel, int64_t generation,
-                                 uint64_t stream_mark, int64_t step) {
+                                 uint64_t stream_mark, int64_t step, bool until_answered = false) {
     v1::Heartbeat states;
     v1::WorkerState* worker = states.add_workers();
     worker->set_local_rank(0);
     worker->set_state(v1::WORKER_RUNNING);
     worker->mutable_progress()->set_step(step);
     const std::optional<heartbeat::DatagramFields> ack =
-        SendStatesDatagram(channel, generation, stream_mark, states);
+        SendStatesDatagram(channel, generation, stream_mark, states, until_answered);
     if (!ack.has_value()) return std::nullopt;
     EXPECT_FALSE(ack->flag) << "refused";
     return ack->states_taken;
@@ -179,18 +198,18 @@ TEST_F(HeartbeatUdpTest, StatesDatagramsReachTheJobOnlyAtTheirPointOfTheStream) 
 
   // After Register the agent wrote one message on its stream (MasterInfo: it
   // is rank 0), which the coordinator has handled: mark 1 is now.
-  EXPECT_EQ(SendStates(channel, 1, /*stream_mark=*/1, /*step=*/42), true);
+  EXPECT_EQ(SendStates(channel, 1, /*stream_mark=*/1, /*step=*/42, /*until_answered=*/true), true);
   EXPECT_EQ(ReportedStep("states"), 42);
   // Made after a stream message the coordinator has not read: not yet.
   EXPECT_EQ(SendStates(channel, 1, /*stream_mark=*/2, /*step=*/43), false);
   // Made before the MasterInfo: outdated.
   EXPECT_EQ(SendStates(channel, 1, /*stream_mark=*/0, /*step=*/41), false);
   EXPECT_EQ(ReportedStep("states"), 42);
-  EXPECT_EQ(SendStates(channel, 1, 1, 44), true);
+  EXPECT_EQ(SendStates(channel, 1, 1, 44, /*until_answered=*/true), true);
   EXPECT_EQ(ReportedStep("states"), 44);
   const UdpHeartbeatEndpoint::Stats stats = services_->heartbeat_endpoint_for_testing()->stats();
   EXPECT_EQ(stats.states_taken, 2);
-  EXPECT_EQ(stats.states_deferred, 2);
+  EXPECT_GE(stats.states_deferred, 2);  // and any the reader's lock deferred
   EXPECT_EQ(GetJob("states").state(), v1::RUNNING);
 }
 
@@ -204,7 +223,7 @@ TEST_F(HeartbeatUdpTest, StatesDatagramWithBadStatesMovesTheAgentToItsStream) {
   states.add_workers()->set_local_rank(0);
   states.mutable_header()->set_job_id("bad-states");  // only workers belong here
   const std::optional<heartbeat::DatagramFields> ack =
-      SendStatesDatagram(channel, 1, /*stream_mark=*/1, states);
+      SendStatesDatagram(channel, 1, /*stream_mark=*/1, states, /*until_answered=*/true);
   ASSERT_TRUE(ack.has_value());
   EXPECT_TRUE(ack->flag);  // refused: the agent heartbeats on its stream
   EXPECT_FALSE(ack->states_taken);

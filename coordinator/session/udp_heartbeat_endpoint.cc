@@ -6,7 +6,6 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -186,32 +185,21 @@ void UdpHeartbeatEndpoint::Loop() {
           continue;
         }
         Session& session = it->second;
-        std::optional<heartbeat::StatesDatagram> states;
-        absl::StatusOr<DatagramFields> fields;
-        if (heartbeat::IsStatesDatagram(bytes)) {
-          auto decoded = heartbeat::DecodeStatesDatagram(bytes, session.key);
-          if (decoded.ok()) {
-            fields = decoded->fields;
-            states = *decoded;
-          } else {
-            fields = decoded.status();
-          }
-        } else {
-          fields = heartbeat::DecodeDatagram(bytes, DatagramKind::kHeartbeat, session.key);
-        }
-        if (!fields.ok() || fields->sequence <= session.last_sequence) {
+        auto decoded = heartbeat::DecodeAgentDatagram(bytes, session.key);
+        if (!decoded.ok() || decoded->fields.sequence <= session.last_sequence) {
           ++dropped_;
           continue;
         }
-        session.last_sequence = fields->sequence;
-        session.ref.generation = fields->generation;
+        const DatagramFields& fields = decoded->fields;
+        session.last_sequence = fields.sequence;
+        session.ref.generation = fields.generation;
         absl::StatusOr<rendezvous::Generation> running = heartbeat_(session.ref);
         DatagramFields ack;
         ack.kind = DatagramKind::kAck;
-        ack.session = fields->session;
-        ack.sequence = fields->sequence;
-        if (running.ok() && states.has_value()) {
-          absl::StatusOr<bool> taken = TakeStates(session, *states);
+        ack.session = fields.session;
+        ack.sequence = fields.sequence;
+        if (running.ok() && fields.kind == DatagramKind::kStates) {
+          absl::StatusOr<bool> taken = TakeStates(session, *decoded);
           if (taken.ok()) {
             ack.states_taken = *taken;
             ++(*taken ? states_taken_ : states_deferred_);
@@ -221,7 +209,7 @@ void UdpHeartbeatEndpoint::Loop() {
         }
         if (running.ok()) {
           ++accepted_;
-          if (!fields->flag) continue;  // no ack asked
+          if (!fields.flag) continue;  // no ack asked
           ack.generation = *running;
         } else {
           ++refused_;
