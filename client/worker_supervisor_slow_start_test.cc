@@ -43,8 +43,8 @@ TEST(WorkerSupervisorSlowStart, FrozenWhileSpawning_StoppedOnceSpawned) {
   ASSERT_TRUE(started.ok()) << started;
   EXPECT_TRUE(supervisor.frozen());
   // Stopped: the loop, which appends a line every 20 ms, appends nothing for 600 ms. (The
-  // state letter alone was not reliable: in one CI run under load the frozen shell read
-  // 'D' for the whole 10 s, on this sandboxed kernel.)
+  // state letter alone is not enough: a shell frozen while it forks `sleep` reads 'D' for as
+  // long as it is frozen, a vfork parent waiting for its stopped child.)
   auto size_of = [&] {
     struct stat st;
     return stat(ticks.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : int64_t{-1};

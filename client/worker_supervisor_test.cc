@@ -8,9 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -283,6 +285,47 @@ bool WaitForState(pid_t pid, char state, absl::Duration timeout) {
   return true;
 }
 
+// Whether every process in group `pgid` is stopped. A shell frozen while it
+// forks a command is the one exception: dash forks with vfork, and a vfork
+// parent whose child was stopped before its exec waits in the kernel ('D')
+// until the child goes on, so it is stopped too (it runs no instruction).
+bool GroupStopped(pid_t pgid) {
+  struct Process {
+    pid_t pid, parent;
+    char state;
+  };
+  std::vector<Process> group;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return false;
+  while (dirent* entry = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(atoi(entry->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+    std::string line;
+    if (!stat || !std::getline(stat, line)) continue;
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(line.substr(paren + 2));
+    char state = '?';
+    pid_t parent = 0, group_id = 0;
+    if (fields >> state >> parent >> group_id && group_id == pgid) {
+      group.push_back({pid, parent, state});
+    }
+  }
+  closedir(proc);
+  auto has_stopped_child = [&](pid_t pid) {
+    return std::any_of(group.begin(), group.end(),
+                       [&](const Process& p) { return p.parent == pid && p.state == 'T'; });
+  };
+  return !group.empty() && std::all_of(group.begin(), group.end(), [&](const Process& p) {
+    return p.state == 'T' || (p.state == 'D' && has_stopped_child(p.pid));
+  });
+}
+
+bool WaitForGroupStopped(pid_t pgid, absl::Duration timeout) {
+  return PollFor([&] { return GroupStopped(pgid); }, timeout);
+}
+
 // A frozen worker and its child run no instruction: a counter file stops
 // growing; thawed, it grows again, and no exit was reported.
 TEST_F(WorkerSupervisorTest, FreezeThaw_GroupStopsAndResumes) {
@@ -301,7 +344,7 @@ TEST_F(WorkerSupervisorTest, FreezeThaw_GroupStopsAndResumes) {
   const pid_t child = std::stoi(ReadFile(child_pid));
   supervisor.Freeze();
   EXPECT_TRUE(supervisor.frozen());
-  ASSERT_TRUE(WaitForState(worker, 'T', kPrompt));
+  ASSERT_TRUE(WaitForGroupStopped(worker, kPrompt));
   ASSERT_TRUE(WaitForState(child, 'T', kPrompt));
   const size_t frozen_size = ReadFile(ticks).size();
   absl::SleepFor(absl::Milliseconds(300));
@@ -339,7 +382,7 @@ TEST_F(WorkerSupervisorTest, Stop_Frozen_KilledWithoutRunningTheirHandlers) {
   const std::string marker = run_dir_ + "/handler-ran";
   ASSERT_NO_FATAL_FAILURE(StartTrappingWorker(supervisor, marker));
   supervisor.Freeze();
-  ASSERT_TRUE(WaitForState(supervisor.Workers()[0].pid, 'T', kPrompt));
+  ASSERT_TRUE(WaitForGroupStopped(supervisor.Workers()[0].pid, kPrompt));
   const absl::Time start = absl::Now();
   EXPECT_TRUE(supervisor.Stop(absl::Seconds(10), SIGINT).ok());
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // no SIGINT/SIGTERM wait
@@ -817,8 +860,7 @@ TEST_F(InteractiveSupervisorTest, Start_WorkersShareTheFirstOnesGroup_StoppedTog
   EXPECT_EQ(getpgid(grandchild), first);
 
   supervisor.Freeze();
-  EXPECT_TRUE(WaitForState(first, 'T', kPrompt));
-  EXPECT_TRUE(WaitForState(second, 'T', kPrompt));
+  EXPECT_TRUE(WaitForGroupStopped(first, kPrompt));
   supervisor.Thaw();
   EXPECT_TRUE(PollFor([&] { return ProcessState(second) != 'T'; }));
 
