@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # KV benchmark: the ddp coordinator and etcd 3.4 side by side on this machine.
-# Starts a coordinator (temp data dir, --port 0 + port file) and an etcd (temp
+# Starts a coordinator (temp data dir, --port 0 + port file, HTTP and its metrics
+# on as by default, on any free port) and an etcd (temp
 # data dir, loopback client URL on a free port, default fsync behaviour), runs
 # //tools/kv_bench against both (each server's CPU per operation comes from
 # /proc/PID/stat), stops both, and prints the tables plus the cost of one
@@ -52,7 +53,7 @@ baseline=${BASELINE:-}
 
 # start_coordinator BINARY NAME: starts it on a free port; sets started_pid.
 start_coordinator() {
-  "$1" --port 0 --http-port 0 --bind 127.0.0.1 --data-dir "$work/$2" \
+  "$1" --port 0 --http-port -1 --bind 127.0.0.1 --data-dir "$work/$2" \
     --port-file "$work/$2.port" --log-level warning 2>"$work/$2.log" &
   started_pid=$!
   pids+=($started_pid)

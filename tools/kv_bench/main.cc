@@ -199,19 +199,25 @@ Row RunFanout(WatchFanout& fanout, int watchers, pid_t pid, bool& ok) {
   } else {
     std::vector<absl::Duration> samples;
     std::string error;
+    CpuWindow cpu(pid);
+    cpu.Start();
     for (int round = 0; round < absl::GetFlag(FLAGS_watch_rounds); ++round) {
       absl::Duration last;
       error = fanout.Round(round, &last);
       if (!error.empty()) break;
       samples.push_back(last);
     }
+    cpu.End();
+    // The CPU columns: per notification (one watcher told of one put).
+    const int64_t notifications = static_cast<int64_t>(samples.size()) * watchers;
     row = Row{phase,
               absl::StrCat(samples.size(), " rounds"),
               FormatLatency(Quantile(samples, 0.5)),
               FormatLatency(Quantile(samples, 1.0)),
-              "-",
-              "-",
-              "put sent -> last watcher notified" + RssPerWatcher(pid, rss_before, watchers)};
+              cpu.ClientPerOp(notifications),
+              cpu.ServerPerOp(notifications),
+              "put sent -> last watcher notified; CPU per watcher notified" +
+                  RssPerWatcher(pid, rss_before, watchers)};
     if (!error.empty()) {
       row.note = error;
       ok = false;
