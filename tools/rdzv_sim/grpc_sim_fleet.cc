@@ -82,16 +82,31 @@ void GrpcSimFleet::PacerLoop(int begin, int end) {
   std::vector<int> due;
   SimDatagrams::Outbox outbox(*datagrams_);
   absl::MutexLock lock(&mu_);
+  absl::Time last_round = clock_.Now();
   while (!stopping_) {
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.pacer_tick);
     if (stopping_) break;
     due.clear();
-    pacer.TakeDue(clock_.Now(), &due);
+    const absl::Time now = clock_.Now();
+    const int64_t skipped_before = pacer.skipped();
+    pacer.TakeDue(now, &due);
+    pacer_skipped_ += pacer.skipped() - skipped_before;
+    longest_pacer_pause_ = std::max(longest_pacer_pause_, now - last_round);
+    last_round = now;
     mu_.Unlock();
     for (int index : due) streams_[begin + index]->SendHeartbeat(outbox);
     outbox.Flush();
     mu_.Lock();
   }
+}
+
+SimPacing GrpcSimFleet::pacing() const {
+  absl::MutexLock lock(&mu_);
+  SimPacing pacing;
+  pacing.longest_pause = longest_pacer_pause_;
+  pacing.skipped = pacer_skipped_;
+  pacing.dropped_while_queued = counters_.heartbeats_dropped.load();
+  return pacing;
 }
 
 absl::StatusOr<WaveTiming> GrpcSimFleet::Rendezvous(absl::Time deadline) {

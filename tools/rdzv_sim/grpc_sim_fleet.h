@@ -31,6 +31,7 @@
 #include "grpcpp/grpcpp.h"
 #include "tools/rdzv_sim/async_client_queues.h"
 #include "tools/rdzv_sim/grpc_agent_stream.h"
+#include "tools/rdzv_sim/heartbeat_pacer.h"
 #include "tools/rdzv_sim/progress_tracker.h"
 
 namespace ddp::rdzv_sim {
@@ -77,6 +78,8 @@ class GrpcSimFleet {
   int64_t heartbeats_dropped() const { return counters_.heartbeats_dropped.load(); }
   // Of heartbeats_sent(): those sent as datagrams.
   int64_t heartbeat_datagrams() const { return counters_.heartbeat_datagrams.load(); }
+  // Since the pacing threads started.
+  SimPacing pacing() const;
   ProgressTracker& tracker() { return tracker_; }
 
   // Cancels the job (JobFinished to every agent), cancels streams still open
@@ -105,8 +108,10 @@ class GrpcSimFleet {
   bool shut_down_ = false;
   bool streams_started_ = false;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration longest_pacer_pause_ ABSL_GUARDED_BY(mu_);
+  int64_t pacer_skipped_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> pacers_;
 };
 

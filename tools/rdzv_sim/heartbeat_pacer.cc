@@ -17,7 +17,10 @@ void HeartbeatPacer::TakeDue(absl::Time now, std::vector<int>* due) {
   const int64_t owed = elapsed / period * agents_ + elapsed % period * agents_ / period;
   int64_t count = owed - taken_;
   if (count <= 0) return;
-  if (count > agents_) count = agents_;  // drop a backlog beyond one round
+  if (count > agents_) {  // drop a backlog beyond one round
+    skipped_ += count - agents_;
+    count = agents_;
+  }
   for (int64_t i = 0; i < count; ++i) {
     due->push_back(next_);
     next_ = (next_ + 1) % agents_;

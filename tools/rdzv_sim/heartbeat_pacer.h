@@ -17,6 +17,18 @@
 
 namespace ddp::rdzv_sim {
 
+// How far the simulator's own heartbeating fell behind (so that a node the
+// coordinator declares lost can be told apart from a simulator too starved
+// to send): the longest time between two pacing rounds of one pacing thread
+// (they are `pacer_tick` apart when on time), the heartbeats that a pacer
+// skipped because it fell more than one interval behind, and the stream
+// heartbeats not sent because the agent's previous one was still queued.
+struct SimPacing {
+  absl::Duration longest_pause;
+  int64_t skipped = 0;
+  int64_t dropped_while_queued = 0;
+};
+
 class HeartbeatPacer {
  public:
   // `agents` >= 1, `interval` > 0.
@@ -27,12 +39,16 @@ class HeartbeatPacer {
   void TakeDue(absl::Time now, std::vector<int>* due);
 
   int64_t owed_total() const { return taken_; }
+  // Owed heartbeats that were dropped as a backlog: the caller fell more than
+  // one interval behind (the simulator, not the coordinator, was late).
+  int64_t skipped() const { return skipped_; }
 
  private:
   const int agents_;
   const absl::Duration interval_;
   const absl::Time start_;
   int64_t taken_ = 0;
+  int64_t skipped_ = 0;
   int next_ = 0;
 };
 

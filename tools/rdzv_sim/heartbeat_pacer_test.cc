@@ -39,6 +39,15 @@ TEST(HeartbeatPacer, TakeDue_StalledForThreeIntervals_OneRoundOnly) {
   due.clear();
   pacer.TakeDue(kT0 + absl::Milliseconds(1550), &due);
   EXPECT_EQ(due.size(), 1u);  // back on pace, backlog dropped
+  EXPECT_EQ(pacer.skipped(), 20);  // 30 owed at 1,500 ms, 10 sent
+}
+
+TEST(HeartbeatPacer, TakeDue_OnPace_NothingSkipped) {
+  HeartbeatPacer pacer(10, absl::Milliseconds(500), kT0);
+  std::vector<int> due;
+  for (int ms = 100; ms <= 2000; ms += 100) pacer.TakeDue(kT0 + absl::Milliseconds(ms), &due);
+  EXPECT_EQ(due.size(), 40u);
+  EXPECT_EQ(pacer.skipped(), 0);
 }
 
 TEST(HeartbeatPacer, TakeDue_RoundRobinContinuesAcrossCalls) {

@@ -172,6 +172,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   absl::StatusOr<WaveTiming> rendezvous = (*fleet)->Rendezvous(clock.Now() + o.phase_timeout);
   if (!rendezvous.ok()) {
     result.error = absl::StrCat("rendezvous: ", rendezvous.status().ToString());
+    result.sim_pacing = (*fleet)->pacing();
     return result;
   }
   result.rendezvous = rendezvous->elapsed;
@@ -188,6 +189,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   absl::StatusOr<WaveTiming> restart = (*fleet)->Restart(clock.Now() + o.phase_timeout);
   if (!restart.ok()) {
     result.error = absl::StrCat("restart: ", restart.status().ToString());
+    result.sim_pacing = (*fleet)->pacing();
     return result;
   }
   result.restart = restart->elapsed;
@@ -224,6 +226,7 @@ SizeResult RunSize(const ScenarioOptions& o, int nodes, std::unique_ptr<TempDir>
   result.client_cpu_fraction =
       absl::FDivDuration(client_cpu3 - client_cpu2, result.heartbeat_window);
   result.rss_connected_bytes = RssOf(pid);
+  result.sim_pacing = (*fleet)->pacing();
   if ((*fleet)->tracker().failures() > 0) {
     result.warning =
         absl::StrCat((*fleet)->tracker().failures(), " streams failed while heartbeating");

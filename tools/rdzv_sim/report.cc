@@ -69,6 +69,20 @@ std::string ThreadsJson(const std::vector<std::pair<std::string, double>>& threa
   return absl::StrJoin(items, ",");
 }
 
+std::string PacingCell(const SimPacing& pacing) {
+  return absl::StrFormat(
+      "simulator pacing: longest pause between heartbeat rounds %.0f ms, %d heartbeats skipped "
+      "(it fell behind), %d not sent while the agent's previous one was queued",
+      Ms(pacing.longest_pause), pacing.skipped, pacing.dropped_while_queued);
+}
+
+std::string PacingJson(const std::optional<SimPacing>& pacing) {
+  if (!pacing) return "null";
+  return absl::StrCat("{\"longest_pause_ms\":", JsonNumber(Ms(pacing->longest_pause)),
+                      ",\"skipped\":", pacing->skipped,
+                      ",\"dropped_while_queued\":", pacing->dropped_while_queued, "}");
+}
+
 }  // namespace
 
 std::optional<absl::Duration> RendezvousTarget(int nodes) {
@@ -119,6 +133,7 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
   for (const SizeResult& r : results) {
     if (!r.error.empty()) {
       absl::StrAppendFormat(&out, "%6d | error: %s\n", r.nodes, r.error);
+      if (r.sim_pacing) absl::StrAppendFormat(&out, "%6s   %s\n", "", PacingCell(*r.sim_pacing));
       continue;
     }
     std::string cpu = "n/a";
@@ -163,6 +178,7 @@ std::string RenderTable(const std::vector<SizeResult>& results, const MachineInf
       absl::StrAppendFormat(&out, "%6s   coordinator threads: %s\n", "",
                             absl::StrJoin(threads, ", "));
     }
+    if (r.sim_pacing) absl::StrAppendFormat(&out, "%6s   %s\n", "", PacingCell(*r.sim_pacing));
     if (!r.warning.empty()) {
       absl::StrAppendFormat(&out, "%6s   warning: %s\n", "", r.warning);
     }
@@ -205,6 +221,7 @@ std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo
         ",\"coordinator_cpu_fraction\":", JsonNumber(r.coordinator_cpu_fraction),
         ",\"client_cpu_fraction\":", JsonNumber(r.client_cpu_fraction),
         ",\"coordinator_threads\":{", ThreadsJson(r.coordinator_threads), "}",
+        ",\"sim_pacing\":", PacingJson(r.sim_pacing),
         ",\"rss_idle_bytes\":", JsonNumber(rss_idle), ",\"rss_connected_bytes\":",
         JsonNumber(rss_connected), ",\"bytes_per_agent\":", JsonNumber(BytesPerAgent(r)), "}"));
   }

@@ -16,6 +16,7 @@
 
 #include "absl/time/time.h"
 #include "common/proc_stats.h"
+#include "tools/rdzv_sim/heartbeat_pacer.h"
 #include "tools/rdzv_sim/latency_stats.h"
 
 namespace ddp::rdzv_sim {
@@ -59,6 +60,11 @@ struct SizeResult {
   // (other work on a shared machine; absent if /proc/loadavg is unreadable).
   std::optional<double> load_start;
   std::optional<double> load_end;
+
+  // How far the simulator's own heartbeats fell behind over the run (absent:
+  // no fleet was made); a lost node with a pause near the heartbeat timeout
+  // is the simulator's doing.
+  std::optional<SimPacing> sim_pacing;
 
   // Coordinator VmRSS before any agent connected and with all connected.
   std::optional<int64_t> rss_idle_bytes;

@@ -19,6 +19,7 @@ SizeResult Sample() {
   r.coordinator_threads = {{"grpc-exec", 0.1}, {"rdzv-dispatch", 0.025}};
   r.rss_idle_bytes = 10'000'000;
   r.rss_connected_bytes = 10'000'000 + 1024 * 20'000;
+  r.sim_pacing = SimPacing{absl::Milliseconds(37), 5, 2};
   r.rendezvous_cpu.coordinator = absl::Milliseconds(256);
   r.rendezvous_cpu.simulator = absl::Milliseconds(128);
   r.restart_cpu.simulator = absl::Milliseconds(750);
@@ -92,6 +93,11 @@ TEST(Report, RenderTable_ShowsFiguresAndVerdicts) {
       << table;
   EXPECT_NE(table.find("machine load average 1.2 at the start, 3.5 at the end"), std::string::npos)
       << table;
+  EXPECT_NE(table.find("simulator pacing: longest pause between heartbeat rounds 37 ms, 5 "
+                       "heartbeats skipped (it fell behind), 2 not sent while the agent's previous "
+                       "one was queued"),
+            std::string::npos)
+      << table;
 }
 
 TEST(Report, RenderTable_ErrorRow_ShowsError) {
@@ -100,6 +106,15 @@ TEST(Report, RenderTable_ErrorRow_ShowsError) {
   failed.error = "rendezvous: DEADLINE_EXCEEDED";
   const std::string table = RenderTable({failed}, {2, "x"});
   EXPECT_NE(table.find("4096 | error: rendezvous: DEADLINE_EXCEEDED"), std::string::npos) << table;
+  EXPECT_EQ(table.find("simulator pacing"), std::string::npos) << table;  // no fleet made
+
+  // A node lost while the simulator itself stalled says so.
+  failed.sim_pacing = SimPacing{absl::Milliseconds(2900), 40'000, 0};
+  const std::string stalled = RenderTable({failed}, {2, "x"});
+  EXPECT_NE(stalled.find("longest pause between heartbeat rounds 2900 ms, 40000 heartbeats "
+                         "skipped"),
+            std::string::npos)
+      << stalled;
 }
 
 TEST(Report, RenderJson_FieldsAndNulls) {
@@ -122,6 +137,13 @@ TEST(Report, RenderJson_FieldsAndNulls) {
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"error\":\"say \\\"hi\\\"\""), std::string::npos) << json;
+  EXPECT_NE(
+      json.find("\"sim_pacing\":{\"longest_pause_ms\":37.000,\"skipped\":5,"
+                "\"dropped_while_queued\":2}"),
+      std::string::npos)
+      << json;
+  r.sim_pacing.reset();
+  EXPECT_NE(RenderJson({r}, {2, "Test CPU"}).find("\"sim_pacing\":null"), std::string::npos);
 }
 
 }  // namespace
