@@ -1,6 +1,5 @@
 #include "client/worker_supervisor.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "absl/synchronization/notification.h"
 #include "client/worker_process.h"
 #include "common/clock.h"
+#include "common/proc_stats.h"
 #include "gtest/gtest.h"
 
 namespace ddp::client {
@@ -80,22 +80,11 @@ bool WaitGone(pid_t pid, absl::Duration timeout) {
 
 // Zombie children of this test process, from /proc/*/stat.
 int ZombieChildren() {
-  int zombies = 0;
-  DIR* proc = opendir("/proc");
-  while (dirent* entry = readdir(proc)) {
-    std::ifstream stat(absl::StrCat("/proc/", entry->d_name, "/stat"));
-    std::string line;
-    if (!stat || !std::getline(stat, line)) continue;
-    const size_t paren = line.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::istringstream rest(line.substr(paren + 2));
-    char state;
-    int ppid;
-    rest >> state >> ppid;
-    if (ppid == getpid() && state == 'Z') ++zombies;
-  }
-  closedir(proc);
-  return zombies;
+  const std::vector<ProcessEntry> processes = ScanProcesses();
+  return static_cast<int>(
+      std::count_if(processes.begin(), processes.end(), [](const ProcessEntry& p) {
+        return p.activity.ppid == getpid() && p.activity.state == 'Z';
+      }));
 }
 
 // Collects callback events.
@@ -290,35 +279,17 @@ bool WaitForState(pid_t pid, char state, absl::Duration timeout) {
 // parent whose child was stopped before its exec waits in the kernel ('D')
 // until the child goes on, so it is stopped too (it runs no instruction).
 bool GroupStopped(pid_t pgid) {
-  struct Process {
-    pid_t pid, parent;
-    char state;
-  };
-  std::vector<Process> group;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return false;
-  while (dirent* entry = readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(atoi(entry->d_name));
-    if (pid <= 0) continue;
-    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-    std::string line;
-    if (!stat || !std::getline(stat, line)) continue;
-    const size_t paren = line.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::istringstream fields(line.substr(paren + 2));
-    char state = '?';
-    pid_t parent = 0, group_id = 0;
-    if (fields >> state >> parent >> group_id && group_id == pgid) {
-      group.push_back({pid, parent, state});
-    }
+  std::vector<ProcessEntry> group;
+  for (const ProcessEntry& p : ScanProcesses()) {
+    if (p.activity.pgrp == pgid) group.push_back(p);
   }
-  closedir(proc);
   auto has_stopped_child = [&](pid_t pid) {
-    return std::any_of(group.begin(), group.end(),
-                       [&](const Process& p) { return p.parent == pid && p.state == 'T'; });
+    return std::any_of(group.begin(), group.end(), [&](const ProcessEntry& p) {
+      return p.activity.ppid == pid && p.activity.state == 'T';
+    });
   };
-  return !group.empty() && std::all_of(group.begin(), group.end(), [&](const Process& p) {
-    return p.state == 'T' || (p.state == 'D' && has_stopped_child(p.pid));
+  return !group.empty() && std::all_of(group.begin(), group.end(), [&](const ProcessEntry& p) {
+    return p.activity.state == 'T' || (p.activity.state == 'D' && has_stopped_child(p.pid));
   });
 }
 

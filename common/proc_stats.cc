@@ -191,15 +191,6 @@ int64_t ParseIoCharBytes(absl::string_view io) {
   return total;
 }
 
-namespace {
-
-// One process of a /proc scan.
-struct ProcessEntry {
-  pid_t pid = 0;
-  StatActivity activity;
-};
-
-// Every process's /proc/PID/stat now; those that end meanwhile are skipped.
 std::vector<ProcessEntry> ScanProcesses() {
   std::vector<ProcessEntry> processes;
   std::error_code error;
@@ -217,6 +208,8 @@ std::vector<ProcessEntry> ScanProcesses() {
   }
   return processes;
 }
+
+namespace {
 
 // For each process of `processes` that is one of `roots` or descends from
 // one: that root (the nearest, should roots nest).

@@ -59,6 +59,13 @@ struct StatActivity {
   absl::Duration cpu_with_children;
 };
 absl::StatusOr<StatActivity> ParseStatActivity(absl::string_view stat, int64_t ticks_per_second);
+// One process of a /proc scan.
+struct ProcessEntry {
+  pid_t pid = 0;
+  StatActivity activity;
+};
+// Every process's /proc/PID/stat now; those that end meanwhile are skipped.
+std::vector<ProcessEntry> ScanProcesses();
 // "read_bytes"/"rchar" and "wchar" of a /proc/PID/io text: bytes the process
 // read and wrote through any syscall (files, sockets, pipes); 0 when absent.
 int64_t ParseIoCharBytes(absl::string_view io);

@@ -461,7 +461,7 @@ void GrpcSessionClient::HeartbeatLoop() {
     // coordinator takes them.
     // Serialized once: what is compared, and a states datagram's payload.
     v1::Heartbeat only_states;
-    for (const v1::WorkerState& state : workers) *only_states.add_workers() = state;
+    for (v1::WorkerState& state : workers) *only_states.add_workers() = std::move(state);
     std::string states = only_states.SerializeAsString();
     const bool carries_states = states != last_worker_states_ ||
                                 registration != worker_states_registration_ ||
@@ -485,9 +485,7 @@ void GrpcSessionClient::HeartbeatLoop() {
     if (carries_states) {
       worker_states_registration_ = registration;
       worker_states_generation_ = generation;
-      for (v1::WorkerState& state : workers) {
-        *message.mutable_heartbeat()->add_workers() = std::move(state);
-      }
+      message.mutable_heartbeat()->mutable_workers()->Swap(only_states.mutable_workers());
       last_worker_states_ = std::move(states);
       datagram_states_.reset();  // these are newer than any still unanswered
     }

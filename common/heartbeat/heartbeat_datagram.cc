@@ -81,8 +81,7 @@ void DatagramKey::Sign(const unsigned char* bytes, size_t size, unsigned char* m
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256_CTX inner = inner_;
   SHA256_CTX outer = outer_;
-  DDP_CHECK(SHA256_Update(&inner, bytes, size) == 1 &&
-            SHA256_Final(digest, &inner) == 1 &&
+  DDP_CHECK(SHA256_Update(&inner, bytes, size) == 1 && SHA256_Final(digest, &inner) == 1 &&
             SHA256_Update(&outer, digest, sizeof(digest)) == 1 && SHA256_Final(digest, &outer) == 1)
       << "HMAC-SHA256 failed";
   std::memcpy(mac, digest, kMacSize);
@@ -107,9 +106,8 @@ Datagram EncodeDatagram(const DatagramFields& fields, const DatagramKey& key) {
   return d;
 }
 
-std::optional<std::string> EncodeStatesDatagram(const DatagramFields& fields,
-                                                uint64_t stream_mark, absl::string_view states,
-                                                const DatagramKey& key) {
+std::optional<std::string> EncodeStatesDatagram(const DatagramFields& fields, uint64_t stream_mark,
+                                                absl::string_view states, const DatagramKey& key) {
   if (states.size() > kMaxStatesPayload) return std::nullopt;
   std::string bytes(kStatesHeaderSize + states.size() + kMacSize, '\0');
   auto* d = reinterpret_cast<unsigned char*>(bytes.data());
@@ -128,18 +126,18 @@ std::optional<std::string> EncodeStatesDatagram(const DatagramFields& fields,
 }
 
 bool IsStatesDatagram(absl::string_view bytes) {
-  return bytes.size() >= 4 && std::memcmp(bytes.data(), Traits(DatagramKind::kStates).magic, 4) == 0;
+  return bytes.size() >= 4 &&
+         std::memcmp(bytes.data(), Traits(DatagramKind::kStates).magic, 4) == 0;
 }
 
 absl::StatusOr<uint64_t> PeekSession(absl::string_view bytes) {
   const bool states_size =
       bytes.size() >= kStatesHeaderSize + kMacSize && bytes.size() <= kMaxStatesDatagramSize;
   if (bytes.size() != kDatagramSize && !(IsStatesDatagram(bytes) && states_size)) {
-    return absl::InvalidArgumentError(absl::StrCat("heartbeat datagram of ", bytes.size(),
-                                                   " bytes (want ", kDatagramSize,
-                                                   ", or a states datagram of ",
-                                                   kStatesHeaderSize + kMacSize, " to ",
-                                                   kMaxStatesDatagramSize, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat datagram of ", bytes.size(), " bytes (want ", kDatagramSize,
+                     ", or a states datagram of ", kStatesHeaderSize + kMacSize, " to ",
+                     kMaxStatesDatagramSize, ")"));
   }
   return GetU64(reinterpret_cast<const unsigned char*>(bytes.data()) + 8);
 }

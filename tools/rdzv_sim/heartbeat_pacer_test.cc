@@ -38,7 +38,7 @@ TEST(HeartbeatPacer, TakeDue_StalledForThreeIntervals_OneRoundOnly) {
   EXPECT_EQ(due.size(), 10u);
   due.clear();
   pacer.TakeDue(kT0 + absl::Milliseconds(1550), &due);
-  EXPECT_EQ(due.size(), 1u);  // back on pace, backlog dropped
+  EXPECT_EQ(due.size(), 1u);       // back on pace, backlog dropped
   EXPECT_EQ(pacer.skipped(), 20);  // 30 owed at 1,500 ms, 10 sent
 }
 

@@ -221,9 +221,9 @@ std::string RenderJson(const std::vector<SizeResult>& results, const MachineInfo
         ",\"coordinator_cpu_fraction\":", JsonNumber(r.coordinator_cpu_fraction),
         ",\"client_cpu_fraction\":", JsonNumber(r.client_cpu_fraction),
         ",\"coordinator_threads\":{", ThreadsJson(r.coordinator_threads), "}",
-        ",\"sim_pacing\":", PacingJson(r.sim_pacing),
-        ",\"rss_idle_bytes\":", JsonNumber(rss_idle), ",\"rss_connected_bytes\":",
-        JsonNumber(rss_connected), ",\"bytes_per_agent\":", JsonNumber(BytesPerAgent(r)), "}"));
+        ",\"sim_pacing\":", PacingJson(r.sim_pacing), ",\"rss_idle_bytes\":", JsonNumber(rss_idle),
+        ",\"rss_connected_bytes\":", JsonNumber(rss_connected),
+        ",\"bytes_per_agent\":", JsonNumber(BytesPerAgent(r)), "}"));
   }
   return absl::StrCat("{\"machine\":{\"cpus\":", machine.cpus,
                       ",\"cpu_model\":", JsonString(machine.cpu_model), "},\"results\":[",

@@ -137,10 +137,9 @@ TEST(Report, RenderJson_FieldsAndNulls) {
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"error\":\"say \\\"hi\\\"\""), std::string::npos) << json;
-  EXPECT_NE(
-      json.find("\"sim_pacing\":{\"longest_pause_ms\":37.000,\"skipped\":5,"
-                "\"dropped_while_queued\":2}"),
-      std::string::npos)
+  EXPECT_NE(json.find("\"sim_pacing\":{\"longest_pause_ms\":37.000,\"skipped\":5,"
+                      "\"dropped_while_queued\":2}"),
+            std::string::npos)
       << json;
   r.sim_pacing.reset();
   EXPECT_NE(RenderJson({r}, {2, "Test CPU"}).find("\"sim_pacing\":null"), std::string::npos);
