@@ -125,18 +125,19 @@ ABSL_FLAG(int64_t, watch_buffer_bytes, 4 << 20,
 ABSL_FLAG(int64_t, max_wait_calls, 100000, "Most Wait calls pending at once");
 ABSL_FLAG(int64_t, default_wait_timeout_ms, 300000, "Timeout of a Wait that gives none");
 ABSL_FLAG(int, session_queues, 4,
-          "Agent sessions on gRPC's async API over at least this many completion queues, each "
-          "with a thread of its own (for many thousand agents: each message then costs "
-          "O(agents / queues) in Debian's libgrpc instead of O(agents)); one runs until the "
-          "first agent connects, which opens the others; more open as agents connect "
-          "(--session-queue-streams); each queue's thread also writes what goes to its streams, "
-          "so a restart's stop orders and assignments go out on every queue at once; 0: the "
-          "callback API. 0..64");
+          "Agent sessions and KV watches on gRPC's async API over at least this many "
+          "completion queues, each with a thread of its own (for many thousand streams: each "
+          "message then costs O(streams / queues) in Debian's libgrpc instead of O(streams)); "
+          "one runs until the first stream is accepted, which opens the others; more open as "
+          "streams come (--session-queue-streams); each queue's thread also writes what goes to "
+          "its streams, so a restart's stop orders and assignments, or a commit's watch events, "
+          "go out on every queue at once; 0: sessions on the callback API (KV watches then "
+          "start on one queue). 0..64");
 ABSL_FLAG(int, session_queue_streams, 2048,
-          "With --session-queues > 0: agent streams per session queue; when every open queue "
-          "holds this many, twice as many queues (and threads) open, up to 64, so that a "
-          "message costs about the same at 65,536 agents as at 4,096; 0: exactly "
-          "--session-queues queues. 0..1000000");
+          "Streams (agent sessions, KV watches) per session queue; when every open queue holds "
+          "this many, twice as many queues (and threads) open, up to 64, so that a message "
+          "costs about the same at 65,536 streams as at 4,096; 0: exactly --session-queues "
+          "queues. 0..1000000");
 ABSL_FLAG(bool, heartbeat_udp, true,
           "Take agents' heartbeats over UDP as well (a few microseconds of CPU each instead of "
           "tens for a stream message; docs/operations.md, \"Heartbeats over UDP\"): each "

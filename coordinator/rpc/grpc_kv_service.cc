@@ -5,14 +5,12 @@
 #include <string>
 #include <utility>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "coordinator/kv/kv_validation.h"
 #include "coordinator/rpc/call_auth.h"
 #include "coordinator/rpc/grpc_put_stream_reactor.h"
 #include "coordinator/rpc/grpc_snapshot_reactor.h"
-#include "coordinator/rpc/grpc_watch_reactor.h"
 #include "coordinator/rpc/kv_call_checks.h"
 #include "coordinator/rpc/kv_proto_convert.h"
 
@@ -29,7 +27,14 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 }  // namespace
 
 GrpcKvService::GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store),
+      options_(std::move(options)),
+      watch_calls_(this, store_, options_.watch_message_bytes, options_.authorizer) {}
+
+void GrpcKvService::RegisterWith(grpc::ServerBuilder& builder, AsyncStreamQueues& queues) {
+  builder.RegisterService(this);
+  queues.AddMethod(&watch_calls_);
+}
 
 grpc::ServerUnaryReactor* GrpcKvService::Put(grpc::CallbackServerContext* context,
                                              const v1::PutRequest* request,
@@ -202,19 +207,6 @@ grpc::ServerUnaryReactor* GrpcKvService::Wait(grpc::CallbackServerContext* conte
     reactor->Finish(ToGrpcStatus(r.status()));
   });
   return reactor;
-}
-
-grpc::ServerWriteReactor<v1::WatchResponse>* GrpcKvService::Watch(
-    grpc::CallbackServerContext* context, const v1::WatchRequest* request) {
-  const auth::Identity identity = CallIdentity(options_.authorizer, *context);
-  if (absl::Status allowed = AuthorizeCall(options_.authorizer, identity,
-                                           "/ddp.v1.KeyValueService/Watch", request->namespace_());
-      !allowed.ok()) {
-    return new RefusedStream<v1::WatchResponse>(allowed);
-  }
-  // The peer address ("ipv4:HOST:PORT") names the connection.
-  return new WatchReactor(store_, *request, options_.watch_message_bytes, options_.authorizer,
-                          identity, absl::Hash<std::string>()(context->peer()));
 }
 
 grpc::ServerWriteReactor<v1::SnapshotChunk>* GrpcKvService::Snapshot(

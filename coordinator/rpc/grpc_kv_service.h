@@ -3,10 +3,14 @@
 
 // ddp.v1.KeyValueService over the KvStore core, with gRPC's callback API: no
 // thread is blocked per pending call. Unary calls return a reactor that the
-// core's completion callback finishes; Watch is a ServerWriteReactor with one
-// write in flight that pulls the next batch from the store when the previous
-// write completes (the per-watcher queue lives in the core and is bounded
-// there).
+// core's completion callback finishes. Watch runs on the async API over the
+// server's stream queues (async_watch_calls.h), with one write in flight that
+// pulls the next batch from the store when the previous write completes (the
+// per-watcher queue lives in the core and is bounded there).
+//
+//   GrpcKvService kv(store, options);
+//   kv.RegisterWith(builder, queues);   // the service, and Watch on `queues`
+//   ... queues.RegisterWith(builder); BuildAndStart; queues.Start(); ...
 //
 // Sizes and counts are checked before anything is copied out of a request; the
 // core checks everything again. Errors keep the core's code and message
@@ -21,7 +25,10 @@
 #include "common/version.h"
 #include "coordinator/auth/authorizer.h"
 #include "coordinator/kv/kv_store.h"
+#include "coordinator/rpc/async_stream_queues.h"
+#include "coordinator/rpc/async_watch_calls.h"
 #include "ddp/v1/kv.grpc.pb.h"
+#include "grpcpp/server_builder.h"
 
 namespace ddp::rpc {
 
@@ -42,9 +49,13 @@ struct GrpcKvServiceOptions {
   size_t snapshot_chunk_bytes = 1 << 20;
 };
 
-class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
+class GrpcKvService final : public KvServiceWithAsyncWatch {
  public:
   GrpcKvService(kv::KvStore& store, GrpcKvServiceOptions options);
+
+  // Adds the service to `builder` and its Watch calls to `queues` (before
+  // queues.RegisterWith).
+  void RegisterWith(grpc::ServerBuilder& builder, AsyncStreamQueues& queues);
 
   grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* context, const v1::PutRequest* request,
                                 v1::PutResponse* response) override;
@@ -66,8 +77,6 @@ class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
   grpc::ServerUnaryReactor* Wait(grpc::CallbackServerContext* context,
                                  const v1::WaitRequest* request,
                                  v1::WaitResponse* response) override;
-  grpc::ServerWriteReactor<v1::WatchResponse>* Watch(grpc::CallbackServerContext* context,
-                                                     const v1::WatchRequest* request) override;
   // Copies on the calling gRPC thread (VACUUM INTO: seconds for a large
   // database), then streams from the reactor.
   grpc::ServerWriteReactor<v1::SnapshotChunk>* Snapshot(
@@ -101,6 +110,7 @@ class GrpcKvService final : public ddp::v1::KeyValueService::CallbackService {
  private:
   kv::KvStore& store_;
   const GrpcKvServiceOptions options_;
+  AsyncWatchCalls watch_calls_;
 };
 
 }  // namespace ddp::rpc

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "coordinator/rpc/testing/kv_service_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -358,6 +359,50 @@ TEST_F(GrpcKvServiceTest, Watch_Stream_CreatedMarkerHistoryAndLiveEvents) {
   while (reader->Read(&response)) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// A watch keeps no read pending: the server learns that an idle watch's
+// client went away from the call's end (AsyncNotifyWhenDone), and removes
+// the watcher; the watches ran on the fixture's stream queues, the first
+// accepted call opening the starting ones.
+TEST_F(GrpcKvServiceTest, Watch_ClientCancelsIdleWatches_WatchersRemoved) {
+  constexpr int kWatches = 6;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::WatchResponse>>> readers;
+  for (int i = 0; i < kWatches; ++i) {
+    v1::WatchRequest request;
+    request.set_namespace_("job");
+    request.set_prefix("quiet/");
+    contexts.push_back(Context());
+    readers.push_back(stub_->Watch(contexts.back().get(), request));
+    v1::WatchResponse response;
+    ASSERT_TRUE(readers.back()->Read(&response)) << i;  // created marker
+  }
+  EXPECT_EQ(store_->Status().watchers, kWatches);
+  EXPECT_EQ(queues_->running_queues(), AsyncStreamQueuesOptions().min_queues);
+  for (int i = 0; i < kWatches; ++i) {
+    contexts[i]->TryCancel();
+    v1::WatchResponse response;
+    while (readers[i]->Read(&response)) {
+    }
+    EXPECT_EQ(readers[i]->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  for (int i = 0; i < 500 && store_->Status().watchers > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(store_->Status().watchers, 0);
+  // The store still notifies new watchers.
+  v1::WatchRequest request;
+  request.set_namespace_("job");
+  auto context = Context();
+  auto reader = stub_->Watch(context.get(), request);
+  v1::WatchResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  ASSERT_TRUE(Put("quiet/k", "v").ok());
+  ASSERT_TRUE(reader->Read(&response));
+  ASSERT_EQ(response.events_size(), 1);
+  EXPECT_EQ(response.events(0).kv().key(), "quiet/k");
+  context->TryCancel();
 }
 
 TEST_F(GrpcKvServiceTest, Watch_CompactedRevision_OutOfRange) {

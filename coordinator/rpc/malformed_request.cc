@@ -20,7 +20,7 @@ std::string RequestType(const std::string& method) {
   return descriptor == nullptr ? "" : descriptor->input_type()->full_name();
 }
 
-// On a unary or server-streaming call (Watch, WatchJob), whose one request
+// On a unary or server-streaming call (WatchJob), whose one request
 // gRPC parses before any service code runs.
 class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
  public:
@@ -33,12 +33,7 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
       if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
           status.error_message().empty()) {
         const std::string type = RequestType(method_);
-        methods->ModifySendStatus(grpc::Status(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            absl::StrCat(method_, ": the request is not a valid ",
-                         type.empty() ? std::string("message") : type,
-                         " (its bytes do not parse); is the client's ddp.v1 protocol the "
-                         "coordinator's?")));
+        methods->ModifySendStatus(MalformedRequest(method_, type.empty() ? "message" : type));
       }
     }
     methods->Proceed();
@@ -66,6 +61,13 @@ class Factory : public grpc::experimental::ServerInterceptorFactoryInterface {
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
 NewMalformedRequestInterceptorFactory() {
   return std::make_unique<Factory>();
+}
+
+grpc::Status MalformedRequest(absl::string_view method, absl::string_view type) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat(method, ": the request is not a valid ", type,
+                                   " (its bytes do not parse); is the client's ddp.v1 protocol "
+                                   "the coordinator's?"));
 }
 
 }  // namespace ddp::rpc

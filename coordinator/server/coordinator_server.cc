@@ -281,7 +281,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   creators.push_back(rpc::NewMalformedRequestInterceptorFactory());
   if (server->metrics_ != nullptr) creators.push_back(server->metrics_->RpcInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(creators));
-  builder.RegisterService(server->kv_service_.get());
+  // Watches, and the agents' sessions unless they run on the callback API
+  // (--session-queues 0; the watches then start on one queue).
+  rpc::AsyncStreamQueuesOptions queue_options;
+  queue_options.min_queues = std::max(1, opts.jobs.session.completion_queues);
+  queue_options.streams_per_queue = opts.jobs.session.streams_per_completion_queue;
+  server->stream_queues_ = std::make_unique<rpc::AsyncStreamQueues>(queue_options);
+  server->kv_service_->RegisterWith(builder, *server->stream_queues_);
   ha::ClusterService::Status cluster_status = opts.cluster_status;
   if (!cluster_status) {
     const std::string where = opts.store.empty()
@@ -306,7 +312,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->node_service_ =
       std::make_unique<rpc::GrpcNodeService>(*server->fleet_, server->authorizer_.get());
   builder.RegisterService(server->node_service_.get());
-  server->job_services_->RegisterWith(builder);
+  server->job_services_->RegisterWith(builder, server->stream_queues_.get());
+  server->stream_queues_->RegisterWith(builder);
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
     server->job_services_->Shutdown();
@@ -319,7 +326,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     }
     return why;
   }
-  server->job_services_->StartSessionQueues();
+  server->stream_queues_->Start();
   const int udp_port = opts.heartbeat_udp_port < 0 ? server->port_ : opts.heartbeat_udp_port;
   absl::Status udp = server->job_services_->StartHeartbeatUdp(opts.bind_address, udp_port);
   if (absl::IsAlreadyExists(udp) && opts.port == 0 && opts.heartbeat_udp_port < 0) {
@@ -434,8 +441,8 @@ metrics::ScrapeState CoordinatorServer::ReadScrapeState() {
   }
   if (const auto stats = job_services_->heartbeat_datagram_stats()) {
     state.heartbeat_datagrams = metrics::ScrapeState::HeartbeatDatagrams{
-        stats->accepted,     stats->dropped,      stats->refused,        stats->acks,
-        stats->overflowed,   stats->states_taken, stats->states_deferred};
+        stats->accepted,   stats->dropped,      stats->refused,        stats->acks,
+        stats->overflowed, stats->states_taken, stats->states_deferred};
   }
   auto jobs = job_services_->ListJobs(/*include_past_runs=*/false);
   if (!jobs.ok()) return state;
@@ -485,8 +492,9 @@ void CoordinatorServer::Shutdown() {
       std::chrono::milliseconds(absl::ToInt64Milliseconds(options_.shutdown_grace));
   grpc_server_->Shutdown(deadline);
   grpc_server_->Wait();
-  job_services_->StopSessionQueues();  // after the server, before it is destroyed
+  stream_queues_->Stop();  // after the server, before it is destroyed
   grpc_server_.reset();
+  stream_queues_.reset();
   http_listener_.reset();
   rest_gateway_.reset();
   job_services_.reset();  // after the server: reactors may still reference it

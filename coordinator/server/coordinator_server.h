@@ -37,6 +37,7 @@
 #include "coordinator/http/rest_gateway.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/metrics/coordinator_metrics.h"
+#include "coordinator/rpc/async_stream_queues.h"
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/rpc/grpc_node_service.h"
 #include "coordinator/server/data_dir_lock.h"
@@ -151,6 +152,10 @@ class CoordinatorServer {
   std::unique_ptr<ha::ClusterService> cluster_service_;
   std::unique_ptr<rpc::GrpcNodeService> node_service_;
   std::unique_ptr<session::JobServices> job_services_;
+  // The long-lived streams (KV watches; agents' sessions unless
+  // --session-queues 0): after the services whose calls it serves, stopped
+  // after the gRPC server.
+  std::unique_ptr<rpc::AsyncStreamQueues> stream_queues_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<http::RestGateway> rest_gateway_;
   std::unique_ptr<http::HttpListener> http_listener_;

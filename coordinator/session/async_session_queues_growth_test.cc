@@ -1,11 +1,11 @@
-// AsyncSessionQueues opening queues as agents connect: one queue to start
+// The stream queues (rpc::AsyncStreamQueues) opening queues as agents connect: one queue to start
 // with, twice as many whenever each open one is full (2 streams beside the 8
 // accepts it keeps requested).
 
 #include <cstdlib>
 #include <string>
 
-#include "coordinator/session/session_queue_placement.h"
+#include "coordinator/rpc/stream_queue_placement.h"
 #include "coordinator/session/testing/job_services_fixture.h"
 #include "gtest/gtest.h"
 
@@ -17,7 +17,7 @@ using ::ddp::session::testing::FastSettings;
 using ::ddp::session::testing::kWait;
 
 constexpr int kStreamsPerQueue = 2;
-constexpr int kPendingAccepts = 8;  // async_session_queues.cc
+constexpr int kPendingAccepts = 8;  // AsyncStreamQueuesOptions::pending_accepts, one method
 
 class SessionQueueGrowthTest : public testing::JobServicesTest {
  protected:
@@ -28,7 +28,7 @@ class SessionQueueGrowthTest : public testing::JobServicesTest {
   }
 
   static int OpenQueues(int streams) {
-    SessionQueuePlacement placement({.min_queues = 1,
+    rpc::StreamQueuePlacement placement({.min_queues = 1,
                                      .streams_per_queue = kStreamsPerQueue,
                                      .max_queues = 64,
                                      .accepts_per_queue = kPendingAccepts});

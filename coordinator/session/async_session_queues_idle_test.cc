@@ -1,4 +1,4 @@
-// AsyncSessionQueues with four starting queues (the target sets
+// The sessions' own stream queues with four starting queues (the target sets
 // DDP_TEST_SESSION_QUEUES=4, the default 2,048 streams a queue): only queue 0
 // runs until the first agent connects, since an idle queue's thread would take
 // turns at polling every service's sockets; that agent opens the other three

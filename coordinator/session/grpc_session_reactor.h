@@ -39,7 +39,7 @@
 //
 // Transport: the gRPC stream it reads and writes is a SessionTransport (the
 // callback API's reactor, or an async-API stream over one of several
-// completion queues, async_session_queues.h), which forwards the stream's
+// completion queues, async_session_calls.h), which forwards the stream's
 // events here and owns this object.
 // Lifecycle: created by the transport when the call starts; OnDone is the
 // last event, after which the transport destroys it.

@@ -3,8 +3,8 @@
 
 // ddp.v1.SessionService over the gRPC callback API (--session-queues 0): one
 // SessionReactor per agent stream (no thread per stream), carried by a
-// callback reactor. The default transport is AsyncSessionQueues
-// (async_session_queues.h); the options below serve both. See
+// callback reactor. The default transport is AsyncSessionCalls
+// (async_session_calls.h); the options below serve both. See
 // grpc_session_reactor.h for the per-stream protocol.
 //
 // Thread-safety: thread-safe. The RendezvousService must outlive the service,
@@ -28,10 +28,10 @@ struct GrpcSessionServiceOptions {
   // Checks the bearer token of each stream at Register (null: no checks).
   const auth::Authorizer* authorizer = nullptr;
   // > 0: the sessions run on the async API over at least this many completion
-  // queues (AsyncSessionQueues); 0: on the callback API (GrpcSessionService).
+  // queues (AsyncSessionCalls on rpc::AsyncStreamQueues); 0: on the callback API (GrpcSessionService).
   int completion_queues = 0;
   // With completion_queues > 0: streams per queue; when every open queue holds
-  // this many, twice as many open, up to 64 (SessionQueuePlacement); 0:
+  // this many, twice as many open, up to 64 (rpc::StreamQueuePlacement); 0:
   // exactly completion_queues.
   int streams_per_completion_queue = 2048;
   // Offers each session heartbeats over UDP (Registered.heartbeat_channel)

@@ -63,7 +63,9 @@ void JobServices::Wire(const Clock& clock, const JobServicesOptions& options) {
   session.stack_collector = stack_collector_.get();
   session.heartbeat_endpoint = heartbeat_endpoint_.get();
   if (session.completion_queues > 0) {
-    session_queues_ = std::make_unique<AsyncSessionQueues>(*rendezvous_, session);
+    session_calls_ = std::make_unique<AsyncSessionCalls>(*rendezvous_, session);
+    own_queue_options_.min_queues = session.completion_queues;
+    own_queue_options_.streams_per_queue = session.streams_per_completion_queue;
   } else {
     session_service_ = std::make_unique<GrpcSessionService>(*rendezvous_, session);
   }
@@ -77,9 +79,16 @@ JobServices::~JobServices() {
   StopSessionQueues();
 }
 
-void JobServices::RegisterWith(grpc::ServerBuilder& builder) {
-  if (session_queues_ != nullptr) {
-    session_queues_->RegisterWith(builder);
+void JobServices::RegisterWith(grpc::ServerBuilder& builder, rpc::AsyncStreamQueues* queues) {
+  if (session_calls_ != nullptr) {
+    builder.RegisterService(session_calls_->service());
+    session_queues_ = queues;
+    if (queues == nullptr) {
+      own_queues_ = std::make_unique<rpc::AsyncStreamQueues>(own_queue_options_);
+      session_queues_ = own_queues_.get();
+    }
+    session_queues_->AddMethod(session_calls_.get());
+    if (own_queues_ != nullptr) own_queues_->RegisterWith(builder);
   } else {
     builder.RegisterService(session_service_.get());
   }
@@ -87,11 +96,11 @@ void JobServices::RegisterWith(grpc::ServerBuilder& builder) {
 }
 
 void JobServices::StartSessionQueues() {
-  if (session_queues_ != nullptr) session_queues_->Start();
+  if (own_queues_ != nullptr) own_queues_->Start();
 }
 
 void JobServices::StopSessionQueues() {
-  if (session_queues_ != nullptr) session_queues_->Stop();
+  if (own_queues_ != nullptr) own_queues_->Stop();
 }
 
 absl::Status JobServices::StartHeartbeatUdp(const std::string& address, int port) {
@@ -104,8 +113,8 @@ int JobServices::heartbeat_udp_port() const {
 }
 
 int JobServices::open_sessions() const {
-  return session_queues_ != nullptr ? session_queues_->open_streams()
-                                    : session_service_->open_streams();
+  return session_calls_ != nullptr ? session_calls_->open_streams()
+                                   : session_service_->open_streams();
 }
 
 int JobServices::session_queue_threads() const {

@@ -6,14 +6,14 @@
 // commit loop) and the two gRPC services over it.
 //
 //   auto jobs = JobServices::Create(clock, loop, options);   // restores jobs
-//   grpc::ServerBuilder builder; ... (*jobs)->RegisterWith(builder);
+//   grpc::ServerBuilder builder; ... (*jobs)->RegisterWith(builder, &queues);
 //   server = builder.BuildAndStart();
-//   (*jobs)->StartSessionQueues();
+//   queues.Start();   // or (*jobs)->StartSessionQueues() without `queues`
 //   ...
 //   (*jobs)->Shutdown();   // closes sessions (UNAVAILABLE: agents resume
 //                          // later) and watches, stops the threads
 //   server->Shutdown();    // then the gRPC server
-//   server->Wait(); (*jobs)->StopSessionQueues();
+//   server->Wait(); queues.Stop();   // or (*jobs)->StopSessionQueues()
 //   jobs.reset();          // only after the server is destroyed or shut down
 //
 // Thread-safety: thread-safe; Shutdown is idempotent (the destructor runs it).
@@ -27,7 +27,8 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "coordinator/rendezvous/job_state_store.h"
-#include "coordinator/session/async_session_queues.h"
+#include "coordinator/rpc/async_stream_queues.h"
+#include "coordinator/session/async_session_calls.h"
 #include "coordinator/session/grpc_job_service.h"
 #include "coordinator/session/grpc_session_service.h"
 #include "coordinator/session/rendezvous_service.h"
@@ -60,11 +61,15 @@ class JobServices {
   JobServices& operator=(const JobServices&) = delete;
 
   // Adds SessionService and JobService to `builder` (before BuildAndStart).
-  void RegisterWith(grpc::ServerBuilder& builder);
-  // After BuildAndStart: starts accepting sessions on the async queues (when
-  // options.session.completion_queues > 0; nothing otherwise).
+  // With options.session.completion_queues > 0 the sessions run on the async
+  // API, on `queues` (the server's stream queues, which its owner starts and
+  // stops; null: queues of their own, options.session.completion_queues to
+  // start with, which StartSessionQueues and StopSessionQueues run).
+  void RegisterWith(grpc::ServerBuilder& builder, rpc::AsyncStreamQueues* queues = nullptr);
+  // After BuildAndStart: starts accepting sessions on the queues of their own
+  // (nothing otherwise).
   void StartSessionQueues();
-  // After the server's Shutdown and Wait: stops the async queues' threads.
+  // After the server's Shutdown and Wait: stops the queues of their own.
   void StopSessionQueues();
   // With options.heartbeat_udp: binds UDP `address`:`port` (0: any free port)
   // and offers every session registering from now on heartbeats there;
@@ -83,11 +88,11 @@ class JobServices {
   }
   // Agent streams whose session has not ended.
   int open_sessions() const;
-  // Completion queues whose thread runs (AsyncSessionQueues; 0 on the
-  // callback API).
+  // Completion queues whose thread runs (of the queues the sessions run on;
+  // 0 on the callback API).
   int session_queue_threads() const;
-  // Writes of the delivery thread that the sessions' queue threads carried
-  // out (AsyncSessionQueues::handed_writes; 0 on the callback API).
+  // Writes of another thread that the queue threads carried out
+  // (AsyncStreamQueues::handed_writes; 0 on the callback API).
   int64_t session_writes_handed() const;
 
   // Ends every agent session with UNAVAILABLE and every watch, then stops the
@@ -133,7 +138,10 @@ class JobServices {
   std::unique_ptr<StackCollector> stack_collector_;
   std::unique_ptr<UdpHeartbeatEndpoint> heartbeat_endpoint_;  // before the services using it
   std::unique_ptr<GrpcSessionService> session_service_;       // or
-  std::unique_ptr<AsyncSessionQueues> session_queues_;
+  std::unique_ptr<AsyncSessionCalls> session_calls_;
+  std::unique_ptr<rpc::AsyncStreamQueues> own_queues_;  // RegisterWith without queues
+  rpc::AsyncStreamQueues* session_queues_ = nullptr;    // own_queues_ or the server's
+  rpc::AsyncStreamQueuesOptions own_queue_options_;
   std::unique_ptr<GrpcJobService> job_service_;
 };
 

@@ -35,19 +35,28 @@ std::string Tail(const std::string& path) {
 
 bool EtcdInstalled() { return access(kEtcdBinary, X_OK) == 0; }
 
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-    socklen_t length = sizeof(address);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    port = ntohs(address.sin_port);
+// `count` distinct free loopback ports: each socket stays bound until all are
+// picked (the system may hand a port just released out again: two members
+// once got the same one, and etcd refused the duplicate URL).
+std::vector<int> FreeLoopbackPorts(int count) {
+  std::vector<int> fds;
+  std::vector<int> ports;
+  for (int i = 0; i < count; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+      socklen_t length = sizeof(address);
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+      port = ntohs(address.sin_port);
+    }
+    fds.push_back(fd);
+    ports.push_back(port);
   }
-  close(fd);
-  return port;
+  for (int fd : fds) close(fd);
+  return ports;
 }
 
 absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(const std::string& dir, int members,
@@ -58,11 +67,12 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(const std::strin
     return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
   }
   std::vector<std::string> peers;
+  const std::vector<int> ports = FreeLoopbackPorts(2 * members);
   for (int i = 0; i < members; ++i) {
     Member m;
     m.name = absl::StrCat("m", i);
-    m.client_port = FreeLoopbackPort();
-    m.peer_port = FreeLoopbackPort();
+    m.client_port = ports[2 * i];
+    m.peer_port = ports[2 * i + 1];
     peers.push_back(absl::StrCat(m.name, "=http://127.0.0.1:", m.peer_port));
     cluster->members_.push_back(m);
   }

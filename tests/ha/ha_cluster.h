@@ -94,8 +94,8 @@ class CoordinatorGroup {
   std::vector<std::unique_ptr<CoordinatorProcess>> coordinators_;
 };
 
-// A free loopback TCP port (0 when none was found).
-int FreeLoopbackPort();
+// `count` distinct free loopback TCP ports (0 for one that was not found).
+std::vector<int> FreeLoopbackPorts(int count);
 
 }  // namespace ddp::testing
 

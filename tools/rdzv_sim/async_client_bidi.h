@@ -11,7 +11,7 @@
 // completion-queue operation scans the queue's outstanding operations; the
 // callback API puts all of a process's streams on one queue, so with N
 // streams each message cost O(N) (see coordinator/session/
-// async_session_queues.h for the server side).
+// async_session_calls.h for the server side).
 //
 // Differences from the callback API, none of which the simulator relies on:
 // reactions never run inline inside a Start*; a write waits until StartCall's

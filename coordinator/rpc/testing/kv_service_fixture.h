@@ -3,7 +3,8 @@
 
 // Test fixture: GrpcKvService over a KvStore on InMemoryKvBackend (a fake
 // clock, no ticker: a test calls Tick), served by a real in-process gRPC
-// server on a free loopback port, and a stub to call it. A test's SetUp calls
+// server on a free loopback port (Watch on stream queues of its own, as in
+// the coordinator), and a stub to call it. A test's SetUp calls
 // Serve with the service options (and watcher bounds) it wants.
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "common/clock.h"
 #include "coordinator/commit/testing/kv_store_with_loop.h"
 #include "coordinator/kv/kv_store.h"
+#include "coordinator/rpc/async_stream_queues.h"
 #include "coordinator/rpc/grpc_kv_service.h"
 #include "coordinator/storage/memory_kv_backend.h"
 #include "ddp/v1/kv.grpc.pb.h"
@@ -37,10 +39,13 @@ class KvServiceFixture : public ::testing::Test {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
+    queues_ = std::make_unique<AsyncStreamQueues>();
+    service_->RegisterWith(builder, *queues_);
+    queues_->RegisterWith(builder);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_GT(port, 0);
+    queues_->Start();
     stub_ = v1::KeyValueService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
                                                              grpc::InsecureChannelCredentials()));
   }
@@ -49,12 +54,15 @@ class KvServiceFixture : public ::testing::Test {
     if (store_) store_->Shutdown();
     if (server_ != nullptr) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+      server_->Wait();
     }
+    if (queues_ != nullptr) queues_->Stop();
   }
 
   FakeClock clock_;
   commit::KvStoreWithLoop store_;
   std::unique_ptr<GrpcKvService> service_;
+  std::unique_ptr<AsyncStreamQueues> queues_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::KeyValueService::Stub> stub_;
 };

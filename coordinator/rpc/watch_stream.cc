@@ -1,4 +1,4 @@
-#include "coordinator/rpc/grpc_watch_reactor.h"
+#include "coordinator/rpc/watch_stream.h"
 
 #include <algorithm>
 #include <string>
@@ -7,15 +7,21 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "coordinator/rpc/kv_proto_convert.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 
 namespace ddp::rpc {
 
-WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
-                           size_t max_message_bytes, const auth::Authorizer* authorizer,
-                           const auth::Identity& caller, uint64_t connection)
-    : store_(store),
+WatchStream::WatchStream(WatchTransport* transport, kv::KvStore& store, size_t max_message_bytes,
+                         const auth::Authorizer* authorizer, const auth::Identity& caller,
+                         uint64_t connection)
+    : transport_(transport),
+      store_(store),
       max_message_bytes_(max_message_bytes),
-      sink_(std::make_shared<Sink>(this, connection)) {
+      authorizer_(authorizer),
+      caller_(caller),
+      sink_(std::make_shared<Sink>(this, connection)) {}
+
+void WatchStream::Start(const v1::WatchRequest& request) {
   kv::WatchRequest watch;
   watch.ns = request.namespace_();
   watch.prefix = request.prefix();
@@ -24,10 +30,10 @@ WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
   // it must find id_ set.
   absl::MutexLock lock(&sink_->mu);
   if (watch.start_revision > 0) complete_through_ = watch.start_revision - 1;
-  if (authorizer != nullptr) {
+  if (authorizer_ != nullptr) {
     absl::StatusOr<std::unique_ptr<auth::Authorizer::RevocationWatch>> watching =
-        authorizer->WatchRevocation(
-            caller, [sink = sink_](const absl::Status& revoked) { sink->OnRevoked(revoked); });
+        authorizer_->WatchRevocation(
+            caller_, [sink = sink_](const absl::Status& revoked) { sink->OnRevoked(revoked); });
     if (!watching.ok()) {
       FinishLocked(ToGrpcStatus(watching.status()));
       return;
@@ -44,33 +50,43 @@ WatchReactor::WatchReactor(kv::KvStore& store, const v1::WatchRequest& request,
   PumpLocked(/*force=*/true);
 }
 
-void WatchReactor::Sink::OnReady() {
+void WatchStream::Sink::OnReady() {
   absl::MutexLock lock(&mu);
-  if (reactor_ != nullptr) reactor_->PumpLocked(/*force=*/false);
+  if (stream_ != nullptr) stream_->PumpLocked(/*force=*/false);
 }
 
-void WatchReactor::Sink::OnRevoked(const absl::Status& status) {
+void WatchStream::Sink::OnRevoked(const absl::Status& status) {
   absl::MutexLock lock(&mu);
-  if (reactor_ != nullptr) reactor_->FinishLocked(ToGrpcStatus(status));
+  if (stream_ != nullptr) stream_->FinishLocked(ToGrpcStatus(status));
 }
 
 namespace {
 
-// A commit's events as one WatchResponse: built once, sent to every watcher
-// whose next message is exactly this commit.
-std::shared_ptr<const v1::WatchResponse> EncodeCommit(const kv::PublishedEvents& commit) {
-  auto response = std::make_shared<v1::WatchResponse>();
-  response->mutable_events()->Reserve(static_cast<int>(commit.size()));
+void Serialize(const v1::WatchResponse& response, grpc::ByteBuffer* buffer) {
+  buffer->Clear();  // the writer wants an empty buffer; the previous write holds its own copy
+  bool own = false;
+  // Fails only past 2 GiB; the store caps values far below.
+  (void)grpc::SerializationTraits<v1::WatchResponse>::Serialize(response, buffer, &own);
+}
+
+// A commit's events as one serialized WatchResponse: built once, sent to
+// every watcher whose next message is exactly this commit (a copy of the
+// buffer shares its bytes).
+std::shared_ptr<const grpc::ByteBuffer> EncodeCommit(const kv::PublishedEvents& commit) {
+  v1::WatchResponse response;
+  response.mutable_events()->Reserve(static_cast<int>(commit.size()));
   for (const kv::Event& event : commit.events()) {
-    ToProto(event, response->add_events());
+    ToProto(event, response.add_events());
   }
-  response->set_revision(commit.revision());
-  return response;
+  response.set_revision(commit.revision());
+  auto buffer = std::make_shared<grpc::ByteBuffer>();
+  Serialize(response, buffer.get());
+  return buffer;
 }
 
 }  // namespace
 
-void WatchReactor::PumpLocked(bool force) {
+void WatchStream::PumpLocked(bool force) {
   if (gate_.busy()) return;
   if (pending_.empty()) {
     kv::WatchBatch batch;
@@ -95,14 +111,15 @@ void WatchReactor::PumpLocked(bool force) {
     if (pending_.empty() && !force) return;  // idle: the store calls OnReady later
   }
   const bool has_events = !pending_.empty();
-  const v1::WatchResponse* message = &response_;
+  const grpc::ByteBuffer* message = &own_message_;
   if (pending_.size() == 1 && pending_offset_ == 0 &&
       pending_.front()->approx_bytes() <= max_message_bytes_) {
-    shared_in_flight_ = pending_.front()->Encoded<v1::WatchResponse>(&EncodeCommit);
+    shared_in_flight_ = pending_.front()->Encoded<grpc::ByteBuffer>(&EncodeCommit);
     pending_.pop_front();
     message = shared_in_flight_.get();
   } else {
     BuildOwnMessageLocked();
+    Serialize(response_, &own_message_);
   }
   if (has_events) {
     // Counted as sent now: a status that ends the stream follows this
@@ -112,10 +129,10 @@ void WatchReactor::PumpLocked(bool force) {
       complete_through_ = pending_.front()->events()[pending_offset_].revision() - 1;
     }
   }
-  gate_.Write(this, message);
+  gate_.Write(transport_, message);
 }
 
-void WatchReactor::BuildOwnMessageLocked() {
+void WatchStream::BuildOwnMessageLocked() {
   response_.Clear();
   size_t bytes = 0;
   while (!pending_.empty() && (response_.events_size() == 0 || bytes < max_message_bytes_)) {
@@ -131,9 +148,9 @@ void WatchReactor::BuildOwnMessageLocked() {
   response_.set_revision(revision_);
 }
 
-void WatchReactor::FinishLocked(const grpc::Status& status) {
+void WatchStream::FinishLocked(const grpc::Status& status) {
   if (status.ok() || !registered_) {
-    gate_.Finish(this, status);
+    gate_.Finish(transport_, status);
     return;
   }
   // Where the client resumes (etcd's clients resume from the last revision
@@ -146,28 +163,27 @@ void WatchReactor::FinishLocked(const grpc::Status& status) {
                                 ? ")"
                                 : absl::StrCat(": watch again with start_revision ",
                                                complete_through_ + 1, ")"));
-  gate_.Finish(this, grpc::Status(status.error_code(), message));
+  gate_.Finish(transport_, grpc::Status(status.error_code(), message));
 }
 
-void WatchReactor::OnWriteDone(bool ok) {
+void WatchStream::OnWriteDone(bool ok) {
   absl::MutexLock lock(&sink_->mu);
   shared_in_flight_.reset();
-  if (gate_.WriteDone(this, ok, "watch stream broken")) PumpLocked(/*force=*/false);
+  if (gate_.WriteDone(transport_, ok, "watch stream broken")) PumpLocked(/*force=*/false);
 }
 
-void WatchReactor::OnCancel() {
+void WatchStream::OnCancel() {
   absl::MutexLock lock(&sink_->mu);
   FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled by the client"));
 }
 
-void WatchReactor::OnDone() {
+void WatchStream::OnDone() {
   {
     absl::MutexLock lock(&sink_->mu);
-    sink_->reactor_ = nullptr;
+    sink_->stream_ = nullptr;
   }
   revocation_.reset();
   if (registered_) store_.CancelWatch(id_);
-  delete this;
 }
 
 }  // namespace ddp::rpc

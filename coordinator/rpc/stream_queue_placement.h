@@ -1,11 +1,13 @@
-#ifndef DDP_COORDINATOR_SESSION_SESSION_QUEUE_PLACEMENT_H_
-#define DDP_COORDINATOR_SESSION_SESSION_QUEUE_PLACEMENT_H_
+#ifndef DDP_COORDINATOR_RPC_STREAM_QUEUE_PLACEMENT_H_
+#define DDP_COORDINATOR_RPC_STREAM_QUEUE_PLACEMENT_H_
 
-// Which completion queue an agent's next stream goes to (AsyncSessionQueues).
+// Which completion queue the next call of a server stream goes to
+// (AsyncStreamQueues: agents' sessions, KV watches).
 //
 // Each operation of Debian's libgrpc 1.51 (a build without NDEBUG) scans its
-// completion queue's list of outstanding operations, one pending read per open
-// stream: a message costs O(streams on its queue). A fixed number of queues
+// completion queue's list of outstanding operations, at least one per open
+// stream (a session's pending read, a watch's notice of its end): a message
+// costs O(streams on its queue). A fixed number of queues
 // makes that grow with the job (4 queues: 16,384 streams each at 65,536
 // agents, and a restart cost 2.5x per agent what it did at 16,384;
 // docs/benchmarks.md). So queues open as streams come: `min_queues` to start
@@ -17,11 +19,11 @@
 // A new call stays on the queue that asks for it (the one whose accept was
 // just used) while that queue has room: gRPC hands a connection's new streams
 // to the accepts of its own queue first, so the streams of one connection
-// (agents behind a proxy, or rdzv_sim's shared connections) stay together and
+// (agents behind a proxy, rdzv_sim's shared connections, a client's watches) stay together and
 // one read of that connection completes on one thread. Otherwise it goes to the
 // open queue with the fewest calls.
 //
-//   SessionQueuePlacement placement({.min_queues = 4, .streams_per_queue = 2048,
+//   StreamQueuePlacement placement({.min_queues = 4, .streams_per_queue = 2048,
 //                                    .max_queues = 64});
 //   int queue = placement.Add(asking);   // a call requested on `queue`
 //   ...
@@ -38,9 +40,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace ddp::session {
+namespace ddp::rpc {
 
-struct SessionQueuePlacementOptions {
+struct StreamQueuePlacementOptions {
   int min_queues = 4;            // open from the start; >= 1
   int streams_per_queue = 2048;  // streams per open queue before more open; 0: never
   int max_queues = 64;           // >= min_queues (raised to it otherwise)
@@ -50,9 +52,9 @@ struct SessionQueuePlacementOptions {
   int accepts_per_queue = 0;
 };
 
-class SessionQueuePlacement {
+class StreamQueuePlacement {
  public:
-  explicit SessionQueuePlacement(SessionQueuePlacementOptions options);
+  explicit StreamQueuePlacement(StreamQueuePlacementOptions options);
 
   // The most queues that can ever open: how many the server must create.
   int max_queues() const { return max_queues_; }
@@ -86,6 +88,6 @@ class SessionQueuePlacement {
   int64_t total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace ddp::session
+}  // namespace ddp::rpc
 
-#endif  // DDP_COORDINATOR_SESSION_SESSION_QUEUE_PLACEMENT_H_
+#endif  // DDP_COORDINATOR_RPC_STREAM_QUEUE_PLACEMENT_H_

@@ -1,10 +1,10 @@
-#include "coordinator/session/session_queue_placement.h"
+#include "coordinator/rpc/stream_queue_placement.h"
 
 #include <algorithm>
 
-namespace ddp::session {
+namespace ddp::rpc {
 
-SessionQueuePlacement::SessionQueuePlacement(SessionQueuePlacementOptions options)
+StreamQueuePlacement::StreamQueuePlacement(StreamQueuePlacementOptions options)
     : min_queues_(std::max(1, options.min_queues)),
       streams_per_queue_(std::max(0, options.streams_per_queue)),
       calls_per_queue_(static_cast<int64_t>(streams_per_queue_) +
@@ -13,7 +13,7 @@ SessionQueuePlacement::SessionQueuePlacement(SessionQueuePlacementOptions option
                                           : std::max(min_queues_, options.max_queues)),
       calls_(static_cast<size_t>(max_queues_), 0) {}
 
-int SessionQueuePlacement::OpenQueues(int64_t calls) const {
+int StreamQueuePlacement::OpenQueues(int64_t calls) const {
   if (streams_per_queue_ == 0) return min_queues_;
   int open = min_queues_;
   while (open < max_queues_ && open * calls_per_queue_ < calls) {
@@ -22,7 +22,7 @@ int SessionQueuePlacement::OpenQueues(int64_t calls) const {
   return open;
 }
 
-int SessionQueuePlacement::Add(int preferred) {
+int StreamQueuePlacement::Add(int preferred) {
   absl::MutexLock lock(&mu_);
   const int open = OpenQueues(total_ + 1);
   if (preferred >= 0 && preferred < open &&
@@ -40,22 +40,22 @@ int SessionQueuePlacement::Add(int preferred) {
   return best;
 }
 
-void SessionQueuePlacement::Remove(int queue) {
+void StreamQueuePlacement::Remove(int queue) {
   absl::MutexLock lock(&mu_);
   if (queue < 0 || queue >= max_queues_ || calls_[queue] == 0) return;
   --calls_[queue];
   --total_;
 }
 
-int64_t SessionQueuePlacement::calls(int queue) const {
+int64_t StreamQueuePlacement::calls(int queue) const {
   absl::MutexLock lock(&mu_);
   if (queue < 0 || queue >= max_queues_) return 0;
   return calls_[queue];
 }
 
-int64_t SessionQueuePlacement::total_calls() const {
+int64_t StreamQueuePlacement::total_calls() const {
   absl::MutexLock lock(&mu_);
   return total_;
 }
 
-}  // namespace ddp::session
+}  // namespace ddp::rpc
