@@ -18,6 +18,14 @@ thread_local const AsyncStreamQueue* draining_queue = nullptr;
 
 bool AsyncStreamQueue::OnItsThread() const { return draining_queue == this; }
 
+void AsyncQueuedCall::Write(AsyncStreamQueue& queue, const grpc::ByteBuffer* message) {
+  if (!queue.OnItsThread()) {
+    handed_write_ = message;
+    if (queue.Hand(this)) return;
+  }
+  WriteNow(message);
+}
+
 void AsyncStreamQueue::Drain() {
   draining_queue = this;
   void* tag = nullptr;

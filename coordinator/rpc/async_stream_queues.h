@@ -54,6 +54,7 @@
 #include "coordinator/rpc/stream_queue_placement.h"
 #include "grpcpp/alarm.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/support/byte_buffer.h"
 
 namespace ddp::rpc {
 
@@ -73,8 +74,21 @@ class AsyncQueuedCall {
   virtual ~AsyncQueuedCall() = default;
   // On the queue's thread: `op` completed with `ok`.
   virtual void Proceed(Op op, bool ok) = 0;
-  // On the queue's thread: the write AsyncStreamQueue::Hand took.
-  virtual void StartHandedWrite() = 0;
+  // On the queue's thread: the write Write handed over.
+  void StartHandedWrite() { WriteNow(handed_write_); }
+
+ protected:
+  // Starts the write of `message` (alive until its write tag completes) on
+  // `queue`'s thread: at once when called there (or once Stop began),
+  // else handed over (AsyncStreamQueue::Hand), so that a fan-out from
+  // another thread runs on every queue's thread. The caller keeps the call
+  // alive until the write completes.
+  void Write(AsyncStreamQueue& queue, const grpc::ByteBuffer* message);
+  // Starts the write of `message` on the call's stream now.
+  virtual void WriteNow(const grpc::ByteBuffer* message) = 0;
+
+ private:
+  const grpc::ByteBuffer* handed_write_ = nullptr;  // published to the queue thread by Hand
 };
 
 // The calls of one async method the queues accept.
@@ -100,7 +114,7 @@ class AsyncStreamQueue {
 
   // Takes `call`'s write for this queue's thread to start
   // (AsyncQueuedCall::StartHandedWrite), unless Stop began (false: the caller
-  // starts it itself).
+  // starts it itself). AsyncQueuedCall::Write uses it.
   bool Hand(AsyncQueuedCall* call);
 
   // A call of `method` requested on this queue was accepted: requests the

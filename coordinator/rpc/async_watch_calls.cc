@@ -57,7 +57,6 @@ class AsyncWatchCall final : public AsyncQueuedCall, public WatchTransport {
     }
     MaybeEnd();
   }
-  void StartHandedWrite() override { writer_.Write(*handed_write_, &write_tag_); }
 
   // WatchTransport.
   void StartWrite(const grpc::ByteBuffer* message) override {
@@ -65,11 +64,7 @@ class AsyncWatchCall final : public AsyncQueuedCall, public WatchTransport {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = true;  // also keeps the call alive while the write is handed
     }
-    if (!queue_->OnItsThread()) {
-      handed_write_ = message;  // published to the queue thread by Hand's mutex
-      if (queue_->Hand(this)) return;
-    }
-    writer_.Write(*message, &write_tag_);
+    Write(*queue_, message);
   }
   void Finish(const grpc::Status& status) override { writer_.Finish(status, &finish_tag_); }
 
@@ -100,6 +95,8 @@ class AsyncWatchCall final : public AsyncQueuedCall, public WatchTransport {
     stream_->Start(request);
   }
 
+  void WriteNow(const grpc::ByteBuffer* message) override { writer_.Write(*message, &write_tag_); }
+
   void Completed(bool* pending) {
     std::lock_guard<std::mutex> lock(mu_);
     *pending = false;
@@ -127,8 +124,7 @@ class AsyncWatchCall final : public AsyncQueuedCall, public WatchTransport {
   Tag write_tag_{this, Op::kWrite};
   Tag finish_tag_{this, Op::kFinish};
   Tag done_tag_{this, Op::kDone};
-  std::optional<WatchStream> stream_;               // from the call's start, if accepted
-  const grpc::ByteBuffer* handed_write_ = nullptr;  // the stream's, alive until OnWriteDone
+  std::optional<WatchStream> stream_;  // from the call's start, if accepted
 
   std::mutex mu_;
   bool writing_ = false;

@@ -67,8 +67,6 @@ class AsyncSessionStream final : public SessionTransport, public rpc::AsyncQueue
     }
     MaybeEnd();
   }
-  void StartHandedWrite() override { stream_.Write(*handed_write_, &write_tag_); }
-
   // SessionTransport.
   void StartRead(grpc::ByteBuffer* buffer) override {
     Begin(&reading_);
@@ -76,11 +74,7 @@ class AsyncSessionStream final : public SessionTransport, public rpc::AsyncQueue
   }
   void StartWrite(const grpc::ByteBuffer* buffer) override {
     Begin(&writing_);  // also keeps the stream alive while the write is handed
-    if (!queue_->OnItsThread()) {
-      handed_write_ = buffer;  // published to the queue thread by Hand's mutex
-      if (queue_->Hand(this)) return;
-    }
-    stream_.Write(*buffer, &write_tag_);
+    Write(*queue_, buffer);
   }
   void Finish(const grpc::Status& status) override {
     Begin(&finishing_);
@@ -98,6 +92,8 @@ class AsyncSessionStream final : public SessionTransport, public rpc::AsyncQueue
     session_.emplace(this, rendezvous_, options_, open_streams_,
                      rpc::CallIdentity(options_.authorizer, context_));
   }
+
+  void WriteNow(const grpc::ByteBuffer* buffer) override { stream_.Write(*buffer, &write_tag_); }
 
   void Begin(bool* pending) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -133,8 +129,7 @@ class AsyncSessionStream final : public SessionTransport, public rpc::AsyncQueue
   Tag read_tag_{this, Op::kRead};
   Tag write_tag_{this, Op::kWrite};
   Tag finish_tag_{this, Op::kFinish};
-  std::optional<SessionReactor> session_;           // from the call's start
-  const grpc::ByteBuffer* handed_write_ = nullptr;  // the session's, alive until OnWriteDone
+  std::optional<SessionReactor> session_;  // from the call's start
 
   std::mutex mu_;
   bool reading_ = false;
