@@ -78,9 +78,14 @@ void AsyncStreamQueue::StopHandOffs() {
   hand_mu_.Await(absl::Condition(&taken));
 }
 
-void AsyncStreamQueue::Accepted(AsyncQueuedMethod& method) {
+bool AsyncStreamQueue::Accepted(AsyncQueuedMethod& method, bool ok) {
+  if (!ok) {
+    Ended();
+    return false;
+  }
   owner_->RequestCall(method, index_);  // nothing once Stop began
   owner_->CallAccepted();
+  return true;
 }
 
 void AsyncStreamQueue::Ended() { owner_->CallEnded(index_); }

@@ -96,9 +96,8 @@ class AsyncQueuedMethod {
  public:
   virtual ~AsyncQueuedMethod() = default;
   // Requests the method's next call on `queue`: a new AsyncQueuedCall whose
-  // accept tag is on queue.cq(). Once accepted, the call calls
-  // queue.Accepted(*this); once it is over (or its accept failed),
-  // queue.Ended().
+  // accept tag is on queue.cq(). When that tag completes, the call calls
+  // queue.Accepted(*this, ok); once the call is over, queue.Ended().
   virtual void RequestOn(AsyncStreamQueue& queue) = 0;
 };
 
@@ -117,10 +116,12 @@ class AsyncStreamQueue {
   // starts it itself). AsyncQueuedCall::Write uses it.
   bool Hand(AsyncQueuedCall* call);
 
-  // A call of `method` requested on this queue was accepted: requests the
-  // method's next call (on this queue while it has room), and the first
-  // accepted call opens the other starting queues.
-  void Accepted(AsyncQueuedMethod& method);
+  // A call of `method` requested on this queue completed its accept tag with
+  // `ok`. Accepted: requests the method's next call (on this queue while it
+  // has room; the first accepted call opens the other starting queues) and
+  // returns true. Not (the server is shutting down; the call never started):
+  // frees its place and returns false, and the caller deletes the call.
+  bool Accepted(AsyncQueuedMethod& method, bool ok);
   // A call requested on this queue is over (or never started).
   void Ended();
 

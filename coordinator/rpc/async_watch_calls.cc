@@ -70,12 +70,10 @@ class AsyncWatchCall final : public AsyncQueuedCall, public WatchTransport {
 
  private:
   void Accepted(bool ok) {
-    if (!ok) {  // the server is shutting down: this call never started
-      queue_->Ended();
+    if (!queue_->Accepted(*method_, ok)) {  // the server is shutting down
       delete this;
       return;
     }
-    queue_->Accepted(*method_);  // nothing once Stop began
     v1::WatchRequest request;
     if (!grpc::SerializationTraits<v1::WatchRequest>::Deserialize(&request_, &request).ok()) {
       Finish(MalformedRequest(kWatchMethod, v1::WatchRequest::descriptor()->full_name()));

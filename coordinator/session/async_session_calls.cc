@@ -83,12 +83,10 @@ class AsyncSessionStream final : public SessionTransport, public rpc::AsyncQueue
 
  private:
   void Accepted(bool ok) {
-    if (!ok) {  // the server is shutting down: this call never started
-      queue_->Ended();
+    if (!queue_->Accepted(*method_, ok)) {  // the server is shutting down
       delete this;
       return;
     }
-    queue_->Accepted(*method_);  // nothing once Stop began
     session_.emplace(this, rendezvous_, options_, open_streams_,
                      rpc::CallIdentity(options_.authorizer, context_));
   }
