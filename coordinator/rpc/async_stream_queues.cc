@@ -90,19 +90,19 @@ bool AsyncStreamQueue::Accepted(AsyncQueuedMethod& method, bool ok) {
 
 void AsyncStreamQueue::Ended() { owner_->CallEnded(index_); }
 
-AsyncStreamQueues::AsyncStreamQueues(AsyncStreamQueuesOptions options) : options_(options) {}
+AsyncStreamQueues::AsyncStreamQueues(AsyncStreamQueuesOptions options)
+    : options_(options), pending_accepts_(std::max(1, options.pending_accepts)) {}
 
 AsyncStreamQueues::~AsyncStreamQueues() { Stop(); }
 
 void AsyncStreamQueues::AddMethod(AsyncQueuedMethod* method) { methods_.push_back(method); }
 
 void AsyncStreamQueues::RegisterWith(grpc::ServerBuilder& builder) {
-  const int pending = std::max(1, options_.pending_accepts);
   placement_.emplace(StreamQueuePlacementOptions{
-      .min_queues = std::max(1, options_.min_queues),
-      .streams_per_queue = std::max(0, options_.streams_per_queue),
+      .min_queues = options_.min_queues,
+      .streams_per_queue = options_.streams_per_queue,
       .max_queues = options_.max_queues,
-      .accepts_per_queue = pending * static_cast<int>(methods_.size())});
+      .accepts_per_queue = pending_accepts_ * static_cast<int>(methods_.size())});
   for (int i = 0; i < placement_->max_queues(); ++i) {
     auto queue = std::make_unique<AsyncStreamQueue>();
     queue->owner_ = this;
@@ -120,7 +120,7 @@ void AsyncStreamQueues::Start() {
   }
   // Queue 0 alone until a call is accepted (CallAccepted).
   for (AsyncQueuedMethod* method : methods_) {
-    for (int k = 0; k < std::max(1, options_.pending_accepts); ++k) RequestCall(*method, 0);
+    for (int k = 0; k < pending_accepts_; ++k) RequestCall(*method, 0);
   }
 }
 
@@ -128,7 +128,7 @@ void AsyncStreamQueues::CallAccepted() {
   if (widened_.exchange(true)) return;
   for (int queue = 1; queue < placement_->OpenQueues(0); ++queue) {
     for (AsyncQueuedMethod* method : methods_) {
-      for (int k = 0; k < std::max(1, options_.pending_accepts); ++k) RequestCall(*method, queue);
+      for (int k = 0; k < pending_accepts_; ++k) RequestCall(*method, queue);
     }
   }
 }

@@ -195,6 +195,7 @@ class AsyncStreamQueues {
   void RunQueueThread(AsyncStreamQueue& queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AsyncStreamQueuesOptions options_;
+  const int pending_accepts_;                              // options_.pending_accepts, at least 1
   std::vector<AsyncQueuedMethod*> methods_;                // from AddMethod, before RegisterWith
   std::optional<StreamQueuePlacement> placement_;          // from RegisterWith
   std::vector<std::unique_ptr<AsyncStreamQueue>> queues_;  // placement_->max_queues()

@@ -9,8 +9,6 @@
 namespace ddp::rpc {
 namespace {
 
-constexpr absl::string_view kWatchMethod = "/ddp.v1.KeyValueService/Watch";
-
 using grpc::experimental::InterceptionHookPoints;
 
 // "/ddp.v1.KeyValueService/Put" -> "ddp.v1.PutRequest" ("" when unknown).
@@ -22,8 +20,9 @@ std::string RequestType(const std::string& method) {
   return descriptor == nullptr ? "" : descriptor->input_type()->full_name();
 }
 
-// On a unary or server-streaming call (WatchJob), whose one request
-// gRPC parses before any service code runs.
+// On a unary or server-streaming call (WatchJob), whose one request gRPC
+// parses before any service code runs. (KV Watch takes its request as bytes
+// and parses it itself: nothing to rewrite there.)
 class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
  public:
   explicit MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info)
@@ -54,11 +53,6 @@ class Factory : public grpc::experimental::ServerInterceptorFactoryInterface {
     // on every message for nothing.
     using Type = grpc::experimental::ServerRpcInfo::Type;
     if (info->type() != Type::UNARY && info->type() != Type::SERVER_STREAMING) return nullptr;
-    // KV Watch takes its request as bytes and parses it (async_watch_calls.h):
-    // nothing to rewrite, and an interceptor runs on each of its writes.
-    if (info->method() != nullptr && absl::string_view(info->method()) == kWatchMethod) {
-      return nullptr;
-    }
     return new MalformedRequestInterceptor(info);
   }
 };

@@ -62,16 +62,17 @@ void WatchStream::Sink::OnRevoked(const absl::Status& status) {
 
 namespace {
 
-void Serialize(const v1::WatchResponse& response, grpc::ByteBuffer* buffer) {
+// False when protobuf cannot (a message past 2 GiB; the store's limits keep
+// far below).
+bool Serialize(const v1::WatchResponse& response, grpc::ByteBuffer* buffer) {
   buffer->Clear();  // the writer wants an empty buffer; the previous write holds its own copy
   bool own = false;
-  // Fails only past 2 GiB; the store caps values far below.
-  (void)grpc::SerializationTraits<v1::WatchResponse>::Serialize(response, buffer, &own);
+  return grpc::SerializationTraits<v1::WatchResponse>::Serialize(response, buffer, &own).ok();
 }
 
 // A commit's events as one serialized WatchResponse: built once, sent to
 // every watcher whose next message is exactly this commit (a copy of the
-// buffer shares its bytes).
+// buffer shares its bytes); null when it cannot be serialized.
 std::shared_ptr<const grpc::ByteBuffer> EncodeCommit(const kv::PublishedEvents& commit) {
   v1::WatchResponse response;
   response.mutable_events()->Reserve(static_cast<int>(commit.size()));
@@ -80,7 +81,7 @@ std::shared_ptr<const grpc::ByteBuffer> EncodeCommit(const kv::PublishedEvents& 
   }
   response.set_revision(commit.revision());
   auto buffer = std::make_shared<grpc::ByteBuffer>();
-  Serialize(response, buffer.get());
+  if (!Serialize(response, buffer.get())) return nullptr;
   return buffer;
 }
 
@@ -119,7 +120,14 @@ void WatchStream::PumpLocked(bool force) {
     message = shared_in_flight_.get();
   } else {
     BuildOwnMessageLocked();
-    Serialize(response_, &own_message_);
+    if (!Serialize(response_, &own_message_)) message = nullptr;
+  }
+  if (message == nullptr) {
+    // Its events count as not sent: the status names where to resume.
+    FinishLocked(grpc::Status(
+        grpc::StatusCode::INTERNAL,
+        absl::StrCat("a watch message of revision ", revision_, " could not be serialized")));
+    return;
   }
   if (has_events) {
     // Counted as sent now: a status that ends the stream follows this
