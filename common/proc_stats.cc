@@ -204,7 +204,9 @@ std::vector<ProcessEntry> ScanProcesses() {
     absl::StatusOr<std::string> stat = ReadFile(entry.path().string() + "/stat");
     if (!stat.ok()) continue;  // it ended meanwhile
     absl::StatusOr<StatActivity> activity = ParseStatActivity(*stat, ticks);
-    if (activity.ok()) processes.push_back(ProcessEntry{static_cast<pid_t>(pid), *activity});
+    if (activity.ok()) {
+      processes.push_back(ProcessEntry{static_cast<pid_t>(pid), *activity, ParseStatName(*stat)});
+    }
   }
   return processes;
 }

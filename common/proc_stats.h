@@ -63,6 +63,7 @@ absl::StatusOr<StatActivity> ParseStatActivity(absl::string_view stat, int64_t t
 struct ProcessEntry {
   pid_t pid = 0;
   StatActivity activity;
+  std::string name;  // the command name (ParseStatName)
 };
 // Every process's /proc/PID/stat now; those that end meanwhile are skipped.
 std::vector<ProcessEntry> ScanProcesses();

@@ -1,6 +1,5 @@
 #include "tests/e2e/process_table.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -8,11 +7,10 @@
 
 #include <cerrno>
 #include <fstream>
-#include <sstream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/proc_stats.h"
 
 namespace ddp::testing {
 namespace {
@@ -20,37 +18,14 @@ namespace {
 // How often the sweep re-reads the table while processes die.
 constexpr absl::Duration kSweepInterval = absl::Milliseconds(20);
 
-bool ReadStat(pid_t pid, ProcessEntry* entry) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string line;
-  if (!std::getline(in, line)) return false;
-  // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses,
-  // so everything after the last ')' is parsed.
-  const size_t open = line.find('(');
-  const size_t close = line.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) {
-    return false;
-  }
-  std::istringstream rest(line.substr(close + 1));
-  entry->pid = pid;
-  entry->command = line.substr(open + 1, close - open - 1);
-  rest >> entry->state >> entry->ppid >> entry->pgid;
-  return !rest.fail();
-}
-
 }  // namespace
 
 std::map<pid_t, ProcessEntry> ReadProcessTable() {
   std::map<pid_t, ProcessEntry> table;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return table;
-  while (dirent* item = readdir(dir)) {
-    int pid = 0;
-    if (!absl::SimpleAtoi(item->d_name, &pid)) continue;
-    ProcessEntry entry;
-    if (ReadStat(pid, &entry)) table[pid] = entry;
+  for (const ddp::ProcessEntry& process : ddp::ScanProcesses()) {
+    table[process.pid] = ProcessEntry{process.pid, process.activity.ppid, process.activity.pgrp,
+                                      process.activity.state, process.name};
   }
-  closedir(dir);
   return table;
 }
 
@@ -87,16 +62,13 @@ std::string Describe(const std::map<pid_t, ProcessEntry>& table, const std::set<
   return out;
 }
 
-bool AbsentFromProcessTable(pid_t pid) {
-  ProcessEntry entry;
-  return !ReadStat(pid, &entry);
-}
+bool AbsentFromProcessTable(pid_t pid) { return !ddp::SampleProcess(pid).ok(); }
 
 bool NoLongerRuns(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, WNOHANG);  // Reaps it if it is our zombie child.
-  ProcessEntry entry;
-  return !ReadStat(pid, &entry) || entry.state == 'Z';
+  const absl::StatusOr<ddp::ProcessSample> sample = ddp::SampleProcess(pid);
+  return !sample.ok() || sample->state == 'Z';
 }
 
 std::string EnvironmentOf(pid_t pid, const std::string& name) {
