@@ -37,7 +37,8 @@ class HaKvFailoverTest : public ::testing::Test {
     auto etcd = EtcdCluster::Start(dir_);
     ASSERT_TRUE(etcd.ok()) << etcd.status();
     etcd_ = *std::move(etcd);
-    group_ = std::make_unique<CoordinatorGroup>(dir_, etcd_->Store("ha-test"), 3, CoordinatorArgs());
+    group_ =
+        std::make_unique<CoordinatorGroup>(dir_, etcd_->Store("ha-test"), 3, CoordinatorArgs());
     ASSERT_TRUE(group_->StartAll().ok());
     ASSERT_GE(group_->WaitForLeader(kElection), 0) << "no coordinator was elected";
     client_ = std::make_unique<FailoverKvClient>(group_->Targets());
